@@ -1,0 +1,178 @@
+"""ThreadmillTaskBackend: the django.tasks API on top of the broker, and nothing else."""
+
+from collections.abc import Iterable, Sequence
+from threading import Lock
+from typing import Any
+from uuid import uuid4
+
+from .broker import Broker, NewTask
+from .broker.keys import make_task_id, queue_of
+from .compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_enqueued,
+)
+from .conf import BackendSettings, check_queue_name, read_settings
+from .exceptions import ImproperlyConfiguredThreadmill
+from .records import (
+    STATUS_OF_STATE,
+    build_result,
+    decode_payload,
+    encode_payload,
+    from_ms,
+    load_task,
+    now_ms,
+    to_ms,
+)
+
+ENQUEUE_CHUNK = 1000  # tasks per enqueue script call in enqueue_many: bounds one script's run time
+
+_brokers: dict[str, Broker] = {}
+_brokers_lock = Lock()
+
+
+def broker_for(settings: BackendSettings) -> Broker:
+    """Return the process-wide broker for ``settings``: one connection pool, shared by threads.
+
+    Django builds one backend per thread; sharing the broker keeps one pool per process.
+    """
+    key = repr(settings)
+    with _brokers_lock:
+        if key not in _brokers:
+            _brokers[key] = Broker(settings)
+        return _brokers[key]
+
+
+class ThreadmillTaskBackend(BaseTaskBackend):
+    """Store tasks in Redis for ``manage.py threadmill_worker`` to run."""
+
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        self.settings = read_settings(alias, params)
+        for queue in self.queues:
+            check_queue_name(queue)
+
+    @property
+    def broker(self) -> Broker:
+        """The shared broker; it connects on first use, never at import time."""
+        return broker_for(self.settings)
+
+    def validate_task(self, task: Task) -> None:
+        super().validate_task(task)
+        try:
+            check_queue_name(task.queue_name)
+        except ImproperlyConfiguredThreadmill as exc:
+            raise InvalidTask(str(exc)) from exc
+
+    def _prepare(
+        self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> tuple[NewTask, TaskResult]:
+        """Validate and encode one enqueue; raise before anything reaches Redis."""
+        self.validate_task(task)
+        task_id = make_task_id(uuid4().hex, task.queue_name)
+        enqueued_ms = now_ms()
+        try:
+            result = TaskResult(
+                task=task,
+                id=task_id,
+                status=TaskResultStatus.READY,
+                enqueued_at=from_ms(enqueued_ms),
+                started_at=None,
+                finished_at=None,
+                last_attempted_at=None,
+                args=list(args),
+                kwargs=dict(kwargs),
+                backend=self.alias,
+                errors=[],
+                worker_ids=[],
+            )
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
+                "Pass strings, numbers, booleans, None, lists and dicts only."
+            ) from exc
+        payload = encode_payload(task, result.args, result.kwargs)
+        if len(payload) > self.settings.max_payload_bytes:
+            raise ValueError(
+                f"Task {task.module_path!r} payload is {len(payload)} bytes, above "
+                f"max_payload_bytes={self.settings.max_payload_bytes}. Store large data "
+                "elsewhere (a file or a model) and pass its key, or raise OPTIONS"
+                "['max_payload_bytes']."
+            )
+        return NewTask(
+            id=task_id,
+            payload=payload,
+            priority=task.priority,
+            run_after_ms=None if task.run_after is None else to_ms(task.run_after),
+            enqueued_ms=enqueued_ms,
+        ), result
+
+    def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
+        """Queue up the Task to be executed: one Redis call."""
+        new, result = self._prepare(task, args, kwargs)
+        self.broker.enqueue(task.queue_name, [new])
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
+        """Queue up the Task to be executed, on the asyncio client (no thread hop)."""
+        new, result = self._prepare(task, args, kwargs)
+        await self.broker.aenqueue(task.queue_name, [new])
+        await task_enqueued.asend(type(self), task_result=result)
+        return result
+
+    def enqueue_many(
+        self, task: Task, calls: Iterable[tuple[Sequence[Any], dict[str, Any]]]
+    ) -> list[TaskResult]:
+        """Queue up many calls of one task, ``ENQUEUE_CHUNK`` per Redis call.
+
+        Every call is validated and encoded before the first one is sent.
+        """
+        prepared = [self._prepare(task, args, kwargs) for args, kwargs in calls]
+        for start in range(0, len(prepared), ENQUEUE_CHUNK):
+            chunk = prepared[start : start + ENQUEUE_CHUNK]
+            self.broker.enqueue(task.queue_name, [new for new, _ in chunk])
+        results = [result for _, result in prepared]
+        for result in results:
+            task_enqueued.send(type(self), task_result=result)
+        return results
+
+    def _result(self, result_id: str, record: dict[str, str] | None) -> TaskResult:
+        if record is None:
+            raise TaskResultDoesNotExist(result_id)
+        payload = decode_payload(record.get("payload"))
+        task = load_task(
+            payload["path"],
+            backend=self.alias,
+            queue=queue_of(result_id) or "",
+            payload=payload,
+        )
+        return build_result(
+            task,
+            task_id=result_id,
+            status=STATUS_OF_STATE.get(record.get("state", ""), TaskResultStatus.READY),
+            payload=payload,
+            record=record,
+        )
+
+    def get_result(self, result_id: str) -> TaskResult:
+        """Return the result of ``result_id`` in any state, until result_ttl after it finished."""
+        return self._result(result_id, self.broker.record(result_id))
+
+    async def aget_result(self, result_id: str) -> TaskResult:
+        """Async twin of ``get_result``, on the asyncio client."""
+        return self._result(result_id, await self.broker.arecord(result_id))
+
+    def check(self, **kwargs: Any) -> list[Any]:
+        from .checks import check_backend
+
+        return [*super().check(**kwargs), *check_backend(self)]

@@ -1,0 +1,385 @@
+"""The Broker: the only object that sends commands to Redis.
+
+Every state change is one Lua script on one queue (DESIGN.md §3). A batch that spans queues is
+one pipeline of per-queue script calls, so it still costs one round trip on a single Redis.
+"""
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
+from typing import Any
+from weakref import WeakKeyDictionary
+
+import redis
+import redis.asyncio
+from redis.commands.core import AsyncScript, Script
+
+from ..conf import BackendSettings
+from .connection import make_async_client, make_client, translated_errors
+from .keys import KeySpace, QueueKeys, queue_of
+from .scripts import ScriptCall, ScriptName, script_source
+from .types import (
+    Acquired,
+    ExpiredAttempt,
+    Finish,
+    Lease,
+    NewTask,
+    Reaped,
+    Reservation,
+    Start,
+)
+
+WAKE_TOKEN_CAP = 16  # wake tokens kept per queue: enough to wake that many idle fetchers at once
+PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
+FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value else None
+
+
+def _lines(value: str | None) -> list[str]:
+    return value.split("\n") if value else []
+
+
+class Broker:
+    """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""
+
+    def __init__(self, settings: BackendSettings) -> None:
+        self.settings = settings
+        self.keyspace = KeySpace(settings.key_prefix, settings.alias)
+        self._known_queues: set[str] = set()
+        self._async_clients: WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[redis.asyncio.Redis, dict[ScriptName, AsyncScript]]
+        ] = WeakKeyDictionary()
+
+    @cached_property
+    def client(self) -> redis.Redis:
+        return make_client(self.settings)
+
+    @cached_property
+    def _scripts(self) -> dict[ScriptName, Script]:
+        return {name: self.client.register_script(script_source(name)) for name in ScriptName}
+
+    def _async_client(self) -> tuple[redis.asyncio.Redis, dict[ScriptName, AsyncScript]]:
+        """Return the asyncio client and scripts of the running loop (pools are per loop)."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._async_clients:
+            client = make_async_client(self.settings)
+            scripts = {name: client.register_script(script_source(name)) for name in ScriptName}
+            self._async_clients[loop] = (client, scripts)
+        return self._async_clients[loop]
+
+    def _errors(self):  # type: ignore[no-untyped-def]
+        return translated_errors(self.settings.location)
+
+    def _run(self, call: ScriptCall) -> Any:
+        with self._errors():
+            return self._scripts[call.name](keys=call.keys, args=call.args)
+
+    def _run_per_queue(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Send one script call per queue: directly for one, as one pipeline for several."""
+        if len(calls) == 1:
+            return [self._run(calls[0])]
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
+            return pipe.execute()
+
+    def queue_keys(self, queue: str) -> QueueKeys:
+        return self.keyspace.queue(queue)
+
+    def record_key(self, task_id: str) -> str | None:
+        queue = queue_of(task_id)
+        return None if queue is None else self.queue_keys(queue).record(task_id)
+
+    # Enqueue -------------------------------------------------------------------------------
+
+    def _enqueue_call(self, queue: str, tasks: Sequence[NewTask]) -> ScriptCall:
+        keys = self.queue_keys(queue)
+        args: list[str | int] = [WAKE_TOKEN_CAP]
+        for task in tasks:
+            run_after = "" if task.run_after_ms is None else task.run_after_ms
+            args += [task.id, task.payload, task.priority, run_after, task.enqueued_ms]
+        return ScriptCall(
+            ScriptName.ENQUEUE,
+            (keys.record_prefix, keys.ready, keys.delayed, keys.seq, keys.wake),
+            tuple(args),
+        )
+
+    def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
+        """Store ``tasks`` in ``queue`` atomically; register the queue on first use."""
+        call = self._enqueue_call(queue, tasks)
+        if queue in self._known_queues:
+            return int(self._run(call))
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            pipe.sadd(self.keyspace.queues, queue)
+            self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
+            stored = pipe.execute()[1]
+        self._known_queues.add(queue)
+        return int(stored)
+
+    async def aenqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
+        """Async twin of ``enqueue``: the same call, sent by the asyncio client."""
+        call = self._enqueue_call(queue, tasks)
+        client, scripts = self._async_client()
+        with self._errors():
+            async with client.pipeline(transaction=False) as pipe:
+                if queue not in self._known_queues:
+                    pipe.sadd(self.keyspace.queues, queue)
+                await scripts[call.name](keys=call.keys, args=call.args, client=pipe)
+                replies = await pipe.execute()
+        self._known_queues.add(queue)
+        return int(replies[-1])
+
+    def register_queues(self, queues: Iterable[str]) -> None:
+        """Make ``queues`` known to the reaper and the admin before anything is enqueued."""
+        queues = list(queues)
+        with self._errors():
+            self.client.sadd(self.keyspace.queues, *queues)
+        self._known_queues.update(queues)
+
+    def queues(self) -> list[str]:
+        """Return every queue name this alias has seen, sorted."""
+        with self._errors():
+            return sorted(self.client.smembers(self.keyspace.queues))
+
+    def server_info(self) -> dict[str, Any]:
+        """Return Redis INFO (server, memory, persistence) plus whether RDB saving is configured.
+
+        ``save_configured`` is None when CONFIG is not allowed (managed Redis), i.e. unknown.
+        """
+        with self._errors():
+            info: dict[str, Any] = {}
+            for section in ("server", "memory", "persistence"):
+                info.update(self.client.info(section))
+            try:
+                info["save_configured"] = bool(self.client.config_get("save").get("save"))
+            except redis.ResponseError:
+                info["save_configured"] = None
+        return info
+
+    # Records -------------------------------------------------------------------------------
+
+    def record(self, task_id: str) -> dict[str, str] | None:
+        """Return the stored fields of ``task_id``, or None if there is no such task."""
+        key = self.record_key(task_id)
+        if key is None:
+            return None
+        with self._errors():
+            return self.client.hgetall(key) or None
+
+    async def arecord(self, task_id: str) -> dict[str, str] | None:
+        """Async twin of ``record``."""
+        key = self.record_key(task_id)
+        if key is None:
+            return None
+        with self._errors():
+            return await self._async_client()[0].hgetall(key) or None
+
+    # Worker transitions --------------------------------------------------------------------
+
+    def acquire(self, queue: str, count: int) -> Acquired:
+        """Promote due delayed tasks, then reserve up to ``count`` ready ones (one call)."""
+        keys = self.queue_keys(queue)
+        reply = self._run(
+            ScriptCall(
+                ScriptName.ACQUIRE,
+                (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake),
+                (count, self.settings.lease_ttl_ms, PROMOTE_LIMIT),
+            )
+        )
+        next_due_ms = int(reply[0])
+        return Acquired(
+            reservations=[
+                Reservation(
+                    lease=Lease(task_id=task_id, queue=queue, token=str(token)),
+                    payload=payload,
+                    workers=_lines(workers),
+                    enqueued_ms=_int_or_none(enqueued_ms),
+                    started_ms=_int_or_none(started_ms),
+                    errors=list(errors),
+                )
+                for task_id, token, payload, workers, enqueued_ms, started_ms, errors in reply[1:]
+            ],
+            next_due_ms=None if next_due_ms < 0 else next_due_ms,
+        )
+
+    def wait_for_work(self, queues: Sequence[str], timeout_s: float) -> bool:
+        """Block until an enqueue (or a stop) pushes a wake token, or ``timeout_s`` passes."""
+        wake_keys = [self.queue_keys(queue).wake for queue in queues]
+        with self._errors():
+            return self.client.blpop(wake_keys, timeout=max(timeout_s, 0.001)) is not None
+
+    def wake(self, queues: Iterable[str]) -> None:
+        """Push one wake token per queue so a blocked fetcher returns now (used at shutdown)."""
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                pipe.rpush(self.queue_keys(queue).wake, 1)
+            pipe.execute()
+
+    def _by_queue[T](
+        self, items: Iterable[T], lease_of: Callable[[T], Lease], build: Callable[..., ScriptCall]
+    ) -> list[tuple[list[T], Any]]:
+        """Group ``items`` by queue, send one script call per queue, pair items with replies."""
+        groups: dict[str, list[T]] = defaultdict(list)
+        for item in items:
+            groups[lease_of(item).queue].append(item)
+        if not groups:
+            return []
+        calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]
+        return list(zip(groups.values(), self._run_per_queue(calls), strict=True))
+
+    def start(self, worker_id: str, starts: Sequence[Start]) -> list[Start]:
+        """Mark reserved tasks running; return the notices that were stale (fenced out)."""
+
+        def build(keys: QueueKeys, group: list[Start]) -> ScriptCall:
+            args: list[str | int] = [self.settings.lease_ttl_ms, worker_id]
+            for start in group:
+                args += [start.lease.task_id, start.lease.token, start.started_ms]
+            return ScriptCall(ScriptName.START, (keys.record_prefix, keys.leases), tuple(args))
+
+        return [
+            start
+            for group, reply in self._by_queue(starts, lambda s: s.lease, build)
+            for start, ok in zip(group, reply, strict=True)
+            if not ok
+        ]
+
+    def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Finish]:
+        """Record attempt outcomes; return the ones that were stale (fenced out)."""
+        ttl_ms = self.settings.result_ttl_ms
+
+        def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
+            args: list[str | int] = [worker_id, "" if ttl_ms is None else ttl_ms]
+            for f in group:
+                args += [
+                    f.lease.task_id,
+                    f.lease.token,
+                    f.outcome.value,
+                    f.value,
+                    f.started_ms,
+                    f.finished_ms,
+                    f.retry_delay_ms,
+                ]
+            return ScriptCall(
+                ScriptName.FINISH,
+                (keys.record_prefix, keys.leases, keys.done, keys.delayed, keys.stats),
+                tuple(args),
+            )
+
+        return [
+            finish
+            for group, reply in self._by_queue(finishes, lambda f: f.lease, build)
+            for finish, ok in zip(group, reply, strict=True)
+            if not ok
+        ]
+
+    def renew(self, worker_id: str, leases: Sequence[Lease]) -> list[str]:
+        """Extend every lease in ``leases`` by lease_ttl; return the ids whose lease is lost."""
+
+        def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
+            args: list[str | int] = [self.settings.lease_ttl_ms, worker_id, FORGET_WORKER_MS]
+            for lease in group:
+                args += [lease.task_id, lease.token]
+            return ScriptCall(
+                ScriptName.RENEW,
+                (keys.record_prefix, keys.leases, keys.workers, keys.held),
+                tuple(args),
+            )
+
+        return [
+            task_id
+            for _, reply in self._by_queue(leases, lambda lease: lease, build)
+            for task_id in reply
+        ]
+
+    def release(self, leases: Sequence[Lease]) -> int:
+        """Put reserved, never-started tasks back in their place; return how many went back."""
+
+        def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
+            args: list[str] = []
+            for lease in group:
+                args += [lease.task_id, lease.token]
+            return ScriptCall(
+                ScriptName.RELEASE,
+                (keys.record_prefix, keys.ready, keys.leases, keys.wake),
+                tuple(args),
+            )
+
+        return sum(int(reply) for _, reply in self._by_queue(leases, lambda lease: lease, build))
+
+    # Lifecycle -----------------------------------------------------------------------------
+
+    def reap(self, queue: str, limit: int, *, dry_run: bool = False) -> Reaped:
+        """Release expired reservations of ``queue`` and report its expired running attempts."""
+        keys = self.queue_keys(queue)
+        released, expired = self._run(
+            ScriptCall(
+                ScriptName.REAP,
+                (keys.record_prefix, keys.ready, keys.leases, keys.wake),
+                (limit, "1" if dry_run else "0"),
+            )
+        )
+        return Reaped(
+            released=list(released),
+            expired=[
+                ExpiredAttempt(
+                    lease=Lease(task_id=task_id, queue=queue, token=str(token)),
+                    payload=payload,
+                    workers=_lines(workers),
+                    deadline_ms=int(deadline_ms),
+                    errors=list(errors),
+                )
+                for task_id, token, payload, workers, deadline_ms, errors in expired
+            ],
+        )
+
+    def cancel(self, task_id: str, error_json: str, finished_ms: int) -> str:
+        """Fail a waiting task with ``error_json``; return "cancelled" or the state it was in."""
+        queue = queue_of(task_id)
+        if queue is None:
+            return "missing"
+        keys = self.queue_keys(queue)
+        ttl_ms = self.settings.result_ttl_ms
+        return str(
+            self._run(
+                ScriptCall(
+                    ScriptName.CANCEL,
+                    (keys.record_prefix, keys.ready, keys.delayed, keys.done),
+                    (task_id, error_json, finished_ms, "" if ttl_ms is None else ttl_ms),
+                )
+            )
+        )
+
+    def requeue(self, task_id: str) -> str:
+        """Give a failed task a new attempt; return "requeued" or the state it was in."""
+        queue = queue_of(task_id)
+        if queue is None:
+            return "missing"
+        keys = self.queue_keys(queue)
+        return str(
+            self._run(
+                ScriptCall(
+                    ScriptName.REQUEUE,
+                    (keys.record_prefix, keys.ready, keys.done, keys.wake),
+                    (task_id,),
+                )
+            )
+        )
+
+    def purge(self, queue: str, *, state: str = "", batch_size: int = 500) -> int:
+        """Delete the finished results of ``queue`` (optionally one final state only)."""
+        keys = self.queue_keys(queue)
+        deleted = offset = 0
+        while True:
+            removed, unindexed, looked_at = self._run(
+                ScriptCall(
+                    ScriptName.PURGE, (keys.record_prefix, keys.done), (offset, batch_size, state)
+                )
+            )
+            deleted += int(removed)
+            offset += int(looked_at) - int(unindexed)
+            if int(looked_at) < batch_size:
+                return deleted

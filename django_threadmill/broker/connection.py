@@ -1,0 +1,86 @@
+"""Create Redis clients from settings and turn redis-py errors into ones that say the fix."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+import redis.asyncio
+
+from ..conf import BackendSettings
+from ..exceptions import BrokerUnavailable
+
+
+def redacted(location: str) -> str:
+    """Return ``location`` with any password replaced by ``***``, safe to log."""
+    parts = urlsplit(location)
+    if not parts.password:
+        return location
+    user = parts.username or ""
+    host = parts.hostname or ""
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _client_options(settings: BackendSettings) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "decode_responses": True,
+        "socket_timeout": settings.socket_timeout_s,
+        "socket_connect_timeout": settings.socket_connect_timeout_s,
+        "health_check_interval": 30,
+    }
+    if settings.max_connections is not None:
+        options["max_connections"] = settings.max_connections
+    options.update(settings.connection_options)
+    return options
+
+
+def make_client(settings: BackendSettings) -> redis.Redis:
+    """Return a pooled client for ``settings.location``; it connects on first use."""
+    return redis.Redis.from_url(settings.location, **_client_options(settings))
+
+
+def make_async_client(settings: BackendSettings) -> redis.asyncio.Redis:
+    """Return a pooled asyncio client for ``settings.location``; it connects on first use."""
+    return redis.asyncio.Redis.from_url(settings.location, **_client_options(settings))
+
+
+def is_transient(error: BaseException) -> bool:
+    """Tell whether retrying the same call later may succeed (Redis down, busy or full)."""
+    return isinstance(error, BrokerUnavailable)
+
+
+@contextmanager
+def translated_errors(location: str) -> Iterator[None]:
+    """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors."""
+    where = redacted(location)
+    try:
+        yield
+    except redis.AuthenticationError as exc:
+        raise BrokerUnavailable(
+            f"Redis at {where} refused the credentials ({exc}). Put the right user and "
+            "password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
+        ) from exc
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise BrokerUnavailable(
+            f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
+            "nothing was written."
+        ) from exc
+    except redis.ResponseError as exc:
+        message = str(exc)
+        if message.startswith(("NOAUTH", "WRONGPASS")):
+            raise BrokerUnavailable(
+                f"Redis at {where} needs credentials ({message}). Add them to LOCATION, e.g. "
+                "'redis://user:password@host:6379/0'."
+            ) from exc
+        if message.startswith("OOM"):
+            raise BrokerUnavailable(
+                f"Redis at {where} is out of memory ({message}). Raise maxmemory, or purge "
+                "old results; nothing was written."
+            ) from exc
+        if message.startswith(("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")):
+            raise BrokerUnavailable(
+                f"Redis at {where} cannot serve writes now ({message})."
+            ) from exc
+        raise

@@ -1,0 +1,88 @@
+"""Every Redis key django-threadmill uses, built in one place.
+
+One queue is the unit of atomicity and of sharding: all keys of a queue share the hash tag
+``{alias:queue}``, so a Redis Cluster can place each queue on its own shard and no script ever
+touches two queues. The few keys that span queues sit under the alias tag ``{alias}``.
+"""
+
+from dataclasses import dataclass
+
+TASK_ID_SEPARATOR = "@"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueKeys:
+    """The keys of one queue of one backend alias (DESIGN.md §3)."""
+
+    prefix: str  # e.g. "tm:{default:emails}"
+
+    @property
+    def record_prefix(self) -> str:
+        """Prefix of the per-task hashes; scripts append the task id (see broker/lua/README)."""
+        return f"{self.prefix}:t:"
+
+    def record(self, task_id: str) -> str:
+        return f"{self.record_prefix}{task_id}"
+
+    @property
+    def ready(self) -> str:
+        return f"{self.prefix}:ready"
+
+    @property
+    def delayed(self) -> str:
+        return f"{self.prefix}:delayed"
+
+    @property
+    def leases(self) -> str:
+        return f"{self.prefix}:leases"
+
+    @property
+    def done(self) -> str:
+        return f"{self.prefix}:done"
+
+    @property
+    def wake(self) -> str:
+        return f"{self.prefix}:wake"
+
+    @property
+    def seq(self) -> str:
+        return f"{self.prefix}:seq"
+
+    @property
+    def stats(self) -> str:
+        return f"{self.prefix}:stats"
+
+    @property
+    def workers(self) -> str:
+        return f"{self.prefix}:workers"
+
+    @property
+    def held(self) -> str:
+        return f"{self.prefix}:held"
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpace:
+    """Key builder for one backend alias under one key prefix."""
+
+    key_prefix: str
+    alias: str
+
+    def queue(self, queue_name: str) -> QueueKeys:
+        return QueueKeys(f"{self.key_prefix}:{{{self.alias}:{queue_name}}}")
+
+    @property
+    def queues(self) -> str:
+        """Set of every queue name ever enqueued to, so the reaper and admin find them all."""
+        return f"{self.key_prefix}:{{{self.alias}}}:queues"
+
+
+def make_task_id(uuid_hex: str, queue_name: str) -> str:
+    """Return a task id that carries its queue, so a lookup goes straight to the right slot."""
+    return f"{uuid_hex}{TASK_ID_SEPARATOR}{queue_name}"
+
+
+def queue_of(task_id: str) -> str | None:
+    """Return the queue a task id names, or None if the id is not one of ours."""
+    _, separator, queue_name = task_id.rpartition(TASK_ID_SEPARATOR)
+    return queue_name if separator and queue_name else None

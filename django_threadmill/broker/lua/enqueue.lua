@@ -1,0 +1,40 @@
+-- enqueue.lua: store new tasks and make each ready, or delayed until its run_after.
+-- KEYS[1]  P:t:        record prefix; each task id is appended (ids come from the client)
+-- KEYS[2]  P:ready     zset: ready ids by (100 - priority) * 2^40 + seq
+-- KEYS[3]  P:delayed   zset: delayed ids by due time in ms
+-- KEYS[4]  P:seq       string: FIFO counter within a priority
+-- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
+-- ARGV[1]  wake_cap    most tokens kept in P:wake
+-- ARGV[2..] per task, 5 values: id, payload (JSON, stored as is), priority,
+--           run_after_ms ("" for none), enqueued_ms
+-- Returns: the number of tasks stored.
+-- Fence:   none (new ids); an id that exists already is an error and nothing is written.
+-- Clock:   redis.call("TIME") only, to decide ready or delayed.
+local now = now_ms()
+
+for i = 2, #ARGV, 5 do
+  if redis.call("EXISTS", KEYS[1] .. ARGV[i]) == 1 then
+    return redis.error_reply("ERR duplicate task id " .. ARGV[i])
+  end
+end
+
+local stored = 0
+for i = 2, #ARGV, 5 do
+  local id, payload, priority = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local run_after_ms = ARGV[i + 3]
+  local score = (100 - priority) * 1099511627776 + redis.call("INCR", KEYS[4])
+  redis.call("HSET", KEYS[1] .. id, "payload", payload, "state", "ready", "score", score,
+    "token", 0, "enqueued_ms", ARGV[i + 4], "run_after_ms", run_after_ms, "nerrors", 0)
+  if run_after_ms ~= "" and tonumber(run_after_ms) > now then
+    redis.call("ZADD", KEYS[3], tonumber(run_after_ms), id)
+  else
+    redis.call("ZADD", KEYS[2], score, id)
+  end
+  stored = stored + 1
+end
+
+local missing = tonumber(ARGV[1]) - redis.call("LLEN", KEYS[5])
+for _ = 1, math.min(missing, stored) do
+  redis.call("RPUSH", KEYS[5], 1)
+end
+return stored

@@ -1,0 +1,36 @@
+-- renew.lua: push the lease deadlines of every task one worker process holds in this queue.
+-- KEYS[1]  P:t:        record prefix; each task id is appended
+-- KEYS[2]  P:leases    zset: reserved and running ids by lease deadline in ms
+-- KEYS[3]  P:workers   zset: worker ids by last renewal in ms (shown in the admin)
+-- KEYS[4]  P:held      hash: worker id -> number of tasks it held at its last renewal
+-- ARGV[1]  lease_ttl_ms   new lease length from now
+-- ARGV[2]  worker_id      the renewing process
+-- ARGV[3]  forget_ms      workers silent for longer than this are dropped from P:workers
+-- ARGV[4..] per task, 2 values: id, token
+-- Returns: the ids whose lease is lost (wrong token, reaped or finished).
+-- Fence:   state must be "reserved" or "running" and token must match.
+-- Clock:   redis.call("TIME") only.
+local now = now_ms()
+local deadline = now + tonumber(ARGV[1])
+
+local lost = {}
+local held = 0
+for i = 4, #ARGV, 2 do
+  local id = ARGV[i]
+  local f = redis.call("HMGET", KEYS[1] .. id, "state", "token")
+  if (f[1] == "reserved" or f[1] == "running") and f[2] == ARGV[i + 1] then
+    redis.call("ZADD", KEYS[2], "XX", deadline, id)
+    held = held + 1
+  else
+    lost[#lost + 1] = id
+  end
+end
+
+redis.call("ZADD", KEYS[3], now, ARGV[2])
+redis.call("HSET", KEYS[4], ARGV[2], held)
+local silent = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now - tonumber(ARGV[3]), "LIMIT", 0, 10)
+for _, worker_id in ipairs(silent) do
+  redis.call("ZREM", KEYS[3], worker_id)
+  redis.call("HDEL", KEYS[4], worker_id)
+end
+return lost

@@ -1,0 +1,89 @@
+"""Values that cross the broker edge: what goes into a script and what comes back."""
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    SUCCESSFUL = "successful"
+    FAILED = "failed"
+    RETRY = "retry"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewTask:
+    """A task about to be stored; ``payload`` is its JSON, written once and never rewritten."""
+
+    id: str
+    payload: str
+    priority: int
+    run_after_ms: int | None
+    enqueued_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """One reservation of one task: the fence every later transition must present."""
+
+    task_id: str
+    queue: str
+    token: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reservation:
+    """A task handed to a worker by acquire, with what is needed to rebuild its TaskResult."""
+
+    lease: Lease
+    payload: str
+    workers: list[str]
+    enqueued_ms: int | None
+    started_ms: int | None
+    errors: list[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Acquired:
+    """The reply of one acquire call."""
+
+    reservations: list[Reservation]
+    next_due_ms: int | None  # ms until the earliest delayed task is due; None if none waits
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Start:
+    """A start notice: the attempt under ``lease`` began at ``started_ms`` (worker clock)."""
+
+    lease: Lease
+    started_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finish:
+    """The outcome of one attempt; ``value`` is the result JSON or the error JSON."""
+
+    lease: Lease
+    outcome: Outcome
+    value: str
+    started_ms: int
+    finished_ms: int
+    retry_delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpiredAttempt:
+    """A running attempt whose lease lapsed, reported by reap for the client to settle."""
+
+    lease: Lease
+    payload: str
+    workers: list[str]
+    deadline_ms: int
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reaped:
+    """The reply of one reap call on one queue."""
+
+    released: list[str]
+    expired: list[ExpiredAttempt]

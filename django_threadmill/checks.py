@@ -1,0 +1,80 @@
+"""System checks for a ThreadmillTaskBackend: the Redis it points at must keep tasks safe."""
+
+from typing import TYPE_CHECKING, Any
+
+from django.core.checks import CheckMessage, Error, Warning
+
+from .broker.connection import redacted
+from .exceptions import BrokerUnavailable
+
+if TYPE_CHECKING:
+    from .backend import ThreadmillTaskBackend
+
+MIN_REDIS_VERSION = (6, 2)
+# Policies that may evict keys with a TTL only: pending tasks are safe, finished results are not.
+VOLATILE_POLICIES = {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
+
+
+def check_backend(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
+    """Return errors and warnings about the Redis behind ``backend``."""
+    where = f"TASKS[{backend.alias!r}] at {redacted(backend.settings.location)}"
+    try:
+        info = backend.broker.server_info()
+    except BrokerUnavailable as exc:
+        return [
+            Error(
+                f"{where}: Redis is not usable: {exc}",
+                hint="Start Redis, or fix LOCATION (host, port, user, password).",
+                id="threadmill.E001",
+            )
+        ]
+    return [*_version_messages(where, info), *_durability_messages(where, info)]
+
+
+def _version_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
+    version = str(info.get("redis_version", "0"))
+    if _version(version) >= MIN_REDIS_VERSION:
+        return []
+    return [
+        Error(
+            f"{where}: Redis {version} is too old; django-threadmill needs Redis 6.2 or newer.",
+            hint="Upgrade Redis to 6.2+ (or Valkey 7.2+).",
+            id="threadmill.E002",
+        )
+    ]
+
+
+def _durability_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    policy = str(info.get("maxmemory_policy", "noeviction"))
+    if policy in VOLATILE_POLICIES:
+        messages.append(
+            Warning(
+                f"{where}: maxmemory-policy is {policy!r}, so Redis may evict finished "
+                "results before result_ttl.",
+                hint="Set 'maxmemory-policy noeviction' in redis.conf.",
+                id="threadmill.W002",
+            )
+        )
+    elif policy != "noeviction":
+        messages.append(
+            Error(
+                f"{where}: maxmemory-policy is {policy!r}, so Redis may evict queued tasks.",
+                hint="Set 'maxmemory-policy noeviction' in redis.conf (CONFIG SET works too).",
+                id="threadmill.E003",
+            )
+        )
+    if str(info.get("aof_enabled", "0")) == "0" and info.get("save_configured") is False:
+        messages.append(
+            Warning(
+                f"{where}: persistence is off (no AOF, no RDB snapshots): a Redis restart "
+                "loses every queued task and result.",
+                hint="Enable 'appendonly yes' (with appendfsync everysec or always) in redis.conf.",
+                id="threadmill.W001",
+            )
+        )
+    return messages

@@ -1,0 +1,69 @@
+"""Every difference between Django's built-in ``django.tasks`` and the ``django-tasks`` backport.
+
+Django 6.0+ ships ``django.tasks``; Django 5.2 LTS gets the same API from the ``django_tasks``
+package, with two exceptions renamed. Nothing else in the package imports either directly.
+"""
+
+from importlib.util import find_spec
+
+if find_spec("django.tasks") is not None:
+    from django.tasks import (
+        DEFAULT_TASK_QUEUE_NAME,
+        Task,
+        TaskContext,
+        TaskResult,
+        TaskResultStatus,
+        task,
+        task_backends,
+    )
+    from django.tasks.backends.base import BaseTaskBackend
+    from django.tasks.base import TASK_REFRESH_ATTRS, TaskError
+    from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+    from django.tasks.signals import task_enqueued, task_finished, task_started
+    from django.utils.json import normalize_json
+
+    TASKS_LOGGER_NAME = "django.tasks"
+else:  # Django 5.2 with the django-tasks backport.
+    from django_tasks import (  # type: ignore[no-redef]
+        DEFAULT_TASK_QUEUE_NAME,
+        Task,
+        TaskContext,
+        TaskResult,
+        TaskResultStatus,
+        task,
+        task_backends,
+    )
+    from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef]
+    from django_tasks.base import TASK_REFRESH_ATTRS, TaskError  # type: ignore[no-redef]
+    from django_tasks.exceptions import (  # type: ignore[no-redef]
+        InvalidTaskError as InvalidTask,
+    )
+    from django_tasks.exceptions import TaskResultDoesNotExist  # type: ignore[no-redef]
+    from django_tasks.signals import (  # type: ignore[no-redef]
+        task_enqueued,
+        task_finished,
+        task_started,
+    )
+    from django_tasks.utils import normalize_json  # type: ignore[no-redef]
+
+    TASKS_LOGGER_NAME = "django_tasks"
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE_NAME",
+    "TASKS_LOGGER_NAME",
+    "TASK_REFRESH_ATTRS",
+    "BaseTaskBackend",
+    "InvalidTask",
+    "Task",
+    "TaskContext",
+    "TaskError",
+    "TaskResult",
+    "TaskResultDoesNotExist",
+    "TaskResultStatus",
+    "normalize_json",
+    "task",
+    "task_backends",
+    "task_enqueued",
+    "task_finished",
+    "task_started",
+]

@@ -1,0 +1,148 @@
+"""Read a ``TASKS`` entry into typed settings, once, at the settings edge.
+
+``LOCATION`` is the Redis URL (as in ``CACHES``); ``OPTIONS`` holds tuning. Durations accept a
+``timedelta`` or a number of seconds. An unknown option or a wrong type raises with the fix.
+"""
+
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from .exceptions import ImproperlyConfiguredThreadmill
+
+DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
+QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+KEY_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+# A task payload above this many bytes is refused at enqueue (Redis itself allows 512 MB).
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackendSettings:
+    """Everything a backend, broker or worker needs to know about one ``TASKS`` alias."""
+
+    alias: str
+    location: str = DEFAULT_LOCATION
+    key_prefix: str = "tm"
+    lease_ttl_s: float = 60.0
+    result_ttl_s: float | None = 86400.0
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    socket_timeout_s: float | None = 10.0
+    socket_connect_timeout_s: float | None = 5.0
+    max_connections: int | None = None
+    connection_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def lease_ttl_ms(self) -> int:
+        return int(self.lease_ttl_s * 1000)
+
+    @property
+    def result_ttl_ms(self) -> int | None:
+        return None if self.result_ttl_s is None else int(self.result_ttl_s * 1000)
+
+
+def _seconds(name: str, value: object, *, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        none_hint = " or None" if allow_none else ""
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS[{name!r}] is {value!r}. Use a positive number of seconds or a "
+            f"timedelta{none_hint}."
+        )
+    return float(value)
+
+
+def _positive_int(name: str, value: object, *, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS[{name!r}] is {value!r}. Use a positive whole number."
+        )
+    return value
+
+
+def _read_options(options: dict[str, Any]) -> dict[str, Any]:
+    readers = {
+        "key_prefix": lambda v: _key_prefix(v),
+        "lease_ttl": lambda v: ("lease_ttl_s", _seconds("lease_ttl", v)),
+        "result_ttl": lambda v: ("result_ttl_s", _seconds("result_ttl", v, allow_none=True)),
+        "max_payload_bytes": lambda v: (
+            "max_payload_bytes",
+            _positive_int("max_payload_bytes", v),
+        ),
+        "socket_timeout": lambda v: (
+            "socket_timeout_s",
+            _seconds("socket_timeout", v, allow_none=True),
+        ),
+        "socket_connect_timeout": lambda v: (
+            "socket_connect_timeout_s",
+            _seconds("socket_connect_timeout", v, allow_none=True),
+        ),
+        "max_connections": lambda v: (
+            "max_connections",
+            _positive_int("max_connections", v, allow_none=True),
+        ),
+        "connection_options": lambda v: ("connection_options", _mapping(v)),
+    }
+    read: dict[str, Any] = {}
+    for name, value in options.items():
+        if name not in readers:
+            known = ", ".join(sorted(readers))
+            raise ImproperlyConfiguredThreadmill(
+                f"Unknown OPTIONS key {name!r} for ThreadmillTaskBackend. Known keys: {known}."
+            )
+        attribute, converted = readers[name](value)
+        read[attribute] = converted
+    return read
+
+
+def _key_prefix(value: object) -> tuple[str, str]:
+    if not isinstance(value, str) or not KEY_PREFIX_PATTERN.match(value):
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['key_prefix'] is {value!r}. Use 1-64 letters, digits or '_.:-' "
+            "(no braces: the prefix sits outside the Redis Cluster hash tag)."
+        )
+    return "key_prefix", value
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['connection_options'] is {value!r}. Use a dict of keyword arguments "
+            "for redis.ConnectionPool.from_url()."
+        )
+    return dict(value)
+
+
+def read_settings(alias: str, params: dict[str, Any]) -> BackendSettings:
+    """Build ``BackendSettings`` from one ``TASKS`` entry, raising on anything unusable."""
+    location = params.get("LOCATION", DEFAULT_LOCATION)
+    if not isinstance(location, str) or not location.startswith(
+        ("redis://", "rediss://", "unix://")
+    ):
+        raise ImproperlyConfiguredThreadmill(
+            f"TASKS[{alias!r}]['LOCATION'] is {location!r}. Use a Redis URL such as "
+            "'redis://localhost:6379/0', 'rediss://user:password@host:6380/0' or "
+            "'unix:///run/redis.sock'."
+        )
+    options = params.get("OPTIONS", {})
+    if not isinstance(options, dict):
+        raise ImproperlyConfiguredThreadmill(
+            f"TASKS[{alias!r}]['OPTIONS'] is {options!r}. Use a dict."
+        )
+    return BackendSettings(alias=alias, location=location, **_read_options(options))
+
+
+def check_queue_name(name: object) -> str:
+    """Return ``name`` if it is a usable queue name, else raise with the rule."""
+    if not isinstance(name, str) or not QUEUE_NAME_PATTERN.match(name):
+        raise ImproperlyConfiguredThreadmill(
+            f"Queue name {name!r} is not valid for ThreadmillTaskBackend. Use 1-64 letters, "
+            "digits, '_', '.' or '-'."
+        )
+    return name

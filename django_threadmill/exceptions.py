@@ -1,0 +1,31 @@
+"""Exceptions raised by django-threadmill, all under one base class."""
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+class ThreadmillError(Exception):
+    """Base class for every error django-threadmill raises itself."""
+
+
+class ImproperlyConfiguredThreadmill(ThreadmillError, ImproperlyConfigured):
+    """A ``TASKS`` entry or a command option that cannot work, with the fix in the message."""
+
+
+class BrokerUnavailable(ThreadmillError):
+    """Redis could not be reached, refused our credentials, or refused the write."""
+
+
+class PayloadError(ThreadmillError):
+    """A stored task payload cannot be decoded or no longer names a task."""
+
+
+class LeaseExpired(ThreadmillError):
+    """The worker running this attempt stopped renewing its lease (it died or lost Redis)."""
+
+
+class Cancelled(ThreadmillError):
+    """An operator cancelled the task before it ran."""
+
+
+class TaskTimeout(ThreadmillError):
+    """The attempt ran longer than the task timeout and was abandoned."""

@@ -1,0 +1,182 @@
+"""Translate between django.tasks objects and what the broker stores (JSON done client-side).
+
+A payload is written once at enqueue and never rewritten: the task path, its arguments, and the
+priority and run_after needed to rebuild the exact ``Task``. Records map back to ``TaskResult``.
+"""
+
+import json
+import traceback
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from .compat import Task, TaskError, TaskResult, TaskResultStatus, normalize_json
+from .exceptions import PayloadError
+
+STATUS_OF_STATE = {
+    "ready": TaskResultStatus.READY,
+    "reserved": TaskResultStatus.READY,  # reserved is not running (DESIGN.md §3 rule 5)
+    "running": TaskResultStatus.RUNNING,
+    "successful": TaskResultStatus.SUCCESSFUL,
+    "failed": TaskResultStatus.FAILED,
+}
+
+
+def now_ms() -> int:
+    """Return the local wall clock in ms: for display timestamps only, never for leases."""
+    return int(datetime.now(UTC).timestamp() * 1000)
+
+
+def to_ms(value: datetime) -> int:
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    return int(value.timestamp() * 1000)
+
+
+def from_ms(value: int | str | None) -> datetime | None:
+    """Return the stored ms timestamp as the datetime Django would use (aware under USE_TZ)."""
+    if value is None or value == "":
+        return None
+    moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+    return moment if settings.USE_TZ else timezone.make_naive(moment)
+
+
+def dumps(value: Any) -> str:
+    """JSON-encode an already normalised value, refusing NaN and infinities."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def encode_payload(task: Task, args: list[Any], kwargs: dict[str, Any]) -> str:
+    """Return the payload JSON for one enqueue; raise ``TypeError`` naming what is not JSON."""
+    run_after = None if task.run_after is None else to_ms(task.run_after)
+    try:
+        return dumps(
+            {
+                "path": task.module_path,
+                "args": args,
+                "kwargs": kwargs,
+                "priority": task.priority,
+                "run_after_ms": run_after,
+            }
+        )
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
+            "Pass strings, numbers, booleans, None, lists and dicts with string keys only."
+        ) from exc
+
+
+def load_task(path: str, *, backend: str, queue: str, payload: dict[str, Any]) -> Task:
+    """Import the ``Task`` at ``path`` and rebuild it as enqueued; refuse anything else.
+
+    Only django.tasks ``Task`` instances ever run: a payload naming ``os.system`` fails here.
+    """
+    try:
+        found = import_string(path)
+    except ImportError as exc:
+        raise PayloadError(
+            f"Task path {path!r} does not import ({exc}). Deploy the code that defines it, or "
+            "cancel the task."
+        ) from exc
+    if not isinstance(found, Task):
+        raise PayloadError(
+            f"{path!r} is a {type(found).__name__}, not a task. Only functions decorated with "
+            "@task can be enqueued."
+        )
+    run_after_ms = payload.get("run_after_ms")
+    return found.using(
+        priority=payload.get("priority", 0),
+        queue_name=queue,
+        run_after=from_ms(run_after_ms) if run_after_ms else None,
+        backend=backend,
+    )
+
+
+def decode_payload(raw: str | None) -> dict[str, Any]:
+    """Parse a stored payload, raising ``PayloadError`` that says what is wrong with it."""
+    try:
+        payload = json.loads(raw or "")
+    except ValueError as exc:
+        raise PayloadError(f"Stored payload is not valid JSON ({exc}); it was corrupted.") from exc
+    if (
+        not isinstance(payload, dict)
+        or not isinstance(payload.get("path"), str)
+        or not isinstance(payload.get("args", []), list)
+        or not isinstance(payload.get("kwargs", {}), dict)
+    ):
+        raise PayloadError(
+            "Stored payload lacks a task path, a list of args or a dict of kwargs; "
+            "it was corrupted or written by something other than django-threadmill."
+        )
+    return payload
+
+
+def error_json(exc: BaseException) -> str:
+    """Return the stored form of a ``TaskError`` for ``exc``, as ImmediateBackend records it."""
+    kind = type(exc)
+    return dumps(
+        {
+            "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
+            "traceback": "".join(traceback.format_exception(exc)),
+        }
+    )
+
+
+def parse_error(raw: str) -> TaskError:
+    try:
+        data = json.loads(raw)
+        return TaskError(
+            exception_class_path=data["exception_class_path"], traceback=data["traceback"]
+        )
+    except (ValueError, TypeError, KeyError):
+        return TaskError(
+            exception_class_path="django_threadmill.exceptions.PayloadError",
+            traceback=f"Stored error is not readable: {raw[:200]!r}",
+        )
+
+
+def errors_of(record: dict[str, str]) -> list[TaskError]:
+    count = int(record.get("nerrors") or 0)
+    return [parse_error(record.get(f"error:{n}", "")) for n in range(1, count + 1)]
+
+
+def build_result(
+    task: Task,
+    *,
+    task_id: str,
+    status: TaskResultStatus,
+    payload: dict[str, Any],
+    record: dict[str, str],
+) -> TaskResult:
+    """Return the ``TaskResult`` a stored record stands for."""
+    result = TaskResult(
+        task=task,
+        id=task_id,
+        status=status,
+        enqueued_at=from_ms(record.get("enqueued_ms")),
+        started_at=from_ms(record.get("started_ms")),
+        finished_at=from_ms(record.get("finished_ms")),
+        last_attempted_at=from_ms(record.get("attempted_ms")),
+        args=payload.get("args", []),
+        kwargs=payload.get("kwargs", {}),
+        backend=task.backend,
+        errors=errors_of(record),
+        worker_ids=record.get("workers", "").split("\n") if record.get("workers") else [],
+    )
+    if status == TaskResultStatus.SUCCESSFUL:
+        object.__setattr__(result, "_return_value", json.loads(record.get("result") or "null"))
+    return result
+
+
+def result_json(value: Any, task_path: str) -> str:
+    """Normalise and encode a return value; raise ``TypeError`` with the fix if it is not JSON."""
+    try:
+        return dumps(normalize_json(value))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"Task {task_path!r} returned a {type(value).__name__}, which is not JSON ({exc}). "
+            "Return strings, numbers, booleans, None, lists or dicts instead."
+        ) from exc

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ExampleConfig(AppConfig):
+    name = "testproject.example"
+    label = "example"

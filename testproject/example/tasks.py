@@ -1,0 +1,52 @@
+"""Example tasks for the demo and the tests: fast, slow, failing, async, context, deferred."""
+
+import asyncio
+import os
+import time
+from typing import Any
+
+from django_threadmill.compat import TaskContext, task
+
+
+@task
+def echo(value: Any) -> Any:
+    """Return the argument: the benchmark task."""
+    return value
+
+
+@task
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@task(queue_name="reports")
+def slow(seconds: float) -> float:
+    """Sleep on purpose: this task stands for real work that takes a while."""
+    time.sleep(seconds)
+    return seconds
+
+
+@task
+def fail(message: str) -> None:
+    raise ValueError(message)
+
+
+@task
+async def async_add(a: int, b: int) -> int:
+    await asyncio.sleep(0)
+    return a + b
+
+
+@task(takes_context=True)
+def attempt_info(context: TaskContext) -> dict[str, Any]:
+    return {"attempt": context.attempt, "id": context.task_result.id}
+
+
+@task(queue_name="emails", priority=10)
+def send_welcome(address: str) -> str:
+    return f"sent to {address}"
+
+
+@task
+def record_pid() -> int:
+    return os.getpid()

