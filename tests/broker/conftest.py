@@ -1,0 +1,93 @@
+"""Helpers for the broker tests: build tasks, read and age raw Redis state."""
+
+import json
+import uuid
+from collections.abc import Callable
+
+import pytest
+import redis
+
+from django_threadmill.broker import Broker, Finish, Lease, NewTask, Outcome, Start
+from django_threadmill.broker.keys import QueueKeys, make_task_id
+from django_threadmill.records import now_ms
+
+WORKER = "worker-a"
+
+
+def new_task(
+    queue: str = "default", *, priority: int = 0, run_after_ms: int | None = None
+) -> NewTask:
+    """Return a task for ``queue`` whose payload names the example echo task."""
+    task_id = make_task_id(uuid.uuid4().hex, queue)
+    payload = json.dumps(
+        {"path": "testproject.example.tasks.echo", "args": [task_id], "kwargs": {}}
+    )
+    return NewTask(
+        id=task_id,
+        payload=payload,
+        priority=priority,
+        run_after_ms=run_after_ms,
+        enqueued_ms=now_ms(),
+    )
+
+
+def finish(lease: Lease, outcome: Outcome = Outcome.SUCCESSFUL, value: str = "1") -> Finish:
+    """Return a finish of ``lease`` with ``value`` as its result or error JSON."""
+    return Finish(
+        lease=lease, outcome=outcome, value=value, started_ms=now_ms(), finished_ms=now_ms()
+    )
+
+
+def start(lease: Lease) -> Start:
+    return Start(lease=lease, started_ms=now_ms())
+
+
+@pytest.fixture
+def keys(broker: Broker) -> QueueKeys:
+    """The keys of the "default" queue."""
+    return broker.queue_keys("default")
+
+
+@pytest.fixture
+def enqueue(broker: Broker) -> Callable[..., NewTask]:
+    """Enqueue one new task (``new_task`` arguments) and return it."""
+
+    def enqueue_one(queue: str = "default", **fields: object) -> NewTask:
+        task = new_task(queue, **fields)  # type: ignore[arg-type]
+        assert broker.enqueue(queue, [task]) == 1
+        return task
+
+    return enqueue_one
+
+
+@pytest.fixture
+def reserve(broker: Broker, enqueue: Callable[..., NewTask]) -> Callable[[], Lease]:
+    """Enqueue one task to "default" and acquire it; return its lease."""
+
+    def reserve_one() -> Lease:
+        task = enqueue()
+        reservations = broker.acquire("default", 1).reservations
+        assert [r.lease.task_id for r in reservations] == [task.id]
+        return reservations[0].lease
+
+    return reserve_one
+
+
+@pytest.fixture
+def expire_lease(redis_client: redis.Redis, keys: QueueKeys) -> Callable[[str], None]:
+    """Move a held task's lease deadline into the past, as if its worker went silent."""
+
+    def expire(task_id: str) -> None:
+        assert redis_client.zadd(keys.leases, {task_id: 1}, xx=True, ch=True) == 1
+
+    return expire
+
+
+@pytest.fixture
+def state_of(redis_client: redis.Redis, keys: QueueKeys) -> Callable[[str], str | None]:
+    """Return the stored state of a task of the "default" queue."""
+
+    def state(task_id: str) -> str | None:
+        return redis_client.hget(keys.record(task_id), "state")
+
+    return state

@@ -1,0 +1,160 @@
+"""acquire.lua: promote due delayed tasks, reserve ready ones in order, fence with a token."""
+
+from collections.abc import Callable
+
+import redis
+
+from django_threadmill.broker import Broker, NewTask
+from django_threadmill.broker.keys import QueueKeys
+from django_threadmill.records import now_ms
+
+from .conftest import new_task
+
+HOUR_MS = 3_600_000
+
+
+def acquired_ids(broker: Broker, count: int, queue: str = "default") -> list[str]:
+    return [r.lease.task_id for r in broker.acquire(queue, count).reservations]
+
+
+def test_empty_queue_returns_nothing(broker: Broker) -> None:
+    acquired = broker.acquire("default", 10)
+    assert acquired.reservations == []
+    assert acquired.next_due_ms is None
+
+
+def test_reservation_carries_payload_and_first_token(
+    broker: Broker, enqueue: Callable[..., NewTask]
+) -> None:
+    task = enqueue()
+    [reservation] = broker.acquire("default", 5).reservations
+    assert reservation.lease.task_id == task.id
+    assert reservation.lease.queue == "default"
+    assert reservation.lease.token == "1"
+    assert reservation.payload == task.payload
+    assert reservation.enqueued_ms == task.enqueued_ms
+    assert reservation.workers == []
+    assert reservation.started_ms is None
+    assert reservation.errors == []
+
+
+def test_reserve_marks_reserved_and_leases_by_redis_time(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    task = enqueue()
+    seconds, micros = redis_client.time()
+    before_ms = seconds * 1000 + micros // 1000
+    broker.acquire("default", 1)
+    assert redis_client.hget(keys.record(task.id), "state") == "reserved"
+    assert redis_client.zcard(keys.ready) == 0
+    deadline = redis_client.zscore(keys.leases, task.id)
+    assert deadline is not None
+    assert deadline >= before_ms + broker.settings.lease_ttl_ms
+
+
+def test_higher_priority_first_then_fifo(broker: Broker) -> None:
+    tasks = [new_task(priority=p) for p in (0, -10, 50, 0, 50, 100, -10)]
+    broker.enqueue("default", tasks)
+    expected = [tasks[i].id for i in (5, 2, 4, 0, 3, 1, 6)]
+    assert acquired_ids(broker, 3) + acquired_ids(broker, 10) == expected
+
+
+def test_fifo_holds_across_enqueue_calls(broker: Broker, enqueue: Callable[..., NewTask]) -> None:
+    ids = [enqueue().id for _ in range(5)]
+    assert acquired_ids(broker, 5) == ids
+
+
+def test_count_bounds_each_batch(broker: Broker) -> None:
+    broker.enqueue("default", [new_task() for _ in range(7)])
+    assert [len(acquired_ids(broker, 3)) for _ in range(4)] == [3, 3, 1, 0]
+
+
+def test_queues_are_separate(broker: Broker, enqueue: Callable[..., NewTask]) -> None:
+    email = enqueue("emails")
+    assert acquired_ids(broker, 5, "default") == []
+    [reservation] = broker.acquire("emails", 5).reservations
+    assert reservation.lease.task_id == email.id
+    assert reservation.lease.queue == "emails"
+
+
+def test_not_yet_due_task_waits_and_reports_when_due(
+    broker: Broker, enqueue: Callable[..., NewTask]
+) -> None:
+    enqueue(run_after_ms=now_ms() + HOUR_MS)
+    acquired = broker.acquire("default", 5)
+    assert acquired.reservations == []
+    assert acquired.next_due_ms is not None
+    assert 0 < acquired.next_due_ms <= HOUR_MS
+
+
+def test_due_delayed_task_is_promoted_in_priority_order(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    ready = enqueue(priority=0)
+    delayed = enqueue(priority=10, run_after_ms=now_ms() + HOUR_MS)
+    assert redis_client.zadd(keys.delayed, {delayed.id: 1}, xx=True, ch=True) == 1
+    acquired = broker.acquire("default", 1)
+    assert [r.lease.task_id for r in acquired.reservations] == [delayed.id]
+    assert acquired.next_due_ms is None
+    assert redis_client.zcard(keys.delayed) == 0
+    assert acquired_ids(broker, 1) == [ready.id]
+
+
+def test_ghost_ids_are_dropped(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    first, ghost, last = enqueue(), enqueue(), enqueue()
+    redis_client.delete(keys.record(ghost.id))
+    delayed_ghost = enqueue(run_after_ms=now_ms() + HOUR_MS)
+    redis_client.delete(keys.record(delayed_ghost.id))
+    redis_client.zadd(keys.delayed, {delayed_ghost.id: 1}, xx=True)
+    assert acquired_ids(broker, 10) == [first.id, last.id]
+    assert redis_client.zcard(keys.delayed) == 0
+    assert set(redis_client.zrange(keys.leases, 0, -1)) == {first.id, last.id}
+
+
+def test_id_in_ready_whose_record_is_not_ready_is_skipped(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    task = enqueue()
+    broker.acquire("default", 1)
+    redis_client.zadd(keys.ready, {task.id: 1})  # a stray duplicate entry
+    assert acquired_ids(broker, 5) == []
+    assert redis_client.hget(keys.record(task.id), "token") == "1"
+
+
+def test_token_grows_with_each_reservation(broker: Broker, enqueue: Callable[..., NewTask]) -> None:
+    enqueue()
+    first = broker.acquire("default", 1).reservations[0].lease
+    assert broker.release([first]) == 1
+    second = broker.acquire("default", 1).reservations[0].lease
+    assert (first.token, second.token) == ("1", "2")
+
+
+def test_leftover_work_leaves_one_wake_token(
+    broker: Broker, keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    broker.enqueue("default", [new_task() for _ in range(3)])
+    redis_client.delete(keys.wake)
+    broker.acquire("default", 1)
+    assert redis_client.llen(keys.wake) == 1
+    broker.acquire("default", 1)
+    assert redis_client.llen(keys.wake) == 1
+
+
+def test_drained_queue_leaves_no_wake_token(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    enqueue()
+    redis_client.delete(keys.wake)
+    broker.acquire("default", 5)
+    assert redis_client.llen(keys.wake) == 0
+
+
+def test_wait_for_work_returns_on_a_wake_token(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    enqueue()
+    assert broker.wait_for_work(["emails", "default"], timeout_s=5) is True
+    assert redis_client.llen(keys.wake) == 0
+    assert broker.wait_for_work(["default"], timeout_s=0.01) is False
