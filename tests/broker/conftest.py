@@ -84,6 +84,26 @@ def expire_lease(redis_client: redis.Redis, keys: QueueKeys) -> Callable[[str], 
 
 
 @pytest.fixture
+def snapshot(redis_client: redis.Redis, key_prefix: str) -> Callable[[], dict[str, object]]:
+    """Return every key of the test's prefix with its type and content, to compare states."""
+    readers: dict[str, Callable[[str], object]] = {
+        "hash": redis_client.hgetall,
+        "zset": lambda key: redis_client.zrange(key, 0, -1, withscores=True),
+        "list": lambda key: redis_client.lrange(key, 0, -1),
+        "set": redis_client.smembers,
+        "string": redis_client.get,
+    }
+
+    def take() -> dict[str, object]:
+        return {
+            key: readers[redis_client.type(key)](key)
+            for key in redis_client.scan_iter(f"{key_prefix}:*")
+        }
+
+    return take
+
+
+@pytest.fixture
 def state_of(redis_client: redis.Redis, keys: QueueKeys) -> Callable[[str], str | None]:
     """Return the stored state of a task of the "default" queue."""
 

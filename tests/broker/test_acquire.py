@@ -8,7 +8,7 @@ from django_threadmill.broker import Broker, NewTask
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.records import now_ms
 
-from .conftest import new_task
+from .conftest import WORKER, new_task
 
 HOUR_MS = 3_600_000
 
@@ -155,6 +155,12 @@ def test_wait_for_work_returns_on_a_wake_token(
     broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     enqueue()
-    assert broker.wait_for_work(["emails", "default"], timeout_s=5) is True
+    assert broker.wait_for_work(["emails", "default"], worker_id=WORKER, timeout_s=5) is True
     assert redis_client.llen(keys.wake) == 0
-    assert broker.wait_for_work(["default"], timeout_s=0.01) is False
+    assert broker.wait_for_work(["default"], worker_id=WORKER, timeout_s=0.01) is False
+
+
+def test_wake_process_returns_only_that_process(broker: Broker) -> None:
+    broker.wake_process(WORKER)
+    assert broker.wait_for_work(["default"], worker_id="other", timeout_s=0.01) is False
+    assert broker.wait_for_work(["default"], worker_id=WORKER, timeout_s=5) is True

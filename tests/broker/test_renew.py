@@ -1,0 +1,89 @@
+"""renew.lua: push the deadlines of held leases, report lost ones, track live workers."""
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import redis
+
+from django_threadmill.broker import Broker, Lease
+from django_threadmill.broker.keys import QueueKeys
+
+from .conftest import WORKER, finish, start
+
+
+def redis_now_ms(client: redis.Redis) -> int:
+    seconds, micros = client.time()
+    return seconds * 1000 + micros // 1000
+
+
+def test_renew_pushes_reserved_and_running_deadlines(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    reserved, running = reserve(), reserve()
+    broker.start(WORKER, [start(running)])
+    redis_client.zadd(keys.leases, {reserved.task_id: 1, running.task_id: 1}, xx=True)
+    before_ms = redis_now_ms(redis_client)
+    assert broker.renew(WORKER, [reserved, running]) == []
+    for lease in (reserved, running):
+        deadline = redis_client.zscore(keys.leases, lease.task_id)
+        assert deadline is not None
+        assert deadline >= before_ms + broker.settings.lease_ttl_ms
+
+
+def test_lost_leases_are_reported_and_not_recreated(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    held, wrong_token, finished = reserve(), reserve(), reserve()
+    broker.finish(WORKER, [finish(finished)])
+    missing = Lease(task_id="f" * 32 + "@default", queue="default", token="1")
+    lost = broker.renew(WORKER, [held, replace(wrong_token, token="9"), finished, missing])
+    assert lost == [wrong_token.task_id, missing.task_id]
+    assert redis_client.zscore(keys.leases, finished.task_id) is None
+    assert redis_client.zscore(keys.leases, missing.task_id) is None
+
+
+def test_attempt_finished_under_this_token_is_not_lost(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    lease = reserve()
+    broker.finish(WORKER, [finish(lease)])
+    assert broker.renew(WORKER, [lease]) == []
+    assert redis_client.zscore(keys.leases, lease.task_id) is None
+    assert redis_client.hget(keys.held, WORKER) == "0"
+
+
+def test_renew_records_the_worker_and_what_it_holds(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    first, second = reserve(), reserve()
+    before_ms = redis_now_ms(redis_client)
+    broker.renew(WORKER, [first, replace(second, token="9")])
+    seen = redis_client.zscore(keys.workers, WORKER)
+    assert seen is not None
+    assert seen >= before_ms
+    assert redis_client.hget(keys.held, WORKER) == "1"
+
+
+def test_silent_workers_are_forgotten(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    redis_client.zadd(keys.workers, {"gone": 1})
+    redis_client.hset(keys.held, "gone", 3)
+    broker.renew(WORKER, [reserve()])
+    assert redis_client.zrange(keys.workers, 0, -1) == [WORKER]
+    assert redis_client.hgetall(keys.held) == {WORKER: "1"}
+
+
+def test_renew_spans_queues(broker: Broker, enqueue: Callable[..., object]) -> None:
+    enqueue("default")
+    enqueue("emails")
+    leases = [
+        *(r.lease for r in broker.acquire("default", 1).reservations),
+        *(r.lease for r in broker.acquire("emails", 1).reservations),
+    ]
+    stale = replace(leases[1], token="0")
+    assert broker.renew(WORKER, [leases[0], stale]) == [stale.task_id]
+
+
+def test_nothing_to_renew_sends_nothing(broker: Broker) -> None:
+    assert broker.renew(WORKER, []) == []
