@@ -17,17 +17,19 @@ from .compat import (
     task_enqueued,
 )
 from .conf import BackendSettings, check_queue_name, read_settings
-from .exceptions import ImproperlyConfiguredThreadmill
+from .exceptions import Cancelled, ImproperlyConfiguredThreadmill
 from .records import (
     STATUS_OF_STATE,
     build_result,
     decode_payload,
     encode_payload,
+    error_json,
     from_ms,
     load_task,
     now_ms,
     to_ms,
 )
+from .task import ThreadmillTask
 
 ENQUEUE_CHUNK = 1000  # tasks per enqueue script call in enqueue_many: bounds one script's run time
 
@@ -54,6 +56,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     supports_async_task = True
     supports_get_result = True
     supports_priority = True
+    task_class = ThreadmillTask
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
@@ -171,6 +174,46 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     async def aget_result(self, result_id: str) -> TaskResult:
         """Async twin of ``get_result``, on the asyncio client."""
         return self._result(result_id, await self.broker.arecord(result_id))
+
+    # Lifecycle (issue 4): fenced by state in the broker scripts, used by the admin. ---------
+
+    def cancel(self, result_id: str, reason: str = "") -> bool:
+        """Fail a READY (or delayed) task with a ``Cancelled`` error so it never runs.
+
+        Return False, changing nothing, if the task is reserved, running or finished.
+        Raise ``TaskResultDoesNotExist`` for an unknown id.
+        """
+        message = "Cancelled before it ran" + (f": {reason}" if reason else ".")
+        state = self.broker.cancel(result_id, error_json(Cancelled(message)), now_ms())
+        if state == "missing":
+            raise TaskResultDoesNotExist(result_id)
+        return state == "cancelled"
+
+    def requeue(self, result_id: str) -> bool:
+        """Give a FAILED task a new attempt: same id, errors and worker ids kept.
+
+        Return False, changing nothing, if the task has not failed (waiting, running, or
+        successful). Raise ``TaskResultDoesNotExist`` for an unknown or expired id.
+        """
+        state = self.broker.requeue(result_id)
+        if state == "missing":
+            raise TaskResultDoesNotExist(result_id)
+        return state == "requeued"
+
+    def purge_finished(
+        self, queue_name: str, status: TaskResultStatus | None = None, *, batch_size: int = 500
+    ) -> int:
+        """Delete the finished results of ``queue_name`` (SUCCESSFUL, FAILED, or both).
+
+        Waiting and running tasks are never touched. Return how many results were deleted.
+        """
+        if status not in (None, TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED):
+            raise ValueError(
+                f"purge_finished(status={status!r}) cannot purge unfinished tasks. Pass "
+                "TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED or None for both."
+            )
+        state = "" if status is None else str(status).lower()
+        return self.broker.purge(check_queue_name(queue_name), state=state, batch_size=batch_size)
 
     def check(self, **kwargs: Any) -> list[Any]:
         from .checks import check_backend

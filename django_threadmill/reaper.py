@@ -1,0 +1,208 @@
+"""The lease reaper: settle every lease whose worker went silent, on every queue of a backend.
+
+An expired *reservation* (prefetched, never started) goes back to READY in its place; the
+broker's reap script does that. An expired *running* attempt is settled here through the
+fenced finish script with the attempt's own token, as FAILED with a ``LeaseExpired`` error or
+as a retry when the task's policy says so (DESIGN.md §3 rule 5). Several reapers and a late
+ack may race: the token check lets exactly one of them record the attempt's outcome.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from .broker import ExpiredAttempt, Finish, Outcome, Reaped
+from .compat import TaskResultStatus
+from .exceptions import LeaseExpired, PayloadError
+from .records import build_result, decode_payload, error_json, load_task, now_ms
+from .retry import retry_delay
+
+if TYPE_CHECKING:
+    from .backend import ThreadmillTaskBackend
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 500  # expired leases looked at per reap script call
+
+
+@dataclass(slots=True)
+class QueueReap:
+    """What one pass did (or, in a dry run, would do) on one queue."""
+
+    released: int = 0  # expired reservations put back to READY
+    failed: int = 0  # expired running attempts recorded FAILED
+    retried: int = 0  # expired running attempts scheduled for another attempt
+    stale: int = 0  # expired attempts another reaper or a late ack settled first
+
+
+@dataclass(slots=True)
+class ReapReport:
+    """The outcome of one ``reap_once`` pass, per queue, with dry-run lines."""
+
+    dry_run: bool = False
+    queues: dict[str, QueueReap] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def released(self) -> int:
+        return sum(counts.released for counts in self.queues.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(counts.failed for counts in self.queues.values())
+
+    @property
+    def retried(self) -> int:
+        return sum(counts.retried for counts in self.queues.values())
+
+    @property
+    def stale(self) -> int:
+        return sum(counts.stale for counts in self.queues.values())
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def lease_error(attempt: ExpiredAttempt) -> LeaseExpired:
+    """Return the error recorded for a running attempt whose lease lapsed."""
+    deadline = _iso(attempt.deadline_ms)
+    return LeaseExpired(
+        f"Worker {_worker_of(attempt)} stopped renewing its lease; deadline {deadline}. "
+        "The worker process died, hung, or lost Redis while running this attempt. Check that "
+        "worker's logs; raise OPTIONS['lease_ttl'] if workers are often paused that long."
+    )
+
+
+def _decide(
+    backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt, error: LeaseExpired
+) -> timedelta | None:
+    """Return the retry delay the task's policy gives ``attempt``, or None to fail it."""
+    task_id = attempt.lease.task_id
+    try:
+        payload = decode_payload(attempt.payload)
+        task = load_task(
+            payload["path"], backend=backend.alias, queue=attempt.lease.queue, payload=payload
+        )
+    except PayloadError as exc:
+        logger.warning("Expired task has an unusable payload task_id=%s problem=%s", task_id, exc)
+        return None
+    record = {"workers": "\n".join(attempt.workers), "nerrors": str(len(attempt.errors))}
+    record.update({f"error:{n}": raw for n, raw in enumerate(attempt.errors, start=1)})
+    result = build_result(
+        task, task_id=task_id, status=TaskResultStatus.RUNNING, payload=payload, record=record
+    )
+    return retry_delay(task, result, error)
+
+
+def _worker_of(attempt: ExpiredAttempt) -> str:
+    return attempt.workers[-1] if attempt.workers else "<unknown>"
+
+
+def _finish_for(backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt) -> Finish:
+    """Return the fenced outcome of ``attempt``: FAILED with the lease error, or a retry."""
+    error = lease_error(attempt)
+    delay = _decide(backend, attempt, error)
+    return Finish(
+        lease=attempt.lease,
+        outcome=Outcome.FAILED if delay is None else Outcome.RETRY,
+        value=error_json(error),
+        started_ms=0,
+        finished_ms=now_ms(),
+        retry_delay_ms=0 if delay is None else int(delay.total_seconds() * 1000),
+    )
+
+
+def _count(counts: QueueReap, finish: Finish) -> None:
+    if finish.outcome is Outcome.RETRY:
+        counts.retried += 1
+    else:
+        counts.failed += 1
+
+
+def _settle(
+    backend: "ThreadmillTaskBackend", attempts: list[ExpiredAttempt], counts: QueueReap
+) -> None:
+    """Record each expired attempt as FAILED or retried, fenced by its token."""
+    finishes = [_finish_for(backend, attempt) for attempt in attempts]
+    if not finishes:
+        return
+    stale = {finish.lease.task_id for finish in backend.broker.finish("", finishes)}
+    for attempt, finish in zip(attempts, finishes, strict=True):
+        task_id = attempt.lease.task_id
+        if task_id in stale:
+            counts.stale += 1
+            logger.debug("Expired lease settled elsewhere first task_id=%s", task_id)
+            continue
+        _count(counts, finish)
+        if finish.outcome is Outcome.RETRY:
+            logger.warning(
+                "Lease expired, retrying task_id=%s worker=%s delay_ms=%d",
+                task_id,
+                _worker_of(attempt),
+                finish.retry_delay_ms,
+            )
+        else:
+            logger.error(
+                "Lease expired, task FAILED task_id=%s worker=%s", task_id, _worker_of(attempt)
+            )
+
+
+def _dry_run(
+    backend: "ThreadmillTaskBackend", queue: str, reaped: Reaped, counts: QueueReap
+) -> list[str]:
+    """Count and describe what a real pass would do with ``reaped``, changing nothing."""
+    lines = [f"queue={queue} task_id={task_id} action=release" for task_id in reaped.released]
+    for attempt in reaped.expired:
+        finish = _finish_for(backend, attempt)
+        _count(counts, finish)
+        action = "fail"
+        if finish.outcome is Outcome.RETRY:
+            action = f"retry delay_ms={finish.retry_delay_ms}"
+        lines.append(
+            f"queue={queue} task_id={attempt.lease.task_id} action={action} "
+            f"worker={_worker_of(attempt)} deadline={_iso(attempt.deadline_ms)}"
+        )
+    return lines
+
+
+def _reap_queue(
+    backend: "ThreadmillTaskBackend", queue: str, report: ReapReport, batch_size: int
+) -> None:
+    counts = report.queues.setdefault(queue, QueueReap())
+    while True:
+        reaped = backend.broker.reap(queue, batch_size, dry_run=report.dry_run)
+        counts.released += len(reaped.released)
+        if report.dry_run:
+            # A dry run changes nothing, so a second call would return the same batch.
+            report.lines += _dry_run(backend, queue, reaped, counts)
+            return
+        _settle(backend, reaped.expired, counts)
+        if len(reaped.released) + len(reaped.expired) < batch_size:
+            return
+
+
+def reap_once(
+    backend: "ThreadmillTaskBackend", *, batch_size: int = DEFAULT_BATCH_SIZE, dry_run: bool = False
+) -> ReapReport:
+    """Settle every expired lease on every queue of ``backend``; return what was done.
+
+    With ``dry_run``, change nothing and report what would be done (up to ``batch_size``
+    leases per queue).
+    """
+    if batch_size < 1:
+        raise ValueError(f"reap_once(batch_size={batch_size}) must be 1 or more.")
+    report = ReapReport(dry_run=dry_run)
+    for queue in backend.broker.queues():
+        _reap_queue(backend, queue, report, batch_size)
+    if report.released or report.failed or report.retried:
+        logger.info(
+            "Reap pass dry_run=%s released=%d failed=%d retried=%d stale=%d",
+            dry_run,
+            report.released,
+            report.failed,
+            report.retried,
+            report.stale,
+        )
+    return report

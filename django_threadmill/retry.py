@@ -1,0 +1,201 @@
+"""Retry policies: when a failed attempt runs again, and after how long.
+
+A task opts in with ``retry=`` (see ``django_threadmill.task``). The worker asks
+``retry_delay`` after a failed attempt; the reaper asks the same question when a running
+attempt's lease expires, so a lost worker and a raised exception reach one policy.
+"""
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.utils.module_loading import import_string
+
+if TYPE_CHECKING:
+    from .compat import Task, TaskResult
+
+logger = logging.getLogger(__name__)
+
+POLICY_KIND = "exponential_backoff"  # the "kind" written by ExponentialBackoff.to_dict
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryContext:
+    """What a policy is told about the attempt that just failed."""
+
+    task: "Task"
+    task_result: "TaskResult"
+    error: BaseException
+
+    @property
+    def attempt(self) -> int:
+        """The number of attempts so far, the failed one included (1 after the first)."""
+        return int(self.task_result.attempts)
+
+
+type RetryPolicy = Callable[[RetryContext], timedelta | None]
+
+
+def _as_timedelta(name: str, value: object) -> timedelta:
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise TypeError(
+            f"ExponentialBackoff({name}={value!r}) is not a duration. Pass a timedelta or a "
+            "number of seconds."
+        )
+    if seconds < 0:
+        raise ValueError(f"ExponentialBackoff({name}={value!r}) is negative. Use 0 or more.")
+    return timedelta(seconds=seconds)
+
+
+def _class_path(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _exception_class(path: str) -> type[BaseException]:
+    found = import_string(path)
+    if not (isinstance(found, type) and issubclass(found, BaseException)):
+        raise ValueError(
+            f"retry_on entry {path!r} is not an exception class. List exception classes, "
+            "e.g. ['builtins.ConnectionError']."
+        )
+    return found
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExponentialBackoff:
+    """Retry up to ``max_attempts`` attempts, waiting ``base_delay * factor**(n - 1)``.
+
+    ``n`` counts attempts so far; the wait is capped at ``max_delay`` and spread by
+    ``jitter`` (0.1 means up to 10% either way). Only errors that are instances of
+    ``retry_on`` are retried; ``SystemExit`` and ``KeyboardInterrupt`` are not, by default.
+    """
+
+    base_delay: timedelta = timedelta(seconds=1)
+    max_delay: timedelta = timedelta(hours=1)
+    factor: float = 2.0
+    jitter: float = 0.1
+    max_attempts: int = 5
+    retry_on: tuple[type[BaseException], ...] = field(default=(Exception,))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_delay", _as_timedelta("base_delay", self.base_delay))
+        object.__setattr__(self, "max_delay", _as_timedelta("max_delay", self.max_delay))
+        object.__setattr__(self, "retry_on", self._checked_retry_on())
+        if self.max_delay < self.base_delay:
+            raise ValueError(
+                f"ExponentialBackoff max_delay={self.max_delay} is below base_delay="
+                f"{self.base_delay}. Raise max_delay or lower base_delay."
+            )
+        if isinstance(self.factor, bool) or not isinstance(self.factor, int | float):
+            raise TypeError(f"ExponentialBackoff(factor={self.factor!r}) must be a number >= 1.")
+        if self.factor < 1:
+            raise ValueError(f"ExponentialBackoff(factor={self.factor!r}) must be 1 or more.")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError(
+                f"ExponentialBackoff(jitter={self.jitter!r}) must be between 0 and 1 "
+                "(a fraction of the delay)."
+            )
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise TypeError(
+                f"ExponentialBackoff(max_attempts={self.max_attempts!r}) must be a whole number."
+            )
+        if self.max_attempts < 1:
+            raise ValueError(
+                f"ExponentialBackoff(max_attempts={self.max_attempts!r}) must be 1 or more "
+                "(1 means no retry)."
+            )
+
+    def _checked_retry_on(self) -> tuple[type[BaseException], ...]:
+        kinds = self.retry_on if isinstance(self.retry_on, tuple | list) else (self.retry_on,)
+        for kind in kinds:
+            if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+                raise TypeError(
+                    f"ExponentialBackoff(retry_on=...) holds {kind!r}, which is not an "
+                    "exception class. Pass a tuple of exception classes."
+                )
+        return tuple(kinds)
+
+    def delay_for(self, attempt: int) -> timedelta:
+        """Return the wait after failed attempt number ``attempt`` (1-based), jitter included."""
+        seconds = self.base_delay.total_seconds() * self.factor ** max(attempt - 1, 0)
+        if self.jitter:
+            seconds *= 1 + random.uniform(-self.jitter, self.jitter)
+        return timedelta(seconds=min(seconds, self.max_delay.total_seconds()))
+
+    def __call__(self, context: RetryContext) -> timedelta | None:
+        """Return the wait before the next attempt, or None when the task should fail."""
+        if context.attempt >= self.max_attempts:
+            return None
+        if not isinstance(context.error, self.retry_on):
+            return None
+        return self.delay_for(context.attempt)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready description; ``from_dict`` rebuilds an equal policy."""
+        return {
+            "kind": POLICY_KIND,
+            "base_delay_s": self.base_delay.total_seconds(),
+            "max_delay_s": self.max_delay.total_seconds(),
+            "factor": self.factor,
+            "jitter": self.jitter,
+            "max_attempts": self.max_attempts,
+            "retry_on": [_class_path(kind) for kind in self.retry_on],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ExponentialBackoff":
+        """Rebuild a policy written by ``to_dict``."""
+        if data.get("kind") != POLICY_KIND:
+            raise ValueError(
+                f"Retry policy kind {data.get('kind')!r} is not {POLICY_KIND!r}; this dict was "
+                "not written by ExponentialBackoff.to_dict()."
+            )
+        return cls(
+            base_delay=timedelta(seconds=data["base_delay_s"]),
+            max_delay=timedelta(seconds=data["max_delay_s"]),
+            factor=data["factor"],
+            jitter=data["jitter"],
+            max_attempts=data["max_attempts"],
+            retry_on=tuple(_exception_class(path) for path in data["retry_on"]),
+        )
+
+
+def retry_delay(task: "Task", task_result: "TaskResult", error: BaseException) -> timedelta | None:
+    """Return the wait before the next attempt of ``task_result``, or None to record FAILED.
+
+    ``task_result.attempts`` already counts the failed attempt. A policy that raises or
+    returns something other than a timedelta or None is logged and treated as "no retry",
+    so a broken policy can fail a task but never a worker thread.
+    """
+    policy = getattr(task, "retry", None)
+    if policy is None:
+        return None
+    context = RetryContext(task=task, task_result=task_result, error=error)
+    try:
+        delay = policy(context)
+    except Exception:
+        logger.exception(
+            "Retry policy raised task_id=%s task=%s; recording FAILED",
+            task_result.id,
+            task.module_path,
+        )
+        return None
+    if delay is None:
+        return None
+    if not isinstance(delay, timedelta):
+        logger.error(
+            "Retry policy returned a %s, not a timedelta or None task_id=%s task=%s; recording "
+            "FAILED. Return datetime.timedelta(...) to retry, None to fail.",
+            type(delay).__name__,
+            task_result.id,
+            task.module_path,
+        )
+        return None
+    return max(delay, timedelta(0))

@@ -1,0 +1,82 @@
+"""ThreadmillTask (a django.tasks ``Task`` with a retry policy) and a ``@task`` that sets it.
+
+On Django 6.1, ``@django.tasks.task(retry=...)`` forwards ``retry`` to the backend's
+``task_class``, which is ``ThreadmillTask``. Django 6.0 does not forward extra keywords, so
+``django_threadmill.task.task`` builds the task itself and works the same on 6.0, 6.1 and 5.2.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from .compat import DEFAULT_TASK_QUEUE_NAME, InvalidTask, Task, task_backends
+from .retry import RetryPolicy
+
+DEFAULT_TASK_BACKEND_ALIAS = "default"
+DEFAULT_TASK_PRIORITY = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadmillTask(Task):  # type: ignore[misc]
+    """A ``Task`` that may carry a retry policy, used when a failed attempt may run again."""
+
+    retry: RetryPolicy | None = None
+
+    def __post_init__(self) -> None:
+        # Explicit base call: zero-argument super() breaks in slotted dataclasses before 3.14.
+        Task.__post_init__(self)
+        if self.retry is not None and not callable(self.retry):
+            raise InvalidTask(
+                f"retry={self.retry!r} on task {self.module_path!r} is not a retry policy. "
+                "Pass ExponentialBackoff(...) or a callable policy(context) -> timedelta | None."
+            )
+
+
+def _accepts_retry(task_class: type) -> bool:
+    return "retry" in {f.name for f in fields(task_class)}
+
+
+def task(
+    function: Callable[..., Any] | None = None,
+    *,
+    priority: int = DEFAULT_TASK_PRIORITY,
+    queue_name: str = DEFAULT_TASK_QUEUE_NAME,
+    backend: str = DEFAULT_TASK_BACKEND_ALIAS,
+    takes_context: bool = False,
+    retry: RetryPolicy | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Turn a function into a task, like ``django.tasks.task``, accepting ``retry=``.
+
+    Usable bare (``@task``) or called (``@task(retry=ExponentialBackoff(max_attempts=3))``).
+    """
+    if "run_after" in kwargs:
+        raise TypeError(
+            "run_after cannot be defined statically with the @task decorator. "
+            "Use .using(run_after=...) to set it dynamically."
+        )
+
+    def wrapper(func: Callable[..., Any]) -> Task:
+        task_class = task_backends[backend].task_class
+        extra = dict(kwargs)
+        if retry is not None:
+            if not _accepts_retry(task_class):
+                raise InvalidTask(
+                    f"Task backend {backend!r} builds {task_class.__name__}, which has no retry "
+                    "policy. Use django_threadmill.backend.ThreadmillTaskBackend for that alias, "
+                    "or drop retry=."
+                )
+            extra["retry"] = retry
+        return task_class(
+            func=func,
+            priority=priority,
+            queue_name=queue_name,
+            backend=backend,
+            run_after=None,
+            takes_context=takes_context,
+            **extra,
+        )
+
+    if function is not None:
+        return wrapper(function)
+    return wrapper
