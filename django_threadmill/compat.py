@@ -26,7 +26,6 @@ if find_spec("django.tasks") is not None:
 else:  # Django 5.2 with the django-tasks backport.
     from django_tasks import (  # type: ignore[no-redef]
         DEFAULT_TASK_QUEUE_NAME,
-        Task,
         TaskContext,
         TaskResult,
         TaskResultStatus,
@@ -34,7 +33,11 @@ else:  # Django 5.2 with the django-tasks backport.
         task_backends,
     )
     from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef]
-    from django_tasks.base import TASK_REFRESH_ATTRS, TaskError  # type: ignore[no-redef]
+    from django_tasks.base import (  # type: ignore[no-redef]
+        TASK_REFRESH_ATTRS,
+        Task,  # django_tasks does not re-export Task at the top level
+        TaskError,
+    )
     from django_tasks.exceptions import (  # type: ignore[no-redef]
         InvalidTaskError as InvalidTask,
     )
