@@ -20,7 +20,7 @@ def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 10.0
         time.sleep(0.01)  # polling with a deadline, not synchronising
 
 
-def reserve(broker: Broker, queue: str = "default", count: int = 100) -> list[Reservation]:
+def reserve(broker: Broker, queue: str = "default", count: int = 1000) -> list[Reservation]:
     """Reserve up to ``count`` ready tasks of ``queue``, as a prefetcher does."""
     return broker.acquire(queue, count).reservations
 
