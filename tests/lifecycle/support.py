@@ -1,7 +1,11 @@
 """Helpers shared by the lifecycle tests: waiting with a deadline and playing a worker."""
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import redis
 
@@ -9,6 +13,7 @@ from django_threadmill.broker import Broker, Finish, Lease, Outcome, Reservation
 from django_threadmill.records import now_ms
 
 WORKER = "test-worker-1"
+ROOT = Path(__file__).resolve().parents[2]  # the checkout, where manage.py lives
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
@@ -55,3 +60,23 @@ def wait_for_expiry(broker: Broker, redis_client: redis.Redis, queue: str = "def
         return seconds * 1000 + micros / 1000
 
     wait_until(lambda: redis_now_ms() > deadline_ms, f"lease expiry in queue {queue!r}")
+
+
+def manage(redis_url: str, key_prefix: str, *args: str) -> subprocess.Popen[str]:
+    """Start ``manage.py <args>`` against the test's Redis and key prefix, lease_ttl 0.2 s."""
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "THREADMILL_KEY_PREFIX": key_prefix,
+        "THREADMILL_LEASE_TTL": "0.2",
+        "DJANGO_SETTINGS_MODULE": "testproject.settings",
+        "PYTHONUNBUFFERED": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

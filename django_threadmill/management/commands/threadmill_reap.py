@@ -1,0 +1,135 @@
+"""manage.py threadmill_reap: settle expired leases on every queue of a backend."""
+
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...backend import ThreadmillTaskBackend
+from ...compat import task_backends
+from ...exceptions import BrokerUnavailable
+from ...reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
+
+logger = logging.getLogger("django_threadmill.reaper")
+
+DEFAULT_INTERVAL_S = 10.0  # seconds between passes; a lost lease waits lease_ttl + this at most
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on the first SIGTERM or SIGINT; exit at once on the second."""
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise SystemExit(128 + signum)
+        logger.info("Reaper stopping signal=%s", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class Command(BaseCommand):
+    help = (
+        "Settle expired leases on every queue of a threadmill backend: expired reservations "
+        "go back to READY, expired running attempts become FAILED (or are retried by their "
+        "task's policy). Loops until SIGTERM/SIGINT unless --once is given."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--backend", default="default", help="TASKS alias to reap (default: 'default')."
+        )
+        parser.add_argument("--once", action="store_true", help="Run one pass, then exit.")
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=DEFAULT_INTERVAL_S,
+            help=f"Seconds between passes when looping (default: {DEFAULT_INTERVAL_S:g}).",
+        )
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=DEFAULT_BATCH_SIZE,
+            help=f"Expired leases settled per Redis call (default: {DEFAULT_BATCH_SIZE}).",
+        )
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Print what one pass would settle, change nothing, and exit.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        backend = self._backend(options["backend"])
+        if options["interval"] <= 0:
+            raise CommandError(
+                f"--interval {options['interval']:g} is not positive. Use a number of seconds "
+                "above 0, e.g. --interval 10."
+            )
+        if options["batch_size"] < 1:
+            raise CommandError(
+                f"--batch-size {options['batch_size']} is below 1. Use e.g. --batch-size 500."
+            )
+        if options["once"] or options["dry_run"]:
+            self._report(self._pass(backend, options), dry_run=options["dry_run"])
+            return
+        self._loop(backend, options)
+
+    def _backend(self, alias: str) -> ThreadmillTaskBackend:
+        try:
+            backend = task_backends[alias]
+        except Exception as exc:  # InvalidTaskBackend differs between Django and the backport
+            raise CommandError(
+                f"Unknown task backend {alias!r}. Pass --backend with an alias from TASKS."
+            ) from exc
+        if not isinstance(backend, ThreadmillTaskBackend):
+            raise CommandError(
+                f"Task backend {alias!r} is a {type(backend).__name__}, not a "
+                "ThreadmillTaskBackend; only threadmill backends hold leases to reap."
+            )
+        return backend
+
+    def _pass(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> ReapReport:
+        try:
+            return reap_once(backend, batch_size=options["batch_size"], dry_run=options["dry_run"])
+        except BrokerUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _report(self, report: ReapReport, *, dry_run: bool) -> None:
+        for line in report.lines:
+            self.stdout.write(line)
+        verb = "Would settle" if dry_run else "Settled"
+        for queue, counts in report.queues.items():
+            self.stdout.write(
+                f"{verb} queue={queue} released={counts.released} failed={counts.failed} "
+                f"retried={counts.retried} stale={counts.stale}"
+            )
+
+    def _loop(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> None:
+        """Reap every ``--interval`` seconds until a signal; a Redis outage is retried."""
+        stop = threading.Event()
+        logger.info(
+            "Reaper started backend=%s interval_s=%g batch_size=%d",
+            backend.alias,
+            options["interval"],
+            options["batch_size"],
+        )
+        passes = 0
+        with stop_on_signals(stop):
+            while not stop.is_set():
+                try:
+                    self._pass(backend, options)
+                except CommandError as exc:
+                    logger.warning("Reap pass failed, retrying next interval error=%s", exc)
+                passes += 1
+                stop.wait(options["interval"])
+        logger.info("Reaper stopped backend=%s passes=%d", backend.alias, passes)
