@@ -1,0 +1,53 @@
+"""Helpers for the backend tests: play the worker's part through the real broker."""
+
+import asyncio
+
+from asgiref.sync import sync_to_async
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Finish, Lease, Outcome, Start
+from django_threadmill.broker.keys import queue_of
+from django_threadmill.records import dumps, error_json, now_ms
+
+WORKER = "worker-test-1"
+
+
+def start_shared_sync_thread() -> None:
+    """Start asgiref's process-wide sync thread now, so the leak guard does not blame a test.
+
+    ``Signal.asend`` runs sync receivers on that thread; it lives as long as the process.
+    """
+    asyncio.run(sync_to_async(lambda: None)())
+
+
+def reserve(backend: ThreadmillTaskBackend, task_id: str) -> Lease:
+    """Acquire ``task_id`` (the only ready task of its queue) as a worker would."""
+    queue = queue_of(task_id)
+    assert queue is not None
+    [reservation] = backend.broker.acquire(queue, 1).reservations
+    assert reservation.lease.task_id == task_id
+    return reservation.lease
+
+
+def start(backend: ThreadmillTaskBackend, task_id: str, worker: str = WORKER) -> Lease:
+    """Reserve and start ``task_id``: it reads as RUNNING afterwards."""
+    lease = reserve(backend, task_id)
+    assert backend.broker.start(worker, [Start(lease=lease, started_ms=now_ms())]) == []
+    return lease
+
+
+def finish(backend: ThreadmillTaskBackend, lease: Lease, outcome: Outcome, value: str) -> None:
+    done = Finish(
+        lease=lease, outcome=outcome, value=value, started_ms=now_ms(), finished_ms=now_ms()
+    )
+    assert backend.broker.finish(WORKER, [done]) == []
+
+
+def succeed(backend: ThreadmillTaskBackend, task_id: str, value: object) -> None:
+    """Run ``task_id`` to SUCCESSFUL with ``value`` as its return value."""
+    finish(backend, start(backend, task_id), Outcome.SUCCESSFUL, dumps(value))
+
+
+def fail(backend: ThreadmillTaskBackend, task_id: str, error: BaseException) -> None:
+    """Run ``task_id`` to FAILED with ``error`` recorded for its attempt."""
+    finish(backend, start(backend, task_id), Outcome.FAILED, error_json(error))

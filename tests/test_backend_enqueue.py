@@ -1,0 +1,147 @@
+"""ThreadmillTaskBackend.enqueue / aenqueue: validate, store once, send task_enqueued."""
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import redis
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.keys import queue_of
+from django_threadmill.compat import Task, TaskResult, TaskResultStatus, task_enqueued
+from testproject.example.tasks import add, async_add, attempt_info, echo, send_welcome
+
+from .backend_support import start_shared_sync_thread
+
+Enqueue = Callable[..., TaskResult]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_sync_thread() -> None:
+    start_shared_sync_thread()
+
+
+@pytest.fixture(params=["enqueue", "aenqueue"])
+def enqueue(request: pytest.FixtureRequest) -> Enqueue:
+    """Enqueue through the sync API or the native async one: both must behave alike."""
+
+    def through(task: Task, *args: Any, **kwargs: Any) -> TaskResult:
+        if request.param == "enqueue":
+            return task.enqueue(*args, **kwargs)
+        return asyncio.run(task.aenqueue(*args, **kwargs))
+
+    return through
+
+
+@pytest.fixture
+def enqueued() -> Iterator[list[tuple[type, TaskResult]]]:
+    """Collect every task_enqueued signal as (sender, task_result)."""
+    seen: list[tuple[type, TaskResult]] = []
+
+    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        seen.append((sender, task_result))
+
+    task_enqueued.connect(receiver)
+    yield seen
+    task_enqueued.disconnect(receiver)
+
+
+def stored(redis_client: redis.Redis, key_prefix: str, result: TaskResult) -> dict[str, str]:
+    queue = queue_of(result.id)
+    return redis_client.hgetall(f"{key_prefix}:{{default:{queue}}}:t:{result.id}")
+
+
+def test_backend_declares_every_capability(backend: ThreadmillTaskBackend) -> None:
+    assert backend.supports_defer
+    assert backend.supports_async_task
+    assert backend.supports_get_result
+    assert backend.supports_priority
+
+
+def test_enqueue_returns_a_ready_result(enqueue: Enqueue) -> None:
+    before = datetime.now(UTC)
+    result = enqueue(add, 2, b=(3, 4))
+    assert result.status == TaskResultStatus.READY
+    assert result.task is add
+    assert result.args == [2]
+    assert result.kwargs == {"b": [3, 4]}
+    assert result.backend == "default"
+    assert queue_of(result.id) == "default"
+    assert result.enqueued_at is not None
+    assert result.enqueued_at >= before.replace(microsecond=before.microsecond // 1000 * 1000)
+    assert (result.started_at, result.finished_at, result.last_attempted_at) == (None, None, None)
+    assert (result.errors, result.worker_ids) == ([], [])
+    assert not result.is_finished
+
+
+def test_enqueue_stores_the_payload_once(
+    enqueue: Enqueue, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    result = enqueue(send_welcome, "ada@example.com")
+    record = stored(redis_client, key_prefix, result)
+    assert json.loads(record["payload"]) == {
+        "path": "testproject.example.tasks.send_welcome",
+        "args": ["ada@example.com"],
+        "kwargs": {},
+        "priority": 10,
+        "run_after_ms": None,
+    }
+    assert record["state"] == "ready"
+    assert queue_of(result.id) == "emails"
+    assert redis_client.zrange(f"{key_prefix}:{{default:emails}}:ready", 0, -1) == [result.id]
+
+
+def test_ids_are_unique(enqueue: Enqueue) -> None:
+    assert len({enqueue(echo, n).id for n in range(20)}) == 20
+
+
+def test_run_after_defers_the_task(
+    enqueue: Enqueue, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    when = datetime(2999, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    result = enqueue(echo.using(run_after=when), "later")
+    assert result.task.run_after == when
+    delayed = f"{key_prefix}:{{default:default}}:delayed"
+    assert redis_client.zrange(delayed, 0, -1, withscores=True) == [
+        (result.id, when.timestamp() * 1000)
+    ]
+
+
+def test_run_after_in_the_past_is_ready_at_once(
+    enqueue: Enqueue, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    result = enqueue(echo.using(run_after=datetime.now(UTC) - timedelta(hours=1)), 1)
+    ready = f"{key_prefix}:{{default:default}}:ready"
+    assert redis_client.zrange(ready, 0, -1) == [result.id]
+
+
+@pytest.mark.parametrize("priority", [-100, 0, 100])
+def test_priority_is_stored(
+    enqueue: Enqueue, redis_client: redis.Redis, key_prefix: str, priority: int
+) -> None:
+    result = enqueue(echo.using(priority=priority), 1)
+    assert result.task.priority == priority
+    assert json.loads(stored(redis_client, key_prefix, result)["payload"])["priority"] == priority
+
+
+def test_context_and_async_tasks_are_accepted(enqueue: Enqueue) -> None:
+    assert enqueue(attempt_info).task.takes_context
+    assert enqueue(async_add, 1, 2).status == TaskResultStatus.READY
+
+
+def test_signal_names_the_backend_class(
+    enqueue: Enqueue, enqueued: list[tuple[type, TaskResult]]
+) -> None:
+    result = enqueue(echo, "signal")
+    assert enqueued == [(ThreadmillTaskBackend, result)]
+
+
+def test_no_signal_when_enqueue_fails(
+    enqueue: Enqueue, enqueued: list[tuple[type, TaskResult]]
+) -> None:
+    with pytest.raises(TypeError):
+        enqueue(echo, {1, 2})
+    assert enqueued == []

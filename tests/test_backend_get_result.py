@@ -1,0 +1,150 @@
+"""get_result / aget_result, refresh / arefresh and Task.get_result in every state."""
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Outcome
+from django_threadmill.compat import TaskResult, TaskResultDoesNotExist, TaskResultStatus
+from testproject.example.tasks import add, attempt_info, echo, send_welcome
+
+from .backend_support import (
+    WORKER,
+    fail,
+    finish,
+    reserve,
+    start,
+    start_shared_sync_thread,
+    succeed,
+)
+
+Read = Callable[[str], TaskResult]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_sync_thread() -> None:
+    start_shared_sync_thread()
+
+
+@pytest.fixture(params=["get_result", "aget_result"])
+def read(request: pytest.FixtureRequest, backend: ThreadmillTaskBackend) -> Read:
+    """Read a result through the sync API or the native async one."""
+    if request.param == "get_result":
+        return backend.get_result
+    return lambda result_id: asyncio.run(backend.aget_result(result_id))
+
+
+@pytest.fixture(params=["refresh", "arefresh"])
+def refresh(request: pytest.FixtureRequest) -> Callable[[TaskResult], None]:
+    if request.param == "refresh":
+        return lambda result: result.refresh()
+    return lambda result: asyncio.run(result.arefresh())
+
+
+def test_ready_result_rebuilds_the_task(read: Read) -> None:
+    enqueued = send_welcome.using(priority=-3).enqueue("ada@example.com")
+    result = read(enqueued.id)
+    assert result.status == TaskResultStatus.READY
+    assert result.task == send_welcome.using(priority=-3)
+    assert result.task.func is send_welcome.func
+    assert (result.id, result.args, result.kwargs) == (enqueued.id, ["ada@example.com"], {})
+    assert result.enqueued_at == enqueued.enqueued_at
+    assert result.backend == "default"
+    with pytest.raises(ValueError, match="Task has not finished yet"):
+        _ = result.return_value
+
+
+def test_reserved_result_still_reads_ready(backend: ThreadmillTaskBackend, read: Read) -> None:
+    enqueued = echo.enqueue(1)
+    reserve(backend, enqueued.id)
+    result = read(enqueued.id)
+    assert result.status == TaskResultStatus.READY
+    assert result.worker_ids == []
+
+
+def test_running_result_shows_the_attempt(backend: ThreadmillTaskBackend, read: Read) -> None:
+    enqueued = echo.enqueue(1)
+    start(backend, enqueued.id)
+    result = read(enqueued.id)
+    assert result.status == TaskResultStatus.RUNNING
+    assert result.worker_ids == [WORKER]
+    assert result.attempts == 1
+    assert result.started_at is not None
+    assert result.last_attempted_at == result.started_at
+    assert result.finished_at is None
+
+
+def test_successful_result_has_the_return_value(backend: ThreadmillTaskBackend, read: Read) -> None:
+    enqueued = add.enqueue(2, 3)
+    succeed(backend, enqueued.id, {"sum": 5, "parts": [2, 3]})
+    result = read(enqueued.id)
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == {"sum": 5, "parts": [2, 3]}
+    assert result.is_finished
+    assert result.finished_at is not None
+    assert result.started_at is not None
+    assert result.finished_at >= result.started_at
+    assert result.errors == []
+
+
+def test_failed_result_has_the_error(backend: ThreadmillTaskBackend, read: Read) -> None:
+    enqueued = echo.enqueue(1)
+    fail(backend, enqueued.id, ValueError("disk full"))
+    result = read(enqueued.id)
+    assert result.status == TaskResultStatus.FAILED
+    [error] = result.errors
+    assert error.exception_class is ValueError
+    assert error.exception_class_path == "builtins.ValueError"
+    assert "ValueError: disk full" in error.traceback
+    with pytest.raises(ValueError, match="Task failed"):
+        _ = result.return_value
+
+
+@pytest.mark.parametrize("result_id", ["0" * 32 + "@default", "not-one-of-ours", ""])
+def test_unknown_id_does_not_exist(read: Read, result_id: str) -> None:
+    with pytest.raises(TaskResultDoesNotExist):
+        read(result_id)
+
+
+def test_refresh_follows_the_task(
+    backend: ThreadmillTaskBackend, refresh: Callable[[TaskResult], None]
+) -> None:
+    result = echo.enqueue("x")
+    lease = start(backend, result.id)
+    refresh(result)
+    assert (result.status, result.worker_ids) == (TaskResultStatus.RUNNING, [WORKER])
+    finish(backend, lease, Outcome.SUCCESSFUL, '"x"')
+    refresh(result)
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == "x"
+    assert result.finished_at is not None
+
+
+def test_takes_context_survives_the_round_trip(read: Read) -> None:
+    assert read(attempt_info.enqueue().id).task.takes_context
+
+
+def test_task_get_result_checks_the_task(backend: ThreadmillTaskBackend) -> None:
+    result = add.enqueue(1, 2)
+    assert add.get_result(result.id).args == [1, 2]
+    with pytest.raises(Exception, match="Task does not match") as raised:
+        echo.get_result(result.id)
+    assert type(raised.value).__name__ == "TaskResultMismatch"
+
+
+async def test_task_aget_result_checks_the_task() -> None:
+    result = await add.aenqueue(1, 2)
+    assert (await add.aget_result(result.id)).args == [1, 2]
+    with pytest.raises(Exception, match="Task does not match") as raised:
+        await echo.aget_result(result.id)
+    assert type(raised.value).__name__ == "TaskResultMismatch"
+
+
+def test_results_are_independent_copies(read: Read) -> None:
+    result_id = echo.enqueue([1]).id
+    first: Any = read(result_id)
+    first.args.append(2)
+    assert read(result_id).args == [[1]]
