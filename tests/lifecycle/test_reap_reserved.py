@@ -29,12 +29,3 @@ def test_expired_reservations_are_ready_again_in_priority_and_fifo_order(
         assert result.errors == []
         assert result.worker_ids == []
     assert [r.lease.task_id for r in reserve(broker)] == high + low
-
-
-def test_a_live_reservation_is_left_alone(
-    backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
-) -> None:
-    plain.enqueue()
-    reserve(broker)
-    assert reap_once(backend).released == 0  # lease_ttl has not passed yet (0.2 s)
-    assert redis_client.zcard(broker.queue_keys("default").leases) == 1
