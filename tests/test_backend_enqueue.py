@@ -145,3 +145,14 @@ def test_no_signal_when_enqueue_fails(
     with pytest.raises(TypeError):
         enqueue(echo, {1, 2})
     assert enqueued == []
+
+
+def test_higher_priority_is_acquired_first_then_fifo(
+    enqueue: Enqueue, backend: ThreadmillTaskBackend
+) -> None:
+    order = [
+        enqueue(echo.using(priority=priority), n).id
+        for n, priority in enumerate([0, 20, -20, 20, 0])
+    ]
+    acquired = [r.lease.task_id for r in backend.broker.acquire("default", 10).reservations]
+    assert acquired == [order[1], order[3], order[0], order[4], order[2]]

@@ -1,0 +1,63 @@
+"""enqueue_many: many calls of one task, validated first, stored in chunks, one signal each."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from django_threadmill.backend import ENQUEUE_CHUNK, ThreadmillTaskBackend
+from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
+from testproject.example.tasks import add, echo
+
+
+@pytest.fixture
+def enqueued() -> Iterator[list[TaskResult]]:
+    seen: list[TaskResult] = []
+
+    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        assert sender is ThreadmillTaskBackend
+        seen.append(task_result)
+
+    task_enqueued.connect(receiver)
+    yield seen
+    task_enqueued.disconnect(receiver)
+
+
+def test_every_call_is_stored_in_order(
+    backend: ThreadmillTaskBackend, enqueued: list[TaskResult]
+) -> None:
+    results = backend.enqueue_many(add, [((n,), {"b": n}) for n in range(5)])
+    assert [r.args for r in results] == [[n] for n in range(5)]
+    assert [r.kwargs for r in results] == [{"b": n} for n in range(5)]
+    assert all(r.status == TaskResultStatus.READY for r in results)
+    assert enqueued == results
+    acquired = backend.broker.acquire("default", 10).reservations
+    assert [r.lease.task_id for r in acquired] == [r.id for r in results]
+    assert backend.get_result(results[3].id).kwargs == {"b": 3}
+
+
+def test_large_batches_span_several_calls(backend: ThreadmillTaskBackend) -> None:
+    count = ENQUEUE_CHUNK + 3
+    results = backend.enqueue_many(echo, (((n,), {}) for n in range(count)))
+    assert len({r.id for r in results}) == count
+    acquired = backend.broker.acquire("default", count + 10).reservations
+    assert [r.lease.task_id for r in acquired] == [r.id for r in results]
+
+
+def test_one_bad_call_stores_nothing(
+    backend: ThreadmillTaskBackend,
+    enqueued: list[TaskResult],
+    redis_client: redis.Redis,
+    key_prefix: str,
+) -> None:
+    calls = [((1,), {}), ((object(),), {}), ((3,), {})]
+    with pytest.raises(TypeError, match="cannot be stored as JSON"):
+        backend.enqueue_many(echo, calls)
+    assert enqueued == []
+    assert list(redis_client.scan_iter(f"{key_prefix}:*")) == []
+
+
+def test_no_calls_is_a_noop(backend: ThreadmillTaskBackend, enqueued: list[TaskResult]) -> None:
+    assert backend.enqueue_many(echo, []) == []
+    assert enqueued == []

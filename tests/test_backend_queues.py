@@ -1,0 +1,84 @@
+"""QUEUES validation and queue routing: which queue names a backend accepts, and where tasks go."""
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.keys import queue_of
+from django_threadmill.compat import InvalidTask, task_backends
+from testproject.example.tasks import echo
+
+from .conftest import tasks_setting
+
+
+@contextmanager
+def backend_with(
+    redis_url: str, key_prefix: str, **entry: object
+) -> Iterator[ThreadmillTaskBackend]:
+    """Yield the default backend with its TASKS entry changed by ``entry``."""
+    setting = tasks_setting(redis_url, key_prefix)
+    setting["default"] = {**setting["default"], **entry}  # type: ignore[dict-item]
+    with override_settings(TASKS=setting):
+        backend = task_backends["default"]
+        assert isinstance(backend, ThreadmillTaskBackend)
+        yield backend
+
+
+def test_queue_outside_queues_is_refused() -> None:
+    with pytest.raises(InvalidTask, match=r"^Queue 'nightly' is not valid for backend\.$"):
+        echo.using(queue_name="nightly")
+
+
+def test_listed_queue_routes_the_task(backend: ThreadmillTaskBackend) -> None:
+    result = echo.using(queue_name="reports").enqueue(1)
+    assert queue_of(result.id) == "reports"
+    assert [r.lease.task_id for r in backend.broker.acquire("reports", 5).reservations] == [
+        result.id
+    ]
+    assert backend.broker.acquire("default", 5).reservations == []
+
+
+def test_omitted_queues_allow_only_default(redis_url: str, key_prefix: str) -> None:
+    setting = tasks_setting(redis_url, key_prefix)
+    del setting["default"]["QUEUES"]  # type: ignore[attr-defined]
+    with override_settings(TASKS=setting):
+        assert task_backends["default"].queues == {"default"}
+        with pytest.raises(InvalidTask, match=r"^Queue 'emails' is not valid for backend\.$"):
+            echo.using(queue_name="emails")
+
+
+def test_empty_queues_allow_any_valid_name(redis_url: str, key_prefix: str) -> None:
+    with backend_with(redis_url, key_prefix, QUEUES=[]) as backend:
+        result = echo.using(queue_name="ad-hoc.queue_1").enqueue(1)
+        assert queue_of(result.id) == "ad-hoc.queue_1"
+        assert backend.broker.queues() == ["ad-hoc.queue_1"]
+
+
+@pytest.mark.parametrize("name", ["has space", "brace{", "at@sign", "", "x" * 65])
+def test_unusable_queue_name_is_refused(redis_url: str, key_prefix: str, name: str) -> None:
+    with (
+        backend_with(redis_url, key_prefix, QUEUES=[]),
+        pytest.raises(
+            InvalidTask,
+            match=re.escape(
+                f"Queue name {name!r} is not valid for ThreadmillTaskBackend. Use 1-64 "
+                "letters, digits, '_', '.' or '-'."
+            ),
+        ),
+    ):
+        echo.using(queue_name=name)
+
+
+def test_unusable_name_in_queues_is_a_configuration_error(redis_url: str, key_prefix: str) -> None:
+    setting = tasks_setting(redis_url, key_prefix)
+    setting["default"]["QUEUES"] = ["default", "bad queue"]  # type: ignore[index]
+    with (
+        override_settings(TASKS=setting),
+        pytest.raises(ImproperlyConfigured, match="Queue name 'bad queue' is not valid"),
+    ):
+        task_backends["default"]
