@@ -171,10 +171,11 @@ def build_result(
     return result
 
 
-def result_json(value: Any, task_path: str) -> str:
-    """Normalise and encode a return value; raise ``TypeError`` with the fix if it is not JSON."""
+def encode_result(value: Any, task_path: str) -> tuple[Any, str]:
+    """Return the normalised return value and its JSON; raise ``TypeError`` with the fix."""
     try:
-        return dumps(normalize_json(value))
+        normalized = normalize_json(value)
+        return normalized, dumps(normalized)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"Task {task_path!r} returned a {type(value).__name__}, which is not JSON ({exc}). "

@@ -206,17 +206,23 @@ class Broker:
             next_due_ms=None if next_due_ms < 0 else next_due_ms,
         )
 
-    def wait_for_work(self, queues: Sequence[str], timeout_s: float) -> bool:
-        """Block until an enqueue (or a stop) pushes a wake token, or ``timeout_s`` passes."""
+    def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
+        """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout.
+
+        One BLPOP over the queues' wake lists and the process's own list: idle workers block
+        instead of polling (DESIGN.md §3 rule 7).
+        """
         wake_keys = [self.queue_keys(queue).wake for queue in queues]
+        wake_keys.append(self.keyspace.process_wake(worker_id))
         with self._errors():
             return self.client.blpop(wake_keys, timeout=max(timeout_s, 0.001)) is not None
 
-    def wake(self, queues: Iterable[str]) -> None:
-        """Push one wake token per queue so a blocked fetcher returns now (used at shutdown)."""
+    def wake_process(self, worker_id: str) -> None:
+        """Wake the process's blocked fetcher now (at shutdown); the token expires if unread."""
+        key = self.keyspace.process_wake(worker_id)
         with self._errors(), self.client.pipeline(transaction=False) as pipe:
-            for queue in queues:
-                pipe.rpush(self.queue_keys(queue).wake, 1)
+            pipe.rpush(key, 1)
+            pipe.pexpire(key, 60_000)
             pipe.execute()
 
     def _by_queue[T](

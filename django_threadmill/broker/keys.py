@@ -71,6 +71,10 @@ class KeySpace:
     def queue(self, queue_name: str) -> QueueKeys:
         return QueueKeys(f"{self.key_prefix}:{{{self.alias}:{queue_name}}}")
 
+    def process_wake(self, worker_id: str) -> str:
+        """List a worker process blocks on besides its queues, so its own stop wakes it."""
+        return f"{self.key_prefix}:{{{self.alias}}}:wake:{worker_id}"
+
     @property
     def queues(self) -> str:
         """Set of every queue name ever enqueued to, so the reaper and admin find them all."""

@@ -7,7 +7,8 @@
 -- ARGV[2]  worker_id      the renewing process
 -- ARGV[3]  forget_ms      workers silent for longer than this are dropped from P:workers
 -- ARGV[4..] per task, 2 values: id, token
--- Returns: the ids whose lease is lost (wrong token, reaped or finished).
+-- Returns: the ids whose lease is lost (reaped, or reserved again under another token); an
+--          attempt this token already finished is neither renewed nor reported.
 -- Fence:   state must be "reserved" or "running" and token must match.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
@@ -18,10 +19,11 @@ local held = 0
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]
   local f = redis.call("HMGET", KEYS[1] .. id, "state", "token")
-  if (f[1] == "reserved" or f[1] == "running") and f[2] == ARGV[i + 1] then
+  local mine = f[2] == ARGV[i + 1]
+  if mine and (f[1] == "reserved" or f[1] == "running") then
     redis.call("ZADD", KEYS[2], "XX", deadline, id)
     held = held + 1
-  else
+  elseif not (mine and (f[1] == "successful" or f[1] == "failed")) then
     lost[#lost + 1] = id
   end
 end

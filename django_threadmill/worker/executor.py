@@ -1,0 +1,170 @@
+"""Run one reserved task the way Django's ImmediateBackend would, and say how it ended."""
+
+import asyncio
+import logging
+from inspect import iscoroutinefunction
+from typing import Any
+
+from django.db import close_old_connections
+
+from ..broker import Finish, Outcome, Reservation
+from ..compat import (
+    TaskContext,
+    TaskResult,
+    TaskResultStatus,
+    task_finished,
+    task_started,
+)
+from ..exceptions import PayloadError
+from ..records import (
+    decode_payload,
+    encode_result,
+    error_json,
+    from_ms,
+    load_task,
+    now_ms,
+    parse_error,
+)
+from ..retry import retry_delay
+
+logger = logging.getLogger(__name__)
+
+
+def _send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
+    """Send a django.tasks signal; a failing receiver is logged, never fatal to the thread."""
+    for receiver, response in signal.send_robust(sender, task_result=result):
+        if isinstance(response, BaseException):
+            logger.error(
+                "Signal receiver failed receiver=%r task_id=%s",
+                receiver,
+                result.id,
+                exc_info=response,
+            )
+
+
+class Executor:
+    """Executes tasks for one worker thread; owns that thread's asyncio event loop."""
+
+    def __init__(self, worker_id: str, backend_alias: str, backend_class: type) -> None:
+        self.worker_id = worker_id
+        self.backend_alias = backend_alias
+        self.backend_class = backend_class
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+    def _call(self, result: TaskResult) -> Any:
+        task = result.task
+        args = (
+            [TaskContext(task_result=result), *result.args] if task.takes_context else result.args
+        )
+        if iscoroutinefunction(task.func):
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            return self._loop.run_until_complete(task.func(*args, **result.kwargs))
+        return task.func(*args, **result.kwargs)
+
+    def _result(self, reservation: Reservation, started_ms: int) -> TaskResult:
+        """Rebuild the TaskResult of this attempt; raise PayloadError if it cannot be."""
+        payload = decode_payload(reservation.payload)
+        task = load_task(
+            payload["path"],
+            backend=self.backend_alias,
+            queue=reservation.lease.queue,
+            payload=payload,
+        )
+        return TaskResult(
+            task=task,
+            id=reservation.lease.task_id,
+            status=TaskResultStatus.RUNNING,
+            enqueued_at=from_ms(reservation.enqueued_ms),
+            started_at=from_ms(reservation.started_ms or started_ms),
+            finished_at=None,
+            last_attempted_at=from_ms(started_ms),
+            args=payload.get("args", []),
+            kwargs=payload.get("kwargs", {}),
+            backend=self.backend_alias,
+            errors=[parse_error(raw) for raw in reservation.errors],
+            worker_ids=[*reservation.workers, self.worker_id],
+        )
+
+    def run(self, reservation: Reservation, started_ms: int) -> Finish:
+        """Run the task; any exception, SystemExit and KeyboardInterrupt included, is recorded."""
+        close_old_connections()
+        try:
+            result = self._result(reservation, started_ms)
+        except PayloadError as exc:
+            logger.error("Task failed task_id=%s error=%s", reservation.lease.task_id, exc)
+            return self._finish(reservation, Outcome.FAILED, error_json(exc), started_ms)
+        _send_guarded(task_started, self.backend_class, result)
+        try:
+            returned, value = encode_result(self._call(result), result.task.module_path)
+        except BaseException as exc:
+            return self._failed(reservation, result, exc, started_ms)
+        finally:
+            close_old_connections()
+        finished_ms = now_ms()
+        object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+        object.__setattr__(result, "finished_at", from_ms(finished_ms))
+        object.__setattr__(result, "_return_value", returned)
+        _send_guarded(task_finished, self.backend_class, result)
+        return self._finish(reservation, Outcome.SUCCESSFUL, value, started_ms, finished_ms)
+
+    def _failed(
+        self, reservation: Reservation, result: TaskResult, exc: BaseException, started_ms: int
+    ) -> Finish:
+        """Record a raised attempt: retry it if the task's policy says so, else FAILED.
+
+        Called inside the ``except`` block, so task_finished receivers see the exception.
+        """
+        error = error_json(exc)
+        result.errors.append(parse_error(error))
+        delay = retry_delay(result.task, result, exc)
+        if delay is not None:
+            logger.warning(
+                "Task retry scheduled task_id=%s attempt=%d delay_s=%.3f error=%s",
+                result.id,
+                result.attempts,
+                delay.total_seconds(),
+                type(exc).__name__,
+            )
+            return self._finish(
+                reservation,
+                Outcome.RETRY,
+                error,
+                started_ms,
+                retry_delay_ms=int(delay.total_seconds() * 1000),
+            )
+        finished_ms = now_ms()
+        object.__setattr__(result, "status", TaskResultStatus.FAILED)
+        object.__setattr__(result, "finished_at", from_ms(finished_ms))
+        logger.error(
+            "Task failed task_id=%s path=%s error=%s: %s",
+            result.id,
+            result.task.module_path,
+            type(exc).__name__,
+            exc,
+        )
+        _send_guarded(task_finished, self.backend_class, result)
+        return self._finish(reservation, Outcome.FAILED, error, started_ms, finished_ms)
+
+    @staticmethod
+    def _finish(
+        reservation: Reservation,
+        outcome: Outcome,
+        value: str,
+        started_ms: int,
+        finished_ms: int | None = None,
+        retry_delay_ms: int = 0,
+    ) -> Finish:
+        return Finish(
+            lease=reservation.lease,
+            outcome=outcome,
+            value=value,
+            started_ms=started_ms,
+            finished_ms=finished_ms or now_ms(),
+            retry_delay_ms=retry_delay_ms,
+        )

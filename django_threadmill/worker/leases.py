@@ -1,0 +1,67 @@
+"""The leases one worker process holds, and the thread that keeps them alive."""
+
+import logging
+import threading
+
+from ..broker import Broker, Lease
+from ..exceptions import BrokerUnavailable
+
+logger = logging.getLogger(__name__)
+
+
+class HeldLeases:
+    """Thread-safe set of the leases this process holds (reserved or running)."""
+
+    def __init__(self) -> None:
+        self._leases: dict[str, Lease] = {}
+        self._lock = threading.Lock()
+
+    def add(self, leases: list[Lease]) -> None:
+        with self._lock:
+            self._leases.update((lease.task_id, lease) for lease in leases)
+
+    def discard(self, task_ids: list[str]) -> None:
+        with self._lock:
+            for task_id in task_ids:
+                self._leases.pop(task_id, None)
+
+    def holds(self, task_id: str) -> bool:
+        """Tell whether the lease on ``task_id`` is still ours (not lost to the reaper)."""
+        with self._lock:
+            return task_id in self._leases
+
+    def snapshot(self) -> list[Lease]:
+        with self._lock:
+            return list(self._leases.values())
+
+
+class LeaseKeeper(threading.Thread):
+    """Renew every held lease with one batched call per interval (DESIGN.md §4)."""
+
+    def __init__(self, broker: Broker, worker_id: str, held: HeldLeases, interval_s: float) -> None:
+        super().__init__(name="threadmill-lease-keeper")
+        self.broker = broker
+        self.worker_id = worker_id
+        self.held = held
+        self.interval_s = interval_s
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.interval_s):
+            self.renew()
+
+    def renew(self) -> None:
+        leases = self.held.snapshot()
+        if not leases:
+            return
+        try:
+            lost = self.broker.renew(self.worker_id, leases)
+        except BrokerUnavailable as exc:
+            logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
+            return
+        for task_id in lost:
+            logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", task_id)
+        self.held.discard(lost)
+
+    def stop(self) -> None:
+        self.stopping.set()

@@ -1,0 +1,101 @@
+"""The prefetcher: keeps the buffer filled with batched acquires, and blocks when idle."""
+
+import logging
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+
+from ..broker import Broker
+from ..exceptions import BrokerUnavailable
+from .buffer import TaskBuffer
+from .leases import HeldLeases
+
+logger = logging.getLogger(__name__)
+
+IDLE_BLOCK_S = 5.0  # longest blocking wait for a wake token; must stay under socket_timeout
+BURST_HORIZON_MS = 60_000  # --burst still waits for delayed tasks due within this many ms
+FIRST_BACKOFF_S = 0.1  # wait after Redis fails; doubles up to MAX_BACKOFF_S
+MAX_BACKOFF_S = 10.0
+
+
+class Prefetcher(threading.Thread):
+    """Reserve tasks into the buffer, as many as it has room for, rotating between queues."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        worker_id: str,
+        queues: tuple[str, ...],
+        buffer: TaskBuffer,
+        held: HeldLeases,
+        *,
+        burst: bool,
+        is_settled: Callable[[], bool],
+        on_empty: Callable[[], None],
+    ) -> None:
+        super().__init__(name="threadmill-prefetcher")
+        self.broker = broker
+        self.worker_id = worker_id
+        self.queues = queues
+        self.buffer = buffer
+        self.held = held
+        self.burst = burst
+        self.is_settled = is_settled  # nothing buffered, running or waiting to be written
+        self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
+        self.stopping = threading.Event()
+        self._first_queue = 0
+
+    def stop(self) -> None:
+        """Stop fetching: wake the thread whether it waits for room or for work."""
+        self.stopping.set()
+        self.buffer.wake()
+        # If Redis is unreachable, the thread waits at most IDLE_BLOCK_S, or is failing anyway.
+        with suppress(BrokerUnavailable):
+            self.broker.wake_process(self.worker_id)
+
+    def run(self) -> None:
+        backoff_s = FIRST_BACKOFF_S
+        while not self.stopping.is_set():
+            try:
+                self._round()
+                backoff_s = FIRST_BACKOFF_S
+            except BrokerUnavailable as exc:
+                logger.warning("Fetch failed, retrying in %.1fs error=%s", backoff_s, exc)
+                self.stopping.wait(backoff_s)
+                backoff_s = min(backoff_s * 2, MAX_BACKOFF_S)
+
+    def _round(self) -> None:
+        """Fill free buffer slots from the queues; block for a wake token if all are empty."""
+        free = self.buffer.free_slots(self.stopping)
+        if free == 0 or self.stopping.is_set():
+            return
+        fetched, next_due_ms = self._fetch(free)
+        if fetched:
+            return
+        nothing_due_soon = next_due_ms is None or next_due_ms > BURST_HORIZON_MS
+        if self.burst and nothing_due_soon and self.is_settled():
+            self.on_empty()
+            self.stopping.wait()
+            return
+        timeout_s = IDLE_BLOCK_S if next_due_ms is None else min(IDLE_BLOCK_S, next_due_ms / 1000)
+        self.broker.wait_for_work(self.queues, self.worker_id, timeout_s)
+
+    def _fetch(self, free: int) -> tuple[int, int | None]:
+        """Acquire up to ``free`` tasks, starting at the next queue in turn, for fairness."""
+        count = len(self.queues)
+        order = [self.queues[(self._first_queue + i) % count] for i in range(count)]
+        self._first_queue = (self._first_queue + 1) % count
+        fetched = 0
+        next_due_ms: int | None = None
+        for queue in order:
+            if fetched >= free or self.stopping.is_set():
+                break
+            acquired = self.broker.acquire(queue, free - fetched)
+            if acquired.reservations:
+                self.held.add([r.lease for r in acquired.reservations])
+                self.buffer.put_many(acquired.reservations)
+                fetched += len(acquired.reservations)
+            if acquired.next_due_ms is not None:
+                due = acquired.next_due_ms
+                next_due_ms = due if next_due_ms is None else min(next_due_ms, due)
+        return fetched, next_due_ms

@@ -1,0 +1,213 @@
+"""One worker process: a prefetcher, worker threads, an ack writer and a lease keeper."""
+
+import logging
+import os
+import random
+import select
+import signal
+import socket
+import threading
+import time
+from secrets import token_hex
+from types import FrameType
+
+from ..backend import ThreadmillTaskBackend
+from ..exceptions import BrokerUnavailable
+from .ack_writer import AckWriter
+from .buffer import TaskBuffer
+from .executor import Executor
+from .leases import HeldLeases, LeaseKeeper
+from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, WorkerOptions
+from .prefetcher import FIRST_BACKOFF_S, MAX_BACKOFF_S, Prefetcher
+from .threads import WorkerThread
+
+logger = logging.getLogger(__name__)
+
+EXIT_CRASHED = 2  # a thread's own loop failed: the supervisor restarts the process
+STOP = b"s"  # control message from the supervisor: stop gracefully
+KILL = b"k"  # control message from the supervisor: exit at once
+WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
+
+
+def make_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{token_hex(2)}"
+
+
+class WorkerProcess:
+    """Run tasks until told to stop, then stop in the order DESIGN.md §4 gives."""
+
+    def __init__(self, options: WorkerOptions, backend: ThreadmillTaskBackend) -> None:
+        self.options = options
+        self.broker = backend.broker
+        self.worker_id = make_worker_id()
+        self.exit_code = EXIT_OK
+        self.finished_count = 0
+        self.max_tasks = (
+            None
+            if options.max_tasks is None
+            else options.max_tasks + random.randint(0, options.max_tasks_jitter)
+        )
+        self.stop_requested = threading.Event()
+        self._wakeup_read, self._wakeup_write = os.pipe()
+        self._signals = 0
+        self._control_fd: int | None = None
+        self.held = HeldLeases()
+        self.buffer = TaskBuffer(options.prefetch)
+        self.writer = AckWriter(self.broker, self.worker_id, self.held, self._count_finished)
+        lease_interval_s = backend.settings.lease_ttl_s / 3
+        self.keeper = LeaseKeeper(self.broker, self.worker_id, self.held, lease_interval_s)
+        self.prefetcher = Prefetcher(
+            self.broker,
+            self.worker_id,
+            options.queues,
+            self.buffer,
+            self.held,
+            burst=options.burst,
+            is_settled=lambda: self.buffer.is_idle() and self.writer.pending() == 0,
+            on_empty=self.request_stop,
+        )
+        self.threads = [
+            WorkerThread(
+                index,
+                buffer=self.buffer,
+                executor=Executor(self.worker_id, backend.alias, type(backend)),
+                writer=self.writer,
+                held=self.held,
+                sync_ack=options.sync_ack,
+                on_crash=lambda: self.request_stop(EXIT_CRASHED),
+            )
+            for index in range(1, options.threads + 1)
+        ]
+
+    def request_stop(self, exit_code: int = EXIT_OK) -> None:
+        """Ask the main thread to stop the process (from any thread)."""
+        if exit_code != EXIT_OK and self.exit_code == EXIT_OK:
+            self.exit_code = exit_code
+        self.stop_requested.set()
+        os.write(self._wakeup_write, b"\0")
+
+    def _count_finished(self, count: int) -> None:
+        self.finished_count += count
+        if self.max_tasks is not None and self.finished_count >= self.max_tasks:
+            self.request_stop(EXIT_RECYCLE)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            logger.warning("Second signal, exiting now worker_id=%s", self.worker_id)
+            os._exit(EXIT_FORCED)
+        logger.info("Stopping on %s worker_id=%s", signal.Signals(signum).name, self.worker_id)
+        self.request_stop()
+
+    def run(self, control_fd: int | None = None) -> int:
+        """Run until a signal, a supervisor message, --burst or --max-tasks says stop."""
+        signal.signal(signal.SIGTERM, self._on_signal)
+        # Ctrl-C reaches the whole process group; the supervisor relays it as a STOP message.
+        signal.signal(signal.SIGINT, signal.SIG_IGN if control_fd is not None else self._on_signal)
+        self._control_fd = control_fd
+        if not self._wait_for_redis():
+            return self.exit_code
+        for thread in [self.keeper, self.writer, *self.threads, self.prefetcher]:
+            thread.start()
+        self._wait()
+        self.stop()
+        return self.exit_code
+
+    def _wait_for_redis(self) -> bool:
+        """Wait (with backoff, logging each failure) until Redis answers; False if stopped."""
+        backoff_s = FIRST_BACKOFF_S
+        while not self.stop_requested.is_set():
+            try:
+                info = self.broker.server_info()
+                self.broker.register_queues(self.options.queues)
+            except BrokerUnavailable as exc:
+                logger.warning("Redis unavailable, retrying in %.1fs error=%s", backoff_s, exc)
+                self._wait(backoff_s)
+                backoff_s = min(backoff_s * 2, MAX_BACKOFF_S)
+                continue
+            logger.info(
+                "Worker process started worker_id=%s pid=%d queues=%s threads=%d prefetch=%d "
+                "sync_ack=%s burst=%s redis_version=%s",
+                self.worker_id,
+                os.getpid(),
+                ",".join(self.options.queues),
+                self.options.threads,
+                self.options.prefetch,
+                self.options.sync_ack,
+                self.options.burst,
+                info.get("redis_version"),
+            )
+            return True
+        return False
+
+    def _wait(self, timeout_s: float | None = None) -> None:
+        """Block the main thread until a stop is requested (here or by the supervisor)."""
+        control_fd = self._control_fd
+        watched = [self._wakeup_read] + ([] if control_fd is None else [control_fd])
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not self.stop_requested.is_set():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            ready, _, _ = select.select(watched, [], [], left)
+            if control_fd in ready:
+                message = os.read(control_fd, 64)
+                if KILL in message:
+                    os._exit(EXIT_FORCED)
+                self.request_stop()  # STOP, or EOF: the supervisor is gone
+            if self._wakeup_read in ready:
+                os.read(self._wakeup_read, 64)
+
+    def stop(self) -> None:
+        """Stop in DESIGN.md §4 order; every join shares one deadline."""
+        deadline = time.monotonic() + self.options.grace_period_s
+        # 1. Stop fetching, so nothing new is reserved while we hand work back.
+        self.prefetcher.stop()
+        self.prefetcher.join(max(0.0, deadline - time.monotonic()))
+        # 2. Release reserved, never-started tasks to their queues, in their original place.
+        self._release(self.buffer.close())
+        # 3. Let running tasks finish, bounded by the grace period.
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        # 4. The ack writer drains and flushes; the lease keeper renews until it is done.
+        self.writer.stop()
+        self.writer.join(max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
+        if self.writer.is_alive():
+            self.writer.give_up.set()
+            self.writer.join(WRITER_MIN_FLUSH_S)
+        self.keeper.stop()
+        self.keeper.join()
+        self._report_stragglers()
+        logger.info(
+            "Worker process stopped worker_id=%s finished=%d exit_code=%d",
+            self.worker_id,
+            self.finished_count,
+            self.exit_code,
+        )
+
+    def _release(self, unstarted: list) -> None:  # type: ignore[type-arg]
+        if not unstarted:
+            return
+        leases = [reservation.lease for reservation in unstarted]
+        try:
+            released = self.broker.release(leases)
+        except BrokerUnavailable as exc:
+            logger.error(
+                "Release failed count=%d error=%s (they return to READY when their lease "
+                "lapses and the reaper runs)",
+                len(leases),
+                exc,
+            )
+            return
+        self.held.discard([lease.task_id for lease in leases])
+        logger.info("Released unstarted tasks count=%d worker_id=%s", released, self.worker_id)
+
+    def _report_stragglers(self) -> None:
+        alive = [t.name for t in [self.prefetcher, *self.threads, self.writer] if t.is_alive()]
+        if alive:
+            logger.error(
+                "Threads still running after the grace period names=%s (their leases will "
+                "expire and the reaper settles them)",
+                ",".join(alive),
+            )
+            self.exit_code = EXIT_FORCED

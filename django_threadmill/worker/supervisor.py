@@ -1,0 +1,192 @@
+"""The supervisor: starts worker processes, restarts the ones that die, relays stop requests."""
+
+import logging
+import multiprocessing
+import os
+import signal
+import time
+from contextlib import suppress
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from multiprocessing.process import BaseProcess
+from types import FrameType
+
+from ..backend import ThreadmillTaskBackend
+from ..compat import task_backends
+from ..exceptions import BrokerUnavailable
+from ..reaper import reap_once
+from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, WorkerOptions
+from .process import KILL, STOP, WorkerProcess
+
+logger = logging.getLogger(__name__)
+
+EXIT_GAVE_UP = 2  # processes kept crashing right after start
+FAST_FAILURE_S = 10.0  # a process that dies this soon after start counts as failing at start
+MAX_FAST_FAILURES = 5  # consecutive fast failures before the supervisor gives up
+FIRST_RESTART_DELAY_S = 0.5  # doubles per consecutive crash, up to MAX_RESTART_DELAY_S
+MAX_RESTART_DELAY_S = 30.0
+
+
+def run_worker_process(options: WorkerOptions, control_fd: int) -> None:
+    """Entry point of a forked worker process."""
+    backend = task_backends[options.backend_alias]
+    assert isinstance(backend, ThreadmillTaskBackend)
+    code = WorkerProcess(options, backend).run(control_fd)
+    logging.shutdown()
+    os._exit(code)  # threads that outlived the grace period must not hold the exit
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One of the N process slots: the process in it and its restart bookkeeping."""
+
+    index: int
+    process: BaseProcess | None = None
+    control_fd: int | None = None
+    started_at: float = 0.0
+    crashes: int = 0
+    restart_at: float | None = None
+    done: bool = False
+
+
+class Supervisor:
+    """Keep ``options.processes`` worker processes running until told to stop."""
+
+    def __init__(self, options: WorkerOptions, backend: ThreadmillTaskBackend) -> None:
+        self.options = options
+        self.backend = backend
+        self.context = multiprocessing.get_context("fork")
+        self.slots = [_Slot(index) for index in range(options.processes)]
+        self.signals = 0
+        self.exit_code = EXIT_OK
+        self._wakeup_read, self._wakeup_write = os.pipe()
+        self.next_reap = time.monotonic()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.signals += 1
+        os.write(self._wakeup_write, b"\0")
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        logger.info(
+            "Supervisor started pid=%d processes=%d backend=%s",
+            os.getpid(),
+            self.options.processes,
+            self.options.backend_alias,
+        )
+        for slot in self.slots:
+            self._spawn(slot)
+        relayed = 0
+        while not all(slot.done for slot in self.slots):
+            self._wait_for_event()
+            if self.signals > relayed:
+                relayed = self.signals
+                self._relay(KILL if self.signals > 1 else STOP)
+            self._collect_exits()
+            self._restart_due()
+            self._reap_if_due()
+        logger.info("Supervisor stopped exit_code=%d", self.exit_code)
+        return self.exit_code
+
+    def _spawn(self, slot: _Slot) -> None:
+        read_fd, write_fd = os.pipe()
+        process = self.context.Process(
+            target=run_worker_process,
+            args=(self.options, read_fd),
+            name=f"threadmill-process-{slot.index}",
+        )
+        process.start()
+        os.close(read_fd)
+        slot.process, slot.control_fd = process, write_fd
+        slot.started_at, slot.restart_at = time.monotonic(), None
+        logger.info("Worker process spawned slot=%d pid=%s", slot.index, process.pid)
+
+    def _relay(self, message: bytes) -> None:
+        """Tell every live process to stop (first signal) or to exit now (second signal)."""
+        if message == KILL:
+            self.exit_code = EXIT_FORCED
+        for slot in self.slots:
+            if slot.control_fd is not None:
+                with suppress(OSError):  # already gone: _collect_exits will see it
+                    os.write(slot.control_fd, message)
+            if slot.process is None:
+                slot.done = True
+
+    def _wait_for_event(self) -> None:
+        """Sleep until a process exits, a signal arrives, a restart or a reap is due."""
+        sentinels = [slot.process.sentinel for slot in self.slots if slot.process is not None]
+        timers = [slot.restart_at for slot in self.slots if slot.restart_at is not None]
+        if self.options.reap_interval_s:
+            timers.append(self.next_reap)
+        timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
+        ready = wait([*sentinels, self._wakeup_read], timeout)
+        if self._wakeup_read in ready:
+            os.read(self._wakeup_read, 64)
+
+    def _collect_exits(self) -> None:
+        stopping = self.signals > 0
+        for slot in self.slots:
+            process = slot.process
+            if process is None or process.is_alive():
+                continue
+            process.join()
+            code = process.exitcode
+            os.close(slot.control_fd)  # type: ignore[arg-type]
+            slot.process, slot.control_fd = None, None
+            if stopping or (self.options.burst and code == EXIT_OK):
+                slot.done = True
+                if code not in (EXIT_OK, None):
+                    self.exit_code = self.exit_code or EXIT_FORCED
+                continue
+            if code == EXIT_RECYCLE:
+                logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
+                slot.crashes = 0
+                self._spawn(slot)
+                continue
+            self._schedule_restart(slot, process, code)
+
+    def _schedule_restart(self, slot: _Slot, process: BaseProcess, code: int | None) -> None:
+        """Restart a dead process with backoff; give up if processes keep dying at start."""
+        fast = time.monotonic() - slot.started_at < FAST_FAILURE_S
+        slot.crashes = slot.crashes + 1 if fast else 1
+        status = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        if slot.crashes >= MAX_FAST_FAILURES:
+            logger.critical(
+                "Worker processes keep dying at start slot=%d status=%s crashes=%d; giving up. "
+                "Check the log lines above for the cause (settings, imports, Redis).",
+                slot.index,
+                status,
+                slot.crashes,
+            )
+            self.exit_code = EXIT_GAVE_UP
+            self.signals = max(self.signals, 1)
+            slot.done = True
+            self._relay(STOP)
+            return
+        delay = min(FIRST_RESTART_DELAY_S * 2 ** (slot.crashes - 1), MAX_RESTART_DELAY_S)
+        logger.error(
+            "Worker process died slot=%d pid=%s status=%s restart_in_s=%.1f",
+            slot.index,
+            process.pid,
+            status,
+            delay,
+        )
+        slot.restart_at = time.monotonic() + delay
+
+    def _restart_due(self) -> None:
+        now = time.monotonic()
+        for slot in self.slots:
+            if slot.restart_at is not None and slot.restart_at <= now and not self.signals:
+                self._spawn(slot)
+
+    def _reap_if_due(self) -> None:
+        """Settle expired leases now and then, so a deployment without threadmill_reap is safe."""
+        interval = self.options.reap_interval_s
+        if not interval or time.monotonic() < self.next_reap or self.signals:
+            return
+        self.next_reap = time.monotonic() + interval
+        try:
+            reap_once(self.backend)
+        except BrokerUnavailable as exc:
+            logger.warning("Reap pass failed error=%s", exc)
