@@ -4,6 +4,7 @@
 ``timedelta`` or a number of seconds. An unknown option or a wrong type raises with the fix.
 """
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -47,7 +48,12 @@ def _seconds(name: str, value: object, *, allow_none: bool = False) -> float | N
         return None
     if isinstance(value, timedelta):
         value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)  # NaN passes "<= 0" and inf overflows the ms conversion
+        or value <= 0
+    ):
         none_hint = " or None" if allow_none else ""
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS[{name!r}] is {value!r}. Use a positive number of seconds or a "

@@ -1,6 +1,10 @@
 """Helpers for the backend tests: play the worker's part through the real broker."""
 
 import asyncio
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from asgiref.sync import sync_to_async
 
@@ -8,6 +12,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Lease, Outcome, Start
 from django_threadmill.broker.keys import queue_of
 from django_threadmill.records import dumps, error_json, now_ms
+from testproject.redis_server import RedisProcess
 
 WORKER = "worker-test-1"
 
@@ -51,3 +56,27 @@ def succeed(backend: ThreadmillTaskBackend, task_id: str, value: object) -> None
 def fail(backend: ThreadmillTaskBackend, task_id: str, error: BaseException) -> None:
     """Run ``task_id`` to FAILED with ``error`` recorded for its attempt."""
     finish(backend, start(backend, task_id), Outcome.FAILED, error_json(error))
+
+
+class PasswordRedis(RedisProcess):
+    """A throwaway redis-server that requires ``password`` (its URL carries it)."""
+
+    def __init__(self, directory: Path, password: str) -> None:
+        super().__init__(directory, "--requirepass", password)
+        self.password = password
+
+    @property
+    def url(self) -> str:
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+
+@contextmanager
+def redis_with_password(password: str) -> Iterator[PasswordRedis]:
+    """Run a PasswordRedis for the duration of the block."""
+    with tempfile.TemporaryDirectory(prefix="threadmill-redis-auth-") as directory:
+        server = PasswordRedis(Path(directory), password)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.kill()

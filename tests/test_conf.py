@@ -1,0 +1,175 @@
+"""conf.py: LOCATION and OPTIONS are read once, with a clear error for anything unusable."""
+
+import re
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus, task_backends
+from django_threadmill.conf import DEFAULT_MAX_PAYLOAD_BYTES, BackendSettings, read_settings
+from testproject.example.tasks import echo
+from testproject.redis_server import redis_process
+
+from .backend_support import redis_with_password
+from .conftest import tasks_setting
+
+
+def options(**values: object) -> BackendSettings:
+    return read_settings("default", {"OPTIONS": values})
+
+
+def test_defaults() -> None:
+    settings = read_settings("default", {})
+    assert settings == BackendSettings(alias="default")
+    assert settings.location == "redis://127.0.0.1:6379/0"
+    assert (settings.key_prefix, settings.lease_ttl_s, settings.result_ttl_s) == ("tm", 60, 86400)
+    assert settings.max_payload_bytes == DEFAULT_MAX_PAYLOAD_BYTES
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [(timedelta(minutes=2), 120.0), (timedelta(milliseconds=250), 0.25), (30, 30.0), (1.5, 1.5)],
+)
+def test_durations_take_seconds_or_timedelta(value: object, seconds: float) -> None:
+    settings = options(lease_ttl=value, result_ttl=value, socket_timeout=value)
+    assert (settings.lease_ttl_s, settings.result_ttl_s, settings.socket_timeout_s) == (
+        seconds,
+        seconds,
+        seconds,
+    )
+    assert settings.lease_ttl_ms == int(seconds * 1000)
+
+
+def test_optional_durations_take_none() -> None:
+    settings = options(result_ttl=None, socket_timeout=None, socket_connect_timeout=None)
+    assert settings.result_ttl_ms is None
+    assert (settings.socket_timeout_s, settings.socket_connect_timeout_s) == (None, None)
+
+
+@pytest.mark.parametrize("value", [0, -5, "60", True, None, timedelta(0), [60]])
+def test_bad_lease_ttl(value: object) -> None:
+    shown = repr(value.total_seconds() if isinstance(value, timedelta) else value)
+    message = f"OPTIONS['lease_ttl'] is {shown}. Use a positive number of seconds or a timedelta."
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        options(lease_ttl=value)
+
+
+@pytest.mark.parametrize("name", ["result_ttl", "socket_timeout", "socket_connect_timeout"])
+def test_bad_optional_duration_mentions_none(name: str) -> None:
+    message = f"OPTIONS[{name!r}] is -1. Use a positive number of seconds or a timedelta or None."
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        options(**{name: -1})
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_durations_must_be_finite(value: float) -> None:
+    with pytest.raises(ImproperlyConfigured, match=r"OPTIONS\['lease_ttl'\] is (nan|inf)\."):
+        options(lease_ttl=value)
+
+
+@pytest.mark.parametrize("name", ["max_payload_bytes", "max_connections"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, "10", False])
+def test_bad_counts(name: str, value: object) -> None:
+    message = f"OPTIONS[{name!r}] is {value!r}. Use a positive whole number."
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        options(**{name: value})
+
+
+def test_counts_are_read() -> None:
+    settings = options(max_payload_bytes=2048, max_connections=None)
+    assert (settings.max_payload_bytes, settings.max_connections) == (2048, None)
+    assert options(max_connections=8).max_connections == 8
+
+
+@pytest.mark.parametrize("value", ["", "a{b}", "has space", "x" * 65, 7])
+def test_bad_key_prefix(value: object) -> None:
+    message = (
+        f"OPTIONS['key_prefix'] is {value!r}. Use 1-64 letters, digits or '_.:-' "
+        "(no braces: the prefix sits outside the Redis Cluster hash tag)."
+    )
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        options(key_prefix=value)
+
+
+def test_key_prefix_may_have_colons() -> None:
+    assert options(key_prefix="app:tasks-1.0").key_prefix == "app:tasks-1.0"
+
+
+def test_unknown_option_lists_the_known_ones() -> None:
+    with pytest.raises(
+        ImproperlyConfigured,
+        match=r"^Unknown OPTIONS key 'lease' for ThreadmillTaskBackend\. Known keys: .*lease_ttl",
+    ):
+        options(lease=30)
+
+
+def test_connection_options_must_be_a_dict() -> None:
+    message = (
+        "OPTIONS['connection_options'] is ['x']. Use a dict of keyword arguments for "
+        "redis.ConnectionPool.from_url()."
+    )
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        options(connection_options=["x"])
+
+
+def test_options_must_be_a_dict() -> None:
+    message = "TASKS['default']['OPTIONS'] is [('lease_ttl', 5)]. Use a dict."
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        read_settings("default", {"OPTIONS": [("lease_ttl", 5)]})
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["redis://h:6379/0", "rediss://user:secret@h:6380/1", "unix:///run/redis.sock?db=2"],
+)
+def test_redis_url_schemes_are_accepted(location: str) -> None:
+    assert read_settings("default", {"LOCATION": location}).location == location
+
+
+@pytest.mark.parametrize("location", ["localhost:6379", "http://h:6379", "", None, 6379])
+def test_other_locations_are_refused(location: object) -> None:
+    message = (
+        f"TASKS['default']['LOCATION'] is {location!r}. Use a Redis URL such as "
+        "'redis://localhost:6379/0', 'rediss://user:password@host:6380/0' or "
+        "'unix:///run/redis.sock'."
+    )
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        read_settings("default", {"LOCATION": location})
+
+
+def test_bad_options_surface_when_the_backend_is_built(redis_url: str, key_prefix: str) -> None:
+    with (
+        override_settings(TASKS=tasks_setting(redis_url, key_prefix, lease_ttl="soon")),
+        pytest.raises(ImproperlyConfigured, match=r"OPTIONS\['lease_ttl'\] is 'soon'"),
+    ):
+        task_backends["default"]
+
+
+@pytest.mark.parametrize("tasks_options", [{"connection_options": {"client_name": "tm-test"}}])
+def test_connection_options_reach_redis(backend: ThreadmillTaskBackend) -> None:
+    assert backend.broker.client.client_getname() == "tm-test"
+
+
+def test_unix_socket_location(key_prefix: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="tm-sock-") as directory:
+        socket_path = Path(directory) / "redis.sock"
+        with (
+            redis_process("--unixsocket", str(socket_path)),
+            override_settings(TASKS=tasks_setting(f"unix://{socket_path}?db=3", key_prefix)),
+        ):
+            result = echo.enqueue("over a socket")
+            assert echo.get_result(result.id).status == TaskResultStatus.READY
+
+
+def test_password_in_location(key_prefix: str) -> None:
+    with (
+        redis_with_password("s3cret") as server,
+        override_settings(TASKS=tasks_setting(server.url, key_prefix)),
+    ):
+        result = echo.enqueue("authenticated")
+        assert echo.get_result(result.id).args == ["authenticated"]
