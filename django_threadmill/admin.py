@@ -1,0 +1,186 @@
+"""The "Threadmill" admin section: queues, the task list, task detail and actions.
+
+No table holds task data. Two unmanaged placeholder models give the section, its links and
+the view/change permissions; their admins replace every URL with pages that read Redis.
+``admin_view`` only checks ``is_staff``, so every page checks its permission itself.
+"""
+
+from collections.abc import Callable
+from functools import update_wrapper
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from .exceptions import BrokerUnavailable
+from .models import Queue, Task
+from .views import actions
+from .views.backends import source_or_404, sources
+from .views.detail import detail_context, detail_or_404, raw_response, raw_value
+from .views.queues import queues_context
+from .views.results import results_context
+
+type View = Callable[..., HttpResponse]
+
+
+class ThreadmillModelAdmin(admin.ModelAdmin):
+    """Shared plumbing: permission-checked pages rendered inside the admin's layout."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def url_name(self, suffix: str) -> str:
+        return f"{self.opts.app_label}_{self.opts.model_name}_{suffix}"
+
+    def guarded(self, view: View, *, change: bool = False) -> View:
+        """Wrap ``view`` in admin_view, require the view (or change) permission, show outages."""
+
+        def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            allowed = (
+                self.has_change_permission(request) if change else self.has_view_permission(request)
+            )
+            if not allowed:
+                raise PermissionDenied
+            try:
+                return view(request, *args, **kwargs)
+            except BrokerUnavailable as exc:
+                return self.render(
+                    request, "unavailable.html", "Redis is unavailable", {"error": str(exc)}, 503
+                )
+
+        return self.admin_site.admin_view(update_wrapper(inner, view))
+
+    def render(
+        self,
+        request: HttpRequest,
+        template: str,
+        title: str,
+        context: dict[str, Any],
+        status: int = 200,
+    ) -> TemplateResponse:
+        full = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "title": title,
+            "can_change": self.has_change_permission(request),
+            **context,
+        }
+        return TemplateResponse(request, f"admin/django_threadmill/{template}", full, status=status)
+
+
+@admin.register(Queue)
+class QueueAdmin(ThreadmillModelAdmin):
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path("", self.guarded(self.queues_view), name=self.url_name("changelist")),
+            path(
+                "<str:alias>/<str:queue>/purge/",
+                self.guarded(self.purge_view, change=True),
+                name=self.url_name("purge"),
+            ),
+        ]
+
+    def queues_view(self, request: HttpRequest) -> HttpResponse:
+        return self.render(request, "queues.html", "Queues", queues_context())
+
+    def purge_view(self, request: HttpRequest, alias: str, queue: str) -> HttpResponse:
+        source = source_or_404(alias)
+        state = request.POST.get("state", request.GET.get("state", ""))
+        if state not in actions.PURGE_STATES:
+            state = ""
+        if request.method == "POST" and request.POST.get("post") == "yes":
+            deleted = actions.purge(source, queue, state)
+            label = actions.PURGE_STATES[state][0]
+            self.message_user(
+                request,
+                f"Purged {deleted} finished results ({label}) from {alias} / {queue}.",
+                messages.SUCCESS,
+            )
+            return HttpResponseRedirect(reverse(f"admin:{self.url_name('changelist')}"))
+        context = {
+            "alias": alias,
+            "queue": queue,
+            "state": state,
+            "states": [(value, label) for value, (label, _) in actions.PURGE_STATES.items()],
+            **actions.purge_preview(source, queue),
+        }
+        return self.render(request, "purge_confirm.html", "Purge finished results", context)
+
+
+@admin.register(Task)
+class TaskAdmin(ThreadmillModelAdmin):
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path("", self.guarded(self.list_view), name=self.url_name("changelist")),
+            path(
+                "action/",
+                self.guarded(require_POST(self.action_view), change=True),
+                name=self.url_name("action"),
+            ),
+            path(
+                "<str:alias>/<str:task_id>/",
+                self.guarded(self.detail_view),
+                name=self.url_name("detail"),
+            ),
+            path(
+                "<str:alias>/<str:task_id>/raw/<str:field>/",
+                self.guarded(self.raw_view),
+                name=self.url_name("raw"),
+            ),
+        ]
+
+    def list_view(self, request: HttpRequest) -> HttpResponse:
+        context = {
+            **results_context(request.GET),
+            "actions": list(actions.TASK_ACTIONS.values()),
+            "selection_separator": actions.SELECTION_SEPARATOR,
+        }
+        return self.render(request, "results.html", "Tasks", context)
+
+    def detail_view(self, request: HttpRequest, alias: str, task_id: str) -> HttpResponse:
+        source = source_or_404(alias)
+        context = detail_context(source, detail_or_404(source, task_id))
+        return self.render(request, "detail.html", f"Task {task_id}", context)
+
+    def raw_view(self, request: HttpRequest, alias: str, task_id: str, field: str) -> HttpResponse:
+        source = source_or_404(alias)
+        return raw_response(raw_value(detail_or_404(source, task_id), field))
+
+    def action_view(self, request: HttpRequest) -> HttpResponse:
+        """Confirm an action on the posted tasks, then (on ``post=yes``) apply it."""
+        back = self._next_url(request)
+        action = actions.TASK_ACTIONS.get(request.POST.get("action", ""))
+        by_alias = {source.alias: source for source in sources()}
+        pairs = actions.parse_selection(request.POST.getlist("_selected_action"), by_alias)
+        if action is None or not pairs:
+            self.message_user(
+                request,
+                "Choose an action and select at least one task first.",
+                messages.WARNING,
+            )
+            return HttpResponseRedirect(back)
+        selected = actions.current_states(pairs, by_alias)
+        if request.POST.get("post") != "yes":
+            context = {"action": action, "selected": selected, "next": back}
+            return self.render(request, "action_confirm.html", action.label, context)
+        changed, skipped = actions.run_task_action(action, selected, by_alias, request.user)
+        for n, text in enumerate(actions.outcome_messages(action, changed, skipped)):
+            self.message_user(request, text, messages.SUCCESS if n == 0 else messages.WARNING)
+        return HttpResponseRedirect(back)
+
+    def _next_url(self, request: HttpRequest) -> str:
+        wanted = request.POST.get("next", "")
+        if wanted and url_has_allowed_host_and_scheme(
+            wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            return wanted
+        return reverse(f"admin:{self.url_name('changelist')}")

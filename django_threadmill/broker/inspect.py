@@ -1,0 +1,367 @@
+"""Read-only Redis queries behind the admin: counts, workers, index windows and records.
+
+Every read is bounded, whatever the number of stored results: counts are ZCARD/ZCOUNT, a
+listing reads one window of one index by rank (ZRANGE/ZREVRANGE, O(log N + window)) and then
+one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writes.
+"""
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .broker import Broker
+from .connection import translated_errors
+from .keys import QueueKeys, queue_of
+
+PRIORITY_BAND = 2**40  # ready score = (100 - priority) * PRIORITY_BAND + seq (enqueue.lua)
+MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
+STATE_SAMPLE = 2000  # ids whose state is read to split finished/leased counts; above: estimate
+THROUGHPUT_MINUTES = (1, 5, 15)  # windows of the throughput figures on the queues page
+ROW_FIELDS = (
+    "state",
+    "payload",
+    "enqueued_ms",
+    "run_after_ms",
+    "started_ms",
+    "finished_ms",
+    "workers",
+    "nerrors",
+)
+
+
+class Index(StrEnum):
+    """The per-queue sorted sets a listing can walk."""
+
+    DONE = "done"  # finished ids by finish time: walked newest first
+    READY = "ready"  # by priority, then FIFO: walked in run order
+    DELAYED = "delayed"  # by due time: walked soonest first
+    LEASES = "leases"  # reserved and running ids by lease deadline: soonest first
+
+    @property
+    def newest_first(self) -> bool:
+        return self is Index.DONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateSplit:
+    """How many ids of an index are in each state; ``exact`` is False for a sampled estimate."""
+
+    counts: dict[str, int]
+    exact: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueOverview:
+    """The counts of one queue, read at Redis time ``now_ms``."""
+
+    queue: str
+    now_ms: int
+    ready: int
+    delayed: int
+    leased: StateSplit  # "reserved" / "running"
+    finished: int  # ids in the done index, i.e. within result_ttl
+    outcomes: StateSplit  # "successful" / "failed" among them
+    finished_since: dict[int, int]  # minutes -> results finished in the last that many minutes
+    oldest_ready_enqueued_ms: int | None
+    lifetime: dict[str, int]  # P:stats counters: successful, failed, retry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSighting:
+    """A worker process as last seen renewing its leases in one queue."""
+
+    worker_id: str
+    queue: str
+    held: int
+    last_renewal_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRow:
+    """The fields of one task record the listing shows."""
+
+    id: str
+    queue: str
+    state: str
+    path: str
+    priority: int | None
+    enqueued_ms: int | None
+    run_after_ms: int | None
+    started_ms: int | None
+    finished_ms: int | None
+    attempts: int
+    errors: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskDetail:
+    """Everything stored about one task, plus where it sits in its queue's indexes."""
+
+    id: str
+    queue: str
+    record: dict[str, str]
+    ttl_ms: int | None  # None: the record does not expire
+    lease_deadline_ms: int | None
+    due_ms: int | None  # when a delayed task becomes ready
+    ready_position: int | None  # 0 = the next task this queue hands out
+
+
+def _int(value: str | int | float | None) -> int | None:
+    return int(float(value)) if value not in (None, "") else None
+
+
+def task_path(payload: str | None) -> str:
+    """Return the task path from a payload without decoding all its arguments if possible."""
+    if not payload:
+        return ""
+    try:
+        if payload.startswith('{"path":'):  # records.encode_payload writes the path first
+            path, _ = json.JSONDecoder().raw_decode(payload, len('{"path":'))
+        else:
+            path = json.loads(payload).get("path", "")
+    except (ValueError, AttributeError):
+        return ""
+    return path if isinstance(path, str) else ""
+
+
+def _priority(payload: str | None) -> int | None:
+    try:
+        value = json.loads(payload or "").get("priority")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+class Inspector:
+    """Read-only queries on the queues of one backend alias, for the admin."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.client = broker.client
+
+    def _errors(self):  # type: ignore[no-untyped-def]
+        return translated_errors(self.broker.settings.location)
+
+    def _keys(self, queue: str) -> QueueKeys:
+        return self.broker.queue_keys(queue)
+
+    def now_ms(self) -> int:
+        """Return Redis server time in ms: the clock every score was written with."""
+        with self._errors():
+            seconds, micros = self.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    def queues(self) -> list[str]:
+        """Return every queue name this alias has seen, sorted."""
+        return self.broker.queues()
+
+    # Queues page ---------------------------------------------------------------------------
+
+    def overview(self, queues: Sequence[str]) -> list[QueueOverview]:
+        """Return the counts of ``queues``: a fixed number of round trips per queue."""
+        now = self.now_ms()
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                keys = self._keys(queue)
+                pipe.zcard(keys.ready)
+                pipe.zcard(keys.delayed)
+                pipe.zcard(keys.done)
+                pipe.hgetall(keys.stats)
+                for minutes in THROUGHPUT_MINUTES:
+                    pipe.zcount(keys.done, now - minutes * 60_000, "+inf")
+            replies = iter(pipe.execute())
+        counted = []
+        for queue in queues:
+            ready, delayed, finished, stats = (next(replies) for _ in range(4))
+            since = {minutes: int(next(replies)) for minutes in THROUGHPUT_MINUTES}
+            counted.append((queue, int(ready), int(delayed), int(finished), stats, since))
+        return [
+            QueueOverview(
+                queue=queue,
+                now_ms=now,
+                ready=ready,
+                delayed=delayed,
+                leased=self.state_split(queue, Index.LEASES),
+                finished=finished,
+                outcomes=self.state_split(queue, Index.DONE, total=finished),
+                finished_since=since,
+                oldest_ready_enqueued_ms=self.oldest_ready_enqueued_ms(queue) if ready else None,
+                lifetime={name: int(value) for name, value in stats.items()},
+            )
+            for queue, ready, delayed, finished, stats, since in counted
+        ]
+
+    def state_split(self, queue: str, index: Index, total: int | None = None) -> StateSplit:
+        """Count the states of the ids in ``index``; estimate from the newest ids above a cap."""
+        keys = self._keys(queue)
+        key = getattr(keys, index.value)
+        with self._errors():
+            if total is None:
+                total = int(self.client.zcard(key))
+            ids = self.client.zrevrange(key, 0, STATE_SAMPLE - 1) if total else []
+            states = self._fields(keys, ids, "state")
+        counts: dict[str, int] = defaultdict(int)
+        for (state,) in states:
+            if state:
+                counts[state] += 1
+        seen = sum(counts.values())
+        if total <= len(ids) or not seen:
+            return StateSplit(counts=dict(counts), exact=total <= len(ids))
+        return StateSplit(
+            counts={state: round(n * total / seen) for state, n in counts.items()}, exact=False
+        )
+
+    def oldest_ready_enqueued_ms(self, queue: str) -> int | None:
+        """Return the earliest enqueue time among ready tasks.
+
+        The ready set is FIFO within a priority, so only the head of each priority band is read:
+        one ZRANGEBYSCORE per band present, never a scan of the set.
+        """
+        keys = self._keys(queue)
+        heads: list[str] = []
+        low: float | str = "-inf"
+        with self._errors():
+            for _ in range(MAX_PRIORITY_BANDS):
+                head = self.client.zrangebyscore(keys.ready, low, "+inf", 0, 1, withscores=True)
+                if not head:
+                    break
+                task_id, score = head[0]
+                heads.append(task_id)
+                low = (int(score) // PRIORITY_BAND + 1) * PRIORITY_BAND
+            enqueued = [_int(v) for (v,) in self._fields(keys, heads, "enqueued_ms")]
+        known = [ms for ms in enqueued if ms is not None]
+        return min(known) if known else None
+
+    def workers(self, queues: Sequence[str]) -> list[WorkerSighting]:
+        """Return the workers that renewed leases in ``queues``, most recent first."""
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                keys = self._keys(queue)
+                pipe.zrevrange(keys.workers, 0, -1, withscores=True)
+                pipe.hgetall(keys.held)
+            replies = iter(pipe.execute())
+        sightings = []
+        for queue in queues:
+            renewed, held = next(replies), next(replies)
+            sightings += [
+                WorkerSighting(
+                    worker_id=worker_id,
+                    queue=queue,
+                    held=int(held.get(worker_id) or 0),
+                    last_renewal_ms=int(score),
+                )
+                for worker_id, score in renewed
+            ]
+        return sorted(sightings, key=lambda s: s.last_renewal_ms, reverse=True)
+
+    # Listing -------------------------------------------------------------------------------
+
+    def index_size(self, index: Index, queues: Sequence[str], as_of_ms: int | None) -> int:
+        """Return how many ids ``index`` holds over ``queues`` (done: finished by ``as_of_ms``)."""
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                key = getattr(self._keys(queue), index.value)
+                if as_of_ms is None:
+                    pipe.zcard(key)
+                else:
+                    pipe.zcount(key, "-inf", as_of_ms)
+            return sum(int(n) for n in pipe.execute())
+
+    def ranks_after(self, index: Index, queues: Sequence[str], as_of_ms: int) -> dict[str, int]:
+        """Return, per queue, how many ids of a newest-first index are newer than ``as_of_ms``.
+
+        A listing counts its positions from there, so results finishing while someone pages
+        do not shift the pages.
+        """
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                pipe.zcount(getattr(self._keys(queue), index.value), f"({as_of_ms}", "+inf")
+            return {q: int(n) for q, n in zip(queues, pipe.execute(), strict=True)}
+
+    def windows(
+        self, index: Index, ranges: dict[str, tuple[int, int]]
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Return ids and scores at ranks ``start..stop`` (inclusive) of each queue's index."""
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue, (start, stop) in ranges.items():
+                key = getattr(self._keys(queue), index.value)
+                if index.newest_first:
+                    pipe.zrevrange(key, start, stop, withscores=True)
+                else:
+                    pipe.zrange(key, start, stop, withscores=True)
+            return dict(zip(ranges, pipe.execute(), strict=True))
+
+    def _fields(self, keys: QueueKeys, ids: Sequence[str], *fields: str) -> list[list[str]]:
+        if not ids:
+            return []
+        with self.client.pipeline(transaction=False) as pipe:
+            for task_id in ids:
+                pipe.hmget(keys.record(task_id), fields)
+            return pipe.execute()
+
+    def rows(self, ids: Iterable[str]) -> dict[str, TaskRow | None]:
+        """Return the listing fields of each id (None where the record is gone): one pipeline."""
+        wanted = [(task_id, queue_of(task_id)) for task_id in ids]
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for task_id, queue in wanted:
+                pipe.hmget(self._keys(queue or "").record(task_id), ROW_FIELDS)
+            replies = pipe.execute()
+        return {
+            task_id: self._row(task_id, queue or "", dict(zip(ROW_FIELDS, values, strict=True)))
+            for (task_id, queue), values in zip(wanted, replies, strict=True)
+        }
+
+    @staticmethod
+    def _row(task_id: str, queue: str, fields: dict[str, str | None]) -> TaskRow | None:
+        if not fields["state"]:
+            return None
+        return TaskRow(
+            id=task_id,
+            queue=queue,
+            state=fields["state"] or "",
+            path=task_path(fields["payload"]),
+            priority=_priority(fields["payload"]),
+            enqueued_ms=_int(fields["enqueued_ms"]),
+            run_after_ms=_int(fields["run_after_ms"]),
+            started_ms=_int(fields["started_ms"]),
+            finished_ms=_int(fields["finished_ms"]),
+            attempts=len(fields["workers"].split("\n")) if fields["workers"] else 0,
+            errors=_int(fields["nerrors"]) or 0,
+        )
+
+    # One task ------------------------------------------------------------------------------
+
+    def detail(self, task_id: str) -> TaskDetail | None:
+        """Return the record of ``task_id`` with its TTL and index positions, or None."""
+        queue = queue_of(task_id)
+        if queue is None:
+            return None
+        keys = self._keys(queue)
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            pipe.hgetall(keys.record(task_id))
+            pipe.pttl(keys.record(task_id))
+            pipe.zscore(keys.leases, task_id)
+            pipe.zscore(keys.delayed, task_id)
+            pipe.zrank(keys.ready, task_id)
+            record, ttl_ms, deadline, due, position = pipe.execute()
+        if not record:
+            return None
+        return TaskDetail(
+            id=task_id,
+            queue=queue,
+            record=record,
+            ttl_ms=int(ttl_ms) if int(ttl_ms) >= 0 else None,
+            lease_deadline_ms=_int(deadline),
+            due_ms=_int(due),
+            ready_position=position,
+        )
+
+    def existing(self, task_ids: Sequence[str]) -> list[str]:
+        """Return those of ``task_ids`` that have a record (one pipelined EXISTS each)."""
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for task_id in task_ids:
+                pipe.exists(self._keys(queue_of(task_id) or "").record(task_id))
+            found = pipe.execute()
+        return [task_id for task_id, hit in zip(task_ids, found, strict=True) if hit]

@@ -1,0 +1,151 @@
+"""Admin actions on tasks (requeue, cancel) and queues (purge), through the fenced backend API.
+
+Each action is confirmed on its own page first. The backend's scripts check the state they
+act on, so a task that changed meanwhile is left alone and the message says what it is now.
+"""
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.utils.text import get_text_list
+
+from ..backend import ThreadmillTaskBackend
+from ..compat import TaskResultDoesNotExist, TaskResultStatus
+from .backends import Source
+from .display import state_label
+
+SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
+MAX_SELECTION = 500  # tasks one action may name: the confirmation page lists them all
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskAction:
+    """One action on tasks: which state it applies to and the backend call that does it."""
+
+    name: str
+    label: str
+    done: str  # past tense for the message, e.g. "requeued"
+    applies_to: str  # the state the task must be in
+    run: Callable[[ThreadmillTaskBackend, str, str], bool]
+
+
+def _requeue(backend: ThreadmillTaskBackend, task_id: str, user: str) -> bool:
+    return backend.requeue(task_id)
+
+
+def _cancel(backend: ThreadmillTaskBackend, task_id: str, user: str) -> bool:
+    return backend.cancel(task_id, reason=f"cancelled by {user} in the admin")
+
+
+TASK_ACTIONS = {
+    "requeue": TaskAction(
+        name="requeue",
+        label="Requeue selected FAILED tasks",
+        done="requeued",
+        applies_to="failed",
+        run=_requeue,
+    ),
+    "cancel": TaskAction(
+        name="cancel",
+        label="Cancel selected READY or delayed tasks",
+        done="cancelled",
+        applies_to="ready",
+        run=_cancel,
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Selected:
+    """One task named by an action form, with the state it is in now ("" if it is gone)."""
+
+    alias: str
+    task_id: str
+    state: str
+
+    @property
+    def value(self) -> str:
+        return f"{self.alias}{SELECTION_SEPARATOR}{self.task_id}"
+
+    @property
+    def label(self) -> str:
+        return state_label(self.state) if self.state else "gone"
+
+
+def parse_selection(values: Iterable[str], sources: dict[str, Source]) -> list[tuple[str, str]]:
+    """Return (alias, task id) pairs from posted values; unknown aliases are dropped."""
+    pairs = []
+    for value in list(values)[:MAX_SELECTION]:
+        alias, _, task_id = value.rpartition(SELECTION_SEPARATOR)
+        if alias in sources and task_id and (alias, task_id) not in pairs:
+            pairs.append((alias, task_id))
+    return pairs
+
+
+def current_states(pairs: list[tuple[str, str]], sources: dict[str, Source]) -> list[Selected]:
+    """Read the state each selected task is in now: one pipeline per alias."""
+    states: dict[tuple[str, str], str] = {}
+    for alias in {alias for alias, _ in pairs}:
+        ids = [task_id for a, task_id in pairs if a == alias]
+        for task_id, row in sources[alias].inspector.rows(ids).items():
+            states[(alias, task_id)] = row.state if row else ""
+    return [Selected(alias=a, task_id=t, state=states.get((a, t), "")) for a, t in pairs]
+
+
+def run_task_action(
+    action: TaskAction,
+    selected: list[Selected],
+    sources: dict[str, Source],
+    user: AbstractBaseUser | AnonymousUser,
+) -> tuple[int, list[Selected]]:
+    """Apply ``action`` to each task; return how many it changed and those it left alone."""
+    changed, skipped = 0, []
+    who = user.get_username() or "staff"
+    for item in selected:
+        backend = sources[item.alias].backend
+        try:
+            ok = action.run(backend, item.task_id, who)
+        except TaskResultDoesNotExist:
+            ok = False
+        if ok:
+            changed += 1
+        else:
+            skipped.append(item)
+    return changed, current_states([(s.alias, s.task_id) for s in skipped], sources)
+
+
+def outcome_messages(action: TaskAction, changed: int, skipped: list[Selected]) -> list[str]:
+    """Return the messages after an action: the count, then what changed meanwhile."""
+    noun = "task" if changed == 1 else "tasks"
+    messages = [f"{changed} {noun} {action.done}."]
+    by_state = Counter(item.label for item in skipped)
+    for label, count in sorted(by_state.items()):
+        ids = get_text_list([item.task_id for item in skipped if item.label == label], "and")
+        messages.append(
+            f"{count} left alone: the task is {label} now, not "
+            f"{state_label(action.applies_to)} (it changed meanwhile, or was never so): {ids}."
+            if label != "gone"
+            else f"{count} left alone: no such task any more (expired or purged): {ids}."
+        )
+    return messages
+
+
+PURGE_STATES: dict[str, tuple[str, TaskResultStatus | None]] = {
+    "": ("SUCCESSFUL and FAILED", None),
+    "successful": ("SUCCESSFUL only", TaskResultStatus.SUCCESSFUL),
+    "failed": ("FAILED only", TaskResultStatus.FAILED),
+}
+
+
+def purge(source: Source, queue: str, state: str) -> int:
+    """Delete the finished results of one queue; waiting and running tasks stay."""
+    return source.backend.purge_finished(queue, PURGE_STATES[state][1])
+
+
+def purge_preview(source: Source, queue: str) -> dict[str, Any]:
+    """Return what the purge confirmation page shows: how many results the queue holds."""
+    overview = source.inspector.overview([queue])[0]
+    return {"finished": overview.finished, "outcomes": overview.outcomes}

@@ -1,0 +1,117 @@
+"""The task detail page and the "show all" view of one stored value."""
+
+from typing import Any
+
+from django.http import Http404, HttpResponse
+
+from ..broker.inspect import TaskDetail, task_path
+from ..exceptions import PayloadError
+from ..records import decode_payload, parse_error
+from .backends import Source
+from .display import describe_worker, pretty_json, pretty_value, shown, state_label, when
+
+
+def detail_or_404(source: Source, task_id: str) -> TaskDetail:
+    detail = source.inspector.detail(task_id)
+    if detail is None:
+        raise Http404(
+            f"No task {task_id!r} in backend {source.alias!r}: it never existed, or its result "
+            "expired (result_ttl) or was purged."
+        )
+    return detail
+
+
+def _payload(record: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """Return the decoded payload and "", or {} and why it cannot be read."""
+    try:
+        return decode_payload(record.get("payload")), ""
+    except PayloadError as exc:
+        return {}, str(exc)
+
+
+def _errors(record: dict[str, str]) -> list[dict[str, Any]]:
+    count = int(record.get("nerrors") or 0)
+    errors = []
+    for n in range(1, count + 1):
+        error = parse_error(record.get(f"error:{n}", ""))
+        errors.append(
+            {
+                "number": n,
+                "field": f"traceback:{n}",
+                "exception_class_path": error.exception_class_path,
+                "traceback": shown(error.traceback),
+            }
+        )
+    return errors
+
+
+def _lease(detail: TaskDetail, workers: list[str]) -> dict[str, Any] | None:
+    state = detail.record.get("state")
+    if state not in ("reserved", "running"):
+        return None
+    holder = workers[-1] if state == "running" and workers else ""
+    return {
+        "holder": holder or "a worker's prefetch buffer (not started yet)",
+        "deadline": when(detail.lease_deadline_ms),
+        "token": detail.record.get("token", ""),
+    }
+
+
+def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
+    """Return the template context of the detail page of one task."""
+    record = detail.record
+    payload, payload_error = _payload(record)
+    workers = record["workers"].split("\n") if record.get("workers") else []
+    state = record.get("state", "")
+    return {
+        "alias": source.alias,
+        "detail": detail,
+        "state": state,
+        "label": state_label(state),
+        "path": payload.get("path") or task_path(record.get("payload")),
+        "priority": payload.get("priority"),
+        "payload_error": payload_error,
+        "payload_raw": shown(record.get("payload", "")) if payload_error else None,
+        "args": shown(pretty_value(payload.get("args", []))),
+        "kwargs": shown(pretty_value(payload.get("kwargs", {}))),
+        "result": shown(pretty_json(record["result"])) if "result" in record else None,
+        "errors": _errors(record),
+        "workers": [(w, *describe_worker(w)) for w in workers],
+        "lease": _lease(detail, workers),
+        "times": [
+            ("Enqueued", when(record.get("enqueued_ms"))),
+            ("Run after", when(record.get("run_after_ms"))),
+            ("Due (delayed)", when(detail.due_ms)),
+            ("Started (first attempt)", when(record.get("started_ms"))),
+            ("Last attempt started", when(record.get("attempted_ms"))),
+            ("Finished", when(record.get("finished_ms"))),
+        ],
+        "ttl_s": None if detail.ttl_ms is None else detail.ttl_ms // 1000,
+        "can_requeue": state == "failed",
+        "can_cancel": state == "ready",
+    }
+
+
+def raw_value(detail: TaskDetail, field: str) -> str:
+    """Return the whole text of one stored value, for "show all"; 404 for an unknown field."""
+    record = detail.record
+    kind, _, number = field.partition(":")
+    if field == "payload" and "payload" in record:
+        return pretty_json(record["payload"])
+    if field in ("args", "kwargs"):
+        payload, _ = _payload(record)
+        return pretty_value(payload.get(field, [] if field == "args" else {}))
+    if field == "result" and "result" in record:
+        return pretty_json(record["result"])
+    if kind in ("error", "traceback") and f"error:{number}" in record:
+        error = parse_error(record[f"error:{number}"])
+        return error.traceback if kind == "traceback" else pretty_json(record[field])
+    raise Http404(f"Task {detail.id!r} stores no value {field!r}.")
+
+
+def raw_response(text: str) -> HttpResponse:
+    """Serve stored text as plain text: the browser never reads it as HTML or script."""
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response

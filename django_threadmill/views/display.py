@@ -1,0 +1,85 @@
+"""Turn stored values into what the admin shows: labels, datetimes, truncated JSON and text.
+
+Nothing here marks anything safe: templates autoescape every value a task stored.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..records import from_ms
+
+PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves the rest as text
+CELL_CHARS = 80  # characters of a task path or id in a list cell
+
+STATE_LABELS = {
+    "ready": "READY",
+    "reserved": "READY (reserved by a worker)",
+    "running": "RUNNING",
+    "successful": "SUCCESSFUL",
+    "failed": "FAILED",
+}
+# A worker id is "<host>:<pid>:<random>" (worker/process.py make_worker_id).
+WORKER_ID_PATTERN = re.compile(r"^(?P<host>[^:]+):(?P<pid>\d+):[^:]*$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shown:
+    """A value as the page shows it: its text, cut at ``PREVIEW_CHARS`` if longer."""
+
+    text: str
+    length: int
+    truncated: bool
+
+
+def shown(text: str, limit: int = PREVIEW_CHARS) -> Shown:
+    return Shown(text=text[:limit], length=len(text), truncated=len(text) > limit)
+
+
+def pretty_json(raw: str | None) -> str:
+    """Return stored JSON indented for reading, or the raw text if it is not JSON."""
+    if raw is None:
+        return ""
+    try:
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False, sort_keys=False)
+    except ValueError:
+        return raw
+
+
+def pretty_value(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def when(ms: int | str | None) -> datetime | None:
+    return from_ms(ms)
+
+
+def state_label(state: str) -> str:
+    return STATE_LABELS.get(state, state.upper() or "UNKNOWN")
+
+
+def describe_worker(worker_id: str) -> tuple[str, str]:
+    """Return (host, pid) read from a worker id, or (worker id, "") if it does not say."""
+    match = WORKER_ID_PATTERN.match(worker_id)
+    if not match:
+        return worker_id, ""
+    return match["host"], match["pid"]
+
+
+def age(now_ms: int, then_ms: int | None) -> str:
+    """Return a short duration such as "3 h 12 min" or "45 s"."""
+    if then_ms is None:
+        return ""
+    seconds = max(0, (now_ms - then_ms) // 1000)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {seconds} s"
+    return f"{seconds} s"

@@ -1,0 +1,203 @@
+"""Page through the per-queue indexes of several queues and aliases as one ordered list.
+
+A page starts at a ``Cursor``: per queue, how many ranks of its index lie before the page.
+Each step reads one window per queue by rank (O(log N + window) in Redis), merges the windows
+in score order, keeps the prefix that is certainly in order, and reads only those records.
+Filters are applied to that prefix, so a filtered page reads at most ``budget`` index entries
+and says where it stopped; nothing ever scans the whole index.
+"""
+
+import base64
+import binascii
+import heapq
+import json
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..broker.inspect import Index, Inspector, TaskRow
+
+type StreamKey = tuple[str, str]  # (alias, queue)
+
+
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """One queue's index in the listing."""
+
+    alias: str
+    queue: str
+    inspector: Inspector
+
+    @property
+    def key(self) -> StreamKey:
+        return (self.alias, self.queue)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cursor:
+    """Where a page starts: the snapshot time of a newest-first listing, and ranks walked."""
+
+    as_of_ms: int | None = None
+    offsets: dict[StreamKey, int] = field(default_factory=dict)
+
+    @property
+    def position(self) -> int:
+        return sum(self.offsets.values())
+
+    def encode(self) -> str:
+        data = {"t": self.as_of_ms, "o": [[a, q, n] for (a, q), n in self.offsets.items() if n]}
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str | None) -> "Cursor | None":
+        """Return the cursor in ``text``, or None if it is missing or malformed."""
+        if not text:
+            return None
+        try:
+            data = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+            as_of = data["t"]
+            offsets = {(str(a), str(q)): int(n) for a, q, n in data["o"]}
+        except (ValueError, TypeError, KeyError, binascii.Error):
+            return None
+        if (as_of is not None and not isinstance(as_of, int)) or min(
+            offsets.values(), default=0
+        ) < 0:
+            return None
+        return cls(as_of_ms=as_of, offsets=offsets)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Walk:
+    """What one walk found: rows in listing order and the cursor just past the last one read."""
+
+    rows: list[tuple[str, TaskRow]]  # (alias, row)
+    end: Cursor
+    examined: int
+    exhausted: bool  # True when the walk reached the end of every index
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    stream: int
+    task_id: str
+    score: float
+
+
+class Walker:
+    """Walk ``index`` over ``streams`` from a cursor, forwards (older) or backwards (newer)."""
+
+    def __init__(self, streams: Sequence[Stream], index: Index, as_of_ms: int | None) -> None:
+        self.streams = list(streams)
+        self.index = index
+        self.as_of_ms = as_of_ms if index.newest_first else None
+        self.bases = self._bases()
+
+    def _by_inspector(self) -> dict[Inspector, list[int]]:
+        groups: dict[Inspector, list[int]] = defaultdict(list)
+        for n, stream in enumerate(self.streams):
+            groups[stream.inspector].append(n)
+        return groups
+
+    def _bases(self) -> list[int]:
+        """Rank of the first id at or before the snapshot, per stream (0 without one)."""
+        bases = [0] * len(self.streams)
+        if self.as_of_ms is None:
+            return bases
+        for inspector, members in self._by_inspector().items():
+            queues = [self.streams[n].queue for n in members]
+            after = inspector.ranks_after(self.index, queues, self.as_of_ms)
+            for n in members:
+                bases[n] = after[self.streams[n].queue]
+        return bases
+
+    def walk(
+        self,
+        start: Cursor,
+        *,
+        want: int,
+        budget: int,
+        keep: Callable[[TaskRow], bool] | None = None,
+        backward: bool = False,
+    ) -> Walk:
+        """Collect up to ``want`` rows that ``keep`` accepts, reading at most ``budget`` ids.
+
+        Walking backwards from a page's start finds where the previous page starts.
+        """
+        offsets = [start.offsets.get(s.key, 0) for s in self.streams]
+        taken: list[tuple[str, TaskRow]] = []
+        examined, exhausted = 0, False
+        while len(taken) < want and examined < budget:
+            size = want - len(taken) if keep is None else min(budget - examined, 500)
+            chunk = self._chunk(offsets, size, backward)[:size]
+            if not chunk:
+                exhausted = True
+                break
+            rows = self._rows(chunk)
+            for entry in chunk:
+                offsets[entry.stream] += -1 if backward else 1
+                examined += 1
+                row = rows.get(entry.task_id)
+                if row is not None and (keep is None or keep(row)):
+                    taken.append((self.streams[entry.stream].alias, row))
+                if len(taken) == want or examined == budget:
+                    break
+        end = Cursor(
+            as_of_ms=self.as_of_ms,
+            offsets={s.key: o for s, o in zip(self.streams, offsets, strict=True)},
+        )
+        return Walk(rows=taken, end=end, examined=examined, exhausted=exhausted)
+
+    def has_more(self, cursor: Cursor) -> bool:
+        """Tell whether any index holds an id past ``cursor`` (one small read per alias)."""
+        offsets = [cursor.offsets.get(s.key, 0) for s in self.streams]
+        return bool(self._chunk(offsets, 1, backward=False))
+
+    def _chunk(self, offsets: list[int], size: int, backward: bool) -> list[_Entry]:
+        """Read one window per stream and return the merged prefix that is surely in order."""
+        windows: list[list[_Entry]] = [[] for _ in self.streams]
+        full = [False] * len(self.streams)
+        for inspector, members in self._by_inspector().items():
+            ranges = {}
+            for n in members:
+                first = max(0, offsets[n] - size) if backward else offsets[n]
+                last = offsets[n] - 1 if backward else offsets[n] + size - 1
+                if last >= first:
+                    ranges[self.streams[n].queue] = (self.bases[n] + first, self.bases[n] + last)
+            found = inspector.windows(self.index, ranges) if ranges else {}
+            for n in members:
+                window = found.get(self.streams[n].queue, [])
+                entries = [_Entry(n, task_id, score) for task_id, score in window]
+                windows[n] = entries[::-1] if backward else entries
+                full[n] = offsets[n] - size > 0 if backward else len(window) == size
+        return _merge_prefix(
+            windows, full, descending=self.index.newest_first != backward, backward=backward
+        )
+
+    def _rows(self, chunk: list[_Entry]) -> dict[str, TaskRow | None]:
+        rows: dict[str, TaskRow | None] = {}
+        for inspector, members in self._by_inspector().items():
+            wanted = set(members)
+            rows.update(inspector.rows(e.task_id for e in chunk if e.stream in wanted))
+        return rows
+
+
+def _merge_prefix(
+    windows: list[list[_Entry]], full: list[bool], *, descending: bool, backward: bool
+) -> list[_Entry]:
+    """Merge per-stream windows; stop where a stream with unread ids runs out of its window.
+
+    Past that point an unread id of that stream could come first, so the order is not known.
+    Ties follow the order of the streams (reversed when walking backwards), and within a stream
+    Redis' own order.
+    """
+    sign = -1 if descending else 1
+    left = [len(window) for window in windows]
+    merged: list[_Entry] = []
+    ordered = windows[::-1] if backward else windows
+    for entry in heapq.merge(*ordered, key=lambda e: sign * e.score):
+        merged.append(entry)
+        left[entry.stream] -= 1
+        if left[entry.stream] == 0 and full[entry.stream]:
+            break
+    return merged

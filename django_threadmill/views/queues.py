@@ -1,0 +1,94 @@
+"""The queues page: per alias and queue, what waits, what runs, what finished, and who works."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..broker.connection import redacted
+from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
+from ..exceptions import BrokerUnavailable
+from .backends import Source, sources
+from .display import age, describe_worker, when
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerLine:
+    """One worker process across the queues of an alias."""
+
+    worker_id: str
+    host: str
+    pid: str
+    held: int
+    queues: list[str]
+    last_renewal_ms: int
+    silent: bool  # no renewal for longer than a lease: it is probably gone
+
+
+def _worker_lines(sightings: list[WorkerSighting], now_ms: int, lease_ms: int) -> list[WorkerLine]:
+    merged: dict[str, list[WorkerSighting]] = {}
+    for sighting in sightings:
+        merged.setdefault(sighting.worker_id, []).append(sighting)
+    lines = []
+    for worker_id, seen in merged.items():
+        host, pid = describe_worker(worker_id)
+        last = max(s.last_renewal_ms for s in seen)
+        lines.append(
+            WorkerLine(
+                worker_id=worker_id,
+                host=host,
+                pid=pid,
+                held=sum(s.held for s in seen),
+                queues=sorted(s.queue for s in seen),
+                last_renewal_ms=last,
+                silent=now_ms - last > lease_ms,
+            )
+        )
+    return lines
+
+
+def _queue_line(overview: QueueOverview) -> dict[str, Any]:
+    return {
+        "overview": overview,
+        "reserved": overview.leased.counts.get("reserved", 0),
+        "running": overview.leased.counts.get("running", 0),
+        "successful": overview.outcomes.counts.get("successful", 0),
+        "failed": overview.outcomes.counts.get("failed", 0),
+        "per_minute": [
+            (minutes, overview.finished_since[minutes] / minutes) for minutes in THROUGHPUT_MINUTES
+        ],
+        "oldest_ready_age": age(overview.now_ms, overview.oldest_ready_enqueued_ms),
+        "oldest_ready_at": when(overview.oldest_ready_enqueued_ms),
+    }
+
+
+def alias_context(source: Source) -> dict[str, Any]:
+    """Return the queues-page block of one alias; a Redis error is shown, not raised."""
+    settings = source.backend.settings
+    block: dict[str, Any] = {
+        "alias": source.alias,
+        "location": redacted(settings.location),
+        "key_prefix": settings.key_prefix,
+        "result_ttl_s": settings.result_ttl_s,
+    }
+    try:
+        queues = source.queues()
+        overviews = source.inspector.overview(queues)
+        sightings = source.inspector.workers(queues)
+    except BrokerUnavailable as exc:
+        return {**block, "error": str(exc)}
+    now_ms = overviews[0].now_ms if overviews else source.inspector.now_ms()
+    workers = _worker_lines(sightings, now_ms, settings.lease_ttl_ms)
+    return {
+        **block,
+        "queues": [_queue_line(overview) for overview in overviews],
+        "workers": [
+            {"line": line, "age": age(now_ms, line.last_renewal_ms)}
+            for line in sorted(workers, key=lambda w: (w.silent, w.worker_id))
+        ],
+        "now": when(now_ms),
+        "throughput_minutes": THROUGHPUT_MINUTES,
+    }
+
+
+def queues_context() -> dict[str, Any]:
+    """Return the template context of the queues page: one block per ThreadmillTaskBackend."""
+    return {"backends": [alias_context(source) for source in sources()], "sample": STATE_SAMPLE}

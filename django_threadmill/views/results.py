@@ -1,0 +1,168 @@
+"""The task list: finished results newest first, or waiting and running tasks, filtered.
+
+Filters: backend alias, queue, status and task path; the search box finds one task by id.
+Paging walks the per-queue indexes through ``listing.Walker``; see its module docstring.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import QueryDict
+
+from ..broker.inspect import Index, TaskRow
+from ..broker.keys import TASK_ID_SEPARATOR, make_task_id
+from .backends import Source, sources
+from .display import state_label, when
+from .listing import Cursor, Stream, Walker
+
+LIST_PER_PAGE = 50  # rows per page
+SCAN_BUDGET = 5000  # index entries a filtered page reads at most before it offers to go on
+
+# status filter value -> (label, index walked, record states kept (None: all))
+STATUSES: dict[str, tuple[str, Index, frozenset[str] | None]] = {
+    "": ("Finished", Index.DONE, None),
+    "successful": ("SUCCESSFUL", Index.DONE, frozenset({"successful"})),
+    "failed": ("FAILED", Index.DONE, frozenset({"failed"})),
+    "ready": ("READY (run order)", Index.READY, None),
+    "delayed": ("Delayed (run_after or retry)", Index.DELAYED, None),
+    "running": ("RUNNING or reserved", Index.LEASES, None),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Filters:
+    """The list's filters, read from the query string and checked against what exists."""
+
+    backend: str
+    queue: str
+    status: str
+    task: str
+    search: str
+
+    @classmethod
+    def read(cls, query: QueryDict, aliases: list[str]) -> "Filters":
+        backend = query.get("backend", "")
+        status = query.get("status", "")
+        return cls(
+            backend=backend if backend in aliases else "",
+            queue=query.get("queue", "").strip(),
+            status=status if status in STATUSES else "",
+            task=query.get("task", "").strip(),
+            search=query.get("q", "").strip(),
+        )
+
+    def query(self, **changes: str) -> str:
+        """Return the query string of these filters with ``changes``, for links."""
+        values = {
+            "backend": self.backend,
+            "queue": self.queue,
+            "status": self.status,
+            "task": self.task,
+            **changes,
+        }
+        query = QueryDict(mutable=True)
+        for name, value in values.items():
+            if value:
+                query[name] = value
+        return query.urlencode()
+
+    def keep(self) -> Callable[[TaskRow], bool] | None:
+        """Return the row predicate the walk applies, or None when every row is kept."""
+        states = STATUSES[self.status][2]
+        needle = self.task.lower()
+        if states is None and not needle:
+            return None
+        return lambda row: (states is None or row.state in states) and needle in row.path.lower()
+
+
+def _streams(chosen: list[Source], filters: Filters) -> list[Stream]:
+    return [
+        Stream(source.alias, queue, source.inspector)
+        for source in chosen
+        for queue in source.queues()
+        if not filters.queue or queue == filters.queue
+    ]
+
+
+def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
+    return {
+        "alias": alias,
+        "row": row,
+        "label": state_label(row.state),
+        "enqueued_at": when(row.enqueued_ms),
+        "finished_at": when(row.finished_ms),
+        "run_after": when(row.run_after_ms),
+    }
+
+
+def _search(chosen: list[Source], filters: Filters) -> list[dict[str, Any]]:
+    """Find the task whose id is the search text; without its "@queue", try every queue."""
+    found = []
+    for source in chosen:
+        if TASK_ID_SEPARATOR in filters.search:
+            candidates = [filters.search]
+        else:
+            candidates = [make_task_id(filters.search, queue) for queue in source.queues()]
+        hits = source.inspector.existing(candidates)
+        rows = source.inspector.rows(hits)
+        found += [_row_view(source.alias, row) for row in rows.values() if row is not None]
+    return found
+
+
+def results_context(query: QueryDict) -> dict[str, Any]:
+    """Return the template context of one page of the task list."""
+    everything = sources()
+    filters = Filters.read(query, [s.alias for s in everything])
+    chosen = [s for s in everything if not filters.backend or s.alias == filters.backend]
+    context: dict[str, Any] = {
+        "filters": filters,
+        "aliases": [s.alias for s in everything],
+        "queues": sorted({q for s in chosen for q in s.queues()}),
+        "statuses": [(value, label) for value, (label, _, _) in STATUSES.items()],
+    }
+    if filters.search:
+        return {**context, "rows": _search(chosen, filters), "searching": True}
+    return {**context, **_page(chosen, filters, query)}
+
+
+def _total(chosen: list[Source], streams: list[Stream], index: Index, as_of: int | None) -> int:
+    """Return how many ids the walked indexes hold (done: finished by the snapshot time)."""
+    return sum(
+        source.inspector.index_size(
+            index, [st.queue for st in streams if st.alias == source.alias], as_of
+        )
+        for source in chosen
+    )
+
+
+def _page(chosen: list[Source], filters: Filters, query: QueryDict) -> dict[str, Any]:
+    index = STATUSES[filters.status][1]
+    streams = _streams(chosen, filters)
+    start = Cursor.decode(query.get("cursor"))
+    before = Cursor.decode(query.get("before"))
+    as_of = (start or before or Cursor()).as_of_ms
+    if as_of is None and index.newest_first:
+        as_of = max((s.inspector.now_ms() for s in chosen), default=None)
+    walker = Walker(streams, index, as_of)
+    keep = filters.keep()
+    if start is None and before is not None:  # "Newer": find where the previous page starts
+        back = walker.walk(before, want=LIST_PER_PAGE, budget=SCAN_BUDGET, keep=keep, backward=True)
+        start = back.end
+    start = start or Cursor(as_of_ms=as_of)
+    page = walker.walk(start, want=LIST_PER_PAGE, budget=SCAN_BUDGET, keep=keep)
+    more = not page.exhausted and walker.has_more(page.end)
+    total = None if keep else _total(chosen, streams, index, as_of)
+    return {
+        "rows": [_row_view(alias, row) for alias, row in page.rows],
+        "index": index.value,
+        "examined": page.examined,
+        "filtered": keep is not None,
+        "first_position": start.position + 1,
+        "last_position": start.position + page.examined,
+        "total": total,
+        "as_of": when(as_of),
+        "newest_query": filters.query(),
+        "newer_query": filters.query(before=start.encode()) if start.position else None,
+        "older_query": filters.query(cursor=page.end.encode()) if more else None,
+    }
