@@ -11,6 +11,12 @@ import redis.asyncio
 from ..conf import BackendSettings
 from ..exceptions import BrokerUnavailable
 
+UNAVAILABLE_ERRORS = (
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.MasterDownError,
+)
+
 
 def redacted(location: str) -> str:
     """Return ``location`` with any password replaced by ``***``, safe to log."""
@@ -74,12 +80,15 @@ def translated_errors(location: str) -> Iterator[None]:
                 f"Redis at {where} needs credentials ({message}). Add them to LOCATION, e.g. "
                 "'redis://user:password@host:6379/0'."
             ) from exc
-        if message.startswith("OOM"):
+        # redis-py strips the error code of the replies it maps to classes (OOM, READONLY, ...).
+        if isinstance(exc, redis.exceptions.OutOfMemoryError) or message.startswith("OOM"):
             raise BrokerUnavailable(
                 f"Redis at {where} is out of memory ({message}). Raise maxmemory, or purge "
                 "old results; nothing was written."
             ) from exc
-        if message.startswith(("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")):
+        if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
+            ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")
+        ):
             raise BrokerUnavailable(
                 f"Redis at {where} cannot serve writes now ({message})."
             ) from exc

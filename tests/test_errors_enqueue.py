@@ -1,0 +1,199 @@
+"""Bad input and unusable Redis fail at enqueue with the problem and the fix; nothing is written."""
+
+import asyncio
+import math
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+import pytest
+import redis
+from django.test import override_settings
+
+from django_threadmill.compat import InvalidTask, Task, task_backends
+from django_threadmill.exceptions import BrokerUnavailable
+from testproject.example.tasks import echo
+from testproject.redis_server import free_port, redis_process
+
+from .backend_support import redis_with_password, start_shared_sync_thread
+from .conftest import tasks_setting
+
+ECHO = "testproject.example.tasks.echo"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_sync_thread() -> None:
+    start_shared_sync_thread()
+
+
+@pytest.fixture
+def nothing_written(redis_client: redis.Redis, key_prefix: str) -> Iterator[None]:
+    """Fail the test if it leaves any key of its prefix in Redis."""
+    yield
+    assert list(redis_client.scan_iter(f"{key_prefix}:*")) == []
+
+
+@pytest.fixture(params=["enqueue", "aenqueue"])
+def enqueue(request: pytest.FixtureRequest) -> Callable[..., object]:
+    def through(task: Task, *args: object, **kwargs: object) -> object:
+        if request.param == "enqueue":
+            return task.enqueue(*args, **kwargs)
+        return asyncio.run(task.aenqueue(*args, **kwargs))
+
+    return through
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (datetime(2030, 1, 1, tzinfo=UTC), "Unsupported type: <class 'datetime.datetime'>"),
+        (date(2030, 1, 1), "Unsupported type: <class 'datetime.date'>"),
+        ({1, 2}, "Unsupported type: <class 'set'>"),
+        (Decimal("1.5"), "Unsupported type: <class 'decimal.Decimal'>"),
+        (b"\xff\xfe", "Unsupported value: <class 'bytes'>"),
+    ],
+)
+def test_unsupported_argument_types(
+    enqueue: Callable[..., object], nothing_written: None, value: object, problem: str
+) -> None:
+    message = (
+        f"Arguments of task {ECHO!r} cannot be stored as JSON ({problem}). Pass strings, "
+        "numbers, booleans, None, lists and dicts only."
+    )
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        enqueue(echo, value)
+    with pytest.raises(TypeError, match=re.escape(problem)):
+        enqueue(echo, value=[{"nested": value}])
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_floats(
+    enqueue: Callable[..., object], nothing_written: None, value: float
+) -> None:
+    message = (
+        f"Arguments of task {ECHO!r} cannot be stored as JSON (Out of range float values are "
+        f"not JSON compliant: {value!r}). Pass strings, numbers, booleans, None, lists and "
+        "dicts with string keys only."
+    )
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        enqueue(echo, {"x": [value]})
+
+
+def test_queue_not_in_queues_is_refused_at_enqueue(
+    redis_url: str, key_prefix: str, nothing_written: None
+) -> None:
+    setting = tasks_setting(redis_url, key_prefix)
+    with override_settings(TASKS={"default": {**setting["default"], "QUEUES": []}}):
+        nightly = echo.using(queue_name="nightly")
+    with pytest.raises(InvalidTask, match=r"^Queue 'nightly' is not valid for backend\.$"):
+        task_backends["default"].enqueue(nightly, (1,), {})
+
+
+def test_bad_queue_name_is_refused(redis_url: str, key_prefix: str, nothing_written: None) -> None:
+    setting = tasks_setting(redis_url, key_prefix)
+    message = (
+        "Queue name 'a b' is not valid for ThreadmillTaskBackend. Use 1-64 letters, digits, "
+        "'_', '.' or '-'."
+    )
+    with (
+        override_settings(TASKS={"default": {**setting["default"], "QUEUES": []}}),
+        pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"),
+    ):
+        echo.using(queue_name="a b")
+
+
+@pytest.mark.parametrize("priority", [101, -101, 1.5])
+def test_out_of_range_priority(nothing_written: None, priority: float) -> None:
+    with pytest.raises(
+        InvalidTask, match=r"^priority must be a whole number between -100 and 100\.$"
+    ):
+        echo.using(priority=priority)  # type: ignore[arg-type]
+
+
+def test_naive_run_after_with_use_tz(nothing_written: None) -> None:
+    with pytest.raises(InvalidTask, match=r"^run_after must be an aware datetime\.$"):
+        echo.using(run_after=datetime(2030, 1, 1))
+
+
+@pytest.mark.parametrize("tasks_options", [{"max_payload_bytes": 200}])
+def test_oversized_payload(enqueue: Callable[..., object], nothing_written: None) -> None:
+    size = len(
+        f'{{"path":"{ECHO}","args":["{"x" * 300}"],"kwargs":{{}},"priority":0,"run_after_ms":null}}'
+    )
+    message = (
+        f"Task {ECHO!r} payload is {size} bytes, above max_payload_bytes=200. Store large "
+        "data elsewhere (a file or a model) and pass its key, or raise "
+        "OPTIONS['max_payload_bytes']."
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        enqueue(echo, "x" * 300)
+
+
+def test_unreachable_redis(enqueue: Callable[..., object], key_prefix: str) -> None:
+    location = f"redis://127.0.0.1:{free_port()}/0"
+    message = (
+        rf"^Redis at {re.escape(location)} is unreachable \(.+\)\. Start Redis or fix "
+        r"TASKS LOCATION; nothing was written\.$"
+    )
+    with (
+        override_settings(TASKS=tasks_setting(location, key_prefix, socket_connect_timeout=2)),
+        pytest.raises(BrokerUnavailable, match=message),
+    ):
+        enqueue(echo, 1)
+
+
+def test_wrong_password(enqueue: Callable[..., object], key_prefix: str) -> None:
+    with redis_with_password("right-one") as server:
+        location = f"redis://:wrong-one@127.0.0.1:{server.port}/0"
+        with (
+            override_settings(TASKS=tasks_setting(location, key_prefix)),
+            pytest.raises(BrokerUnavailable) as raised,
+        ):
+            enqueue(echo, 1)
+        assert str(raised.value).startswith(
+            f"Redis at redis://:***@127.0.0.1:{server.port}/0 refused the credentials ("
+        )
+        assert str(raised.value).endswith(
+            "Put the right user and password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
+        )
+        assert "wrong-one" not in str(raised.value)
+        assert redis.Redis.from_url(server.url).dbsize() == 0
+
+
+def test_missing_password(enqueue: Callable[..., object], key_prefix: str) -> None:
+    with redis_with_password("right-one") as server:
+        location = f"redis://127.0.0.1:{server.port}/0"
+        with (
+            override_settings(TASKS=tasks_setting(location, key_prefix)),
+            pytest.raises(
+                BrokerUnavailable,
+                match=(
+                    rf"^Redis at {re.escape(location)} refused the credentials \(.+\)\. Put "
+                    r"the right user and password in LOCATION"
+                ),
+            ),
+        ):
+            enqueue(echo, 1)
+        assert redis.Redis.from_url(server.url).dbsize() == 0
+
+
+def test_out_of_memory(enqueue: Callable[..., object], key_prefix: str) -> None:
+    with (
+        redis_process("--maxmemory-policy", "noeviction") as server,
+        override_settings(TASKS=tasks_setting(server.url, key_prefix)),
+    ):
+        enqueue(echo, "fits")
+        client = redis.Redis.from_url(server.url)
+        before = sorted(client.keys("*"))
+        client.config_set("maxmemory", 1)
+        message = (
+            rf"^Redis at {re.escape(server.url)} is out of memory \(.*command not allowed when "
+            r"used memory > 'maxmemory'.*\)\. Raise maxmemory, or purge old results; nothing "
+            r"was written\.$"
+        )
+        with pytest.raises(BrokerUnavailable, match=message):
+            enqueue(echo, "known queue: the script alone")
+        with pytest.raises(BrokerUnavailable, match=message):
+            enqueue(echo.using(queue_name="emails"), "new queue: registered in the same pipeline")
+        assert sorted(client.keys("*")) == before
