@@ -1,13 +1,17 @@
 """Fixtures for the admin tests: clients for staff with and without the change permission."""
 
+from collections.abc import Iterator
+from importlib.util import find_spec
+
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.test import Client
+from django.test import Client, override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.views.backends import source_or_404
-from tests.backend_support import fail, succeed
 from testproject.example.tasks import add
+from tests.backend_support import fail, succeed
+from tests.conftest import tasks_setting
 
 TASKS_URL = "/admin/django_threadmill/task/"
 QUEUES_URL = "/admin/django_threadmill/queue/"
@@ -16,7 +20,9 @@ QUEUES_URL = "/admin/django_threadmill/queue/"
 def staff_user(username: str, *codenames: str) -> User:
     user = User.objects.create_user(username, password="pw", is_staff=True)
     user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="django_threadmill", codename__in=codenames)
+        Permission.objects.filter(
+            content_type__app_label="django_threadmill", codename__in=codenames
+        )
     )
     return user
 
@@ -60,3 +66,24 @@ def successful_task(backend: ThreadmillTaskBackend, value: object = 3) -> str:
 
 def inspector(alias: str = "default"):  # type: ignore[no-untyped-def]
     return source_or_404(alias).inspector
+
+
+DUMMY_BACKEND = (
+    "django.tasks.backends.dummy.DummyBackend"
+    if find_spec("django.tasks")
+    else "django_tasks.backends.dummy.DummyBackend"
+)
+
+
+@pytest.fixture
+def two_aliases(redis_url: str, key_prefix: str) -> Iterator[None]:
+    """TASKS with a second Threadmill alias ("bulk") and a non-Threadmill one ("dummy")."""
+    tasks = tasks_setting(redis_url, key_prefix)
+    tasks["bulk"] = {
+        **tasks["default"],  # type: ignore[dict-item]
+        "QUEUES": ["bulk-in"],
+        "OPTIONS": {"key_prefix": f"{key_prefix}-bulk"},
+    }
+    tasks["dummy"] = {"BACKEND": DUMMY_BACKEND}
+    with override_settings(TASKS=tasks):
+        yield

@@ -1,0 +1,115 @@
+"""listing.Walker: several queues' indexes read as one ordered list, page by page."""
+
+import redis
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.inspect import Index, Inspector
+from django_threadmill.records import now_ms
+from django_threadmill.views.listing import Cursor, Stream, Walker
+from testproject.example.tasks import add
+from tests.backend_support import succeed
+
+QUEUES = ("default", "emails", "reports")
+# Finish times are set an hour back (within result_ttl, so finish.lua's trim keeps them), at
+# BASE + the offsets in TIMES; the snapshot AS_OF lies after all of them and before now.
+BASE = now_ms() - 3_600_000
+AS_OF = BASE + 10_000
+
+
+def finished_with_times(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, times: dict[str, list[int]]
+) -> list[tuple[float, int, str]]:
+    """Finish tasks per queue and set their finish times; return the expected listing order."""
+    expected = []
+    for n, queue in enumerate(QUEUES):
+        done = backend.broker.queue_keys(queue).done
+        for finished_ms in times.get(queue, []):
+            task_id = add.using(queue_name=queue).enqueue(1, 2).id
+            succeed(backend, task_id, 3)
+            redis_client.zadd(done, {task_id: BASE + finished_ms}, xx=True)
+            expected.append((-finished_ms, n, task_id))
+    # Newest first; ties follow the stream order, then Redis' reverse lexical order of ids.
+    expected.sort(key=lambda e: (e[0], e[1]))
+    ordered: list[tuple[float, int, str]] = []
+    for key in sorted({(e[0], e[1]) for e in expected}):
+        ordered += sorted((e for e in expected if (e[0], e[1]) == key), key=lambda e: e[2])[::-1]
+    return ordered
+
+
+def walker(backend: ThreadmillTaskBackend, as_of: int | None = AS_OF) -> Walker:
+    inspector = Inspector(backend.broker)
+    streams = [Stream("default", queue, inspector) for queue in QUEUES]
+    return Walker(streams, Index.DONE, as_of)
+
+
+TIMES = {
+    "default": [100, 500, 500, 900, 1300],
+    "emails": [200, 500, 700, 700, 700, 1500, 1600],
+    "reports": [50, 500, 1000],
+}
+
+
+def test_pages_concatenate_to_the_merged_order(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    expected = [task_id for _, _, task_id in finished_with_times(backend, redis_client, TIMES)]
+    walk, seen, cursor = walker(backend), [], Cursor(as_of_ms=AS_OF)
+    for _ in range(len(expected)):
+        page = walk.walk(cursor, want=4, budget=100)
+        seen += [row.id for _, row in page.rows]
+        cursor = page.end
+        if not walk.has_more(cursor):
+            break
+
+    assert seen == expected
+    assert cursor.position == len(expected)
+
+
+def test_walking_back_finds_the_previous_page_start(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    finished_with_times(backend, redis_client, TIMES)
+    walk = walker(backend)
+    first = walk.walk(Cursor(as_of_ms=AS_OF), want=4, budget=100)
+    second = walk.walk(first.end, want=4, budget=100)
+
+    back = walk.walk(second.end, want=4, budget=100, backward=True)
+
+    assert back.end == first.end
+    assert [row.id for _, row in back.rows] == [row.id for _, row in second.rows][::-1]
+
+
+def test_results_finishing_after_the_snapshot_do_not_shift_pages(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    expected = [task_id for _, _, task_id in finished_with_times(backend, redis_client, TIMES)]
+    walk = walker(backend)
+    first = walk.walk(Cursor(as_of_ms=AS_OF), want=5, budget=100)
+    succeed(backend, add.enqueue(9, 9).id, 18)  # finishes at Redis time, after AS_OF
+
+    second = walker(backend).walk(first.end, want=5, budget=100)
+
+    assert [row.id for _, row in second.rows] == expected[5:10]
+
+
+def test_a_filter_reads_at_most_the_budget_and_says_where_it_stopped(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    finished_with_times(backend, redis_client, TIMES)
+
+    page = walker(backend).walk(
+        Cursor(as_of_ms=AS_OF), want=4, budget=6, keep=lambda row: row.queue == "reports"
+    )
+
+    assert page.examined == 6
+    assert [row.queue for _, row in page.rows] == ["reports"]  # the one at 1000 ms
+    assert page.end.position == 6
+    assert not page.exhausted
+
+
+def test_cursor_survives_the_query_string_and_rejects_garbage() -> None:
+    cursor = Cursor(as_of_ms=5, offsets={("default", "emails"): 3, ("other", "x.y"): 0})
+
+    assert Cursor.decode(cursor.encode()) == Cursor(as_of_ms=5, offsets={("default", "emails"): 3})
+    assert Cursor.decode("not-a-cursor") is None
+    assert Cursor.decode(Cursor(offsets={("a", "b"): -1}).encode()) is None

@@ -1,0 +1,60 @@
+"""The queues page: counts per alias and queue, workers, and every Threadmill alias."""
+
+from django.test import Client, override_settings
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import task_backends
+from testproject.example.tasks import add
+from tests.admin.conftest import QUEUES_URL, failed_task, successful_task
+from tests.backend_support import start
+from tests.conftest import tasks_setting
+
+
+def test_shows_counts_per_queue(operator: Client, backend: ThreadmillTaskBackend) -> None:
+    failed_task(backend)
+    successful_task(backend)
+    add.enqueue(1, 1)
+
+    response = operator.get(QUEUES_URL)
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Backend “default”" in page
+    assert 'status=ready">1</a>' in page
+    assert 'status=failed">1</a>' in page
+    assert 'status=successful">1</a>' in page
+    assert "No worker has renewed a lease recently." in page
+
+
+def test_shows_workers_holding_leases(operator: Client, backend: ThreadmillTaskBackend) -> None:
+    lease = start(backend, add.enqueue(1, 1).id)
+    backend.broker.renew("web-7.example.com:4242:ab12", [lease])
+
+    page = operator.get(QUEUES_URL).content.decode()
+
+    assert "<td>web-7.example.com:4242:ab12</td><td>web-7.example.com</td><td>4242</td>" in page
+
+
+def test_lists_every_threadmill_alias_and_no_other(operator: Client, two_aliases: None) -> None:
+    task_backends["bulk"].broker.register_queues(["bulk-in"])
+
+    page = operator.get(QUEUES_URL).content.decode()
+
+    assert "Backend “default”" in page
+    assert "Backend “bulk”" in page
+    assert "bulk-in" in page
+    assert "dummy" not in page
+
+
+def test_an_unreachable_redis_is_reported_in_its_block(
+    operator: Client, redis_url: str, key_prefix: str
+) -> None:
+    tasks = tasks_setting(redis_url, key_prefix)
+    tasks["down"] = {**tasks["default"], "LOCATION": "redis://127.0.0.1:1/0"}  # type: ignore[dict-item]
+    with override_settings(TASKS=tasks):
+        response = operator.get(QUEUES_URL)
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Backend “down”" in page
+    assert "Redis at redis://127.0.0.1:1/0 is unreachable" in page
