@@ -271,7 +271,7 @@ class Broker:
                 ]
             return ScriptCall(
                 ScriptName.FINISH,
-                (keys.record_prefix, keys.leases, keys.done, keys.delayed, keys.stats),
+                (keys.record_prefix, keys.leases, keys.done, keys.delayed, keys.stats, keys.wake),
                 tuple(args),
             )
 
