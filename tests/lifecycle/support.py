@@ -62,13 +62,18 @@ def wait_for_expiry(broker: Broker, redis_client: redis.Redis, queue: str = "def
     wait_until(lambda: redis_now_ms() > deadline_ms, f"lease expiry in queue {queue!r}")
 
 
-def manage(redis_url: str, key_prefix: str, *args: str) -> subprocess.Popen[str]:
-    """Start ``manage.py <args>`` against the test's Redis and key prefix, lease_ttl 0.2 s."""
+def manage(
+    redis_url: str, key_prefix: str, *args: str, lease_ttl_s: float = 0.2
+) -> subprocess.Popen[str]:
+    """Start ``manage.py <args>`` in its own session, on the test's Redis and key prefix.
+
+    Its own session lets a test SIGKILL the whole process group (supervisor and children).
+    """
     env = {
         **os.environ,
         "REDIS_URL": redis_url,
         "THREADMILL_KEY_PREFIX": key_prefix,
-        "THREADMILL_LEASE_TTL": "0.2",
+        "THREADMILL_LEASE_TTL": str(lease_ttl_s),
         "DJANGO_SETTINGS_MODULE": "testproject.settings",
         "PYTHONUNBUFFERED": "1",
     }
@@ -79,4 +84,5 @@ def manage(redis_url: str, key_prefix: str, *args: str) -> subprocess.Popen[str]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )

@@ -115,3 +115,18 @@ def test_the_retry_delay_is_the_policy_delay(
     assert due_ms is not None
     assert due_ms > (seconds + 3500) * 1000
     assert broker.acquire("default", 10).reservations == []
+
+
+def test_a_scheduled_retry_wakes_an_idle_fetcher(
+    backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
+) -> None:
+    """Regression: an idle fetcher slept its whole block (5 s) before seeing a due retry."""
+    flaky.enqueue(1)
+    wake = broker.queue_keys("default").wake
+    [reservation] = broker.acquire("default", 10).reservations
+    redis_client.delete(wake)  # the fetcher consumed every token and now blocks
+    retry = Finish(
+        lease=reservation.lease, outcome=Outcome.RETRY, value="{}", started_ms=0, finished_ms=0
+    )
+    assert broker.finish("worker", [retry]) == []
+    assert redis_client.llen(wake) == 1

@@ -1,0 +1,150 @@
+"""The lifecycle with the real worker command: SIGKILL, reap, retry to attempt 3, deferral."""
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import redis
+from django.utils import timezone
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Broker
+from django_threadmill.compat import TaskResultStatus
+from django_threadmill.exceptions import LeaseExpired
+from django_threadmill.reaper import reap_once
+
+from .support import ROOT, manage, wait_for_expiry, wait_until
+from .tasks import flaky, hang, plain
+
+WORKER_COMMAND = ROOT / "django_threadmill/management/commands/threadmill_worker.py"
+pytestmark = pytest.mark.skipif(
+    not WORKER_COMMAND.exists(), reason="manage.py threadmill_worker is not written yet"
+)
+LEASE_TTL_S = 2.0  # long enough that a busy CI machine renews in time, short enough to wait for
+
+
+@pytest.fixture
+def workers(redis_url: str, key_prefix: str) -> Iterator[list[subprocess.Popen[str]]]:
+    """Start workers with ``workers.append(start(...))``; every one is killed at the end."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+def start_worker(redis_url: str, key_prefix: str, *args: str) -> subprocess.Popen[str]:
+    # --reap-interval 0: the supervisor does not reap, so the test decides when a pass runs.
+    return manage(
+        redis_url,
+        key_prefix,
+        "threadmill_worker",
+        "--processes",
+        "1",
+        "--threads",
+        "1",
+        "--reap-interval",
+        "0",
+        *args,
+        lease_ttl_s=LEASE_TTL_S,
+    )
+
+
+def finish_burst(process: subprocess.Popen[str]) -> None:
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+
+
+def state_of(broker: Broker, redis_client: redis.Redis, task_id: str) -> str | None:
+    key = broker.record_key(task_id)
+    assert key is not None
+    return redis_client.hget(key, "state")
+
+
+def test_sigkilled_worker_running_task_fails_and_its_reserved_tasks_run_elsewhere(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+    workers: list[subprocess.Popen[str]],
+) -> None:
+    marker = tmp_path / "started"
+    hanging = hang.enqueue(str(marker)).id
+    waiting = [plain.using(queue_name="reports").enqueue().id for _ in range(3)]
+    worker = start_worker(redis_url, key_prefix, "--queue", "reports", "--prefetch", "4")
+    workers.append(worker)
+    wait_until(marker.exists, "the hanging task starting")
+    wait_until(
+        lambda: backend.get_result(hanging).status == TaskResultStatus.RUNNING,
+        "the start notice of the hanging task reaching Redis",
+    )
+    wait_until(
+        lambda: all(state_of(broker, redis_client, i) == "reserved" for i in waiting),
+        "the other three tasks being reserved by the worker",
+    )
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=10)
+
+    wait_for_expiry(broker, redis_client, "reports")
+    report = reap_once(backend)
+
+    assert (report.failed, report.released) == (1, 3)
+    lost = backend.get_result(hanging)
+    assert lost.status == TaskResultStatus.FAILED
+    [error] = lost.errors
+    assert error.exception_class is LeaseExpired
+    assert f"Worker {lost.worker_ids[-1]} stopped renewing its lease; deadline" in error.traceback
+    assert all(backend.get_result(i).status == TaskResultStatus.READY for i in waiting)
+
+    second = start_worker(redis_url, key_prefix, "--queue", "reports", "--burst")
+    workers.append(second)
+    finish_burst(second)
+    for task_id in waiting:
+        result = backend.get_result(task_id)
+        assert result.status == TaskResultStatus.SUCCESSFUL
+        assert len(result.worker_ids) == 1
+        assert result.worker_ids != lost.worker_ids
+    assert backend.get_result(hanging).status == TaskResultStatus.FAILED
+
+
+def test_worker_retries_a_task_until_it_succeeds_on_attempt_three(
+    backend: ThreadmillTaskBackend,
+    redis_url: str,
+    key_prefix: str,
+    workers: list[subprocess.Popen[str]],
+) -> None:
+    task_id = flaky.enqueue(2).id
+    worker = start_worker(redis_url, key_prefix, "--queue", "default", "--burst")
+    workers.append(worker)
+    finish_burst(worker)
+
+    result = backend.get_result(task_id)
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == 3
+    assert result.attempts == 3
+    assert [e.exception_class for e in result.errors] == [ValueError, ValueError]
+
+
+def test_worker_runs_a_deferred_task_when_due_and_not_before(
+    backend: ThreadmillTaskBackend,
+    redis_url: str,
+    key_prefix: str,
+    workers: list[subprocess.Popen[str]],
+) -> None:
+    run_after = timezone.now() + timedelta(seconds=1)
+    task_id = plain.using(run_after=run_after).enqueue().id
+    worker = start_worker(redis_url, key_prefix, "--queue", "default", "--burst")
+    workers.append(worker)
+    finish_burst(worker)
+
+    result = backend.get_result(task_id)
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.started_at is not None
+    assert result.started_at >= run_after.replace(microsecond=run_after.microsecond // 1000 * 1000)
