@@ -1,0 +1,161 @@
+"""Measure what each hot-path step costs Redis, per task: commands and server CPU.
+
+Run ``python benchmarks/core_costs.py`` from the repository root. It starts a throwaway
+redis-server (the first on PATH), enqueues ``--tasks`` echo tasks one ``enqueue()`` at a time,
+acquires them in batches of ``--batch``, sends start notices and success acks in batches of the
+same size, and prints, per phase, the deltas of ``INFO commandstats`` and ``INFO cpu``
+(used_cpu_sys + used_cpu_user) divided by the number of tasks. Commands counted include those
+run inside Lua scripts; "script calls" are the EVALSHA round trips the client made.
+"""
+
+import argparse
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.redis_stats import RedisCost, cost_between, server_version, snapshot
+from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
+from django_threadmill.compat import Task
+from django_threadmill.records import dumps, now_ms
+from testproject.redis_server import redis_process
+
+WORKER = "core-costs-worker"
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One measured step of the task life cycle."""
+
+    name: str
+    cost: RedisCost
+    wall_s: float
+
+
+def measure(client: redis.Redis, name: str, work: Callable[[], None]) -> Phase:
+    """Run ``work`` between two INFO snapshots and return what it cost the server."""
+    before = snapshot(client)
+    started = time.perf_counter()
+    work()
+    wall_s = time.perf_counter() - started
+    return Phase(name, cost_between(before, snapshot(client), {}), wall_s)
+
+
+def run_phases(client: redis.Redis, tasks: int, batch: int) -> list[Phase]:
+    """Enqueue, acquire, start and ack ``tasks`` echo tasks; measure each phase."""
+    from django_threadmill.compat import task_backends
+    from testproject.example.tasks import echo
+
+    backend = task_backends["default"]
+    broker = backend.broker
+    leases: list[Lease] = []
+
+    def enqueue() -> None:
+        for n in range(tasks):
+            echo.enqueue(n)
+
+    def acquire() -> None:
+        while len(leases) < tasks:
+            reservations = broker.acquire("default", batch).reservations
+            assert reservations, "acquire returned nothing before every task was reserved"
+            leases.extend(r.lease for r in reservations)
+
+    def start() -> None:
+        for first in range(0, tasks, batch):
+            notices = [Start(lease=lease, started_ms=now_ms()) for lease in leases[first:][:batch]]
+            assert broker.start(WORKER, notices) == []
+
+    def ack() -> None:
+        for first in range(0, tasks, batch):
+            done = [success(lease, n) for n, lease in enumerate(leases[first:][:batch], first)]
+            assert broker.finish(WORKER, done) == []
+
+    def enqueue_many() -> None:
+        backend.enqueue_many(echo, (((n,), {}) for n in range(tasks)))
+
+    warm_up(broker, echo)
+    return [
+        measure(client, "enqueue", enqueue),
+        measure(client, "acquire", acquire),
+        measure(client, "start", start),
+        measure(client, "ack", ack),
+        measure(client, "enqueue_many", enqueue_many),
+    ]
+
+
+def success(lease: Lease, value: object) -> Finish:
+    return Finish(
+        lease=lease,
+        outcome=Outcome.SUCCESSFUL,
+        value=dumps(value),
+        started_ms=now_ms(),
+        finished_ms=now_ms(),
+    )
+
+
+def warm_up(broker: Broker, echo: Task) -> None:
+    """Register the queue and load every script used, so no phase pays for that."""
+    echo.enqueue("warm-up")
+    [reservation] = broker.acquire("default", 1).reservations
+    assert broker.start(WORKER, [Start(lease=reservation.lease, started_ms=now_ms())]) == []
+    assert broker.finish(WORKER, [success(reservation.lease, None)]) == []
+
+
+def report(phases: list[Phase], tasks: int, batch: int, version: str) -> str:
+    """Return the per-task table, with start+ack (the ack writer's two calls) after ack."""
+    start, ack = phases[2], phases[3]
+    combined = RedisCost(
+        commands=start.cost.commands + ack.cost.commands,
+        script_calls=start.cost.script_calls + ack.cost.script_calls,
+        cpu_s=start.cost.cpu_s + ack.cost.cpu_s,
+        top_commands={},
+    )
+    lines = [
+        f"Redis {version}, {tasks} tasks, batches of {batch} (per task; CPU = sys + user)",
+        f"{'phase':<16}{'commands':>10}{'script calls':>14}{'CPU µs':>10}{'client tasks/s':>16}",
+    ]
+    for phase in phases:
+        lines.append(row(phase.name, phase.cost, phase.wall_s, tasks))
+        if phase is ack:
+            lines.append(row("start+ack", combined, start.wall_s + ack.wall_s, tasks))
+    lines.append("busiest commands per phase:")
+    for phase in phases:
+        busiest = ", ".join(f"{name}={count}" for name, count in phase.cost.top_commands.items())
+        lines.append(f"  {phase.name}: {busiest}")
+    return "\n".join(lines)
+
+
+def row(name: str, cost: RedisCost, wall_s: float, tasks: int) -> str:
+    return (
+        f"{name:<16}{cost.commands / tasks:>10.2f}{cost.script_calls / tasks:>14.4f}"
+        f"{cost.cpu_s * 1e6 / tasks:>10.2f}{tasks / wall_s:>16.0f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=10_000, help="tasks per phase")
+    parser.add_argument("--batch", type=int, default=128, help="acquire/start/ack batch size")
+    options = parser.parse_args()
+    with redis_process("--appendonly", "no") as server:
+        os.environ["REDIS_URL"] = server.url
+        os.environ["THREADMILL_KEY_PREFIX"] = f"tmcost-{uuid.uuid4().hex[:8]}"
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
+        import django
+
+        django.setup()
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        phases = run_phases(client, options.tasks, options.batch)
+        print(report(phases, options.tasks, options.batch, server_version(client)))
+        client.close()
+
+
+if __name__ == "__main__":
+    main()
