@@ -1,0 +1,61 @@
+"""The task list pages newest first, forwards and back, with positions and a total."""
+
+import html
+import re
+
+import pytest
+from django.test import Client
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from tests.admin.conftest import TASKS_URL, failed_task, successful_task
+
+
+def link(page: str, element_id: str) -> str | None:
+    found = re.search(rf'href="(\?[^"]*)" id="{element_id}"', page)
+    return html.unescape(found[1]) if found else None
+
+
+def ids_on(page: str, task_ids: list[str]) -> list[str]:
+    """Return those of ``task_ids`` that ``page`` shows, in page order."""
+    return [t for _, t in sorted((page.index(t), t) for t in task_ids if t in page)]
+
+
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("django_threadmill.views.results.LIST_PER_PAGE", 2)
+
+
+def test_next_and_previous_walk_the_pages(
+    operator: Client, backend: ThreadmillTaskBackend, small_pages: None
+) -> None:
+    task_ids = [successful_task(backend) for _ in range(5)]
+
+    first = operator.get(TASKS_URL).content.decode()
+    second = operator.get(TASKS_URL + link(first, "tm-older")).content.decode()
+    third = operator.get(TASKS_URL + link(second, "tm-older")).content.decode()
+    back = operator.get(TASKS_URL + link(third, "tm-newer")).content.decode()
+
+    assert "Showing 1 to 2 of 5." in first
+    assert "Showing 3 to 4 of 5." in second
+    assert "Showing 5 to 5 of 5." in third
+    assert link(first, "tm-newer") is None
+    assert link(third, "tm-older") is None
+    pages = [ids_on(p, task_ids) for p in (first, second, third)]
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert sorted(t for p in pages for t in p) == sorted(task_ids)
+    assert ids_on(back, task_ids) == pages[1]
+
+
+def test_a_filtered_page_keeps_its_filter_in_the_links(
+    operator: Client, backend: ThreadmillTaskBackend, small_pages: None
+) -> None:
+    failed = [failed_task(backend) for _ in range(3)]
+    successful_task(backend)
+
+    first = operator.get(TASKS_URL, {"status": "failed"}).content.decode()
+    older = link(first, "tm-older")
+    second = operator.get(TASKS_URL + older).content.decode()
+
+    assert "status=failed" in older
+    assert "2 matches" in first
+    assert len(ids_on(first, failed) + ids_on(second, failed)) == 3
