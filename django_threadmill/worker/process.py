@@ -25,7 +25,6 @@ logger = logging.getLogger(__name__)
 
 EXIT_CRASHED = 2  # a thread's own loop failed: the supervisor restarts the process
 STOP = b"s"  # control message from the supervisor: stop gracefully
-KILL = b"k"  # control message from the supervisor: exit at once
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 
 
@@ -152,9 +151,12 @@ class WorkerProcess:
             ready, _, _ = select.select(watched, [], [], left)
             if control_fd in ready:
                 message = os.read(control_fd, 64)
-                if KILL in message:
-                    os._exit(EXIT_FORCED)
-                self.request_stop()  # STOP, or EOF: the supervisor is gone
+                logger.info(
+                    "Stopping on %s worker_id=%s",
+                    "supervisor request" if message else "supervisor exit",
+                    self.worker_id,
+                )
+                self.request_stop()
             if self._wakeup_read in ready:
                 os.read(self._wakeup_read, 64)
 

@@ -16,7 +16,7 @@ from ..compat import task_backends
 from ..exceptions import BrokerUnavailable
 from ..reaper import reap_once
 from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, WorkerOptions
-from .process import KILL, STOP, WorkerProcess
+from .process import STOP, WorkerProcess
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class Supervisor:
             self._wait_for_event()
             if self.signals > relayed:
                 relayed = self.signals
-                self._relay(KILL if self.signals > 1 else STOP)
+                self._relay() if self.signals == 1 else self._kill()
             self._collect_exits()
             self._restart_due()
             self._reap_if_due()
@@ -102,16 +102,26 @@ class Supervisor:
         slot.started_at, slot.restart_at = time.monotonic(), None
         logger.info("Worker process spawned slot=%d pid=%s", slot.index, process.pid)
 
-    def _relay(self, message: bytes) -> None:
-        """Tell every live process to stop (first signal) or to exit now (second signal)."""
-        if message == KILL:
-            self.exit_code = EXIT_FORCED
+    def _relay(self) -> None:
+        """Tell every live process to stop gracefully (the first signal)."""
+        logger.info("Stopping worker processes count=%d", self._live_count())
         for slot in self.slots:
             if slot.control_fd is not None:
                 with suppress(OSError):  # already gone: _collect_exits will see it
-                    os.write(slot.control_fd, message)
+                    os.write(slot.control_fd, STOP)
             if slot.process is None:
                 slot.done = True
+
+    def _kill(self) -> None:
+        """Kill every live process at once (a second signal); the reaper settles their leases."""
+        logger.warning("Second signal: killing worker processes count=%d", self._live_count())
+        self.exit_code = EXIT_FORCED
+        for slot in self.slots:
+            if slot.process is not None:
+                slot.process.kill()
+
+    def _live_count(self) -> int:
+        return sum(1 for slot in self.slots if slot.process is not None)
 
     def _wait_for_event(self) -> None:
         """Sleep until a process exits, a signal arrives, a restart or a reap is due."""
@@ -162,7 +172,7 @@ class Supervisor:
             self.exit_code = EXIT_GAVE_UP
             self.signals = max(self.signals, 1)
             slot.done = True
-            self._relay(STOP)
+            self._relay()
             return
         delay = min(FIRST_RESTART_DELAY_S * 2 ** (slot.crashes - 1), MAX_RESTART_DELAY_S)
         logger.error(

@@ -92,16 +92,16 @@ def test_extreme_priorities_keep_exact_scores(
     assert redis_client.zscore(keys.ready, bottom.id) == 200 * PRIORITY_STEP + 2
 
 
-def test_duplicate_id_writes_nothing(
+def test_an_existing_id_is_skipped_so_a_retried_enqueue_is_idempotent(
     broker: Broker, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     existing = new_task()
     broker.enqueue("default", [existing])
+    redis_client.hset(keys.record(existing.id), "state", "running")
     fresh = new_task()
-    with pytest.raises(redis.ResponseError, match=f"duplicate task id {existing.id}"):
-        broker.enqueue("default", [fresh, existing])
-    assert redis_client.exists(keys.record(fresh.id)) == 0
-    assert redis_client.zrange(keys.ready, 0, -1) == [existing.id]
+    assert broker.enqueue("default", [fresh, existing]) == 1
+    assert redis_client.hget(keys.record(existing.id), "state") == "running"
+    assert redis_client.zrange(keys.ready, 0, -1) == [existing.id, fresh.id]
 
 
 def test_wake_tokens_are_capped(broker: Broker, keys: QueueKeys, redis_client: redis.Redis) -> None:

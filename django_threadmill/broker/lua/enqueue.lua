@@ -8,29 +8,26 @@
 -- ARGV[2..] per task, 5 values: id, payload (JSON, stored as is), priority,
 --           run_after_ms ("" for none), enqueued_ms
 -- Returns: the number of tasks stored.
--- Fence:   none (new ids); an id that exists already is an error and nothing is written.
+-- Fence:   an id that exists already is skipped, never overwritten: ids are fresh uuids, so it
+--          can only be a retry of a call whose reply was lost, which makes enqueue idempotent.
 -- Clock:   redis.call("TIME") only, to decide ready or delayed.
 local now = now_ms()
-
-for i = 2, #ARGV, 5 do
-  if redis.call("EXISTS", KEYS[1] .. ARGV[i]) == 1 then
-    return redis.error_reply("ERR duplicate task id " .. ARGV[i])
-  end
-end
 
 local stored = 0
 for i = 2, #ARGV, 5 do
   local id, payload, priority = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
-  local run_after_ms = ARGV[i + 3]
-  local score = (100 - priority) * 1099511627776 + redis.call("INCR", KEYS[4])
-  redis.call("HSET", KEYS[1] .. id, "payload", payload, "state", "ready", "score", score,
-    "token", 0, "enqueued_ms", ARGV[i + 4], "run_after_ms", run_after_ms, "nerrors", 0)
-  if run_after_ms ~= "" and tonumber(run_after_ms) > now then
-    redis.call("ZADD", KEYS[3], tonumber(run_after_ms), id)
-  else
-    redis.call("ZADD", KEYS[2], score, id)
+  if redis.call("EXISTS", KEYS[1] .. id) == 0 then
+    local run_after_ms = ARGV[i + 3]
+    local score = (100 - priority) * 1099511627776 + redis.call("INCR", KEYS[4])
+    redis.call("HSET", KEYS[1] .. id, "payload", payload, "state", "ready", "score", score,
+      "token", 0, "enqueued_ms", ARGV[i + 4], "run_after_ms", run_after_ms, "nerrors", 0)
+    if run_after_ms ~= "" and tonumber(run_after_ms) > now then
+      redis.call("ZADD", KEYS[3], tonumber(run_after_ms), id)
+    else
+      redis.call("ZADD", KEYS[2], score, id)
+    end
+    stored = stored + 1
   end
-  stored = stored + 1
 end
 
 local missing = tonumber(ARGV[1]) - redis.call("LLEN", KEYS[5])

@@ -1,0 +1,87 @@
+"""Helpers every test package shares: waiting with a deadline and running manage.py commands."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout, where manage.py lives
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 10.0) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` never happened."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout_s}s")
+        time.sleep(0.01)  # polling with a deadline, not synchronising
+
+
+class Command:
+    """A ``manage.py`` command running in a subprocess, its stderr captured to a file."""
+
+    def __init__(
+        self, redis_url: str, key_prefix: str, *args: str, lease_ttl_s: float = 60.0
+    ) -> None:
+        self._log = tempfile.NamedTemporaryFile(prefix="threadmill-cmd-", suffix=".log")  # noqa: SIM115
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "THREADMILL_KEY_PREFIX": key_prefix,
+            "THREADMILL_LEASE_TTL": str(lease_ttl_s),
+            "DJANGO_SETTINGS_MODULE": "testproject.settings",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def log(self) -> str:
+        return Path(self._log.name).read_text()
+
+    def wait_for_log(self, pattern: str, timeout_s: float = 15.0) -> re.Match[str]:
+        """Wait until the output matches ``pattern``; return the last match."""
+        wait_until(lambda: re.search(pattern, self.log), f"log line {pattern!r}", timeout_s)
+        return list(re.finditer(pattern, self.log))[-1]
+
+    def child_pids(self) -> list[int]:
+        """Return the pids of the worker processes spawned so far, oldest first."""
+        return [
+            int(pid) for pid in re.findall(r"Worker process spawned slot=\d+ pid=(\d+)", self.log)
+        ]
+
+    def signal(self, signum: int = signal.SIGTERM) -> None:
+        self.process.send_signal(signum)
+
+    def wait(self, timeout_s: float = 60.0) -> int:
+        """Wait for the command to exit; kill it and fail if it does not in time."""
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"command did not exit within {timeout_s}s:\n{self.log}") from None
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+def worker(redis_url: str, key_prefix: str, *args: str, lease_ttl_s: float = 60.0) -> Command:
+    """Start ``threadmill_worker`` with one process unless ``args`` say otherwise."""
+    defaults = [] if "--processes" in args else ["--processes", "1"]
+    return Command(
+        redis_url, key_prefix, "threadmill_worker", *defaults, *args, lease_ttl_s=lease_ttl_s
+    )

@@ -1,0 +1,21 @@
+"""Worker tests run the real command; they get a helper that starts it and always stops it."""
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.support import Command, worker
+
+
+@pytest.fixture
+def start_worker(redis_url: str, key_prefix: str) -> Iterator[Callable[..., Command]]:
+    started: list[Command] = []
+
+    def start(*args: str, lease_ttl_s: float = 60.0) -> Command:
+        command = worker(redis_url, key_prefix, *args, lease_ttl_s=lease_ttl_s)
+        started.append(command)
+        return command
+
+    yield start
+    for command in started:
+        command.close()

@@ -1,0 +1,59 @@
+"""Tasks for the worker tests, at module level so worker processes import them."""
+
+import os
+import time
+from pathlib import Path
+
+from django_threadmill.compat import task
+
+
+@task
+def square(n: int) -> int:
+    return n * n
+
+
+@task(queue_name="emails")
+def square_email(n: int) -> int:
+    return n * n
+
+
+@task(queue_name="reports")
+def square_report(n: int) -> int:
+    return n * n
+
+
+@task
+def exit_now() -> None:
+    raise SystemExit(3)
+
+
+@task
+def interrupt() -> None:
+    raise KeyboardInterrupt
+
+
+@task
+def returns_a_set() -> set[int]:
+    return {1, 2}
+
+
+@task
+def pid() -> int:
+    return os.getpid()
+
+
+@task
+def work_for(seconds: float, marker: str = "") -> float:
+    """Stand for real work that takes ``seconds``; write ``marker`` first, if given."""
+    if marker:
+        Path(marker).write_text("started")
+    time.sleep(seconds)  # the task's own work, not test synchronisation
+    return seconds
+
+
+@task
+def count_run(log_path: str, value: int) -> int:
+    """Append ``value`` to ``log_path``, so tests count executions outside Redis."""
+    with open(log_path, "a") as log:
+        log.write(f"{value}\n")
+    return value

@@ -1,0 +1,81 @@
+"""The ack writer batches with no timer, elides starts, and never loses an ack."""
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from django_threadmill.broker import Broker, Finish, Outcome, Start
+from django_threadmill.records import now_ms
+from django_threadmill.worker.ack_writer import AckWriter
+from django_threadmill.worker.leases import HeldLeases
+from tests.worker import tasks
+
+WORKER = "writer-test:1:abcd"
+
+
+class RecordingBroker(Broker):
+    """A real broker that also remembers the batches it was asked to write."""
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker.settings)
+        self.calls: list[tuple[str, int]] = []
+
+    def start(self, worker_id: str, starts: Sequence[Start]) -> list[Start]:
+        self.calls.append(("start", len(starts)))
+        return super().start(worker_id, starts)
+
+    def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Finish]:
+        self.calls.append(("finish", len(finishes)))
+        return super().finish(worker_id, finishes)
+
+
+@pytest.fixture
+def recording(broker: Broker) -> RecordingBroker:
+    return RecordingBroker(broker)
+
+
+@pytest.fixture
+def writer(recording: RecordingBroker) -> Iterator[AckWriter]:
+    finished: list[int] = []
+    writer = AckWriter(recording, WORKER, HeldLeases(), finished.append)
+    yield writer
+    writer.stop()
+    writer.join(5)
+
+
+def finish(lease, outcome: Outcome = Outcome.SUCCESSFUL) -> Finish:  # type: ignore[no-untyped-def]
+    value = "1" if outcome is Outcome.SUCCESSFUL else '{"exception_class_path":"x","traceback":""}'
+    return Finish(lease=lease, outcome=outcome, value=value, started_ms=1, finished_ms=2)
+
+
+def test_a_queued_burst_is_one_success_call_and_starts_with_results_are_elided(
+    broker: Broker, recording: RecordingBroker, writer: AckWriter
+) -> None:
+    for n in range(10):
+        tasks.square.enqueue(n)
+    leases = [r.lease for r in broker.acquire("default", 10).reservations]
+    for lease in leases:  # queued before the thread starts: one drain takes them all
+        writer.submit_start(Start(lease=lease, started_ms=now_ms()))
+        writer.submit_finish(finish(lease))
+    writer.submit_finish(finish(leases[0], Outcome.FAILED))  # a duplicate: stale, dropped
+    writer.start()
+    writer.stop()
+    writer.join(5)
+
+    assert recording.calls == [("finish", 10), ("finish", 1)]
+    records = [broker.record(lease.task_id) for lease in leases]
+    assert all(record and record["state"] == "successful" for record in records)
+    assert all(record and record["workers"] == WORKER for record in records)
+    assert writer.pending() == 0
+
+
+def test_sync_ack_returns_only_once_the_result_is_written(
+    broker: Broker, writer: AckWriter
+) -> None:
+    result = tasks.square.enqueue(3)
+    [reservation] = broker.acquire("default", 1).reservations
+    writer.start()
+    writer.submit_finish(finish(reservation.lease), wait=True)
+    record = broker.record(result.id)
+    assert record is not None
+    assert record["state"] == "successful"

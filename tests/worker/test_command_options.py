@@ -1,0 +1,58 @@
+"""Invalid threadmill_worker options fail fast with a message that names the fix."""
+
+import re
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.worker.options import WorkerOptions
+from django_threadmill.worker.process import WorkerProcess
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--queue", "nope"], "Queue 'nope' is not in TASKS['default']['QUEUES']"),
+        (["--queue", "bad name"], "Queue name 'bad name' is not valid"),
+        (["--threads", "0"], "--threads must be 1 or more, got 0."),
+        (["--processes", "0"], "--processes must be 1 or more, got 0."),
+        (["--prefetch", "0"], "--prefetch must be 1 or more, got 0."),
+        (["--prefetch", "20000"], "--prefetch 20000 is above the ceiling of 10000"),
+        (["--max-tasks", "0"], "--max-tasks must be 1 or more, got 0."),
+        (["--max-tasks-jitter", "5"], "--max-tasks-jitter needs --max-tasks."),
+        (["--grace-period", "-1"], "--grace-period must be 0 or more seconds."),
+        (["--reap-interval", "-1"], "--reap-interval must be 0 (off) or more seconds."),
+        (["--backend", "missing"], "No TASKS backend 'missing'"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_starts(args: list[str], message: str) -> None:
+    with pytest.raises(CommandError, match=re.escape(message)):
+        call_command("threadmill_worker", *args)
+
+
+def test_threads_are_named_by_role(backend: ThreadmillTaskBackend) -> None:
+    options = WorkerOptions(
+        backend_alias="default",
+        queues=("default",),
+        processes=1,
+        threads=3,
+        prefetch=12,
+        max_tasks=None,
+        max_tasks_jitter=0,
+        burst=False,
+        sync_ack=False,
+        grace_period_s=1.0,
+        reap_interval_s=None,
+        log_format="text",
+    )
+    process = WorkerProcess(options, backend)
+    names = [t.name for t in [process.prefetcher, process.writer, process.keeper, *process.threads]]
+    assert names == [
+        "threadmill-prefetcher",
+        "threadmill-ack-writer",
+        "threadmill-lease-keeper",
+        "threadmill-worker-1",
+        "threadmill-worker-2",
+        "threadmill-worker-3",
+    ]

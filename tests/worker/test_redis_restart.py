@@ -1,0 +1,47 @@
+"""A Redis with AOF restarted mid-run: the worker reconnects and finishes, nothing is lost."""
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus
+from testproject.redis_server import RedisProcess, redis_process
+from tests.support import Command, wait_until
+from tests.worker import tasks
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisProcess]:
+    with redis_process("--appendonly", "yes", "--appendfsync", "always") as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisProcess) -> str:
+    return redis_server.url
+
+
+def test_worker_survives_a_redis_restart(
+    backend: ThreadmillTaskBackend,
+    redis_server: RedisProcess,
+    tmp_path: Path,
+    start_worker: Callable[..., Command],
+) -> None:
+    runs = tmp_path / "runs.log"
+    results = backend.enqueue_many(tasks.count_run, [((str(runs), n), {}) for n in range(3000)])
+    done = backend.broker.queue_keys("default").done
+    worker = start_worker("--threads", "2", "--prefetch", "16", "--burst")
+
+    wait_until(lambda: backend.broker.client.zcard(done) > 300, "some tasks finishing")
+    redis_server.kill()
+    worker.wait_for_log("Fetch failed|Ack batch failed|Lease renewal failed")
+    redis_server.start()
+
+    assert worker.wait(120) == 0, worker.log
+    for result in results:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL, result.id
+    executed = {int(line) for line in runs.read_text().split()}
+    assert executed == set(range(3000))

@@ -1,0 +1,77 @@
+"""The supervisor restarts dead processes, recycles on --max-tasks, gives up on crash loops."""
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+
+from django_threadmill.compat import TaskResultStatus
+from tests.support import ROOT, Command, wait_until
+from tests.worker import tasks
+
+
+def test_a_killed_worker_process_is_restarted_and_work_goes_on(
+    start_worker: Callable[..., Command],
+) -> None:
+    worker = start_worker("--reap-interval", "0")
+    first = tasks.pid.enqueue()
+    wait_until(lambda: first.refresh() or first.is_finished, "the first task finishing")
+    [original] = worker.child_pids()
+    assert first.return_value == original
+
+    os.kill(original, signal.SIGKILL)
+    worker.wait_for_log(rf"Worker process died slot=0 pid={original} status=signal 9")
+    wait_until(lambda: len(worker.child_pids()) == 2, "a replacement process")
+    second = tasks.pid.enqueue()
+    wait_until(lambda: second.refresh() or second.is_finished, "a task on the new process")
+    assert second.return_value == worker.child_pids()[1] != original
+
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.log
+
+
+def test_max_tasks_recycles_the_process(start_worker: Callable[..., Command]) -> None:
+    results = [tasks.pid.enqueue() for _ in range(12)]
+    worker = start_worker("--max-tasks", "4", "--prefetch", "1")
+    wait_until(
+        lambda: all(result.refresh() or result.is_finished for result in results),
+        "every task finishing",
+        timeout_s=30,
+    )
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.log
+    assert "Worker process recycled slot=0" in worker.log
+    assert len({result.return_value for result in results}) >= 3
+    assert all(result.status == TaskResultStatus.SUCCESSFUL for result in results)
+
+
+def test_processes_that_keep_crashing_at_start_make_the_command_give_up(
+    redis_url: str, key_prefix: str
+) -> None:
+    # Break the worker process (not the supervisor) the way a bad import at fork time would.
+    script = (
+        "import sys;"
+        "import django_threadmill.worker.process as process;"
+        "process.WorkerProcess.run = lambda *args: 1 / 0;"
+        "from django.core.management import execute_from_command_line;"
+        "execute_from_command_line(['manage.py', 'threadmill_worker', '--processes', '1'])"
+    )
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "THREADMILL_KEY_PREFIX": key_prefix,
+        "DJANGO_SETTINGS_MODULE": "testproject.settings",
+    }
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 2, completed.stderr
+    assert "Worker processes keep dying at start slot=0 status=exit code 1 crashes=5" in (
+        completed.stderr
+    )
