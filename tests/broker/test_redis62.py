@@ -8,6 +8,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease, NewTask, Outcome
+from django_threadmill.broker.scripts import ScriptName, script_source
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.records import now_ms
 from testproject.example.tasks import echo
@@ -82,3 +83,8 @@ def test_backend_round_trip_on_6_2(backend: ThreadmillTaskBackend) -> None:
     result = echo.enqueue("hello")
     assert echo.get_result(result.id).status == TaskResultStatus.READY
     assert [message.id for message in backend.check()] == ["threadmill.W001"]  # no E002
+
+
+@pytest.mark.parametrize("name", list(ScriptName))
+def test_every_script_compiles_on_6_2(broker: Broker, name: ScriptName) -> None:
+    assert broker.client.script_load(script_source(name))
