@@ -22,5 +22,6 @@ class WorkerOptions:
     burst: bool
     sync_ack: bool
     grace_period_s: float
+    task_timeout_s: float | None
     reap_interval_s: float | None
     log_format: str

@@ -20,6 +20,7 @@ from .leases import HeldLeases, LeaseKeeper
 from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, WorkerOptions
 from .prefetcher import FIRST_BACKOFF_S, MAX_BACKOFF_S, Prefetcher
 from .threads import WorkerThread
+from .watchdog import Watchdog
 
 logger = logging.getLogger(__name__)
 
@@ -65,18 +66,32 @@ class WorkerProcess:
             is_settled=lambda: self.buffer.is_idle() and self.writer.pending() == 0,
             on_empty=self.request_stop,
         )
-        self.threads = [
-            WorkerThread(
-                index,
-                buffer=self.buffer,
-                executor=Executor(self.worker_id, backend.alias, type(backend)),
-                writer=self.writer,
-                held=self.held,
-                sync_ack=options.sync_ack,
-                on_crash=lambda: self.request_stop(EXIT_CRASHED),
+        self.backend = backend
+        self.threads = [self._make_thread(index) for index in range(1, options.threads + 1)]
+        self.watchdog = (
+            None
+            if options.task_timeout_s is None
+            else Watchdog(
+                options.task_timeout_s, self.threads, self._replace, self.writer, self.buffer
             )
-            for index in range(1, options.threads + 1)
-        ]
+        )
+
+    def _make_thread(self, index: int) -> WorkerThread:
+        return WorkerThread(
+            index,
+            buffer=self.buffer,
+            executor=Executor(self.worker_id, self.backend.alias, type(self.backend)),
+            writer=self.writer,
+            held=self.held,
+            sync_ack=self.options.sync_ack,
+            on_crash=lambda: self.request_stop(EXIT_CRASHED),
+        )
+
+    def _replace(self, stuck: WorkerThread) -> None:
+        """Start a fresh worker thread in place of one the watchdog abandoned."""
+        fresh = self._make_thread(len(self.threads) + 1)
+        self.threads.append(fresh)
+        fresh.start()
 
     def request_stop(self, exit_code: int = EXIT_OK) -> None:
         """Ask the main thread to stop the process (from any thread)."""
@@ -106,8 +121,9 @@ class WorkerProcess:
         self._control_fd = control_fd
         if not self._wait_for_redis():
             return self.exit_code
-        for thread in [self.keeper, self.writer, *self.threads, self.prefetcher]:
-            thread.start()
+        for thread in [self.keeper, self.writer, *self.threads, self.prefetcher, self.watchdog]:
+            if thread is not None:
+                thread.start()
         self._wait()
         self.stop()
         return self.exit_code
@@ -163,13 +179,16 @@ class WorkerProcess:
     def stop(self) -> None:
         """Stop in DESIGN.md §4 order; every join shares one deadline."""
         deadline = time.monotonic() + self.options.grace_period_s
+        if self.watchdog is not None:  # no thread replacements while stopping
+            self.watchdog.stop()
+            self.watchdog.join()
         # 1. Stop fetching, so nothing new is reserved while we hand work back.
         self.prefetcher.stop()
         self.prefetcher.join(max(0.0, deadline - time.monotonic()))
         # 2. Release reserved, never-started tasks to their queues, in their original place.
         self._release(self.buffer.close())
         # 3. Let running tasks finish, bounded by the grace period.
-        for thread in self.threads:
+        for thread in self._live_threads():
             thread.join(max(0.0, deadline - time.monotonic()))
         # 4. The ack writer drains and flushes; the lease keeper renews until it is done.
         self.writer.stop()
@@ -204,8 +223,14 @@ class WorkerProcess:
         self.held.discard([lease.task_id for lease in leases])
         logger.info("Released unstarted tasks count=%d worker_id=%s", released, self.worker_id)
 
+    def _live_threads(self) -> list[WorkerThread]:
+        """Worker threads not abandoned by the watchdog (those cannot be joined)."""
+        return [thread for thread in self.threads if not thread.abandoned]
+
     def _report_stragglers(self) -> None:
-        alive = [t.name for t in [self.prefetcher, *self.threads, self.writer] if t.is_alive()]
+        alive = [
+            t.name for t in [self.prefetcher, *self._live_threads(), self.writer] if t.is_alive()
+        ]
         if alive:
             logger.error(
                 "Threads still running after the grace period names=%s (their leases will "

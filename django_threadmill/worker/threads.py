@@ -2,9 +2,10 @@
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
-from ..broker import Start
+from ..broker import Reservation, Start
 from ..records import now_ms
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
@@ -15,7 +16,11 @@ logger = logging.getLogger(__name__)
 
 
 class WorkerThread(threading.Thread):
-    """Run tasks until the buffer closes. Task errors never end this thread (DESIGN.md §4)."""
+    """Run tasks until the buffer closes. Task errors never end this thread (DESIGN.md §4).
+
+    A task that outlives ``--task-timeout`` is taken over by the watchdog: the thread is
+    abandoned, its eventual outcome discarded, and a fresh thread takes its place.
+    """
 
     def __init__(
         self,
@@ -35,25 +40,50 @@ class WorkerThread(threading.Thread):
         self.held = held
         self.sync_ack = sync_ack
         self.on_crash = on_crash
+        self.abandoned = False
+        self._current: Reservation | None = None
+        self._current_since = 0.0
+        self._current_started_ms = 0
+        self._lock = threading.Lock()
 
     def run(self) -> None:
         try:
-            while (reservation := self.buffer.take()) is not None:
-                try:
-                    if not self.held.holds(reservation.lease.task_id):
-                        logger.warning(
-                            "Skipped task whose reservation was lost task_id=%s",
-                            reservation.lease.task_id,
-                        )
-                        continue
-                    started_ms = now_ms()
-                    self.writer.submit_start(Start(lease=reservation.lease, started_ms=started_ms))
-                    finish = self.executor.run(reservation, started_ms)
-                    self.writer.submit_finish(finish, wait=self.sync_ack)
-                finally:
-                    self.buffer.done()
+            while not self.abandoned and (reservation := self.buffer.take()) is not None:
+                self._run_one(reservation)
         except Exception:
             logger.critical("Worker thread died name=%s", self.name, exc_info=True)
             self.on_crash()
         finally:
             self.executor.close()
+
+    def _run_one(self, reservation: Reservation) -> None:
+        if not self.held.holds(reservation.lease.task_id):
+            logger.warning(
+                "Skipped task whose reservation was lost task_id=%s", reservation.lease.task_id
+            )
+            self.buffer.done()
+            return
+        started_ms = now_ms()
+        with self._lock:
+            self._current, self._current_since = reservation, time.monotonic()
+            self._current_started_ms = started_ms
+        self.writer.submit_start(Start(lease=reservation.lease, started_ms=started_ms))
+        finish = self.executor.run(reservation, started_ms)
+        with self._lock:
+            if self.abandoned:
+                return  # the watchdog recorded this attempt as timed out and took over
+            self._current = None
+        self.writer.submit_finish(finish, wait=self.sync_ack)
+        self.buffer.done()
+
+    def abandon_if_overdue(self, timeout_s: float) -> tuple[Reservation, int] | None:
+        """Give up on the running task if it exceeded ``timeout_s``.
+
+        Return the task and its start (ms), or None if nothing is overdue.
+        """
+        with self._lock:
+            overdue = time.monotonic() - self._current_since > timeout_s
+            if self._current is None or self.abandoned or not overdue:
+                return None
+            self.abandoned = True
+            return self._current, self._current_started_ms

@@ -23,6 +23,7 @@ from django_threadmill.worker.process import WorkerProcess
         (["--max-tasks-jitter", "5"], "--max-tasks-jitter needs --max-tasks."),
         (["--grace-period", "-1"], "--grace-period must be 0 or more seconds."),
         (["--reap-interval", "-1"], "--reap-interval must be 0 (off) or more seconds."),
+        (["--task-timeout", "0"], "--task-timeout must be more than 0 seconds."),
         (["--backend", "missing"], "No TASKS backend 'missing'"),
     ],
 )
@@ -43,6 +44,7 @@ def test_threads_are_named_by_role(backend: ThreadmillTaskBackend) -> None:
         burst=False,
         sync_ack=False,
         grace_period_s=1.0,
+        task_timeout_s=None,
         reap_interval_s=None,
         log_format="text",
     )

@@ -68,6 +68,12 @@ class Command(BaseCommand):
             help="Seconds running tasks get to finish after SIGTERM (default: 30).",
         )
         parser.add_argument(
+            "--task-timeout",
+            type=float,
+            help="Seconds a task may run before it is recorded FAILED (TaskTimeout) and its "
+            "thread replaced (default: no limit).",
+        )
+        parser.add_argument(
             "--reap-interval",
             type=float,
             help="Seconds between the supervisor's reap passes (default: lease_ttl; 0 disables).",
@@ -126,6 +132,8 @@ class Command(BaseCommand):
             raise CommandError("--max-tasks-jitter must be 0 or more.")
         if options["max_tasks_jitter"] and options["max_tasks"] is None:
             raise CommandError("--max-tasks-jitter needs --max-tasks.")
+        if options["task_timeout"] is not None and options["task_timeout"] <= 0:
+            raise CommandError("--task-timeout must be more than 0 seconds.")
         if options["grace_period"] < 0:
             raise CommandError("--grace-period must be 0 or more seconds.")
         reap_interval = options["reap_interval"]
@@ -144,6 +152,7 @@ class Command(BaseCommand):
             burst=options["burst"],
             sync_ack=options["sync_ack"],
             grace_period_s=options["grace_period"],
+            task_timeout_s=options["task_timeout"],
             reap_interval_s=backend.settings.lease_ttl_s
             if reap_interval is None
             else reap_interval,
