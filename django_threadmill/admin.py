@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -94,6 +94,8 @@ class QueueAdmin(ThreadmillModelAdmin):
 
     def purge_view(self, request: HttpRequest, alias: str, queue: str) -> HttpResponse:
         source = source_or_404(alias)
+        if queue not in source.queues():
+            raise Http404(f"Backend {alias!r} has no queue {queue!r}.")
         state = request.POST.get("state", request.GET.get("state", ""))
         if state not in actions.PURGE_STATES:
             state = ""
@@ -173,8 +175,10 @@ class TaskAdmin(ThreadmillModelAdmin):
             context = {"action": action, "selected": selected, "next": back}
             return self.render(request, "action_confirm.html", action.label, context)
         changed, skipped = actions.run_task_action(action, selected, by_alias, request.user)
-        for n, text in enumerate(actions.outcome_messages(action, changed, skipped)):
-            self.message_user(request, text, messages.SUCCESS if n == 0 else messages.WARNING)
+        count, *left_alone = actions.outcome_messages(action, changed, skipped)
+        self.message_user(request, count, messages.SUCCESS if changed else messages.WARNING)
+        for text in left_alone:
+            self.message_user(request, text, messages.WARNING)
         return HttpResponseRedirect(back)
 
     def _next_url(self, request: HttpRequest) -> str:

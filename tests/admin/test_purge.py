@@ -1,0 +1,64 @@
+"""Purge finished results of one queue from the queues page: confirmed, counted, scoped."""
+
+from django.contrib.messages import get_messages
+from django.test import Client
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultDoesNotExist, TaskResultStatus
+from testproject.example.tasks import add
+from tests.admin.conftest import QUEUES_URL, failed_task, successful_task
+
+PURGE_URL = QUEUES_URL + "default/default/purge/"
+
+
+def exists(backend: ThreadmillTaskBackend, task_id: str) -> bool:
+    try:
+        backend.get_result(task_id)
+    except TaskResultDoesNotExist:
+        return False
+    return True
+
+
+def test_confirmation_page_counts_what_would_go(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    failed_task(backend)
+    successful_task(backend)
+
+    page = operator.get(PURGE_URL).content.decode()
+
+    assert "The queue holds 2 finished results" in page
+    assert "1 SUCCESSFUL," in page
+    assert "1 FAILED" in page
+    assert 'name="post" value="yes"' in page
+
+
+def test_purge_failed_only_keeps_the_rest(operator: Client, backend: ThreadmillTaskBackend) -> None:
+    failed, done, waiting = failed_task(backend), successful_task(backend), add.enqueue(1, 1).id
+
+    response = operator.post(PURGE_URL, {"post": "yes", "state": "failed"})
+
+    assert response.status_code == 302
+    assert response["Location"] == QUEUES_URL
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "Purged 1 finished results (FAILED only) from default / default."
+    ]
+    assert not exists(backend, failed)
+    assert exists(backend, done)
+    assert backend.get_result(waiting).status == TaskResultStatus.READY
+
+
+def test_purge_everything_finished(operator: Client, backend: ThreadmillTaskBackend) -> None:
+    task_ids = [failed_task(backend), successful_task(backend)]
+
+    operator.post(PURGE_URL, {"post": "yes", "state": "bogus-means-both"})
+
+    assert not any(exists(backend, t) for t in task_ids)
+
+
+def test_purge_of_an_unknown_alias_is_404(operator: Client) -> None:
+    assert operator.get(QUEUES_URL + "nope/default/purge/").status_code == 404
+
+
+def test_purge_of_an_unknown_queue_is_404(operator: Client) -> None:
+    assert operator.get(QUEUES_URL + "default/no-such-queue/purge/").status_code == 404
