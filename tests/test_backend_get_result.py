@@ -2,13 +2,17 @@
 
 import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.test import override_settings
+from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Outcome
+from django_threadmill.broker import Finish, Outcome, Start
 from django_threadmill.compat import TaskResult, TaskResultDoesNotExist, TaskResultStatus
+from django_threadmill.records import error_json, from_ms
 from testproject.example.tasks import add, attempt_info, echo, send_welcome
 
 from .backend_support import (
@@ -148,3 +152,45 @@ def test_results_are_independent_copies(read: Read) -> None:
     first: Any = read(result_id)
     first.args.append(2)
     assert read(result_id).args == [[1]]
+
+
+def test_retried_task_shows_every_attempt(backend: ThreadmillTaskBackend, read: Read) -> None:
+    task_id = echo.enqueue(1).id
+    first = reserve(backend, task_id)
+    backend.broker.start("worker-1", [Start(lease=first, started_ms=1_700_000_000_000)])
+    retry = Finish(
+        lease=first,
+        outcome=Outcome.RETRY,
+        value=error_json(ValueError("try again")),
+        started_ms=1_700_000_000_000,
+        finished_ms=1_700_000_001_000,
+    )
+    assert backend.broker.finish("worker-1", [retry]) == []
+    assert read(task_id).status == TaskResultStatus.READY
+    second = reserve(backend, task_id)
+    backend.broker.start("worker-2", [Start(lease=second, started_ms=1_700_000_002_000)])
+    result = read(task_id)
+    assert result.status == TaskResultStatus.RUNNING
+    assert result.worker_ids == ["worker-1", "worker-2"]
+    assert result.attempts == 2
+    assert result.started_at == from_ms(1_700_000_000_000)
+    assert result.last_attempted_at == from_ms(1_700_000_002_000)
+    [error] = result.errors
+    assert error.exception_class is ValueError
+
+
+def test_delayed_task_keeps_run_after(read: Read) -> None:
+    when = datetime(2100, 5, 6, 7, 8, 9, 123000, tzinfo=UTC)
+    result = read(echo.using(run_after=when).enqueue(1).id)
+    assert result.status == TaskResultStatus.READY
+    assert result.task.run_after == when
+
+
+@override_settings(USE_TZ=False)
+def test_naive_datetimes_without_use_tz(backend: ThreadmillTaskBackend, read: Read) -> None:
+    when = datetime(2999, 1, 1, 12, 0)
+    enqueued = echo.using(run_after=when).enqueue(1)
+    result = read(enqueued.id)
+    assert result.task.run_after == when
+    assert result.enqueued_at is not None
+    assert timezone.is_naive(result.enqueued_at)

@@ -13,7 +13,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus, task_backends
 from django_threadmill.conf import DEFAULT_MAX_PAYLOAD_BYTES, BackendSettings, read_settings
 from testproject.example.tasks import echo
-from testproject.redis_server import redis_process
+from testproject.redis_server import free_port, redis_process
 
 from .backend_support import redis_with_password
 from .conftest import tasks_setting
@@ -173,3 +173,11 @@ def test_password_in_location(key_prefix: str) -> None:
     ):
         result = echo.enqueue("authenticated")
         assert echo.get_result(result.id).args == ["authenticated"]
+
+
+def test_backend_is_built_without_touching_redis(key_prefix: str) -> None:
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    with override_settings(TASKS=tasks_setting(closed, key_prefix)):
+        backend = task_backends["default"]
+        assert backend.settings.location == closed
+        assert echo.using(priority=7, queue_name="emails").priority == 7  # validated offline
