@@ -2,7 +2,6 @@
 
 from collections.abc import Callable
 
-import pytest
 import redis
 
 from django_threadmill.broker import Broker, NewTask
