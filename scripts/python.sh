@@ -18,13 +18,14 @@ find_python312() {
   return 1
 }
 
-# make_venv DIR SPEC...: a venv at DIR with the project (editable) and the pip SPECs.
+# make_venv DIR EXTRAS [SPEC...]: a venv at DIR with the project installed editable with its
+# EXTRAS (e.g. "test,hiredis"), plus the pip SPECs (e.g. a Django range).
 make_venv() {
-  local dir=$1
-  shift
+  local dir=$1 extras=$2
+  shift 2
   if [ ! -x "$dir/bin/python" ]; then
     "$(find_python312)" -m venv "$dir"
     "$dir/bin/python" -m pip install --quiet --upgrade pip
   fi
-  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check -e . "$@"
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extras]" "$@"
 }

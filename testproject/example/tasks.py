@@ -6,6 +6,8 @@ import time
 from typing import Any
 
 from django_threadmill.compat import TaskContext, task
+from django_threadmill.retry import ExponentialBackoff
+from django_threadmill.task import task as retrying_task
 
 
 @task
@@ -50,3 +52,11 @@ def send_welcome(address: str) -> str:
 @task
 def record_pid() -> int:
     return os.getpid()
+
+
+@retrying_task(takes_context=True, retry=ExponentialBackoff(base_delay=0.2, max_attempts=3))
+def flaky(context: TaskContext) -> int:
+    """Fail the first two attempts, then succeed: shows retries with backoff."""
+    if context.attempt < 3:
+        raise ConnectionError(f"attempt {context.attempt}: upstream not ready")
+    return context.attempt
