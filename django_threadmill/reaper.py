@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .broker import ExpiredAttempt, Finish, Outcome, Reaped
 from .compat import TaskResultStatus
-from .exceptions import LeaseExpired, PayloadError
+from .exceptions import LeaseExpired
 from .records import build_result, decode_payload, error_json, load_task, now_ms
 from .retry import retry_delay
 
@@ -78,21 +78,27 @@ def lease_error(attempt: ExpiredAttempt) -> LeaseExpired:
 def _decide(
     backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt, error: LeaseExpired
 ) -> timedelta | None:
-    """Return the retry delay the task's policy gives ``attempt``, or None to fail it."""
+    """Return the retry delay the task's policy gives ``attempt``, or None to fail it.
+
+    A task that cannot be loaded any more (corrupt payload, removed or broken code, a queue
+    no longer in QUEUES) is failed: one bad record must never stall every later reap pass.
+    """
     task_id = attempt.lease.task_id
     try:
         payload = decode_payload(attempt.payload)
         task = load_task(
             payload["path"], backend=backend.alias, queue=attempt.lease.queue, payload=payload
         )
-    except PayloadError as exc:
-        logger.warning("Expired task has an unusable payload task_id=%s problem=%s", task_id, exc)
+        if getattr(task, "retry", None) is None:
+            return None  # no policy: skip building the TaskResult
+        record = {"workers": "\n".join(attempt.workers), "nerrors": str(len(attempt.errors))}
+        record.update({f"error:{n}": raw for n, raw in enumerate(attempt.errors, start=1)})
+        result = build_result(
+            task, task_id=task_id, status=TaskResultStatus.RUNNING, payload=payload, record=record
+        )
+    except Exception as exc:  # PayloadError, InvalidTask, or whatever the task module raises
+        logger.warning("Expired task cannot be loaded task_id=%s problem=%r", task_id, exc)
         return None
-    record = {"workers": "\n".join(attempt.workers), "nerrors": str(len(attempt.errors))}
-    record.update({f"error:{n}": raw for n, raw in enumerate(attempt.errors, start=1)})
-    result = build_result(
-        task, task_id=task_id, status=TaskResultStatus.RUNNING, payload=payload, record=record
-    )
     return retry_delay(task, result, error)
 
 

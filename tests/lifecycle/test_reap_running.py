@@ -17,6 +17,10 @@ from .support import WORKER, run, wait_for_expiry
 from .tasks import custom_policy, plain, retried
 
 
+def broken() -> None:
+    """Not a task: a plain function, as if its @task decorator had been removed."""
+
+
 def lease_deadline(broker: Broker, redis_client: redis.Redis, task_id: str) -> str:
     score = redis_client.zscore(broker.queue_keys("default").leases, task_id)
     assert score is not None
@@ -108,14 +112,17 @@ def test_custom_policy_delay_puts_the_retry_in_the_delayed_set(
     assert broker.acquire("default", 10).reservations == []
 
 
+@pytest.mark.parametrize(
+    "path", ["gone.module.task", "os.path.join", "tests.lifecycle.test_reap_running.broken"]
+)
 def test_an_unloadable_payload_is_failed_not_retried(
-    backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
+    path: str, backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
 ) -> None:
     task_id = retried.enqueue().id
     key = broker.record_key(task_id)
     assert key is not None
     payload = json.loads(redis_client.hget(key, "payload") or "")
-    redis_client.hset(key, "payload", json.dumps(payload | {"path": "gone.module.task"}))
+    redis_client.hset(key, "payload", json.dumps(payload | {"path": path}))
     run(broker)
     wait_for_expiry(broker, redis_client)
 
