@@ -1,0 +1,158 @@
+"""End to end in headless Chromium: look, requeue a FAILED task, watch it succeed, as staff.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them). The screenshots
+go to docs/images/ for docs/admin.md.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pytest_django.live_server_helper import LiveServer
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from testproject.example.tasks import add, fail, send_welcome
+from tests.admin.conftest import staff_user
+from tests.admin.tasks import flaky_report
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGES = ROOT / "docs" / "images"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def wait_until(condition, what: str, timeout_s: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout_s}s")
+        time.sleep(0.05)  # polling with a deadline, not synchronising
+
+
+def run_worker_burst(redis_url: str, key_prefix: str) -> None:
+    """Run ``manage.py threadmill_worker --burst`` until the queues are empty."""
+    env = {**os.environ, "REDIS_URL": redis_url, "THREADMILL_KEY_PREFIX": key_prefix}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "threadmill_worker", "--burst", "--processes", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.skip("install Debian's chromium and chromium-driver (.ci/run does)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1400,1000")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+    # The live server answers each request on a thread of its own; let them end.
+    wait_until(
+        lambda: not any("process_request" in t.name for t in threading.enumerate()),
+        "the live server's request threads ending",
+    )
+
+
+class AdminSession:
+    """A browser logged in to the admin, with screenshots named after the docs' figures."""
+
+    def __init__(self, driver: webdriver.Chrome, server: LiveServer) -> None:
+        self.driver, self.server = driver, server
+
+    def log_in(self, username: str) -> None:
+        self.driver.delete_all_cookies()
+        self.open("/admin/login/")
+        self.driver.find_element(By.NAME, "username").send_keys(username)
+        self.driver.find_element(By.NAME, "password").send_keys("pw")
+        self.click("input[type=submit]")
+        wait_until(lambda: "/admin/login/" not in self.driver.current_url, f"{username} logging in")
+
+    def open(self, path: str) -> None:
+        self.driver.get(f"{self.server.url}{path}")
+
+    def click(self, selector: str) -> None:
+        self.driver.find_element(By.CSS_SELECTOR, selector).click()
+
+    def text(self, selector: str = "body") -> str:
+        return self.driver.find_element(By.CSS_SELECTOR, selector).text
+
+    def shot(self, name: str) -> None:
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        self.driver.save_screenshot(str(IMAGES / f"admin-{name}.png"))
+
+
+def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
+    browser: webdriver.Chrome,
+    live_server: LiveServer,
+    backend: ThreadmillTaskBackend,
+    redis_url: str,
+    key_prefix: str,
+    transactional_db: None,
+) -> None:
+    staff_user("operator", "view_queue", "change_queue", "view_task", "change_task")
+    staff_user("viewer", "view_queue", "view_task")
+    task_id = flaky_report.enqueue("weekly").id
+    for n in range(3):
+        add.enqueue(n, n)
+        send_welcome.enqueue(f"user{n}@example.com")
+    fail.enqueue("<b>not bold</b>: stored text is escaped")
+    run_worker_burst(redis_url, key_prefix)
+    add.using(priority=10).enqueue(7, 7)  # left READY for the queues page
+    session = AdminSession(browser, live_server)
+
+    session.log_in("operator")
+    session.open("/admin/django_threadmill/queue/")
+    assert "Backend “default”" in session.text()
+    session.shot("queues")
+    session.open("/admin/django_threadmill/task/?status=failed")
+    session.shot("tasks")
+    session.click(f"a[href$='/default/{task_id}/']")
+    browser.set_window_size(1400, 1500)
+    assert "FAILED" in session.text("#tm-status")
+    assert "ConnectionError" in session.text()
+    session.shot("task-failed")
+    browser.set_window_size(1400, 1000)
+    session.click("#tm-requeue")
+    session.shot("requeue-confirm")
+    session.click("#tm-confirm")
+    assert "1 task requeued." in session.text(".messagelist")
+    assert "READY" in session.text("#tm-status")
+
+    run_worker_burst(redis_url, key_prefix)
+    session.driver.refresh()
+    browser.set_window_size(1400, 1300)
+    assert "SUCCESSFUL" in session.text("#tm-status")
+    assert "sent on attempt 2" in session.text()
+    session.shot("task-successful")
+
+    browser.set_window_size(1400, 1000)
+    session.log_in("viewer")
+    session.open(f"/admin/django_threadmill/task/default/{task_id}/")
+    assert "SUCCESSFUL" in session.text("#tm-status")
+    session.open("/admin/django_threadmill/task/")
+    assert task_id in session.text()
+    assert not browser.find_elements(By.CSS_SELECTOR, "select[name=action], .action-select")
+    session.open("/admin/django_threadmill/queue/")
+    assert not browser.find_elements(By.PARTIAL_LINK_TEXT, "Purge finished")
+    session.driver.execute_script("localStorage.setItem('theme', 'dark')")
+    session.driver.refresh()
+    session.shot("queues-dark")
