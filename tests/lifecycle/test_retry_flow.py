@@ -5,6 +5,7 @@ The worker's part is played here through the broker with the same calls the work
 """
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 import redis
@@ -14,7 +15,6 @@ from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
 from django_threadmill.compat import TaskContext, TaskResultStatus
 from django_threadmill.records import dumps, error_json, now_ms
 from django_threadmill.retry import retry_delay
-from django_threadmill.task import ThreadmillTask
 
 from .tasks import flaky
 
@@ -93,9 +93,7 @@ def test_retries_stop_at_max_attempts_and_the_task_fails(
 def test_the_retry_delay_is_the_policy_delay(
     backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
 ) -> None:
-    slow_retry = ThreadmillTask(
-        func=flaky.func, takes_context=True, retry=lambda context: timedelta(hours=1)
-    )
+    slow_retry = replace(flaky, retry=lambda context: timedelta(hours=1))
     task_id = flaky.enqueue(1).id
     [reservation] = broker.acquire("default", 10).reservations
     result = backend.get_result(task_id)

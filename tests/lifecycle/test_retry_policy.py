@@ -2,7 +2,7 @@
 
 import json
 import logging
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
 from datetime import timedelta
 
 import pytest
@@ -10,7 +10,6 @@ import pytest
 from django_threadmill.compat import Task, TaskResult
 from django_threadmill.exceptions import LeaseExpired
 from django_threadmill.retry import ExponentialBackoff, RetryContext, retry_delay
-from django_threadmill.task import ThreadmillTask
 
 from .tasks import custom_policy, flaky, plain
 
@@ -131,13 +130,8 @@ def test_a_broken_policy_fails_the_task_not_the_caller(caplog: pytest.LogCapture
 
     result = result_after(plain, 1)
     with caplog.at_level(logging.ERROR, logger="django_threadmill.retry"):
-        assert (
-            retry_delay(ThreadmillTask(func=plain.func, retry=broken), result, ValueError()) is None
-        )
-        assert (
-            retry_delay(ThreadmillTask(func=plain.func, retry=wrong_type), result, ValueError())
-            is None
-        )
+        assert retry_delay(replace(plain, retry=broken), result, ValueError()) is None
+        assert retry_delay(replace(plain, retry=wrong_type), result, ValueError()) is None
     assert [r.getMessage().split(" task_id=")[0] for r in caplog.records] == [
         "Retry policy raised",
         "Retry policy returned a int, not a timedelta or None",
