@@ -1,0 +1,73 @@
+"""Drain runs: every queue, 1x1 and 1x4, our ablations, and runs behind a 2 ms RTT proxy."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+from .cases import RTT, Case, all_cases
+from .config import BenchConfig, load_config
+from .conftest import ProgressLine
+from .peers import RunContext
+from .proxy import ProxyLink, delay_proxy
+from .records import record_drain
+from .report import Session
+from .runner import drain, stage
+
+
+@contextmanager
+def worker_link(
+    case: Case, context: RunContext, config: BenchConfig
+) -> Iterator[tuple[RunContext, ProxyLink | None]]:
+    """For an rtt case, a delay proxy the worker connects through; else the direct context."""
+    if case.variant != RTT:
+        yield context, None
+        return
+    target_port = urlsplit(context.redis_url).port
+    assert target_port is not None, f"no port in {context.redis_url}"
+    with delay_proxy(target_port, config.rtt_ms / 2) as proxy:
+        yield replace(context, redis_url=proxy.url), proxy
+
+
+@pytest.mark.parametrize("case", all_cases(load_config()), ids=str)
+def test_drain(
+    case: Case,
+    bench_config: BenchConfig,
+    redis_url: str,
+    session_record: Session,
+    progress: ProgressLine,
+    benchmark: BenchmarkFixture,
+    tmp_path: Path,
+) -> None:
+    """Pre-enqueue, then time one worker until every result is stored."""
+    if reason := case.peer.missing():
+        pytest.skip(reason)
+    context = RunContext(redis_url=redis_url, direct_redis_url=redis_url, workdir=tmp_path)
+    tasks = case.task_count(bench_config)
+    enqueue_s = stage(case.peer, case.spec, context, tasks)
+    progress.start(str(case))
+    with worker_link(case, context, bench_config) as (worker_context, proxy):
+        result = benchmark.pedantic(
+            drain,
+            args=(case.peer, case.spec, worker_context, bench_config, tasks, progress),
+            rounds=1,
+            iterations=1,
+        )
+    if proxy is not None:
+        result.round_trips = proxy.requests
+        session_record.environment["rtt through the proxy"] = f"{proxy.ping_ms:.2f} ms (PING p50)"
+    session_record.drains.append(
+        record_drain(
+            case.peer.name,
+            case.peer.label,
+            case.spec.threads,
+            case.variant,
+            case.round_no,
+            result,
+            enqueue_s,
+        )
+    )

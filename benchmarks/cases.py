@@ -1,0 +1,56 @@
+"""The runs of a session, in order: rounds outermost, so machine drift hits every queue alike."""
+
+from dataclasses import dataclass
+
+from .config import BenchConfig
+from .peers import PEERS, Peer, WorkerSpec, peer_named
+
+RTT = "rtt"
+# Our ablations (issue 6, item 4): each changes one thing against our 1x1 main run.
+ABLATIONS: dict[str, WorkerSpec] = {
+    "sync-ack": WorkerSpec(threads=1, sync_ack=True),
+    "prefetch 1": WorkerSpec(threads=1, prefetch=1),
+    "payload 5 KB": WorkerSpec(threads=1, payload_bytes=5 * 1024),
+}
+RTT_PEERS = ("threadmill", "dramatiq")
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One drain run: a peer, a worker configuration, a variant, a round."""
+
+    round_no: int
+    peer: Peer
+    spec: WorkerSpec
+    variant: str = ""
+
+    def __str__(self) -> str:
+        variant = f"-{self.variant.replace(' ', '')}" if self.variant else ""
+        return f"r{self.round_no + 1}-{self.peer.name}-1x{self.spec.threads}{variant}"
+
+    def task_count(self, config: BenchConfig) -> int:
+        if self.variant == RTT:
+            return config.rtt_task_count
+        return config.slow_task_count if self.peer.slow else config.task_count
+
+
+def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
+    """Every run of one round: the main comparison, our ablations, the latency-bound runs."""
+    cases = [
+        Case(round_no, peer, WorkerSpec(threads=threads))
+        for threads in config.thread_counts
+        for peer in PEERS
+        if peer.max_threads is None or threads <= peer.max_threads
+    ]
+    threadmill = peer_named("threadmill")
+    cases += [Case(round_no, threadmill, spec, name) for name, spec in ABLATIONS.items()]
+    cases += [
+        Case(round_no, peer_named(name), WorkerSpec(threads=threads), RTT)
+        for threads in config.thread_counts
+        for name in RTT_PEERS
+    ]
+    return cases
+
+
+def all_cases(config: BenchConfig) -> list[Case]:
+    return [case for round_no in range(config.rounds) for case in round_cases(config, round_no)]

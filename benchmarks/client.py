@@ -1,0 +1,56 @@
+"""The enqueue side of one peer, in a process of its own: python -m benchmarks.client PEER CMD N.
+
+Commands (each prints one JSON object on stdout):
+  bulk N BYTES    enqueue N echo tasks the peer's fastest way; {"seconds": ...}
+  single N BYTES  enqueue N echo tasks one call at a time; {"latencies_s": [...]}
+  pickup N        N stamp tasks one after the other on an idle worker; {"latencies_s": [...]}
+"""
+
+import argparse
+import importlib
+import json
+import os
+import time
+from collections.abc import Callable
+from types import ModuleType
+
+
+def load_client(peer: str) -> ModuleType:
+    """Import benchmarks.peers.<peer>.client, after django.setup() for a Django project."""
+    if os.environ.get("DJANGO_SETTINGS_MODULE"):
+        import django
+
+        django.setup()
+    return importlib.import_module(f"benchmarks.peers.{peer}.client")
+
+
+def wall_time(call: Callable[[], object]) -> float:
+    """Return how long ``call()`` took, in seconds."""
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("peer")
+    parser.add_argument("command", choices=["bulk", "single", "pickup"])
+    parser.add_argument("count", type=int)
+    parser.add_argument("payload_bytes", type=int, nargs="?", default=100)
+    options = parser.parse_args()
+    client = load_client(options.peer)
+    value = "x" * options.payload_bytes
+    if options.command == "bulk":
+        started = time.perf_counter()
+        client.enqueue_bulk(options.count, value)
+        report: dict[str, object] = {"seconds": time.perf_counter() - started}
+    elif options.command == "single":
+        one = lambda: client.enqueue_one(value)  # noqa: E731
+        report = {"latencies_s": [wall_time(one) for _ in range(options.count)]}
+    else:
+        report = {"latencies_s": [client.pickup() for _ in range(options.count)]}
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

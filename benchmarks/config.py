@@ -1,0 +1,92 @@
+"""How big a benchmark run is: the full comparison, or a smoke run for CI (THREADMILL_BENCH)."""
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchConfig:
+    """Sizes of one benchmark session."""
+
+    mode: str  # "full" or "smoke", with "-custom" when a size was overridden
+    task_count: int  # echo tasks pre-enqueued per drain run
+    slow_task_count: int  # for queues that drain far below 1,000 tasks/s (stated in the table)
+    rtt_task_count: int  # tasks per run behind the delay proxy
+    mark_count: int  # the marginal rate counts from this many finished tasks onwards
+    rounds: int  # rounds per configuration, queues alternating within a round
+    thread_counts: tuple[int, ...]  # worker threads per configuration
+    latency_count: int  # single tasks for pickup latency and single enqueue latency
+    rtt_ms: float  # round-trip time the delay proxy adds
+    poll_interval_s: float  # how often the watcher counts finished tasks
+    run_timeout_s: float  # a drain run that takes longer fails with what it saw
+
+    @property
+    def smoke(self) -> bool:
+        return self.mode.startswith("smoke")
+
+
+FULL = BenchConfig(
+    mode="full",
+    task_count=20_000,
+    slow_task_count=4_000,
+    rtt_task_count=5_000,
+    mark_count=1_000,
+    rounds=3,
+    thread_counts=(1, 4),
+    latency_count=1_000,
+    rtt_ms=2.0,
+    poll_interval_s=0.01,
+    run_timeout_s=600.0,
+)
+
+SMOKE = BenchConfig(
+    mode="smoke",
+    task_count=200,
+    slow_task_count=100,
+    rtt_task_count=100,
+    mark_count=50,
+    rounds=1,
+    thread_counts=(1,),
+    latency_count=20,
+    rtt_ms=2.0,
+    poll_interval_s=0.01,
+    run_timeout_s=60.0,
+)
+
+
+# Size overrides for development runs; a session that uses one is labelled "<mode>-custom",
+# and only a plain full run rewrites the charts in docs/images/.
+OVERRIDES = (
+    "THREADMILL_BENCH_N",
+    "THREADMILL_BENCH_SLOW_N",
+    "THREADMILL_BENCH_RTT_N",
+    "THREADMILL_BENCH_ROUNDS",
+    "THREADMILL_BENCH_LATENCY_N",
+)
+
+
+def _int_env(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+def load_config() -> BenchConfig:
+    """Read THREADMILL_BENCH (full or smoke) and the optional size overrides."""
+    mode = os.environ.get("THREADMILL_BENCH", "full")
+    if mode not in ("full", "smoke"):
+        raise ValueError(f"THREADMILL_BENCH={mode!r} is not a mode. Use 'full' or 'smoke'.")
+    base = SMOKE if mode == "smoke" else FULL
+    overridden = any(os.environ.get(name) for name in OVERRIDES)
+    return BenchConfig(
+        mode=f"{mode}-custom" if overridden else mode,
+        task_count=_int_env("THREADMILL_BENCH_N", base.task_count),
+        slow_task_count=_int_env("THREADMILL_BENCH_SLOW_N", base.slow_task_count),
+        rtt_task_count=_int_env("THREADMILL_BENCH_RTT_N", base.rtt_task_count),
+        mark_count=base.mark_count,
+        rounds=_int_env("THREADMILL_BENCH_ROUNDS", base.rounds),
+        thread_counts=base.thread_counts,
+        latency_count=_int_env("THREADMILL_BENCH_LATENCY_N", base.latency_count),
+        rtt_ms=base.rtt_ms,
+        poll_interval_s=base.poll_interval_s,
+        run_timeout_s=base.run_timeout_s,
+    )

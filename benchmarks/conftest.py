@@ -1,0 +1,125 @@
+"""Fixtures of the benchmark session: config, one Redis, the session record, progress lines."""
+
+import platform
+import sys
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import psutil
+import pytest
+import redis
+
+from testproject.redis_server import redis_process
+
+from .config import BenchConfig, load_config
+from .peers import PEERS
+from .redis_stats import server_version
+from .report import Session, render, write_json
+
+SESSION_KEY = pytest.StashKey[Session]()
+CHART_DIR = Path(__file__).resolve().parents[1] / "docs" / "images"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SESSION_KEY] = Session(mode=load_config().mode)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every benchmark is also a smoke test: THREADMILL_BENCH=smoke makes it tiny."""
+    for item in items:
+        item.add_marker(pytest.mark.smoke)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    session = terminalreporter.config.stash[SESSION_KEY]
+    if not session.drains and not session.latencies:
+        return
+    terminalreporter.write_line(render(session))
+    path = write_json(session)
+    terminalreporter.write_line(f"\nJSON: {path}")
+    if session.mode == "full":
+        from .chart import write_charts
+
+        for chart in write_charts(session, CHART_DIR):
+            terminalreporter.write_line(f"Chart: {chart}")
+
+
+@pytest.fixture(scope="session")
+def bench_config() -> BenchConfig:
+    return load_config()
+
+
+@pytest.fixture(scope="session")
+def redis_url(session_record: Session) -> Iterator[str]:
+    """One throwaway redis-server for the session; every run starts with FLUSHALL."""
+    with redis_process("--appendonly", "no") as server:
+        with redis.Redis.from_url(server.url) as client:
+            session_record.environment["redis"] = server_version(client)
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def session_record(pytestconfig: pytest.Config) -> Session:
+    session = pytestconfig.stash[SESSION_KEY]
+    session.environment.update(environment())
+    for peer in PEERS:
+        if reason := peer.missing():
+            session.skipped[peer.name] = reason
+    return session
+
+
+def environment() -> dict[str, str]:
+    """The machine and the versions a reader needs to weigh the figures."""
+    versions = []
+    for peer in PEERS:
+        if peer.missing() is None:
+            versions.append(f"{peer.distribution} {peer.version()}")
+    return {
+        "machine": f"{platform.processor() or platform.machine()}, "
+        f"{psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.1f} GiB",
+        "cpu": cpu_model(),
+        "python": sys.version.split()[0],
+        "django": metadata.version("django"),
+        "queues": ", ".join(versions),
+    }
+
+
+def cpu_model() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+class ProgressLine:
+    """One line per run, rewritten in place while it runs (pytest's capture is bypassed)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.capture = config.pluginmanager.getplugin("capturemanager")
+        self.writer = config.get_terminal_writer()
+        self.title = ""
+        self.last_s = -1.0
+        self.live = sys.stdout.isatty()  # redraw in place on a terminal; one line per run in a log
+
+    def start(self, title: str) -> None:
+        self.title = title
+        self.last_s = -1.0
+
+    def __call__(self, done: int, total: int, seconds: float) -> None:
+        finished = done >= total
+        if not finished and (not self.live or seconds - self.last_s < 0.5):
+            return
+        self.last_s = seconds
+        rate = done / seconds if seconds else 0.0
+        bar = "#" * (20 * done // max(total, 1))
+        text = f"  {self.title:<44} [{bar:<20}] {done:>7,}/{total:,} {rate:>9,.0f}/s"
+        with self.capture.global_and_fixture_disabled():
+            self.writer.write(("\r" if self.live else "\n") + text, flush=True)
+
+
+@pytest.fixture(scope="session")
+def progress(pytestconfig: pytest.Config) -> ProgressLine:
+    return ProgressLine(pytestconfig)

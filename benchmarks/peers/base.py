@@ -1,0 +1,98 @@
+"""What the harness needs from a queue: how to start its worker and count its stored results."""
+
+import os
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from importlib.util import find_spec
+from pathlib import Path
+
+import redis
+
+REPO_DIR = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSpec:
+    """One worker configuration: 1 process with ``threads`` threads."""
+
+    threads: int
+    prefetch: int = 128  # read-ahead, where the queue lets us set it
+    sync_ack: bool = False  # ours only: --sync-ack
+    payload_bytes: int = 100  # size of the echo argument
+    burst: bool = True  # ours only: exit once the queues are empty (--burst)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunContext:
+    """Where one run happens."""
+
+    redis_url: str  # what the worker and the client connect to (maybe through the delay proxy)
+    direct_redis_url: str  # what the harness polls and snapshots: never through the proxy
+    workdir: Path  # a fresh temp dir: SQLite files, worker logs
+
+
+def with_db(url: str, db: int) -> str:
+    """Return ``url`` pointing at Redis database ``db``."""
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{db}"
+
+
+class Peer(ABC):
+    """One queue under test, seen from the harness."""
+
+    name: str  # the package under benchmarks/peers/ and the id in results
+    label: str  # what the table prints
+    distribution: str  # the PyPI name, for the version line
+    module: str  # imported by its worker: absent means "not installed", so the peer is skipped
+    max_threads: int | None = None  # None: any thread count; 1: a single-threaded worker
+    read_ahead: str = "128"  # how read-ahead is set, or the shipped behaviour when it cannot be
+    slow: bool = False  # drains far below 1,000 tasks/s: runs get the smaller task count
+    poll_command: str | None = None  # the Redis command the counter sends, left out of the costs
+    supports_pickup: bool = False  # has a client-side pickup latency probe
+
+    def __str__(self) -> str:
+        return self.name
+
+    def missing(self) -> str | None:
+        """Return why this peer cannot run here, or None."""
+        if find_spec(self.module) is None:
+            return f"{self.distribution} is not installed: pip install -e '.[bench]'"
+        return None
+
+    def version(self) -> str:
+        return metadata.version(self.distribution)
+
+    def env(self, context: RunContext) -> dict[str, str]:
+        """What this peer adds to the environment of its worker and client processes."""
+        return {"BENCH_REDIS_URL": context.redis_url, "BENCH_WORKDIR": str(context.workdir)}
+
+    def process_env(self, context: RunContext) -> dict[str, str]:
+        """The full environment of a worker or client process of this peer."""
+        return {**os.environ, "PYTHONPATH": str(REPO_DIR), **self.env(context)}
+
+    def prepare(self, context: RunContext) -> None:  # noqa: B027 (optional hook)
+        """Get the store ready before the first enqueue (for example, migrate a database)."""
+
+    def python(self, *args: str) -> list[str]:
+        return [sys.executable, *args]
+
+    @abstractmethod
+    def worker_argv(self, spec: WorkerSpec) -> list[str]:
+        """The worker command line for ``spec``."""
+
+    @abstractmethod
+    def counter(self, context: RunContext) -> Callable[[], int]:
+        """Return a function that counts stored results, one cheap query per call."""
+
+
+def redis_counter(url: str, command: str, *args: str) -> Callable[[], int]:
+    """Count with one Redis command (DBSIZE, ZCARD, HLEN) on a connection of its own."""
+    client = redis.Redis.from_url(url)
+
+    def count() -> int:
+        return int(client.execute_command(command, *args))
+
+    return count

@@ -1,0 +1,36 @@
+"""The enqueue side shared by the django.tasks backends (see benchmarks/client.py).
+
+benchmarks/client.py calls django.setup() before importing this module.
+"""
+
+import time
+
+from django.tasks import TaskResult, TaskResultStatus
+
+from ..waiting import poll_until
+from .django_tasks import echo, stamp
+
+FINISHED = (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
+
+
+def enqueue_one(value: str) -> None:
+    echo.enqueue(value)
+
+
+def enqueue_bulk(count: int, value: str) -> None:
+    """One ``enqueue`` per task: django.tasks has no bulk API."""
+    for _ in range(count):
+        echo.enqueue(value)
+
+
+def finished(result: TaskResult) -> bool:
+    result.refresh()
+    return result.status in FINISHED
+
+
+def pickup() -> float:
+    """Enqueue one stamp task, wait for its result; return seconds from enqueue to start."""
+    enqueued_at = time.time()
+    result = stamp.enqueue()
+    poll_until(lambda: finished(result), "the stamp task finished")
+    return float(result.return_value) - enqueued_at

@@ -1,0 +1,18 @@
+"""django.tasks tasks for the Django-based queues: each settings module binds "default"."""
+
+import time
+from typing import Any
+
+from django.tasks import task
+
+
+@task
+def echo(value: Any) -> Any:
+    """Return the argument: the benchmark task."""
+    return value
+
+
+@task
+def stamp() -> float:
+    """Return the wall clock when the task started, for pickup latency."""
+    return time.time()

@@ -1,0 +1,32 @@
+"""dramatiq: RedisBroker with the Results middleware (results in db 1), `dramatiq` CLI."""
+
+from collections.abc import Callable
+
+from ..base import Peer, RunContext, WorkerSpec, redis_counter, with_db
+
+
+class DramatiqPeer(Peer):
+    name = "dramatiq"
+    label = "dramatiq"
+    distribution = "dramatiq"
+    module = "dramatiq"
+    read_ahead = "128 (dramatiq_queue_prefetch)"
+    poll_command = "dbsize"
+    supports_pickup = True
+
+    def env(self, context: RunContext) -> dict[str, str]:
+        return {**super().env(context), "dramatiq_queue_prefetch": "128"}
+
+    def worker_argv(self, spec: WorkerSpec) -> list[str]:
+        return self.python(
+            "-m",
+            "dramatiq",
+            "benchmarks.peers.dramatiq.tasks",
+            "--processes",
+            "1",
+            "--threads",
+            str(spec.threads),
+        )
+
+    def counter(self, context: RunContext) -> Callable[[], int]:
+        return redis_counter(with_db(context.direct_redis_url, 1), "DBSIZE")

@@ -1,0 +1,54 @@
+"""django-threadmill: testproject's settings, `manage.py threadmill_worker`."""
+
+from collections.abc import Callable
+
+from django_threadmill.broker.keys import KeySpace
+
+from ..base import REPO_DIR, Peer, RunContext, WorkerSpec, redis_counter
+
+KEY_PREFIX = "bench"
+COMMAND = REPO_DIR / "django_threadmill" / "management" / "commands" / "threadmill_worker.py"
+
+
+class ThreadmillPeer(Peer):
+    name = "threadmill"
+    label = "django-threadmill"
+    distribution = "django-threadmill"
+    module = "django_threadmill"
+    poll_command = "zcard"
+    supports_pickup = True
+
+    def missing(self) -> str | None:
+        if not COMMAND.exists():
+            return "manage.py threadmill_worker is not in this checkout yet"
+        return super().missing()
+
+    def env(self, context: RunContext) -> dict[str, str]:
+        return {
+            **super().env(context),
+            "DJANGO_SETTINGS_MODULE": "testproject.settings",
+            "REDIS_URL": context.redis_url,
+            "THREADMILL_KEY_PREFIX": KEY_PREFIX,
+            "THREADMILL_DB": str(context.workdir / "testproject.sqlite3"),
+        }
+
+    def worker_argv(self, spec: WorkerSpec) -> list[str]:
+        argv = self.python(
+            str(REPO_DIR / "manage.py"),
+            "threadmill_worker",
+            "--processes",
+            "1",
+            "--threads",
+            str(spec.threads),
+            "--prefetch",
+            str(spec.prefetch),
+        )
+        return [
+            *argv,
+            *(["--burst"] if spec.burst else []),
+            *(["--sync-ack"] if spec.sync_ack else []),
+        ]
+
+    def counter(self, context: RunContext) -> Callable[[], int]:
+        done = KeySpace(KEY_PREFIX, "default").queue("default").done
+        return redis_counter(context.direct_redis_url, "ZCARD", done)

@@ -1,0 +1,91 @@
+"""Worker and client subprocesses: start, stop with a deadline, CPU of the process tree."""
+
+import json
+import resource
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .peers.base import REPO_DIR
+
+STOP_GRACE_S = 15.0  # SIGTERM, then this long to exit, then SIGKILL
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of every child this process has waited for (and their waited children)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds used so far by a live process and its descendants."""
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+@dataclass
+class Worker:
+    """One worker process; its output goes to a log file the errors quote."""
+
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+
+    def start(self) -> None:
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                self.argv, cwd=REPO_DIR, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "the worker was never started"
+        return self.process.pid
+
+    def exit_code(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def log_tail(self, lines: int = 15) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> int:
+        """Stop the worker (SIGTERM, SIGKILL at the deadline) and reap it; return its exit code."""
+        assert self.process is not None, "the worker was never started"
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+def run_client(argv: list[str], env: dict[str, str], timeout_s: float) -> dict[str, Any]:
+    """Run one client command and return the JSON it printed; fail with its stderr."""
+    finished = subprocess.run(
+        argv, cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=timeout_s
+    )
+    if finished.returncode != 0:
+        command = " ".join(argv[1:])
+        raise RuntimeError(
+            f"Client {command!r} exited {finished.returncode}:\n{finished.stderr[-3000:]}"
+        )
+    report: dict[str, Any] = json.loads(finished.stdout.strip().splitlines()[-1])
+    return report

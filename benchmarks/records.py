@@ -1,0 +1,174 @@
+"""What a benchmark session records: one flat record per run, summarised per configuration."""
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .runner import Drain
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DrainRecord:
+    """One drain run, reduced to per-task figures."""
+
+    peer: str
+    label: str
+    threads: int
+    variant: str  # "" for the main comparison, else the ablation or "rtt"
+    round: int
+    tasks: int
+    rate: float  # tasks / seconds from worker spawn to the last result stored
+    marginal_rate: float  # after the first mark_count results
+    enqueue_rate: float  # pre-enqueue, the peer's bulk path
+    startup_s: float  # worker spawn to the first result seen
+    worker_cpu_us: float  # worker tree CPU per task after the mark (shutdown included)
+    redis_cpu_us: float  # Redis server CPU per task, whole window
+    commands: float  # Redis commands per task, calls inside scripts included
+    script_calls: float  # EVAL/EVALSHA per task
+    round_trips: float | None  # client writes per task, counted by the delay proxy
+    top_commands: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.peer, self.threads, self.variant)
+
+
+def per_task(value: float, tasks: int) -> float:
+    return value / tasks if tasks else 0.0
+
+
+def record_drain(
+    peer: str, label: str, threads: int, variant: str, round_no: int, drain: Drain, enqueue_s: float
+) -> DrainRecord:
+    """Reduce one Drain to a DrainRecord."""
+    assert drain.first is not None, "the watcher never reached the mark"
+    assert drain.last is not None, "the watcher never saw every result"
+    assert drain.redis is not None, "the run has no Redis costs"
+    marginal_tasks = drain.last.done - drain.first.done
+    marginal_s = drain.last.at_s - drain.first.at_s
+    after_mark_cpu = drain.worker_cpu_s - drain.first.worker_cpu_s
+    if marginal_tasks < drain.tasks // 4:  # a tiny run finished within a poll or two
+        marginal_tasks, marginal_s, after_mark_cpu = (
+            drain.tasks,
+            drain.last.at_s,
+            drain.worker_cpu_s,
+        )
+    return DrainRecord(
+        peer=peer,
+        label=label,
+        threads=threads,
+        variant=variant,
+        round=round_no,
+        tasks=drain.tasks,
+        rate=drain.tasks / drain.last.at_s,
+        marginal_rate=marginal_tasks / marginal_s if marginal_s > 0 else 0.0,
+        enqueue_rate=drain.tasks / enqueue_s if enqueue_s > 0 else 0.0,
+        startup_s=drain.started_s or 0.0,
+        worker_cpu_us=1e6 * per_task(after_mark_cpu, max(marginal_tasks, 1)),
+        redis_cpu_us=1e6 * per_task(drain.redis.cpu_s, drain.tasks),
+        commands=per_task(drain.redis.commands, drain.tasks),
+        script_calls=per_task(drain.redis.script_calls, drain.tasks),
+        round_trips=None if drain.round_trips is None else per_task(drain.round_trips, drain.tasks),
+        top_commands={
+            name: per_task(calls, drain.tasks) for name, calls in drain.redis.top_commands.items()
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Median and range of one figure over the rounds."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> "Spread":
+        return cls(statistics.median(values), min(values), max(values))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    """One configuration over its rounds."""
+
+    peer: str
+    label: str
+    threads: int
+    variant: str
+    tasks: int
+    rounds: int
+    figures: dict[str, Spread]  # each numeric DrainRecord field, by name
+    top_commands: dict[str, float]  # from the median round
+
+    def __getitem__(self, name: str) -> float:
+        return self.figures[name].median
+
+
+FIGURES = (
+    "rate",
+    "marginal_rate",
+    "enqueue_rate",
+    "startup_s",
+    "worker_cpu_us",
+    "redis_cpu_us",
+    "commands",
+    "script_calls",
+    "round_trips",
+)
+
+
+def summarise(records: list[DrainRecord]) -> list[Summary]:
+    """Group records by (peer, threads, variant), in first-seen order."""
+    groups: dict[tuple[str, int, str], list[DrainRecord]] = defaultdict(list)
+    for record in records:
+        groups[record.key].append(record)
+    summaries = []
+    for runs in groups.values():
+        figures = {}
+        for name in FIGURES:
+            values = [getattr(run, name) for run in runs if getattr(run, name) is not None]
+            if values:
+                figures[name] = Spread.of(values)
+        middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
+        first = runs[0]
+        summaries.append(
+            Summary(
+                peer=first.peer,
+                label=first.label,
+                threads=first.threads,
+                variant=first.variant,
+                tasks=first.tasks,
+                rounds=len(runs),
+                figures=figures,
+                top_commands=middle.top_commands,
+            )
+        )
+    return summaries
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyRecord:
+    """A latency distribution of one peer (pickup, or single enqueue), in milliseconds."""
+
+    peer: str
+    label: str
+    kind: str  # "pickup" or "enqueue"
+    count: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+    @classmethod
+    def of(cls, peer: str, label: str, kind: str, latencies_s: list[float]) -> "LatencyRecord":
+        ordered = sorted(1000 * value for value in latencies_s)
+        p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+        return cls(
+            peer=peer,
+            label=label,
+            kind=kind,
+            count=len(ordered),
+            p50_ms=statistics.median(ordered),
+            p99_ms=p99,
+            max_ms=ordered[-1],
+        )

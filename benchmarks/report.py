@@ -1,0 +1,136 @@
+"""The end of a session: the table, the targets of DESIGN.md §6, JSON in benchmarks/results/."""
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .records import DrainRecord, LatencyRecord, Summary, summarise
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REFERENCE = "dramatiq"
+
+
+@dataclass(slots=True)
+class Session:
+    """Everything one `pytest benchmarks` run measured, and where it ran."""
+
+    mode: str
+    environment: dict[str, Any] = field(default_factory=dict)
+    drains: list[DrainRecord] = field(default_factory=list)
+    latencies: list[LatencyRecord] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # peer -> why
+
+    def summaries(self) -> list[Summary]:
+        return summarise(self.drains)
+
+
+def config_name(summary: Summary) -> str:
+    base = f"1x{summary.threads}"
+    return f"{base} {summary.variant}" if summary.variant else base
+
+
+def reference_for(summary: Summary, summaries: list[Summary]) -> Summary | None:
+    for other in summaries:
+        if (other.peer, other.threads, other.variant) == (
+            REFERENCE,
+            summary.threads,
+            summary.variant,
+        ):
+            return other
+    return None
+
+
+def ratio(value: float, reference: float) -> str:
+    return f"{value / reference:.2f}x" if reference else "-"
+
+
+def spread_text(summary: Summary, name: str) -> str:
+    spread = summary.figures[name]
+    return f"{spread.median:,.0f} ({spread.low:,.0f}-{spread.high:,.0f})"
+
+
+def optional(summary: Summary, name: str, fmt: str) -> str:
+    return format(summary[name], fmt) if name in summary.figures else "-"
+
+
+def ratios(summary: Summary, summaries: list[Summary], name: str) -> str:
+    reference = reference_for(summary, summaries)
+    return ratio(summary[name], reference[name]) if reference else "-"
+
+
+def drain_table(summaries: list[Summary]) -> list[str]:
+    """The main table: one row per queue and configuration."""
+    header = (
+        f"{'queue':<26} {'config':<16} {'tasks':>6}  {'tasks/s median (min-max)':<26} "
+        f"{'x dramatiq':>10} {'marginal/s':>10} {'x dramatiq':>10} {'worker us':>9} "
+        f"{'redis us':>8} {'cmds':>6} {'scripts':>7} {'RTs':>5} {'enqueue/s':>9} {'start s':>7}"
+    )
+    lines = [header, "-" * len(header)]
+    for summary in summaries:
+        lines.append(
+            f"{summary.label:<26} {config_name(summary):<16} {summary.tasks:>6}  "
+            f"{spread_text(summary, 'rate'):<26} {ratios(summary, summaries, 'rate'):>10} "
+            f"{summary['marginal_rate']:>10,.0f} "
+            f"{ratios(summary, summaries, 'marginal_rate'):>10} "
+            f"{summary['worker_cpu_us']:>9.0f} {optional(summary, 'redis_cpu_us', '.1f'):>8} "
+            f"{optional(summary, 'commands', '.2f'):>6} "
+            f"{optional(summary, 'script_calls', '.3f'):>7} "
+            f"{optional(summary, 'round_trips', '.3f'):>5} {summary['enqueue_rate']:>9,.0f} "
+            f"{summary['startup_s']:>7.2f}"
+        )
+    return lines
+
+
+def latency_table(latencies: list[LatencyRecord]) -> list[str]:
+    lines = [f"{'queue':<26} {'latency':<8} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"]
+    for record in latencies:
+        lines.append(
+            f"{record.label:<26} {record.kind:<8} {record.count:>5} {record.p50_ms:>8.2f} "
+            f"{record.p99_ms:>8.2f} {record.max_ms:>8.2f}"
+        )
+    return lines
+
+
+def render(session: Session) -> str:
+    """The whole report as text: environment, tables, targets, skipped peers."""
+    from .targets import target_lines
+
+    summaries = session.summaries()
+    lines = ["", "== django-threadmill benchmarks (" + session.mode + ")"]
+    lines += [f"   {name}: {value}" for name, value in session.environment.items()]
+    lines += ["", *drain_table(summaries)]
+    lines += [
+        "   tasks/s: spawn to last result stored; marginal/s: after the first 1,000;",
+        "   worker us: worker CPU per task; redis us: Redis CPU per task; cmds: Redis commands",
+        "   per task (inside scripts too); scripts: script calls per task; RTs: round trips per",
+        "   task counted by the delay proxy (rtt runs only); start s: spawn to first result.",
+    ]
+    if session.latencies:
+        lines += ["", *latency_table(session.latencies)]
+    if session.mode != "full":
+        lines += [
+            "",
+            f"   ({session.mode} run: sizes are not the full run's; read no verdict into it)",
+        ]
+    lines += ["", *target_lines(summaries, session.latencies)]
+    lines += [f"   skipped {peer}: {why}" for peer, why in session.skipped.items()]
+    return "\n".join(lines)
+
+
+def write_json(session: Session, path: Path | None = None) -> Path:
+    """Write every record and summary to benchmarks/results/<mode>-<UTC time>.json."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = path or RESULTS_DIR / f"{session.mode}-{stamp}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "mode": session.mode,
+        "environment": session.environment,
+        "summaries": [asdict(summary) for summary in session.summaries()],
+        "drains": [asdict(record) for record in session.drains],
+        "latencies": [asdict(record) for record in session.latencies],
+        "skipped": session.skipped,
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    return path

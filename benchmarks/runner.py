@@ -1,0 +1,130 @@
+"""The drain method (issue 6): pre-enqueue N echo tasks, start one worker, time the results.
+
+Timing starts when the worker process is spawned and ends when the watcher sees the last
+result stored. The marginal rate counts from the first poll that saw ``mark_count`` results,
+so start-up cost does not decide the ranking. Redis costs are INFO deltas over the same window.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import redis
+
+from .config import BenchConfig
+from .peers import Peer, RunContext, WorkerSpec
+from .processes import Worker, children_cpu_s, run_client, tree_cpu_s
+from .redis_stats import RedisCost, cost_between, snapshot
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mark:
+    """What the watcher saw at one poll."""
+
+    at_s: float  # seconds since the worker was spawned
+    done: int
+    worker_cpu_s: float  # CPU of the worker tree so far (sampled at the mark only)
+
+
+@dataclass(slots=True, kw_only=True)
+class Drain:
+    """One drain run's raw measurements."""
+
+    tasks: int
+    started_s: float | None = None  # the first poll that saw a result: start-up time
+    first: Mark | None = None  # the mark_count poll
+    last: Mark | None = None  # the poll that saw every result
+    worker_cpu_s: float = 0.0  # the whole worker tree, reaped
+    redis: RedisCost | None = None
+    polls: int = 0
+    exit_code: int | None = None
+    round_trips: int | None = None  # through the delay proxy only
+    notes: list[str] = field(default_factory=list)
+
+
+Progress = Callable[[int, int, float], None]  # (done, total, seconds so far)
+
+
+def client_argv(peer: Peer, *args: str) -> list[str]:
+    return peer.python("-m", "benchmarks.client", peer.name, *args)
+
+
+def enqueue(peer: Peer, context: RunContext, count: int, payload_bytes: int) -> float:
+    """Pre-enqueue ``count`` echo tasks in a client process; return its enqueue seconds."""
+    argv = client_argv(peer, "bulk", str(count), str(payload_bytes))
+    return float(run_client(argv, peer.process_env(context), timeout_s=900)["seconds"])
+
+
+class Watcher:
+    """Poll the peer's result count until every task is stored, tracking the worker."""
+
+    def __init__(self, config: BenchConfig, count: Callable[[], int], progress: Progress) -> None:
+        self.config = config
+        self.count = count
+        self.progress = progress
+        self.polls = 0
+
+    def watch(self, worker: Worker, tasks: int, spawned: float, drain: Drain) -> None:
+        deadline = spawned + self.config.run_timeout_s
+        while True:
+            done = self.count()
+            self.polls += 1
+            now = time.perf_counter()
+            if drain.started_s is None and done:
+                drain.started_s = now - spawned
+            if drain.first is None and done >= min(self.config.mark_count, tasks):
+                drain.first = Mark(
+                    at_s=now - spawned, done=done, worker_cpu_s=tree_cpu_s(worker.pid)
+                )
+            self.progress(done, tasks, now - spawned)
+            if done >= tasks:
+                drain.last = Mark(at_s=now - spawned, done=done, worker_cpu_s=0.0)
+                return
+            if worker.exit_code() is not None and self.count() < tasks:
+                raise RuntimeError(
+                    f"The worker exited {worker.exit_code()} with {done}/{tasks} results "
+                    f"stored. Its log ends:\n{worker.log_tail()}"
+                )
+            if now > deadline:
+                raise TimeoutError(
+                    f"{done}/{tasks} results after {self.config.run_timeout_s:.0f} s. "
+                    f"The worker log ends:\n{worker.log_tail()}"
+                )
+            time.sleep(self.config.poll_interval_s)  # polling with a deadline
+
+
+def stage(peer: Peer, spec: WorkerSpec, context: RunContext, tasks: int) -> float:
+    """Empty Redis, prepare the peer's store and pre-enqueue ``tasks``; return enqueue seconds."""
+    with redis.Redis.from_url(context.direct_redis_url) as client:
+        client.flushall()
+    peer.prepare(context)
+    return enqueue(peer, context, tasks, spec.payload_bytes)
+
+
+def drain(
+    peer: Peer,
+    spec: WorkerSpec,
+    context: RunContext,
+    config: BenchConfig,
+    tasks: int,
+    progress: Progress,
+) -> Drain:
+    """Start one worker on the staged tasks, watch it store every result, stop it, add costs."""
+    result = Drain(tasks=tasks)
+    watcher = Watcher(config, peer.counter(context), progress)
+    env = peer.process_env(context)
+    worker = Worker(peer.worker_argv(spec), env, context.workdir / "worker.log")
+    with redis.Redis.from_url(context.direct_redis_url) as monitor:
+        before, cpu_before = snapshot(monitor), children_cpu_s()
+        spawned = time.perf_counter()
+        worker.start()
+        try:
+            watcher.watch(worker, tasks, spawned, result)
+            after = snapshot(monitor)
+        finally:
+            result.exit_code = worker.stop()
+    result.worker_cpu_s = children_cpu_s() - cpu_before
+    polls = {peer.poll_command: watcher.polls} if peer.poll_command else {}
+    result.redis = cost_between(before, after, polls)
+    result.polls = watcher.polls
+    return result
