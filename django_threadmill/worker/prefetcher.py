@@ -69,11 +69,12 @@ class Prefetcher(threading.Thread):
         free = self.buffer.free_slots(self.stopping)
         if free == 0 or self.stopping.is_set():
             return
+        # Checked before fetching: a retry written after the fetch must not be missed.
+        settled = self.burst and self.is_settled()
         fetched, next_due_ms = self._fetch(free)
         if fetched:
             return
-        nothing_due_soon = next_due_ms is None or next_due_ms > BURST_HORIZON_MS
-        if self.burst and nothing_due_soon and self.is_settled():
+        if settled and (next_due_ms is None or next_due_ms > BURST_HORIZON_MS):
             self.on_empty()
             self.stopping.wait()
             return

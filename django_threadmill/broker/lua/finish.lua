@@ -4,6 +4,7 @@
 -- KEYS[3]  P:done      zset: finished ids by finish time in ms (the admin's index)
 -- KEYS[4]  P:delayed   zset: delayed ids by due time in ms (retries wait here)
 -- KEYS[5]  P:stats     hash: counters, bumped once per call
+-- KEYS[6]  P:wake      list: wake-up tokens, so idle fetchers see a scheduled retry
 -- KEYS[6]  P:wake      list: wake-up tokens; one is pushed when a retry was scheduled
 -- ARGV[1]  worker_id      recorded if the attempt's start notice never went out ("" for none)
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
@@ -59,6 +60,9 @@ for outcome, n in pairs(counts) do
   end
 end
 -- An idle fetcher learns a retry's due time only from acquire: wake one, once per call.
+if counts.retry > 0 and redis.call("LLEN", KEYS[6]) == 0 then
+  redis.call("RPUSH", KEYS[6], 1)
+end
 if counts.retry > 0 and redis.call("LLEN", KEYS[6]) == 0 then
   redis.call("RPUSH", KEYS[6], 1)
 end
