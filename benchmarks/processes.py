@@ -21,15 +21,30 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds used so far by a live process and its descendants."""
+def tree_processes(pid: int) -> list[psutil.Process]:
+    """A live process and its descendants; empty once it has exited."""
     try:
         root = psutil.Process(pid)
-        processes = [root, *root.children(recursive=True)]
+        return [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0.0
+        return []
+
+
+def tree_rss_mb(pid: int) -> float | None:
+    """Resident memory of a live process tree in MiB, or None once it has exited."""
+    total = 0
+    for process in tree_processes(pid):
+        try:
+            total += process.memory_info().rss
+        except psutil.NoSuchProcess:
+            continue
+    return total / 2**20 if total else None
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds used so far by a live process and its descendants."""
     total = 0.0
-    for process in processes:
+    for process in tree_processes(pid):
         try:
             times = process.cpu_times()
         except psutil.NoSuchProcess:

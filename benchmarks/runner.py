@@ -13,7 +13,7 @@ import redis
 
 from .config import BenchConfig
 from .peers import Peer, RunContext, WorkerSpec
-from .processes import Worker, children_cpu_s, run_client, tree_cpu_s
+from .processes import Worker, children_cpu_s, run_client, tree_cpu_s, tree_rss_mb
 from .redis_stats import RedisCost, cost_between, snapshot
 
 
@@ -24,6 +24,7 @@ class Mark:
     at_s: float  # seconds since the worker was spawned
     done: int
     worker_cpu_s: float  # CPU of the worker tree so far (sampled at the mark only)
+    rss_mb: float | None  # resident memory of the worker tree, None if it had exited
 
 
 @dataclass(slots=True, kw_only=True)
@@ -74,11 +75,15 @@ class Watcher:
                 drain.started_s = now - spawned
             if drain.first is None and done >= min(self.config.mark_count, tasks):
                 drain.first = Mark(
-                    at_s=now - spawned, done=done, worker_cpu_s=tree_cpu_s(worker.pid)
+                    at_s=now - spawned,
+                    done=done,
+                    worker_cpu_s=tree_cpu_s(worker.pid),
+                    rss_mb=tree_rss_mb(worker.pid),
                 )
             self.progress(done, tasks, now - spawned)
             if done >= tasks:
-                drain.last = Mark(at_s=now - spawned, done=done, worker_cpu_s=0.0)
+                rss_mb = tree_rss_mb(worker.pid)
+                drain.last = Mark(at_s=now - spawned, done=done, worker_cpu_s=0.0, rss_mb=rss_mb)
                 return
             if worker.exit_code() is not None and self.count() < tasks:
                 raise RuntimeError(
