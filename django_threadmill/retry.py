@@ -54,6 +54,24 @@ def _as_timedelta(name: str, value: object) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+def _check_number(
+    name: str,
+    value: object,
+    *,
+    low: float,
+    high: float | None = None,
+    whole: bool = False,
+    hint: str = "",
+) -> None:
+    """Raise naming ``name`` unless ``value`` is a number (whole if asked) within bounds."""
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+        kind = "a whole number" if whole else "a number"
+        raise TypeError(f"ExponentialBackoff({name}={value!r}) must be {kind}.")
+    if value < low or (high is not None and value > high):
+        bounds = f"{low:g} or more" if high is None else f"between {low:g} and {high:g}"
+        raise ValueError(f"ExponentialBackoff({name}={value!r}) must be {bounds}{hint}.")
+
+
 def _class_path(kind: type) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
@@ -93,24 +111,9 @@ class ExponentialBackoff:
                 f"ExponentialBackoff max_delay={self.max_delay} is below base_delay="
                 f"{self.base_delay}. Raise max_delay or lower base_delay."
             )
-        if isinstance(self.factor, bool) or not isinstance(self.factor, int | float):
-            raise TypeError(f"ExponentialBackoff(factor={self.factor!r}) must be a number >= 1.")
-        if self.factor < 1:
-            raise ValueError(f"ExponentialBackoff(factor={self.factor!r}) must be 1 or more.")
-        if not 0 <= self.jitter <= 1:
-            raise ValueError(
-                f"ExponentialBackoff(jitter={self.jitter!r}) must be between 0 and 1 "
-                "(a fraction of the delay)."
-            )
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
-            raise TypeError(
-                f"ExponentialBackoff(max_attempts={self.max_attempts!r}) must be a whole number."
-            )
-        if self.max_attempts < 1:
-            raise ValueError(
-                f"ExponentialBackoff(max_attempts={self.max_attempts!r}) must be 1 or more "
-                "(1 means no retry)."
-            )
+        _check_number("factor", self.factor, low=1)
+        _check_number("jitter", self.jitter, low=0, high=1, hint=" (a fraction of the delay)")
+        _check_number("max_attempts", self.max_attempts, low=1, whole=True, hint=" (1: no retry)")
 
     def _checked_retry_on(self) -> tuple[type[BaseException], ...]:
         kinds = self.retry_on if isinstance(self.retry_on, tuple | list) else (self.retry_on,)

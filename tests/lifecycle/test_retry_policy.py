@@ -95,6 +95,7 @@ def test_from_dict_refuses_a_foreign_dict_and_a_non_exception() -> None:
         ({"base_delay": 10, "max_delay": 5}, ValueError, "max_delay=0:00:05 is below"),
         ({"factor": 0.5}, ValueError, "factor=0.5\\) must be 1 or more"),
         ({"jitter": 2}, ValueError, "jitter=2\\) must be between 0 and 1"),
+        ({"jitter": "10%"}, TypeError, "jitter='10%'\\) must be a number"),
         ({"max_attempts": 0}, ValueError, "max_attempts=0\\) must be 1 or more"),
         ({"max_attempts": 2.5}, TypeError, "max_attempts=2.5\\) must be a whole number"),
         ({"retry_on": (ValueError, "x")}, TypeError, "holds 'x', which is not an exception"),
