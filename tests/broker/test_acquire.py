@@ -5,6 +5,7 @@ from collections.abc import Callable
 import redis
 
 from django_threadmill.broker import Broker, NewTask
+from django_threadmill.broker.broker import PROMOTE_LIMIT
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.records import now_ms
 
@@ -164,3 +165,17 @@ def test_wake_process_returns_only_that_process(broker: Broker) -> None:
     broker.wake_process(WORKER)
     assert broker.wait_for_work(["default"], worker_id="other", timeout_s=0.01) is False
     assert broker.wait_for_work(["default"], worker_id=WORKER, timeout_s=5) is True
+
+
+def test_promotion_is_bounded_per_call(
+    broker: Broker, keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    later = now_ms() + HOUR_MS
+    tasks = [new_task(run_after_ms=later) for _ in range(PROMOTE_LIMIT + 2)]
+    broker.enqueue("default", tasks)
+    redis_client.zadd(keys.delayed, {task.id: n for n, task in enumerate(tasks, 1)}, xx=True)
+    assert acquired_ids(broker, 1) == [tasks[0].id]
+    assert redis_client.zcard(keys.delayed) == 2
+    assert redis_client.zcard(keys.ready) == PROMOTE_LIMIT - 1
+    broker.acquire("default", 1)
+    assert redis_client.zcard(keys.delayed) == 0

@@ -170,3 +170,12 @@ def test_results_kept_forever_without_result_ttl(
 def test_empty_batch_sends_nothing(broker: Broker) -> None:
     finishes: list[Finish] = []
     assert broker.finish(WORKER, finishes) == []
+
+
+def test_ack_without_a_worker_id_records_no_attempt(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    lease = reserve()
+    assert broker.finish("", [finish(lease, Outcome.FAILED, ERROR)]) == []
+    fields = redis_client.hmget(keys.record(lease.task_id), "state", "workers", "started_ms")
+    assert fields == ["failed", None, None]
