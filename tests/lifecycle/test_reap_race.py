@@ -7,11 +7,12 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Broker, Lease
+from django_threadmill.broker import Broker, Lease, Start
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.reaper import ReapReport, reap_once
+from django_threadmill.records import now_ms
 
-from .support import ack, run, wait_for_expiry
+from .support import WORKER, ack, reserve, run, wait_for_expiry
 from .tasks import plain, retried
 
 TASKS = 200
@@ -99,3 +100,30 @@ def test_a_reap_after_the_ack_finds_nothing(
     report = reap_once(backend)
     assert (report.failed, report.retried, report.stale) == (0, 0, 0)
     assert backend.get_result(task_id).status == TaskResultStatus.SUCCESSFUL
+
+
+def test_two_reapers_and_a_late_start_notice_release_each_reservation_once(
+    backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
+) -> None:
+    for _ in range(TASKS):
+        plain.enqueue()
+    leases = [reservation.lease for reservation in reserve(broker)]
+    wait_for_expiry(broker, redis_client)
+    reports: list[ReapReport] = []
+    stale_starts: list[Start] = []
+
+    def reaper() -> None:
+        reports.append(reap_once(backend, batch_size=25))
+
+    def late_worker() -> None:
+        for lease in leases:
+            stale_starts.extend(broker.start(WORKER, [Start(lease=lease, started_ms=now_ms())]))
+
+    race(reaper, reaper, late_worker)
+
+    started = TASKS - len(stale_starts)
+    assert sum(r.released for r in reports) + started == TASKS
+    statuses = [backend.get_result(lease.task_id).status for lease in leases]
+    assert statuses.count(TaskResultStatus.RUNNING) == started
+    assert statuses.count(TaskResultStatus.READY) == TASKS - started
+    assert redis_client.zcard(broker.queue_keys("default").ready) == TASKS - started
