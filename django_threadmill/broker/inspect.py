@@ -86,7 +86,6 @@ class TaskRow:
     queue: str
     state: str
     path: str
-    priority: int | None
     enqueued_ms: int | None
     run_after_ms: int | None
     started_ms: int | None
@@ -124,14 +123,6 @@ def task_path(payload: str | None) -> str:
     except (ValueError, AttributeError):
         return ""
     return path if isinstance(path, str) else ""
-
-
-def _priority(payload: str | None) -> int | None:
-    try:
-        value = json.loads(payload or "").get("priority")
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) else None
 
 
 class Inspector:
@@ -301,6 +292,17 @@ class Inspector:
                 pipe.hmget(keys.record(task_id), fields)
             return pipe.execute()
 
+    def probe(self, ids: Sequence[str], fields: Sequence[str]) -> list[dict[str, str | None]]:
+        """Return ``fields`` of each record of ``ids`` (all None where it is gone): one pipeline.
+
+        A filtered listing reads only what its filter needs, then whole rows for the matches.
+        """
+        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+            for task_id in ids:
+                pipe.hmget(self._keys(queue_of(task_id) or "").record(task_id), fields)
+            replies = pipe.execute()
+        return [dict(zip(fields, values, strict=True)) for values in replies]
+
     def rows(self, ids: Iterable[str]) -> dict[str, TaskRow | None]:
         """Return the listing fields of each id (None where the record is gone): one pipeline."""
         wanted = [(task_id, queue_of(task_id)) for task_id in ids]
@@ -322,7 +324,6 @@ class Inspector:
             queue=queue,
             state=fields["state"] or "",
             path=task_path(fields["payload"]),
-            priority=_priority(fields["payload"]),
             enqueued_ms=_int(fields["enqueued_ms"]),
             run_after_ms=_int(fields["run_after_ms"]),
             started_ms=_int(fields["started_ms"]),

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..broker.inspect import Index, Inspector, TaskRow
 
 type StreamKey = tuple[str, str]  # (alias, queue)
+SCAN_CHUNK = 500  # index entries a filtered walk reads per round trip
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,14 @@ class Cursor:
         ) < 0:
             return None
         return cls(as_of_ms=as_of, offsets=offsets)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RowFilter:
+    """Which stored fields a filter reads (the first must exist on every record), and its test."""
+
+    fields: tuple[str, ...]
+    accepts: Callable[[dict[str, str | None]], bool]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,7 +126,7 @@ class Walker:
         *,
         want: int,
         budget: int,
-        keep: Callable[[TaskRow], bool] | None = None,
+        keep: RowFilter | None = None,
         backward: bool = False,
     ) -> Walk:
         """Collect up to ``want`` rows that ``keep`` accepts, reading at most ``budget`` ids.
@@ -128,20 +137,26 @@ class Walker:
         taken: list[tuple[str, TaskRow]] = []
         examined, exhausted = 0, False
         while len(taken) < want and examined < budget:
-            size = want - len(taken) if keep is None else min(budget - examined, 500)
+            size = want - len(taken) if keep is None else min(budget - examined, SCAN_CHUNK)
             chunk = self._chunk(offsets, size, backward)[:size]
             if not chunk:
                 exhausted = True
                 break
-            rows = self._rows(chunk)
-            for entry in chunk:
+            accepted = self._accepted(chunk, keep)
+            matches: list[_Entry] = []
+            for entry, ok in zip(chunk, accepted, strict=True):
                 offsets[entry.stream] += -1 if backward else 1
                 examined += 1
-                row = rows.get(entry.task_id)
-                if row is not None and (keep is None or keep(row)):
-                    taken.append((self.streams[entry.stream].alias, row))
-                if len(taken) == want or examined == budget:
+                if ok:
+                    matches.append(entry)
+                if len(taken) + len(matches) == want or examined == budget:
                     break
+            rows = self._rows(matches)
+            taken += [
+                (self.streams[e.stream].alias, row)
+                for e in matches
+                if (row := rows.get(e.task_id)) is not None
+            ]
         end = Cursor(
             as_of_ms=self.as_of_ms,
             offsets={s.key: o for s, o in zip(self.streams, offsets, strict=True)},
@@ -173,6 +188,18 @@ class Walker:
         return _merge_prefix(
             windows, full, descending=self.index.newest_first != backward, backward=backward
         )
+
+    def _accepted(self, chunk: list[_Entry], keep: RowFilter | None) -> list[bool]:
+        """Tell which entries ``keep`` accepts, reading only the fields it names."""
+        if keep is None:
+            return [True] * len(chunk)
+        accepted: dict[str, bool] = {}
+        for inspector, members in self._by_inspector().items():
+            wanted = set(members)
+            ids = [e.task_id for e in chunk if e.stream in wanted]
+            for task_id, fields in zip(ids, inspector.probe(ids, keep.fields), strict=True):
+                accepted[task_id] = fields[keep.fields[0]] is not None and keep.accepts(fields)
+        return [accepted[e.task_id] for e in chunk]
 
     def _rows(self, chunk: list[_Entry]) -> dict[str, TaskRow | None]:
         rows: dict[str, TaskRow | None] = {}

@@ -4,18 +4,20 @@ Filters: backend alias, queue, status and task path; the search box finds one ta
 Paging walks the per-queue indexes through ``listing.Walker``; see its module docstring.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import QueryDict
+from django.urls import reverse
 
-from ..broker.inspect import Index, TaskRow
+from ..broker.inspect import Index, TaskRow, task_path
 from ..broker.keys import TASK_ID_SEPARATOR, make_task_id
 from .backends import Source, sources
 from .display import state_label, when
-from .listing import Cursor, Stream, Walker
+from .listing import Cursor, RowFilter, Stream, Walker
 
+DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
 LIST_PER_PAGE = 50  # rows per page
 SCAN_BUDGET = 5000  # index entries a filtered page reads at most before it offers to go on
 
@@ -67,13 +69,19 @@ class Filters:
                 query[name] = value
         return query.urlencode()
 
-    def keep(self) -> Callable[[TaskRow], bool] | None:
-        """Return the row predicate the walk applies, or None when every row is kept."""
+    def keep(self) -> RowFilter | None:
+        """Return the filter the walk applies, or None when every row is kept."""
         states = STATUSES[self.status][2]
         needle = self.task.lower()
         if states is None and not needle:
             return None
-        return lambda row: (states is None or row.state in states) and needle in row.path.lower()
+
+        def accepts(fields: dict[str, str | None]) -> bool:
+            if states is not None and fields["state"] not in states:
+                return False
+            return not needle or needle in task_path(fields.get("payload")).lower()
+
+        return RowFilter(fields=("state", "payload") if needle else ("state",), accepts=accepts)
 
 
 def _streams(chosen: list[Source], filters: Filters) -> list[Stream]:
@@ -86,9 +94,12 @@ def _streams(chosen: list[Source], filters: Filters) -> list[Stream]:
 
 
 def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
+    """Return what one list row shows; URLs are built here, not by a template tag per row."""
     return {
         "alias": alias,
         "row": row,
+        "url": f"{reverse(DETAIL_URL_NAME, args=(alias, row.id))}",
+        "path_query": urlencode({"task": row.path}),
         "label": state_label(row.state),
         "enqueued_at": when(row.enqueued_ms),
         "finished_at": when(row.finished_ms),
@@ -117,6 +128,7 @@ def results_context(query: QueryDict) -> dict[str, Any]:
     chosen = [s for s in everything if not filters.backend or s.alias == filters.backend]
     context: dict[str, Any] = {
         "filters": filters,
+        "row_query": f"{kept}&" if (kept := filters.query(task="")) else "",
         "aliases": [s.alias for s in everything],
         "queues": sorted({q for s in chosen for q in s.queues()}),
         "statuses": [(value, label) for value, (label, _, _) in STATUSES.items()],

@@ -5,7 +5,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Index, Inspector
 from django_threadmill.records import now_ms
-from django_threadmill.views.listing import Cursor, Stream, Walker
+from django_threadmill.views.listing import Cursor, RowFilter, Stream, Walker
 from testproject.example.tasks import add
 from tests.backend_support import succeed
 
@@ -95,14 +95,15 @@ def test_results_finishing_after_the_snapshot_do_not_shift_pages(
 def test_a_filter_reads_at_most_the_budget_and_says_where_it_stopped(
     backend: ThreadmillTaskBackend, redis_client: redis.Redis
 ) -> None:
-    finished_with_times(backend, redis_client, TIMES)
+    order = finished_with_times(backend, redis_client, TIMES)
+    [failed] = [task_id for ms, _, task_id in order if ms == -1000]  # the 4th newest
+    redis_client.hset(backend.broker.queue_keys("reports").record(failed), "state", "failed")
+    only_failed = RowFilter(fields=("state",), accepts=lambda fields: fields["state"] == "failed")
 
-    page = walker(backend).walk(
-        Cursor(as_of_ms=AS_OF), want=4, budget=6, keep=lambda row: row.queue == "reports"
-    )
+    page = walker(backend).walk(Cursor(as_of_ms=AS_OF), want=4, budget=6, keep=only_failed)
 
+    assert [row.id for _, row in page.rows] == [failed]
     assert page.examined == 6
-    assert [row.queue for _, row in page.rows] == ["reports"]  # the one at 1000 ms
     assert page.end.position == 6
     assert not page.exhausted
 
