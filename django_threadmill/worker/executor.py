@@ -93,7 +93,7 @@ class Executor:
 
     def run(self, reservation: Reservation, started_ms: int) -> Finish:
         """Run the task; any exception, SystemExit and KeyboardInterrupt included, is recorded."""
-        close_old_connections()
+        close_old_connections()  # per task, as Django does per request: honours CONN_MAX_AGE
         try:
             result = self._result(reservation, started_ms)
         except PayloadError as exc:
@@ -104,8 +104,6 @@ class Executor:
             returned, value = encode_result(self._call(result), result.task.module_path)
         except BaseException as exc:
             return self._failed(reservation, result, exc, started_ms)
-        finally:
-            close_old_connections()
         finished_ms = now_ms()
         object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(result, "finished_at", from_ms(finished_ms))
