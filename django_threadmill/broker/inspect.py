@@ -17,7 +17,7 @@ from .keys import QueueKeys, queue_of
 
 PRIORITY_BAND = 2**40  # ready score = (100 - priority) * PRIORITY_BAND + seq (enqueue.lua)
 MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
-STATE_SAMPLE = 2000  # ids whose state is read to split finished/leased counts; above: estimate
+STATE_SAMPLE = 1000  # ids whose state is read to split finished/leased counts; above: estimate
 THROUGHPUT_MINUTES = (1, 5, 15)  # windows of the throughput figures on the queues page
 ROW_FIELDS = (
     "state",

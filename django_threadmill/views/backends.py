@@ -28,6 +28,10 @@ class Source:
 
     def queues(self) -> list[str]:
         """Return the configured queues and every queue Redis has seen, sorted."""
+        return self._queues
+
+    @cached_property
+    def _queues(self) -> list[str]:  # read once per page view: a Source lives for one request
         return sorted(set(self.backend.queues) | set(self.inspector.queues()))
 
 
