@@ -1,19 +1,24 @@
-"""Read-only Redis queries behind the admin: counts, workers, index windows and records.
+"""The Inspector: read-only queries on the queues of one backend alias, for the admin.
 
-Every read is bounded, whatever the number of stored results: counts are ZCARD/ZCOUNT, a
-listing reads one window of one index by rank (ZRANGE/ZREVRANGE, O(log N + window)) and then
-one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writes.
+See the package docstring for the rules every query here follows.
 """
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 
-from .broker import Broker
-from .connection import translated_errors
-from .keys import QueueKeys, queue_of
+from ..broker import Broker
+from ..connection import translated_errors
+from ..keys import QueueKeys, queue_of
+from .types import (
+    Index,
+    QueueOverview,
+    StateSplit,
+    TaskDetail,
+    TaskRow,
+    WorkerSighting,
+    as_int,
+    task_path,
+)
 
 PRIORITY_BAND = 2**40  # ready score = (100 - priority) * PRIORITY_BAND + seq (enqueue.lua)
 MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
@@ -29,100 +34,6 @@ ROW_FIELDS = (
     "workers",
     "nerrors",
 )
-
-
-class Index(StrEnum):
-    """The per-queue sorted sets a listing can walk."""
-
-    DONE = "done"  # finished ids by finish time: walked newest first
-    READY = "ready"  # by priority, then FIFO: walked in run order
-    DELAYED = "delayed"  # by due time: walked soonest first
-    LEASES = "leases"  # reserved and running ids by lease deadline: soonest first
-
-    @property
-    def newest_first(self) -> bool:
-        return self is Index.DONE
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StateSplit:
-    """How many ids of an index are in each state; ``exact`` is False for a sampled estimate."""
-
-    counts: dict[str, int]
-    exact: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QueueOverview:
-    """The counts of one queue, read at Redis time ``now_ms``."""
-
-    queue: str
-    now_ms: int
-    ready: int
-    delayed: int
-    leased: StateSplit  # "reserved" / "running"
-    finished: int  # ids in the done index, i.e. within result_ttl
-    outcomes: StateSplit  # "successful" / "failed" among them
-    finished_since: dict[int, int]  # minutes -> results finished in the last that many minutes
-    oldest_ready_enqueued_ms: int | None
-    lifetime: dict[str, int]  # P:stats counters: successful, failed, retry
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorkerSighting:
-    """A worker process as last seen renewing its leases in one queue."""
-
-    worker_id: str
-    queue: str
-    held: int
-    last_renewal_ms: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskRow:
-    """The fields of one task record the listing shows."""
-
-    id: str
-    queue: str
-    state: str
-    path: str
-    enqueued_ms: int | None
-    run_after_ms: int | None
-    started_ms: int | None
-    finished_ms: int | None
-    attempts: int
-    errors: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskDetail:
-    """Everything stored about one task, plus where it sits in its queue's indexes."""
-
-    id: str
-    queue: str
-    record: dict[str, str]
-    ttl_ms: int | None  # None: the record does not expire
-    lease_deadline_ms: int | None
-    due_ms: int | None  # when a delayed task becomes ready
-    ready_position: int | None  # 0 = the next task this queue hands out
-
-
-def _int(value: str | int | float | None) -> int | None:
-    return int(float(value)) if value not in (None, "") else None
-
-
-def task_path(payload: str | None) -> str:
-    """Return the task path from a payload without decoding all its arguments if possible."""
-    if not payload:
-        return ""
-    try:
-        if payload.startswith('{"path":'):  # records.encode_payload writes the path first
-            path, _ = json.JSONDecoder().raw_decode(payload, len('{"path":'))
-        else:
-            path = json.loads(payload).get("path", "")
-    except (ValueError, AttributeError):
-        return ""
-    return path if isinstance(path, str) else ""
 
 
 class Inspector:
@@ -221,7 +132,7 @@ class Inspector:
                 task_id, score = head[0]
                 heads.append(task_id)
                 low = (int(score) // PRIORITY_BAND + 1) * PRIORITY_BAND
-            enqueued = [_int(v) for (v,) in self._fields(keys, heads, "enqueued_ms")]
+            enqueued = [as_int(v) for (v,) in self._fields(keys, heads, "enqueued_ms")]
         known = [ms for ms in enqueued if ms is not None]
         return min(known) if known else None
 
@@ -324,12 +235,12 @@ class Inspector:
             queue=queue,
             state=fields["state"] or "",
             path=task_path(fields["payload"]),
-            enqueued_ms=_int(fields["enqueued_ms"]),
-            run_after_ms=_int(fields["run_after_ms"]),
-            started_ms=_int(fields["started_ms"]),
-            finished_ms=_int(fields["finished_ms"]),
+            enqueued_ms=as_int(fields["enqueued_ms"]),
+            run_after_ms=as_int(fields["run_after_ms"]),
+            started_ms=as_int(fields["started_ms"]),
+            finished_ms=as_int(fields["finished_ms"]),
             attempts=len(fields["workers"].split("\n")) if fields["workers"] else 0,
-            errors=_int(fields["nerrors"]) or 0,
+            errors=as_int(fields["nerrors"]) or 0,
         )
 
     # One task ------------------------------------------------------------------------------
@@ -354,8 +265,8 @@ class Inspector:
             queue=queue,
             record=record,
             ttl_ms=int(ttl_ms) if int(ttl_ms) >= 0 else None,
-            lease_deadline_ms=_int(deadline),
-            due_ms=_int(due),
+            lease_deadline_ms=as_int(deadline),
+            due_ms=as_int(due),
             ready_position=position,
         )
 

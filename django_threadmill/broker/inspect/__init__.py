@@ -1,0 +1,30 @@
+"""Read-only Redis queries behind the admin: counts, workers, index windows and records.
+
+Every read is bounded, whatever the number of stored results: counts are ZCARD/ZCOUNT, a
+listing reads one window of one index by rank (ZRANGE/ZREVRANGE, O(log N + window)) and then
+one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writes.
+"""
+
+from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
+from .types import (
+    Index,
+    QueueOverview,
+    StateSplit,
+    TaskDetail,
+    TaskRow,
+    WorkerSighting,
+    task_path,
+)
+
+__all__ = [
+    "STATE_SAMPLE",
+    "THROUGHPUT_MINUTES",
+    "Index",
+    "Inspector",
+    "QueueOverview",
+    "StateSplit",
+    "TaskDetail",
+    "TaskRow",
+    "WorkerSighting",
+    "task_path",
+]

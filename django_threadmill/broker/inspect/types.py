@@ -1,0 +1,99 @@
+"""What the admin's read-only queries return: index names, counts, rows and one record."""
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Index(StrEnum):
+    """The per-queue sorted sets a listing can walk."""
+
+    DONE = "done"  # finished ids by finish time: walked newest first
+    READY = "ready"  # by priority, then FIFO: walked in run order
+    DELAYED = "delayed"  # by due time: walked soonest first
+    LEASES = "leases"  # reserved and running ids by lease deadline: soonest first
+
+    @property
+    def newest_first(self) -> bool:
+        return self is Index.DONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateSplit:
+    """How many ids of an index are in each state; ``exact`` is False for a sampled estimate."""
+
+    counts: dict[str, int]
+    exact: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueOverview:
+    """The counts of one queue, read at Redis time ``now_ms``."""
+
+    queue: str
+    now_ms: int
+    ready: int
+    delayed: int
+    leased: StateSplit  # "reserved" / "running"
+    finished: int  # ids in the done index, i.e. within result_ttl
+    outcomes: StateSplit  # "successful" / "failed" among them
+    finished_since: dict[int, int]  # minutes -> results finished in the last that many minutes
+    oldest_ready_enqueued_ms: int | None
+    lifetime: dict[str, int]  # P:stats counters: successful, failed, retry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSighting:
+    """A worker process as last seen renewing its leases in one queue."""
+
+    worker_id: str
+    queue: str
+    held: int
+    last_renewal_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRow:
+    """The fields of one task record the listing shows."""
+
+    id: str
+    queue: str
+    state: str
+    path: str
+    enqueued_ms: int | None
+    run_after_ms: int | None
+    started_ms: int | None
+    finished_ms: int | None
+    attempts: int
+    errors: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskDetail:
+    """Everything stored about one task, plus where it sits in its queue's indexes."""
+
+    id: str
+    queue: str
+    record: dict[str, str]
+    ttl_ms: int | None  # None: the record does not expire
+    lease_deadline_ms: int | None
+    due_ms: int | None  # when a delayed task becomes ready
+    ready_position: int | None  # 0 = the next task this queue hands out
+
+
+def as_int(value: str | int | float | None) -> int | None:
+    return int(float(value)) if value not in (None, "") else None
+
+
+def task_path(payload: str | None) -> str:
+    """Return the task path from a payload without decoding all its arguments if possible."""
+    if not payload:
+        return ""
+    try:
+        if payload.startswith('{"path":'):  # records.encode_payload writes the path first
+            path, _ = json.JSONDecoder().raw_decode(payload, len('{"path":'))
+        else:
+            path = json.loads(payload).get("path", "")
+    except (ValueError, AttributeError):
+        return ""
+    return path if isinstance(path, str) else ""
