@@ -18,7 +18,7 @@ from redis.commands.core import AsyncScript, Script
 from ..conf import BackendSettings
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_of
-from .scripts import ScriptCall, ScriptName, script_source
+from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .types import (
     Acquired,
     ExpiredAttempt,
@@ -60,13 +60,14 @@ class Broker:
 
     @cached_property
     def _scripts(self) -> dict[ScriptName, Script]:
-        return {name: self.client.register_script(script_source(name)) for name in ScriptName}
+        return register_scripts(self.client)
 
     def _async_client(self) -> tuple[redis.asyncio.Redis, dict[ScriptName, AsyncScript]]:
         """Return the asyncio client and scripts of the running loop (pools are per loop)."""
         loop = asyncio.get_running_loop()
         if loop not in self._async_clients:
             client = make_async_client(self.settings)
+            # Only enqueue runs on the asyncio client, and it must not be flagged allow-oom.
             scripts = {name: client.register_script(script_source(name)) for name in ScriptName}
             self._async_clients[loop] = (client, scripts)
         return self._async_clients[loop]
@@ -137,7 +138,15 @@ class Broker:
         """Make ``queues`` known to the reaper and the admin before anything is enqueued."""
         queues = list(queues)
         with self._errors():
-            self.client.sadd(self.keyspace.queues, *queues)
+            known = self.client.smismember(self.keyspace.queues, queues)
+            missing = [queue for queue, found in zip(queues, known, strict=True) if not found]
+            try:
+                if missing:
+                    self.client.sadd(self.keyspace.queues, *missing)
+            except redis.exceptions.OutOfMemoryError:
+                # A worker restarting while Redis is full must still start: a queue missing
+                # here holds no task yet (enqueue adds its name first), so nothing is hidden.
+                queues = [queue for queue in queues if queue not in missing]
         self._known_queues.update(queues)
 
     def queues(self) -> list[str]:

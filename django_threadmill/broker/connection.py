@@ -57,6 +57,15 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, BrokerUnavailable)
 
 
+def _what_was_written(error: BaseException) -> str:
+    """Say whether a failed call can have reached Redis: only if the connection was open."""
+    if "connecting to" in str(error).lower():  # redis-py's wording when connect() failed
+        return "nothing was written."
+    # The connection dropped mid-call (issue 7 chaos runs): Redis may have applied the call
+    # before it went away, e.g. stored an enqueued task whose reply never arrived.
+    return "the call may have been applied before the connection dropped."
+
+
 @contextmanager
 def translated_errors(location: str) -> Iterator[None]:
     """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors."""
@@ -71,7 +80,7 @@ def translated_errors(location: str) -> Iterator[None]:
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         raise BrokerUnavailable(
             f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
-            "nothing was written."
+            + _what_was_written(exc)
         ) from exc
     except redis.ResponseError as exc:
         message = str(exc)

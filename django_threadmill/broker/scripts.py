@@ -9,6 +9,9 @@ from enum import StrEnum
 from functools import cache
 from importlib.resources import files
 
+import redis
+from redis.commands.core import Script
+
 
 class ScriptName(StrEnum):
     ENQUEUE = "enqueue"
@@ -23,11 +26,46 @@ class ScriptName(StrEnum):
     PURGE = "purge"
 
 
+# Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back
+# work already stored and add at most a few fields. Redis 7 refuses their first write at
+# maxmemory unless flagged, and a worker could then neither ack nor renew (DESIGN.md §7).
+# Enqueue, acquire and requeue add work, so they keep failing with a clear OOM error.
+ALLOW_OOM = frozenset(
+    {
+        ScriptName.START,
+        ScriptName.FINISH,
+        ScriptName.RENEW,
+        ScriptName.RELEASE,
+        ScriptName.REAP,
+        ScriptName.CANCEL,
+        ScriptName.PURGE,
+    }
+)
+ALLOW_OOM_SHEBANG = "#!lua flags=allow-oom\n"  # Redis 7+ only: 6.2 reads it as a syntax error
+FIRST_VERSION_WITH_FLAGS = 7
+
+
 @cache
-def script_source(name: ScriptName) -> str:
-    """Return the full source sent to Redis for ``name``: common helpers, then the script."""
+def script_source(name: ScriptName, *, flags: bool = False) -> str:
+    """Return the full source sent to Redis for ``name``: common helpers, then the script.
+
+    With ``flags`` (Redis 7+), scripts in ``ALLOW_OOM`` open with the allow-oom shebang.
+    """
     lua = files(__package__) / "lua"
-    return (lua / "common.lua").read_text() + "\n" + (lua / f"{name}.lua").read_text()
+    source = (lua / "common.lua").read_text() + "\n" + (lua / f"{name}.lua").read_text()
+    return ALLOW_OOM_SHEBANG + source if flags and name in ALLOW_OOM else source
+
+
+def supports_script_flags(client: redis.Redis) -> bool:
+    """Tell whether the server reads shebang flags: Redis (and Valkey) 7 or later."""
+    version = str(client.info("server").get("redis_version", "0"))
+    return int(version.split(".")[0]) >= FIRST_VERSION_WITH_FLAGS
+
+
+def register_scripts(client: redis.Redis) -> dict[ScriptName, Script]:
+    """Register every script on ``client``, flagged when its server supports it (one INFO)."""
+    flags = supports_script_flags(client)
+    return {name: client.register_script(script_source(name, flags=flags)) for name in ScriptName}
 
 
 @dataclass(frozen=True, slots=True)
