@@ -10,11 +10,12 @@ run inside Lua scripts; "script calls" are the EVALSHA round trips the client ma
 
 import argparse
 import os
+import statistics
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import redis
@@ -55,6 +56,7 @@ def run_phases(client: redis.Redis, tasks: int, batch: int) -> list[Phase]:
 
     backend = task_backends["default"]
     broker = backend.broker
+    bulk_task = echo.using(queue_name="reports")
     leases: list[Lease] = []
 
     def enqueue() -> None:
@@ -78,7 +80,8 @@ def run_phases(client: redis.Redis, tasks: int, batch: int) -> list[Phase]:
             assert broker.finish(WORKER, done) == []
 
     def enqueue_many() -> None:
-        backend.enqueue_many(echo, (((n,), {}) for n in range(tasks)))
+        # Another queue, so the next repetition's acquire finds only its own tasks.
+        backend.enqueue_many(bulk_task, (((n,), {}) for n in range(tasks)))
 
     warm_up(broker, echo)
     return [
@@ -88,6 +91,16 @@ def run_phases(client: redis.Redis, tasks: int, batch: int) -> list[Phase]:
         measure(client, "ack", ack),
         measure(client, "enqueue_many", enqueue_many),
     ]
+
+
+def medians(runs: list[list[Phase]]) -> list[Phase]:
+    """Return each phase with the median CPU and wall time over ``runs``."""
+    merged = []
+    for same_phase in zip(*runs, strict=True):
+        last = same_phase[-1]
+        cost = replace(last.cost, cpu_s=statistics.median(p.cost.cpu_s for p in same_phase))
+        merged.append(Phase(last.name, cost, statistics.median(p.wall_s for p in same_phase)))
+    return merged
 
 
 def success(lease: Lease, value: object) -> Finish:
@@ -143,6 +156,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=10_000, help="tasks per phase")
     parser.add_argument("--batch", type=int, default=128, help="acquire/start/ack batch size")
+    parser.add_argument("--repeat", type=int, default=3, help="runs; CPU and wall are medians")
     options = parser.parse_args()
     with redis_process("--appendonly", "no") as server:
         os.environ["REDIS_URL"] = server.url
@@ -152,9 +166,11 @@ def main() -> None:
 
         django.setup()
         client = redis.Redis.from_url(server.url, decode_responses=True)
-        phases = run_phases(client, options.tasks, options.batch)
-        print(report(phases, options.tasks, options.batch, server_version(client)))
+        runs = [run_phases(client, options.tasks, options.batch) for _ in range(options.repeat)]
+        version = server_version(client)
         client.close()
+    print(report(medians(runs), options.tasks, options.batch, version))
+    print(f"(median of {options.repeat} runs; commands do not vary between runs)")
 
 
 if __name__ == "__main__":
