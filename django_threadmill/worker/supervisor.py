@@ -146,7 +146,7 @@ class Supervisor:
             slot.process, slot.control_fd = None, None
             if stopping or (self.options.burst and code == EXIT_OK):
                 slot.done = True
-                if code not in (EXIT_OK, None):
+                if code not in (EXIT_OK, EXIT_RECYCLE):
                     self.exit_code = self.exit_code or EXIT_FORCED
                 continue
             if code == EXIT_RECYCLE:

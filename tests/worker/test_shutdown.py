@@ -49,6 +49,8 @@ def test_second_signal_exits_at_once_and_leaves_the_lease_for_the_reaper(
 
     worker = start_worker("--grace-period", "60")
     wait_until(marker.exists, "the long task starting")
+    # The start notice is written by the ack writer, just after the task begins.
+    wait_until(lambda: running.refresh() or running.status == "RUNNING", "the start notice")
     worker.signal(signal.SIGTERM)
     worker.wait_for_log("Stopping worker processes")
     worker.signal(signal.SIGTERM)

@@ -10,37 +10,44 @@
 -- Returns: {next_due_in_ms (-1 when nothing is delayed),
 --           {id, token, payload, workers, enqueued_ms, started_ms, {error_json...}}...}
 -- Fence:   bumps each reserved task's token; ids without a ready record are dropped.
+--          Per task: one HMGET and one HSET; the lease ZADD is one call per batch.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
 
 local due = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "LIMIT", 0, tonumber(ARGV[3]))
+local promoted = {}
 for _, id in ipairs(due) do
   local score = redis.call("HGET", KEYS[1] .. id, "score")
   if score then
-    redis.call("ZADD", KEYS[2], score, id)
+    promoted[#promoted + 1] = score
+    promoted[#promoted + 1] = id
   end
-  redis.call("ZREM", KEYS[3], id)
 end
+call_chunked("ZADD", KEYS[2], promoted)
+call_chunked("ZREM", KEYS[3], due)
 
 local reply = {-1}
 local deadline = now + tonumber(ARGV[2])
+local leased = {}
 local popped = redis.call("ZPOPMIN", KEYS[2], tonumber(ARGV[1]))
 for i = 1, #popped, 2 do
   local id = popped[i]
   local key = KEYS[1] .. id
-  local state = redis.call("HGET", key, "state")
-  if state == "ready" then
-    local token = redis.call("HINCRBY", key, "token", 1)
-    redis.call("HSET", key, "state", "reserved")
-    redis.call("ZADD", KEYS[4], deadline, id)
-    local f = redis.call("HMGET", key, "payload", "workers", "enqueued_ms", "started_ms", "nerrors")
+  local f = redis.call("HMGET", key, "state", "token", "payload", "workers", "enqueued_ms",
+    "started_ms", "nerrors")
+  if f[1] == "ready" then
+    local token = tonumber(f[2] or 0) + 1
+    redis.call("HSET", key, "state", "reserved", "token", token)
+    leased[#leased + 1] = deadline
+    leased[#leased + 1] = id
     local errors = {}
-    for n = 1, tonumber(f[5] or 0) do
+    for n = 1, tonumber(f[7] or 0) do
       errors[n] = redis.call("HGET", key, "error:" .. n) or ""
     end
-    reply[#reply + 1] = {id, token, f[1], f[2] or "", f[3] or "", f[4] or "", errors}
+    reply[#reply + 1] = {id, token, f[3], f[4] or "", f[5] or "", f[6] or "", errors}
   end
 end
+call_chunked("ZADD", KEYS[4], leased)
 
 local next_due = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
 if next_due[2] then

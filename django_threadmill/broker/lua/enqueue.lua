@@ -13,22 +13,30 @@
 -- Clock:   redis.call("TIME") only, to decide ready or delayed.
 local now = now_ms()
 
+local count = (#ARGV - 1) / 5
+local seq = redis.call("INCRBY", KEYS[4], count) - count
 local stored = 0
+local ready, delayed = {}, {}
 for i = 2, #ARGV, 5 do
   local id, payload, priority = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  seq = seq + 1
   if redis.call("EXISTS", KEYS[1] .. id) == 0 then
     local run_after_ms = ARGV[i + 3]
-    local score = (100 - priority) * 1099511627776 + redis.call("INCR", KEYS[4])
+    local score = (100 - priority) * 1099511627776 + seq
     redis.call("HSET", KEYS[1] .. id, "payload", payload, "state", "ready", "score", score,
       "token", 0, "enqueued_ms", ARGV[i + 4], "run_after_ms", run_after_ms, "nerrors", 0)
     if run_after_ms ~= "" and tonumber(run_after_ms) > now then
-      redis.call("ZADD", KEYS[3], tonumber(run_after_ms), id)
+      delayed[#delayed + 1] = tonumber(run_after_ms)
+      delayed[#delayed + 1] = id
     else
-      redis.call("ZADD", KEYS[2], score, id)
+      ready[#ready + 1] = score
+      ready[#ready + 1] = id
     end
     stored = stored + 1
   end
 end
+call_chunked("ZADD", KEYS[2], ready)
+call_chunked("ZADD", KEYS[3], delayed)
 
 local missing = tonumber(ARGV[1]) - redis.call("LLEN", KEYS[5])
 for _ = 1, math.min(missing, stored) do

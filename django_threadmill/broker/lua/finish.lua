@@ -15,44 +15,57 @@
 -- Fence:   state must be "reserved" or "running" and token must match; a late or duplicate
 --          call, or one for a reaped task, changes nothing and returns 0.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
+-- Cost:    per task one HMGET, one HSET, one PEXPIRE; lease and index updates are per call.
 local now = now_ms()
 local ttl = ARGV[2]
 local counts = {successful = 0, failed = 0, retry = 0}
 
 local reply = {}
+local unleased, finished = {}, {}
 for i = 3, #ARGV, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
   local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms", "nerrors")
   if (f[1] == "reserved" or f[1] == "running") and f[2] == token then
+    local fields = {}
     if f[1] == "reserved" and ARGV[1] ~= "" then
-      record_attempt(key, f[3], f[4], ARGV[1], ARGV[i + 4])
+      add_attempt(fields, f[3], f[4], ARGV[1], ARGV[i + 4])
     end
-    redis.call("ZREM", KEYS[2], id)
     if outcome == "successful" then
-      redis.call("HSET", key, "state", "successful", "result", value, "finished_ms", ARGV[i + 5])
+      table.insert(fields, "state")
+      table.insert(fields, "successful")
+      table.insert(fields, "result")
+      table.insert(fields, value)
     else
       local attempt = tonumber(f[5] or 0) + 1
-      redis.call("HSET", key, "error:" .. attempt, value, "nerrors", attempt)
-      if outcome == "retry" then
-        redis.call("HSET", key, "state", "ready")
-        redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
-      else
-        redis.call("HSET", key, "state", "failed", "finished_ms", ARGV[i + 5])
-      end
+      table.insert(fields, "error:" .. attempt)
+      table.insert(fields, value)
+      table.insert(fields, "nerrors")
+      table.insert(fields, attempt)
+      table.insert(fields, "state")
+      table.insert(fields, outcome == "retry" and "ready" or "failed")
     end
-    if outcome ~= "retry" then
-      redis.call("ZADD", KEYS[3], now, id)
-      if ttl ~= "" then
-        redis.call("PEXPIRE", key, ttl)
-      end
+    if outcome == "retry" then
+      redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
+    else
+      table.insert(fields, "finished_ms")
+      table.insert(fields, ARGV[i + 5])
+      finished[#finished + 1] = now
+      finished[#finished + 1] = id
     end
+    redis.call("HSET", key, unpack(fields))
+    if outcome ~= "retry" and ttl ~= "" then
+      redis.call("PEXPIRE", key, ttl)
+    end
+    unleased[#unleased + 1] = id
     counts[outcome] = counts[outcome] + 1
     reply[#reply + 1] = 1
   else
     reply[#reply + 1] = 0
   end
 end
+call_chunked("ZREM", KEYS[2], unleased)
+call_chunked("ZADD", KEYS[3], finished)
 
 for outcome, n in pairs(counts) do
   if n > 0 then

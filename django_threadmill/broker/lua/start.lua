@@ -10,17 +10,21 @@
 local deadline = now_ms() + tonumber(ARGV[1])
 
 local reply = {}
+local leased = {}
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local key = KEYS[1] .. id
   local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms")
   if f[1] == "reserved" and f[2] == token then
-    redis.call("HSET", key, "state", "running")
-    record_attempt(key, f[3], f[4], ARGV[2], ARGV[i + 2])
-    redis.call("ZADD", KEYS[2], deadline, id)
+    local fields = {"state", "running"}
+    add_attempt(fields, f[3], f[4], ARGV[2], ARGV[i + 2])
+    redis.call("HSET", key, unpack(fields))
+    leased[#leased + 1] = deadline
+    leased[#leased + 1] = id
     reply[#reply + 1] = 1
   else
     reply[#reply + 1] = 0
   end
 end
+call_chunked("ZADD", KEYS[2], leased)
 return reply
