@@ -3,6 +3,9 @@
 from collections import Counter
 from pathlib import Path
 
+import redis
+
+from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResult, TaskResultStatus
 
 
@@ -20,3 +23,11 @@ def statuses(results: list[TaskResult]) -> Counter[TaskResultStatus]:
 
 def all_successful(results: list[TaskResult]) -> bool:
     return statuses(results) == Counter({TaskResultStatus.SUCCESSFUL: len(results)})
+
+
+def states(client: redis.Redis, broker: Broker, results: list[TaskResult]) -> Counter[str]:
+    """Count the stored states of ``results`` with one pipelined read (no per-task trips)."""
+    with client.pipeline(transaction=False) as pipe:
+        for result in results:
+            pipe.hget(broker.record_key(result.id) or "", "state")
+        return Counter(pipe.execute())

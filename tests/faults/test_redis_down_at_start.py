@@ -1,0 +1,54 @@
+"""Redis unreachable when the worker starts: it waits, says so in the log, then works."""
+
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from testproject.redis_server import RedisProcess
+from tests.support import wait_until, worker
+
+from . import tasks
+from .support import all_successful, executions
+
+
+@pytest.fixture
+def late_redis() -> Iterator[RedisProcess]:
+    """A Redis with a port and a directory, not started: the test starts it."""
+    with tempfile.TemporaryDirectory(prefix="threadmill-redis-") as directory:
+        server = RedisProcess(Path(directory), "--appendonly", "yes")
+        try:
+            yield server
+        finally:
+            server.kill()
+
+
+@pytest.fixture
+def redis_url(late_redis: RedisProcess) -> str:
+    return late_redis.url
+
+
+def test_worker_waits_for_redis_then_runs_tasks(
+    backend: ThreadmillTaskBackend, late_redis: RedisProcess, key_prefix: str, tmp_path: Path
+) -> None:
+    command = worker(late_redis.url, key_prefix, "--threads", "2")
+    try:
+        line = command.wait_for_log(
+            r"Redis unavailable, retrying in [\d.]+s error=Redis at \S+ "
+            r"is unreachable \(.*\)\. Start Redis or fix TASKS LOCATION"
+        )
+        assert "Connection refused" in line.group(0)
+        command.wait_for_log(r"Redis unavailable, retrying in 0\.4s")  # backing off
+        late_redis.start()
+        command.wait_for_log("Worker process started")
+        log = tmp_path / "runs.log"
+        results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(50)])
+        wait_until(lambda: all_successful(results), "every task SUCCESSFUL", 30)
+        command.signal(signal.SIGTERM)
+        assert command.wait(30) == 0, command.log
+    finally:
+        command.close()
+    assert executions(log) == {result.id: 1 for result in results}

@@ -1,0 +1,53 @@
+"""Slow Redis (latency added by a TCP proxy): every task still runs once and is recorded."""
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from testproject.redis_server import RedisProcess, redis_process
+from tests.support import wait_until, worker
+
+from . import tasks
+from .proxy import DelayProxy
+from .support import executions, states
+
+DELAY_S = 0.025  # each way: 50 ms round trips, about 100x a local Redis
+
+
+@pytest.fixture(scope="module")
+def slow_redis() -> Iterator[tuple[RedisProcess, DelayProxy]]:
+    with redis_process() as server, DelayProxy(server.port, DELAY_S) as proxy:
+        yield server, proxy
+
+
+@pytest.fixture
+def redis_url(slow_redis: tuple[RedisProcess, DelayProxy]) -> str:
+    return slow_redis[1].url
+
+
+def test_tasks_run_once_through_a_slow_link(
+    backend: ThreadmillTaskBackend,
+    slow_redis: tuple[RedisProcess, DelayProxy],
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "runs.log"
+    direct = redis.Redis.from_url(slow_redis[0].url, decode_responses=True)
+    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(500)])
+    command = worker(redis_url, key_prefix, "--threads", "4", lease_ttl_s=2.0)
+    try:
+        # Poll through the proxy-free client: the test's own reads need no added latency.
+        done = {"successful": len(results)}
+        wait_until(lambda: states(direct, backend.broker, results) == done, "all SUCCESSFUL", 60)
+        command.signal(signal.SIGTERM)
+        assert command.wait(30) == 0, command.log
+        assert "Lease lost" not in command.log
+    finally:
+        command.close()
+        direct.close()
+    assert executions(log) == {result.id: 1 for result in results}
