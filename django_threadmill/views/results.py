@@ -98,7 +98,7 @@ def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
     return {
         "alias": alias,
         "row": row,
-        "url": f"{reverse(DETAIL_URL_NAME, args=(alias, row.id))}",
+        "url": reverse(DETAIL_URL_NAME, args=(alias, row.id)),
         "path_query": urlencode({"task": row.path}),
         "label": state_label(row.state),
         "enqueued_at": when(row.enqueued_ms),

@@ -15,14 +15,16 @@ from pathlib import Path
 
 import pytest
 from pytest_django.live_server_helper import LiveServer
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import add, fail, send_welcome
 from tests.admin.conftest import staff_user
 from tests.admin.tasks import flaky_report
+
+pytest.importorskip("selenium", reason="the 'test' extra brings selenium")
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 
 pytestmark = pytest.mark.browser
 
