@@ -11,6 +11,7 @@ import redis.asyncio
 from ..conf import BackendSettings
 from ..exceptions import BrokerUnavailable
 
+POOL_EXHAUSTED = "Too many connections"  # redis-py's message when its pool is at max_connections
 UNAVAILABLE_ERRORS = (
     redis.exceptions.ReadOnlyError,
     redis.exceptions.TryAgainError,
@@ -78,6 +79,11 @@ def translated_errors(location: str) -> Iterator[None]:
             "password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
         ) from exc
     except (redis.ConnectionError, redis.TimeoutError) as exc:
+        if str(exc) == POOL_EXHAUSTED:  # raised by the client's own pool, before any I/O
+            raise BrokerUnavailable(
+                f"Every pooled connection to Redis at {where} is in use ({exc}). Raise "
+                "OPTIONS['max_connections'] or send fewer calls at once; nothing was written."
+            ) from exc
         raise BrokerUnavailable(
             f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
             + _what_was_written(exc)

@@ -1,0 +1,65 @@
+"""One broker per process: backends of every thread share it; concurrent enqueues all land."""
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Broker
+from django_threadmill.compat import TaskResult, task_backends
+from django_threadmill.exceptions import BrokerUnavailable
+from testproject.example.tasks import echo
+
+from .backend_support import start_shared_sync_thread
+
+CALLS = 200
+# Below redis-py's default asyncio pool size (100), which refuses calls beyond it.
+ASYNC_CALLS = 80
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_sync_thread() -> None:
+    start_shared_sync_thread()
+
+
+def broker_seen_by_a_new_thread() -> Broker:
+    found: list[Broker] = []
+    thread = threading.Thread(
+        target=lambda: found.append(task_backends["default"].broker), name="test-other-thread"
+    )
+    thread.start()
+    thread.join()
+    return found[0]
+
+
+def test_threads_share_one_broker(backend: ThreadmillTaskBackend) -> None:
+    assert broker_seen_by_a_new_thread() is backend.broker
+
+
+def test_concurrent_enqueues_from_threads(backend: ThreadmillTaskBackend) -> None:
+    with ThreadPoolExecutor(8, thread_name_prefix="test-enqueuer") as pool:
+        results = list(pool.map(echo.enqueue, range(CALLS)))
+    assert len({r.id for r in results}) == CALLS
+    acquired = backend.broker.acquire("default", CALLS + 1).reservations
+    assert sorted(r.lease.task_id for r in acquired) == sorted(r.id for r in results)
+
+
+async def enqueue_all(count: int) -> list[TaskResult]:
+    return list(await asyncio.gather(*(echo.aenqueue(n) for n in range(count))))
+
+
+def test_concurrent_aenqueues_in_one_loop(backend: ThreadmillTaskBackend) -> None:
+    results = asyncio.run(enqueue_all(ASYNC_CALLS))
+    assert sorted(backend.get_result(r.id).args[0] for r in results) == list(range(ASYNC_CALLS))
+
+
+@pytest.mark.parametrize("tasks_options", [{"max_connections": 2}])
+def test_exhausted_async_pool_says_so(backend: ThreadmillTaskBackend) -> None:
+    message = (
+        r"^Every pooled connection to Redis at .+ is in use \(Too many connections\)\. Raise "
+        r"OPTIONS\['max_connections'\] or send fewer calls at once; nothing was written\.$"
+    )
+    with pytest.raises(BrokerUnavailable, match=message):
+        asyncio.run(enqueue_all(20))
