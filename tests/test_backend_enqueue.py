@@ -49,9 +49,12 @@ def enqueued() -> Iterator[list[tuple[type, TaskResult]]]:
     task_enqueued.disconnect(receiver)
 
 
-def stored(redis_client: redis.Redis, key_prefix: str, result: TaskResult) -> dict[str, str]:
-    queue = queue_of(result.id)
-    return redis_client.hgetall(f"{key_prefix}:{{default:{queue}}}:t:{result.id}")
+def stored(
+    redis_client: redis.Redis, backend: ThreadmillTaskBackend, task_id: str
+) -> dict[str, str]:
+    key = backend.broker.record_key(task_id)
+    assert key is not None
+    return redis_client.hgetall(key)
 
 
 def test_backend_declares_every_capability(backend: ThreadmillTaskBackend) -> None:
@@ -78,10 +81,10 @@ def test_enqueue_returns_a_ready_result(enqueue: Enqueue) -> None:
 
 
 def test_enqueue_stores_the_payload_once(
-    enqueue: Enqueue, redis_client: redis.Redis, key_prefix: str
+    enqueue: Enqueue, redis_client: redis.Redis, backend: ThreadmillTaskBackend
 ) -> None:
     result = enqueue(send_welcome, "ada@example.com")
-    record = stored(redis_client, key_prefix, result)
+    record = stored(redis_client, backend, result.id)
     assert json.loads(record["payload"]) == {
         "path": "testproject.example.tasks.send_welcome",
         "args": ["ada@example.com"],
@@ -91,7 +94,8 @@ def test_enqueue_stores_the_payload_once(
     }
     assert record["state"] == "ready"
     assert queue_of(result.id) == "emails"
-    assert redis_client.zrange(f"{key_prefix}:{{default:emails}}:ready", 0, -1) == [result.id]
+    ready = backend.broker.queue_keys("emails").ready
+    assert redis_client.zrange(ready, 0, -1) == [result.id]
 
 
 def test_ids_are_unique(enqueue: Enqueue) -> None:
@@ -99,32 +103,33 @@ def test_ids_are_unique(enqueue: Enqueue) -> None:
 
 
 def test_run_after_defers_the_task(
-    enqueue: Enqueue, redis_client: redis.Redis, key_prefix: str
+    enqueue: Enqueue, redis_client: redis.Redis, backend: ThreadmillTaskBackend
 ) -> None:
     when = datetime(2999, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
     result = enqueue(echo.using(run_after=when), "later")
     assert result.task.run_after == when
-    delayed = f"{key_prefix}:{{default:default}}:delayed"
+    delayed = backend.broker.queue_keys("default").delayed
     assert redis_client.zrange(delayed, 0, -1, withscores=True) == [
         (result.id, when.timestamp() * 1000)
     ]
 
 
 def test_run_after_in_the_past_is_ready_at_once(
-    enqueue: Enqueue, redis_client: redis.Redis, key_prefix: str
+    enqueue: Enqueue, redis_client: redis.Redis, backend: ThreadmillTaskBackend
 ) -> None:
     result = enqueue(echo.using(run_after=datetime.now(UTC) - timedelta(hours=1)), 1)
-    ready = f"{key_prefix}:{{default:default}}:ready"
+    ready = backend.broker.queue_keys("default").ready
     assert redis_client.zrange(ready, 0, -1) == [result.id]
 
 
 @pytest.mark.parametrize("priority", [-100, 0, 100])
 def test_priority_is_stored(
-    enqueue: Enqueue, redis_client: redis.Redis, key_prefix: str, priority: int
+    enqueue: Enqueue, redis_client: redis.Redis, backend: ThreadmillTaskBackend, priority: int
 ) -> None:
     result = enqueue(echo.using(priority=priority), 1)
     assert result.task.priority == priority
-    assert json.loads(stored(redis_client, key_prefix, result)["payload"])["priority"] == priority
+    payload = json.loads(stored(redis_client, backend, result.id)["payload"])
+    assert payload["priority"] == priority
 
 
 def test_context_and_async_tasks_are_accepted(enqueue: Enqueue) -> None:
