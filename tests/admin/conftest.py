@@ -8,7 +8,6 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client, override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.views.backends import source_or_404
 from testproject.example.tasks import add
 from tests.backend_support import fail, succeed
 from tests.conftest import tasks_setting
@@ -62,10 +61,6 @@ def successful_task(backend: ThreadmillTaskBackend, value: object = 3) -> str:
     result = add.enqueue(1, 2)
     succeed(backend, result.id, value)
     return result.id
-
-
-def inspector(alias: str = "default"):  # type: ignore[no-untyped-def]
-    return source_or_404(alias).inspector
 
 
 DUMMY_BACKEND = (

@@ -42,12 +42,20 @@ class Inspector:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.client = broker.client
+        self._record_prefixes: dict[str, str] = {}
 
     def _errors(self):  # type: ignore[no-untyped-def]
         return translated_errors(self.broker.settings.location)
 
     def _keys(self, queue: str) -> QueueKeys:
         return self.broker.queue_keys(queue)
+
+    def _record(self, task_id: str) -> str:
+        """Return the record key of ``task_id``, building each queue's prefix once."""
+        queue = queue_of(task_id) or ""
+        if queue not in self._record_prefixes:
+            self._record_prefixes[queue] = self._keys(queue).record_prefix
+        return self._record_prefixes[queue] + task_id
 
     def now_ms(self) -> int:
         """Return Redis server time in ms: the clock every score was written with."""
@@ -210,29 +218,29 @@ class Inspector:
         """
         with self._errors(), self.client.pipeline(transaction=False) as pipe:
             for task_id in ids:
-                pipe.hmget(self._keys(queue_of(task_id) or "").record(task_id), fields)
+                pipe.hmget(self._record(task_id), fields)
             replies = pipe.execute()
         return [dict(zip(fields, values, strict=True)) for values in replies]
 
     def rows(self, ids: Iterable[str]) -> dict[str, TaskRow | None]:
         """Return the listing fields of each id (None where the record is gone): one pipeline."""
-        wanted = [(task_id, queue_of(task_id)) for task_id in ids]
+        wanted = list(ids)
         with self._errors(), self.client.pipeline(transaction=False) as pipe:
-            for task_id, queue in wanted:
-                pipe.hmget(self._keys(queue or "").record(task_id), ROW_FIELDS)
+            for task_id in wanted:
+                pipe.hmget(self._record(task_id), ROW_FIELDS)
             replies = pipe.execute()
         return {
-            task_id: self._row(task_id, queue or "", dict(zip(ROW_FIELDS, values, strict=True)))
-            for (task_id, queue), values in zip(wanted, replies, strict=True)
+            task_id: self._row(task_id, dict(zip(ROW_FIELDS, values, strict=True)))
+            for task_id, values in zip(wanted, replies, strict=True)
         }
 
     @staticmethod
-    def _row(task_id: str, queue: str, fields: dict[str, str | None]) -> TaskRow | None:
+    def _row(task_id: str, fields: dict[str, str | None]) -> TaskRow | None:
         if not fields["state"]:
             return None
         return TaskRow(
             id=task_id,
-            queue=queue,
+            queue=queue_of(task_id) or "",
             state=fields["state"] or "",
             path=task_path(fields["payload"]),
             enqueued_ms=as_int(fields["enqueued_ms"]),
@@ -274,6 +282,6 @@ class Inspector:
         """Return those of ``task_ids`` that have a record (one pipelined EXISTS each)."""
         with self._errors(), self.client.pipeline(transaction=False) as pipe:
             for task_id in task_ids:
-                pipe.exists(self._keys(queue_of(task_id) or "").record(task_id))
+                pipe.exists(self._record(task_id))
             found = pipe.execute()
         return [task_id for task_id, hit in zip(task_ids, found, strict=True) if hit]
