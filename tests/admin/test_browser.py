@@ -1,7 +1,8 @@
 """End to end in headless Chromium: look, requeue a FAILED task, watch it succeed, as staff.
 
-Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them). The screenshots
-go to docs/images/ for docs/admin.md.
+Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them). Screenshots go
+to a temporary directory, or to ``$THREADMILL_SCREENSHOT_DIR``: set it to ``docs/images`` to
+refresh the figures of docs/admin.md.
 """
 
 import os
@@ -29,7 +30,6 @@ from selenium.webdriver.common.by import By
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-IMAGES = ROOT / "docs" / "images"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
@@ -77,8 +77,8 @@ def browser() -> Iterator[webdriver.Chrome]:
 class AdminSession:
     """A browser logged in to the admin, with screenshots named after the docs' figures."""
 
-    def __init__(self, driver: webdriver.Chrome, server: LiveServer) -> None:
-        self.driver, self.server = driver, server
+    def __init__(self, driver: webdriver.Chrome, server: LiveServer, images: Path) -> None:
+        self.driver, self.server, self.images = driver, server, images
 
     def log_in(self, username: str) -> None:
         self.driver.delete_all_cookies()
@@ -98,8 +98,8 @@ class AdminSession:
         return self.driver.find_element(By.CSS_SELECTOR, selector).text
 
     def shot(self, name: str) -> None:
-        IMAGES.mkdir(parents=True, exist_ok=True)
-        self.driver.save_screenshot(str(IMAGES / f"admin-{name}.png"))
+        self.images.mkdir(parents=True, exist_ok=True)
+        assert self.driver.save_screenshot(str(self.images / f"admin-{name}.png"))
 
 
 def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
@@ -109,6 +109,7 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     redis_url: str,
     key_prefix: str,
     transactional_db: None,
+    tmp_path: Path,
 ) -> None:
     staff_user("operator", "view_queue", "change_queue", "view_task", "change_task")
     staff_user("viewer", "view_queue", "view_task")
@@ -119,7 +120,8 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     fail.enqueue("<b>not bold</b>: stored text is escaped")
     run_worker_burst(redis_url, key_prefix)
     add.using(priority=10).enqueue(7, 7)  # left READY for the queues page
-    session = AdminSession(browser, live_server)
+    images = Path(os.environ.get("THREADMILL_SCREENSHOT_DIR") or tmp_path)
+    session = AdminSession(browser, live_server, ROOT / images)
 
     session.log_in("operator")
     session.open("/admin/django_threadmill/queue/")
@@ -150,6 +152,12 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     session.log_in("viewer")
     session.open(f"/admin/django_threadmill/task/default/{task_id}/")
     assert "SUCCESSFUL" in session.text("#tm-status")
+    session.open("/admin/django_threadmill/task/?status=failed")
+    assert not browser.find_elements(By.CSS_SELECTOR, "select[name=action], .action-select")
+    session.click("a[href*='/default/'][href$='@default/']")
+    assert "FAILED" in session.text("#tm-status")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#tm-requeue, #tm-cancel")
+    session.shot("readonly-task")
     session.open("/admin/django_threadmill/task/")
     assert task_id in session.text()
     assert not browser.find_elements(By.CSS_SELECTOR, "select[name=action], .action-select")
