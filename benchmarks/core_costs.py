@@ -157,8 +157,14 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10_000, help="tasks per phase")
     parser.add_argument("--batch", type=int, default=128, help="acquire/start/ack batch size")
     parser.add_argument("--repeat", type=int, default=3, help="runs; CPU and wall are medians")
+    parser.add_argument(
+        "--redis-arg",
+        action="append",
+        default=[],
+        help="extra redis-server argument, e.g. --redis-arg=--appendonly --redis-arg=yes",
+    )
     options = parser.parse_args()
-    with redis_process("--appendonly", "no") as server:
+    with redis_process("--appendonly", "no", *options.redis_arg) as server:
         os.environ["REDIS_URL"] = server.url
         os.environ["THREADMILL_KEY_PREFIX"] = f"tmcost-{uuid.uuid4().hex[:8]}"
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
