@@ -103,6 +103,11 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
                 "Pass strings, numbers, booleans, None, lists and dicts only."
             ) from exc
+        except RecursionError as exc:
+            raise TypeError(
+                f"Arguments of task {task.module_path!r} are nested too deeply to store as JSON. "
+                "Flatten them, or store the data elsewhere and pass its key."
+            ) from exc
         payload = encode_payload(task, result.args, result.kwargs)
         if len(payload) > self.settings.max_payload_bytes:
             raise ValueError(

@@ -122,6 +122,10 @@ def decode_payload(raw: str | None) -> dict[str, Any]:
         payload = json.loads(raw or "")
     except ValueError as exc:
         raise PayloadError(f"Stored payload is not valid JSON ({exc}); it was corrupted.") from exc
+    except RecursionError as exc:  # written by hand: enqueue refuses arguments nested this deep
+        raise PayloadError(
+            "Stored payload is nested too deeply to decode; it was not written by enqueue."
+        ) from exc
     if (
         not isinstance(payload, dict)
         or not isinstance(payload.get("path"), str)

@@ -18,6 +18,15 @@ UNAVAILABLE_ERRORS = (
     redis.exceptions.MasterDownError,
 )
 
+# Replies (redis-py strips "ERR ") that mean one of our keys holds something we never wrote.
+# They are reported as unavailable: callers retry, and nothing is dropped until it is fixed.
+DAMAGED_DATA_ERRORS = (
+    "WRONGTYPE",
+    "value is not an integer",
+    "hash value is not an integer",
+    "value is not a valid float",
+)
+
 
 def redacted(location: str) -> str:
     """Return ``location`` with any password replaced by ``***``, safe to log."""
@@ -100,6 +109,12 @@ def translated_errors(location: str) -> Iterator[None]:
             raise BrokerUnavailable(
                 f"Redis at {where} is out of memory ({message}). Raise maxmemory, or purge "
                 "old results; nothing was written."
+            ) from exc
+        if message.startswith(DAMAGED_DATA_ERRORS):
+            raise BrokerUnavailable(
+                f"Redis at {where} holds a value of the wrong kind in one of this backend's keys "
+                f"({message}). Something other than django-threadmill wrote to it: delete that "
+                "key, or give each project its own OPTIONS['key_prefix']."
             ) from exc
         if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
             ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")

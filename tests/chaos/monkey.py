@@ -109,13 +109,15 @@ class ChaosMonkey(threading.Thread):
         candidates = [
             slot
             for slot in self._live_slots().values()
-            if now - slot.seen_at >= MIN_AGE_S and slot.fast_kills < MAX_FAST_KILLS
+            if now - slot.seen_at >= MIN_AGE_S
+            and (slot.fast_kills < MAX_FAST_KILLS or now - slot.seen_at >= FAST_FAILURE_S)
         ]
         if not candidates:
             return
         victim = self.rng.choice(candidates)
+        # Count as the supervisor does: a death soon after spawn extends the streak.
         fast = now - victim.seen_at < FAST_FAILURE_S
-        victim.fast_kills = victim.fast_kills + 1 if fast else 0
+        victim.fast_kills = victim.fast_kills + 1 if fast else 1
         os.kill(victim.pid, signal.SIGKILL)
         self.counts.kills += 1
         self.counts.killed_pids.add(victim.pid)

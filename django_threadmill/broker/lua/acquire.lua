@@ -36,12 +36,12 @@ for i = 1, #popped, 2 do
   local f = redis.call("HMGET", key, "state", "token", "payload", "workers", "enqueued_ms",
     "started_ms", "nerrors")
   if f[1] == "ready" then
-    local token = tonumber(f[2] or 0) + 1
+    local token = (tonumber(f[2]) or 0) + 1
     redis.call("HSET", key, "state", "reserved", "token", token)
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
     local errors = {}
-    for n = 1, tonumber(f[7] or 0) do
+    for n = 1, tonumber(f[7]) or 0 do
       errors[n] = redis.call("HGET", key, "error:" .. n) or ""
     end
     reply[#reply + 1] = {id, token, f[3], f[4] or "", f[5] or "", f[6] or "", errors}

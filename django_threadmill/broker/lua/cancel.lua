@@ -18,7 +18,7 @@ end
 if f[1] ~= "ready" then
   return f[1]
 end
-local attempt = tonumber(f[2] or 0) + 1
+local attempt = (tonumber(f[2]) or 0) + 1
 redis.call("ZREM", KEYS[2], ARGV[1])
 redis.call("ZREM", KEYS[3], ARGV[1])
 redis.call("HSET", key, "state", "failed", "error:" .. attempt, ARGV[2], "nerrors", attempt,

@@ -37,7 +37,7 @@ for i = 3, #ARGV, 7 do
       table.insert(fields, "result")
       table.insert(fields, value)
     else
-      local attempt = tonumber(f[5] or 0) + 1
+      local attempt = (tonumber(f[5]) or 0) + 1
       table.insert(fields, "error:" .. attempt)
       table.insert(fields, value)
       table.insert(fields, "nerrors")

@@ -29,7 +29,7 @@ for i = 1, #expired, 2 do
     released[#released + 1] = id
   elseif f[1] == "running" then
     local errors = {}
-    for n = 1, tonumber(f[6] or 0) do
+    for n = 1, tonumber(f[6]) or 0 do
       errors[n] = redis.call("HGET", key, "error:" .. n) or ""
     end
     running[#running + 1] = {id, f[2], f[4], f[5] or "", deadline, errors}
