@@ -102,7 +102,7 @@ class AckWriter(threading.Thread):
         for failure in (f for f in finishes if f.outcome is not Outcome.SUCCESSFUL):
             self._send("finish", [failure], self.broker.finish)
         if finishes:
-            self.held.discard(list(finished_ids))
+            self.held.discard([finish.lease for finish in finishes])
             self.on_finished(len(finishes))
         self._count(-len(batch))
         for entry in batch:

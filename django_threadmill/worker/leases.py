@@ -20,10 +20,12 @@ class HeldLeases:
         with self._lock:
             self._leases.update((lease.task_id, lease) for lease in leases)
 
-    def discard(self, task_ids: list[str]) -> None:
+    def discard(self, leases: list[Lease]) -> None:
+        """Forget ``leases``; a newer lease on the same task id (a retry re-acquired) stays."""
         with self._lock:
-            for task_id in task_ids:
-                self._leases.pop(task_id, None)
+            for lease in leases:
+                if self._leases.get(lease.task_id) == lease:
+                    del self._leases[lease.task_id]
 
     def holds(self, task_id: str) -> bool:
         """Tell whether the lease on ``task_id`` is still ours (not lost to the reaper)."""
@@ -61,7 +63,8 @@ class LeaseKeeper(threading.Thread):
             return
         for task_id in lost:
             logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", task_id)
-        self.held.discard(lost)
+        lost_ids = set(lost)
+        self.held.discard([lease for lease in leases if lease.task_id in lost_ids])
 
     def stop(self) -> None:
         self.stopping.set()

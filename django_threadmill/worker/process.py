@@ -220,7 +220,7 @@ class WorkerProcess:
                 exc,
             )
             return
-        self.held.discard([lease.task_id for lease in leases])
+        self.held.discard(list(leases))
         logger.info("Released unstarted tasks count=%d worker_id=%s", released, self.worker_id)
 
     def _live_threads(self) -> list[WorkerThread]:
