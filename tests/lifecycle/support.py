@@ -1,28 +1,15 @@
-"""Helpers shared by the lifecycle tests: waiting with a deadline and playing a worker."""
+"""Helpers for the lifecycle tests: playing a worker through the broker, waiting for expiry.
 
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
+Waiting with a deadline and running manage.py commands come from ``tests/support.py``.
+"""
 
 import redis
 
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Reservation, Start
 from django_threadmill.records import now_ms
+from tests.support import wait_until
 
 WORKER = "test-worker-1"
-ROOT = Path(__file__).resolve().parents[2]  # the checkout, where manage.py lives
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
-    """Poll ``condition`` until it holds; fail naming ``what`` never happened."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout_s}s")
-        time.sleep(0.01)  # polling with a deadline, not synchronising
 
 
 def reserve(broker: Broker, queue: str = "default", count: int = 1000) -> list[Reservation]:
@@ -60,29 +47,3 @@ def wait_for_expiry(broker: Broker, redis_client: redis.Redis, queue: str = "def
         return seconds * 1000 + micros / 1000
 
     wait_until(lambda: redis_now_ms() > deadline_ms, f"lease expiry in queue {queue!r}")
-
-
-def manage(
-    redis_url: str, key_prefix: str, *args: str, lease_ttl_s: float = 0.2
-) -> subprocess.Popen[str]:
-    """Start ``manage.py <args>`` in its own session, on the test's Redis and key prefix.
-
-    Its own session lets a test SIGKILL the whole process group (supervisor and children).
-    """
-    env = {
-        **os.environ,
-        "REDIS_URL": redis_url,
-        "THREADMILL_KEY_PREFIX": key_prefix,
-        "THREADMILL_LEASE_TTL": str(lease_ttl_s),
-        "DJANGO_SETTINGS_MODULE": "testproject.settings",
-        "PYTHONUNBUFFERED": "1",
-    }
-    return subprocess.Popen(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )

@@ -2,7 +2,6 @@
 
 import signal
 from io import StringIO
-from typing import IO
 
 import pytest
 import redis
@@ -12,9 +11,15 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from testproject.redis_server import free_port, redis_process
+from tests.support import Command, wait_until
 
-from .support import manage, run, wait_for_expiry, wait_until
+from .support import run, wait_for_expiry
 from .tasks import plain
+
+
+def reap_loop(redis_url: str, key_prefix: str) -> Command:
+    """Start ``threadmill_reap`` looping every 0.05 s, with the tests' short lease."""
+    return Command(redis_url, key_prefix, "threadmill_reap", "--interval", "0.05", lease_ttl_s=0.2)
 
 
 def reap(*args: str) -> str:
@@ -68,7 +73,7 @@ def test_loop_settles_leases_as_they_expire_and_stops_cleanly_on_a_signal(
     key_prefix: str,
     redis_client: redis.Redis,
 ) -> None:
-    reaper = manage(redis_url, key_prefix, "threadmill_reap", "--interval", "0.05")
+    reaper = reap_loop(redis_url, key_prefix)
     try:
         task_id = plain.enqueue().id
         run(broker)
@@ -76,47 +81,35 @@ def test_loop_settles_leases_as_they_expire_and_stops_cleanly_on_a_signal(
             lambda: backend.get_result(task_id).status == TaskResultStatus.FAILED,
             "the looping reaper failing the expired attempt",
         )
-        reaper.send_signal(stop_signal)
-        _, stderr = reaper.communicate(timeout=10)
+        reaper.signal(stop_signal)
+        assert reaper.wait() == 0, reaper.log
+        log = reaper.log
     finally:
-        reaper.kill()
-        reaper.wait()
-    assert reaper.returncode == 0, stderr
-    assert "Reaper started backend=default interval_s=0.05 batch_size=500" in stderr
-    assert f"Lease expired, task FAILED task_id={task_id} worker=test-worker-1" in stderr
-    assert f"Reaper stopping signal={stop_signal.name}" in stderr
-    assert "Reaper stopped backend=default passes=" in stderr
+        reaper.close()
+    assert "Reaper started backend=default interval_s=0.05 batch_size=500" in log
+    assert f"Lease expired, task FAILED task_id={task_id} worker=test-worker-1" in log
+    assert f"Reaper stopping signal={stop_signal.name}" in log
+    assert "Reaper stopped backend=default passes=" in log
 
 
 def test_once_with_redis_down_exits_1_naming_the_problem(key_prefix: str) -> None:
     down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    once = manage(down, key_prefix, "threadmill_reap", "--once")
-    _, stderr = once.communicate(timeout=30)
-    assert once.returncode == 1
-    assert f"Redis at {down} is unreachable" in stderr
-
-
-def read_until(stream: IO[str], text: str, times: int = 1) -> None:
-    """Read ``stream`` line by line until ``text`` has been seen ``times`` times."""
-    seen = 0
-    for line in stream:
-        seen += text in line
-        if seen == times:
-            return
-    raise AssertionError(f"the process exited before logging {text!r} {times} time(s)")
+    once = Command(down, key_prefix, "threadmill_reap", "--once")
+    try:
+        assert once.wait() == 1
+        assert f"Redis at {down} is unreachable" in once.log
+    finally:
+        once.close()
 
 
 def test_loop_keeps_going_while_redis_is_down(key_prefix: str) -> None:
     with redis_process() as server:
-        loop = manage(server.url, key_prefix, "threadmill_reap", "--interval", "0.05")
+        loop = reap_loop(server.url, key_prefix)
         try:
-            assert loop.stderr is not None
-            read_until(loop.stderr, "Reaper started")
+            loop.wait_for_log("Reaper started")
             server.kill()
-            read_until(loop.stderr, "Reap pass failed, retrying next interval", times=2)
-            loop.send_signal(signal.SIGTERM)
-            loop.communicate(timeout=10)
+            loop.wait_for_log(r"(?s)(Reap pass failed, retrying next interval.*){2}")
+            loop.signal(signal.SIGTERM)
+            assert loop.wait() == 0, loop.log
         finally:
-            loop.kill()
-            loop.wait()
-    assert loop.returncode == 0
+            loop.close()

@@ -2,7 +2,6 @@
 
 import os
 import signal
-import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -16,8 +15,9 @@ from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import LeaseExpired
 from django_threadmill.reaper import reap_once
+from tests.support import ROOT, Command, wait_until, worker
 
-from .support import ROOT, manage, wait_for_expiry, wait_until
+from .support import wait_for_expiry
 from .tasks import flaky, hang, plain
 
 WORKER_COMMAND = ROOT / "django_threadmill/management/commands/threadmill_worker.py"
@@ -28,24 +28,19 @@ LEASE_TTL_S = 2.0  # long enough that a busy CI machine renews in time, short en
 
 
 @pytest.fixture
-def workers(redis_url: str, key_prefix: str) -> Iterator[list[subprocess.Popen[str]]]:
-    """Start workers with ``workers.append(start(...))``; every one is killed at the end."""
-    started: list[subprocess.Popen[str]] = []
+def workers() -> Iterator[list[Command]]:
+    """Start workers with ``workers.append(start_worker(...))``; each is closed at the end."""
+    started: list[Command] = []
     yield started
-    for process in started:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+    for command in started:
+        command.close()
 
 
-def start_worker(redis_url: str, key_prefix: str, *args: str) -> subprocess.Popen[str]:
+def start_worker(redis_url: str, key_prefix: str, *args: str) -> Command:
     # --reap-interval 0: the supervisor does not reap, so the test decides when a pass runs.
-    return manage(
+    return worker(
         redis_url,
         key_prefix,
-        "threadmill_worker",
-        "--processes",
-        "1",
         "--threads",
         "1",
         "--reap-interval",
@@ -55,9 +50,8 @@ def start_worker(redis_url: str, key_prefix: str, *args: str) -> subprocess.Pope
     )
 
 
-def finish_burst(process: subprocess.Popen[str]) -> None:
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 0, stderr
+def finish_burst(command: Command) -> None:
+    assert command.wait() == 0, command.log
 
 
 def state_of(broker: Broker, redis_client: redis.Redis, task_id: str) -> str | None:
@@ -73,13 +67,13 @@ def test_sigkilled_worker_running_task_fails_and_its_reserved_tasks_run_elsewher
     redis_url: str,
     key_prefix: str,
     tmp_path: Path,
-    workers: list[subprocess.Popen[str]],
+    workers: list[Command],
 ) -> None:
     marker = tmp_path / "started"
     hanging = hang.enqueue(str(marker)).id
     waiting = [plain.using(queue_name="reports").enqueue().id for _ in range(3)]
-    worker = start_worker(redis_url, key_prefix, "--queue", "reports", "--prefetch", "4")
-    workers.append(worker)
+    first = start_worker(redis_url, key_prefix, "--queue", "reports", "--prefetch", "4")
+    workers.append(first)
     wait_until(marker.exists, "the hanging task starting")
     wait_until(
         lambda: backend.get_result(hanging).status == TaskResultStatus.RUNNING,
@@ -89,8 +83,12 @@ def test_sigkilled_worker_running_task_fails_and_its_reserved_tasks_run_elsewher
         lambda: all(state_of(broker, redis_client, i) == "reserved" for i in waiting),
         "the other three tasks being reserved by the worker",
     )
-    os.killpg(worker.pid, signal.SIGKILL)
-    worker.wait(timeout=10)
+    # SIGKILL the supervisor first, so it cannot restart its child, then the worker process.
+    children = first.child_pids()
+    first.process.kill()
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    first.wait()
 
     wait_for_expiry(broker, redis_client, "reports")
     report = reap_once(backend)
@@ -118,15 +116,15 @@ def test_worker_retries_a_task_until_it_succeeds_on_attempt_three(
     backend: ThreadmillTaskBackend,
     redis_url: str,
     key_prefix: str,
-    workers: list[subprocess.Popen[str]],
+    workers: list[Command],
 ) -> None:
     task_id = flaky.enqueue(2).id
-    worker = start_worker(redis_url, key_prefix, "--queue", "default", "--burst")
-    workers.append(worker)
-    finish_burst(worker)
+    command = start_worker(redis_url, key_prefix, "--queue", "default", "--burst")
+    workers.append(command)
+    finish_burst(command)
 
     result = backend.get_result(task_id)
-    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.status == TaskResultStatus.SUCCESSFUL, command.log
     assert result.return_value == 3
     assert result.attempts == 3
     assert [e.exception_class for e in result.errors] == [ValueError, ValueError]
@@ -136,13 +134,13 @@ def test_worker_runs_a_deferred_task_when_due_and_not_before(
     backend: ThreadmillTaskBackend,
     redis_url: str,
     key_prefix: str,
-    workers: list[subprocess.Popen[str]],
+    workers: list[Command],
 ) -> None:
     run_after = timezone.now() + timedelta(seconds=1)
     task_id = plain.using(run_after=run_after).enqueue().id
-    worker = start_worker(redis_url, key_prefix, "--queue", "default", "--burst")
-    workers.append(worker)
-    finish_burst(worker)
+    command = start_worker(redis_url, key_prefix, "--queue", "default", "--burst")
+    workers.append(command)
+    finish_burst(command)
 
     result = backend.get_result(task_id)
     assert result.status == TaskResultStatus.SUCCESSFUL
