@@ -1,0 +1,57 @@
+"""A list page reads one window of the index and the rows it shows: no KEYS, no SCAN."""
+
+import redis
+from django.test import Client
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Finish, Outcome
+from django_threadmill.records import now_ms
+from testproject.example.tasks import echo
+from tests.admin.conftest import TASKS_URL
+from tests.backend_support import WORKER
+
+STORED = 300  # finished results, six pages' worth
+
+
+def command_calls(client: redis.Redis) -> dict[str, int]:
+    return {
+        name.removeprefix("cmdstat_"): int(stats["calls"])
+        for name, stats in client.info("commandstats").items()
+    }
+
+
+def store_results(backend: ThreadmillTaskBackend) -> None:
+    """Finish STORED tasks in one batch, as a worker's ack writer would."""
+    results = backend.enqueue_many(echo, [((n,), {}) for n in range(STORED)])
+    reservations = backend.broker.acquire("default", STORED).reservations
+    assert len(reservations) == len(results)
+    finishes = [
+        Finish(
+            lease=r.lease,
+            outcome=Outcome.SUCCESSFUL,
+            value="1",
+            started_ms=now_ms(),
+            finished_ms=now_ms(),
+        )
+        for r in reservations
+    ]
+    assert backend.broker.finish(WORKER, finishes) == []
+
+
+def test_a_page_reads_only_what_it_shows(
+    operator: Client, backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    store_results(backend)
+    before = command_calls(redis_client)
+
+    page = operator.get(TASKS_URL).content.decode()
+
+    calls = {
+        name: n - before.get(name, 0)
+        for name, n in command_calls(redis_client).items()
+        if n != before.get(name, 0)
+    }
+    assert f"Showing 1 to 50 of {STORED}." in page
+    assert not {"keys", "scan", "sscan", "zscan", "hscan"} & set(calls)
+    assert calls["hmget"] == 50  # the rows shown, nothing more
+    assert calls.get("zrevrange", 0) + calls.get("zrange", 0) <= 2 * 3  # page + "more?" per queue
