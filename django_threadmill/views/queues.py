@@ -55,6 +55,9 @@ def _queue_line(overview: QueueOverview) -> dict[str, Any]:
         "per_minute": [
             (minutes, overview.finished_since[minutes] / minutes) for minutes in THROUGHPUT_MINUTES
         ],
+        "lifetime_title": "All time in this queue: {} successful, {} failed, {} retried.".format(
+            *(overview.lifetime.get(name, 0) for name in ("successful", "failed", "retry"))
+        ),
         "oldest_ready_age": age(overview.now_ms, overview.oldest_ready_enqueued_ms),
         "oldest_ready_at": when(overview.oldest_ready_enqueued_ms),
     }

@@ -24,6 +24,7 @@ def test_shows_counts_per_queue(operator: Client, backend: ThreadmillTaskBackend
     assert 'status=failed">1</a>' in page
     assert 'status=successful">1</a>' in page
     assert "No worker has renewed a lease recently." in page
+    assert 'title="All time in this queue: 1 successful, 1 failed, 0 retried."' in page
 
 
 def test_shows_workers_holding_leases(operator: Client, backend: ThreadmillTaskBackend) -> None:
