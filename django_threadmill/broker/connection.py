@@ -87,6 +87,11 @@ def translated_errors(location: str) -> Iterator[None]:
             f"Redis at {where} refused the credentials ({exc}). Put the right user and "
             "password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
         ) from exc
+    except redis.exceptions.NoPermissionError as exc:
+        raise BrokerUnavailable(
+            f"Redis at {where} refused a command for lack of permission ({exc}). Grant the ACL "
+            "user '+@all -@dangerous +info' on this backend's keys, e.g. '~<key_prefix>:*'."
+        ) from exc
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         if str(exc) == POOL_EXHAUSTED:  # raised by the client's own pool, before any I/O
             raise BrokerUnavailable(

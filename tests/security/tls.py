@@ -1,0 +1,96 @@
+"""A throwaway certificate authority and a redis-server that speaks TLS only."""
+
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from testproject.redis_server import free_port, redis_server_binary, wait_until_up
+
+
+@dataclass(frozen=True, slots=True)
+class TlsRedis:
+    port: int
+    ca_file: Path
+
+    @property
+    def url(self) -> str:
+        """A rediss:// LOCATION that trusts the throwaway CA (redis-py reads the query)."""
+        return f"rediss://127.0.0.1:{self.port}/0?ssl_ca_certs={self.ca_file}"
+
+
+def _openssl(directory: Path, *args: str) -> None:
+    subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+
+def make_certificates(directory: Path) -> None:
+    """Write ca.crt, redis.crt and redis.key: a CA and a server certificate for 127.0.0.1."""
+    _openssl(
+        directory,
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=threadmill-test-ca",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+    )
+    _openssl(
+        directory,
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "redis.key",
+        "-out",
+        "redis.csr",
+    )
+    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    _openssl(directory, "x509", "-req", "-in", "redis.csr", "-CA", "ca.crt", "-CAkey",
+             "ca.key", "-CAcreateserial", "-days", "1", "-extfile", "san.ext",
+             "-out", "redis.crt")  # fmt: skip
+
+
+@contextmanager
+def tls_redis() -> Iterator[TlsRedis]:
+    """Run a redis-server with TLS on its only port; raise RuntimeError if it has no TLS."""
+    with tempfile.TemporaryDirectory(prefix="threadmill-redis-tls-") as name:
+        directory = Path(name)
+        make_certificates(directory)
+        server = TlsRedis(free_port(), directory / "ca.crt")
+        process = subprocess.Popen(
+            [
+                redis_server_binary(), "--port", "0", "--tls-port", str(server.port),
+                "--bind", "127.0.0.1", "--dir", name, "--save", "",
+                "--tls-cert-file", "redis.crt", "--tls-key-file", "redis.key",
+                "--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no",
+            ],
+            cwd=directory,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            try:
+                wait_until_up(server.url, timeout_s=5)
+            except redis.ConnectionError as exc:
+                output = process.stdout.read().decode() if process.poll() is not None else ""
+                raise RuntimeError(f"redis-server did not start with TLS: {output}") from exc
+            yield server
+        finally:
+            process.kill()
+            process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
