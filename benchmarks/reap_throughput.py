@@ -61,6 +61,12 @@ def wait_for_expiry(client: redis.Redis, leases_key: str) -> None:
         time.sleep(0.05)  # waiting for a clock, with nothing else to wait on
 
 
+def redis_cpu_s(client: redis.Redis) -> float:
+    """Return the CPU seconds the Redis server has used so far (user + system)."""
+    cpu = client.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
 def measure(name: str, count: int, batch_size: int, build: Callable[[], None]) -> None:
     from django_threadmill.compat import task_backends
     from django_threadmill.reaper import reap_once
@@ -69,14 +75,20 @@ def measure(name: str, count: int, batch_size: int, build: Callable[[], None]) -
     build()
     client = backend.broker.client
     wait_for_expiry(client, backend.broker.queue_keys("default").leases)
+    server_cpu_s = redis_cpu_s(client)
+    client_cpu_s = time.process_time()
     began = time.perf_counter()
     report = reap_once(backend, batch_size=batch_size)
     elapsed = time.perf_counter() - began
+    client_cpu_s = time.process_time() - client_cpu_s
+    server_cpu_s = redis_cpu_s(client) - server_cpu_s
     settled = report.failed + report.retried + report.released
     assert settled == count, f"{name}: settled {settled} of {count}"
     print(
         f"case={name} leases={count} batch_size={batch_size} seconds={elapsed:.3f} "
-        f"settled_per_s={settled / elapsed:,.0f} us_per_lease={elapsed / settled * 1e6:.1f}"
+        f"settled_per_s={settled / elapsed:,.0f} us_per_lease={elapsed / settled * 1e6:.1f} "
+        f"client_cpu_us_per_lease={client_cpu_s / settled * 1e6:.1f} "
+        f"redis_cpu_us_per_lease={server_cpu_s / settled * 1e6:.1f}"
     )
 
 
