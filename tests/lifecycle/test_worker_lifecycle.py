@@ -146,3 +146,36 @@ def test_worker_runs_a_deferred_task_when_due_and_not_before(
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert result.started_at is not None
     assert result.started_at >= run_after.replace(microsecond=run_after.microsecond // 1000 * 1000)
+
+
+def test_supervisor_reaps_the_attempt_of_its_sigkilled_worker_process(
+    backend: ThreadmillTaskBackend,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+    workers: list[Command],
+) -> None:
+    """Without threadmill_reap running, the supervisor's own reap pass settles the lease."""
+    marker = tmp_path / "started"
+    task_id = hang.enqueue(str(marker)).id
+    command = worker(
+        redis_url, key_prefix, "--queue", "reports", "--reap-interval", "0.2", lease_ttl_s=1.0
+    )
+    workers.append(command)
+    wait_until(marker.exists, "the hanging task starting")
+    wait_until(
+        lambda: backend.get_result(task_id).status == TaskResultStatus.RUNNING,
+        "the start notice of the hanging task reaching Redis",
+    )
+    [child] = command.child_pids()
+    os.kill(child, signal.SIGKILL)  # the supervisor lives on and spawns a new process
+
+    wait_until(
+        lambda: backend.get_result(task_id).status == TaskResultStatus.FAILED,
+        "the supervisor's reap pass failing the lost attempt",
+        timeout_s=30,
+    )
+    [error] = backend.get_result(task_id).errors
+    assert error.exception_class is LeaseExpired
+    command.signal(signal.SIGTERM)
+    assert command.wait() == 0, command.log
