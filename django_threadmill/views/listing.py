@@ -134,23 +134,27 @@ class Walker:
         Walking backwards from a page's start finds where the previous page starts.
         """
         offsets = [start.offsets.get(s.key, 0) for s in self.streams]
+        frontier = _Frontier(self, offsets, backward)
         taken: list[tuple[str, TaskRow]] = []
         examined, exhausted = 0, False
         while len(taken) < want and examined < budget:
             size = want - len(taken) if keep is None else min(budget - examined, SCAN_CHUNK)
-            chunk = self._chunk(offsets, size, backward)[:size]
+            chunk = frontier.peek(size)[:size]
             if not chunk:
                 exhausted = True
                 break
             accepted = self._accepted(chunk, keep)
+            walked: list[_Entry] = []
             matches: list[_Entry] = []
             for entry, ok in zip(chunk, accepted, strict=True):
                 offsets[entry.stream] += -1 if backward else 1
-                examined += 1
+                walked.append(entry)
                 if ok:
                     matches.append(entry)
-                if len(taken) + len(matches) == want or examined == budget:
+                if len(taken) + len(matches) == want or len(walked) + examined == budget:
                     break
+            examined += len(walked)
+            frontier.consume(walked)
             rows = self._rows(matches)
             taken += [
                 (self.streams[e.stream].alias, row)
@@ -166,28 +170,7 @@ class Walker:
     def has_more(self, cursor: Cursor) -> bool:
         """Tell whether any index holds an id past ``cursor`` (one small read per alias)."""
         offsets = [cursor.offsets.get(s.key, 0) for s in self.streams]
-        return bool(self._chunk(offsets, 1, backward=False))
-
-    def _chunk(self, offsets: list[int], size: int, backward: bool) -> list[_Entry]:
-        """Read one window per stream and return the merged prefix that is surely in order."""
-        windows: list[list[_Entry]] = [[] for _ in self.streams]
-        full = [False] * len(self.streams)
-        for inspector, members in self._by_inspector().items():
-            ranges = {}
-            for n in members:
-                first = max(0, offsets[n] - size) if backward else offsets[n]
-                last = offsets[n] - 1 if backward else offsets[n] + size - 1
-                if last >= first:
-                    ranges[self.streams[n].queue] = (self.bases[n] + first, self.bases[n] + last)
-            found = inspector.windows(self.index, ranges) if ranges else {}
-            for n in members:
-                window = found.get(self.streams[n].queue, [])
-                entries = [_Entry(n, task_id, score) for task_id, score in window]
-                windows[n] = entries[::-1] if backward else entries
-                full[n] = offsets[n] - size > 0 if backward else len(window) == size
-        return _merge_prefix(
-            windows, full, descending=self.index.newest_first != backward, backward=backward
-        )
+        return bool(_Frontier(self, offsets, backward=False).peek(1))
 
     def _accepted(self, chunk: list[_Entry], keep: RowFilter | None) -> list[bool]:
         """Tell which entries ``keep`` accepts, reading only the fields it names."""
@@ -209,8 +192,63 @@ class Walker:
         return rows
 
 
+class _Frontier:
+    """Per-stream ids read ahead of the walk but not yet walked past: each is read once.
+
+    ``peek`` refills the streams whose read-ahead ran out (one window each, pipelined per
+    alias) and returns the merged prefix that is surely in order; ``consume`` drops what the
+    walk went past.
+    """
+
+    def __init__(self, walker: Walker, offsets: list[int], backward: bool) -> None:
+        self.walker = walker
+        self.backward = backward
+        self.buffers: list[list[_Entry]] = [[] for _ in offsets]
+        self.next_rank = list(offsets)  # forwards: next rank to read; backwards: one past it
+        self.more = [offset > 0 for offset in offsets] if backward else [True] * len(offsets)
+
+    def peek(self, size: int) -> list[_Entry]:
+        self._refill(size)
+        return _merge_prefix(
+            self.buffers,
+            self.more,
+            descending=self.walker.index.newest_first != self.backward,
+            backward=self.backward,
+        )
+
+    def consume(self, walked: list[_Entry]) -> None:
+        for n in {entry.stream for entry in walked}:
+            del self.buffers[n][: sum(1 for entry in walked if entry.stream == n)]
+
+    def _refill(self, size: int) -> None:
+        streams, bases = self.walker.streams, self.walker.bases
+        for inspector, members in self.walker._by_inspector().items():
+            ranges = {}
+            for n in members:
+                if self.buffers[n] or not self.more[n]:
+                    continue
+                rank = self.next_rank[n]
+                first, last = (
+                    (max(0, rank - size), rank - 1) if self.backward else (rank, rank + size - 1)
+                )
+                ranges[streams[n].queue] = (bases[n] + first, bases[n] + last)
+            found = inspector.windows(self.walker.index, ranges) if ranges else {}
+            for n in members:
+                if streams[n].queue not in found:
+                    continue
+                window = [_Entry(n, task_id, score) for task_id, score in found[streams[n].queue]]
+                if self.backward:
+                    self.buffers[n] = window[::-1]
+                    self.next_rank[n] = max(0, self.next_rank[n] - size)
+                    self.more[n] = self.next_rank[n] > 0
+                else:
+                    self.buffers[n] = window
+                    self.next_rank[n] += len(window)
+                    self.more[n] = len(window) == size
+
+
 def _merge_prefix(
-    windows: list[list[_Entry]], full: list[bool], *, descending: bool, backward: bool
+    windows: list[list[_Entry]], more: list[bool], *, descending: bool, backward: bool
 ) -> list[_Entry]:
     """Merge per-stream windows; stop where a stream with unread ids runs out of its window.
 
@@ -225,6 +263,6 @@ def _merge_prefix(
     for entry in heapq.merge(*ordered, key=lambda e: sign * e.score):
         merged.append(entry)
         left[entry.stream] -= 1
-        if left[entry.stream] == 0 and full[entry.stream]:
+        if left[entry.stream] == 0 and more[entry.stream]:
             break
     return merged

@@ -1,5 +1,6 @@
 """listing.Walker: several queues' indexes read as one ordered list, page by page."""
 
+import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -114,3 +115,20 @@ def test_cursor_survives_the_query_string_and_rejects_garbage() -> None:
     assert Cursor.decode(cursor.encode()) == Cursor(as_of_ms=5, offsets={("default", "emails"): 3})
     assert Cursor.decode("not-a-cursor") is None
     assert Cursor.decode(Cursor(offsets={("a", "b"): -1}).encode()) is None
+
+
+def test_a_filtered_walk_in_small_reads_keeps_the_merged_order(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("django_threadmill.views.listing.SCAN_CHUNK", 2)
+    expected = [task_id for _, _, task_id in finished_with_times(backend, redis_client, TIMES)]
+    everything = RowFilter(fields=("state",), accepts=lambda fields: True)
+    walk = walker(backend)
+
+    page = walk.walk(Cursor(as_of_ms=AS_OF), want=100, budget=100, keep=everything)
+    back = walk.walk(page.end, want=100, budget=100, keep=everything, backward=True)
+
+    assert [row.id for _, row in page.rows] == expected
+    assert page.exhausted
+    assert [row.id for _, row in back.rows] == expected[::-1]
+    assert back.end.position == 0
