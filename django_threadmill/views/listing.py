@@ -1,8 +1,9 @@
 """Page through the per-queue indexes of several queues and aliases as one ordered list.
 
 A page starts at a ``Cursor``: per queue, how many ranks of its index lie before the page.
-Each step reads one window per queue by rank (O(log N + window) in Redis), merges the windows
-in score order, keeps the prefix that is certainly in order, and reads only those records.
+Each step reads one window per queue by rank (O(log N + window) in Redis; each index entry is
+read once per walk), merges the windows in score order, keeps the prefix that is certainly in
+order, and reads only those records.
 Filters are applied to that prefix, so a filtered page reads at most ``budget`` index entries
 and says where it stopped; nothing ever scans the whole index.
 """
@@ -102,7 +103,8 @@ class Walker:
         self.as_of_ms = as_of_ms if index.newest_first else None
         self.bases = self._bases()
 
-    def _by_inspector(self) -> dict[Inspector, list[int]]:
+    def by_inspector(self) -> dict[Inspector, list[int]]:
+        """Group stream positions by alias, so each alias's reads go in one pipeline."""
         groups: dict[Inspector, list[int]] = defaultdict(list)
         for n, stream in enumerate(self.streams):
             groups[stream.inspector].append(n)
@@ -113,7 +115,7 @@ class Walker:
         bases = [0] * len(self.streams)
         if self.as_of_ms is None:
             return bases
-        for inspector, members in self._by_inspector().items():
+        for inspector, members in self.by_inspector().items():
             queues = [self.streams[n].queue for n in members]
             after = inspector.ranks_after(self.index, queues, self.as_of_ms)
             for n in members:
@@ -177,7 +179,7 @@ class Walker:
         if keep is None:
             return [True] * len(chunk)
         accepted: dict[str, bool] = {}
-        for inspector, members in self._by_inspector().items():
+        for inspector, members in self.by_inspector().items():
             wanted = set(members)
             ids = [e.task_id for e in chunk if e.stream in wanted]
             for task_id, fields in zip(ids, inspector.probe(ids, keep.fields), strict=True):
@@ -186,7 +188,7 @@ class Walker:
 
     def _rows(self, chunk: list[_Entry]) -> dict[str, TaskRow | None]:
         rows: dict[str, TaskRow | None] = {}
-        for inspector, members in self._by_inspector().items():
+        for inspector, members in self.by_inspector().items():
             wanted = set(members)
             rows.update(inspector.rows(e.task_id for e in chunk if e.stream in wanted))
         return rows
@@ -222,7 +224,7 @@ class _Frontier:
 
     def _refill(self, size: int) -> None:
         streams, bases = self.walker.streams, self.walker.bases
-        for inspector, members in self.walker._by_inspector().items():
+        for inspector, members in self.walker.by_inspector().items():
             ranges = {}
             for n in members:
                 if self.buffers[n] or not self.more[n]:
