@@ -27,8 +27,15 @@ FIRST_RESTART_DELAY_S = 0.5  # doubles per consecutive crash, up to MAX_RESTART_
 MAX_RESTART_DELAY_S = 30.0
 
 
-def run_worker_process(options: WorkerOptions, control_fd: int) -> None:
+def run_worker_process(
+    options: WorkerOptions, control_fd: int, supervisor_fds: tuple[int, ...] = ()
+) -> None:
     """Entry point of a forked worker process."""
+    # Close the supervisor's ends of the control pipes that fork handed down: otherwise this
+    # process holds its own pipe open, never reads EOF when the supervisor dies, and lives on
+    # as an orphan (issue 7).
+    for fd in supervisor_fds:
+        os.close(fd)
     backend = task_backends[options.backend_alias]
     assert isinstance(backend, ThreadmillTaskBackend)
     code = WorkerProcess(options, backend).run(control_fd)
@@ -91,9 +98,10 @@ class Supervisor:
 
     def _spawn(self, slot: _Slot) -> None:
         read_fd, write_fd = os.pipe()
+        held = tuple(other.control_fd for other in self.slots if other.control_fd is not None)
         process = self.context.Process(
             target=run_worker_process,
-            args=(self.options, read_fd),
+            args=(self.options, read_fd, (write_fd, *held)),
             name=f"threadmill-process-{slot.index}",
         )
         process.start()
