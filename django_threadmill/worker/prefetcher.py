@@ -43,12 +43,18 @@ class Prefetcher(threading.Thread):
         self.is_settled = is_settled  # nothing buffered, running or waiting to be written
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
         self.stopping = threading.Event()
+        self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._first_queue = 0
+
+    def nudge(self) -> None:
+        """Tell a --burst prefetcher that results were written, so it looks again at once."""
+        self._progress.set()
 
     def stop(self) -> None:
         """Stop fetching: wake the thread whether it waits for room or for work."""
         self.stopping.set()
         self.buffer.wake()
+        self._progress.set()
         # If Redis is unreachable, the thread waits at most IDLE_BLOCK_S, or is failing anyway.
         with suppress(BrokerUnavailable):
             self.broker.wake_process(self.worker_id)
@@ -74,12 +80,24 @@ class Prefetcher(threading.Thread):
         fetched, next_due_ms = self._fetch(free)
         if fetched:
             return
+        if self.burst and not settled:
+            self._wait_for_progress()
+            return
         if settled and (next_due_ms is None or next_due_ms > BURST_HORIZON_MS):
             self.on_empty()
             self.stopping.wait()
             return
         timeout_s = IDLE_BLOCK_S if next_due_ms is None else min(IDLE_BLOCK_S, next_due_ms / 1000)
         self.broker.wait_for_work(self.queues, self.worker_id, timeout_s)
+
+    def _wait_for_progress(self) -> None:
+        """--burst with empty queues: wait locally for in-flight work to settle, then look again.
+
+        No Redis call while waiting; the ack writer's nudge ends the wait as soon as results land.
+        """
+        self._progress.clear()
+        if not self.is_settled():
+            self._progress.wait(IDLE_BLOCK_S)
 
     def _fetch(self, free: int) -> tuple[int, int | None]:
         """Acquire up to ``free`` tasks, starting at the next queue in turn, for fairness."""

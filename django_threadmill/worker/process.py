@@ -102,6 +102,8 @@ class WorkerProcess:
 
     def _count_finished(self, count: int) -> None:
         self.finished_count += count
+        if self.options.burst:
+            self.prefetcher.nudge()
         if self.max_tasks is not None and self.finished_count >= self.max_tasks:
             self.request_stop(EXIT_RECYCLE)
 
