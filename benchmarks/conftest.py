@@ -1,6 +1,7 @@
 """Fixtures of the benchmark session: config, one Redis, the session record, progress lines."""
 
 import platform
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -76,6 +77,7 @@ def environment() -> dict[str, str]:
         if peer.missing() is None:
             versions.append(f"{peer.distribution} {peer.version()}")
     return {
+        "commit": git_commit(),
         "machine": f"{platform.processor() or platform.machine()}, "
         f"{psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.1f} GiB",
         "cpu": cpu_model(),
@@ -83,6 +85,18 @@ def environment() -> dict[str, str]:
         "django": metadata.version("django"),
         "queues": ", ".join(versions),
     }
+
+
+def git_commit() -> str:
+    """The checkout's commit, marked "+changes" when django_threadmill/ has uncommitted edits."""
+    repo = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        run = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+        return run.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "django_threadmill") else "")
 
 
 def cpu_model() -> str:

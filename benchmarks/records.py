@@ -22,7 +22,7 @@ class DrainRecord:
     enqueue_rate: float  # pre-enqueue, the peer's bulk path
     startup_s: float  # worker spawn to the first result seen
     rss_first_mb: float | None  # worker tree memory at the mark
-    rss_last_mb: float | None  # at the last result (None: a burst worker had already exited)
+    rss_late_mb: float | None  # at 90% of the results
     worker_cpu_us: float  # worker tree CPU per task after the mark (shutdown included)
     redis_cpu_us: float  # Redis server CPU per task, whole window
     commands: float  # Redis commands per task, calls inside scripts included
@@ -67,7 +67,7 @@ def record_drain(
         enqueue_rate=drain.tasks / enqueue_s if enqueue_s > 0 else 0.0,
         startup_s=drain.started_s or 0.0,
         rss_first_mb=drain.first.rss_mb,
-        rss_last_mb=drain.last.rss_mb,
+        rss_late_mb=drain.late_rss_mb,
         worker_cpu_us=1e6 * per_task(after_mark_cpu, max(marginal_tasks, 1)),
         redis_cpu_us=1e6 * per_task(drain.redis.cpu_s, drain.tasks),
         commands=per_task(drain.redis.commands, drain.tasks),
@@ -115,7 +115,7 @@ FIGURES = (
     "enqueue_rate",
     "startup_s",
     "rss_first_mb",
-    "rss_last_mb",
+    "rss_late_mb",
     "worker_cpu_us",
     "redis_cpu_us",
     "commands",

@@ -34,6 +34,9 @@ class Drain:
     tasks: int
     started_s: float | None = None  # the first poll that saw a result: start-up time
     first: Mark | None = None  # the mark_count poll
+    late_rss_mb: float | None = (
+        None  # worker tree memory at 90% done (a burst worker exits at 100%)
+    )
     last: Mark | None = None  # the poll that saw every result
     worker_cpu_s: float = 0.0  # the whole worker tree, reaped
     redis: RedisCost | None = None
@@ -80,10 +83,11 @@ class Watcher:
                     worker_cpu_s=tree_cpu_s(worker.pid),
                     rss_mb=tree_rss_mb(worker.pid),
                 )
+            if drain.late_rss_mb is None and done >= 0.9 * tasks:
+                drain.late_rss_mb = tree_rss_mb(worker.pid)
             self.progress(done, tasks, now - spawned)
             if done >= tasks:
-                rss_mb = tree_rss_mb(worker.pid)
-                drain.last = Mark(at_s=now - spawned, done=done, worker_cpu_s=0.0, rss_mb=rss_mb)
+                drain.last = Mark(at_s=now - spawned, done=done, worker_cpu_s=0.0, rss_mb=None)
                 return
             if worker.exit_code() is not None and self.count() < tasks:
                 raise RuntimeError(

@@ -1,0 +1,94 @@
+"""Where our worker's time goes: py-spy over one drain, plus Redis time per command.
+
+    .venv-bench/bin/python -m benchmarks.profile_worker [--tasks 40000] [--threads 1]
+
+Pre-enqueues echo tasks, runs `threadmill_worker --burst` under `py-spy record --subprocesses`,
+and prints busy samples per thread role, the heaviest frames of the worker threads, and
+Redis' own microseconds per task for each command (INFO commandstats).
+"""
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import redis
+
+from testproject.redis_server import redis_process
+
+from .peers import RunContext, WorkerSpec, peer_named
+from .runner import stage
+
+# Leaf frames where a thread waits rather than works (lock, queue, socket).
+IDLE_LEAVES = ("wait (threading", "read_from_socket", "select (", "_socket_can_read", "sleep")
+ROLES = ("WorkerThread.run", "Prefetcher.run", "AckWriter.run", "LeaseKeeper.run")
+
+
+def parse_folded(path: Path) -> tuple[Counter[str], Counter[str], int]:
+    """Busy samples per thread role, inclusive busy samples per frame in worker threads."""
+    roles: Counter[str] = Counter()
+    frames: Counter[str] = Counter()
+    busy = 0
+    for line in path.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        count, stack_frames = int(count_text), stack.split(";")
+        if any(leaf in stack_frames[-1] for leaf in IDLE_LEAVES):
+            continue
+        busy += count
+        role = next((r for f in stack_frames for r in ROLES if f.startswith(r)), "other")
+        roles[role] += count
+        if role == "WorkerThread.run":
+            for frame in set(stack_frames):
+                frames[frame] += count
+    return roles, frames, busy
+
+
+def redis_lines(client: redis.Redis, tasks: int) -> list[str]:
+    stats = client.info("commandstats")
+    rows = sorted(
+        ((name.removeprefix("cmdstat_"), value) for name, value in stats.items()),
+        key=lambda item: -int(item[1]["usec"]),
+    )
+    lines = [f"{'command':<22}{'calls/task':>11}{'us/call':>9}{'us/task':>9}"]
+    for name, value in rows[:12]:
+        calls, usec = int(value["calls"]), int(value["usec"])
+        lines.append(f"{name:<22}{calls / tasks:>11.3f}{usec / calls:>9.2f}{usec / tasks:>9.2f}")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tasks", type=int, default=40_000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    options = parser.parse_args()
+    beside = Path(sys.executable).with_name("py-spy")  # the venv's, when it is not on PATH
+    py_spy = str(beside) if beside.exists() else shutil.which("py-spy")
+    if py_spy is None:
+        raise SystemExit("py-spy is not installed: pip install py-spy (it is in the bench extra).")
+    peer, spec = peer_named("threadmill"), WorkerSpec(threads=options.threads)
+    with redis_process("--appendonly", "no") as server, tempfile.TemporaryDirectory() as tmp:
+        context = RunContext(redis_url=server.url, direct_redis_url=server.url, workdir=Path(tmp))
+        stage(peer, spec, context, options.tasks)
+        client = redis.Redis.from_url(server.url)
+        client.config_resetstat()
+        folded = Path(tmp) / "worker.folded"
+        record = [py_spy, "record", "--subprocesses", "--format", "raw", "--nonblocking"]
+        argv = [*record, "--rate", str(options.rate), "-o", str(folded), "--"]
+        subprocess.run([*argv, *peer.worker_argv(spec)], env=peer.process_env(context), check=True)
+        roles, frames, busy = parse_folded(folded)
+        print(f"busy samples: {busy} at {options.rate}/s")
+        for role, count in roles.most_common():
+            print(f"  {role:<20}{count:>7} ({100 * count / busy:.0f}%)")
+        worker_total = roles["WorkerThread.run"] or 1
+        print("worker threads, inclusive:")
+        for frame, count in frames.most_common(30):
+            print(f"  {100 * count / worker_total:5.1f}%  {frame[:110]}")
+        print("\n".join(redis_lines(client, options.tasks)))
+
+
+if __name__ == "__main__":
+    main()
