@@ -12,7 +12,6 @@ from typing import Any
 from ..records import from_ms
 
 PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves the rest as text
-CELL_CHARS = 80  # characters of a task path or id in a list cell
 
 STATE_LABELS = {
     "ready": "READY",
@@ -43,7 +42,7 @@ def pretty_json(raw: str | None) -> str:
     if raw is None:
         return ""
     try:
-        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False, sort_keys=False)
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
     except ValueError:
         return raw
 
