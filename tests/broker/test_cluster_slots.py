@@ -4,6 +4,8 @@ A one-node Redis Cluster owns every slot, so the plain client works, yet the ser
 refuses a script whose keys span slots (CROSSSLOT) or that touches a key outside its slot.
 """
 
+import re
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 
@@ -15,7 +17,7 @@ from django_threadmill.broker import Broker, Lease, NewTask, Outcome
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.records import now_ms
 from testproject.example.tasks import echo
-from testproject.redis_server import redis_process
+from testproject.redis_server import free_port, redis_process, redis_server_binary
 
 from .conftest import WORKER, finish, start
 
@@ -36,7 +38,15 @@ def wait_for_cluster_ok(url: str, timeout_s: float = 10.0) -> None:
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     """Override the session Redis: a one-node cluster that owns all 16384 slots."""
-    with redis_process("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf") as server:
+    version = subprocess.run(
+        [redis_server_binary(), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    found = re.search(r"v=(\d+)\.", version)
+    if not found or int(found[1]) < 7:
+        pytest.skip(f"needs redis-server 7.0+ (cluster-port, ADDSLOTSRANGE); found {version}")
+    # The bus port defaults to port + 10000, past 65535 for high ephemeral ports: pick one.
+    cluster = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
+    with redis_process(*cluster, "--cluster-port", str(free_port())) as server:
         client = redis.Redis.from_url(server.url)
         client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
         client.close()
