@@ -172,10 +172,20 @@ def test_empty_batch_sends_nothing(broker: Broker) -> None:
     assert broker.finish(WORKER, finishes) == []
 
 
+def test_reaper_finish_on_a_renewed_lease_is_stale(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    lease = reserve()  # its reservation deadline is still ahead: the worker is alive
+    late = finish(lease, Outcome.FAILED, ERROR)
+    assert broker.finish("", [late]) == [late]
+    assert redis_client.hget(keys.record(lease.task_id), "state") == "reserved"
+
+
 def test_ack_without_a_worker_id_records_no_attempt(
     broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     lease = reserve()
+    redis_client.zadd(keys.leases, {lease.task_id: 0})  # the lease lapsed: the reaper settles
     assert broker.finish("", [finish(lease, Outcome.FAILED, ERROR)]) == []
     fields = redis_client.hmget(keys.record(lease.task_id), "state", "workers", "started_ms")
     assert fields == ["failed", None, None]

@@ -1,6 +1,7 @@
 """The supervisor restarts dead processes, recycles on --max-tasks, gives up on crash loops."""
 
 import os
+from collections import Counter
 import signal
 import subprocess
 import sys
@@ -42,7 +43,11 @@ def test_max_tasks_recycles_the_process(start_worker: Callable[..., Command]) ->
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
     assert "Worker process recycled slot=0" in worker.log
-    assert len({result.return_value for result in results}) >= 3
+    # A process stops taking tasks once 4 results are written; the ones it already took (one
+    # buffered, one running: --prefetch 1, one thread) still run there.
+    runs_per_process = Counter(result.return_value for result in results)
+    assert len(runs_per_process) >= 2
+    assert max(runs_per_process.values()) <= 4 + 2
     assert all(result.status == TaskResultStatus.SUCCESSFUL for result in results)
 
 

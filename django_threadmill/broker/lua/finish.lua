@@ -4,21 +4,23 @@
 -- KEYS[3]  P:done      zset: finished ids by finish time in ms (the admin's index)
 -- KEYS[4]  P:delayed   zset: delayed ids by due time in ms (retries wait here)
 -- KEYS[5]  P:stats     hash: counters, bumped once per call
--- KEYS[6]  P:wake      list: wake-up tokens, so idle fetchers see a scheduled retry
 -- KEYS[6]  P:wake      list: wake-up tokens; one is pushed when a retry was scheduled
--- ARGV[1]  worker_id      recorded if the attempt's start notice never went out ("" for none)
+-- ARGV[1]  worker_id      recorded if the attempt's start notice never went out; "" means the
+--                         reaper settles, which wins only while the lease is still expired
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
 -- ARGV[3..] per task, 7 values: id, token, outcome ("successful" | "failed" | "retry"),
 --           value (result JSON, or error JSON), started_ms, finished_ms (worker wall clock,
 --           for display), retry_delay_ms (used by "retry" only)
 -- Returns: {1 recorded | 0 stale, ...} in argument order.
 -- Fence:   state must be "reserved" or "running" and token must match; a late or duplicate
---          call, or one for a reaped task, changes nothing and returns 0.
+--          call, or one for a reaped task, changes nothing and returns 0. The reaper's call is
+--          also stale when the worker renewed the lease after the reaper read it.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
 -- Cost:    per task one HMGET, one HSET, one PEXPIRE; lease and index updates are per call.
 local now = now_ms()
 local ttl = ARGV[2]
 local counts = {successful = 0, failed = 0, retry = 0}
+local reaping = ARGV[1] == ""
 
 local reply = {}
 local unleased, finished = {}, {}
@@ -26,7 +28,12 @@ for i = 3, #ARGV, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
   local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms", "nerrors")
-  if (f[1] == "reserved" or f[1] == "running") and f[2] == token then
+  local live = f[2] == token and (f[1] == "reserved" or f[1] == "running")
+  if live and reaping then
+    local deadline = redis.call("ZSCORE", KEYS[2], id)
+    live = deadline ~= false and tonumber(deadline) <= now
+  end
+  if live then
     local fields = {}
     if f[1] == "reserved" and ARGV[1] ~= "" then
       add_attempt(fields, f[3], f[4], ARGV[1], ARGV[i + 4])
