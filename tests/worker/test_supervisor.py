@@ -1,10 +1,10 @@
 """The supervisor restarts dead processes, recycles on --max-tasks, gives up on crash loops."""
 
 import os
-from collections import Counter
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 
 from django_threadmill.compat import TaskResultStatus
