@@ -105,6 +105,7 @@ class WorkerProcess:
         if self.options.burst:
             self.prefetcher.nudge()
         if self.max_tasks is not None and self.finished_count >= self.max_tasks:
+            self.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
             self.request_stop(EXIT_RECYCLE)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
