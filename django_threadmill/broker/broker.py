@@ -246,6 +246,17 @@ class Broker:
         calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]
         return list(zip(groups.values(), self._run_per_queue(calls), strict=True))
 
+    def _fenced_out[T: (Start, Finish)](
+        self, items: Sequence[T], build: Callable[[QueueKeys, list[T]], ScriptCall]
+    ) -> list[T]:
+        """Send ``items`` per queue to a script that answers 1/0 per item; return the 0s."""
+        return [
+            item
+            for group, reply in self._by_queue(items, lambda item: item.lease, build)
+            for item, ok in zip(group, reply, strict=True)
+            if not ok
+        ]
+
     def start(self, worker_id: str, starts: Sequence[Start]) -> list[Start]:
         """Mark reserved tasks running; return the notices that were stale (fenced out)."""
 
@@ -255,12 +266,7 @@ class Broker:
                 args += [start.lease.task_id, start.lease.token, start.started_ms]
             return ScriptCall(ScriptName.START, (keys.record_prefix, keys.leases), tuple(args))
 
-        return [
-            start
-            for group, reply in self._by_queue(starts, lambda s: s.lease, build)
-            for start, ok in zip(group, reply, strict=True)
-            if not ok
-        ]
+        return self._fenced_out(starts, build)
 
     def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Finish]:
         """Record attempt outcomes; return the ones that were stale (fenced out)."""
@@ -284,12 +290,7 @@ class Broker:
                 tuple(args),
             )
 
-        return [
-            finish
-            for group, reply in self._by_queue(finishes, lambda f: f.lease, build)
-            for finish, ok in zip(group, reply, strict=True)
-            if not ok
-        ]
+        return self._fenced_out(finishes, build)
 
     def renew(self, worker_id: str, leases: Sequence[Lease]) -> list[str]:
         """Extend every lease in ``leases`` by lease_ttl; return the ids whose lease is lost."""
