@@ -1,9 +1,8 @@
 """Drain runs: every queue, 1x1 and 1x4, our ablations, and runs behind a 2 ms RTT proxy."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -12,7 +11,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from .cases import RTT, Case, all_cases
 from .config import BenchConfig, load_config
 from .conftest import ProgressLine
-from .peers import RunContext
+from .peers import Peer, RunContext
 from .proxy import ProxyLink, delay_proxy
 from .records import record_drain
 from .report import Session
@@ -37,16 +36,13 @@ def worker_link(
 def test_drain(
     case: Case,
     bench_config: BenchConfig,
-    redis_url: str,
     session_record: Session,
     progress: ProgressLine,
     benchmark: BenchmarkFixture,
-    tmp_path: Path,
+    run_context: Callable[[Peer], RunContext],
 ) -> None:
     """Pre-enqueue, then time one worker until every result is stored."""
-    if reason := case.peer.missing():
-        pytest.skip(reason)
-    context = RunContext(redis_url=redis_url, direct_redis_url=redis_url, workdir=tmp_path)
+    context = run_context(case.peer)
     tasks = case.task_count(bench_config)
     enqueue_s = stage(case.peer, case.spec, context, tasks)
     progress.start(str(case))

@@ -1,6 +1,6 @@
 """Latency: pickup on an idle worker (ours and dramatiq), and single enqueue (every queue)."""
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
@@ -15,10 +15,6 @@ from .runner import client_argv, stage
 WARM_UP = 10  # pickups before the measured ones: the first waits for the worker to start
 
 
-def context_for(redis_url: str, workdir: Path) -> RunContext:
-    return RunContext(redis_url=redis_url, direct_redis_url=redis_url, workdir=workdir)
-
-
 def client(peer: Peer, context: RunContext, *args: str) -> list[float]:
     report = run_client(client_argv(peer, *args), peer.process_env(context), timeout_s=300)
     return [float(value) for value in report["latencies_s"]]
@@ -28,18 +24,17 @@ def client(peer: Peer, context: RunContext, *args: str) -> list[float]:
 def test_pickup_latency(
     peer: Peer,
     bench_config: BenchConfig,
-    redis_url: str,
+    run_context: Callable[[Peer], RunContext],
     session_record: Session,
     benchmark: BenchmarkFixture,
-    tmp_path: Path,
 ) -> None:
     """Enqueue one task at a time on an idle worker; enqueue to task start, p50/p99."""
-    if reason := peer.missing():
-        pytest.skip(reason)
-    context = context_for(redis_url, tmp_path)
+    context = run_context(peer)
     spec = WorkerSpec(threads=1, burst=False)
     stage(peer, spec, context, 0)
-    worker = Worker(peer.worker_argv(spec), peer.process_env(context), tmp_path / "worker.log")
+    worker = Worker(
+        peer.worker_argv(spec), peer.process_env(context), context.workdir / "worker.log"
+    )
     worker.start()
     try:
         client(peer, context, "pickup", str(WARM_UP))
@@ -56,15 +51,12 @@ def test_pickup_latency(
 def test_single_enqueue_latency(
     peer: Peer,
     bench_config: BenchConfig,
-    redis_url: str,
+    run_context: Callable[[Peer], RunContext],
     session_record: Session,
     benchmark: BenchmarkFixture,
-    tmp_path: Path,
 ) -> None:
     """Time one ``enqueue`` call at a time, as a web request makes it."""
-    if reason := peer.missing():
-        pytest.skip(reason)
-    context = context_for(redis_url, tmp_path)
+    context = run_context(peer)
     stage(peer, WorkerSpec(threads=1), context, 0)
     count = str(bench_config.latency_count)
     latencies = benchmark.pedantic(

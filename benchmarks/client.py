@@ -16,12 +16,14 @@ from types import ModuleType
 
 
 def load_client(peer: str) -> ModuleType:
-    """Import benchmarks.peers.<peer>.client, after django.setup() for a Django project."""
+    """Import the peer's client module, after django.setup() for a Django project."""
+    from .peers import peer_named
+
     if os.environ.get("DJANGO_SETTINGS_MODULE"):
         import django
 
         django.setup()
-    return importlib.import_module(f"benchmarks.peers.{peer}.client")
+    return importlib.import_module(peer_named(peer).client_module)
 
 
 def wall_time(call: Callable[[], object]) -> float:

@@ -3,7 +3,7 @@
 import platform
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -14,7 +14,8 @@ import redis
 from testproject.redis_server import redis_process
 
 from .config import BenchConfig, load_config
-from .peers import PEERS
+from .peers import PEERS, Peer, RunContext
+from .postgres_server import postgres_url
 from .redis_stats import server_version
 from .report import Session, render, write_json
 
@@ -61,6 +62,30 @@ def redis_url(session_record: Session) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A PostgreSQL server for the peers that need one, started on first use."""
+    with postgres_url() as url:
+        yield url
+
+
+@pytest.fixture
+def run_context(
+    request: pytest.FixtureRequest, redis_url: str, tmp_path: Path
+) -> Callable[[Peer], RunContext]:
+    """Build the RunContext of a peer, skipping it when it cannot run here."""
+
+    def build(peer: Peer) -> RunContext:
+        if reason := peer.missing():
+            pytest.skip(reason)
+        database = request.getfixturevalue("database_url") if peer.needs_postgres else None
+        return RunContext(
+            redis_url=redis_url, direct_redis_url=redis_url, workdir=tmp_path, database_url=database
+        )
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def session_record(pytestconfig: pytest.Config) -> Session:
     session = pytestconfig.stash[SESSION_KEY]
     session.environment.update(environment())
@@ -72,10 +97,8 @@ def session_record(pytestconfig: pytest.Config) -> Session:
 
 def environment() -> dict[str, str]:
     """The machine and the versions a reader needs to weigh the figures."""
-    versions = []
-    for peer in PEERS:
-        if peer.missing() is None:
-            versions.append(f"{peer.distribution} {peer.version()}")
+    # A dict keeps the table's order and lists a distribution run twice (SQLite, PostgreSQL) once.
+    versions = {f"{p.distribution} {p.version()}": None for p in PEERS if p.missing() is None}
     return {
         "commit": git_commit(),
         "machine": f"{platform.processor() or platform.machine()}, "

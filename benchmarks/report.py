@@ -63,14 +63,14 @@ def ratios(summary: Summary, summaries: list[Summary], name: str) -> str:
 def drain_table(summaries: list[Summary]) -> list[str]:
     """The main table: one row per queue and configuration."""
     header = (
-        f"{'queue':<26} {'config':<16} {'tasks':>6}  {'tasks/s median (min-max)':<26} "
+        f"{'queue':<28} {'config':<16} {'tasks':>6}  {'tasks/s median (min-max)':<26} "
         f"{'x dramatiq':>10} {'marginal/s':>10} {'x dramatiq':>10} {'worker us':>9} "
         f"{'redis us':>8} {'cmds':>6} {'scripts':>7} {'RTs':>5} {'enqueue/s':>9} {'start s':>7}"
     )
     lines = [header, "-" * len(header)]
     for summary in summaries:
         lines.append(
-            f"{summary.label:<26} {config_name(summary):<16} {summary.tasks:>6}  "
+            f"{summary.label:<28} {config_name(summary):<16} {summary.tasks:>6}  "
             f"{spread_text(summary, 'rate'):<26} {ratios(summary, summaries, 'rate'):>10} "
             f"{summary['marginal_rate']:>10,.0f} "
             f"{ratios(summary, summaries, 'marginal_rate'):>10} "
@@ -84,10 +84,10 @@ def drain_table(summaries: list[Summary]) -> list[str]:
 
 
 def latency_table(latencies: list[LatencyRecord]) -> list[str]:
-    lines = [f"{'queue':<26} {'latency':<8} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"]
+    lines = [f"{'queue':<28} {'latency':<8} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"]
     for record in latencies:
         lines.append(
-            f"{record.label:<26} {record.kind:<8} {record.count:>5} {record.p50_ms:>8.2f} "
+            f"{record.label:<28} {record.kind:<8} {record.count:>5} {record.p50_ms:>8.2f} "
             f"{record.p99_ms:>8.2f} {record.max_ms:>8.2f}"
         )
     return lines

@@ -120,10 +120,13 @@ def drain(
 ) -> Drain:
     """Start one worker on the staged tasks, watch it store every result, stop it, add costs."""
     result = Drain(tasks=tasks)
-    watcher = Watcher(config, peer.counter(context), progress)
     env = peer.process_env(context)
     worker = Worker(peer.worker_argv(spec), env, context.workdir / "worker.log")
-    with redis.Redis.from_url(context.direct_redis_url) as monitor:
+    with (
+        peer.counter(context) as count,
+        redis.Redis.from_url(context.direct_redis_url) as monitor,
+    ):
+        watcher = Watcher(config, count, progress)
         before, cpu_before = snapshot(monitor), children_cpu_s()
         spawned = time.perf_counter()
         worker.start()

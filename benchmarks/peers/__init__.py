@@ -4,7 +4,7 @@ from .base import Peer, RunContext, WorkerSpec
 from .celery import CeleryPeer
 from .dramatiq import DramatiqPeer
 from .huey import HueyPeer
-from .tasks_db import TasksDbPeer
+from .tasks_db import TasksDbPeer, TasksDbPostgresPeer
 from .tasks_redis import TasksRedisPeer
 from .threadmill import ThreadmillPeer
 
@@ -15,6 +15,7 @@ PEERS: tuple[Peer, ...] = (
     CeleryPeer(),
     HueyPeer(),
     TasksDbPeer(),
+    TasksDbPostgresPeer(),
     TasksRedisPeer(),
 )
 

@@ -3,7 +3,8 @@
 import os
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from importlib.util import find_spec
@@ -32,6 +33,7 @@ class RunContext:
     redis_url: str  # what the worker and the client connect to (maybe through the delay proxy)
     direct_redis_url: str  # what the harness polls and snapshots: never through the proxy
     workdir: Path  # a fresh temp dir: SQLite files, worker logs
+    database_url: str | None = None  # a PostgreSQL server, for the peers that need one
 
 
 def with_db(url: str, db: int) -> str:
@@ -43,7 +45,7 @@ def with_db(url: str, db: int) -> str:
 class Peer(ABC):
     """One queue under test, seen from the harness."""
 
-    name: str  # the package under benchmarks/peers/ and the id in results
+    name: str  # the id in results and on the client command line
     label: str  # what the table prints
     distribution: str  # the PyPI name, for the version line
     module: str  # imported by its worker: absent means "not installed", so the peer is skipped
@@ -52,8 +54,19 @@ class Peer(ABC):
     slow: bool = False  # drains far below 1,000 tasks/s: runs get the smaller task count
     poll_command: str | None = None  # the Redis command the counter sends, left out of the costs
     supports_pickup: bool = False  # has a client-side pickup latency probe
+    needs_postgres: bool = False  # the harness passes a PostgreSQL URL in RunContext
 
     def __str__(self) -> str:
+        return self.name
+
+    @property
+    def client_module(self) -> str:
+        """The module with enqueue_one, enqueue_bulk (and pickup): benchmarks/client.py runs it."""
+        return f"benchmarks.peers.{self.package}.client"
+
+    @property
+    def package(self) -> str:
+        """The package under benchmarks/peers/ with this peer's tasks and client."""
         return self.name
 
     def missing(self) -> str | None:
@@ -84,15 +97,12 @@ class Peer(ABC):
         """The worker command line for ``spec``."""
 
     @abstractmethod
-    def counter(self, context: RunContext) -> Callable[[], int]:
-        """Return a function that counts stored results, one cheap query per call."""
+    def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
+        """Open a function that counts stored results, one cheap query per call."""
 
 
-def redis_counter(url: str, command: str, *args: str) -> Callable[[], int]:
+@contextmanager
+def redis_counter(url: str, command: str, *args: str) -> Iterator[Callable[[], int]]:
     """Count with one Redis command (DBSIZE, ZCARD, HLEN) on a connection of its own."""
-    client = redis.Redis.from_url(url)
-
-    def count() -> int:
-        return int(client.execute_command(command, *args))
-
-    return count
+    with redis.Redis.from_url(url) as client:
+        yield lambda: int(client.execute_command(command, *args))

@@ -1,6 +1,7 @@
 """celery: Redis broker (db 0) and Redis result backend (db 1), thread pool."""
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from ..base import Peer, RunContext, WorkerSpec, redis_counter, with_db
 
@@ -34,5 +35,5 @@ class CeleryPeer(Peer):
             "WARNING",
         )
 
-    def counter(self, context: RunContext) -> Callable[[], int]:
+    def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
         return redis_counter(with_db(context.direct_redis_url, 1), "DBSIZE")

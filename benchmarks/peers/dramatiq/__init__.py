@@ -1,6 +1,7 @@
 """dramatiq: RedisBroker with the Results middleware (results in db 1), `dramatiq` CLI."""
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from ..base import Peer, RunContext, WorkerSpec, redis_counter, with_db
 
@@ -28,5 +29,5 @@ class DramatiqPeer(Peer):
             str(spec.threads),
         )
 
-    def counter(self, context: RunContext) -> Callable[[], int]:
+    def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
         return redis_counter(with_db(context.direct_redis_url, 1), "DBSIZE")

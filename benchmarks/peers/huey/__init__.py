@@ -1,6 +1,7 @@
 """huey: RedisHuey with results on, thread workers, `huey_consumer`."""
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from ..base import Peer, RunContext, WorkerSpec, redis_counter
 
@@ -28,5 +29,5 @@ class HueyPeer(Peer):
             "--quiet",
         )
 
-    def counter(self, context: RunContext) -> Callable[[], int]:
+    def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
         return redis_counter(context.direct_redis_url, "HLEN", f"huey.results.{HUEY_NAME}")

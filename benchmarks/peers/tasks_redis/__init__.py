@@ -1,6 +1,7 @@
 """django-tasks-redis: RedisTaskBackend (Redis Streams), `manage.py run_redis_tasks`."""
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from ..base import Peer, RunContext, WorkerSpec, redis_counter
 
@@ -27,6 +28,6 @@ class TasksRedisPeer(Peer):
         # Without --continuous it exits once the queue is empty, like our --burst.
         return self.python("-m", "django", "run_redis_tasks")
 
-    def counter(self, context: RunContext) -> Callable[[], int]:
+    def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
         index = f"{KEY_PREFIX}:default:status_index:SUCCESSFUL"
         return redis_counter(context.direct_redis_url, "ZCARD", index)

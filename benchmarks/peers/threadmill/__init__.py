@@ -1,6 +1,7 @@
 """django-threadmill: testproject's settings, `manage.py threadmill_worker`."""
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from django_threadmill.broker.keys import KeySpace
 
@@ -49,6 +50,6 @@ class ThreadmillPeer(Peer):
             *(["--sync-ack"] if spec.sync_ack else []),
         ]
 
-    def counter(self, context: RunContext) -> Callable[[], int]:
+    def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
         done = KeySpace(KEY_PREFIX, "default").queue("default").done
         return redis_counter(context.direct_redis_url, "ZCARD", done)
