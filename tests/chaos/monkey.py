@@ -99,8 +99,10 @@ class ChaosMonkey(threading.Thread):
         for index, pid in newest.items():
             slot = self._slots.get(index)
             if slot is None or slot.pid != pid:
-                fast_kills = slot.fast_kills if slot else 0
-                self._slots[index] = _Slot(pid, time.monotonic(), fast_kills)
+                # A process the monkey did not kill was recycled: the supervisor resets the
+                # slot's crash streak then, and so does the monkey.
+                killed = slot is not None and slot.pid in self.counts.killed_pids
+                self._slots[index] = _Slot(pid, time.monotonic(), slot.fast_kills if killed else 0)
         parent = self.worker.process.pid
         return {i: s for i, s in self._slots.items() if _is_live_child(s.pid, parent)}
 
