@@ -7,6 +7,7 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.scripts import ScriptName, script_source, supports_script_flags
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.redis_server import RedisProcess, redis_process
 from tests.support import worker
@@ -67,3 +68,11 @@ def test_enqueue_raises_and_worker_acks_when_redis_is_full(
     assert executions(log) == {result.id: 1 for result in results}
     with pytest.raises(redis.exceptions.OutOfMemoryError):
         full_redis.set("filler:still-full", b"x" * FILLER_BYTES)
+
+
+def test_only_scripts_that_settle_work_may_run_while_full(backend: ThreadmillTaskBackend) -> None:
+    """Redis 7+ gets the allow-oom flag on settling scripts; work-adding ones stay refusable."""
+    assert supports_script_flags(backend.broker.client)
+    flagged = {name for name in ScriptName if script_source(name, flags=True).startswith("#!lua")}
+    assert flagged == {"start", "finish", "renew", "release", "reap", "cancel", "purge"}
+    assert not any(script_source(name).startswith("#!") for name in ScriptName)
