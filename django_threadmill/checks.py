@@ -1,8 +1,12 @@
 """System checks for a ThreadmillTaskBackend: the Redis it points at must keep tasks safe."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
+from django.test.utils import override_settings
 
 from .broker.connection import redacted
 from .exceptions import BrokerUnavailable
@@ -10,6 +14,7 @@ from .exceptions import BrokerUnavailable
 if TYPE_CHECKING:
     from .backend import ThreadmillTaskBackend
 
+UNREACHABLE = "threadmill.E001"  # Redis cannot be used at all (down, or refusing us)
 MIN_REDIS_VERSION = (6, 2)
 # Policies that may evict keys with a TTL only: pending tasks are safe, finished results are not.
 VOLATILE_POLICIES = {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
@@ -29,10 +34,21 @@ def check_backend(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
             Error(
                 f"{where}: Redis is not usable: {exc}",
                 hint="Start Redis, or fix LOCATION (host, port, user, password).",
-                id="threadmill.E001",
+                id=UNREACHABLE,
             )
         ]
     return [*_version_messages(where, info), *_durability_messages(where, info)]
+
+
+@contextmanager
+def redis_may_be_down() -> Iterator[None]:
+    """Silence "Redis is not usable" for commands that wait for Redis themselves.
+
+    The worker and the reaper retry with backoff and log why (issue 7), so one started before
+    Redis, or during an outage, starts working once Redis is up instead of exiting.
+    """
+    with override_settings(SILENCED_SYSTEM_CHECKS=[*settings.SILENCED_SYSTEM_CHECKS, UNREACHABLE]):
+        yield
 
 
 def _version_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:

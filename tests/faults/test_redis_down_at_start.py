@@ -9,7 +9,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.redis_server import RedisProcess
-from tests.support import wait_until, worker
+from tests.support import Command, wait_until, worker
 
 from . import tasks
 from .support import all_successful, executions
@@ -52,3 +52,15 @@ def test_worker_waits_for_redis_then_runs_tasks(
     finally:
         command.close()
     assert executions(log) == {result.id: 1 for result in results}
+
+
+def test_reaper_waits_for_redis(late_redis: RedisProcess, key_prefix: str) -> None:
+    reaper = Command(late_redis.url, key_prefix, "threadmill_reap", "--interval", "0.2")
+    try:
+        reaper.wait_for_log(r"Reap pass failed, retrying next interval error=.*is unreachable")
+        late_redis.start()
+        reaper.signal(signal.SIGTERM)
+        assert reaper.wait(30) == 0, reaper.log
+        assert "Reaper stopped" in reaper.log
+    finally:
+        reaper.close()

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
+from ...checks import redis_may_be_down
 from ...compat import task_backends
 from ...exceptions import BrokerUnavailable
 from ...reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
@@ -67,6 +68,11 @@ class Command(BaseCommand):
             action="store_true",
             help="Print what one pass would settle, change nothing, and exit.",
         )
+
+    def check(self, *args: Any, **kwargs: Any) -> None:
+        """Run the system checks, except "Redis unreachable": the loop waits for Redis."""
+        with redis_may_be_down():
+            super().check(*args, **kwargs)
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = self._backend(options["backend"])

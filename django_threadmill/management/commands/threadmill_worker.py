@@ -4,11 +4,10 @@ import os
 from argparse import ArgumentParser
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.test.utils import override_settings
 
 from ...backend import ThreadmillTaskBackend
+from ...checks import redis_may_be_down
 from ...compat import task_backends
 from ...conf import check_queue_name
 from ...exceptions import ImproperlyConfiguredThreadmill
@@ -17,7 +16,6 @@ from ...worker.options import MAX_PREFETCH, WorkerOptions
 from ...worker.supervisor import Supervisor
 
 DEFAULT_GRACE_PERIOD_S = 30.0
-UNREACHABLE_CHECK = "threadmill.E001"  # Redis not reachable: the worker waits instead of failing
 
 
 def _positive(name: str, value: int | None, *, allow_none: bool = False) -> None:
@@ -84,13 +82,8 @@ class Command(BaseCommand):
         parser.add_argument("--log-format", choices=["text", "json"], default="text")
 
     def check(self, *args: Any, **kwargs: Any) -> None:
-        """Run the system checks, except "Redis unreachable": the worker waits for Redis itself.
-
-        Every process retries with backoff and logs "Redis unavailable, retrying" (issue 7), so
-        a worker started before Redis, or during an outage, starts working once Redis is up.
-        """
-        silenced = [*settings.SILENCED_SYSTEM_CHECKS, UNREACHABLE_CHECK]
-        with override_settings(SILENCED_SYSTEM_CHECKS=silenced):
+        """Run the system checks, except "Redis unreachable": every process waits for Redis."""
+        with redis_may_be_down():
             super().check(*args, **kwargs)
 
     def handle(self, *args: Any, **options: Any) -> None:
