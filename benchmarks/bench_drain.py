@@ -10,8 +10,8 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from .cases import RTT, Case, all_cases
 from .config import BenchConfig, load_config
-from .conftest import ProgressLine
 from .peers import Peer, RunContext
+from .progress import ProgressLine
 from .proxy import ProxyLink, delay_proxy
 from .records import record_drain
 from .report import Session

@@ -16,6 +16,7 @@ from testproject.redis_server import redis_process
 from .config import BenchConfig, load_config
 from .peers import PEERS, Peer, RunContext
 from .postgres_server import postgres_url
+from .progress import ProgressLine
 from .redis_stats import server_version
 from .report import Session, render, write_json
 
@@ -129,32 +130,6 @@ def cpu_model() -> str:
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor()
-
-
-class ProgressLine:
-    """One line per run, rewritten in place while it runs (pytest's capture is bypassed)."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.capture = config.pluginmanager.getplugin("capturemanager")
-        self.writer = config.get_terminal_writer()
-        self.title = ""
-        self.last_s = -1.0
-        self.live = sys.stdout.isatty()  # redraw in place on a terminal; one line per run in a log
-
-    def start(self, title: str) -> None:
-        self.title = title
-        self.last_s = -1.0
-
-    def __call__(self, done: int, total: int, seconds: float) -> None:
-        finished = done >= total
-        if not finished and (not self.live or seconds - self.last_s < 0.5):
-            return
-        self.last_s = seconds
-        rate = done / seconds if seconds else 0.0
-        bar = "#" * (20 * done // max(total, 1))
-        text = f"  {self.title:<44} [{bar:<20}] {done:>7,}/{total:,} {rate:>9,.0f}/s"
-        with self.capture.global_and_fixture_disabled():
-            self.writer.write(("\r" if self.live else "\n") + text, flush=True)
 
 
 @pytest.fixture(scope="session")

@@ -89,7 +89,7 @@ class Watcher:
             if done >= tasks:
                 drain.last = Mark(at_s=now - spawned, done=done, worker_cpu_s=0.0, rss_mb=None)
                 return
-            if worker.exit_code() is not None and self.count() < tasks:
+            if worker.exit_code() is not None and done < tasks:
                 raise RuntimeError(
                     f"The worker exited {worker.exit_code()} with {done}/{tasks} results "
                     f"stored. Its log ends:\n{worker.log_tail()}"
