@@ -12,6 +12,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,58 @@ def start_commands(redis_url: str, key_prefix: str) -> tuple[Command, Command]:
     return supervisor, reaper
 
 
+@dataclass(frozen=True, slots=True)
+class ChaosRun:
+    """What one run left behind for the audit."""
+
+    enqueued: set[str]
+    worker_code: int
+    supervisor_log: str
+
+
+def under_fire(backend: ThreadmillTaskBackend, monkey: ChaosMonkey, log: Path) -> set[str]:
+    """Enqueue the plan's tasks while the monkey works, and keep it working the planned time."""
+    chaos_ends = time.monotonic() + PLAN.chaos_s
+    monkey.start()
+    try:
+        enqueued = enqueue_waves(
+            backend,
+            random.Random(PLAN.seed),
+            log,
+            total=PLAN.tasks,
+            waves=max(1, int(PLAN.chaos_s * 0.7 / MEAN_WAVE_GAP_S)),
+            pace=threading.Event().wait,
+        )
+        monkey.stopping.wait(max(0.0, chaos_ends - time.monotonic()))
+    finally:
+        monkey.stop()
+    return enqueued
+
+
+def run_chaos(
+    backend: ThreadmillTaskBackend, server: RedisProcess, key_prefix: str, log: Path
+) -> tuple[ChaosRun, ChaosMonkey]:
+    """Run workers and a reaper under fire, let them drain, stop them; return what is left."""
+    supervisor, reaper = start_commands(server.url, key_prefix)
+    monkey_rng = random.Random(PLAN.seed + 1)
+    monkey = ChaosMonkey(monkey_rng, supervisor, server, max_redis_restarts=PLAN.max_redis_restarts)
+    try:
+        supervisor.wait_for_log("Worker process started")
+        enqueued = under_fire(backend, monkey, log)
+        try:
+            wait_until(lambda: pending(backend.broker) == 0, "all settled", PLAN.drain_timeout_s)
+        except AssertionError as exc:
+            print(f"{exc}; still pending={pending(backend.broker)} (audited as queued)")
+        supervisor.signal(signal.SIGTERM)
+        reaper.signal(signal.SIGTERM)
+        worker_code = supervisor.wait(60)
+        reaper.wait(30)
+        return ChaosRun(enqueued, worker_code, supervisor.log), monkey
+    finally:
+        supervisor.close()
+        reaper.close()
+
+
 @pytest.mark.timeout(PLAN.timeout_s)
 def test_chaos_accounting(
     backend: ThreadmillTaskBackend,
@@ -99,47 +152,9 @@ def test_chaos_accounting(
 ) -> None:
     print(f"\nchaos mode={PLAN.mode} seed={PLAN.seed} (replay: THREADMILL_CHAOS_SEED={PLAN.seed})")
     log = tmp_path / "runs.log"
-    supervisor, reaper = start_commands(chaos_redis.url, key_prefix)
-    monkey = ChaosMonkey(
-        random.Random(PLAN.seed + 1),
-        supervisor,
-        chaos_redis,
-        max_redis_restarts=PLAN.max_redis_restarts,
-    )
-    pace = threading.Event()
-    try:
-        supervisor.wait_for_log("Worker process started")
-        monkey.start()
-        chaos_ends = time.monotonic() + PLAN.chaos_s
-        try:
-            enqueued = enqueue_waves(
-                backend,
-                random.Random(PLAN.seed),
-                log,
-                total=PLAN.tasks,
-                waves=max(1, int(PLAN.chaos_s * 0.7 / MEAN_WAVE_GAP_S)),
-                pace=pace.wait,
-            )
-            # The monkey keeps at it for the planned time, enqueueing done or not.
-            monkey.stopping.wait(max(0.0, chaos_ends - time.monotonic()))
-        finally:
-            monkey.stop()
-        try:
-            wait_until(
-                lambda: pending(backend.broker) == 0, "every task settled", PLAN.drain_timeout_s
-            )
-        except AssertionError as exc:
-            print(f"{exc}; still pending={pending(backend.broker)} (audited as queued)")
-        supervisor.signal(signal.SIGTERM)
-        reaper.signal(signal.SIGTERM)
-        worker_code = supervisor.wait(60)
-        reaper.wait(30)
-    finally:
-        supervisor_log = supervisor.log
-        supervisor.close()
-        reaper.close()
-    ledger = Audit(redis_client, backend.broker, monkey.counts.killed_pids).run(enqueued, log)
-    print("chaos figures " + report(PLAN, monkey.counts, ledger, worker_code))
+    run, monkey = run_chaos(backend, chaos_redis, key_prefix, log)
+    ledger = Audit(redis_client, backend.broker, monkey.counts.killed_pids).run(run.enqueued, log)
+    print("chaos figures " + report(PLAN, monkey.counts, ledger, run.worker_code))
     assert not ledger.problems, f"seed={PLAN.seed}\n" + "\n".join(ledger.problems[:50])
     assert ledger.lost == 0
-    assert worker_code == 0, supervisor_log[-5000:]
+    assert run.worker_code == 0, run.supervisor_log[-5000:]
