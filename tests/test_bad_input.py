@@ -5,6 +5,7 @@ holds the rest: odd arguments, edge values, and garbage written by hand into eac
 """
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
@@ -201,3 +202,14 @@ def test_payload_nested_too_deeply_to_decode_fails_clearly() -> None:
     raw = '{"path": "x", "args": ' + "[" * 100_000 + "]" * 100_000 + "}"
     with pytest.raises(PayloadError, match=r"^Stored payload is nested too deeply to decode"):
         decode_payload(raw)
+
+
+def test_garbage_score_in_a_delayed_record_still_runs_it(
+    backend: ThreadmillTaskBackend, broker: Broker
+) -> None:
+    damaged = echo.using(run_after=datetime.now(UTC) + timedelta(milliseconds=1)).enqueue(1)
+    ready = echo.enqueue(2)
+    broker.client.hset(broker.record_key(damaged.id) or "", "score", "garbage")
+    broker.client.zadd(broker.queue_keys("default").delayed, {damaged.id: 0})  # due now
+    reserved = {r.lease.task_id for r in broker.acquire("default", 10).reservations}
+    assert reserved == {damaged.id, ready.id}

@@ -19,7 +19,9 @@ local promoted = {}
 for _, id in ipairs(due) do
   local score = redis.call("HGET", KEYS[1] .. id, "score")
   if score then
-    promoted[#promoted + 1] = score
+    -- A score that is not a number was written by hand: run the task as priority 0 rather
+    -- than fail every acquire of the queue.
+    promoted[#promoted + 1] = tonumber(score) or 100 * 1099511627776
     promoted[#promoted + 1] = id
   end
 end
