@@ -213,3 +213,16 @@ def test_garbage_score_in_a_delayed_record_still_runs_it(
     broker.client.zadd(broker.queue_keys("default").delayed, {damaged.id: 0})  # due now
     reserved = {r.lease.task_id for r in broker.acquire("default", 10).reservations}
     assert reserved == {damaged.id, ready.id}
+
+
+def test_workers_index_of_the_wrong_type_does_not_stop_renewals(
+    backend: ThreadmillTaskBackend, broker: Broker
+) -> None:
+    running = echo.enqueue(1)
+    lease = start(backend, running.id)
+    leases = broker.queue_keys("default").leases
+    broker.client.zadd(leases, {running.id: 0})  # about to expire
+    broker.client.set(broker.queue_keys("default").workers, "garbage")
+    with pytest.raises(BrokerUnavailable, match=DAMAGED):
+        broker.renew("worker-1", [lease])
+    assert broker.client.zscore(leases, running.id) > 0  # the lease itself was pushed
