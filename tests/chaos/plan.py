@@ -15,6 +15,7 @@ class ChaosPlan:
     threads: int
     max_redis_restarts: int
     drain_timeout_s: float  # after the chaos, the time the workers get to settle everything
+    sync_ack: bool  # run the workers with --sync-ack (THREADMILL_CHAOS_SYNC_ACK=1)
     timeout_s: int  # pytest-timeout for the whole test
 
 
@@ -23,7 +24,7 @@ LONG = {"tasks": 40_000, "chaos_s": 300.0, "max_redis_restarts": 20, "drain_time
 
 
 def chaos_plan() -> ChaosPlan:
-    """Read THREADMILL_CHAOS (``long`` for the long run) and THREADMILL_CHAOS_SEED."""
+    """Read THREADMILL_CHAOS (``long``), THREADMILL_CHAOS_SEED and THREADMILL_CHAOS_SYNC_ACK."""
     mode = os.environ.get("THREADMILL_CHAOS", "short")
     if mode not in ("short", "long"):
         raise ValueError(f"THREADMILL_CHAOS={mode!r}: use 'short' (the default) or 'long'.")
@@ -35,6 +36,7 @@ def chaos_plan() -> ChaosPlan:
         seed=seed,
         processes=3,
         threads=4,
+        sync_ack=bool(os.environ.get("THREADMILL_CHAOS_SYNC_ACK")),
         timeout_s=int(sizes["chaos_s"] + sizes["drain_timeout_s"] + 120),
         **sizes,  # type: ignore[arg-type]
     )

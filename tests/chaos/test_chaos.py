@@ -59,6 +59,7 @@ def report(plan: ChaosPlan, counts: ChaosCounts, ledger: Ledger, worker_code: in
     figures = {
         "seed": plan.seed,
         "mode": plan.mode,
+        "sync_ack": plan.sync_ack,
         "kills": counts.kills,
         "redis_restarts": counts.redis_restarts,
         "client_kills": counts.client_kills,
@@ -82,6 +83,7 @@ def start_commands(redis_url: str, key_prefix: str) -> tuple[Command, Command]:
         *("--processes", str(PLAN.processes), "--threads", str(PLAN.threads)),
         *("--prefetch", "8", "--reap-interval", "0.5", "--grace-period", "10"),
         *("--max-tasks", "400", "--max-tasks-jitter", "200"),
+        *(["--sync-ack"] if PLAN.sync_ack else []),
         lease_ttl_s=LEASE_TTL_S,
     )
     reaper = Command(
