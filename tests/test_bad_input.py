@@ -226,3 +226,12 @@ def test_workers_index_of_the_wrong_type_does_not_stop_renewals(
     with pytest.raises(BrokerUnavailable, match=DAMAGED):
         broker.renew("worker-1", [lease])
     assert broker.client.zscore(leases, running.id) > 0  # the lease itself was pushed
+
+
+def test_garbage_timestamp_in_a_record_does_not_break_acquire(broker: Broker) -> None:
+    """One bad field must not make every fetcher that reserves the task fail in turn."""
+    damaged, healthy = echo.enqueue(1), echo.enqueue(2)
+    broker.client.hset(broker.record_key(damaged.id) or "", "enqueued_ms", "garbage")
+    reserved = broker.acquire("default", 10).reservations
+    assert [r.lease.task_id for r in reserved] == [damaged.id, healthy.id]
+    assert reserved[0].enqueued_ms is None

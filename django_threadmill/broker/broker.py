@@ -36,7 +36,11 @@ FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from
 
 
 def _int_or_none(value: str | None) -> int | None:
-    return int(value) if value else None
+    """Read a stored ms timestamp; one written by hand as garbage reads as unknown (issue 7)."""
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
 
 
 def _lines(value: str | None) -> list[str]:
