@@ -1,15 +1,16 @@
 """The end of a session: the table, the targets of DESIGN.md §6, JSON in benchmarks/results/."""
 
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .records import DrainRecord, LatencyRecord, Summary, summarise
+from .targets import REFERENCE, find, target_lines
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-REFERENCE = "dramatiq"
 
 
 @dataclass(slots=True)
@@ -32,14 +33,8 @@ def config_name(summary: Summary) -> str:
 
 
 def reference_for(summary: Summary, summaries: list[Summary]) -> Summary | None:
-    for other in summaries:
-        if (other.peer, other.threads, other.variant) == (
-            REFERENCE,
-            summary.threads,
-            summary.variant,
-        ):
-            return other
-    return None
+    """dramatiq's summary in the configuration of ``summary``."""
+    return find(summaries, REFERENCE, summary.threads, summary.variant)
 
 
 def ratio(value: float, reference: float) -> str:
@@ -95,8 +90,6 @@ def latency_table(latencies: list[LatencyRecord]) -> list[str]:
 
 def render(session: Session) -> str:
     """The whole report as text: environment, tables, targets, skipped peers."""
-    from .targets import target_lines
-
     summaries = session.summaries()
     lines = ["", "== django-threadmill benchmarks (" + session.mode + ")"]
     lines += [f"   {name}: {value}" for name, value in session.environment.items()]
@@ -134,3 +127,22 @@ def write_json(session: Session, path: Path | None = None) -> Path:
     }
     path.write_text(json.dumps(document, indent=2) + "\n")
     return path
+
+
+def read_json(path: Path) -> Session:
+    """Load a session written by write_json."""
+    document = json.loads(path.read_text())
+    session = Session(mode=document["mode"], environment=document["environment"])
+    session.drains = [DrainRecord(**record) for record in document["drains"]]
+    session.latencies = [LatencyRecord(**record) for record in document["latencies"]]
+    session.skipped = document["skipped"]
+    return session
+
+
+def main() -> None:
+    """Print the report of a results file again: python -m benchmarks.report FILE.json."""
+    print(render(read_json(Path(sys.argv[1]))))
+
+
+if __name__ == "__main__":
+    main()
