@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..broker import Broker, Finish, Outcome, Start
 from ..exceptions import BrokerUnavailable
 from .leases import HeldLeases
+from .role import RoleThread
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class _Submitted:
     written: threading.Event | None = field(default=None)  # set once written, for --sync-ack
 
 
-class AckWriter(threading.Thread):
+class AckWriter(RoleThread):
     """Write start notices and outcomes for one worker process, in batches."""
 
     def __init__(
@@ -40,13 +41,14 @@ class AckWriter(threading.Thread):
         broker: Broker,
         worker_id: str,
         held: HeldLeases,
-        on_finished: Callable[[int], None],
+        on_written: Callable[[], None],
+        on_crash: Callable[[], None],
     ) -> None:
-        super().__init__(name="threadmill-ack-writer")
+        super().__init__("threadmill-ack-writer", on_crash)
         self.broker = broker
         self.worker_id = worker_id
         self.held = held
-        self.on_finished = on_finished
+        self.on_written = on_written  # called after each batch that recorded outcomes
         self.give_up = threading.Event()  # set past the shutdown deadline: stop retrying
         self._inbox: queue.SimpleQueue[_Submitted | object] = queue.SimpleQueue()
         self._unwritten = 0
@@ -77,7 +79,7 @@ class AckWriter(threading.Thread):
         """Ask the writer to flush everything queued so far, then end."""
         self._inbox.put(_STOP)
 
-    def run(self) -> None:
+    def loop(self) -> None:
         stopping = False
         while not stopping:
             batch = [self._inbox.get()]
@@ -118,7 +120,7 @@ class AckWriter(threading.Thread):
             self._send("finish", [failure], self.broker.finish)
         if finishes:
             self.held.discard([finish.lease for finish in finishes])
-            self.on_finished(len(finishes))
+            self.on_written()
         self._count(-len(batch))
         for entry in batch:
             if entry.written is not None:

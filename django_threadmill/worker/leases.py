@@ -2,9 +2,11 @@
 
 import logging
 import threading
+from collections.abc import Callable
 
 from ..broker import Broker, Lease
 from ..exceptions import BrokerUnavailable
+from .role import RoleThread
 
 logger = logging.getLogger(__name__)
 
@@ -37,18 +39,25 @@ class HeldLeases:
             return list(self._leases.values())
 
 
-class LeaseKeeper(threading.Thread):
+class LeaseKeeper(RoleThread):
     """Renew every held lease with one batched call per interval (DESIGN.md §4)."""
 
-    def __init__(self, broker: Broker, worker_id: str, held: HeldLeases, interval_s: float) -> None:
-        super().__init__(name="threadmill-lease-keeper")
+    def __init__(
+        self,
+        broker: Broker,
+        worker_id: str,
+        held: HeldLeases,
+        interval_s: float,
+        on_crash: Callable[[], None],
+    ) -> None:
+        super().__init__("threadmill-lease-keeper", on_crash)
         self.broker = broker
         self.worker_id = worker_id
         self.held = held
         self.interval_s = interval_s
         self.stopping = threading.Event()
 
-    def run(self) -> None:
+    def loop(self) -> None:
         while not self.stopping.wait(self.interval_s):
             self.renew()
 

@@ -9,6 +9,7 @@ from ..broker import Broker
 from ..exceptions import BrokerUnavailable
 from .buffer import TaskBuffer
 from .leases import HeldLeases
+from .role import RoleThread
 
 logger = logging.getLogger(__name__)
 
@@ -18,7 +19,7 @@ FIRST_BACKOFF_S = 0.1  # wait after Redis fails; doubles up to MAX_BACKOFF_S
 MAX_BACKOFF_S = 10.0
 
 
-class Prefetcher(threading.Thread):
+class Prefetcher(RoleThread):
     """Reserve tasks into the buffer, as many as it has room for, rotating between queues."""
 
     def __init__(
@@ -32,8 +33,9 @@ class Prefetcher(threading.Thread):
         burst: bool,
         is_settled: Callable[[], bool],
         on_empty: Callable[[], None],
+        on_crash: Callable[[], None],
     ) -> None:
-        super().__init__(name="threadmill-prefetcher")
+        super().__init__("threadmill-prefetcher", on_crash)
         self.broker = broker
         self.worker_id = worker_id
         self.queues = queues
@@ -59,7 +61,7 @@ class Prefetcher(threading.Thread):
         with suppress(BrokerUnavailable):
             self.broker.wake_process(self.worker_id)
 
-    def run(self) -> None:
+    def loop(self) -> None:
         backoff_s = FIRST_BACKOFF_S
         while not self.stopping.is_set():
             try:

@@ -42,6 +42,7 @@ class WorkerProcess:
         self.worker_id = make_worker_id()
         self.exit_code = EXIT_OK
         self.finished_count = 0
+        self._count_lock = threading.Lock()
         self.max_tasks = (
             None
             if options.max_tasks is None
@@ -53,9 +54,13 @@ class WorkerProcess:
         self._control_fd: int | None = None
         self.held = HeldLeases()
         self.buffer = TaskBuffer(options.prefetch)
-        self.writer = AckWriter(self.broker, self.worker_id, self.held, self._count_finished)
+        self.writer = AckWriter(
+            self.broker, self.worker_id, self.held, self._on_written, self._crashed
+        )
         lease_interval_s = backend.settings.lease_ttl_s / 3
-        self.keeper = LeaseKeeper(self.broker, self.worker_id, self.held, lease_interval_s)
+        self.keeper = LeaseKeeper(
+            self.broker, self.worker_id, self.held, lease_interval_s, self._crashed
+        )
         self.prefetcher = Prefetcher(
             self.broker,
             self.worker_id,
@@ -65,6 +70,7 @@ class WorkerProcess:
             burst=options.burst,
             is_settled=lambda: self.buffer.is_idle() and self.writer.pending() == 0,
             on_empty=self.request_stop,
+            on_crash=self._crashed,
         )
         self.backend = backend
         self.threads = [self._make_thread(index) for index in range(1, options.threads + 1)]
@@ -72,7 +78,12 @@ class WorkerProcess:
             None
             if options.task_timeout_s is None
             else Watchdog(
-                options.task_timeout_s, self.threads, self._replace, self.writer, self.buffer
+                options.task_timeout_s,
+                self.threads,
+                self._replace,
+                self.writer,
+                self.buffer,
+                self._crashed,
             )
         )
 
@@ -84,7 +95,8 @@ class WorkerProcess:
             writer=self.writer,
             held=self.held,
             sync_ack=self.options.sync_ack,
-            on_crash=lambda: self.request_stop(EXIT_CRASHED),
+            on_task_done=self._count_task,
+            on_crash=self._crashed,
         )
 
     def _replace(self, stuck: WorkerThread) -> None:
@@ -100,13 +112,27 @@ class WorkerProcess:
         self.stop_requested.set()
         os.write(self._wakeup_write, b"\0")
 
-    def _count_finished(self, count: int) -> None:
-        self.finished_count += count
-        if self.options.burst:
-            self.prefetcher.nudge()
-        if self.max_tasks is not None and self.finished_count >= self.max_tasks:
+    def _count_task(self) -> None:
+        """Count a task a worker thread finished; recycle the process at --max-tasks.
+
+        Counted when the thread is done, not when the result is written, so the ack writer's
+        lag cannot let a process run past the limit.
+        """
+        with self._count_lock:
+            self.finished_count += 1
+            reached = self.max_tasks is not None and self.finished_count == self.max_tasks
+        if reached:
             self.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
             self.request_stop(EXIT_RECYCLE)
+
+    def _on_written(self) -> None:
+        """Results landed: a --burst prefetcher waiting for them looks again at once."""
+        if self.options.burst:
+            self.prefetcher.nudge()
+
+    def _crashed(self) -> None:
+        """A role thread's own loop failed: stop, so the supervisor starts a fresh process."""
+        self.request_stop(EXIT_CRASHED)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._signals += 1

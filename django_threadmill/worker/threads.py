@@ -11,11 +11,12 @@ from .ack_writer import AckWriter
 from .buffer import TaskBuffer
 from .executor import Executor
 from .leases import HeldLeases
+from .role import RoleThread
 
 logger = logging.getLogger(__name__)
 
 
-class WorkerThread(threading.Thread):
+class WorkerThread(RoleThread):
     """Run tasks until the buffer closes. Task errors never end this thread (DESIGN.md §4).
 
     A task that outlives ``--task-timeout`` is taken over by the watchdog: the thread is
@@ -31,28 +32,26 @@ class WorkerThread(threading.Thread):
         writer: AckWriter,
         held: HeldLeases,
         sync_ack: bool,
+        on_task_done: Callable[[], None],
         on_crash: Callable[[], None],
     ) -> None:
-        super().__init__(name=f"threadmill-worker-{index}")
+        super().__init__(f"threadmill-worker-{index}", on_crash)
         self.buffer = buffer
         self.executor = executor
         self.writer = writer
         self.held = held
         self.sync_ack = sync_ack
-        self.on_crash = on_crash
+        self.on_task_done = on_task_done  # counts toward --max-tasks
         self.abandoned = False
         self._current: Reservation | None = None
         self._current_since = 0.0
         self._current_started_ms = 0
         self._lock = threading.Lock()
 
-    def run(self) -> None:
+    def loop(self) -> None:
         try:
             while not self.abandoned and (reservation := self.buffer.take()) is not None:
                 self._run_one(reservation)
-        except Exception:
-            logger.critical("Worker thread died name=%s", self.name, exc_info=True)
-            self.on_crash()
         finally:
             self.executor.close()
 
@@ -75,6 +74,7 @@ class WorkerThread(threading.Thread):
             self._current = None
         self.writer.submit_finish(finish, wait=self.sync_ack)
         self.buffer.done()
+        self.on_task_done()
 
     def abandon_if_overdue(self, timeout_s: float) -> tuple[Reservation, int] | None:
         """Give up on the running task if it exceeded ``timeout_s``.

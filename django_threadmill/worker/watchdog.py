@@ -9,6 +9,7 @@ from ..exceptions import TaskTimeout
 from ..records import error_json, now_ms
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
+from .role import RoleThread
 from .threads import WorkerThread
 
 logger = logging.getLogger(__name__)
@@ -16,7 +17,7 @@ logger = logging.getLogger(__name__)
 MAX_CHECK_INTERVAL_S = 1.0  # how often running tasks are checked, at most
 
 
-class Watchdog(threading.Thread):
+class Watchdog(RoleThread):
     """Check running tasks against the timeout; a stuck one is failed and its thread replaced.
 
     Python cannot stop a thread, so the stuck thread is abandoned: it keeps running until its
@@ -30,8 +31,9 @@ class Watchdog(threading.Thread):
         replace: Callable[[WorkerThread], None],
         writer: AckWriter,
         buffer: TaskBuffer,
+        on_crash: Callable[[], None],
     ) -> None:
-        super().__init__(name="threadmill-watchdog")
+        super().__init__("threadmill-watchdog", on_crash)
         self.timeout_s = timeout_s
         self.threads = threads
         self.replace = replace
@@ -39,7 +41,7 @@ class Watchdog(threading.Thread):
         self.buffer = buffer
         self.stopping = threading.Event()
 
-    def run(self) -> None:
+    def loop(self) -> None:
         interval_s = min(MAX_CHECK_INTERVAL_S, self.timeout_s / 4)
         while not self.stopping.wait(interval_s):
             for thread in list(self.threads):

@@ -36,11 +36,12 @@ def recording(broker: Broker) -> RecordingBroker:
 
 @pytest.fixture
 def writer(recording: RecordingBroker) -> Iterator[AckWriter]:
-    finished: list[int] = []
-    writer = AckWriter(recording, WORKER, HeldLeases(), finished.append)
+    crashes: list[str] = []
+    writer = AckWriter(recording, WORKER, HeldLeases(), lambda: None, lambda: crashes.append("x"))
     yield writer
     writer.stop()
     writer.join(5)
+    assert not crashes
 
 
 def finish(lease, outcome: Outcome = Outcome.SUCCESSFUL) -> Finish:  # type: ignore[no-untyped-def]

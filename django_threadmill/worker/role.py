@@ -1,0 +1,31 @@
+"""The base of every thread in a worker process: named by role, and fatal when its loop fails."""
+
+import logging
+import threading
+from collections.abc import Callable
+
+logger = logging.getLogger(__name__)
+
+
+class RoleThread(threading.Thread):
+    """A non-daemon thread with one role (prefetcher, ack writer, worker, ...).
+
+    Task errors never reach here (the executor records them). If the role's own loop fails, the
+    thread logs CRITICAL with its name and traceback and calls ``on_crash``, which stops the
+    process so the supervisor starts a fresh one, instead of leaving it up but idle.
+    """
+
+    def __init__(self, name: str, on_crash: Callable[[], None]) -> None:
+        super().__init__(name=name)
+        self.on_crash = on_crash
+
+    def run(self) -> None:
+        try:
+            self.loop()
+        except BaseException:
+            logger.critical("Thread died name=%s", self.name, exc_info=True)
+            self.on_crash()
+
+    def loop(self) -> None:
+        """Do the role's work until told to stop."""
+        raise NotImplementedError
