@@ -11,13 +11,23 @@ from django.test import override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import task_backends
-from testproject.redis_server import session_redis_url
+from testproject.redis_server import RedisProcess, redis_process, session_redis_url
+
+DURABLE = ("--appendonly", "yes", "--appendfsync", "always")  # no acknowledged write is lost
 
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     with session_redis_url() as url:
         yield url
+
+
+@pytest.fixture
+def durable_redis() -> Iterator[RedisProcess]:
+    """A redis-server of the test's own, writing every command to its AOF: for tests that kill
+    it. A module opts in by overriding ``redis_url`` to return its URL."""
+    with redis_process(*DURABLE) as server:
+        yield server
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from testproject.redis_server import RedisProcess, redis_process
+from tests.conftest import DURABLE
 from tests.support import Command, wait_until, worker
 
 from .accounting import Audit, Ledger
@@ -36,7 +37,7 @@ COUNTED = ("tasks", "orphans", "successful", "failed", "queued", "executions", "
 
 @pytest.fixture(scope="module")
 def chaos_redis() -> Iterator[RedisProcess]:
-    with redis_process("--appendonly", "yes", "--appendfsync", "always") as server:
+    with redis_process(*DURABLE) as server:
         yield server
 
 

@@ -8,14 +8,13 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.exceptions import BrokerUnavailable
-from testproject.redis_server import RedisProcess, redis_process
+from testproject.redis_server import RedisProcess
 from tests.support import wait_until, worker
 
 from . import tasks
@@ -29,35 +28,30 @@ LEASE_TTL_S = 60.0 if SLOW else 15.0  # above the outage: live leases must survi
 
 
 @pytest.fixture
-def redis_server() -> Iterator[RedisProcess]:
-    with redis_process("--appendonly", "yes", "--appendfsync", "always") as server:
-        yield server
-
-
-@pytest.fixture
-def redis_url(redis_server: RedisProcess) -> str:
-    return redis_server.url
+def redis_url(durable_redis: RedisProcess) -> str:
+    """Run this module on a server of its own, which the test kills and restarts."""
+    return durable_redis.url
 
 
 @pytest.mark.timeout(180 if SLOW else 90)
 def test_nothing_lost_while_redis_is_away(
-    backend: ThreadmillTaskBackend, redis_server: RedisProcess, key_prefix: str, tmp_path: Path
+    backend: ThreadmillTaskBackend, durable_redis: RedisProcess, key_prefix: str, tmp_path: Path
 ) -> None:
     log = tmp_path / "runs.log"
     results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(3000)])
     command = worker(
-        redis_server.url, key_prefix, "--processes", "2", "--threads", "2",
+        durable_redis.url, key_prefix, "--processes", "2", "--threads", "2",
         "--reap-interval", "1", lease_ttl_s=LEASE_TTL_S,
     )  # fmt: skip
     try:
         wait_until(lambda: len(executions(log)) > 300, "some tasks running", 30)
-        redis_server.kill()
+        durable_redis.kill()
         went_away = time.monotonic()
         with pytest.raises(BrokerUnavailable, match=r"is unreachable .* Start Redis or fix TASKS"):
             tasks.count_run.enqueue(str(log))
         pattern, times = AWAY_UNTIL
         wait_until(lambda: len(re.findall(pattern, command.log)) >= times, pattern, 60)
-        redis_server.start()
+        durable_redis.start()
         print(f"\nRedis was away {time.monotonic() - went_away:.1f}s")  # reported, not asserted
         late = tasks.count_run.enqueue(str(log))
         wait_until(lambda: all_successful([*results, late]), "every task SUCCESSFUL", 60)

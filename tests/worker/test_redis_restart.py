@@ -1,31 +1,26 @@
 """A Redis with AOF restarted mid-run: the worker reconnects and finishes, nothing is lost."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
-from testproject.redis_server import RedisProcess, redis_process
+from testproject.redis_server import RedisProcess
 from tests.support import Command, wait_until
 from tests.worker import tasks
 
 
 @pytest.fixture
-def redis_server() -> Iterator[RedisProcess]:
-    with redis_process("--appendonly", "yes", "--appendfsync", "always") as server:
-        yield server
-
-
-@pytest.fixture
-def redis_url(redis_server: RedisProcess) -> str:
-    return redis_server.url
+def redis_url(durable_redis: RedisProcess) -> str:
+    """Run this module on a server of its own, which the test kills and restarts."""
+    return durable_redis.url
 
 
 def test_worker_survives_a_redis_restart(
     backend: ThreadmillTaskBackend,
-    redis_server: RedisProcess,
+    durable_redis: RedisProcess,
     tmp_path: Path,
     start_worker: Callable[..., Command],
 ) -> None:
@@ -35,9 +30,9 @@ def test_worker_survives_a_redis_restart(
     worker = start_worker("--threads", "2", "--prefetch", "16", "--burst")
 
     wait_until(lambda: backend.broker.client.zcard(done) > 300, "some tasks finishing")
-    redis_server.kill()
+    durable_redis.kill()
     worker.wait_for_log("Fetch failed|Ack batch failed|Lease renewal failed")
-    redis_server.start()
+    durable_redis.start()
 
     assert worker.wait(120) == 0, worker.log
     for result in results:
