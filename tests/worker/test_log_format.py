@@ -1,0 +1,23 @@
+"""--log-format json writes one JSON object per log line, with the worker's key=value message."""
+
+import json
+from collections.abc import Callable
+
+from tests.support import Command
+from tests.worker import tasks
+
+
+def test_json_log_lines_parse_and_carry_the_start_and_failure_lines(
+    start_worker: Callable[..., Command],
+) -> None:
+    failing = tasks.exit_now.enqueue()
+    worker = start_worker("--burst", "--log-format", "json")
+    assert worker.wait() == 0, worker.log
+
+    entries = [json.loads(line) for line in worker.log.splitlines() if line.startswith("{")]
+    messages = [entry["message"] for entry in entries]
+    assert any(message.startswith("Worker process started worker_id=") for message in messages)
+    [failure] = [entry for entry in entries if entry["level"] == "ERROR"]
+    assert failure["message"].startswith(f"Task failed task_id={failing.id}")
+    assert failure["logger"] == "django_threadmill.worker.executor"
+    assert {"time", "pid", "thread"} <= failure.keys()
