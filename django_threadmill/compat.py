@@ -17,12 +17,10 @@ if find_spec("django.tasks") is not None:
         task_backends,
     )
     from django.tasks.backends.base import BaseTaskBackend
-    from django.tasks.base import TASK_REFRESH_ATTRS, TaskError
+    from django.tasks.base import TaskError
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
     from django.tasks.signals import task_enqueued, task_finished, task_started
     from django.utils.json import normalize_json
-
-    TASKS_LOGGER_NAME = "django.tasks"
 else:  # Django 5.2 with the django-tasks backport.
     from django_tasks import (  # type: ignore[no-redef]
         DEFAULT_TASK_QUEUE_NAME,
@@ -34,7 +32,6 @@ else:  # Django 5.2 with the django-tasks backport.
     )
     from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef]
     from django_tasks.base import (  # type: ignore[no-redef]
-        TASK_REFRESH_ATTRS,
         Task,  # django_tasks does not re-export Task at the top level
         TaskError,
     )
@@ -49,12 +46,8 @@ else:  # Django 5.2 with the django-tasks backport.
     )
     from django_tasks.utils import normalize_json  # type: ignore[no-redef]
 
-    TASKS_LOGGER_NAME = "django_tasks"
-
 __all__ = [
     "DEFAULT_TASK_QUEUE_NAME",
-    "TASKS_LOGGER_NAME",
-    "TASK_REFRESH_ATTRS",
     "BaseTaskBackend",
     "InvalidTask",
     "Task",

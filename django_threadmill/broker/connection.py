@@ -62,11 +62,6 @@ def make_async_client(settings: BackendSettings) -> redis.asyncio.Redis:
     return redis.asyncio.Redis.from_url(settings.location, **_client_options(settings))
 
 
-def is_transient(error: BaseException) -> bool:
-    """Tell whether retrying the same call later may succeed (Redis down, busy or full)."""
-    return isinstance(error, BrokerUnavailable)
-
-
 def _what_was_written(error: BaseException) -> str:
     """Say whether a failed call can have reached Redis: only if the connection was open."""
     if "connecting to" in str(error).lower():  # redis-py's wording when connect() failed

@@ -24,4 +24,3 @@ class WorkerOptions:
     grace_period_s: float
     task_timeout_s: float | None
     reap_interval_s: float | None
-    log_format: str

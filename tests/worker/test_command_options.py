@@ -46,7 +46,6 @@ def test_threads_are_named_by_role(backend: ThreadmillTaskBackend) -> None:
         grace_period_s=1.0,
         task_timeout_s=None,
         reap_interval_s=None,
-        log_format="text",
     )
     process = WorkerProcess(options, backend)
     names = [t.name for t in [process.prefetcher, process.writer, process.keeper, *process.threads]]

@@ -162,5 +162,4 @@ class Command(BaseCommand):
             reap_interval_s=backend.settings.lease_ttl_s
             if reap_interval is None
             else reap_interval,
-            log_format=options["log_format"],
         )
