@@ -223,16 +223,16 @@ class Broker:
         """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout.
 
         One BLPOP over the queues' wake lists and the process's own list: idle workers block
-        instead of polling (DESIGN.md §3 rule 7).
+        instead of polling (DESIGN.md §3 rule 7). For one queue every list shares its hash slot.
         """
         wake_keys = [self.queue_keys(queue).wake for queue in queues]
-        wake_keys.append(self.keyspace.process_wake(worker_id))
+        wake_keys.append(self.queue_keys(queues[0]).process_wake(worker_id))
         with self._errors():
             return self.client.blpop(wake_keys, timeout=max(timeout_s, 0.001)) is not None
 
-    def wake_process(self, worker_id: str) -> None:
+    def wake_process(self, queues: Sequence[str], worker_id: str) -> None:
         """Wake the process's blocked fetcher now (at shutdown); the token expires if unread."""
-        key = self.keyspace.process_wake(worker_id)
+        key = self.queue_keys(queues[0]).process_wake(worker_id)
         with self._errors(), self.client.pipeline(transaction=False) as pipe:
             pipe.rpush(key, 1)
             pipe.pexpire(key, 60_000)

@@ -60,6 +60,14 @@ class QueueKeys:
     def held(self) -> str:
         return f"{self.prefix}:held"
 
+    def process_wake(self, worker_id: str) -> str:
+        """List a worker process blocks on besides the queues' own, so its stop wakes it.
+
+        It lives under the tag of the first queue the process serves: a worker of one queue
+        then blocks within one hash slot, which a Redis Cluster accepts.
+        """
+        return f"{self.prefix}:wake:{worker_id}"
+
 
 @dataclass(frozen=True, slots=True)
 class KeySpace:
@@ -70,10 +78,6 @@ class KeySpace:
 
     def queue(self, queue_name: str) -> QueueKeys:
         return QueueKeys(f"{self.key_prefix}:{{{self.alias}:{queue_name}}}")
-
-    def process_wake(self, worker_id: str) -> str:
-        """List a worker process blocks on besides its queues, so its own stop wakes it."""
-        return f"{self.key_prefix}:{{{self.alias}}}:wake:{worker_id}"
 
     @property
     def queues(self) -> str:

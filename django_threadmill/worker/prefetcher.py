@@ -59,7 +59,7 @@ class Prefetcher(RoleThread):
         self._progress.set()
         # If Redis is unreachable, the thread waits at most IDLE_BLOCK_S, or is failing anyway.
         with suppress(BrokerUnavailable):
-            self.broker.wake_process(self.worker_id)
+            self.broker.wake_process(self.queues, self.worker_id)
 
     def loop(self) -> None:
         backoff_s = FIRST_BACKOFF_S

@@ -162,7 +162,7 @@ def test_wait_for_work_returns_on_a_wake_token(
 
 
 def test_wake_process_returns_only_that_process(broker: Broker) -> None:
-    broker.wake_process(WORKER)
+    broker.wake_process(["default"], WORKER)
     assert broker.wait_for_work(["default"], worker_id="other", timeout_s=0.01) is False
     assert broker.wait_for_work(["default"], worker_id=WORKER, timeout_s=5) is True
 

@@ -95,12 +95,8 @@ def test_backend_round_trip(backend: ThreadmillTaskBackend) -> None:
     assert echo.get_result(result.id).status == TaskResultStatus.READY
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=redis.exceptions.ClusterCrossSlotError,
-    reason="wait_for_work BLPOPs the queues' wake lists and the process's own list (alias "
-    "tag) in one call: their hash tags differ, so a Redis Cluster answers CROSSSLOT",
-)
-def test_idle_wait_stays_in_one_slot(broker: Broker, enqueue: Callable[..., NewTask]) -> None:
+def test_idle_wait_of_a_one_queue_worker_stays_in_one_slot(
+    broker: Broker, enqueue: Callable[..., NewTask]
+) -> None:
     enqueue("emails")
     assert broker.wait_for_work(["emails"], worker_id=WORKER, timeout_s=5) is True

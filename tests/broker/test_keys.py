@@ -32,7 +32,11 @@ def test_every_key_of_a_queue_hashes_to_one_slot(queue: str) -> None:
 def test_alias_wide_keys_use_the_alias_tag() -> None:
     space = KeySpace("tm", "default")
     assert space.queues == "tm:{default}:queues"
-    assert space.process_wake("host-1") == "tm:{default}:wake:host-1"
+
+
+def test_a_process_wake_list_shares_the_slot_of_its_first_queue() -> None:
+    keys = KeySpace("tm", "default").queue("emails")
+    assert keys.process_wake("host-1") == "tm:{default:emails}:wake:host-1"
 
 
 def test_aliases_do_not_share_keys() -> None:
