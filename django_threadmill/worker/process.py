@@ -38,6 +38,7 @@ class WorkerProcess:
 
     def __init__(self, options: WorkerOptions, backend: ThreadmillTaskBackend) -> None:
         self.options = options
+        self.backend = backend
         self.broker = backend.broker
         self.worker_id = make_worker_id()
         self.exit_code = EXIT_OK
@@ -72,7 +73,6 @@ class WorkerProcess:
             on_empty=self.request_stop,
             on_crash=self._crashed,
         )
-        self.backend = backend
         self.threads = [self._make_thread(index) for index in range(1, options.threads + 1)]
         self.watchdog = (
             None
