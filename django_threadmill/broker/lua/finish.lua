@@ -38,25 +38,21 @@ for i = 3, #ARGV, 7 do
     if f[1] == "reserved" and ARGV[1] ~= "" then
       add_attempt(fields, f[3], f[4], ARGV[1], ARGV[i + 4])
     end
+    local n = #fields
     if outcome == "successful" then
-      table.insert(fields, "state")
-      table.insert(fields, "successful")
-      table.insert(fields, "result")
-      table.insert(fields, value)
+      fields[n + 1], fields[n + 2] = "state", "successful"
+      fields[n + 3], fields[n + 4] = "result", value
     else
       local attempt = (tonumber(f[5]) or 0) + 1
-      table.insert(fields, "error:" .. attempt)
-      table.insert(fields, value)
-      table.insert(fields, "nerrors")
-      table.insert(fields, attempt)
-      table.insert(fields, "state")
-      table.insert(fields, outcome == "retry" and "ready" or "failed")
+      fields[n + 1], fields[n + 2] = "error:" .. attempt, value
+      fields[n + 3], fields[n + 4] = "nerrors", attempt
+      fields[n + 5], fields[n + 6] = "state", outcome == "retry" and "ready" or "failed"
     end
     if outcome == "retry" then
       redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
     else
-      table.insert(fields, "finished_ms")
-      table.insert(fields, ARGV[i + 5])
+      n = #fields
+      fields[n + 1], fields[n + 2] = "finished_ms", ARGV[i + 5]
       finished[#finished + 1] = now
       finished[#finished + 1] = id
     end
@@ -80,9 +76,6 @@ for outcome, n in pairs(counts) do
   end
 end
 -- An idle fetcher learns a retry's due time only from acquire: wake one, once per call.
-if counts.retry > 0 and redis.call("LLEN", KEYS[6]) == 0 then
-  redis.call("RPUSH", KEYS[6], 1)
-end
 if counts.retry > 0 and redis.call("LLEN", KEYS[6]) == 0 then
   redis.call("RPUSH", KEYS[6], 1)
 end
