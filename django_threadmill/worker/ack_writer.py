@@ -2,19 +2,19 @@
 
 Worker threads hand over and move on (DESIGN.md §4). With no timer, the writer takes the first
 item, drains whatever else is already waiting, and sends it: a burst collapses into one call,
-a lone ack goes out at once. Starts are elided when the result is in the same batch, so a start
-never follows its result; a batch of starts alone first waits 5 ms for their results, so fast
-tasks never cost a start call. Transient Redis errors retry the same batch with capped backoff.
+a lone ack goes out at once. A start notice is held for 5 ms first: if its result arrives meanwhile
+the notice is dropped, so fast tasks never cost a start call, and a start never follows its
+result. Transient Redis errors retry the same batch with capped backoff.
 """
 
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, field
 
-from ..broker import Broker, Finish, Outcome, Start
+from ..broker import Broker, Finish, Lease, Outcome, Start
 from ..exceptions import BrokerUnavailable
 from .leases import HeldLeases
 from .role import RoleThread
@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 FIRST_BACKOFF_S = 0.05  # first wait after a failed write; doubles up to MAX_BACKOFF_S
 MAX_BACKOFF_S = 5.0
-START_NOTICE_DELAY_S = 0.005  # a batch of start notices alone waits this long for results
+START_NOTICE_DELAY_S = 0.005  # a start notice is held this long: its result may make it moot
 _STOP = object()  # sentinel: everything queued before it is written, then the thread ends
 
 
@@ -80,39 +80,53 @@ class AckWriter(RoleThread):
         self._inbox.put(_STOP)
 
     def loop(self) -> None:
+        held_starts: dict[Lease, tuple[Start, float]] = {}  # notice and when it was taken
         stopping = False
         while not stopping:
-            batch = [self._inbox.get()]
-            self._drain_into(batch)
-            if all(
-                isinstance(entry, _Submitted) and isinstance(entry.item, Start) for entry in batch
-            ):
-                # A start notice matters only for a task that runs a while: give the result
-                # START_NOTICE_DELAY_S to arrive, so a fast task never costs a start call.
-                with suppress(queue.Empty):
-                    batch.append(self._inbox.get(timeout=START_NOTICE_DELAY_S))
-                    self._drain_into(batch)
+            batch = self._next_batch(held_starts)
             stopping = any(entry is _STOP for entry in batch)
-            self._write([entry for entry in batch if isinstance(entry, _Submitted)])
+            submitted = [entry for entry in batch if isinstance(entry, _Submitted)]
+            self._write(submitted, held_starts, flush=stopping)
 
-    def _drain_into(self, batch: list[_Submitted | object]) -> None:
-        """Append whatever is already waiting, without blocking."""
+    def _next_batch(self, held_starts: dict[Lease, tuple[Start, float]]) -> list[object]:
+        """Block for the first item, or until the oldest held start is due; then drain."""
+        timeout_s = None
+        if held_starts:
+            oldest = min(taken for _, taken in held_starts.values())
+            timeout_s = max(0.0, oldest + START_NOTICE_DELAY_S - time.monotonic())
+        try:
+            batch = [self._inbox.get(timeout=timeout_s)]
+        except queue.Empty:
+            return []
         while True:
             try:
                 batch.append(self._inbox.get_nowait())
             except queue.Empty:
-                return
+                return batch
 
-    def _write(self, batch: list[_Submitted]) -> None:
+    def _write(
+        self,
+        batch: list[_Submitted],
+        held_starts: dict[Lease, tuple[Start, float]],
+        *,
+        flush: bool,
+    ) -> None:
+        """Send due starts and every outcome; a start whose outcome came is dropped unsent."""
+        now = time.monotonic()
         finishes = [entry.item for entry in batch if isinstance(entry.item, Finish)]
-        finished_ids = {finish.lease.task_id for finish in finishes}
-        starts = [
-            entry.item
-            for entry in batch
-            if isinstance(entry.item, Start) and entry.item.lease.task_id not in finished_ids
+        for entry in batch:
+            if isinstance(entry.item, Start):
+                held_starts[entry.item.lease] = (entry.item, now)
+        elided = sum(held_starts.pop(finish.lease, None) is not None for finish in finishes)
+        due = [
+            start
+            for start, taken in held_starts.values()
+            if flush or now - taken >= START_NOTICE_DELAY_S
         ]
-        if starts:
-            self._send("start", starts, self.broker.start)
+        for start in due:
+            del held_starts[start.lease]
+        if due:
+            self._send("start", due, self.broker.start)
         successes = [f for f in finishes if f.outcome is Outcome.SUCCESSFUL]
         if successes:
             self._send("finish", successes, self.broker.finish)
@@ -121,7 +135,7 @@ class AckWriter(RoleThread):
         if finishes:
             self.held.discard([finish.lease for finish in finishes])
             self.on_written()
-        self._count(-len(batch))
+        self._count(-(len(finishes) + len(due) + elided))
         for entry in batch:
             if entry.written is not None:
                 entry.written.set()

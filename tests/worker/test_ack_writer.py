@@ -8,6 +8,7 @@ from django_threadmill.broker import Broker, Finish, Outcome, Start
 from django_threadmill.records import now_ms
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
+from tests.support import wait_until
 from tests.worker import tasks
 
 WORKER = "writer-test:1:abcd"
@@ -80,3 +81,15 @@ def test_sync_ack_returns_only_once_the_result_is_written(
     record = broker.record(result.id)
     assert record is not None
     assert record["state"] == "successful"
+
+
+def test_a_start_whose_result_does_not_follow_soon_is_sent(
+    broker: Broker, recording: RecordingBroker, writer: AckWriter
+) -> None:
+    long_running = tasks.square.enqueue(1)
+    [reservation] = broker.acquire("default", 1).reservations
+    writer.start()
+    writer.submit_start(Start(lease=reservation.lease, started_ms=now_ms()))
+    wait_until(lambda: long_running.refresh() or long_running.status == "RUNNING", "start notice")
+    assert recording.calls == [("start", 1)]
+    assert long_running.worker_ids == [WORKER]
