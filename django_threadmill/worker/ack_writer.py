@@ -2,7 +2,7 @@
 
 Worker threads hand over and move on (DESIGN.md §4). With no timer, the writer takes the first
 item, drains whatever else is already waiting, and sends it: a burst collapses into one call,
-a lone ack goes out at once. A start notice is held for 5 ms first: if its result arrives meanwhile
+a lone ack goes out at once. A start notice is held for 20 ms first: if its result arrives meanwhile
 the notice is dropped, so fast tasks never cost a start call, and a start never follows its
 result. Transient Redis errors retry the same batch with capped backoff.
 """
@@ -23,7 +23,9 @@ logger = logging.getLogger(__name__)
 
 FIRST_BACKOFF_S = 0.05  # first wait after a failed write; doubles up to MAX_BACKOFF_S
 MAX_BACKOFF_S = 5.0
-START_NOTICE_DELAY_S = 0.005  # a start notice is held this long: its result may make it moot
+# A start notice is held this long, as its result may make it moot. 5 ms was too short with
+# four threads: a thread waiting for the GIL (5 ms switch interval) let most notices go out.
+START_NOTICE_DELAY_S = 0.02
 _STOP = object()  # sentinel: everything queued before it is written, then the thread ends
 
 
