@@ -7,31 +7,31 @@ from pathlib import Path
 import pytest
 import redis
 
+from benchmarks.proxy import ProxyLink, delay_proxy
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.redis_server import RedisProcess, redis_process
 from tests.support import wait_until, worker
 
 from . import tasks
-from .proxy import DelayProxy
 from .support import executions, states
 
 DELAY_S = 0.025  # each way: 50 ms round trips, about 100x a local Redis
 
 
 @pytest.fixture(scope="module")
-def slow_redis() -> Iterator[tuple[RedisProcess, DelayProxy]]:
-    with redis_process() as server, DelayProxy(server.port, DELAY_S) as proxy:
-        yield server, proxy
+def slow_redis() -> Iterator[tuple[RedisProcess, ProxyLink]]:
+    with redis_process() as server, delay_proxy(server.port, DELAY_S * 1000) as link:
+        yield server, link
 
 
 @pytest.fixture
-def redis_url(slow_redis: tuple[RedisProcess, DelayProxy]) -> str:
+def redis_url(slow_redis: tuple[RedisProcess, ProxyLink]) -> str:
     return slow_redis[1].url
 
 
 def test_tasks_run_once_through_a_slow_link(
     backend: ThreadmillTaskBackend,
-    slow_redis: tuple[RedisProcess, DelayProxy],
+    slow_redis: tuple[RedisProcess, ProxyLink],
     redis_url: str,
     key_prefix: str,
     tmp_path: Path,
