@@ -22,6 +22,18 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 10
         time.sleep(0.01)  # polling with a deadline, not synchronising
 
 
+def command_env(redis_url: str, key_prefix: str, lease_ttl_s: float = 60.0) -> dict[str, str]:
+    """Return the environment a subprocess needs to use the test's Redis and key prefix."""
+    return {
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "THREADMILL_KEY_PREFIX": key_prefix,
+        "THREADMILL_LEASE_TTL": str(lease_ttl_s),
+        "DJANGO_SETTINGS_MODULE": "testproject.settings",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
 class Command:
     """A ``manage.py`` command running in a subprocess, its stderr captured to a file."""
 
@@ -29,18 +41,10 @@ class Command:
         self, redis_url: str, key_prefix: str, *args: str, lease_ttl_s: float = 60.0
     ) -> None:
         self._log = tempfile.NamedTemporaryFile(prefix="threadmill-cmd-", suffix=".log")  # noqa: SIM115
-        env = {
-            **os.environ,
-            "REDIS_URL": redis_url,
-            "THREADMILL_KEY_PREFIX": key_prefix,
-            "THREADMILL_LEASE_TTL": str(lease_ttl_s),
-            "DJANGO_SETTINGS_MODULE": "testproject.settings",
-            "PYTHONUNBUFFERED": "1",
-        }
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
-            env=env,
+            env=command_env(redis_url, key_prefix, lease_ttl_s),
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )

@@ -7,10 +7,7 @@ refresh the figures of docs/admin.md.
 
 import os
 import shutil
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +18,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import add, fail, send_welcome
 from tests.admin.conftest import staff_user
 from tests.admin.tasks import flaky_report
+from tests.support import ROOT, wait_until, worker
 
 pytest.importorskip("selenium", reason="the 'test' extra brings selenium")
 from selenium import webdriver
@@ -29,30 +27,16 @@ from selenium.webdriver.common.by import By
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
-def wait_until(condition, what: str, timeout_s: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout_s}s")
-        time.sleep(0.05)  # polling with a deadline, not synchronising
 
 
 def run_worker_burst(redis_url: str, key_prefix: str) -> None:
     """Run ``manage.py threadmill_worker --burst`` until the queues are empty."""
-    env = {**os.environ, "REDIS_URL": redis_url, "THREADMILL_KEY_PREFIX": key_prefix}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "threadmill_worker", "--burst", "--processes", "1"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    command = worker(redis_url, key_prefix, "--burst")
+    try:
+        assert command.wait(60) == 0, command.log
+    finally:
+        command.close()
 
 
 @pytest.fixture
@@ -71,6 +55,7 @@ def browser() -> Iterator[webdriver.Chrome]:
     wait_until(
         lambda: not any("process_request" in t.name for t in threading.enumerate()),
         "the live server's request threads ending",
+        timeout_s=20,
     )
 
 
@@ -86,7 +71,11 @@ class AdminSession:
         self.driver.find_element(By.NAME, "username").send_keys(username)
         self.driver.find_element(By.NAME, "password").send_keys("pw")
         self.click("input[type=submit]")
-        wait_until(lambda: "/admin/login/" not in self.driver.current_url, f"{username} logging in")
+        wait_until(
+            lambda: "/admin/login/" not in self.driver.current_url,
+            f"{username} logging in",
+            timeout_s=20,
+        )
 
     def open(self, path: str) -> None:
         self.driver.get(f"{self.server.url}{path}")

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from django_threadmill.compat import TaskResultStatus
-from tests.support import ROOT, Command, wait_until
+from tests.support import ROOT, Command, command_env, wait_until
 from tests.worker import tasks
 
 
@@ -62,16 +62,10 @@ def test_processes_that_keep_crashing_at_start_make_the_command_give_up(
         "from django.core.management import execute_from_command_line;"
         "execute_from_command_line(['manage.py', 'threadmill_worker', '--processes', '1'])"
     )
-    env = {
-        **os.environ,
-        "REDIS_URL": redis_url,
-        "THREADMILL_KEY_PREFIX": key_prefix,
-        "DJANGO_SETTINGS_MODULE": "testproject.settings",
-    }
     completed = subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT,
-        env=env,
+        env=command_env(redis_url, key_prefix),
         capture_output=True,
         text=True,
         timeout=60,
