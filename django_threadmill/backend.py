@@ -83,6 +83,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         self.validate_task(task)
         task_id = make_task_id(uuid4().hex, task.queue_name)
         enqueued_ms = now_ms()
+        run_after_ms = None if task.run_after is None else to_ms(task.run_after)
         try:
             result = TaskResult(
                 task=task,
@@ -98,17 +99,17 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 errors=[],
                 worker_ids=[],
             )
+            payload = encode_payload(task, result.args, result.kwargs, run_after_ms)
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
-                "Pass strings, numbers, booleans, None, lists and dicts only."
+                "Pass strings, numbers, booleans, None, lists and dicts with string keys only."
             ) from exc
         except RecursionError as exc:
             raise TypeError(
                 f"Arguments of task {task.module_path!r} are nested too deeply to store as JSON. "
                 "Flatten them, or store the data elsewhere and pass its key."
             ) from exc
-        payload = encode_payload(task, result.args, result.kwargs)
         if len(payload) > self.settings.max_payload_bytes:
             raise ValueError(
                 f"Task {task.module_path!r} payload is {len(payload)} bytes, above "
@@ -120,7 +121,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             id=task_id,
             payload=payload,
             priority=task.priority,
-            run_after_ms=None if task.run_after is None else to_ms(task.run_after),
+            run_after_ms=run_after_ms,
             enqueued_ms=enqueued_ms,
         ), result
 

@@ -50,24 +50,19 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
-def encode_payload(task: Task, args: list[Any], kwargs: dict[str, Any]) -> str:
-    """Return the payload JSON for one enqueue; raise ``TypeError`` naming what is not JSON."""
-    run_after = None if task.run_after is None else to_ms(task.run_after)
-    try:
-        return dumps(
-            {
-                "path": task.module_path,
-                "args": args,
-                "kwargs": kwargs,
-                "priority": task.priority,
-                "run_after_ms": run_after,
-            }
-        )
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
-            "Pass strings, numbers, booleans, None, lists and dicts with string keys only."
-        ) from exc
+def encode_payload(
+    task: Task, args: list[Any], kwargs: dict[str, Any], run_after_ms: int | None
+) -> str:
+    """Return the payload JSON of one enqueue; ``args`` and ``kwargs`` are already normalised."""
+    return dumps(
+        {
+            "path": task.module_path,
+            "args": args,
+            "kwargs": kwargs,
+            "priority": task.priority,
+            "run_after_ms": run_after_ms,
+        }
+    )
 
 
 def load_task(path: str, *, backend: str, queue: str, payload: dict[str, Any]) -> Task:

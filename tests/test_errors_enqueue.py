@@ -59,7 +59,7 @@ def test_unsupported_argument_types(
 ) -> None:
     message = (
         f"Arguments of task {ECHO!r} cannot be stored as JSON ({problem}). Pass strings, "
-        "numbers, booleans, None, lists and dicts only."
+        "numbers, booleans, None, lists and dicts with string keys only."
     )
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         enqueue(echo, value)
