@@ -28,19 +28,12 @@ from .types import (
     Reaped,
     Reservation,
     Start,
+    stored_int,
 )
 
 WAKE_TOKEN_CAP = 16  # wake tokens kept per queue: enough to wake that many idle fetchers at once
 PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
 FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
-
-
-def _int_or_none(value: str | None) -> int | None:
-    """Read a stored ms timestamp; one written by hand as garbage reads as unknown (issue 7)."""
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None
 
 
 def _lines(value: str | None) -> list[str]:
@@ -210,8 +203,8 @@ class Broker:
                     lease=Lease(task_id=task_id, queue=queue, token=str(token)),
                     payload=payload,
                     workers=_lines(workers),
-                    enqueued_ms=_int_or_none(enqueued_ms),
-                    started_ms=_int_or_none(started_ms),
+                    enqueued_ms=stored_int(enqueued_ms),
+                    started_ms=stored_int(started_ms),
                     errors=list(errors),
                 )
                 for task_id, token, payload, workers, enqueued_ms, started_ms, errors in reply[1:]

@@ -4,6 +4,20 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 
+def stored_int(value: str | int | float | None) -> int | None:
+    """Read a whole number Redis stored (a ms timestamp, a count, a score).
+
+    Absent reads as None, and so does garbage written by hand: one bad field must not break a
+    fetch or an admin page (issue 7).
+    """
+    if value is None or value == "":
+        return None
+    try:
+        return int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 class Outcome(StrEnum):
     SUCCESSFUL = "successful"
     FAILED = "failed"

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from ..broker import Broker
 from ..connection import translated_errors
 from ..keys import QueueKeys, queue_of
+from ..types import stored_int
 from .types import (
     Index,
     QueueOverview,
@@ -16,7 +17,6 @@ from .types import (
     TaskDetail,
     TaskRow,
     WorkerSighting,
-    as_int,
     task_path,
 )
 
@@ -140,7 +140,7 @@ class Inspector:
                 task_id, score = head[0]
                 heads.append(task_id)
                 low = (int(score) // PRIORITY_BAND + 1) * PRIORITY_BAND
-            enqueued = [as_int(v) for (v,) in self._fields(keys, heads, "enqueued_ms")]
+            enqueued = [stored_int(v) for (v,) in self._fields(keys, heads, "enqueued_ms")]
         known = [ms for ms in enqueued if ms is not None]
         return min(known) if known else None
 
@@ -243,12 +243,12 @@ class Inspector:
             queue=queue_of(task_id) or "",
             state=fields["state"] or "",
             path=task_path(fields["payload"]),
-            enqueued_ms=as_int(fields["enqueued_ms"]),
-            run_after_ms=as_int(fields["run_after_ms"]),
-            started_ms=as_int(fields["started_ms"]),
-            finished_ms=as_int(fields["finished_ms"]),
+            enqueued_ms=stored_int(fields["enqueued_ms"]),
+            run_after_ms=stored_int(fields["run_after_ms"]),
+            started_ms=stored_int(fields["started_ms"]),
+            finished_ms=stored_int(fields["finished_ms"]),
             attempts=len(fields["workers"].split("\n")) if fields["workers"] else 0,
-            errors=as_int(fields["nerrors"]) or 0,
+            errors=stored_int(fields["nerrors"]) or 0,
         )
 
     # One task ------------------------------------------------------------------------------
@@ -273,8 +273,8 @@ class Inspector:
             queue=queue,
             record=record,
             ttl_ms=int(ttl_ms) if int(ttl_ms) >= 0 else None,
-            lease_deadline_ms=as_int(deadline),
-            due_ms=as_int(due),
+            lease_deadline_ms=stored_int(deadline),
+            due_ms=stored_int(due),
             ready_position=position,
         )
 

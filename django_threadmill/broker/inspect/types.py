@@ -81,10 +81,6 @@ class TaskDetail:
     ready_position: int | None  # 0 = the next task this queue hands out
 
 
-def as_int(value: str | int | float | None) -> int | None:
-    return int(float(value)) if value not in (None, "") else None
-
-
 def task_path(payload: str | None) -> str:
     """Return the task path from a payload without decoding all its arguments if possible."""
     if not payload:
