@@ -7,6 +7,7 @@ one pipeline of per-queue script calls, so it still costs one round trip on a si
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -69,18 +70,19 @@ class Broker:
             self._async_clients[loop] = (client, scripts)
         return self._async_clients[loop]
 
-    def _errors(self):  # type: ignore[no-untyped-def]
+    def translated_errors(self) -> AbstractContextManager[None]:
+        """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix."""
         return translated_errors(self.settings.location)
 
     def _run(self, call: ScriptCall) -> Any:
-        with self._errors():
+        with self.translated_errors():
             return self._scripts[call.name](keys=call.keys, args=call.args)
 
     def _run_per_queue(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Send one script call per queue: directly for one, as one pipeline for several."""
         if len(calls) == 1:
             return [self._run(calls[0])]
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for call in calls:
                 self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
             return pipe.execute()
@@ -111,7 +113,7 @@ class Broker:
         call = self._enqueue_call(queue, tasks)
         if queue in self._known_queues:
             return int(self._run(call))
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             pipe.sadd(self.keyspace.queues, queue)
             self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
             stored = pipe.execute()[1]
@@ -122,7 +124,7 @@ class Broker:
         """Async twin of ``enqueue``: the same call, sent by the asyncio client."""
         call = self._enqueue_call(queue, tasks)
         client, scripts = self._async_client()
-        with self._errors():
+        with self.translated_errors():
             async with client.pipeline(transaction=False) as pipe:
                 if queue not in self._known_queues:
                     pipe.sadd(self.keyspace.queues, queue)
@@ -134,7 +136,7 @@ class Broker:
     def register_queues(self, queues: Iterable[str]) -> None:
         """Make ``queues`` known to the reaper and the admin before anything is enqueued."""
         queues = list(queues)
-        with self._errors():
+        with self.translated_errors():
             known = self.client.smismember(self.keyspace.queues, queues)
             missing = [queue for queue, found in zip(queues, known, strict=True) if not found]
             try:
@@ -148,7 +150,7 @@ class Broker:
 
     def queues(self) -> list[str]:
         """Return every queue name this alias has seen, sorted."""
-        with self._errors():
+        with self.translated_errors():
             return sorted(self.client.smembers(self.keyspace.queues))
 
     def server_info(self) -> dict[str, Any]:
@@ -156,7 +158,7 @@ class Broker:
 
         ``save_configured`` is None when CONFIG is not allowed (managed Redis), i.e. unknown.
         """
-        with self._errors():
+        with self.translated_errors():
             info: dict[str, Any] = {}
             for section in ("server", "memory", "persistence"):
                 info.update(self.client.info(section))
@@ -173,7 +175,7 @@ class Broker:
         key = self.record_key(task_id)
         if key is None:
             return None
-        with self._errors():
+        with self.translated_errors():
             return self.client.hgetall(key) or None
 
     async def arecord(self, task_id: str) -> dict[str, str] | None:
@@ -181,7 +183,7 @@ class Broker:
         key = self.record_key(task_id)
         if key is None:
             return None
-        with self._errors():
+        with self.translated_errors():
             return await self._async_client()[0].hgetall(key) or None
 
     # Worker transitions --------------------------------------------------------------------
@@ -220,13 +222,13 @@ class Broker:
         """
         wake_keys = [self.queue_keys(queue).wake for queue in queues]
         wake_keys.append(self.queue_keys(queues[0]).process_wake(worker_id))
-        with self._errors():
+        with self.translated_errors():
             return self.client.blpop(wake_keys, timeout=max(timeout_s, 0.001)) is not None
 
     def wake_process(self, queues: Sequence[str], worker_id: str) -> None:
         """Wake the process's blocked fetcher now (at shutdown); the token expires if unread."""
         key = self.queue_keys(queues[0]).process_wake(worker_id)
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             pipe.rpush(key, 1)
             pipe.pexpire(key, 60_000)
             pipe.execute()

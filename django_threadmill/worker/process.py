@@ -12,6 +12,7 @@ from secrets import token_hex
 from types import FrameType
 
 from ..backend import ThreadmillTaskBackend
+from ..broker import Reservation
 from ..exceptions import BrokerUnavailable
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
@@ -235,7 +236,7 @@ class WorkerProcess:
             self.exit_code,
         )
 
-    def _release(self, unstarted: list) -> None:  # type: ignore[type-arg]
+    def _release(self, unstarted: list[Reservation]) -> None:
         if not unstarted:
             return
         leases = [reservation.lease for reservation in unstarted]

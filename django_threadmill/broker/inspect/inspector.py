@@ -7,7 +7,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from ..broker import Broker
-from ..connection import translated_errors
 from ..keys import QueueKeys, queue_of
 from ..types import stored_int
 from .types import (
@@ -44,9 +43,6 @@ class Inspector:
         self.client = broker.client
         self._record_prefixes: dict[str, str] = {}
 
-    def _errors(self):  # type: ignore[no-untyped-def]
-        return translated_errors(self.broker.settings.location)
-
     def _keys(self, queue: str) -> QueueKeys:
         return self.broker.queue_keys(queue)
 
@@ -59,7 +55,7 @@ class Inspector:
 
     def now_ms(self) -> int:
         """Return Redis server time in ms: the clock every score was written with."""
-        with self._errors():
+        with self.broker.translated_errors():
             seconds, micros = self.client.time()
         return int(seconds) * 1000 + int(micros) // 1000
 
@@ -72,7 +68,7 @@ class Inspector:
     def overview(self, queues: Sequence[str]) -> list[QueueOverview]:
         """Return the counts of ``queues``: a fixed number of round trips per queue."""
         now = self.now_ms()
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 keys = self._keys(queue)
                 pipe.zcard(keys.ready)
@@ -107,7 +103,7 @@ class Inspector:
         """Count the states of the ids in ``index``; estimate from the newest ids above a cap."""
         keys = self._keys(queue)
         key = getattr(keys, index.value)
-        with self._errors():
+        with self.broker.translated_errors():
             if total is None:
                 total = int(self.client.zcard(key))
             ids = self.client.zrevrange(key, 0, STATE_SAMPLE - 1) if total else []
@@ -132,7 +128,7 @@ class Inspector:
         keys = self._keys(queue)
         heads: list[str] = []
         low: float | str = "-inf"
-        with self._errors():
+        with self.broker.translated_errors():
             for _ in range(MAX_PRIORITY_BANDS):
                 head = self.client.zrangebyscore(keys.ready, low, "+inf", 0, 1, withscores=True)
                 if not head:
@@ -146,7 +142,7 @@ class Inspector:
 
     def workers(self, queues: Sequence[str]) -> list[WorkerSighting]:
         """Return the workers that renewed leases in ``queues``, most recent first."""
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 keys = self._keys(queue)
                 pipe.zrevrange(keys.workers, 0, -1, withscores=True)
@@ -170,7 +166,7 @@ class Inspector:
 
     def index_size(self, index: Index, queues: Sequence[str], as_of_ms: int | None) -> int:
         """Return how many ids ``index`` holds over ``queues`` (done: finished by ``as_of_ms``)."""
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 key = getattr(self._keys(queue), index.value)
                 if as_of_ms is None:
@@ -185,7 +181,7 @@ class Inspector:
         A listing counts its positions from there, so results finishing while someone pages
         do not shift the pages.
         """
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 pipe.zcount(getattr(self._keys(queue), index.value), f"({as_of_ms}", "+inf")
             return {q: int(n) for q, n in zip(queues, pipe.execute(), strict=True)}
@@ -194,7 +190,7 @@ class Inspector:
         self, index: Index, ranges: dict[str, tuple[int, int]]
     ) -> dict[str, list[tuple[str, float]]]:
         """Return ids and scores at ranks ``start..stop`` (inclusive) of each queue's index."""
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for queue, (start, stop) in ranges.items():
                 key = getattr(self._keys(queue), index.value)
                 if index.newest_first:
@@ -216,7 +212,7 @@ class Inspector:
 
         A filtered listing reads only what its filter needs, then whole rows for the matches.
         """
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for task_id in ids:
                 pipe.hmget(self._record(task_id), fields)
             replies = pipe.execute()
@@ -225,7 +221,7 @@ class Inspector:
     def rows(self, ids: Iterable[str]) -> dict[str, TaskRow | None]:
         """Return the listing fields of each id (None where the record is gone): one pipeline."""
         wanted = list(ids)
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for task_id in wanted:
                 pipe.hmget(self._record(task_id), ROW_FIELDS)
             replies = pipe.execute()
@@ -259,7 +255,7 @@ class Inspector:
         if queue is None:
             return None
         keys = self._keys(queue)
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             pipe.hgetall(keys.record(task_id))
             pipe.pttl(keys.record(task_id))
             pipe.zscore(keys.leases, task_id)
@@ -280,7 +276,7 @@ class Inspector:
 
     def existing(self, task_ids: Sequence[str]) -> list[str]:
         """Return those of ``task_ids`` that have a record (one pipelined EXISTS each)."""
-        with self._errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for task_id in task_ids:
                 pipe.exists(self._record(task_id))
             found = pipe.execute()
