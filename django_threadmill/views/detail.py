@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponse
 
 from ..broker.inspect import TaskDetail, task_path
 from ..exceptions import PayloadError
-from ..records import decode_payload, parse_error
+from ..records import decode_payload, errors_of, parse_error
 from .backends import Source
 from .display import describe_worker, pretty_json, pretty_value, shown, state_label, when
 
@@ -30,19 +30,15 @@ def _payload(record: dict[str, str]) -> tuple[dict[str, Any], str]:
 
 
 def _errors(record: dict[str, str]) -> list[dict[str, Any]]:
-    count = int(record.get("nerrors") or 0)
-    errors = []
-    for n in range(1, count + 1):
-        error = parse_error(record.get(f"error:{n}", ""))
-        errors.append(
-            {
-                "number": n,
-                "field": f"traceback:{n}",
-                "exception_class_path": error.exception_class_path,
-                "traceback": shown(error.traceback),
-            }
-        )
-    return errors
+    return [
+        {
+            "number": n,
+            "field": f"traceback:{n}",
+            "exception_class_path": error.exception_class_path,
+            "traceback": shown(error.traceback),
+        }
+        for n, error in enumerate(errors_of(record), start=1)
+    ]
 
 
 def _lease(detail: TaskDetail, workers: list[str]) -> dict[str, Any] | None:
