@@ -16,6 +16,9 @@ from pathlib import Path
 
 import redis
 
+# redis-server arguments for a server that loses no acknowledged write (tests that kill it).
+DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
+
 
 def free_port() -> int:
     with socket.socket() as sock:

@@ -11,9 +11,7 @@ from django.test import override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import task_backends
-from testproject.redis_server import RedisProcess, redis_process, session_redis_url
-
-DURABLE = ("--appendonly", "yes", "--appendfsync", "always")  # no acknowledged write is lost
+from testproject.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
 
 
 @pytest.fixture(scope="session")
