@@ -5,6 +5,7 @@ priority and run_after needed to rebuild the exact ``Task``. Records map back to
 """
 
 import json
+import time
 import traceback
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -28,7 +29,7 @@ STATUS_OF_STATE = {
 
 def now_ms() -> int:
     """Return the local wall clock in ms: for display timestamps only, never for leases."""
-    return int(datetime.now(UTC).timestamp() * 1000)
+    return time.time_ns() // 1_000_000
 
 
 def to_ms(value: datetime) -> int:

@@ -38,13 +38,18 @@ class Command:
     """A ``manage.py`` command running in a subprocess, its stderr captured to a file."""
 
     def __init__(
-        self, redis_url: str, key_prefix: str, *args: str, lease_ttl_s: float = 60.0
+        self,
+        redis_url: str,
+        key_prefix: str,
+        *args: str,
+        lease_ttl_s: float = 60.0,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
         self._log = tempfile.NamedTemporaryFile(prefix="threadmill-cmd-", suffix=".log")  # noqa: SIM115
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
-            env=command_env(redis_url, key_prefix, lease_ttl_s),
+            env={**command_env(redis_url, key_prefix, lease_ttl_s), **(extra_env or {})},
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
@@ -83,9 +88,21 @@ class Command:
         self._log.close()
 
 
-def worker(redis_url: str, key_prefix: str, *args: str, lease_ttl_s: float = 60.0) -> Command:
+def worker(
+    redis_url: str,
+    key_prefix: str,
+    *args: str,
+    lease_ttl_s: float = 60.0,
+    extra_env: dict[str, str] | None = None,
+) -> Command:
     """Start ``threadmill_worker`` with one process unless ``args`` say otherwise."""
     defaults = [] if "--processes" in args else ["--processes", "1"]
     return Command(
-        redis_url, key_prefix, "threadmill_worker", *defaults, *args, lease_ttl_s=lease_ttl_s
+        redis_url,
+        key_prefix,
+        "threadmill_worker",
+        *defaults,
+        *args,
+        lease_ttl_s=lease_ttl_s,
+        extra_env=extra_env,
     )

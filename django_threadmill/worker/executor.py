@@ -76,14 +76,16 @@ class Executor:
             queue=reservation.lease.queue,
             payload=payload,
         )
+        attempted_at = from_ms(started_ms)
+        first_started_ms = reservation.started_ms
         return TaskResult(
             task=task,
             id=reservation.lease.task_id,
             status=TaskResultStatus.RUNNING,
             enqueued_at=from_ms(reservation.enqueued_ms),
-            started_at=from_ms(reservation.started_ms or started_ms),
+            started_at=attempted_at if first_started_ms is None else from_ms(first_started_ms),
             finished_at=None,
-            last_attempted_at=from_ms(started_ms),
+            last_attempted_at=attempted_at,
             args=payload.get("args", []),
             kwargs=payload.get("kwargs", {}),
             backend=self.backend_alias,
@@ -109,6 +111,12 @@ class Executor:
         object.__setattr__(result, "finished_at", from_ms(finished_ms))
         object.__setattr__(result, "_return_value", returned)
         _send_guarded(task_finished, self.backend_class, result)
+        logger.debug(  # -v 2: one line per task (docs/worker.md, "Verbosity")
+            "Task succeeded task_id=%s path=%s duration_ms=%d",
+            result.id,
+            result.task.module_path,
+            finished_ms - started_ms,
+        )
         return self._finish(reservation, Outcome.SUCCESSFUL, value, started_ms, finished_ms)
 
     def _failed(

@@ -1,10 +1,20 @@
-"""Log output for the worker command: text lines or one JSON object per line."""
+"""Log output for the worker command: text lines or one JSON object per line, and verbosity.
+
+Verbosity means what it says whatever the project's LOGGING does (issue 10): ``-v 0`` shows
+warnings and errors, ``-v 1`` adds process start and stop, ``-v 2`` adds one line per task.
+Django's own ``django.tasks`` receivers log two INFO lines per task; through a project's root
+console handler they would print at every verbosity, so the worker quiets that logger to
+WARNING unless the project configured it itself, in which case its choice stands.
+"""
 
 import json
 import logging
 import sys
 
+from django.conf import settings
+
 LOGGER_NAME = "django_threadmill"
+TASKS_LOGGER_NAME = "django.tasks"  # where Django's task_started/task_finished receivers log
 LEVEL_OF_VERBOSITY = {0: logging.WARNING, 1: logging.INFO}
 
 
@@ -41,3 +51,25 @@ def configure_logging(log_format: str, verbosity: int) -> None:
         logger.propagate = False
     for handler in logger.handlers:
         handler.setFormatter(formatter)
+    quiet_django_task_lines()
+
+
+def project_configures(name: str) -> bool:
+    """Tell whether the project's LOGGING (or its own code) set up the logger ``name``."""
+    configured = getattr(settings, "LOGGING", None) or {}
+    logger = logging.getLogger(name)
+    return (
+        name in configured.get("loggers", {})
+        or logger.level != logging.NOTSET
+        or bool(logger.handlers)
+    )
+
+
+def quiet_django_task_lines() -> None:
+    """Raise ``django.tasks`` to WARNING unless the project configured it.
+
+    Failures (ERROR) still show; our own ``-v 2`` line per task replaces Django's two INFO lines,
+    and a disabled level also spares building a log record per task nobody reads.
+    """
+    if not project_configures(TASKS_LOGGER_NAME):
+        logging.getLogger(TASKS_LOGGER_NAME).setLevel(logging.WARNING)

@@ -11,8 +11,10 @@ from tests.support import Command, worker
 def start_worker(redis_url: str, key_prefix: str) -> Iterator[Callable[..., Command]]:
     started: list[Command] = []
 
-    def start(*args: str, lease_ttl_s: float = 60.0) -> Command:
-        command = worker(redis_url, key_prefix, *args, lease_ttl_s=lease_ttl_s)
+    def start(
+        *args: str, lease_ttl_s: float = 60.0, extra_env: dict[str, str] | None = None
+    ) -> Command:
+        command = worker(redis_url, key_prefix, *args, lease_ttl_s=lease_ttl_s, extra_env=extra_env)
         started.append(command)
         return command
 
