@@ -1,7 +1,14 @@
-"""Values that cross the broker edge: what goes into a script and what comes back."""
+"""Values that cross the broker edge: what goes into a script and what comes back.
+
+The four made once or more per task (Lease, Reservation, Start, Finish) are typed NamedTuples,
+not frozen dataclasses: just as immutable, but a frozen dataclass's ``__init__`` sets each
+field through ``object.__setattr__``, measured at 2.3 µs against 0.5 µs for six fields, about
+7 µs per task over the four (issue 10). Build them with keywords all the same.
+"""
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 
 def stored_int(value: str | int | float | None) -> int | None:
@@ -35,8 +42,7 @@ class NewTask:
     enqueued_ms: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Lease:
+class Lease(NamedTuple):
     """One reservation of one task: the fence every later transition must present."""
 
     task_id: str
@@ -44,8 +50,7 @@ class Lease:
     token: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reservation:
+class Reservation(NamedTuple):
     """A task handed to a worker by acquire, with what is needed to rebuild its TaskResult."""
 
     lease: Lease
@@ -64,16 +69,14 @@ class Acquired:
     next_due_ms: int | None  # ms until the earliest delayed task is due; None if none waits
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Start:
+class Start(NamedTuple):
     """A start notice: the attempt under ``lease`` began at ``started_ms`` (worker clock)."""
 
     lease: Lease
     started_ms: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Finish:
+class Finish(NamedTuple):
     """The outcome of one attempt; ``value`` is the result JSON or the error JSON."""
 
     lease: Lease

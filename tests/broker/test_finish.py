@@ -1,7 +1,6 @@
 """finish.lua: record success, failure or a retry, fenced by state and token."""
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 import redis
@@ -25,7 +24,7 @@ def running(broker: Broker, reserve: Callable[[], Lease]) -> Lease:
 def test_success_is_stored_indexed_and_expires(
     broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
-    done = replace(finish(running, value='{"ok":1}'), finished_ms=1_700_000_000_999)
+    done = finish(running, value='{"ok":1}')._replace(finished_ms=1_700_000_000_999)
     assert broker.finish(WORKER, [done]) == []
     key = keys.record(running.task_id)
     assert redis_client.hmget(key, "state", "result", "finished_ms", "workers") == [
@@ -56,7 +55,7 @@ def test_ack_of_a_reserved_task_records_the_attempt(
     broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     lease = reserve()
-    done = replace(finish(lease), started_ms=1_700_000_000_001)
+    done = finish(lease)._replace(started_ms=1_700_000_000_001)
     assert broker.finish(WORKER, [done]) == []
     fields = redis_client.hmget(keys.record(lease.task_id), "state", "workers", "started_ms")
     assert fields == ["successful", WORKER, "1700000000001"]
@@ -65,7 +64,7 @@ def test_ack_of_a_reserved_task_records_the_attempt(
 def test_retry_waits_in_delayed_and_keeps_history(
     broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
-    retry = replace(finish(running, Outcome.RETRY, ERROR), retry_delay_ms=3_600_000)
+    retry = finish(running, Outcome.RETRY, ERROR)._replace(retry_delay_ms=3_600_000)
     assert broker.finish(WORKER, [retry]) == []
     key = keys.record(running.task_id)
     assert redis_client.hmget(key, "state", "nerrors", "error:1") == ["ready", "1", ERROR]
@@ -96,7 +95,7 @@ def test_stale_token_changes_nothing(
     broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     before = redis_client.hgetall(keys.record(running.task_id))
-    late = finish(replace(running, token="0"))
+    late = finish(running._replace(token="0"))
     assert broker.finish(WORKER, [late]) == [late]
     assert redis_client.hgetall(keys.record(running.task_id)) == before
     assert redis_client.zcard(keys.done) == 0
@@ -145,7 +144,7 @@ def test_late_ack_after_reap_of_a_running_attempt_is_noop(
 
 def test_batch_reports_only_the_stale_acks(broker: Broker, reserve: Callable[[], Lease]) -> None:
     first, second = reserve(), reserve()
-    stale = finish(replace(second, token="5"))
+    stale = finish(second._replace(token="5"))
     assert broker.finish(WORKER, [finish(first), stale]) == [stale]
 
 

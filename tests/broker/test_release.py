@@ -1,7 +1,6 @@
 """release.lua: reserved, never-started tasks go back to ready in their original place."""
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import redis
 
@@ -56,7 +55,7 @@ def test_wrong_token_or_missing_task_is_not_released(
 ) -> None:
     lease = reserve()
     missing = Lease(task_id="e" * 32 + "@default", queue="default", token="1")
-    assert broker.release([replace(lease, token="2"), missing]) == 0
+    assert broker.release([lease._replace(token="2"), missing]) == 0
     assert redis_client.hget(keys.record(lease.task_id), "state") == "reserved"
     assert redis_client.zcard(keys.ready) == 0
 

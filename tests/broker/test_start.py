@@ -1,7 +1,6 @@
 """start.lua: the batched start notice turns reserved into running, fenced by the token."""
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import redis
 
@@ -41,7 +40,7 @@ def test_wrong_token_is_stale_and_changes_nothing(
 ) -> None:
     lease = reserve()
     before = redis_client.hgetall(keys.record(lease.task_id))
-    notice = start(replace(lease, token="99"))
+    notice = start(lease._replace(token="99"))
     assert broker.start(WORKER, [notice]) == [notice]
     assert redis_client.hgetall(keys.record(lease.task_id)) == before
 
@@ -69,7 +68,7 @@ def test_batch_reports_only_the_stale_notices(
     enqueue("emails")
     first, second = (r.lease for r in broker.acquire("default", 2).reservations)
     [email] = (r.lease for r in broker.acquire("emails", 1).reservations)
-    stale = start(replace(second, token="7"))
+    stale = start(second._replace(token="7"))
     assert broker.start(WORKER, [start(first), stale, start(email)]) == [stale]
     assert [state_of(first.task_id), state_of(second.task_id)] == ["running", "reserved"]
     email_record = broker.record(email.task_id)
