@@ -21,6 +21,8 @@ if find_spec("django.tasks") is not None:
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
     from django.tasks.signals import task_enqueued, task_finished, task_started
     from django.utils.json import normalize_json
+
+    TASKS_LOGGER_NAME = "django.tasks"  # where Django's own task receivers log each task
 else:  # Django 5.2 with the django-tasks backport.
     from django_tasks import (  # type: ignore[no-redef]
         DEFAULT_TASK_QUEUE_NAME,
@@ -46,8 +48,11 @@ else:  # Django 5.2 with the django-tasks backport.
     )
     from django_tasks.utils import normalize_json  # type: ignore[no-redef]
 
+    TASKS_LOGGER_NAME = "django_tasks"
+
 __all__ = [
     "DEFAULT_TASK_QUEUE_NAME",
+    "TASKS_LOGGER_NAME",
     "BaseTaskBackend",
     "InvalidTask",
     "Task",

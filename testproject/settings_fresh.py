@@ -5,6 +5,7 @@ THREADMILL_DJANGO_TASKS_LEVEL names a level, as a project that configures it its
 """
 
 import os
+from importlib.util import find_spec
 
 from .settings import *  # noqa: F403
 
@@ -14,4 +15,5 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
 if level := os.environ.get("THREADMILL_DJANGO_TASKS_LEVEL"):
-    LOGGING["loggers"] = {"django.tasks": {"level": level}}
+    tasks_logger = "django.tasks" if find_spec("django.tasks") else "django_tasks"  # backport
+    LOGGING["loggers"] = {tasks_logger: {"level": level}}

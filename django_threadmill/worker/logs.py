@@ -2,9 +2,10 @@
 
 Verbosity means what it says whatever the project's LOGGING does (issue 10): ``-v 0`` shows
 warnings and errors, ``-v 1`` adds process start and stop, ``-v 2`` adds one line per task.
-Django's own ``django.tasks`` receivers log two INFO lines per task; through a project's root
-console handler they would print at every verbosity, so the worker quiets that logger to
-WARNING unless the project configured it itself, in which case its choice stands.
+Django's own receivers log two INFO lines per task on ``django.tasks`` (``django_tasks`` with
+the backport); through a project's root console handler they would print at every verbosity, so
+the worker quiets that logger to WARNING unless the project configured it itself, in which case
+its choice stands.
 """
 
 import json
@@ -13,8 +14,9 @@ import sys
 
 from django.conf import settings
 
+from ..compat import TASKS_LOGGER_NAME
+
 LOGGER_NAME = "django_threadmill"
-TASKS_LOGGER_NAME = "django.tasks"  # where Django's task_started/task_finished receivers log
 LEVEL_OF_VERBOSITY = {0: logging.WARNING, 1: logging.INFO}
 
 
@@ -66,7 +68,7 @@ def project_configures(name: str) -> bool:
 
 
 def quiet_django_task_lines() -> None:
-    """Raise ``django.tasks`` to WARNING unless the project configured it.
+    """Raise Django's task logger to WARNING unless the project configured it.
 
     Failures (ERROR) still show; our own ``-v 2`` line per task replaces Django's two INFO lines,
     and a disabled level also spares building a log record per task nobody reads.
