@@ -1,0 +1,141 @@
+"""Concurrent enqueues share round trips, and each caller still gets its own outcome (issue 11)."""
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import redis
+from django.test import override_settings
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResult, TaskResultStatus
+from django_threadmill.exceptions import BrokerUnavailable
+from testproject.example.tasks import echo, send_welcome
+from testproject.redis_server import free_port
+
+from .backend_support import start_shared_sync_thread
+from .conftest import tasks_setting
+from .support import wait_until
+
+NOT_JSON = "Arguments of task 'testproject.example.tasks.echo' cannot be stored as JSON"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_sync_thread() -> None:
+    start_shared_sync_thread()
+
+
+def script_calls(redis_client: redis.Redis) -> int:
+    return sum(
+        int(stats["calls"])
+        for name, stats in redis_client.info("commandstats").items()
+        if name in ("cmdstat_evalsha", "cmdstat_eval")
+    )
+
+
+async def gather(*calls: object) -> list[TaskResult | BaseException]:
+    return await asyncio.gather(*calls, return_exceptions=True)  # type: ignore[arg-type]
+
+
+def test_one_loops_concurrent_calls_are_one_script_call(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    before = script_calls(redis_client)
+    outcomes = asyncio.run(gather(*(echo.aenqueue(n) for n in range(200))))
+    # The first call finds the line free; the other 199 join while it is being sent.
+    assert script_calls(redis_client) - before == 1
+    assert [backend.get_result(r.id).args for r in outcomes] == [[n] for n in range(200)]
+
+
+def test_a_lone_call_is_one_script_call(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    echo.enqueue("registers the queue")
+    before = script_calls(redis_client)
+    echo.enqueue("alone")
+    asyncio.run(echo.aenqueue("alone, async"))
+    assert script_calls(redis_client) - before == 2
+
+
+def test_a_non_json_argument_fails_only_its_caller(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    before = script_calls(redis_client)
+    first, bad, last = asyncio.run(
+        gather(echo.aenqueue(1), echo.aenqueue({1, 2}), echo.aenqueue(3))
+    )
+    assert isinstance(bad, TypeError)
+    assert str(bad).startswith(NOT_JSON)
+    assert script_calls(redis_client) - before == 1
+    assert [backend.get_result(r.id).args for r in (first, last)] == [[1], [3]]
+
+
+def test_threads_each_get_their_own_outcome(backend: ThreadmillTaskBackend) -> None:
+    start = threading.Barrier(16)
+
+    def enqueue(n: int) -> TaskResult | BaseException:
+        start.wait()
+        try:
+            return echo.enqueue({n} if n == 7 else n)
+        except TypeError as exc:
+            return exc
+
+    with ThreadPoolExecutor(16, thread_name_prefix="test-coalesce") as pool:
+        outcomes = list(pool.map(enqueue, range(16)))
+    assert str(outcomes.pop(7)).startswith(NOT_JSON)
+    results = [r for r in outcomes if isinstance(r, TaskResult)]
+    assert [backend.get_result(r.id).args for r in results] == [[n] for n in range(16) if n != 7]
+
+
+@pytest.mark.parametrize("tasks_options", [{"max_connections": 1}])
+def test_threads_that_arrive_during_a_call_share_the_next_one(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    echo.enqueue("registers the queue")
+    before = script_calls(redis_client)
+    pool = backend.broker.client.connection_pool
+    held = pool.get_connection()  # the first caller's call waits for the only connection
+    line = backend.enqueuer._threads._line
+    with ThreadPoolExecutor(9, thread_name_prefix="test-coalesce") as threads:
+        futures = [threads.submit(echo.enqueue, n) for n in range(9)]
+        wait_until(lambda: len(line._waiting) == 8, "eight callers waiting behind the first")
+        pool.release(held)
+        results = [future.result() for future in futures]
+    assert script_calls(redis_client) - before == 2  # the first call, then the eight together
+    assert {backend.get_result(r.id).status for r in results} == {TaskResultStatus.READY}
+
+
+def test_a_queue_refused_by_redis_fails_only_its_callers(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    echo.enqueue("registers the queue")
+    redis_client.set(backend.broker.queue_keys("emails").ready, "not a zset")
+    outcomes = asyncio.run(
+        gather(echo.aenqueue(1), send_welcome.aenqueue("a@example.com"), echo.aenqueue(2))
+    )
+    first, refused, last = outcomes
+    assert isinstance(refused, BrokerUnavailable)
+    assert "holds a value of the wrong kind" in str(refused)
+    assert [backend.get_result(r.id).args for r in (first, last)] == [[1], [2]]
+
+
+def test_a_redis_error_on_a_batch_reaches_every_caller(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    echo.enqueue("registers the queue")
+    redis_client.config_set("maxmemory", 1)  # every enqueue is refused: OOM
+    try:
+        outcomes = asyncio.run(gather(*(echo.aenqueue(n) for n in range(5))))
+    finally:
+        redis_client.config_set("maxmemory", 0)
+    assert all(isinstance(o, BrokerUnavailable) for o in outcomes)
+    assert all("is out of memory" in str(o) for o in outcomes)
+    assert len({id(o) for o in outcomes}) == 5  # each caller raises its own exception object
+
+
+def test_an_unreachable_redis_reaches_every_caller(key_prefix: str) -> None:
+    with override_settings(TASKS=tasks_setting(f"redis://127.0.0.1:{free_port()}/0", key_prefix)):
+        outcomes = asyncio.run(gather(*(echo.aenqueue(n) for n in range(5))))
+    assert all(isinstance(o, BrokerUnavailable) for o in outcomes)
+    assert all("is unreachable" in str(o) and "nothing was written" in str(o) for o in outcomes)
