@@ -24,23 +24,29 @@ type Groups = Mapping[str, Sequence[NewTask]]
 type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]]]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, kw_only=True)
 class Pending:
     """One caller's task on the line, and its outcome once its batch was sent."""
 
     queue: str
     task: NewTask
-    result: TaskResult | None = None  # event loops only: announced by the flusher
     error: BaseException | None = None
     settled: bool = False
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, kw_only=True)
 class Waiter(Pending):
     """A thread's pending call, with the event that wakes it."""
 
     sender: bool = False  # handed the line: this thread sends the next batch
     woken: Event = field(default_factory=Event)
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class Announced(Pending):
+    """An event loop's pending call, with the result the flusher announces once stored."""
+
+    result: TaskResult
 
 
 class Line[P: Pending]:
@@ -175,15 +181,14 @@ class LoopCoalescer:
     def __init__(self, send: Callable[[Groups], Awaitable[Outcomes]], announce: Announce) -> None:
         self._send = send
         self._announce = announce
-        self._line: Line[Pending] = Line()
-        self._futures: dict[Pending, asyncio.Future[None]] = {}
-        self._flusher: asyncio.Task[None] | None = (
-            None  # a strong reference: the loop keeps weak ones
-        )
+        self._line: Line[Announced] = Line()
+        self._futures: dict[Announced, asyncio.Future[None]] = {}
+        # A strong reference to the running flusher: the event loop keeps only weak ones.
+        self._flusher: asyncio.Task[None] | None = None
 
     async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> None:
         """Store and announce ``task``, alone or with the calls waiting beside it."""
-        pending = Pending(queue=queue, task=task, result=result)
+        pending = Announced(queue=queue, task=task, result=result)
         future = asyncio.get_running_loop().create_future()
         self._futures[pending] = future
         if self._line.join(pending):
@@ -204,14 +209,14 @@ class LoopCoalescer:
             if self._line.release() is None:
                 return
 
-    async def _announce_stored(self, groups: Mapping[str, Sequence[Pending]]) -> None:
+    async def _announce_stored(self, groups: Mapping[str, Sequence[Announced]]) -> None:
         stored = [pending for group in groups.values() for pending in group if not pending.error]
         if stored:
-            errors = await self._announce([pending.result for pending in stored])  # type: ignore[misc]
+            errors = await self._announce([pending.result for pending in stored])
             for pending, error in zip(stored, errors, strict=True):
                 pending.error = error
 
-    def _resolve(self, pending: Pending) -> None:
+    def _resolve(self, pending: Announced) -> None:
         future = self._futures.pop(pending)
         if future.done():  # its caller was cancelled; the task was sent all the same
             return

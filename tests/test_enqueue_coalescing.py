@@ -139,3 +139,24 @@ def test_an_unreachable_redis_reaches_every_caller(key_prefix: str) -> None:
         outcomes = asyncio.run(gather(*(echo.aenqueue(n) for n in range(5))))
     assert all(isinstance(o, BrokerUnavailable) for o in outcomes)
     assert all("is unreachable" in str(o) and "nothing was written" in str(o) for o in outcomes)
+
+
+def test_a_cancelled_caller_does_not_cancel_the_batch(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    async def cancel_one() -> list[TaskResult | BaseException]:
+        calls = [asyncio.create_task(echo.aenqueue(n)) for n in range(5)]
+        await asyncio.sleep(0)  # yield one loop turn (no timing): each call joins the line
+        calls[2].cancel()
+        return await gather(*calls)
+
+    outcomes = asyncio.run(cancel_one())
+    assert isinstance(outcomes[2], asyncio.CancelledError)
+    assert [backend.get_result(r.id).args for r in outcomes if isinstance(r, TaskResult)] == [
+        [0],
+        [1],
+        [3],
+        [4],
+    ]
+    # The cancelled caller's task travelled with the others: a dropped request can't undo it.
+    assert redis_client.zcard(backend.broker.queue_keys("default").ready) == 5
