@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from threading import Event, Lock
+from threading import Lock
 from weakref import WeakKeyDictionary
 
 from .broker import Broker, NewTask
@@ -34,12 +34,32 @@ class Pending:
     settled: bool = False
 
 
+class Latch:
+    """A one-shot wake-up for one waiting thread: a lock taken at birth, released to wake.
+
+    Cheaper than ``threading.Event`` (a condition, a lock, and a lock per wait), which counts
+    when 64 threads are each woken once per batch (DESIGN.md §10, threads must not cost).
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = Lock()
+        self._lock.acquire()
+
+    def wait(self) -> None:
+        self._lock.acquire()
+
+    def open(self) -> None:
+        self._lock.release()
+
+
 @dataclass(slots=True, eq=False, kw_only=True)
 class Waiter(Pending):
-    """A thread's pending call, with the event that wakes it."""
+    """A thread's pending call, with the latch that wakes it."""
 
     sender: bool = False  # handed the line: this thread sends the next batch
-    woken: Event = field(default_factory=Event)
+    woken: Latch = field(default_factory=Latch)
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -146,15 +166,17 @@ class ThreadCoalescer:
         """Store ``task``, alone or with the calls waiting beside it; raise its own error."""
         waiter = Waiter(queue=queue, task=task)
         if self._line.join(waiter):
-            self._send_batch()
+            self._send_batch(waiter)
         else:
             waiter.woken.wait()  # bounded: the sender's call is bounded by the pool and socket
             if waiter.sender:
-                self._send_batch()
+                self._send_batch(waiter)
         if waiter.error is not None:
             raise waiter.error
 
-    def _send_batch(self) -> None:
+    def _send_batch(self, sender: Waiter) -> None:
+        """Send what is waiting (``sender``'s own call among it), then wake every other caller
+        of the batch and hand the line to the first caller that arrived meanwhile."""
         groups = _grouped(self._line.take())
         try:
             with _settling(groups) as settle:
@@ -163,10 +185,11 @@ class ThreadCoalescer:
             following = self._line.release()
             if following is not None:
                 following.sender = True
-                following.woken.set()
+                following.woken.open()
             for group in groups.values():
                 for waiter in group:
-                    waiter.woken.set()
+                    if waiter is not sender:
+                        waiter.woken.open()
 
 
 class LoopCoalescer:
