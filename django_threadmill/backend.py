@@ -167,8 +167,8 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Queue up the Task to be executed, on the asyncio client (no thread hop).
 
-        Django opens no transaction in async code, so this writes at once unless called
-        inside an atomic block of the current thread (then it waits for the commit).
+        Django refuses atomic() in async code, so this writes at once unless a project entered
+        one anyway (DJANGO_ALLOW_ASYNC_UNSAFE): then, with enqueue_on_commit, it waits for it.
         """
         new, result = self._prepare(task, args, kwargs)
         if self._on_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):

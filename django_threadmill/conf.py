@@ -131,7 +131,7 @@ def _mapping(value: object) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS['connection_options'] is {value!r}. Use a dict of keyword arguments "
-            "for redis.ConnectionPool.from_url()."
+            "for redis.BlockingConnectionPool.from_url()."
         )
     return dict(value)
 

@@ -139,7 +139,7 @@ def test_unknown_option_lists_the_known_ones() -> None:
 def test_connection_options_must_be_a_dict() -> None:
     message = (
         "OPTIONS['connection_options'] is ['x']. Use a dict of keyword arguments for "
-        "redis.ConnectionPool.from_url()."
+        "redis.BlockingConnectionPool.from_url()."
     )
     with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
         options(connection_options=["x"])

@@ -160,3 +160,24 @@ def test_aenqueue_in_an_event_loop_writes_at_once(
     result = asyncio.run(echo.aenqueue("async"))
     assert stored(backend, result)
     assert enqueued == [result]
+
+
+def test_aenqueue_inside_an_atomic_block_waits_for_the_commit(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Django refuses atomic() in async code unless told it is safe; where it is entered,
+    # aenqueue waits for its commit like enqueue.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+    async def in_transactions() -> tuple[TaskResult, TaskResult]:
+        with transaction.atomic():
+            kept = await echo.aenqueue("kept")
+            assert not stored(backend, kept)
+            with transaction.atomic():
+                dropped = await echo.aenqueue("dropped")
+                transaction.set_rollback(True)
+        return kept, dropped
+
+    kept, dropped = asyncio.run(in_transactions())
+    assert stored(backend, kept)
+    assert not stored(backend, dropped)
