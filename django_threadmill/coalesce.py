@@ -7,12 +7,14 @@ own outcome. No timer, so a lone call on an idle process is sent at once, in one
 
 import asyncio
 import copy
+import os
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from threading import Lock
-from weakref import WeakKeyDictionary
+from typing import Any
+from weakref import WeakKeyDictionary, WeakSet
 
 from .broker import Broker, NewTask
 from .compat import TaskResult
@@ -69,10 +71,29 @@ class Announced(Pending):
     result: TaskResult
 
 
+_lines: WeakSet["Line[Any]"] = WeakSet()
+
+
+def _reset_lines_after_fork() -> None:
+    """Free every line in a forked child: the threads that were sending did not come along,
+    and a line left busy would make each enqueue of the child wait forever (the worker's
+    supervisor forks its processes)."""
+    for line in _lines:
+        line.reset()
+
+
+os.register_at_fork(after_in_child=_reset_lines_after_fork)
+
+
 class Line[P: Pending]:
     """The calls waiting to be sent and whether a batch is in flight."""
 
     def __init__(self) -> None:
+        self.reset()
+        _lines.add(self)
+
+    def reset(self) -> None:
+        """Start empty and free, with a fresh lock."""
         self._lock = Lock()  # threads join while the sender takes; uncontended in a loop
         self._waiting: list[P] = []
         self._busy = False

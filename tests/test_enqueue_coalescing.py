@@ -1,6 +1,7 @@
 """Concurrent enqueues share round trips, and each caller still gets its own outcome (issue 11)."""
 
 import asyncio
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -160,3 +161,21 @@ def test_a_cancelled_caller_does_not_cancel_the_batch(
     ]
     # The cancelled caller's task travelled with the others: a dropped request can't undo it.
     assert redis_client.zcard(backend.broker.queue_keys("default").ready) == 5
+
+
+@pytest.mark.parametrize("tasks_options", [{"max_connections": 1}])
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_finds_the_line_free(backend: ThreadmillTaskBackend) -> None:
+    echo.enqueue("registers the queue")
+    pool = backend.broker.client.connection_pool
+    held = pool.get_connection()  # a thread of the parent is sending when the fork happens
+    line = backend.enqueuer._threads._line  # no public view of the line
+    with ThreadPoolExecutor(1, thread_name_prefix="test-coalesce") as threads:
+        sending = threads.submit(echo.enqueue, "in flight in the parent")
+        wait_until(lambda: line._busy, "the parent's call holding the line")
+        pid = os.fork()
+        if pid == 0:  # the child: its enqueue must not wait for the parent's sender
+            os._exit(0 if echo.enqueue("from the child").status == TaskResultStatus.READY else 1)
+        pool.release(held)
+        sending.result()
+    assert os.waitpid(pid, 0)[1] == 0
