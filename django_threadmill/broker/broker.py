@@ -119,7 +119,7 @@ class Broker:
         return [queue for queue in groups if queue not in self._known_queues]
 
     def _enqueue_replies(
-        self, groups: Mapping[str, Sequence[NewTask]], new_queues: list[str], replies: list[Any]
+        self, new_queues: list[str], replies: list[Any]
     ) -> list[int | BrokerUnavailable]:
         """Pair per-queue script replies with stored counts or translated errors."""
         if new_queues:
@@ -156,7 +156,7 @@ class Broker:
             for call in calls:
                 self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
             replies = pipe.execute(raise_on_error=False)
-        return self._enqueue_replies(groups, new_queues, replies)
+        return self._enqueue_replies(new_queues, replies)
 
     async def aenqueue_groups(
         self, groups: Mapping[str, Sequence[NewTask]]
@@ -174,7 +174,7 @@ class Broker:
                 for call in calls:
                     await scripts[call.name](keys=call.keys, args=call.args, client=pipe)
                 replies = await pipe.execute(raise_on_error=False)
-        return self._enqueue_replies(groups, new_queues, replies)
+        return self._enqueue_replies(new_queues, replies)
 
     def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
         """Store ``tasks`` in ``queue`` atomically (one script call); return how many."""
