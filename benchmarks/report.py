@@ -106,7 +106,7 @@ def burst_table(bursts: list[BurstRecord]) -> list[str]:
         lines.append(
             f"{label:<20} {style:<8} {variant:<10} {runs[0].tasks:>6}  "
             f"{f'{rate.median:,.0f} ({rate.low:,.0f}-{rate.high:,.0f})':<26} "
-            f"{sum(run.errors for run in runs):>6} {scripts:>7.3f} {redis_us:>8.1f}"
+            f"{sum(run.errors for run in runs):>6} {scripts:>7.4f} {redis_us:>8.1f}"
         )
     lines += [
         "   enqueue bursts from one process: async = concurrent aenqueue in one event loop,",

@@ -135,7 +135,7 @@ def burst_verdicts(bursts: list[BurstRecord]) -> list[Verdict]:
         rate = statistics.median(run.rate for run in runs)
         errors = sum(run.errors for run in runs)
         trips = statistics.median(run.script_calls for run in runs)
-        measured = f"{rate:,.0f}/s, {errors} refused, {trips:.3f} RT/task"
+        measured = f"{rate:,.0f}/s, {errors} refused, {trips:.4f} RT/task"
         met = rate >= at_least and errors == 0 and trips <= BURST_ROUND_TRIPS
         found.append(Verdict(target, measured, met))
     return found
