@@ -169,11 +169,16 @@ def _settling(
         _settle(groups, [exc] * len(groups))
     finally:
         if not all(pending.settled for group in groups.values() for pending in group):
-            error = BrokerUnavailable(
-                "The enqueue call that carried this task was interrupted (KeyboardInterrupt, "
-                "or its event loop shutting down); it may have been applied before it stopped."
-            )
-            _settle(groups, [error] * len(groups))
+            _interrupt(groups)
+
+
+def _interrupt(groups: Mapping[str, Sequence[Pending]]) -> None:
+    """Settle a batch whose sender was stopped before it knew the outcome."""
+    error = BrokerUnavailable(
+        "The enqueue call that carried this task was interrupted (KeyboardInterrupt, or its "
+        "event loop shutting down); it may have been applied before it stopped."
+    )
+    _settle(groups, [error] * len(groups))
 
 
 class ThreadCoalescer:
@@ -240,25 +245,41 @@ class LoopCoalescer:
         await future
 
     async def _flush(self) -> None:
-        while True:
-            groups = _grouped(self._line.take())
-            try:
-                with _settling(groups) as settle:
-                    settle(await self._send(_tasks(groups)))
-                await self._announce_stored(groups)
-            finally:
-                for group in groups.values():
-                    for pending in group:
-                        self._resolve(pending)
-            if self._line.release() is None:
-                return
+        """Send batches until nobody waits; if stopped, fail whoever still waits."""
+        try:
+            while True:
+                await self._send_batch(self._line.take())
+                if self._line.release() is None:
+                    return
+        except BaseException:  # cancelled (its loop is shutting down): leave no caller hanging
+            leftover = self._line.take()
+            _interrupt(_grouped(leftover))
+            for pending in leftover:
+                self._resolve(pending)
+            self._line.release()
+            raise
+
+    async def _send_batch(self, batch: list[Announced]) -> None:
+        groups = _grouped(batch)
+        try:
+            with _settling(groups) as settle:
+                settle(await self._send(_tasks(groups)))
+            await self._announce_stored(groups)
+        finally:
+            for pending in batch:
+                self._resolve(pending)
 
     async def _announce_stored(self, groups: Mapping[str, Sequence[Announced]]) -> None:
         stored = [pending for group in groups.values() for pending in group if not pending.error]
-        if stored:
+        if not stored:
+            return
+        errors: Sequence[Exception | None]
+        try:
             errors = await self._announce([pending.result for pending in stored])
-            for pending, error in zip(stored, errors, strict=True):
-                pending.error = error
+        except Exception as exc:  # the hop itself failed: the tasks are stored, the signal not
+            errors = [_own(exc, len(stored) > 1) for _ in stored]
+        for pending, error in zip(stored, errors, strict=True):
+            pending.error = error
 
     def _resolve(self, pending: Announced) -> None:
         future = self._futures.pop(pending)

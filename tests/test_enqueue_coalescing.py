@@ -10,7 +10,7 @@ import redis
 from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResult, TaskResultStatus
+from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo, send_welcome
 from testproject.redis_server import free_port
@@ -70,6 +70,24 @@ def test_a_non_json_argument_fails_only_its_caller(
     assert str(bad).startswith(NOT_JSON)
     assert script_calls(redis_client) - before == 1
     assert [backend.get_result(r.id).args for r in (first, last)] == [[1], [3]]
+
+
+def test_a_failing_receiver_fails_only_the_caller_it_failed_for(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    def receiver(sender: type, task_result: TaskResult, **kwargs: object) -> None:
+        if task_result.args == [2]:
+            raise RuntimeError("receiver refused task 2")
+
+    task_enqueued.connect(receiver)
+    try:
+        outcomes = asyncio.run(gather(*(echo.aenqueue(n) for n in range(4))))
+    finally:
+        task_enqueued.disconnect(receiver)
+    assert str(outcomes.pop(2)) == "receiver refused task 2"
+    assert [backend.get_result(r.id).args for r in outcomes] == [[0], [1], [3]]
+    # Task 2 is stored all the same: the signal goes out after the write, as with enqueue.
+    assert redis_client.zcard(backend.broker.queue_keys("default").ready) == 4
 
 
 def test_threads_each_get_their_own_outcome(backend: ThreadmillTaskBackend) -> None:
