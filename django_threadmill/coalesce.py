@@ -7,6 +7,7 @@ own outcome. No timer, so a lone call on an idle process is sent at once, in one
 
 import asyncio
 import copy
+import logging
 import os
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -19,6 +20,8 @@ from weakref import WeakKeyDictionary, WeakSet
 from .broker import Broker, NewTask
 from .compat import TaskResult
 from .exceptions import BrokerUnavailable
+
+logger = logging.getLogger(__name__)
 
 type Outcomes = list[int | BrokerUnavailable]
 type Groups = Mapping[str, Sequence[NewTask]]
@@ -242,22 +245,28 @@ class LoopCoalescer:
         self._futures[pending] = future
         if self._line.join(pending):
             self._flusher = asyncio.create_task(self._flush(), name="threadmill-enqueue")
+            self._flusher.add_done_callback(self._flusher_done)
         await future
 
     async def _flush(self) -> None:
-        """Send batches until nobody waits; if stopped, fail whoever still waits."""
-        try:
-            while True:
-                await self._send_batch(self._line.take())
-                if self._line.release() is None:
-                    return
-        except BaseException:  # cancelled (its loop is shutting down): leave no caller hanging
-            leftover = self._line.take()
-            _interrupt(_grouped(leftover))
-            for pending in leftover:
-                self._resolve(pending)
-            self._line.release()
-            raise
+        """Send batches until nobody waits."""
+        while True:
+            await self._send_batch(self._line.take())
+            if self._line.release() is None:
+                return
+
+    def _flusher_done(self, flusher: asyncio.Task[None]) -> None:
+        """Fail whoever still waits if the flusher was stopped (its loop shutting down),
+        even before it ran, and free the line for the next caller."""
+        if not flusher.cancelled() and flusher.exception() is None:
+            return
+        if not flusher.cancelled():
+            logger.error("Enqueue flusher failed", exc_info=flusher.exception())
+        leftover = self._line.take()
+        _interrupt(_grouped(leftover))
+        for pending in leftover:
+            self._resolve(pending)
+        self._line.release()
 
     async def _send_batch(self, batch: list[Announced]) -> None:
         groups = _grouped(batch)

@@ -197,3 +197,23 @@ def test_a_forked_child_finds_the_line_free(backend: ThreadmillTaskBackend) -> N
         pool.release(held)
         sending.result()
     assert os.waitpid(pid, 0)[1] == 0
+
+
+@pytest.mark.parametrize("tasks_options", [{"max_connections": 1}])
+def test_a_stopped_flusher_fails_its_callers_and_frees_the_line(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    async def stop_the_flusher() -> tuple[list[TaskResult | BaseException], TaskResult]:
+        client, _ = backend.broker._async_client()  # no public view of the loop's pool
+        held = await client.connection_pool.get_connection()  # the flusher waits for it
+        calls = [asyncio.create_task(echo.aenqueue(n)) for n in range(3)]
+        await asyncio.sleep(0)  # yield one loop turn (no timing): every call joins the line
+        [flusher] = [t for t in asyncio.all_tasks() if t.get_name() == "threadmill-enqueue"]
+        flusher.cancel()
+        outcomes = await gather(*calls)
+        await client.connection_pool.release(held)
+        return outcomes, await echo.aenqueue("after")
+
+    outcomes, after = asyncio.run(stop_the_flusher())
+    assert all(isinstance(o, BrokerUnavailable) and "interrupted" in str(o) for o in outcomes)
+    assert backend.get_result(after.id).status == TaskResultStatus.READY
