@@ -32,6 +32,12 @@ class ThreadmillTask(Task):  # type: ignore[misc]
                 f"retry={self.retry!r} on task {self.module_path!r} is not a retry policy. "
                 "Pass ExponentialBackoff(...) or a callable policy(context) -> timedelta | None."
             )
+        if self.enqueue_on_commit not in (None, True, False):
+            raise InvalidTask(
+                f"enqueue_on_commit={self.enqueue_on_commit!r} on task {self.module_path!r} is "
+                "not a choice. Pass True (wait for the commit), False (write at once) or None "
+                "(follow OPTIONS['enqueue_on_commit'])."
+            )
 
     def using(self, *, enqueue_on_commit: bool | None = None, **changes: Any) -> Task:
         """Create a new Task with modified defaults, ``enqueue_on_commit`` among them."""

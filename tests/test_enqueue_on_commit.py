@@ -1,6 +1,7 @@
 """OPTIONS["enqueue_on_commit"]: the write waits for the default database's commit (issue 11)."""
 
 import asyncio
+import re
 import signal
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,7 @@ from django.db import transaction
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import (
+    InvalidTask,
     TaskResult,
     TaskResultDoesNotExist,
     TaskResultStatus,
@@ -151,6 +153,16 @@ def test_a_task_can_opt_in_per_call(backend: ThreadmillTaskBackend) -> None:
         result = deferred.enqueue("never")
         transaction.set_rollback(True)
     assert not stored(backend, result)
+
+
+def test_a_choice_that_is_not_a_bool_is_refused() -> None:
+    message = (
+        "enqueue_on_commit='yes' on task 'testproject.example.tasks.echo' is not a choice. "
+        "Pass True (wait for the commit), False (write at once) or None (follow "
+        "OPTIONS['enqueue_on_commit'])."
+    )
+    with pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"):
+        echo.using(enqueue_on_commit="yes")
 
 
 def test_aenqueue_in_an_event_loop_writes_at_once(
