@@ -16,6 +16,9 @@ class BenchConfig:
     rounds: int  # rounds per configuration, queues alternating within a round
     thread_counts: tuple[int, ...]  # worker threads per configuration
     latency_count: int  # single tasks for pickup latency and single enqueue latency
+    burst_async_count: int  # concurrent aenqueue calls in one event loop (issue 11)
+    burst_threads: int  # enqueuing threads in one process
+    burst_thread_calls: int  # enqueue calls per thread
     rtt_ms: float  # round-trip time the delay proxy adds
     poll_interval_s: float  # how often the watcher counts finished tasks
     run_timeout_s: float  # a drain run that takes longer fails with what it saw
@@ -34,6 +37,9 @@ FULL = BenchConfig(
     rounds=3,
     thread_counts=(1, 4),
     latency_count=1_000,
+    burst_async_count=10_000,
+    burst_threads=64,
+    burst_thread_calls=500,
     rtt_ms=2.0,
     poll_interval_s=0.01,
     run_timeout_s=600.0,
@@ -48,6 +54,9 @@ SMOKE = BenchConfig(
     rounds=1,
     thread_counts=(1,),
     latency_count=20,
+    burst_async_count=500,
+    burst_threads=64,
+    burst_thread_calls=5,
     rtt_ms=2.0,
     poll_interval_s=0.01,
     run_timeout_s=60.0,
@@ -62,6 +71,8 @@ OVERRIDES = (
     "THREADMILL_BENCH_RTT_N",
     "THREADMILL_BENCH_ROUNDS",
     "THREADMILL_BENCH_LATENCY_N",
+    "THREADMILL_BENCH_BURST_N",
+    "THREADMILL_BENCH_BURST_CALLS",
 )
 
 
@@ -86,6 +97,9 @@ def load_config() -> BenchConfig:
         rounds=_int_env("THREADMILL_BENCH_ROUNDS", base.rounds),
         thread_counts=base.thread_counts,
         latency_count=_int_env("THREADMILL_BENCH_LATENCY_N", base.latency_count),
+        burst_async_count=_int_env("THREADMILL_BENCH_BURST_N", base.burst_async_count),
+        burst_threads=base.burst_threads,
+        burst_thread_calls=_int_env("THREADMILL_BENCH_BURST_CALLS", base.burst_thread_calls),
         rtt_ms=base.rtt_ms,
         poll_interval_s=base.poll_interval_s,
         run_timeout_s=base.run_timeout_s,

@@ -36,7 +36,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     session = terminalreporter.config.stash[SESSION_KEY]
-    if not session.drains and not session.latencies:
+    if not session.drains and not session.latencies and not session.bursts:
         return
     terminalreporter.write_line(render(session))
     path = write_json(session)

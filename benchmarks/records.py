@@ -178,3 +178,19 @@ class LatencyRecord:
             p99_ms=p99,
             max_ms=ordered[-1],
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BurstRecord:
+    """One burst of enqueues from one client process (issue 11)."""
+
+    peer: str
+    label: str
+    style: str  # "async": concurrent aenqueue in one event loop; "threads": enqueue per thread
+    variant: str  # "coalesced" (the product) or "plain" (one call per task)
+    round: int
+    tasks: int
+    rate: float  # tasks / seconds of the whole burst
+    errors: int  # calls that raised
+    script_calls: float  # EVAL/EVALSHA per task: an upper bound on round trips per task
+    redis_cpu_us: float  # Redis server CPU per task

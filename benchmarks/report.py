@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .records import DrainRecord, LatencyRecord, Summary, summarise
+from .records import BurstRecord, DrainRecord, LatencyRecord, Spread, Summary, summarise
 from .targets import REFERENCE, find, target_lines
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -21,6 +21,7 @@ class Session:
     environment: dict[str, Any] = field(default_factory=dict)
     drains: list[DrainRecord] = field(default_factory=list)
     latencies: list[LatencyRecord] = field(default_factory=list)
+    bursts: list[BurstRecord] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # peer -> why
 
     def summaries(self) -> list[Summary]:
@@ -88,6 +89,33 @@ def latency_table(latencies: list[LatencyRecord]) -> list[str]:
     return lines
 
 
+def burst_table(bursts: list[BurstRecord]) -> list[str]:
+    """One row per burst style and variant: medians (rate with its range) over the rounds."""
+    groups: dict[tuple[str, str, str], list[BurstRecord]] = {}
+    for record in bursts:
+        groups.setdefault((record.label, record.style, record.variant), []).append(record)
+    header = (
+        f"{'queue':<20} {'burst':<8} {'variant':<10} {'tasks':>6}  "
+        f"{'tasks/s median (min-max)':<26} {'errors':>6} {'scripts':>7} {'redis us':>8}"
+    )
+    lines = [header, "-" * len(header)]
+    for (label, style, variant), runs in groups.items():
+        rate = Spread.of([run.rate for run in runs])
+        scripts = Spread.of([run.script_calls for run in runs]).median
+        redis_us = Spread.of([run.redis_cpu_us for run in runs]).median
+        lines.append(
+            f"{label:<20} {style:<8} {variant:<10} {runs[0].tasks:>6}  "
+            f"{f'{rate.median:,.0f} ({rate.low:,.0f}-{rate.high:,.0f})':<26} "
+            f"{sum(run.errors for run in runs):>6} {scripts:>7.4f} {redis_us:>8.1f}"
+        )
+    lines += [
+        "   enqueue bursts from one process: async = concurrent aenqueue in one event loop,",
+        "   threads = enqueue calls from many threads; coalesced is the product, plain sends one",
+        "   call per task; scripts: script calls per task (at least the round trips per task).",
+    ]
+    return lines
+
+
 def render(session: Session) -> str:
     """The whole report as text: environment, tables, targets, skipped peers."""
     summaries = session.summaries()
@@ -102,12 +130,14 @@ def render(session: Session) -> str:
     ]
     if session.latencies:
         lines += ["", *latency_table(session.latencies)]
+    if session.bursts:
+        lines += ["", *burst_table(session.bursts)]
     if session.mode != "full":
         lines += [
             "",
             f"   ({session.mode} run: sizes are not the full run's; read no verdict into it)",
         ]
-    lines += ["", *target_lines(summaries, session.latencies)]
+    lines += ["", *target_lines(summaries, session.latencies, session.bursts)]
     lines += [f"   skipped {peer}: {why}" for peer, why in session.skipped.items()]
     return "\n".join(lines)
 
@@ -123,6 +153,7 @@ def write_json(session: Session, path: Path | None = None) -> Path:
         "summaries": [asdict(summary) for summary in session.summaries()],
         "drains": [asdict(record) for record in session.drains],
         "latencies": [asdict(record) for record in session.latencies],
+        "bursts": [asdict(record) for record in session.bursts],
         "skipped": session.skipped,
     }
     path.write_text(json.dumps(document, indent=2) + "\n")
@@ -135,6 +166,8 @@ def read_json(path: Path) -> Session:
     session = Session(mode=document["mode"], environment=document["environment"])
     session.drains = [DrainRecord(**record) for record in document["drains"]]
     session.latencies = [LatencyRecord(**record) for record in document["latencies"]]
+    # Files written before the burst benchmark (issue 11) have no "bursts".
+    session.bursts = [BurstRecord(**record) for record in document.get("bursts", [])]
     session.skipped = document["skipped"]
     return session
 

@@ -1,8 +1,9 @@
 """DESIGN.md §6 targets, checked against one session's summaries."""
 
+import statistics
 from dataclasses import dataclass
 
-from .records import LatencyRecord, Summary
+from .records import BurstRecord, LatencyRecord, Summary
 
 OURS = "threadmill"
 REFERENCE = "dramatiq"
@@ -117,9 +118,34 @@ def memory_verdict(summaries: list[Summary]) -> Verdict:
     return Verdict(target, f"RSS {first:.0f} -> {late:.0f} MiB, 1,000 -> 90% done", None)
 
 
-def target_lines(summaries: list[Summary], latencies: list[LatencyRecord]) -> list[str]:
+# Issue 11: enqueue bursts from one process, per style: (tasks/s at least, label).
+BURST_TARGETS = {"async": (20_000, "async burst"), "threads": (15_000, "64-thread burst")}
+BURST_ROUND_TRIPS = 0.1  # script calls per task, an upper bound on round trips
+
+
+def burst_verdicts(bursts: list[BurstRecord]) -> list[Verdict]:
+    """Our coalesced bursts: none refused, the rate, and round trips per task."""
+    found = []
+    for style, (at_least, label) in BURST_TARGETS.items():
+        target = f"enqueue {label} >= {at_least:,}/s"
+        runs = [r for r in bursts if (r.peer, r.style, r.variant) == (OURS, style, "coalesced")]
+        if not runs:
+            found.append(Verdict(target, "not measured", None))
+            continue
+        rate = statistics.median(run.rate for run in runs)
+        errors = sum(run.errors for run in runs)
+        trips = statistics.median(run.script_calls for run in runs)
+        measured = f"{rate:,.0f}/s, {errors} refused, {trips:.4f} RT/task"
+        met = rate >= at_least and errors == 0 and trips <= BURST_ROUND_TRIPS
+        found.append(Verdict(target, measured, met))
+    return found
+
+
+def target_lines(
+    summaries: list[Summary], latencies: list[LatencyRecord], bursts: list[BurstRecord]
+) -> list[str]:
     marks = {True: "met", False: "NOT MET", None: "-"}
     lines = [f"{'DESIGN.md §6 target':<42} {'measured':<38} verdict"]
-    for verdict in verdicts(summaries, latencies):
+    for verdict in [*verdicts(summaries, latencies), *burst_verdicts(bursts)]:
         lines.append(f"{verdict.target:<42} {verdict.measured:<38} {marks[verdict.met]}")
     return lines

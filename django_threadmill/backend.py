@@ -1,12 +1,16 @@
 """ThreadmillTaskBackend: the django.tasks API on top of the broker, and nothing else."""
 
 from collections.abc import Iterable, Sequence
+from functools import cached_property, partial
 from threading import Lock
 from typing import Any
 from uuid import uuid4
 
+from asgiref.sync import sync_to_async
+
 from .broker import Broker, NewTask
 from .broker.keys import make_task_id, queue_of
+from .coalesce import Enqueuer
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -18,6 +22,7 @@ from .compat import (
 )
 from .conf import BackendSettings, check_queue_name, read_settings
 from .exceptions import Cancelled, ImproperlyConfiguredThreadmill
+from .on_commit import defer_to_commit
 from .records import (
     STATUS_OF_STATE,
     build_result,
@@ -31,22 +36,35 @@ from .records import (
 )
 from .task import ThreadmillTask
 
-ENQUEUE_CHUNK = 1000  # tasks per enqueue script call in enqueue_many: bounds one script's run time
-
-_brokers: dict[str, Broker] = {}
-_brokers_lock = Lock()
+_enqueuers: dict[tuple[type, str], Enqueuer] = {}
+_enqueuers_lock = Lock()
 
 
-def broker_for(settings: BackendSettings) -> Broker:
-    """Return the process-wide broker for ``settings``: one connection pool, shared by threads.
+def enqueuer_for(backend_class: type, settings: BackendSettings) -> Enqueuer:
+    """Return the process-wide enqueuer (and broker) for ``settings``, shared by threads.
 
-    Django builds one backend per thread; sharing the broker keeps one pool per process.
+    Django builds one backend per thread; sharing keeps one connection pool per process and
+    lets the enqueues of every thread share round trips.
     """
-    key = repr(settings)
-    with _brokers_lock:
-        if key not in _brokers:
-            _brokers[key] = Broker(settings)
-        return _brokers[key]
+    key = (backend_class, repr(settings))
+    with _enqueuers_lock:
+        if key not in _enqueuers:
+            announce = sync_to_async(partial(announce_each, backend_class))
+            _enqueuers[key] = Enqueuer(Broker(settings), announce)
+        return _enqueuers[key]
+
+
+def announce_each(sender: type, results: list[TaskResult]) -> list[Exception | None]:
+    """Send task_enqueued for each of ``results``; return what a receiver raised, per result."""
+    errors: list[Exception | None] = []
+    for result in results:
+        try:
+            task_enqueued.send(sender, task_result=result)
+        except Exception as exc:  # that caller's own error, as Signal.send would raise it
+            errors.append(exc)
+        else:
+            errors.append(None)
+    return errors
 
 
 class ThreadmillTaskBackend(BaseTaskBackend):
@@ -64,10 +82,20 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         for queue in self.queues:
             check_queue_name(queue)
 
+    @cached_property
+    def enqueuer(self) -> Enqueuer:
+        """The shared enqueuer: coalesces concurrent enqueues of this process."""
+        return enqueuer_for(type(self), self.settings)
+
     @property
     def broker(self) -> Broker:
         """The shared broker; it connects on first use, never at import time."""
-        return broker_for(self.settings)
+        return self.enqueuer.broker
+
+    def _on_commit(self, task: Task) -> bool:
+        """Tell whether ``task`` waits for the commit: its own choice, else OPTIONS."""
+        choice = getattr(task, "enqueue_on_commit", None)
+        return self.settings.enqueue_on_commit if choice is None else bool(choice)
 
     def validate_task(self, task: Task) -> None:
         super().validate_task(task)
@@ -126,34 +154,51 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         ), result
 
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
-        """Queue up the Task to be executed: one Redis call."""
+        """Queue up the Task to be executed: one Redis call, shared with concurrent callers.
+
+        With ``enqueue_on_commit``, inside a transaction the write waits for its commit.
+        """
         new, result = self._prepare(task, args, kwargs)
-        self.broker.enqueue(task.queue_name, [new])
-        task_enqueued.send(type(self), task_result=result)
+        write = partial(self._store, [(new, result)])
+        if not (self._on_commit(task) and defer_to_commit(write)):
+            write()
         return result
 
     async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
-        """Queue up the Task to be executed, on the asyncio client (no thread hop)."""
+        """Queue up the Task to be executed, on the asyncio client (no thread hop).
+
+        Django refuses atomic() in async code, so this writes at once unless a project entered
+        one anyway (DJANGO_ALLOW_ASYNC_UNSAFE): then, with enqueue_on_commit, it waits for it.
+        """
         new, result = self._prepare(task, args, kwargs)
-        await self.broker.aenqueue(task.queue_name, [new])
-        await task_enqueued.asend(type(self), task_result=result)
+        if self._on_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
+            return result
+        await self.enqueuer.aenqueue(task.queue_name, new, result)
         return result
 
     def enqueue_many(
         self, task: Task, calls: Iterable[tuple[Sequence[Any], dict[str, Any]]]
     ) -> list[TaskResult]:
-        """Queue up many calls of one task, ``ENQUEUE_CHUNK`` per Redis call.
+        """Queue up many calls of one task in one atomic script call: all are stored, or none.
 
-        Every call is validated and encoded before the first one is sent.
+        Every call is validated and encoded before anything is sent.
         """
         prepared = [self._prepare(task, args, kwargs) for args, kwargs in calls]
-        for start in range(0, len(prepared), ENQUEUE_CHUNK):
-            chunk = prepared[start : start + ENQUEUE_CHUNK]
-            self.broker.enqueue(task.queue_name, [new for new, _ in chunk])
-        results = [result for _, result in prepared]
-        for result in results:
+        if prepared:
+            write = partial(self._store, prepared)
+            if not (self._on_commit(task) and defer_to_commit(write)):
+                write()
+        return [result for _, result in prepared]
+
+    def _store(self, prepared: Sequence[tuple[NewTask, TaskResult]]) -> None:
+        """Write prepared tasks of one queue (coalesced when alone), then send task_enqueued."""
+        if len(prepared) == 1:
+            [(new, result)] = prepared
+            self.enqueuer.enqueue(result.task.queue_name, new)
+        else:
+            self.broker.enqueue(prepared[0][1].task.queue_name, [new for new, _ in prepared])
+        for _, result in prepared:
             task_enqueued.send(type(self), task_result=result)
-        return results
 
     def _result(self, result_id: str, record: dict[str, str] | None) -> TaskResult:
         if record is None:

@@ -17,6 +17,9 @@ QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 KEY_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 # A task payload above this many bytes is refused at enqueue (Redis itself allows 512 MB).
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+# Connections per pool (one sync pool per process, one asyncio pool per event loop). Coalesced
+# enqueues need few; a call that finds all in use waits up to pool_timeout (issue 11).
+DEFAULT_MAX_CONNECTIONS = 50
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,7 +34,9 @@ class BackendSettings:
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     socket_timeout_s: float | None = 10.0
     socket_connect_timeout_s: float | None = 5.0
-    max_connections: int | None = None
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    pool_timeout_s: float = 10.0  # how long a call waits for a free pooled connection
+    enqueue_on_commit: bool = False  # write enqueues when the default DB's transaction commits
     connection_options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -62,13 +67,17 @@ def _seconds(name: str, value: object, *, allow_none: bool = False) -> float | N
     return float(value)
 
 
-def _positive_int(name: str, value: object, *, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
+def _positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS[{name!r}] is {value!r}. Use a positive whole number."
         )
+    return value
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ImproperlyConfiguredThreadmill(f"OPTIONS[{name!r}] is {value!r}. Use True or False.")
     return value
 
 
@@ -91,8 +100,10 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         ),
         "max_connections": lambda v: (
             "max_connections",
-            _positive_int("max_connections", v, allow_none=True),
+            _positive_int("max_connections", v),
         ),
+        "pool_timeout": lambda v: ("pool_timeout_s", _seconds("pool_timeout", v)),
+        "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),
         "connection_options": lambda v: ("connection_options", _mapping(v)),
     }
     read: dict[str, Any] = {}
@@ -120,7 +131,7 @@ def _mapping(value: object) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS['connection_options'] is {value!r}. Use a dict of keyword arguments "
-            "for redis.ConnectionPool.from_url()."
+            "for redis.BlockingConnectionPool.from_url()."
         )
     return dict(value)
 

@@ -6,7 +6,7 @@ On Django 6.1, ``@django.tasks.task(retry=...)`` forwards ``retry`` to the backe
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .compat import DEFAULT_TASK_QUEUE_NAME, InvalidTask, Task, task_backends
@@ -21,6 +21,8 @@ class ThreadmillTask(Task):  # type: ignore[misc]
     """A ``Task`` that may carry a retry policy, used when a failed attempt may run again."""
 
     retry: RetryPolicy | None = None
+    # None follows the backend's OPTIONS["enqueue_on_commit"]; True or False overrides it.
+    enqueue_on_commit: bool | None = None
 
     def __post_init__(self) -> None:
         # Explicit base call: zero-argument super() breaks in slotted dataclasses before 3.14.
@@ -30,6 +32,19 @@ class ThreadmillTask(Task):  # type: ignore[misc]
                 f"retry={self.retry!r} on task {self.module_path!r} is not a retry policy. "
                 "Pass ExponentialBackoff(...) or a callable policy(context) -> timedelta | None."
             )
+        if self.enqueue_on_commit not in (None, True, False):
+            raise InvalidTask(
+                f"enqueue_on_commit={self.enqueue_on_commit!r} on task {self.module_path!r} is "
+                "not a choice. Pass True (wait for the commit), False (write at once) or None "
+                "(follow OPTIONS['enqueue_on_commit'])."
+            )
+
+    def using(self, *, enqueue_on_commit: bool | None = None, **changes: Any) -> Task:
+        """Create a new Task with modified defaults, ``enqueue_on_commit`` among them."""
+        task = Task.using(self, **changes)
+        if enqueue_on_commit is None:
+            return task
+        return replace(task, enqueue_on_commit=enqueue_on_commit)
 
 
 def _accepts_retry(task_class: type) -> bool:

@@ -1,4 +1,4 @@
-"""enqueue_many: many calls of one task, validated first, stored in chunks, one signal each."""
+"""enqueue_many: calls of one task, validated first, stored in one atomic call, one signal each."""
 
 from collections.abc import Iterator
 from typing import Any
@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import redis
 
-from django_threadmill.backend import ENQUEUE_CHUNK, ThreadmillTaskBackend
+from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
 from testproject.example.tasks import add, echo
 
@@ -37,12 +37,25 @@ def test_every_call_is_stored_in_order(
     assert backend.get_result(results[3].id).kwargs == {"b": 3}
 
 
-def test_large_batches_span_several_calls(backend: ThreadmillTaskBackend) -> None:
-    count = ENQUEUE_CHUNK + 3
+def script_calls(redis_client: redis.Redis) -> int:
+    return sum(
+        int(stats["calls"])
+        for name, stats in redis_client.info("commandstats").items()
+        if name in ("cmdstat_evalsha", "cmdstat_eval")
+    )
+
+
+def test_a_large_batch_is_one_atomic_script_call(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    backend.enqueue_many(echo, [((0,), {})])  # registers the queue and loads the script
+    count = 2503  # above the 1,000 per call older versions split into separate calls
+    before = script_calls(redis_client)
     results = backend.enqueue_many(echo, (((n,), {}) for n in range(count)))
+    assert script_calls(redis_client) - before == 1  # one script runs atomically: all or none
     assert len({r.id for r in results}) == count
     acquired = backend.broker.acquire("default", count + 10).reservations
-    assert [r.lease.task_id for r in acquired] == [r.id for r in results]
+    assert [r.lease.task_id for r in acquired][1:] == [r.id for r in results]
 
 
 def test_one_bad_call_stores_nothing(

@@ -11,7 +11,12 @@ from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus, task_backends
-from django_threadmill.conf import DEFAULT_MAX_PAYLOAD_BYTES, BackendSettings, read_settings
+from django_threadmill.conf import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    BackendSettings,
+    read_settings,
+)
 from testproject.example.tasks import echo
 from testproject.redis_server import free_port, redis_process
 
@@ -73,7 +78,7 @@ def test_durations_must_be_finite(value: float) -> None:
 
 
 @pytest.mark.parametrize("name", ["max_payload_bytes", "max_connections"])
-@pytest.mark.parametrize("value", [0, -1, 1.5, "10", False])
+@pytest.mark.parametrize("value", [0, -1, 1.5, "10", False, None])
 def test_bad_counts(name: str, value: object) -> None:
     message = f"OPTIONS[{name!r}] is {value!r}. Use a positive whole number."
     with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
@@ -81,9 +86,32 @@ def test_bad_counts(name: str, value: object) -> None:
 
 
 def test_counts_are_read() -> None:
-    settings = options(max_payload_bytes=2048, max_connections=None)
-    assert (settings.max_payload_bytes, settings.max_connections) == (2048, None)
-    assert options(max_connections=8).max_connections == 8
+    settings = options(max_payload_bytes=2048, max_connections=8)
+    assert (settings.max_payload_bytes, settings.max_connections) == (2048, 8)
+
+
+def test_pool_and_enqueue_options() -> None:
+    defaults = read_settings("default", {})
+    assert (defaults.max_connections, defaults.pool_timeout_s) == (DEFAULT_MAX_CONNECTIONS, 10.0)
+    assert defaults.enqueue_on_commit is False
+    settings = options(pool_timeout=timedelta(seconds=3), enqueue_on_commit=True)
+    assert (settings.pool_timeout_s, settings.enqueue_on_commit) == (3.0, True)
+
+
+@pytest.mark.parametrize("value", [None, 0, "1"])
+def test_bad_pool_timeout(value: object) -> None:
+    message = (
+        f"OPTIONS['pool_timeout'] is {value!r}. Use a positive number of seconds or a timedelta."
+    )
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        options(pool_timeout=value)
+
+
+@pytest.mark.parametrize("value", [None, 1, "yes"])
+def test_bad_enqueue_on_commit(value: object) -> None:
+    message = f"OPTIONS['enqueue_on_commit'] is {value!r}. Use True or False."
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        options(enqueue_on_commit=value)
 
 
 @pytest.mark.parametrize("value", ["", "a{b}", "has space", "x" * 65, 7])
@@ -111,7 +139,7 @@ def test_unknown_option_lists_the_known_ones() -> None:
 def test_connection_options_must_be_a_dict() -> None:
     message = (
         "OPTIONS['connection_options'] is ['x']. Use a dict of keyword arguments for "
-        "redis.ConnectionPool.from_url()."
+        "redis.BlockingConnectionPool.from_url()."
     )
     with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
         options(connection_options=["x"])

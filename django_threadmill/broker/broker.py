@@ -6,7 +6,7 @@ one pipeline of per-queue script calls, so it still costs one round trip on a si
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Any
@@ -17,6 +17,7 @@ import redis.asyncio
 from redis.commands.core import AsyncScript, Script
 
 from ..conf import BackendSettings
+from ..exceptions import BrokerUnavailable
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_of
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
@@ -35,6 +36,12 @@ from .types import (
 WAKE_TOKEN_CAP = 16  # wake tokens kept per queue: enough to wake that many idle fetchers at once
 PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
 FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
+
+
+def _stored(outcome: int | BrokerUnavailable) -> int:
+    if isinstance(outcome, BrokerUnavailable):
+        raise outcome
+    return outcome
 
 
 def _lines(value: str | None) -> list[str]:
@@ -72,7 +79,7 @@ class Broker:
 
     def translated_errors(self) -> AbstractContextManager[None]:
         """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix."""
-        return translated_errors(self.settings.location)
+        return translated_errors(self.settings.location, self.settings.pool_timeout_s)
 
     def _run(self, call: ScriptCall) -> Any:
         with self.translated_errors():
@@ -108,30 +115,74 @@ class Broker:
             tuple(args),
         )
 
-    def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
-        """Store ``tasks`` in ``queue`` atomically; register the queue on first use."""
-        call = self._enqueue_call(queue, tasks)
-        if queue in self._known_queues:
-            return int(self._run(call))
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.sadd(self.keyspace.queues, queue)
-            self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
-            stored = pipe.execute()[1]
-        self._known_queues.add(queue)
-        return int(stored)
+    def _new_queues(self, groups: Mapping[str, Sequence[NewTask]]) -> list[str]:
+        return [queue for queue in groups if queue not in self._known_queues]
 
-    async def aenqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
-        """Async twin of ``enqueue``: the same call, sent by the asyncio client."""
-        call = self._enqueue_call(queue, tasks)
+    def _enqueue_replies(
+        self, new_queues: list[str], replies: list[Any]
+    ) -> list[int | BrokerUnavailable]:
+        """Pair per-queue script replies with stored counts or translated errors."""
+        if new_queues:
+            if not isinstance(replies[0], Exception):
+                self._known_queues.update(new_queues)
+            replies = replies[1:]
+        return [self._stored_or_error(reply) for reply in replies]
+
+    def _stored_or_error(self, reply: Any) -> int | BrokerUnavailable:
+        if not isinstance(reply, Exception):
+            return int(reply)
+        try:
+            with self.translated_errors():
+                raise reply
+        except BrokerUnavailable as exc:
+            return exc
+
+    def enqueue_groups(
+        self, groups: Mapping[str, Sequence[NewTask]]
+    ) -> list[int | BrokerUnavailable]:
+        """Store each queue's tasks atomically, all queues in one round trip.
+
+        Return, per queue in ``groups`` order, how many tasks were stored or the error that
+        refused that queue's call (one queue can fail while another is written). An error
+        that loses the whole round trip is raised.
+        """
+        calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
+        new_queues = self._new_queues(groups)
+        if len(calls) == 1 and not new_queues:  # the common case: a bare EVALSHA
+            return [int(self._run(calls[0]))]
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            if new_queues:
+                pipe.sadd(self.keyspace.queues, *new_queues)
+            for call in calls:
+                self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
+            replies = pipe.execute(raise_on_error=False)
+        return self._enqueue_replies(new_queues, replies)
+
+    async def aenqueue_groups(
+        self, groups: Mapping[str, Sequence[NewTask]]
+    ) -> list[int | BrokerUnavailable]:
+        """Async twin of ``enqueue_groups``: the same calls, sent by the asyncio client."""
+        calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
+        new_queues = self._new_queues(groups)
         client, scripts = self._async_client()
         with self.translated_errors():
+            if len(calls) == 1 and not new_queues:
+                return [int(await scripts[calls[0].name](keys=calls[0].keys, args=calls[0].args))]
             async with client.pipeline(transaction=False) as pipe:
-                if queue not in self._known_queues:
-                    pipe.sadd(self.keyspace.queues, queue)
-                await scripts[call.name](keys=call.keys, args=call.args, client=pipe)
-                replies = await pipe.execute()
-        self._known_queues.add(queue)
-        return int(replies[-1])
+                if new_queues:
+                    pipe.sadd(self.keyspace.queues, *new_queues)
+                for call in calls:
+                    await scripts[call.name](keys=call.keys, args=call.args, client=pipe)
+                replies = await pipe.execute(raise_on_error=False)
+        return self._enqueue_replies(new_queues, replies)
+
+    def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
+        """Store ``tasks`` in ``queue`` atomically (one script call); return how many."""
+        return _stored(self.enqueue_groups({queue: tasks})[0])
+
+    async def aenqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
+        """Async twin of ``enqueue``."""
+        return _stored((await self.aenqueue_groups({queue: tasks}))[0])
 
     def register_queues(self, queues: Iterable[str]) -> None:
         """Make ``queues`` known to the reaper and the admin before anything is enqueued."""

@@ -11,7 +11,8 @@ import redis.asyncio
 from ..conf import BackendSettings
 from ..exceptions import BrokerUnavailable
 
-POOL_EXHAUSTED = "Too many connections"  # redis-py's message when its pool is at max_connections
+# redis-py's message when a BlockingConnectionPool found no free connection within its timeout.
+POOL_TIMED_OUT = "No connection available."
 UNAVAILABLE_ERRORS = (
     redis.exceptions.ReadOnlyError,
     redis.exceptions.TryAgainError,
@@ -45,21 +46,26 @@ def _client_options(settings: BackendSettings) -> dict[str, Any]:
         "socket_timeout": settings.socket_timeout_s,
         "socket_connect_timeout": settings.socket_connect_timeout_s,
         "health_check_interval": 30,
+        # A burst waits for a free connection instead of failing at once (issue 11).
+        "max_connections": settings.max_connections,
+        "timeout": settings.pool_timeout_s,
     }
-    if settings.max_connections is not None:
-        options["max_connections"] = settings.max_connections
     options.update(settings.connection_options)
     return options
 
 
 def make_client(settings: BackendSettings) -> redis.Redis:
     """Return a pooled client for ``settings.location``; it connects on first use."""
-    return redis.Redis.from_url(settings.location, **_client_options(settings))
+    pool = redis.BlockingConnectionPool.from_url(settings.location, **_client_options(settings))
+    return redis.Redis.from_pool(pool)
 
 
 def make_async_client(settings: BackendSettings) -> redis.asyncio.Redis:
     """Return a pooled asyncio client for ``settings.location``; it connects on first use."""
-    return redis.asyncio.Redis.from_url(settings.location, **_client_options(settings))
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        settings.location, **_client_options(settings)
+    )
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 def _what_was_written(error: BaseException) -> str:
@@ -72,7 +78,7 @@ def _what_was_written(error: BaseException) -> str:
 
 
 @contextmanager
-def translated_errors(location: str) -> Iterator[None]:
+def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
     """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors."""
     where = redacted(location)
     try:
@@ -88,10 +94,12 @@ def translated_errors(location: str) -> Iterator[None]:
             "user '+@all -@dangerous +info' on this backend's keys, e.g. '~<key_prefix>:*'."
         ) from exc
     except (redis.ConnectionError, redis.TimeoutError) as exc:
-        if str(exc) == POOL_EXHAUSTED:  # raised by the client's own pool, before any I/O
+        if str(exc) == POOL_TIMED_OUT:  # raised by the client's own pool, before any I/O
             raise BrokerUnavailable(
-                f"Every pooled connection to Redis at {where} is in use ({exc}). Raise "
-                "OPTIONS['max_connections'] or send fewer calls at once; nothing was written."
+                f"Every pooled connection to Redis at {where} stayed in use for "
+                f"pool_timeout={pool_timeout_s:g}s ({exc}). "
+                "Raise OPTIONS['pool_timeout'] or OPTIONS['max_connections'], or find what "
+                "holds the connections (a slow Redis?); nothing was written."
             ) from exc
         raise BrokerUnavailable(
             f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "

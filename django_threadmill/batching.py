@@ -1,0 +1,161 @@
+"""The batching core shared by the thread and event-loop coalescers (issue 11).
+
+A line holds the calls waiting to be sent and whether a batch is in flight; the helpers group a
+batch by queue and give each caller its own outcome. No I/O and no waiting happens here.
+"""
+
+import copy
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from threading import Lock
+from typing import Any
+from weakref import WeakSet
+
+from .broker import NewTask
+from .exceptions import BrokerUnavailable
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class Pending:
+    """One caller's task on the line, and its outcome once its batch was sent."""
+
+    queue: str
+    task: NewTask
+    error: BaseException | None = None
+    settled: bool = False
+
+
+class Latch:
+    """A one-shot wake-up for one waiting thread: a lock taken at birth, released to wake.
+
+    Cheaper than ``threading.Event`` (a condition, a lock, and a lock per wait), which counts
+    when 64 threads are each woken once per batch (DESIGN.md §10, threads must not cost).
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = Lock()
+        self._lock.acquire()
+
+    def wait(self) -> None:
+        self._lock.acquire()
+
+    def open(self) -> None:
+        self._lock.release()
+
+
+_lines: WeakSet["Line[Any]"] = WeakSet()
+
+
+def _reset_lines_after_fork() -> None:
+    """Free every line in a forked child: the threads that were sending did not come along,
+    and a line left busy would make each enqueue of the child wait forever (the worker's
+    supervisor forks its processes)."""
+    for line in _lines:
+        line.reset()
+
+
+os.register_at_fork(after_in_child=_reset_lines_after_fork)
+
+
+class Line[P: Pending]:
+    """The calls waiting to be sent and whether a batch is in flight."""
+
+    def __init__(self) -> None:
+        self.reset()
+        _lines.add(self)
+
+    def reset(self) -> None:
+        """Start empty and free, with a fresh lock."""
+        self._lock = Lock()  # threads join while the sender takes; uncontended in a loop
+        self._waiting: list[P] = []
+        self._busy = False
+
+    def join(self, pending: P) -> bool:
+        """Queue ``pending``; return True if the line was free, so the caller must send."""
+        with self._lock:
+            self._waiting.append(pending)
+            if self._busy:
+                return False
+            self._busy = True
+            return True
+
+    def take(self) -> list[P]:
+        """Return everything waiting, as the next batch."""
+        with self._lock:
+            batch, self._waiting = self._waiting, []
+            return batch
+
+    def release(self) -> P | None:
+        """End a batch: return the first waiter, which keeps the line busy, or free the line."""
+        with self._lock:
+            if self._waiting:
+                return self._waiting[0]
+            self._busy = False
+            return None
+
+
+def grouped[P: Pending](batch: list[P]) -> dict[str, list[P]]:
+    """Group a batch by queue: each queue is its own script call (its own hash tag)."""
+    groups: dict[str, list[P]] = defaultdict(list)
+    for pending in batch:
+        groups[pending.queue].append(pending)
+    return groups
+
+
+def own_error(error: BaseException, shared: bool) -> BaseException:
+    """Give each caller of a batch its own exception object: one raised in many threads or
+    tasks at once would collect all their tracebacks."""
+    if not shared:
+        return error
+    try:
+        own = copy.copy(error)
+    except Exception:  # an exception class whose __init__ cannot be replayed from its args
+        return error
+    own.__cause__ = error.__cause__
+    return own
+
+
+def settle(
+    groups: Mapping[str, Sequence[Pending]], outcomes: Sequence[int | BaseException]
+) -> None:
+    """Record each queue's outcome (a stored count or an error) on its callers."""
+    shared = sum(len(group) for group in groups.values()) > 1
+    for group, outcome in zip(groups.values(), outcomes, strict=True):
+        for pending in group:
+            if isinstance(outcome, BaseException):
+                pending.error = own_error(outcome, shared)
+            pending.settled = True
+
+
+def tasks_by_queue(groups: Mapping[str, Sequence[Pending]]) -> dict[str, list[NewTask]]:
+    """Return what the broker stores for a grouped batch."""
+    return {queue: [pending.task for pending in group] for queue, group in groups.items()}
+
+
+@contextmanager
+def settling(
+    groups: Mapping[str, Sequence[Pending]],
+) -> Iterator[Callable[[Sequence[int | BaseException]], None]]:
+    """Settle every caller of a batch: with the per-queue outcomes the block passes, with the
+    error that lost the whole round trip, or as interrupted if the sender was stopped."""
+    try:
+        yield lambda outcomes: settle(groups, outcomes)
+    except Exception as exc:
+        settle(groups, [exc] * len(groups))
+    finally:
+        if not all(pending.settled for group in groups.values() for pending in group):
+            interrupt(groups)
+
+
+def interrupt(groups: Mapping[str, Sequence[Pending]]) -> None:
+    """Settle a batch whose sender was stopped before it knew the outcome."""
+    error = BrokerUnavailable(
+        "The enqueue call that carried this task was interrupted (KeyboardInterrupt, or its "
+        "event loop shutting down); it may have been applied before it stopped."
+    )
+    settle(groups, [error] * len(groups))

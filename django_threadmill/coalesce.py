@@ -1,0 +1,180 @@
+"""Coalesced enqueue: concurrent calls in one process or one event loop share round trips.
+
+The ack writer's rule in reverse (DESIGN.md §10, issue 11): whoever finds the line free sends
+everything waiting, one enqueue script call per queue in one pipeline; the others wait for their
+own outcome. No timer, so a lone call on an idle process is sent at once, in one round trip.
+"""
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
+
+from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settling, tasks_by_queue
+from .broker import Broker, NewTask
+from .compat import TaskResult
+from .exceptions import BrokerUnavailable
+
+logger = logging.getLogger(__name__)
+
+type Outcomes = list[int | BrokerUnavailable]
+type Groups = Mapping[str, Sequence[NewTask]]
+# Sends task_enqueued for stored results; returns, per result, what a receiver raised.
+type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]]]
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class Waiter(Pending):
+    """A thread's pending call, with the latch that wakes it."""
+
+    sender: bool = False  # handed the line: this thread sends the next batch
+    woken: Latch = field(default_factory=Latch)
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class Announced(Pending):
+    """An event loop's pending call, with the result the flusher announces once stored."""
+
+    result: TaskResult
+
+
+class ThreadCoalescer:
+    """Coalesce ``enqueue`` calls from the threads of one process."""
+
+    def __init__(self, send: Callable[[Groups], Outcomes]) -> None:
+        self._send = send
+        self._line: Line[Waiter] = Line()
+
+    def enqueue(self, queue: str, task: NewTask) -> None:
+        """Store ``task``, alone or with the calls waiting beside it; raise its own error."""
+        waiter = Waiter(queue=queue, task=task)
+        if self._line.join(waiter):
+            self._send_batch(waiter)
+        else:
+            waiter.woken.wait()  # bounded: the sender's call is bounded by the pool and socket
+            if waiter.sender:
+                self._send_batch(waiter)
+        if waiter.error is not None:
+            raise waiter.error
+
+    def _send_batch(self, sender: Waiter) -> None:
+        """Send what is waiting (``sender``'s own call among it), then wake every other caller
+        of the batch and hand the line to the first caller that arrived meanwhile."""
+        groups = grouped(self._line.take())
+        try:
+            with settling(groups) as settle:
+                settle(self._send(tasks_by_queue(groups)))
+        finally:
+            following = self._line.release()
+            if following is not None:
+                following.sender = True
+                following.woken.open()
+            for group in groups.values():
+                for waiter in group:
+                    if waiter is not sender:
+                        waiter.woken.open()
+
+
+class LoopCoalescer:
+    """Coalesce ``aenqueue`` calls of one event loop, and their task_enqueued signals.
+
+    A flusher task sends the batches, so a caller cancelled while waiting (a dropped request)
+    never cancels a call that carries other callers' tasks. It also announces each batch in
+    one hop to a sync thread: ``Signal.asend`` per call costs one hop each, and 10,000 of them
+    queue behind one another on asgiref's single sync thread (issue 11).
+    """
+
+    def __init__(self, send: Callable[[Groups], Awaitable[Outcomes]], announce: Announce) -> None:
+        self._send = send
+        self._announce = announce
+        self._line: Line[Announced] = Line()
+        self._futures: dict[Announced, asyncio.Future[None]] = {}
+        # A strong reference to the running flusher: the event loop keeps only weak ones.
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> None:
+        """Store and announce ``task``, alone or with the calls waiting beside it."""
+        pending = Announced(queue=queue, task=task, result=result)
+        future = asyncio.get_running_loop().create_future()
+        self._futures[pending] = future
+        if self._line.join(pending):
+            self._flusher = asyncio.create_task(self._flush(), name="threadmill-enqueue")
+            self._flusher.add_done_callback(self._flusher_done)
+        await future
+
+    async def _flush(self) -> None:
+        """Send batches until nobody waits."""
+        while True:
+            await self._send_batch(self._line.take())
+            if self._line.release() is None:
+                return
+
+    def _flusher_done(self, flusher: asyncio.Task[None]) -> None:
+        """Fail whoever still waits if the flusher was stopped (its loop shutting down),
+        even before it ran, and free the line for the next caller."""
+        if not flusher.cancelled() and flusher.exception() is None:
+            return
+        if not flusher.cancelled():
+            logger.error("Enqueue flusher failed", exc_info=flusher.exception())
+        leftover = self._line.take()
+        interrupt(grouped(leftover))
+        for pending in leftover:
+            self._resolve(pending)
+        self._line.release()
+
+    async def _send_batch(self, batch: list[Announced]) -> None:
+        groups = grouped(batch)
+        try:
+            with settling(groups) as settle:
+                settle(await self._send(tasks_by_queue(groups)))
+            await self._announce_stored(groups)
+        finally:
+            for pending in batch:
+                self._resolve(pending)
+
+    async def _announce_stored(self, groups: Mapping[str, Sequence[Announced]]) -> None:
+        stored = [pending for group in groups.values() for pending in group if not pending.error]
+        if not stored:
+            return
+        errors: Sequence[Exception | None]
+        try:
+            errors = await self._announce([pending.result for pending in stored])
+        except Exception as exc:  # the hop itself failed: the tasks are stored, the signal not
+            errors = [own_error(exc, len(stored) > 1) for _ in stored]
+        for pending, error in zip(stored, errors, strict=True):
+            pending.error = error
+
+    def _resolve(self, pending: Announced) -> None:
+        future = self._futures.pop(pending)
+        if future.done():  # its caller was cancelled; the task was sent all the same
+            return
+        if pending.error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(pending.error)
+
+
+class Enqueuer:
+    """The coalescers of one broker: one for the process's threads, one per event loop."""
+
+    def __init__(self, broker: Broker, announce: Announce) -> None:
+        self.broker = broker
+        self._announce = announce
+        self._threads = ThreadCoalescer(broker.enqueue_groups)
+        self._loops: WeakKeyDictionary[asyncio.AbstractEventLoop, LoopCoalescer] = (
+            WeakKeyDictionary()
+        )
+
+    def enqueue(self, queue: str, task: NewTask) -> None:
+        """Store one task in ``queue``, sharing a round trip with concurrent callers."""
+        self._threads.enqueue(queue, task)
+
+    async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> None:
+        """Store and announce one task, coalesced within the running event loop."""
+        loop = asyncio.get_running_loop()
+        coalescer = self._loops.get(loop)
+        if coalescer is None:
+            coalescer = LoopCoalescer(self.broker.aenqueue_groups, self._announce)
+            self._loops[loop] = coalescer
+        await coalescer.aenqueue(queue, task, result)
