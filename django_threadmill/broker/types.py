@@ -48,6 +48,9 @@ class Lease(NamedTuple):
     task_id: str
     queue: str
     token: str
+    # What the metrics need at finish (broker/metrics.py), carried along, not part of the fence.
+    task_path: str = field(default="", compare=False)
+    waiting_since_ms: int | None = field(default=None, compare=False)  # enqueue of a 1st attempt
 
 
 class Reservation(NamedTuple):

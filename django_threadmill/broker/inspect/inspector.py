@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from ..broker import Broker
 from ..keys import QueueKeys, queue_of
+from ..payloads import task_path
 from ..types import stored_int
 from .types import (
     Index,
@@ -16,7 +17,6 @@ from .types import (
     TaskDetail,
     TaskRow,
     WorkerSighting,
-    task_path,
 )
 
 PRIORITY_BAND = 2**40  # ready score = (100 - priority) * PRIORITY_BAND + seq (enqueue.lua)

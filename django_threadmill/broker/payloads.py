@@ -1,0 +1,40 @@
+"""Read single fields of a stored payload without decoding its arguments.
+
+``records.encode_payload`` writes the path first and run_after_ms last, so both sit where a
+partial decode finds them; anything else falls back to a full decode or to "unknown".
+"""
+
+import json
+
+_DECODER = json.JSONDecoder()
+_PATH_OPENING = '{"path":'
+_RUN_AFTER_KEY = '"run_after_ms":'
+
+
+def task_path(payload: str | None) -> str:
+    """Return the task path from a payload without decoding all its arguments if possible."""
+    if not payload:
+        return ""
+    try:
+        if payload.startswith(_PATH_OPENING):
+            path, _ = _DECODER.raw_decode(payload, len(_PATH_OPENING))
+        else:
+            path = json.loads(payload).get("path", "")
+    except (ValueError, AttributeError):
+        return ""
+    return path if isinstance(path, str) else ""
+
+
+def run_after_ms(payload: str) -> int | None:
+    """Return the run_after_ms a payload stores, or None (none, or unreadable).
+
+    The last occurrence of the key is the payload's own: argument text comes before it.
+    """
+    at = payload.rfind(_RUN_AFTER_KEY)
+    if at < 0:
+        return None
+    try:
+        value, _ = _DECODER.raw_decode(payload, at + len(_RUN_AFTER_KEY))
+    except ValueError:
+        return None
+    return value if type(value) is int else None
