@@ -5,8 +5,10 @@ partial decode finds them; anything else falls back to a full decode or to "unkn
 """
 
 import json
+import re
 
 _DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"\s*")
 _PATH_OPENING = '{"path":'
 _RUN_AFTER_KEY = '"run_after_ms":'
 
@@ -17,7 +19,7 @@ def task_path(payload: str | None) -> str:
         return ""
     try:
         if payload.startswith(_PATH_OPENING):
-            path, _ = _DECODER.raw_decode(payload, len(_PATH_OPENING))
+            path, _ = _DECODER.raw_decode(payload, _SPACE.match(payload, len(_PATH_OPENING)).end())
         else:
             path = json.loads(payload).get("path", "")
     except (ValueError, AttributeError):
@@ -34,7 +36,9 @@ def run_after_ms(payload: str) -> int | None:
     if at < 0:
         return None
     try:
-        value, _ = _DECODER.raw_decode(payload, at + len(_RUN_AFTER_KEY))
+        value, _ = _DECODER.raw_decode(
+            payload, _SPACE.match(payload, at + len(_RUN_AFTER_KEY)).end()
+        )
     except ValueError:
         return None
     return value if type(value) is int else None
