@@ -1,0 +1,54 @@
+"""OpenTelemetry: the execution span links to the span that enqueued the task."""
+
+import json
+import subprocess
+import sys
+
+from tests.support import ROOT, command_env
+
+ADD = "testproject.example.tasks.add"
+
+
+def spans(redis_url: str, key_prefix: str) -> dict[str, dict]:
+    """Run the probe in its own process; return its spans by name."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.observability.trace_probe"],
+        cwd=ROOT,
+        env=command_env(redis_url, key_prefix),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return {span["name"]: span for span in map(json.loads, done.stdout.splitlines())}
+
+
+def test_the_execution_span_links_to_the_enqueue_span(redis_url: str, key_prefix: str) -> None:
+    found = spans(redis_url, key_prefix)
+    request, enqueue, run = found["request"], found[f"enqueue {ADD}"], found[f"run {ADD}"]
+    assert enqueue["parent_id"] == request["span_id"]
+    assert enqueue["kind"] == "PRODUCER"
+    task_id = enqueue["attributes"]["threadmill.task.id"]
+    assert enqueue["attributes"] == {
+        "threadmill.task.path": ADD,
+        "threadmill.queue": "default",
+        "threadmill.task.id": task_id,
+    }
+    assert run["links"] == [enqueue["span_id"]]
+    assert run["kind"] == "CONSUMER"
+    assert run["attributes"] == {
+        "threadmill.task.path": ADD,
+        "threadmill.queue": "default",
+        "threadmill.task.id": task_id,
+        "threadmill.attempt": 1,
+        "threadmill.outcome": "successful",
+    }
+    assert run["status"] == "UNSET"
+
+
+def test_a_failed_run_is_an_error_span(redis_url: str, key_prefix: str) -> None:
+    run = spans(redis_url, key_prefix)["run testproject.example.tasks.fail"]
+    assert run["attributes"]["threadmill.outcome"] == "failed"
+    assert run["status"] == "ERROR"
+    assert len(run["links"]) == 1
