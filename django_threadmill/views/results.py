@@ -135,10 +135,36 @@ def results_context(query: QueryDict) -> dict[str, Any]:
         "aliases": [s.alias for s in everything],
         "queues": sorted({q for s in chosen for q in s.queues()}),
         "statuses": [(value, label) for value, (label, _, _) in STATUSES.items()],
+        "filter_fields": [
+            ("backend", filters.backend),
+            ("queue", filters.queue),
+            ("status", filters.status),
+            ("task", filters.task),
+        ],
     }
     if filters.search:
         return {**context, "rows": _search(chosen, filters), "searching": True}
     return {**context, **_page(chosen, filters, query)}
+
+
+def matching(
+    query: QueryDict, state: str, *, want: int, budget: int
+) -> tuple[list[tuple[str, TaskRow]], bool]:
+    """Return (alias, row) of the first ``want`` tasks in ``state`` the list's filters match,
+    reading at most ``budget`` index entries, and whether that is every match. The id search
+    is ignored."""
+    everything = sources()
+    filters = Filters.read(query, [s.alias for s in everything])
+    chosen = [s for s in everything if not filters.backend or s.alias == filters.backend]
+    listed = filters.keep()
+
+    def accepts(fields: dict[str, str | None]) -> bool:
+        return fields["state"] == state and (listed is None or listed.accepts(fields))
+
+    keep = RowFilter(fields=listed.fields if listed else ("state",), accepts=accepts)
+    walker = Walker(_streams(chosen, filters), None)
+    walk = walker.walk(Cursor(), want=want, budget=budget, keep=keep)
+    return walk.rows, walk.exhausted or not walker.has_more(walk.end)
 
 
 def _total(chosen: list[Source], streams: list[Stream], as_of: int | None) -> int:
