@@ -23,7 +23,6 @@ def main() -> None:
 
     from django_threadmill.compat import task_backends
     from django_threadmill.records import now_ms
-    from django_threadmill.tracing import traced_execution
     from django_threadmill.worker.executor import Executor
     from testproject.example.tasks import add, fail
 
@@ -32,9 +31,8 @@ def main() -> None:
         add.enqueue(1, 2)
         fail.enqueue("on purpose")
     executor = Executor("probe-worker", "default", type(backend))
-    run = traced_execution(Executor.run)
     for reservation in backend.broker.acquire("default", 10).reservations:
-        backend.broker.finish("probe-worker", [run(executor, reservation, now_ms())])
+        backend.broker.finish("probe-worker", [executor.run(reservation, now_ms())])
     for span in exporter.get_finished_spans():
         print(
             json.dumps(
