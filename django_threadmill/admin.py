@@ -186,7 +186,9 @@ class TaskAdmin(ThreadmillModelAdmin):
         found = bulk.matched(request.POST, action)
         if request.POST.get("post") != "yes":
             context = {"action": action, "found": found, "next": back, "limit": bulk.MAX_BULK}
-            return self.render(request, "bulk_confirm.html", action.label, context)
+            every = f"every {action.applies_to.upper()} task a filter matches"
+            title = f"{action.name.capitalize()} {every}"
+            return self.render(request, "bulk_confirm.html", title, context)
         return self._apply(request, action, found.selected, back)
 
     def _apply(

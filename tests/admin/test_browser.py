@@ -208,5 +208,5 @@ def test_the_list_shows_ready_work_and_a_bulk_requeue_fixes_a_filter(
     chart = browser.find_element(By.CSS_SELECTOR, "#tm-chart-default svg.tm-chart")
     assert chart.find_elements(By.CSS_SELECTOR, "rect.tm-ok")
     assert chart.find_elements(By.CSS_SELECTOR, "rect.tm-failed")
-    assert "example.tasks.flaky_report" in session.text(".tm-paths")
+    assert "tests.admin.tasks.flaky_report" in session.text(".tm-paths")
     session.shot("activity")

@@ -36,8 +36,9 @@ def test_requeue_every_failed_task_of_a_filter(
     page = confirm.content.decode()
     assert confirm.status_code == 200
     assert "<strong>3 tasks</strong>" in page
+    assert "Requeue every FAILED task a filter matches" in page
     assert (
-        "FAILED now, matching queue default, status FAILED, task path containing "
+        "are FAILED now and match queue default, status FAILED, task path containing "
         "“example.tasks.add”." in page
     )
     assert 'value="Yes, requeue 3 tasks"' in page
