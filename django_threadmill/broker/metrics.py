@@ -1,10 +1,11 @@
 """Fold the outcomes of one ack batch into metric increments: one per field, not per task.
 
-The finish script adds them to ``P:metrics`` (lifetime) and ``P:metrics:<minute>`` (the last two
-hours, for the admin's charts) in the same call as the outcomes (DESIGN.md "Metrics ride the ack
-writer"). Fields are ``<task path>|<name>``; names are the outcome ("successful", "failed",
-"retry"), "expired" (a lease the reaper settled), and histogram buckets ``run:<i>`` and
-``wait:<i>`` (not cumulative) with their sums ``run_ms`` and ``wait_ms``.
+The finish script adds them to ``P:metrics`` (lifetime) and, for the outcomes and run-time
+buckets the admin's last hour shows, to ``P:metrics:<minute>`` (kept two hours), in the same
+call as the outcomes (DESIGN.md "Metrics ride the ack writer"). Fields are
+``<task path>|<name>``; names are the outcome ("successful", "failed", "retry"), "expired" (a
+lease the reaper settled), and histogram buckets ``run:<i>`` and ``wait:<i>`` (not cumulative)
+with their sums ``run_ms`` and ``wait_ms``.
 """
 
 import time
@@ -43,24 +44,28 @@ def waiting_since_ms(payload: str, enqueued_ms: int | None, started_ms: int | No
 
 def increments(finishes: Sequence[Finish], *, reaping: bool) -> list[str | int]:
     """Return the finish script's metric arguments for ``finishes``: per task path,
-    ``path, n`` then ``n`` pairs of field name and amount."""
-    fields: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    ``path, m, n``, then ``m`` pairs of field name and amount for the lifetime and the minute
+    hashes (what the admin's last hour shows) and ``n`` for the lifetime hash only."""
+    recent: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    lifetime: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for finish in finishes:
-        counts = fields[finish.lease.task_path or UNNAMED_TASK]
+        path = finish.lease.task_path or UNNAMED_TASK
+        counts, totals = recent[path], lifetime[path]
         counts[finish.outcome.value] += 1
         if reaping:
-            counts["expired"] += 1
+            totals["expired"] += 1
             continue  # the reaper knows neither when the attempt started nor how long it ran
         run_ms = max(0, finish.finished_ms - finish.started_ms)
         counts[f"run:{bisect_left(_RUN_BUCKETS_MS, run_ms)}"] += 1
-        counts["run_ms"] += run_ms
+        totals["run_ms"] += run_ms
         if finish.lease.waiting_since_ms is not None:
             wait_ms = max(0, finish.started_ms - finish.lease.waiting_since_ms)
-            counts[f"wait:{bisect_left(_WAIT_BUCKETS_MS, wait_ms)}"] += 1
-            counts["wait_ms"] += wait_ms
+            totals[f"wait:{bisect_left(_WAIT_BUCKETS_MS, wait_ms)}"] += 1
+            totals["wait_ms"] += wait_ms
     args: list[str | int] = []
-    for path, counts in fields.items():
-        args += [path, len(counts)]
-        for name, amount in counts.items():
+    for path, counts in recent.items():
+        totals = lifetime.get(path, {})
+        args += [path, len(counts), len(totals)]
+        for name, amount in [*counts.items(), *totals.items()]:
             args += [name, amount]
     return args

@@ -36,7 +36,13 @@ def test_a_batch_adds_outcomes_and_buckets_per_task_path(
     assert counted[f"{ECHO}|run:8"] == 1  # <= 2.5 s
     assert counted[f"{ECHO}|run_ms"] == 3 + 3 + 2000
     minute = redis_client.hgetall(keys.metrics_minute(current_minute()))
-    assert minute[f"{ECHO}|successful"] == "2"
+    assert minute == {  # what the admin's last hour shows, no more
+        f"{ECHO}|successful": "2",
+        f"{ECHO}|failed": "1",
+        f"{ECHO}|run:0": "2",
+        f"{ECHO}|run:8": "1",
+    }
+    assert counted[f"{ECHO}|wait_ms"] >= 0
     assert 0 < redis_client.pttl(keys.metrics_minute(current_minute())) <= 2 * 3600 * 1000
     assert redis_client.smembers(keys.metrics_paths) == {ECHO}
 

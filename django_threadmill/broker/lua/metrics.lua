@@ -4,7 +4,7 @@
 -- KEYS[3]  P:metrics:paths      set: task paths counted under their own name
 -- ARGV[1]  cap            most task paths in KEYS[3]; later ones are counted as "other"
 -- ARGV[2]  minute_ttl_ms  expiry of KEYS[2]
--- ARGV[3..] per task path: path, n, then n pairs of field name and amount
+-- ARGV[3..] per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
 -- Returns: 1.
 -- Fence:   none: the client sends only the increments of outcomes finish.lua recorded.
 -- Clock:   none.
