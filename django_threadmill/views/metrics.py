@@ -6,6 +6,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from ..exceptions import BrokerUnavailable
 from .backends import Source, sources
 
 BEARER = "Bearer "
@@ -50,4 +51,8 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         raise ImproperlyConfigured(
             "threadmill/metrics needs prometheus_client: pip install 'django-threadmill[metrics]'."
         ) from exc
-    return HttpResponse(exposition(readable), content_type=CONTENT_TYPE_LATEST)
+    try:
+        body = exposition(readable)
+    except BrokerUnavailable as exc:  # a scrape failing with 503 is what an alert rule expects
+        return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

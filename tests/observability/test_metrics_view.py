@@ -4,12 +4,13 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import add, fail
+from tests.conftest import tasks_setting
 from tests.support import worker
 
 URL = "/threadmill/metrics"
@@ -96,6 +97,14 @@ def test_a_wrong_token_is_refused(backend: ThreadmillTaskBackend, header: str, d
     response = Client().get(URL, headers={"Authorization": header})
     assert response.status_code in (401, 403)
     assert b"threadmill_" not in response.content
+
+
+def test_an_unreachable_redis_is_a_503_naming_the_fix(key_prefix: str) -> None:
+    down = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    with override_settings(TASKS=tasks_setting(down, key_prefix, metrics_token=TOKEN)):
+        response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 503
+    assert f"Redis at {down} is unreachable" in response.content.decode()
 
 
 def test_a_user_who_is_not_staff_is_refused(backend: ThreadmillTaskBackend, db: None) -> None:
