@@ -3,7 +3,8 @@
 The enqueue span's context travels in the task's payload (``"trace"``, W3C trace context
 written by the client, so no Lua reads it), and the execution span links to it: a trace
 viewer goes from the request that enqueued to the run, however long the task waited.
-Without opentelemetry-api both decorators hand back the function they were given: no cost.
+Without opentelemetry-api the decorators hand back the function they were given: no cost; with
+the API but no SDK they call it straight away.
 """
 
 import json
@@ -23,6 +24,20 @@ if TYPE_CHECKING:
 TRACER_NAME = "django_threadmill"
 CARRIER_KEY = "trace"  # payload key of the enqueuing span's context
 ATTRIBUTE_PREFIX = "threadmill."
+_sdk_seen = False  # set once a real tracer provider is found: one can never be unset
+
+
+def _tracing() -> bool:
+    """Tell whether a tracer provider (an SDK) is set.
+
+    Without one every span is the API's no-op, yet opening one costs tens of µs per task, so
+    the wrappers skip it; once a provider is seen the answer is cached.
+    """
+    global _sdk_seen
+    if not _sdk_seen:
+        _sdk_seen = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    return _sdk_seen
+
 
 type Enqueue = Callable[[Any, "Task", Any, Any], "TaskResult"]
 type AsyncEnqueue = Callable[[Any, "Task", Any, Any], Awaitable["TaskResult"]]
@@ -36,7 +51,7 @@ def _attributes(path: str, queue: str, **more: str | int) -> dict[str, str | int
 
 def carrier() -> dict[str, str]:
     """Return the current span's context to store with a task ({} without OpenTelemetry)."""
-    if trace is None:
+    if trace is None or not _tracing():
         return {}
     found: dict[str, str] = {}
     propagate.inject(found)
@@ -58,6 +73,8 @@ def traced_enqueue(enqueue: Enqueue) -> Enqueue:
 
     @wraps(enqueue)
     def traced(backend: Any, task: "Task", args: Any, kwargs: Any) -> "TaskResult":
+        if not _tracing():
+            return enqueue(backend, task, args, kwargs)
         with _enqueue_span(task) as span:
             result = enqueue(backend, task, args, kwargs)
             span.set_attribute(ATTRIBUTE_PREFIX + "task.id", result.id)
@@ -73,6 +90,8 @@ def traced_aenqueue(aenqueue: AsyncEnqueue) -> AsyncEnqueue:
 
     @wraps(aenqueue)
     async def traced(backend: Any, task: "Task", args: Any, kwargs: Any) -> "TaskResult":
+        if not _tracing():
+            return await aenqueue(backend, task, args, kwargs)
         with _enqueue_span(task) as span:
             result = await aenqueue(backend, task, args, kwargs)
             span.set_attribute(ATTRIBUTE_PREFIX + "task.id", result.id)
@@ -103,6 +122,8 @@ def traced_execution(run: Run) -> Run:
 
     @wraps(run)
     def traced(executor: Any, reservation: "Reservation", started_ms: int) -> "Finish":
+        if not _tracing():
+            return run(executor, reservation, started_ms)
         lease = reservation.lease
         with trace.get_tracer(TRACER_NAME).start_as_current_span(
             f"run {lease.task_path}",

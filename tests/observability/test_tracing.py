@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+from django_threadmill.backend import ThreadmillTaskBackend
+from testproject.example.tasks import add
 from tests.support import ROOT, command_env
 
 ADD = "testproject.example.tasks.add"
@@ -52,3 +54,10 @@ def test_a_failed_run_is_an_error_span(redis_url: str, key_prefix: str) -> None:
     assert run["attributes"]["threadmill.outcome"] == "failed"
     assert run["status"] == "ERROR"
     assert len(run["links"]) == 1
+
+
+def test_without_an_sdk_a_task_carries_no_trace(backend: ThreadmillTaskBackend) -> None:
+    result = add.enqueue(1, 2)
+    record = backend.broker.record(result.id)
+    assert record is not None
+    assert '"trace"' not in record["payload"]
