@@ -124,11 +124,20 @@ def _search(chosen: list[Source], filters: Filters) -> list[dict[str, Any]]:
     return found
 
 
-def results_context(query: QueryDict) -> dict[str, Any]:
-    """Return the template context of one page of the task list."""
+def _filtered(query: QueryDict) -> tuple[list[Source], Filters, list[Source]]:
+    """Return every alias's Source, the filters in ``query``, and the Sources they choose."""
     everything = sources()
     filters = Filters.read(query, [s.alias for s in everything])
-    chosen = [s for s in everything if not filters.backend or s.alias == filters.backend]
+    return (
+        everything,
+        filters,
+        [s for s in everything if not filters.backend or s.alias == filters.backend],
+    )
+
+
+def results_context(query: QueryDict) -> dict[str, Any]:
+    """Return the template context of one page of the task list."""
+    everything, filters, chosen = _filtered(query)
     context: dict[str, Any] = {
         "filters": filters,
         "row_query": f"{kept}&" if (kept := filters.query(task="")) else "",
@@ -153,9 +162,7 @@ def matching(
     """Return (alias, row) of the first ``want`` tasks in ``state`` the list's filters match,
     reading at most ``budget`` index entries, and whether that is every match. The id search
     is ignored."""
-    everything = sources()
-    filters = Filters.read(query, [s.alias for s in everything])
-    chosen = [s for s in everything if not filters.backend or s.alias == filters.backend]
+    _, filters, chosen = _filtered(query)
     listed = filters.keep()
 
     def accepts(fields: dict[str, str | None]) -> bool:
