@@ -1,7 +1,6 @@
 """finish.lua adds each batch's metrics once per field; stale items are never counted."""
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import redis
 
@@ -25,8 +24,8 @@ def test_a_batch_adds_outcomes_and_buckets_per_task_path(
     leases = [reserve() for _ in range(3)]
     assert all(lease.task_path == ECHO for lease in leases)
     assert all(lease.waiting_since_ms is not None for lease in leases)
-    quick = [replace(finish(lease), started_ms=1000, finished_ms=1003) for lease in leases[:2]]
-    slow = replace(finish(leases[2], Outcome.FAILED, ERROR), started_ms=1000, finished_ms=3000)
+    quick = [finish(lease)._replace(started_ms=1000, finished_ms=1003) for lease in leases[:2]]
+    slow = finish(leases[2], Outcome.FAILED, ERROR)._replace(started_ms=1000, finished_ms=3000)
     assert broker.finish(WORKER, [*quick, slow]) == []
 
     counted = metrics(redis_client, keys)
