@@ -11,6 +11,7 @@ _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"\s*")
 _PATH_OPENING = '{"path":'
 _RUN_AFTER_KEY = '"run_after_ms":'
+_NO_RUN_AFTER = _RUN_AFTER_KEY + "null}"  # how records.encode_payload ends without run_after
 
 
 def task_path(payload: str | None) -> str:
@@ -32,6 +33,8 @@ def run_after_ms(payload: str) -> int | None:
 
     The last occurrence of the key is the payload's own: argument text comes before it.
     """
+    if payload.endswith(_NO_RUN_AFTER):  # the usual payload: nothing to decode
+        return None
     at = payload.rfind(_RUN_AFTER_KEY)
     if at < 0:
         return None
