@@ -179,6 +179,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         await self.enqueuer.aenqueue(task.queue_name, new, result)
         return result
 
+    @traced_enqueue
     def enqueue_many(
         self, task: Task, calls: Iterable[tuple[Sequence[Any], dict[str, Any]]]
     ) -> list[TaskResult]:

@@ -39,8 +39,9 @@ def _tracing() -> bool:
     return _sdk_seen
 
 
-type Enqueue = Callable[[Any, "Task", Any, Any], "TaskResult"]
-type AsyncEnqueue = Callable[[Any, "Task", Any, Any], Awaitable["TaskResult"]]
+type Enqueued = "TaskResult | list[TaskResult]"  # what enqueue and enqueue_many return
+type Enqueue = Callable[..., Enqueued]
+type AsyncEnqueue = Callable[..., Awaitable["TaskResult"]]
 type Run = Callable[[Any, "Reservation", int], "Finish"]
 
 
@@ -66,19 +67,28 @@ def _enqueue_span(task: "Task") -> Any:
     )
 
 
+def _describe(span: Any, enqueued: Enqueued) -> None:
+    """Name what was enqueued on its span: the task id, or how many tasks enqueue_many made."""
+    if isinstance(enqueued, list):
+        span.set_attribute(ATTRIBUTE_PREFIX + "task.count", len(enqueued))
+    else:
+        span.set_attribute(ATTRIBUTE_PREFIX + "task.id", enqueued.id)
+
+
 def traced_enqueue(enqueue: Enqueue) -> Enqueue:
-    """Wrap a backend's ``enqueue`` in a producer span named after the task."""
+    """Wrap a backend's ``enqueue`` or ``enqueue_many`` in a producer span named after the
+    task; the tasks it stores carry that span's context."""
     if trace is None:
         return enqueue
 
     @wraps(enqueue)
-    def traced(backend: Any, task: "Task", args: Any, kwargs: Any) -> "TaskResult":
+    def traced(backend: Any, task: "Task", *calls: Any) -> Enqueued:
         if not _tracing():
-            return enqueue(backend, task, args, kwargs)
+            return enqueue(backend, task, *calls)
         with _enqueue_span(task) as span:
-            result = enqueue(backend, task, args, kwargs)
-            span.set_attribute(ATTRIBUTE_PREFIX + "task.id", result.id)
-            return result
+            enqueued = enqueue(backend, task, *calls)
+            _describe(span, enqueued)
+            return enqueued
 
     return traced
 
@@ -94,7 +104,7 @@ def traced_aenqueue(aenqueue: AsyncEnqueue) -> AsyncEnqueue:
             return await aenqueue(backend, task, args, kwargs)
         with _enqueue_span(task) as span:
             result = await aenqueue(backend, task, args, kwargs)
-            span.set_attribute(ATTRIBUTE_PREFIX + "task.id", result.id)
+            _describe(span, result)
             return result
 
     return traced

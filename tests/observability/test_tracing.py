@@ -8,11 +8,11 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import add
 from tests.support import ROOT, command_env
 
-ADD = "testproject.example.tasks.add"
+ADD, ECHO = "testproject.example.tasks.add", "testproject.example.tasks.echo"
 
 
-def spans(redis_url: str, key_prefix: str) -> dict[str, dict]:
-    """Run the probe in its own process; return its spans by name."""
+def spans(redis_url: str, key_prefix: str) -> dict[str, list[dict]]:
+    """Run the probe in its own process; return its spans by name, oldest first."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.observability.trace_probe"],
         cwd=ROOT,
@@ -23,12 +23,15 @@ def spans(redis_url: str, key_prefix: str) -> dict[str, dict]:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    return {span["name"]: span for span in map(json.loads, done.stdout.splitlines())}
+    found: dict[str, list[dict]] = {}
+    for span in map(json.loads, done.stdout.splitlines()):
+        found.setdefault(span["name"], []).append(span)
+    return found
 
 
 def test_the_execution_span_links_to_the_enqueue_span(redis_url: str, key_prefix: str) -> None:
     found = spans(redis_url, key_prefix)
-    request, enqueue, run = found["request"], found[f"enqueue {ADD}"], found[f"run {ADD}"]
+    [request], [enqueue], [run] = found["request"], found[f"enqueue {ADD}"], found[f"run {ADD}"]
     assert enqueue["parent_id"] == request["span_id"]
     assert enqueue["kind"] == "PRODUCER"
     task_id = enqueue["attributes"]["threadmill.task.id"]
@@ -50,10 +53,19 @@ def test_the_execution_span_links_to_the_enqueue_span(redis_url: str, key_prefix
 
 
 def test_a_failed_run_is_an_error_span(redis_url: str, key_prefix: str) -> None:
-    run = spans(redis_url, key_prefix)["run testproject.example.tasks.fail"]
+    [run] = spans(redis_url, key_prefix)["run testproject.example.tasks.fail"]
     assert run["attributes"]["threadmill.outcome"] == "failed"
     assert run["status"] == "ERROR"
     assert len(run["links"]) == 1
+
+
+def test_enqueue_many_is_one_span_every_run_links_to(redis_url: str, key_prefix: str) -> None:
+    found = spans(redis_url, key_prefix)
+    [many] = found[f"enqueue {ECHO}"]
+    assert many["attributes"]["threadmill.task.count"] == 2
+    assert many["parent_id"] is None  # enqueued outside the request span
+    runs = found[f"run {ECHO}"]
+    assert [run["links"] for run in runs] == [[many["span_id"]]] * 2
 
 
 def test_without_an_sdk_a_task_carries_no_trace(backend: ThreadmillTaskBackend) -> None:

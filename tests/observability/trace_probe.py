@@ -24,16 +24,17 @@ def main() -> None:
     from django_threadmill.compat import task_backends
     from django_threadmill.records import now_ms
     from django_threadmill.worker.executor import Executor
-    from testproject.example.tasks import add, fail
+    from testproject.example.tasks import add, echo, fail
 
     backend = task_backends["default"]
     with trace.get_tracer("probe").start_as_current_span("request"):
         add.enqueue(1, 2)
         fail.enqueue("on purpose")
+    backend.enqueue_many(echo, [((n,), {}) for n in range(2)])
     executor = Executor("probe-worker", "default", type(backend))
     for reservation in backend.broker.acquire("default", 10).reservations:
         backend.broker.finish("probe-worker", [executor.run(reservation, now_ms())])
-    for span in exporter.get_finished_spans():
+    for span in sorted(exporter.get_finished_spans(), key=lambda span: span.start_time or 0):
         print(
             json.dumps(
                 {
