@@ -15,18 +15,12 @@ from prometheus_client.core import (
     Metric,
 )
 
-from .broker.inspect import QueueOverview
+from .broker.inspect import Index
 from .broker.inspect.counters import PathCounters, histogram, lifetime
 from .views.backends import Source
 
 QUEUE_STATES = ("ready", "delayed", "reserved", "running")
 OUTCOMES = ("successful", "failed")
-
-
-def _queue_tasks(overview: QueueOverview, state: str) -> int:
-    if state in ("ready", "delayed"):
-        return getattr(overview, state)
-    return overview.leased.counts.get(state, 0)
 
 
 class _Families:
@@ -86,14 +80,10 @@ class _Families:
             self.wait,
         ]
 
-    def add_queue(self, alias: str, overview: QueueOverview) -> None:
+    def add_queue(self, alias: str, queue: str, counts: dict[str, int], age_s: float) -> None:
         for state in QUEUE_STATES:
-            self.queue_tasks.add_metric(
-                [alias, overview.queue, state], _queue_tasks(overview, state)
-            )
-        oldest = overview.oldest_ready_enqueued_ms
-        age_s = 0.0 if oldest is None else max(0, overview.now_ms - oldest) / 1000
-        self.oldest_ready.add_metric([alias, overview.queue], age_s)
+            self.queue_tasks.add_metric([alias, queue, state], counts.get(state, 0))
+        self.oldest_ready.add_metric([alias, queue], age_s)
 
     def add_counters(self, alias: str, queue: str, counters: PathCounters) -> None:
         for path, fields in sorted(counters.items()):
@@ -124,21 +114,30 @@ class ThreadmillCollector:
     def collect(self) -> Iterator[Metric]:
         families = _Families()
         for source in self.sources:
-            queues = source.queues()
-            overviews = source.inspector.overview(queues)
-            for overview in overviews:
-                families.add_queue(source.alias, overview)
-            for queue, counters in lifetime(source.inspector, queues).items():
-                families.add_counters(source.alias, queue, counters)
-            now_ms = overviews[0].now_ms if overviews else source.inspector.now_ms()
-            lease_ms = source.backend.settings.lease_ttl_ms
-            alive = {
-                sighting.worker_id
-                for sighting in source.inspector.workers(queues)
-                if now_ms - sighting.last_renewal_ms <= lease_ms
-            }
-            families.workers.add_metric([source.alias], len(alive))
+            self._collect_source(source, families)
         yield from families.all()
+
+    @staticmethod
+    def _collect_source(source: Source, families: _Families) -> None:
+        """Read one alias: queue gauges, lifetime counters and live workers."""
+        inspector, queues = source.inspector, source.queues()
+        now_ms = inspector.now_ms()
+        for queue, (ready, delayed) in inspector.waiting(queues).items():
+            leased = inspector.state_split(queue, Index.LEASES).counts
+            oldest = inspector.oldest_ready_enqueued_ms(queue) if ready else None
+            age_s = 0.0 if oldest is None else max(0, now_ms - oldest) / 1000
+            families.add_queue(
+                source.alias, queue, {"ready": ready, "delayed": delayed, **leased}, age_s
+            )
+        for queue, counters in lifetime(inspector, queues).items():
+            families.add_counters(source.alias, queue, counters)
+        lease_ms = source.backend.settings.lease_ttl_ms
+        alive = {
+            sighting.worker_id
+            for sighting in inspector.workers(queues)
+            if now_ms - sighting.last_renewal_ms <= lease_ms
+        }
+        families.workers.add_metric([source.alias], len(alive))
 
 
 def exposition(sources: Sequence[Source]) -> bytes:

@@ -9,7 +9,8 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from testproject.example.tasks import add, fail
+from testproject.example.tasks import add, fail, send_welcome
+from tests.backend_support import reserve, start
 from tests.conftest import tasks_setting
 from tests.support import worker
 
@@ -55,6 +56,8 @@ def test_a_scrape_counts_what_was_enqueued_and_run(
     add.enqueue(1, 1)
     add.enqueue(2, 2)
     add.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(3, 3)
+    start(backend, send_welcome.enqueue("a@example.com").id)  # emails: one running
+    reserve(backend, send_welcome.enqueue("b@example.com").id)  # ... and one reserved
 
     response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
 
@@ -65,6 +68,10 @@ def test_a_scrape_counts_what_was_enqueued_and_run(
     assert value(found, "threadmill_queue_tasks", state="ready", **queue) == 2
     assert value(found, "threadmill_queue_tasks", state="delayed", **queue) == 1
     assert value(found, "threadmill_queue_tasks", state="running", **queue) == 0
+    emails = {"queue": "emails"}
+    assert value(found, "threadmill_queue_tasks", state="running", **emails) == 1
+    assert value(found, "threadmill_queue_tasks", state="reserved", **emails) == 1
+    assert value(found, "threadmill_queue_tasks", state="ready", **emails) == 0
     assert value(found, "threadmill_oldest_ready_seconds", **queue) >= 0
     finished = "threadmill_tasks_finished_total"
     assert value(found, finished, task=ADD, outcome="successful", **queue) == 3

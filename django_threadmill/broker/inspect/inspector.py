@@ -99,6 +99,16 @@ class Inspector:
             for queue, ready, delayed, finished, stats, since in counted
         ]
 
+    def waiting(self, queues: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Return (ready, delayed) of each queue: one pipeline of ZCARDs."""
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                keys = self._keys(queue)
+                pipe.zcard(keys.ready)
+                pipe.zcard(keys.delayed)
+            replies = iter(pipe.execute())
+        return {queue: (int(next(replies)), int(next(replies))) for queue in queues}
+
     def state_split(self, queue: str, index: Index, total: int | None = None) -> StateSplit:
         """Count the states of the ids in ``index``; estimate from the newest ids above a cap."""
         keys = self._keys(queue)
