@@ -101,7 +101,7 @@ def pages(samples: dict[str, list[str]]) -> dict[str, str]:
     from django_threadmill.views.listing import Cursor
 
     tasks = "/admin/django_threadmill/task/"
-    deep = Cursor(offsets={("default", "default"): 400_000}).encode()
+    deep = Cursor(offsets={("default", "default", "done"): 400_000}).encode()
     task_id = samples["emails"][0]
     return {
         "queues page": "/admin/django_threadmill/queue/",

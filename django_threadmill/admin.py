@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from .exceptions import BrokerUnavailable
 from .models import Queue, Task
-from .views import actions
+from .views import actions, bulk
 from .views.backends import source_or_404, sources
 from .views.detail import detail_context, detail_or_404, raw_response, raw_value
 from .views.queues import queues_context
@@ -161,6 +161,8 @@ class TaskAdmin(ThreadmillModelAdmin):
         """Confirm an action on the posted tasks, then (on ``post=yes``) apply it."""
         back = self._next_url(request)
         action = actions.TASK_ACTIONS.get(request.POST.get("action", ""))
+        if action is not None and request.POST.get("across") == "1":
+            return self.bulk_action(request, action, back)
         by_alias = {source.alias: source for source in sources()}
         pairs = actions.parse_selection(request.POST.getlist("_selected_action"), by_alias)
         if action is None or not pairs:
@@ -174,6 +176,30 @@ class TaskAdmin(ThreadmillModelAdmin):
         if request.POST.get("post") != "yes":
             context = {"action": action, "selected": selected, "next": back}
             return self.render(request, "action_confirm.html", action.label, context)
+        return self._apply(request, action, selected, back)
+
+    def bulk_action(
+        self, request: HttpRequest, action: actions.TaskAction, back: str
+    ) -> HttpResponse:
+        """Confirm ``action`` on every task the posted filter matches, then (``post=yes``)
+        walk the filter again and apply it."""
+        found = bulk.matched(request.POST, action)
+        if request.POST.get("post") != "yes":
+            context = {"action": action, "found": found, "next": back, "limit": bulk.MAX_BULK}
+            every = f"every {action.applies_to.upper()} task a filter matches"
+            title = f"{action.name.capitalize()} {every}"
+            return self.render(request, "bulk_confirm.html", title, context)
+        return self._apply(request, action, found.selected, back)
+
+    def _apply(
+        self,
+        request: HttpRequest,
+        action: actions.TaskAction,
+        selected: list[actions.Selected],
+        back: str,
+    ) -> HttpResponse:
+        """Run ``action`` on ``selected`` (fenced per task) and say what it did."""
+        by_alias = {source.alias: source for source in sources()}
         changed, skipped = actions.run_task_action(action, selected, by_alias, request.user)
         count, *left_alone = actions.outcome_messages(action, changed, skipped)
         self.message_user(request, count, messages.SUCCESS if changed else messages.WARNING)

@@ -35,6 +35,7 @@ from .records import (
     to_ms,
 )
 from .task import ThreadmillTask
+from .tracing import carrier, traced_aenqueue, traced_enqueue
 
 _enqueuers: dict[tuple[type, str], Enqueuer] = {}
 _enqueuers_lock = Lock()
@@ -127,7 +128,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 errors=[],
                 worker_ids=[],
             )
-            payload = encode_payload(task, result.args, result.kwargs, run_after_ms)
+            payload = encode_payload(task, result.args, result.kwargs, run_after_ms, carrier())
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
@@ -153,6 +154,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             enqueued_ms=enqueued_ms,
         ), result
 
+    @traced_enqueue
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Queue up the Task to be executed: one Redis call, shared with concurrent callers.
 
@@ -164,6 +166,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             write()
         return result
 
+    @traced_aenqueue
     async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Queue up the Task to be executed, on the asyncio client (no thread hop).
 
@@ -176,6 +179,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         await self.enqueuer.aenqueue(task.queue_name, new, result)
         return result
 
+    @traced_enqueue
     def enqueue_many(
         self, task: Task, calls: Iterable[tuple[Sequence[Any], dict[str, Any]]]
     ) -> list[TaskResult]:

@@ -20,6 +20,7 @@ DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 # Connections per pool (one sync pool per process, one asyncio pool per event loop). Coalesced
 # enqueues need few; a call that finds all in use waits up to pool_timeout (issue 11).
 DEFAULT_MAX_CONNECTIONS = 50
+MIN_TOKEN_CHARS = 16  # a metrics token shorter than this is too easy to guess
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +39,9 @@ class BackendSettings:
     pool_timeout_s: float = 10.0  # how long a call waits for a free pooled connection
     enqueue_on_commit: bool = False  # write enqueues when the default DB's transaction commits
     connection_options: dict[str, Any] = field(default_factory=dict)
+    # Bearer token that may read this alias's metrics without a staff login (issue 13); kept
+    # out of repr, which names the shared broker and may end up in logs.
+    metrics_token: str | None = field(default=None, repr=False)
 
     @property
     def lease_ttl_ms(self) -> int:
@@ -105,6 +109,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         "pool_timeout": lambda v: ("pool_timeout_s", _seconds("pool_timeout", v)),
         "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),
         "connection_options": lambda v: ("connection_options", _mapping(v)),
+        "metrics_token": lambda v: ("metrics_token", _token(v)),
     }
     read: dict[str, Any] = {}
     for name, value in options.items():
@@ -125,6 +130,15 @@ def _key_prefix(value: object) -> tuple[str, str]:
             "(no braces: the prefix sits outside the Redis Cluster hash tag)."
         )
     return "key_prefix", value
+
+
+def _token(value: object) -> str:
+    if not isinstance(value, str) or len(value) < MIN_TOKEN_CHARS:
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['metrics_token'] must be a string of at least {MIN_TOKEN_CHARS} "
+            "characters (e.g. secrets.token_urlsafe()); leave it out to allow staff users only."
+        )
+    return value
 
 
 def _mapping(value: object) -> dict[str, Any]:

@@ -9,14 +9,23 @@ ack may race: the token check lets exactly one of them record the attempt's outc
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .broker import ExpiredAttempt, Finish, Outcome, Reaped
-from .compat import TaskResultStatus
+from .compat import TaskResult, TaskResultStatus, task_finished
 from .exceptions import LeaseExpired
-from .records import build_result, decode_payload, error_json, load_task, now_ms
+from .records import (
+    build_result,
+    decode_payload,
+    error_json,
+    from_ms,
+    load_task,
+    now_ms,
+    parse_error,
+)
 from .retry import retry_delay
+from .signals import send_guarded
 
 if TYPE_CHECKING:
     from .backend import ThreadmillTaskBackend
@@ -75,13 +84,12 @@ def lease_error(attempt: ExpiredAttempt) -> LeaseExpired:
     )
 
 
-def _decide(
-    backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt, error: LeaseExpired
-) -> timedelta | None:
-    """Return the retry delay the task's policy gives ``attempt``, or None to fail it.
+def _expired_result(backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt) -> TaskResult | None:
+    """Return the TaskResult of ``attempt`` as it stood while running; None if unloadable.
 
     A task that cannot be loaded any more (corrupt payload, removed or broken code, a queue
-    no longer in QUEUES) is failed: one bad record must never stall every later reap pass.
+    no longer in QUEUES) is failed without one: one bad record must never stall every later
+    reap pass.
     """
     task_id = attempt.lease.task_id
     try:
@@ -89,28 +97,31 @@ def _decide(
         task = load_task(
             payload["path"], backend=backend.alias, queue=attempt.lease.queue, payload=payload
         )
-        if getattr(task, "retry", None) is None:
-            return None  # no policy: skip building the TaskResult
         record = {"workers": "\n".join(attempt.workers), "nerrors": str(len(attempt.errors))}
         record.update({f"error:{n}": raw for n, raw in enumerate(attempt.errors, start=1)})
-        result = build_result(
+        return build_result(
             task, task_id=task_id, status=TaskResultStatus.RUNNING, payload=payload, record=record
         )
     except Exception as exc:  # PayloadError, InvalidTask, or whatever the task module raises
         logger.warning("Expired task cannot be loaded task_id=%s problem=%r", task_id, exc)
         return None
-    return retry_delay(task, result, error)
 
 
 def _worker_of(attempt: ExpiredAttempt) -> str:
     return attempt.workers[-1] if attempt.workers else "<unknown>"
 
 
-def _finish_for(backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt) -> Finish:
-    """Return the fenced outcome of ``attempt``: FAILED with the lease error, or a retry."""
+def _finish_for(
+    backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt
+) -> tuple[Finish, TaskResult | None]:
+    """Return the fenced outcome of ``attempt`` (FAILED with the lease error, or a retry the
+    task's policy gives it) and its TaskResult."""
     error = lease_error(attempt)
-    delay = _decide(backend, attempt, error)
-    return Finish(
+    result = _expired_result(backend, attempt)
+    delay = None
+    if result is not None and getattr(result.task, "retry", None) is not None:
+        delay = retry_delay(result.task, result, error)
+    finish = Finish(
         lease=attempt.lease,
         outcome=Outcome.FAILED if delay is None else Outcome.RETRY,
         value=error_json(error),
@@ -118,6 +129,15 @@ def _finish_for(backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt) -> Fi
         finished_ms=now_ms(),
         retry_delay_ms=0 if delay is None else int(delay.total_seconds() * 1000),
     )
+    return finish, result
+
+
+def _announce_failure(backend: "ThreadmillTaskBackend", result: TaskResult, finish: Finish) -> None:
+    """Send task_finished for an attempt the reaper failed, as a worker does for its own."""
+    result.errors.append(parse_error(finish.value))
+    object.__setattr__(result, "status", TaskResultStatus.FAILED)
+    object.__setattr__(result, "finished_at", from_ms(finish.finished_ms))
+    send_guarded(task_finished, type(backend), result)
 
 
 def _count(counts: QueueReap, finish: Finish) -> None:
@@ -131,11 +151,11 @@ def _settle(
     backend: "ThreadmillTaskBackend", attempts: list[ExpiredAttempt], counts: QueueReap
 ) -> None:
     """Record each expired attempt as FAILED or retried, fenced by its token."""
-    finishes = [_finish_for(backend, attempt) for attempt in attempts]
-    if not finishes:
+    settled = [_finish_for(backend, attempt) for attempt in attempts]
+    if not settled:
         return
-    stale = {finish.lease.task_id for finish in backend.broker.finish("", finishes)}
-    for attempt, finish in zip(attempts, finishes, strict=True):
+    stale = {f.lease.task_id for f in backend.broker.finish("", [f for f, _ in settled])}
+    for attempt, (finish, result) in zip(attempts, settled, strict=True):
         task_id = attempt.lease.task_id
         if task_id in stale:
             counts.stale += 1
@@ -149,10 +169,12 @@ def _settle(
                 _worker_of(attempt),
                 finish.retry_delay_ms,
             )
-        else:
-            logger.error(
-                "Lease expired, task FAILED task_id=%s worker=%s", task_id, _worker_of(attempt)
-            )
+            continue
+        logger.error(
+            "Lease expired, task FAILED task_id=%s worker=%s", task_id, _worker_of(attempt)
+        )
+        if result is not None:
+            _announce_failure(backend, result, finish)
 
 
 def _dry_run(
@@ -161,7 +183,7 @@ def _dry_run(
     """Count and describe what a real pass would do with ``reaped``, changing nothing."""
     lines = [f"queue={queue} task_id={task_id} action=release" for task_id in reaped.released]
     for attempt in reaped.expired:
-        finish = _finish_for(backend, attempt)
+        finish, _ = _finish_for(backend, attempt)
         _count(counts, finish)
         action = "fail"
         if finish.outcome is Outcome.RETRY:

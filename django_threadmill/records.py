@@ -52,18 +52,23 @@ def dumps(value: Any) -> str:
 
 
 def encode_payload(
-    task: Task, args: list[Any], kwargs: dict[str, Any], run_after_ms: int | None
+    task: Task,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    run_after_ms: int | None,
+    trace: dict[str, str] | None = None,
 ) -> str:
-    """Return the payload JSON of one enqueue; ``args`` and ``kwargs`` are already normalised."""
-    return dumps(
-        {
-            "path": task.module_path,
-            "args": args,
-            "kwargs": kwargs,
-            "priority": task.priority,
-            "run_after_ms": run_after_ms,
-        }
-    )
+    """Return the payload JSON of one enqueue; ``args`` and ``kwargs`` are already normalised.
+
+    ``trace`` is the enqueuing span's context (tracing.py), stored only when there is one.
+    The path stays first and run_after_ms last: broker/payloads.py reads them in place.
+    """
+    payload: dict[str, Any] = {"path": task.module_path, "args": args, "kwargs": kwargs}
+    if trace:
+        payload["trace"] = trace
+    payload["priority"] = task.priority
+    payload["run_after_ms"] = run_after_ms
+    return dumps(payload)
 
 
 def load_task(path: str, *, backend: str, queue: str, payload: dict[str, Any]) -> Task:

@@ -145,6 +145,20 @@ def test_connection_options_must_be_a_dict() -> None:
         options(connection_options=["x"])
 
 
+@pytest.mark.parametrize("value", ["short", 12345678901234567890, None])
+def test_metrics_token_must_be_a_long_string(value: object) -> None:
+    message = (
+        "OPTIONS['metrics_token'] must be a string of at least 16 characters (e.g. "
+        "secrets.token_urlsafe()); leave it out to allow staff users only."
+    )
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        options(metrics_token=value)
+
+
+def test_metrics_token_stays_out_of_repr() -> None:
+    assert "tok" not in repr(options(metrics_token="tok" * 8))
+
+
 def test_options_must_be_a_dict() -> None:
     message = "TASKS['default']['OPTIONS'] is [('lease_ttl', 5)]. Use a dict."
     with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):

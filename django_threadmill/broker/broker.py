@@ -20,6 +20,8 @@ from ..conf import BackendSettings
 from ..exceptions import BrokerUnavailable
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_of
+from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments, waiting_since_ms
+from .payloads import task_path
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .types import (
     Acquired,
@@ -46,6 +48,34 @@ def _stored(outcome: int | BrokerUnavailable) -> int:
 
 def _lines(value: str | None) -> list[str]:
     return value.split("\n") if value else []
+
+
+def _reservation(
+    queue: str,
+    task_id: str,
+    token: str | int,
+    payload: str,
+    workers: str,
+    enqueued_ms: str,
+    started_ms: str,
+    errors: list[str],
+) -> Reservation:
+    """Return one reservation of an acquire reply, its lease carrying what the metrics need."""
+    enqueued, started = stored_int(enqueued_ms), stored_int(started_ms)
+    return Reservation(
+        lease=Lease(
+            task_id=task_id,
+            queue=queue,
+            token=str(token),
+            task_path=task_path(payload),
+            waiting_since_ms=waiting_since_ms(payload, enqueued, started),
+        ),
+        payload=payload,
+        workers=_lines(workers),
+        enqueued_ms=enqueued,
+        started_ms=started,
+        errors=list(errors),
+    )
 
 
 class Broker:
@@ -251,17 +281,7 @@ class Broker:
         )
         next_due_ms = int(reply[0])
         return Acquired(
-            reservations=[
-                Reservation(
-                    lease=Lease(task_id=task_id, queue=queue, token=str(token)),
-                    payload=payload,
-                    workers=_lines(workers),
-                    enqueued_ms=stored_int(enqueued_ms),
-                    started_ms=stored_int(started_ms),
-                    errors=list(errors),
-                )
-                for task_id, token, payload, workers, enqueued_ms, started_ms, errors in reply[1:]
-            ],
+            reservations=[_reservation(queue, *entry) for entry in reply[1:]],
             next_due_ms=None if next_due_ms < 0 else next_due_ms,
         )
 
@@ -319,11 +339,19 @@ class Broker:
         return self._fenced_out(starts, build)
 
     def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Finish]:
-        """Record attempt outcomes; return the ones that were stale (fenced out)."""
+        """Record attempt outcomes and their metrics; return the ones that were stale."""
         ttl_ms = self.settings.result_ttl_ms
+        reaping = worker_id == ""
+        minute = current_minute()
 
         def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
-            args: list[str | int] = [worker_id, "" if ttl_ms is None else ttl_ms]
+            args: list[str | int] = [
+                worker_id,
+                "" if ttl_ms is None else ttl_ms,
+                len(group),
+                MAX_TASK_PATHS,
+                MINUTE_TTL_MS,
+            ]
             for f in group:
                 args += [
                     f.lease.task_id,
@@ -334,13 +362,47 @@ class Broker:
                     f.finished_ms,
                     f.retry_delay_ms,
                 ]
+            args += increments(group, reaping=reaping)
             return ScriptCall(
                 ScriptName.FINISH,
-                (keys.record_prefix, keys.leases, keys.done, keys.delayed, keys.stats, keys.wake),
+                (
+                    keys.record_prefix,
+                    keys.leases,
+                    keys.done,
+                    keys.delayed,
+                    keys.stats,
+                    keys.wake,
+                    *self._metric_keys(keys, minute),
+                ),
                 tuple(args),
             )
 
-        return self._fenced_out(finishes, build)
+        stale = self._fenced_out(finishes, build)
+        if stale:
+            self._count_recorded(finishes, stale, reaping=reaping, minute=minute)
+        return stale
+
+    @staticmethod
+    def _metric_keys(keys: QueueKeys, minute: int) -> tuple[str, str, str]:
+        return (keys.metrics, keys.metrics_minute(minute), keys.metrics_paths)
+
+    def _count_recorded(
+        self, finishes: Sequence[Finish], stale: list[Finish], *, reaping: bool, minute: int
+    ) -> None:
+        """Add the metrics finish.lua skipped: those of the recorded outcomes of its calls
+        that also had stale items (rare: a late ack racing the reaper)."""
+        fenced = {id(f) for f in stale}
+        queues = {f.lease.queue for f in stale}
+        recorded = [f for f in finishes if f.lease.queue in queues and id(f) not in fenced]
+
+        def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
+            return ScriptCall(
+                ScriptName.METRICS,
+                self._metric_keys(keys, minute),
+                (MAX_TASK_PATHS, MINUTE_TTL_MS, *increments(group, reaping=reaping)),
+            )
+
+        self._by_queue(recorded, lambda f: f.lease, build)
 
     def renew(self, worker_id: str, leases: Sequence[Lease]) -> list[str]:
         """Extend every lease in ``leases`` by lease_ttl; return the ids whose lease is lost."""
@@ -392,7 +454,9 @@ class Broker:
             released=list(released),
             expired=[
                 ExpiredAttempt(
-                    lease=Lease(task_id=task_id, queue=queue, token=str(token)),
+                    lease=Lease(
+                        task_id=task_id, queue=queue, token=str(token), task_path=task_path(payload)
+                    ),
                     payload=payload,
                     workers=_lines(workers),
                     deadline_ms=int(deadline_ms),

@@ -53,6 +53,20 @@ class QueueKeys:
         return f"{self.prefix}:stats"
 
     @property
+    def metrics(self) -> str:
+        """Hash of lifetime counters and histogram buckets per task path (broker/metrics.py)."""
+        return f"{self.prefix}:metrics"
+
+    @property
+    def metrics_paths(self) -> str:
+        """Set of the task paths counted under their own name; later ones count as "other"."""
+        return f"{self.prefix}:metrics:paths"
+
+    def metrics_minute(self, minute: int) -> str:
+        """Hash of the same counters for one minute (epoch minutes), kept for two hours."""
+        return f"{self.prefix}:metrics:{minute}"
+
+    @property
     def workers(self) -> str:
         return f"{self.prefix}:workers"
 

@@ -24,6 +24,7 @@ class ScriptName(StrEnum):
     CANCEL = "cancel"
     REQUEUE = "requeue"
     PURGE = "purge"
+    METRICS = "metrics"
 
 
 # Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back
@@ -34,6 +35,7 @@ ALLOW_OOM = frozenset(
     {
         ScriptName.START,
         ScriptName.FINISH,
+        ScriptName.METRICS,
         ScriptName.RENEW,
         ScriptName.RELEASE,
         ScriptName.REAP,

@@ -48,6 +48,11 @@ class Lease(NamedTuple):
     task_id: str
     queue: str
     token: str
+    # What the metrics need at finish (broker/metrics.py), filled by acquire and carried along
+    # to the Finish; not checked by any script. One reservation makes one Lease, so comparing
+    # leases (the ack writer's and HeldLeases' keys) is unaffected.
+    task_path: str = ""
+    waiting_since_ms: int | None = None  # when a first attempt became due; None for later ones
 
 
 class Reservation(NamedTuple):

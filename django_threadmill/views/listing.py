@@ -6,6 +6,8 @@ read once per walk), merges the windows in score order, keeps the prefix that is
 order, and reads only those records.
 Filters are applied to that prefix, so a filtered page reads at most ``budget`` index entries
 and says where it stopped; nothing ever scans the whole index.
+Streams may walk different indexes (the "all states" list): they are then read one index after
+the other, in the order the streams' indexes are given in, each index in its own order.
 """
 
 import base64
@@ -18,21 +20,22 @@ from dataclasses import dataclass, field
 
 from ..broker.inspect import Index, Inspector, TaskRow
 
-type StreamKey = tuple[str, str]  # (alias, queue)
+type StreamKey = tuple[str, str, str]  # (alias, queue, index)
 SCAN_CHUNK = 500  # index entries a filtered walk reads per round trip
 
 
 @dataclass(frozen=True, slots=True)
 class Stream:
-    """One queue's index in the listing."""
+    """One index of one queue in the listing."""
 
     alias: str
     queue: str
     inspector: Inspector
+    index: Index
 
     @property
     def key(self) -> StreamKey:
-        return (self.alias, self.queue)
+        return (self.alias, self.queue, self.index.value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,7 +50,7 @@ class Cursor:
         return sum(self.offsets.values())
 
     def encode(self) -> str:
-        data = {"t": self.as_of_ms, "o": [[a, q, n] for (a, q), n in self.offsets.items() if n]}
+        data = {"t": self.as_of_ms, "o": [[*key, n] for key, n in self.offsets.items() if n]}
         raw = json.dumps(data, separators=(",", ":")).encode()
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -59,7 +62,7 @@ class Cursor:
         try:
             data = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
             as_of = data["t"]
-            offsets = {(str(a), str(q)): int(n) for a, q, n in data["o"]}
+            offsets = {(str(a), str(q), str(i)): int(n) for a, q, i, n in data["o"]}
         except (ValueError, TypeError, KeyError, binascii.Error):
             return None
         if (as_of is not None and not isinstance(as_of, int)) or min(
@@ -91,16 +94,20 @@ class Walk:
 class _Entry:
     stream: int
     task_id: str
-    score: float
+    order: tuple[int, float]  # (index position, signed score): merged ascending
 
 
 class Walker:
-    """Walk ``index`` over ``streams`` from a cursor, forwards (older) or backwards (newer)."""
+    """Walk the indexes of ``streams`` from a cursor, forwards (older) or backwards (newer).
 
-    def __init__(self, streams: Sequence[Stream], index: Index, as_of_ms: int | None) -> None:
+    ``as_of_ms`` is the snapshot time of the newest-first (done) streams.
+    """
+
+    def __init__(self, streams: Sequence[Stream], as_of_ms: int | None) -> None:
         self.streams = list(streams)
-        self.index = index
-        self.as_of_ms = as_of_ms if index.newest_first else None
+        self.indexes = list(dict.fromkeys(stream.index for stream in self.streams))
+        newest_first = any(index.newest_first for index in self.indexes)
+        self.as_of_ms = as_of_ms if newest_first else None
         self.bases = self._bases()
 
     def by_inspector(self) -> dict[Inspector, list[int]]:
@@ -116,11 +123,23 @@ class Walker:
         if self.as_of_ms is None:
             return bases
         for inspector, members in self.by_inspector().items():
-            queues = [self.streams[n].queue for n in members]
-            after = inspector.ranks_after(self.index, queues, self.as_of_ms)
-            for n in members:
+            done = [n for n in members if self.streams[n].index.newest_first]
+            if not done:
+                continue
+            index = self.streams[done[0]].index
+            after = inspector.ranks_after(
+                index, [self.streams[n].queue for n in done], self.as_of_ms
+            )
+            for n in done:
                 bases[n] = after[self.streams[n].queue]
         return bases
+
+    def order(self, stream: int, score: float, backward: bool) -> tuple[int, float]:
+        """Return the merge key of an entry: its index's place, then its place in the index."""
+        index = self.streams[stream].index
+        position = self.indexes.index(index)
+        sign = -1 if index.newest_first else 1
+        return (-position, -sign * score) if backward else (position, sign * score)
 
     def walk(
         self,
@@ -211,12 +230,7 @@ class _Frontier:
 
     def peek(self, size: int) -> list[_Entry]:
         self._refill(size)
-        return _merge_prefix(
-            self.buffers,
-            self.more,
-            descending=self.walker.index.newest_first != self.backward,
-            backward=self.backward,
-        )
+        return _merge_prefix(self.buffers, self.more, backward=self.backward)
 
     def consume(self, walked: list[_Entry]) -> None:
         for n in {entry.stream for entry in walked}:
@@ -225,44 +239,53 @@ class _Frontier:
     def _refill(self, size: int) -> None:
         streams, bases = self.walker.streams, self.walker.bases
         for inspector, members in self.walker.by_inspector().items():
-            ranges = {}
-            for n in members:
-                if self.buffers[n] or not self.more[n]:
-                    continue
-                rank = self.next_rank[n]
-                first, last = (
-                    (max(0, rank - size), rank - 1) if self.backward else (rank, rank + size - 1)
-                )
-                ranges[streams[n].queue] = (bases[n] + first, bases[n] + last)
-            found = inspector.windows(self.walker.index, ranges) if ranges else {}
-            for n in members:
-                if streams[n].queue not in found:
-                    continue
-                window = [_Entry(n, task_id, score) for task_id, score in found[streams[n].queue]]
-                if self.backward:
-                    self.buffers[n] = window[::-1]
-                    self.next_rank[n] = max(0, self.next_rank[n] - size)
-                    self.more[n] = self.next_rank[n] > 0
-                else:
-                    self.buffers[n] = window
-                    self.next_rank[n] += len(window)
-                    self.more[n] = len(window) == size
+            for index in self.walker.indexes:
+                ranges = {}
+                for n in members:
+                    if streams[n].index is not index or self.buffers[n] or not self.more[n]:
+                        continue
+                    rank = self.next_rank[n]
+                    first, last = (
+                        (max(0, rank - size), rank - 1)
+                        if self.backward
+                        else (rank, rank + size - 1)
+                    )
+                    ranges[streams[n].queue] = (bases[n] + first, bases[n] + last)
+                if ranges:
+                    self._fill(members, index, inspector.windows(index, ranges), size)
+
+    def _fill(
+        self, members: list[int], index: Index, found: dict[str, list[tuple[str, float]]], size: int
+    ) -> None:
+        streams = self.walker.streams
+        for n in members:
+            if streams[n].index is not index or streams[n].queue not in found:
+                continue
+            window = [
+                _Entry(n, task_id, self.walker.order(n, score, self.backward))
+                for task_id, score in found[streams[n].queue]
+            ]
+            if self.backward:
+                self.buffers[n] = window[::-1]
+                self.next_rank[n] = max(0, self.next_rank[n] - size)
+                self.more[n] = self.next_rank[n] > 0
+            else:
+                self.buffers[n] = window
+                self.next_rank[n] += len(window)
+                self.more[n] = len(window) == size
 
 
-def _merge_prefix(
-    windows: list[list[_Entry]], more: list[bool], *, descending: bool, backward: bool
-) -> list[_Entry]:
+def _merge_prefix(windows: list[list[_Entry]], more: list[bool], *, backward: bool) -> list[_Entry]:
     """Merge per-stream windows; stop where a stream with unread ids runs out of its window.
 
     Past that point an unread id of that stream could come first, so the order is not known.
     Ties follow the order of the streams (reversed when walking backwards), and within a stream
     Redis' own order.
     """
-    sign = -1 if descending else 1
     left = [len(window) for window in windows]
     merged: list[_Entry] = []
     ordered = windows[::-1] if backward else windows
-    for entry in heapq.merge(*ordered, key=lambda e: sign * e.score):
+    for entry in heapq.merge(*ordered, key=lambda e: e.order):
         merged.append(entry)
         left[entry.stream] -= 1
         if left[entry.stream] == 0 and more[entry.stream]:

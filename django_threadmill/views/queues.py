@@ -6,6 +6,7 @@ from typing import Any
 from ..broker.connection import redacted
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
 from ..exceptions import BrokerUnavailable
+from .activity import REFRESH_S, activity_context
 from .backends import Source, sources
 from .display import age, describe_worker, when
 
@@ -88,10 +89,15 @@ def alias_context(source: Source) -> dict[str, Any]:
             for line in sorted(workers, key=lambda w: (w.silent, w.worker_id))
         ],
         "now": when(now_ms),
+        "activity": activity_context(source, queues, now_ms),
         "throughput_minutes": THROUGHPUT_MINUTES,
     }
 
 
 def queues_context() -> dict[str, Any]:
     """Return the template context of the queues page: one block per ThreadmillTaskBackend."""
-    return {"backends": [alias_context(source) for source in sources()], "sample": STATE_SAMPLE}
+    return {
+        "backends": [alias_context(source) for source in sources()],
+        "sample": STATE_SAMPLE,
+        "refresh_s": REFRESH_S,
+    }

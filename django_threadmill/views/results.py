@@ -1,4 +1,4 @@
-"""The task list: finished results newest first, or waiting and running tasks, filtered.
+"""The task list: every state (running, waiting, then finished newest first), filtered.
 
 Filters: backend alias, queue, status and task path; the search box finds one task by id.
 Paging walks the per-queue indexes through ``listing.Walker``; see its module docstring.
@@ -21,14 +21,16 @@ DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
 LIST_PER_PAGE = 50  # rows per page
 SCAN_BUDGET = 5000  # index entries a filtered page reads at most before it offers to go on
 
-# status filter value -> (label, index walked, record states kept (None: all))
-STATUSES: dict[str, tuple[str, Index, frozenset[str] | None]] = {
-    "": ("Finished", Index.DONE, None),
-    "successful": ("SUCCESSFUL", Index.DONE, frozenset({"successful"})),
-    "failed": ("FAILED", Index.DONE, frozenset({"failed"})),
-    "ready": ("READY (run order)", Index.READY, None),
-    "delayed": ("Delayed (run_after or retry)", Index.DELAYED, None),
-    "running": ("RUNNING or reserved", Index.LEASES, None),
+# status filter value -> (label, indexes walked in this order, record states kept (None: all)).
+# The list opens on every state (issue 13): a READY task must not look lost behind a filter.
+STATUSES: dict[str, tuple[str, tuple[Index, ...], frozenset[str] | None]] = {
+    "": ("All states", (Index.LEASES, Index.READY, Index.DELAYED, Index.DONE), None),
+    "finished": ("Finished", (Index.DONE,), None),
+    "successful": ("SUCCESSFUL", (Index.DONE,), frozenset({"successful"})),
+    "failed": ("FAILED", (Index.DONE,), frozenset({"failed"})),
+    "ready": ("READY (run order)", (Index.READY,), None),
+    "delayed": ("Delayed (run_after or retry)", (Index.DELAYED,), None),
+    "running": ("RUNNING or reserved", (Index.LEASES,), None),
 }
 
 
@@ -86,7 +88,8 @@ class Filters:
 
 def _streams(chosen: list[Source], filters: Filters) -> list[Stream]:
     return [
-        Stream(source.alias, queue, source.inspector)
+        Stream(source.alias, queue, source.inspector, index)
+        for index in STATUSES[filters.status][1]
         for source in chosen
         for queue in source.queues()
         if not filters.queue or queue == filters.queue
@@ -121,42 +124,78 @@ def _search(chosen: list[Source], filters: Filters) -> list[dict[str, Any]]:
     return found
 
 
-def results_context(query: QueryDict) -> dict[str, Any]:
-    """Return the template context of one page of the task list."""
+def _filtered(query: QueryDict) -> tuple[list[Source], Filters, list[Source]]:
+    """Return every alias's Source, the filters in ``query``, and the Sources they choose."""
     everything = sources()
     filters = Filters.read(query, [s.alias for s in everything])
-    chosen = [s for s in everything if not filters.backend or s.alias == filters.backend]
+    return (
+        everything,
+        filters,
+        [s for s in everything if not filters.backend or s.alias == filters.backend],
+    )
+
+
+def results_context(query: QueryDict) -> dict[str, Any]:
+    """Return the template context of one page of the task list."""
+    everything, filters, chosen = _filtered(query)
     context: dict[str, Any] = {
         "filters": filters,
         "row_query": f"{kept}&" if (kept := filters.query(task="")) else "",
         "aliases": [s.alias for s in everything],
         "queues": sorted({q for s in chosen for q in s.queues()}),
         "statuses": [(value, label) for value, (label, _, _) in STATUSES.items()],
+        "filter_fields": [
+            ("backend", filters.backend),
+            ("queue", filters.queue),
+            ("status", filters.status),
+            ("task", filters.task),
+        ],
     }
     if filters.search:
         return {**context, "rows": _search(chosen, filters), "searching": True}
     return {**context, **_page(chosen, filters, query)}
 
 
-def _total(chosen: list[Source], streams: list[Stream], index: Index, as_of: int | None) -> int:
+def matching(
+    query: QueryDict, state: str, *, want: int, budget: int
+) -> tuple[list[tuple[str, TaskRow]], bool]:
+    """Return (alias, row) of the first ``want`` tasks in ``state`` the list's filters match,
+    reading at most ``budget`` index entries, and whether that is every match. The id search
+    is ignored."""
+    _, filters, chosen = _filtered(query)
+    listed = filters.keep()
+
+    def accepts(fields: dict[str, str | None]) -> bool:
+        return fields["state"] == state and (listed is None or listed.accepts(fields))
+
+    keep = RowFilter(fields=listed.fields if listed else ("state",), accepts=accepts)
+    walker = Walker(_streams(chosen, filters), None)
+    walk = walker.walk(Cursor(), want=want, budget=budget, keep=keep)
+    return walk.rows, walk.exhausted or not walker.has_more(walk.end)
+
+
+def _total(chosen: list[Source], streams: list[Stream], as_of: int | None) -> int:
     """Return how many ids the walked indexes hold (done: finished by the snapshot time)."""
     return sum(
         source.inspector.index_size(
-            index, [st.queue for st in streams if st.alias == source.alias], as_of
+            index,
+            [st.queue for st in streams if st.alias == source.alias and st.index is index],
+            as_of if index.newest_first else None,
         )
         for source in chosen
+        for index in dict.fromkeys(st.index for st in streams)
     )
 
 
 def _page(chosen: list[Source], filters: Filters, query: QueryDict) -> dict[str, Any]:
-    index = STATUSES[filters.status][1]
+    indexes = STATUSES[filters.status][1]
     streams = _streams(chosen, filters)
     start = Cursor.decode(query.get("cursor"))
     before = Cursor.decode(query.get("before"))
     as_of = (start or before or Cursor()).as_of_ms
-    if as_of is None and index.newest_first:
+    if as_of is None and Index.DONE in indexes:
         as_of = max((s.inspector.now_ms() for s in chosen), default=None)
-    walker = Walker(streams, index, as_of)
+    walker = Walker(streams, as_of)
     keep = filters.keep()
     if start is None and before is not None:  # "Newer": find where the previous page starts
         back = walker.walk(before, want=LIST_PER_PAGE, budget=SCAN_BUDGET, keep=keep, backward=True)
@@ -164,10 +203,10 @@ def _page(chosen: list[Source], filters: Filters, query: QueryDict) -> dict[str,
     start = start or Cursor(as_of_ms=as_of)
     page = walker.walk(start, want=LIST_PER_PAGE, budget=SCAN_BUDGET, keep=keep)
     more = not page.exhausted and walker.has_more(page.end)
-    total = None if keep else _total(chosen, streams, index, as_of)
+    total = None if keep else _total(chosen, streams, as_of)
     return {
         "rows": [_row_view(alias, row) for alias, row in page.rows],
-        "index": index.value,
+        "index": indexes[0].value if len(indexes) == 1 else "",
         "examined": page.examined,
         "filtered": keep is not None,
         "first_position": start.position + 1,

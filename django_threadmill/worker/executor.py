@@ -26,20 +26,10 @@ from ..records import (
     parse_error,
 )
 from ..retry import retry_delay
+from ..signals import send_guarded
+from ..tracing import traced_execution
 
 logger = logging.getLogger(__name__)
-
-
-def _send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
-    """Send a django.tasks signal; a failing receiver is logged, never fatal to the thread."""
-    for receiver, response in signal.send_robust(sender, task_result=result):
-        if isinstance(response, BaseException):
-            logger.error(
-                "Signal receiver failed receiver=%r task_id=%s",
-                receiver,
-                result.id,
-                exc_info=response,
-            )
 
 
 class Executor:
@@ -93,6 +83,7 @@ class Executor:
             worker_ids=[*reservation.workers, self.worker_id],
         )
 
+    @traced_execution
     def run(self, reservation: Reservation, started_ms: int) -> Finish:
         """Run the task; any exception, SystemExit and KeyboardInterrupt included, is recorded."""
         close_old_connections()  # per task, as Django does per request: honours CONN_MAX_AGE
@@ -101,7 +92,7 @@ class Executor:
         except PayloadError as exc:
             logger.error("Task failed task_id=%s error=%s", reservation.lease.task_id, exc)
             return self._finish(reservation, Outcome.FAILED, error_json(exc), started_ms)
-        _send_guarded(task_started, self.backend_class, result)
+        send_guarded(task_started, self.backend_class, result)
         try:
             returned, value = encode_result(self._call(result), result.task.module_path)
         except BaseException as exc:
@@ -110,7 +101,7 @@ class Executor:
         object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(result, "finished_at", from_ms(finished_ms))
         object.__setattr__(result, "_return_value", returned)
-        _send_guarded(task_finished, self.backend_class, result)
+        send_guarded(task_finished, self.backend_class, result)
         logger.debug(  # -v 2: one line per task (docs/worker.md, "Verbosity")
             "Task succeeded task_id=%s path=%s duration_ms=%d",
             result.id,
@@ -154,7 +145,7 @@ class Executor:
             type(exc).__name__,
             exc,
         )
-        _send_guarded(task_finished, self.backend_class, result)
+        send_guarded(task_finished, self.backend_class, result)
         return self._finish(reservation, Outcome.FAILED, error, started_ms, finished_ms)
 
     @staticmethod

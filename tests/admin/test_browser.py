@@ -1,4 +1,4 @@
-"""End to end in headless Chromium: look, requeue a FAILED task, watch it succeed, as staff.
+"""End to end in headless Chromium: look, requeue FAILED tasks, watch them succeed, as staff.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them). Screenshots go
 to a temporary directory, or to ``$THREADMILL_SCREENSHOT_DIR``: set it to ``docs/images`` to
@@ -24,6 +24,7 @@ pytest.importorskip("selenium", reason="the 'test' extra brings selenium")
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 pytestmark = pytest.mark.browser
 
@@ -85,6 +86,9 @@ class AdminSession:
 
     def text(self, selector: str = "body") -> str:
         return self.driver.find_element(By.CSS_SELECTOR, selector).text
+
+    def choose(self, selector: str, value: str) -> None:
+        Select(self.driver.find_element(By.CSS_SELECTOR, selector)).select_by_value(value)
 
     def shot(self, name: str) -> None:
         self.images.mkdir(parents=True, exist_ok=True)
@@ -155,3 +159,60 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     session.driver.execute_script("localStorage.setItem('theme', 'dark')")
     session.driver.refresh()
     session.shot("queues-dark")
+
+
+def test_the_list_shows_ready_work_and_a_bulk_requeue_fixes_a_filter(
+    browser: webdriver.Chrome,
+    live_server: LiveServer,
+    backend: ThreadmillTaskBackend,
+    redis_url: str,
+    key_prefix: str,
+    transactional_db: None,
+    tmp_path: Path,
+) -> None:
+    staff_user("operator", "view_queue", "change_queue", "view_task", "change_task")
+    reports = [flaky_report.enqueue(f"region {n}").id for n in range(3)]
+    for n in range(5):
+        add.enqueue(n, n)
+    fail.enqueue("a failure of another task, left alone")
+    run_worker_burst(redis_url, key_prefix)
+    waiting = add.enqueue(7, 7).id
+    images = Path(os.environ.get("THREADMILL_SCREENSHOT_DIR") or tmp_path)
+    session = AdminSession(browser, live_server, ROOT / images)
+    session.log_in("operator")
+
+    session.open("/admin/django_threadmill/task/")
+    assert waiting in session.text("#result_list")  # no filter touched
+    assert "READY" in session.text("#result_list")
+    session.shot("tasks-all-states")
+
+    session.choose("#tm-status", "failed")
+    session.driver.find_element(By.ID, "tm-task").send_keys("flaky_report")
+    session.click("#tm-filters input[type=submit]")
+    wait_until(lambda: "status=failed" in browser.current_url, "the filter applying")
+    assert all(task_id in session.text("#result_list") for task_id in reports)
+    session.choose("#tm-action", "requeue")
+    session.click("#tm-across")
+    assert "3 tasks" in session.text("#tm-bulk-summary")
+    session.shot("bulk-confirm")
+    session.click("#tm-confirm")
+    assert "3 tasks requeued." in session.text(".messagelist")
+
+    run_worker_burst(redis_url, key_prefix)
+    session.open("/admin/django_threadmill/task/?status=successful&task=flaky_report")
+    listed = session.text("#result_list")
+    assert all(task_id in listed for task_id in reports)
+    assert [backend.get_result(task_id).status.name for task_id in reports] == ["SUCCESSFUL"] * 3
+
+    session.open("/admin/django_threadmill/queue/")
+    # One read of the whole page: it reloads itself every few seconds, which would make
+    # elements found one by one stale.
+    charts = browser.execute_script(
+        "const c = document.querySelector('#tm-chart-default svg.tm-chart');"
+        "return [c.querySelectorAll('rect.tm-ok').length, c.querySelectorAll('rect.tm-failed')"
+        ".length, document.querySelector('.tm-paths').textContent];"
+    )
+    assert charts[0] >= 1
+    assert charts[1] >= 1
+    assert "tests.admin.tasks.flaky_report" in charts[2]
+    session.shot("activity")

@@ -39,8 +39,8 @@ def finished_with_times(
 
 def walker(backend: ThreadmillTaskBackend, as_of: int | None = AS_OF) -> Walker:
     inspector = Inspector(backend.broker)
-    streams = [Stream("default", queue, inspector) for queue in QUEUES]
-    return Walker(streams, Index.DONE, as_of)
+    streams = [Stream("default", queue, inspector, Index.DONE) for queue in QUEUES]
+    return Walker(streams, as_of)
 
 
 TIMES = {
@@ -110,11 +110,15 @@ def test_a_filter_reads_at_most_the_budget_and_says_where_it_stopped(
 
 
 def test_cursor_survives_the_query_string_and_rejects_garbage() -> None:
-    cursor = Cursor(as_of_ms=5, offsets={("default", "emails"): 3, ("other", "x.y"): 0})
+    cursor = Cursor(
+        as_of_ms=5, offsets={("default", "emails", "done"): 3, ("other", "x.y", "done"): 0}
+    )
 
-    assert Cursor.decode(cursor.encode()) == Cursor(as_of_ms=5, offsets={("default", "emails"): 3})
+    assert Cursor.decode(cursor.encode()) == Cursor(
+        as_of_ms=5, offsets={("default", "emails", "done"): 3}
+    )
     assert Cursor.decode("not-a-cursor") is None
-    assert Cursor.decode(Cursor(offsets={("a", "b"): -1}).encode()) is None
+    assert Cursor.decode(Cursor(offsets={("a", "b", "done"): -1}).encode()) is None
 
 
 def test_a_filtered_walk_in_small_reads_keeps_the_merged_order(
@@ -132,3 +136,30 @@ def test_a_filtered_walk_in_small_reads_keeps_the_merged_order(
     assert page.exhausted
     assert [row.id for _, row in back.rows] == expected[::-1]
     assert back.end.position == 0
+
+
+def test_several_indexes_are_read_one_after_the_other_both_ways(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    finished = [task_id for _, _, task_id in finished_with_times(backend, redis_client, TIMES)]
+    ready = [add.using(queue_name=queue).enqueue(0, 0).id for queue in QUEUES for _ in range(2)]
+    inspector = Inspector(backend.broker)
+    streams = [
+        Stream("default", queue, inspector, index)
+        for index in (Index.READY, Index.DONE)
+        for queue in QUEUES
+    ]
+    walk, seen, cursor, ends = Walker(streams, AS_OF), [], Cursor(as_of_ms=AS_OF), []
+    while True:
+        page = walk.walk(cursor, want=4, budget=100)
+        seen.append([row.id for _, row in page.rows])
+        ends.append(cursor := page.end)
+        if not walk.has_more(cursor):
+            break
+
+    listed = [task_id for page_ids in seen for task_id in page_ids]
+    assert sorted(listed[:6]) == sorted(ready)  # READY first, each queue in its run order
+    assert listed[6:] == finished
+    back = walk.walk(ends[2], want=4, budget=100, backward=True)
+    assert back.end == ends[1]
+    assert [row.id for _, row in back.rows] == seen[2][::-1]

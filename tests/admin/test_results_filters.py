@@ -40,13 +40,20 @@ def shown(page: str, tasks: dict[str, str]) -> set[str]:
     return {name for name, task_id in tasks.items() if task_id in page}
 
 
-def test_default_lists_finished_results(operator: Client, tasks: dict[str, str]) -> None:
-    assert shown(listed(operator), tasks) == {"failed", "successful", "email"}
+def test_default_lists_every_state_running_and_waiting_first(
+    operator: Client, tasks: dict[str, str]
+) -> None:
+    page = listed(operator)
+    assert shown(page, tasks) == set(tasks)
+    order = sorted(tasks, key=lambda name: page.index(tasks[name]))
+    assert order[:3] == ["running", "ready", "delayed"]
+    assert '<option value="" selected>All states</option>' in page
 
 
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
+        ("finished", {"failed", "successful", "email"}),
         ("successful", {"successful", "email"}),
         ("failed", {"failed"}),
         ("ready", {"ready"}),

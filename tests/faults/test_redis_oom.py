@@ -74,5 +74,5 @@ def test_only_scripts_that_settle_work_may_run_while_full(backend: ThreadmillTas
     """Redis 7+ gets the allow-oom flag on settling scripts; work-adding ones stay refusable."""
     assert supports_script_flags(backend.broker.client)
     flagged = {name for name in ScriptName if script_source(name, flags=True).startswith("#!lua")}
-    assert flagged == {"start", "finish", "renew", "release", "reap", "cancel", "purge"}
+    assert flagged == {"start", "finish", "metrics", "renew", "release", "reap", "cancel", "purge"}
     assert not any(script_source(name).startswith("#!") for name in ScriptName)

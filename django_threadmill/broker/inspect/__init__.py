@@ -5,6 +5,7 @@ listing reads one window of one index by rank (ZRANGE/ZREVRANGE, O(log N + windo
 one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writes.
 """
 
+from ..payloads import task_path
 from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
 from .types import (
     Index,
@@ -13,7 +14,6 @@ from .types import (
     TaskDetail,
     TaskRow,
     WorkerSighting,
-    task_path,
 )
 
 __all__ = [

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from ..broker import Broker
 from ..keys import QueueKeys, queue_of
+from ..payloads import task_path
 from ..types import stored_int
 from .types import (
     Index,
@@ -16,7 +17,6 @@ from .types import (
     TaskDetail,
     TaskRow,
     WorkerSighting,
-    task_path,
 )
 
 PRIORITY_BAND = 2**40  # ready score = (100 - priority) * PRIORITY_BAND + seq (enqueue.lua)
@@ -98,6 +98,16 @@ class Inspector:
             )
             for queue, ready, delayed, finished, stats, since in counted
         ]
+
+    def waiting(self, queues: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Return (ready, delayed) of each queue: one pipeline of ZCARDs."""
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                keys = self._keys(queue)
+                pipe.zcard(keys.ready)
+                pipe.zcard(keys.delayed)
+            replies = iter(pipe.execute())
+        return {queue: (int(next(replies)), int(next(replies))) for queue in queues}
 
     def state_split(self, queue: str, index: Index, total: int | None = None) -> StateSplit:
         """Count the states of the ids in ``index``; estimate from the newest ids above a cap."""

@@ -1,6 +1,5 @@
 """What the admin's read-only queries return: index names, counts, rows and one record."""
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -79,17 +78,3 @@ class TaskDetail:
     lease_deadline_ms: int | None
     due_ms: int | None  # when a delayed task becomes ready
     ready_position: int | None  # 0 = the next task this queue hands out
-
-
-def task_path(payload: str | None) -> str:
-    """Return the task path from a payload without decoding all its arguments if possible."""
-    if not payload:
-        return ""
-    try:
-        if payload.startswith('{"path":'):  # records.encode_payload writes the path first
-            path, _ = json.JSONDecoder().raw_decode(payload, len('{"path":'))
-        else:
-            path = json.loads(payload).get("path", "")
-    except (ValueError, AttributeError):
-        return ""
-    return path if isinstance(path, str) else ""

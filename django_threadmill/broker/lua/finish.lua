@@ -5,26 +5,37 @@
 -- KEYS[4]  P:delayed   zset: delayed ids by due time in ms (retries wait here)
 -- KEYS[5]  P:stats     hash: counters, bumped once per call
 -- KEYS[6]  P:wake      list: wake-up tokens; one is pushed when a retry was scheduled
+-- KEYS[7]  P:metrics            hash: lifetime counters and buckets per "<path>|<name>"
+-- KEYS[8]  P:metrics:<minute>   hash: the same for the current minute; expires
+-- KEYS[9]  P:metrics:paths      set: task paths counted under their own name
 -- ARGV[1]  worker_id      recorded if the attempt's start notice never went out; "" means the
 --                         reaper settles, which wins only while the lease is still expired
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
--- ARGV[3..] per task, 7 values: id, token, outcome ("successful" | "failed" | "retry"),
+-- ARGV[3]  count          number of tasks
+-- ARGV[4]  path_cap       most task paths in KEYS[9]; later ones are counted as "other"
+-- ARGV[5]  minute_ttl_ms  expiry of KEYS[8]
+-- ARGV[6..] per task, 7 values: id, token, outcome ("successful" | "failed" | "retry"),
 --           value (result JSON, or error JSON), started_ms, finished_ms (worker wall clock,
---           for display), retry_delay_ms (used by "retry" only)
--- Returns: {1 recorded | 0 stale, ...} in argument order.
+--           for display), retry_delay_ms (used by "retry" only);
+--           then the metric increments of all of them (common.lua add_metrics)
+-- Returns: {1 recorded | 0 stale, ...} in argument order. The metrics are added only if every
+--          task was recorded; otherwise the client sends those of the recorded ones itself.
 -- Fence:   state must be "reserved" or "running" and token must match; a late or duplicate
 --          call, or one for a reaped task, changes nothing and returns 0. The reaper's call is
 --          also stale when the worker renewed the lease after the reaper read it.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
--- Cost:    per task one HMGET, one HSET, one PEXPIRE; lease and index updates are per call.
+-- Cost:    per task one HMGET, one HSET, one PEXPIRE; lease, index and metric updates are per
+--          call (one HINCRBY per metric field, whatever the number of tasks).
 local now = now_ms()
 local ttl = ARGV[2]
 local counts = {successful = 0, failed = 0, retry = 0}
 local reaping = ARGV[1] == ""
+local recorded = 0
 
 local reply = {}
 local unleased, finished = {}, {}
-for i = 3, #ARGV, 7 do
+local last = 5 + 7 * tonumber(ARGV[3])
+for i = 6, last, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
   local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms", "nerrors")
@@ -62,6 +73,7 @@ for i = 3, #ARGV, 7 do
     end
     unleased[#unleased + 1] = id
     counts[outcome] = counts[outcome] + 1
+    recorded = recorded + 1
     reply[#reply + 1] = 1
   else
     reply[#reply + 1] = 0
@@ -74,6 +86,9 @@ for outcome, n in pairs(counts) do
   if n > 0 then
     redis.call("HINCRBY", KEYS[5], outcome, n)
   end
+end
+if recorded == #reply then
+  add_metrics(KEYS[7], KEYS[8], KEYS[9], ARGV, last + 1, tonumber(ARGV[4]), ARGV[5])
 end
 -- An idle fetcher learns a retry's due time only from acquire: wake one, once per call.
 if counts.retry > 0 and redis.call("LLEN", KEYS[6]) == 0 then

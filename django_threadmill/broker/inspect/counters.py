@@ -1,0 +1,90 @@
+"""Read the metric hashes the finish script keeps (broker/metrics.py), bounded like every read.
+
+Each queue has one lifetime hash and one hash per minute (two hours kept); both hold at most
+``MAX_TASK_PATHS`` + 1 task paths times a fixed set of names, so an HGETALL is bounded.
+"""
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..metrics import RUN_BUCKETS_S, WAIT_BUCKETS_S
+from .inspector import Inspector
+
+type PathCounters = dict[str, dict[str, int]]  # task path -> field name -> value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Histogram:
+    """Bucket counts (not cumulative; the last is +Inf) and the sum in seconds."""
+
+    bounds_s: tuple[float, ...]
+    counts: list[int]
+    sum_s: float
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def quantile_s(self, q: float) -> float | None:
+        """Return the upper bound of the bucket holding quantile ``q``; None if empty or +Inf."""
+        rank = q * self.count
+        seen = 0
+        for bound, n in zip(self.bounds_s, self.counts, strict=False):
+            seen += n
+            if n and seen >= rank:
+                return bound
+        return None
+
+
+def parse(raw: dict[str, str]) -> PathCounters:
+    """Split "<path>|<name>" fields into per-path counters; a malformed field is skipped."""
+    counters: PathCounters = defaultdict(dict)
+    for field, value in raw.items():
+        path, _, name = field.rpartition("|")
+        try:
+            counters[path][name] = int(value)
+        except ValueError:
+            continue
+    return dict(counters)
+
+
+def histogram(counters: dict[str, int], name: str) -> Histogram:
+    """Return the ``run`` or ``wait`` histogram of one task path."""
+    bounds = RUN_BUCKETS_S if name == "run" else WAIT_BUCKETS_S
+    counts = [counters.get(f"{name}:{i}", 0) for i in range(len(bounds) + 1)]
+    return Histogram(bounds_s=bounds, counts=counts, sum_s=counters.get(f"{name}_ms", 0) / 1000)
+
+
+def merged(many: Sequence[PathCounters]) -> PathCounters:
+    """Return the sum of several counter sets, e.g. the minutes of one hour."""
+    total: PathCounters = defaultdict(lambda: defaultdict(int))
+    for counters in many:
+        for path, fields in counters.items():
+            for name, value in fields.items():
+                total[path][name] += value
+    return {path: dict(fields) for path, fields in total.items()}
+
+
+def lifetime(inspector: Inspector, queues: Sequence[str]) -> dict[str, PathCounters]:
+    """Return the lifetime counters of ``queues``: one pipelined HGETALL each."""
+    with inspector.broker.translated_errors(), inspector.client.pipeline(False) as pipe:
+        for queue in queues:
+            pipe.hgetall(inspector.broker.queue_keys(queue).metrics)
+        replies = pipe.execute()
+    return {queue: parse(raw) for queue, raw in zip(queues, replies, strict=True)}
+
+
+def per_minute(
+    inspector: Inspector, queues: Sequence[str], last_minute: int, minutes: int
+) -> dict[str, list[PathCounters]]:
+    """Return, per queue, the counters of each of the ``minutes`` minutes up to ``last_minute``
+    (oldest first): one pipelined HGETALL per queue and minute."""
+    span = range(last_minute - minutes + 1, last_minute + 1)
+    with inspector.broker.translated_errors(), inspector.client.pipeline(False) as pipe:
+        for queue in queues:
+            keys = inspector.broker.queue_keys(queue)
+            for minute in span:
+                pipe.hgetall(keys.metrics_minute(minute))
+        replies = iter(pipe.execute())
+    return {queue: [parse(next(replies)) for _ in span] for queue in queues}

@@ -1,0 +1,147 @@
+"""Prometheus metrics of every queue of every ThreadmillTaskBackend, read fleet-wide from Redis.
+
+Needs the ``metrics`` extra (prometheus_client). Gauges are read at scrape time with the
+admin inspector's bounded reads; counters and histograms are those the finish script folds in
+per ack batch (broker/metrics.py). docs/observability.md lists every family.
+"""
+
+from collections.abc import Iterator, Sequence
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from .broker.inspect import Index
+from .broker.inspect.counters import PathCounters, histogram, lifetime
+from .views.backends import Source
+
+QUEUE_STATES = ("ready", "delayed", "reserved", "running")
+OUTCOMES = ("successful", "failed")
+
+
+class _Families:
+    """The metric families of one scrape, filled source by source."""
+
+    def __init__(self) -> None:
+        queue_labels, task_labels = ["backend", "queue"], ["backend", "queue", "task"]
+        self.queue_tasks = GaugeMetricFamily(
+            "threadmill_queue_tasks",
+            "Tasks in the queue now, by state (reserved and running are estimated above "
+            "1000 leases).",
+            labels=[*queue_labels, "state"],
+        )
+        self.oldest_ready = GaugeMetricFamily(
+            "threadmill_oldest_ready_seconds",
+            "Age of the oldest READY task (0 when none waits).",
+            labels=queue_labels,
+        )
+        self.workers = GaugeMetricFamily(
+            "threadmill_workers",
+            "Worker processes that renewed a lease within the last lease_ttl.",
+            labels=["backend"],
+        )
+        self.finished = CounterMetricFamily(
+            "threadmill_tasks_finished",
+            "Tasks that finished, by outcome (a lease the reaper settled counts as failed).",
+            labels=[*task_labels, "outcome"],
+        )
+        self.retries = CounterMetricFamily(
+            "threadmill_retries",
+            "Attempts that failed and were scheduled again.",
+            labels=task_labels,
+        )
+        self.expired = CounterMetricFamily(
+            "threadmill_leases_expired",
+            "Running attempts whose worker went silent, settled by the reaper.",
+            labels=task_labels,
+        )
+        self.run = HistogramMetricFamily(
+            "threadmill_task_run_seconds", "Run time of each attempt.", labels=task_labels
+        )
+        self.wait = HistogramMetricFamily(
+            "threadmill_task_wait_seconds",
+            "Time from enqueue (or run_after) to the start of the first attempt.",
+            labels=task_labels,
+        )
+
+    def all(self) -> list[Metric]:
+        return [
+            self.queue_tasks,
+            self.oldest_ready,
+            self.workers,
+            self.finished,
+            self.retries,
+            self.expired,
+            self.run,
+            self.wait,
+        ]
+
+    def add_queue(self, alias: str, queue: str, counts: dict[str, int], age_s: float) -> None:
+        for state in QUEUE_STATES:
+            self.queue_tasks.add_metric([alias, queue, state], counts.get(state, 0))
+        self.oldest_ready.add_metric([alias, queue], age_s)
+
+    def add_counters(self, alias: str, queue: str, counters: PathCounters) -> None:
+        for path, fields in sorted(counters.items()):
+            labels = [alias, queue, path]
+            for outcome in OUTCOMES:
+                self.finished.add_metric([*labels, outcome], fields.get(outcome, 0))
+            self.retries.add_metric(labels, fields.get("retry", 0))
+            self.expired.add_metric(labels, fields.get("expired", 0))
+            for name, family in (("run", self.run), ("wait", self.wait)):
+                found = histogram(fields, name)
+                cumulative, buckets = 0, []
+                for bound, n in zip([*found.bounds_s, float("inf")], found.counts, strict=True):
+                    cumulative += n
+                    buckets.append((_le(bound), cumulative))
+                family.add_metric(labels, buckets, found.sum_s)
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(float(bound))
+
+
+class ThreadmillCollector:
+    """Collect the families of ``sources`` at scrape time (a prometheus_client collector)."""
+
+    def __init__(self, sources: Sequence[Source]) -> None:
+        self.sources = list(sources)
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families()
+        for source in self.sources:
+            self._collect_source(source, families)
+        yield from families.all()
+
+    @staticmethod
+    def _collect_source(source: Source, families: _Families) -> None:
+        """Read one alias: queue gauges, lifetime counters and live workers."""
+        inspector, queues = source.inspector, source.queues()
+        now_ms = inspector.now_ms()
+        for queue, (ready, delayed) in inspector.waiting(queues).items():
+            leased = inspector.state_split(queue, Index.LEASES).counts
+            oldest = inspector.oldest_ready_enqueued_ms(queue) if ready else None
+            age_s = 0.0 if oldest is None else max(0, now_ms - oldest) / 1000
+            families.add_queue(
+                source.alias, queue, {"ready": ready, "delayed": delayed, **leased}, age_s
+            )
+        for queue, counters in lifetime(inspector, queues).items():
+            families.add_counters(source.alias, queue, counters)
+        lease_ms = source.backend.settings.lease_ttl_ms
+        alive = {
+            sighting.worker_id
+            for sighting in inspector.workers(queues)
+            if now_ms - sighting.last_renewal_ms <= lease_ms
+        }
+        families.workers.add_metric([source.alias], len(alive))
+
+
+def exposition(sources: Sequence[Source]) -> bytes:
+    """Return the Prometheus text format of ``sources``' metrics."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ThreadmillCollector(sources))
+    return generate_latest(registry)

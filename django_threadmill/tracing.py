@@ -1,0 +1,155 @@
+"""OpenTelemetry spans around each enqueue and each execution (the ``otel`` extra, API only).
+
+The enqueue span's context travels in the task's payload (``"trace"``, W3C trace context
+written by the client, so no Lua reads it), and the execution span links to it: a trace
+viewer goes from the request that enqueued to the run, however long the task waited.
+Without opentelemetry-api the decorators hand back the function they were given: no cost; with
+the API but no SDK they call it straight away.
+"""
+
+import json
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from typing import TYPE_CHECKING, Any
+
+try:  # tried once, at import: the extra is optional
+    from opentelemetry import propagate, trace
+except ImportError:  # pragma: no cover - the test extra installs it
+    trace = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from .broker import Finish, Reservation
+    from .compat import Task, TaskResult
+
+TRACER_NAME = "django_threadmill"
+CARRIER_KEY = "trace"  # payload key of the enqueuing span's context
+ATTRIBUTE_PREFIX = "threadmill."
+_sdk_seen = False  # set once a real tracer provider is found: one can never be unset
+
+
+def _tracing() -> bool:
+    """Tell whether a tracer provider (an SDK) is set.
+
+    Without one every span is the API's no-op, yet opening one costs tens of µs per task, so
+    the wrappers skip it; once a provider is seen the answer is cached.
+    """
+    global _sdk_seen
+    if not _sdk_seen:
+        _sdk_seen = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    return _sdk_seen
+
+
+type Enqueued = "TaskResult | list[TaskResult]"  # what enqueue and enqueue_many return
+type Enqueue = Callable[..., Enqueued]
+type AsyncEnqueue = Callable[..., Awaitable["TaskResult"]]
+type Run = Callable[[Any, "Reservation", int], "Finish"]
+
+
+def _attributes(path: str, queue: str, **more: str | int) -> dict[str, str | int]:
+    names = {"task.path": path, "queue": queue, **{k.replace("_", "."): v for k, v in more.items()}}
+    return {ATTRIBUTE_PREFIX + name: value for name, value in names.items()}
+
+
+def carrier() -> dict[str, str]:
+    """Return the current span's context to store with a task ({} without OpenTelemetry)."""
+    if trace is None or not _tracing():
+        return {}
+    found: dict[str, str] = {}
+    propagate.inject(found)
+    return found
+
+
+def _enqueue_span(task: "Task") -> Any:
+    return trace.get_tracer(TRACER_NAME).start_as_current_span(
+        f"enqueue {task.module_path}",
+        kind=trace.SpanKind.PRODUCER,
+        attributes=_attributes(task.module_path, task.queue_name),
+    )
+
+
+def _describe(span: Any, enqueued: Enqueued) -> None:
+    """Name what was enqueued on its span: the task id, or how many tasks enqueue_many made."""
+    if isinstance(enqueued, list):
+        span.set_attribute(ATTRIBUTE_PREFIX + "task.count", len(enqueued))
+    else:
+        span.set_attribute(ATTRIBUTE_PREFIX + "task.id", enqueued.id)
+
+
+def traced_enqueue(enqueue: Enqueue) -> Enqueue:
+    """Wrap a backend's ``enqueue`` or ``enqueue_many`` in a producer span named after the
+    task; the tasks it stores carry that span's context."""
+    if trace is None:
+        return enqueue
+
+    @wraps(enqueue)
+    def traced(backend: Any, task: "Task", *calls: Any) -> Enqueued:
+        if not _tracing():
+            return enqueue(backend, task, *calls)
+        with _enqueue_span(task) as span:
+            enqueued = enqueue(backend, task, *calls)
+            _describe(span, enqueued)
+            return enqueued
+
+    return traced
+
+
+def traced_aenqueue(aenqueue: AsyncEnqueue) -> AsyncEnqueue:
+    """Async twin of ``traced_enqueue``."""
+    if trace is None:
+        return aenqueue
+
+    @wraps(aenqueue)
+    async def traced(backend: Any, task: "Task", args: Any, kwargs: Any) -> "TaskResult":
+        if not _tracing():
+            return await aenqueue(backend, task, args, kwargs)
+        with _enqueue_span(task) as span:
+            result = await aenqueue(backend, task, args, kwargs)
+            _describe(span, result)
+            return result
+
+    return traced
+
+
+def _links(payload: str) -> list[Any]:
+    """Return a link to the enqueuing span stored in ``payload``, if there is one."""
+    if f'"{CARRIER_KEY}":' not in payload:
+        return []
+    try:
+        stored = json.loads(payload).get(CARRIER_KEY)
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(stored, dict):
+        return []
+    context = trace.get_current_span(propagate.extract(stored)).get_span_context()
+    return [trace.Link(context)] if context.is_valid else []
+
+
+def traced_execution(run: Run) -> Run:
+    """Wrap an executor's ``run(reservation, started_ms)`` in a consumer span linked to the
+    enqueue; it records the attempt and its outcome."""
+    if trace is None:
+        return run
+
+    @wraps(run)
+    def traced(executor: Any, reservation: "Reservation", started_ms: int) -> "Finish":
+        if not _tracing():
+            return run(executor, reservation, started_ms)
+        lease = reservation.lease
+        with trace.get_tracer(TRACER_NAME).start_as_current_span(
+            f"run {lease.task_path}",
+            kind=trace.SpanKind.CONSUMER,
+            links=_links(reservation.payload),
+            attributes=_attributes(
+                lease.task_path,
+                lease.queue,
+                task_id=lease.task_id,
+                attempt=len(reservation.workers) + 1,
+            ),
+        ) as span:
+            finish = run(executor, reservation, started_ms)
+            span.set_attribute(ATTRIBUTE_PREFIX + "outcome", finish.outcome.value)
+            if finish.outcome.value != "successful":
+                span.set_status(trace.StatusCode.ERROR)
+            return finish
+
+    return traced

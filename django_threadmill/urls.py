@@ -1,0 +1,8 @@
+"""URLs of the app outside the admin: ``path("threadmill/", include("django_threadmill.urls"))``."""
+
+from django.urls import path
+
+from .views.metrics import metrics_view
+
+app_name = "django_threadmill"
+urlpatterns = [path("metrics", metrics_view, name="metrics")]

@@ -1,0 +1,70 @@
+"""The last hour of a backend's queues, from the per-minute metric hashes: charts and a table.
+
+The finish script counts outcomes and run-time buckets per task path and minute (broker/
+metrics.py); this reads 60 small hashes per queue, bounded like every admin read.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..broker.inspect.counters import PathCounters, histogram, merged, per_minute
+from .backends import Source
+from .charts import Chart, throughput_chart
+
+ACTIVITY_MINUTES = 60  # the window of the charts and the task path table
+REFRESH_S = 5  # the queues page reloads itself this often (a meta refresh keeps its URL)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathLine:
+    """One task path of one queue over the window."""
+
+    queue: str
+    path: str
+    finished: int
+    failed: int
+    retried: int
+    p50_s: float | None  # upper bound of the bucket holding the median; None: none or > 1 h
+    p95_s: float | None
+
+    @property
+    def failure_percent(self) -> float | None:
+        return 100 * self.failed / self.finished if self.finished else None
+
+
+def _outcomes(counters: PathCounters) -> tuple[int, int]:
+    ok = sum(fields.get("successful", 0) for fields in counters.values())
+    return ok, sum(fields.get("failed", 0) for fields in counters.values())
+
+
+def _path_lines(queue: str, hour: PathCounters) -> list[PathLine]:
+    lines = []
+    for path, fields in hour.items():
+        run = histogram(fields, "run")
+        failed = fields.get("failed", 0)
+        lines.append(
+            PathLine(
+                queue=queue,
+                path=path,
+                finished=fields.get("successful", 0) + failed,
+                failed=failed,
+                retried=fields.get("retry", 0),
+                p50_s=run.quantile_s(0.5),
+                p95_s=run.quantile_s(0.95),
+            )
+        )
+    return lines
+
+
+def activity_context(source: Source, queues: list[str], now_ms: int) -> dict[str, Any]:
+    """Return the charts (one per queue) and the task path table of the last hour."""
+    last_minute = now_ms // 60_000
+    found = per_minute(source.inspector, queues, last_minute, ACTIVITY_MINUTES)
+    ago = list(range(ACTIVITY_MINUTES - 1, -1, -1))
+    charts: list[tuple[str, Chart]] = []
+    lines: list[PathLine] = []
+    for queue in queues:
+        charts.append((queue, throughput_chart([_outcomes(m) for m in found[queue]], ago)))
+        lines += _path_lines(queue, merged(found[queue]))
+    lines.sort(key=lambda line: (-line.finished, line.queue, line.path))
+    return {"charts": charts, "paths": lines, "minutes": ACTIVITY_MINUTES}

@@ -1,0 +1,50 @@
+"""Actions on every task a filter of the task list matches, not only the ticked rows.
+
+The confirmation names the filter and how many tasks the action would change now; confirming
+walks the filter again and applies the action task by task through the same fenced backend
+calls as the single actions, so a task that changed meanwhile is left alone and reported.
+"""
+
+from dataclasses import dataclass
+
+from django.http import QueryDict
+
+from .actions import Selected, TaskAction
+from .results import STATUSES, matching
+
+MAX_BULK = 10_000  # tasks one action on a filter changes at most; the confirmation says so
+BULK_SCAN_BUDGET = 200_000  # index entries one such walk reads at most
+FILTER_FIELDS = ("backend", "queue", "status", "task")  # what the list's filter form sends
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Matched:
+    """The tasks a filter matches that ``action`` applies to, as they are now."""
+
+    selected: list[Selected]
+    complete: bool  # False: the walk stopped at MAX_BULK or the scan budget
+    filters: dict[str, str]
+
+    @property
+    def description(self) -> str:
+        """Name the filter as the list's filter form shows it."""
+        parts = []
+        if backend := self.filters.get("backend"):
+            parts.append(f"backend {backend}")
+        if queue := self.filters.get("queue"):
+            parts.append(f"queue {queue}")
+        status = self.filters.get("status", "")
+        parts.append(f"status {STATUSES.get(status, STATUSES[''])[0]}")
+        if task := self.filters.get("task"):
+            parts.append(f"task path containing “{task}”")
+        return ", ".join(parts)
+
+
+def matched(query: QueryDict, action: TaskAction) -> Matched:
+    """Walk the filter in ``query``; keep the tasks in the state ``action`` applies to."""
+    rows, complete = matching(query, action.applies_to, want=MAX_BULK, budget=BULK_SCAN_BUDGET)
+    return Matched(
+        selected=[Selected(alias=alias, task_id=row.id, state=row.state) for alias, row in rows],
+        complete=complete,
+        filters={name: value for name in FILTER_FIELDS if (value := query.get(name, ""))},
+    )

@@ -1,0 +1,58 @@
+"""The Prometheus scrape endpoint: staff users, or a bearer token from OPTIONS, nothing else."""
+
+import hmac
+
+from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from ..exceptions import BrokerUnavailable
+from .backends import Source, sources
+
+BEARER = "Bearer "
+
+
+def readable_sources(request: HttpRequest) -> list[Source] | None:
+    """Return the backends ``request`` may read the metrics of; None if it gave no credentials.
+
+    A bearer token opens the aliases whose ``OPTIONS["metrics_token"]`` it matches; without
+    one, an active staff user reads every alias.
+    """
+    header = request.headers.get("Authorization", "")
+    if header.startswith(BEARER):
+        offered = header.removeprefix(BEARER).strip().encode()
+        return [
+            source
+            for source in sources()
+            if (token := source.backend.settings.metrics_token)
+            and hmac.compare_digest(offered, token.encode())
+        ]
+    user = request.user
+    if not user.is_authenticated:
+        return None
+    return sources() if user.is_active and user.is_staff else []
+
+
+@require_GET
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """Serve the metrics of the readable backends in the Prometheus text format."""
+    readable = readable_sources(request)
+    if readable is None:
+        response = HttpResponse("Log in as staff or send a bearer token.", status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="threadmill"'
+        return response
+    if not readable:
+        return HttpResponse("These credentials may not read the metrics.", status=403)
+    try:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        from ..metrics import exposition
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            "threadmill/metrics needs prometheus_client: pip install 'django-threadmill[metrics]'."
+        ) from exc
+    try:
+        body = exposition(readable)
+    except BrokerUnavailable as exc:  # a scrape failing with 503 is what an alert rule expects
+        return HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

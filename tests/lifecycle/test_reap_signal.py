@@ -1,0 +1,63 @@
+"""An attempt the reaper fails reaches task_finished receivers, like a worker's failure."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Broker
+from django_threadmill.compat import TaskResult, TaskResultStatus, task_finished
+from django_threadmill.exceptions import LeaseExpired
+from django_threadmill.reaper import reap_once
+
+from .support import WORKER, run, wait_for_expiry
+from .tasks import plain, retried
+
+
+@pytest.fixture
+def finished() -> Iterator[list[TaskResult]]:
+    """Collect every task_finished sent while the test runs."""
+    seen: list[TaskResult] = []
+
+    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        seen.append(task_result)
+
+    task_finished.connect(receiver)
+    yield seen
+    task_finished.disconnect(receiver)
+
+
+def test_a_lease_the_reaper_fails_sends_task_finished(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    finished: list[TaskResult],
+) -> None:
+    task_id = plain.enqueue().id
+    run(broker)
+    wait_for_expiry(broker, redis_client)
+
+    assert reap_once(backend).failed == 1
+
+    [result] = finished
+    assert result.id == task_id
+    assert result.status == TaskResultStatus.FAILED
+    assert result.worker_ids == [WORKER]
+    assert result.finished_at is not None
+    assert [error.exception_class for error in result.errors] == [LeaseExpired]
+
+
+def test_a_lease_the_reaper_retries_sends_nothing_yet(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    finished: list[TaskResult],
+) -> None:
+    retried.enqueue()
+    run(broker)
+    wait_for_expiry(broker, redis_client)
+
+    assert reap_once(backend).retried == 1
+    assert finished == []
