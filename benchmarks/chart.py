@@ -58,7 +58,7 @@ def bar_rows(summaries: list[Summary]) -> list[tuple[str, list[Summary]]]:
     """Main-comparison summaries grouped by queue, in table order."""
     rows: dict[str, list[Summary]] = {}
     for summary in summaries:
-        if not summary.variant:
+        if not summary.variant and summary.processes == 1:
             rows.setdefault(summary.label, []).append(summary)
     return list(rows.items())
 
@@ -137,6 +137,7 @@ def footer_lines(session: Session) -> list[str]:
         str(env.get("queues", "")),
         "django-tasks-db and django-tasks-redis: one thread as shipped (no 1x4 bar), "
         "4,000 tasks; the others 20,000. Method: docs/benchmarks.md",
+        "django-vtasks stores no results: its bars count tasks acknowledged.",
     ]
 
 
