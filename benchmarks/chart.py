@@ -102,7 +102,13 @@ def render_svg(session: Session, palette: Palette) -> str:
     footer = footer_lines(session)
     height = y + 18 * len(footer) + 12
     header = [
-        text(16, 26, "Echo tasks per second, 1 worker process, results stored", palette.text, 16),
+        text(
+            16,
+            26,
+            "Echo tasks per second, 1 worker process, results stored (not by django-vtasks)",
+            palette.text,
+            16,
+        ),
         text(
             16,
             46,
