@@ -8,8 +8,8 @@ from django_threadmill.broker.keys import KeySpace
 from ..base import REPO_DIR, Peer, RunContext, WorkerSpec, redis_counter
 
 KEY_PREFIX = "bench"
-# A project's own LOGGING as `startproject` users write it (issue 10): the worker runs at -v 1.
-FRESH_PROJECT_SETTINGS = "benchmarks.peers.threadmill.fresh_project"
+# The LOGGING many projects start with, the root logger on the console (issue 10), at -v 1.
+FRESH_PROJECT_SETTINGS = "testproject.settings_fresh"
 COMMAND = REPO_DIR / "django_threadmill" / "management" / "commands" / "threadmill_worker.py"
 
 
