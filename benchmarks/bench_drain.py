@@ -60,7 +60,7 @@ def test_drain(
         record_drain(
             case.peer.name,
             case.peer.label,
-            case.spec.threads,
+            case.spec,
             case.variant,
             case.round_no,
             result,

@@ -4,8 +4,11 @@ from dataclasses import dataclass
 
 from .config import BenchConfig
 from .peers import PEERS, Peer, WorkerSpec, peer_named
+from .peers.threadmill import FRESH_PROJECT_SETTINGS
 
 RTT = "rtt"
+# Ours with a project's root console logging at -v 1, beside the main run (issue 10, item 3).
+FRESH_PROJECT = "fresh project"
 # Our ablations (issue 6, item 4): each changes one thing against our 1x1 main run.
 ABLATIONS: dict[str, WorkerSpec] = {
     "sync-ack": WorkerSpec(threads=1, sync_ack=True),
@@ -13,6 +16,9 @@ ABLATIONS: dict[str, WorkerSpec] = {
     "payload 5 KB": WorkerSpec(threads=1, payload_bytes=5 * 1024),
 }
 RTT_PEERS = ("threadmill", "dramatiq")
+# Rows with two worker processes, the whole of a 2-core machine (issue 10, item 4).
+PROCESS_PEERS = ("threadmill", "dramatiq")
+PROCESSES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +32,7 @@ class Case:
 
     def __str__(self) -> str:
         variant = f"-{self.variant.replace(' ', '')}" if self.variant else ""
-        return f"r{self.round_no + 1}-{self.peer.name}-1x{self.spec.threads}{variant}"
+        return f"r{self.round_no + 1}-{self.peer.name}-{self.spec.config}{variant}"
 
     def task_count(self, config: BenchConfig) -> int:
         if self.variant == RTT:
@@ -35,7 +41,7 @@ class Case:
 
 
 def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
-    """Every run of one round: the main comparison, our ablations, the latency-bound runs."""
+    """Every run of one round: main comparison, fresh project, 2 processes, ablations, rtt."""
     cases = [
         Case(round_no, peer, WorkerSpec(threads=threads))
         for threads in config.thread_counts
@@ -43,6 +49,20 @@ def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
         if peer.max_threads is None or threads <= peer.max_threads
     ]
     threadmill = peer_named("threadmill")
+    cases += [
+        Case(
+            round_no,
+            threadmill,
+            WorkerSpec(threads=threads, settings=FRESH_PROJECT_SETTINGS),
+            FRESH_PROJECT,
+        )
+        for threads in config.thread_counts
+    ]
+    cases += [
+        Case(round_no, peer_named(name), WorkerSpec(threads=threads, processes=PROCESSES))
+        for threads in config.thread_counts
+        for name in PROCESS_PEERS
+    ]
     cases += [Case(round_no, threadmill, spec, name) for name, spec in ABLATIONS.items()]
     cases += [
         Case(round_no, peer_named(name), WorkerSpec(threads=threads), RTT)

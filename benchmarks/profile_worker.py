@@ -1,6 +1,7 @@
 """Where our worker's time goes: py-spy over one drain, plus Redis time per command.
 
     .venv-bench/bin/python -m benchmarks.profile_worker [--tasks 40000] [--threads 1]
+        [--settings testproject.settings_fresh]
 
 Pre-enqueues echo tasks, runs `threadmill_worker --burst` under `py-spy record --subprocesses`,
 and prints busy samples per thread role, the heaviest frames of the worker threads, and
@@ -24,7 +25,14 @@ from .runner import stage
 
 # Leaf frames where a thread waits rather than works (lock, queue, socket).
 IDLE_LEAVES = ("wait (threading", "read_from_socket", "select (", "_socket_can_read", "sleep")
-ROLES = ("WorkerThread.run", "Prefetcher.run", "AckWriter.run", "LeaseKeeper.run")
+# Each role's RoleThread.run calls its loop().
+ROLES = (
+    "WorkerThread.loop",
+    "Prefetcher.loop",
+    "AckWriter.loop",
+    "LeaseKeeper.loop",
+    "Watchdog.loop",
+)
 
 
 def parse_folded(path: Path) -> tuple[Counter[str], Counter[str], int]:
@@ -40,7 +48,7 @@ def parse_folded(path: Path) -> tuple[Counter[str], Counter[str], int]:
         busy += count
         role = next((r for f in stack_frames for r in ROLES if f.startswith(r)), "other")
         roles[role] += count
-        if role == "WorkerThread.run":
+        if role == "WorkerThread.loop":
             for frame in set(stack_frames):
                 frames[frame] += count
     return roles, frames, busy
@@ -64,12 +72,14 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=40_000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    parser.add_argument("--settings", help="the worker's settings module (default: testproject's)")
     options = parser.parse_args()
     beside = Path(sys.executable).with_name("py-spy")  # the venv's, when it is not on PATH
     py_spy = str(beside) if beside.exists() else shutil.which("py-spy")
     if py_spy is None:
         raise SystemExit("py-spy is not installed: pip install py-spy (it is in the bench extra).")
-    peer, spec = peer_named("threadmill"), WorkerSpec(threads=options.threads)
+    peer = peer_named("threadmill")
+    spec = WorkerSpec(threads=options.threads, settings=options.settings)
     with redis_process("--appendonly", "no") as server, tempfile.TemporaryDirectory() as tmp:
         context = RunContext(redis_url=server.url, direct_redis_url=server.url, workdir=Path(tmp))
         stage(peer, spec, context, options.tasks)
@@ -83,7 +93,7 @@ def main() -> None:
         print(f"busy samples: {busy} at {options.rate}/s")
         for role, count in roles.most_common():
             print(f"  {role:<20}{count:>7} ({100 * count / busy:.0f}%)")
-        worker_total = roles["WorkerThread.run"] or 1
+        worker_total = roles["WorkerThread.loop"] or 1
         print("worker threads, inclusive:")
         for frame, count in frames.most_common(30):
             print(f"  {100 * count / worker_total:5.1f}%  {frame[:110]}")

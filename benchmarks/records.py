@@ -4,6 +4,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from .peers import WorkerSpec
 from .runner import Drain
 
 
@@ -14,7 +15,8 @@ class DrainRecord:
     peer: str
     label: str
     threads: int
-    variant: str  # "" for the main comparison, else the ablation or "rtt"
+    processes: int = 1  # results written before worker processes were recorded had one
+    variant: str  # "" for the main comparison, else the ablation, "fresh project" or "rtt"
     round: int
     tasks: int
     rate: float  # tasks / seconds from worker spawn to the last result stored
@@ -31,8 +33,8 @@ class DrainRecord:
     top_commands: dict[str, float] = field(default_factory=dict)
 
     @property
-    def key(self) -> tuple[str, int, str]:
-        return (self.peer, self.threads, self.variant)
+    def key(self) -> tuple[str, int, int, str]:
+        return (self.peer, self.processes, self.threads, self.variant)
 
 
 def per_task(value: float, tasks: int) -> float:
@@ -40,7 +42,13 @@ def per_task(value: float, tasks: int) -> float:
 
 
 def record_drain(
-    peer: str, label: str, threads: int, variant: str, round_no: int, drain: Drain, enqueue_s: float
+    peer: str,
+    label: str,
+    spec: WorkerSpec,
+    variant: str,
+    round_no: int,
+    drain: Drain,
+    enqueue_s: float,
 ) -> DrainRecord:
     """Reduce one Drain to a DrainRecord."""
     assert drain.first is not None, "the watcher never reached the mark"
@@ -58,7 +66,8 @@ def record_drain(
     return DrainRecord(
         peer=peer,
         label=label,
-        threads=threads,
+        threads=spec.threads,
+        processes=spec.processes,
         variant=variant,
         round=round_no,
         tasks=drain.tasks,
@@ -99,6 +108,7 @@ class Summary:
     peer: str
     label: str
     threads: int
+    processes: int
     variant: str
     tasks: int
     rounds: int
@@ -107,6 +117,10 @@ class Summary:
 
     def __getitem__(self, name: str) -> float:
         return self.figures[name].median
+
+    @property
+    def key(self) -> tuple[str, int, int, str]:
+        return (self.peer, self.processes, self.threads, self.variant)
 
 
 FIGURES = (
@@ -125,8 +139,8 @@ FIGURES = (
 
 
 def summarise(records: list[DrainRecord]) -> list[Summary]:
-    """Group records by (peer, threads, variant), in first-seen order."""
-    groups: dict[tuple[str, int, str], list[DrainRecord]] = defaultdict(list)
+    """Group records by (peer, processes, threads, variant), in first-seen order."""
+    groups: dict[tuple[str, int, int, str], list[DrainRecord]] = defaultdict(list)
     for record in records:
         groups[record.key].append(record)
     summaries = []
@@ -143,6 +157,7 @@ def summarise(records: list[DrainRecord]) -> list[Summary]:
                 peer=first.peer,
                 label=first.label,
                 threads=first.threads,
+                processes=first.processes,
                 variant=first.variant,
                 tasks=first.tasks,
                 rounds=len(runs),

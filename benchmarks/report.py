@@ -29,13 +29,13 @@ class Session:
 
 
 def config_name(summary: Summary) -> str:
-    base = f"1x{summary.threads}"
+    base = f"{summary.processes}x{summary.threads}"
     return f"{base} {summary.variant}" if summary.variant else base
 
 
 def reference_for(summary: Summary, summaries: list[Summary]) -> Summary | None:
     """dramatiq's summary in the configuration of ``summary``."""
-    return find(summaries, REFERENCE, summary.threads, summary.variant)
+    return find(summaries, REFERENCE, summary.threads, summary.variant, summary.processes)
 
 
 def ratio(value: float, reference: float) -> str:
@@ -127,6 +127,9 @@ def render(session: Session) -> str:
         "   worker us: worker CPU per task; redis us: Redis CPU per task; cmds: Redis commands",
         "   per task (inside scripts too); scripts: script calls per task; RTs: round trips per",
         "   task counted by the delay proxy (rtt runs only); start s: spawn to first result.",
+        "   config: processes x threads. fresh project: ours with the root logger on a console",
+        "   handler and no django.tasks logger set, at -v 1. django-vtasks stores no results:",
+        "   its tasks count as done once acknowledged (off its queue and processing lists).",
     ]
     if session.latencies:
         lines += ["", *latency_table(session.latencies)]

@@ -136,7 +136,7 @@ def drain(
         finally:
             result.exit_code = worker.stop()
     result.worker_cpu_s = children_cpu_s() - cpu_before
-    polls = {peer.poll_command: watcher.polls} if peer.poll_command else {}
+    polls = {name: watcher.polls * peer.poll_commands.count(name) for name in peer.poll_commands}
     result.redis = cost_between(before, after, polls)
     result.polls = watcher.polls
     return result

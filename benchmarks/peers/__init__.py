@@ -7,11 +7,14 @@ from .huey import HueyPeer
 from .tasks_db import TasksDbPeer, TasksDbPostgresPeer
 from .tasks_redis import TasksRedisPeer
 from .threadmill import ThreadmillPeer
+from .vtasks import VtasksPeer
 
-# The order of the table and of every round: ours first, then the reference, then the rest.
+# The order of the table and of every round: ours first, then the two references of DESIGN.md §6,
+# then the rest.
 PEERS: tuple[Peer, ...] = (
     ThreadmillPeer(),
     DramatiqPeer(),
+    VtasksPeer(),
     CeleryPeer(),
     HueyPeer(),
     TasksDbPeer(),

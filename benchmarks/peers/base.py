@@ -17,13 +17,20 @@ REPO_DIR = Path(__file__).resolve().parents[2]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerSpec:
-    """One worker configuration: 1 process with ``threads`` threads."""
+    """One worker configuration: ``processes`` processes with ``threads`` threads each."""
 
     threads: int
+    processes: int = 1  # ours and dramatiq only: --processes
     prefetch: int = 128  # read-ahead, where the queue lets us set it
     sync_ack: bool = False  # ours only: --sync-ack
     payload_bytes: int = 100  # size of the echo argument
     burst: bool = True  # ours only: exit once the queues are empty (--burst)
+    settings: str | None = None  # ours only: the worker's --settings (a project's own LOGGING)
+
+    @property
+    def config(self) -> str:
+        """Processes x threads, as the table and the test ids print it."""
+        return f"{self.processes}x{self.threads}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,7 +59,7 @@ class Peer(ABC):
     max_threads: int | None = None  # None: any thread count; 1: a single-threaded worker
     read_ahead: str = "128"  # how read-ahead is set, or the shipped behaviour when it cannot be
     slow: bool = False  # drains far below 1,000 tasks/s: runs get the smaller task count
-    poll_command: str | None = None  # the Redis command the counter sends, left out of the costs
+    poll_commands: tuple[str, ...] = ()  # the Redis commands of one count, left out of the costs
     supports_pickup: bool = False  # has a client-side pickup latency probe
     needs_postgres: bool = False  # the harness passes a PostgreSQL URL in RunContext
 

@@ -12,7 +12,7 @@ class CeleryPeer(Peer):
     distribution = "celery"
     module = "celery"
     read_ahead = "128 (--prefetch-multiplier 128/threads)"
-    poll_command = "dbsize"
+    poll_commands = ("dbsize",)
 
     def worker_argv(self, spec: WorkerSpec) -> list[str]:
         # Gossip, mingle and heartbeats talk to other workers; a lone benchmark worker skips them.

@@ -12,7 +12,7 @@ class DramatiqPeer(Peer):
     distribution = "dramatiq"
     module = "dramatiq"
     read_ahead = "128 (dramatiq_queue_prefetch)"
-    poll_command = "dbsize"
+    poll_commands = ("dbsize",)
     supports_pickup = True
 
     def env(self, context: RunContext) -> dict[str, str]:
@@ -24,7 +24,7 @@ class DramatiqPeer(Peer):
             "dramatiq",
             "benchmarks.peers.dramatiq.tasks",
             "--processes",
-            "1",
+            str(spec.processes),
             "--threads",
             str(spec.threads),
         )

@@ -14,7 +14,7 @@ class HueyPeer(Peer):
     distribution = "huey"
     module = "huey"
     read_ahead = "none (one task per dequeue, as shipped)"
-    poll_command = "hlen"
+    poll_commands = ("hlen",)
 
     def worker_argv(self, spec: WorkerSpec) -> list[str]:
         return self.python(

@@ -16,7 +16,7 @@ class TasksRedisPeer(Peer):
     max_threads = 1
     read_ahead = "none (one message per read, as shipped)"
     slow = True
-    poll_command = "zcard"
+    poll_commands = ("zcard",)
 
     def env(self, context: RunContext) -> dict[str, str]:
         return {

@@ -8,6 +8,8 @@ from django_threadmill.broker.keys import KeySpace
 from ..base import REPO_DIR, Peer, RunContext, WorkerSpec, redis_counter
 
 KEY_PREFIX = "bench"
+# The LOGGING many projects start with, the root logger on the console (issue 10), at -v 1.
+FRESH_PROJECT_SETTINGS = "testproject.settings_fresh"
 COMMAND = REPO_DIR / "django_threadmill" / "management" / "commands" / "threadmill_worker.py"
 
 
@@ -16,7 +18,7 @@ class ThreadmillPeer(Peer):
     label = "django-threadmill"
     distribution = "django-threadmill"
     module = "django_threadmill"
-    poll_command = "zcard"
+    poll_commands = ("zcard",)
     supports_pickup = True
 
     def missing(self) -> str | None:
@@ -38,7 +40,7 @@ class ThreadmillPeer(Peer):
             str(REPO_DIR / "manage.py"),
             "threadmill_worker",
             "--processes",
-            "1",
+            str(spec.processes),
             "--threads",
             str(spec.threads),
             "--prefetch",
@@ -48,6 +50,7 @@ class ThreadmillPeer(Peer):
             *argv,
             *(["--burst"] if spec.burst else []),
             *(["--sync-ack"] if spec.sync_ack else []),
+            *(["--settings", spec.settings] if spec.settings else []),
         ]
 
     def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
