@@ -305,10 +305,17 @@ class Broker:
             pipe.execute()
 
     def _by_queue[T](
-        self, items: Iterable[T], lease_of: Callable[[T], Lease], build: Callable[..., ScriptCall]
+        self,
+        items: Iterable[T],
+        lease_of: Callable[[T], Lease],
+        build: Callable[..., ScriptCall],
+        also: Iterable[str] = (),
     ) -> list[tuple[list[T], Any]]:
-        """Group ``items`` by queue, send one script call per queue, pair items with replies."""
-        groups: dict[str, list[T]] = defaultdict(list)
+        """Group ``items`` by queue, send one script call per queue, pair items with replies.
+
+        Queues in ``also`` get a call even when no item is theirs.
+        """
+        groups: dict[str, list[T]] = defaultdict(list, {queue: [] for queue in also})
         for item in items:
             groups[lease_of(item).queue].append(item)
         if not groups:
@@ -404,8 +411,14 @@ class Broker:
 
         self._by_queue(recorded, lambda f: f.lease, build)
 
-    def renew(self, worker_id: str, leases: Sequence[Lease]) -> list[str]:
-        """Extend every lease in ``leases`` by lease_ttl; return the ids whose lease is lost."""
+    def renew(
+        self, worker_id: str, leases: Sequence[Lease], served: Iterable[str] = ()
+    ) -> list[str]:
+        """Extend every lease in ``leases`` by lease_ttl; return the ids whose lease is lost.
+
+        Each queue in ``served`` is renewed too, with no leases if none is held there: the
+        worker's heartbeat, so the admin and the metrics count idle workers.
+        """
 
         def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
             args: list[str | int] = [self.settings.lease_ttl_ms, worker_id, FORGET_WORKER_MS]
@@ -419,7 +432,7 @@ class Broker:
 
         return [
             task_id
-            for _, reply in self._by_queue(leases, lambda lease: lease, build)
+            for _, reply in self._by_queue(leases, lambda lease: lease, build, served)
             for task_id in reply
         ]
 

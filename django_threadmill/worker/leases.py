@@ -43,12 +43,17 @@ class HeldLeases:
 
 
 class LeaseKeeper(RoleThread):
-    """Renew every held lease with one batched call per interval (DESIGN.md §4)."""
+    """Renew every held lease with one batched call per interval (DESIGN.md §4).
+
+    The same call is the process's heartbeat in each queue it serves, held leases or not, so an
+    idle worker still shows in the admin and in ``threadmill_workers``.
+    """
 
     def __init__(
         self,
         broker: Broker,
         worker_id: str,
+        queues: tuple[str, ...],
         held: HeldLeases,
         interval_s: float,
         on_crash: Callable[[], None],
@@ -56,6 +61,7 @@ class LeaseKeeper(RoleThread):
         super().__init__("threadmill-lease-keeper", on_crash)
         self.broker = broker
         self.worker_id = worker_id
+        self.queues = queues
         self.held = held
         self.interval_s = interval_s
         self.stopping = threading.Event()
@@ -66,10 +72,8 @@ class LeaseKeeper(RoleThread):
 
     def renew(self) -> None:
         leases = self.held.snapshot()
-        if not leases:
-            return
         try:
-            lost = self.broker.renew(self.worker_id, leases)
+            lost = self.broker.renew(self.worker_id, leases, self.queues)
         except BrokerUnavailable as exc:
             logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
             return

@@ -61,7 +61,7 @@ class WorkerProcess:
         )
         lease_interval_s = backend.settings.lease_ttl_s / 3
         self.keeper = LeaseKeeper(
-            self.broker, self.worker_id, self.held, lease_interval_s, self._crashed
+            self.broker, self.worker_id, options.queues, self.held, lease_interval_s, self._crashed
         )
         self.prefetcher = Prefetcher(
             self.broker,

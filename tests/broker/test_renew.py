@@ -86,3 +86,13 @@ def test_renew_spans_queues(broker: Broker, enqueue: Callable[..., object]) -> N
 
 def test_nothing_to_renew_sends_nothing(broker: Broker) -> None:
     assert broker.renew(WORKER, []) == []
+
+
+def test_an_idle_worker_renews_as_a_heartbeat_in_each_queue_it_serves(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    assert broker.renew(WORKER, [], ["default", "emails"]) == []
+    for queue in ("default", "emails"):
+        keys = broker.queue_keys(queue)
+        assert redis_client.zscore(keys.workers, WORKER) is not None
+        assert redis_client.hget(keys.held, WORKER) == "0"
