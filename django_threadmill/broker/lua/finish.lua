@@ -8,6 +8,7 @@
 -- KEYS[7]  P:metrics            hash: lifetime counters and buckets per "<path>|<name>"
 -- KEYS[8]  P:metrics:<minute>   hash: the same for the current minute; expires
 -- KEYS[9]  P:metrics:paths      set: task paths counted under their own name
+-- KEYS[10] P:u:        unique key prefix; a finished task's `unique` digest is appended
 -- ARGV[1]  worker_id      recorded if the attempt's start notice never went out; "" means the
 --                         reaper settles, which wins only while the lease is still expired
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
@@ -23,6 +24,7 @@
 -- Fence:   state must be "reserved" or "running" and token must match; a late or duplicate
 --          call, or one for a reaped task, changes nothing and returns 0. The reaper's call is
 --          also stale when the worker renewed the lease after the reaper read it.
+--          A unique key is released only while it still names the finished task.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
 -- Cost:    per task one HMGET, one HSET, one PEXPIRE; lease, index and metric updates are per
 --          call (one HINCRBY per metric field, whatever the number of tasks).
@@ -38,7 +40,8 @@ local last = 5 + 7 * tonumber(ARGV[3])
 for i = 6, last, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms", "nerrors")
+  local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms", "nerrors",
+    "unique")
   local live = f[2] == token and (f[1] == "reserved" or f[1] == "running")
   if live and reaping then
     local deadline = redis.call("ZSCORE", KEYS[2], id)
@@ -70,6 +73,9 @@ for i = 6, last, 7 do
     redis.call("HSET", key, unpack(fields))
     if outcome ~= "retry" and ttl ~= "" then
       redis.call("PEXPIRE", key, ttl)
+    end
+    if f[6] and outcome ~= "retry" and redis.call("GET", KEYS[10] .. f[6]) == id then
+      redis.call("DEL", KEYS[10] .. f[6])
     end
     unleased[#unleased + 1] = id
     counts[outcome] = counts[outcome] + 1
