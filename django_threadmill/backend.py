@@ -81,7 +81,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
         self.settings = read_settings(alias, params)
-        for queue in self.queues:
+        for queue in [*self.queues, *self.settings.queue_limits]:
             check_queue_name(queue)
 
     @cached_property

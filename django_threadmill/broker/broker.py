@@ -308,17 +308,25 @@ class Broker:
     def acquire(self, queue: str, count: int) -> Acquired:
         """Promote due delayed tasks, then reserve up to ``count`` ready ones (one call)."""
         keys = self.queue_keys(queue)
+        limit = self.settings.limit_of(queue)
         reply = self._run(
             ScriptCall(
                 ScriptName.ACQUIRE,
-                (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake),
-                (count, self.settings.lease_ttl_ms, PROMOTE_LIMIT),
+                (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake, keys.rate),
+                (
+                    count,
+                    self.settings.lease_ttl_ms,
+                    PROMOTE_LIMIT,
+                    "" if limit.concurrency is None else limit.concurrency,
+                    "" if limit.token_interval_ms is None else limit.token_interval_ms,
+                ),
             )
         )
         next_due_ms = int(reply[0])
         return Acquired(
-            reservations=[_reservation(queue, *entry) for entry in reply[1:]],
+            reservations=[_reservation(queue, *entry) for entry in reply[2:]],
             next_due_ms=None if next_due_ms < 0 else next_due_ms,
+            held_back=reply[1] == 1,
         )
 
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
@@ -388,12 +396,14 @@ class Broker:
         minute = current_minute()
 
         def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
+            limited = self.settings.limit_of(group[0].lease.queue).concurrency is not None
             args: list[str | int] = [
                 worker_id,
                 "" if ttl_ms is None else ttl_ms,
                 len(group),
                 MAX_TASK_PATHS,
                 MINUTE_TTL_MS,
+                int(limited),
             ]
             for f in group:
                 args += [
@@ -417,6 +427,7 @@ class Broker:
                     keys.wake,
                     *self._metric_keys(keys, minute),
                     keys.unique_prefix,
+                    keys.ready,
                 ),
                 tuple(args),
             )

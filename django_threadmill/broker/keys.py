@@ -58,6 +58,10 @@ class QueueKeys:
         return f"{self.prefix}:wake"
 
     @property
+    def rate(self) -> str:
+        return f"{self.prefix}:rate"
+
+    @property
     def seq(self) -> str:
         return f"{self.prefix}:seq"
 

@@ -98,7 +98,8 @@ class Acquired:
     """The reply of one acquire call."""
 
     reservations: list[Reservation]
-    next_due_ms: int | None  # ms until the earliest delayed task is due; None if none waits
+    next_due_ms: int | None  # ms until a delayed task is due or a rate token; None if neither
+    held_back: bool = False  # a queue limit kept ready tasks back: skip until next_due or a wake
 
 
 class Start(NamedTuple):
