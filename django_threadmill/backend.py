@@ -8,7 +8,7 @@ from uuid import uuid4
 
 from asgiref.sync import sync_to_async
 
-from .broker import Broker, NewTask
+from .broker import Broker, Guard, NewTask
 from .broker.keys import make_task_id, queue_of
 from .coalesce import Enqueuer
 from .compat import (
@@ -107,11 +107,17 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             raise InvalidTask(str(exc)) from exc
 
     def _prepare(
-        self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]
+        self,
+        task: Task,
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        *,
+        task_id: str | None = None,
+        guard: Guard | None = None,
     ) -> tuple[NewTask, TaskResult]:
         """Validate and encode one enqueue; raise before anything reaches Redis."""
         self.validate_task(task)
-        task_id = make_task_id(uuid4().hex, task.queue_name)
+        task_id = task_id or make_task_id(uuid4().hex, task.queue_name)
         enqueued_ms = now_ms()
         run_after_ms = None if task.run_after is None else to_ms(task.run_after)
         try:
@@ -153,7 +159,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             priority=task.priority,
             run_after_ms=run_after_ms,
             enqueued_ms=enqueued_ms,
-            guard=unique_guard(task, result.args, result.kwargs),
+            guard=guard or unique_guard(task, result.args, result.kwargs),
         ), result
 
     @traced_enqueue
@@ -182,6 +188,20 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             return result
         holder = await self.enqueuer.aenqueue(task.queue_name, new, result)
         return result if holder is None else await self.aget_result(holder)
+
+    def enqueue_guarded(
+        self, task: Task, args: Sequence[Any], kwargs: dict[str, Any], *, task_id: str, guard: Guard
+    ) -> TaskResult | None:
+        """Queue up the Task under a given id and guard; return None if the script skipped it.
+
+        Schedules use it (docs/schedules.md): the id derives from the slot, and the guard makes
+        the script skip a slot at or before the last one fired.
+        """
+        new, result = self._prepare(task, args, kwargs, task_id=task_id, guard=guard)
+        if not self.broker.enqueue(task.queue_name, [new]).stored:
+            return None
+        task_enqueued.send(type(self), task_result=result)
+        return result
 
     @traced_enqueue
     def enqueue_many(

@@ -12,6 +12,7 @@ from typing import Any
 
 from .exceptions import ImproperlyConfiguredThreadmill
 from .limits import QueueLimit, read_queue_limits
+from .schedules.spec import Schedule, read_schedules
 
 DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
 QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -45,6 +46,7 @@ class BackendSettings:
     # out of repr, which names the shared broker and may end up in logs.
     metrics_token: str | None = field(default=None, repr=False)
     queue_limits: dict[str, QueueLimit] = field(default_factory=dict)
+    schedules: dict[str, Schedule] = field(default_factory=dict)
 
     @property
     def lease_ttl_ms(self) -> int:
@@ -118,6 +120,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         "connection_options": lambda v: ("connection_options", _mapping(v)),
         "metrics_token": lambda v: ("metrics_token", _token(v)),
         "queue_limits": lambda v: ("queue_limits", read_queue_limits(v)),
+        "schedules": lambda v: ("schedules", read_schedules(v)),
     }
     read: dict[str, Any] = {}
     for name, value in options.items():

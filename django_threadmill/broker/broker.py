@@ -265,6 +265,11 @@ class Broker:
                 queues = [queue for queue in queues if queue not in missing]
         self._known_queues.update(queues)
 
+    def last_fired_ms(self, queue: str, schedule: str) -> int | None:
+        """Return the last slot ``schedule`` fired into ``queue`` (ms), or None if it never did."""
+        with self.translated_errors():
+            return stored_int(self.client.get(self.queue_keys(queue).fired(schedule)))
+
     def queues(self) -> list[str]:
         """Return every queue name this alias has seen, sorted."""
         with self.translated_errors():
