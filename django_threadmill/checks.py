@@ -1,4 +1,4 @@
-"""System checks for a ThreadmillTaskBackend: the Redis it points at must keep tasks safe."""
+"""System checks for a ThreadmillTaskBackend: its Redis must keep tasks safe, its schedules work."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +26,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def check_backend(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
-    """Return errors and warnings about the Redis behind ``backend``."""
+    """Return errors and warnings about the Redis behind ``backend`` and its schedules."""
     return [*_redis_messages(backend), *schedule_messages(backend)]
 
 
