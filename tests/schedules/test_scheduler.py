@@ -10,6 +10,7 @@ from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import task_backends
+from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.schedules.scheduler import Scheduler, slot_task_id
 from django_threadmill.schedules.slots import slot_ms
 from tests.conftest import tasks_setting
@@ -165,3 +166,13 @@ def test_a_schedule_that_cannot_fire_is_logged_and_the_others_fire(
         scheduler.fire_due()
     assert "Schedule failed to fire schedule=broken" in caplog.text
     assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
+
+
+def test_redis_down_raises_and_the_slot_stays_due(key_prefix: str, clock: Clock) -> None:
+    down = tasks_setting("redis://127.0.0.1:1/0", key_prefix, schedules=SCHEDULES)
+    with override_settings(TASKS=down):
+        scheduler = Scheduler(task_backends["default"], clock)  # type: ignore[arg-type]
+        with pytest.raises(BrokerUnavailable):
+            scheduler.fire_due()
+        with pytest.raises(BrokerUnavailable):  # still due: the supervisor retries it
+            scheduler.fire_due()
