@@ -8,7 +8,7 @@ from uuid import uuid4
 
 from asgiref.sync import sync_to_async
 
-from .broker import Broker, NewTask
+from .broker import Broker, Guard, NewTask
 from .broker.keys import make_task_id, queue_of
 from .coalesce import Enqueuer
 from .compat import (
@@ -36,6 +36,7 @@ from .records import (
 )
 from .task import ThreadmillTask
 from .tracing import carrier, traced_aenqueue, traced_enqueue
+from .unique import unique_guard
 
 _enqueuers: dict[tuple[type, str], Enqueuer] = {}
 _enqueuers_lock = Lock()
@@ -80,7 +81,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
         self.settings = read_settings(alias, params)
-        for queue in self.queues:
+        for queue in [*self.queues, *self.settings.queue_limits]:
             check_queue_name(queue)
 
     @cached_property
@@ -106,11 +107,17 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             raise InvalidTask(str(exc)) from exc
 
     def _prepare(
-        self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]
+        self,
+        task: Task,
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        *,
+        task_id: str | None = None,
+        guard: Guard | None = None,
     ) -> tuple[NewTask, TaskResult]:
         """Validate and encode one enqueue; raise before anything reaches Redis."""
         self.validate_task(task)
-        task_id = make_task_id(uuid4().hex, task.queue_name)
+        task_id = task_id or make_task_id(uuid4().hex, task.queue_name)
         enqueued_ms = now_ms()
         run_after_ms = None if task.run_after is None else to_ms(task.run_after)
         try:
@@ -152,19 +159,22 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             priority=task.priority,
             run_after_ms=run_after_ms,
             enqueued_ms=enqueued_ms,
+            guard=guard or unique_guard(task, result.args, result.kwargs),
         ), result
 
     @traced_enqueue
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Queue up the Task to be executed: one Redis call, shared with concurrent callers.
 
-        With ``enqueue_on_commit``, inside a transaction the write waits for its commit.
+        With ``enqueue_on_commit``, inside a transaction the write waits for its commit. A
+        unique task equal to an unfinished one returns that task's result and stores nothing.
         """
         new, result = self._prepare(task, args, kwargs)
         write = partial(self._store, [(new, result)])
-        if not (self._on_commit(task) and defer_to_commit(write)):
-            write()
-        return result
+        if self._on_commit(task) and defer_to_commit(write):
+            return result
+        [holder] = write()
+        return result if holder is None else self.get_result(holder)
 
     @traced_aenqueue
     async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
@@ -176,7 +186,21 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         new, result = self._prepare(task, args, kwargs)
         if self._on_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
             return result
-        await self.enqueuer.aenqueue(task.queue_name, new, result)
+        holder = await self.enqueuer.aenqueue(task.queue_name, new, result)
+        return result if holder is None else await self.aget_result(holder)
+
+    def enqueue_guarded(
+        self, task: Task, args: Sequence[Any], kwargs: dict[str, Any], *, task_id: str, guard: Guard
+    ) -> TaskResult | None:
+        """Queue up the Task under a given id and guard; return None if the script skipped it.
+
+        Schedules use it (docs/schedules.md): the id derives from the slot, and the guard makes
+        the script skip a slot at or before the last one fired.
+        """
+        new, result = self._prepare(task, args, kwargs, task_id=task_id, guard=guard)
+        if not self.broker.enqueue(task.queue_name, [new]).stored:
+            return None
+        task_enqueued.send(type(self), task_result=result)
         return result
 
     @traced_enqueue
@@ -188,21 +212,32 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         Every call is validated and encoded before anything is sent.
         """
         prepared = [self._prepare(task, args, kwargs) for args, kwargs in calls]
-        if prepared:
-            write = partial(self._store, prepared)
-            if not (self._on_commit(task) and defer_to_commit(write)):
-                write()
-        return [result for _, result in prepared]
+        if not prepared:
+            return []
+        write = partial(self._store, prepared)
+        if self._on_commit(task) and defer_to_commit(write):
+            return [result for _, result in prepared]
+        holders = write()
+        existing = {holder: self.get_result(holder) for holder in set(holders) if holder}
+        return [
+            result if holder is None else existing[holder]
+            for (_, result), holder in zip(prepared, holders, strict=True)
+        ]
 
-    def _store(self, prepared: Sequence[tuple[NewTask, TaskResult]]) -> None:
-        """Write prepared tasks of one queue (coalesced when alone), then send task_enqueued."""
+    def _store(self, prepared: Sequence[tuple[NewTask, TaskResult]]) -> list[str | None]:
+        """Write prepared tasks of one queue (coalesced when alone), then send task_enqueued
+        for those stored; return, per task, the id of the unfinished task it duplicates."""
         if len(prepared) == 1:
             [(new, result)] = prepared
-            self.enqueuer.enqueue(result.task.queue_name, new)
+            holders = [self.enqueuer.enqueue(result.task.queue_name, new)]
         else:
-            self.broker.enqueue(prepared[0][1].task.queue_name, [new for new, _ in prepared])
-        for _, result in prepared:
-            task_enqueued.send(type(self), task_result=result)
+            queue = prepared[0][1].task.queue_name
+            existing = self.broker.enqueue(queue, [new for new, _ in prepared]).existing
+            holders = [existing.get(new.id) for new, _ in prepared]
+        for (_, result), holder in zip(prepared, holders, strict=True):
+            if holder is None:
+                task_enqueued.send(type(self), task_result=result)
+        return holders
 
     def _result(self, result_id: str, record: dict[str, str] | None) -> TaskResult:
         if record is None:

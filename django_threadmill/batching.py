@@ -14,7 +14,7 @@ from threading import Lock
 from typing import Any
 from weakref import WeakSet
 
-from .broker import NewTask
+from .broker import Enqueued, NewTask
 from .exceptions import BrokerUnavailable
 
 
@@ -26,6 +26,7 @@ class Pending:
     task: NewTask
     error: BaseException | None = None
     settled: bool = False
+    holder: str | None = None  # a unique duplicate: the id of the unfinished task it equals
 
 
 class Latch:
@@ -121,14 +122,16 @@ def own_error(error: BaseException, shared: bool) -> BaseException:
 
 
 def settle(
-    groups: Mapping[str, Sequence[Pending]], outcomes: Sequence[int | BaseException]
+    groups: Mapping[str, Sequence[Pending]], outcomes: Sequence[Enqueued | BaseException]
 ) -> None:
-    """Record each queue's outcome (a stored count or an error) on its callers."""
+    """Record each queue's outcome (what was stored, or an error) on its callers."""
     shared = sum(len(group) for group in groups.values()) > 1
     for group, outcome in zip(groups.values(), outcomes, strict=True):
         for pending in group:
             if isinstance(outcome, BaseException):
                 pending.error = own_error(outcome, shared)
+            else:
+                pending.holder = outcome.existing.get(pending.task.id)
             pending.settled = True
 
 
@@ -140,7 +143,7 @@ def tasks_by_queue(groups: Mapping[str, Sequence[Pending]]) -> dict[str, list[Ne
 @contextmanager
 def settling(
     groups: Mapping[str, Sequence[Pending]],
-) -> Iterator[Callable[[Sequence[int | BaseException]], None]]:
+) -> Iterator[Callable[[Sequence[Enqueued | BaseException]], None]]:
     """Settle every caller of a batch: with the per-queue outcomes the block passes, with the
     error that lost the whole round trip, or as interrupted if the sender was stopped."""
     try:

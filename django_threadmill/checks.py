@@ -1,4 +1,4 @@
-"""System checks for a ThreadmillTaskBackend: the Redis it points at must keep tasks safe."""
+"""System checks for a ThreadmillTaskBackend: its Redis must keep tasks safe, its schedules work."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +10,7 @@ from django.test.utils import override_settings
 
 from .broker.connection import redacted
 from .exceptions import BrokerUnavailable
+from .schedules.checks import schedule_messages
 
 if TYPE_CHECKING:
     from .backend import ThreadmillTaskBackend
@@ -25,7 +26,11 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def check_backend(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
-    """Return errors and warnings about the Redis behind ``backend``."""
+    """Return errors and warnings about the Redis behind ``backend`` and its schedules."""
+    return [*_redis_messages(backend), *schedule_messages(backend)]
+
+
+def _redis_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
     where = f"TASKS[{backend.alias!r}] at {redacted(backend.settings.location)}"
     try:
         info = backend.broker.server_info()

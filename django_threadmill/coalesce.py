@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settling, tasks_by_queue
-from .broker import Broker, NewTask
+from .broker import Broker, Enqueued, NewTask
 from .compat import TaskResult
 from .exceptions import BrokerUnavailable
 
 logger = logging.getLogger(__name__)
 
-type Outcomes = list[int | BrokerUnavailable]
+type Outcomes = list[Enqueued | BrokerUnavailable]
 type Groups = Mapping[str, Sequence[NewTask]]
 # Sends task_enqueued for stored results; returns, per result, what a receiver raised.
 type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]]]
@@ -46,8 +46,11 @@ class ThreadCoalescer:
         self._send = send
         self._line: Line[Waiter] = Line()
 
-    def enqueue(self, queue: str, task: NewTask) -> None:
-        """Store ``task``, alone or with the calls waiting beside it; raise its own error."""
+    def enqueue(self, queue: str, task: NewTask) -> str | None:
+        """Store ``task``, alone or with the calls waiting beside it; raise its own error.
+
+        Return the id of the unfinished task a unique ``task`` duplicates, or None.
+        """
         waiter = Waiter(queue=queue, task=task)
         if self._line.join(waiter):
             self._send_batch(waiter)
@@ -57,6 +60,7 @@ class ThreadCoalescer:
                 self._send_batch(waiter)
         if waiter.error is not None:
             raise waiter.error
+        return waiter.holder
 
     def _send_batch(self, sender: Waiter) -> None:
         """Send what is waiting (``sender``'s own call among it), then wake every other caller
@@ -89,19 +93,23 @@ class LoopCoalescer:
         self._send = send
         self._announce = announce
         self._line: Line[Announced] = Line()
-        self._futures: dict[Announced, asyncio.Future[None]] = {}
+        self._futures: dict[Announced, asyncio.Future[str | None]] = {}
         # A strong reference to the running flusher: the event loop keeps only weak ones.
         self._flusher: asyncio.Task[None] | None = None
 
-    async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> None:
-        """Store and announce ``task``, alone or with the calls waiting beside it."""
+    async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> str | None:
+        """Store and announce ``task``, alone or with the calls waiting beside it.
+
+        Return the id of the unfinished task a unique ``task`` duplicates (then nothing was
+        stored or announced), or None.
+        """
         pending = Announced(queue=queue, task=task, result=result)
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._futures[pending] = future
         if self._line.join(pending):
             self._flusher = asyncio.create_task(self._flush(), name="threadmill-enqueue")
             self._flusher.add_done_callback(self._flusher_done)
-        await future
+        return await future
 
     async def _flush(self) -> None:
         """Send batches until nobody waits."""
@@ -134,7 +142,12 @@ class LoopCoalescer:
                 self._resolve(pending)
 
     async def _announce_stored(self, groups: Mapping[str, Sequence[Announced]]) -> None:
-        stored = [pending for group in groups.values() for pending in group if not pending.error]
+        stored = [
+            pending
+            for group in groups.values()
+            for pending in group
+            if not pending.error and pending.holder is None
+        ]
         if not stored:
             return
         errors: Sequence[Exception | None]
@@ -150,7 +163,7 @@ class LoopCoalescer:
         if future.done():  # its caller was cancelled; the task was sent all the same
             return
         if pending.error is None:
-            future.set_result(None)
+            future.set_result(pending.holder)
         else:
             future.set_exception(pending.error)
 
@@ -166,15 +179,16 @@ class Enqueuer:
             WeakKeyDictionary()
         )
 
-    def enqueue(self, queue: str, task: NewTask) -> None:
-        """Store one task in ``queue``, sharing a round trip with concurrent callers."""
-        self._threads.enqueue(queue, task)
+    def enqueue(self, queue: str, task: NewTask) -> str | None:
+        """Store one task in ``queue``, sharing a round trip with concurrent callers; return
+        the id of the unfinished task a unique one duplicates, or None."""
+        return self._threads.enqueue(queue, task)
 
-    async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> None:
+    async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> str | None:
         """Store and announce one task, coalesced within the running event loop."""
         loop = asyncio.get_running_loop()
         coalescer = self._loops.get(loop)
         if coalescer is None:
             coalescer = LoopCoalescer(self.broker.aenqueue_groups, self._announce)
             self._loops[loop] = coalescer
-        await coalescer.aenqueue(queue, task, result)
+        return await coalescer.aenqueue(queue, task, result)

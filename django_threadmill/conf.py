@@ -11,6 +11,8 @@ from datetime import timedelta
 from typing import Any
 
 from .exceptions import ImproperlyConfiguredThreadmill
+from .limits import QueueLimit, read_queue_limits
+from .schedules.spec import Schedule, read_schedules
 
 DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
 QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -21,6 +23,7 @@ DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 # enqueues need few; a call that finds all in use waits up to pool_timeout (issue 11).
 DEFAULT_MAX_CONNECTIONS = 50
 MIN_TOKEN_CHARS = 16  # a metrics token shorter than this is too easy to guess
+NO_LIMIT = QueueLimit()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,10 +45,16 @@ class BackendSettings:
     # Bearer token that may read this alias's metrics without a staff login (issue 13); kept
     # out of repr, which names the shared broker and may end up in logs.
     metrics_token: str | None = field(default=None, repr=False)
+    queue_limits: dict[str, QueueLimit] = field(default_factory=dict)
+    schedules: dict[str, Schedule] = field(default_factory=dict)
 
     @property
     def lease_ttl_ms(self) -> int:
         return int(self.lease_ttl_s * 1000)
+
+    def limit_of(self, queue: str) -> QueueLimit:
+        """Return the limits of ``queue``: none unless ``OPTIONS["queue_limits"]`` names it."""
+        return self.queue_limits.get(queue, NO_LIMIT)
 
     @property
     def result_ttl_ms(self) -> int | None:
@@ -110,6 +119,8 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),
         "connection_options": lambda v: ("connection_options", _mapping(v)),
         "metrics_token": lambda v: ("metrics_token", _token(v)),
+        "queue_limits": lambda v: ("queue_limits", read_queue_limits(v)),
+        "schedules": lambda v: ("schedules", read_schedules(v)),
     }
     read: dict[str, Any] = {}
     for name, value in options.items():

@@ -1,4 +1,5 @@
-"""ThreadmillTask (a django.tasks ``Task`` with a retry policy) and a ``@task`` that sets it.
+"""ThreadmillTask (a django.tasks ``Task`` with a retry policy and a unique window) and a ``@task``
+that sets them.
 
 On Django 6.1, ``@django.tasks.task(retry=...)`` forwards ``retry`` to the backend's
 ``task_class``, which is ``ThreadmillTask``. Django 6.0 does not forward extra keywords, so
@@ -7,6 +8,7 @@ On Django 6.1, ``@django.tasks.task(retry=...)`` forwards ``retry`` to the backe
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
+from datetime import timedelta
 from typing import Any
 
 from .compat import DEFAULT_TASK_QUEUE_NAME, InvalidTask, Task, task_backends
@@ -18,11 +20,13 @@ DEFAULT_TASK_PRIORITY = 0
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThreadmillTask(Task):  # type: ignore[misc]
-    """A ``Task`` that may carry a retry policy, used when a failed attempt may run again."""
+    """A ``Task`` that may carry a retry policy, and a window in which equal enqueues are one."""
 
     retry: RetryPolicy | None = None
     # None follows the backend's OPTIONS["enqueue_on_commit"]; True or False overrides it.
     enqueue_on_commit: bool | None = None
+    unique_for: timedelta | None = None
+    unique_key: Callable[[list[Any], dict[str, Any]], str] | None = None
 
     def __post_init__(self) -> None:
         # Explicit base call: zero-argument super() breaks in slotted dataclasses before 3.14.
@@ -38,6 +42,7 @@ class ThreadmillTask(Task):  # type: ignore[misc]
                 "not a choice. Pass True (wait for the commit), False (write at once) or None "
                 "(follow OPTIONS['enqueue_on_commit'])."
             )
+        self._check_unique()
 
     def using(self, *, enqueue_on_commit: bool | None = None, **changes: Any) -> Task:
         """Create a new Task with modified defaults, ``enqueue_on_commit`` among them."""
@@ -46,9 +51,34 @@ class ThreadmillTask(Task):  # type: ignore[misc]
             return task
         return replace(task, enqueue_on_commit=enqueue_on_commit)
 
+    def _check_unique(self) -> None:
+        if self.unique_for is not None and (
+            not isinstance(self.unique_for, timedelta) or self.unique_for.total_seconds() < 0.001
+        ):
+            raise InvalidTask(
+                f"unique_for={self.unique_for!r} on task {self.module_path!r} is not a window. "
+                "Pass a timedelta of at least a millisecond, e.g. unique_for=timedelta(minutes=5)."
+            )
+        if self.unique_key is not None and (
+            self.unique_for is None or not callable(self.unique_key)
+        ):
+            raise InvalidTask(
+                f"unique_key={self.unique_key!r} on task {self.module_path!r} needs unique_for and "
+                "must be a callable unique_key(args, kwargs) -> str. Add unique_for=timedelta(...)."
+            )
 
-def _accepts_retry(task_class: type) -> bool:
-    return "retry" in {f.name for f in fields(task_class)}
+
+def _threadmill_options(task_class: type, backend: str, **options: Any) -> dict[str, Any]:
+    """Return the options that were given, refusing them for a class that cannot hold them."""
+    given = {name: value for name, value in options.items() if value is not None}
+    missing = sorted(set(given) - {f.name for f in fields(task_class)})
+    if missing:
+        raise InvalidTask(
+            f"Task backend {backend!r} builds {task_class.__name__}, which has no "
+            f"{' or '.join(missing)}. Use django_threadmill.backend.ThreadmillTaskBackend for that "
+            f"alias, or drop {'= and '.join(missing)}=."
+        )
+    return given
 
 
 def task(
@@ -59,11 +89,14 @@ def task(
     backend: str = DEFAULT_TASK_BACKEND_ALIAS,
     takes_context: bool = False,
     retry: RetryPolicy | None = None,
+    unique_for: timedelta | None = None,
+    unique_key: Callable[[list[Any], dict[str, Any]], str] | None = None,
     **kwargs: Any,
 ) -> Any:
-    """Turn a function into a task, like ``django.tasks.task``, accepting ``retry=``.
+    """Turn a function into a task, like ``django.tasks.task``, accepting our options.
 
-    Usable bare (``@task``) or called (``@task(retry=ExponentialBackoff(max_attempts=3))``).
+    Usable bare (``@task``) or called (``@task(retry=ExponentialBackoff(max_attempts=3))``,
+    ``@task(unique_for=timedelta(minutes=5))``).
     """
     if "run_after" in kwargs:
         raise TypeError(
@@ -73,15 +106,9 @@ def task(
 
     def wrapper(func: Callable[..., Any]) -> Task:
         task_class = task_backends[backend].task_class
-        extra = dict(kwargs)
-        if retry is not None:
-            if not _accepts_retry(task_class):
-                raise InvalidTask(
-                    f"Task backend {backend!r} builds {task_class.__name__}, which has no retry "
-                    "policy. Use django_threadmill.backend.ThreadmillTaskBackend for that alias, "
-                    "or drop retry=."
-                )
-            extra["retry"] = retry
+        extra = kwargs | _threadmill_options(
+            task_class, backend, retry=retry, unique_for=unique_for, unique_key=unique_key
+        )
         return task_class(
             func=func,
             priority=priority,

@@ -1,5 +1,6 @@
 """Settings for the demo and the test suite. Redis comes from REDIS_URL (tests set it)."""
 
+import json
 import os
 from importlib.util import find_spec
 from pathlib import Path
@@ -61,6 +62,8 @@ TASKS = {
         "OPTIONS": {
             "key_prefix": os.environ.get("THREADMILL_KEY_PREFIX", "tm"),
             "lease_ttl": float(os.environ.get("THREADMILL_LEASE_TTL", "60")),
+            # More OPTIONS as JSON (queue_limits, schedules), so tests can give them to workers.
+            **json.loads(os.environ.get("THREADMILL_OPTIONS", "{}")),
         },
     }
 }

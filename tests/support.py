@@ -1,5 +1,6 @@
 """Helpers every test package shares: waiting with a deadline and running manage.py commands."""
 
+import json
 import os
 import re
 import signal
@@ -22,13 +23,19 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 10
         time.sleep(0.01)  # polling with a deadline, not synchronising
 
 
-def command_env(redis_url: str, key_prefix: str, lease_ttl_s: float = 60.0) -> dict[str, str]:
-    """Return the environment a subprocess needs to use the test's Redis and key prefix."""
+def command_env(
+    redis_url: str,
+    key_prefix: str,
+    lease_ttl_s: float = 60.0,
+    options: dict[str, object] | None = None,
+) -> dict[str, str]:
+    """Return the environment a subprocess needs to use the test's Redis, key prefix and OPTIONS."""
     return {
         **os.environ,
         "REDIS_URL": redis_url,
         "THREADMILL_KEY_PREFIX": key_prefix,
         "THREADMILL_LEASE_TTL": str(lease_ttl_s),
+        "THREADMILL_OPTIONS": json.dumps(options or {}),
         "DJANGO_SETTINGS_MODULE": "testproject.settings",
         "PYTHONUNBUFFERED": "1",
     }
@@ -44,12 +51,13 @@ class Command:
         *args: str,
         lease_ttl_s: float = 60.0,
         extra_env: dict[str, str] | None = None,
+        options: dict[str, object] | None = None,
     ) -> None:
         self._log = tempfile.NamedTemporaryFile(prefix="threadmill-cmd-", suffix=".log")  # noqa: SIM115
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
-            env={**command_env(redis_url, key_prefix, lease_ttl_s), **(extra_env or {})},
+            env={**command_env(redis_url, key_prefix, lease_ttl_s, options), **(extra_env or {})},
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
@@ -94,6 +102,7 @@ def worker(
     *args: str,
     lease_ttl_s: float = 60.0,
     extra_env: dict[str, str] | None = None,
+    options: dict[str, object] | None = None,
 ) -> Command:
     """Start ``threadmill_worker`` with one process unless ``args`` say otherwise."""
     defaults = [] if "--processes" in args else ["--processes", "1"]
@@ -105,4 +114,5 @@ def worker(
         *args,
         lease_ttl_s=lease_ttl_s,
         extra_env=extra_env,
+        options=options,
     )

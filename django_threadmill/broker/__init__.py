@@ -3,8 +3,11 @@
 from .broker import Broker
 from .types import (
     Acquired,
+    Enqueued,
     ExpiredAttempt,
     Finish,
+    Guard,
+    GuardKind,
     Lease,
     NewTask,
     Outcome,
@@ -16,8 +19,11 @@ from .types import (
 __all__ = [
     "Acquired",
     "Broker",
+    "Enqueued",
     "ExpiredAttempt",
     "Finish",
+    "Guard",
+    "GuardKind",
     "Lease",
     "NewTask",
     "Outcome",

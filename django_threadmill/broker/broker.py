@@ -25,6 +25,7 @@ from .payloads import task_path
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .types import (
     Acquired,
+    Enqueued,
     ExpiredAttempt,
     Finish,
     Lease,
@@ -40,7 +41,7 @@ PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
 FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
 
 
-def _stored(outcome: int | BrokerUnavailable) -> int:
+def _enqueued(outcome: Enqueued | BrokerUnavailable) -> Enqueued:
     if isinstance(outcome, BrokerUnavailable):
         raise outcome
     return outcome
@@ -135,32 +136,63 @@ class Broker:
 
     def _enqueue_call(self, queue: str, tasks: Sequence[NewTask]) -> ScriptCall:
         keys = self.queue_keys(queue)
-        args: list[str | int] = [WAKE_TOKEN_CAP]
-        for task in tasks:
+        # Guards go first, so a batch without any costs the script one "0" (enqueue.lua).
+        guards: list[str | int] = []
+        args: list[str | int] = []
+        for position, task in enumerate(tasks, start=1):
+            if task.guard is not None:
+                guards += [position, task.guard.kind, task.guard.name, task.guard.value_ms]
             run_after = "" if task.run_after_ms is None else task.run_after_ms
             args += [task.id, task.payload, task.priority, run_after, task.enqueued_ms]
         return ScriptCall(
             ScriptName.ENQUEUE,
-            (keys.record_prefix, keys.ready, keys.delayed, keys.seq, keys.wake),
-            tuple(args),
+            (
+                keys.record_prefix,
+                keys.ready,
+                keys.delayed,
+                keys.seq,
+                keys.wake,
+                keys.unique_prefix,
+                keys.fired_prefix,
+            ),
+            (WAKE_TOKEN_CAP, len(guards) // 4, *guards, *args),
         )
 
     def _new_queues(self, groups: Mapping[str, Sequence[NewTask]]) -> list[str]:
         return [queue for queue in groups if queue not in self._known_queues]
 
+    @staticmethod
+    def _enqueued(tasks: Sequence[NewTask], reply: int | list[Any]) -> Enqueued:
+        """Read enqueue.lua's reply: a count, or a list when some unique tasks were duplicates."""
+        if isinstance(reply, int):
+            return Enqueued(stored=reply, existing={})
+        stored, *duplicates = reply
+        return Enqueued(
+            stored=int(stored),
+            existing={
+                tasks[int(position) - 1].id: holder
+                for position, holder in zip(duplicates[::2], duplicates[1::2], strict=True)
+            },
+        )
+
     def _enqueue_replies(
-        self, new_queues: list[str], replies: list[Any]
-    ) -> list[int | BrokerUnavailable]:
-        """Pair per-queue script replies with stored counts or translated errors."""
+        self, groups: Mapping[str, Sequence[NewTask]], new_queues: list[str], replies: list[Any]
+    ) -> list[Enqueued | BrokerUnavailable]:
+        """Pair per-queue script replies with what was stored or translated errors."""
         if new_queues:
             if not isinstance(replies[0], Exception):
                 self._known_queues.update(new_queues)
             replies = replies[1:]
-        return [self._stored_or_error(reply) for reply in replies]
+        return [
+            self._enqueued_or_error(tasks, reply)
+            for tasks, reply in zip(groups.values(), replies, strict=True)
+        ]
 
-    def _stored_or_error(self, reply: Any) -> int | BrokerUnavailable:
+    def _enqueued_or_error(
+        self, tasks: Sequence[NewTask], reply: Any
+    ) -> Enqueued | BrokerUnavailable:
         if not isinstance(reply, Exception):
-            return int(reply)
+            return self._enqueued(tasks, reply)
         try:
             with self.translated_errors():
                 raise reply
@@ -169,50 +201,54 @@ class Broker:
 
     def enqueue_groups(
         self, groups: Mapping[str, Sequence[NewTask]]
-    ) -> list[int | BrokerUnavailable]:
+    ) -> list[Enqueued | BrokerUnavailable]:
         """Store each queue's tasks atomically, all queues in one round trip.
 
-        Return, per queue in ``groups`` order, how many tasks were stored or the error that
-        refused that queue's call (one queue can fail while another is written). An error
-        that loses the whole round trip is raised.
+        Return, per queue in ``groups`` order, what was stored (and which unique tasks were
+        duplicates) or the error that refused that queue's call (one queue can fail while
+        another is written). An error that loses the whole round trip is raised.
         """
         calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
         new_queues = self._new_queues(groups)
         if len(calls) == 1 and not new_queues:  # the common case: a bare EVALSHA
-            return [int(self._run(calls[0]))]
+            [tasks], [call] = groups.values(), calls
+            return [self._enqueued(tasks, self._run(call))]
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             if new_queues:
                 pipe.sadd(self.keyspace.queues, *new_queues)
             for call in calls:
                 self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
             replies = pipe.execute(raise_on_error=False)
-        return self._enqueue_replies(new_queues, replies)
+        return self._enqueue_replies(groups, new_queues, replies)
 
     async def aenqueue_groups(
         self, groups: Mapping[str, Sequence[NewTask]]
-    ) -> list[int | BrokerUnavailable]:
+    ) -> list[Enqueued | BrokerUnavailable]:
         """Async twin of ``enqueue_groups``: the same calls, sent by the asyncio client."""
         calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
         new_queues = self._new_queues(groups)
         client, scripts = self._async_client()
         with self.translated_errors():
             if len(calls) == 1 and not new_queues:
-                return [int(await scripts[calls[0].name](keys=calls[0].keys, args=calls[0].args))]
+                [tasks], [call] = groups.values(), calls
+                return [
+                    self._enqueued(tasks, await scripts[call.name](keys=call.keys, args=call.args))
+                ]
             async with client.pipeline(transaction=False) as pipe:
                 if new_queues:
                     pipe.sadd(self.keyspace.queues, *new_queues)
                 for call in calls:
                     await scripts[call.name](keys=call.keys, args=call.args, client=pipe)
                 replies = await pipe.execute(raise_on_error=False)
-        return self._enqueue_replies(new_queues, replies)
+        return self._enqueue_replies(groups, new_queues, replies)
 
-    def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
-        """Store ``tasks`` in ``queue`` atomically (one script call); return how many."""
-        return _stored(self.enqueue_groups({queue: tasks})[0])
+    def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:
+        """Store ``tasks`` in ``queue`` atomically (one script call); say what was stored."""
+        return _enqueued(self.enqueue_groups({queue: tasks})[0])
 
-    async def aenqueue(self, queue: str, tasks: Sequence[NewTask]) -> int:
+    async def aenqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:
         """Async twin of ``enqueue``."""
-        return _stored((await self.aenqueue_groups({queue: tasks}))[0])
+        return _enqueued((await self.aenqueue_groups({queue: tasks}))[0])
 
     def register_queues(self, queues: Iterable[str]) -> None:
         """Make ``queues`` known to the reaper and the admin before anything is enqueued."""
@@ -228,6 +264,11 @@ class Broker:
                 # here holds no task yet (enqueue adds its name first), so nothing is hidden.
                 queues = [queue for queue in queues if queue not in missing]
         self._known_queues.update(queues)
+
+    def last_fired_ms(self, queue: str, schedule: str) -> int | None:
+        """Return the last slot ``schedule`` fired into ``queue`` (ms), or None if it never did."""
+        with self.translated_errors():
+            return stored_int(self.client.get(self.queue_keys(queue).fired(schedule)))
 
     def queues(self) -> list[str]:
         """Return every queue name this alias has seen, sorted."""
@@ -272,17 +313,25 @@ class Broker:
     def acquire(self, queue: str, count: int) -> Acquired:
         """Promote due delayed tasks, then reserve up to ``count`` ready ones (one call)."""
         keys = self.queue_keys(queue)
+        limit = self.settings.limit_of(queue)
         reply = self._run(
             ScriptCall(
                 ScriptName.ACQUIRE,
-                (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake),
-                (count, self.settings.lease_ttl_ms, PROMOTE_LIMIT),
+                (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake, keys.rate),
+                (
+                    count,
+                    self.settings.lease_ttl_ms,
+                    PROMOTE_LIMIT,
+                    "" if limit.concurrency is None else limit.concurrency,
+                    "" if limit.token_interval_ms is None else limit.token_interval_ms,
+                ),
             )
         )
         next_due_ms = int(reply[0])
         return Acquired(
-            reservations=[_reservation(queue, *entry) for entry in reply[1:]],
+            reservations=[_reservation(queue, *entry) for entry in reply[2:]],
             next_due_ms=None if next_due_ms < 0 else next_due_ms,
+            held_back=reply[1] == 1,
         )
 
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
@@ -352,12 +401,14 @@ class Broker:
         minute = current_minute()
 
         def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
+            limited = self.settings.limit_of(group[0].lease.queue).concurrency is not None
             args: list[str | int] = [
                 worker_id,
                 "" if ttl_ms is None else ttl_ms,
                 len(group),
                 MAX_TASK_PATHS,
                 MINUTE_TTL_MS,
+                int(limited),
             ]
             for f in group:
                 args += [
@@ -380,6 +431,8 @@ class Broker:
                     keys.stats,
                     keys.wake,
                     *self._metric_keys(keys, minute),
+                    keys.unique_prefix,
+                    keys.ready,
                 ),
                 tuple(args),
             )

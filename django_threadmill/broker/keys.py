@@ -25,6 +25,19 @@ class QueueKeys:
         return f"{self.record_prefix}{task_id}"
 
     @property
+    def unique_prefix(self) -> str:
+        """Prefix of unique keys; scripts append a task's unique digest (docs/schedules.md)."""
+        return f"{self.prefix}:u:"
+
+    @property
+    def fired_prefix(self) -> str:
+        """Prefix of schedule markers (last slot fired); scripts append the schedule name."""
+        return f"{self.prefix}:fired:"
+
+    def fired(self, schedule: str) -> str:
+        return f"{self.fired_prefix}{schedule}"
+
+    @property
     def ready(self) -> str:
         return f"{self.prefix}:ready"
 
@@ -43,6 +56,10 @@ class QueueKeys:
     @property
     def wake(self) -> str:
         return f"{self.prefix}:wake"
+
+    @property
+    def rate(self) -> str:
+        return f"{self.prefix}:rate"
 
     @property
     def seq(self) -> str:

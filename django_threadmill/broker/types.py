@@ -31,6 +31,24 @@ class Outcome(StrEnum):
     RETRY = "retry"
 
 
+class GuardKind(StrEnum):
+    UNIQUE = "u"
+    SLOT = "s"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Guard:
+    """What the enqueue script must claim before it stores a task (enqueue.lua header).
+
+    UNIQUE: ``name`` is the unique digest, ``value_ms`` the window. SLOT: ``name`` is the
+    schedule, ``value_ms`` the slot time; a slot at or before the last one fired is skipped.
+    """
+
+    kind: GuardKind
+    name: str
+    value_ms: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewTask:
     """A task about to be stored; ``payload`` is its JSON, written once and never rewritten."""
@@ -40,6 +58,15 @@ class NewTask:
     priority: int
     run_after_ms: int | None
     enqueued_ms: int
+    guard: Guard | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Enqueued:
+    """The reply of one enqueue call."""
+
+    stored: int
+    existing: dict[str, str]  # id of a unique duplicate -> id of the task holding its key
 
 
 class Lease(NamedTuple):
@@ -71,7 +98,8 @@ class Acquired:
     """The reply of one acquire call."""
 
     reservations: list[Reservation]
-    next_due_ms: int | None  # ms until the earliest delayed task is due; None if none waits
+    next_due_ms: int | None  # ms until a delayed task is due or a rate token; None if neither
+    held_back: bool = False  # a queue limit kept ready tasks back: skip until next_due or a wake
 
 
 class Start(NamedTuple):

@@ -6,6 +6,7 @@ from typing import Any
 from ..broker.connection import redacted
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
 from ..exceptions import BrokerUnavailable
+from ..limits import QueueLimit
 from .activity import REFRESH_S, activity_context
 from .backends import Source, sources
 from .display import age, describe_worker, when
@@ -46,9 +47,24 @@ def _worker_lines(sightings: list[WorkerSighting], now_ms: int, lease_ms: int) -
     return lines
 
 
-def _queue_line(overview: QueueOverview) -> dict[str, Any]:
+def _limit_line(overview: QueueOverview, limit: QueueLimit, next_token_ms: int | None) -> str:
+    """Describe a queue's limits and how full they are, e.g. "2 of 2 slots held · 600/m"."""
+    parts = []
+    if limit.concurrency is not None:
+        held = sum(overview.leased.counts.values())
+        parts.append(f"{held} of {limit.concurrency} slots held")
+    if limit.rate is not None:
+        wait_ms = max(0, (next_token_ms or 0) - overview.now_ms)
+        parts.append(f"{limit.rate}, next start " + (f"in {wait_ms} ms" if wait_ms else "now"))
+    return " · ".join(parts)
+
+
+def _queue_line(
+    overview: QueueOverview, limit: QueueLimit, next_token_ms: int | None
+) -> dict[str, Any]:
     return {
         "overview": overview,
+        "limits": _limit_line(overview, limit, next_token_ms),
         "reserved": overview.leased.counts.get("reserved", 0),
         "running": overview.leased.counts.get("running", 0),
         "successful": overview.outcomes.counts.get("successful", 0),
@@ -77,13 +93,17 @@ def alias_context(source: Source) -> dict[str, Any]:
         queues = source.queues()
         overviews = source.inspector.overview(queues)
         sightings = source.inspector.workers(queues)
+        tokens = source.inspector.next_tokens_ms([q for q in queues if settings.limit_of(q).rate])
     except BrokerUnavailable as exc:
         return {**block, "error": str(exc)}
     now_ms = overviews[0].now_ms if overviews else source.inspector.now_ms()
     workers = _worker_lines(sightings, now_ms, settings.lease_ttl_ms)
     return {
         **block,
-        "queues": [_queue_line(overview) for overview in overviews],
+        "queues": [
+            _queue_line(overview, settings.limit_of(overview.queue), tokens.get(overview.queue))
+            for overview in overviews
+        ],
         "workers": [
             {"line": line, "age": age(now_ms, line.last_renewal_ms)}
             for line in sorted(workers, key=lambda w: (w.silent, w.worker_id))

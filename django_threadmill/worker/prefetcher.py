@@ -8,6 +8,7 @@ from contextlib import suppress
 from ..broker import Broker
 from ..exceptions import BrokerUnavailable
 from .buffer import TaskBuffer
+from .held_back import HeldBackQueues
 from .leases import HeldLeases
 from .role import RoleThread
 
@@ -47,6 +48,7 @@ class Prefetcher(RoleThread):
         self.stopping = threading.Event()
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._first_queue = 0
+        self._held_back = HeldBackQueues()
 
     def nudge(self) -> None:
         """Tell a --burst prefetcher that results were written, so it looks again at once."""
@@ -90,7 +92,8 @@ class Prefetcher(RoleThread):
             self.stopping.wait()
             return
         timeout_s = IDLE_BLOCK_S if next_due_ms is None else min(IDLE_BLOCK_S, next_due_ms / 1000)
-        self.broker.wait_for_work(self.queues, self.worker_id, timeout_s)
+        if self.broker.wait_for_work(self.queues, self.worker_id, timeout_s):
+            self._held_back.clear()
 
     def _wait_for_progress(self) -> None:
         """--burst with empty queues: wait locally for in-flight work to settle, then look again.
@@ -111,7 +114,11 @@ class Prefetcher(RoleThread):
         for queue in order:
             if fetched >= free or self.stopping.is_set():
                 break
+            if self._held_back.is_held(queue):
+                continue
             acquired = self.broker.acquire(queue, free - fetched)
+            if acquired.held_back:
+                self._held_back.hold(queue, acquired.next_due_ms)
             if acquired.reservations:
                 self.held.add([r.lease for r in acquired.reservations])
                 self.buffer.put_many(acquired.reservations)
@@ -119,4 +126,7 @@ class Prefetcher(RoleThread):
             if acquired.next_due_ms is not None:
                 due = acquired.next_due_ms
                 next_due_ms = due if next_due_ms is None else min(next_due_ms, due)
+        held_due_ms = self._held_back.next_due_ms()
+        if held_due_ms is not None:
+            next_due_ms = held_due_ms if next_due_ms is None else min(next_due_ms, held_due_ms)
         return fetched, next_due_ms

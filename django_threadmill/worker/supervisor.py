@@ -15,6 +15,7 @@ from ..backend import ThreadmillTaskBackend
 from ..compat import task_backends
 from ..exceptions import BrokerUnavailable
 from ..reaper import reap_once
+from ..schedules.scheduler import Scheduler
 from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, WorkerOptions
 from .process import STOP, WorkerProcess
 
@@ -25,6 +26,7 @@ FAST_FAILURE_S = 10.0  # a process that dies this soon after start counts as fai
 MAX_FAST_FAILURES = 5  # consecutive fast failures before the supervisor gives up
 FIRST_RESTART_DELAY_S = 0.5  # doubles per consecutive crash, up to MAX_RESTART_DELAY_S
 MAX_RESTART_DELAY_S = 30.0
+SCHEDULE_RETRY_S = 1.0  # wait before firing schedules again after Redis failed
 
 
 def run_worker_process(
@@ -68,6 +70,8 @@ class Supervisor:
         self.exit_code = EXIT_OK
         self._wakeup_read, self._wakeup_write = os.pipe()
         self.next_reap = time.monotonic()
+        self.scheduler = Scheduler(backend) if backend.settings.schedules else None
+        self.next_schedule: float | None = time.monotonic() if self.scheduler else None
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
@@ -93,6 +97,7 @@ class Supervisor:
             self._collect_exits()
             self._restart_due()
             self._reap_if_due()
+            self._fire_schedules_if_due()
         logger.info("Supervisor stopped exit_code=%d", self.exit_code)
         return self.exit_code
 
@@ -137,6 +142,8 @@ class Supervisor:
         timers = [slot.restart_at for slot in self.slots if slot.restart_at is not None]
         if self.options.reap_interval_s:
             timers.append(self.next_reap)
+        if self.next_schedule is not None:
+            timers.append(self.next_schedule)
         timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
         ready = wait([*sentinels, self._wakeup_read], timeout)
         if self._wakeup_read in ready:
@@ -208,3 +215,16 @@ class Supervisor:
             reap_once(self.backend)
         except BrokerUnavailable as exc:
             logger.warning("Reap pass failed error=%s", exc)
+
+    def _fire_schedules_if_due(self) -> None:
+        """Enqueue the schedules' due slots: every supervisor may, each slot is stored once."""
+        due = self.next_schedule
+        if self.scheduler is None or due is None or time.monotonic() < due or self.signals:
+            return
+        try:
+            wait = self.scheduler.fire_due()
+        except BrokerUnavailable as exc:
+            logger.warning("Schedules not fired retry_in_s=%.1f error=%s", SCHEDULE_RETRY_S, exc)
+            self.next_schedule = time.monotonic() + SCHEDULE_RETRY_S
+            return
+        self.next_schedule = None if wait is None else time.monotonic() + wait.total_seconds()

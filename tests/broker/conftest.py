@@ -54,7 +54,7 @@ def enqueue(broker: Broker) -> Callable[..., NewTask]:
 
     def enqueue_one(queue: str = "default", **fields: object) -> NewTask:
         task = new_task(queue, **fields)  # type: ignore[arg-type]
-        assert broker.enqueue(queue, [task]) == 1
+        assert broker.enqueue(queue, [task]).stored == 1
         return task
 
     return enqueue_one

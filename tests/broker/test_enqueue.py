@@ -18,7 +18,7 @@ def test_enqueue_stores_a_ready_record(
     broker: Broker, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     task = new_task()
-    assert broker.enqueue("default", [task]) == 1
+    assert broker.enqueue("default", [task]).stored == 1
     record = redis_client.hgetall(keys.record(task.id))
     assert record == {
         "payload": task.payload,
@@ -73,7 +73,7 @@ def test_score_orders_priority_then_arrival(
     broker: Broker, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     low, high, low_again = new_task(priority=-5), new_task(priority=7), new_task(priority=-5)
-    assert broker.enqueue("default", [low, high, low_again]) == 3
+    assert broker.enqueue("default", [low, high, low_again]).stored == 3
     scores = dict(redis_client.zrange(keys.ready, 0, -1, withscores=True))
     assert scores == {
         high.id: 93 * PRIORITY_STEP + 2,
@@ -98,7 +98,7 @@ def test_an_existing_id_is_skipped_so_a_retried_enqueue_is_idempotent(
     broker.enqueue("default", [existing])
     redis_client.hset(keys.record(existing.id), "state", "running")
     fresh = new_task()
-    assert broker.enqueue("default", [fresh, existing]) == 1
+    assert broker.enqueue("default", [fresh, existing]).stored == 1
     assert redis_client.hget(keys.record(existing.id), "state") == "running"
     assert redis_client.zrange(keys.ready, 0, -1) == [existing.id, fresh.id]
 
@@ -128,7 +128,7 @@ async def test_aenqueue_stores_the_same_record(
     broker: Broker, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     task = new_task()
-    assert await broker.aenqueue("default", [task]) == 1
+    assert (await broker.aenqueue("default", [task])).stored == 1
     assert redis_client.hget(keys.record(task.id), "payload") == task.payload
     assert redis_client.zrange(keys.ready, 0, -1) == [task.id]
     assert broker.queues() == ["default"]

@@ -37,11 +37,11 @@ def test_pipelined_calls_reload_after_flush(
     redis_client.script_flush()
     assert broker.start(WORKER, [start(lease) for lease in leases]) == []
     redis_client.script_flush()
-    assert broker.enqueue("reports", [new_task("reports")]) == 1
+    assert broker.enqueue("reports", [new_task("reports")]).stored == 1
 
 
 async def test_async_enqueue_reloads_after_flush(broker: Broker, redis_client: redis.Redis) -> None:
-    assert await broker.aenqueue("default", [new_task()]) == 1
+    assert (await broker.aenqueue("default", [new_task()])).stored == 1
     redis_client.script_flush()
-    assert await broker.aenqueue("default", [new_task()]) == 1
+    assert (await broker.aenqueue("default", [new_task()])).stored == 1
     assert len(broker.acquire("default", 5).reservations) == 2

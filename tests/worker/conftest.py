@@ -12,9 +12,19 @@ def start_worker(redis_url: str, key_prefix: str) -> Iterator[Callable[..., Comm
     started: list[Command] = []
 
     def start(
-        *args: str, lease_ttl_s: float = 60.0, extra_env: dict[str, str] | None = None
+        *args: str,
+        lease_ttl_s: float = 60.0,
+        extra_env: dict[str, str] | None = None,
+        options: dict[str, object] | None = None,
     ) -> Command:
-        command = worker(redis_url, key_prefix, *args, lease_ttl_s=lease_ttl_s, extra_env=extra_env)
+        command = worker(
+            redis_url,
+            key_prefix,
+            *args,
+            lease_ttl_s=lease_ttl_s,
+            extra_env=extra_env,
+            options=options,
+        )
         started.append(command)
         return command
 

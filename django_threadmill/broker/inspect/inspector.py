@@ -109,6 +109,13 @@ class Inspector:
             replies = iter(pipe.execute())
         return {queue: (int(next(replies)), int(next(replies))) for queue in queues}
 
+    def next_tokens_ms(self, queues: Sequence[str]) -> dict[str, int | None]:
+        """Return when each queue's rate limit has its next token (Redis ms; None: one waits)."""
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                pipe.get(self._keys(queue).rate)
+            return {q: stored_int(v) for q, v in zip(queues, pipe.execute(), strict=True)}
+
     def state_split(self, queue: str, index: Index, total: int | None = None) -> StateSplit:
         """Count the states of the ids in ``index``; estimate from the newest ids above a cap."""
         keys = self._keys(queue)

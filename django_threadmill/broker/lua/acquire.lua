@@ -4,14 +4,20 @@
 -- KEYS[3]  P:delayed   zset: delayed ids by due time in ms
 -- KEYS[4]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
+-- KEYS[6]  P:rate      string: when the rate limit's next token is available, in ms
 -- ARGV[1]  count           most tasks to reserve
 -- ARGV[2]  reserve_ttl_ms  reservation lease length
 -- ARGV[3]  promote_limit   most due delayed tasks moved to ready per call
--- Returns: {next_due_in_ms (-1 when nothing is delayed),
+-- ARGV[4]  concurrency     most ids the queue may hold in P:leases ("" for no limit)
+-- ARGV[5]  token_ms        ms between two starts under a rate limit ("" for no limit)
+-- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited),
+--           held_back (1 when a limit kept ready tasks back: look again at next_due, or when
+--           a wake token says a slot is free),
 --           {id, token, payload, workers, enqueued_ms, started_ms, {error_json...}}...}
 -- Fence:   bumps each reserved task's token; ids without a ready record are dropped.
 --          Per task: one HMGET and one HSET; the lease ZADD is one call per batch.
--- Clock:   redis.call("TIME") only.
+--          A limit caps what is popped, so held-back tasks stay ready, in order.
+-- Clock:   redis.call("TIME") only; the rate's token bucket (one token) too.
 local now = now_ms()
 
 local due = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "LIMIT", 0, tonumber(ARGV[3]))
@@ -28,10 +34,21 @@ end
 call_chunked("ZADD", KEYS[2], promoted)
 call_chunked("ZREM", KEYS[3], due)
 
-local reply = {-1}
+local count = tonumber(ARGV[1])
+if ARGV[4] ~= "" then
+  count = math.max(0, math.min(count, tonumber(ARGV[4]) - redis.call("ZCARD", KEYS[4])))
+end
+local token_wait = -1
+if ARGV[5] ~= "" and count > 0 then
+  token_wait = math.max(0, (tonumber(redis.call("GET", KEYS[6])) or 0) - now)
+  count = token_wait == 0 and 1 or 0  -- a bucket of one token: starts are evenly spaced
+end
+local held_back = count < tonumber(ARGV[1]) and redis.call("ZCARD", KEYS[2]) > count
+
+local reply = {-1, held_back and 1 or 0}
 local deadline = now + tonumber(ARGV[2])
 local leased = {}
-local popped = redis.call("ZPOPMIN", KEYS[2], tonumber(ARGV[1]))
+local popped = count > 0 and redis.call("ZPOPMIN", KEYS[2], count) or {}
 for i = 1, #popped, 2 do
   local id = popped[i]
   local key = KEYS[1] .. id
@@ -50,13 +67,21 @@ for i = 1, #popped, 2 do
   end
 end
 call_chunked("ZADD", KEYS[4], leased)
+if token_wait == 0 and #leased > 0 then
+  redis.call("SET", KEYS[6], now + tonumber(ARGV[5]))
+  token_wait = tonumber(ARGV[5])
+end
 
 local next_due = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
 if next_due[2] then
   reply[1] = math.max(0, tonumber(next_due[2]) - now)
 end
--- Pass the baton: tasks are left, so make sure one more idle fetcher wakes up.
-if redis.call("ZCARD", KEYS[2]) > 0 and redis.call("LLEN", KEYS[5]) == 0 then
+if held_back and token_wait >= 0 and (reply[1] < 0 or token_wait < reply[1]) then
+  reply[1] = token_wait
+end
+-- Pass the baton: tasks are left, so make sure one more idle fetcher wakes up (unless a limit
+-- holds them: then a finish or the next token lets them go, and a woken fetcher would spin).
+if not held_back and redis.call("ZCARD", KEYS[2]) > 0 and redis.call("LLEN", KEYS[5]) == 0 then
   redis.call("RPUSH", KEYS[5], 1)
 end
 return reply

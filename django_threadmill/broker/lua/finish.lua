@@ -8,13 +8,17 @@
 -- KEYS[7]  P:metrics            hash: lifetime counters and buckets per "<path>|<name>"
 -- KEYS[8]  P:metrics:<minute>   hash: the same for the current minute; expires
 -- KEYS[9]  P:metrics:paths      set: task paths counted under their own name
+-- KEYS[10] P:u:        unique key prefix; a finished task's `unique` digest is appended
+-- KEYS[11] P:ready     zset: ready ids, looked at only when ARGV[6] is "1"
 -- ARGV[1]  worker_id      recorded if the attempt's start notice never went out; "" means the
 --                         reaper settles, which wins only while the lease is still expired
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
 -- ARGV[3]  count          number of tasks
 -- ARGV[4]  path_cap       most task paths in KEYS[9]; later ones are counted as "other"
 -- ARGV[5]  minute_ttl_ms  expiry of KEYS[8]
--- ARGV[6..] per task, 7 values: id, token, outcome ("successful" | "failed" | "retry"),
+-- ARGV[6]  wake_on_free   "1" for a queue with a concurrency limit: a freed slot wakes a
+--                         fetcher, since acquire held its ready tasks back without a baton
+-- ARGV[7..] per task, 7 values: id, token, outcome ("successful" | "failed" | "retry"),
 --           value (result JSON, or error JSON), started_ms, finished_ms (worker wall clock,
 --           for display), retry_delay_ms (used by "retry" only);
 --           then the metric increments of all of them (common.lua add_metrics)
@@ -23,6 +27,7 @@
 -- Fence:   state must be "reserved" or "running" and token must match; a late or duplicate
 --          call, or one for a reaped task, changes nothing and returns 0. The reaper's call is
 --          also stale when the worker renewed the lease after the reaper read it.
+--          A unique key is released only while it still names the finished task.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
 -- Cost:    per task one HMGET, one HSET, one PEXPIRE; lease, index and metric updates are per
 --          call (one HINCRBY per metric field, whatever the number of tasks).
@@ -34,11 +39,12 @@ local recorded = 0
 
 local reply = {}
 local unleased, finished = {}, {}
-local last = 5 + 7 * tonumber(ARGV[3])
-for i = 6, last, 7 do
+local last = 6 + 7 * tonumber(ARGV[3])
+for i = 7, last, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms", "nerrors")
+  local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms", "nerrors",
+    "unique")
   local live = f[2] == token and (f[1] == "reserved" or f[1] == "running")
   if live and reaping then
     local deadline = redis.call("ZSCORE", KEYS[2], id)
@@ -71,6 +77,9 @@ for i = 6, last, 7 do
     if outcome ~= "retry" and ttl ~= "" then
       redis.call("PEXPIRE", key, ttl)
     end
+    if f[6] and outcome ~= "retry" and redis.call("GET", KEYS[10] .. f[6]) == id then
+      redis.call("DEL", KEYS[10] .. f[6])
+    end
     unleased[#unleased + 1] = id
     counts[outcome] = counts[outcome] + 1
     recorded = recorded + 1
@@ -91,7 +100,8 @@ if recorded == #reply then
   add_metrics(KEYS[7], KEYS[8], KEYS[9], ARGV, last + 1, tonumber(ARGV[4]), ARGV[5])
 end
 -- An idle fetcher learns a retry's due time only from acquire: wake one, once per call.
-if counts.retry > 0 and redis.call("LLEN", KEYS[6]) == 0 then
+local freed = ARGV[6] == "1" and #unleased > 0 and redis.call("ZCARD", KEYS[11]) > 0
+if (counts.retry > 0 or freed) and redis.call("LLEN", KEYS[6]) == 0 then
   redis.call("RPUSH", KEYS[6], 1)
 end
 -- Trim the index once per call, never per task: ids whose records have expired.

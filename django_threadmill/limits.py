@@ -1,0 +1,72 @@
+"""Per-queue limits read from ``OPTIONS["queue_limits"]``: concurrency and a start rate.
+
+Both are enforced by the acquire script (DESIGN.md §10): concurrency against what the queue
+holds (its leases: reserved and running), the rate as a one-token bucket on Redis ``TIME``, so
+"600/m" starts at most one task every 100 ms and never more than 600 in any minute.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .exceptions import ImproperlyConfiguredThreadmill
+
+RATE_PATTERN = re.compile(r"^\s*(\d+)\s*/\s*([smh])\s*$")
+PERIOD_MS = {"s": 1000, "m": 60_000, "h": 3_600_000}
+KNOWN = ("concurrency", "rate")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueLimit:
+    """The limits of one queue; None means that limit is off."""
+
+    concurrency: int | None = None
+    rate: str | None = None  # as written, e.g. "600/m", for display
+    token_interval_ms: int | None = None  # ms between two starts under ``rate``
+
+
+def _concurrency(queue: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['queue_limits'][{queue!r}]['concurrency'] is {value!r}. Use a positive "
+            "whole number: the most tasks of that queue running at once across all workers."
+        )
+    return value
+
+
+def _token_interval_ms(queue: str, value: object) -> int:
+    match = RATE_PATTERN.match(value) if isinstance(value, str) else None
+    if match is None or int(match[1]) == 0 or PERIOD_MS[match[2]] < int(match[1]):
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['queue_limits'][{queue!r}]['rate'] is {value!r}. Use 'N/s', 'N/m' or "
+            "'N/h' with N a positive whole number of starts, at most one per millisecond "
+            "(e.g. '600/m')."
+        )
+    return -(-PERIOD_MS[match[2]] // int(match[1]))  # rounded up: never faster than asked
+
+
+def read_queue_limits(value: object) -> dict[str, QueueLimit]:
+    """Return ``OPTIONS["queue_limits"]`` as one ``QueueLimit`` per queue, or raise the fix."""
+    if not isinstance(value, dict):
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['queue_limits'] is {value!r}. Use a dict of queue name to limits, e.g. "
+            "{'reports': {'concurrency': 2, 'rate': '600/m'}}."
+        )
+    limits = {}
+    for queue, limit in value.items():
+        if not isinstance(limit, dict) or not limit or set(limit) - set(KNOWN):
+            raise ImproperlyConfiguredThreadmill(
+                f"OPTIONS['queue_limits'][{queue!r}] is {limit!r}. Use a dict with 'concurrency' "
+                "and/or 'rate', e.g. {'concurrency': 2, 'rate': '600/m'}."
+            )
+        limits[queue] = _limit(queue, limit)
+    return limits
+
+
+def _limit(queue: str, limit: dict[str, Any]) -> QueueLimit:
+    rate, concurrency = limit.get("rate"), limit.get("concurrency")
+    return QueueLimit(
+        concurrency=None if concurrency is None else _concurrency(queue, concurrency),
+        rate=rate,
+        token_interval_ms=None if rate is None else _token_interval_ms(queue, rate),
+    )

@@ -1,0 +1,53 @@
+"""manage.py threadmill_schedules: list a backend's schedules with their next and last slot."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...backend import ThreadmillTaskBackend
+from ...compat import task_backends
+from ...exceptions import BrokerUnavailable
+from ...schedules.scheduler import scheduled_task
+from ...schedules.slots import next_slot, zone_of
+from ...schedules.spec import Schedule
+
+
+class Command(BaseCommand):
+    help = (
+        "List the schedules in OPTIONS['schedules'] of a threadmill backend: when each fires, "
+        "its next slot, and the last slot any worker fired (read from Redis)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--backend", default="default", help="TASKS alias to list (default: 'default')."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        backend = task_backends[options["backend"]]
+        if not isinstance(backend, ThreadmillTaskBackend):
+            raise CommandError(
+                f"TASKS[{options['backend']!r}] is a {type(backend).__name__}; only "
+                "ThreadmillTaskBackend has schedules. Pick another --backend."
+            )
+        schedules = backend.settings.schedules.values()
+        if not schedules:
+            self.stdout.write(f"No schedules in TASKS[{backend.alias!r}]['OPTIONS'].")
+        for schedule in schedules:
+            self.stdout.write(self._line(backend, schedule))
+
+    def _line(self, backend: ThreadmillTaskBackend, schedule: Schedule) -> str:
+        zone = zone_of(schedule.timezone)
+        queue = scheduled_task(schedule).queue_name
+        try:
+            last_ms = backend.broker.last_fired_ms(queue, schedule.name)
+        except BrokerUnavailable as exc:
+            raise CommandError(f"Cannot read the last fired slots from Redis: {exc}") from exc
+        upcoming = next_slot(schedule, datetime.now(UTC)).astimezone(zone)
+        last = "never" if last_ms is None else datetime.fromtimestamp(last_ms / 1000, zone)
+        return (
+            f"{schedule.name}  {schedule.when} ({zone.key})  task={schedule.task}  "
+            f"queue={queue}  next={upcoming.isoformat()}  "
+            f"last={last if isinstance(last, str) else last.isoformat()}"
+        )

@@ -1,0 +1,1 @@
+"""Periodic tasks from ``OPTIONS["schedules"]``, fired by every supervisor, each slot once."""

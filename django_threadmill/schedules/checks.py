@@ -1,0 +1,73 @@
+"""System checks of ``OPTIONS["schedules"]``: each problem is an error naming its schedule."""
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfoNotFoundError
+
+from django.core.checks import CheckMessage, Error
+
+from ..compat import InvalidTask
+from .scheduler import scheduled_task
+from .slots import next_slot, zone_of
+from .spec import Schedule
+
+if TYPE_CHECKING:
+    from ..backend import ThreadmillTaskBackend
+
+BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or the time zone is unknown
+BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
+
+
+def _timing_error(schedule: Schedule) -> str | None:
+    try:
+        zone_of(schedule.timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        return f"time zone {schedule.timezone!r} is unknown ({exc})"
+    try:
+        next_slot(schedule, datetime.now(UTC))
+    except ImportError as exc:
+        return str(exc)
+    except Exception as exc:  # cronsim raises its own CronSimError
+        return f"cron {schedule.cron!r} does not parse ({exc})"
+    return None
+
+
+def _task_error(schedule: Schedule, backend: "ThreadmillTaskBackend") -> str | None:
+    try:
+        task = scheduled_task(schedule)
+    except ImportError as exc:
+        return f"task {schedule.task!r} does not import ({exc})"
+    except (InvalidTask, ValueError, TypeError) as exc:
+        return f"task {schedule.task!r} cannot be scheduled ({exc})"
+    # using() above already ran the task's own backend's validate_task (queue, priority).
+    if task.backend != backend.alias:
+        return f"task {schedule.task!r} is bound to backend {task.backend!r}, not {backend.alias!r}"
+    return None
+
+
+def schedule_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
+    """Return one error per schedule whose timing or task cannot work."""
+    messages: list[CheckMessage] = []
+    for schedule in backend.settings.schedules.values():
+        where = f"TASKS[{backend.alias!r}]['OPTIONS']['schedules'][{schedule.name!r}]"
+        timing = _timing_error(schedule)
+        if timing:
+            messages.append(
+                Error(
+                    f"{where}: {timing}.",
+                    hint="Use five cron fields such as '0 3 * * *' and an IANA time zone name "
+                    "such as 'Europe/Berlin'; install django-threadmill[cron] for cron.",
+                    id=BAD_TIMING,
+                )
+            )
+        problem = _task_error(schedule, backend)
+        if problem:
+            messages.append(
+                Error(
+                    f"{where}: {problem}.",
+                    hint=f"Point 'task' at a @task bound to backend {backend.alias!r} "
+                    "(its backend= argument), e.g. 'myapp.tasks.report'.",
+                    id=BAD_TASK,
+                )
+            )
+    return messages

@@ -1,0 +1,103 @@
+"""The Scheduler: fire each schedule's due slot through the idempotent enqueue, leader-free.
+
+Every supervisor runs one. A slot's task id derives from (alias, schedule, slot), and the
+enqueue script skips an id that exists and a slot at or before the schedule's last fired one
+(kept in Redis in the task's queue), so however many supervisors fire a slot, and however long
+after its task finished and expired, it is stored once. Only the latest due slot fires: slots
+missed while no supervisor ran fire once, not once each.
+"""
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+from uuid import NAMESPACE_URL, uuid5
+
+from django.utils.module_loading import import_string
+
+from ..broker import Guard, GuardKind
+from ..broker.keys import make_task_id
+from ..compat import InvalidTask, Task
+from ..exceptions import BrokerUnavailable
+from .slots import next_slot, previous_slot, slot_ms
+from .spec import Schedule
+
+if TYPE_CHECKING:
+    from ..backend import ThreadmillTaskBackend
+
+logger = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def scheduled_task(schedule: Schedule) -> Task:
+    """Return the task ``schedule`` enqueues, with its queue and priority applied."""
+    task = import_string(schedule.task)
+    if not isinstance(task, Task):
+        raise InvalidTask(
+            f"{schedule.task!r} is a {type(task).__name__}, not a task. Only functions "
+            "decorated with @task can be scheduled."
+        )
+    changes = {"queue_name": schedule.queue_name, "priority": schedule.priority}
+    return task.using(**{key: value for key, value in changes.items() if value is not None})
+
+
+def slot_task_id(alias: str, schedule: str, slot: int, queue: str) -> str:
+    """Return the id of the task of one slot: the same in every supervisor."""
+    return make_task_id(uuid5(NAMESPACE_URL, f"threadmill:{alias}:{schedule}:{slot}").hex, queue)
+
+
+class Scheduler:
+    """Fire the schedules of one backend when their slots come (supervisor thread only)."""
+
+    def __init__(
+        self, backend: "ThreadmillTaskBackend", clock: Callable[[], datetime] = utc_now
+    ) -> None:
+        self.backend = backend
+        self.clock = clock
+        self.schedules = list(backend.settings.schedules.values())
+        self._due: dict[str, datetime | None] = {s.name: None for s in self.schedules}
+        self._tasks: dict[str, Task] = {}
+
+    def fire_due(self) -> timedelta | None:
+        """Fire every schedule whose next slot has come; return how long until the next one.
+
+        At the first call, each schedule fires its latest past slot (a slot missed while no
+        supervisor ran). Raises ``BrokerUnavailable``; the schedules not yet fired stay due. A
+        schedule that cannot fire (its task fails to import or enqueue) is logged and skipped.
+        """
+        now = self.clock()
+        for schedule in self.schedules:
+            due = self._due[schedule.name]
+            if due is None or due <= now:
+                try:
+                    self._fire(schedule, previous_slot(schedule, now))
+                except BrokerUnavailable:
+                    raise
+                except Exception:
+                    logger.exception("Schedule failed to fire schedule=%s", schedule.name)
+                self._due[schedule.name] = next_slot(schedule, now)
+        upcoming = [due for due in self._due.values() if due is not None]
+        return None if not upcoming else max(timedelta(0), min(upcoming) - now)
+
+    def _fire(self, schedule: Schedule, slot: datetime) -> None:
+        if schedule.name not in self._tasks:
+            self._tasks[schedule.name] = scheduled_task(schedule)
+        task = self._tasks[schedule.name]
+        at_ms = slot_ms(slot)
+        result = self.backend.enqueue_guarded(
+            task,
+            schedule.args,
+            schedule.kwargs,
+            task_id=slot_task_id(self.backend.alias, schedule.name, at_ms, task.queue_name),
+            guard=Guard(kind=GuardKind.SLOT, name=schedule.name, value_ms=at_ms),
+        )
+        if result is not None:
+            logger.info(
+                "Schedule fired schedule=%s slot=%s task_id=%s",
+                schedule.name,
+                slot.isoformat(),
+                result.id,
+            )

@@ -1,0 +1,99 @@
+"""Read ``OPTIONS["schedules"]`` into ``Schedule`` values; the system checks judge the rest.
+
+This module checks shapes and types only. Whether a cron string parses, the task imports and is
+bound to this backend, or the time zone exists, are system checks naming the schedule
+(``schedules/checks.py``), so one bad schedule is reported at start with the others.
+"""
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from ..exceptions import ImproperlyConfiguredThreadmill
+
+# A schedule's name is part of a Redis key (its last-fired marker) and of its tasks' ids.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+KNOWN = ("task", "cron", "every", "args", "kwargs", "queue_name", "priority", "timezone")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """One periodic task: what to enqueue and when (exactly one of ``cron`` and ``every_ms``)."""
+
+    name: str
+    task: str  # dotted path of a @task
+    cron: str | None = None
+    every_ms: int | None = None  # slots are multiples of this since the Unix epoch
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    queue_name: str | None = None  # None: the task's own
+    priority: int | None = None  # None: the task's own
+    timezone: str | None = None  # for cron; None: settings.TIME_ZONE
+
+    @property
+    def when(self) -> str:
+        """Describe when it fires, e.g. "cron '0 3 * * *'" or "every 30s"."""
+        if self.cron is not None:
+            return f"cron {self.cron!r}"
+        return f"every {timedelta(milliseconds=self.every_ms or 0)}"
+
+
+def _fail(name: str, problem: str, fix: str) -> ImproperlyConfiguredThreadmill:
+    return ImproperlyConfiguredThreadmill(f"OPTIONS['schedules'][{name!r}] {problem}. {fix}")
+
+
+def _every_ms(name: str, value: object) -> int:
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds < 0.001
+    ):
+        raise _fail(
+            name, f"has every={value!r}", "Use a timedelta or a positive number of seconds."
+        )
+    return round(seconds * 1000)
+
+
+def _schedule(name: object, entry: object) -> Schedule:
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise _fail(str(name), "has an unusable name", "Use 1-64 letters, digits, '_', '.' or '-'.")
+    if not isinstance(entry, dict) or set(entry) - set(KNOWN):
+        raise _fail(name, f"is {entry!r}", f"Use a dict with keys among: {', '.join(KNOWN)}.")
+    if not isinstance(entry.get("task"), str):
+        raise _fail(name, "has no 'task'", "Give the dotted path of a @task, e.g. 'app.tasks.x'.")
+    if ("cron" in entry) == ("every" in entry):
+        raise _fail(name, "needs exactly one of 'cron' and 'every'", "Give one, e.g. 'every'.")
+    if "cron" in entry and not isinstance(entry["cron"], str):
+        raise _fail(name, f"has cron={entry['cron']!r}", "Use a string such as '0 3 * * *'.")
+    expected = {"args": (list, tuple), "kwargs": dict, "queue_name": str, "timezone": str}
+    for key, kind in expected.items():
+        if key in entry and not isinstance(entry[key], kind):
+            raise _fail(name, f"has {key}={entry[key]!r}", f"Use a {kind!r} there.")
+    priority = entry.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        raise _fail(name, f"has priority={priority!r}", "Use a whole number from -100 to 100.")
+    return Schedule(
+        name=name,
+        task=entry["task"],
+        cron=entry.get("cron"),
+        every_ms=None if "every" not in entry else _every_ms(name, entry["every"]),
+        args=list(entry.get("args", [])),
+        kwargs=dict(entry.get("kwargs", {})),
+        queue_name=entry.get("queue_name"),
+        priority=priority,
+        timezone=entry.get("timezone"),
+    )
+
+
+def read_schedules(value: object) -> dict[str, Schedule]:
+    """Return ``OPTIONS["schedules"]`` as one ``Schedule`` per name, or raise with the fix."""
+    if not isinstance(value, dict):
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['schedules'] is {value!r}. Use a dict of schedule name to a dict such as "
+            "{'task': 'app.tasks.report', 'cron': '0 3 * * *'}."
+        )
+    return {name: _schedule(name, entry) for name, entry in value.items()}

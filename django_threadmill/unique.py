@@ -1,0 +1,36 @@
+"""Unique tasks: the digest that makes two enqueues equal, as a guard for the enqueue script."""
+
+from hashlib import sha256
+from typing import Any
+
+from .broker import Guard, GuardKind
+from .compat import Task
+from .records import dumps
+
+DIGEST_CHARS = 32  # hex characters of sha256 kept in the key: 128 bits, no accidental collision
+
+
+def unique_guard(task: Task, args: list[Any], kwargs: dict[str, Any]) -> Guard | None:
+    """Return the unique guard of one enqueue, or None for a task without ``unique_for``.
+
+    Equal means the same task path and the same ``unique_key(args, kwargs)``, or, without one,
+    the same arguments (keyword order does not matter). The queue is the key's hash tag, so the
+    same call on another queue is a different task.
+    """
+    unique_for = getattr(task, "unique_for", None)
+    if unique_for is None:
+        return None
+    unique_key = getattr(task, "unique_key", None)
+    if unique_key is None:
+        key = dumps([args, dict(sorted(kwargs.items()))])
+    else:
+        key = unique_key(args, kwargs)
+        if not isinstance(key, str):
+            raise TypeError(
+                f"unique_key of task {task.module_path!r} returned {key!r}, not a string. "
+                "Return a str that names what makes two calls the same."
+            )
+    digest = sha256(f"{task.module_path}\n{key}".encode()).hexdigest()[:DIGEST_CHARS]
+    return Guard(
+        kind=GuardKind.UNIQUE, name=digest, value_ms=int(unique_for.total_seconds() * 1000)
+    )

@@ -1,0 +1,116 @@
+"""acquire.lua and finish.lua with queue limits: concurrency against the leases, a start rate."""
+
+import pytest
+import redis
+
+from django_threadmill.broker import Broker, Outcome
+from django_threadmill.reaper import reap_once
+from tests.support import wait_until
+
+from .conftest import finish, new_task, start
+
+LIMITS = {"reports": {"concurrency": 2}, "emails": {"rate": "10/s"}}
+TOKEN_MS = 100  # "10/s"
+
+
+@pytest.fixture
+def tasks_options() -> dict[str, object]:
+    return {"queue_limits": LIMITS}
+
+
+def fill(broker: Broker, queue: str, n: int) -> list[str]:
+    tasks = [new_task(queue) for _ in range(n)]
+    broker.enqueue(queue, tasks)
+    return [task.id for task in tasks]
+
+
+def acquired_ids(broker: Broker, queue: str, count: int = 10) -> list[str]:
+    return [r.lease.task_id for r in broker.acquire(queue, count).reservations]
+
+
+def test_concurrency_caps_what_the_queue_holds_and_keeps_the_rest_in_order(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    ids = fill(broker, "reports", 5)
+    first = broker.acquire("reports", 10)
+    assert [r.lease.task_id for r in first.reservations] == ids[:2]
+    assert first.held_back
+    assert first.next_due_ms is None  # no time to wait for: a finish wakes the fetcher
+    again = broker.acquire("reports", 10)
+    assert (again.reservations, again.held_back) == ([], True)
+    assert redis_client.zrange(broker.queue_keys("reports").ready, 0, -1) == ids[2:]
+
+
+def test_a_finished_task_frees_its_slot_and_wakes_a_fetcher(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    ids = fill(broker, "reports", 3)
+    wake = broker.queue_keys("reports").wake
+    redis_client.delete(wake)
+    first = broker.acquire("reports", 10).reservations[0]
+    assert redis_client.llen(wake) == 0  # held back: no baton, or fetchers would spin
+    broker.finish("w", [finish(first.lease, Outcome.FAILED, '{"e": 1}')])
+    assert redis_client.llen(wake) == 1
+    assert acquired_ids(broker, "reports") == [ids[2]]
+
+
+def test_finish_wakes_no_one_when_nothing_waits(broker: Broker, redis_client: redis.Redis) -> None:
+    fill(broker, "reports", 1)
+    wake = broker.queue_keys("reports").wake
+    [reservation] = broker.acquire("reports", 10).reservations
+    redis_client.delete(wake)
+    broker.finish("w", [finish(reservation.lease)])
+    assert redis_client.llen(wake) == 0
+
+
+def test_an_unlimited_queue_is_not_held_back(broker: Broker, redis_client: redis.Redis) -> None:
+    fill(broker, "default", 3)
+    acquired = broker.acquire("default", 10)
+    assert (len(acquired.reservations), acquired.held_back) == (3, False)
+    assert not redis_client.exists(broker.queue_keys("default").rate)
+
+
+def test_a_limit_that_lets_everything_through_holds_nothing_back(broker: Broker) -> None:
+    fill(broker, "reports", 2)
+    acquired = broker.acquire("reports", 10)
+    assert (len(acquired.reservations), acquired.held_back) == (2, False)
+
+
+def test_reaped_leases_give_their_slots_back(
+    broker: Broker, backend: object, redis_client: redis.Redis
+) -> None:
+    ids = fill(broker, "reports", 3)
+    reserved, running = broker.acquire("reports", 10).reservations
+    broker.start("w", [start(running.lease)])
+    leases = broker.queue_keys("reports").leases
+    redis_client.zadd(leases, {reserved.lease.task_id: 1, running.lease.task_id: 1}, xx=True)
+    assert acquired_ids(broker, "reports") == []
+    reap_once(backend)  # type: ignore[arg-type]
+    assert acquired_ids(broker, "reports") == [ids[0], ids[2]]  # the reservation went back first
+
+
+def test_rate_hands_out_one_token_and_says_when_the_next_comes(broker: Broker) -> None:
+    ids = fill(broker, "emails", 3)
+    first = broker.acquire("emails", 10)
+    assert [r.lease.task_id for r in first.reservations] == ids[:1]
+    assert (first.held_back, first.next_due_ms) == (True, TOKEN_MS)
+    second = broker.acquire("emails", 10)
+    assert second.reservations == []
+    assert second.held_back
+    assert second.next_due_ms is not None
+    assert 0 <= second.next_due_ms <= TOKEN_MS
+
+
+def test_the_next_token_comes_after_its_interval(broker: Broker) -> None:
+    ids = fill(broker, "emails", 2)
+    assert acquired_ids(broker, "emails") == ids[:1]
+    taken: list[str] = []
+    wait_until(lambda: taken.extend(acquired_ids(broker, "emails")) or taken, "next token", 5)
+    assert taken == ids[1:]
+
+
+def test_an_unused_token_is_kept_for_later(broker: Broker, redis_client: redis.Redis) -> None:
+    assert broker.acquire("emails", 10).reservations == []
+    assert not redis_client.exists(broker.queue_keys("emails").rate)
+    fill(broker, "emails", 1)
+    assert len(acquired_ids(broker, "emails")) == 1

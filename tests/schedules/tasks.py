@@ -1,0 +1,19 @@
+"""Tasks the schedule tests fire, at module level so worker processes import them."""
+
+from django_threadmill.compat import TaskContext, task
+
+
+@task(takes_context=True)
+def tick(context: TaskContext, log_path: str) -> None:
+    """Append this task's id to ``log_path``, so a test counts runs per slot outside Redis."""
+    with open(log_path, "a") as log:
+        log.write(f"{context.task_result.id}\n")
+
+
+@task
+def report(kind: str = "daily") -> str:
+    return kind
+
+
+def not_a_task() -> None:
+    """A plain function: schedules refuse it."""

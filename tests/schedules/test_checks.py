@@ -1,0 +1,66 @@
+"""System checks name each schedule whose timing or task cannot work."""
+
+import pytest
+from django.test import override_settings
+
+from django_threadmill.compat import task_backends
+from django_threadmill.schedules.checks import BAD_TASK, BAD_TIMING, schedule_messages
+from tests.conftest import tasks_setting
+
+GOOD = {"task": "tests.schedules.tasks.report", "cron": "0 3 * * *"}
+
+
+def problems(redis_url: str, key_prefix: str, **schedule: object) -> list[tuple[str, str]]:
+    """Return (id, message) of the schedule errors of a backend with one schedule "s"."""
+    entry = {key: value for key, value in {**GOOD, **schedule}.items() if value is not None}
+    tasks = tasks_setting(redis_url, key_prefix, schedules={"s": entry})
+    with override_settings(TASKS=tasks):
+        return [(m.id or "", m.msg) for m in schedule_messages(task_backends["default"])]  # type: ignore[arg-type]
+
+
+def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
+    assert problems(redis_url, key_prefix) == []
+    assert problems(redis_url, key_prefix, cron=None, every=5) == []
+
+
+@pytest.mark.parametrize(
+    ("schedule", "check_id", "message"),
+    [
+        ({"cron": "61 * * * *"}, BAD_TIMING, "cron '61 * * * *' does not parse (Bad minute)"),
+        ({"timezone": "Mars/Olympus"}, BAD_TIMING, "time zone 'Mars/Olympus' is unknown"),
+        (
+            {"task": "tests.schedules.tasks.gone"},
+            BAD_TASK,
+            "task 'tests.schedules.tasks.gone' does not import",
+        ),
+        ({"task": "tests.schedules.tasks.not_a_task"}, BAD_TASK, "is a function, not a task"),
+        ({"priority": 500}, BAD_TASK, "cannot be scheduled"),
+        ({"queue_name": "nope"}, BAD_TASK, "(Queue 'nope' is not valid for backend.)"),
+    ],
+)
+def test_each_problem_is_an_error_naming_the_schedule(
+    redis_url: str, key_prefix: str, schedule: dict[str, object], check_id: str, message: str
+) -> None:
+    [(found_id, found)] = problems(redis_url, key_prefix, **schedule)
+    assert found_id == check_id
+    assert found.startswith("TASKS['default']['OPTIONS']['schedules']['s']: ")
+    assert message in found
+
+
+def test_a_task_bound_to_another_backend_is_an_error(redis_url: str, key_prefix: str) -> None:
+    tasks = tasks_setting(redis_url, key_prefix)
+    tasks["other"] = {
+        **tasks["default"],  # type: ignore[dict-item]
+        "OPTIONS": {"key_prefix": f"{key_prefix}-o", "schedules": {"s": GOOD}},
+    }
+    with override_settings(TASKS=tasks):
+        [message] = schedule_messages(task_backends["other"])  # type: ignore[arg-type]
+    assert message.id == BAD_TASK
+    assert "bound to backend 'default', not 'other'" in message.msg
+
+
+def test_backend_checks_include_schedules(redis_url: str, key_prefix: str) -> None:
+    tasks = tasks_setting(redis_url, key_prefix, schedules={"s": {**GOOD, "cron": "bad"}})
+    with override_settings(TASKS=tasks):
+        ids = [message.id for message in task_backends["default"].check()]
+    assert BAD_TIMING in ids

@@ -1,0 +1,62 @@
+"""manage.py threadmill_schedules lists each schedule with its next and last fired slot."""
+
+import io
+from datetime import UTC, datetime
+from importlib.util import find_spec
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import override_settings
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.schedules.scheduler import Scheduler
+from tests.conftest import tasks_setting
+
+SCHEDULES = {
+    "nightly": {
+        "task": "tests.schedules.tasks.report",
+        "cron": "0 3 * * *",
+        "timezone": "Asia/Tokyo",
+    },
+    "tick": {"task": "tests.schedules.tasks.report", "every": 60, "queue_name": "emails"},
+}
+
+
+@pytest.fixture
+def tasks_options() -> dict[str, object]:
+    return {"schedules": SCHEDULES}
+
+
+def listing() -> list[str]:
+    out = io.StringIO()
+    call_command("threadmill_schedules", stdout=out)
+    return out.getvalue().splitlines()
+
+
+def test_lists_next_and_last_slot(backend: ThreadmillTaskBackend) -> None:
+    nightly, tick = listing()
+    assert nightly.startswith(
+        "nightly  cron '0 3 * * *' (Asia/Tokyo)  task=tests.schedules.tasks.report  queue=default"
+    )
+    assert "T03:00:00+09:00  last=never" in nightly
+    assert tick.startswith("tick  every 0:01:00 (UTC)  task=tests.schedules.tasks.report")
+    assert "queue=emails" in tick
+
+    Scheduler(backend, lambda: datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)).fire_due()
+    assert listing()[1].endswith("last=2026-11-30T12:00:00+00:00")
+
+
+def test_no_schedules_says_so(redis_url: str, key_prefix: str) -> None:
+    with override_settings(TASKS=tasks_setting(redis_url, key_prefix)):
+        assert listing() == ["No schedules in TASKS['default']['OPTIONS']."]
+
+
+def test_a_backend_of_another_kind_is_refused() -> None:
+    package = "django.tasks" if find_spec("django.tasks") else "django_tasks"
+    dummy = f"{package}.backends.dummy.DummyBackend"
+    with (
+        override_settings(TASKS={"default": {"BACKEND": dummy}}),
+        pytest.raises(CommandError, match="only ThreadmillTaskBackend has schedules"),
+    ):
+        listing()

@@ -1,0 +1,64 @@
+"""Slots: every N since the epoch, cron in the schedule's time zone, across DST changes."""
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.test import override_settings
+
+from django_threadmill.schedules.slots import next_slot, previous_slot
+from django_threadmill.schedules.spec import Schedule
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def cron(expression: str, timezone: str | None = "Europe/Berlin") -> Schedule:
+    return Schedule(name="c", task="x.y", cron=expression, timezone=timezone)
+
+
+def local(*fields: int, fold: int = 0) -> datetime:
+    """Return a Berlin wall time as a UTC instant (aware datetimes in a fold never compare
+    equal across zones, PEP 495)."""
+    return datetime(*fields, tzinfo=BERLIN, fold=fold).astimezone(UTC)  # type: ignore[misc]
+
+
+def test_every_slots_are_multiples_since_the_epoch() -> None:
+    every = Schedule(name="e", task="x.y", every_ms=30_000)
+    now = datetime(2026, 11, 30, 12, 0, 40, 500_000, tzinfo=UTC)
+    assert previous_slot(every, now) == datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
+    assert next_slot(every, now) == datetime(2026, 11, 30, 12, 1, 0, tzinfo=UTC)
+    exact = datetime(2026, 11, 30, 12, 1, 0, tzinfo=UTC)
+    assert previous_slot(every, exact) == exact  # a slot is due at its own instant
+    assert next_slot(every, exact) == exact + timedelta(seconds=30)
+
+
+def test_cron_slots_are_in_the_schedule_time_zone() -> None:
+    nightly = cron("0 3 * * *")
+    now = local(2026, 11, 30, 12, 0)
+    assert previous_slot(nightly, now) == local(2026, 11, 30, 3, 0)
+    assert next_slot(nightly, now) == local(2026, 12, 1, 3, 0)
+    assert previous_slot(nightly, local(2026, 11, 30, 3, 0)) == local(2026, 11, 30, 3, 0)
+
+
+def test_cron_defaults_to_django_time_zone() -> None:
+    with override_settings(TIME_ZONE="America/New_York"):
+        slot = next_slot(cron("0 3 * * *", timezone=None), datetime(2026, 11, 30, tzinfo=UTC))
+    assert slot == datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # 03:00 EST
+
+
+def test_a_skipped_local_time_runs_once_after_the_gap() -> None:
+    # 2026-03-29 in Berlin: 02:00 jumps to 03:00, so 02:30 does not exist that day.
+    job = cron("30 2 * * *")
+    slot = next_slot(job, local(2026, 3, 28, 12, 0))
+    assert slot == local(2026, 3, 29, 3, 0)
+    assert next_slot(job, slot) == local(2026, 3, 30, 2, 30)
+    assert previous_slot(job, local(2026, 3, 29, 3, 10)) == slot
+
+
+def test_a_repeated_local_time_runs_once() -> None:
+    # 2026-10-25 in Berlin: 03:00 falls back to 02:00, so 02:30 happens twice.
+    job = cron("30 2 * * *")
+    first = next_slot(job, local(2026, 10, 24, 12, 0))
+    assert first == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST, the first pass
+    assert next_slot(job, first) == local(2026, 10, 26, 2, 30)
+    second_pass = local(2026, 10, 25, 2, 45, fold=1)  # CET, after the fall back
+    assert previous_slot(job, second_pass) == first

@@ -1,0 +1,54 @@
+"""OPTIONS["schedules"]: shapes are read at the settings edge, with the fix in the error."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from django_threadmill.conf import read_settings
+from django_threadmill.schedules.spec import Schedule
+
+
+def schedules(value: object) -> dict[str, Schedule]:
+    return read_settings("default", {"OPTIONS": {"schedules": value}}).schedules
+
+
+def test_cron_and_every_schedules_are_read() -> None:
+    read = schedules(
+        {
+            "nightly": {"task": "app.tasks.report", "cron": "0 3 * * *", "kwargs": {"k": 1}},
+            "ping": {"task": "app.tasks.ping", "every": timedelta(seconds=30), "args": (1,)},
+            "fast": {"task": "app.tasks.ping", "every": 0.5, "priority": 5, "queue_name": "q"},
+        }
+    )
+    assert read["nightly"] == Schedule(
+        name="nightly", task="app.tasks.report", cron="0 3 * * *", kwargs={"k": 1}
+    )
+    assert (read["ping"].every_ms, read["ping"].args) == (30_000, [1])
+    assert (read["fast"].every_ms, read["fast"].priority, read["fast"].queue_name) == (500, 5, "q")
+    assert read["nightly"].when == "cron '0 3 * * *'"
+    assert read["ping"].when == "every 0:00:30"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([], r"OPTIONS\['schedules'\] is \[\]\. Use a dict of schedule name"),
+        ({"a b": {}}, r"\['a b'\] has an unusable name\. Use 1-64 letters"),
+        ({"a": "x"}, r"\['a'\] is 'x'\. Use a dict with keys among: task, cron"),
+        ({"a": {"task": "x.y", "every": 1, "when": 3}}, r"\['a'\] is .*Use a dict with keys"),
+        ({"a": {"every": 1}}, r"\['a'\] has no 'task'\. Give the dotted path of a @task"),
+        ({"a": {"task": "x.y"}}, r"needs exactly one of 'cron' and 'every'"),
+        ({"a": {"task": "x.y", "cron": "* * * * *", "every": 1}}, r"exactly one of"),
+        ({"a": {"task": "x.y", "cron": 5}}, r"has cron=5\. Use a string such as '0 3 \* \* \*'"),
+        ({"a": {"task": "x.y", "every": 0}}, r"has every=0\. Use a timedelta or a positive"),
+        ({"a": {"task": "x.y", "every": True}}, r"has every=True\."),
+        ({"a": {"task": "x.y", "every": 1, "args": "abc"}}, r"has args='abc'\. Use a"),
+        ({"a": {"task": "x.y", "every": 1, "kwargs": []}}, r"has kwargs=\[\]\. Use a"),
+        ({"a": {"task": "x.y", "every": 1, "timezone": 1}}, r"has timezone=1\. Use a"),
+        ({"a": {"task": "x.y", "every": 1, "priority": "1"}}, r"has priority='1'\. Use a whole"),
+    ],
+)
+def test_bad_schedules_say_how_to_fix_them(value: object, message: str) -> None:
+    with pytest.raises(ImproperlyConfigured, match=message):
+        schedules(value)

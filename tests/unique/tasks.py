@@ -1,0 +1,29 @@
+"""Unique tasks for the tests, at module level so worker processes import them."""
+
+from datetime import timedelta
+from typing import Any
+
+from django_threadmill.task import task
+
+WINDOW = timedelta(minutes=5)
+
+
+@task(unique_for=WINDOW)
+def refresh(account: int, *, full: bool = False) -> int:
+    return account
+
+
+def by_account(args: list[Any], kwargs: dict[str, Any]) -> str:
+    return str(args[0])
+
+
+@task(unique_for=WINDOW, unique_key=by_account)
+def refresh_account(account: int, reason: str) -> str:
+    return reason
+
+
+@task(unique_for=WINDOW)
+def append_once(log_path: str) -> None:
+    """Append a line to ``log_path``, so a test counts runs outside Redis."""
+    with open(log_path, "a") as log:
+        log.write("ran\n")
