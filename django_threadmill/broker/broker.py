@@ -16,13 +16,15 @@ import redis
 import redis.asyncio
 from redis.commands.core import AsyncScript, Script
 
-from ..conf import BackendSettings
+from ..conf import BackendSettings, Durability
 from ..exceptions import BrokerUnavailable
+from .calls import Command, send
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_of
 from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments, waiting_since_ms
 from .payloads import task_path
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
+from .topology import AsyncClient, SyncClient
 from .types import (
     Acquired,
     Enqueued,
@@ -35,6 +37,7 @@ from .types import (
     Start,
     stored_int,
 )
+from .wake import push_process_tokens, wait_any, wake_groups
 
 WAKE_TOKEN_CAP = 16  # wake tokens kept per queue: enough to wake that many idle fetchers at once
 PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
@@ -87,18 +90,18 @@ class Broker:
         self.keyspace = KeySpace(settings.key_prefix, settings.alias)
         self._known_queues: set[str] = set()
         self._async_clients: WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[redis.asyncio.Redis, dict[ScriptName, AsyncScript]]
+            asyncio.AbstractEventLoop, tuple[AsyncClient, dict[ScriptName, AsyncScript]]
         ] = WeakKeyDictionary()
 
     @cached_property
-    def client(self) -> redis.Redis:
+    def client(self) -> SyncClient:
         return make_client(self.settings)
 
     @cached_property
     def _scripts(self) -> dict[ScriptName, Script]:
         return register_scripts(self.client)
 
-    def _async_client(self) -> tuple[redis.asyncio.Redis, dict[ScriptName, AsyncScript]]:
+    def _async_client(self) -> tuple[AsyncClient, dict[ScriptName, AsyncScript]]:
         """Return the asyncio client and scripts of the running loop (pools are per loop)."""
         loop = asyncio.get_running_loop()
         if loop not in self._async_clients:
@@ -112,18 +115,27 @@ class Broker:
         """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix."""
         return translated_errors(self.settings.location, self.settings.pool_timeout_s)
 
-    def _run(self, call: ScriptCall) -> Any:
+    def _run(self, call: ScriptCall, *, durable: bool = False) -> Any:
+        """Send one script call; a ``durable`` one is confirmed per OPTIONS['durability']."""
+        if durable and self.settings.durability is not Durability.LOCAL:
+            return self._send([call], durable=True)[0]
         with self.translated_errors():
             return self._scripts[call.name](keys=call.keys, args=call.args)
 
-    def _run_per_queue(self, calls: Sequence[ScriptCall]) -> list[Any]:
+    def _send(
+        self, calls: Sequence[ScriptCall], *, before: Sequence[Command] = (), durable: bool
+    ) -> list[Any]:
+        """Send ``before`` and ``calls`` as one pipeline (split by node on a Redis Cluster)."""
+        with self.translated_errors():
+            return send(
+                self.client, self._scripts, self.settings, calls, before=before, confirm=durable
+            )
+
+    def _run_per_queue(self, calls: Sequence[ScriptCall], *, durable: bool) -> list[Any]:
         """Send one script call per queue: directly for one, as one pipeline for several."""
         if len(calls) == 1:
-            return [self._run(calls[0])]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for call in calls:
-                self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
-            return pipe.execute()
+            return [self._run(calls[0], durable=durable)]
+        return self._send(calls, durable=durable)
 
     def queue_keys(self, queue: str) -> QueueKeys:
         return self.keyspace.queue(queue)
@@ -334,24 +346,22 @@ class Broker:
             held_back=reply[1] == 1,
         )
 
+    def _wake_groups(self, queues: Sequence[str], worker_id: str) -> list[list[str]]:
+        return wake_groups(self.keyspace, queues, worker_id, cluster=self.settings.cluster)
+
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
         """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout.
 
-        One BLPOP over the queues' wake lists and the process's own list: idle workers block
-        instead of polling (DESIGN.md §3 rule 7). For one queue every list shares its hash slot.
+        BLPOP over the queues' wake lists and the process's own list: idle workers block
+        instead of polling (DESIGN.md §3 rule 7); on a Redis Cluster, one BLPOP per slot.
         """
-        wake_keys = [self.queue_keys(queue).wake for queue in queues]
-        wake_keys.append(self.queue_keys(queues[0]).process_wake(worker_id))
         with self.translated_errors():
-            return self.client.blpop(wake_keys, timeout=max(timeout_s, 0.001)) is not None
+            return wait_any(self.client, self._wake_groups(queues, worker_id), timeout_s)
 
     def wake_process(self, queues: Sequence[str], worker_id: str) -> None:
         """Wake the process's blocked fetcher now (at shutdown); the token expires if unread."""
-        key = self.queue_keys(queues[0]).process_wake(worker_id)
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.rpush(key, 1)
-            pipe.pexpire(key, 60_000)
-            pipe.execute()
+        with self.translated_errors():
+            push_process_tokens(self.client, self._wake_groups(queues, worker_id))
 
     def _by_queue[T](
         self,
@@ -359,6 +369,8 @@ class Broker:
         lease_of: Callable[[T], Lease],
         build: Callable[..., ScriptCall],
         also: Iterable[str] = (),
+        *,
+        durable: bool = False,
     ) -> list[tuple[list[T], Any]]:
         """Group ``items`` by queue, send one script call per queue, pair items with replies.
 
@@ -370,15 +382,21 @@ class Broker:
         if not groups:
             return []
         calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]
-        return list(zip(groups.values(), self._run_per_queue(calls), strict=True))
+        return list(zip(groups.values(), self._run_per_queue(calls, durable=durable), strict=True))
 
     def _fenced_out[T: (Start, Finish)](
-        self, items: Sequence[T], build: Callable[[QueueKeys, list[T]], ScriptCall]
+        self,
+        items: Sequence[T],
+        build: Callable[[QueueKeys, list[T]], ScriptCall],
+        *,
+        durable: bool = False,
     ) -> list[T]:
         """Send ``items`` per queue to a script that answers 1/0 per item; return the 0s."""
         return [
             item
-            for group, reply in self._by_queue(items, lambda item: item.lease, build)
+            for group, reply in self._by_queue(
+                items, lambda item: item.lease, build, durable=durable
+            )
             for item, ok in zip(group, reply, strict=True)
             if not ok
         ]
@@ -437,7 +455,8 @@ class Broker:
                 tuple(args),
             )
 
-        stale = self._fenced_out(finishes, build)
+        # An acknowledged result must survive a failover too (OPTIONS['durability']).
+        stale = self._fenced_out(finishes, build, durable=True)
         if stale:
             self._count_recorded(finishes, stale, reaping=reaping, minute=minute)
         return stale

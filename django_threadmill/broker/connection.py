@@ -10,6 +10,7 @@ import redis.asyncio
 
 from ..conf import BackendSettings
 from ..exceptions import BrokerUnavailable
+from .topology import AsyncClient, SyncClient, aconnect, connect
 
 # redis-py's message when a BlockingConnectionPool found no free connection within its timeout.
 POOL_TIMED_OUT = "No connection available."
@@ -54,18 +55,14 @@ def _client_options(settings: BackendSettings) -> dict[str, Any]:
     return options
 
 
-def make_client(settings: BackendSettings) -> redis.Redis:
+def make_client(settings: BackendSettings) -> SyncClient:
     """Return a pooled client for ``settings.location``; it connects on first use."""
-    pool = redis.BlockingConnectionPool.from_url(settings.location, **_client_options(settings))
-    return redis.Redis.from_pool(pool)
+    return connect(settings, _client_options(settings))
 
 
-def make_async_client(settings: BackendSettings) -> redis.asyncio.Redis:
+def make_async_client(settings: BackendSettings) -> AsyncClient:
     """Return a pooled asyncio client for ``settings.location``; it connects on first use."""
-    pool = redis.asyncio.BlockingConnectionPool.from_url(
-        settings.location, **_client_options(settings)
-    )
-    return redis.asyncio.Redis.from_pool(pool)
+    return aconnect(settings, _client_options(settings))
 
 
 def _what_was_written(error: BaseException) -> str:
