@@ -9,13 +9,14 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.test.utils import override_settings
 
 from .broker.connection import redacted
-from .exceptions import BrokerUnavailable
+from .exceptions import BrokerRefused, BrokerUnavailable
 from .schedules.checks import schedule_messages
 
 if TYPE_CHECKING:
     from .backend import ThreadmillTaskBackend
 
-UNREACHABLE = "threadmill.E001"  # Redis cannot be used at all (down, or refusing us)
+UNREACHABLE = "threadmill.E001"  # Redis cannot be used at all (down, or not serving)
+REFUSED = "threadmill.E004"  # Redis refused our credentials or ACL rights: never silenced
 MIN_REDIS_VERSION = (6, 2)
 # Policies that may evict keys with a TTL only: pending tasks are safe, finished results are not.
 VOLATILE_POLICIES = {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
@@ -34,6 +35,16 @@ def _redis_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
     where = f"TASKS[{backend.alias!r}] at {redacted(backend.settings.location)}"
     try:
         info = backend.broker.server_info()
+        backend.broker.queues()  # reads a key of ours: an ACL user kept off our prefix fails here
+    except BrokerRefused as exc:
+        # Commands that wait for Redis must not wait for this: no retry fixes a password.
+        return [
+            Error(
+                f"{where}: Redis refused this backend: {exc}",
+                hint="Fix the user and password in LOCATION, or the ACL rules of that user.",
+                id=REFUSED,
+            )
+        ]
     except BrokerUnavailable as exc:
         return [
             Error(
@@ -50,7 +61,8 @@ def redis_may_be_down() -> Iterator[None]:
     """Silence "Redis is not usable" for commands that wait for Redis themselves.
 
     The worker and the reaper retry with backoff and log why (issue 7), so one started before
-    Redis, or during an outage, starts working once Redis is up instead of exiting.
+    Redis, or during an outage, starts working once Redis is up instead of exiting. Refused
+    credentials (``REFUSED``) still stop them at start (issue 14).
     """
     with override_settings(SILENCED_SYSTEM_CHECKS=[*settings.SILENCED_SYSTEM_CHECKS, UNREACHABLE]):
         yield

@@ -9,7 +9,7 @@ import redis
 import redis.asyncio
 
 from ..conf import BackendSettings
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable
 from .topology import AsyncClient, SyncClient, aconnect, connect
 
 # redis-py's message when a BlockingConnectionPool found no free connection within its timeout.
@@ -81,12 +81,12 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
     try:
         yield
     except redis.AuthenticationError as exc:
-        raise BrokerUnavailable(
+        raise BrokerRefused(
             f"Redis at {where} refused the credentials ({exc}). Put the right user and "
             "password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
         ) from exc
     except redis.exceptions.NoPermissionError as exc:
-        raise BrokerUnavailable(
+        raise BrokerRefused(
             f"Redis at {where} refused a command for lack of permission ({exc}). Grant the ACL "
             "user '+@all -@dangerous +info' on this backend's keys, e.g. '~<key_prefix>:*'."
         ) from exc
@@ -105,7 +105,7 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
     except redis.ResponseError as exc:
         message = str(exc)
         if message.startswith(("NOAUTH", "WRONGPASS")):
-            raise BrokerUnavailable(
+            raise BrokerRefused(
                 f"Redis at {where} needs credentials ({message}). Add them to LOCATION, e.g. "
                 "'redis://user:password@host:6379/0'."
             ) from exc
