@@ -102,29 +102,43 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
             f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
             + _what_was_written(exc)
         ) from exc
+    except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
+        # redis-py already followed MOVED/ASK and refreshed its slot map; what is left is a
+        # cluster without a primary for the slot (mid-failover) or no node reachable at all.
+        raise BrokerUnavailable(
+            f"The Redis Cluster at {where} cannot serve this call now ({exc}). Wait for the "
+            "failover to finish (CLUSTER INFO: cluster_state:ok), or fix LOCATION; "
+            + _what_was_written(exc)
+        ) from exc
     except redis.ResponseError as exc:
-        message = str(exc)
-        if message.startswith(("NOAUTH", "WRONGPASS")):
-            raise BrokerRefused(
-                f"Redis at {where} needs credentials ({message}). Add them to LOCATION, e.g. "
-                "'redis://user:password@host:6379/0'."
-            ) from exc
-        # redis-py strips the error code of the replies it maps to classes (OOM, READONLY, ...).
-        if isinstance(exc, redis.exceptions.OutOfMemoryError) or message.startswith("OOM"):
-            raise BrokerUnavailable(
-                f"Redis at {where} is out of memory ({message}). Raise maxmemory, or purge "
-                "old results; nothing was written."
-            ) from exc
-        if message.startswith(DAMAGED_DATA_ERRORS):
-            raise BrokerUnavailable(
-                f"Redis at {where} holds a value of the wrong kind in one of this backend's keys "
-                f"({message}). Something other than django-threadmill wrote to it: delete that "
-                "key, or give each project its own OPTIONS['key_prefix']."
-            ) from exc
-        if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
-            ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")
-        ):
-            raise BrokerUnavailable(
-                f"Redis at {where} cannot serve writes now ({message})."
-            ) from exc
-        raise
+        translated = _translated_reply(where, exc)
+        if translated is None:
+            raise
+        raise translated from exc
+
+
+def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable | None:
+    """Return the error to raise for an error reply from Redis, or None to let it through."""
+    message = str(exc)
+    if message.startswith(("NOAUTH", "WRONGPASS")):
+        return BrokerRefused(
+            f"Redis at {where} needs credentials ({message}). Add them to LOCATION, e.g. "
+            "'redis://user:password@host:6379/0'."
+        )
+    # redis-py strips the error code of the replies it maps to classes (OOM, READONLY, ...).
+    if isinstance(exc, redis.exceptions.OutOfMemoryError) or message.startswith("OOM"):
+        return BrokerUnavailable(
+            f"Redis at {where} is out of memory ({message}). Raise maxmemory, or purge "
+            "old results; nothing was written."
+        )
+    if message.startswith(DAMAGED_DATA_ERRORS):
+        return BrokerUnavailable(
+            f"Redis at {where} holds a value of the wrong kind in one of this backend's keys "
+            f"({message}). Something other than django-threadmill wrote to it: delete that "
+            "key, or give each project its own OPTIONS['key_prefix']."
+        )
+    if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
+        ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")
+    ):
+        return BrokerUnavailable(f"Redis at {where} cannot serve writes now ({message}).")
+    return None

@@ -18,6 +18,7 @@ from .keys import KeySpace
 from .topology import SyncClient
 
 PROCESS_WAKE_TTL_MS = 60_000  # an unread stop token expires: it only ever wakes one wait
+CANCEL_TOKEN = "cancel"  # ends the other slots' BLPOPs once one slot woke the worker
 
 
 def wake_groups(
@@ -37,11 +38,13 @@ def wake_groups(
     ]
 
 
-def push_process_tokens(client: SyncClient, groups: Sequence[Sequence[str]]) -> None:
-    """Push one token to each group's process list, so a BLPOP on it returns now."""
+def push_process_tokens(
+    client: SyncClient, groups: Sequence[Sequence[str]], token: str = "stop"
+) -> None:
+    """Push ``token`` to each group's process list, so a BLPOP on it returns now."""
     with client.pipeline(transaction=False) as pipe:
         for group in groups:
-            pipe.rpush(group[-1], 1)
+            pipe.rpush(group[-1], token)
             pipe.pexpire(group[-1], PROCESS_WAKE_TTL_MS)
         pipe.execute()
 
@@ -54,13 +57,19 @@ def wait_any(client: SyncClient, groups: Sequence[Sequence[str]], timeout_s: flo
     with ThreadPoolExecutor(len(groups), thread_name_prefix="threadmill-wake") as pool:
         futures = [pool.submit(client.blpop, list(keys), timeout_s) for keys in groups]
         done, pending = wait(futures, return_when=FIRST_COMPLETED)
-        still_blocked = [keys for keys, f in zip(groups, futures, strict=True) if f in pending]
-        if still_blocked:
-            # Their BLPOPs would hold a connection until the timeout; a failed push leaves them
-            # to end by themselves, within timeout_s.
-            with suppress(redis.RedisError):
-                push_process_tokens(client, still_blocked)
-        woken = any(future.result() is not None for future in done)
-        for future in pending:
-            future.result()  # surface a failed BLPOP like the one-slot path does
-        return woken
+        blocked = [keys for keys, future in zip(groups, futures, strict=True) if future in pending]
+        with suppress(redis.RedisError):  # unpushed, those BLPOPs end by timeout_s anyway
+            if blocked:
+                push_process_tokens(client, blocked, CANCEL_TOKEN)
+        replies = {
+            tuple(keys): future.result() for keys, future in zip(groups, futures, strict=True)
+        }
+    # A BLPOP that returned on its own before the cancel token came leaves that token behind:
+    # take it back, or the next wait would wake for nothing.
+    unread = [keys[-1] for keys in blocked if replies[tuple(keys)] != [keys[-1], CANCEL_TOKEN]]
+    if unread:
+        with client.pipeline(transaction=False) as pipe:
+            for key in unread:
+                pipe.lrem(key, 1, CANCEL_TOKEN)
+            pipe.execute()
+    return any(future.result() is not None for future in done)
