@@ -15,7 +15,7 @@ from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
 from ..conf import BackendSettings
-from .durability import check_confirmed, confirm_command
+from .durability import check_confirmed, confirm_command, unconfirmed
 from .scripts import ScriptCall, ScriptName
 from .topology import AsyncClient, SyncClient
 
@@ -30,6 +30,7 @@ class Batch:
     commands: list[tuple[Command, dict[str, Any]]]
     first_call: int  # position of the first script call; plain commands come before
     calls: int
+    confirmed_on: dict[str, str]  # per node the confirmation went to: a key it must still own
 
     def script_replies(self, replies: list[Any]) -> list[Any]:
         return replies[self.first_call : self.first_call + self.calls]
@@ -49,14 +50,28 @@ def _build(
     for call in calls:
         evalsha = ("EVALSHA", shas[call.name], len(call.keys), *call.keys, *call.args)
         commands.append((evalsha, {}))
+    confirmed_on: dict[str, str] = {}
     if confirm is not None and not isinstance(client, CLUSTERS):
         commands.append((confirm, {}))
     elif confirm is not None:
         # WAIT covers the writes of its own connection: one per node, in that node's share.
-        nodes = {client.get_node_from_key(call.keys[0]).name: call.keys[0] for call in calls}
-        for key in nodes.values():
+        confirmed_on = {client.get_node_from_key(call.keys[0]).name: call.keys[0] for call in calls}
+        for key in confirmed_on.values():
             commands.append((confirm, {"target_nodes": client.get_node_from_key(key)}))
-    return Batch(commands, len(before), len(calls))
+    return Batch(commands, len(before), len(calls), confirmed_on)
+
+
+def _check_not_moved(
+    client: SyncClient | AsyncClient, batch: Batch, settings: BackendSettings
+) -> None:
+    """Refuse a confirmation from a node that lost the slot during the call.
+
+    redis-py follows MOVED by sending the call to the new owner and updating its slot map, but
+    the WAIT went to the old node, whose answer says nothing about this write.
+    """
+    for node, key in batch.confirmed_on.items():
+        if isinstance(client, CLUSTERS) and client.get_node_from_key(key).name != node:
+            raise unconfirmed(settings, f"its slot moved from {node} during the call")
 
 
 def _settle(batch: Batch, replies: list[Any], settings: BackendSettings) -> list[Any]:
@@ -96,6 +111,7 @@ def send(
             for args, options in batch.commands:
                 pipe.execute_command(*args, **options)
             sent = _settle(batch, pipe.execute(raise_on_error=False), settings)
+        _check_not_moved(client, batch, settings)
         replies = _merge(replies, sent)
         missing = _unloaded(sent)
         if not missing or attempt == 1:
@@ -127,6 +143,7 @@ async def asend(
             for args, options in batch.commands:
                 pipe.execute_command(*args, **options)
             sent = _settle(batch, await pipe.execute(raise_on_error=False), settings)
+        _check_not_moved(client, batch, settings)
         replies = _merge(replies, sent)
         missing = _unloaded(sent)
         if not missing or attempt == 1:

@@ -26,18 +26,26 @@ def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
 def check_confirmed(settings: BackendSettings, reply: Any) -> None:
     """Raise ``BrokerUnavailable`` when a WAIT or WAITAOF reply falls short of the mode."""
     if isinstance(reply, Exception):
-        raise reply
+        # E.g. the node became a replica in a failover: the write went elsewhere, unconfirmed.
+        raise unconfirmed(settings, f"the confirmation failed: {reply}") from reply
     reached = int(reply[0]) if settings.durability is Durability.FSYNC else int(reply)
-    if reached >= 1:
-        return
-    what = (
-        "fsynced to the primary's AOF"
-        if settings.durability is Durability.FSYNC
-        else "copied to a replica"
-    )
-    raise BrokerUnavailable(
-        f"Redis at {redacted(settings.location)} applied the write, but it was not {what} "
-        f"within {settings.durability_timeout_s:g}s (durability={settings.durability.value!r}): "
-        "a failover now could lose it. Check that a replica is connected (INFO replication) "
-        "or raise OPTIONS['durability_timeout']."
+    if reached < 1:
+        what = (
+            "fsynced to the primary's AOF"
+            if settings.durability is Durability.FSYNC
+            else "copied to a replica"
+        )
+        raise unconfirmed(
+            settings,
+            f"it was not {what} within {settings.durability_timeout_s:g}s. Check that a "
+            "replica is connected (INFO replication) or raise OPTIONS['durability_timeout']",
+        )
+
+
+def unconfirmed(settings: BackendSettings, why: str) -> BrokerUnavailable:
+    """Return the error for a write Redis may hold but did not confirm per the mode."""
+    return BrokerUnavailable(
+        f"Redis at {redacted(settings.location)} may have applied the write, but "
+        f"durability={settings.durability.value!r} is not met: {why}. A failover now could "
+        "lose it; the call can be retried."
     )
