@@ -29,7 +29,7 @@ def wait_for(condition: Callable[[], object], what: str, timeout_s: float = 30.0
         except redis.RedisError:
             pass  # a node still starting or failing over: ask again
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the test cluster never got {what} within {timeout_s}s")
+            raise RuntimeError(f"the test servers never got {what} within {timeout_s}s")
         time.sleep(0.05)  # polling a cluster that settles by itself, with a deadline
 
 
@@ -64,6 +64,7 @@ class LocalCluster:
         return [
             *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
             *("--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--appendonly", "no"),
+            *("--repl-diskless-sync-delay", "0"),  # a replica syncs at once, not after 5 s
             # The bus port defaults to port + 10000, past 65535 for high ports.
             *("--cluster-port", str(free_port())),
         ]

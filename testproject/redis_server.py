@@ -94,20 +94,18 @@ class RedisProcess:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def arguments(self) -> list[str]:
+        """Return the command line that starts this server."""
+        return [
+            redis_server_binary(),
+            *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory)),
+            *("--save", ""),
+            *self.extra_args,
+        ]
+
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [
-                redis_server_binary(),
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(self.directory),
-                "--save",
-                "",
-                *self.extra_args,
-            ],
+            self.arguments(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
