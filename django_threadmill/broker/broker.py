@@ -288,13 +288,13 @@ class Broker:
             return sorted(self.client.smembers(self.keyspace.queues))
 
     def server_info(self) -> dict[str, Any]:
-        """Return Redis INFO (server, memory, persistence) plus whether RDB saving is configured.
+        """Return Redis INFO (server, memory, persistence, replication) and whether RDB is on.
 
         ``save_configured`` is None when CONFIG is not allowed (managed Redis), i.e. unknown.
         """
         with self.translated_errors():
             info: dict[str, Any] = {}
-            for section in ("server", "memory", "persistence"):
+            for section in ("server", "memory", "persistence", "replication"):
                 info.update(self.client.info(section))
             try:
                 info["save_configured"] = bool(self.client.config_get("save").get("save"))

@@ -15,6 +15,7 @@ from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
 from ..conf import BackendSettings
+from ..exceptions import BrokerUnavailable
 from .durability import check_confirmed, confirm_command, unconfirmed
 from .scripts import ScriptCall, ScriptName
 from .topology import AsyncClient, SyncClient
@@ -61,35 +62,83 @@ def _build(
     return Batch(commands, len(before), len(calls), confirmed_on)
 
 
-def _check_not_moved(
-    client: SyncClient | AsyncClient, batch: Batch, settings: BackendSettings
-) -> None:
-    """Refuse a confirmation from a node that lost the slot during the call.
+class Sending:
+    """One batch on its way: a first round, and a second for the calls that met NOSCRIPT.
 
-    redis-py follows MOVED by sending the call to the new owner and updating its slot map, but
-    the WAIT went to the old node, whose answer says nothing about this write.
+    A failed confirmation is raised only after the second round, so the reloaded calls run.
     """
-    for node, key in batch.confirmed_on.items():
-        if isinstance(client, CLUSTERS) and client.get_node_from_key(key).name != node:
-            raise unconfirmed(settings, f"its slot moved from {node} during the call")
+
+    def __init__(
+        self,
+        client: SyncClient | AsyncClient,
+        shas: dict[ScriptName, str],
+        settings: BackendSettings,
+        calls: Sequence[ScriptCall],
+        before: Sequence[Command],
+        confirm: bool,
+    ) -> None:
+        self.client = client
+        self.shas = shas
+        self.settings = settings
+        self.calls = list(calls)
+        self.before = before
+        self.confirm = confirm_command(settings) if confirm else None
+        self.replies: list[Any] = [NoScriptError()] * len(self.calls)  # unsent reads as unloaded
+        self.rounds = 0
+        self.sent: list[int] = []  # indexes of the calls in the current round
+        self.batch: Batch | None = None
+        self.unconfirmed: BrokerUnavailable | None = None
+
+    def next_batch(self) -> Batch | None:
+        """Return the pipeline to send next, or None when every call has an answer."""
+        self.sent = [i for i, reply in enumerate(self.replies) if _unloaded(reply)]
+        if self.rounds == 2 or not self.sent:
+            return None
+        calls = [self.calls[i] for i in self.sent]
+        self.batch = _build(self.client, self.shas, calls, self.before, self.confirm)
+        self.before = ()
+        self.rounds += 1
+        return self.batch
+
+    def take(self, replies: list[Any]) -> set[ScriptName]:
+        """Record a round's replies; return the scripts to load before the next round."""
+        assert self.batch is not None
+        for reply in replies[: self.batch.first_call]:
+            if isinstance(reply, Exception):
+                raise reply
+        for i, reply in zip(self.sent, self.batch.script_replies(replies), strict=True):
+            self.replies[i] = reply
+        for reply in self.batch.confirmations(replies):
+            try:
+                check_confirmed(self.settings, reply)
+            except BrokerUnavailable as exc:
+                self.unconfirmed = self.unconfirmed or exc
+        self._check_not_moved(self.batch)
+        return {self.calls[i].name for i in self.sent if _unloaded(self.replies[i])}
+
+    def result(self) -> list[Any]:
+        """Return the calls' replies, or raise the first error or failed confirmation."""
+        for reply in self.replies:
+            if isinstance(reply, Exception):
+                raise reply
+        if self.unconfirmed is not None:
+            raise self.unconfirmed
+        return self.replies
+
+    def _check_not_moved(self, batch: Batch) -> None:
+        """Refuse a confirmation from a node that lost the slot during the call.
+
+        redis-py follows MOVED by sending the call to the new owner and updating its slot
+        map, but the WAIT went to the old node, whose answer says nothing about this write.
+        """
+        client = self.client
+        for node, key in batch.confirmed_on.items():
+            if isinstance(client, CLUSTERS) and client.get_node_from_key(key).name != node:
+                raise unconfirmed(self.settings, f"its slot moved from {node} during the call")
 
 
-def _settle(batch: Batch, replies: list[Any], settings: BackendSettings) -> list[Any]:
-    """Raise the first error other than NOSCRIPT; check each confirmation; return replies."""
-    for reply in replies[: batch.first_call]:
-        if isinstance(reply, Exception):
-            raise reply
-    scripts = batch.script_replies(replies)
-    for reply in scripts:
-        if isinstance(reply, Exception) and not isinstance(reply, NoScriptError):
-            raise reply
-    for reply in batch.confirmations(replies):
-        check_confirmed(settings, reply)
-    return scripts
-
-
-def _unloaded(replies: list[Any]) -> list[int]:
-    return [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+def _unloaded(reply: Any) -> bool:
+    return isinstance(reply, NoScriptError)
 
 
 def send(
@@ -103,23 +152,15 @@ def send(
 ) -> list[Any]:
     """Send ``before`` and then ``calls`` in one pipeline; return the calls' replies."""
     shas = {name: script.sha for name, script in scripts.items()}
-    command = confirm_command(settings) if confirm else None
-    replies: list[Any] = []
-    for attempt in range(2):  # NOSCRIPT: load once and resend what did not run
-        batch = _build(client, shas, calls, before, command)
+    sending = Sending(client, shas, settings, calls, before, confirm)
+    while (batch := sending.next_batch()) is not None:
         with client.pipeline(transaction=False) as pipe:
             for args, options in batch.commands:
                 pipe.execute_command(*args, **options)
-            sent = _settle(batch, pipe.execute(raise_on_error=False), settings)
-        _check_not_moved(client, batch, settings)
-        replies = _merge(replies, sent)
-        missing = _unloaded(sent)
-        if not missing or attempt == 1:
-            break
-        for name in {calls[i].name for i in missing}:
+            replies = pipe.execute(raise_on_error=False)
+        for name in sending.take(replies):
             client.script_load(scripts[name].script)
-        calls, before = [calls[i] for i in missing], ()
-    return _checked(replies)
+    return sending.result()
 
 
 async def asend(
@@ -132,38 +173,15 @@ async def asend(
     confirm: bool = False,
 ) -> list[Any]:
     """Asyncio twin of ``send``."""
-    shas = {name: script.sha for name, script in scripts.items()}
-    command = confirm_command(settings) if confirm else None
     if isinstance(client, redis.asyncio.RedisCluster):
         await client.initialize()  # the node of each key is known only once connected
-    replies: list[Any] = []
-    for attempt in range(2):
-        batch = _build(client, shas, calls, before, command)
+    shas = {name: script.sha for name, script in scripts.items()}
+    sending = Sending(client, shas, settings, calls, before, confirm)
+    while (batch := sending.next_batch()) is not None:
         async with client.pipeline(transaction=False) as pipe:
             for args, options in batch.commands:
                 pipe.execute_command(*args, **options)
-            sent = _settle(batch, await pipe.execute(raise_on_error=False), settings)
-        _check_not_moved(client, batch, settings)
-        replies = _merge(replies, sent)
-        missing = _unloaded(sent)
-        if not missing or attempt == 1:
-            break
-        for name in {calls[i].name for i in missing}:
+            replies = await pipe.execute(raise_on_error=False)
+        for name in sending.take(replies):
             await client.script_load(scripts[name].script)
-        calls, before = [calls[i] for i in missing], ()
-    return _checked(replies)
-
-
-def _merge(earlier: list[Any], resent: list[Any]) -> list[Any]:
-    """Put the replies of resent calls in the places of the NOSCRIPT errors they answer."""
-    if not earlier:
-        return resent
-    answers = iter(resent)
-    return [next(answers) if isinstance(r, NoScriptError) else r for r in earlier]
-
-
-def _checked(replies: list[Any]) -> list[Any]:
-    for reply in replies:
-        if isinstance(reply, Exception):
-            raise reply
-    return replies
+    return sending.result()
