@@ -58,7 +58,8 @@ def wait_any(client: SyncClient, groups: Sequence[Sequence[str]], timeout_s: flo
         futures = [pool.submit(client.blpop, list(keys), timeout_s) for keys in groups]
         done, pending = wait(futures, return_when=FIRST_COMPLETED)
         blocked = [keys for keys, future in zip(groups, futures, strict=True) if future in pending]
-        with suppress(redis.RedisError):  # unpushed, those BLPOPs end by timeout_s anyway
+        # Unpushed, those BLPOPs end by timeout_s anyway.
+        with suppress(redis.RedisError, redis.exceptions.RedisClusterException):
             if blocked:
                 push_process_tokens(client, blocked, CANCEL_TOKEN)
         replies = {
