@@ -3,7 +3,7 @@
 Run ``python benchmarks/cluster_pickup.py [--samples N]`` from the repository root. It creates
 a local 3+3 cluster (testproject/redis_cluster.py) and times, N times each, from just before
 an enqueue until ``Broker.wait_for_work`` returns in another thread: for a worker of one queue
-(one BLPOP) and of five queues on three nodes (one BLPOP per slot, from short-lived threads).
+(one BLPOP) and of five queues on three nodes (one waiter thread per slot).
 """
 
 import argparse
@@ -50,6 +50,7 @@ def pickup_ms(url: str, queues: tuple[str, ...], samples: int) -> list[float]:
         times.append(1000 * (time.perf_counter() - started))
         waiter.join()
         broker.acquire(queues[index % len(queues)], 10)  # keep the queues empty
+    broker.wake_process(queues, "bench")  # stops the waiter threads of several slots
     return times
 
 

@@ -37,7 +37,7 @@ from .types import (
     Start,
     stored_int,
 )
-from .wake import push_process_tokens, wait_any, wake_groups
+from .wake import IdleWaits, wake_groups
 
 WAKE_TOKEN_CAP = 16  # wake tokens kept per queue: enough to wake that many idle fetchers at once
 PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
@@ -89,6 +89,7 @@ class Broker:
         self.settings = settings
         self.keyspace = KeySpace(settings.key_prefix, settings.alias)
         self._known_queues: set[str] = set()
+        self._idle = IdleWaits(lambda: self.client, self.translated_errors)
         self._async_clients: WeakKeyDictionary[
             asyncio.AbstractEventLoop, tuple[AsyncClient, dict[ScriptName, AsyncScript]]
         ] = WeakKeyDictionary()
@@ -353,15 +354,15 @@ class Broker:
         """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout.
 
         BLPOP over the queues' wake lists and the process's own list: idle workers block
-        instead of polling (DESIGN.md §3 rule 7); on a Redis Cluster, one BLPOP per slot.
+        instead of polling (DESIGN.md §3 rule 7). On a Redis Cluster, queues in several slots
+        are watched by one waiter thread per slot, kept until ``wake_process``.
         """
-        with self.translated_errors():
-            return wait_any(self.client, self._wake_groups(queues, worker_id), timeout_s)
+        groups = self._wake_groups(queues, worker_id)
+        return self._idle.wait((tuple(queues), worker_id), groups, timeout_s)
 
     def wake_process(self, queues: Sequence[str], worker_id: str) -> None:
         """Wake the process's blocked fetcher now (at shutdown); the token expires if unread."""
-        with self.translated_errors():
-            push_process_tokens(self.client, self._wake_groups(queues, worker_id))
+        self._idle.wake((tuple(queues), worker_id), self._wake_groups(queues, worker_id))
 
     def _by_queue[T](
         self,

@@ -5,6 +5,7 @@ Durability is "replicated" here, so each enqueue and ack batch also proves the W
 
 import asyncio
 import re
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -66,13 +67,16 @@ def test_idle_worker_of_three_nodes_picks_up_from_each(
         assert result.return_value == queue
 
 
-def test_wait_for_work_over_several_slots_wakes_and_leaks_no_thread(broker: Broker) -> None:
+def test_waiting_on_several_slots_wakes_and_stops_its_threads(broker: Broker) -> None:
     broker.register_queues(QUEUES)
     echo.using(queue_name="billing").enqueue("wake")
     assert broker.wait_for_work(QUEUES, WORKER, timeout_s=5) is True
-    broker.wake_process(QUEUES, WORKER)
-    assert broker.wait_for_work(QUEUES, WORKER, timeout_s=5) is True
+    assert {t.name for t in threading.enumerate()} >= {f"threadmill-wake-{n}" for n in (1, 5)}
     assert broker.wait_for_work(QUEUES, WORKER, timeout_s=0.05) is False
+    echo.using(queue_name="images").enqueue("wake again")
+    assert broker.wait_for_work(QUEUES, WORKER, timeout_s=5) is True
+    broker.wake_process(QUEUES, WORKER)  # stops and joins the waiters: the leak guard checks
+    assert broker.wait_for_work(QUEUES, WORKER, timeout_s=5) is True
 
 
 def test_reaper_settles_an_expired_lease_on_another_node(
