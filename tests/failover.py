@@ -93,7 +93,7 @@ def run_through_failover(
     """
     command = worker(
         location, key_prefix, "--processes", "2", "--threads", "4", "--reap-interval", "2",
-        lease_ttl_s=LEASE_TTL_S, env=env,
+        lease_ttl_s=LEASE_TTL_S, extra_env=env,
     )  # fmt: skip
     enqueuer = Enqueuer(queues, TOTAL, log)
     try:

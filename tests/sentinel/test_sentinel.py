@@ -22,7 +22,7 @@ def shared_sync_thread() -> None:
 
 @pytest.fixture
 def running_worker(key_prefix: str, tasks_options: dict[str, object]) -> Iterator[Command]:
-    command = worker(LOCATION, key_prefix, env=command_env(tasks_options))
+    command = worker(LOCATION, key_prefix, extra_env=command_env(tasks_options))
     try:
         command.wait_for_log(r"Worker process started")
         yield command
