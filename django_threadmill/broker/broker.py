@@ -18,7 +18,7 @@ from redis.commands.core import AsyncScript, Script
 
 from ..conf import BackendSettings, Durability
 from ..exceptions import BrokerUnavailable
-from .calls import Command, send
+from .calls import Command, asend_each, send, send_each
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_of
 from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments, waiting_since_ms
@@ -123,14 +123,10 @@ class Broker:
         with self.translated_errors():
             return self._scripts[call.name](keys=call.keys, args=call.args)
 
-    def _send(
-        self, calls: Sequence[ScriptCall], *, before: Sequence[Command] = (), durable: bool
-    ) -> list[Any]:
-        """Send ``before`` and ``calls`` as one pipeline (split by node on a Redis Cluster)."""
+    def _send(self, calls: Sequence[ScriptCall], *, durable: bool) -> list[Any]:
+        """Send ``calls`` as one pipeline (split by node on a Redis Cluster); raise any error."""
         with self.translated_errors():
-            return send(
-                self.client, self._scripts, self.settings, calls, before=before, confirm=durable
-            )
+            return send(self.client, self._scripts, self.settings, calls, confirm=durable)
 
     def _run_per_queue(self, calls: Sequence[ScriptCall], *, durable: bool) -> list[Any]:
         """Send one script call per queue: directly for one, as one pipeline for several."""
@@ -188,17 +184,23 @@ class Broker:
             },
         )
 
+    def _registration(self, new_queues: list[str]) -> list[Command]:
+        """Return the SADD that makes ``new_queues`` known, sent before their first tasks."""
+        return [("SADD", self.keyspace.queues, *new_queues)] if new_queues else []
+
     def _enqueue_replies(
-        self, groups: Mapping[str, Sequence[NewTask]], new_queues: list[str], replies: list[Any]
+        self,
+        groups: Mapping[str, Sequence[NewTask]],
+        new_queues: list[str],
+        registered: list[Any],
+        outcomes: list[Any],
     ) -> list[Enqueued | BrokerUnavailable]:
-        """Pair per-queue script replies with what was stored or translated errors."""
-        if new_queues:
-            if not isinstance(replies[0], Exception):
-                self._known_queues.update(new_queues)
-            replies = replies[1:]
+        """Pair per-queue outcomes with what was stored or translated errors."""
+        if new_queues and not any(isinstance(reply, Exception) for reply in registered):
+            self._known_queues.update(new_queues)
         return [
-            self._enqueued_or_error(tasks, reply)
-            for tasks, reply in zip(groups.values(), replies, strict=True)
+            self._enqueued_or_error(tasks, outcome)
+            for tasks, outcome in zip(groups.values(), outcomes, strict=True)
         ]
 
     def _enqueued_or_error(
@@ -212,6 +214,10 @@ class Broker:
         except BrokerUnavailable as exc:
             return exc
 
+    def _bare(self, calls: list[ScriptCall], new_queues: list[str]) -> bool:
+        """Tell whether the enqueue is one plain EVALSHA: the common case, no pipeline."""
+        return len(calls) == 1 and not new_queues and self.settings.durability is Durability.LOCAL
+
     def enqueue_groups(
         self, groups: Mapping[str, Sequence[NewTask]]
     ) -> list[Enqueued | BrokerUnavailable]:
@@ -219,20 +225,24 @@ class Broker:
 
         Return, per queue in ``groups`` order, what was stored (and which unique tasks were
         duplicates) or the error that refused that queue's call (one queue can fail while
-        another is written). An error that loses the whole round trip is raised.
+        another is written), including a write not confirmed per OPTIONS['durability']. An
+        error that loses the whole round trip is raised.
         """
         calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
         new_queues = self._new_queues(groups)
-        if len(calls) == 1 and not new_queues:  # the common case: a bare EVALSHA
+        if self._bare(calls, new_queues):
             [tasks], [call] = groups.values(), calls
             return [self._enqueued(tasks, self._run(call))]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            if new_queues:
-                pipe.sadd(self.keyspace.queues, *new_queues)
-            for call in calls:
-                self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
-            replies = pipe.execute(raise_on_error=False)
-        return self._enqueue_replies(groups, new_queues, replies)
+        with self.translated_errors():
+            registered, outcomes = send_each(
+                self.client,
+                self._scripts,
+                self.settings,
+                calls,
+                before=self._registration(new_queues),
+                confirm=True,
+            )
+        return self._enqueue_replies(groups, new_queues, registered, outcomes)
 
     async def aenqueue_groups(
         self, groups: Mapping[str, Sequence[NewTask]]
@@ -242,18 +252,20 @@ class Broker:
         new_queues = self._new_queues(groups)
         client, scripts = self._async_client()
         with self.translated_errors():
-            if len(calls) == 1 and not new_queues:
+            if self._bare(calls, new_queues):
                 [tasks], [call] = groups.values(), calls
                 return [
                     self._enqueued(tasks, await scripts[call.name](keys=call.keys, args=call.args))
                 ]
-            async with client.pipeline(transaction=False) as pipe:
-                if new_queues:
-                    pipe.sadd(self.keyspace.queues, *new_queues)
-                for call in calls:
-                    await scripts[call.name](keys=call.keys, args=call.args, client=pipe)
-                replies = await pipe.execute(raise_on_error=False)
-        return self._enqueue_replies(groups, new_queues, replies)
+            registered, outcomes = await asend_each(
+                client,
+                scripts,
+                self.settings,
+                calls,
+                before=self._registration(new_queues),
+                confirm=True,
+            )
+        return self._enqueue_replies(groups, new_queues, registered, outcomes)
 
     def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:
         """Store ``tasks`` in ``queue`` atomically (one script call); say what was stored."""

@@ -22,6 +22,7 @@ from .topology import AsyncClient, SyncClient
 
 type Command = tuple[str | int | float, ...]
 CLUSTERS = (redis.RedisCluster, redis.asyncio.RedisCluster)
+ONE_NODE = ""  # the node name of every call on one Redis
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +31,14 @@ class Batch:
 
     commands: list[tuple[Command, dict[str, Any]]]
     first_call: int  # position of the first script call; plain commands come before
-    calls: int
-    confirmed_on: dict[str, str]  # per node the confirmation went to: a key it must still own
+    call_nodes: list[str]  # per call, the node it went to (ONE_NODE on one Redis)
+    confirmed_on: dict[str, str]  # per confirmed node, in command order: a key it must own
 
     def script_replies(self, replies: list[Any]) -> list[Any]:
-        return replies[self.first_call : self.first_call + self.calls]
+        return replies[self.first_call : self.first_call + len(self.call_nodes)]
 
     def confirmations(self, replies: list[Any]) -> list[Any]:
-        return replies[self.first_call + self.calls :]
+        return replies[self.first_call + len(self.call_nodes) :]
 
 
 def _build(
@@ -51,21 +52,30 @@ def _build(
     for call in calls:
         evalsha = ("EVALSHA", shas[call.name], len(call.keys), *call.keys, *call.args)
         commands.append((evalsha, {}))
-    confirmed_on: dict[str, str] = {}
-    if confirm is not None and not isinstance(client, CLUSTERS):
-        commands.append((confirm, {}))
-    elif confirm is not None:
+    if not isinstance(client, CLUSTERS):
+        nodes = [ONE_NODE] * len(calls)
+        confirmed_on = {ONE_NODE: ""} if confirm is not None else {}
+        commands += [(confirm, {})] if confirm is not None else []
+        return Batch(commands, len(before), nodes, confirmed_on)
+    nodes = [client.get_node_from_key(call.keys[0]).name for call in calls]
+    confirmed_on = {}
+    if confirm is not None:
         # WAIT covers the writes of its own connection: one per node, in that node's share.
-        confirmed_on = {client.get_node_from_key(call.keys[0]).name: call.keys[0] for call in calls}
+        confirmed_on = {node: call.keys[0] for node, call in zip(nodes, calls, strict=True)}
         for key in confirmed_on.values():
             commands.append((confirm, {"target_nodes": client.get_node_from_key(key)}))
-    return Batch(commands, len(before), len(calls), confirmed_on)
+    return Batch(commands, len(before), nodes, confirmed_on)
+
+
+def _unloaded(reply: Any) -> bool:
+    return isinstance(reply, NoScriptError)
 
 
 class Sending:
     """One batch on its way: a first round, and a second for the calls that met NOSCRIPT.
 
-    A failed confirmation is raised only after the second round, so the reloaded calls run.
+    Each call ends with its reply or its error; a failed confirmation becomes the error of every
+    call on that node, after the second round, so the reloaded calls still run.
     """
 
     def __init__(
@@ -82,12 +92,14 @@ class Sending:
         self.settings = settings
         self.calls = list(calls)
         self.before = before
+        self.before_replies: list[Any] = []
         self.confirm = confirm_command(settings) if confirm else None
         self.replies: list[Any] = [NoScriptError()] * len(self.calls)  # unsent reads as unloaded
+        self.nodes = [ONE_NODE] * len(self.calls)
         self.rounds = 0
         self.sent: list[int] = []  # indexes of the calls in the current round
         self.batch: Batch | None = None
-        self.unconfirmed: BrokerUnavailable | None = None
+        self.unconfirmed: dict[str, BrokerUnavailable] = {}
 
     def next_batch(self) -> Batch | None:
         """Return the pipeline to send next, or None when every call has an answer."""
@@ -102,46 +114,40 @@ class Sending:
 
     def take(self, replies: list[Any]) -> set[ScriptName]:
         """Record a round's replies; return the scripts to load before the next round."""
-        assert self.batch is not None
-        for reply in replies[: self.batch.first_call]:
-            if isinstance(reply, Exception):
-                raise reply
-        for i, reply in zip(self.sent, self.batch.script_replies(replies), strict=True):
-            self.replies[i] = reply
-        for reply in self.batch.confirmations(replies):
+        batch = self.batch
+        assert batch is not None
+        self.before_replies = self.before_replies or replies[: batch.first_call]
+        for i, reply, node in zip(
+            self.sent, batch.script_replies(replies), batch.call_nodes, strict=True
+        ):
+            self.replies[i], self.nodes[i] = reply, node
+        for node, reply in zip(batch.confirmed_on, batch.confirmations(replies), strict=True):
             try:
                 check_confirmed(self.settings, reply)
+                self._check_still_owned(node, batch.confirmed_on[node])
             except BrokerUnavailable as exc:
-                self.unconfirmed = self.unconfirmed or exc
-        self._check_not_moved(self.batch)
+                self.unconfirmed.setdefault(node, exc)
         return {self.calls[i].name for i in self.sent if _unloaded(self.replies[i])}
 
-    def result(self) -> list[Any]:
-        """Return the calls' replies, or raise the first error or failed confirmation."""
-        for reply in self.replies:
-            if isinstance(reply, Exception):
-                raise reply
-        if self.unconfirmed is not None:
-            raise self.unconfirmed
-        return self.replies
+    def outcomes(self) -> list[Any]:
+        """Return per call its reply, or the error it met or its node's failed confirmation."""
+        return [
+            reply if isinstance(reply, Exception) else self.unconfirmed.get(node, reply)
+            for reply, node in zip(self.replies, self.nodes, strict=True)
+        ]
 
-    def _check_not_moved(self, batch: Batch) -> None:
+    def _check_still_owned(self, node: str, key: str) -> None:
         """Refuse a confirmation from a node that lost the slot during the call.
 
         redis-py follows MOVED by sending the call to the new owner and updating its slot
         map, but the WAIT went to the old node, whose answer says nothing about this write.
         """
         client = self.client
-        for node, key in batch.confirmed_on.items():
-            if isinstance(client, CLUSTERS) and client.get_node_from_key(key).name != node:
-                raise unconfirmed(self.settings, f"its slot moved from {node} during the call")
+        if isinstance(client, CLUSTERS) and client.get_node_from_key(key).name != node:
+            raise unconfirmed(self.settings, f"its slot moved from {node} during the call")
 
 
-def _unloaded(reply: Any) -> bool:
-    return isinstance(reply, NoScriptError)
-
-
-def send(
+def send_each(
     client: SyncClient,
     scripts: dict[ScriptName, Script],
     settings: BackendSettings,
@@ -149,8 +155,11 @@ def send(
     *,
     before: Sequence[Command] = (),
     confirm: bool = False,
-) -> list[Any]:
-    """Send ``before`` and then ``calls`` in one pipeline; return the calls' replies."""
+) -> tuple[list[Any], list[Any]]:
+    """Send ``before`` and then ``calls`` in one pipeline.
+
+    Return the replies of ``before`` and per call its reply or error (errors are not raised).
+    """
     shas = {name: script.sha for name, script in scripts.items()}
     sending = Sending(client, shas, settings, calls, before, confirm)
     while (batch := sending.next_batch()) is not None:
@@ -160,10 +169,10 @@ def send(
             replies = pipe.execute(raise_on_error=False)
         for name in sending.take(replies):
             client.script_load(scripts[name].script)
-    return sending.result()
+    return sending.before_replies, sending.outcomes()
 
 
-async def asend(
+async def asend_each(
     client: AsyncClient,
     scripts: dict[ScriptName, AsyncScript],
     settings: BackendSettings,
@@ -171,8 +180,8 @@ async def asend(
     *,
     before: Sequence[Command] = (),
     confirm: bool = False,
-) -> list[Any]:
-    """Asyncio twin of ``send``."""
+) -> tuple[list[Any], list[Any]]:
+    """Asyncio twin of ``send_each``."""
     if isinstance(client, redis.asyncio.RedisCluster):
         await client.initialize()  # the node of each key is known only once connected
     shas = {name: script.sha for name, script in scripts.items()}
@@ -184,4 +193,20 @@ async def asend(
             replies = await pipe.execute(raise_on_error=False)
         for name in sending.take(replies):
             await client.script_load(scripts[name].script)
-    return sending.result()
+    return sending.before_replies, sending.outcomes()
+
+
+def send(
+    client: SyncClient,
+    scripts: dict[ScriptName, Script],
+    settings: BackendSettings,
+    calls: Sequence[ScriptCall],
+    *,
+    confirm: bool = False,
+) -> list[Any]:
+    """Send ``calls`` in one pipeline; return their replies or raise the first error."""
+    _, outcomes = send_each(client, scripts, settings, calls, confirm=confirm)
+    for outcome in outcomes:
+        if isinstance(outcome, Exception):
+            raise outcome
+    return outcomes

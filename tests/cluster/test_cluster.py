@@ -18,7 +18,7 @@ from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import add, echo
 from testproject.redis_cluster import LocalCluster
 from tests.admin.conftest import QUEUES_URL, TASKS_URL, detail_url, operator
-from tests.backend_support import start, start_shared_sync_thread
+from tests.backend_support import new_task, start, start_shared_sync_thread
 from tests.support import Command, wait_until, worker
 
 from .conftest import QUEUES, command_env
@@ -54,6 +54,14 @@ def test_enqueue_and_results_on_every_node(backend: ThreadmillTaskBackend) -> No
     for result in results:
         assert echo.get_result(result.id).status == TaskResultStatus.READY
     assert backend.broker.queues() == sorted(QUEUES)
+
+
+def test_one_enqueue_round_for_queues_on_three_nodes(backend: ThreadmillTaskBackend) -> None:
+    """The coalescers' path: one cluster pipeline, split per node, one WAIT per node."""
+    tasks = {queue: [new_task(queue)] for queue in QUEUES}
+    assert backend.broker.enqueue_groups(tasks) == [1] * len(QUEUES)
+    for queue, [task] in tasks.items():
+        assert backend.broker.record(task.id)["state"] == "ready", queue  # type: ignore[index]
 
 
 def test_idle_worker_of_three_nodes_picks_up_from_each(

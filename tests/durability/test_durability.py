@@ -5,20 +5,18 @@ the ack writer retries the batch (a fenced finish makes the retry harmless).
 """
 
 from dataclasses import replace
-from uuid import uuid4
 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Broker, Finish, NewTask, Outcome
-from django_threadmill.broker.keys import make_task_id
+from django_threadmill.broker import Broker, Finish, Outcome
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.conf import Durability
 from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.records import now_ms
 from testproject.example.tasks import echo
 from testproject.redis_server import RedisProcess
-from tests.backend_support import finish, start
+from tests.backend_support import finish, new_task, start
 
 SHORT_TIMEOUT = {"durability_timeout": 0.2}  # a missing replica fails fast in these tests
 
@@ -73,8 +71,7 @@ def test_an_unconfirmed_ack_batch_raises_and_its_retry_is_fenced(
     backend: ThreadmillTaskBackend,
 ) -> None:
     local = Broker(replace(backend.settings, durability=Durability.LOCAL))
-    task = NewTask(id=make_task_id(uuid4().hex, "default"), payload="{}", priority=0,
-                   run_after_ms=None, enqueued_ms=now_ms())  # fmt: skip
+    task = new_task("default")
     local.enqueue("default", [task])
     [reservation] = local.acquire("default", 1).reservations
     done = Finish(lease=reservation.lease, outcome=Outcome.SUCCESSFUL, value="1",
@@ -96,3 +93,20 @@ def test_fsync_without_waitaof_or_aof_is_a_check_error(backend: ThreadmillTaskBa
         assert f"durability='fsync' needs WAITAOF, which Redis {version} lacks" in message.msg
     else:
         assert message.id == "threadmill.E006"
+
+
+@pytest.mark.parametrize(
+    ("redis_url", "tasks_options"),
+    [("replicated_primary", "replicated"), ("lone_primary", "replicated")],
+    indirect=True,
+)
+def test_coalesced_enqueue_of_several_queues_is_confirmed_per_queue(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """The coalescers' path: one pipeline, one WAIT; without a replica every queue is refused."""
+    outcomes = backend.broker.enqueue_groups({q: [new_task(q)] for q in ("default", "emails")})
+    if int(backend.broker.server_info()["connected_slaves"]):
+        assert outcomes == [1, 1]
+    else:
+        assert [str(o) for o in outcomes] == [str(outcomes[0])] * 2
+        assert "durability='replicated' is not met" in str(outcomes[0])
