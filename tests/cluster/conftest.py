@@ -6,7 +6,6 @@ The queue names are chosen by hash slot: with ``redis-cli --cluster create`` on 
 """
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 
@@ -62,7 +61,6 @@ def command_env(tasks_options: dict[str, object]) -> dict[str, str]:
     return {
         "THREADMILL_QUEUES": ",".join(QUEUES),
         "THREADMILL_OPTIONS": json.dumps(tasks_options),
-        "THREADMILL_SERVER": os.environ.get("THREADMILL_SERVER", ""),
     }
 
 
