@@ -96,7 +96,8 @@ class Broker:
 
     @cached_property
     def client(self) -> SyncClient:
-        return make_client(self.settings)
+        with self.translated_errors():  # a Redis Cluster client reads the slot map when built
+            return make_client(self.settings)
 
     @cached_property
     def _scripts(self) -> dict[ScriptName, Script]:

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
+from redis.sentinel import MasterNotFoundError
 
 from ..conf import BackendSettings
 from ..exceptions import BrokerRefused, BrokerUnavailable
@@ -56,7 +57,10 @@ def _client_options(settings: BackendSettings) -> dict[str, Any]:
 
 
 def make_client(settings: BackendSettings) -> SyncClient:
-    """Return a pooled client for ``settings.location``; it connects on first use."""
+    """Return a pooled client for ``settings.location``; it connects on first use.
+
+    A Redis Cluster client is the exception: it reads the slot map from LOCATION when built.
+    """
     return connect(settings, _client_options(settings))
 
 
@@ -89,6 +93,12 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
         raise BrokerRefused(
             f"Redis at {where} refused a command for lack of permission ({exc}). Grant the ACL "
             "user '+@all -@dangerous +info' on this backend's keys, e.g. '~<key_prefix>:*'."
+        ) from exc
+    except MasterNotFoundError as exc:  # a ConnectionError: before it, with its own fix
+        raise BrokerUnavailable(
+            f"No sentinel named a primary for Redis at {where} ({exc}). Wait if a failover is "
+            "under way; else start the sentinels and the primary, or fix OPTIONS['sentinel'] "
+            "(service_name, sentinels); nothing was written."
         ) from exc
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         if str(exc) == POOL_TIMED_OUT:  # raised by the client's own pool, before any I/O
