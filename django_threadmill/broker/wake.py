@@ -66,7 +66,7 @@ class SlotWaiters:
         self.translated_errors = translated_errors
         self.woken = threading.Event()
         self.closing = threading.Event()
-        self.error: BrokerUnavailable | None = None
+        self.error: Exception | None = None  # raised by the next ``wait``, in the fetcher
         self.threads = [
             threading.Thread(target=self._block, args=(keys,), name=f"threadmill-wake-{index}")
             for index, keys in enumerate(groups, start=1)
@@ -80,10 +80,14 @@ class SlotWaiters:
                 with self.translated_errors():
                     woke = self.client.blpop(list(keys), timeout=BLOCK_S) is not None
             except BrokerUnavailable as exc:
-                self.error = exc  # raised to the fetcher, which logs and backs off
+                self.error = exc  # the fetcher logs it and backs off; this waiter tries again
                 self.woken.set()
                 self.closing.wait(RETRY_S)
                 continue
+            except Exception as exc:  # a bug: the fetcher's crash handling stops the process
+                self.error = exc
+                self.woken.set()
+                return
             if woke:
                 self.woken.set()
 
