@@ -20,7 +20,8 @@ from .redis_server import RedisProcess, free_port
 NODE_TIMEOUT_MS = 1000  # a primary unreachable this long is failed over: fast tests
 
 
-def wait_for(condition: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
+def wait_for(condition: Callable[[], object], what: str, timeout_s: float = 60.0) -> None:
+    """Poll ``condition`` until it holds; the default deadline allows a loaded 2-core machine."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:

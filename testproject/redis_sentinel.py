@@ -71,13 +71,15 @@ class LocalSentinel:
             client.close()
         return next(server for server in self.servers if server.port == int(port))
 
-    def wait_until_replicated(self, primary: RedisProcess) -> None:
-        """Wait until ``primary`` has a synced replica and every sentinel knows both."""
+    def wait_until_replicated(self, primary: RedisProcess, *, by_sentinels: bool = True) -> None:
+        """Wait until ``primary`` has a synced replica (and, if asked, every sentinel knows it)."""
 
         def ready() -> bool:
             replica = info(primary, "replication").get("slave0")
             online = isinstance(replica, dict) and replica.get("state") == "online"
-            return online and all(self._sees_replica(s) for s in self.sentinels)
+            return online and (
+                not by_sentinels or all(self._sees_replica(s) for s in self.sentinels)
+            )
 
         wait_for(ready, f"a synced replica of port {primary.port}")
 
@@ -98,9 +100,19 @@ class LocalSentinel:
         return victim
 
     def restart(self, server: RedisProcess) -> None:
-        """Start a killed server again; the sentinels make it a replica of the new primary."""
+        """Start a killed server again as a replica of the new primary, as an operator would.
+
+        The sentinels would turn it into one by themselves, but only after their next look at
+        it (10 s or more under load); the test needs a replica for WAIT, not their timing.
+        """
         server.start()
-        self.wait_until_replicated(self.current_primary())
+        primary = self.current_primary()
+        client = redis.Redis(port=server.port)
+        try:
+            client.replicaof("127.0.0.1", primary.port)
+        finally:
+            client.close()
+        self.wait_until_replicated(primary, by_sentinels=False)
 
     def stop(self) -> None:
         for process in [*self.sentinels, *self.servers]:
