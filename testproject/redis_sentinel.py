@@ -1,7 +1,7 @@
 """A throwaway Sentinel setup for the tests: 1 primary, 1 replica and 3 sentinels on loopback.
 
 The primary can be killed (SIGKILL); the sentinels promote the replica, and the old primary,
-started again, is turned into a replica of the new one by the sentinels.
+started again, is made a replica of the new one (REPLICAOF, as an operator would).
 """
 
 import tempfile

@@ -1,6 +1,6 @@
 """SIGKILL of the Sentinel-managed primary mid-run, durability="replicated": 0 tasks lost.
 
-The sentinels promote the replica; the old primary, started again, becomes its replica, so
+The sentinels promote the replica; the old primary, started again, is made its replica, so
 WAIT finds a replica again. THREADMILL_SLOW=1 runs 3000 tasks instead of 150.
 """
 
