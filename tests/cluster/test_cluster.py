@@ -59,7 +59,8 @@ def test_enqueue_and_results_on_every_node(backend: ThreadmillTaskBackend) -> No
 def test_one_enqueue_round_for_queues_on_three_nodes(backend: ThreadmillTaskBackend) -> None:
     """The coalescers' path: one cluster pipeline, split per node, one WAIT per node."""
     tasks = {queue: [new_task(queue)] for queue in QUEUES}
-    assert backend.broker.enqueue_groups(tasks) == [1] * len(QUEUES)
+    outcomes = backend.broker.enqueue_groups(tasks)
+    assert [outcome.stored for outcome in outcomes] == [1] * len(QUEUES)  # type: ignore[union-attr]
     for queue, [task] in tasks.items():
         assert backend.broker.record(task.id)["state"] == "ready", queue  # type: ignore[index]
 
