@@ -9,14 +9,17 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.test.utils import override_settings
 
 from .broker.connection import redacted
-from .exceptions import BrokerUnavailable
+from .conf import BackendSettings, Durability
+from .exceptions import BrokerRefused, BrokerUnavailable
 from .schedules.checks import schedule_messages
 
 if TYPE_CHECKING:
     from .backend import ThreadmillTaskBackend
 
-UNREACHABLE = "threadmill.E001"  # Redis cannot be used at all (down, or refusing us)
+UNREACHABLE = "threadmill.E001"  # Redis cannot be used at all (down, or not serving)
+REFUSED = "threadmill.E004"  # Redis refused our credentials or ACL rights: never silenced
 MIN_REDIS_VERSION = (6, 2)
+MIN_WAITAOF_VERSION = (7, 2)  # Redis and Valkey both added WAITAOF in 7.2
 # Policies that may evict keys with a TTL only: pending tasks are safe, finished results are not.
 VOLATILE_POLICIES = {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
 
@@ -34,6 +37,16 @@ def _redis_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
     where = f"TASKS[{backend.alias!r}] at {redacted(backend.settings.location)}"
     try:
         info = backend.broker.server_info()
+        backend.broker.queues()  # reads a key of ours: an ACL user kept off our prefix fails here
+    except BrokerRefused as exc:
+        # Commands that wait for Redis must not wait for this: no retry fixes a password.
+        return [
+            Error(
+                f"{where}: Redis refused this backend: {exc}",
+                hint="Fix the user and password in LOCATION, or the ACL rules of that user.",
+                id=REFUSED,
+            )
+        ]
     except BrokerUnavailable as exc:
         return [
             Error(
@@ -42,7 +55,11 @@ def _redis_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
                 id=UNREACHABLE,
             )
         ]
-    return [*_version_messages(where, info), *_durability_messages(where, info)]
+    return [
+        *_version_messages(where, info),
+        *_durability_messages(where, info),
+        *_durability_mode_messages(where, backend.settings, info),
+    ]
 
 
 @contextmanager
@@ -50,7 +67,8 @@ def redis_may_be_down() -> Iterator[None]:
     """Silence "Redis is not usable" for commands that wait for Redis themselves.
 
     The worker and the reaper retry with backoff and log why (issue 7), so one started before
-    Redis, or during an outage, starts working once Redis is up instead of exiting.
+    Redis, or during an outage, starts working once Redis is up instead of exiting. Refused
+    credentials (``REFUSED``) still stop them at start (issue 14).
     """
     with override_settings(SILENCED_SYSTEM_CHECKS=[*settings.SILENCED_SYSTEM_CHECKS, UNREACHABLE]):
         yield
@@ -99,3 +117,37 @@ def _durability_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]
             )
         )
     return messages
+
+
+def _durability_mode_messages(
+    where: str, settings: BackendSettings, info: dict[str, Any]
+) -> list[CheckMessage]:
+    """Check that the server can confirm writes the way OPTIONS['durability'] asks."""
+    version = str(info.get("redis_version", "0"))
+    if settings.durability is Durability.FSYNC and _version(version) < MIN_WAITAOF_VERSION:
+        return [
+            Error(
+                f"{where}: durability='fsync' needs WAITAOF, which Redis {version} lacks.",
+                hint="Upgrade to Redis or Valkey 7.2+, or use durability='replicated'.",
+                id="threadmill.E005",
+            )
+        ]
+    if settings.durability is Durability.FSYNC and str(info.get("aof_enabled", "0")) == "0":
+        return [
+            Error(
+                f"{where}: durability='fsync' needs the AOF, and appendonly is off: every "
+                "enqueue would fail.",
+                hint="Set 'appendonly yes' in redis.conf (CONFIG SET works too).",
+                id="threadmill.E006",
+            )
+        ]
+    if settings.durability is Durability.REPLICATED and not int(info.get("connected_slaves", 0)):
+        return [
+            Warning(
+                f"{where}: durability='replicated' but no replica is connected: enqueues and "
+                "acks fail until one is.",
+                hint="Connect a replica (REPLICAOF), or use durability='local'.",
+                id="threadmill.W003",
+            )
+        ]
+    return []

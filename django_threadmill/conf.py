@@ -10,6 +10,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from .conf_topology import (
+    Durability,
+    SentinelSettings,
+    check_topology,
+    read_cluster,
+    read_durability,
+    read_sentinel,
+)
 from .exceptions import ImproperlyConfiguredThreadmill
 from .limits import QueueLimit, read_queue_limits
 from .schedules.spec import Schedule, read_schedules
@@ -47,6 +55,10 @@ class BackendSettings:
     metrics_token: str | None = field(default=None, repr=False)
     queue_limits: dict[str, QueueLimit] = field(default_factory=dict)
     schedules: dict[str, Schedule] = field(default_factory=dict)
+    cluster: bool = False
+    sentinel: SentinelSettings | None = None
+    durability: Durability = Durability.LOCAL
+    durability_timeout_s: float = 2.0  # how long WAIT/WAITAOF may take before the call fails
 
     @property
     def lease_ttl_ms(self) -> int:
@@ -55,6 +67,10 @@ class BackendSettings:
     def limit_of(self, queue: str) -> QueueLimit:
         """Return the limits of ``queue``: none unless ``OPTIONS["queue_limits"]`` names it."""
         return self.queue_limits.get(queue, NO_LIMIT)
+
+    @property
+    def durability_timeout_ms(self) -> int:
+        return int(self.durability_timeout_s * 1000)
 
     @property
     def result_ttl_ms(self) -> int | None:
@@ -121,6 +137,13 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         "metrics_token": lambda v: ("metrics_token", _token(v)),
         "queue_limits": lambda v: ("queue_limits", read_queue_limits(v)),
         "schedules": lambda v: ("schedules", read_schedules(v)),
+        "cluster": read_cluster,
+        "sentinel": read_sentinel,
+        "durability": read_durability,
+        "durability_timeout": lambda v: (
+            "durability_timeout_s",
+            _seconds("durability_timeout", v),
+        ),
     }
     read: dict[str, Any] = {}
     for name, value in options.items():
@@ -131,6 +154,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
             )
         attribute, converted = readers[name](value)
         read[attribute] = converted
+    check_topology(read)
     return read
 
 

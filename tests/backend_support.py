@@ -5,12 +5,13 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from uuid import uuid4
 
 from asgiref.sync import sync_to_async
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Finish, Lease, Outcome, Start
-from django_threadmill.broker.keys import queue_of
+from django_threadmill.broker import Finish, Lease, NewTask, Outcome, Start
+from django_threadmill.broker.keys import make_task_id, queue_of
 from django_threadmill.records import dumps, error_json, now_ms
 from testproject.redis_server import RedisProcess
 
@@ -23,6 +24,12 @@ def start_shared_sync_thread() -> None:
     ``Signal.asend`` runs sync receivers on that thread; it lives as long as the process.
     """
     asyncio.run(sync_to_async(lambda: None)())
+
+
+def new_task(queue: str) -> NewTask:
+    """Return a task for ``queue`` as the broker stores it (its payload names no task)."""
+    return NewTask(id=make_task_id(uuid4().hex, queue), payload="{}", priority=0,
+                   run_after_ms=None, enqueued_ms=now_ms())  # fmt: skip
 
 
 def reserve(backend: ThreadmillTaskBackend, task_id: str) -> Lease:

@@ -122,7 +122,7 @@ def test_wrong_password_is_an_error_without_the_password(key_prefix: str) -> Non
         location = f"redis://:wrong-one@127.0.0.1:{server.port}/0"
         with backend_at(location, key_prefix) as backend:
             [message] = backend.check()
-    assert message.id == "threadmill.E001"
+    assert message.id == "threadmill.E004"
     assert "refused the credentials" in message.msg
     assert "wrong-one" not in message.msg
     assert f"redis://:***@127.0.0.1:{server.port}/0" in message.msg

@@ -16,13 +16,15 @@ import redis
 import redis.asyncio
 from redis.commands.core import AsyncScript, Script
 
-from ..conf import BackendSettings
+from ..conf import BackendSettings, Durability
 from ..exceptions import BrokerUnavailable
+from .calls import Command, asend_each, send, send_each
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_of
 from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments, waiting_since_ms
 from .payloads import task_path
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
+from .topology import AsyncClient, SyncClient
 from .types import (
     Acquired,
     Enqueued,
@@ -35,6 +37,7 @@ from .types import (
     Start,
     stored_int,
 )
+from .wake import IdleWaits, wake_groups
 
 WAKE_TOKEN_CAP = 16  # wake tokens kept per queue: enough to wake that many idle fetchers at once
 PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
@@ -86,19 +89,21 @@ class Broker:
         self.settings = settings
         self.keyspace = KeySpace(settings.key_prefix, settings.alias)
         self._known_queues: set[str] = set()
+        self._idle = IdleWaits(lambda: self.client, self.translated_errors)
         self._async_clients: WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[redis.asyncio.Redis, dict[ScriptName, AsyncScript]]
+            asyncio.AbstractEventLoop, tuple[AsyncClient, dict[ScriptName, AsyncScript]]
         ] = WeakKeyDictionary()
 
     @cached_property
-    def client(self) -> redis.Redis:
-        return make_client(self.settings)
+    def client(self) -> SyncClient:
+        with self.translated_errors():  # a Redis Cluster client reads the slot map when built
+            return make_client(self.settings)
 
     @cached_property
     def _scripts(self) -> dict[ScriptName, Script]:
         return register_scripts(self.client)
 
-    def _async_client(self) -> tuple[redis.asyncio.Redis, dict[ScriptName, AsyncScript]]:
+    def _async_client(self) -> tuple[AsyncClient, dict[ScriptName, AsyncScript]]:
         """Return the asyncio client and scripts of the running loop (pools are per loop)."""
         loop = asyncio.get_running_loop()
         if loop not in self._async_clients:
@@ -112,18 +117,23 @@ class Broker:
         """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix."""
         return translated_errors(self.settings.location, self.settings.pool_timeout_s)
 
-    def _run(self, call: ScriptCall) -> Any:
+    def _run(self, call: ScriptCall, *, durable: bool = False) -> Any:
+        """Send one script call; a ``durable`` one is confirmed per OPTIONS['durability']."""
+        if durable and self.settings.durability is not Durability.LOCAL:
+            return self._send([call], durable=True)[0]
         with self.translated_errors():
             return self._scripts[call.name](keys=call.keys, args=call.args)
 
-    def _run_per_queue(self, calls: Sequence[ScriptCall]) -> list[Any]:
+    def _send(self, calls: Sequence[ScriptCall], *, durable: bool) -> list[Any]:
+        """Send ``calls`` as one pipeline (split by node on a Redis Cluster); raise any error."""
+        with self.translated_errors():
+            return send(self.client, self._scripts, self.settings, calls, confirm=durable)
+
+    def _run_per_queue(self, calls: Sequence[ScriptCall], *, durable: bool) -> list[Any]:
         """Send one script call per queue: directly for one, as one pipeline for several."""
         if len(calls) == 1:
-            return [self._run(calls[0])]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for call in calls:
-                self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
-            return pipe.execute()
+            return [self._run(calls[0], durable=durable)]
+        return self._send(calls, durable=durable)
 
     def queue_keys(self, queue: str) -> QueueKeys:
         return self.keyspace.queue(queue)
@@ -175,17 +185,23 @@ class Broker:
             },
         )
 
+    def _registration(self, new_queues: list[str]) -> list[Command]:
+        """Return the SADD that makes ``new_queues`` known, sent before their first tasks."""
+        return [("SADD", self.keyspace.queues, *new_queues)] if new_queues else []
+
     def _enqueue_replies(
-        self, groups: Mapping[str, Sequence[NewTask]], new_queues: list[str], replies: list[Any]
+        self,
+        groups: Mapping[str, Sequence[NewTask]],
+        new_queues: list[str],
+        registered: list[Any],
+        outcomes: list[Any],
     ) -> list[Enqueued | BrokerUnavailable]:
-        """Pair per-queue script replies with what was stored or translated errors."""
-        if new_queues:
-            if not isinstance(replies[0], Exception):
-                self._known_queues.update(new_queues)
-            replies = replies[1:]
+        """Pair per-queue outcomes with what was stored or translated errors."""
+        if new_queues and not any(isinstance(reply, Exception) for reply in registered):
+            self._known_queues.update(new_queues)
         return [
-            self._enqueued_or_error(tasks, reply)
-            for tasks, reply in zip(groups.values(), replies, strict=True)
+            self._enqueued_or_error(tasks, outcome)
+            for tasks, outcome in zip(groups.values(), outcomes, strict=True)
         ]
 
     def _enqueued_or_error(
@@ -199,6 +215,10 @@ class Broker:
         except BrokerUnavailable as exc:
             return exc
 
+    def _bare(self, calls: list[ScriptCall], new_queues: list[str]) -> bool:
+        """Tell whether the enqueue is one plain EVALSHA: the common case, no pipeline."""
+        return len(calls) == 1 and not new_queues and self.settings.durability is Durability.LOCAL
+
     def enqueue_groups(
         self, groups: Mapping[str, Sequence[NewTask]]
     ) -> list[Enqueued | BrokerUnavailable]:
@@ -206,20 +226,24 @@ class Broker:
 
         Return, per queue in ``groups`` order, what was stored (and which unique tasks were
         duplicates) or the error that refused that queue's call (one queue can fail while
-        another is written). An error that loses the whole round trip is raised.
+        another is written), including a write not confirmed per OPTIONS['durability']. An
+        error that loses the whole round trip is raised.
         """
         calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
         new_queues = self._new_queues(groups)
-        if len(calls) == 1 and not new_queues:  # the common case: a bare EVALSHA
+        if self._bare(calls, new_queues):
             [tasks], [call] = groups.values(), calls
             return [self._enqueued(tasks, self._run(call))]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            if new_queues:
-                pipe.sadd(self.keyspace.queues, *new_queues)
-            for call in calls:
-                self._scripts[call.name](keys=call.keys, args=call.args, client=pipe)
-            replies = pipe.execute(raise_on_error=False)
-        return self._enqueue_replies(groups, new_queues, replies)
+        with self.translated_errors():
+            registered, outcomes = send_each(
+                self.client,
+                self._scripts,
+                self.settings,
+                calls,
+                before=self._registration(new_queues),
+                confirm=True,
+            )
+        return self._enqueue_replies(groups, new_queues, registered, outcomes)
 
     async def aenqueue_groups(
         self, groups: Mapping[str, Sequence[NewTask]]
@@ -229,18 +253,20 @@ class Broker:
         new_queues = self._new_queues(groups)
         client, scripts = self._async_client()
         with self.translated_errors():
-            if len(calls) == 1 and not new_queues:
+            if self._bare(calls, new_queues):
                 [tasks], [call] = groups.values(), calls
                 return [
                     self._enqueued(tasks, await scripts[call.name](keys=call.keys, args=call.args))
                 ]
-            async with client.pipeline(transaction=False) as pipe:
-                if new_queues:
-                    pipe.sadd(self.keyspace.queues, *new_queues)
-                for call in calls:
-                    await scripts[call.name](keys=call.keys, args=call.args, client=pipe)
-                replies = await pipe.execute(raise_on_error=False)
-        return self._enqueue_replies(groups, new_queues, replies)
+            registered, outcomes = await asend_each(
+                client,
+                scripts,
+                self.settings,
+                calls,
+                before=self._registration(new_queues),
+                confirm=True,
+            )
+        return self._enqueue_replies(groups, new_queues, registered, outcomes)
 
     def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:
         """Store ``tasks`` in ``queue`` atomically (one script call); say what was stored."""
@@ -276,13 +302,13 @@ class Broker:
             return sorted(self.client.smembers(self.keyspace.queues))
 
     def server_info(self) -> dict[str, Any]:
-        """Return Redis INFO (server, memory, persistence) plus whether RDB saving is configured.
+        """Return Redis INFO (server, memory, persistence, replication) and whether RDB is on.
 
         ``save_configured`` is None when CONFIG is not allowed (managed Redis), i.e. unknown.
         """
         with self.translated_errors():
             info: dict[str, Any] = {}
-            for section in ("server", "memory", "persistence"):
+            for section in ("server", "memory", "persistence", "replication"):
                 info.update(self.client.info(section))
             try:
                 info["save_configured"] = bool(self.client.config_get("save").get("save"))
@@ -334,24 +360,22 @@ class Broker:
             held_back=reply[1] == 1,
         )
 
+    def _wake_groups(self, queues: Sequence[str], worker_id: str) -> list[list[str]]:
+        return wake_groups(self.keyspace, queues, worker_id, cluster=self.settings.cluster)
+
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
         """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout.
 
-        One BLPOP over the queues' wake lists and the process's own list: idle workers block
-        instead of polling (DESIGN.md §3 rule 7). For one queue every list shares its hash slot.
+        BLPOP over the queues' wake lists and the process's own list: idle workers block
+        instead of polling (DESIGN.md §3 rule 7). On a Redis Cluster, queues in several slots
+        are watched by one waiter thread per slot, kept until ``wake_process``.
         """
-        wake_keys = [self.queue_keys(queue).wake for queue in queues]
-        wake_keys.append(self.queue_keys(queues[0]).process_wake(worker_id))
-        with self.translated_errors():
-            return self.client.blpop(wake_keys, timeout=max(timeout_s, 0.001)) is not None
+        groups = self._wake_groups(queues, worker_id)
+        return self._idle.wait((tuple(queues), worker_id), groups, timeout_s)
 
     def wake_process(self, queues: Sequence[str], worker_id: str) -> None:
         """Wake the process's blocked fetcher now (at shutdown); the token expires if unread."""
-        key = self.queue_keys(queues[0]).process_wake(worker_id)
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.rpush(key, 1)
-            pipe.pexpire(key, 60_000)
-            pipe.execute()
+        self._idle.wake((tuple(queues), worker_id), self._wake_groups(queues, worker_id))
 
     def _by_queue[T](
         self,
@@ -359,6 +383,8 @@ class Broker:
         lease_of: Callable[[T], Lease],
         build: Callable[..., ScriptCall],
         also: Iterable[str] = (),
+        *,
+        durable: bool = False,
     ) -> list[tuple[list[T], Any]]:
         """Group ``items`` by queue, send one script call per queue, pair items with replies.
 
@@ -370,15 +396,21 @@ class Broker:
         if not groups:
             return []
         calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]
-        return list(zip(groups.values(), self._run_per_queue(calls), strict=True))
+        return list(zip(groups.values(), self._run_per_queue(calls, durable=durable), strict=True))
 
     def _fenced_out[T: (Start, Finish)](
-        self, items: Sequence[T], build: Callable[[QueueKeys, list[T]], ScriptCall]
+        self,
+        items: Sequence[T],
+        build: Callable[[QueueKeys, list[T]], ScriptCall],
+        *,
+        durable: bool = False,
     ) -> list[T]:
         """Send ``items`` per queue to a script that answers 1/0 per item; return the 0s."""
         return [
             item
-            for group, reply in self._by_queue(items, lambda item: item.lease, build)
+            for group, reply in self._by_queue(
+                items, lambda item: item.lease, build, durable=durable
+            )
             for item, ok in zip(group, reply, strict=True)
             if not ok
         ]
@@ -437,7 +469,8 @@ class Broker:
                 tuple(args),
             )
 
-        stale = self._fenced_out(finishes, build)
+        # An acknowledged result must survive a failover too (OPTIONS['durability']).
+        stale = self._fenced_out(finishes, build, durable=True)
         if stale:
             self._count_recorded(finishes, stale, reaping=reaping, minute=minute)
         return stale

@@ -7,9 +7,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
+from redis.sentinel import MasterNotFoundError
 
 from ..conf import BackendSettings
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable
+from .topology import AsyncClient, SyncClient, aconnect, connect
 
 # redis-py's message when a BlockingConnectionPool found no free connection within its timeout.
 POOL_TIMED_OUT = "No connection available."
@@ -54,18 +56,17 @@ def _client_options(settings: BackendSettings) -> dict[str, Any]:
     return options
 
 
-def make_client(settings: BackendSettings) -> redis.Redis:
-    """Return a pooled client for ``settings.location``; it connects on first use."""
-    pool = redis.BlockingConnectionPool.from_url(settings.location, **_client_options(settings))
-    return redis.Redis.from_pool(pool)
+def make_client(settings: BackendSettings) -> SyncClient:
+    """Return a pooled client for ``settings.location``; it connects on first use.
+
+    A Redis Cluster client is the exception: it reads the slot map from LOCATION when built.
+    """
+    return connect(settings, _client_options(settings))
 
 
-def make_async_client(settings: BackendSettings) -> redis.asyncio.Redis:
+def make_async_client(settings: BackendSettings) -> AsyncClient:
     """Return a pooled asyncio client for ``settings.location``; it connects on first use."""
-    pool = redis.asyncio.BlockingConnectionPool.from_url(
-        settings.location, **_client_options(settings)
-    )
-    return redis.asyncio.Redis.from_pool(pool)
+    return aconnect(settings, _client_options(settings))
 
 
 def _what_was_written(error: BaseException) -> str:
@@ -84,14 +85,20 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
     try:
         yield
     except redis.AuthenticationError as exc:
-        raise BrokerUnavailable(
+        raise BrokerRefused(
             f"Redis at {where} refused the credentials ({exc}). Put the right user and "
             "password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
         ) from exc
     except redis.exceptions.NoPermissionError as exc:
-        raise BrokerUnavailable(
+        raise BrokerRefused(
             f"Redis at {where} refused a command for lack of permission ({exc}). Grant the ACL "
             "user '+@all -@dangerous +info' on this backend's keys, e.g. '~<key_prefix>:*'."
+        ) from exc
+    except MasterNotFoundError as exc:  # a ConnectionError: before it, with its own fix
+        raise BrokerUnavailable(
+            f"No sentinel named a primary for Redis at {where} ({exc}). Wait if a failover is "
+            "under way; else start the sentinels and the primary, or fix OPTIONS['sentinel'] "
+            "(service_name, sentinels); nothing was written."
         ) from exc
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         if str(exc) == POOL_TIMED_OUT:  # raised by the client's own pool, before any I/O
@@ -105,29 +112,43 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
             f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
             + _what_was_written(exc)
         ) from exc
+    except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
+        # redis-py already followed MOVED/ASK and refreshed its slot map; what is left is a
+        # cluster without a primary for the slot (mid-failover) or no node reachable at all.
+        raise BrokerUnavailable(
+            f"The Redis Cluster at {where} cannot serve this call now ({exc}). Wait for the "
+            "failover to finish (CLUSTER INFO: cluster_state:ok), or fix LOCATION; "
+            + _what_was_written(exc)
+        ) from exc
     except redis.ResponseError as exc:
-        message = str(exc)
-        if message.startswith(("NOAUTH", "WRONGPASS")):
-            raise BrokerUnavailable(
-                f"Redis at {where} needs credentials ({message}). Add them to LOCATION, e.g. "
-                "'redis://user:password@host:6379/0'."
-            ) from exc
-        # redis-py strips the error code of the replies it maps to classes (OOM, READONLY, ...).
-        if isinstance(exc, redis.exceptions.OutOfMemoryError) or message.startswith("OOM"):
-            raise BrokerUnavailable(
-                f"Redis at {where} is out of memory ({message}). Raise maxmemory, or purge "
-                "old results; nothing was written."
-            ) from exc
-        if message.startswith(DAMAGED_DATA_ERRORS):
-            raise BrokerUnavailable(
-                f"Redis at {where} holds a value of the wrong kind in one of this backend's keys "
-                f"({message}). Something other than django-threadmill wrote to it: delete that "
-                "key, or give each project its own OPTIONS['key_prefix']."
-            ) from exc
-        if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
-            ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")
-        ):
-            raise BrokerUnavailable(
-                f"Redis at {where} cannot serve writes now ({message})."
-            ) from exc
-        raise
+        translated = _translated_reply(where, exc)
+        if translated is None:
+            raise
+        raise translated from exc
+
+
+def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable | None:
+    """Return the error to raise for an error reply from Redis, or None to let it through."""
+    message = str(exc)
+    if message.startswith(("NOAUTH", "WRONGPASS")):
+        return BrokerRefused(
+            f"Redis at {where} needs credentials ({message}). Add them to LOCATION, e.g. "
+            "'redis://user:password@host:6379/0'."
+        )
+    # redis-py strips the error code of the replies it maps to classes (OOM, READONLY, ...).
+    if isinstance(exc, redis.exceptions.OutOfMemoryError) or message.startswith("OOM"):
+        return BrokerUnavailable(
+            f"Redis at {where} is out of memory ({message}). Raise maxmemory, or purge "
+            "old results; nothing was written."
+        )
+    if message.startswith(DAMAGED_DATA_ERRORS):
+        return BrokerUnavailable(
+            f"Redis at {where} holds a value of the wrong kind in one of this backend's keys "
+            f"({message}). Something other than django-threadmill wrote to it: delete that "
+            "key, or give each project its own OPTIONS['key_prefix']."
+        )
+    if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
+        ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")
+    ):
+        return BrokerUnavailable(f"Redis at {where} cannot serve writes now ({message}).")
+    return None

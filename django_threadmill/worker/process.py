@@ -13,12 +13,12 @@ from types import FrameType
 
 from ..backend import ThreadmillTaskBackend
 from ..broker import Reservation
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
 from .executor import Executor
 from .leases import HeldLeases, LeaseKeeper
-from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, WorkerOptions
+from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, EXIT_REFUSED, WorkerOptions
 from .prefetcher import FIRST_BACKOFF_S, MAX_BACKOFF_S, Prefetcher
 from .threads import WorkerThread
 from .watchdog import Watchdog
@@ -159,12 +159,19 @@ class WorkerProcess:
         return self.exit_code
 
     def _wait_for_redis(self) -> bool:
-        """Wait (with backoff, logging each failure) until Redis answers; False if stopped."""
+        """Wait (with backoff, logging each failure) until Redis answers; False if stopped.
+
+        Refused credentials or ACL rights stop the process at once: no wait fixes them.
+        """
         backoff_s = FIRST_BACKOFF_S
         while not self.stop_requested.is_set():
             try:
                 info = self.broker.server_info()
                 self.broker.register_queues(self.options.queues)
+            except BrokerRefused as exc:
+                logger.critical("Redis refused this worker, stopping error=%s", exc)
+                self.exit_code = EXIT_REFUSED
+                return False
             except BrokerUnavailable as exc:
                 logger.warning("Redis unavailable, retrying in %.1fs error=%s", backoff_s, exc)
                 self._wait(backoff_s)

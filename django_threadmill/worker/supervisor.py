@@ -16,7 +16,7 @@ from ..compat import task_backends
 from ..exceptions import BrokerUnavailable
 from ..reaper import reap_once
 from ..schedules.scheduler import Scheduler
-from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, WorkerOptions
+from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, EXIT_REFUSED, WorkerOptions
 from .process import STOP, WorkerProcess
 
 logger = logging.getLogger(__name__)
@@ -164,6 +164,9 @@ class Supervisor:
                 if code not in (EXIT_OK, EXIT_RECYCLE):
                     self.exit_code = self.exit_code or EXIT_FORCED
                 continue
+            if code == EXIT_REFUSED:  # the process logged why; every other one would too
+                self._stop_all(slot, EXIT_REFUSED)
+                continue
             if code == EXIT_RECYCLE:
                 logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
                 slot.crashes = 0
@@ -184,10 +187,7 @@ class Supervisor:
                 status,
                 slot.crashes,
             )
-            self.exit_code = EXIT_GAVE_UP
-            self.signals = max(self.signals, 1)
-            slot.done = True
-            self._relay()
+            self._stop_all(slot, EXIT_GAVE_UP)
             return
         delay = min(FIRST_RESTART_DELAY_S * 2 ** (slot.crashes - 1), MAX_RESTART_DELAY_S)
         logger.error(
@@ -198,6 +198,13 @@ class Supervisor:
             delay,
         )
         slot.restart_at = time.monotonic() + delay
+
+    def _stop_all(self, slot: _Slot, exit_code: int) -> None:
+        """Stop every process and exit with ``exit_code``, as if signalled."""
+        self.exit_code = exit_code
+        self.signals = max(self.signals, 1)
+        slot.done = True
+        self._relay()
 
     def _restart_due(self) -> None:
         now = time.monotonic()

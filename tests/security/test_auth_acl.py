@@ -11,7 +11,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.redis_server import RedisProcess, redis_process
-from tests.support import Command, worker
+from tests.support import Command
 
 from . import tasks
 
@@ -96,16 +96,3 @@ def test_acl_user_outside_its_prefix_gets_a_clear_error(
                                                 "OPTIONS": {"key_prefix": key_prefix}})  # fmt: skip
     with pytest.raises(BrokerUnavailable, match=r"refused a command for lack of permission"):
         backend.enqueue(tasks.touch, ["x"], {})
-
-
-def test_worker_without_credentials_is_told_to_add_them(
-    locked_redis: RedisProcess, key_prefix: str
-) -> None:
-    command = worker(locked_redis.url, key_prefix)
-    try:
-        command.wait_for_log(
-            r"Redis unavailable, retrying in [\d.]+s error=Redis at \S+ refused the credentials "
-            r"\(Authentication required\.\)\. Put the right user and password in LOCATION"
-        )
-    finally:
-        command.close()

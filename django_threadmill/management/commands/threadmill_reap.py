@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...checks import redis_may_be_down
 from ...compat import task_backends
-from ...exceptions import BrokerUnavailable
+from ...exceptions import BrokerRefused, BrokerUnavailable
 from ...reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
 
 logger = logging.getLogger("django_threadmill.reaper")
@@ -121,7 +121,10 @@ class Command(BaseCommand):
             )
 
     def _loop(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> None:
-        """Reap every ``--interval`` seconds until a signal; a Redis outage is retried."""
+        """Reap every ``--interval`` seconds until a signal; a Redis outage is retried.
+
+        Refused credentials or ACL rights stop the loop: waiting cannot fix them.
+        """
         stop = threading.Event()
         logger.info(
             "Reaper started backend=%s interval_s=%g batch_size=%d",
@@ -135,6 +138,8 @@ class Command(BaseCommand):
                 try:
                     self._pass(backend, options)
                 except CommandError as exc:
+                    if isinstance(exc.__cause__, BrokerRefused):
+                        raise  # no wait fixes a password or an ACL rule: stop now
                     logger.warning("Reap pass failed, retrying next interval error=%s", exc)
                 passes += 1
                 stop.wait(options["interval"])

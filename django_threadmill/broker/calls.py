@@ -1,0 +1,212 @@
+"""Send script calls as one pipeline, each node's share confirmed per the durability mode.
+
+Scripts go out as raw EVALSHA (redis-py's cluster pipeline refuses Script objects); a call that
+meets NOSCRIPT wrote nothing, so its script is loaded and only that call is sent again. On a
+Redis Cluster the pipeline splits the calls by node itself: each call stays in its queue's slot.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+import redis.asyncio
+from redis.commands.core import AsyncScript, Script
+from redis.exceptions import NoScriptError
+
+from ..conf import BackendSettings
+from ..exceptions import BrokerUnavailable
+from .durability import check_confirmed, confirm_command, unconfirmed
+from .scripts import ScriptCall, ScriptName
+from .topology import AsyncClient, SyncClient
+
+type Command = tuple[str | int | float, ...]
+CLUSTERS = (redis.RedisCluster, redis.asyncio.RedisCluster)
+ONE_NODE = ""  # the node name of every call on one Redis
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The commands of one pipeline and where the script replies sit among them."""
+
+    commands: list[tuple[Command, dict[str, Any]]]
+    first_call: int  # position of the first script call; plain commands come before
+    call_nodes: list[str]  # per call, the node it went to (ONE_NODE on one Redis)
+    confirmed_on: dict[str, str]  # per confirmed node, in command order: a key it must own
+
+    def script_replies(self, replies: list[Any]) -> list[Any]:
+        return replies[self.first_call : self.first_call + len(self.call_nodes)]
+
+    def confirmations(self, replies: list[Any]) -> list[Any]:
+        return replies[self.first_call + len(self.call_nodes) :]
+
+
+def _build(
+    client: SyncClient | AsyncClient,
+    shas: dict[ScriptName, str],
+    calls: Sequence[ScriptCall],
+    before: Sequence[Command],
+    confirm: Command | None,
+) -> Batch:
+    commands: list[tuple[Command, dict[str, Any]]] = [(command, {}) for command in before]
+    for call in calls:
+        evalsha = ("EVALSHA", shas[call.name], len(call.keys), *call.keys, *call.args)
+        commands.append((evalsha, {}))
+    if not isinstance(client, CLUSTERS):
+        nodes = [ONE_NODE] * len(calls)
+        confirmed_on = {ONE_NODE: ""} if confirm is not None else {}
+        commands += [(confirm, {})] if confirm is not None else []
+        return Batch(commands, len(before), nodes, confirmed_on)
+    nodes = [client.get_node_from_key(call.keys[0]).name for call in calls]
+    confirmed_on = {}
+    if confirm is not None:
+        # WAIT covers the writes of its own connection: one per node, in that node's share.
+        confirmed_on = {node: call.keys[0] for node, call in zip(nodes, calls, strict=True)}
+        for key in confirmed_on.values():
+            commands.append((confirm, {"target_nodes": client.get_node_from_key(key)}))
+    return Batch(commands, len(before), nodes, confirmed_on)
+
+
+def _unloaded(reply: Any) -> bool:
+    return isinstance(reply, NoScriptError)
+
+
+class Sending:
+    """One batch on its way: a first round, and a second for the calls that met NOSCRIPT.
+
+    Each call ends with its reply or its error; a failed confirmation becomes the error of every
+    call on that node, after the second round, so the reloaded calls still run.
+    """
+
+    def __init__(
+        self,
+        client: SyncClient | AsyncClient,
+        shas: dict[ScriptName, str],
+        settings: BackendSettings,
+        calls: Sequence[ScriptCall],
+        before: Sequence[Command],
+        confirm: bool,
+    ) -> None:
+        self.client = client
+        self.shas = shas
+        self.settings = settings
+        self.calls = list(calls)
+        self.before = before
+        self.before_replies: list[Any] = []
+        self.confirm = confirm_command(settings) if confirm else None
+        self.replies: list[Any] = [NoScriptError()] * len(self.calls)  # unsent reads as unloaded
+        self.nodes = [ONE_NODE] * len(self.calls)
+        self.rounds = 0
+        self.sent: list[int] = []  # indexes of the calls in the current round
+        self.batch: Batch | None = None
+        self.unconfirmed: dict[str, BrokerUnavailable] = {}
+
+    def next_batch(self) -> Batch | None:
+        """Return the pipeline to send next, or None when every call has an answer."""
+        self.sent = [i for i, reply in enumerate(self.replies) if _unloaded(reply)]
+        if self.rounds == 2 or not self.sent:
+            return None
+        calls = [self.calls[i] for i in self.sent]
+        self.batch = _build(self.client, self.shas, calls, self.before, self.confirm)
+        self.before = ()
+        self.rounds += 1
+        return self.batch
+
+    def take(self, replies: list[Any]) -> set[ScriptName]:
+        """Record a round's replies; return the scripts to load before the next round."""
+        batch = self.batch
+        assert batch is not None
+        self.before_replies = self.before_replies or replies[: batch.first_call]
+        for i, reply, node in zip(
+            self.sent, batch.script_replies(replies), batch.call_nodes, strict=True
+        ):
+            self.replies[i], self.nodes[i] = reply, node
+        for node, reply in zip(batch.confirmed_on, batch.confirmations(replies), strict=True):
+            try:
+                check_confirmed(self.settings, reply)
+                self._check_still_owned(node, batch.confirmed_on[node])
+            except BrokerUnavailable as exc:
+                self.unconfirmed.setdefault(node, exc)
+        return {self.calls[i].name for i in self.sent if _unloaded(self.replies[i])}
+
+    def outcomes(self) -> list[Any]:
+        """Return per call its reply, or the error it met or its node's failed confirmation."""
+        return [
+            reply if isinstance(reply, Exception) else self.unconfirmed.get(node, reply)
+            for reply, node in zip(self.replies, self.nodes, strict=True)
+        ]
+
+    def _check_still_owned(self, node: str, key: str) -> None:
+        """Refuse a confirmation from a node that lost the slot during the call.
+
+        redis-py follows MOVED by sending the call to the new owner and updating its slot
+        map, but the WAIT went to the old node, whose answer says nothing about this write.
+        """
+        client = self.client
+        if isinstance(client, CLUSTERS) and client.get_node_from_key(key).name != node:
+            raise unconfirmed(self.settings, f"its slot moved from {node} during the call")
+
+
+def send_each(
+    client: SyncClient,
+    scripts: dict[ScriptName, Script],
+    settings: BackendSettings,
+    calls: Sequence[ScriptCall],
+    *,
+    before: Sequence[Command] = (),
+    confirm: bool = False,
+) -> tuple[list[Any], list[Any]]:
+    """Send ``before`` and then ``calls`` in one pipeline.
+
+    Return the replies of ``before`` and per call its reply or error (errors are not raised).
+    """
+    shas = {name: script.sha for name, script in scripts.items()}
+    sending = Sending(client, shas, settings, calls, before, confirm)
+    while (batch := sending.next_batch()) is not None:
+        with client.pipeline(transaction=False) as pipe:
+            for args, options in batch.commands:
+                pipe.execute_command(*args, **options)
+            replies = pipe.execute(raise_on_error=False)
+        for name in sending.take(replies):
+            client.script_load(scripts[name].script)
+    return sending.before_replies, sending.outcomes()
+
+
+async def asend_each(
+    client: AsyncClient,
+    scripts: dict[ScriptName, AsyncScript],
+    settings: BackendSettings,
+    calls: Sequence[ScriptCall],
+    *,
+    before: Sequence[Command] = (),
+    confirm: bool = False,
+) -> tuple[list[Any], list[Any]]:
+    """Asyncio twin of ``send_each``."""
+    if isinstance(client, redis.asyncio.RedisCluster):
+        await client.initialize()  # the node of each key is known only once connected
+    shas = {name: script.sha for name, script in scripts.items()}
+    sending = Sending(client, shas, settings, calls, before, confirm)
+    while (batch := sending.next_batch()) is not None:
+        async with client.pipeline(transaction=False) as pipe:
+            for args, options in batch.commands:
+                pipe.execute_command(*args, **options)
+            replies = await pipe.execute(raise_on_error=False)
+        for name in sending.take(replies):
+            await client.script_load(scripts[name].script)
+    return sending.before_replies, sending.outcomes()
+
+
+def send(
+    client: SyncClient,
+    scripts: dict[ScriptName, Script],
+    settings: BackendSettings,
+    calls: Sequence[ScriptCall],
+    *,
+    confirm: bool = False,
+) -> list[Any]:
+    """Send ``calls`` in one pipeline; return their replies or raise the first error."""
+    _, outcomes = send_each(client, scripts, settings, calls, confirm=confirm)
+    for outcome in outcomes:
+        if isinstance(outcome, Exception):
+            raise outcome
+    return outcomes

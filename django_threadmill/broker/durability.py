@@ -1,0 +1,51 @@
+"""Confirm writes per OPTIONS['durability']: WAIT or WAITAOF after the call that wrote.
+
+Redis confirms only the writes made on the connection that asks, so the confirmation is sent in
+the same pipeline as the script calls it covers (one round trip), and on a Redis Cluster once
+per node those calls went to.
+"""
+
+from typing import Any
+
+from ..conf import BackendSettings, Durability
+from ..exceptions import BrokerUnavailable
+from .connection import redacted
+
+
+def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
+    """Return the command that waits for the durability mode, or None for "local"."""
+    timeout_ms = settings.durability_timeout_ms
+    match settings.durability:
+        case Durability.REPLICATED:
+            return ("WAIT", 1, timeout_ms)
+        case Durability.FSYNC:
+            return ("WAITAOF", 1, 0, timeout_ms)
+    return None
+
+
+def check_confirmed(settings: BackendSettings, reply: Any) -> None:
+    """Raise ``BrokerUnavailable`` when a WAIT or WAITAOF reply falls short of the mode."""
+    if isinstance(reply, Exception):
+        # E.g. the node became a replica in a failover: the write went elsewhere, unconfirmed.
+        raise unconfirmed(settings, f"the confirmation failed: {reply}") from reply
+    reached = int(reply[0]) if settings.durability is Durability.FSYNC else int(reply)
+    if reached < 1:
+        what = (
+            "fsynced to the primary's AOF"
+            if settings.durability is Durability.FSYNC
+            else "copied to a replica"
+        )
+        raise unconfirmed(
+            settings,
+            f"it was not {what} within {settings.durability_timeout_s:g}s. Check that a "
+            "replica is connected (INFO replication) or raise OPTIONS['durability_timeout']",
+        )
+
+
+def unconfirmed(settings: BackendSettings, why: str) -> BrokerUnavailable:
+    """Return the error for a write Redis may hold but did not confirm per the mode."""
+    return BrokerUnavailable(
+        f"Redis at {redacted(settings.location)} may have applied the write, but "
+        f"durability={settings.durability.value!r} is not met: {why}. A failover now could "
+        "lose it; the call can be retried."
+    )

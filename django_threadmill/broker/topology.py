@@ -1,0 +1,76 @@
+"""Build redis-py's clients for one Redis, a Redis Cluster or Sentinel, sync and asyncio.
+
+No routing of our own: ``RedisCluster`` maps each key to its node and follows MOVED/ASK and
+failovers, ``Sentinel.master_for`` finds the current primary and reconnects after a failover.
+Every client waits up to ``pool_timeout`` for a free connection where redis-py's pool for it
+can (issue 11): one Redis and the sync cluster's per-node pools.
+"""
+
+from typing import Any
+
+import redis
+import redis.asyncio
+import redis.asyncio.sentinel
+import redis.sentinel
+from redis.connection import SSLConnection, parse_url
+
+from ..conf import BackendSettings, SentinelSettings
+
+type SyncClient = redis.Redis | redis.RedisCluster
+type AsyncClient = redis.asyncio.Redis | redis.asyncio.RedisCluster
+
+POOL_TIMEOUT = "timeout"  # the option only a BlockingConnectionPool takes
+
+
+def _without_pool_timeout(options: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in options.items() if key != POOL_TIMEOUT}
+
+
+def _primary_options(location: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Return the primary's credentials, db and TLS from LOCATION; Sentinel gives its address."""
+    parsed = parse_url(location)
+    found = {key: parsed[key] for key in ("username", "password", "db") if key in parsed}
+    if parsed.get("connection_class") is SSLConnection:
+        found["ssl"] = True
+    return {**found, **_without_pool_timeout(options)}
+
+
+def _sentinel_options(sentinel: SentinelSettings, options: dict[str, Any]) -> dict[str, Any]:
+    """Return the options for the connections to the sentinels themselves."""
+    timeouts = ("socket_timeout", "socket_connect_timeout")
+    return {**{key: options[key] for key in timeouts if key in options}, **sentinel.auth}
+
+
+def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
+    """Return a client for one Redis, a Redis Cluster or a Sentinel-managed primary."""
+    if settings.cluster:
+        return redis.RedisCluster.from_url(
+            settings.location, connection_pool_class=redis.BlockingConnectionPool, **options
+        )
+    if settings.sentinel is not None:
+        manager = redis.sentinel.Sentinel(
+            settings.sentinel.sentinels,
+            sentinel_kwargs=_sentinel_options(settings.sentinel, options),
+        )
+        primary = _primary_options(settings.location, options)
+        return manager.master_for(settings.sentinel.service_name, **primary)
+    pool = redis.BlockingConnectionPool.from_url(settings.location, **options)
+    return redis.Redis.from_pool(pool)
+
+
+def aconnect(settings: BackendSettings, options: dict[str, Any]) -> AsyncClient:
+    """Asyncio twin of ``connect``."""
+    if settings.cluster:
+        # redis-py's asyncio cluster has no blocking pool: a full node pool raises at once.
+        return redis.asyncio.RedisCluster.from_url(
+            settings.location, **_without_pool_timeout(options)
+        )
+    if settings.sentinel is not None:
+        manager = redis.asyncio.sentinel.Sentinel(
+            settings.sentinel.sentinels,
+            sentinel_kwargs=_sentinel_options(settings.sentinel, options),
+        )
+        primary = _primary_options(settings.location, options)
+        return manager.master_for(settings.sentinel.service_name, **primary)
+    pool = redis.asyncio.BlockingConnectionPool.from_url(settings.location, **options)
+    return redis.asyncio.Redis.from_pool(pool)

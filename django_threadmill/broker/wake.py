@@ -1,0 +1,152 @@
+"""Block an idle worker until one of its queues is woken: one BLPOP per hash slot it serves.
+
+On one Redis every wake list fits one BLPOP. A Redis Cluster refuses a BLPOP over two slots, so
+a worker whose queues sit in several slots keeps one waiter thread per slot, each blocking on
+that slot's lists in turn and setting one shared event: pickup stays one BLPOP reply plus one
+thread hand-off (DESIGN.md §3 rule 7: idle workers block, they do not poll).
+"""
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, suppress
+
+from redis.crc import key_slot
+
+from ..exceptions import BrokerUnavailable
+from .keys import KeySpace
+from .topology import SyncClient
+
+PROCESS_WAKE_TTL_MS = 60_000  # an unread stop token expires: it only ever wakes one wait
+BLOCK_S = 5.0  # one BLPOP of a waiter thread; must stay under socket_timeout
+RETRY_S = 1.0  # a waiter whose BLPOP failed tries again after this
+
+
+def wake_groups(
+    keyspace: KeySpace, queues: Sequence[str], worker_id: str, *, cluster: bool
+) -> list[list[str]]:
+    """Return the lists to block on, one group per hash slot; each ends with a process list."""
+    by_slot: dict[int, list[str]] = defaultdict(list)
+    for queue in queues:
+        slot = key_slot(keyspace.queue(queue).wake.encode()) if cluster else 0
+        by_slot[slot].append(queue)
+    return [
+        [
+            *(keyspace.queue(queue).wake for queue in group),
+            keyspace.queue(group[0]).process_wake(worker_id),
+        ]
+        for group in by_slot.values()
+    ]
+
+
+def push_process_tokens(client: SyncClient, groups: Sequence[Sequence[str]]) -> None:
+    """Push a token to each group's process list, so a BLPOP on it returns now."""
+    with client.pipeline(transaction=False) as pipe:
+        for group in groups:
+            pipe.rpush(group[-1], 1)
+            pipe.pexpire(group[-1], PROCESS_WAKE_TTL_MS)
+        pipe.execute()
+
+
+class SlotWaiters:
+    """One thread per slot group, blocking on its lists until closed; any token wakes ``wait``.
+
+    A token taken while nobody waits leaves the event set, so the next ``wait`` returns at once:
+    the same as a token left in the list for a single BLPOP.
+    """
+
+    def __init__(
+        self,
+        client: SyncClient,
+        groups: Sequence[Sequence[str]],
+        translated_errors: Callable[[], AbstractContextManager[None]],
+    ) -> None:
+        self.client = client
+        self.groups = groups
+        self.translated_errors = translated_errors
+        self.woken = threading.Event()
+        self.closing = threading.Event()
+        self.error: Exception | None = None  # raised by the next ``wait``, in the fetcher
+        self.threads = [
+            threading.Thread(target=self._block, args=(keys,), name=f"threadmill-wake-{index}")
+            for index, keys in enumerate(groups, start=1)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def _block(self, keys: Sequence[str]) -> None:
+        while not self.closing.is_set():
+            try:
+                with self.translated_errors():
+                    woke = self.client.blpop(list(keys), timeout=BLOCK_S) is not None
+            except BrokerUnavailable as exc:
+                self.error = exc  # the fetcher logs it and backs off; this waiter tries again
+                self.woken.set()
+                self.closing.wait(RETRY_S)
+                continue
+            except Exception as exc:  # a bug: the fetcher's crash handling stops the process
+                self.error = exc
+                self.woken.set()
+                return
+            if woke:
+                self.woken.set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block until a token arrives or ``timeout_s`` passes; True if woken."""
+        if not self.woken.wait(timeout_s):
+            return False
+        self.woken.clear()  # before the caller acquires: a later token sets it again
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+        return True
+
+    def close(self) -> None:
+        """Stop and join every waiter; their BLPOPs return on the pushed tokens."""
+        self.closing.set()
+        with suppress(BrokerUnavailable), self.translated_errors():
+            push_process_tokens(self.client, self.groups)
+        for thread in self.threads:
+            thread.join()
+
+
+type WaitKey = tuple[tuple[str, ...], str]  # (queues, worker_id)
+
+
+class IdleWaits:
+    """Block idle fetchers: one BLPOP for one slot, else the ``SlotWaiters`` of that process."""
+
+    def __init__(
+        self,
+        client: Callable[[], SyncClient],
+        translated_errors: Callable[[], AbstractContextManager[None]],
+    ) -> None:
+        self.client = client  # the broker's lazily built client
+        self.translated_errors = translated_errors
+        self._waiters: dict[WaitKey, SlotWaiters] = {}
+        self._closed: set[WaitKey] = set()
+        self._lock = threading.Lock()
+
+    def wait(self, key: WaitKey, groups: list[list[str]], timeout_s: float) -> bool:
+        """Block until a token arrives in any group or ``timeout_s`` passes; True if woken."""
+        if len(groups) == 1:
+            with self.translated_errors():
+                return self.client().blpop(groups[0], timeout=max(timeout_s, 0.001)) is not None
+        with self._lock:
+            if key in self._closed:
+                return True  # the process is stopping: its fetcher must not block again
+            if key not in self._waiters:
+                self._waiters[key] = SlotWaiters(self.client(), groups, self.translated_errors)
+            waiters = self._waiters[key]
+        return waiters.wait(timeout_s)
+
+    def wake(self, key: WaitKey, groups: list[list[str]]) -> None:
+        """Wake the process's fetcher for good: stop its waiters, or push its stop token."""
+        with self._lock:
+            self._closed.add(key)
+            waiters = self._waiters.pop(key, None)
+        if waiters is not None:
+            waiters.close()
+            return
+        with self.translated_errors():
+            push_process_tokens(self.client(), groups)

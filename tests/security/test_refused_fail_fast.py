@@ -1,0 +1,82 @@
+"""Refused credentials or ACL rights stop the worker and the reaper at start (issue 14).
+
+Waiting cannot fix a password, so neither command retries it the way it waits out a Redis that
+is down (tests/faults/test_redis_down_at_start.py covers that case).
+"""
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from testproject.redis_server import RedisProcess
+from tests.support import Command, worker
+
+from .test_auth_acl import ADMIN_PASSWORD, APP_PASSWORD, APP_RULES, location, locked_redis
+
+__all__ = ["locked_redis"]  # the module-scoped fixture, shared with test_auth_acl
+
+
+@pytest.fixture
+def read_only_url(locked_redis: RedisProcess, key_prefix: str) -> Iterator[str]:
+    """An ACL user that may read this backend's keys but write none of them."""
+    admin = redis.Redis.from_url(location(locked_redis, "default", ADMIN_PASSWORD))
+    admin.execute_command("ACL", "SETUSER", "reader", *APP_RULES, f"%R~{key_prefix}:*")
+    yield location(locked_redis, "reader", APP_PASSWORD)
+    admin.acl_deluser("reader")
+    admin.close()
+
+
+def finished(command: Command) -> str:
+    try:
+        assert command.wait(30) != 0, command.log
+        return command.log
+    finally:
+        command.close()
+
+
+@pytest.mark.parametrize("password", ["", "wrong-password"])
+def test_worker_stops_at_start_on_refused_credentials(
+    locked_redis: RedisProcess, key_prefix: str, password: str
+) -> None:
+    url = f"redis://:{password}@127.0.0.1:{locked_redis.port}/0" if password else locked_redis.url
+    log = finished(worker(url, key_prefix))
+    assert "threadmill.E004" in log
+    assert "Put the right user and password in LOCATION" in log
+    assert "retrying" not in log
+    assert password == "" or password not in log
+
+
+def test_reaper_stops_at_start_on_refused_credentials(
+    locked_redis: RedisProcess, key_prefix: str
+) -> None:
+    log = finished(Command(locked_redis.url, key_prefix, "threadmill_reap"))
+    assert "threadmill.E004" in log
+    assert "refused the credentials (Authentication required.)" in log
+
+
+def test_worker_process_without_write_rights_stops_the_supervisor(
+    read_only_url: str, key_prefix: str
+) -> None:
+    """The checks only read; the first write a process makes is refused, and nothing restarts."""
+    command = worker(read_only_url, key_prefix, "--processes", "2")
+    log = finished(command)
+    assert "Redis refused this worker, stopping error=Redis at" in log
+    assert "refused a command for lack of permission" in log
+    assert command.process.returncode == 4
+    assert "Worker process died" not in log
+
+
+def test_reaper_without_rights_on_the_keys_stops(
+    locked_redis: RedisProcess, key_prefix: str
+) -> None:
+    admin = redis.Redis.from_url(location(locked_redis, "default", ADMIN_PASSWORD))
+    admin.execute_command("ACL", "SETUSER", "stranger", *APP_RULES, "~elsewhere:*")
+    try:
+        url = location(locked_redis, "stranger", APP_PASSWORD)
+        log = finished(Command(url, key_prefix, "threadmill_reap"))
+    finally:
+        admin.acl_deluser("stranger")
+        admin.close()
+    assert "threadmill.E004" in log
+    assert "refused a command for lack of permission" in log

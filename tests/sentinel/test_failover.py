@@ -1,0 +1,41 @@
+"""SIGKILL of the Sentinel-managed primary mid-run, durability="replicated": 0 tasks lost.
+
+The sentinels promote the replica; the old primary, started again, is made its replica, so
+WAIT finds a replica again. THREADMILL_SLOW=1 runs 3000 tasks instead of 150.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testproject.redis_sentinel import LocalSentinel, local_sentinel
+from tests.failover import SLOW, assert_none_lost, run_through_failover
+
+from .conftest import LOCATION, command_env
+
+QUEUES = ("default", "emails", "reports")
+
+
+@pytest.fixture(scope="module")
+def sentinel_setup() -> Iterator[LocalSentinel]:
+    """A setup of this module's own: the test kills its primary."""
+    with local_sentinel() as setup:
+        yield setup
+
+
+@pytest.mark.timeout(600 if SLOW else 180)
+def test_primary_killed_mid_run_loses_no_acknowledged_task(
+    sentinel_setup: LocalSentinel,
+    tasks_options: dict[str, object],
+    key_prefix: str,
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "runs.log"
+
+    def fail_over() -> None:
+        sentinel_setup.restart(sentinel_setup.kill_primary())
+
+    env = command_env(tasks_options)
+    enqueuer = run_through_failover(LOCATION, key_prefix, env, QUEUES, fail_over, log)
+    assert_none_lost(enqueuer, log)
