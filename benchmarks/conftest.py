@@ -1,5 +1,6 @@
 """Fixtures of the benchmark session: config, one Redis, the session record, progress lines."""
 
+import compileall
 import platform
 import subprocess
 import sys
@@ -21,11 +22,18 @@ from .redis_stats import server_version
 from .report import Session, render, write_json
 
 SESSION_KEY = pytest.StashKey[Session]()
-CHART_DIR = Path(__file__).resolve().parents[1] / "docs" / "images"
+REPO_DIR = Path(__file__).resolve().parents[1]
+CHART_DIR = REPO_DIR / "docs" / "images"
+# The checkout's packages, which run from source; installed peers were compiled by pip.
+SOURCE_PACKAGES = ("django_threadmill", "testproject", "benchmarks")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = Session(mode=load_config().mode)
+    # Workers start from bytecode, as an installed package does: under PYTHONDONTWRITEBYTECODE
+    # (set in some sandboxes and containers) every worker would compile these modules anew.
+    for package in SOURCE_PACKAGES:
+        compileall.compile_dir(REPO_DIR / package, quiet=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
