@@ -41,7 +41,7 @@ class _Families:
         )
         self.workers = GaugeMetricFamily(
             "threadmill_workers",
-            "Worker processes that renewed a lease within the last lease_ttl.",
+            "Worker processes heard from (a lease renewal or an idle heartbeat) within lease_ttl.",
             labels=["backend"],
         )
         self.finished = CounterMetricFamily(
