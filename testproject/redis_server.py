@@ -12,8 +12,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import redis
@@ -125,14 +125,22 @@ class RedisProcess:
 
 
 @contextmanager
-def redis_process(*extra_args: str) -> Iterator[RedisProcess]:
-    with tempfile.TemporaryDirectory(prefix="threadmill-redis-") as directory:
-        server = RedisProcess(Path(directory), *extra_args)
+def started[S: RedisProcess](
+    make: Callable[[Path], S], prefix: str = "threadmill-redis-"
+) -> Iterator[S]:
+    """Start the server ``make`` builds in a temp dir of its own; kill it when the block ends."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        server = make(Path(directory))
         server.start()
         try:
             yield server
         finally:
             server.kill()
+
+
+def redis_process(*extra_args: str) -> AbstractContextManager[RedisProcess]:
+    """Run a throwaway redis-server with ``extra_args`` for the duration of the block."""
+    return started(lambda directory: RedisProcess(directory, *extra_args))
 
 
 @contextmanager

@@ -1,7 +1,6 @@
 """Helpers for the backend tests: play the worker's part through the real broker."""
 
 import asyncio
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +12,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Lease, NewTask, Outcome, Start
 from django_threadmill.broker.keys import make_task_id, queue_of
 from django_threadmill.records import dumps, error_json, now_ms
-from testproject.redis_server import RedisProcess
+from testproject.redis_server import RedisProcess, started
 
 WORKER = "worker-test-1"
 
@@ -80,10 +79,7 @@ class PasswordRedis(RedisProcess):
 @contextmanager
 def redis_with_password(password: str) -> Iterator[PasswordRedis]:
     """Run a PasswordRedis for the duration of the block."""
-    with tempfile.TemporaryDirectory(prefix="threadmill-redis-auth-") as directory:
-        server = PasswordRedis(Path(directory), password)
-        server.start()
-        try:
-            yield server
-        finally:
-            server.kill()
+    with started(
+        lambda directory: PasswordRedis(directory, password), "threadmill-redis-auth-"
+    ) as server:
+        yield server

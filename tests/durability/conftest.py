@@ -1,6 +1,5 @@
 """Servers for the durability tests: a primary with a replica, alone, and one with WAITAOF."""
 
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +13,7 @@ from testproject.redis_server import (
     redis_process,
     redis_server_binary,
     server_version,
+    started,
     valkey_server_binary,
 )
 
@@ -64,10 +64,5 @@ def lone_primary() -> Iterator[RedisProcess]:
 def waitaof_server() -> Iterator[RedisProcess]:
     _, version = server_version()
     binary = redis_server_binary() if version >= (7, 2) else valkey_server_binary()
-    with tempfile.TemporaryDirectory(prefix="threadmill-aof-") as directory:
-        server = WaitaofServer(Path(directory), binary)
-        server.start()
-        try:
-            yield server
-        finally:
-            server.kill()
+    with started(lambda directory: WaitaofServer(directory, binary), "threadmill-aof-") as server:
+        yield server
