@@ -16,6 +16,7 @@ from testproject.redis_server import redis_process
 
 from .config import BenchConfig, load_config
 from .peers import PEERS, Peer, RunContext
+from .peers.threadmill import BASELINE_DIR
 from .postgres_server import postgres_url
 from .progress import ProgressLine
 from .redis_stats import server_version
@@ -32,8 +33,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = Session(mode=load_config().mode)
     # Workers start from bytecode, as an installed package does: under PYTHONDONTWRITEBYTECODE
     # (set in some sandboxes and containers) every worker would compile these modules anew.
-    for package in SOURCE_PACKAGES:
-        compileall.compile_dir(REPO_DIR / package, quiet=1)
+    checkouts = [REPO_DIR, *([Path(BASELINE_DIR)] if BASELINE_DIR else [])]
+    for checkout in checkouts:
+        for package in SOURCE_PACKAGES:
+            compileall.compile_dir(checkout / package, quiet=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -6,7 +6,7 @@ from .dramatiq import DramatiqPeer
 from .huey import HueyPeer
 from .tasks_db import TasksDbPeer, TasksDbPostgresPeer
 from .tasks_redis import TasksRedisPeer
-from .threadmill import ThreadmillPeer
+from .threadmill import BASELINE_DIR, BaselinePeer, ThreadmillPeer
 from .vtasks import VtasksPeer
 
 # The order of the table and of every round: ours first, then the two references of DESIGN.md §6,
@@ -20,6 +20,7 @@ PEERS: tuple[Peer, ...] = (
     TasksDbPeer(),
     TasksDbPostgresPeer(),
     TasksRedisPeer(),
+    *((BaselinePeer(),) if BASELINE_DIR else ()),
 )
 
 

@@ -1,7 +1,9 @@
 """django-threadmill: testproject's settings, `manage.py threadmill_worker`."""
 
+import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 from django_threadmill.broker.keys import KeySpace
 
@@ -11,6 +13,9 @@ KEY_PREFIX = "bench"
 # The LOGGING many projects start with, the root logger on the console (issue 10), at -v 1.
 FRESH_PROJECT_SETTINGS = "testproject.settings_fresh"
 COMMAND = REPO_DIR / "django_threadmill" / "management" / "commands" / "threadmill_worker.py"
+# A checkout of an earlier commit to run beside this one (e.g. a `git worktree`): its worker
+# drains tasks staged by this checkout, so a change is measured against its parent in one run.
+BASELINE_DIR = os.environ.get("THREADMILL_BENCH_BASELINE", "")
 
 
 class ThreadmillPeer(Peer):
@@ -35,9 +40,11 @@ class ThreadmillPeer(Peer):
             "THREADMILL_DB": str(context.workdir / "testproject.sqlite3"),
         }
 
+    checkout = REPO_DIR  # where the worker's manage.py and packages come from
+
     def worker_argv(self, spec: WorkerSpec) -> list[str]:
         argv = self.python(
-            str(REPO_DIR / "manage.py"),
+            str(self.checkout / "manage.py"),
             "threadmill_worker",
             "--processes",
             str(spec.processes),
@@ -56,3 +63,23 @@ class ThreadmillPeer(Peer):
     def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
         done = KeySpace(KEY_PREFIX, "default").queue("default").done
         return redis_counter(context.direct_redis_url, "ZCARD", done)
+
+
+class BaselinePeer(ThreadmillPeer):
+    """Our worker from the THREADMILL_BENCH_BASELINE checkout, on tasks this checkout staged."""
+
+    name = "threadmill-base"
+    checkout = Path(BASELINE_DIR)
+
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        return f"threadmill at {self.checkout.name}"
+
+    @property
+    def package(self) -> str:
+        return "threadmill"  # stage with this checkout's client: the record format is shared
+
+    def missing(self) -> str | None:
+        if not (self.checkout / "manage.py").exists():
+            return f"THREADMILL_BENCH_BASELINE={BASELINE_DIR!r} holds no manage.py"
+        return super().missing()
