@@ -82,6 +82,16 @@ def _reservation(
     )
 
 
+def _acquired(queue: str, reply: list[Any]) -> Acquired:
+    """Read acquire.lua's reply: the reservations, when to look again, whether a limit held."""
+    next_due_ms = int(reply[0])
+    return Acquired(
+        reservations=[_reservation(queue, *entry) for entry in reply[2:]],
+        next_due_ms=None if next_due_ms < 0 else next_due_ms,
+        held_back=reply[1] == 1,
+    )
+
+
 class Broker:
     """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""
 
@@ -338,26 +348,30 @@ class Broker:
 
     def acquire(self, queue: str, count: int) -> Acquired:
         """Promote due delayed tasks, then reserve up to ``count`` ready ones (one call)."""
+        [acquired] = self.acquire_from({queue: count})
+        return acquired
+
+    def acquire_from(self, counts: Mapping[str, int]) -> list[Acquired]:
+        """Acquire up to ``counts[queue]`` from each queue, in one round trip; in that order."""
+        if not counts:
+            return []
+        calls = [self._acquire_call(queue, count) for queue, count in counts.items()]
+        replies = self._run_per_queue(calls, durable=False)
+        return [_acquired(queue, reply) for queue, reply in zip(counts, replies, strict=True)]
+
+    def _acquire_call(self, queue: str, count: int) -> ScriptCall:
         keys = self.queue_keys(queue)
         limit = self.settings.limit_of(queue)
-        reply = self._run(
-            ScriptCall(
-                ScriptName.ACQUIRE,
-                (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake, keys.rate),
-                (
-                    count,
-                    self.settings.lease_ttl_ms,
-                    PROMOTE_LIMIT,
-                    "" if limit.concurrency is None else limit.concurrency,
-                    "" if limit.token_interval_ms is None else limit.token_interval_ms,
-                ),
-            )
-        )
-        next_due_ms = int(reply[0])
-        return Acquired(
-            reservations=[_reservation(queue, *entry) for entry in reply[2:]],
-            next_due_ms=None if next_due_ms < 0 else next_due_ms,
-            held_back=reply[1] == 1,
+        return ScriptCall(
+            ScriptName.ACQUIRE,
+            (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake, keys.rate),
+            (
+                count,
+                self.settings.lease_ttl_ms,
+                PROMOTE_LIMIT,
+                "" if limit.concurrency is None else limit.concurrency,
+                "" if limit.token_interval_ms is None else limit.token_interval_ms,
+            ),
         )
 
     def _wake_groups(self, queues: Sequence[str], worker_id: str) -> list[list[str]]:

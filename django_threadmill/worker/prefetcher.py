@@ -8,6 +8,7 @@ from contextlib import suppress
 from ..broker import Broker
 from ..exceptions import BrokerUnavailable
 from .buffer import TaskBuffer
+from .fetch_plan import FetchPlan
 from .held_back import HeldBackQueues
 from .leases import HeldLeases
 from .role import RoleThread
@@ -21,7 +22,7 @@ MAX_BACKOFF_S = 10.0
 
 
 class Prefetcher(RoleThread):
-    """Reserve tasks into the buffer, as many as it has room for, rotating between queues."""
+    """Reserve tasks into the buffer, as many as it has room for, from all its queues at once."""
 
     def __init__(
         self,
@@ -47,7 +48,7 @@ class Prefetcher(RoleThread):
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
         self.stopping = threading.Event()
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
-        self._first_queue = 0
+        self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
 
     def nudge(self) -> None:
@@ -94,6 +95,7 @@ class Prefetcher(RoleThread):
         timeout_s = IDLE_BLOCK_S if next_due_ms is None else min(IDLE_BLOCK_S, next_due_ms / 1000)
         if self.broker.wait_for_work(self.queues, self.worker_id, timeout_s):
             self._held_back.clear()
+            self._plan.forget_empty()
 
     def _wait_for_progress(self) -> None:
         """--burst with empty queues: wait locally for in-flight work to settle, then look again.
@@ -105,20 +107,15 @@ class Prefetcher(RoleThread):
             self._progress.wait(IDLE_BLOCK_S)
 
     def _fetch(self, free: int) -> tuple[int, int | None]:
-        """Acquire up to ``free`` tasks, starting at the next queue in turn, for fairness."""
-        count = len(self.queues)
-        order = [self.queues[(self._first_queue + i) % count] for i in range(count)]
-        self._first_queue = (self._first_queue + 1) % count
+        """Acquire up to ``free`` tasks from the queues, all asked in one round trip."""
+        counts = self._plan.counts(free, self._held_back.is_held)
         fetched = 0
         next_due_ms: int | None = None
-        for queue in order:
-            if fetched >= free or self.stopping.is_set():
-                break
-            if self._held_back.is_held(queue):
-                continue
-            acquired = self.broker.acquire(queue, free - fetched)
-            if acquired.held_back:
+        for queue, acquired in zip(counts, self.broker.acquire_from(counts), strict=True):
+            if acquired.held_back:  # a limit, not an empty queue, kept its tasks back
                 self._held_back.hold(queue, acquired.next_due_ms)
+            else:
+                self._plan.found(queue, len(acquired.reservations))
             if acquired.reservations:
                 self.held.add([r.lease for r in acquired.reservations])
                 self.buffer.put_many(acquired.reservations)

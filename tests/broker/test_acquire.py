@@ -179,3 +179,17 @@ def test_promotion_is_bounded_per_call(
     assert redis_client.zcard(keys.ready) == PROMOTE_LIMIT - 1
     broker.acquire("default", 1)
     assert redis_client.zcard(keys.delayed) == 0
+
+
+def test_acquire_from_asks_several_queues_and_answers_in_their_order(broker: Broker) -> None:
+    tasks = {queue: [new_task(queue) for _ in range(3)] for queue in ("default", "emails")}
+    for queue, queue_tasks in tasks.items():
+        broker.enqueue(queue, queue_tasks)
+
+    emails, default, reports = broker.acquire_from({"emails": 2, "default": 5, "reports": 1})
+
+    assert [r.lease.task_id for r in emails.reservations] == [t.id for t in tasks["emails"][:2]]
+    assert {r.lease.queue for r in emails.reservations} == {"emails"}
+    assert [r.lease.task_id for r in default.reservations] == [t.id for t in tasks["default"]]
+    assert reports.reservations == []
+    assert broker.acquire_from({}) == []

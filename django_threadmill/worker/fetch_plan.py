@@ -1,0 +1,48 @@
+"""How one refill splits the buffer's free slots between the queues a worker serves.
+
+Every queue asked in a refill is asked in the same round trip (one pipeline), so serving many
+queues costs no more round trips than serving one (issue 10: asking the queues one after
+another cost an extra round trip per empty queue, while the worker threads ran dry).
+"""
+
+from collections.abc import Callable
+
+
+class FetchPlan:
+    """Split free slots fairly between queues, with a one-task probe for queues found empty.
+
+    Queues that had tasks last time share the slots evenly; the queue first in turn, which
+    rotates every refill, gets the remainder. A queue found empty costs one slot per refill, so
+    a task enqueued there is reserved by the next refill even while a busy queue fills the
+    buffer, and one that has tasks again gets its share from the refill after.
+    Used by the prefetcher thread only.
+    """
+
+    def __init__(self, queues: tuple[str, ...]) -> None:
+        self.queues = queues
+        self._first = 0
+        self._empty: set[str] = set()
+
+    def counts(self, free: int, is_held: Callable[[str], bool]) -> dict[str, int]:
+        """Return how many tasks to ask each queue for, in turn order; at most ``free`` in all."""
+        turn = self.queues[self._first :] + self.queues[: self._first]
+        self._first = (self._first + 1) % len(self.queues)
+        open_queues = [queue for queue in turn if not is_held(queue)]
+        busy = [queue for queue in open_queues if queue not in self._empty] or open_queues
+        probed = [queue for queue in open_queues if queue not in busy]
+        probed = probed[: max(0, free - len(busy))]
+        share, remainder = divmod(free - len(probed), len(busy)) if busy else (0, 0)
+        counts = {queue: share + (index < remainder) for index, queue in enumerate(busy)}
+        counts.update((queue, 1) for queue in probed)
+        return {queue: counts[queue] for queue in open_queues if counts.get(queue, 0) > 0}
+
+    def found(self, queue: str, fetched: int) -> None:
+        """Remember whether ``queue`` had tasks, for the next refill's split."""
+        if fetched:
+            self._empty.discard(queue)
+        else:
+            self._empty.add(queue)
+
+    def forget_empty(self) -> None:
+        """Treat every queue as busy again: a wake token says some queue got tasks."""
+        self._empty.clear()

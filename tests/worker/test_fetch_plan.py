@@ -1,0 +1,86 @@
+"""How a refill splits its free slots between queues (worker/fetch_plan.py)."""
+
+from django_threadmill.worker.fetch_plan import FetchPlan
+
+
+def never_held(queue: str) -> bool:
+    return False
+
+
+def test_unknown_queues_share_evenly_and_the_first_in_turn_rotates() -> None:
+    plan = FetchPlan(("a", "b", "c"))
+
+    assert plan.counts(128, never_held) == {"a": 43, "b": 43, "c": 42}
+    assert plan.counts(128, never_held) == {"b": 43, "c": 43, "a": 42}
+    assert plan.counts(128, never_held) == {"c": 43, "a": 43, "b": 42}
+
+
+def test_an_empty_queue_is_probed_with_one_slot_and_the_busy_one_gets_the_rest() -> None:
+    plan = FetchPlan(("default", "emails", "reports"))
+    plan.found("default", 40)
+    plan.found("emails", 0)
+    plan.found("reports", 0)
+
+    assert plan.counts(64, never_held) == {"default": 62, "emails": 1, "reports": 1}
+
+
+def test_a_probed_queue_that_had_a_task_gets_its_share_next_time() -> None:
+    plan = FetchPlan(("default", "emails"))
+    plan.found("default", 64)
+    plan.found("emails", 0)
+    assert plan.counts(64, never_held) == {"default": 63, "emails": 1}
+
+    plan.found("emails", 1)
+
+    assert plan.counts(64, never_held) == {"emails": 32, "default": 32}
+
+
+def test_when_every_queue_was_empty_all_share_again() -> None:
+    plan = FetchPlan(("a", "b"))
+    plan.found("a", 0)
+    plan.found("b", 0)
+
+    assert plan.counts(10, never_held) == {"a": 5, "b": 5}
+
+
+def test_forget_empty_makes_every_queue_busy_again() -> None:
+    plan = FetchPlan(("a", "b"))
+    plan.found("a", 3)
+    plan.found("b", 0)
+
+    plan.forget_empty()
+
+    assert plan.counts(10, never_held) == {"a": 5, "b": 5}
+
+
+def test_fewer_slots_than_queues_go_to_the_queues_in_turn() -> None:
+    plan = FetchPlan(("a", "b", "c"))
+
+    assert plan.counts(1, never_held) == {"a": 1}
+    assert plan.counts(1, never_held) == {"b": 1}
+    assert plan.counts(2, never_held) == {"c": 1, "a": 1}
+
+
+def test_busy_queues_come_before_probes_when_slots_are_short() -> None:
+    plan = FetchPlan(("a", "b", "c"))
+    plan.found("a", 0)
+
+    assert plan.counts(2, never_held) == {"b": 1, "c": 1}
+    assert plan.counts(3, never_held) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_held_back_queues_are_not_asked() -> None:
+    plan = FetchPlan(("a", "b", "c"))
+
+    assert plan.counts(10, lambda queue: queue == "b") == {"a": 5, "c": 5}
+    assert plan.counts(10, lambda queue: True) == {}
+
+
+def test_never_more_than_the_free_slots() -> None:
+    plan = FetchPlan(("a", "b", "c", "d"))
+    plan.found("b", 0)
+    plan.found("d", 0)
+    for free in range(1, 20):
+        counts = plan.counts(free, never_held)
+        assert sum(counts.values()) == free
+        assert all(count > 0 for count in counts.values())
