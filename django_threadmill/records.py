@@ -8,10 +8,12 @@ import json
 import time
 import traceback
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -38,12 +40,25 @@ def to_ms(value: datetime) -> int:
     return int(value.timestamp() * 1000)
 
 
+@cache
+def _use_tz() -> bool:
+    """Return settings.USE_TZ, read once: a lazy settings lookup cost a worker about 1 µs per
+    timestamp, four per task (issue 10). Tests that override it clear this cache."""
+    return settings.USE_TZ
+
+
+@receiver(setting_changed)
+def _forget_use_tz(*, setting: str, **kwargs: Any) -> None:
+    if setting == "USE_TZ":
+        _use_tz.cache_clear()
+
+
 def from_ms(value: int | str | None) -> datetime | None:
     """Return the stored ms timestamp as the datetime Django would use (aware under USE_TZ)."""
     if value is None or value == "":
         return None
     moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
-    return moment if settings.USE_TZ else timezone.make_naive(moment)
+    return moment if _use_tz() else timezone.make_naive(moment)
 
 
 def dumps(value: Any) -> str:

@@ -18,6 +18,11 @@ def task_path(payload: str | None) -> str:
     """Return the task path from a payload without decoding all its arguments if possible."""
     if not payload:
         return ""
+    if payload.startswith(_PATH_OPENING + '"'):  # how records.encode_payload writes it
+        end = payload.find('"', len(_PATH_OPENING) + 1)
+        path = payload[len(_PATH_OPENING) + 1 : end]
+        if end > 0 and "\\" not in path:  # a path with escapes is read by the decoder below
+            return path
     try:
         if payload.startswith(_PATH_OPENING):
             path, _ = _DECODER.raw_decode(payload, _SPACE.match(payload, len(_PATH_OPENING)).end())

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+from functools import cache
 from inspect import iscoroutinefunction
 from typing import Any
 
@@ -31,6 +32,9 @@ from ..tracing import traced_execution
 
 logger = logging.getLogger(__name__)
 
+# Asked once per task function, not once per task: the answer never changes (issue 10).
+_is_coroutine_function = cache(iscoroutinefunction)
+
 
 class Executor:
     """Executes tasks for one worker thread; owns that thread's asyncio event loop."""
@@ -51,7 +55,7 @@ class Executor:
         args = (
             [TaskContext(task_result=result), *result.args] if task.takes_context else result.args
         )
-        if iscoroutinefunction(task.func):
+        if _is_coroutine_function(task.func):
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
             return self._loop.run_until_complete(task.func(*args, **result.kwargs))

@@ -28,3 +28,9 @@ def test_fields_are_read_as_written(options: dict[str, object], run_after: int |
 def test_unreadable_payloads_read_as_nothing(stored: str) -> None:
     assert task_path(stored) == ""
     assert run_after_ms(stored) is None
+
+
+@pytest.mark.parametrize("path", ['odd"name.task', "caf\u00e9.task", "back\\slash.task"])
+def test_a_path_with_escapes_is_decoded_not_cut(path: str) -> None:
+    for stored in (dumps({"path": path, "args": []}), json.dumps({"path": path, "args": []})):
+        assert task_path(stored) == path
