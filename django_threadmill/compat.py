@@ -19,7 +19,14 @@ if find_spec("django.tasks") is not None:
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import TaskError
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-    from django.tasks.signals import task_enqueued, task_finished, task_started
+    from django.tasks.signals import (
+        log_task_enqueued,
+        log_task_finished,
+        log_task_started,
+        task_enqueued,
+        task_finished,
+        task_started,
+    )
     from django.utils.json import normalize_json
 
     TASKS_LOGGER_NAME = "django.tasks"  # where Django's own task receivers log each task
@@ -42,6 +49,9 @@ else:  # Django 5.2 with the django-tasks backport.
     )
     from django_tasks.exceptions import TaskResultDoesNotExist  # type: ignore[no-redef]
     from django_tasks.signals import (  # type: ignore[no-redef]
+        log_task_enqueued,
+        log_task_finished,
+        log_task_started,
         task_enqueued,
         task_finished,
         task_started,
@@ -50,9 +60,13 @@ else:  # Django 5.2 with the django-tasks backport.
 
     TASKS_LOGGER_NAME = "django_tasks"
 
+# Django's own receivers of the task signals: each only logs one line to TASKS_LOGGER_NAME.
+TASK_LOG_RECEIVERS = (log_task_enqueued, log_task_started, log_task_finished)
+
 __all__ = [
     "DEFAULT_TASK_QUEUE_NAME",
     "TASKS_LOGGER_NAME",
+    "TASK_LOG_RECEIVERS",
     "BaseTaskBackend",
     "InvalidTask",
     "Task",
