@@ -61,9 +61,13 @@ def from_ms(value: int | str | None) -> datetime | None:
     return moment if _use_tz() else timezone.make_naive(moment)
 
 
+# One encoder for every call: json.dumps with options builds a new one each time (about 1 µs).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """JSON-encode an already normalised value, refusing NaN and infinities."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def encode_payload(
