@@ -27,6 +27,9 @@ UNNAMED_TASK = "unknown"  # a finish whose lease did not carry its path (never f
 
 _RUN_BUCKETS_MS = [bound * 1000 for bound in RUN_BUCKETS_S]
 _WAIT_BUCKETS_MS = [bound * 1000 for bound in WAIT_BUCKETS_S]
+# Field names per bucket index, built once: the ack writer names two buckets per task.
+_RUN_FIELDS = [f"run:{index}" for index in range(len(RUN_BUCKETS_S) + 1)]
+_WAIT_FIELDS = [f"wait:{index}" for index in range(len(WAIT_BUCKETS_S) + 1)]
 
 
 def current_minute() -> int:
@@ -56,11 +59,11 @@ def increments(finishes: Sequence[Finish], *, reaping: bool) -> list[str | int]:
             totals["expired"] += 1
             continue  # the reaper knows neither when the attempt started nor how long it ran
         run_ms = max(0, finish.finished_ms - finish.started_ms)
-        counts[f"run:{bisect_left(_RUN_BUCKETS_MS, run_ms)}"] += 1
+        counts[_RUN_FIELDS[bisect_left(_RUN_BUCKETS_MS, run_ms)]] += 1
         totals["run_ms"] += run_ms
         if finish.lease.waiting_since_ms is not None:
             wait_ms = max(0, finish.started_ms - finish.lease.waiting_since_ms)
-            totals[f"wait:{bisect_left(_WAIT_BUCKETS_MS, wait_ms)}"] += 1
+            totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
             totals["wait_ms"] += wait_ms
     args: list[str | int] = []
     for path, counts in recent.items():
