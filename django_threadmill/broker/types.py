@@ -25,6 +25,11 @@ def stored_int(value: str | int | float | None) -> int | None:
         return None
 
 
+def stored_lines(value: str | None) -> list[str]:
+    """Read a newline-joined field (worker ids); absent or empty reads as no lines."""
+    return value.split("\n") if value else []
+
+
 class Outcome(StrEnum):
     SUCCESSFUL = "successful"
     FAILED = "failed"

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import redis
 
 from django_threadmill.broker import Broker, NewTask
-from django_threadmill.broker.broker import PROMOTE_LIMIT
+from django_threadmill.broker.acquisition import PROMOTE_LIMIT
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.records import now_ms
 

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import redis
 
 from django_threadmill.broker import Broker, NewTask
-from django_threadmill.broker.broker import WAKE_TOKEN_CAP
+from django_threadmill.broker.enqueue import WAKE_TOKEN_CAP
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.records import now_ms
 

@@ -1,0 +1,172 @@
+"""Enqueue: store new tasks, one script call per queue, all queues in one round trip."""
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import redis
+
+from ..conf import Durability
+from ..exceptions import BrokerUnavailable
+from .calls import Command, asend_each, send_each
+from .core import BrokerCore
+from .scripts import ScriptCall, ScriptName
+from .types import Enqueued, NewTask
+
+WAKE_TOKEN_CAP = 16  # wake tokens kept per queue: enough to wake that many idle fetchers at once
+
+
+def _enqueued(outcome: Enqueued | BrokerUnavailable) -> Enqueued:
+    if isinstance(outcome, BrokerUnavailable):
+        raise outcome
+    return outcome
+
+
+class Enqueueing(BrokerCore):
+    """The enqueue section of the Broker."""
+
+    def _enqueue_call(self, queue: str, tasks: Sequence[NewTask]) -> ScriptCall:
+        keys = self.queue_keys(queue)
+        # Guards go first, so a batch without any costs the script one "0" (enqueue.lua).
+        guards: list[str | int] = []
+        args: list[str | int] = []
+        for position, task in enumerate(tasks, start=1):
+            if task.guard is not None:
+                guards += [position, task.guard.kind, task.guard.name, task.guard.value_ms]
+            run_after = "" if task.run_after_ms is None else task.run_after_ms
+            args += [task.id, task.payload, task.priority, run_after, task.enqueued_ms]
+        return ScriptCall(
+            ScriptName.ENQUEUE,
+            (
+                keys.record_prefix,
+                keys.ready,
+                keys.delayed,
+                keys.seq,
+                keys.wake,
+                keys.unique_prefix,
+                keys.fired_prefix,
+            ),
+            (WAKE_TOKEN_CAP, len(guards) // 4, *guards, *args),
+        )
+
+    def _new_queues(self, groups: Mapping[str, Sequence[NewTask]]) -> list[str]:
+        return [queue for queue in groups if queue not in self._known_queues]
+
+    @staticmethod
+    def _enqueued(tasks: Sequence[NewTask], reply: int | list[Any]) -> Enqueued:
+        """Read enqueue.lua's reply: a count, or a list when some unique tasks were duplicates."""
+        if isinstance(reply, int):
+            return Enqueued(stored=reply, existing={})
+        stored, *duplicates = reply
+        return Enqueued(
+            stored=int(stored),
+            existing={
+                tasks[int(position) - 1].id: holder
+                for position, holder in zip(duplicates[::2], duplicates[1::2], strict=True)
+            },
+        )
+
+    def _registration(self, new_queues: list[str]) -> list[Command]:
+        """Return the SADD that makes ``new_queues`` known, sent before their first tasks."""
+        return [("SADD", self.keyspace.queues, *new_queues)] if new_queues else []
+
+    def _enqueue_replies(
+        self,
+        groups: Mapping[str, Sequence[NewTask]],
+        new_queues: list[str],
+        registered: list[Any],
+        outcomes: list[Any],
+    ) -> list[Enqueued | BrokerUnavailable]:
+        """Pair per-queue outcomes with what was stored or translated errors."""
+        if new_queues and not any(isinstance(reply, Exception) for reply in registered):
+            self._known_queues.update(new_queues)
+        return [
+            self._enqueued_or_error(tasks, outcome)
+            for tasks, outcome in zip(groups.values(), outcomes, strict=True)
+        ]
+
+    def _enqueued_or_error(
+        self, tasks: Sequence[NewTask], reply: Any
+    ) -> Enqueued | BrokerUnavailable:
+        if not isinstance(reply, Exception):
+            return self._enqueued(tasks, reply)
+        try:
+            with self.translated_errors():
+                raise reply
+        except BrokerUnavailable as exc:
+            return exc
+
+    def _bare(self, calls: list[ScriptCall], new_queues: list[str]) -> bool:
+        """Tell whether the enqueue is one plain EVALSHA: the common case, no pipeline."""
+        return len(calls) == 1 and not new_queues and self.settings.durability is Durability.LOCAL
+
+    def enqueue_groups(
+        self, groups: Mapping[str, Sequence[NewTask]]
+    ) -> list[Enqueued | BrokerUnavailable]:
+        """Store each queue's tasks atomically, all queues in one round trip.
+
+        Return, per queue in ``groups`` order, what was stored (and which unique tasks were
+        duplicates) or the error that refused that queue's call (one queue can fail while
+        another is written), including a write not confirmed per OPTIONS['durability']. An
+        error that loses the whole round trip is raised.
+        """
+        calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
+        new_queues = self._new_queues(groups)
+        if self._bare(calls, new_queues):
+            [tasks], [call] = groups.values(), calls
+            return [self._enqueued(tasks, self._run(call))]
+        with self.translated_errors():
+            registered, outcomes = send_each(
+                self.client,
+                self._scripts,
+                self.settings,
+                calls,
+                before=self._registration(new_queues),
+                confirm=True,
+            )
+        return self._enqueue_replies(groups, new_queues, registered, outcomes)
+
+    async def aenqueue_groups(
+        self, groups: Mapping[str, Sequence[NewTask]]
+    ) -> list[Enqueued | BrokerUnavailable]:
+        """Async twin of ``enqueue_groups``: the same calls, sent by the asyncio client."""
+        calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
+        new_queues = self._new_queues(groups)
+        client, scripts = self._async_client()
+        with self.translated_errors():
+            if self._bare(calls, new_queues):
+                [tasks], [call] = groups.values(), calls
+                return [
+                    self._enqueued(tasks, await scripts[call.name](keys=call.keys, args=call.args))
+                ]
+            registered, outcomes = await asend_each(
+                client,
+                scripts,
+                self.settings,
+                calls,
+                before=self._registration(new_queues),
+                confirm=True,
+            )
+        return self._enqueue_replies(groups, new_queues, registered, outcomes)
+
+    def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:
+        """Store ``tasks`` in ``queue`` atomically (one script call); say what was stored."""
+        return _enqueued(self.enqueue_groups({queue: tasks})[0])
+
+    async def aenqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:
+        """Async twin of ``enqueue``."""
+        return _enqueued((await self.aenqueue_groups({queue: tasks}))[0])
+
+    def register_queues(self, queues: Iterable[str]) -> None:
+        """Make ``queues`` known to the reaper and the admin before anything is enqueued."""
+        queues = list(queues)
+        with self.translated_errors():
+            known = self.client.smismember(self.keyspace.queues, queues)
+            missing = [queue for queue, found in zip(queues, known, strict=True) if not found]
+            try:
+                if missing:
+                    self.client.sadd(self.keyspace.queues, *missing)
+            except redis.exceptions.OutOfMemoryError:
+                # A worker restarting while Redis is full must still start: a queue missing
+                # here holds no task yet (enqueue adds its name first), so nothing is hidden.
+                queues = [queue for queue in queues if queue not in missing]
+        self._known_queues.update(queues)

@@ -1,0 +1,180 @@
+"""Worker transitions after acquire: start, finish, renew and release, batched per queue.
+
+A batch that spans queues is one script call per queue, sent as one pipeline (DESIGN.md §3).
+"""
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .core import BrokerCore
+from .keys import QueueKeys
+from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments
+from .scripts import ScriptCall, ScriptName
+from .types import Finish, Lease, Start
+
+FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
+
+
+class Transitions(BrokerCore):
+    """The fenced worker transitions of the Broker, each sent per queue."""
+
+    def _by_queue[T](
+        self,
+        items: Iterable[T],
+        lease_of: Callable[[T], Lease],
+        build: Callable[..., ScriptCall],
+        also: Iterable[str] = (),
+        *,
+        durable: bool = False,
+    ) -> list[tuple[list[T], Any]]:
+        """Group ``items`` by queue, send one script call per queue, pair items with replies.
+
+        Queues in ``also`` get a call even when no item is theirs.
+        """
+        groups: dict[str, list[T]] = defaultdict(list, {queue: [] for queue in also})
+        for item in items:
+            groups[lease_of(item).queue].append(item)
+        if not groups:
+            return []
+        calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]
+        return list(zip(groups.values(), self._run_per_queue(calls, durable=durable), strict=True))
+
+    def _fenced_out[T: (Start, Finish)](
+        self,
+        items: Sequence[T],
+        build: Callable[[QueueKeys, list[T]], ScriptCall],
+        *,
+        durable: bool = False,
+    ) -> list[T]:
+        """Send ``items`` per queue to a script that answers 1/0 per item; return the 0s."""
+        return [
+            item
+            for group, reply in self._by_queue(
+                items, lambda item: item.lease, build, durable=durable
+            )
+            for item, ok in zip(group, reply, strict=True)
+            if not ok
+        ]
+
+    def start(self, worker_id: str, starts: Sequence[Start]) -> list[Start]:
+        """Mark reserved tasks running; return the notices that were stale (fenced out)."""
+
+        def build(keys: QueueKeys, group: list[Start]) -> ScriptCall:
+            args: list[str | int] = [self.settings.lease_ttl_ms, worker_id]
+            for start in group:
+                args += [start.lease.task_id, start.lease.token, start.started_ms]
+            return ScriptCall(ScriptName.START, (keys.record_prefix, keys.leases), tuple(args))
+
+        return self._fenced_out(starts, build)
+
+    def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Finish]:
+        """Record attempt outcomes and their metrics; return the ones that were stale."""
+        ttl_ms = self.settings.result_ttl_ms
+        reaping = worker_id == ""
+        minute = current_minute()
+
+        def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
+            limited = self.settings.limit_of(group[0].lease.queue).concurrency is not None
+            args: list[str | int] = [
+                worker_id,
+                "" if ttl_ms is None else ttl_ms,
+                len(group),
+                MAX_TASK_PATHS,
+                MINUTE_TTL_MS,
+                int(limited),
+            ]
+            for f in group:
+                args += [
+                    f.lease.task_id,
+                    f.lease.token,
+                    f.outcome.value,
+                    f.value,
+                    f.started_ms,
+                    f.finished_ms,
+                    f.retry_delay_ms,
+                ]
+            args += increments(group, reaping=reaping)
+            return ScriptCall(
+                ScriptName.FINISH,
+                (
+                    keys.record_prefix,
+                    keys.leases,
+                    keys.done,
+                    keys.delayed,
+                    keys.stats,
+                    keys.wake,
+                    *self._metric_keys(keys, minute),
+                    keys.unique_prefix,
+                    keys.ready,
+                ),
+                tuple(args),
+            )
+
+        # An acknowledged result must survive a failover too (OPTIONS['durability']).
+        stale = self._fenced_out(finishes, build, durable=True)
+        if stale:
+            self._count_recorded(finishes, stale, reaping=reaping, minute=minute)
+        return stale
+
+    @staticmethod
+    def _metric_keys(keys: QueueKeys, minute: int) -> tuple[str, str, str]:
+        return (keys.metrics, keys.metrics_minute(minute), keys.metrics_paths)
+
+    def _count_recorded(
+        self, finishes: Sequence[Finish], stale: list[Finish], *, reaping: bool, minute: int
+    ) -> None:
+        """Add the metrics finish.lua skipped: those of the recorded outcomes of its calls
+        that also had stale items (rare: a late ack racing the reaper)."""
+        fenced = {id(f) for f in stale}
+        queues = {f.lease.queue for f in stale}
+        recorded = [f for f in finishes if f.lease.queue in queues and id(f) not in fenced]
+
+        def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
+            return ScriptCall(
+                ScriptName.METRICS,
+                self._metric_keys(keys, minute),
+                (MAX_TASK_PATHS, MINUTE_TTL_MS, *increments(group, reaping=reaping)),
+            )
+
+        self._by_queue(recorded, lambda f: f.lease, build)
+
+    def renew(
+        self, worker_id: str, leases: Sequence[Lease], served: Iterable[str] = ()
+    ) -> list[str]:
+        """Extend every lease in ``leases`` by lease_ttl; return the ids whose lease is lost.
+
+        Each queue in ``served`` is renewed too, with no leases if none is held there: the
+        worker's heartbeat, so the admin and the metrics count idle workers.
+        """
+
+        def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
+            args: list[str | int] = [self.settings.lease_ttl_ms, worker_id, FORGET_WORKER_MS]
+            for lease in group:
+                args += [lease.task_id, lease.token]
+            return ScriptCall(
+                ScriptName.RENEW,
+                (keys.record_prefix, keys.leases, keys.workers, keys.held),
+                tuple(args),
+            )
+
+        return [
+            task_id
+            for _, reply in self._by_queue(leases, lambda lease: lease, build, served)
+            for task_id in reply
+        ]
+
+    def release(self, leases: Sequence[Lease]) -> int:
+        """Put reserved, never-started tasks back in their place; return how many went back."""
+
+        def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
+            args: list[str] = []
+            for lease in group:
+                args += [lease.task_id, lease.token]
+            return ScriptCall(
+                ScriptName.RELEASE,
+                (keys.record_prefix, keys.ready, keys.leases, keys.wake),
+                tuple(args),
+            )
+
+        return sum(int(reply) for _, reply in self._by_queue(leases, lambda lease: lease, build))
