@@ -2,13 +2,14 @@
 
 from collections.abc import Iterable, Sequence
 from functools import cached_property, partial
+from itertools import repeat
 from threading import Lock
 from typing import Any
 from uuid import uuid4
 
 from asgiref.sync import sync_to_async
 
-from .broker import Broker, Guard, NewTask
+from .broker import Broker, Guard, GuardKind, NewTask
 from .broker.keys import make_task_id, queue_of
 from .coalesce import Enqueuer
 from .compat import (
@@ -81,7 +82,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
         self.settings = read_settings(alias, params)
-        for queue in [*self.queues, *self.settings.queue_limits]:
+        for queue in [*self.queues, *self.settings.queue_limits, *self.settings.queue_shards]:
             check_queue_name(queue)
 
     @cached_property
@@ -117,25 +118,11 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     ) -> tuple[NewTask, TaskResult]:
         """Validate and encode one enqueue; raise before anything reaches Redis."""
         self.validate_task(task)
-        task_id = task_id or make_task_id(uuid4().hex, task.queue_name)
         enqueued_ms = now_ms()
         run_after_ms = None if task.run_after is None else to_ms(task.run_after)
+        args, kwargs = list(args), dict(kwargs)
         try:
-            result = TaskResult(
-                task=task,
-                id=task_id,
-                status=TaskResultStatus.READY,
-                enqueued_at=from_ms(enqueued_ms),
-                started_at=None,
-                finished_at=None,
-                last_attempted_at=None,
-                args=list(args),
-                kwargs=dict(kwargs),
-                backend=self.alias,
-                errors=[],
-                worker_ids=[],
-            )
-            payload = encode_payload(task, result.args, result.kwargs, run_after_ms, carrier())
+            payload = encode_payload(task, args, kwargs, run_after_ms, carrier())
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
@@ -146,6 +133,22 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 f"Arguments of task {task.module_path!r} are nested too deeply to store as JSON. "
                 "Flatten them, or store the data elsewhere and pass its key."
             ) from exc
+        guard = guard or unique_guard(task, args, kwargs)
+        task_id = task_id or self._new_task_id(task.queue_name, guard)
+        result = TaskResult(
+            task=task,
+            id=task_id,
+            status=TaskResultStatus.READY,
+            enqueued_at=from_ms(enqueued_ms),
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=args,
+            kwargs=kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
         if len(payload) > self.settings.max_payload_bytes:
             raise ValueError(
                 f"Task {task.module_path!r} payload is {len(payload)} bytes, above "
@@ -159,8 +162,19 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             priority=task.priority,
             run_after_ms=run_after_ms,
             enqueued_ms=enqueued_ms,
-            guard=guard or unique_guard(task, result.args, result.kwargs),
+            guard=guard,
         ), result
+
+    def _new_task_id(self, queue: str, guard: Guard | None) -> str:
+        """Return a new id for a task of ``queue``; equal unique tasks meet in one shard.
+
+        Uniqueness is checked within the shard a task's id lands in, so on a sharded queue a
+        unique task's id is picked to land in the shard of its digest (keys.routed_task_id).
+        """
+        if guard is None or guard.kind is not GuardKind.UNIQUE:
+            return make_task_id(uuid4().hex, queue)
+        ids = (make_task_id(uuid4().hex, queue) for _ in repeat(None))
+        return self.broker.routed_id(queue, ids, guard.name)
 
     @traced_enqueue
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:

@@ -15,7 +15,7 @@ from typing import Any
 from weakref import WeakSet
 
 from .broker import Enqueued, NewTask
-from .exceptions import BrokerUnavailable
+from .exceptions import BrokerUnavailable, PartlyEnqueued
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -128,7 +128,9 @@ def settle(
     shared = sum(len(group) for group in groups.values()) > 1
     for group, outcome in zip(groups.values(), outcomes, strict=True):
         for pending in group:
-            if isinstance(outcome, BaseException):
+            if isinstance(outcome, PartlyEnqueued) and pending.task.id in outcome.written:
+                pending.holder = outcome.existing.get(pending.task.id)  # its own shard stored it
+            elif isinstance(outcome, BaseException):
                 pending.error = own_error(outcome, shared)
             else:
                 pending.holder = outcome.existing.get(pending.task.id)

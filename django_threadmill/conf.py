@@ -21,6 +21,7 @@ from .conf_topology import (
 from .exceptions import ImproperlyConfiguredThreadmill
 from .limits import QueueLimit, read_queue_limits
 from .schedules.spec import Schedule, read_schedules
+from .shards import check_sharded_limits, read_queue_shards
 
 DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
 QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -54,6 +55,7 @@ class BackendSettings:
     # out of repr, which names the shared broker and may end up in logs.
     metrics_token: str | None = field(default=None, repr=False)
     queue_limits: dict[str, QueueLimit] = field(default_factory=dict)
+    queue_shards: dict[str, int] = field(default_factory=dict)  # queue -> shards (shards.py)
     schedules: dict[str, Schedule] = field(default_factory=dict)
     cluster: bool = False
     sentinel: SentinelSettings | None = None
@@ -67,6 +69,10 @@ class BackendSettings:
     def limit_of(self, queue: str) -> QueueLimit:
         """Return the limits of ``queue``: none unless ``OPTIONS["queue_limits"]`` names it."""
         return self.queue_limits.get(queue, NO_LIMIT)
+
+    def shards_of(self, queue: str) -> int:
+        """Return how many shards ``queue`` is split over: 1 unless ``queue_shards`` names it."""
+        return self.queue_shards.get(queue, 1)
 
     @property
     def durability_timeout_ms(self) -> int:
@@ -136,6 +142,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         "connection_options": lambda v: ("connection_options", _mapping(v)),
         "metrics_token": lambda v: ("metrics_token", _token(v)),
         "queue_limits": lambda v: ("queue_limits", read_queue_limits(v)),
+        "queue_shards": lambda v: ("queue_shards", read_queue_shards(v)),
         "schedules": lambda v: ("schedules", read_schedules(v)),
         "cluster": read_cluster,
         "sentinel": read_sentinel,
@@ -155,6 +162,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         attribute, converted = readers[name](value)
         read[attribute] = converted
     check_topology(read)
+    check_sharded_limits(read)
     return read
 
 

@@ -15,6 +15,24 @@ class BrokerUnavailable(ThreadmillError):
     """Redis could not be reached, refused our credentials, or refused the write."""
 
 
+class PartlyEnqueued(BrokerUnavailable):
+    """A call to a sharded queue stored the tasks of some shards and not the others.
+
+    ``written`` holds the ids certainly stored (or found to duplicate an unfinished unique
+    task, whose holder is in ``existing``); retry only the calls of the other ids.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        written: frozenset[str] = frozenset(),
+        existing: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.written = written
+        self.existing = existing or {}
+
+
 class BrokerRefused(BrokerUnavailable):
     """Redis refused our credentials or a command for lack of ACL rights: waiting cannot help."""
 

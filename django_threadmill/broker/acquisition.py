@@ -51,6 +51,16 @@ def _acquired(queue: str, reply: list[Any]) -> Acquired:
     )
 
 
+def merged_acquired(one: Acquired, other: Acquired) -> Acquired:
+    """Return the replies of two acquire calls as one: both reservations, the sooner due time."""
+    dues = [due for due in (one.next_due_ms, other.next_due_ms) if due is not None]
+    return Acquired(
+        reservations=one.reservations + other.reservations,
+        next_due_ms=min(dues, default=None),
+        held_back=one.held_back or other.held_back,
+    )
+
+
 class Acquiring(BrokerCore):
     """The acquire and idle-wait section of the Broker."""
 
@@ -60,15 +70,42 @@ class Acquiring(BrokerCore):
         return acquired
 
     def acquire_from(self, counts: Mapping[str, int]) -> list[Acquired]:
-        """Acquire up to ``counts[queue]`` from each queue, in one round trip; in that order."""
+        """Acquire up to ``counts[queue]`` from each queue, in one round trip; in that order.
+
+        A sharded queue asks every shard in the same round trip, its count split evenly over
+        them and the remainder going to the shard first in turn, which moves on by one each
+        call: no shard starves. A shard left with nothing to take is still asked (for 0), so
+        its due delayed tasks are promoted and its next due time is known. Priority order
+        holds within a shard, not across shards (docs/scaling.md).
+        """
         if not counts:
             return []
-        calls = [self._acquire_call(queue, count) for queue, count in counts.items()]
+        asked = [
+            (queue, part, n)
+            for queue, count in counts.items()
+            for part, n in self._split(queue, count)
+        ]
+        calls = [self._acquire_call(queue, part, n) for queue, part, n in asked]
         replies = self._run_per_queue(calls, durable=False)
-        return [_acquired(queue, reply) for queue, reply in zip(counts, replies, strict=True)]
+        acquired: dict[str, Acquired] = {}
+        for (queue, _, _), reply in zip(asked, replies, strict=True):
+            got = _acquired(queue, reply)
+            acquired[queue] = merged_acquired(acquired[queue], got) if queue in acquired else got
+        return [acquired[queue] for queue in counts]
 
-    def _acquire_call(self, queue: str, count: int) -> ScriptCall:
-        keys = self.queue_keys(queue)
+    def _split(self, queue: str, count: int) -> list[tuple[str, int]]:
+        """Return each part of ``queue`` with how many tasks to ask it for."""
+        if self.settings.shards_of(queue) == 1:
+            return [(queue, count)]
+        parts = self.parts(queue)
+        first = next(self._turns[queue]) % len(parts)
+        share, remainder = divmod(count, len(parts))
+        turn = parts[first:] + parts[:first]
+        return [(part, share + (index < remainder)) for index, part in enumerate(turn)]
+
+    def _acquire_call(self, queue: str, part: str, count: int) -> ScriptCall:
+        """Return the acquire.lua call for one part of ``queue`` (itself, or one shard)."""
+        keys = self.queue_keys(part)
         limit = self.settings.limit_of(queue)
         return ScriptCall(
             ScriptName.ACQUIRE,
@@ -83,14 +120,16 @@ class Acquiring(BrokerCore):
         )
 
     def _wake_groups(self, queues: Sequence[str], worker_id: str) -> list[list[str]]:
-        return wake_groups(self.keyspace, queues, worker_id, cluster=self.settings.cluster)
+        parts = [part for queue in queues for part in self.parts(queue)]
+        return wake_groups(self.keyspace, parts, worker_id, cluster=self.settings.cluster)
 
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
         """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout.
 
         BLPOP over the queues' wake lists and the process's own list: idle workers block
-        instead of polling (DESIGN.md §3 rule 7). On a Redis Cluster, queues in several slots
-        are watched by one waiter thread per slot, kept until ``wake_process``.
+        instead of polling (DESIGN.md §3 rule 7). On a Redis Cluster, queues (and the shards of
+        a sharded queue) in several slots are watched by one waiter thread per slot, kept
+        until ``wake_process``.
         """
         groups = self._wake_groups(queues, worker_id)
         return self._idle.wait((tuple(queues), worker_id), groups, timeout_s)

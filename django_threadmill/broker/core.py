@@ -5,7 +5,9 @@ all subclasses of ``BrokerCore``; ``broker.py`` joins them into the one ``Broker
 """
 
 import asyncio
-from collections.abc import Sequence
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Any
@@ -16,7 +18,7 @@ from redis.commands.core import AsyncScript, Script
 from ..conf import BackendSettings, Durability
 from .calls import send
 from .connection import make_async_client, make_client, translated_errors
-from .keys import KeySpace, QueueKeys, queue_of
+from .keys import KeySpace, QueueKeys, part_of, queue_of, queue_parts, routed_task_id, shard_of
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .wake import IdleWaits
@@ -29,6 +31,8 @@ class BrokerCore:
         self.settings = settings
         self.keyspace = KeySpace(settings.key_prefix, settings.alias)
         self._known_queues: set[str] = set()
+        # Per sharded queue, whose turn it is to be acquired from first (acquisition.py).
+        self._turns: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
         self._idle = IdleWaits(lambda: self.client, self.translated_errors)
         self._async_clients: WeakKeyDictionary[
             asyncio.AbstractEventLoop, tuple[AsyncClient, dict[ScriptName, AsyncScript]]
@@ -78,6 +82,24 @@ class BrokerCore:
     def queue_keys(self, queue: str) -> QueueKeys:
         return self.keyspace.queue(queue)
 
-    def record_key(self, task_id: str) -> str | None:
+    def parts(self, queue: str) -> list[str]:
+        """Return the names whose keys hold ``queue``: itself, or one per shard (keys.py)."""
+        return queue_parts(queue, self.settings.shards_of(queue))
+
+    def part_of(self, task_id: str) -> str | None:
+        """Return the part whose keys hold ``task_id``, or None if the id is not one of ours."""
         queue = queue_of(task_id)
-        return None if queue is None else self.queue_keys(queue).record(task_id)
+        return None if queue is None else part_of(task_id, queue, self.settings.shards_of(queue))
+
+    def route_part(self, queue: str, route: str) -> str:
+        """Return the part of ``queue`` that tasks routed by ``route`` live in."""
+        shards = self.settings.shards_of(queue)
+        return queue if shards == 1 else queue_parts(queue, shards)[shard_of(route, shards)]
+
+    def routed_id(self, queue: str, candidates: Iterable[str], route: str) -> str:
+        """Return the first of ``candidates`` that lives in ``route_part(queue, route)``."""
+        return routed_task_id(candidates, route, self.settings.shards_of(queue))
+
+    def record_key(self, task_id: str) -> str | None:
+        part = self.part_of(task_id)
+        return None if part is None else self.queue_keys(part).record(task_id)

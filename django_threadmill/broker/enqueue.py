@@ -1,14 +1,16 @@
 """Enqueue: store new tasks, one script call per queue, all queues in one round trip."""
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis
 
 from ..conf import Durability
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, PartlyEnqueued
 from .calls import Command, asend_each, send_each
 from .core import BrokerCore
+from .keys import part_of
 from .scripts import ScriptCall, ScriptName
 from .types import Enqueued, NewTask
 
@@ -19,6 +21,41 @@ def _enqueued(outcome: Enqueued | BrokerUnavailable) -> Enqueued:
     if isinstance(outcome, BrokerUnavailable):
         raise outcome
     return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """The tasks of one queue that go to one of its parts (the queue itself, or a shard)."""
+
+    queue: str
+    name: str
+    tasks: Sequence[NewTask]
+
+
+def merged_outcome(
+    queue: str, outcomes: list[tuple[Part, Enqueued | BrokerUnavailable]]
+) -> Enqueued | BrokerUnavailable:
+    """Return one queue's outcome from those of its parts (one part: that outcome itself)."""
+    if len(outcomes) == 1:
+        return outcomes[0][1]
+    stored = [(part, o) for part, o in outcomes if isinstance(o, Enqueued)]
+    errors = [o for _, o in outcomes if isinstance(o, BrokerUnavailable)]
+    existing = {i: holder for _, o in stored for i, holder in o.existing.items()}
+    if not errors:
+        return Enqueued(stored=sum(o.stored for _, o in stored), existing=existing)
+    if not stored:
+        return errors[0]
+    written = frozenset(task.id for part, _ in stored for task in part.tasks)
+    total = sum(len(part.tasks) for part, _ in outcomes)
+    error = PartlyEnqueued(
+        f"{len(written)} of the {total} tasks for sharded queue {queue!r} were written and the "
+        f"others were not: {errors[0]} The ids written are in this error's .written; retry "
+        "only the others.",
+        written,
+        existing,
+    )
+    error.__cause__ = errors[0]
+    return error
 
 
 class Enqueueing(BrokerCore):
@@ -51,6 +88,20 @@ class Enqueueing(BrokerCore):
     def _new_queues(self, groups: Mapping[str, Sequence[NewTask]]) -> list[str]:
         return [queue for queue in groups if queue not in self._known_queues]
 
+    def _parts(self, groups: Mapping[str, Sequence[NewTask]]) -> list[Part]:
+        """Split each queue's tasks by shard; an unsharded queue is its own single part."""
+        parts: list[Part] = []
+        for queue, tasks in groups.items():
+            shards = self.settings.shards_of(queue)
+            if shards == 1:
+                parts.append(Part(queue, queue, tasks))
+                continue
+            split: dict[str, list[NewTask]] = {}
+            for task in tasks:
+                split.setdefault(part_of(task.id, queue, shards), []).append(task)
+            parts += [Part(queue, part, group) for part, group in split.items()]
+        return parts
+
     @staticmethod
     def _enqueued(tasks: Sequence[NewTask], reply: int | list[Any]) -> Enqueued:
         """Read enqueue.lua's reply: a count, or a list when some unique tasks were duplicates."""
@@ -72,6 +123,7 @@ class Enqueueing(BrokerCore):
     def _enqueue_replies(
         self,
         groups: Mapping[str, Sequence[NewTask]],
+        parts: list[Part],
         new_queues: list[str],
         registered: list[Any],
         outcomes: list[Any],
@@ -79,10 +131,12 @@ class Enqueueing(BrokerCore):
         """Pair per-queue outcomes with what was stored or translated errors."""
         if new_queues and not any(isinstance(reply, Exception) for reply in registered):
             self._known_queues.update(new_queues)
-        return [
-            self._enqueued_or_error(tasks, outcome)
-            for tasks, outcome in zip(groups.values(), outcomes, strict=True)
-        ]
+        by_queue: dict[str, list[tuple[Part, Enqueued | BrokerUnavailable]]] = {}
+        for part, outcome in zip(parts, outcomes, strict=True):
+            by_queue.setdefault(part.queue, []).append(
+                (part, self._enqueued_or_error(part.tasks, outcome))
+            )
+        return [merged_outcome(queue, by_queue[queue]) for queue in groups]
 
     def _enqueued_or_error(
         self, tasks: Sequence[NewTask], reply: Any
@@ -106,14 +160,16 @@ class Enqueueing(BrokerCore):
 
         Return, per queue in ``groups`` order, what was stored (and which unique tasks were
         duplicates) or the error that refused that queue's call (one queue can fail while
-        another is written), including a write not confirmed per OPTIONS['durability']. An
-        error that loses the whole round trip is raised.
+        another is written), including a write not confirmed per OPTIONS['durability']. A
+        sharded queue is one call per shard in the same round trip, each atomic; if some
+        fail, its error is ``PartlyEnqueued`` naming the ids written. An error that loses the
+        whole round trip is raised.
         """
-        calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
+        parts = self._parts(groups)
+        calls = [self._enqueue_call(part.name, part.tasks) for part in parts]
         new_queues = self._new_queues(groups)
         if self._bare(calls, new_queues):
-            [tasks], [call] = groups.values(), calls
-            return [self._enqueued(tasks, self._run(call))]
+            return [self._enqueued(parts[0].tasks, self._run(calls[0]))]
         with self.translated_errors():
             registered, outcomes = send_each(
                 self.client,
@@ -123,21 +179,21 @@ class Enqueueing(BrokerCore):
                 before=self._registration(new_queues),
                 confirm=True,
             )
-        return self._enqueue_replies(groups, new_queues, registered, outcomes)
+        return self._enqueue_replies(groups, parts, new_queues, registered, outcomes)
 
     async def aenqueue_groups(
         self, groups: Mapping[str, Sequence[NewTask]]
     ) -> list[Enqueued | BrokerUnavailable]:
         """Async twin of ``enqueue_groups``: the same calls, sent by the asyncio client."""
-        calls = [self._enqueue_call(queue, tasks) for queue, tasks in groups.items()]
+        parts = self._parts(groups)
+        calls = [self._enqueue_call(part.name, part.tasks) for part in parts]
         new_queues = self._new_queues(groups)
         client, scripts = self._async_client()
         with self.translated_errors():
             if self._bare(calls, new_queues):
-                [tasks], [call] = groups.values(), calls
-                return [
-                    self._enqueued(tasks, await scripts[call.name](keys=call.keys, args=call.args))
-                ]
+                [call] = calls
+                reply = await scripts[call.name](keys=call.keys, args=call.args)
+                return [self._enqueued(parts[0].tasks, reply)]
             registered, outcomes = await asend_each(
                 client,
                 scripts,
@@ -146,10 +202,11 @@ class Enqueueing(BrokerCore):
                 before=self._registration(new_queues),
                 confirm=True,
             )
-        return self._enqueue_replies(groups, new_queues, registered, outcomes)
+        return self._enqueue_replies(groups, parts, new_queues, registered, outcomes)
 
     def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:
-        """Store ``tasks`` in ``queue`` atomically (one script call); say what was stored."""
+        """Store ``tasks`` in ``queue`` atomically (one script call per shard); say what was
+        stored."""
         return _enqueued(self.enqueue_groups({queue: tasks})[0])
 
     async def aenqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:

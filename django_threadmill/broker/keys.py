@@ -3,11 +3,18 @@
 One queue is the unit of atomicity and of sharding: all keys of a queue share the hash tag
 ``{alias:queue}``, so a Redis Cluster can place each queue on its own shard and no script ever
 touches two queues. The few keys that span queues sit under the alias tag ``{alias}``.
+
+A queue split by ``OPTIONS["queue_shards"]`` into N shards keeps N sets of those keys, one per
+*part* ``queue#k`` (tag ``{alias:queue#k}``); a task lives in part ``crc32(task id) % N``, so its
+record key follows from its id alone. With N = 1 the part is the queue: today's keys exactly.
 """
 
+import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 TASK_ID_SEPARATOR = "@"
+SHARD_SEPARATOR = "#"  # outside the queue-name alphabet, so a part never names a real queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,3 +132,33 @@ def queue_of(task_id: str) -> str | None:
     """Return the queue a task id names, or None if the id is not one of ours."""
     _, separator, queue_name = task_id.rpartition(TASK_ID_SEPARATOR)
     return queue_name if separator and queue_name else None
+
+
+def shard_of(task_id: str, shards: int) -> int:
+    """Return the shard (0..shards-1) a task id lives in: stable, from the id alone."""
+    return zlib.crc32(task_id.encode()) % shards
+
+
+def queue_parts(queue_name: str, shards: int) -> list[str]:
+    """Return the names whose keys hold ``queue_name``: itself, or one per shard."""
+    if shards == 1:
+        return [queue_name]
+    return [f"{queue_name}{SHARD_SEPARATOR}{k}" for k in range(shards)]
+
+
+def part_of(task_id: str, queue_name: str, shards: int) -> str:
+    """Return the part of ``queue_name`` whose keys hold ``task_id``."""
+    return queue_parts(queue_name, shards)[shard_of(task_id, shards)] if shards > 1 else queue_name
+
+
+def routed_task_id(candidates: Iterable[str], route: str, shards: int) -> str:
+    """Return the first id of ``candidates`` in the shard of ``route``.
+
+    Tasks that must meet in one shard (equal unique tasks, the slots of one schedule) share a
+    route; trying ids until one lands there keeps every record findable from its id alone
+    (about ``shards`` tries; ``candidates`` must be unbounded).
+    """
+    if shards == 1:
+        return next(iter(candidates))
+    target = shard_of(route, shards)
+    return next(task_id for task_id in candidates if shard_of(task_id, shards) == target)

@@ -12,9 +12,13 @@ class Reads(BrokerCore):
     """The read-only section of the Broker (the admin's own queries are in ``inspect/``)."""
 
     def last_fired_ms(self, queue: str, schedule: str) -> int | None:
-        """Return the last slot ``schedule`` fired into ``queue`` (ms), or None if it never did."""
+        """Return the last slot ``schedule`` fired into ``queue`` (ms), or None if it never did.
+
+        On a sharded queue the marker sits in the shard the schedule's tasks are routed to.
+        """
+        keys = self.queue_keys(self.route_part(queue, schedule))
         with self.translated_errors():
-            return stored_int(self.client.get(self.queue_keys(queue).fired(schedule)))
+            return stored_int(self.client.get(keys.fired(schedule)))
 
     def queues(self) -> list[str]:
         """Return every queue name this alias has seen, sorted."""

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .core import BrokerCore
-from .keys import QueueKeys
+from .keys import QueueKeys, part_of
 from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments
 from .scripts import ScriptCall, ScriptName
 from .types import Finish, Lease, Start
@@ -30,11 +30,16 @@ class Transitions(BrokerCore):
     ) -> list[tuple[list[T], Any]]:
         """Group ``items`` by queue, send one script call per queue, pair items with replies.
 
-        Queues in ``also`` get a call even when no item is theirs.
+        A sharded queue is one call per shard its items live in. Queues in ``also`` get a
+        call (each of their shards) even when no item is theirs.
         """
-        groups: dict[str, list[T]] = defaultdict(list, {queue: [] for queue in also})
+        groups: dict[str, list[T]] = defaultdict(
+            list, {part: [] for queue in also for part in self.parts(queue)}
+        )
         for item in items:
-            groups[lease_of(item).queue].append(item)
+            lease = lease_of(item)
+            shards = self.settings.shards_of(lease.queue)
+            groups[part_of(lease.task_id, lease.queue, shards)].append(item)
         if not groups:
             return []
         calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]

@@ -23,16 +23,19 @@ RETRY_S = 1.0  # a waiter whose BLPOP failed tries again after this
 
 
 def wake_groups(
-    keyspace: KeySpace, queues: Sequence[str], worker_id: str, *, cluster: bool
+    keyspace: KeySpace, parts: Sequence[str], worker_id: str, *, cluster: bool
 ) -> list[list[str]]:
-    """Return the lists to block on, one group per hash slot; each ends with a process list."""
+    """Return the lists to block on, one group per hash slot; each ends with a process list.
+
+    ``parts`` name the keys of the queues served: a queue, or each shard of a sharded one.
+    """
     by_slot: dict[int, list[str]] = defaultdict(list)
-    for queue in queues:
-        slot = key_slot(keyspace.queue(queue).wake.encode()) if cluster else 0
-        by_slot[slot].append(queue)
+    for part in parts:
+        slot = key_slot(keyspace.queue(part).wake.encode()) if cluster else 0
+        by_slot[slot].append(part)
     return [
         [
-            *(keyspace.queue(queue).wake for queue in group),
+            *(keyspace.queue(part).wake for part in group),
             keyspace.queue(group[0]).process_wake(worker_id),
         ]
         for group in by_slot.values()

@@ -10,13 +10,14 @@ missed while no supervisor ran fire once, not once each.
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from itertools import chain, count
 from typing import TYPE_CHECKING
 from uuid import NAMESPACE_URL, uuid5
 
 from django.utils.module_loading import import_string
 
 from ..broker import Guard, GuardKind
-from ..broker.keys import make_task_id
+from ..broker.keys import make_task_id, routed_task_id
 from ..compat import InvalidTask, Task
 from ..exceptions import BrokerUnavailable
 from .slots import next_slot, previous_slot, slot_ms
@@ -44,9 +45,16 @@ def scheduled_task(schedule: Schedule) -> Task:
     return task.using(**{key: value for key, value in changes.items() if value is not None})
 
 
-def slot_task_id(alias: str, schedule: str, slot: int, queue: str) -> str:
-    """Return the id of the task of one slot: the same in every supervisor."""
-    return make_task_id(uuid5(NAMESPACE_URL, f"threadmill:{alias}:{schedule}:{slot}").hex, queue)
+def slot_task_id(alias: str, schedule: str, slot: int, queue: str, shards: int = 1) -> str:
+    """Return the id of the task of one slot: the same in every supervisor.
+
+    On a sharded queue every slot of a schedule lands in the shard of the schedule's name,
+    where its fired marker lives, so the marker guards every slot (keys.routed_task_id).
+    """
+    name = f"threadmill:{alias}:{schedule}:{slot}"
+    names = chain([name], (f"{name}:{n}" for n in count(1)))
+    ids = (make_task_id(uuid5(NAMESPACE_URL, candidate).hex, queue) for candidate in names)
+    return routed_task_id(ids, schedule, shards)
 
 
 class Scheduler:
@@ -91,7 +99,13 @@ class Scheduler:
             task,
             schedule.args,
             schedule.kwargs,
-            task_id=slot_task_id(self.backend.alias, schedule.name, at_ms, task.queue_name),
+            task_id=slot_task_id(
+                self.backend.alias,
+                schedule.name,
+                at_ms,
+                task.queue_name,
+                self.backend.settings.shards_of(task.queue_name),
+            ),
             guard=Guard(kind=GuardKind.SLOT, name=schedule.name, value_ms=at_ms),
         )
         if result is not None:

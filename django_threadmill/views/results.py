@@ -88,11 +88,12 @@ class Filters:
 
 def _streams(chosen: list[Source], filters: Filters) -> list[Stream]:
     return [
-        Stream(source.alias, queue, source.inspector, index)
+        Stream(source.alias, part, source.inspector, index)
         for index in STATUSES[filters.status][1]
         for source in chosen
         for queue in source.queues()
         if not filters.queue or queue == filters.queue
+        for part in source.inspector.parts(queue)  # a sharded queue: one stream per shard
     ]
 
 

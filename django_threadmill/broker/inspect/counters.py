@@ -67,12 +67,13 @@ def merged(many: Sequence[PathCounters]) -> PathCounters:
 
 
 def lifetime(inspector: Inspector, queues: Sequence[str]) -> dict[str, PathCounters]:
-    """Return the lifetime counters of ``queues``: one pipelined HGETALL each."""
+    """Return the lifetime counters of ``queues``: one pipelined HGETALL each (and shard)."""
+    parts = {queue: inspector.parts(queue) for queue in queues}
     with inspector.broker.translated_errors(), inspector.client.pipeline(False) as pipe:
-        for queue in queues:
-            pipe.hgetall(inspector.broker.queue_keys(queue).metrics)
-        replies = pipe.execute()
-    return {queue: parse(raw) for queue, raw in zip(queues, replies, strict=True)}
+        for part in (part for queue in queues for part in parts[queue]):
+            pipe.hgetall(inspector.broker.queue_keys(part).metrics)
+        replies = iter(pipe.execute())
+    return {queue: merged([parse(next(replies)) for _ in parts[queue]]) for queue in queues}
 
 
 def per_minute(
@@ -81,10 +82,16 @@ def per_minute(
     """Return, per queue, the counters of each of the ``minutes`` minutes up to ``last_minute``
     (oldest first): one pipelined HGETALL per queue and minute."""
     span = range(last_minute - minutes + 1, last_minute + 1)
+    parts = {queue: inspector.parts(queue) for queue in queues}
     with inspector.broker.translated_errors(), inspector.client.pipeline(False) as pipe:
-        for queue in queues:
-            keys = inspector.broker.queue_keys(queue)
+        for part in (part for queue in queues for part in parts[queue]):
+            keys = inspector.broker.queue_keys(part)
             for minute in span:
                 pipe.hgetall(keys.metrics_minute(minute))
         replies = iter(pipe.execute())
-    return {queue: [parse(next(replies)) for _ in span] for queue in queues}
+    summed = {}
+    for queue in queues:
+        shards = [[parse(next(replies)) for _ in span] for _ in parts[queue]]
+        # Sum the shards minute by minute: one list of minutes per queue, as when unsharded.
+        summed[queue] = [merged(minute) for minute in zip(*shards, strict=True)]
+    return summed

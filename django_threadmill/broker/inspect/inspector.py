@@ -43,15 +43,24 @@ class Inspector:
         self.client = broker.client
         self._record_prefixes: dict[str, str] = {}
 
-    def _keys(self, queue: str) -> QueueKeys:
-        return self.broker.queue_keys(queue)
+    def _keys(self, part: str) -> QueueKeys:
+        """Return the keys of a queue, or of one shard of a sharded queue (its part name)."""
+        return self.broker.queue_keys(part)
+
+    def parts(self, queue: str) -> list[str]:
+        """Return the parts whose keys hold ``queue``: itself, or one per shard.
+
+        Queries taking queue names sum a sharded queue's parts; the listing walks each part
+        as its own index (a part name passed as a queue is its own only part).
+        """
+        return self.broker.parts(queue)
 
     def _record(self, task_id: str) -> str:
-        """Return the record key of ``task_id``, building each queue's prefix once."""
-        queue = queue_of(task_id) or ""
-        if queue not in self._record_prefixes:
-            self._record_prefixes[queue] = self._keys(queue).record_prefix
-        return self._record_prefixes[queue] + task_id
+        """Return the record key of ``task_id``, building each part's prefix once."""
+        part = self.broker.part_of(task_id) or ""
+        if part not in self._record_prefixes:
+            self._record_prefixes[part] = self._keys(part).record_prefix
+        return self._record_prefixes[part] + task_id
 
     def now_ms(self) -> int:
         """Return Redis server time in ms: the clock every score was written with."""
@@ -68,9 +77,10 @@ class Inspector:
     def overview(self, queues: Sequence[str]) -> list[QueueOverview]:
         """Return the counts of ``queues``: a fixed number of round trips per queue."""
         now = self.now_ms()
+        parts = {queue: self.parts(queue) for queue in queues}
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for queue in queues:
-                keys = self._keys(queue)
+            for part in (part for queue in queues for part in parts[queue]):
+                keys = self._keys(part)
                 pipe.zcard(keys.ready)
                 pipe.zcard(keys.delayed)
                 pipe.zcard(keys.done)
@@ -80,9 +90,18 @@ class Inspector:
             replies = iter(pipe.execute())
         counted = []
         for queue in queues:
-            ready, delayed, finished, stats = (next(replies) for _ in range(4))
-            since = {minutes: int(next(replies)) for minutes in THROUGHPUT_MINUTES}
-            counted.append((queue, int(ready), int(delayed), int(finished), stats, since))
+            ready = delayed = finished = 0
+            stats: dict[str, int] = defaultdict(int)
+            since = dict.fromkeys(THROUGHPUT_MINUTES, 0)
+            for _ in parts[queue]:
+                ready += int(next(replies))
+                delayed += int(next(replies))
+                finished += int(next(replies))
+                for name, value in next(replies).items():
+                    stats[name] += int(value)
+                for minutes in THROUGHPUT_MINUTES:
+                    since[minutes] += int(next(replies))
+            counted.append((queue, ready, delayed, finished, stats, since))
         return [
             QueueOverview(
                 queue=queue,
@@ -94,20 +113,26 @@ class Inspector:
                 outcomes=self.state_split(queue, Index.DONE, total=finished),
                 finished_since=since,
                 oldest_ready_enqueued_ms=self.oldest_ready_enqueued_ms(queue) if ready else None,
-                lifetime={name: int(value) for name, value in stats.items()},
+                lifetime=dict(stats),
+                shards=len(parts[queue]),
             )
             for queue, ready, delayed, finished, stats, since in counted
         ]
 
     def waiting(self, queues: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """Return (ready, delayed) of each queue: one pipeline of ZCARDs."""
+        """Return (ready, delayed) of each queue, summed over shards: one pipeline of ZCARDs."""
+        parts = {queue: self.parts(queue) for queue in queues}
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for queue in queues:
-                keys = self._keys(queue)
+            for part in (part for queue in queues for part in parts[queue]):
+                keys = self._keys(part)
                 pipe.zcard(keys.ready)
                 pipe.zcard(keys.delayed)
             replies = iter(pipe.execute())
-        return {queue: (int(next(replies)), int(next(replies))) for queue in queues}
+        waiting = {}
+        for queue in queues:
+            counts = [(int(next(replies)), int(next(replies))) for _ in parts[queue]]
+            waiting[queue] = (sum(r for r, _ in counts), sum(d for _, d in counts))
+        return waiting
 
     def next_tokens_ms(self, queues: Sequence[str]) -> dict[str, int | None]:
         """Return when each queue's rate limit has its next token (Redis ms; None: one waits)."""
@@ -117,8 +142,22 @@ class Inspector:
             return {q: stored_int(v) for q, v in zip(queues, pipe.execute(), strict=True)}
 
     def state_split(self, queue: str, index: Index, total: int | None = None) -> StateSplit:
-        """Count the states of the ids in ``index``; estimate from the newest ids above a cap."""
-        keys = self._keys(queue)
+        """Count the states of the ids in ``index``; estimate from the newest ids above a cap.
+
+        A sharded queue sums its shards' splits (``total`` is then read per shard).
+        """
+        parts = self.parts(queue)
+        if len(parts) == 1:
+            return self._state_split(queue, index, total)
+        splits = [self._state_split(part, index, None) for part in parts]
+        counts: dict[str, int] = defaultdict(int)
+        for split in splits:
+            for state, n in split.counts.items():
+                counts[state] += n
+        return StateSplit(counts=dict(counts), exact=all(split.exact for split in splits))
+
+    def _state_split(self, part: str, index: Index, total: int | None) -> StateSplit:
+        keys = self._keys(part)
         key = getattr(keys, index.value)
         with self.broker.translated_errors():
             if total is None:
@@ -137,12 +176,16 @@ class Inspector:
         )
 
     def oldest_ready_enqueued_ms(self, queue: str) -> int | None:
-        """Return the earliest enqueue time among ready tasks.
+        """Return the earliest enqueue time among ready tasks (of every shard).
 
         The ready set is FIFO within a priority, so only the head of each priority band is read:
         one ZRANGEBYSCORE per band present, never a scan of the set.
         """
-        keys = self._keys(queue)
+        found = [self._oldest_ready(part) for part in self.parts(queue)]
+        return min((ms for ms in found if ms is not None), default=None)
+
+    def _oldest_ready(self, part: str) -> int | None:
+        keys = self._keys(part)
         heads: list[str] = []
         low: float | str = "-inf"
         with self.broker.translated_errors():
@@ -158,24 +201,35 @@ class Inspector:
         return min(known) if known else None
 
     def workers(self, queues: Sequence[str]) -> list[WorkerSighting]:
-        """Return the workers that renewed leases in ``queues``, most recent first."""
+        """Return the workers that renewed leases in ``queues``, most recent first.
+
+        A worker of a sharded queue renews in every shard: it is one sighting per queue, its
+        held tasks summed and its latest renewal kept.
+        """
+        parts = {queue: self.parts(queue) for queue in queues}
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for queue in queues:
-                keys = self._keys(queue)
+            for part in (part for queue in queues for part in parts[queue]):
+                keys = self._keys(part)
                 pipe.zrevrange(keys.workers, 0, -1, withscores=True)
                 pipe.hgetall(keys.held)
             replies = iter(pipe.execute())
         sightings = []
         for queue in queues:
-            renewed, held = next(replies), next(replies)
+            held_by: dict[str, int] = defaultdict(int)
+            renewed_at: dict[str, int] = {}
+            for _ in parts[queue]:
+                renewed, held = next(replies), next(replies)
+                for worker_id, score in renewed:
+                    held_by[worker_id] += int(held.get(worker_id) or 0)
+                    renewed_at[worker_id] = max(int(score), renewed_at.get(worker_id, 0))
             sightings += [
                 WorkerSighting(
                     worker_id=worker_id,
                     queue=queue,
-                    held=int(held.get(worker_id) or 0),
-                    last_renewal_ms=int(score),
+                    held=held_by[worker_id],
+                    last_renewal_ms=last_ms,
                 )
-                for worker_id, score in renewed
+                for worker_id, last_ms in renewed_at.items()
             ]
         return sorted(sightings, key=lambda s: s.last_renewal_ms, reverse=True)
 
@@ -184,8 +238,8 @@ class Inspector:
     def index_size(self, index: Index, queues: Sequence[str], as_of_ms: int | None) -> int:
         """Return how many ids ``index`` holds over ``queues`` (done: finished by ``as_of_ms``)."""
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for queue in queues:
-                key = getattr(self._keys(queue), index.value)
+            for part in (part for queue in queues for part in self.parts(queue)):
+                key = getattr(self._keys(part), index.value)
                 if as_of_ms is None:
                     pipe.zcard(key)
                 else:
@@ -268,10 +322,10 @@ class Inspector:
 
     def detail(self, task_id: str) -> TaskDetail | None:
         """Return the record of ``task_id`` with its TTL and index positions, or None."""
-        queue = queue_of(task_id)
-        if queue is None:
+        queue, part = queue_of(task_id), self.broker.part_of(task_id)
+        if queue is None or part is None:
             return None
-        keys = self._keys(queue)
+        keys = self._keys(part)
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             pipe.hgetall(keys.record(task_id))
             pipe.pttl(keys.record(task_id))

@@ -39,6 +39,7 @@ class QueueOverview:
     finished_since: dict[int, int]  # minutes -> results finished in the last that many minutes
     oldest_ready_enqueued_ms: int | None
     lifetime: dict[str, int]  # P:stats counters: successful, failed, retry
+    shards: int = 1  # OPTIONS["queue_shards"]: the counts above are summed over them
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
