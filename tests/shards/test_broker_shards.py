@@ -1,0 +1,130 @@
+"""A sharded queue on one Redis: where tasks live, fair acquire, transitions, reap, wake."""
+
+from dataclasses import replace
+
+import pytest
+import redis
+
+from django_threadmill.broker import Broker
+from django_threadmill.broker.keys import part_of
+from django_threadmill.exceptions import PartlyEnqueued
+from tests.broker.conftest import WORKER, finish, new_task, start
+
+from .conftest import SHARDS, shard_counts, tasks_per_shard
+
+
+def test_each_task_is_stored_under_its_shard_and_found_by_id(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    tasks = [new_task("default") for _ in range(40)]
+    assert broker.enqueue("default", tasks).stored == 40
+    for task in tasks:
+        keys = broker.queue_keys(part_of(task.id, "default", SHARDS))
+        assert redis_client.zscore(keys.ready, task.id) is not None
+        assert broker.record(task.id)["state"] == "ready"  # type: ignore[index]
+    assert broker.parts("default") == [f"default#{k}" for k in range(SHARDS)]
+    assert not redis_client.exists(broker.queue_keys("default").ready)  # no unsharded keys
+    assert (
+        sum(redis_client.zcard(broker.queue_keys(p).ready) for p in broker.parts("default")) == 40
+    )
+
+
+def test_an_unsharded_queue_keeps_todays_keys(broker: Broker) -> None:
+    task = new_task("emails")
+    broker.enqueue("emails", [task])
+    assert broker.parts("emails") == ["emails"]
+    assert broker.record_key(task.id) == f"{broker.keyspace.queue('emails').record(task.id)}"
+    assert "{" + broker.settings.alias + ":emails}" in broker.record_key(task.id)  # type: ignore[operator]
+
+
+def test_acquire_starts_at_the_next_shard_each_call(broker: Broker) -> None:
+    """One task per call: every shard comes first in turn, so each gives the same share."""
+    placed = tasks_per_shard(3)
+    broker.enqueue("default", [task for tasks in placed.values() for task in tasks])
+    taken = [
+        r.lease.task_id
+        for _ in range(3 * SHARDS)
+        for r in broker.acquire("default", 1).reservations
+    ]
+    assert shard_counts(broker, taken) == dict.fromkeys(range(SHARDS), 3)
+
+
+def test_acquire_moves_on_to_other_shards_until_count_is_met(broker: Broker) -> None:
+    placed = tasks_per_shard(2)
+    broker.enqueue("default", [task for tasks in placed.values() for task in tasks])
+    acquired = broker.acquire("default", 7)
+    assert len(acquired.reservations) == 7
+    assert len(broker.acquire("default", 7).reservations) == 1
+    assert broker.acquire("default", 7).reservations == []
+
+
+def test_priority_order_holds_within_a_shard(broker: Broker) -> None:
+    placed = tasks_per_shard(2, SHARDS)
+    low, high = placed[0]
+    broker.enqueue("default", [low, replace(high, priority=10)])
+    [reservation] = broker.acquire("default", 1).reservations
+    assert reservation.lease.task_id == high.id
+
+
+def test_start_finish_renew_release_go_to_each_tasks_shard(broker: Broker) -> None:
+    placed = tasks_per_shard(2)
+    broker.enqueue("default", [task for tasks in placed.values() for task in tasks])
+    leases = [r.lease for r in broker.acquire("default", 2 * SHARDS).reservations]
+    assert broker.renew(WORKER, leases, ["default"]) == []
+    assert broker.start(WORKER, [start(lease) for lease in leases[:4]]) == []
+    assert broker.finish(WORKER, [finish(lease) for lease in leases[:4]]) == []
+    assert broker.release(leases[4:]) == 2 * SHARDS - 4
+    states = [broker.record(lease.task_id)["state"] for lease in leases]  # type: ignore[index]
+    assert states == ["successful"] * 4 + ["ready"] * (2 * SHARDS - 4)
+
+
+def test_reap_covers_every_shard(broker: Broker, redis_client: redis.Redis) -> None:
+    placed = tasks_per_shard(1)
+    broker.enqueue("default", [task for tasks in placed.values() for task in tasks])
+    leases = [r.lease for r in broker.acquire("default", SHARDS).reservations]
+    broker.start(WORKER, [start(leases[0])])
+    for lease in leases:
+        keys = broker.queue_keys(part_of(lease.task_id, "default", SHARDS))
+        redis_client.zadd(keys.leases, {lease.task_id: 1}, xx=True)
+    reaped = broker.reap("default", 100)
+    assert sorted(reaped.released) == sorted(lease.task_id for lease in leases[1:])
+    assert [attempt.lease.task_id for attempt in reaped.expired] == [leases[0].task_id]
+    assert reaped.expired[0].lease.queue == "default"
+
+
+def test_purge_and_cancel_reach_every_shard(broker: Broker) -> None:
+    placed = tasks_per_shard(1)
+    tasks = [task for tasks in placed.values() for task in tasks]
+    broker.enqueue("default", tasks)
+    assert broker.cancel(tasks[0].id, '{"exception_class_path": "x"}', 1) == "cancelled"
+    leases = [r.lease for r in broker.acquire("default", SHARDS).reservations]
+    broker.finish(WORKER, [finish(lease) for lease in leases])
+    assert broker.requeue(tasks[0].id) == "requeued"
+    assert broker.purge("default") == SHARDS - 1
+
+
+def test_an_idle_wait_on_a_sharded_queue_is_one_blpop_woken_by_any_shard(
+    broker: Broker,
+) -> None:
+    [group] = broker._wake_groups(["default"], WORKER)
+    assert len(group) == SHARDS + 1  # every shard's wake list and the process list
+    placed = tasks_per_shard(1)
+    for shard in (3, 1):
+        broker.enqueue("default", placed[shard])
+        assert broker.wait_for_work(["default"], WORKER, timeout_s=5) is True
+        assert len(broker.acquire("default", 5).reservations) == 1
+
+
+def test_a_call_that_fails_in_one_shard_says_which_tasks_were_written(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    placed = tasks_per_shard(2)
+    redis_client.set(broker.queue_keys("default#2").ready, "not a zset")
+    tasks = [task for tasks in placed.values() for task in tasks]
+    with pytest.raises(
+        PartlyEnqueued, match="6 of the 8 tasks for sharded queue 'default' were written"
+    ) as raised:
+        broker.enqueue("default", tasks)
+    assert raised.value.written == {t.id for k, ts in placed.items() if k != 2 for t in ts}
+    assert "wrong kind" in str(raised.value)
+    assert broker.record(placed[0][0].id)["state"] == "ready"  # type: ignore[index]
