@@ -18,7 +18,7 @@ from redis.commands.core import AsyncScript, Script
 from ..conf import BackendSettings, Durability
 from .calls import send
 from .connection import make_async_client, make_client, translated_errors
-from .keys import KeySpace, QueueKeys, part_of, queue_of, queue_parts, routed_task_id, shard_of
+from .keys import KeySpace, QueueKeys, queue_of, queue_parts, routed_task_id, shard_of
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .wake import IdleWaits
@@ -84,20 +84,22 @@ class BrokerCore:
 
     def parts(self, queue: str) -> list[str]:
         """Return the names whose keys hold ``queue``: itself, or one per shard (keys.py)."""
-        return queue_parts(queue, self.settings.shards_of(queue))
+        return list(queue_parts(self.settings.alias, queue, self.settings.shards_of(queue)))
+
+    def part_in(self, queue: str, key: str) -> str:
+        """Return the part of ``queue`` that ``key`` (a task id, or a route) lives in."""
+        shards = self.settings.shards_of(queue)
+        if shards == 1:
+            return queue
+        return queue_parts(self.settings.alias, queue, shards)[shard_of(key, shards)]
 
     def part_of(self, task_id: str) -> str | None:
         """Return the part whose keys hold ``task_id``, or None if the id is not one of ours."""
         queue = queue_of(task_id)
-        return None if queue is None else part_of(task_id, queue, self.settings.shards_of(queue))
-
-    def route_part(self, queue: str, route: str) -> str:
-        """Return the part of ``queue`` that tasks routed by ``route`` live in."""
-        shards = self.settings.shards_of(queue)
-        return queue if shards == 1 else queue_parts(queue, shards)[shard_of(route, shards)]
+        return None if queue is None else self.part_in(queue, task_id)
 
     def routed_id(self, queue: str, candidates: Iterable[str], route: str) -> str:
-        """Return the first of ``candidates`` that lives in ``route_part(queue, route)``."""
+        """Return the first of ``candidates`` that lives in ``part_in(queue, route)``."""
         return routed_task_id(candidates, route, self.settings.shards_of(queue))
 
     def record_key(self, task_id: str) -> str | None:

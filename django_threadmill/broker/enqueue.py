@@ -10,7 +10,6 @@ from ..conf import Durability
 from ..exceptions import BrokerUnavailable, PartlyEnqueued
 from .calls import Command, asend_each, send_each
 from .core import BrokerCore
-from .keys import part_of
 from .scripts import ScriptCall, ScriptName
 from .types import Enqueued, NewTask
 
@@ -92,13 +91,12 @@ class Enqueueing(BrokerCore):
         """Split each queue's tasks by shard; an unsharded queue is its own single part."""
         parts: list[Part] = []
         for queue, tasks in groups.items():
-            shards = self.settings.shards_of(queue)
-            if shards == 1:
+            if self.settings.shards_of(queue) == 1:
                 parts.append(Part(queue, queue, tasks))
                 continue
             split: dict[str, list[NewTask]] = {}
             for task in tasks:
-                split.setdefault(part_of(task.id, queue, shards), []).append(task)
+                split.setdefault(self.part_in(queue, task.id), []).append(task)
             parts += [Part(queue, part, group) for part, group in split.items()]
         return parts
 

@@ -5,16 +5,22 @@ One queue is the unit of atomicity and of sharding: all keys of a queue share th
 touches two queues. The few keys that span queues sit under the alias tag ``{alias}``.
 
 A queue split by ``OPTIONS["queue_shards"]`` into N shards keeps N sets of those keys, one per
-*part* ``queue#k`` (tag ``{alias:queue#k}``); a task lives in part ``crc32(task id) % N``, so its
-record key follows from its id alone. With N = 1 the part is the queue: today's keys exactly.
+*part* ``queue#k.s`` (tag ``{alias:queue#k.s}``, see ``queue_parts``); a task lives in shard
+``crc32(task id) % N``, so its record key follows from its id alone. With N = 1 the part is the
+queue: today's keys exactly.
 """
 
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
+from itertools import count
+
+from redis.crc import key_slot
 
 TASK_ID_SEPARATOR = "@"
 SHARD_SEPARATOR = "#"  # outside the queue-name alphabet, so a part never names a real queue
+CLUSTER_SLOTS = 16384  # hash slots of a Redis Cluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,16 +145,28 @@ def shard_of(task_id: str, shards: int) -> int:
     return zlib.crc32(task_id.encode()) % shards
 
 
-def queue_parts(queue_name: str, shards: int) -> list[str]:
-    """Return the names whose keys hold ``queue_name``: itself, or one per shard."""
+@cache
+def queue_parts(alias: str, queue_name: str, shards: int) -> tuple[str, ...]:
+    """Return the names whose keys hold ``queue_name``: itself, or one per shard.
+
+    Shard k's name is ``queue#k.s`` with the first salt ``s`` whose hash slot lies in the k-th
+    of ``shards`` equal slot ranges. A cluster made by ``redis-cli --cluster create`` gives
+    each primary one contiguous range of equal size, so the shards spread evenly over the
+    primaries (``shards`` a multiple of their number: the same count on each); plain names
+    landed 4, 1 and 1 of 6 shards on three primaries.
+    """
     if shards == 1:
-        return [queue_name]
-    return [f"{queue_name}{SHARD_SEPARATOR}{k}" for k in range(shards)]
+        return (queue_name,)
+    return tuple(_spread_part(alias, queue_name, k, shards) for k in range(shards))
 
 
-def part_of(task_id: str, queue_name: str, shards: int) -> str:
-    """Return the part of ``queue_name`` whose keys hold ``task_id``."""
-    return queue_parts(queue_name, shards)[shard_of(task_id, shards)] if shards > 1 else queue_name
+def _spread_part(alias: str, queue_name: str, k: int, shards: int) -> str:
+    for salt in count():
+        part = f"{queue_name}{SHARD_SEPARATOR}{k}.{salt}"
+        # The hash tag of a part's keys is "{alias:part}": its slot is that text's.
+        if key_slot(f"{alias}:{part}".encode()) * shards // CLUSTER_SLOTS == k:
+            return part
+    raise AssertionError("unreachable: count() never ends")
 
 
 def routed_task_id(candidates: Iterable[str], route: str, shards: int) -> str:

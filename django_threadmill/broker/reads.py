@@ -16,7 +16,7 @@ class Reads(BrokerCore):
 
         On a sharded queue the marker sits in the shard the schedule's tasks are routed to.
         """
-        keys = self.queue_keys(self.route_part(queue, schedule))
+        keys = self.queue_keys(self.part_in(queue, schedule))
         with self.translated_errors():
             return stored_int(self.client.get(keys.fired(schedule)))
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .core import BrokerCore
-from .keys import QueueKeys, part_of
+from .keys import QueueKeys
 from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments
 from .scripts import ScriptCall, ScriptName
 from .types import Finish, Lease, Start
@@ -38,8 +38,7 @@ class Transitions(BrokerCore):
         )
         for item in items:
             lease = lease_of(item)
-            shards = self.settings.shards_of(lease.queue)
-            groups[part_of(lease.task_id, lease.queue, shards)].append(item)
+            groups[self.part_in(lease.queue, lease.task_id)].append(item)
         if not groups:
             return []
         calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]

@@ -6,7 +6,6 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker
-from django_threadmill.broker.keys import part_of
 from django_threadmill.exceptions import PartlyEnqueued
 from tests.broker.conftest import WORKER, finish, new_task, start
 
@@ -19,10 +18,12 @@ def test_each_task_is_stored_under_its_shard_and_found_by_id(
     tasks = [new_task("default") for _ in range(40)]
     assert broker.enqueue("default", tasks).stored == 40
     for task in tasks:
-        keys = broker.queue_keys(part_of(task.id, "default", SHARDS))
+        keys = broker.queue_keys(broker.part_in("default", task.id))
         assert redis_client.zscore(keys.ready, task.id) is not None
         assert broker.record(task.id)["state"] == "ready"  # type: ignore[index]
-    assert broker.parts("default") == [f"default#{k}" for k in range(SHARDS)]
+    assert [part.split(".")[0] for part in broker.parts("default")] == [
+        f"default#{k}" for k in range(SHARDS)
+    ]
     assert not redis_client.exists(broker.queue_keys("default").ready)  # no unsharded keys
     assert (
         sum(redis_client.zcard(broker.queue_keys(p).ready) for p in broker.parts("default")) == 40
@@ -84,7 +85,7 @@ def test_reap_covers_every_shard(broker: Broker, redis_client: redis.Redis) -> N
     leases = [r.lease for r in broker.acquire("default", SHARDS).reservations]
     broker.start(WORKER, [start(leases[0])])
     for lease in leases:
-        keys = broker.queue_keys(part_of(lease.task_id, "default", SHARDS))
+        keys = broker.queue_keys(broker.part_in("default", lease.task_id))
         redis_client.zadd(keys.leases, {lease.task_id: 1}, xx=True)
     reaped = broker.reap("default", 100)
     assert sorted(reaped.released) == sorted(lease.task_id for lease in leases[1:])
@@ -119,7 +120,7 @@ def test_a_call_that_fails_in_one_shard_says_which_tasks_were_written(
     broker: Broker, redis_client: redis.Redis
 ) -> None:
     placed = tasks_per_shard(2)
-    redis_client.set(broker.queue_keys("default#2").ready, "not a zset")
+    redis_client.set(broker.queue_keys(broker.parts("default")[2]).ready, "not a zset")
     tasks = [task for tasks in placed.values() for task in tasks]
     with pytest.raises(
         PartlyEnqueued, match="6 of the 8 tasks for sharded queue 'default' were written"
