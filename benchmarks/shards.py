@@ -3,10 +3,11 @@
 Run ``python benchmarks/shards.py [--tasks N] [--processes P] [--threads T]`` from the
 repository root. It creates a local cluster (testproject/redis_cluster.py) and, for each shard
 count (1 = unsharded, 3 and 6), enqueues N echo tasks to "default" one ``enqueue()`` at a time
-(or ``--enqueue-batch`` per ``enqueue_many``), then drains them with one real ``threadmill_worker --burst`` (P processes x T threads). Per
-phase it prints tasks/s, the client calls per task (EVALSHA and BLPOP from INFO commandstats:
-every pipeline to a node carries at least one, so these bound the round trips from above) and
-each primary's Redis CPU per task (INFO cpu used_cpu_sys + used_cpu_user deltas).
+(or ``--enqueue-batch`` per ``enqueue_many``), then drains them with one real
+``threadmill_worker --burst`` (P processes x T threads). Per phase it prints tasks/s, the
+client calls per task (EVALSHA and BLPOP from INFO commandstats: every pipeline to a node
+carries at least one, so these bound the round trips from above) and each primary's Redis CPU
+per task (INFO cpu used_cpu_sys + used_cpu_user deltas).
 """
 
 import argparse
