@@ -8,7 +8,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, where manage.py lives
@@ -116,3 +117,24 @@ def worker(
         extra_env=extra_env,
         options=options,
     )
+
+
+def run_to_completion(command: Command, timeout_s: float = 60.0) -> str:
+    """Wait for a ``--burst`` or ``--once`` command to exit 0; return its log; close it."""
+    try:
+        assert command.wait(timeout_s) == 0, command.log
+        return command.log
+    finally:
+        command.close()
+
+
+@contextmanager
+def running(command: Command, ready: str = r"Worker process started") -> Iterator[Command]:
+    """Keep ``command`` running for the block once it logs ``ready``; then SIGTERM, exit 0."""
+    try:
+        command.wait_for_log(ready)
+        yield command
+        command.signal()
+        assert command.wait(30) == 0, command.log
+    finally:
+        command.close()

@@ -11,7 +11,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.schedules.scheduler import Scheduler, slot_task_id
 from django_threadmill.schedules.slots import slot_ms
 from testproject.example.tasks import add, echo
-from tests.support import worker
+from tests.support import run_to_completion, worker
 from tests.unique.tasks import refresh
 
 from .conftest import command_env
@@ -67,11 +67,7 @@ def test_metrics_sum_every_queue_and_shard(
 ) -> None:
     for queue in ("default", "images", "emails"):
         backend.enqueue_many(add.using(queue_name=queue), [((n, n), {}) for n in range(6)])
-    command = worker(redis_url, key_prefix, "--burst", extra_env=command_env(OPTIONS))
-    try:
-        assert command.wait(60) == 0, command.log
-    finally:
-        command.close()
+    run_to_completion(worker(redis_url, key_prefix, "--burst", extra_env=command_env(OPTIONS)))
     response = Client().get("/threadmill/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status_code == 200
     finished = {

@@ -13,7 +13,7 @@ from django_threadmill.compat import TaskResultStatus
 from django_threadmill.reaper import reap_once
 from testproject.example.tasks import echo
 from testproject.redis_cluster import LocalCluster
-from tests.support import worker
+from tests.support import run_to_completion, worker
 
 from .conftest import command_env
 
@@ -49,13 +49,8 @@ def test_a_burst_worker_drains_every_node(
     tasks_options: dict[str, object],
 ) -> None:
     results = backend.enqueue_many(echo, [([n], {}) for n in range(120)])
-    command = worker(
-        redis_url, key_prefix, "--threads", "2", "--burst", extra_env=command_env(tasks_options)
-    )
-    try:
-        assert command.wait(60) == 0, command.log
-    finally:
-        command.close()
+    env = command_env(tasks_options)
+    run_to_completion(worker(redis_url, key_prefix, "--threads", "2", "--burst", extra_env=env))
     for result in results:
         result.refresh()
         assert result.status == TaskResultStatus.SUCCESSFUL

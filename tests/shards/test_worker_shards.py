@@ -8,7 +8,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.keys import shard_of
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import echo
-from tests.support import Command, wait_until, worker
+from tests.support import Command, run_to_completion, running, wait_until, worker
 
 from .conftest import SHARDS
 
@@ -17,25 +17,15 @@ OPTIONS = {"queue_shards": {"default": SHARDS}}
 
 @pytest.fixture
 def idle_worker(redis_url: str, key_prefix: str) -> Iterator[Command]:
-    command = worker(redis_url, key_prefix, "--threads", "2", options=OPTIONS)
-    try:
-        command.wait_for_log(r"Worker process started")
+    with running(worker(redis_url, key_prefix, "--threads", "2", options=OPTIONS)) as command:
         yield command
-        command.signal()
-        assert command.wait(30) == 0, command.log
-    finally:
-        command.close()
 
 
 def test_a_burst_worker_runs_every_shards_tasks(
     backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str
 ) -> None:
     results = backend.enqueue_many(echo, [([n], {}) for n in range(200)])
-    command = worker(redis_url, key_prefix, "--threads", "2", "--burst", options=OPTIONS)
-    try:
-        assert command.wait(60) == 0, command.log
-    finally:
-        command.close()
+    run_to_completion(worker(redis_url, key_prefix, "--threads", "2", "--burst", options=OPTIONS))
     for result in results:
         result.refresh()
         assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, result.args[0])
