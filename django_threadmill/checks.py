@@ -30,7 +30,33 @@ def _version(text: str) -> tuple[int, ...]:
 
 def check_backend(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
     """Return errors and warnings about the Redis behind ``backend`` and its schedules."""
-    return [*_redis_messages(backend), *schedule_messages(backend)]
+    return [*_redis_messages(backend), *schedule_messages(backend), *_shard_messages(backend)]
+
+
+def _shard_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
+    """Warn about ``queue_shards`` that cannot help: an unknown queue, or no cluster."""
+    sharded = [q for q, shards in backend.settings.queue_shards.items() if shards > 1]
+    messages: list[CheckMessage] = [
+        Warning(
+            f"TASKS[{backend.alias!r}]: OPTIONS['queue_shards'] names queue {queue!r}, which is "
+            "not in QUEUES, so no task can be enqueued to it.",
+            hint="Fix the queue name, or add the queue to QUEUES.",
+            id="threadmill.W004",
+        )
+        for queue in sharded
+        if backend.queues and queue not in backend.queues
+    ]
+    if sharded and not backend.settings.cluster:
+        messages.append(
+            Warning(
+                f"TASKS[{backend.alias!r}]: OPTIONS['queue_shards'] splits {sharded[0]!r} on a "
+                "single Redis, where every shard shares one CPU: it adds script calls and "
+                "spreads nothing.",
+                hint="Shard a queue on a Redis Cluster ('cluster': True), or drop 'queue_shards'.",
+                id="threadmill.W005",
+            )
+        )
+    return messages
 
 
 def _redis_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:

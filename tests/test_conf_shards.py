@@ -4,6 +4,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.checks import _shard_messages
 from django_threadmill.conf import read_settings
 
 
@@ -49,3 +50,18 @@ def test_a_sharded_queue_cannot_also_be_limited() -> None:
 def test_a_sharded_queue_name_must_be_valid() -> None:
     with pytest.raises(ImproperlyConfigured, match=r"Queue name 'bad#name' is not valid"):
         ThreadmillTaskBackend("default", {"OPTIONS": {"queue_shards": {"bad#name": 2}}})
+
+
+def test_checks_warn_about_shards_that_cannot_help(backend: ThreadmillTaskBackend) -> None:
+    params = {
+        "LOCATION": backend.settings.location,
+        "QUEUES": ["default"],
+        "OPTIONS": {"key_prefix": backend.settings.key_prefix, "queue_shards": {"hot": 4}},
+    }
+    messages = _shard_messages(ThreadmillTaskBackend("default", params))
+    assert [m.id for m in messages] == ["threadmill.W004", "threadmill.W005"]
+    assert messages[0].msg == (
+        "TASKS['default']: OPTIONS['queue_shards'] names queue 'hot', which is not in QUEUES, "
+        "so no task can be enqueued to it."
+    )
+    assert "on a single Redis, where every shard shares one CPU" in messages[1].msg
