@@ -1,6 +1,7 @@
 """ThreadmillTaskBackend: the django.tasks API on top of the broker, and nothing else."""
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import cached_property, partial
 from itertools import repeat
 from threading import Lock
@@ -118,11 +119,25 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     ) -> tuple[NewTask, TaskResult]:
         """Validate and encode one enqueue; raise before anything reaches Redis."""
         self.validate_task(task)
+        given_id, task_id = task_id, task_id or make_task_id(uuid4().hex, task.queue_name)
         enqueued_ms = now_ms()
         run_after_ms = None if task.run_after is None else to_ms(task.run_after)
-        args, kwargs = list(args), dict(kwargs)
         try:
-            payload = encode_payload(task, args, kwargs, run_after_ms, carrier())
+            result = TaskResult(
+                task=task,
+                id=task_id,
+                status=TaskResultStatus.READY,
+                enqueued_at=from_ms(enqueued_ms),
+                started_at=None,
+                finished_at=None,
+                last_attempted_at=None,
+                args=list(args),
+                kwargs=dict(kwargs),
+                backend=self.alias,
+                errors=[],
+                worker_ids=[],
+            )
+            payload = encode_payload(task, result.args, result.kwargs, run_after_ms, carrier())
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
@@ -133,22 +148,6 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 f"Arguments of task {task.module_path!r} are nested too deeply to store as JSON. "
                 "Flatten them, or store the data elsewhere and pass its key."
             ) from exc
-        guard = guard or unique_guard(task, args, kwargs)
-        task_id = task_id or self._new_task_id(task.queue_name, guard)
-        result = TaskResult(
-            task=task,
-            id=task_id,
-            status=TaskResultStatus.READY,
-            enqueued_at=from_ms(enqueued_ms),
-            started_at=None,
-            finished_at=None,
-            last_attempted_at=None,
-            args=args,
-            kwargs=kwargs,
-            backend=self.alias,
-            errors=[],
-            worker_ids=[],
-        )
         if len(payload) > self.settings.max_payload_bytes:
             raise ValueError(
                 f"Task {task.module_path!r} payload is {len(payload)} bytes, above "
@@ -156,6 +155,10 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 "elsewhere (a file or a model) and pass its key, or raise OPTIONS"
                 "['max_payload_bytes']."
             )
+        guard = guard or unique_guard(task, result.args, result.kwargs)
+        routed_id = None if given_id else self._unique_task_id(task.queue_name, guard)
+        if routed_id is not None:
+            task_id, result = routed_id, replace(result, id=routed_id)
         return NewTask(
             id=task_id,
             payload=payload,
@@ -165,14 +168,17 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             guard=guard,
         ), result
 
-    def _new_task_id(self, queue: str, guard: Guard | None) -> str:
-        """Return a new id for a task of ``queue``; equal unique tasks meet in one shard.
+    def _unique_task_id(self, queue: str, guard: Guard | None) -> str | None:
+        """Return a new id in the shard of a unique task's digest; None if it need not move.
 
-        Uniqueness is checked within the shard a task's id lands in, so on a sharded queue a
-        unique task's id is picked to land in the shard of its digest (keys.routed_task_id).
+        Uniqueness is checked within the shard a task's id lands in, so equal unique tasks on
+        a sharded queue must meet in one shard (keys.routed_task_id). The digest is known only
+        once the arguments are validated, so this id replaces the first one.
         """
         if guard is None or guard.kind is not GuardKind.UNIQUE:
-            return make_task_id(uuid4().hex, queue)
+            return None
+        if self.settings.shards_of(queue) == 1:
+            return None
         ids = (make_task_id(uuid4().hex, queue) for _ in repeat(None))
         return self.broker.routed_id(queue, ids, guard.name)
 
