@@ -7,6 +7,7 @@ import redis
 
 from django_threadmill.broker import Broker
 from django_threadmill.exceptions import PartlyEnqueued
+from django_threadmill.records import now_ms
 from tests.broker.conftest import WORKER, finish, new_task, start
 
 from .conftest import SHARDS, shard_counts, tasks_per_shard
@@ -50,20 +51,40 @@ def test_acquire_starts_at_the_next_shard_each_call(broker: Broker) -> None:
     assert shard_counts(broker, taken) == dict.fromkeys(range(SHARDS), 3)
 
 
-def test_acquire_moves_on_to_other_shards_until_count_is_met(broker: Broker) -> None:
+def test_acquire_splits_its_count_over_the_shards(broker: Broker) -> None:
+    """Seven over four shards: two each from the first three in turn, one from the last."""
     placed = tasks_per_shard(2)
     broker.enqueue("default", [task for tasks in placed.values() for task in tasks])
     acquired = broker.acquire("default", 7)
-    assert len(acquired.reservations) == 7
+    assert sorted(
+        shard_counts(broker, [r.lease.task_id for r in acquired.reservations]).values()
+    ) == [1, 2, 2, 2]
     assert len(broker.acquire("default", 7).reservations) == 1
     assert broker.acquire("default", 7).reservations == []
+
+
+def test_every_shard_is_asked_in_one_round_trip_even_for_nothing(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    """A shard asked for 0 still promotes its due delayed tasks and says when the next is due."""
+    placed = tasks_per_shard(1)
+    later = replace(placed[3][0], run_after_ms=now_ms() + 60_000)
+    broker.enqueue("default", [placed[0][0], later])
+    broker.acquire("emails", 1)  # loads the script: a NOSCRIPT round would count twice
+    before = redis_client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+    acquired = broker.acquire("default", 1)
+    after = redis_client.info("commandstats")["cmdstat_evalsha"]["calls"]
+    assert after - before == SHARDS
+    assert [r.lease.task_id for r in acquired.reservations] == [placed[0][0].id]
+    assert acquired.next_due_ms is not None
+    assert 0 < acquired.next_due_ms <= 60_000
 
 
 def test_priority_order_holds_within_a_shard(broker: Broker) -> None:
     placed = tasks_per_shard(2, SHARDS)
     low, high = placed[0]
     broker.enqueue("default", [low, replace(high, priority=10)])
-    [reservation] = broker.acquire("default", 1).reservations
+    [reservation] = broker.acquire("default", SHARDS).reservations  # one from each shard
     assert reservation.lease.task_id == high.id
 
 
