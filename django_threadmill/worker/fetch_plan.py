@@ -22,6 +22,7 @@ class FetchPlan:
         self.queues = queues
         self._first = 0
         self._empty: set[str] = set()
+        self.unasked: list[str] = []  # queues the last refill left out that may hold tasks
 
     def counts(self, free: int, is_held: Callable[[str], bool]) -> dict[str, int]:
         """Return how many tasks to ask each queue for, in turn order; at most ``free`` in all."""
@@ -34,7 +35,10 @@ class FetchPlan:
         share, remainder = divmod(free - len(probed), len(busy)) if busy else (0, 0)
         counts = {queue: share + (index < remainder) for index, queue in enumerate(busy)}
         counts.update((queue, 1) for queue in probed)
-        return {queue: counts[queue] for queue in open_queues if counts.get(queue, 0) > 0}
+        asked = {queue: counts[queue] for queue in open_queues if counts.get(queue, 0) > 0}
+        # Fewer slots than queues not known to be empty: some are left for the next refill.
+        self.unasked = [q for q in open_queues if q not in asked and q not in self._empty]
+        return asked
 
     def found(self, queue: str, fetched: int) -> None:
         """Remember whether ``queue`` had tasks, for the next refill's split."""

@@ -83,7 +83,9 @@ class Prefetcher(RoleThread):
         # Checked before fetching: a retry written after the fetch must not be missed.
         settled = self.burst and self.is_settled()
         fetched, next_due_ms = self._fetch(free)
-        if fetched:
+        if fetched or self._plan.unasked:
+            # Queues left out for want of slots may hold tasks: ask them before waiting, or
+            # --burst would stop with work left (the refill just marked the others empty).
             return
         if self.burst and not settled:
             self._wait_for_progress()

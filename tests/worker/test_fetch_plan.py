@@ -84,3 +84,14 @@ def test_never_more_than_the_free_slots() -> None:
         counts = plan.counts(free, never_held)
         assert sum(counts.values()) == free
         assert all(count > 0 for count in counts.values())
+
+
+def test_queues_left_out_for_want_of_slots_are_named_until_asked_or_found_empty() -> None:
+    plan = FetchPlan(("a", "b", "c"))
+
+    assert plan.counts(2, never_held) == {"a": 1, "b": 1}
+    assert plan.unasked == ["c"]
+    plan.found("a", 0)
+    plan.found("b", 0)
+    assert plan.counts(2, never_held) == {"b": 1, "c": 1}  # c is busy, b is probed
+    assert plan.unasked == []
