@@ -3,6 +3,7 @@
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..limits import QueueLimit
 from .core import BrokerCore
 from .metrics import waiting_since_ms
 from .payloads import task_path
@@ -11,6 +12,7 @@ from .types import Acquired, Lease, Reservation, stored_int, stored_lines
 from .wake import wake_groups
 
 PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
+PEEK = QueueLimit(concurrency=0)  # reserves nothing: see Acquiring._acquire_call
 
 
 def _reservation(
@@ -51,6 +53,16 @@ def _acquired(queue: str, reply: list[Any]) -> Acquired:
     )
 
 
+def _peeked(reply: list[Any]) -> Acquired:
+    """Read a peek's reply: tasks held back means ready tasks wait there, so look again now."""
+    waiting = reply[1] == 1
+    next_due_ms = int(reply[0])
+    return Acquired(
+        reservations=[],
+        next_due_ms=0 if waiting else (None if next_due_ms < 0 else next_due_ms),
+    )
+
+
 def merged_acquired(one: Acquired, other: Acquired) -> Acquired:
     """Return the replies of two acquire calls as one: both reservations, the sooner due time."""
     dues = [due for due in (one.next_due_ms, other.next_due_ms) if due is not None]
@@ -74,9 +86,10 @@ class Acquiring(BrokerCore):
 
         A sharded queue asks every shard in the same round trip, its count split evenly over
         them and the remainder going to the shard first in turn, which moves on by one each
-        call: no shard starves. A shard left with nothing to take is still asked (for 0), so
-        its due delayed tasks are promoted and its next due time is known. Priority order
-        holds within a shard, not across shards (docs/scaling.md).
+        call: no shard starves. A shard whose share is 0 is peeked at (``_acquire_call``); if
+        it holds ready tasks, the queue's reply says to look again now (``next_due_ms`` 0), so
+        a worker never takes a sharded queue for empty while a shard it skipped holds tasks.
+        Priority order holds within a shard, not across shards (docs/scaling.md).
         """
         if not counts:
             return []
@@ -88,13 +101,13 @@ class Acquiring(BrokerCore):
         calls = [self._acquire_call(queue, part, n) for queue, part, n in asked]
         replies = self._run_per_queue(calls, durable=False)
         acquired: dict[str, Acquired] = {}
-        for (queue, _, _), reply in zip(asked, replies, strict=True):
-            got = _acquired(queue, reply)
+        for (queue, _, n), reply in zip(asked, replies, strict=True):
+            got = _acquired(queue, reply) if n else _peeked(reply)
             acquired[queue] = merged_acquired(acquired[queue], got) if queue in acquired else got
         return [acquired[queue] for queue in counts]
 
     def _split(self, queue: str, count: int) -> list[tuple[str, int]]:
-        """Return each part of ``queue`` with how many tasks to ask it for."""
+        """Return each part of ``queue`` with how many tasks to ask it for (0: a peek)."""
         if self.settings.shards_of(queue) == 1:
             return [(queue, count)]
         parts = self.parts(queue)
@@ -104,14 +117,19 @@ class Acquiring(BrokerCore):
         return [(part, share + (index < remainder)) for index, part in enumerate(turn)]
 
     def _acquire_call(self, queue: str, part: str, count: int) -> ScriptCall:
-        """Return the acquire.lua call for one part of ``queue`` (itself, or one shard)."""
+        """Return the acquire.lua call for one part of ``queue`` (itself, or one shard).
+
+        A count of 0 is a peek: one task asked under a concurrency limit of 0, so the script
+        reserves nothing but still promotes due delayed tasks, returns the next due time, and
+        reports (as "held back") whether ready tasks are there.
+        """
         keys = self.queue_keys(part)
-        limit = self.settings.limit_of(queue)
+        limit = PEEK if count == 0 else self.settings.limit_of(queue)
         return ScriptCall(
             ScriptName.ACQUIRE,
             (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake, keys.rate),
             (
-                count,
+                max(count, 1),
                 self.settings.lease_ttl_ms,
                 PROMOTE_LIMIT,
                 "" if limit.concurrency is None else limit.concurrency,

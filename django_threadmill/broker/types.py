@@ -106,6 +106,14 @@ class Acquired:
     next_due_ms: int | None  # ms until a delayed task is due or a rate token; None if neither
     held_back: bool = False  # a queue limit kept ready tasks back: skip until next_due or a wake
 
+    @property
+    def found_work(self) -> bool:
+        """Tell whether the queue had work: tasks reserved, or some due now (next_due_ms 0).
+
+        A sharded queue answers "due now" when a shard it only peeked at holds ready tasks.
+        """
+        return bool(self.reservations) or self.next_due_ms == 0
+
 
 class Start(NamedTuple):
     """A start notice: the attempt under ``lease`` began at ``started_ms`` (worker clock)."""

@@ -80,6 +80,16 @@ def test_every_shard_is_asked_in_one_round_trip_even_for_nothing(
     assert 0 < acquired.next_due_ms <= 60_000
 
 
+def test_a_skipped_shard_with_tasks_says_look_again_now(broker: Broker) -> None:
+    """Asked for one task, three of four shards are only peeked at: one of them has it."""
+    [task] = tasks_per_shard(1)[1]
+    broker.enqueue("default", [task])
+    first = broker.acquire("default", 1)  # shard 0 asked, shards 1-3 peeked
+    assert (first.reservations, first.next_due_ms, first.held_back) == ([], 0, False)
+    [reservation] = broker.acquire("default", 1).reservations  # shard 1's turn
+    assert reservation.lease.task_id == task.id
+
+
 def test_priority_order_holds_within_a_shard(broker: Broker) -> None:
     placed = tasks_per_shard(2, SHARDS)
     low, high = placed[0]

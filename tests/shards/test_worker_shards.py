@@ -21,11 +21,15 @@ def idle_worker(redis_url: str, key_prefix: str) -> Iterator[Command]:
         yield command
 
 
+@pytest.mark.parametrize("prefetch", ["8", "2"])
 def test_a_burst_worker_runs_every_shards_tasks(
-    backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str
+    backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str, prefetch: str
 ) -> None:
+    """With a prefetch below the shard count, the shards a refill only peeks at still count:
+    the worker must not take the queue for empty while one of them holds tasks."""
     results = backend.enqueue_many(echo, [([n], {}) for n in range(200)])
-    run_to_completion(worker(redis_url, key_prefix, "--threads", "2", "--burst", options=OPTIONS))
+    args = ("--threads", "2", "--prefetch", prefetch, "--burst")
+    run_to_completion(worker(redis_url, key_prefix, *args, options=OPTIONS))
     for result in results:
         result.refresh()
         assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, result.args[0])
