@@ -6,7 +6,6 @@ from functools import cached_property, partial
 from itertools import repeat
 from threading import Lock
 from typing import Any
-from uuid import uuid4
 
 from asgiref.sync import sync_to_async
 
@@ -31,8 +30,9 @@ from .records import (
     decode_payload,
     encode_payload,
     error_json,
-    from_ms,
     load_task,
+    new_result,
+    new_task_hex,
     now_ms,
     to_ms,
 )
@@ -40,6 +40,7 @@ from .task import ThreadmillTask
 from .tracing import carrier, traced_aenqueue, traced_enqueue
 from .unique import unique_guard
 
+VALID_TASKS_KEPT = 1024  # tasks remembered as valid per backend; more start the set again
 _enqueuers: dict[tuple[type, str], Enqueuer] = {}
 _enqueuers_lock = Lock()
 
@@ -83,6 +84,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
         self.settings = read_settings(alias, params)
+        self._valid_tasks: dict[int, Task] = {}
         for queue in [*self.queues, *self.settings.queue_limits, *self.settings.queue_shards]:
             check_queue_name(queue)
 
@@ -102,11 +104,24 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         return self.settings.enqueue_on_commit if choice is None else bool(choice)
 
     def validate_task(self, task: Task) -> None:
+        """Refuse a task this backend cannot run; a task found valid once is not checked again.
+
+        Tasks are immutable and mostly enqueued many times, and checking one was a tenth of an
+        enqueue (issue 11). One with ``run_after`` is checked each time: that check reads
+        USE_TZ, and such a task is usually made for one call.
+        """
+        if self._valid_tasks.get(id(task)) is task:
+            return
         super().validate_task(task)
         try:
             check_queue_name(task.queue_name)
         except ImproperlyConfiguredThreadmill as exc:
             raise InvalidTask(str(exc)) from exc
+        if task.run_after is None:
+            if len(self._valid_tasks) >= VALID_TASKS_KEPT:
+                self._valid_tasks.clear()
+            # Keyed by id, holding the task: the id stays its own while it is kept here.
+            self._valid_tasks[id(task)] = task
 
     def _prepare(
         self,
@@ -119,24 +134,11 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     ) -> tuple[NewTask, TaskResult]:
         """Validate and encode one enqueue; raise before anything reaches Redis."""
         self.validate_task(task)
-        given_id, task_id = task_id, task_id or make_task_id(uuid4().hex, task.queue_name)
+        given_id, task_id = task_id, task_id or make_task_id(new_task_hex(), task.queue_name)
         enqueued_ms = now_ms()
         run_after_ms = None if task.run_after is None else to_ms(task.run_after)
         try:
-            result = TaskResult(
-                task=task,
-                id=task_id,
-                status=TaskResultStatus.READY,
-                enqueued_at=from_ms(enqueued_ms),
-                started_at=None,
-                finished_at=None,
-                last_attempted_at=None,
-                args=list(args),
-                kwargs=dict(kwargs),
-                backend=self.alias,
-                errors=[],
-                worker_ids=[],
-            )
+            result = new_result(task, task_id, enqueued_ms, args, kwargs, self.alias)
             payload = encode_payload(task, result.args, result.kwargs, run_after_ms, carrier())
         except (TypeError, ValueError) as exc:
             raise TypeError(
@@ -179,7 +181,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             return None
         if self.settings.shards_of(queue) == 1:
             return None
-        ids = (make_task_id(uuid4().hex, queue) for _ in repeat(None))
+        ids = (make_task_id(new_task_hex(), queue) for _ in repeat(None))
         return self.broker.routed_id(queue, ids, guard.name)
 
     @traced_enqueue

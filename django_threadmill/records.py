@@ -5,8 +5,11 @@ priority and run_after needed to rebuild the exact ``Task``. Records map back to
 """
 
 import json
+import os
 import time
 import traceback
+from collections.abc import Sequence
+from dataclasses import fields
 from datetime import UTC, datetime
 from functools import cache, lru_cache
 from typing import Any
@@ -63,6 +66,17 @@ def from_ms(value: int | str | None) -> datetime | None:
 
 # One encoder for every call: json.dumps with options builds a new one each time (about 1 µs).
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+# A random UUID's version (4) and variant (RFC 4122) bits, as uuid.uuid4() sets them.
+_UUID4_BITS = (0x4000 << 64) | (0x8000 << 48)
+_UUID4_MASK = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+
+
+def new_task_hex() -> str:
+    """Return a random UUID (version 4) as 32 hex digits, like ``uuid4().hex``.
+
+    Built from the integer: ``uuid.UUID``'s constructor was a tenth of an enqueue (issue 11).
+    """
+    return f"{int.from_bytes(os.urandom(16)) & _UUID4_MASK | _UUID4_BITS:032x}"
 
 
 def dumps(value: Any) -> str:
@@ -88,6 +102,61 @@ def encode_payload(
     payload["priority"] = task.priority
     payload["run_after_ms"] = run_after_ms
     return dumps(payload)
+
+
+# What Django's normalize_json returns unchanged (and json encodes): arguments of only these
+# types, in a tuple or list and a dict with str keys, need no normalising.
+FLAT = frozenset({str, int, float, bool, type(None)})
+STR_ONLY = frozenset({str})
+# TaskResult's fields as new_result fills them; should Django add one, its constructor is used.
+RESULT_FIELDS = ("task", "id", "status", "enqueued_at", "started_at", "finished_at")
+RESULT_FIELDS += ("last_attempted_at", "args", "kwargs", "backend", "errors", "worker_ids")
+_BY_FIELD = {field.name for field in fields(TaskResult)} == {*RESULT_FIELDS, "_return_value"}
+
+
+def _flat(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    return (
+        type(args) in (tuple, list)
+        and type(kwargs) is dict
+        and FLAT.issuperset(map(type, args))
+        and STR_ONLY.issuperset(map(type, kwargs))
+        and FLAT.issuperset(map(type, kwargs.values()))
+    )
+
+
+def new_result(
+    task: Task,
+    task_id: str,
+    enqueued_ms: int,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    backend: str,
+) -> TaskResult:
+    """Return the READY ``TaskResult`` of a new enqueue.
+
+    TaskResult normalises its arguments (``normalize_json``) in ``__post_init__``. Flat
+    arguments are normalised already, so for them the result is built field by field, without
+    that pass: it was a sixth of the time of 10,000 concurrent aenqueue calls (issue 11).
+    """
+    result = object.__new__(TaskResult)
+    set_field = object.__setattr__  # TaskResult is frozen
+    set_field(result, "task", task)
+    set_field(result, "id", task_id)
+    set_field(result, "status", TaskResultStatus.READY)
+    set_field(result, "enqueued_at", from_ms(enqueued_ms))
+    set_field(result, "started_at", None)
+    set_field(result, "finished_at", None)
+    set_field(result, "last_attempted_at", None)
+    set_field(result, "args", list(args))
+    set_field(result, "kwargs", dict(kwargs))
+    set_field(result, "backend", backend)
+    set_field(result, "errors", [])
+    set_field(result, "worker_ids", [])
+    set_field(result, "_return_value", None)
+    if _BY_FIELD and _flat(args, kwargs):
+        return result
+    # Anything else TaskResult normalises itself (or refuses), as Django builds it.
+    return TaskResult(**{name: getattr(result, name) for name in RESULT_FIELDS})
 
 
 def load_task(path: str, *, backend: str, queue: str, payload: dict[str, Any]) -> Task:
