@@ -15,6 +15,7 @@ import redis.sentinel
 from redis.connection import SSLConnection, parse_url
 
 from ..conf import BackendSettings, SentinelSettings
+from .packing import packing_class
 
 type SyncClient = redis.Redis | redis.RedisCluster
 type AsyncClient = redis.asyncio.Redis | redis.asyncio.RedisCluster
@@ -73,4 +74,5 @@ def aconnect(settings: BackendSettings, options: dict[str, Any]) -> AsyncClient:
         primary = _primary_options(settings.location, options)
         return manager.master_for(settings.sentinel.service_name, **primary)
     pool = redis.asyncio.BlockingConnectionPool.from_url(settings.location, **options)
+    pool.connection_class = packing_class(pool.connection_class)  # TCP, TLS or Unix socket
     return redis.asyncio.Redis.from_pool(pool)
