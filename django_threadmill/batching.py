@@ -36,16 +36,31 @@ class Latch:
     when 64 threads are each woken once per batch (DESIGN.md §10, threads must not cost).
     """
 
-    __slots__ = ("_lock",)
+    __slots__ = ("_lock", "_open")
 
     def __init__(self) -> None:
         self._lock = Lock()
         self._lock.acquire()
+        self._open = False
 
-    def wait(self) -> None:
-        self._lock.acquire()
+    def wait(self) -> BaseException | None:
+        """Block until opened; return, not raise, an interrupt that came meanwhile.
+
+        A woken caller may have been handed a duty (send the next batch, wake the next
+        caller) that others wait on, so the interrupt (KeyboardInterrupt in the main thread)
+        is raised by the caller once that is done: at most one round trip later.
+        """
+        interrupted: BaseException | None = None
+        while True:
+            try:
+                while not self._open:  # set before the release: a wait interrupted after its
+                    self._lock.acquire()  # acquire succeeded does not block again
+                return interrupted
+            except BaseException as exc:
+                interrupted = exc
 
     def open(self) -> None:
+        self._open = True
         self._lock.release()
 
 

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from weakref import WeakKeyDictionary
 
 from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settling, tasks_by_queue
@@ -26,17 +27,20 @@ type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]]]
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class Waiter(Pending):
-    """A thread's pending call, with the latch that wakes it."""
+    """A thread's pending call, with the latch that wakes it and what it does once woken."""
 
     sender: bool = False  # handed the line: this thread sends the next batch
+    next: "Waiter | None" = None  # the caller of the same batch this one wakes in turn
     woken: Latch = field(default_factory=Latch)
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class Announced(Pending):
-    """An event loop's pending call, with the result the flusher announces once stored."""
+    """An event loop's pending call: the result the flusher announces once stored, and the
+    future its caller awaits."""
 
     result: TaskResult
+    future: asyncio.Future[str | None]
 
 
 class ThreadCoalescer:
@@ -55,29 +59,51 @@ class ThreadCoalescer:
         if self._line.join(waiter):
             self._send_batch(waiter)
         else:
-            waiter.woken.wait()  # bounded: the sender's call is bounded by the pool and socket
+            # Bounded: the sender's call is bounded by the pool and socket timeouts.
+            interrupted = waiter.woken.wait()
+            if waiter.next is not None:  # first: the rest of the batch waits on it
+                waiter.next.woken.open()
             if waiter.sender:
                 self._send_batch(waiter)
+            if interrupted is not None:
+                raise interrupted
         if waiter.error is not None:
             raise waiter.error
         return waiter.holder
 
     def _send_batch(self, sender: Waiter) -> None:
-        """Send what is waiting (``sender``'s own call among it), then wake every other caller
-        of the batch and hand the line to the first caller that arrived meanwhile."""
+        """Send what is waiting (``sender``'s own call among it), then wake the other callers
+        of the batch one after another, and, among them, the caller the line is handed to:
+        the first that arrived meanwhile, which sends the next batch."""
         groups = grouped(self._line.take())
         try:
             with settling(groups) as settle:
                 settle(self._send(tasks_by_queue(groups)))
         finally:
             following = self._line.release()
+            woken = [waiter for group in groups.values() for waiter in group]
+            woken.remove(sender)
             if following is not None:
                 following.sender = True
-                following.woken.open()
-            for group in groups.values():
-                for waiter in group:
-                    if waiter is not sender:
-                        waiter.woken.open()
+                # Woken first, the next sender would send only the few callers that arrived
+                # during this round trip; woken last, nobody would work while its batch is in
+                # Redis. Measured with 64 threads on 2 cores (issue 11): first 10,900 tasks/s
+                # (15 per batch), last 12,600, three quarters of the way 13,100.
+                woken.insert(len(woken) * 3 // 4, following)
+            wake_in_turn(woken)
+
+
+def wake_in_turn(waiters: list[Waiter]) -> None:
+    """Wake the first of ``waiters``; each, once woken, wakes the next before anything else.
+
+    Woken at once, they would all fight for the GIL at once: with 64 threads on 2 cores that
+    was four context switches per call instead of one, and 8,700 tasks/s instead of 12,600
+    (issue 11). One at a time, each takes the GIL as the one before blocks again.
+    """
+    for waiter, following in pairwise(waiters):
+        waiter.next = following
+    if waiters:
+        waiters[0].woken.open()
 
 
 class LoopCoalescer:
@@ -93,23 +119,23 @@ class LoopCoalescer:
         self._send = send
         self._announce = announce
         self._line: Line[Announced] = Line()
-        self._futures: dict[Announced, asyncio.Future[str | None]] = {}
         # A strong reference to the running flusher: the event loop keeps only weak ones.
         self._flusher: asyncio.Task[None] | None = None
 
-    async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> str | None:
+    def aenqueue(
+        self, loop: asyncio.AbstractEventLoop, queue: str, task: NewTask, result: TaskResult
+    ) -> asyncio.Future[str | None]:
         """Store and announce ``task``, alone or with the calls waiting beside it.
 
-        Return the id of the unfinished task a unique ``task`` duplicates (then nothing was
-        stored or announced), or None.
+        Return a future of the id of the unfinished task a unique ``task`` duplicates (then
+        nothing was stored or announced), or None. A plain function, not a coroutine: 10,000
+        waiting calls are 10,000 fewer objects for the garbage collector to walk (issue 11).
         """
-        pending = Announced(queue=queue, task=task, result=result)
-        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._futures[pending] = future
+        pending = Announced(queue=queue, task=task, result=result, future=loop.create_future())
         if self._line.join(pending):
-            self._flusher = asyncio.create_task(self._flush(), name="threadmill-enqueue")
+            self._flusher = loop.create_task(self._flush(), name="threadmill-enqueue")
             self._flusher.add_done_callback(self._flusher_done)
-        return await future
+        return pending.future
 
     async def _flush(self) -> None:
         """Send batches until nobody waits."""
@@ -159,7 +185,7 @@ class LoopCoalescer:
             pending.error = error
 
     def _resolve(self, pending: Announced) -> None:
-        future = self._futures.pop(pending)
+        future = pending.future
         if future.done():  # its caller was cancelled; the task was sent all the same
             return
         if pending.error is None:
@@ -184,11 +210,12 @@ class Enqueuer:
         the id of the unfinished task a unique one duplicates, or None."""
         return self._threads.enqueue(queue, task)
 
-    async def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> str | None:
-        """Store and announce one task, coalesced within the running event loop."""
+    def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> asyncio.Future[str | None]:
+        """Store and announce one task, coalesced within the running event loop; return the
+        future of what ``enqueue`` returns."""
         loop = asyncio.get_running_loop()
         coalescer = self._loops.get(loop)
         if coalescer is None:
             coalescer = LoopCoalescer(self.broker.aenqueue_groups, self._announce)
             self._loops[loop] = coalescer
-        return await coalescer.aenqueue(queue, task, result)
+        return coalescer.aenqueue(loop, queue, task, result)
