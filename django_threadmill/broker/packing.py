@@ -1,9 +1,11 @@
-"""Pack the asyncio client's commands with hiredis, as redis-py already does for its sync client.
+"""Pack commands with hiredis in one call, for the sync and the asyncio client alike.
 
 redis-py's asyncio connection packs in Python and copies its buffer once per argument: for one
 coalesced enqueue of 10,000 tasks (50,000 arguments) that took 7 µs per task, an eighth of the
-burst (issue 11); hiredis packs the same bytes in C, ten times faster. Without the ``hiredis``
-extra, or with an encoding other than UTF-8, redis-py packs as before.
+burst (issue 11); hiredis packs the same bytes in C, ten times faster. redis-py's sync client
+uses hiredis already, but first copies the arguments through a generator (2.4 µs per task
+instead of 0.8). Without the ``hiredis`` extra, or with an encoding other than UTF-8, redis-py
+packs as before.
 """
 
 from functools import cache
@@ -18,7 +20,7 @@ UTF8 = ("utf-8", "utf8")
 
 
 class HiredisPacking:
-    """Mixed into a redis-py asyncio connection class: ``pack_command`` in C."""
+    """Mixed into a redis-py connection class (sync or asyncio): ``pack_command`` in C."""
 
     encoder: Any
 

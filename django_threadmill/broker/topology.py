@@ -56,6 +56,7 @@ def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
         primary = _primary_options(settings.location, options)
         return manager.master_for(settings.sentinel.service_name, **primary)
     pool = redis.BlockingConnectionPool.from_url(settings.location, **options)
+    pool.connection_class = packing_class(pool.connection_class)  # TCP, TLS or Unix socket
     return redis.Redis.from_pool(pool)
 
 

@@ -1,10 +1,11 @@
-"""The asyncio client packs commands with hiredis, byte for byte as redis-py would (issue 11)."""
+"""Both clients pack commands with hiredis, byte for byte as redis-py would (issue 11)."""
 
 import asyncio
 
 import pytest
 import redis
 import redis.asyncio.connection as aconnection
+import redis.connection
 
 from django_threadmill.broker import Broker
 from django_threadmill.broker.packing import HiredisPacking, packing_class
@@ -16,17 +17,26 @@ COMMANDS = [
 ]
 
 
+CLASSES = [aconnection.Connection, redis.connection.Connection]
+
+
+@pytest.mark.parametrize("connection_class", CLASSES, ids=["asyncio", "sync"])
 @pytest.mark.parametrize("command", COMMANDS, ids=["evalsha", "two-words", "bytes-and-big-int"])
-def test_hiredis_packs_what_redis_py_packs(command: tuple[object, ...]) -> None:
-    plain = aconnection.Connection()
-    packing = packing_class(aconnection.Connection)()
+def test_hiredis_packs_what_redis_py_packs(
+    connection_class: type, command: tuple[object, ...]
+) -> None:
+    plain = connection_class()
+    packing = packing_class(connection_class)()
     assert b"".join(packing.pack_command(*command)) == b"".join(plain.pack_command(*command))
 
 
-def test_what_hiredis_refuses_redis_py_refuses_as_before() -> None:
-    packing = packing_class(aconnection.Connection)()
-    with pytest.raises(redis.DataError, match="Invalid input of type: 'bool'"):
-        packing.pack_command("SET", "key", True)
+@pytest.mark.parametrize("connection_class", CLASSES, ids=["asyncio", "sync"])
+def test_what_hiredis_refuses_redis_py_refuses_as_before(connection_class: type) -> None:
+    with pytest.raises(redis.DataError) as before:
+        connection_class().pack_command("SET", "key", True)
+    with pytest.raises(redis.DataError) as now:
+        packing_class(connection_class)().pack_command("SET", "key", True)
+    assert str(now.value) == str(before.value)
 
 
 def test_another_encoding_is_packed_by_redis_py() -> None:
@@ -36,10 +46,12 @@ def test_another_encoding_is_packed_by_redis_py() -> None:
     assert b"".join(packing.pack_command(*command)) == b"".join(plain.pack_command(*command))
 
 
-def test_the_asyncio_client_of_one_redis_packs_with_hiredis(broker: Broker) -> None:
+def test_both_clients_of_one_redis_pack_with_hiredis(broker: Broker) -> None:
     async def connection_class() -> type:
         client, _ = broker._async_client()  # no public view of the loop's pool
         assert await client.ping()
         return client.connection_pool.connection_class
 
     assert issubclass(asyncio.run(connection_class()), HiredisPacking)
+    assert broker.client.ping()
+    assert issubclass(broker.client.connection_pool.connection_class, HiredisPacking)
