@@ -49,6 +49,16 @@ def test_one_loops_concurrent_calls_are_one_script_call(
     assert [backend.get_result(r.id).args for r in outcomes] == [[n] for n in range(200)]
 
 
+def test_a_big_batch_goes_as_several_calls_at_once(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("django_threadmill.coalesce.CHUNK_TASKS", 3)
+    before = script_calls(redis_client)
+    outcomes = asyncio.run(gather(*(echo.aenqueue(n) for n in range(7))))
+    assert script_calls(redis_client) - before == 3  # 3 + 3 + 1
+    assert [backend.get_result(r.id).args for r in outcomes] == [[n] for n in range(7)]
+
+
 def test_a_lone_call_is_one_script_call(
     backend: ThreadmillTaskBackend, redis_client: redis.Redis
 ) -> None:
