@@ -15,7 +15,7 @@ import redis.sentinel
 from redis.connection import SSLConnection, parse_url
 
 from ..conf import BackendSettings, SentinelSettings
-from .packing import packing_class
+from .packing import packing_class, sync_packing
 
 type SyncClient = redis.Redis | redis.RedisCluster
 type AsyncClient = redis.asyncio.Redis | redis.asyncio.RedisCluster
@@ -55,8 +55,7 @@ def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
         )
         primary = _primary_options(settings.location, options)
         return manager.master_for(settings.sentinel.service_name, **primary)
-    pool = redis.BlockingConnectionPool.from_url(settings.location, **options)
-    pool.connection_class = packing_class(pool.connection_class)  # TCP, TLS or Unix socket
+    pool = redis.BlockingConnectionPool.from_url(settings.location, **options, **sync_packing())
     return redis.Redis.from_pool(pool)
 
 

@@ -8,7 +8,7 @@ import redis.asyncio.connection as aconnection
 import redis.connection
 
 from django_threadmill.broker import Broker
-from django_threadmill.broker.packing import HiredisPacking, packing_class
+from django_threadmill.broker.packing import HiredisPacker, HiredisPacking, packing_class
 
 COMMANDS = [
     ("EVALSHA", "0123abcd", 2, "tm:{d:q}:t:", "tm:{d:q}:ready", "id@q", '{"a":"é"}', 0, 12.5),
@@ -17,25 +17,33 @@ COMMANDS = [
 ]
 
 
-CLASSES = [aconnection.Connection, redis.connection.Connection]
+def sync_packing() -> redis.connection.Connection:
+    return redis.connection.Connection(command_packer=HiredisPacker())
 
 
-@pytest.mark.parametrize("connection_class", CLASSES, ids=["asyncio", "sync"])
+# Per client: a connection that packs as redis-py does, and one that packs as ours do.
+CONNECTIONS = {
+    "asyncio": (aconnection.Connection, lambda: packing_class(aconnection.Connection)()),
+    "sync": (redis.connection.Connection, sync_packing),
+}
+
+
+@pytest.mark.parametrize("kind", CONNECTIONS)
 @pytest.mark.parametrize("command", COMMANDS, ids=["evalsha", "two-words", "bytes-and-big-int"])
-def test_hiredis_packs_what_redis_py_packs(
-    connection_class: type, command: tuple[object, ...]
-) -> None:
-    plain = connection_class()
-    packing = packing_class(connection_class)()
-    assert b"".join(packing.pack_command(*command)) == b"".join(plain.pack_command(*command))
+def test_hiredis_packs_what_redis_py_packs(kind: str, command: tuple[object, ...]) -> None:
+    plain, packing = CONNECTIONS[kind]
+    packed = packing().pack_command(*command)
+    assert len(packed) == 1  # one hiredis call
+    assert packed[0] == b"".join(plain().pack_command(*command))
 
 
-@pytest.mark.parametrize("connection_class", CLASSES, ids=["asyncio", "sync"])
-def test_what_hiredis_refuses_redis_py_refuses_as_before(connection_class: type) -> None:
+@pytest.mark.parametrize("kind", CONNECTIONS)
+def test_what_hiredis_refuses_redis_py_refuses_as_before(kind: str) -> None:
+    plain, packing = CONNECTIONS[kind]
     with pytest.raises(redis.DataError) as before:
-        connection_class().pack_command("SET", "key", True)
+        plain().pack_command("SET", "key", True)
     with pytest.raises(redis.DataError) as now:
-        packing_class(connection_class)().pack_command("SET", "key", True)
+        packing().pack_command("SET", "key", True)
     assert str(now.value) == str(before.value)
 
 
@@ -53,5 +61,6 @@ def test_both_clients_of_one_redis_pack_with_hiredis(broker: Broker) -> None:
         return client.connection_pool.connection_class
 
     assert issubclass(asyncio.run(connection_class()), HiredisPacking)
+    pool = broker.client.connection_pool
+    assert isinstance(pool.connection_kwargs["command_packer"], HiredisPacker)
     assert broker.client.ping()
-    assert issubclass(broker.client.connection_pool.connection_class, HiredisPacking)
