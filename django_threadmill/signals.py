@@ -19,7 +19,7 @@ _LOG_RECEIVER_IDS = frozenset(id(receiver) for receiver in TASK_LOG_RECEIVERS)
 
 def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
     """Send a django.tasks signal; a failing receiver is logged, never raised."""
-    if not _heard(signal, result):
+    if not heard(signal, result):
         return
     for receiver, response in signal.send_robust(sender, task_result=result):
         if isinstance(response, BaseException):
@@ -31,7 +31,7 @@ def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
             )
 
 
-def _heard(signal: Any, result: TaskResult) -> bool:
+def heard(signal: Any, result: TaskResult) -> bool:
     """Tell whether sending ``signal`` about ``result`` can have an effect.
 
     Django's receivers log a failure at ERROR and anything else at INFO or below (enqueue at
