@@ -1,14 +1,13 @@
 """ThreadmillTaskBackend: the django.tasks API on top of the broker, and nothing else."""
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from functools import cached_property, partial
 from itertools import repeat
 from threading import Lock
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
+from .announce import announce, announcer
 from .broker import Broker, Guard, GuardKind, NewTask
 from .broker.keys import make_task_id, queue_of
 from .coalesce import Enqueuer
@@ -19,7 +18,6 @@ from .compat import (
     TaskResult,
     TaskResultDoesNotExist,
     TaskResultStatus,
-    task_enqueued,
 )
 from .conf import BackendSettings, check_queue_name, read_settings
 from .exceptions import Cancelled, ImproperlyConfiguredThreadmill
@@ -36,7 +34,6 @@ from .records import (
     now_ms,
     to_ms,
 )
-from .signals import heard
 from .task import ThreadmillTask
 from .tracing import carrier, traced_aenqueue, traced_enqueue
 from .unique import unique_guard
@@ -57,42 +54,6 @@ def enqueuer_for(backend_class: type, settings: BackendSettings) -> Enqueuer:
         if key not in _enqueuers:
             _enqueuers[key] = Enqueuer(Broker(settings), announcer(backend_class))
         return _enqueuers[key]
-
-
-def announcer(sender: type) -> Callable[[list[TaskResult]], Awaitable[list[Exception | None]]]:
-    """Return how an event loop announces a batch: task_enqueued for each result, in one hop
-    to a sync thread, and no hop when nothing would hear it (signals.heard)."""
-    hop = sync_to_async(partial(announce_each, sender))
-
-    async def announce(results: list[TaskResult]) -> list[Exception | None]:
-        if not heard(task_enqueued, results[0]):  # every result of a batch is READY
-            return [None] * len(results)
-        return await hop(results)
-
-    return announce
-
-
-def announce_each(sender: type, results: list[TaskResult]) -> list[Exception | None]:
-    """Send task_enqueued for each of ``results``; return what a receiver raised, per result."""
-    errors: list[Exception | None] = []
-    for result in results:
-        try:
-            task_enqueued.send(sender, task_result=result)
-        except Exception as exc:  # that caller's own error, as Signal.send would raise it
-            errors.append(exc)
-        else:
-            errors.append(None)
-    return errors
-
-
-def announce(sender: type, result: TaskResult) -> None:
-    """Send task_enqueued for ``result``, unless nothing would hear it (signals.heard).
-
-    Django's own receiver only logs at DEBUG: sending to it alone, with a quiet logger, was
-    3 µs of each enqueue in a burst (issue 11).
-    """
-    if heard(task_enqueued, result):
-        task_enqueued.send(sender, task_result=result)
 
 
 class ThreadmillTaskBackend(BaseTaskBackend):

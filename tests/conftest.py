@@ -1,5 +1,6 @@
 """Shared fixtures: a real Redis, a key prefix per test, a broker, and leak guards."""
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
-from django_threadmill.compat import task_backends
+from django_threadmill.compat import TASKS_LOGGER_NAME, task_backends
 from testproject.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
 from tests.worker.conftest import start_worker
 
@@ -89,3 +90,13 @@ def no_leaked_threads() -> Iterator[None]:
     yield
     leaked = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
     assert not leaked, f"test leaked threads: {leaked}"
+
+
+@pytest.fixture
+def tasks_logger_at(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Set the django.tasks logger to the level the test is parametrised with (indirect)."""
+    tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
+    level = tasks_logger.level
+    tasks_logger.setLevel(request.param)
+    yield
+    tasks_logger.setLevel(level)

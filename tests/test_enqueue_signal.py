@@ -2,7 +2,7 @@
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -35,15 +35,6 @@ def loop_burst(count: int) -> list[TaskResult]:
 @pytest.fixture(params=[thread_burst, loop_burst], ids=["enqueue", "aenqueue"])
 def burst(request: pytest.FixtureRequest) -> Burst:
     return request.param  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def tasks_logger_at(request: pytest.FixtureRequest) -> Iterator[None]:
-    tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
-    level = tasks_logger.level
-    tasks_logger.setLevel(request.param)
-    yield
-    tasks_logger.setLevel(level)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ The worker's executor runs in this process here, on a task acquired from the tes
 """
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,15 +30,6 @@ def run_one(backend: ThreadmillTaskBackend) -> Outcome:
     return (
         Executor("signals-worker", backend.alias, type(backend)).run(reservation, now_ms()).outcome
     )
-
-
-@pytest.fixture
-def tasks_logger_at(request: pytest.FixtureRequest) -> Iterator[None]:
-    tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
-    level = tasks_logger.level
-    tasks_logger.setLevel(request.param)
-    yield
-    tasks_logger.setLevel(level)
 
 
 @pytest.fixture
