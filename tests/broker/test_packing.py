@@ -10,6 +10,8 @@ import redis.connection
 from django_threadmill.broker import Broker
 from django_threadmill.broker.packing import HiredisPacker, HiredisPacking, packing_class
 
+pytest.importorskip("hiredis", reason="the hiredis extra is not installed: redis-py packs")
+
 COMMANDS = [
     ("EVALSHA", "0123abcd", 2, "tm:{d:q}:t:", "tm:{d:q}:ready", "id@q", '{"a":"é"}', 0, 12.5),
     ("CLIENT SETNAME", "threadmill"),  # a command name of two words is two arguments
