@@ -100,8 +100,9 @@ def wake_in_turn(waiters: list[Waiter]) -> None:
     """Wake the first of ``waiters``; each, once woken, wakes the next before anything else.
 
     Woken at once, they would all fight for the GIL at once: with 64 threads on 2 cores that
-    was four context switches per call instead of one, and 8,700 tasks/s instead of 12,600
-    (issue 11). One at a time, each takes the GIL as the one before blocks again.
+    was four context switches per call instead of one or two, and 8,000-8,600 tasks/s against
+    13,400-13,900 in the same run (issue 11). One at a time, each takes the GIL as the one
+    before blocks again.
     """
     for waiter, following in pairwise(waiters):
         waiter.next = following
