@@ -40,9 +40,9 @@ class FetchPlan:
         self.unasked = [q for q in open_queues if q not in asked and q not in self._empty]
         return asked
 
-    def found(self, queue: str, fetched: int) -> None:
+    def found(self, queue: str, had_tasks: bool) -> None:
         """Remember whether ``queue`` had tasks, for the next refill's split."""
-        if fetched:
+        if had_tasks:
             self._empty.discard(queue)
         else:
             self._empty.add(queue)

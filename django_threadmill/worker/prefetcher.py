@@ -117,7 +117,7 @@ class Prefetcher(RoleThread):
             if acquired.held_back:  # a limit, not an empty queue, kept its tasks back
                 self._held_back.hold(queue, acquired.next_due_ms)
             else:
-                self._plan.found(queue, int(acquired.found_work))  # a shard may hold work
+                self._plan.found(queue, acquired.found_work)  # a shard may hold work
             if acquired.reservations:
                 self.held.add([r.lease for r in acquired.reservations])
                 self.buffer.put_many(acquired.reservations)

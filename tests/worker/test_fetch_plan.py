@@ -17,36 +17,36 @@ def test_unknown_queues_share_evenly_and_the_first_in_turn_rotates() -> None:
 
 def test_an_empty_queue_is_probed_with_one_slot_and_the_busy_one_gets_the_rest() -> None:
     plan = FetchPlan(("default", "emails", "reports"))
-    plan.found("default", 40)
-    plan.found("emails", 0)
-    plan.found("reports", 0)
+    plan.found("default", True)
+    plan.found("emails", False)
+    plan.found("reports", False)
 
     assert plan.counts(64, never_held) == {"default": 62, "emails": 1, "reports": 1}
 
 
 def test_a_probed_queue_that_had_a_task_gets_its_share_next_time() -> None:
     plan = FetchPlan(("default", "emails"))
-    plan.found("default", 64)
-    plan.found("emails", 0)
+    plan.found("default", True)
+    plan.found("emails", False)
     assert plan.counts(64, never_held) == {"default": 63, "emails": 1}
 
-    plan.found("emails", 1)
+    plan.found("emails", True)
 
     assert plan.counts(64, never_held) == {"emails": 32, "default": 32}
 
 
 def test_when_every_queue_was_empty_all_share_again() -> None:
     plan = FetchPlan(("a", "b"))
-    plan.found("a", 0)
-    plan.found("b", 0)
+    plan.found("a", False)
+    plan.found("b", False)
 
     assert plan.counts(10, never_held) == {"a": 5, "b": 5}
 
 
 def test_forget_empty_makes_every_queue_busy_again() -> None:
     plan = FetchPlan(("a", "b"))
-    plan.found("a", 3)
-    plan.found("b", 0)
+    plan.found("a", True)
+    plan.found("b", False)
 
     plan.forget_empty()
 
@@ -63,7 +63,7 @@ def test_fewer_slots_than_queues_go_to_the_queues_in_turn() -> None:
 
 def test_busy_queues_come_before_probes_when_slots_are_short() -> None:
     plan = FetchPlan(("a", "b", "c"))
-    plan.found("a", 0)
+    plan.found("a", False)
 
     assert plan.counts(2, never_held) == {"b": 1, "c": 1}
     assert plan.counts(3, never_held) == {"a": 1, "b": 1, "c": 1}
@@ -78,8 +78,8 @@ def test_held_back_queues_are_not_asked() -> None:
 
 def test_never_more_than_the_free_slots() -> None:
     plan = FetchPlan(("a", "b", "c", "d"))
-    plan.found("b", 0)
-    plan.found("d", 0)
+    plan.found("b", False)
+    plan.found("d", False)
     for free in range(1, 20):
         counts = plan.counts(free, never_held)
         assert sum(counts.values()) == free
@@ -91,7 +91,7 @@ def test_queues_left_out_for_want_of_slots_are_named_until_asked_or_found_empty(
 
     assert plan.counts(2, never_held) == {"a": 1, "b": 1}
     assert plan.unasked == ["c"]
-    plan.found("a", 0)
-    plan.found("b", 0)
+    plan.found("a", False)
+    plan.found("b", False)
     assert plan.counts(2, never_held) == {"b": 1, "c": 1}  # c is busy, b is probed
     assert plan.unasked == []
