@@ -112,6 +112,19 @@ def run_through_failover(
     return enqueuer
 
 
+def assert_failover_loses_nothing(
+    location: str,
+    key_prefix: str,
+    env: dict[str, str],
+    queues: Sequence[str],
+    fail_over: Callable[[], None],
+    log: Path,
+) -> None:
+    """Run a worker and an enqueuer through ``fail_over``; every acknowledged task ran once at
+    least and ended SUCCESSFUL or FAILED (the cluster and Sentinel failover tests)."""
+    assert_none_lost(run_through_failover(location, key_prefix, env, queues, fail_over, log), log)
+
+
 def assert_none_lost(enqueuer: Enqueuer, log: Path) -> None:
     """Every acknowledged task ran and ended SUCCESSFUL or FAILED."""
     counts = statuses(enqueuer.acknowledged)

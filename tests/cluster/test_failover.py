@@ -11,7 +11,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.redis_cluster import LocalCluster, local_cluster
-from tests.failover import SLOW, assert_none_lost, run_through_failover
+from tests.failover import SLOW, assert_failover_loses_nothing
 
 from .conftest import QUEUES, command_env, skip_without_cluster_support
 
@@ -32,11 +32,10 @@ def test_primary_killed_mid_run_loses_no_acknowledged_task(
     key_prefix: str,
     tmp_path: Path,
 ) -> None:
-    log = tmp_path / "runs.log"
-
     def fail_over() -> None:
         cluster.restart(cluster.kill_primary_of(backend.broker.queue_keys("images").ready))
 
     env = command_env(tasks_options)
-    enqueuer = run_through_failover(cluster.url, key_prefix, env, QUEUES, fail_over, log)
-    assert_none_lost(enqueuer, log)
+    assert_failover_loses_nothing(
+        cluster.url, key_prefix, env, QUEUES, fail_over, tmp_path / "runs.log"
+    )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from testproject.redis_sentinel import LocalSentinel, local_sentinel
-from tests.failover import SLOW, assert_none_lost, run_through_failover
+from tests.failover import SLOW, assert_failover_loses_nothing
 
 from .conftest import LOCATION, command_env
 
@@ -31,11 +31,10 @@ def test_primary_killed_mid_run_loses_no_acknowledged_task(
     key_prefix: str,
     tmp_path: Path,
 ) -> None:
-    log = tmp_path / "runs.log"
-
     def fail_over() -> None:
         sentinel_setup.restart(sentinel_setup.kill_primary())
 
     env = command_env(tasks_options)
-    enqueuer = run_through_failover(LOCATION, key_prefix, env, QUEUES, fail_over, log)
-    assert_none_lost(enqueuer, log)
+    assert_failover_loses_nothing(
+        LOCATION, key_prefix, env, QUEUES, fail_over, tmp_path / "runs.log"
+    )
