@@ -39,15 +39,38 @@ def _reservation(
         workers=stored_lines(workers),
         enqueued_ms=enqueued,
         started_ms=started,
-        errors=list(errors),
+        errors=errors,
     )
+
+
+def _reservations(queue: str, flat: list[Any]) -> list[Reservation]:
+    """Read acquire.lua's flat task entries: seven values, then ``nerrors`` error texts."""
+    reservations = []
+    at = 0
+    while at < len(flat):
+        task_id, token, payload, workers, enqueued_ms, started_ms, nerrors = flat[at : at + 7]
+        errors_end = at + 7 + int(nerrors)
+        reservations.append(
+            _reservation(
+                queue,
+                task_id,
+                token,
+                payload,
+                workers,
+                enqueued_ms,
+                started_ms,
+                flat[at + 7 : errors_end],
+            )
+        )
+        at = errors_end
+    return reservations
 
 
 def _acquired(queue: str, reply: list[Any]) -> Acquired:
     """Read acquire.lua's reply: the reservations, when to look again, whether a limit held."""
     next_due_ms = int(reply[0])
     return Acquired(
-        reservations=[_reservation(queue, *entry) for entry in reply[2:]],
+        reservations=_reservations(queue, reply[2:]),
         next_due_ms=None if next_due_ms < 0 else next_due_ms,
         held_back=reply[1] == 1,
     )

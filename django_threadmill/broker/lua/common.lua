@@ -14,18 +14,18 @@ local function call_chunked(command, key, items)
   end
 end
 
--- Append to `fields` (HSET arguments) that `worker_id` began an attempt at `started_ms` (the
--- worker's wall clock, for display): one more line in workers; the first start stays started_ms.
-local function add_attempt(fields, workers, first_started_ms, worker_id, started_ms)
+-- Write into `fields` (HSET arguments) after its first `n` that `worker_id` began an attempt at
+-- `started_ms` (the worker's wall clock, for display): one more line in workers; the first
+-- start stays started_ms. Returns the new count: callers reuse one table for every task.
+local function add_attempt(fields, n, workers, first_started_ms, worker_id, started_ms)
   local joined = (workers and workers ~= "") and (workers .. "\n" .. worker_id) or worker_id
-  fields[#fields + 1] = "workers"
-  fields[#fields + 1] = joined
-  fields[#fields + 1] = "attempted_ms"
-  fields[#fields + 1] = started_ms
+  fields[n + 1], fields[n + 2] = "workers", joined
+  fields[n + 3], fields[n + 4] = "attempted_ms", started_ms
   if not first_started_ms or first_started_ms == "" then
-    fields[#fields + 1] = "started_ms"
-    fields[#fields + 1] = started_ms
+    fields[n + 5], fields[n + 6] = "started_ms", started_ms
+    return n + 6
   end
+  return n + 4
 end
 
 -- Add metric increments (broker/metrics.py) from args[first] on (args: the script's ARGV): per

@@ -32,6 +32,7 @@
 -- Cost:    per task one HMGET, one HSET, one PEXPIRE; lease, index and metric updates are per
 --          call (one HINCRBY per metric field, whatever the number of tasks).
 local now = now_ms()
+local finished_at = tostring(now)  -- the done index's score, formatted once per call
 local ttl = ARGV[2]
 local counts = {successful = 0, failed = 0, retry = 0}
 local reaping = ARGV[1] == ""
@@ -39,6 +40,7 @@ local recorded = 0
 
 local reply = {}
 local unleased, finished = {}, {}
+local fields = {}  -- HSET arguments, reused for every task: entries past n are stale
 local last = 6 + 7 * tonumber(ARGV[3])
 for i = 7, last, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
@@ -51,29 +53,30 @@ for i = 7, last, 7 do
     live = deadline ~= false and tonumber(deadline) <= now
   end
   if live then
-    local fields = {}
+    local n = 0
     if f[1] == "reserved" and ARGV[1] ~= "" then
-      add_attempt(fields, f[3], f[4], ARGV[1], ARGV[i + 4])
+      n = add_attempt(fields, n, f[3], f[4], ARGV[1], ARGV[i + 4])
     end
-    local n = #fields
     if outcome == "successful" then
       fields[n + 1], fields[n + 2] = "state", "successful"
       fields[n + 3], fields[n + 4] = "result", value
+      n = n + 4
     else
       local attempt = (tonumber(f[5]) or 0) + 1
       fields[n + 1], fields[n + 2] = "error:" .. attempt, value
       fields[n + 3], fields[n + 4] = "nerrors", attempt
       fields[n + 5], fields[n + 6] = "state", outcome == "retry" and "ready" or "failed"
+      n = n + 6
     end
     if outcome == "retry" then
       redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
     else
-      n = #fields
       fields[n + 1], fields[n + 2] = "finished_ms", ARGV[i + 5]
-      finished[#finished + 1] = now
+      n = n + 2
+      finished[#finished + 1] = finished_at
       finished[#finished + 1] = id
     end
-    redis.call("HSET", key, unpack(fields))
+    redis.call("HSET", key, unpack(fields, 1, n))
     if outcome ~= "retry" and ttl ~= "" then
       redis.call("PEXPIRE", key, ttl)
     end

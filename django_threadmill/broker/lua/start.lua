@@ -7,18 +7,19 @@
 -- Returns: {1 started | 0 stale, ...} in argument order.
 -- Fence:   state must be "reserved" and token must match; otherwise nothing changes.
 -- Clock:   redis.call("TIME") only, for the lease deadline.
-local deadline = now_ms() + tonumber(ARGV[1])
+local deadline = tostring(now_ms() + tonumber(ARGV[1]))  -- formatted once per call
 
 local reply = {}
 local leased = {}
+local fields = {}  -- HSET arguments, reused for every task: entries past the count are stale
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local key = KEYS[1] .. id
   local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms")
   if f[1] == "reserved" and f[2] == token then
-    local fields = {"state", "running"}
-    add_attempt(fields, f[3], f[4], ARGV[2], ARGV[i + 2])
-    redis.call("HSET", key, unpack(fields))
+    fields[1], fields[2] = "state", "running"
+    local n = add_attempt(fields, 2, f[3], f[4], ARGV[2], ARGV[i + 2])
+    redis.call("HSET", key, unpack(fields, 1, n))
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
     reply[#reply + 1] = 1
