@@ -25,6 +25,7 @@ from ..records import (
     load_task,
     now_ms,
     parse_error,
+    task_result,
 )
 from ..retry import retry_delay
 from ..signals import send_guarded
@@ -72,13 +73,12 @@ class Executor:
         )
         attempted_at = from_ms(started_ms)
         first_started_ms = reservation.started_ms
-        return TaskResult(
-            task=task,
-            id=reservation.lease.task_id,
+        return task_result(
+            task,
+            reservation.lease.task_id,
             status=TaskResultStatus.RUNNING,
             enqueued_at=from_ms(reservation.enqueued_ms),
             started_at=attempted_at if first_started_ms is None else from_ms(first_started_ms),
-            finished_at=None,
             last_attempted_at=attempted_at,
             args=payload.get("args", []),
             kwargs=payload.get("kwargs", {}),

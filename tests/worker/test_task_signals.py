@@ -4,6 +4,7 @@ The worker's executor runs in this process here, on a task acquired from the tes
 """
 
 import logging
+from dataclasses import fields
 from typing import Any
 
 import pytest
@@ -73,6 +74,49 @@ def test_a_project_receiver_gets_both_signals_with_the_exact_result(
         ("started", TaskResultStatus.RUNNING, ["hello"]),
         ("finished", TaskResultStatus.SUCCESSFUL, ["hello"]),
     ]
+
+
+@pytest.mark.parametrize("tasks_logger_at", [logging.WARNING], indirect=True)
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("text",), {}),
+        ((), {"value": 2.5}),
+        (([1, [2, None]],), {}),
+        ((), {"value": {"a": [1, {"b": True}]}}),
+    ],
+    ids=["flat", "flat-kwargs", "nested", "nested-kwargs"],
+)
+def test_the_running_result_equals_the_one_djangos_constructor_builds(
+    backend: ThreadmillTaskBackend, tasks_logger_at: None, args: Any, kwargs: Any
+) -> None:
+    """Flat arguments skip TaskResult's normalising pass (records.task_result): same result."""
+    seen: list[tuple[TaskResult, TaskResult, bool]] = []
+
+    def on_started(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        init = {f.name: getattr(task_result, f.name) for f in fields(TaskResult) if f.init}
+        constructed = TaskResult(**init)
+        # Compared now, as the worker goes on to finish this result; asserted below, as
+        # send_robust would only log a failed assertion here.
+        seen.append((task_result, constructed, task_result == constructed))
+
+    echo.enqueue(*args, **kwargs)
+    task_started.connect(on_started)
+    try:
+        assert run_one(backend) is Outcome.SUCCESSFUL
+    finally:
+        task_started.disconnect(on_started)
+
+    [(running, constructed, equal_at_start)] = seen
+    assert equal_at_start
+    assert (constructed.args, constructed.kwargs) == (list(args), kwargs)
+    assert constructed.status is TaskResultStatus.RUNNING
+    assert constructed.worker_ids == ["signals-worker"]
+    assert constructed.last_attempted_at == constructed.started_at  # a first attempt
+    assert constructed.enqueued_at <= constructed.started_at
+    assert (constructed.finished_at, constructed.errors) == (None, [])
+    assert (constructed.task, constructed.backend) == (echo, backend.alias)
+    assert running.status is TaskResultStatus.SUCCESSFUL
 
 
 @pytest.mark.parametrize("tasks_logger_at", [logging.WARNING], indirect=True)
