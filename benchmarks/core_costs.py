@@ -6,6 +6,10 @@ acquires them in batches of ``--batch``, sends start notices and success acks in
 same size, and prints, per phase, the deltas of ``INFO commandstats`` and ``INFO cpu``
 (used_cpu_sys + used_cpu_user) divided by the number of tasks. Commands counted include those
 run inside Lua scripts; "script calls" are the EVALSHA round trips the client made.
+
+With ``--instructions`` the server runs under valgrind's callgrind and each phase also reports
+the instructions Redis executed per task: a figure the machine's load does not move, for
+comparing two versions of a script (``--tasks 2000``: the server runs far slower).
 """
 
 import argparse
@@ -22,6 +26,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.redis_instructions import callgrind_redis
 from benchmarks.redis_stats import RedisCost, cost_between, server_version, snapshot
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
 from django_threadmill.compat import Task
@@ -38,18 +43,26 @@ class Phase:
     name: str
     cost: RedisCost
     wall_s: float
+    instructions: int | None = None  # executed by the server, under --instructions only
 
 
-def measure(client: redis.Redis, name: str, work: Callable[[], None]) -> Phase:
+type Counter = Callable[[Callable[[], None]], int | None]  # runs work, returns instructions
+
+
+def uncounted(work: Callable[[], None]) -> None:
+    work()
+
+
+def measure(client: redis.Redis, name: str, work: Callable[[], None], counted: Counter) -> Phase:
     """Run ``work`` between two INFO snapshots and return what it cost the server."""
     before = snapshot(client)
     started = time.perf_counter()
-    work()
+    instructions = counted(work)
     wall_s = time.perf_counter() - started
-    return Phase(name, cost_between(before, snapshot(client), {}), wall_s)
+    return Phase(name, cost_between(before, snapshot(client), {}), wall_s, instructions)
 
 
-def run_phases(client: redis.Redis, tasks: int, batch: int) -> list[Phase]:
+def run_phases(client: redis.Redis, counted: Counter, tasks: int, batch: int) -> list[Phase]:
     """Enqueue, acquire, start and ack ``tasks`` echo tasks; measure each phase."""
     from django_threadmill.compat import task_backends
     from testproject.example.tasks import echo
@@ -85,21 +98,24 @@ def run_phases(client: redis.Redis, tasks: int, batch: int) -> list[Phase]:
 
     warm_up(broker, echo)
     return [
-        measure(client, "enqueue", enqueue),
-        measure(client, "acquire", acquire),
-        measure(client, "start", start),
-        measure(client, "ack", ack),
-        measure(client, "enqueue_many", enqueue_many),
+        measure(client, "enqueue", enqueue, counted),
+        measure(client, "acquire", acquire, counted),
+        measure(client, "start", start, counted),
+        measure(client, "ack", ack, counted),
+        measure(client, "enqueue_many", enqueue_many, counted),
     ]
 
 
 def medians(runs: list[list[Phase]]) -> list[Phase]:
-    """Return each phase with the median CPU and wall time over ``runs``."""
+    """Return each phase with the median CPU, wall time and instructions over ``runs``."""
     merged = []
     for same_phase in zip(*runs, strict=True):
         last = same_phase[-1]
         cost = replace(last.cost, cpu_s=statistics.median(p.cost.cpu_s for p in same_phase))
-        merged.append(Phase(last.name, cost, statistics.median(p.wall_s for p in same_phase)))
+        counts = [p.instructions for p in same_phase if p.instructions is not None]
+        instructions = round(statistics.median(counts)) if counts else None
+        wall_s = statistics.median(p.wall_s for p in same_phase)
+        merged.append(Phase(last.name, cost, wall_s, instructions))
     return merged
 
 
@@ -124,20 +140,30 @@ def warm_up(broker: Broker, echo: Task) -> None:
 def report(phases: list[Phase], tasks: int, batch: int, version: str) -> str:
     """Return the per-task table, with start+ack (the ack writer's two calls) after ack."""
     start, ack = phases[2], phases[3]
-    combined = RedisCost(
-        commands=start.cost.commands + ack.cost.commands,
-        script_calls=start.cost.script_calls + ack.cost.script_calls,
-        cpu_s=start.cost.cpu_s + ack.cost.cpu_s,
-        top_commands={},
+    both = None
+    if start.instructions is not None and ack.instructions is not None:
+        both = start.instructions + ack.instructions
+    combined = Phase(
+        "start+ack",
+        RedisCost(
+            commands=start.cost.commands + ack.cost.commands,
+            script_calls=start.cost.script_calls + ack.cost.script_calls,
+            cpu_s=start.cost.cpu_s + ack.cost.cpu_s,
+            top_commands={},
+        ),
+        start.wall_s + ack.wall_s,
+        both,
     )
+    counted = start.instructions is not None
     lines = [
         f"Redis {version}, {tasks} tasks, batches of {batch} (per task; CPU = sys + user)",
-        f"{'phase':<16}{'commands':>10}{'script calls':>14}{'CPU µs':>10}{'client tasks/s':>16}",
+        f"{'phase':<16}{'commands':>10}{'script calls':>14}{'CPU µs':>10}{'client tasks/s':>16}"
+        + (f"{'instructions':>14}" if counted else ""),
     ]
     for phase in phases:
-        lines.append(row(phase.name, phase.cost, phase.wall_s, tasks))
+        lines.append(row(phase, tasks))
         if phase is ack:
-            lines.append(row("start+ack", combined, start.wall_s + ack.wall_s, tasks))
+            lines.append(row(combined, tasks))
     lines.append("busiest commands per phase:")
     for phase in phases:
         busiest = ", ".join(f"{name}={count}" for name, count in phase.cost.top_commands.items())
@@ -145,11 +171,15 @@ def report(phases: list[Phase], tasks: int, batch: int, version: str) -> str:
     return "\n".join(lines)
 
 
-def row(name: str, cost: RedisCost, wall_s: float, tasks: int) -> str:
-    return (
-        f"{name:<16}{cost.commands / tasks:>10.2f}{cost.script_calls / tasks:>14.4f}"
-        f"{cost.cpu_s * 1e6 / tasks:>10.2f}{tasks / wall_s:>16.0f}"
+def row(phase: Phase, tasks: int) -> str:
+    cost = phase.cost
+    text = (
+        f"{phase.name:<16}{cost.commands / tasks:>10.2f}{cost.script_calls / tasks:>14.4f}"
+        f"{cost.cpu_s * 1e6 / tasks:>10.2f}{tasks / phase.wall_s:>16.0f}"
     )
+    if phase.instructions is not None:
+        text += f"{phase.instructions / tasks:>14,.0f}"
+    return text
 
 
 def main() -> None:
@@ -163,20 +193,37 @@ def main() -> None:
         default=[],
         help="extra redis-server argument, e.g. --redis-arg=--appendonly --redis-arg=yes",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="run Redis under valgrind's callgrind and count its instructions per task",
+    )
     options = parser.parse_args()
-    with redis_process("--appendonly", "no", *options.redis_arg) as server:
-        os.environ["REDIS_URL"] = server.url
-        os.environ["THREADMILL_KEY_PREFIX"] = f"tmcost-{uuid.uuid4().hex[:8]}"
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
-        import django
-
-        django.setup()
-        client = redis.Redis.from_url(server.url, decode_responses=True)
-        runs = [run_phases(client, options.tasks, options.batch) for _ in range(options.repeat)]
-        version = server_version(client)
-        client.close()
-    print(report(medians(runs), options.tasks, options.batch, version))
+    server_args = ("--appendonly", "no", *options.redis_arg)
+    if options.instructions:
+        with callgrind_redis(*server_args) as counting_server:
+            print(run_all(counting_server.url, counting_server.count, options))
+    else:
+        with redis_process(*server_args) as server:
+            print(run_all(server.url, uncounted, options))
     print(f"(median of {options.repeat} runs; commands do not vary between runs)")
+
+
+def run_all(url: str, counted: Counter, options: argparse.Namespace) -> str:
+    """Run every phase ``options.repeat`` times against the server at ``url``; the report."""
+    os.environ["REDIS_URL"] = url
+    os.environ["THREADMILL_KEY_PREFIX"] = f"tmcost-{uuid.uuid4().hex[:8]}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
+    import django
+
+    django.setup()
+    client = redis.Redis.from_url(url, decode_responses=True)
+    runs = [
+        run_phases(client, counted, options.tasks, options.batch) for _ in range(options.repeat)
+    ]
+    version = server_version(client)
+    client.close()
+    return report(medians(runs), options.tasks, options.batch, version)
 
 
 if __name__ == "__main__":

@@ -193,3 +193,20 @@ def test_acquire_from_asks_several_queues_and_answers_in_their_order(broker: Bro
     assert [r.lease.task_id for r in default.reservations] == [t.id for t in tasks["default"]]
     assert reports.reservations == []
     assert broker.acquire_from({}) == []
+
+
+def test_one_reply_carries_each_tasks_own_errors(
+    broker: Broker, keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    """The reply is flat, each task's error texts after its fields: counts 2, 0 and 1 in a row."""
+    tasks = [new_task() for _ in range(3)]
+    broker.enqueue("default", tasks)
+    histories = [["first failure", "second failure"], [], ["only failure"]]
+    for task, errors in zip(tasks, histories, strict=True):
+        fields = {f"error:{n}": error for n, error in enumerate(errors, 1)}
+        redis_client.hset(keys.record(task.id), mapping={"nerrors": len(errors), **fields})
+    reservations = broker.acquire("default", 3).reservations
+    assert [(r.lease.task_id, r.errors) for r in reservations] == [
+        (task.id, errors) for task, errors in zip(tasks, histories, strict=True)
+    ]
+    assert [r.payload for r in reservations] == [task.payload for task in tasks]
