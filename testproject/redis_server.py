@@ -6,6 +6,7 @@ It runs in a temp dir on a free port and is stopped at the end of the session.
 """
 
 import os
+import random
 import re
 import shutil
 import socket
@@ -22,7 +23,33 @@ import redis
 DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
 
 
+# Test servers listen below the kernel's ephemeral range: a port found free there can still be
+# taken by a client's outgoing connection before the server binds it, and the server exits at
+# start (a full run once lost a cluster node that way); ports below it only this function hands out.
+LISTEN_PORTS = range(20_000, 32_768)
+_handed_out: set[int] = set()  # never twice per process: servers are often picked in a row
+
+
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return LISTEN_PORTS.stop  # Linux's default floor
+
+
 def free_port() -> int:
+    """Return a loopback port nothing listens on, outside the ephemeral range if possible."""
+    candidates = range(LISTEN_PORTS.start, min(LISTEN_PORTS.stop, _ephemeral_floor()))
+    for port in random.sample(candidates, min(50, len(candidates))):
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
