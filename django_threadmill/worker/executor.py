@@ -6,8 +6,6 @@ from functools import cache
 from inspect import iscoroutinefunction
 from typing import Any
 
-from django.db import close_old_connections
-
 from ..broker import Finish, Outcome, Reservation
 from ..compat import (
     TaskContext,
@@ -30,6 +28,7 @@ from ..records import (
 from ..retry import retry_delay
 from ..signals import send_guarded
 from ..tracing import traced_execution
+from .db_connections import close_stale_connections
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +89,7 @@ class Executor:
     @traced_execution
     def run(self, reservation: Reservation, started_ms: int) -> Finish:
         """Run the task; any exception, SystemExit and KeyboardInterrupt included, is recorded."""
-        close_old_connections()  # per task, as Django does per request: honours CONN_MAX_AGE
+        close_stale_connections()  # per task, as Django does per request: CONN_MAX_AGE
         try:
             result = self._result(reservation, started_ms)
         except PayloadError as exc:

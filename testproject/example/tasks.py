@@ -5,6 +5,8 @@ import os
 import time
 from typing import Any
 
+from django.db import connection
+
 from django_threadmill.compat import TaskContext, task
 from django_threadmill.retry import ExponentialBackoff
 from django_threadmill.task import task as retrying_task
@@ -14,6 +16,14 @@ from django_threadmill.task import task as retrying_task
 def echo(value: Any) -> Any:
     """Return the argument: the benchmark task."""
     return value
+
+
+@task
+def touch_database() -> int:
+    """Run ``SELECT 1``: a task that opens the worker thread's database connection."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        return int(cursor.fetchone()[0])
 
 
 @task
