@@ -23,9 +23,9 @@ import redis
 DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
 
 
-# Test servers listen below the kernel's ephemeral range: a port found free there can still be
-# taken by a client's outgoing connection before the server binds it, and the server exits at
-# start (a full run once lost a cluster node that way); ports below it only this function hands out.
+# Test servers listen below the kernel's ephemeral range. A port found free inside it can still
+# be taken by a client's outgoing connection before the server binds it, and the server exits at
+# start (a full run once lost a cluster node that way); below it, only this function hands out.
 LISTEN_PORTS = range(20_000, 32_768)
 _handed_out: set[int] = set()  # never twice per process: servers are often picked in a row
 
