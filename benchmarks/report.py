@@ -140,7 +140,7 @@ def render(session: Session) -> str:
             "",
             f"   ({session.mode} run: sizes are not the full run's; read no verdict into it)",
         ]
-    lines += ["", *target_lines(summaries, session.latencies, session.bursts)]
+    lines += ["", *target_lines(summaries, session.drains, session.latencies, session.bursts)]
     lines += [f"   skipped {peer}: {why}" for peer, why in session.skipped.items()]
     return "\n".join(lines)
 
