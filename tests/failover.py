@@ -79,18 +79,17 @@ def all_settled(results: Sequence[TaskResult]) -> bool:
     return sum(counts[status] for status in FINAL) == len(results)
 
 
-def run_through_failover(
+def assert_failover_loses_nothing(
     location: str,
     key_prefix: str,
     env: dict[str, str],
     queues: Sequence[str],
     fail_over: Callable[[], None],
     log: Path,
-) -> Enqueuer:
-    """Run a worker and an enqueuer, call ``fail_over`` a third of the way, wait for the end.
-
-    Return the enqueuer once every acknowledged task is settled and the worker stopped cleanly.
-    """
+) -> None:
+    """Run a worker and an enqueuer, call ``fail_over`` a third of the way, wait for the end:
+    every acknowledged task ran once at least and ended SUCCESSFUL or FAILED (the cluster and
+    Sentinel failover tests)."""
     command = worker(
         location, key_prefix, "--processes", "2", "--threads", "4", "--reap-interval", "2",
         lease_ttl_s=LEASE_TTL_S, extra_env=env,
@@ -109,20 +108,7 @@ def run_through_failover(
         enqueuer.stop()
         command.close()
     assert enqueuer.error is None, f"the enqueuer failed: {enqueuer.error!r}"
-    return enqueuer
-
-
-def assert_failover_loses_nothing(
-    location: str,
-    key_prefix: str,
-    env: dict[str, str],
-    queues: Sequence[str],
-    fail_over: Callable[[], None],
-    log: Path,
-) -> None:
-    """Run a worker and an enqueuer through ``fail_over``; every acknowledged task ran once at
-    least and ended SUCCESSFUL or FAILED (the cluster and Sentinel failover tests)."""
-    assert_none_lost(run_through_failover(location, key_prefix, env, queues, fail_over, log), log)
+    assert_none_lost(enqueuer, log)
 
 
 def assert_none_lost(enqueuer: Enqueuer, log: Path) -> None:

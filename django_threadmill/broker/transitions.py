@@ -16,6 +16,11 @@ from .types import Finish, Lease, Start
 FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
 
 
+def fences(leases: Iterable[Lease]) -> list[str]:
+    """The scripts' per-lease arguments: id, token, id, token, ..."""
+    return [part for lease in leases for part in (lease.task_id, lease.token)]
+
+
 class Transitions(BrokerCore):
     """The fenced worker transitions of the Broker, each sent per queue."""
 
@@ -153,13 +158,10 @@ class Transitions(BrokerCore):
         """
 
         def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
-            args: list[str | int] = [self.settings.lease_ttl_ms, worker_id, FORGET_WORKER_MS]
-            for lease in group:
-                args += [lease.task_id, lease.token]
             return ScriptCall(
                 ScriptName.RENEW,
                 (keys.record_prefix, keys.leases, keys.workers, keys.held),
-                tuple(args),
+                (self.settings.lease_ttl_ms, worker_id, FORGET_WORKER_MS, *fences(group)),
             )
 
         return [
@@ -172,13 +174,10 @@ class Transitions(BrokerCore):
         """Put reserved, never-started tasks back in their place; return how many went back."""
 
         def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
-            args: list[str] = []
-            for lease in group:
-                args += [lease.task_id, lease.token]
             return ScriptCall(
                 ScriptName.RELEASE,
                 (keys.record_prefix, keys.ready, keys.leases, keys.wake),
-                tuple(args),
+                tuple(fences(group)),
             )
 
         return sum(int(reply) for _, reply in self._by_queue(leases, lambda lease: lease, build))
