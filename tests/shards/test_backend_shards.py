@@ -29,7 +29,7 @@ def tasks_options() -> dict[str, object]:
 
 
 def test_results_are_found_by_id_in_every_shard(backend: ThreadmillTaskBackend) -> None:
-    results = backend.enqueue_many(echo, [([n], {}) for n in range(30)])
+    results = backend.enqueue_many(echo, [([n], {}) for n in range(64)])
     assert len({shard_of(result.id, SHARDS) for result in results}) == SHARDS
     for result in results:
         found = backend.get_result(result.id)
