@@ -282,6 +282,11 @@ def parse_error(raw: str) -> TaskError:
         )
 
 
+def attempted_ms(record: dict[str, str]) -> str | None:
+    """When the last attempt started: a first attempt's start is only stored as started_ms."""
+    return record.get("attempted_ms") or record.get("started_ms")
+
+
 def errors_of(record: dict[str, str]) -> list[TaskError]:
     count = int(record.get("nerrors") or 0)
     return [parse_error(record.get(f"error:{n}", "")) for n in range(1, count + 1)]
@@ -303,7 +308,7 @@ def build_result(
         enqueued_at=from_ms(record.get("enqueued_ms")),
         started_at=from_ms(record.get("started_ms")),
         finished_at=from_ms(record.get("finished_ms")),
-        last_attempted_at=from_ms(record.get("attempted_ms")),
+        last_attempted_at=from_ms(attempted_ms(record)),
         args=payload.get("args", []),
         kwargs=payload.get("kwargs", {}),
         backend=task.backend,

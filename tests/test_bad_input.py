@@ -172,6 +172,15 @@ def test_sequence_that_is_not_a_number_gives_a_clear_error(broker: Broker) -> No
     assert len(ready_ids(broker)) == 1
 
 
+def test_fence_counter_that_is_not_a_number_gives_a_clear_error(broker: Broker) -> None:
+    waiting = echo.enqueue(0)
+    broker.client.set(broker.queue_keys("default").fence, "garbage")
+    with pytest.raises(BrokerUnavailable, match=DAMAGED):
+        broker.acquire("default", 10)
+    assert ready_ids(broker) == [waiting.id]
+    assert echo.get_result(waiting.id).status == TaskResultStatus.READY
+
+
 def test_stats_that_are_not_numbers_lose_no_outcome(
     backend: ThreadmillTaskBackend, broker: Broker
 ) -> None:

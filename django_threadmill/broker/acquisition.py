@@ -18,7 +18,7 @@ PEEK = QueueLimit(concurrency=0)  # reserves nothing: see Acquiring._acquire_cal
 def _reservation(
     queue: str,
     task_id: str,
-    token: str | int,
+    token: str,
     payload: str,
     workers: str,
     enqueued_ms: str,
@@ -31,7 +31,7 @@ def _reservation(
         lease=Lease(
             task_id=task_id,
             queue=queue,
-            token=str(token),
+            token=token,
             task_path=task_path(payload),
             waiting_since_ms=waiting_since_ms(payload, enqueued, started),
         ),
@@ -43,13 +43,13 @@ def _reservation(
     )
 
 
-def _reservations(queue: str, flat: list[Any]) -> list[Reservation]:
-    """Read acquire.lua's flat task entries: seven values, then ``nerrors`` error texts."""
+def _reservations(queue: str, token: str, flat: list[Any]) -> list[Reservation]:
+    """Read acquire.lua's flat task entries: six values, then ``nerrors`` error texts."""
     reservations = []
     at = 0
     while at < len(flat):
-        task_id, token, payload, workers, enqueued_ms, started_ms, nerrors = flat[at : at + 7]
-        errors_end = at + 7 + int(nerrors)
+        task_id, payload, workers, enqueued_ms, started_ms, nerrors = flat[at : at + 6]
+        errors_end = at + 6 + int(nerrors)
         reservations.append(
             _reservation(
                 queue,
@@ -59,7 +59,7 @@ def _reservations(queue: str, flat: list[Any]) -> list[Reservation]:
                 workers,
                 enqueued_ms,
                 started_ms,
-                flat[at + 7 : errors_end],
+                flat[at + 6 : errors_end],
             )
         )
         at = errors_end
@@ -70,7 +70,7 @@ def _acquired(queue: str, reply: list[Any]) -> Acquired:
     """Read acquire.lua's reply: the reservations, when to look again, whether a limit held."""
     next_due_ms = int(reply[0])
     return Acquired(
-        reservations=_reservations(queue, reply[2:]),
+        reservations=_reservations(queue, reply[2], reply[3:]),
         next_due_ms=None if next_due_ms < 0 else next_due_ms,
         held_back=reply[1] == 1,
     )
@@ -150,7 +150,15 @@ class Acquiring(BrokerCore):
         limit = PEEK if count == 0 else self.settings.limit_of(queue)
         return ScriptCall(
             ScriptName.ACQUIRE,
-            (keys.record_prefix, keys.ready, keys.delayed, keys.leases, keys.wake, keys.rate),
+            (
+                keys.record_prefix,
+                keys.ready,
+                keys.delayed,
+                keys.leases,
+                keys.wake,
+                keys.rate,
+                keys.fence,
+            ),
             (
                 max(count, 1),
                 self.settings.lease_ttl_ms,

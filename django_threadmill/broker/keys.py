@@ -79,6 +79,11 @@ class QueueKeys:
         return f"{self.prefix}:seq"
 
     @property
+    def fence(self) -> str:
+        """Counter whose next value fences every task one acquire call reserves (acquire.lua)."""
+        return f"{self.prefix}:fence"
+
+    @property
     def stats(self) -> str:
         return f"{self.prefix}:stats"
 

@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponse
 
 from ..broker.inspect import TaskDetail, task_path
 from ..exceptions import PayloadError
-from ..records import decode_payload, errors_of, parse_error
+from ..records import attempted_ms, decode_payload, errors_of, parse_error
 from .backends import Source
 from .display import describe_worker, pretty_json, pretty_value, shown, state_label, when
 
@@ -79,7 +79,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
             ("Run after", when(record.get("run_after_ms"))),
             ("Due (delayed)", when(detail.due_ms)),
             ("Started (first attempt)", when(record.get("started_ms"))),
-            ("Last attempt started", when(record.get("attempted_ms"))),
+            ("Last attempt started", when(attempted_ms(record))),
             ("Finished", when(record.get("finished_ms"))),
         ],
         "ttl_s": None if detail.ttl_ms is None else detail.ttl_ms // 1000,

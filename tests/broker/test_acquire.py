@@ -39,6 +39,18 @@ def test_reservation_carries_payload_and_first_token(
     assert reservation.errors == []
 
 
+def test_one_call_fences_its_tasks_with_one_new_token(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    tasks = [enqueue() for _ in range(3)]
+    first = broker.acquire("default", 2).reservations
+    [last] = broker.acquire("default", 2).reservations
+    assert len({r.lease.token for r in first}) == 1
+    assert last.lease.token != first[0].lease.token
+    tokens = [redis_client.hget(keys.record(task.id), "token") for task in tasks]
+    assert tokens == [r.lease.token for r in [*first, last]]
+
+
 def test_reserve_marks_reserved_and_leases_by_redis_time(
     broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
 ) -> None:

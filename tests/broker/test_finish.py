@@ -81,21 +81,24 @@ def test_retried_attempt_comes_back_with_its_errors(
     broker.finish(WORKER, [finish(running, Outcome.RETRY, ERROR)])
     redis_client.zadd(keys.delayed, {running.task_id: 1}, xx=True)
     [again] = broker.acquire("default", 1).reservations
-    assert again.lease.token == "2"
+    assert again.lease.token != running.token
     assert again.errors == [ERROR]
     assert again.workers == [WORKER]
     first_started = redis_client.hget(keys.record(running.task_id), "started_ms")
     assert again.started_ms == int(first_started or 0)
-    broker.start("worker-b", [start(again.lease)])
-    fields = redis_client.hmget(keys.record(running.task_id), "workers", "started_ms")
-    assert fields == [f"{WORKER}\nworker-b", first_started]
+    second = start(again.lease)
+    broker.start("worker-b", [second])
+    fields = redis_client.hmget(
+        keys.record(running.task_id), "workers", "started_ms", "attempted_ms"
+    )
+    assert fields == [f"{WORKER}\nworker-b", first_started, str(second.started_ms)]
 
 
 def test_stale_token_changes_nothing(
     broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     before = redis_client.hgetall(keys.record(running.task_id))
-    late = finish(running._replace(token="0"))
+    late = finish(running._replace(token="stale"))
     assert broker.finish(WORKER, [late]) == [late]
     assert redis_client.hgetall(keys.record(running.task_id)) == before
     assert redis_client.zcard(keys.done) == 0
@@ -144,7 +147,7 @@ def test_late_ack_after_reap_of_a_running_attempt_is_noop(
 
 def test_batch_reports_only_the_stale_acks(broker: Broker, reserve: Callable[[], Lease]) -> None:
     first, second = reserve(), reserve()
-    stale = finish(second._replace(token="5"))
+    stale = finish(second._replace(token="stale"))
     assert broker.finish(WORKER, [finish(first), stale]) == [stale]
 
 

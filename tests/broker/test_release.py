@@ -55,7 +55,7 @@ def test_wrong_token_or_missing_task_is_not_released(
 ) -> None:
     lease = reserve()
     missing = Lease(task_id="e" * 32 + "@default", queue="default", token="1")
-    assert broker.release([lease._replace(token="2"), missing]) == 0
+    assert broker.release([lease._replace(token="stale"), missing]) == 0
     assert redis_client.hget(keys.record(lease.task_id), "state") == "reserved"
     assert redis_client.zcard(keys.ready) == 0
 

@@ -35,7 +35,7 @@ def test_lost_leases_are_reported_and_not_recreated(
     held, wrong_token, finished = reserve(), reserve(), reserve()
     broker.finish(WORKER, [finish(finished)])
     missing = Lease(task_id="f" * 32 + "@default", queue="default", token="1")
-    lost = broker.renew(WORKER, [held, wrong_token._replace(token="9"), finished, missing])
+    lost = broker.renew(WORKER, [held, wrong_token._replace(token="stale"), finished, missing])
     assert lost == [wrong_token.task_id, missing.task_id]
     assert redis_client.zscore(keys.leases, finished.task_id) is None
     assert redis_client.zscore(keys.leases, missing.task_id) is None
@@ -56,7 +56,7 @@ def test_renew_records_the_worker_and_what_it_holds(
 ) -> None:
     first, second = reserve(), reserve()
     before_ms = redis_now_ms(redis_client)
-    broker.renew(WORKER, [first, second._replace(token="9")])
+    broker.renew(WORKER, [first, second._replace(token="stale")])
     seen = redis_client.zscore(keys.workers, WORKER)
     assert seen is not None
     assert seen >= before_ms
@@ -80,7 +80,7 @@ def test_renew_spans_queues(broker: Broker, enqueue: Callable[..., object]) -> N
         *(r.lease for r in broker.acquire("default", 1).reservations),
         *(r.lease for r in broker.acquire("emails", 1).reservations),
     ]
-    stale = leases[1]._replace(token="0")
+    stale = leases[1]._replace(token="stale")
     assert broker.renew(WORKER, [leases[0], stale]) == [stale.task_id]
 
 

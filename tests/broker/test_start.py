@@ -19,7 +19,7 @@ def test_start_marks_running_and_records_the_attempt(
     fields = redis_client.hmget(
         keys.record(lease.task_id), "state", "workers", "started_ms", "attempted_ms"
     )
-    assert fields == ["running", WORKER, "1700000000123", "1700000000123"]
+    assert fields == ["running", WORKER, "1700000000123", None]  # a first attempt: started_ms
 
 
 def test_start_sets_the_running_lease_from_redis_time(
@@ -40,7 +40,7 @@ def test_wrong_token_is_stale_and_changes_nothing(
 ) -> None:
     lease = reserve()
     before = redis_client.hgetall(keys.record(lease.task_id))
-    notice = start(lease._replace(token="99"))
+    notice = start(lease._replace(token="stale"))
     assert broker.start(WORKER, [notice]) == [notice]
     assert redis_client.hgetall(keys.record(lease.task_id)) == before
 

@@ -5,6 +5,7 @@
 -- KEYS[4]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[6]  P:rate      string: when the rate limit's next token is available, in ms
+-- KEYS[7]  P:fence     string: the queue's reservation counter
 -- ARGV[1]  count           most tasks to reserve
 -- ARGV[2]  reserve_ttl_ms  reservation lease length
 -- ARGV[3]  promote_limit   most due delayed tasks moved to ready per call
@@ -13,11 +14,14 @@
 -- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited),
 --           held_back (1 when a limit kept ready tasks back: look again at next_due, or when
 --           a wake token says a slot is free),
---           then per task, flat: id, token, payload, workers, enqueued_ms, started_ms,
+--           fence token of this call's reservations ("" when none),
+--           then per task, flat: id, payload, workers, enqueued_ms, started_ms,
 --           nerrors, and that many error_json}
---          Flat, with the lease deadline formatted once per call: a table per task and a
---          number formatted per task cost Redis more than the task's HSET (issue 10).
--- Fence:   bumps each reserved task's token; ids without a ready record are dropped.
+--          Flat, with the lease deadline and the token formatted once per call: a table per
+--          task and a number formatted per task cost Redis more than the task's HSET (issue 10).
+-- Fence:   every task reserved by one call gets the same new token, the next value of
+--          P:fence: a task appears once per call, so no two reservations of a task share one.
+--          Ids without a ready record are dropped.
 --          Per task: one HMGET and one HSET; the lease ZADD is one call per batch.
 --          A limit caps what is popped, so held-back tasks stay ready, in order.
 -- Clock:   redis.call("TIME") only; the rate's token bucket (one token) too.
@@ -48,31 +52,30 @@ if ARGV[5] ~= "" and count > 0 then
 end
 local held_back = count < tonumber(ARGV[1]) and redis.call("ZCARD", KEYS[2]) > count
 
-local reply = {-1, held_back and 1 or 0}
+local reply = {-1, held_back and 1 or 0, ""}
 local deadline = tostring(now + tonumber(ARGV[2]))
 local leased = {}
 -- ZRANGE then ZREMRANGEBYRANK rather than ZPOPMIN: ZPOPMIN formats every score as a
 -- double for its reply, about 4,800 instructions a task under callgrind.
 local popped = count > 0 and redis.call("ZRANGE", KEYS[2], 0, count - 1) or {}
 if #popped > 0 then
+  reply[3] = tostring(redis.call("INCR", KEYS[7]))  -- first: if it fails, every task stays ready
   redis.call("ZREMRANGEBYRANK", KEYS[2], 0, #popped - 1)
 end
 for _, id in ipairs(popped) do
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "token", "payload", "workers", "enqueued_ms",
-    "started_ms", "nerrors")
+  local f = redis.call("HMGET", key, "state", "payload", "workers", "enqueued_ms", "started_ms",
+    "nerrors")
   if f[1] == "ready" then
-    local token = (tonumber(f[2]) or 0) + 1
-    redis.call("HSET", key, "state", "reserved", "token", token)
+    redis.call("HSET", key, "state", "reserved", "token", reply[3])
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
-    local nerrors = tonumber(f[7]) or 0
+    local nerrors = tonumber(f[6]) or 0
     local n = #reply
-    reply[n + 1], reply[n + 2], reply[n + 3] = id, token, f[3]
-    reply[n + 4], reply[n + 5], reply[n + 6] = f[4] or "", f[5] or "", f[6] or ""
-    reply[n + 7] = nerrors
+    reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], f[3] or ""
+    reply[n + 4], reply[n + 5], reply[n + 6] = f[4] or "", f[5] or "", nerrors
     for e = 1, nerrors do
-      reply[n + 7 + e] = redis.call("HGET", key, "error:" .. e) or ""
+      reply[n + 6 + e] = redis.call("HGET", key, "error:" .. e) or ""
     end
   end
 end

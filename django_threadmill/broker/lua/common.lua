@@ -16,15 +16,13 @@ end
 
 -- Write into `fields` (HSET arguments) after its first `n` that `worker_id` began an attempt at
 -- `started_ms` (the worker's wall clock, for display): one more line in workers; the first
--- start stays started_ms. Returns the new count: callers reuse one table for every task.
+-- start is started_ms, a later one attempted_ms (readers take started_ms while it is absent).
+-- Returns the new count: callers reuse one table for every task.
 local function add_attempt(fields, n, workers, first_started_ms, worker_id, started_ms)
   local joined = (workers and workers ~= "") and (workers .. "\n" .. worker_id) or worker_id
   fields[n + 1], fields[n + 2] = "workers", joined
-  fields[n + 3], fields[n + 4] = "attempted_ms", started_ms
-  if not first_started_ms or first_started_ms == "" then
-    fields[n + 5], fields[n + 6] = "started_ms", started_ms
-    return n + 6
-  end
+  local first = not first_started_ms or first_started_ms == ""
+  fields[n + 3], fields[n + 4] = first and "started_ms" or "attempted_ms", started_ms
   return n + 4
 end
 
