@@ -29,11 +29,14 @@
 --          also stale when the worker renewed the lease after the reaper read it.
 --          A unique key is released only while it still names the finished task.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
--- Cost:    per task one HMGET, one HSET, one PEXPIRE; lease, index and metric updates are per
+-- Cost:    per task one HMGET, one HSET, one PEXPIREAT; lease, index and metric updates are per
 --          call (one HINCRBY per metric field, whatever the number of tasks).
 local now = now_ms()
 local finished_at = tostring(now)  -- the done index's score, formatted once per call
 local ttl = ARGV[2]
+-- When this call's finished records expire, formatted once: PEXPIREAT is replicated as sent,
+-- where Redis rewrites each PEXPIRE into a PEXPIREAT for its replicas and AOF.
+local expires_at = ttl ~= "" and tostring(now + tonumber(ttl)) or nil
 local counts = {successful = 0, failed = 0, retry = 0}
 local reaping = ARGV[1] == ""
 local recorded = 0
@@ -77,8 +80,8 @@ for i = 7, last, 7 do
       finished[#finished + 1] = id
     end
     redis.call("HSET", key, unpack(fields, 1, n))
-    if outcome ~= "retry" and ttl ~= "" then
-      redis.call("PEXPIRE", key, ttl)
+    if outcome ~= "retry" and expires_at then
+      redis.call("PEXPIREAT", key, expires_at)
     end
     if f[6] and outcome ~= "retry" and redis.call("GET", KEYS[10] .. f[6]) == id then
       redis.call("DEL", KEYS[10] .. f[6])
