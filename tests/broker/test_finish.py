@@ -94,6 +94,20 @@ def test_retried_attempt_comes_back_with_its_errors(
     assert fields == [f"{WORKER}\nworker-b", first_started, str(second.started_ms)]
 
 
+def test_ack_of_a_reserved_retry_adds_its_attempt_to_the_earlier_ones(
+    broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    broker.finish(WORKER, [finish(running, Outcome.RETRY, ERROR)])
+    redis_client.zadd(keys.delayed, {running.task_id: 1}, xx=True)
+    key = keys.record(running.task_id)
+    first_started = redis_client.hget(key, "started_ms")
+    [again] = broker.acquire("default", 1).reservations
+    done = finish(again.lease)._replace(started_ms=1_700_000_000_002)  # no start notice sent
+    assert broker.finish("worker-b", [done]) == []
+    fields = redis_client.hmget(key, "state", "workers", "started_ms", "attempted_ms")
+    assert fields == ["successful", f"{WORKER}\nworker-b", first_started, "1700000000002"]
+
+
 def test_stale_token_changes_nothing(
     broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:

@@ -22,7 +22,8 @@
 -- Fence:   every task reserved by one call gets the same new token, the next value of
 --          P:fence: a task appears once per call, so no two reservations of a task share one.
 --          Ids without a ready record are dropped.
---          Per task: one HMGET and one HSET; the lease ZADD is one call per batch.
+--          Per task: one HMGET and one HSET (a task with errors: one more HMGET, and an HGET
+--          per error); the lease ZADD is one call per batch.
 --          A limit caps what is popped, so held-back tasks stay ready, in order.
 -- Clock:   redis.call("TIME") only; the rate's token bucket (one token) too.
 local now = now_ms()
@@ -59,21 +60,27 @@ local leased = {}
 -- double for its reply, about 4,800 instructions a task under callgrind.
 local popped = count > 0 and redis.call("ZRANGE", KEYS[2], 0, count - 1) or {}
 if #popped > 0 then
-  reply[3] = tostring(redis.call("INCR", KEYS[7]))  -- first: if it fails, every task stays ready
+  -- The counter is checked before anything moves, so a damaged one fails the call with every
+  -- task still ready; it is bumped after the pop, because under maxmemory Redis refuses a
+  -- script's first write that may add memory (INCR) and allows the rest once one is made.
+  local fence = redis.call("GET", KEYS[7])
+  if fence and not (#fence <= 15 and fence:match("^[1-9]%d*$")) then
+    return redis.error_reply("value is not an integer or out of range in " .. KEYS[7])
+  end
   redis.call("ZREMRANGEBYRANK", KEYS[2], 0, #popped - 1)
+  reply[3] = tostring(redis.call("INCR", KEYS[7]))
 end
 for _, id in ipairs(popped) do
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "payload", "workers", "enqueued_ms", "started_ms",
-    "nerrors")
+  local f = redis.call("HMGET", key, "state", "payload", "enqueued_ms", "nerrors")
   if f[1] == "ready" then
     redis.call("HSET", key, "state", "reserved", "token", reply[3])
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
-    local nerrors = tonumber(f[6]) or 0
+    local workers, started_ms, nerrors = earlier_attempts(key, f[4])
     local n = #reply
-    reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], f[3] or ""
-    reply[n + 4], reply[n + 5], reply[n + 6] = f[4] or "", f[5] or "", nerrors
+    reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
+    reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", nerrors
     for e = 1, nerrors do
       reply[n + 6 + e] = redis.call("HGET", key, "error:" .. e) or ""
     end

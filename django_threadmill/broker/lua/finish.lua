@@ -48,8 +48,7 @@ local last = 6 + 7 * tonumber(ARGV[3])
 for i = 7, last, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms", "nerrors",
-    "unique")
+  local f = redis.call("HMGET", key, "state", "token", "nerrors", "unique")
   local live = f[2] == token and (f[1] == "reserved" or f[1] == "running")
   if live and reaping then
     local deadline = redis.call("ZSCORE", KEYS[2], id)
@@ -58,14 +57,15 @@ for i = 7, last, 7 do
   if live then
     local n = 0
     if f[1] == "reserved" and ARGV[1] ~= "" then
-      n = add_attempt(fields, n, f[3], f[4], ARGV[1], ARGV[i + 4])
+      local workers, first_started_ms = earlier_attempts(key, f[3])
+      n = add_attempt(fields, n, workers, first_started_ms, ARGV[1], ARGV[i + 4])
     end
     if outcome == "successful" then
       fields[n + 1], fields[n + 2] = "state", "successful"
       fields[n + 3], fields[n + 4] = "result", value
       n = n + 4
     else
-      local attempt = (tonumber(f[5]) or 0) + 1
+      local attempt = (tonumber(f[3]) or 0) + 1
       fields[n + 1], fields[n + 2] = "error:" .. attempt, value
       fields[n + 3], fields[n + 4] = "nerrors", attempt
       fields[n + 5], fields[n + 6] = "state", outcome == "retry" and "ready" or "failed"
@@ -83,8 +83,8 @@ for i = 7, last, 7 do
     if outcome ~= "retry" and expires_at then
       redis.call("PEXPIREAT", key, expires_at)
     end
-    if f[6] and outcome ~= "retry" and redis.call("GET", KEYS[10] .. f[6]) == id then
-      redis.call("DEL", KEYS[10] .. f[6])
+    if f[4] and outcome ~= "retry" and redis.call("GET", KEYS[10] .. f[4]) == id then
+      redis.call("DEL", KEYS[10] .. f[4])
     end
     unleased[#unleased + 1] = id
     counts[outcome] = counts[outcome] + 1

@@ -15,10 +15,11 @@ local fields = {}  -- HSET arguments, reused for every task: entries past the co
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "token", "workers", "started_ms")
+  local f = redis.call("HMGET", key, "state", "token", "nerrors")
   if f[1] == "reserved" and f[2] == token then
     fields[1], fields[2] = "state", "running"
-    local n = add_attempt(fields, 2, f[3], f[4], ARGV[2], ARGV[i + 2])
+    local workers, first_started_ms = earlier_attempts(key, f[3])
+    local n = add_attempt(fields, 2, workers, first_started_ms, ARGV[2], ARGV[i + 2])
     redis.call("HSET", key, unpack(fields, 1, n))
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
