@@ -28,10 +28,12 @@ local function earlier_attempts(key, nerrors)
 end
 
 -- Write into `fields` (HSET arguments) after its first `n` that `worker_id` began an attempt at
--- `started_ms` (the worker's wall clock, for display): one more line in workers; the first
--- start is started_ms, a later one attempted_ms (readers take started_ms while it is absent).
--- Returns the new count: callers reuse one table for every task.
-local function add_attempt(fields, n, workers, first_started_ms, worker_id, started_ms)
+-- `started_ms` (the worker's wall clock, for display) on the record at `key` holding `nerrors`
+-- errors: one more line in workers; the first start is started_ms, a later one attempted_ms
+-- (readers take started_ms while it is absent). Returns the new count: callers reuse one table
+-- for every task.
+local function add_attempt(fields, n, key, nerrors, worker_id, started_ms)
+  local workers, first_started_ms = earlier_attempts(key, nerrors)
   local joined = (workers and workers ~= "") and (workers .. "\n" .. worker_id) or worker_id
   fields[n + 1], fields[n + 2] = "workers", joined
   local first = not first_started_ms or first_started_ms == ""

@@ -57,8 +57,7 @@ for i = 7, last, 7 do
   if live then
     local n = 0
     if f[1] == "reserved" and ARGV[1] ~= "" then
-      local workers, first_started_ms = earlier_attempts(key, f[3])
-      n = add_attempt(fields, n, workers, first_started_ms, ARGV[1], ARGV[i + 4])
+      n = add_attempt(fields, n, key, f[3], ARGV[1], ARGV[i + 4])
     end
     if outcome == "successful" then
       fields[n + 1], fields[n + 2] = "state", "successful"

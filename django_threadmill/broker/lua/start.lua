@@ -18,8 +18,7 @@ for i = 3, #ARGV, 3 do
   local f = redis.call("HMGET", key, "state", "token", "nerrors")
   if f[1] == "reserved" and f[2] == token then
     fields[1], fields[2] = "state", "running"
-    local workers, first_started_ms = earlier_attempts(key, f[3])
-    local n = add_attempt(fields, 2, workers, first_started_ms, ARGV[2], ARGV[i + 2])
+    local n = add_attempt(fields, 2, key, f[3], ARGV[2], ARGV[i + 2])
     redis.call("HSET", key, unpack(fields, 1, n))
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
