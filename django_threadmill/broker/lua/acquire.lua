@@ -68,6 +68,12 @@ if #popped > 0 then
     return redis.error_reply("value is not an integer or out of range in " .. KEYS[7])
   end
   redis.call("ZREMRANGEBYRANK", KEYS[2], 0, #popped - 1)
+  if not fence then
+    -- A new counter starts at the Redis time in ms: above any token handed out before it,
+    -- whether by a lost counter (unless it averaged over one call per ms) or as the small
+    -- per-record counts of earlier versions, so no old lease can match a new reservation.
+    redis.call("SET", KEYS[7], now)
+  end
   reply[3] = tostring(redis.call("INCR", KEYS[7]))
 end
 for _, id in ipairs(popped) do
