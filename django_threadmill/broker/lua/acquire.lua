@@ -53,7 +53,7 @@ if ARGV[5] ~= "" and count > 0 then
 end
 local held_back = count < tonumber(ARGV[1]) and redis.call("ZCARD", KEYS[2]) > count
 
-local reply = {-1, held_back and 1 or 0, ""}
+local token = ""  -- this call's fence token, set once something is popped
 local deadline = tostring(now + tonumber(ARGV[2]))
 local leased = {}
 -- ZRANGE then ZREMRANGEBYRANK rather than ZPOPMIN: ZPOPMIN formats every score as a
@@ -74,13 +74,14 @@ if #popped > 0 then
     -- per-record counts of earlier versions, so no old lease can match a new reservation.
     redis.call("SET", KEYS[7], now)
   end
-  reply[3] = tostring(redis.call("INCR", KEYS[7]))
+  token = tostring(redis.call("INCR", KEYS[7]))
 end
+local reply = {-1, held_back and 1 or 0, token}
 for _, id in ipairs(popped) do
   local key = KEYS[1] .. id
   local f = redis.call("HMGET", key, "state", "payload", "enqueued_ms", "nerrors")
   if f[1] == "ready" then
-    redis.call("HSET", key, "state", "reserved", "token", reply[3])
+    redis.call("HSET", key, "state", "reserved", "token", token)
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
     local workers, started_ms, nerrors = earlier_attempts(key, f[4])
