@@ -19,6 +19,8 @@ RTT_PEERS = ("threadmill", "dramatiq")
 # Rows with two worker processes, the whole of a 2-core machine (issue 10, item 4).
 PROCESS_PEERS = ("threadmill", "dramatiq")
 PROCESSES = 2
+# The queues DESIGN.md §6 compares us with, one process each: their runs get judged_rounds.
+JUDGED_PEERS = ("threadmill", "dramatiq", "vtasks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,15 @@ class Case:
     def __str__(self) -> str:
         variant = f"-{self.variant.replace(' ', '')}" if self.variant else ""
         return f"r{self.round_no + 1}-{self.peer.name}-{self.spec.config}{variant}"
+
+    @property
+    def judged(self) -> bool:
+        """Whether a DESIGN.md §6 ratio is taken from this run (ours in a fresh project too)."""
+        return (
+            self.peer.name in JUDGED_PEERS
+            and self.spec.processes == 1
+            and self.variant in ("", FRESH_PROJECT)
+        )
 
     def task_count(self, config: BenchConfig) -> int:
         if self.variant == RTT:
@@ -73,4 +84,10 @@ def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
 
 
 def all_cases(config: BenchConfig) -> list[Case]:
-    return [case for round_no in range(config.rounds) for case in round_cases(config, round_no)]
+    """Every run: ``rounds`` rounds of all of them, then the judged runs up to ``judged_rounds``."""
+    return [
+        case
+        for round_no in range(max(config.rounds, config.judged_rounds))
+        for case in round_cases(config, round_no)
+        if round_no < config.rounds or case.judged
+    ]

@@ -64,9 +64,12 @@ def ratio_verdict(
     return Verdict(target, f"{value:.2f}x", met)
 
 
-def throughput_verdicts(summaries: list[Summary], threads: int) -> list[Verdict]:
+def throughput_verdicts(
+    summaries: list[Summary], drains: list[DrainRecord], threads: int
+) -> list[Verdict]:
     """Ours against dramatiq and django-vtasks, Redis CPU, and a fresh project's logging."""
     config = f"1x{threads}"
+    quiet, fresh = (threads, ""), (threads, FRESH_PROJECT)
     return [
         ratio_verdict(
             f"throughput {config} >= 5x dramatiq", versus(summaries, "rate", threads), at_least=5
@@ -95,23 +98,28 @@ def throughput_verdicts(summaries: list[Summary], threads: int) -> list[Verdict]
             ours_against_main(summaries, threads, FRESH_PROJECT, figure="marginal_rate"),
             at_least=0.9,
         ),
+        ratio_verdict(
+            "  the same, median of per-round ratios",
+            paired_ratio(drains, fresh, quiet),
+            at_least=0.9,
+        ),
     ]
 
 
-def paired_ratio(drains: list[DrainRecord], top_threads: int, bottom_threads: int) -> float | None:
-    """The median over rounds of our rate with ``top_threads`` over ``bottom_threads``.
+def paired_ratio(
+    drains: list[DrainRecord], top: tuple[int, str], bottom: tuple[int, str]
+) -> float | None:
+    """The median over rounds of our rate in ``top`` over ``bottom`` (threads, variant).
 
-    The two runs of a round follow each other, so the VM's drift between rounds, which spreads
+    The runs of a round follow each other, so the VM's drift between rounds, which spreads
     one configuration's runs by up to 40% on a shared VM, cancels out of each ratio.
     """
-    rates: dict[int, dict[int, float]] = {}
+    runs: dict[int, dict[tuple[int, str], float]] = {}
     for run in drains:
-        if (run.peer, run.processes, run.variant) == (OURS, 1, ""):
-            rates.setdefault(run.round, {})[run.threads] = run.rate
+        if (run.peer, run.processes) == (OURS, 1):
+            runs.setdefault(run.round, {})[(run.threads, run.variant)] = run.rate
     ratios = [
-        pair[top_threads] / pair[bottom_threads]
-        for pair in rates.values()
-        if pair.get(top_threads) and pair.get(bottom_threads)
+        pair[top] / pair[bottom] for pair in runs.values() if pair.get(top) and pair.get(bottom)
     ]
     return statistics.median(ratios) if ratios else None
 
@@ -125,7 +133,9 @@ def scaling_verdicts(summaries: list[Summary], drains: list[DrainRecord]) -> lis
             at_least=1,
         ),
         ratio_verdict(
-            "  the same, median of per-round ratios", paired_ratio(drains, 4, 1), at_least=1
+            "  the same, median of per-round ratios",
+            paired_ratio(drains, (4, ""), (1, "")),
+            at_least=1,
         ),
         *(
             ratio_verdict(
@@ -159,8 +169,8 @@ def verdicts(
 ) -> list[Verdict]:
     """Every §6 target this session can speak to."""
     return [
-        *throughput_verdicts(summaries, 1),
-        *throughput_verdicts(summaries, 4),
+        *throughput_verdicts(summaries, drains, 1),
+        *throughput_verdicts(summaries, drains, 4),
         *scaling_verdicts(summaries, drains),
         worker_cpu_verdict(summaries),
         ratio_verdict(
