@@ -1,6 +1,6 @@
 """The runs of a session, in order: rounds outermost, so machine drift hits every queue alike."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .config import BenchConfig
 from .peers import PEERS, Peer, WorkerSpec, peer_named
@@ -15,6 +15,10 @@ ABLATIONS: dict[str, WorkerSpec] = {
     "prefetch 1": WorkerSpec(threads=1, prefetch=1),
     "payload 5 KB": WorkerSpec(threads=1, payload_bytes=5 * 1024),
 }
+# Ours on tasks that sleep 5 ms, at each thread count: I/O-bound work must scale with threads
+# (issue 10, item 1). They drain at a few hundred per second, so they get the slow task count.
+IO_BOUND = "sleep 5 ms"
+IO_BOUND_SPEC = WorkerSpec(threads=1, task_sleep_ms=5)
 RTT_PEERS = ("threadmill", "dramatiq")
 # Rows with two worker processes, the whole of a 2-core machine (issue 10, item 4).
 PROCESS_PEERS = ("threadmill", "dramatiq")
@@ -48,7 +52,8 @@ class Case:
     def task_count(self, config: BenchConfig) -> int:
         if self.variant == RTT:
             return config.rtt_task_count
-        return config.slow_task_count if self.peer.slow else config.task_count
+        slow = self.peer.slow or self.variant == IO_BOUND
+        return config.slow_task_count if slow else config.task_count
 
 
 def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
@@ -75,6 +80,10 @@ def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
         for name in PROCESS_PEERS
     ]
     cases += [Case(round_no, threadmill, spec, name) for name, spec in ABLATIONS.items()]
+    cases += [
+        Case(round_no, threadmill, replace(IO_BOUND_SPEC, threads=threads), IO_BOUND)
+        for threads in config.thread_counts
+    ]
     cases += [
         Case(round_no, peer_named(name), WorkerSpec(threads=threads), RTT)
         for threads in config.thread_counts

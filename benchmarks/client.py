@@ -1,7 +1,8 @@
 """The enqueue side of one peer, in a process of its own: python -m benchmarks.client PEER CMD N.
 
 Commands (each prints one JSON object on stdout):
-  bulk N BYTES    enqueue N echo tasks the peer's fastest way; {"seconds": ...}
+  bulk N BYTES [MS]  enqueue N echo tasks the peer's fastest way, each sleeping MS first if
+                  given (ours only); {"seconds": ...}
   single N BYTES  enqueue N echo tasks one call at a time; {"latencies_s": [...]}
   pickup N        N stamp tasks one after the other on an idle worker; {"latencies_s": [...]}
 """
@@ -39,12 +40,14 @@ def main() -> None:
     parser.add_argument("command", choices=["bulk", "single", "pickup"])
     parser.add_argument("count", type=int)
     parser.add_argument("payload_bytes", type=int, nargs="?", default=100)
+    parser.add_argument("sleep_ms", type=int, nargs="?", default=0)
     options = parser.parse_args()
     client = load_client(options.peer)
     value = "x" * options.payload_bytes
     if options.command == "bulk":
         started = time.perf_counter()
-        client.enqueue_bulk(options.count, value)
+        naps = {"sleep_ms": options.sleep_ms} if options.sleep_ms else {}
+        client.enqueue_bulk(options.count, value, **naps)
         report: dict[str, object] = {"seconds": time.perf_counter() - started}
     elif options.command == "single":
         one = lambda: client.enqueue_one(value)  # noqa: E731

@@ -52,7 +52,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(render(session))
     path = write_json(session)
     terminalreporter.write_line(f"\nJSON: {path}")
-    if session.mode == "full":
+    # Only a run of every benchmark draws the charts: a -k subset would draw a partial one.
+    if session.mode == "full" and not terminalreporter.stats.get("deselected"):
         from .chart import write_charts
 
         for chart in write_charts(session, CHART_DIR):

@@ -53,9 +53,10 @@ def client_argv(peer: Peer, *args: str) -> list[str]:
     return peer.python("-m", "benchmarks.client", peer.name, *args)
 
 
-def enqueue(peer: Peer, context: RunContext, count: int, payload_bytes: int) -> float:
+def enqueue(peer: Peer, context: RunContext, count: int, spec: WorkerSpec) -> float:
     """Pre-enqueue ``count`` echo tasks in a client process; return its enqueue seconds."""
-    argv = client_argv(peer, "bulk", str(count), str(payload_bytes))
+    naps = [str(spec.task_sleep_ms)] if spec.task_sleep_ms else []
+    argv = client_argv(peer, "bulk", str(count), str(spec.payload_bytes), *naps)
     return float(run_client(argv, peer.process_env(context), timeout_s=900)["seconds"])
 
 
@@ -107,7 +108,7 @@ def stage(peer: Peer, spec: WorkerSpec, context: RunContext, tasks: int) -> floa
     with redis.Redis.from_url(context.direct_redis_url) as client:
         client.flushall()
     peer.prepare(context)
-    return enqueue(peer, context, tasks, spec.payload_bytes)
+    return enqueue(peer, context, tasks, spec)
 
 
 def drain(

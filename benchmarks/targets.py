@@ -3,7 +3,7 @@
 import statistics
 from dataclasses import dataclass
 
-from .cases import FRESH_PROJECT, PROCESSES, RTT
+from .cases import FRESH_PROJECT, IO_BOUND, PROCESSES, RTT
 from .records import BurstRecord, DrainRecord, LatencyRecord, Summary
 
 OURS = "threadmill"
@@ -125,7 +125,9 @@ def paired_ratio(
 
 
 def scaling_verdicts(summaries: list[Summary], drains: list[DrainRecord]) -> list[Verdict]:
-    """Threads must not cost; two processes are shown against one (no target: 2 cores)."""
+    """Threads must not cost, and must help I/O-bound tasks; two processes are shown against
+    one (no target: 2 cores)."""
+    io_1x1, io_1x4 = find(summaries, OURS, 1, IO_BOUND), find(summaries, OURS, 4, IO_BOUND)
     return [
         ratio_verdict(
             "ours 1x4 >= ours 1x1",
@@ -136,6 +138,12 @@ def scaling_verdicts(summaries: list[Summary], drains: list[DrainRecord]) -> lis
             "  the same, median of per-round ratios",
             paired_ratio(drains, (4, ""), (1, "")),
             at_least=1,
+        ),
+        ratio_verdict(
+            f"{IO_BOUND} tasks 1x4 >= 3.5x 1x1", ratio_of(io_1x4, io_1x1, "rate"), at_least=3.5
+        ),
+        ratio_verdict(
+            "  the same, marginal rate", ratio_of(io_1x4, io_1x1, "marginal_rate"), at_least=3.5
         ),
         *(
             ratio_verdict(

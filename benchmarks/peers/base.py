@@ -24,6 +24,7 @@ class WorkerSpec:
     prefetch: int = 128  # read-ahead, where the queue lets us set it
     sync_ack: bool = False  # ours only: --sync-ack
     payload_bytes: int = 100  # size of the echo argument
+    task_sleep_ms: int = 0  # ours only: each task sleeps this long first (I/O-bound tasks)
     burst: bool = True  # ours only: exit once the queues are empty (--burst)
     settings: str | None = None  # ours only: the worker's --settings (a project's own LOGGING)
 

@@ -13,6 +13,13 @@ def echo(value: Any) -> Any:
 
 
 @task
+def nap(value: Any, seconds: float) -> Any:
+    """Sleep ``seconds``, then return the argument: an I/O-bound task (issue 10)."""
+    time.sleep(seconds)
+    return value
+
+
+@task
 def stamp() -> float:
     """Return the wall clock when the task started, for pickup latency."""
     return time.time()
