@@ -1,10 +1,10 @@
 """The enqueue side of one peer, in a process of its own: python -m benchmarks.client PEER CMD N.
 
 Commands (each prints one JSON object on stdout):
-  bulk N BYTES [MS]  enqueue N echo tasks the peer's fastest way, each sleeping MS first if
-                  given (ours only); {"seconds": ...}
-  single N BYTES  enqueue N echo tasks one call at a time; {"latencies_s": [...]}
-  pickup N        N stamp tasks one after the other on an idle worker; {"latencies_s": [...]}
+  bulk N BYTES [MS]  enqueue N echo tasks the peer's fastest way, each sleeping MS ms first
+                     if given (ours only); {"seconds": ...}
+  single N BYTES     enqueue N echo tasks one call at a time; {"latencies_s": [...]}
+  pickup N           N stamp tasks one after the other on an idle worker; {"latencies_s": [...]}
 """
 
 import argparse

@@ -111,8 +111,8 @@ def paired_ratio(
 ) -> float | None:
     """The median over rounds of our rate in ``top`` over ``bottom`` (threads, variant).
 
-    The runs of a round follow each other, so the VM's drift between rounds, which spreads
-    one configuration's runs by up to 40% on a shared VM, cancels out of each ratio.
+    The runs of one round are minutes apart at most, so the VM's drift between rounds, which
+    spreads one configuration's runs by up to 40% on a shared VM, cancels out of each ratio.
     """
     runs: dict[int, dict[tuple[int, str], float]] = {}
     for run in drains:
