@@ -1,6 +1,6 @@
 """The runs of a session, in order: rounds outermost, so machine drift hits every queue alike."""
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .config import BenchConfig
 from .peers import PEERS, Peer, WorkerSpec, peer_named
@@ -18,7 +18,7 @@ ABLATIONS: dict[str, WorkerSpec] = {
 # Ours on tasks that sleep 5 ms, at each thread count: I/O-bound work must scale with threads
 # (issue 10, item 1). They drain at a few hundred per second, so they get the slow task count.
 IO_BOUND = "sleep 5 ms"
-IO_BOUND_SPEC = WorkerSpec(threads=1, task_sleep_ms=5)
+IO_BOUND_SLEEP_MS = 5
 RTT_PEERS = ("threadmill", "dramatiq")
 # Rows with two worker processes, the whole of a 2-core machine (issue 10, item 4).
 PROCESS_PEERS = ("threadmill", "dramatiq")
@@ -81,7 +81,12 @@ def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
     ]
     cases += [Case(round_no, threadmill, spec, name) for name, spec in ABLATIONS.items()]
     cases += [
-        Case(round_no, threadmill, replace(IO_BOUND_SPEC, threads=threads), IO_BOUND)
+        Case(
+            round_no,
+            threadmill,
+            WorkerSpec(threads=threads, task_sleep_ms=IO_BOUND_SLEEP_MS),
+            IO_BOUND,
+        )
         for threads in config.thread_counts
     ]
     cases += [

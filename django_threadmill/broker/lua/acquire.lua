@@ -62,19 +62,16 @@ local popped = count > 0 and redis.call("ZRANGE", KEYS[2], 0, count - 1) or {}
 if #popped > 0 then
   -- The counter is checked before anything moves, so a damaged one fails the call with every
   -- task still ready; it is bumped after the pop, because under maxmemory Redis refuses a
-  -- script's first write that may add memory (INCR) and allows the rest once one is made.
+  -- script's first write that may add memory (INCRBY) and allows the rest once one is made.
   local fence = redis.call("GET", KEYS[7])
   if fence and not (#fence <= 15 and fence:match("^[1-9]%d*$")) then
     return redis.error_reply("value is not an integer or out of range in " .. KEYS[7])
   end
   redis.call("ZREMRANGEBYRANK", KEYS[2], 0, #popped - 1)
-  if not fence then
-    -- A new counter starts at the Redis time in ms: above any token handed out before it,
-    -- whether by a lost counter (unless it averaged over one call per ms) or as the small
-    -- per-record counts of earlier versions, so no old lease can match a new reservation.
-    redis.call("SET", KEYS[7], now)
-  end
-  token = tostring(redis.call("INCR", KEYS[7]))
+  -- A new counter starts just above the Redis time in ms: above any token handed out before
+  -- it, whether by a lost counter (unless it averaged over one call per ms) or as the small
+  -- per-record counts of earlier versions, so no old lease can match a new reservation.
+  token = tostring(redis.call("INCRBY", KEYS[7], fence and "1" or tostring(now + 1)))
 end
 local reply = {-1, held_back and 1 or 0, token}
 for _, id in ipairs(popped) do
