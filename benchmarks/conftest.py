@@ -14,13 +14,13 @@ import redis
 
 from testproject.redis_server import redis_process
 
-from .config import BenchConfig, load_config
+from .harness.config import BenchConfig, load_config
+from .harness.postgres_server import postgres_url
+from .harness.progress import ProgressLine
+from .harness.redis_stats import server_version
+from .harness.report import Session, render, write_json
 from .peers import PEERS, Peer, RunContext
 from .peers.threadmill import BASELINE_DIR
-from .postgres_server import postgres_url
-from .progress import ProgressLine
-from .redis_stats import server_version
-from .report import Session, render, write_json
 
 SESSION_KEY = pytest.StashKey[Session]()
 REPO_DIR = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(f"\nJSON: {path}")
     # Only a run of every benchmark draws the charts: a -k subset would draw a partial one.
     if session.mode == "full" and not terminalreporter.stats.get("deselected"):
-        from .chart import write_charts
+        from .harness.chart import write_charts
 
         for chart in write_charts(session, CHART_DIR):
             terminalreporter.write_line(f"Chart: {chart}")

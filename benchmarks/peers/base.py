@@ -69,7 +69,7 @@ class Peer(ABC):
 
     @property
     def client_module(self) -> str:
-        """The module with enqueue_one, enqueue_bulk (and pickup): benchmarks/client.py runs it."""
+        """The module with enqueue_one, enqueue_bulk (and pickup), run by harness/client.py."""
         return f"benchmarks.peers.{self.package}.client"
 
     @property

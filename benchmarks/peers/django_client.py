@@ -1,13 +1,13 @@
-"""The enqueue side shared by the django.tasks backends (see benchmarks/client.py).
+"""The enqueue side shared by the django.tasks backends (see benchmarks/harness/client.py).
 
-benchmarks/client.py calls django.setup() before importing this module.
+benchmarks/harness/client.py calls django.setup() before importing this module.
 """
 
 import time
 
 from django.tasks import TaskResult, TaskResultStatus
 
-from ..waiting import poll_until
+from ..harness.waiting import poll_until
 from .django_tasks import echo, stamp
 
 FINISHED = (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)

@@ -1,4 +1,4 @@
-"""The enqueue side of celery (see benchmarks/client.py)."""
+"""The enqueue side of celery (see benchmarks/harness/client.py)."""
 
 from .app import echo
 

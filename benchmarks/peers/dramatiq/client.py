@@ -1,4 +1,4 @@
-"""The enqueue side of dramatiq (see benchmarks/client.py)."""
+"""The enqueue side of dramatiq (see benchmarks/harness/client.py)."""
 
 import time
 

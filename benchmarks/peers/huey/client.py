@@ -1,4 +1,4 @@
-"""The enqueue side of huey (see benchmarks/client.py)."""
+"""The enqueue side of huey (see benchmarks/harness/client.py)."""
 
 from .tasks import echo
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from importlib.util import find_spec
 from urllib.parse import urlsplit, urlunsplit
 
-from ...postgres_server import postgres_missing
+from ...harness.postgres_server import postgres_missing
 from ..base import Peer, RunContext, WorkerSpec
 
 DB_NAME = "tasks_db.sqlite3"

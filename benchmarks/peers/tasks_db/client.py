@@ -1,4 +1,4 @@
-"""The enqueue side of django-tasks-db: bulk inserts in one transaction (benchmarks/client.py)."""
+"""The enqueue side of django-tasks-db: bulk inserts in one transaction (harness/client.py)."""
 
 from django.db import transaction
 

@@ -1,4 +1,4 @@
-"""The enqueue side of django-tasks-redis (see benchmarks/client.py)."""
+"""The enqueue side of django-tasks-redis (see benchmarks/harness/client.py)."""
 
 from ..django_client import enqueue_bulk, enqueue_one, pickup
 

@@ -1,4 +1,4 @@
-"""The enqueue side of django-threadmill: enqueue_many for bulk (see benchmarks/client.py)."""
+"""The enqueue side of django-threadmill: enqueue_many for bulk (harness/client.py)."""
 
 from ..django_client import enqueue_one, pickup
 from ..django_tasks import echo, nap

@@ -1,4 +1,4 @@
-"""The enqueue side of django-vtasks: the backend's enqueue_many for bulk (benchmarks/client.py)."""
+"""The enqueue side of django-vtasks: the backend's enqueue_many for bulk (harness/client.py)."""
 
 from ..django_client import enqueue_one
 from ..django_tasks import echo

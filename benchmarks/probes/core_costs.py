@@ -1,6 +1,6 @@
 """Measure what each hot-path step costs Redis, per task: commands and server CPU.
 
-Run ``python benchmarks/core_costs.py`` from the repository root. It starts a throwaway
+Run ``python -m benchmarks.probes.core_costs`` from the repository root. It starts a throwaway
 redis-server (the first on PATH), enqueues ``--tasks`` echo tasks one ``enqueue()`` at a time,
 acquires them in batches of ``--batch``, sends start notices and success acks in batches of the
 same size, and prints, per phase, the deltas of ``INFO commandstats`` and ``INFO cpu``
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import redis
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.redis_instructions import callgrind_redis
-from benchmarks.redis_stats import RedisCost, cost_between, server_version, snapshot
+from benchmarks.harness.redis_instructions import callgrind_redis
+from benchmarks.harness.redis_stats import RedisCost, cost_between, server_version, snapshot
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
 from django_threadmill.compat import Task
 from django_threadmill.records import dumps, now_ms

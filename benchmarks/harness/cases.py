@@ -2,9 +2,9 @@
 
 from dataclasses import dataclass
 
+from ..peers import PEERS, Peer, WorkerSpec, peer_named
+from ..peers.threadmill import FRESH_PROJECT_SETTINGS
 from .config import BenchConfig
-from .peers import PEERS, Peer, WorkerSpec, peer_named
-from .peers.threadmill import FRESH_PROJECT_SETTINGS
 
 RTT = "rtt"
 # Ours with a project's root console logging at -v 1, beside the main run (issue 10, item 3).

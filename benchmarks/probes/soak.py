@@ -1,12 +1,12 @@
 """Soak run: a million echo tasks through one worker; worker RSS and Redis memory over time.
 
-Not part of CI. ``python -m benchmarks.soak`` runs 200,000 tasks; ``--long`` runs 1,000,000.
-A producer keeps a bounded backlog, results expire after ``--result-ttl`` seconds, and every
-``--sample-s`` seconds the run records throughput, worker RSS (supervisor and children) and
-Redis ``used_memory``. The samples go to ``benchmarks/results/soak-<tasks>.json``.
+Not part of CI. ``python -m benchmarks.probes.soak`` runs 200,000 tasks; ``--long`` runs
+1,000,000. A producer keeps a bounded backlog, results expire after ``--result-ttl`` seconds,
+and every ``--sample-s`` seconds the run records throughput, worker RSS (supervisor and
+children) and Redis ``used_memory``. The samples go to ``benchmarks/results/soak-<tasks>.json``.
 
 This module is also the Django settings module of the run (``DJANGO_SETTINGS_MODULE=
-benchmarks.soak``): the test project's settings with a short ``result_ttl``.
+benchmarks.probes.soak``): the test project's settings with a short ``result_ttl``.
 """
 
 import argparse
@@ -37,7 +37,7 @@ TASKS = {
     }
 }
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENQUEUE_CHUNK = 1000  # tasks per enqueue_many call from the producer
 
 
@@ -102,7 +102,7 @@ class Soak:
             self.enqueued += count
 
     def sample(self, started: float) -> None:
-        from benchmarks.processes import tree_rss_mb
+        from benchmarks.harness.processes import tree_rss_mb
 
         finished, elapsed = self.finished(), time.monotonic() - started
         previous = self.samples[-1] if self.samples else Sample(0, 0, 0, 0, 0, 0, 0)
@@ -155,7 +155,7 @@ def main() -> None:
     args = parse_args()
     os.environ.update(
         {
-            "DJANGO_SETTINGS_MODULE": "benchmarks.soak",
+            "DJANGO_SETTINGS_MODULE": "benchmarks.probes.soak",
             "THREADMILL_SOAK_RESULT_TTL": str(args.result_ttl),
         }
     )

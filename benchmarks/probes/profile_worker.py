@@ -1,6 +1,6 @@
 """Where our worker's time goes: py-spy over one drain, plus Redis time per command.
 
-    .venv-bench/bin/python -m benchmarks.profile_worker [--tasks 40000] [--threads 1]
+    .venv-bench/bin/python -m benchmarks.probes.profile_worker [--tasks 40000] [--threads 1]
         [--settings testproject.settings_fresh]
 
 Pre-enqueues echo tasks, runs `threadmill_worker --burst` under `py-spy record --subprocesses`,
@@ -20,8 +20,8 @@ import redis
 
 from testproject.redis_server import redis_process
 
-from .peers import RunContext, WorkerSpec, peer_named
-from .runner import stage
+from ..harness.runner import stage
+from ..peers import RunContext, WorkerSpec, peer_named
 
 # Leaf frames where a thread waits rather than works (lock, queue, socket).
 IDLE_LEAVES = ("wait (threading", "read_from_socket", "select (", "_socket_can_read", "sleep")

@@ -1,6 +1,6 @@
 """Measure one hot queue on a local 3+3 Redis Cluster, unsharded and split by queue_shards.
 
-Run ``python benchmarks/shards.py [--tasks N] [--processes P] [--threads T]`` from the
+Run ``python -m benchmarks.probes.shards [--tasks N] [--processes P] [--threads T]`` from the
 repository root. It creates a local cluster (testproject/redis_cluster.py) and, for each shard
 count (1 = unsharded, 3 and 6), enqueues N echo tasks to "default" one ``enqueue()`` at a time
 (or ``--enqueue-batch`` per ``enqueue_many``), then drains them with one real
@@ -19,17 +19,17 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
 
 import django
 import redis
 
-from benchmarks.redis_stats import RedisSnapshot, snapshot
+from benchmarks.harness.redis_stats import RedisSnapshot, snapshot
 from django_threadmill.broker.keys import KeySpace, queue_parts
 from testproject.redis_cluster import LocalCluster, local_cluster
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLIENT_CALLS = ("evalsha", "blpop")  # sent by the client, never from inside a script
 
 

@@ -4,7 +4,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .peers import WorkerSpec
+from ..peers import WorkerSpec
 from .runner import Drain
 
 

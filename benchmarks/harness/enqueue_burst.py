@@ -1,4 +1,4 @@
-"""A burst of enqueues from one process (issue 11): python -m benchmarks.enqueue_burst ...
+"""A burst of enqueues from one process (issue 11): python -m benchmarks.harness.enqueue_burst ...
 
   async N coalesced|plain       N concurrent ``aenqueue`` calls gathered in one event loop
   threads T N coalesced|plain   T threads, each making N ``enqueue`` calls one after the other
@@ -24,7 +24,7 @@ def plain_calls() -> tuple[Callable[[str], None], Callable[[str], object]]:
     """Return one-call-per-task ``enqueue`` and ``aenqueue`` twins of the backend's own."""
     from django_threadmill.compat import task_enqueued
 
-    from .peers.django_tasks import echo
+    from ..peers.django_tasks import echo
 
     backend = echo.get_backend()
 
@@ -42,7 +42,7 @@ def plain_calls() -> tuple[Callable[[str], None], Callable[[str], object]]:
 
 
 def product_calls() -> tuple[Callable[[str], None], Callable[[str], object]]:
-    from .peers.django_tasks import echo
+    from ..peers.django_tasks import echo
 
     return echo.enqueue, echo.aenqueue
 

@@ -10,7 +10,7 @@ from typing import Any
 from .records import BurstRecord, DrainRecord, LatencyRecord, Spread, Summary, summarise
 from .targets import REFERENCE, find, target_lines
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
 
 @dataclass(slots=True)
@@ -176,7 +176,7 @@ def read_json(path: Path) -> Session:
 
 
 def main() -> None:
-    """Print the report of a results file again: python -m benchmarks.report FILE.json."""
+    """Print the report of a results file again: python -m benchmarks.harness.report FILE.json."""
     print(render(read_json(Path(sys.argv[1]))))
 
 

@@ -8,14 +8,14 @@ from urllib.parse import urlsplit
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from .cases import RTT, Case, all_cases
-from .config import BenchConfig, load_config
-from .peers import Peer, RunContext
-from .progress import ProgressLine
-from .proxy import ProxyLink, delay_proxy
-from .records import record_drain
-from .report import Session
-from .runner import drain, stage
+from ..harness.cases import RTT, Case, all_cases
+from ..harness.config import BenchConfig, load_config
+from ..harness.progress import ProgressLine
+from ..harness.proxy import ProxyLink, delay_proxy
+from ..harness.records import record_drain
+from ..harness.report import Session
+from ..harness.runner import drain, stage
+from ..peers import Peer, RunContext
 
 
 @contextmanager

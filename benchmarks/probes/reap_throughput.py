@@ -1,8 +1,8 @@
 """Measure how fast the reaper settles expired leases (leases settled per second).
 
-Run ``python benchmarks/reap_throughput.py`` from the repository root. It uses ``REDIS_URL`` or
-starts a throwaway redis-server, then for each case builds ``--leases`` expired leases of the
-example ``echo`` task and times one ``reap_once`` pass:
+Run ``python -m benchmarks.probes.reap_throughput`` from the repository root. It uses
+``REDIS_URL`` or starts a throwaway redis-server, then for each case builds ``--leases`` expired
+leases of the example ``echo`` task and times one ``reap_once`` pass:
 
 - running:  reserved and started (a SIGKILLed worker's attempts): each is settled through
             the fenced finish script as FAILED with a LeaseExpired error;
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import django
 import redis

@@ -1,4 +1,6 @@
-"""The enqueue side of one peer, in a process of its own: python -m benchmarks.client PEER CMD N.
+"""The enqueue side of one peer, in a process of its own.
+
+    python -m benchmarks.harness.client PEER CMD N
 
 Commands (each prints one JSON object on stdout):
   bulk N BYTES [MS]  enqueue N echo tasks the peer's fastest way, each sleeping MS ms first
@@ -18,7 +20,7 @@ from types import ModuleType
 
 def load_client(peer: str) -> ModuleType:
     """Import the peer's client module, after django.setup() for a Django project."""
-    from .peers import peer_named
+    from ..peers import peer_named
 
     if os.environ.get("DJANGO_SETTINGS_MODULE"):
         import django

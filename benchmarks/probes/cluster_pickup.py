@@ -1,9 +1,9 @@
 """Measure pickup on a Redis Cluster: enqueue to an idle waiter's wake-up, one slot or several.
 
-Run ``python benchmarks/cluster_pickup.py [--samples N]`` from the repository root. It creates
-a local 3+3 cluster (testproject/redis_cluster.py) and times, N times each, from just before
-an enqueue until ``Broker.wait_for_work`` returns in another thread: for a worker of one queue
-(one BLPOP) and of five queues on three nodes (one waiter thread per slot).
+Run ``python -m benchmarks.probes.cluster_pickup [--samples N]`` from the repository root. It
+creates a local 3+3 cluster (testproject/redis_cluster.py) and times, N times each, from just
+before an enqueue until ``Broker.wait_for_work`` returns in another thread: for a worker of one
+queue (one BLPOP) and of five queues on three nodes (one waiter thread per slot).
 """
 
 import argparse
@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
 
 import django

@@ -7,12 +7,12 @@ import pytest
 import redis
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from .config import BenchConfig, load_config
-from .peers import Peer, RunContext, peer_named
-from .processes import run_client
-from .records import BurstRecord
-from .redis_stats import cost_between, snapshot
-from .report import Session
+from ..harness.config import BenchConfig, load_config
+from ..harness.processes import run_client
+from ..harness.records import BurstRecord
+from ..harness.redis_stats import cost_between, snapshot
+from ..harness.report import Session
+from ..peers import Peer, RunContext, peer_named
 
 STYLES = ("async", "threads")
 VARIANTS = ("coalesced", "plain")
@@ -23,7 +23,7 @@ def burst_argv(peer: Peer, style: str, variant: str, config: BenchConfig) -> lis
         numbers = [str(config.burst_async_count)]
     else:
         numbers = [str(config.burst_threads), str(config.burst_thread_calls)]
-    return peer.python("-m", "benchmarks.enqueue_burst", style, *numbers, variant)
+    return peer.python("-m", "benchmarks.harness.enqueue_burst", style, *numbers, variant)
 
 
 @pytest.mark.parametrize("round_no", range(load_config().rounds), ids=lambda n: f"round{n}")

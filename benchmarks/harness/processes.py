@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import psutil
 
-from .peers.base import REPO_DIR
+from ..peers.base import REPO_DIR
 
 STOP_GRACE_S = 15.0  # SIGTERM, then this long to exit, then SIGKILL
 OUTPUT_CHUNK = 65536  # bytes per read of a worker's output pipe: a whole pipe buffer

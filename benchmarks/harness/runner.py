@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import redis
 
+from ..peers import Peer, RunContext, WorkerSpec
 from .config import BenchConfig
-from .peers import Peer, RunContext, WorkerSpec
 from .processes import Worker, children_cpu_s, run_client, tree_cpu_s, tree_rss_mb
 from .redis_stats import RedisCost, cost_between, snapshot
 
@@ -50,7 +50,7 @@ Progress = Callable[[int, int, float], None]  # (done, total, seconds so far)
 
 
 def client_argv(peer: Peer, *args: str) -> list[str]:
-    return peer.python("-m", "benchmarks.client", peer.name, *args)
+    return peer.python("-m", "benchmarks.harness.client", peer.name, *args)
 
 
 def enqueue(peer: Peer, context: RunContext, count: int, spec: WorkerSpec) -> float:
