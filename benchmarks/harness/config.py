@@ -14,10 +14,10 @@ class BenchConfig:
     rtt_task_count: int  # tasks per run behind the delay proxy
     mark_count: int  # the marginal rate counts from this many finished tasks onwards
     rounds: int  # rounds per configuration, queues alternating within a round
-    judged_rounds: int  # rounds for the runs DESIGN.md §6 judges (cases.Case.judged)
+    judged_rounds: int  # rounds for the runs the targets judge (cases.Case.judged)
     thread_counts: tuple[int, ...]  # worker threads per configuration
     latency_count: int  # single tasks for pickup latency and single enqueue latency
-    burst_async_count: int  # concurrent aenqueue calls in one event loop (issue 11)
+    burst_async_count: int  # concurrent aenqueue calls in one event loop
     burst_threads: int  # enqueuing threads in one process
     burst_thread_calls: int  # enqueue calls per thread
     rtt_ms: float  # round-trip time the delay proxy adds

@@ -197,7 +197,7 @@ class LatencyRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BurstRecord:
-    """One burst of enqueues from one client process (issue 11)."""
+    """One burst of enqueues from one client process."""
 
     peer: str
     label: str

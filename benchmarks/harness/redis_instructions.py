@@ -1,4 +1,4 @@
-"""Count the instructions a redis-server executes, under valgrind's callgrind (issue 10).
+"""Count the instructions a redis-server executes, under valgrind's callgrind.
 
 CPU seconds from INFO move by 30% between runs on a shared VM; instruction counts do not depend
 on the machine's load, so a change to a Lua script shows as a clean before/after figure. The

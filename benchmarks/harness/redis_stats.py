@@ -1,4 +1,4 @@
-"""Redis server costs of a run: commands and CPU from INFO deltas (DESIGN.md §6)."""
+"""Redis server costs of a run: commands and CPU from INFO deltas (docs/benchmarks.md, Method)."""
 
 from dataclasses import dataclass
 

@@ -1,4 +1,4 @@
-"""The end of a session: the table, the targets of DESIGN.md §6, JSON in benchmarks/results/."""
+"""The end of a session: the table, the targets checked, JSON in benchmarks/results/."""
 
 import json
 import sys
@@ -169,7 +169,7 @@ def read_json(path: Path) -> Session:
     session = Session(mode=document["mode"], environment=document["environment"])
     session.drains = [DrainRecord(**record) for record in document["drains"]]
     session.latencies = [LatencyRecord(**record) for record in document["latencies"]]
-    # Files written before the burst benchmark (issue 11) have no "bursts".
+    # Files written before the burst benchmark existed (30 Nov) have no "bursts".
     session.bursts = [BurstRecord(**record) for record in document.get("bursts", [])]
     session.skipped = document["skipped"]
     return session

@@ -1,4 +1,4 @@
-"""The drain method (issue 6): pre-enqueue N echo tasks, start one worker, time the results.
+"""The drain method: pre-enqueue N echo tasks, start one worker, time the results.
 
 Timing starts when the worker process is spawned and ends when the watcher sees the last
 result stored. The marginal rate counts from the first poll that saw ``mark_count`` results,

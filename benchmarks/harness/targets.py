@@ -1,4 +1,4 @@
-"""DESIGN.md §6 targets, checked against one session's summaries."""
+"""The targets (docs/benchmarks.md, Targets), checked against one session's summaries."""
 
 import statistics
 from dataclasses import dataclass
@@ -8,7 +8,7 @@ from .records import BurstRecord, DrainRecord, LatencyRecord, Summary
 
 OURS = "threadmill"
 REFERENCE = "dramatiq"  # the "x dramatiq" columns
-VTASKS = "vtasks"  # the second reference of DESIGN.md §6: it stores no results
+VTASKS = "vtasks"  # the second reference of the targets: it stores no results
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +175,7 @@ def round_trip_verdict(summaries: list[Summary]) -> Verdict:
 def verdicts(
     summaries: list[Summary], drains: list[DrainRecord], latencies: list[LatencyRecord]
 ) -> list[Verdict]:
-    """Every §6 target this session can speak to."""
+    """Every target this session can speak to."""
     return [
         *throughput_verdicts(summaries, drains, 1),
         *throughput_verdicts(summaries, drains, 4),
@@ -225,7 +225,7 @@ def memory_verdict(summaries: list[Summary]) -> Verdict:
     return Verdict(target, f"RSS {first:.0f} -> {late:.0f} MiB, 1,000 -> 90% done", None)
 
 
-# Issue 11: enqueue bursts from one process, per style: (tasks/s at least, label).
+# Enqueue bursts from one process, per style: (tasks/s at least, label).
 BURST_TARGETS = {"async": (20_000, "async burst"), "threads": (15_000, "64-thread burst")}
 BURST_ROUND_TRIPS = 0.1  # script calls per task, an upper bound on round trips
 
@@ -255,7 +255,7 @@ def target_lines(
     bursts: list[BurstRecord],
 ) -> list[str]:
     marks = {True: "met", False: "NOT MET", None: "-"}
-    lines = [f"{'DESIGN.md §6 target':<42} {'measured':<38} verdict"]
+    lines = [f"{'target':<42} {'measured':<38} verdict"]
     for verdict in [*verdicts(summaries, drains, latencies), *burst_verdicts(bursts)]:
         lines.append(f"{verdict.target:<42} {verdict.measured:<38} {marks[verdict.met]}")
     return lines

@@ -1,4 +1,4 @@
-"""Poll with a deadline: the one way the benchmarks wait for something (STYLE.md, Tests)."""
+"""Poll with a deadline: the one way the benchmarks wait for something, never a fixed sleep."""
 
 import time
 from collections.abc import Callable

@@ -9,8 +9,8 @@ from .tasks_redis import TasksRedisPeer
 from .threadmill import BASELINE_DIR, BaselinePeer, ThreadmillPeer
 from .vtasks import VtasksPeer
 
-# The order of the table and of every round: ours first, then the two references of DESIGN.md §6,
-# then the rest.
+# The order of the table and of every round: ours first, then the two references of the targets
+# (dramatiq, django-vtasks), then the rest.
 PEERS: tuple[Peer, ...] = (
     ThreadmillPeer(),
     DramatiqPeer(),

@@ -14,7 +14,7 @@ def echo(value: Any) -> Any:
 
 @task
 def nap(value: Any, seconds: float) -> Any:
-    """Sleep ``seconds``, then return the argument: an I/O-bound task (issue 10)."""
+    """Sleep ``seconds``, then return the argument: an I/O-bound task."""
     time.sleep(seconds)
     return value
 

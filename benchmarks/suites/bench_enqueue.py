@@ -1,4 +1,4 @@
-"""Enqueue bursts from one process (issue 11): coalesced against one call per task."""
+"""Enqueue bursts from one process: coalesced against one call per task."""
 
 from collections.abc import Callable
 from itertools import product

@@ -10,7 +10,8 @@ from django_threadmill.broker.keys import KeySpace
 from ..base import REPO_DIR, Peer, RunContext, WorkerSpec, redis_counter
 
 KEY_PREFIX = "bench"
-# The LOGGING many projects start with, the root logger on the console (issue 10), at -v 1.
+# The LOGGING many projects start with, the root logger on the console, at -v 1: the fresh
+# project rows (docs/benchmarks.md, Method).
 FRESH_PROJECT_SETTINGS = "testproject.settings_fresh"
 COMMAND = REPO_DIR / "django_threadmill" / "management" / "commands" / "threadmill_worker.py"
 # A checkout of an earlier commit to run beside this one (e.g. a `git worktree`): its worker
