@@ -7,22 +7,9 @@ from itertools import repeat
 from threading import Lock
 from typing import Any
 
-from .announce import announce, announcer
 from .broker import Broker, Guard, GuardKind, NewTask
 from .broker.keys import make_task_id, queue_of
-from .coalesce import Enqueuer
-from .compat import (
-    BaseTaskBackend,
-    InvalidTask,
-    Task,
-    TaskResult,
-    TaskResultDoesNotExist,
-    TaskResultStatus,
-)
-from .conf import BackendSettings, check_queue_name, read_settings
-from .exceptions import Cancelled, ImproperlyConfiguredThreadmill
-from .on_commit import defer_to_commit
-from .records import (
+from .codec.records import (
     STATUS_OF_STATE,
     build_result,
     decode_payload,
@@ -34,9 +21,22 @@ from .records import (
     now_ms,
     to_ms,
 )
+from .compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+)
+from .conf.settings import BackendSettings, check_queue_name, read_settings
+from .enqueue.announce import announce, announcer
+from .enqueue.coalesce import Enqueuer
+from .enqueue.on_commit import defer_to_commit
+from .enqueue.unique import unique_guard
+from .exceptions import Cancelled, ImproperlyConfiguredThreadmill
+from .observability.tracing import carrier, traced_aenqueue, traced_enqueue
 from .task import ThreadmillTask
-from .tracing import carrier, traced_aenqueue, traced_enqueue
-from .unique import unique_guard
 
 VALID_TASKS_KEPT = 1024  # tasks remembered as valid per backend; more start the set again
 _enqueuers: dict[tuple[type, str], Enqueuer] = {}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.checks import CheckMessage, Error, Warning
 
 from .broker.connection import redacted
-from .conf import BackendSettings, Durability
+from .conf.settings import BackendSettings, Durability
 from .exceptions import BrokerRefused, BrokerUnavailable
 from .schedules.checks import schedule_messages
 

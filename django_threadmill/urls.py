@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views.metrics import metrics_view
+from .views import metrics_view
 
 app_name = "django_threadmill"
 urlpatterns = [path("metrics", metrics_view, name="metrics")]

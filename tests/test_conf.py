@@ -11,7 +11,7 @@ from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus, task_backends
-from django_threadmill.conf import (
+from django_threadmill.conf.settings import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_PAYLOAD_BYTES,
     BackendSettings,

@@ -3,8 +3,8 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from django_threadmill.conf import read_settings
-from django_threadmill.limits import QueueLimit
+from django_threadmill.conf.limits import QueueLimit
+from django_threadmill.conf.settings import read_settings
 
 
 def limits(value: object) -> dict[str, QueueLimit]:

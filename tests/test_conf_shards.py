@@ -5,7 +5,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.checks import _shard_messages
-from django_threadmill.conf import read_settings
+from django_threadmill.conf.settings import read_settings
 
 
 def shards(value: object, **options: object) -> dict[str, int]:

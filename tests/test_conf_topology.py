@@ -4,7 +4,12 @@ import re
 
 import pytest
 
-from django_threadmill.conf import BackendSettings, Durability, SentinelSettings, read_settings
+from django_threadmill.conf.settings import (
+    BackendSettings,
+    Durability,
+    SentinelSettings,
+    read_settings,
+)
 from django_threadmill.exceptions import ImproperlyConfiguredThreadmill
 
 

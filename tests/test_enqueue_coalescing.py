@@ -53,7 +53,7 @@ def test_one_loops_concurrent_calls_are_one_script_call(
 def test_a_big_batch_goes_as_several_calls_at_once(
     backend: ThreadmillTaskBackend, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("django_threadmill.coalesce.CHUNK_TASKS", 3)
+    monkeypatch.setattr("django_threadmill.enqueue.coalesce.CHUNK_TASKS", 3)
     echo.enqueue("loads the script")
     before = script_calls(redis_client)
     outcomes = asyncio.run(gather(*(echo.aenqueue(n) for n in range(7))))

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from django_threadmill.batching import Latch
+from django_threadmill.enqueue.batching import Latch
 
 from .support import wait_until
 

@@ -8,8 +8,8 @@ import pytest
 from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.codec.records import from_ms, new_result, new_task_hex
 from django_threadmill.compat import BaseTaskBackend, InvalidTask, TaskResult, TaskResultStatus
-from django_threadmill.records import from_ms, new_result, new_task_hex
 from testproject.example.tasks import echo
 
 ENQUEUED_MS = 1_700_000_000_123

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from django_threadmill import jsoncodec
+from django_threadmill.codec import jsoncodec
 
 VALUES = [
     {"path": "a.b", "args": ["x" * 100, 1, 2.5, -0.0, 10**30, True, None], "kwargs": {}},

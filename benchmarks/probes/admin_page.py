@@ -98,7 +98,7 @@ def timed(get: Callable[[], object], repeat: int) -> tuple[float, float]:
 
 
 def pages(samples: dict[str, list[str]]) -> dict[str, str]:
-    from django_threadmill.views.listing import Cursor
+    from django_threadmill.admin.listing import Cursor
 
     tasks = "/admin/django_threadmill/task/"
     deep = Cursor(offsets={("default", "default", "done"): 400_000}).encode()

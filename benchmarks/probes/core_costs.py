@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.harness.redis_instructions import callgrind_redis
 from benchmarks.harness.redis_stats import RedisCost, cost_between, server_version, snapshot
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
+from django_threadmill.codec.records import dumps, now_ms
 from django_threadmill.compat import Task
-from django_threadmill.records import dumps, now_ms
 from testproject.redis_server import redis_process
 
 WORKER = "core-costs-worker"

@@ -37,7 +37,7 @@ CHUNK = 1000  # tasks per enqueue, acquire and start call while building the lea
 def build_leases(backend: object, count: int, *, start: bool) -> None:
     """Enqueue ``count`` echo tasks, reserve them all, and start them if ``start``."""
     from django_threadmill.broker import Start
-    from django_threadmill.records import now_ms
+    from django_threadmill.codec.records import now_ms
     from testproject.example.tasks import echo
 
     broker = backend.broker  # type: ignore[attr-defined]
@@ -69,7 +69,7 @@ def redis_cpu_s(client: redis.Redis) -> float:
 
 def measure(name: str, count: int, batch_size: int, build: Callable[[], None]) -> None:
     from django_threadmill.compat import task_backends
-    from django_threadmill.reaper import reap_once
+    from django_threadmill.worker.reaper import reap_once
 
     backend = task_backends["default"]
     build()

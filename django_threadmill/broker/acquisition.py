@@ -3,7 +3,7 @@
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..limits import QueueLimit
+from ..conf.limits import QueueLimit
 from .core import BrokerCore
 from .metrics import waiting_since_ms
 from .payloads import task_path

@@ -14,7 +14,7 @@ import redis.asyncio
 from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
-from ..conf import BackendSettings
+from ..conf.settings import BackendSettings
 from ..exceptions import BrokerUnavailable
 from .durability import check_confirmed, confirm_command, unconfirmed
 from .scripts import ScriptCall, ScriptName

@@ -9,7 +9,7 @@ import redis
 import redis.asyncio
 from redis.sentinel import MasterNotFoundError
 
-from ..conf import BackendSettings
+from ..conf.settings import BackendSettings
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from .topology import AsyncClient, SyncClient, aconnect, connect
 

@@ -15,7 +15,7 @@ from weakref import WeakKeyDictionary
 
 from redis.commands.core import AsyncScript, Script
 
-from ..conf import BackendSettings, Durability
+from ..conf.settings import BackendSettings, Durability
 from .calls import send
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_of, queue_parts, routed_task_id, shard_of

@@ -7,7 +7,7 @@ per node those calls went to.
 
 from typing import Any
 
-from ..conf import BackendSettings, Durability
+from ..conf.settings import BackendSettings, Durability
 from ..exceptions import BrokerUnavailable
 from .connection import redacted
 

@@ -14,7 +14,7 @@ import redis.asyncio.sentinel
 import redis.sentinel
 from redis.connection import SSLConnection, parse_url
 
-from ..conf import BackendSettings, SentinelSettings
+from ..conf.settings import BackendSettings, SentinelSettings
 from .packing import packing_class, sync_packing
 
 type SyncClient = redis.Redis | redis.RedisCluster

@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfoNotFoundError
 from django.core.checks import CheckMessage, Error
 
 from ..compat import InvalidTask
+from ..conf.schedules import Schedule
 from .scheduler import scheduled_task
 from .slots import next_slot, zone_of
-from .spec import Schedule
 
 if TYPE_CHECKING:
     from ..backend import ThreadmillTaskBackend

@@ -19,9 +19,9 @@ from django.utils.module_loading import import_string
 from ..broker import Guard, GuardKind
 from ..broker.keys import make_task_id, routed_task_id
 from ..compat import InvalidTask, Task
+from ..conf.schedules import Schedule
 from ..exceptions import BrokerUnavailable
 from .slots import next_slot, previous_slot, slot_ms
-from .spec import Schedule
 
 if TYPE_CHECKING:
     from ..backend import ThreadmillTaskBackend

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 
-from .spec import Schedule
+from ..conf.schedules import Schedule
 
 if TYPE_CHECKING:
     from cronsim import CronSim

@@ -7,15 +7,7 @@ from inspect import iscoroutinefunction
 from typing import Any
 
 from ..broker import Finish, Outcome, Reservation
-from ..compat import (
-    TaskContext,
-    TaskResult,
-    TaskResultStatus,
-    task_finished,
-    task_started,
-)
-from ..exceptions import PayloadError
-from ..records import (
+from ..codec.records import (
     decode_payload,
     encode_result,
     error_json,
@@ -25,9 +17,17 @@ from ..records import (
     parse_error,
     task_result,
 )
+from ..compat import (
+    TaskContext,
+    TaskResult,
+    TaskResultStatus,
+    task_finished,
+    task_started,
+)
+from ..exceptions import PayloadError
+from ..observability.signals import send_guarded
+from ..observability.tracing import traced_execution
 from ..retry import retry_delay
-from ..signals import send_guarded
-from ..tracing import traced_execution
 from .db_connections import close_stale_connections
 
 logger = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ from types import FrameType
 from ..backend import ThreadmillTaskBackend
 from ..compat import task_backends
 from ..exceptions import BrokerUnavailable
-from ..reaper import reap_once
 from ..schedules.scheduler import Scheduler
 from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, EXIT_REFUSED, WorkerOptions
 from .process import STOP, WorkerProcess
+from .reaper import reap_once
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Reservation, Start
-from ..records import now_ms
+from ..codec.records import now_ms
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
 from .executor import Executor

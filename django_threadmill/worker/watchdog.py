@@ -5,8 +5,8 @@ import threading
 from collections.abc import Callable
 
 from ..broker import Finish, Outcome
+from ..codec.records import error_json, now_ms
 from ..exceptions import TaskTimeout
-from ..records import error_json, now_ms
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
 from .role import RoleThread

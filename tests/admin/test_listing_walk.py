@@ -3,10 +3,10 @@
 import pytest
 import redis
 
+from django_threadmill.admin.listing import Cursor, RowFilter, Stream, Walker
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Index, Inspector
-from django_threadmill.records import now_ms
-from django_threadmill.views.listing import Cursor, RowFilter, Stream, Walker
+from django_threadmill.codec.records import now_ms
 from testproject.example.tasks import add
 from tests.backend_support import succeed
 
@@ -124,7 +124,7 @@ def test_cursor_survives_the_query_string_and_rejects_garbage() -> None:
 def test_a_filtered_walk_in_small_reads_keeps_the_merged_order(
     backend: ThreadmillTaskBackend, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("django_threadmill.views.listing.SCAN_CHUNK", 2)
+    monkeypatch.setattr("django_threadmill.admin.listing.SCAN_CHUNK", 2)
     expected = [task_id for _, _, task_id in finished_with_times(backend, redis_client, TIMES)]
     everything = RowFilter(fields=("state",), accepts=lambda fields: True)
     walk = walker(backend)

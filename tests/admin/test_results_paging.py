@@ -22,7 +22,7 @@ def ids_on(page: str, task_ids: list[str]) -> list[str]:
 
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("django_threadmill.views.results.LIST_PER_PAGE", 2)
+    monkeypatch.setattr("django_threadmill.admin.results.LIST_PER_PAGE", 2)
 
 
 def test_next_and_previous_walk_the_pages(

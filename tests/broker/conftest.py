@@ -9,7 +9,7 @@ import redis
 
 from django_threadmill.broker import Broker, Finish, Lease, NewTask, Outcome, Start
 from django_threadmill.broker.keys import QueueKeys, make_task_id
-from django_threadmill.records import now_ms
+from django_threadmill.codec.records import now_ms
 
 WORKER = "worker-a"
 

@@ -4,7 +4,7 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker, Outcome
-from django_threadmill.reaper import reap_once
+from django_threadmill.worker.reaper import reap_once
 from tests.support import wait_until
 
 from .conftest import finish, new_task, start

@@ -10,7 +10,7 @@ from django_threadmill.broker import Broker, Lease
 from django_threadmill.broker.inspect import Inspector
 from django_threadmill.broker.keys import shard_of
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.reaper import reap_once
+from django_threadmill.worker.reaper import reap_once
 from testproject.example.tasks import echo
 from testproject.redis_cluster import LocalCluster
 from tests.support import run_to_completion, worker

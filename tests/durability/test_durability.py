@@ -10,10 +10,10 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Finish, Outcome
+from django_threadmill.codec.records import now_ms
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.conf import Durability
+from django_threadmill.conf.settings import Durability
 from django_threadmill.exceptions import BrokerUnavailable
-from django_threadmill.records import now_ms
 from testproject.example.tasks import echo
 from testproject.redis_server import RedisProcess
 from tests.backend_support import finish, new_task, start

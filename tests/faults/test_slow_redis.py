@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from benchmarks.proxy import ProxyLink, delay_proxy
+from benchmarks.harness.proxy import ProxyLink, delay_proxy
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.redis_server import RedisProcess, redis_process
 from tests.support import wait_until, worker

@@ -10,7 +10,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Outcome
 from django_threadmill.compat import TaskResultDoesNotExist, TaskResultStatus
 from django_threadmill.exceptions import Cancelled, LeaseExpired
-from django_threadmill.reaper import reap_once
+from django_threadmill.worker.reaper import reap_once
 
 from .support import ack, reserve, run, wait_for_expiry
 from .tasks import plain

@@ -6,7 +6,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.reaper import reap_once
+from django_threadmill.worker.reaper import reap_once
 
 from .support import ack, reserve, run
 from .tasks import plain

@@ -8,9 +8,9 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease, Start
+from django_threadmill.codec.records import now_ms
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.reaper import ReapReport, reap_once
-from django_threadmill.records import now_ms
+from django_threadmill.worker.reaper import ReapReport, reap_once
 
 from .support import WORKER, ack, reserve, run, wait_for_expiry
 from .tasks import plain, retried

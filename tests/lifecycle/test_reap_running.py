@@ -11,7 +11,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import LeaseExpired
-from django_threadmill.reaper import reap_once
+from django_threadmill.worker.reaper import reap_once
 
 from .support import WORKER, run, wait_for_expiry
 from .tasks import custom_policy, plain, retried
@@ -38,7 +38,7 @@ def test_expired_running_attempt_fails_with_a_lease_error_naming_worker_and_dead
     deadline = lease_deadline(broker, redis_client, task_id)
     wait_for_expiry(broker, redis_client)
 
-    with caplog.at_level(logging.ERROR, logger="django_threadmill.reaper"):
+    with caplog.at_level(logging.ERROR, logger="django_threadmill.worker.reaper"):
         report = reap_once(backend)
 
     assert (report.failed, report.retried, report.released) == (1, 0, 0)
@@ -50,9 +50,9 @@ def test_expired_running_attempt_fails_with_a_lease_error_naming_worker_and_dead
     [error] = result.errors
     assert error.exception_class is LeaseExpired
     assert f"Worker {WORKER} stopped renewing its lease; deadline {deadline}." in error.traceback
-    assert [r.getMessage() for r in caplog.records if r.name == "django_threadmill.reaper"] == [
-        f"Lease expired, task FAILED task_id={task_id} worker={WORKER}"
-    ]
+    assert [
+        r.getMessage() for r in caplog.records if r.name == "django_threadmill.worker.reaper"
+    ] == [f"Lease expired, task FAILED task_id={task_id} worker={WORKER}"]
     key = broker.record_key(task_id)
     assert key is not None
     assert redis_client.pttl(key) > 0  # a finished record gets result_ttl

@@ -10,7 +10,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResult, TaskResultStatus, task_finished
 from django_threadmill.exceptions import LeaseExpired
-from django_threadmill.reaper import reap_once
+from django_threadmill.worker.reaper import reap_once
 
 from .support import WORKER, run, wait_for_expiry
 from .tasks import plain, retried

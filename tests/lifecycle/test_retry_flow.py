@@ -12,8 +12,8 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
+from django_threadmill.codec.records import dumps, error_json, now_ms
 from django_threadmill.compat import TaskContext, TaskResultStatus
-from django_threadmill.records import dumps, error_json, now_ms
 from django_threadmill.retry import retry_delay
 
 from .tasks import flaky

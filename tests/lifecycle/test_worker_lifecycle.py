@@ -14,7 +14,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import LeaseExpired
-from django_threadmill.reaper import reap_once
+from django_threadmill.worker.reaper import reap_once
 from tests.support import ROOT, Command, wait_until, worker
 
 from .support import wait_for_expiry

@@ -10,7 +10,7 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.reaper import reap_once
+from django_threadmill.worker.reaper import reap_once
 from tests.support import Command, wait_until
 
 from .tasks import hold_until, timed

@@ -5,8 +5,8 @@ from zoneinfo import ZoneInfo
 
 from django.test import override_settings
 
+from django_threadmill.conf.schedules import Schedule
 from django_threadmill.schedules.slots import next_slot, previous_slot
-from django_threadmill.schedules.spec import Schedule
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from django_threadmill.conf import read_settings
-from django_threadmill.schedules.spec import Schedule
+from django_threadmill.conf.schedules import Schedule
+from django_threadmill.conf.settings import read_settings
 
 
 def schedules(value: object) -> dict[str, Schedule]:

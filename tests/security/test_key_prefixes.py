@@ -7,8 +7,8 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Start
+from django_threadmill.codec.records import now_ms
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.records import now_ms
 from tests.support import Command, worker
 
 from . import tasks

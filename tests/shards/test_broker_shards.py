@@ -6,8 +6,8 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker
+from django_threadmill.codec.records import now_ms
 from django_threadmill.exceptions import PartlyEnqueued
-from django_threadmill.records import now_ms
 from tests.broker.conftest import WORKER, finish, new_task, start
 
 from .conftest import SHARDS, shard_counts, tasks_per_shard

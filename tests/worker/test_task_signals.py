@@ -11,6 +11,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Outcome
+from django_threadmill.codec.records import now_ms
 from django_threadmill.compat import (
     TASKS_LOGGER_NAME,
     TaskResult,
@@ -18,7 +19,6 @@ from django_threadmill.compat import (
     task_finished,
     task_started,
 )
-from django_threadmill.records import now_ms
 from django_threadmill.worker.executor import Executor
 from testproject.example.tasks import echo, fail
 

@@ -14,9 +14,9 @@ from ...backend import ThreadmillTaskBackend
 from ...checks import redis_may_be_down
 from ...compat import task_backends
 from ...exceptions import BrokerRefused, BrokerUnavailable
-from ...reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
+from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
 
-logger = logging.getLogger("django_threadmill.reaper")
+logger = logging.getLogger("django_threadmill.worker.reaper")
 
 DEFAULT_INTERVAL_S = 10.0  # seconds between passes; a lost lease waits lease_ttl + this at most
 

@@ -7,10 +7,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...compat import task_backends
+from ...conf.schedules import Schedule
 from ...exceptions import BrokerUnavailable
 from ...schedules.scheduler import scheduled_task
 from ...schedules.slots import next_slot, zone_of
-from ...schedules.spec import Schedule
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from ...backend import ThreadmillTaskBackend
 from ...checks import redis_may_be_down
 from ...compat import task_backends
-from ...conf import check_queue_name
+from ...conf.settings import check_queue_name
 from ...exceptions import ImproperlyConfiguredThreadmill
 from ...worker.logs import configure_logging
 from ...worker.options import MAX_PREFETCH, WorkerOptions

@@ -5,11 +5,11 @@ from typing import Any
 
 from ..broker.connection import redacted
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
+from ..conf.limits import QueueLimit
 from ..exceptions import BrokerUnavailable
-from ..limits import QueueLimit
 from .activity import REFRESH_S, activity_context
-from .backends import Source, sources
 from .display import age, describe_worker, when
+from .sources import Source, sources
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,13 +17,13 @@ from django.urls import URLPattern, path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from .exceptions import BrokerUnavailable
-from .models import Queue, Task
-from .views import actions, bulk
-from .views.backends import source_or_404, sources
-from .views.detail import detail_context, detail_or_404, raw_response, raw_value
-from .views.queues import queues_context
-from .views.results import results_context
+from ..exceptions import BrokerUnavailable
+from ..models import Queue, Task
+from . import actions, bulk
+from .detail import detail_context, detail_or_404, raw_response, raw_value
+from .queues import queues_context
+from .results import results_context
+from .sources import source_or_404, sources
 
 type View = Callable[..., HttpResponse]
 

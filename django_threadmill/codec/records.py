@@ -20,8 +20,8 @@ from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus, normalize_json
-from .exceptions import PayloadError
+from ..compat import InvalidTask, Task, TaskError, TaskResult, TaskResultStatus, normalize_json
+from ..exceptions import PayloadError
 from .jsoncodec import dumps as compact_dumps
 
 STATUS_OF_STATE = {

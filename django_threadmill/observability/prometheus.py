@@ -15,9 +15,9 @@ from prometheus_client.core import (
     Metric,
 )
 
-from .broker.inspect import Index
-from .broker.inspect.counters import PathCounters, histogram, lifetime
-from .views.backends import Source
+from ..admin.sources import Source
+from ..broker.inspect import Index
+from ..broker.inspect.counters import PathCounters, histogram, lifetime
 
 QUEUE_STATES = ("ready", "delayed", "reserved", "running")
 OUTCOMES = ("successful", "failed")

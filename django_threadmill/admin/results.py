@@ -13,9 +13,9 @@ from django.urls import reverse
 
 from ..broker.inspect import Index, TaskRow, task_path
 from ..broker.keys import TASK_ID_SEPARATOR, make_task_id
-from .backends import Source, sources
 from .display import state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
+from .sources import Source, sources
 
 DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
 LIST_PER_PAGE = 50  # rows per page

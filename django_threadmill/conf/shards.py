@@ -7,7 +7,7 @@ today's keys exactly, so existing data stays readable.
 
 from typing import Any
 
-from .exceptions import ImproperlyConfiguredThreadmill
+from ..exceptions import ImproperlyConfiguredThreadmill
 from .limits import QueueLimit
 
 MAX_QUEUE_SHARDS = 256  # each shard is one more script call for the reaper and the admin

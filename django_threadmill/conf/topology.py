@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .exceptions import ImproperlyConfiguredThreadmill
+from ..exceptions import ImproperlyConfiguredThreadmill
 
 SENTINEL_AUTH_KEYS = frozenset({"username", "password"})
 

@@ -3,9 +3,9 @@
 from hashlib import sha256
 from typing import Any
 
-from .broker import Guard, GuardKind
-from .compat import Task
-from .records import dumps
+from ..broker import Guard, GuardKind
+from ..codec.records import dumps
+from ..compat import Task
 
 DIGEST_CHARS = 32  # hex characters of sha256 kept in the key: 128 bits, no accidental collision
 

@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from .conf_topology import (
+from ..exceptions import ImproperlyConfiguredThreadmill
+from .limits import QueueLimit, read_queue_limits
+from .schedules import Schedule, read_schedules
+from .shards import check_sharded_limits, read_queue_shards
+from .topology import (
     Durability,
     SentinelSettings,
     check_topology,
@@ -18,10 +22,6 @@ from .conf_topology import (
     read_durability,
     read_sentinel,
 )
-from .exceptions import ImproperlyConfiguredThreadmill
-from .limits import QueueLimit, read_queue_limits
-from .schedules.spec import Schedule, read_schedules
-from .shards import check_sharded_limits, read_queue_shards
 
 DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
 QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")

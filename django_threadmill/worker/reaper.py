@@ -12,10 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from .broker import ExpiredAttempt, Finish, Outcome, Reaped
-from .compat import TaskResult, TaskResultStatus, task_finished
-from .exceptions import LeaseExpired
-from .records import (
+from ..broker import ExpiredAttempt, Finish, Outcome, Reaped
+from ..codec.records import (
     build_result,
     decode_payload,
     error_json,
@@ -24,11 +22,13 @@ from .records import (
     now_ms,
     parse_error,
 )
-from .retry import retry_delay
-from .signals import send_guarded
+from ..compat import TaskResult, TaskResultStatus, task_finished
+from ..exceptions import LeaseExpired
+from ..observability.signals import send_guarded
+from ..retry import retry_delay
 
 if TYPE_CHECKING:
-    from .backend import ThreadmillTaskBackend
+    from ..backend import ThreadmillTaskBackend
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from django.utils.text import get_text_list
 
 from ..backend import ThreadmillTaskBackend
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
-from .backends import Source
 from .display import state_label
+from .sources import Source
 
 SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
 MAX_SELECTION = 500  # tasks one action may name: the confirmation page lists them all

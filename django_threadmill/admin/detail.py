@@ -5,10 +5,10 @@ from typing import Any
 from django.http import Http404, HttpResponse
 
 from ..broker.inspect import TaskDetail, task_path
+from ..codec.records import attempted_ms, decode_payload, errors_of, parse_error
 from ..exceptions import PayloadError
-from ..records import attempted_ms, decode_payload, errors_of, parse_error
-from .backends import Source
 from .display import describe_worker, pretty_json, pretty_value, shown, state_label, when
+from .sources import Source
 
 
 def detail_or_404(source: Source, task_id: str) -> TaskDetail:

@@ -18,8 +18,8 @@ except ImportError:  # pragma: no cover - the test extra installs it
     trace = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from .broker import Finish, Reservation
-    from .compat import Task, TaskResult
+    from ..broker import Finish, Reservation
+    from ..compat import Task, TaskResult
 
 TRACER_NAME = "django_threadmill"
 CARRIER_KEY = "trace"  # payload key of the enqueuing span's context

@@ -6,8 +6,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from ..exceptions import BrokerUnavailable
-from .backends import Source, sources
+from .admin.sources import Source, sources
+from .exceptions import BrokerUnavailable
 
 BEARER = "Bearer "
 
@@ -46,7 +46,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     try:
         from prometheus_client import CONTENT_TYPE_LATEST
 
-        from ..metrics import exposition
+        from .observability.prometheus import exposition
     except ImportError as exc:
         raise ImproperlyConfigured(
             "threadmill/metrics needs prometheus_client: pip install 'django-threadmill[metrics]'."

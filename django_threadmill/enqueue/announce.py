@@ -10,8 +10,8 @@ from functools import partial
 
 from asgiref.sync import sync_to_async
 
-from .compat import TaskResult, task_enqueued
-from .signals import heard
+from ..compat import TaskResult, task_enqueued
+from ..observability.signals import heard
 
 
 def announcer(sender: type) -> Callable[[list[TaskResult]], Awaitable[list[Exception | None]]]:

@@ -14,8 +14,8 @@ from threading import Lock
 from typing import Any
 from weakref import WeakSet
 
-from .broker import Enqueued, NewTask
-from .exceptions import BrokerUnavailable, PartlyEnqueued
+from ..broker import Enqueued, NewTask
+from ..exceptions import BrokerUnavailable, PartlyEnqueued
 
 
 @dataclass(slots=True, eq=False, kw_only=True)

@@ -9,7 +9,7 @@ the line, and the signal is sent as Django's ImmediateBackend sends it.
 import logging
 from typing import Any
 
-from .compat import TASK_LOG_RECEIVERS, TASKS_LOGGER_NAME, TaskResult, TaskResultStatus
+from ..compat import TASK_LOG_RECEIVERS, TASKS_LOGGER_NAME, TaskResult, TaskResultStatus
 
 logger = logging.getLogger(__name__)
 _tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)

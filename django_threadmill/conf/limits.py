@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .exceptions import ImproperlyConfiguredThreadmill
+from ..exceptions import ImproperlyConfiguredThreadmill
 
 RATE_PATTERN = re.compile(r"^\s*(\d+)\s*/\s*([smh])\s*$")
 PERIOD_MS = {"s": 1000, "m": 60_000, "h": 3_600_000}

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from weakref import WeakKeyDictionary
 
+from ..broker import Broker, Enqueued, NewTask
+from ..compat import TaskResult
+from ..exceptions import BrokerUnavailable
 from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settling, tasks_by_queue
-from .broker import Broker, Enqueued, NewTask
-from .compat import TaskResult
-from .exceptions import BrokerUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Configuration: one ``TASKS`` entry read into typed settings, once, at the settings edge."""

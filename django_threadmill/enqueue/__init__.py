@@ -1,0 +1,1 @@
+"""The enqueue pipeline: prepare, coalesce and store tasks; announce the ones stored."""

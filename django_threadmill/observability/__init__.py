@@ -1,0 +1,1 @@
+"""What the package tells the outside: django.tasks signals, traces and Prometheus metrics."""

@@ -1,1 +1,0 @@
-"""The admin's Threadmill pages: queues, the task list, task detail and actions."""
