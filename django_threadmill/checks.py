@@ -1,19 +1,18 @@
 """System checks for a ThreadmillTaskBackend: its Redis must keep tasks safe, its schedules work."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.core.checks import CheckMessage, Error, Warning
 
+from .broker import Broker
 from .broker.connection import redacted
-from .conf.settings import BackendSettings, Durability
+from .conf.settings import BackendSettings
+from .conf.topology import Durability
 from .exceptions import BrokerRefused, BrokerUnavailable
 from .schedules.checks import schedule_messages
-
-if TYPE_CHECKING:
-    from .backend import ThreadmillTaskBackend
 
 UNREACHABLE = "threadmill.E001"  # Redis cannot be used at all (down, or not serving)
 REFUSED = "threadmill.E004"  # Redis refused our credentials or ACL rights: never silenced
@@ -29,12 +28,27 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
 
 
-def check_backend(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
+class CheckedBackend(Protocol):
+    """What the checks read of a backend: its alias, settings, queues and broker."""
+
+    alias: str
+    settings: BackendSettings
+    queues: Set[str]
+
+    @property
+    def broker(self) -> Broker: ...
+
+
+def check_backend(backend: CheckedBackend) -> list[CheckMessage]:
     """Return errors and warnings about the Redis behind ``backend`` and its schedules."""
-    return [*_redis_messages(backend), *schedule_messages(backend), *_shard_messages(backend)]
+    return [
+        *_redis_messages(backend),
+        *schedule_messages(backend.settings),
+        *_shard_messages(backend),
+    ]
 
 
-def _shard_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
+def _shard_messages(backend: CheckedBackend) -> list[CheckMessage]:
     """Warn about ``queue_shards`` that cannot help: an unknown queue, or no cluster."""
     sharded = [q for q, shards in backend.settings.queue_shards.items() if shards > 1]
     messages: list[CheckMessage] = [
@@ -60,7 +74,7 @@ def _shard_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
     return messages
 
 
-def _redis_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
+def _redis_messages(backend: CheckedBackend) -> list[CheckMessage]:
     where = f"TASKS[{backend.alias!r}] at {redacted(backend.settings.location)}"
     try:
         info = backend.broker.server_info()
@@ -95,9 +109,9 @@ def _redis_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
 def redis_may_be_down() -> Iterator[None]:
     """Silence "Redis is not usable" for commands that wait for Redis themselves.
 
-    The worker and the reaper retry with backoff and log why (issue 7), so one started before
-    Redis, or during an outage, starts working once Redis is up instead of exiting. Refused
-    credentials (``REFUSED``) still stop them at start (issue 14).
+    The worker and the reaper retry with backoff and log why, so one started before Redis,
+    or during an outage, starts working once Redis is up instead of exiting. Refused
+    credentials (``REFUSED``) still stop them at start: no wait fixes a password.
     """
     reset = _redis_may_be_down.set(True)
     try:

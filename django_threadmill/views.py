@@ -6,7 +6,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from .admin.sources import Source, sources
+from .aliases import sources
+from .broker.inspect.source import Source
 from .exceptions import BrokerUnavailable
 
 BEARER = "Bearer "
@@ -24,7 +25,7 @@ def readable_sources(request: HttpRequest) -> list[Source] | None:
         return [
             source
             for source in sources()
-            if (token := source.backend.settings.metrics_token)
+            if (token := source.settings.metrics_token)
             and hmac.compare_digest(offered, token.encode())
         ]
     user = request.user

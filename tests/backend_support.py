@@ -10,8 +10,10 @@ from asgiref.sync import sync_to_async
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Lease, NewTask, Outcome, Start
-from django_threadmill.broker.keys import make_task_id, queue_of
-from django_threadmill.codec.records import dumps, error_json, now_ms
+from django_threadmill.codec.ids import make_task_id, queue_of
+from django_threadmill.codec.jsoncodec import dumps
+from django_threadmill.codec.results import error_json
+from django_threadmill.codec.times import now_ms
 from testproject.redis_server import RedisProcess, started
 
 WORKER = "worker-test-1"

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker.keys import queue_of
+from django_threadmill.codec.ids import queue_of
 from django_threadmill.compat import Task, TaskResult, TaskResultStatus, task_enqueued
 from testproject.example.tasks import add, async_add, attempt_info, echo, send_welcome
 

@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Outcome, Start
-from django_threadmill.codec.records import error_json, from_ms
+from django_threadmill.codec.results import error_json
+from django_threadmill.codec.times import from_ms
 from django_threadmill.compat import TaskResult, TaskResultDoesNotExist, TaskResultStatus
 from testproject.example.tasks import add, attempt_info, echo, send_welcome
 

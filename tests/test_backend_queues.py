@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker.keys import queue_of
+from django_threadmill.codec.ids import queue_of
 from django_threadmill.compat import InvalidTask, task_backends
 from testproject.example.tasks import echo
 

@@ -12,7 +12,8 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Finish, Outcome
-from django_threadmill.codec.records import decode_payload, now_ms
+from django_threadmill.codec.payloads import decode_payload
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import InvalidTask, TaskResultStatus, task
 from django_threadmill.exceptions import BrokerUnavailable, PayloadError
 from django_threadmill.worker.reaper import reap_once

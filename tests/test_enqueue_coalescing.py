@@ -127,7 +127,7 @@ def test_threads_that_arrive_during_a_call_share_the_next_one(
     before = script_calls(redis_client)
     pool = backend.broker.client.connection_pool
     held = pool.get_connection()  # the first caller's call waits for the only connection
-    line = backend.enqueuer._threads._line
+    line = backend.pipeline.enqueuer._threads._line
     with ThreadPoolExecutor(9, thread_name_prefix="test-coalesce") as threads:
         futures = [threads.submit(echo.enqueue, n) for n in range(9)]
         wait_until(lambda: len(line._waiting) == 8, "eight callers waiting behind the first")
@@ -199,7 +199,7 @@ def test_a_forked_child_finds_the_line_free(backend: ThreadmillTaskBackend) -> N
     echo.enqueue("registers the queue")
     pool = backend.broker.client.connection_pool
     held = pool.get_connection()  # a thread of the parent is sending when the fork happens
-    line = backend.enqueuer._threads._line  # no public view of the line
+    line = backend.pipeline.enqueuer._threads._line  # no public view of the line
     with ThreadPoolExecutor(1, thread_name_prefix="test-coalesce") as threads:
         sending = threads.submit(echo.enqueue, "in flight in the parent")
         wait_until(lambda: line._busy, "the parent's call holding the line")

@@ -8,7 +8,9 @@ import pytest
 from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.codec.records import from_ms, new_result, new_task_hex
+from django_threadmill.codec.ids import new_task_hex
+from django_threadmill.codec.results import new_result
+from django_threadmill.codec.times import from_ms
 from django_threadmill.compat import BaseTaskBackend, InvalidTask, TaskResult, TaskResultStatus
 from testproject.example.tasks import echo
 

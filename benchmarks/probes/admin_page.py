@@ -34,7 +34,8 @@ SPAN_MS = 20 * 3600 * 1000  # finish times spread over the last 20 hours (inside
 
 def fill(url: str, key_prefix: str, total: int) -> dict[str, list[str]]:
     """Write ``total`` finished records; return a few ids per queue for the detail page."""
-    from django_threadmill.broker.keys import KeySpace, make_task_id
+    from django_threadmill.broker.keys import KeySpace
+    from django_threadmill.codec.ids import make_task_id
 
     client = redis.Redis.from_url(url)
     space = KeySpace(key_prefix, "default")

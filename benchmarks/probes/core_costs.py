@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.harness.redis_instructions import callgrind_redis
 from benchmarks.harness.redis_stats import RedisCost, cost_between, server_version, snapshot
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
-from django_threadmill.codec.records import dumps, now_ms
+from django_threadmill.codec.jsoncodec import dumps
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import Task
 from testproject.redis_server import redis_process
 

@@ -37,7 +37,7 @@ CHUNK = 1000  # tasks per enqueue, acquire and start call while building the lea
 def build_leases(backend: object, count: int, *, start: bool) -> None:
     """Enqueue ``count`` echo tasks, reserve them all, and start them if ``start``."""
     from django_threadmill.broker import Start
-    from django_threadmill.codec.records import now_ms
+    from django_threadmill.codec.times import now_ms
     from testproject.example.tasks import echo
 
     broker = backend.broker  # type: ignore[attr-defined]

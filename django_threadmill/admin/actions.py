@@ -12,10 +12,11 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils.text import get_text_list
 
+from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
+from ..broker.inspect.source import Source
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
 from .display import state_label
-from .sources import Source
 
 SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
 MAX_SELECTION = 500  # tasks one action may name: the confirmation page lists them all
@@ -105,7 +106,7 @@ def run_task_action(
     changed, skipped = 0, []
     who = user.get_username() or "staff"
     for item in selected:
-        backend = sources[item.alias].backend
+        backend = threadmill_backend(item.alias)
         try:
             ok = action.run(backend, item.task_id, who)
         except TaskResultDoesNotExist:
@@ -142,7 +143,7 @@ PURGE_STATES: dict[str, tuple[str, TaskResultStatus | None]] = {
 
 def purge(source: Source, queue: str, state: str) -> int:
     """Delete the finished results of one queue; waiting and running tasks stay."""
-    return source.backend.purge_finished(queue, PURGE_STATES[state][1])
+    return threadmill_backend(source.alias).purge_finished(queue, PURGE_STATES[state][1])
 
 
 def purge_preview(source: Source, queue: str) -> dict[str, Any]:

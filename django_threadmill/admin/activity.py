@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..broker.inspect.counters import PathCounters, histogram, merged, per_minute
+from ..broker.inspect.source import Source
 from .charts import Chart, throughput_chart
-from .sources import Source
 
 ACTIVITY_MINUTES = 60  # the window of the charts and the task path table
 REFRESH_S = 5  # the queues page reloads itself this often (a meta refresh keeps its URL)

@@ -5,10 +5,11 @@ from typing import Any
 from django.http import Http404, HttpResponse
 
 from ..broker.inspect import TaskDetail, task_path
-from ..codec.records import attempted_ms, decode_payload, errors_of, parse_error
+from ..broker.inspect.source import Source
+from ..codec.payloads import decode_payload
+from ..codec.results import attempted_ms, errors_of, parse_error
 from ..exceptions import PayloadError
 from .display import describe_worker, pretty_json, pretty_value, shown, state_label, when
-from .sources import Source
 
 
 def detail_or_404(source: Source, task_id: str) -> TaskDetail:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..codec.records import from_ms
+from ..codec.times import from_ms
 
 PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves the rest as text
 

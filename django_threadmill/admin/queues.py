@@ -3,13 +3,14 @@
 from dataclasses import dataclass
 from typing import Any
 
+from ..aliases import sources
 from ..broker.connection import redacted
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
+from ..broker.inspect.source import Source
 from ..conf.limits import QueueLimit
 from ..exceptions import BrokerUnavailable
 from .activity import REFRESH_S, activity_context
 from .display import age, describe_worker, when
-from .sources import Source, sources
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +83,7 @@ def _queue_line(
 
 def alias_context(source: Source) -> dict[str, Any]:
     """Return the queues-page block of one alias; a Redis error is shown, not raised."""
-    settings = source.backend.settings
+    settings = source.settings
     block: dict[str, Any] = {
         "alias": source.alias,
         "location": redacted(settings.location),

@@ -11,18 +11,19 @@ from urllib.parse import urlencode
 from django.http import QueryDict
 from django.urls import reverse
 
+from ..aliases import sources
 from ..broker.inspect import Index, TaskRow, task_path
-from ..broker.keys import TASK_ID_SEPARATOR, make_task_id
+from ..broker.inspect.source import Source
+from ..codec.ids import TASK_ID_SEPARATOR, make_task_id
 from .display import state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
-from .sources import Source, sources
 
 DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
 LIST_PER_PAGE = 50  # rows per page
 SCAN_BUDGET = 5000  # index entries a filtered page reads at most before it offers to go on
 
 # status filter value -> (label, indexes walked in this order, record states kept (None: all)).
-# The list opens on every state (issue 13): a READY task must not look lost behind a filter.
+# The list opens on every state: a READY task must not look lost behind a filter.
 STATUSES: dict[str, tuple[str, tuple[Index, ...], frozenset[str] | None]] = {
     "": ("All states", (Index.LEASES, Index.READY, Index.DELAYED, Index.DONE), None),
     "finished": ("Finished", (Index.DONE,), None),

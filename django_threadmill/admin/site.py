@@ -17,15 +17,23 @@ from django.urls import URLPattern, path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from ..aliases import source_of, sources, threadmill_aliases, threadmill_backend
+from ..broker.inspect.source import Source
 from ..exceptions import BrokerUnavailable
 from ..models import Queue, Task
 from . import actions, bulk
 from .detail import detail_context, detail_or_404, raw_response, raw_value
 from .queues import queues_context
 from .results import results_context
-from .sources import source_or_404, sources
 
 type View = Callable[..., HttpResponse]
+
+
+def source_or_404(alias: str) -> Source:
+    """Return the Source of ``alias``, or 404 if it is not a ThreadmillTaskBackend alias."""
+    if alias not in threadmill_aliases():
+        raise Http404(f"No ThreadmillTaskBackend alias {alias!r} in TASKS.")
+    return source_of(threadmill_backend(alias))
 
 
 class ThreadmillModelAdmin(admin.ModelAdmin):

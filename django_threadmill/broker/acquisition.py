@@ -3,10 +3,10 @@
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..codec.payloads import task_path
 from ..conf.limits import QueueLimit
 from .core import BrokerCore
 from .metrics import waiting_since_ms
-from .payloads import task_path
 from .scripts import ScriptCall, ScriptName
 from .types import Acquired, Lease, Reservation, stored_int, stored_lines
 from .wake import wake_groups
@@ -175,10 +175,10 @@ class Acquiring(BrokerCore):
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
         """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout.
 
-        BLPOP over the queues' wake lists and the process's own list: idle workers block
-        instead of polling (DESIGN.md §3 rule 7). On a Redis Cluster, queues (and the shards of
-        a sharded queue) in several slots are watched by one waiter thread per slot, kept
-        until ``wake_process``.
+        BLPOP over the queues' wake lists and the process's own list: idle workers block instead of
+        polling (docs/design.md, Idle workers block, they do not poll). On a Redis Cluster, queues
+        (and the shards of a sharded queue) in several slots are watched by one waiter thread per
+        slot, kept until ``wake_process``.
         """
         groups = self._wake_groups(queues, worker_id)
         return self._idle.wait((tuple(queues), worker_id), groups, timeout_s)

@@ -1,8 +1,8 @@
 """The Broker: the only object that sends commands to Redis.
 
-Every state change is one Lua script on one queue (DESIGN.md §3). A batch that spans queues is
-one pipeline of per-queue script calls, so it still costs one round trip on a single Redis.
-The class is joined from one part per section, each in its own module.
+Every state change is one Lua script on one queue (docs/design.md, Fenced transitions). A batch that
+spans queues is one pipeline of per-queue script calls, so it still costs one round trip on a single
+Redis. The class is joined from one part per section, each in its own module.
 """
 
 from .acquisition import Acquiring

@@ -48,7 +48,7 @@ def _client_options(settings: BackendSettings) -> dict[str, Any]:
         "socket_timeout": settings.socket_timeout_s,
         "socket_connect_timeout": settings.socket_connect_timeout_s,
         "health_check_interval": 30,
-        # A burst waits for a free connection instead of failing at once (issue 11).
+        # A burst waits for a free connection instead of failing at once.
         "max_connections": settings.max_connections,
         "timeout": settings.pool_timeout_s,
     }
@@ -73,7 +73,7 @@ def _what_was_written(error: BaseException) -> str:
     """Say whether a failed call can have reached Redis: only if the connection was open."""
     if "connecting to" in str(error).lower():  # redis-py's wording when connect() failed
         return "nothing was written."
-    # The connection dropped mid-call (issue 7 chaos runs): Redis may have applied the call
+    # The connection dropped mid-call (seen in the chaos runs): Redis may have applied the call
     # before it went away, e.g. stored an enqueued task whose reply never arrived.
     return "the call may have been applied before the connection dropped."
 

@@ -15,10 +15,11 @@ from weakref import WeakKeyDictionary
 
 from redis.commands.core import AsyncScript, Script
 
+from ..codec.ids import queue_of
 from ..conf.settings import BackendSettings, Durability
 from .calls import send
 from .connection import make_async_client, make_client, translated_errors
-from .keys import KeySpace, QueueKeys, queue_of, queue_parts, routed_task_id, shard_of
+from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_of
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .wake import IdleWaits

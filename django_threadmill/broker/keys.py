@@ -18,14 +18,16 @@ from itertools import count
 
 from redis.crc import key_slot
 
-TASK_ID_SEPARATOR = "@"
 SHARD_SEPARATOR = "#"  # outside the queue-name alphabet, so a part never names a real queue
 CLUSTER_SLOTS = 16384  # hash slots of a Redis Cluster
 
 
 @dataclass(frozen=True, slots=True)
 class QueueKeys:
-    """The keys of one queue of one backend alias (DESIGN.md §3)."""
+    """The keys of one queue of one backend alias.
+
+    docs/design.md, Rules of the Redis data model, lists them.
+    """
 
     prefix: str  # e.g. "tm:{default:emails}"
 
@@ -132,17 +134,6 @@ class KeySpace:
     def queues(self) -> str:
         """Set of every queue name ever enqueued to, so the reaper and admin find them all."""
         return f"{self.key_prefix}:{{{self.alias}}}:queues"
-
-
-def make_task_id(uuid_hex: str, queue_name: str) -> str:
-    """Return a task id that carries its queue, so a lookup goes straight to the right slot."""
-    return f"{uuid_hex}{TASK_ID_SEPARATOR}{queue_name}"
-
-
-def queue_of(task_id: str) -> str | None:
-    """Return the queue a task id names, or None if the id is not one of ours."""
-    _, separator, queue_name = task_id.rpartition(TASK_ID_SEPARATOR)
-    return queue_name if separator and queue_name else None
 
 
 def shard_of(task_id: str, shards: int) -> int:

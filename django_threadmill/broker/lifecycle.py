@@ -1,7 +1,7 @@
 """Lifecycle: reap expired leases, cancel, requeue and purge (the reaper and the admin)."""
 
+from ..codec.payloads import task_path
 from .core import BrokerCore
-from .payloads import task_path
 from .scripts import ScriptCall, ScriptName
 from .types import ExpiredAttempt, Lease, Reaped, stored_lines
 

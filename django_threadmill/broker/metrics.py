@@ -2,7 +2,7 @@
 
 The finish script adds them to ``P:metrics`` (lifetime) and, for the outcomes and run-time
 buckets the admin's last hour shows, to ``P:metrics:<minute>`` (kept two hours), in the same
-call as the outcomes (DESIGN.md "Metrics ride the ack writer"). Fields are
+call as the outcomes (docs/observability.md, What it costs). Fields are
 ``<task path>|<name>``; names are the outcome ("successful", "failed", "retry"), "expired" (a
 lease the reaper settled), and histogram buckets ``run:<i>`` and ``wait:<i>`` (not cumulative)
 with their sums ``run_ms`` and ``wait_ms``.
@@ -13,7 +13,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Sequence
 
-from .payloads import run_after_ms
+from ..codec.payloads import run_after_ms
 from .types import Finish
 
 # Upper bounds of the histogram buckets in seconds; bucket i counts values <= bound i, and

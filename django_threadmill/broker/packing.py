@@ -2,7 +2,7 @@
 
 redis-py's asyncio connection packs in Python and copies its buffer once per argument: for one
 coalesced enqueue of 10,000 tasks (50,000 arguments) that took 7 µs per task, an eighth of the
-burst (issue 11); hiredis packs the same bytes in C, ten times faster. redis-py's sync client
+burst; hiredis packs the same bytes in C, ten times faster. redis-py's sync client
 uses hiredis already, but first copies every argument through a generator (2.4 µs per task
 instead of 0.8). Without the ``hiredis`` extra, or with an encoding other than UTF-8 on the
 asyncio client, redis-py packs as before.

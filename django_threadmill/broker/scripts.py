@@ -4,6 +4,7 @@ Each script is prepended with ``common.lua`` (helpers only), registered once per
 sent with EVALSHA; redis-py reloads it on NOSCRIPT, so a Redis restart or SCRIPT FLUSH is harmless.
 """
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -27,10 +28,10 @@ class ScriptName(StrEnum):
     METRICS = "metrics"
 
 
-# Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back
-# work already stored and add at most a few fields. Redis 7 refuses their first write at
-# maxmemory unless flagged, and a worker could then neither ack nor renew (DESIGN.md §7).
-# Enqueue, acquire and requeue add work, so they keep failing with a clear OOM error.
+# Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back work
+# already stored and add at most a few fields. Redis 7 refuses their first write at maxmemory unless
+# flagged, and a worker could then neither ack nor renew (docs/reliability.md, Redis settings we
+# require). Enqueue, acquire and requeue add work, so they keep failing with a clear OOM error.
 ALLOW_OOM = frozenset(
     {
         ScriptName.START,
@@ -47,14 +48,29 @@ ALLOW_OOM_SHEBANG = "#!lua flags=allow-oom\n"  # Redis 7+ only: 6.2 reads it as 
 FIRST_VERSION_WITH_FLAGS = 7
 
 
+def _lua_file(name: str) -> str:
+    return (files(__package__) / "lua" / f"{name}.lua").read_text()
+
+
+@cache
+def lua_constant(name: str) -> int:
+    """Return the whole number common.lua defines as ``local <name> = <digits>``.
+
+    Python reads the constants the scripts use from there, so each is written once.
+    """
+    found = re.search(rf"^local {name} = (\d+)$", _lua_file("common"), re.MULTILINE)
+    if found is None:
+        raise LookupError(f"common.lua defines no whole-number constant {name}")
+    return int(found[1])
+
+
 @cache
 def script_source(name: ScriptName, *, flags: bool = False) -> str:
     """Return the full source sent to Redis for ``name``: common helpers, then the script.
 
     With ``flags`` (Redis 7+), scripts in ``ALLOW_OOM`` open with the allow-oom shebang.
     """
-    lua = files(__package__) / "lua"
-    source = (lua / "common.lua").read_text() + "\n" + (lua / f"{name}.lua").read_text()
+    source = _lua_file("common") + "\n" + _lua_file(name)
     return ALLOW_OOM_SHEBANG + source if flags and name in ALLOW_OOM else source
 
 

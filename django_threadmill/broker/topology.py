@@ -3,7 +3,7 @@
 No routing of our own: ``RedisCluster`` maps each key to its node and follows MOVED/ASK and
 failovers, ``Sentinel.master_for`` finds the current primary and reconnects after a failover.
 Every client waits up to ``pool_timeout`` for a free connection where redis-py's pool for it
-can (issue 11): one Redis and the sync cluster's per-node pools.
+can: one Redis and the sync cluster's per-node pools.
 """
 
 from typing import Any

@@ -1,6 +1,7 @@
 """Worker transitions after acquire: start, finish, renew and release, batched per queue.
 
-A batch that spans queues is one script call per queue, sent as one pipeline (DESIGN.md §3).
+A batch that spans queues is one script call per queue, sent as one pipeline (docs/design.md,
+Hot-path budget).
 """
 
 from collections import defaultdict

@@ -3,7 +3,7 @@
 On one Redis every wake list fits one BLPOP. A Redis Cluster refuses a BLPOP over two slots, so
 a worker whose queues sit in several slots keeps one waiter thread per slot, each blocking on
 that slot's lists in turn and setting one shared event: pickup stays one BLPOP reply plus one
-thread hand-off (DESIGN.md §3 rule 7: idle workers block, they do not poll).
+thread hand-off (docs/design.md, Idle workers block, they do not poll).
 """
 
 import threading

@@ -1,7 +1,7 @@
 """Compact JSON encoding (``,`` and ``:``, no NaN), made once and used for every value.
 
 ``JSONEncoder.encode`` builds a new C encoder on each call: for an enqueue payload that was
-1.9 µs of 3.3 (issue 11). The C encoder is built here once instead; its constructor is private
+1.9 µs of 3.3. The C encoder is built here once instead; its constructor is private
 to the ``json`` package, so it is checked against the public encoder at import, and if it ever
 changes (or is missing) the public encoder is used.
 """

@@ -1,8 +1,8 @@
 """Per-queue limits read from ``OPTIONS["queue_limits"]``: concurrency and a start rate.
 
-Both are enforced by the acquire script (DESIGN.md §10): concurrency against what the queue
-holds (its leases: reserved and running), the rate as a one-token bucket on Redis ``TIME``, so
-"600/m" starts at most one task every 100 ms and never more than 600 in any minute.
+Both are enforced by the acquire script (docs/schedules.md, Per-queue limits): concurrency against
+what the queue holds (its leases: reserved and running), the rate as a one-token bucket on Redis
+``TIME``, so "600/m" starts at most one task every 100 ms and never more than 600 in any minute.
 """
 
 import re

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.utils.module_loading import import_string
+
+from ..compat import InvalidTask, Task
 from ..exceptions import ImproperlyConfiguredThreadmill
 
 # A schedule's name is part of a Redis key (its last-fired marker) and of its tasks' ids.
@@ -97,3 +100,15 @@ def read_schedules(value: object) -> dict[str, Schedule]:
             "{'task': 'app.tasks.report', 'cron': '0 3 * * *'}."
         )
     return {name: _schedule(name, entry) for name, entry in value.items()}
+
+
+def scheduled_task(schedule: Schedule) -> Task:
+    """Return the task ``schedule`` enqueues, with its queue and priority applied."""
+    task = import_string(schedule.task)
+    if not isinstance(task, Task):
+        raise InvalidTask(
+            f"{schedule.task!r} is a {type(task).__name__}, not a task. Only functions "
+            "decorated with @task can be scheduled."
+        )
+    changes = {"queue_name": schedule.queue_name, "priority": schedule.priority}
+    return task.using(**{key: value for key, value in changes.items() if value is not None})

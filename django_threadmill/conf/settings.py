@@ -29,7 +29,7 @@ KEY_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 # A task payload above this many bytes is refused at enqueue (Redis itself allows 512 MB).
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 # Connections per pool (one sync pool per process, one asyncio pool per event loop). Coalesced
-# enqueues need few; a call that finds all in use waits up to pool_timeout (issue 11).
+# enqueues need few; a call that finds all in use waits up to pool_timeout.
 DEFAULT_MAX_CONNECTIONS = 50
 MIN_TOKEN_CHARS = 16  # a metrics token shorter than this is too easy to guess
 NO_LIMIT = QueueLimit()
@@ -51,7 +51,7 @@ class BackendSettings:
     pool_timeout_s: float = 10.0  # how long a call waits for a free pooled connection
     enqueue_on_commit: bool = False  # write enqueues when the default DB's transaction commits
     connection_options: dict[str, Any] = field(default_factory=dict)
-    # Bearer token that may read this alias's metrics without a staff login (issue 13); kept
+    # Bearer token that may read this alias's metrics without a staff login; kept
     # out of repr, which names the shared broker and may end up in logs.
     metrics_token: str | None = field(default=None, repr=False)
     queue_limits: dict[str, QueueLimit] = field(default_factory=dict)

@@ -1,6 +1,6 @@
 """Read the OPTIONS that say how to reach Redis beyond one server and how durable a write is.
 
-``cluster`` and ``sentinel`` choose redis-py's own clients (DESIGN.md "Beyond one Redis");
+``cluster`` and ``sentinel`` choose redis-py's own clients (docs/scaling.md);
 ``durability`` says what an acknowledged enqueue or ack batch must have reached first.
 """
 

@@ -1,4 +1,4 @@
-"""The batching core shared by the thread and event-loop coalescers (issue 11).
+"""The batching core shared by the thread and event-loop coalescers (docs/enqueue.md, Coalescing).
 
 A line holds the calls waiting to be sent and whether a batch is in flight; the helpers group a
 batch by queue and give each caller its own outcome. No I/O and no waiting happens here.
@@ -33,7 +33,7 @@ class Latch:
     """A one-shot wake-up for one waiting thread: a lock taken at birth, released to wake.
 
     Cheaper than ``threading.Event`` (a condition, a lock, and a lock per wait), which counts
-    when 64 threads are each woken once per batch (DESIGN.md §10, threads must not cost).
+    when 64 threads are each woken once per batch.
     """
 
     __slots__ = ("_lock", "_open")

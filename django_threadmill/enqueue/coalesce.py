@@ -1,6 +1,6 @@
 """Coalesced enqueue: concurrent calls in one process or one event loop share round trips.
 
-The ack writer's rule in reverse (DESIGN.md §10, issue 11): whoever finds the line free sends
+The ack writer's rule in reverse (docs/enqueue.md, Coalescing): whoever finds the line free sends
 everything waiting, one enqueue script call per queue in one pipeline; the others wait for their
 own outcome. No timer, so a lone call on an idle process is sent at once, in one round trip.
 """
@@ -19,7 +19,7 @@ from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settl
 
 logger = logging.getLogger(__name__)
 
-# Most tasks per script call of one event loop's batch: about 8 ms of Redis time (issue 11).
+# Most tasks per script call of one event loop's batch: about 8 ms of Redis time.
 CHUNK_TASKS = 1000
 
 type Outcomes = list[Enqueued | BrokerUnavailable]
@@ -90,7 +90,7 @@ class ThreadCoalescer:
                 following.sender = True
                 # Woken first, the next sender would send only the few callers that arrived
                 # during this round trip; woken last, nobody would work while its batch is in
-                # Redis. Measured with 64 threads on 2 cores (issue 11): first 10,900 tasks/s
+                # Redis. Measured with 64 threads on 2 cores: first 10,900 tasks/s
                 # (15 per batch), last 12,600, three quarters of the way 13,100.
                 woken.insert(len(woken) * 3 // 4, following)
             wake_in_turn(woken)
@@ -101,7 +101,7 @@ def wake_in_turn(waiters: list[Waiter]) -> None:
 
     Woken at once, they would all fight for the GIL at once: with 64 threads on 2 cores that
     was four context switches per call instead of one or two, and 8,000-8,600 tasks/s against
-    13,400-13,900 in the same run (issue 11). One at a time, each takes the GIL as the one
+    13,400-13,900 in the same run. One at a time, each takes the GIL as the one
     before blocks again.
     """
     for waiter, following in pairwise(waiters):
@@ -116,7 +116,7 @@ class LoopCoalescer:
     A flusher task sends the batches, so a caller cancelled while waiting (a dropped request)
     never cancels a call that carries other callers' tasks. It also announces each batch in
     one hop to a sync thread: ``Signal.asend`` per call costs one hop each, and 10,000 of them
-    queue behind one another on asgiref's single sync thread (issue 11).
+    queue behind one another on asgiref's single sync thread.
     """
 
     def __init__(self, send: Callable[[Groups], Awaitable[Outcomes]], announce: Announce) -> None:
@@ -133,7 +133,7 @@ class LoopCoalescer:
 
         Return a future of the id of the unfinished task a unique ``task`` duplicates (then
         nothing was stored or announced), or None. A plain function, not a coroutine: 10,000
-        waiting calls are 10,000 fewer objects for the garbage collector to walk (issue 11).
+        waiting calls are 10,000 fewer objects for the garbage collector to walk.
         """
         pending = Announced(queue=queue, task=task, result=result, future=loop.create_future())
         if self._line.join(pending):

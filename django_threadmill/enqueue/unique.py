@@ -4,7 +4,7 @@ from hashlib import sha256
 from typing import Any
 
 from ..broker import Guard, GuardKind
-from ..codec.records import dumps
+from ..codec.jsoncodec import dumps
 from ..compat import Task
 
 DIGEST_CHARS = 32  # hex characters of sha256 kept in the key: 128 bits, no accidental collision

@@ -15,9 +15,9 @@ from prometheus_client.core import (
     Metric,
 )
 
-from ..admin.sources import Source
 from ..broker.inspect import Index
 from ..broker.inspect.counters import PathCounters, histogram, lifetime
+from ..broker.inspect.source import Source
 
 QUEUE_STATES = ("ready", "delayed", "reserved", "running")
 OUTCOMES = ("successful", "failed")
@@ -131,7 +131,7 @@ class ThreadmillCollector:
             )
         for queue, counters in lifetime(inspector, queues).items():
             families.add_counters(source.alias, queue, counters)
-        lease_ms = source.backend.settings.lease_ttl_ms
+        lease_ms = source.settings.lease_ttl_ms
         alive = {
             sighting.worker_id
             for sighting in inspector.workers(queues)

@@ -2,7 +2,7 @@
 
 A signal whose only receiver is Django's own log line, at a level its logger does not print,
 is not sent: that send can have no effect, and it cost a worker about 8 µs per task, a sixth
-of its thread's time on an echo task (issue 10). Any other receiver, or a logger that prints
+of its thread's time on an echo task. Any other receiver, or a logger that prints
 the line, and the signal is sent as Django's ImmediateBackend sends it.
 """
 

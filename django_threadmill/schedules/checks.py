@@ -1,18 +1,14 @@
 """System checks of ``OPTIONS["schedules"]``: each problem is an error naming its schedule."""
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfoNotFoundError
 
 from django.core.checks import CheckMessage, Error
 
 from ..compat import InvalidTask
-from ..conf.schedules import Schedule
-from .scheduler import scheduled_task
+from ..conf.schedules import Schedule, scheduled_task
+from ..conf.settings import BackendSettings
 from .slots import next_slot, zone_of
-
-if TYPE_CHECKING:
-    from ..backend import ThreadmillTaskBackend
 
 BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or the time zone is unknown
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
@@ -32,7 +28,7 @@ def _timing_error(schedule: Schedule) -> str | None:
     return None
 
 
-def _task_error(schedule: Schedule, backend: "ThreadmillTaskBackend") -> str | None:
+def _task_error(schedule: Schedule, alias: str) -> str | None:
     try:
         task = scheduled_task(schedule)
     except ImportError as exc:
@@ -40,16 +36,17 @@ def _task_error(schedule: Schedule, backend: "ThreadmillTaskBackend") -> str | N
     except (InvalidTask, ValueError, TypeError) as exc:
         return f"task {schedule.task!r} cannot be scheduled ({exc})"
     # using() above already ran the task's own backend's validate_task (queue, priority).
-    if task.backend != backend.alias:
-        return f"task {schedule.task!r} is bound to backend {task.backend!r}, not {backend.alias!r}"
+    if task.backend != alias:
+        return f"task {schedule.task!r} is bound to backend {task.backend!r}, not {alias!r}"
     return None
 
 
-def schedule_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
+def schedule_messages(settings: BackendSettings) -> list[CheckMessage]:
     """Return one error per schedule whose timing or task cannot work."""
+    alias = settings.alias
     messages: list[CheckMessage] = []
-    for schedule in backend.settings.schedules.values():
-        where = f"TASKS[{backend.alias!r}]['OPTIONS']['schedules'][{schedule.name!r}]"
+    for schedule in settings.schedules.values():
+        where = f"TASKS[{alias!r}]['OPTIONS']['schedules'][{schedule.name!r}]"
         timing = _timing_error(schedule)
         if timing:
             messages.append(
@@ -60,12 +57,12 @@ def schedule_messages(backend: "ThreadmillTaskBackend") -> list[CheckMessage]:
                     id=BAD_TIMING,
                 )
             )
-        problem = _task_error(schedule, backend)
+        problem = _task_error(schedule, alias)
         if problem:
             messages.append(
                 Error(
                     f"{where}: {problem}.",
-                    hint=f"Point 'task' at a @task bound to backend {backend.alias!r} "
+                    hint=f"Point 'task' at a @task bound to backend {alias!r} "
                     "(its backend= argument), e.g. 'myapp.tasks.report'.",
                     id=BAD_TASK,
                 )

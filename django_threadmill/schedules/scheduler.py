@@ -11,38 +11,22 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from itertools import chain, count
-from typing import TYPE_CHECKING
 from uuid import NAMESPACE_URL, uuid5
 
-from django.utils.module_loading import import_string
-
 from ..broker import Guard, GuardKind
-from ..broker.keys import make_task_id, routed_task_id
-from ..compat import InvalidTask, Task
-from ..conf.schedules import Schedule
+from ..broker.keys import routed_task_id
+from ..codec.ids import make_task_id
+from ..compat import Task
+from ..conf.schedules import Schedule, scheduled_task
+from ..enqueue.pipeline import EnqueuePipeline
 from ..exceptions import BrokerUnavailable
 from .slots import next_slot, previous_slot, slot_ms
-
-if TYPE_CHECKING:
-    from ..backend import ThreadmillTaskBackend
 
 logger = logging.getLogger(__name__)
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def scheduled_task(schedule: Schedule) -> Task:
-    """Return the task ``schedule`` enqueues, with its queue and priority applied."""
-    task = import_string(schedule.task)
-    if not isinstance(task, Task):
-        raise InvalidTask(
-            f"{schedule.task!r} is a {type(task).__name__}, not a task. Only functions "
-            "decorated with @task can be scheduled."
-        )
-    changes = {"queue_name": schedule.queue_name, "priority": schedule.priority}
-    return task.using(**{key: value for key, value in changes.items() if value is not None})
 
 
 def slot_task_id(alias: str, schedule: str, slot: int, queue: str, shards: int = 1) -> str:
@@ -58,14 +42,16 @@ def slot_task_id(alias: str, schedule: str, slot: int, queue: str, shards: int =
 
 
 class Scheduler:
-    """Fire the schedules of one backend when their slots come (supervisor thread only)."""
+    """Fire the schedules of one ``TASKS`` entry when their slots come (supervisor thread only).
 
-    def __init__(
-        self, backend: "ThreadmillTaskBackend", clock: Callable[[], datetime] = utc_now
-    ) -> None:
-        self.backend = backend
+    It enqueues through the entry's pipeline: the tasks are validated by ``using()`` when
+    ``scheduled_task`` builds them, as a backend would.
+    """
+
+    def __init__(self, pipeline: EnqueuePipeline, clock: Callable[[], datetime] = utc_now) -> None:
+        self.pipeline = pipeline
         self.clock = clock
-        self.schedules = list(backend.settings.schedules.values())
+        self.schedules = list(pipeline.settings.schedules.values())
         self._due: dict[str, datetime | None] = {s.name: None for s in self.schedules}
         self._tasks: dict[str, Task] = {}
 
@@ -95,16 +81,17 @@ class Scheduler:
             self._tasks[schedule.name] = scheduled_task(schedule)
         task = self._tasks[schedule.name]
         at_ms = slot_ms(slot)
-        result = self.backend.enqueue_guarded(
+        settings = self.pipeline.settings
+        result = self.pipeline.enqueue_guarded(
             task,
             schedule.args,
             schedule.kwargs,
             task_id=slot_task_id(
-                self.backend.alias,
+                settings.alias,
                 schedule.name,
                 at_ms,
                 task.queue_name,
-                self.backend.settings.shards_of(task.queue_name),
+                settings.shards_of(task.queue_name),
             ),
             guard=Guard(kind=GuardKind.SLOT, name=schedule.name, value_ms=at_ms),
         )

@@ -1,12 +1,12 @@
 """The ack writer: one thread per process that writes start notices and results in batches.
 
-Worker threads hand over and move on (DESIGN.md §4). With no timer, the writer takes what is
-waiting and sends it: a burst collapses into one call, a lone ack goes out at once. A start
-notice is held for 20 ms first: if its result arrives meanwhile the notice is dropped, so fast
-tasks never cost a start call, and a start never follows its result. Transient Redis errors
-retry the same batch with capped backoff.
+Worker threads hand over and move on (docs/worker.md, How the loop works). With no timer, the writer
+takes what is waiting and sends it: a burst collapses into one call, a lone ack goes out at once. A
+start notice is held for 20 ms first: if its result arrives meanwhile the notice is dropped, so fast
+tasks never cost a start call, and a start never follows its result. Transient Redis errors retry
+the same batch with capped backoff.
 
-Hand-over costs no lock and wakes nobody while the writer is busy (issue 10): items go on a
+Hand-over costs no lock and wakes nobody while the writer is busy: items go on a
 deque, and the writer's doorbell rings only when it sleeps. Waking the writer once per item
 handed the GIL to it once per task, so at four threads it sent ten times smaller batches.
 """
@@ -20,13 +20,12 @@ from dataclasses import dataclass
 
 from ..broker import Broker, Finish, Lease, Outcome, Start
 from ..exceptions import BrokerUnavailable
+from .backoff import ACK_BACKOFF
 from .leases import HeldLeases
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
 
-FIRST_BACKOFF_S = 0.05  # first wait after a failed write; doubles up to MAX_BACKOFF_S
-MAX_BACKOFF_S = 5.0
 # A start notice is held this long, as its result may make it moot. 5 ms was too short with
 # four threads: a thread waiting for the GIL (5 ms switch interval) let most notices go out.
 START_NOTICE_DELAY_S = 0.02
@@ -92,8 +91,8 @@ class AckWriter(RoleThread):
         self._submit(written)
         written.event.wait()
 
-    def stop(self) -> None:
-        """Ask the writer to flush everything queued so far, then end."""
+    def wake(self) -> None:
+        """Queue the end: the writer flushes everything queued before it, then ends."""
         self._submit(_Stop())
 
     def _submit(self, item: _Item) -> None:
@@ -169,7 +168,6 @@ class AckWriter(RoleThread):
         self, kind: str, items: Sequence[T], call: Callable[[str, Sequence[T]], list[T]]
     ) -> None:
         """Send one batch, retrying transient errors with capped backoff; log stale items."""
-        backoff_s = FIRST_BACKOFF_S
         attempt = 1
         while True:
             try:
@@ -192,8 +190,7 @@ class AckWriter(RoleThread):
                     attempt,
                     exc,
                 )
-                self.give_up.wait(backoff_s)
-                backoff_s = min(backoff_s * 2, MAX_BACKOFF_S)
+                self.give_up.wait(ACK_BACKOFF.after(attempt))
                 attempt += 1
         for item in stale:
             logger.error(

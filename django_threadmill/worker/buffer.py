@@ -11,7 +11,7 @@ _CLOSED = None  # sentinel: each taker that meets it puts it back for the next o
 class TaskBuffer:
     """Reserved tasks waiting for a worker thread, at most ``capacity`` of them.
 
-    Built so a task costs no lock round trip and wakes nobody (issue 10): worker threads take
+    Built so a task costs no lock round trip and wakes nobody: worker threads take
     from a C ``SimpleQueue``; the prefetcher is woken only when a take crosses the refill mark,
     once per refill rather than once per task. It also counts tasks put in but not yet done, so
     ``--burst`` knows when nothing waits or runs.

@@ -2,7 +2,7 @@
 
 Django's ``close_old_connections`` honours ``CONN_MAX_AGE`` and drops broken connections. It
 looks up every database alias in the thread's connection store, even in a thread that never
-opened a connection: about 1 µs of the executor's 15 µs on an echo task (issue 10). So it runs
+opened a connection: about 1 µs of the executor's 15 µs on an echo task. So it runs
 only in a thread that has opened one: connections are per thread, and Django sends
 ``connection_created`` in the thread that connects.
 """

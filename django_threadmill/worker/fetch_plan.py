@@ -1,7 +1,7 @@
 """How one refill splits the buffer's free slots between the queues a worker serves.
 
 Every queue asked in a refill is asked in the same round trip (one pipeline), so serving many
-queues costs no more round trips than serving one (issue 10: asking the queues one after
+queues costs no more round trips than serving one (asking the queues one after
 another cost an extra round trip per empty queue, while the worker threads ran dry).
 """
 

@@ -43,7 +43,7 @@ class HeldLeases:
 
 
 class LeaseKeeper(RoleThread):
-    """Renew every held lease with one batched call per interval (DESIGN.md §4).
+    """Renew every held lease with one batched call per interval (docs/worker.md, Leases).
 
     The same call is the process's heartbeat in each queue it serves, held leases or not, so an
     idle worker still shows in the admin and in ``threadmill_workers``.
@@ -64,7 +64,6 @@ class LeaseKeeper(RoleThread):
         self.queues = queues
         self.held = held
         self.interval_s = interval_s
-        self.stopping = threading.Event()
 
     def loop(self) -> None:
         while not self.stopping.wait(self.interval_s):
@@ -81,6 +80,3 @@ class LeaseKeeper(RoleThread):
             logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", task_id)
         lost_ids = set(lost)
         self.held.discard([lease for lease in leases if lease.task_id in lost_ids])
-
-    def stop(self) -> None:
-        self.stopping.set()

@@ -3,10 +3,6 @@
 from dataclasses import dataclass
 
 MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a crash strands too much
-EXIT_OK = 0
-EXIT_FORCED = 1  # a second signal, or threads that would not stop within the grace period
-EXIT_RECYCLE = 3  # --max-tasks reached: the supervisor starts a fresh process at once
-EXIT_REFUSED = 4  # Redis refused the credentials or ACL rights: restarting cannot help
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

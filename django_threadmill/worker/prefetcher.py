@@ -7,6 +7,7 @@ from contextlib import suppress
 
 from ..broker import Broker
 from ..exceptions import BrokerUnavailable
+from .backoff import REDIS_BACKOFF
 from .buffer import TaskBuffer
 from .fetch_plan import FetchPlan
 from .held_back import HeldBackQueues
@@ -17,8 +18,6 @@ logger = logging.getLogger(__name__)
 
 IDLE_BLOCK_S = 5.0  # longest blocking wait for a wake token; must stay under socket_timeout
 BURST_HORIZON_MS = 60_000  # --burst still waits for delayed tasks due within this many ms
-FIRST_BACKOFF_S = 0.1  # wait after Redis fails; doubles up to MAX_BACKOFF_S
-MAX_BACKOFF_S = 10.0
 
 
 class Prefetcher(RoleThread):
@@ -46,7 +45,6 @@ class Prefetcher(RoleThread):
         self.burst = burst
         self.is_settled = is_settled  # nothing buffered, running or waiting to be written
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
-        self.stopping = threading.Event()
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
@@ -55,9 +53,8 @@ class Prefetcher(RoleThread):
         """Tell a --burst prefetcher that results were written, so it looks again at once."""
         self._progress.set()
 
-    def stop(self) -> None:
-        """Stop fetching: wake the thread whether it waits for room or for work."""
-        self.stopping.set()
+    def wake(self) -> None:
+        """Wake the thread whether it waits for room or for work."""
         self.buffer.wake()
         self._progress.set()
         # If Redis is unreachable, the thread waits at most IDLE_BLOCK_S, or is failing anyway.
@@ -65,15 +62,16 @@ class Prefetcher(RoleThread):
             self.broker.wake_process(self.queues, self.worker_id)
 
     def loop(self) -> None:
-        backoff_s = FIRST_BACKOFF_S
+        failures = 0
         while not self.stopping.is_set():
             try:
                 self._round()
-                backoff_s = FIRST_BACKOFF_S
+                failures = 0
             except BrokerUnavailable as exc:
-                logger.warning("Fetch failed, retrying in %.1fs error=%s", backoff_s, exc)
-                self.stopping.wait(backoff_s)
-                backoff_s = min(backoff_s * 2, MAX_BACKOFF_S)
+                failures += 1
+                wait_s = REDIS_BACKOFF.after(failures)
+                logger.warning("Fetch failed, retrying in %.1fs error=%s", wait_s, exc)
+                self.stopping.wait(wait_s)
 
     def _round(self) -> None:
         """Fill free buffer slots from the queues; block for a wake token if all are empty."""

@@ -15,17 +15,18 @@ from ..backend import ThreadmillTaskBackend
 from ..broker import Reservation
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from .ack_writer import AckWriter
+from .backoff import REDIS_BACKOFF
 from .buffer import TaskBuffer
 from .executor import Executor
+from .exit_codes import ExitCode
 from .leases import HeldLeases, LeaseKeeper
-from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, EXIT_REFUSED, WorkerOptions
-from .prefetcher import FIRST_BACKOFF_S, MAX_BACKOFF_S, Prefetcher
+from .options import WorkerOptions
+from .prefetcher import Prefetcher
 from .threads import WorkerThread
 from .watchdog import Watchdog
 
 logger = logging.getLogger(__name__)
 
-EXIT_CRASHED = 2  # a thread's own loop failed: the supervisor restarts the process
 STOP = b"s"  # control message from the supervisor: stop gracefully
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 
@@ -35,14 +36,14 @@ def make_worker_id() -> str:
 
 
 class WorkerProcess:
-    """Run tasks until told to stop, then stop in the order DESIGN.md §4 gives."""
+    """Run tasks until told to stop, then stop in the order docs/worker.md, Shutdown gives."""
 
     def __init__(self, options: WorkerOptions, backend: ThreadmillTaskBackend) -> None:
         self.options = options
         self.backend = backend
         self.broker = backend.broker
         self.worker_id = make_worker_id()
-        self.exit_code = EXIT_OK
+        self.exit_code = ExitCode.OK
         self.finished_count = 0
         self._count_lock = threading.Lock()
         self.max_tasks = (
@@ -106,9 +107,9 @@ class WorkerProcess:
         self.threads.append(fresh)
         fresh.start()
 
-    def request_stop(self, exit_code: int = EXIT_OK) -> None:
+    def request_stop(self, exit_code: ExitCode = ExitCode.OK) -> None:
         """Ask the main thread to stop the process (from any thread)."""
-        if exit_code != EXIT_OK and self.exit_code == EXIT_OK:
+        if exit_code != ExitCode.OK and self.exit_code == ExitCode.OK:
             self.exit_code = exit_code
         self.stop_requested.set()
         os.write(self._wakeup_write, b"\0")
@@ -124,7 +125,7 @@ class WorkerProcess:
             reached = self.max_tasks is not None and self.finished_count == self.max_tasks
         if reached:
             self.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
-            self.request_stop(EXIT_RECYCLE)
+            self.request_stop(ExitCode.RECYCLE)
 
     def _on_written(self) -> None:
         """Results landed: a --burst prefetcher waiting for them looks again at once."""
@@ -133,17 +134,17 @@ class WorkerProcess:
 
     def _crashed(self) -> None:
         """A role thread's own loop failed: stop, so the supervisor starts a fresh process."""
-        self.request_stop(EXIT_CRASHED)
+        self.request_stop(ExitCode.CRASHED)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._signals += 1
         if self._signals > 1:
             logger.warning("Second signal, exiting now worker_id=%s", self.worker_id)
-            os._exit(EXIT_FORCED)
+            os._exit(ExitCode.FORCED)
         logger.info("Stopping on %s worker_id=%s", signal.Signals(signum).name, self.worker_id)
         self.request_stop()
 
-    def run(self, control_fd: int | None = None) -> int:
+    def run(self, control_fd: int | None = None) -> ExitCode:
         """Run until a signal, a supervisor message, --burst or --max-tasks says stop."""
         signal.signal(signal.SIGTERM, self._on_signal)
         # Ctrl-C reaches the whole process group; the supervisor relays it as a STOP message.
@@ -163,19 +164,20 @@ class WorkerProcess:
 
         Refused credentials or ACL rights stop the process at once: no wait fixes them.
         """
-        backoff_s = FIRST_BACKOFF_S
+        failures = 0
         while not self.stop_requested.is_set():
             try:
                 info = self.broker.server_info()
                 self.broker.register_queues(self.options.queues)
             except BrokerRefused as exc:
                 logger.critical("Redis refused this worker, stopping error=%s", exc)
-                self.exit_code = EXIT_REFUSED
+                self.exit_code = ExitCode.REFUSED
                 return False
             except BrokerUnavailable as exc:
-                logger.warning("Redis unavailable, retrying in %.1fs error=%s", backoff_s, exc)
-                self._wait(backoff_s)
-                backoff_s = min(backoff_s * 2, MAX_BACKOFF_S)
+                failures += 1
+                wait_s = REDIS_BACKOFF.after(failures)
+                logger.warning("Redis unavailable, retrying in %.1fs error=%s", wait_s, exc)
+                self._wait(wait_s)
                 continue
             logger.info(
                 "Worker process started worker_id=%s pid=%d queues=%s threads=%d prefetch=%d "
@@ -214,7 +216,7 @@ class WorkerProcess:
                 os.read(self._wakeup_read, 64)
 
     def stop(self) -> None:
-        """Stop in DESIGN.md §4 order; every join shares one deadline."""
+        """Stop in the order of docs/worker.md, Shutdown; every join shares one deadline."""
         deadline = time.monotonic() + self.options.grace_period_s
         if self.watchdog is not None:  # no thread replacements while stopping
             self.watchdog.stop()
@@ -274,4 +276,4 @@ class WorkerProcess:
                 "expire and the reaper settles them)",
                 ",".join(alive),
             )
-            self.exit_code = EXIT_FORCED
+            self.exit_code = ExitCode.FORCED

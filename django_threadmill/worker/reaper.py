@@ -3,8 +3,9 @@
 An expired *reservation* (prefetched, never started) goes back to READY in its place; the
 broker's reap script does that. An expired *running* attempt is settled here through the
 fenced finish script with the attempt's own token, as FAILED with a ``LeaseExpired`` error or
-as a retry when the task's policy says so (DESIGN.md §3 rule 5). Several reapers and a late
-ack may race: the token check lets exactly one of them record the attempt's outcome.
+as a retry when the task's policy says so (docs/design.md, Reserved is not running). Several
+reapers and a late ack may race: the token check lets exactly one of them record the
+attempt's outcome.
 """
 
 import logging
@@ -13,19 +14,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..broker import ExpiredAttempt, Finish, Outcome, Reaped
-from ..codec.records import (
-    build_result,
-    decode_payload,
-    error_json,
-    from_ms,
-    load_task,
-    now_ms,
-    parse_error,
-)
-from ..compat import TaskResult, TaskResultStatus, task_finished
+from ..codec.payloads import decode_payload, load_task
+from ..codec.results import parse_error, task_result
+from ..compat import TaskResult, TaskResultStatus
 from ..exceptions import LeaseExpired
-from ..observability.signals import send_guarded
-from ..retry import retry_delay
+from . import outcome
 
 if TYPE_CHECKING:
     from ..backend import ThreadmillTaskBackend
@@ -97,10 +90,15 @@ def _expired_result(backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt) -
         task = load_task(
             payload["path"], backend=backend.alias, queue=attempt.lease.queue, payload=payload
         )
-        record = {"workers": "\n".join(attempt.workers), "nerrors": str(len(attempt.errors))}
-        record.update({f"error:{n}": raw for n, raw in enumerate(attempt.errors, start=1)})
-        return build_result(
-            task, task_id=task_id, status=TaskResultStatus.RUNNING, payload=payload, record=record
+        return task_result(
+            task,
+            task_id,
+            status=TaskResultStatus.RUNNING,
+            args=payload.get("args", []),
+            kwargs=payload.get("kwargs", {}),
+            backend=task.backend,
+            errors=[parse_error(raw) for raw in attempt.errors],
+            worker_ids=list(attempt.workers),
         )
     except Exception as exc:  # PayloadError, InvalidTask, or whatever the task module raises
         logger.warning("Expired task cannot be loaded task_id=%s problem=%r", task_id, exc)
@@ -116,28 +114,8 @@ def _finish_for(
 ) -> tuple[Finish, TaskResult | None]:
     """Return the fenced outcome of ``attempt`` (FAILED with the lease error, or a retry the
     task's policy gives it) and its TaskResult."""
-    error = lease_error(attempt)
     result = _expired_result(backend, attempt)
-    delay = None
-    if result is not None and getattr(result.task, "retry", None) is not None:
-        delay = retry_delay(result.task, result, error)
-    finish = Finish(
-        lease=attempt.lease,
-        outcome=Outcome.FAILED if delay is None else Outcome.RETRY,
-        value=error_json(error),
-        started_ms=0,
-        finished_ms=now_ms(),
-        retry_delay_ms=0 if delay is None else int(delay.total_seconds() * 1000),
-    )
-    return finish, result
-
-
-def _announce_failure(backend: "ThreadmillTaskBackend", result: TaskResult, finish: Finish) -> None:
-    """Send task_finished for an attempt the reaper failed, as a worker does for its own."""
-    result.errors.append(parse_error(finish.value))
-    object.__setattr__(result, "status", TaskResultStatus.FAILED)
-    object.__setattr__(result, "finished_at", from_ms(finish.finished_ms))
-    send_guarded(task_finished, type(backend), result)
+    return outcome.failed(attempt.lease, lease_error(attempt), 0, result), result
 
 
 def _count(counts: QueueReap, finish: Finish) -> None:
@@ -174,7 +152,7 @@ def _settle(
             "Lease expired, task FAILED task_id=%s worker=%s", task_id, _worker_of(attempt)
         )
         if result is not None:
-            _announce_failure(backend, result, finish)
+            outcome.announce(type(backend), result, finish)
 
 
 def _dry_run(

@@ -18,6 +18,7 @@ class RoleThread(threading.Thread):
     def __init__(self, name: str, on_crash: Callable[[], None]) -> None:
         super().__init__(name=name)
         self.on_crash = on_crash
+        self.stopping = threading.Event()  # a loop that waits between rounds waits on this
 
     def run(self) -> None:
         try:
@@ -29,3 +30,14 @@ class RoleThread(threading.Thread):
     def loop(self) -> None:
         """Do the role's work until told to stop."""
         raise NotImplementedError
+
+    def stop(self) -> None:
+        """Ask the loop to end: set ``stopping``, then wake the thread wherever it waits.
+
+        Whoever started the thread calls this, then joins it (worker/process.py ``stop``).
+        """
+        self.stopping.set()
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the thread from a wait that does not watch ``stopping`` (none by default)."""

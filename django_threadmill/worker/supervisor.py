@@ -11,21 +11,20 @@ from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
+from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
-from ..compat import task_backends
 from ..exceptions import BrokerUnavailable
 from ..schedules.scheduler import Scheduler
-from .options import EXIT_FORCED, EXIT_OK, EXIT_RECYCLE, EXIT_REFUSED, WorkerOptions
+from .backoff import RESTART_BACKOFF
+from .exit_codes import ExitCode
+from .options import WorkerOptions
 from .process import STOP, WorkerProcess
 from .reaper import reap_once
 
 logger = logging.getLogger(__name__)
 
-EXIT_GAVE_UP = 2  # processes kept crashing right after start
 FAST_FAILURE_S = 10.0  # a process that dies this soon after start counts as failing at start
 MAX_FAST_FAILURES = 5  # consecutive fast failures before the supervisor gives up
-FIRST_RESTART_DELAY_S = 0.5  # doubles per consecutive crash, up to MAX_RESTART_DELAY_S
-MAX_RESTART_DELAY_S = 30.0
 SCHEDULE_RETRY_S = 1.0  # wait before firing schedules again after Redis failed
 
 
@@ -35,12 +34,10 @@ def run_worker_process(
     """Entry point of a forked worker process."""
     # Close the supervisor's ends of the control pipes that fork handed down: otherwise this
     # process holds its own pipe open, never reads EOF when the supervisor dies, and lives on
-    # as an orphan (issue 7).
+    # as an orphan.
     for fd in supervisor_fds:
         os.close(fd)
-    backend = task_backends[options.backend_alias]
-    assert isinstance(backend, ThreadmillTaskBackend)
-    code = WorkerProcess(options, backend).run(control_fd)
+    code = WorkerProcess(options, threadmill_backend(options.backend_alias)).run(control_fd)
     logging.shutdown()
     os._exit(code)  # threads that outlived the grace period must not hold the exit
 
@@ -67,17 +64,17 @@ class Supervisor:
         self.context = multiprocessing.get_context("fork")
         self.slots = [_Slot(index) for index in range(options.processes)]
         self.signals = 0
-        self.exit_code = EXIT_OK
+        self.exit_code = ExitCode.OK
         self._wakeup_read, self._wakeup_write = os.pipe()
         self.next_reap = time.monotonic()
-        self.scheduler = Scheduler(backend) if backend.settings.schedules else None
+        self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
         self.next_schedule: float | None = time.monotonic() if self.scheduler else None
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
         os.write(self._wakeup_write, b"\0")
 
-    def run(self) -> int:
+    def run(self) -> ExitCode:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         logger.info(
@@ -128,7 +125,7 @@ class Supervisor:
     def _kill(self) -> None:
         """Kill every live process at once (a second signal); the reaper settles their leases."""
         logger.warning("Second signal: killing worker processes count=%d", self._live_count())
-        self.exit_code = EXIT_FORCED
+        self.exit_code = ExitCode.FORCED
         for slot in self.slots:
             if slot.process is not None:
                 slot.process.kill()
@@ -159,15 +156,15 @@ class Supervisor:
             code = process.exitcode
             os.close(slot.control_fd)  # type: ignore[arg-type]
             slot.process, slot.control_fd = None, None
-            if stopping or (self.options.burst and code == EXIT_OK):
+            if stopping or (self.options.burst and code == ExitCode.OK):
                 slot.done = True
-                if code not in (EXIT_OK, EXIT_RECYCLE):
-                    self.exit_code = self.exit_code or EXIT_FORCED
+                if code not in (ExitCode.OK, ExitCode.RECYCLE):
+                    self.exit_code = self.exit_code or ExitCode.FORCED
                 continue
-            if code == EXIT_REFUSED:  # the process logged why; every other one would too
-                self._stop_all(slot, EXIT_REFUSED)
+            if code == ExitCode.REFUSED:  # the process logged why; every other one would too
+                self._stop_all(slot, ExitCode.REFUSED)
                 continue
-            if code == EXIT_RECYCLE:
+            if code == ExitCode.RECYCLE:
                 logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
                 slot.crashes = 0
                 self._spawn(slot)
@@ -187,9 +184,9 @@ class Supervisor:
                 status,
                 slot.crashes,
             )
-            self._stop_all(slot, EXIT_GAVE_UP)
+            self._stop_all(slot, ExitCode.GAVE_UP)
             return
-        delay = min(FIRST_RESTART_DELAY_S * 2 ** (slot.crashes - 1), MAX_RESTART_DELAY_S)
+        delay = RESTART_BACKOFF.after(slot.crashes)
         logger.error(
             "Worker process died slot=%d pid=%s status=%s restart_in_s=%.1f",
             slot.index,
@@ -199,7 +196,7 @@ class Supervisor:
         )
         slot.restart_at = time.monotonic() + delay
 
-    def _stop_all(self, slot: _Slot, exit_code: int) -> None:
+    def _stop_all(self, slot: _Slot, exit_code: ExitCode) -> None:
         """Stop every process and exit with ``exit_code``, as if signalled."""
         self.exit_code = exit_code
         self.signals = max(self.signals, 1)

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Reservation, Start
-from ..codec.records import now_ms
+from ..codec.times import now_ms
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
 from .executor import Executor
@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 
 
 class WorkerThread(RoleThread):
-    """Run tasks until the buffer closes. Task errors never end this thread (DESIGN.md §4).
+    """Run tasks until the buffer closes. Task errors never end this thread.
 
     A task that outlives ``--task-timeout`` is taken over by the watchdog: the thread is
     abandoned, its eventual outcome discarded, and a fresh thread takes its place.

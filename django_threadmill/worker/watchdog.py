@@ -1,14 +1,12 @@
 """The watchdog: records tasks that outlive --task-timeout as FAILED and replaces their thread."""
 
 import logging
-import threading
 from collections.abc import Callable
 
-from ..broker import Finish, Outcome
-from ..codec.records import error_json, now_ms
 from ..exceptions import TaskTimeout
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
+from .outcome import failed
 from .role import RoleThread
 from .threads import WorkerThread
 
@@ -39,7 +37,6 @@ class Watchdog(RoleThread):
         self.replace = replace
         self.writer = writer
         self.buffer = buffer
-        self.stopping = threading.Event()
 
     def loop(self) -> None:
         interval_s = min(MAX_CHECK_INTERVAL_S, self.timeout_s / 4)
@@ -60,17 +57,7 @@ class Watchdog(RoleThread):
                     f"Task {task_id} ran longer than --task-timeout={self.timeout_s}s; the "
                     "worker stopped waiting for it. Make it faster or raise the timeout."
                 )
-                self.writer.submit_finish(
-                    Finish(
-                        lease=reservation.lease,
-                        outcome=Outcome.FAILED,
-                        value=error_json(error),
-                        started_ms=started_ms,
-                        finished_ms=now_ms(),
-                    )
-                )
+                # The thread holds the TaskResult, so no policy is asked and no signal sent.
+                self.writer.submit_finish(failed(reservation.lease, error, started_ms, None))
                 self.buffer.done()
                 self.replace(thread)
-
-    def stop(self) -> None:
-        self.stopping.set()

@@ -6,7 +6,7 @@ from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Outcome
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from testproject.example.tasks import echo
 from tests.admin.conftest import TASKS_URL
 from tests.backend_support import WORKER

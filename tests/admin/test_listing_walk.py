@@ -6,7 +6,7 @@ import redis
 from django_threadmill.admin.listing import Cursor, RowFilter, Stream, Walker
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Index, Inspector
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from testproject.example.tasks import add
 from tests.backend_support import succeed
 

@@ -8,8 +8,9 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker, Finish, Lease, NewTask, Outcome, Start
-from django_threadmill.broker.keys import QueueKeys, make_task_id
-from django_threadmill.codec.records import now_ms
+from django_threadmill.broker.keys import QueueKeys
+from django_threadmill.codec.ids import make_task_id
+from django_threadmill.codec.times import now_ms
 
 WORKER = "worker-a"
 

@@ -7,7 +7,7 @@ import redis
 
 from django_threadmill.broker import Broker, Lease, NewTask, Outcome
 from django_threadmill.broker.keys import QueueKeys
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 
 from .conftest import WORKER, finish, start
 

@@ -14,7 +14,7 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease, NewTask, Outcome
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import echo
 from testproject.redis_server import free_port, redis_process, redis_server_binary

@@ -4,7 +4,8 @@ import pytest
 from redis.crc import key_slot
 
 from django_threadmill.broker import Broker
-from django_threadmill.broker.keys import KeySpace, make_task_id, queue_of
+from django_threadmill.broker.keys import KeySpace
+from django_threadmill.codec.ids import make_task_id, queue_of
 
 QUEUE_KEY_NAMES = ["ready", "delayed", "leases", "done", "wake", "seq", "stats", "workers", "held"]
 

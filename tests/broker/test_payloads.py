@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from django_threadmill.broker.payloads import run_after_ms, task_path
-from django_threadmill.codec.records import dumps
+from django_threadmill.codec.jsoncodec import dumps
+from django_threadmill.codec.payloads import run_after_ms, task_path
 
 TRICKY = ['"run_after_ms":7}', '{"path":"evil.task"}']  # argument text that looks like keys
 

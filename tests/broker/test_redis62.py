@@ -9,7 +9,7 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease, NewTask, Outcome
 from django_threadmill.broker.scripts import ScriptName, script_source
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import echo
 from testproject.redis_server import free_port, wait_until_up

@@ -53,7 +53,7 @@ def test_a_concurrency_limit_holds_on_its_node(backend: ThreadmillTaskBackend) -
 
 def test_a_schedule_fires_into_a_queue_on_another_node(backend: ThreadmillTaskBackend) -> None:
     now = [datetime(2026, 3, 28, 12, 0, 30, tzinfo=UTC)]
-    scheduler = Scheduler(backend, lambda: now[0])
+    scheduler = Scheduler(backend.pipeline, lambda: now[0])
     scheduler.fire_due()  # a new schedule only marks its latest slot
     now[0] += timedelta(minutes=1)
     scheduler.fire_due()

@@ -10,7 +10,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Finish, Outcome
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.conf.settings import Durability
 from django_threadmill.exceptions import BrokerUnavailable

@@ -6,7 +6,7 @@ Waiting with a deadline and running manage.py commands come from ``tests/support
 import redis
 
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Reservation, Start
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from tests.support import wait_until
 
 WORKER = "test-worker-1"

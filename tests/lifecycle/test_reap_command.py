@@ -53,7 +53,7 @@ def test_dry_run_prints_lines_and_changes_nothing(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--backend", "nope"], "Unknown task backend 'nope'. Pass --backend with an alias"),
+        (["--backend", "nope"], "--backend nope: TASKS has no backend 'nope'. Use an alias"),
         (["--interval", "0"], "--interval 0 is not positive"),
         (["--batch-size", "0"], "--batch-size 0 is below 1"),
     ],

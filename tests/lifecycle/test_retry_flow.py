@@ -12,7 +12,9 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
-from django_threadmill.codec.records import dumps, error_json, now_ms
+from django_threadmill.codec.jsoncodec import dumps
+from django_threadmill.codec.results import error_json
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskContext, TaskResultStatus
 from django_threadmill.retry import retry_delay
 

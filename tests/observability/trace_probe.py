@@ -21,7 +21,7 @@ def main() -> None:
     trace.set_tracer_provider(provider)
     django.setup()
 
-    from django_threadmill.codec.records import now_ms
+    from django_threadmill.codec.times import now_ms
     from django_threadmill.compat import task_backends
     from django_threadmill.worker.executor import Executor
     from testproject.example.tasks import add, echo, fail

@@ -15,7 +15,8 @@ def problems(redis_url: str, key_prefix: str, **schedule: object) -> list[tuple[
     entry = {key: value for key, value in {**GOOD, **schedule}.items() if value is not None}
     tasks = tasks_setting(redis_url, key_prefix, schedules={"s": entry})
     with override_settings(TASKS=tasks):
-        return [(m.id or "", m.msg) for m in schedule_messages(task_backends["default"])]  # type: ignore[arg-type]
+        settings = task_backends["default"].settings  # type: ignore[attr-defined]
+        return [(m.id or "", m.msg) for m in schedule_messages(settings)]
 
 
 def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
@@ -54,7 +55,7 @@ def test_a_task_bound_to_another_backend_is_an_error(redis_url: str, key_prefix:
         "OPTIONS": {"key_prefix": f"{key_prefix}-o", "schedules": {"s": GOOD}},
     }
     with override_settings(TASKS=tasks):
-        [message] = schedule_messages(task_backends["other"])  # type: ignore[arg-type]
+        [message] = schedule_messages(task_backends["other"].settings)  # type: ignore[attr-defined]
     assert message.id == BAD_TASK
     assert "bound to backend 'default', not 'other'" in message.msg
 

@@ -43,7 +43,7 @@ def test_lists_next_and_last_slot(backend: ThreadmillTaskBackend) -> None:
     assert tick.startswith("tick  every 0:01:00 (UTC)  task=tests.schedules.tasks.report")
     assert "queue=emails" in tick
 
-    Scheduler(backend, lambda: datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)).fire_due()
+    Scheduler(backend.pipeline, lambda: datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)).fire_due()
     assert listing()[1].endswith("last=2026-11-30T12:00:00+00:00")
 
 
@@ -57,6 +57,9 @@ def test_a_backend_of_another_kind_is_refused() -> None:
     dummy = f"{package}.backends.dummy.DummyBackend"
     with (
         override_settings(TASKS={"default": {"BACKEND": dummy}}),
-        pytest.raises(CommandError, match="only ThreadmillTaskBackend has schedules"),
+        pytest.raises(
+            CommandError,
+            match="not a ThreadmillTaskBackend: it has no Redis queues, leases or schedules",
+        ),
     ):
         listing()

@@ -49,7 +49,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def scheduler(backend: ThreadmillTaskBackend, clock: Clock) -> Scheduler:
-    return Scheduler(backend, clock)
+    return Scheduler(backend.pipeline, clock)
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_a_new_schedule_starts_with_its_next_slot(
 def test_every_supervisor_may_fire_a_slot_and_one_task_exists(
     backend: ThreadmillTaskBackend, clock: Clock, redis_client: redis.Redis
 ) -> None:
-    supervisors = [Scheduler(backend, clock) for _ in range(3)]
+    supervisors = [Scheduler(backend.pipeline, clock) for _ in range(3)]
     for scheduler in supervisors:
         scheduler.fire_due()
     clock.now = utc(2026, 3, 28, 12, 1, 0, 5000)
@@ -98,13 +98,13 @@ def test_every_supervisor_may_fire_a_slot_and_one_task_exists(
 def test_a_finished_and_expired_slot_never_fires_again(
     backend: ThreadmillTaskBackend, clock: Clock, redis_client: redis.Redis
 ) -> None:
-    Scheduler(backend, clock).fire_due()
+    Scheduler(backend.pipeline, clock).fire_due()
     clock.now = utc(2026, 3, 28, 12, 1, 0)
-    Scheduler(backend, clock).fire_due()
+    Scheduler(backend.pipeline, clock).fire_due()
     keys = backend.broker.queue_keys("default")
     [task_id] = redis_client.zrange(keys.ready, 0, -1)
     redis_client.delete(keys.record(task_id), keys.ready)  # as if it ran and result_ttl passed
-    Scheduler(backend, clock).fire_due()  # a late supervisor, still in the same slot
+    Scheduler(backend.pipeline, clock).fire_due()  # a late supervisor, still in the same slot
     assert redis_client.zcard(keys.ready) == 0
 
 
@@ -113,9 +113,9 @@ def test_slots_missed_while_no_supervisor_ran_fire_once(
 ) -> None:
     scheduler.fire_due()
     clock.now = utc(2026, 3, 28, 12, 10, 15)  # ten slots later, a fresh supervisor starts
-    Scheduler(scheduler.backend, clock).fire_due()
+    Scheduler(scheduler.pipeline, clock).fire_due()
     assert fired("tick", "default", utc(2026, 3, 28, 12, 10))
-    keys = scheduler.backend.broker.queue_keys("default")
+    keys = scheduler.pipeline.broker.queue_keys("default")
     assert redis_client.zcard(keys.ready) == 1  # the latest slot only, not one per missed slot
 
 
@@ -138,7 +138,7 @@ def test_cron_fires_once_when_fall_back_repeats_its_time(
     backend: ThreadmillTaskBackend, clock: Clock, redis_client: redis.Redis
 ) -> None:
     clock.now = utc(2026, 10, 24, 12, 0)
-    scheduler = Scheduler(backend, clock)
+    scheduler = Scheduler(backend.pipeline, clock)
     scheduler.fire_due()
     reports = backend.broker.queue_keys("reports").ready
     clock.now = utc(2026, 10, 25, 0, 30)  # 02:30 CEST
@@ -146,7 +146,7 @@ def test_cron_fires_once_when_fall_back_repeats_its_time(
     assert redis_client.zcard(reports) == 1
     clock.now = utc(2026, 10, 25, 1, 30)  # 02:30 again, now CET
     scheduler.fire_due()
-    Scheduler(backend, clock).fire_due()  # a supervisor that starts in the repeated hour
+    Scheduler(backend.pipeline, clock).fire_due()  # a supervisor that starts in the repeated hour
     assert redis_client.zcard(reports) == 1
 
 
@@ -160,7 +160,7 @@ def test_a_schedule_that_cannot_fire_is_logged_and_the_others_fire(
     broken = {"task": "tests.schedules.tasks.missing", "every": 60}
     options = {"schedules": {"broken": broken, "tick": SCHEDULES["tick"]}}
     with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **options)):
-        scheduler = Scheduler(task_backends["default"], clock)  # type: ignore[arg-type]
+        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
         scheduler.fire_due()
         clock.now = utc(2026, 3, 28, 12, 1, 0)
         scheduler.fire_due()
@@ -171,7 +171,7 @@ def test_a_schedule_that_cannot_fire_is_logged_and_the_others_fire(
 def test_redis_down_raises_and_the_slot_stays_due(key_prefix: str, clock: Clock) -> None:
     down = tasks_setting("redis://127.0.0.1:1/0", key_prefix, schedules=SCHEDULES)
     with override_settings(TASKS=down):
-        scheduler = Scheduler(task_backends["default"], clock)  # type: ignore[arg-type]
+        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
         with pytest.raises(BrokerUnavailable):
             scheduler.fire_due()
         with pytest.raises(BrokerUnavailable):  # still due: the supervisor retries it

@@ -7,7 +7,7 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Start
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from tests.support import Command, worker
 

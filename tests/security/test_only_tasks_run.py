@@ -9,8 +9,8 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import NewTask
-from django_threadmill.broker.keys import make_task_id
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.ids import make_task_id
+from django_threadmill.codec.times import now_ms
 from tests.support import worker
 
 from . import tasks

@@ -49,7 +49,7 @@ def test_equal_unique_tasks_meet_in_one_shard(backend: ThreadmillTaskBackend) ->
 
 def test_a_schedules_slots_share_the_shard_of_its_marker(backend: ThreadmillTaskBackend) -> None:
     now = [datetime(2026, 3, 28, 12, 0, 30, tzinfo=UTC)]
-    scheduler = Scheduler(backend, lambda: now[0])
+    scheduler = Scheduler(backend.pipeline, lambda: now[0])
     scheduler.fire_due()  # a new schedule only marks its latest slot (docs/schedules.md)
     now[0] += timedelta(minutes=1)
     scheduler.fire_due()

@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from django_threadmill.exceptions import PartlyEnqueued
 from tests.broker.conftest import WORKER, finish, new_task, start
 

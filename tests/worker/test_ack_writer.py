@@ -5,7 +5,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from django_threadmill.broker import Broker, Finish, Outcome, Start
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
 from tests.support import wait_until

@@ -24,7 +24,7 @@ from django_threadmill.worker.process import WorkerProcess
         (["--grace-period", "-1"], "--grace-period must be 0 or more seconds."),
         (["--reap-interval", "-1"], "--reap-interval must be 0 (off) or more seconds."),
         (["--task-timeout", "0"], "--task-timeout must be more than 0 seconds."),
-        (["--backend", "missing"], "No TASKS backend 'missing'"),
+        (["--backend", "missing"], "--backend missing: TASKS has no backend 'missing'."),
     ],
 )
 def test_bad_options_are_refused_before_anything_starts(args: list[str], message: str) -> None:

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection, connections
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import Task
 from django_threadmill.worker import db_connections
 from django_threadmill.worker.executor import Executor

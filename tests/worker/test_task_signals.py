@@ -11,7 +11,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Outcome
-from django_threadmill.codec.records import now_ms
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import (
     TASKS_LOGGER_NAME,
     TaskResult,

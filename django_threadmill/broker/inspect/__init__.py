@@ -5,7 +5,7 @@ listing reads one window of one index by rank (ZRANGE/ZREVRANGE, O(log N + windo
 one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writes.
 """
 
-from ..payloads import task_path
+from ...codec.payloads import task_path
 from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
 from .types import (
     Index,

@@ -6,9 +6,11 @@ See the package docstring for the rules every query here follows.
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from ...codec.ids import queue_of
+from ...codec.payloads import task_path
 from ..broker import Broker
-from ..keys import QueueKeys, queue_of
-from ..payloads import task_path
+from ..keys import QueueKeys
+from ..scripts import lua_constant
 from ..types import stored_int
 from .types import (
     Index,
@@ -19,7 +21,8 @@ from .types import (
     WorkerSighting,
 )
 
-PRIORITY_BAND = 2**40  # ready score = (100 - priority) * PRIORITY_BAND + seq (enqueue.lua)
+# A ready score is (100 - priority) * PRIORITY_STEP + seq (common.lua, enqueue.lua).
+PRIORITY_STEP = lua_constant("PRIORITY_STEP")
 MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
 STATE_SAMPLE = 1000  # ids whose state is read to split finished/leased counts; above: estimate
 THROUGHPUT_MINUTES = (1, 5, 15)  # windows of the throughput figures on the queues page
@@ -195,7 +198,7 @@ class Inspector:
                     break
                 task_id, score = head[0]
                 heads.append(task_id)
-                low = (int(score) // PRIORITY_BAND + 1) * PRIORITY_BAND
+                low = (int(score) // PRIORITY_STEP + 1) * PRIORITY_STEP
             enqueued = [stored_int(v) for (v,) in self._fields(keys, heads, "enqueued_ms")]
         known = [ms for ms in enqueued if ms is not None]
         return min(known) if known else None

@@ -18,7 +18,7 @@
 --           then per task, flat: id, payload, workers, enqueued_ms, started_ms,
 --           nerrors, and that many error_json}
 --          Flat, with the lease deadline and the token formatted once per call: a table per
---          task and a number formatted per task cost Redis more than the task's HSET (issue 10).
+--          task and a number formatted per task cost Redis more than the task's HSET.
 -- Fence:   every task reserved by one call gets the same new token, the next value of
 --          P:fence: a task appears once per call, so no two reservations of a task share one.
 --          Ids without a ready record are dropped.
@@ -35,7 +35,7 @@ for _, id in ipairs(due) do
   if score then
     -- A score that is not a number was written by hand: run the task as priority 0 rather
     -- than fail every acquire of the queue.
-    promoted[#promoted + 1] = tonumber(score) or 100 * 1099511627776
+    promoted[#promoted + 1] = tonumber(score) or 100 * PRIORITY_STEP
     promoted[#promoted + 1] = id
   end
 end

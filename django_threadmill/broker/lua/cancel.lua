@@ -11,12 +11,9 @@
 -- Fence:   state must be "ready"; a reserved or running attempt is never cancelled here.
 -- Clock:   redis.call("TIME") only, for the done index.
 local key = KEYS[1] .. ARGV[1]
-local f = redis.call("HMGET", key, "state", "nerrors")
-if not f[1] then
-  return "missing"
-end
-if f[1] ~= "ready" then
-  return f[1]
+local f, refused = record_in_state(key, "ready", "nerrors")
+if not f then
+  return refused
 end
 local attempt = (tonumber(f[2]) or 0) + 1
 redis.call("ZREM", KEYS[2], ARGV[1])

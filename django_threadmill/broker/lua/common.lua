@@ -1,9 +1,28 @@
--- common.lua: helpers prepended to every script by broker/scripts.py (no keys, no state).
+-- common.lua: constants and helpers prepended to every script by broker/scripts.py (no keys,
+-- no state).
+
+-- A ready task's score is (100 - priority) * PRIORITY_STEP + seq: higher priority first, FIFO
+-- within one (seq from P:seq). 2^40: room for a trillion enqueues per priority.
+local PRIORITY_STEP = 1099511627776
 
 -- The one clock: Redis server time in milliseconds.
 local function now_ms()
   local time = redis.call("TIME")
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- Read the record at `key` if its state is `wanted`: returns its fields (state, then the
+-- `...` fields asked for), or nil and what to reply instead: "missing" when there is no
+-- record, else the state it is in. The opening check of the operator's scripts.
+local function record_in_state(key, wanted, ...)
+  local f = redis.call("HMGET", key, "state", ...)
+  if not f[1] then
+    return nil, "missing"
+  end
+  if f[1] ~= wanted then
+    return nil, f[1]
+  end
+  return f
 end
 
 -- Run `command key items...` in chunks that stay under Lua's argument limit: one call per

@@ -1,6 +1,6 @@
 -- enqueue.lua: store new tasks and make each ready, or delayed until its run_after.
 -- KEYS[1]  P:t:        record prefix; each task id is appended (ids come from the client)
--- KEYS[2]  P:ready     zset: ready ids by (100 - priority) * 2^40 + seq
+-- KEYS[2]  P:ready     zset: ready ids by (100 - priority) * PRIORITY_STEP + seq
 -- KEYS[3]  P:delayed   zset: delayed ids by due time in ms
 -- KEYS[4]  P:seq       string: FIFO counter within a priority
 -- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
@@ -75,7 +75,7 @@ for i = first, #ARGV, 5 do
       seq = redis.call("INCRBY", KEYS[4], count) - count
     end
     seq = seq + 1
-    local score = (100 - priority) * 1099511627776 + seq
+    local score = (100 - priority) * PRIORITY_STEP + seq
     redis.call("HSET", KEYS[1] .. id, "payload", ARGV[i + 1], "state", "ready", "score", score,
       "token", 0, "enqueued_ms", ARGV[i + 4], "run_after_ms", run_after_ms, "nerrors", 0)
     if guard and guard.kind == "u" then

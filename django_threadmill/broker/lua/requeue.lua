@@ -8,12 +8,9 @@
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires).
 -- Clock:   not used.
 local key = KEYS[1] .. ARGV[1]
-local f = redis.call("HMGET", key, "state", "score")
-if not f[1] then
-  return "missing"
-end
-if f[1] ~= "failed" then
-  return f[1]
+local f, refused = record_in_state(key, "failed", "score")
+if not f then
+  return refused
 end
 redis.call("PERSIST", key)
 redis.call("HSET", key, "state", "ready")

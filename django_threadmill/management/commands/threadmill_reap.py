@@ -12,9 +12,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...checks import redis_may_be_down
-from ...compat import task_backends
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
+from ..backend_option import BACKEND_HELP, backend_option
 
 logger = logging.getLogger("django_threadmill.worker.reaper")
 
@@ -47,9 +47,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--backend", default="default", help="TASKS alias to reap (default: 'default')."
-        )
+        parser.add_argument("--backend", default="default", help=BACKEND_HELP)
         parser.add_argument("--once", action="store_true", help="Run one pass, then exit.")
         parser.add_argument(
             "--interval",
@@ -75,7 +73,7 @@ class Command(BaseCommand):
             super().check(*args, **kwargs)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        backend = self._backend(options["backend"])
+        backend = backend_option(options["backend"])
         if options["interval"] <= 0:
             raise CommandError(
                 f"--interval {options['interval']:g} is not positive. Use a number of seconds "
@@ -89,20 +87,6 @@ class Command(BaseCommand):
             self._report(self._pass(backend, options), dry_run=options["dry_run"])
             return
         self._loop(backend, options)
-
-    def _backend(self, alias: str) -> ThreadmillTaskBackend:
-        try:
-            backend = task_backends[alias]
-        except Exception as exc:  # InvalidTaskBackend differs between Django and the backport
-            raise CommandError(
-                f"Unknown task backend {alias!r}. Pass --backend with an alias from TASKS."
-            ) from exc
-        if not isinstance(backend, ThreadmillTaskBackend):
-            raise CommandError(
-                f"Task backend {alias!r} is a {type(backend).__name__}, not a "
-                "ThreadmillTaskBackend; only threadmill backends hold leases to reap."
-            )
-        return backend
 
     def _pass(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> ReapReport:
         try:

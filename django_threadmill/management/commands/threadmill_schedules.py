@@ -6,11 +6,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
-from ...compat import task_backends
-from ...conf.schedules import Schedule
+from ...conf.schedules import Schedule, scheduled_task
 from ...exceptions import BrokerUnavailable
-from ...schedules.scheduler import scheduled_task
 from ...schedules.slots import next_slot, zone_of
+from ..backend_option import BACKEND_HELP, backend_option
 
 
 class Command(BaseCommand):
@@ -20,17 +19,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--backend", default="default", help="TASKS alias to list (default: 'default')."
-        )
+        parser.add_argument("--backend", default="default", help=BACKEND_HELP)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        backend = task_backends[options["backend"]]
-        if not isinstance(backend, ThreadmillTaskBackend):
-            raise CommandError(
-                f"TASKS[{options['backend']!r}] is a {type(backend).__name__}; only "
-                "ThreadmillTaskBackend has schedules. Pick another --backend."
-            )
+        backend = backend_option(options["backend"])
         schedules = backend.settings.schedules.values()
         if not schedules:
             self.stdout.write(f"No schedules in TASKS[{backend.alias!r}]['OPTIONS'].")

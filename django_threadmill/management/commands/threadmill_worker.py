@@ -8,12 +8,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ...backend import ThreadmillTaskBackend
 from ...checks import redis_may_be_down
-from ...compat import task_backends
 from ...conf.settings import check_queue_name
 from ...exceptions import ImproperlyConfiguredThreadmill
 from ...worker.logs import configure_logging
 from ...worker.options import MAX_PREFETCH, WorkerOptions
 from ...worker.supervisor import Supervisor
+from ..backend_option import BACKEND_HELP, backend_option
 
 DEFAULT_GRACE_PERIOD_S = 30.0
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--backend", default="default", help="TASKS alias (default: default)")
+        parser.add_argument("--backend", default="default", help=BACKEND_HELP)
         parser.add_argument(
             "--queue",
             action="append",
@@ -88,23 +88,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         configure_logging(options["log_format"], options["verbosity"])
-        backend = self._backend(options["backend"])
+        backend = backend_option(options["backend"])
         worker_options = self._worker_options(backend, options)
         code = Supervisor(worker_options, backend).run()
         if code:
             raise CommandError(f"threadmill_worker exited with code {code}.", returncode=code)
-
-    def _backend(self, alias: str) -> ThreadmillTaskBackend:
-        try:
-            backend = task_backends[alias]
-        except Exception as exc:
-            raise CommandError(f"No TASKS backend {alias!r}: {exc}") from exc
-        if not isinstance(backend, ThreadmillTaskBackend):
-            raise CommandError(
-                f"TASKS[{alias!r}] is a {type(backend).__name__}; threadmill_worker runs "
-                "ThreadmillTaskBackend queues only. Pick another --backend."
-            )
-        return backend
 
     def _queues(self, backend: ThreadmillTaskBackend, asked: list[str] | None) -> tuple[str, ...]:
         queues = asked or sorted(backend.queues) or ["default"]

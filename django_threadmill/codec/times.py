@@ -1,0 +1,48 @@
+"""Timestamps as stored (whole ms since the epoch) and as Django shows them (datetimes).
+
+Stored timestamps written by a worker or a producer are for display only; every decision about
+time is taken on Redis ``TIME`` inside the scripts (docs/design.md, One clock).
+"""
+
+import time
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils import timezone
+
+
+def now_ms() -> int:
+    """Return the local wall clock in ms: for display timestamps only, never for leases."""
+    return time.time_ns() // 1_000_000
+
+
+def to_ms(value: datetime) -> int:
+    """Return ``value`` in ms since the epoch; a naive datetime is in the current time zone."""
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    return int(value.timestamp() * 1000)
+
+
+@cache
+def _use_tz() -> bool:
+    """Return settings.USE_TZ, read once: a lazy settings lookup cost a worker about 1 µs per
+    timestamp, four per task. Tests that override it clear this cache."""
+    return bool(settings.USE_TZ)
+
+
+@receiver(setting_changed)
+def _forget_use_tz(*, setting: str, **kwargs: Any) -> None:
+    if setting == "USE_TZ":
+        _use_tz.cache_clear()
+
+
+def from_ms(value: int | str | None) -> datetime | None:
+    """Return the stored ms timestamp as the datetime Django would use (aware under USE_TZ)."""
+    if value is None or value == "":
+        return None
+    moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+    return moment if _use_tz() else timezone.make_naive(moment)

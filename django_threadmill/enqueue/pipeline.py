@@ -1,0 +1,158 @@
+"""The enqueue pipeline of one ``TASKS`` entry: prepare, store (coalesced), announce, read back.
+
+``ThreadmillTaskBackend`` is a thin django.tasks face over this, as Django's ``RedisCache`` is
+over its client; the scheduler enqueues through it too. One pipeline serves every thread and
+event loop of a process (``pipeline_for``).
+"""
+
+from collections.abc import Iterable, Sequence
+from functools import partial
+from threading import Lock
+from typing import Any
+
+from ..broker import Broker, Guard, NewTask
+from ..codec.ids import queue_of
+from ..codec.payloads import decode_payload, load_task
+from ..codec.results import stored_result
+from ..compat import Task, TaskResult, TaskResultDoesNotExist
+from ..conf.settings import BackendSettings
+from .announce import announce, announcer
+from .coalesce import Enqueuer
+from .on_commit import defer_to_commit
+from .prepare import prepare
+
+type Call = tuple[Sequence[Any], dict[str, Any]]
+
+
+class EnqueuePipeline:
+    """Store tasks for one ``TASKS`` entry and read their results back.
+
+    Tasks reach it validated (the backend's ``validate_task``). ``sender`` is the backend
+    class, the sender of ``task_enqueued`` as Django sends it.
+    """
+
+    def __init__(self, settings: BackendSettings, sender: type) -> None:
+        self.settings = settings
+        self.sender = sender
+        self.broker = Broker(settings)
+        self.enqueuer = Enqueuer(self.broker, announcer(sender))
+
+    def _on_commit(self, task: Task) -> bool:
+        """Tell whether ``task`` waits for the commit: its own choice, else OPTIONS."""
+        choice = getattr(task, "enqueue_on_commit", None)
+        return self.settings.enqueue_on_commit if choice is None else bool(choice)
+
+    def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
+        """Store one call in one Redis call, shared with concurrent callers.
+
+        With ``enqueue_on_commit``, inside a transaction the write waits for its commit. A
+        unique task equal to an unfinished one returns that task's result and stores nothing.
+        """
+        new, result = prepare(task, args, kwargs, broker=self.broker)
+        write = partial(self._store, [(new, result)])
+        if self._on_commit(task) and defer_to_commit(write):
+            return result
+        [holder] = write()
+        return result if holder is None else self.get_result(holder)
+
+    async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
+        """Async twin of ``enqueue``, on the asyncio client (no thread hop).
+
+        Django refuses atomic() in async code, so this writes at once unless a project entered
+        one anyway (DJANGO_ALLOW_ASYNC_UNSAFE): then, with enqueue_on_commit, it waits for it.
+        """
+        new, result = prepare(task, args, kwargs, broker=self.broker)
+        if self._on_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
+            return result
+        holder = await self.enqueuer.aenqueue(task.queue_name, new, result)
+        return result if holder is None else await self.aget_result(holder)
+
+    def enqueue_many(self, task: Task, calls: Iterable[Call]) -> list[TaskResult]:
+        """Store many calls of one task in one atomic script call: all are stored, or none.
+
+        Every call is encoded before anything is sent.
+        """
+        prepared = [prepare(task, args, kwargs, broker=self.broker) for args, kwargs in calls]
+        if not prepared:
+            return []
+        write = partial(self._store, prepared)
+        if self._on_commit(task) and defer_to_commit(write):
+            return [result for _, result in prepared]
+        holders = write()
+        existing = {holder: self.get_result(holder) for holder in set(holders) if holder}
+        return [
+            result if holder is None else existing[holder]
+            for (_, result), holder in zip(prepared, holders, strict=True)
+        ]
+
+    def enqueue_guarded(
+        self, task: Task, args: Sequence[Any], kwargs: dict[str, Any], *, task_id: str, guard: Guard
+    ) -> TaskResult | None:
+        """Store one call under a given id and guard; return None if the script skipped it.
+
+        Schedules use it (docs/schedules.md): the id derives from the slot, and the guard makes
+        the script skip a slot at or before the last one fired.
+        """
+        new, result = prepare(task, args, kwargs, broker=self.broker, task_id=task_id, guard=guard)
+        if not self.broker.enqueue(task.queue_name, [new]).stored:
+            return None
+        announce(self.sender, result)
+        return result
+
+    def _store(self, prepared: Sequence[tuple[NewTask, TaskResult]]) -> list[str | None]:
+        """Write prepared tasks of one queue (coalesced when alone), then send task_enqueued
+        for those stored; return, per task, the id of the unfinished task it duplicates."""
+        if len(prepared) == 1:
+            [(new, result)] = prepared
+            holders = [self.enqueuer.enqueue(result.task.queue_name, new)]
+        else:
+            queue = prepared[0][1].task.queue_name
+            existing = self.broker.enqueue(queue, [new for new, _ in prepared]).existing
+            holders = [existing.get(new.id) for new, _ in prepared]
+        for (_, result), holder in zip(prepared, holders, strict=True):
+            if holder is None:
+                announce(self.sender, result)
+        return holders
+
+    def get_result(self, result_id: str) -> TaskResult:
+        """Return the result of ``result_id`` in any state, until result_ttl after it finished."""
+        return self._result(result_id, self.broker.record(result_id))
+
+    async def aget_result(self, result_id: str) -> TaskResult:
+        """Async twin of ``get_result``, on the asyncio client."""
+        return self._result(result_id, await self.broker.arecord(result_id))
+
+    def _result(self, result_id: str, record: dict[str, str] | None) -> TaskResult:
+        if record is None:
+            raise TaskResultDoesNotExist(result_id)
+        payload = decode_payload(record.get("payload"))
+        task = load_task(
+            payload["path"],
+            backend=self.settings.alias,
+            queue=queue_of(result_id) or "",
+            payload=payload,
+        )
+        return stored_result(task, result_id, payload, record)
+
+
+_pipelines: dict[tuple[type, str, str, str], list[EnqueuePipeline]] = {}
+_pipelines_lock = Lock()
+
+
+def pipeline_for(sender: type, settings: BackendSettings) -> EnqueuePipeline:
+    """Return the process-wide pipeline for equal ``settings``, made on first use.
+
+    Django builds one backend per thread; sharing keeps one connection pool per process and
+    lets the enqueues of every thread share round trips. Pipelines are found by the alias,
+    location and key prefix, then by equal settings, so a changed ``TASKS`` entry (a test's
+    override) gets a pipeline of its own.
+    """
+    key = (sender, settings.alias, settings.location, settings.key_prefix)
+    with _pipelines_lock:
+        same_place = _pipelines.setdefault(key, [])
+        for pipeline in same_place:
+            if pipeline.settings == settings:
+                return pipeline
+        pipeline = EnqueuePipeline(settings, sender)
+        same_place.append(pipeline)
+        return pipeline

@@ -1,0 +1,83 @@
+"""Prepare one enqueue: encode the call, check its size, give it an id; nothing reaches Redis."""
+
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import repeat
+from typing import Any
+
+from ..broker import Broker, Guard, GuardKind, NewTask
+from ..codec.ids import make_task_id, new_task_hex
+from ..codec.payloads import encode_payload
+from ..codec.results import new_result
+from ..codec.times import now_ms, to_ms
+from ..compat import Task, TaskResult
+from ..observability.tracing import carrier
+from .unique import unique_guard
+
+
+def prepare(
+    task: Task,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    broker: Broker,
+    task_id: str | None = None,
+    guard: Guard | None = None,
+) -> tuple[NewTask, TaskResult]:
+    """Encode one call of a validated ``task``; raise before anything reaches Redis.
+
+    ``task_id`` and ``guard`` come from a schedule (its slot's id and marker); otherwise the id
+    is new and the guard is the task's unique key, if it has one.
+    """
+    settings = broker.settings
+    given_id, task_id = task_id, task_id or make_task_id(new_task_hex(), task.queue_name)
+    enqueued_ms = now_ms()
+    run_after_ms = None if task.run_after is None else to_ms(task.run_after)
+    try:
+        result = new_result(task, task_id, enqueued_ms, args, kwargs, settings.alias)
+        payload = encode_payload(task, result.args, result.kwargs, run_after_ms, carrier())
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
+            "Pass strings, numbers, booleans, None, lists and dicts with string keys only."
+        ) from exc
+    except RecursionError as exc:
+        raise TypeError(
+            f"Arguments of task {task.module_path!r} are nested too deeply to store as JSON. "
+            "Flatten them, or store the data elsewhere and pass its key."
+        ) from exc
+    if len(payload) > settings.max_payload_bytes:
+        raise ValueError(
+            f"Task {task.module_path!r} payload is {len(payload)} bytes, above "
+            f"max_payload_bytes={settings.max_payload_bytes}. Store large data "
+            "elsewhere (a file or a model) and pass its key, or raise OPTIONS"
+            "['max_payload_bytes']."
+        )
+    guard = guard or unique_guard(task, result.args, result.kwargs)
+    routed_id = None if given_id else _unique_task_id(broker, task.queue_name, guard)
+    if routed_id is not None:
+        task_id, result = routed_id, replace(result, id=routed_id)
+    new = NewTask(
+        id=task_id,
+        payload=payload,
+        priority=task.priority,
+        run_after_ms=run_after_ms,
+        enqueued_ms=enqueued_ms,
+        guard=guard,
+    )
+    return new, result
+
+
+def _unique_task_id(broker: Broker, queue: str, guard: Guard | None) -> str | None:
+    """Return a new id in the shard of a unique task's digest; None if it need not move.
+
+    Uniqueness is checked within the shard a task's id lands in, so equal unique tasks on
+    a sharded queue must meet in one shard (broker/keys.py ``routed_task_id``). The digest is
+    known only once the arguments are validated, so this id replaces the first one.
+    """
+    if guard is None or guard.kind is not GuardKind.UNIQUE:
+        return None
+    if broker.settings.shards_of(queue) == 1:
+        return None
+    ids = (make_task_id(new_task_hex(), queue) for _ in repeat(None))
+    return broker.routed_id(queue, ids, guard.name)

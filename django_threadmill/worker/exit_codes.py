@@ -1,0 +1,17 @@
+"""How a worker process, and the whole ``threadmill_worker`` command, end."""
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes: a worker process's tell its supervisor what to do; the command's, the caller.
+
+    Each value means one thing wherever it is seen (docs/worker.md, Exit codes).
+    """
+
+    OK = 0
+    FORCED = 1  # a second signal, or threads still running after the grace period
+    GAVE_UP = 2  # the command: worker processes kept dying right after start
+    RECYCLE = 3  # a process reached --max-tasks: the supervisor starts a fresh one at once
+    REFUSED = 4  # Redis refused the credentials or ACL rights: restarting cannot help
+    CRASHED = 5  # a process: a thread's own loop failed; the supervisor restarts it with backoff
