@@ -113,6 +113,15 @@ def _rebuilt_task(
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"\s*")
+
+
+def _after_space(text: str, at: int) -> int:
+    """Return where the whitespace starting at ``at`` ends."""
+    space = _SPACE.match(text, at)
+    assert space is not None  # \s* matches anywhere, if only the empty string
+    return space.end()
+
+
 _PATH_OPENING = '{"path":'
 _RUN_AFTER_KEY = '"run_after_ms":'
 _NO_RUN_AFTER = _RUN_AFTER_KEY + "null}"  # how encode_payload ends without run_after
@@ -129,7 +138,7 @@ def task_path(payload: str | None) -> str:
             return path
     try:
         if payload.startswith(_PATH_OPENING):
-            path, _ = _DECODER.raw_decode(payload, _SPACE.match(payload, len(_PATH_OPENING)).end())
+            path, _ = _DECODER.raw_decode(payload, _after_space(payload, len(_PATH_OPENING)))
         else:
             path = json.loads(payload).get("path", "")
     except (ValueError, AttributeError):
@@ -148,9 +157,7 @@ def run_after_ms(payload: str) -> int | None:
     if at < 0:
         return None
     try:
-        value, _ = _DECODER.raw_decode(
-            payload, _SPACE.match(payload, at + len(_RUN_AFTER_KEY)).end()
-        )
+        value, _ = _DECODER.raw_decode(payload, _after_space(payload, at + len(_RUN_AFTER_KEY)))
     except ValueError:
         return None
     return value if type(value) is int else None

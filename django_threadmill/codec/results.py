@@ -31,8 +31,20 @@ UNREADABLE_ERROR_PATH = "django_threadmill.exceptions.PayloadError"
 FLAT = frozenset({str, int, float, bool, type(None)})
 STR_ONLY = frozenset({str})
 # TaskResult's fields as task_result fills them; should Django add one, its constructor is used.
-RESULT_FIELDS = ("task", "id", "status", "enqueued_at", "started_at", "finished_at")
-RESULT_FIELDS += ("last_attempted_at", "args", "kwargs", "backend", "errors", "worker_ids")
+RESULT_FIELDS = (
+    "task",
+    "id",
+    "status",
+    "enqueued_at",
+    "started_at",
+    "finished_at",
+    "last_attempted_at",
+    "args",
+    "kwargs",
+    "backend",
+    "errors",
+    "worker_ids",
+)
 _BY_FIELD = {field.name for field in fields(TaskResult)} == {*RESULT_FIELDS, "_return_value"}
 
 
@@ -87,7 +99,7 @@ def task_result(
     if _BY_FIELD and _flat(args, kwargs):
         return result
     # Anything else TaskResult normalises itself (or refuses), as Django builds it.
-    built = TaskResult(**{name: getattr(result, name) for name in RESULT_FIELDS})
+    built: TaskResult = TaskResult(**{name: getattr(result, name) for name in RESULT_FIELDS})
     set_field(built, "_return_value", return_value)
     return built
 

@@ -72,7 +72,12 @@ def _schedule(name: object, entry: object) -> Schedule:
         raise _fail(name, "needs exactly one of 'cron' and 'every'", "Give one, e.g. 'every'.")
     if "cron" in entry and not isinstance(entry["cron"], str):
         raise _fail(name, f"has cron={entry['cron']!r}", "Use a string such as '0 3 * * *'.")
-    expected = {"args": (list, tuple), "kwargs": dict, "queue_name": str, "timezone": str}
+    expected: dict[str, type | tuple[type, ...]] = {
+        "args": (list, tuple),
+        "kwargs": dict,
+        "queue_name": str,
+        "timezone": str,
+    }
     for key, kind in expected.items():
         if key in entry and not isinstance(entry[key], kind):
             raise _fail(name, f"has {key}={entry[key]!r}", f"Use a {kind!r} there.")
@@ -110,5 +115,5 @@ def scheduled_task(schedule: Schedule) -> Task:
             f"{schedule.task!r} is a {type(task).__name__}, not a task. Only functions "
             "decorated with @task can be scheduled."
         )
-    changes = {"queue_name": schedule.queue_name, "priority": schedule.priority}
+    changes: dict[str, Any] = {"queue_name": schedule.queue_name, "priority": schedule.priority}
     return task.using(**{key: value for key, value in changes.items() if value is not None})

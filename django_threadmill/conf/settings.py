@@ -6,6 +6,7 @@
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -117,7 +118,7 @@ def _flag(name: str, value: object) -> bool:
 
 
 def _read_options(options: dict[str, Any]) -> dict[str, Any]:
-    readers = {
+    readers: dict[str, Callable[[object], tuple[str, object]]] = {
         "key_prefix": lambda v: _key_prefix(v),
         "lease_ttl": lambda v: ("lease_ttl_s", _seconds("lease_ttl", v)),
         "result_ttl": lambda v: ("result_ttl_s", _seconds("result_ttl", v, allow_none=True)),

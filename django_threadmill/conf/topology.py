@@ -40,13 +40,15 @@ def read_cluster(value: object) -> tuple[str, bool]:
 
 
 def read_durability(value: object) -> tuple[str, Durability]:
-    try:
-        return "durability", Durability(value)
-    except ValueError:
-        choices = ", ".join(repr(mode.value) for mode in Durability)
-        raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS['durability'] is {value!r}. Use one of {choices}."
-        ) from None
+    if isinstance(value, str):  # Durability(value) refuses anything else with ValueError too
+        try:
+            return "durability", Durability(value)
+        except ValueError:
+            pass
+    choices = ", ".join(repr(mode.value) for mode in Durability)
+    raise ImproperlyConfiguredThreadmill(
+        f"OPTIONS['durability'] is {value!r}. Use one of {choices}."
+    )
 
 
 def read_sentinel(value: object) -> tuple[str, SentinelSettings]:

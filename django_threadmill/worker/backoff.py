@@ -19,7 +19,8 @@ class Backoff:
 
     def after(self, failures: int) -> float:
         """Return the wait after ``failures`` failures in a row (1 or more)."""
-        return min(self.first_s * 2 ** min(max(failures - 1, 0), MAX_DOUBLINGS), self.max_s)
+        factor: int = 2 ** min(max(failures - 1, 0), MAX_DOUBLINGS)  # n >= 0: always an int
+        return min(self.first_s * factor, self.max_s)
 
 
 # Fetching and waiting for Redis at start lose nothing by waiting: tasks stay in Redis.

@@ -48,7 +48,7 @@ def configure_logging(log_format: str, verbosity: int) -> None:
             "%(asctime)s %(levelname)s %(name)s pid=%(process)d %(threadName)s %(message)s"
         )
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
         logger.addHandler(handler)
         logger.propagate = False
     for handler in logger.handlers:
