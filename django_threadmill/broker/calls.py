@@ -41,6 +41,13 @@ class Batch:
         return replies[self.first_call + len(self.call_nodes) :]
 
 
+def _owner(client: redis.RedisCluster | redis.asyncio.RedisCluster, key: str) -> str:
+    """Return the name of the node that owns ``key``'s slot."""
+    node = client.get_node_from_key(key)
+    assert node is not None  # None is only for a replica asked for (replica=True)
+    return node.name
+
+
 def _build(
     client: SyncClient | AsyncClient,
     shas: dict[ScriptName, str],
@@ -57,7 +64,7 @@ def _build(
         confirmed_on = {ONE_NODE: ""} if confirm is not None else {}
         commands += [(confirm, {})] if confirm is not None else []
         return Batch(commands, len(before), nodes, confirmed_on)
-    nodes = [client.get_node_from_key(call.keys[0]).name for call in calls]
+    nodes = [_owner(client, call.keys[0]) for call in calls]
     confirmed_on = {}
     if confirm is not None:
         # WAIT covers the writes of its own connection: one per node, in that node's share.
@@ -143,7 +150,7 @@ class Sending:
         map, but the WAIT went to the old node, whose answer says nothing about this write.
         """
         client = self.client
-        if isinstance(client, CLUSTERS) and client.get_node_from_key(key).name != node:
+        if isinstance(client, CLUSTERS) and _owner(client, key) != node:
             raise unconfirmed(self.settings, f"its slot moved from {node} during the call")
 
 

@@ -16,7 +16,8 @@ from weakref import WeakKeyDictionary
 from redis.commands.core import AsyncScript, Script
 
 from ..codec.ids import queue_of
-from ..conf.settings import BackendSettings, Durability
+from ..conf.settings import BackendSettings
+from ..conf.topology import Durability
 from .calls import send
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_of

@@ -7,7 +7,8 @@ per node those calls went to.
 
 from typing import Any
 
-from ..conf.settings import BackendSettings, Durability
+from ..conf.settings import BackendSettings
+from ..conf.topology import Durability
 from ..exceptions import BrokerUnavailable
 from .connection import redacted
 

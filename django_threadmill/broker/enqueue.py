@@ -6,7 +6,7 @@ from typing import Any
 
 import redis
 
-from ..conf.settings import Durability
+from ..conf.topology import Durability
 from ..exceptions import BrokerUnavailable, PartlyEnqueued
 from .calls import Command, asend_each, send_each
 from .core import BrokerCore

@@ -16,7 +16,7 @@ from redis.connection import HiredisRespSerializer
 try:  # the optional ``hiredis`` extra
     import hiredis
 except ImportError:  # pragma: no cover - the test extra installs it
-    hiredis = None
+    hiredis = None  # type: ignore[assignment]
 
 UTF8 = ("utf-8", "utf8")
 

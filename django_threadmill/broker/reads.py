@@ -1,6 +1,10 @@
-"""Reads for the backend, the admin and the checks: records, queue names, server info."""
+"""Reads for the backend, the admin and the checks: records, queue names, server info.
 
-from typing import Any
+The clients decode every reply (``decode_responses``, connection.py): the casts say so to
+redis-py's types, which allow bytes.
+"""
+
+from typing import Any, cast
 
 import redis
 
@@ -18,12 +22,12 @@ class Reads(BrokerCore):
         """
         keys = self.queue_keys(self.part_in(queue, schedule))
         with self.translated_errors():
-            return stored_int(self.client.get(keys.fired(schedule)))
+            return stored_int(cast(str | None, self.client.get(keys.fired(schedule))))
 
     def queues(self) -> list[str]:
         """Return every queue name this alias has seen, sorted."""
         with self.translated_errors():
-            return sorted(self.client.smembers(self.keyspace.queues))
+            return sorted(cast(set[str], self.client.smembers(self.keyspace.queues)))
 
     def server_info(self) -> dict[str, Any]:
         """Return Redis INFO (server, memory, persistence, replication) and whether RDB is on.
@@ -46,7 +50,7 @@ class Reads(BrokerCore):
         if key is None:
             return None
         with self.translated_errors():
-            return self.client.hgetall(key) or None
+            return cast(dict[str, str], self.client.hgetall(key)) or None
 
     async def arecord(self, task_id: str) -> dict[str, str] | None:
         """Async twin of ``record``."""
@@ -54,4 +58,4 @@ class Reads(BrokerCore):
         if key is None:
             return None
         with self.translated_errors():
-            return await self._async_client()[0].hgetall(key) or None
+            return cast(dict[str, str], await self._async_client()[0].hgetall(key)) or None

@@ -74,13 +74,13 @@ def script_source(name: ScriptName, *, flags: bool = False) -> str:
     return ALLOW_OOM_SHEBANG + source if flags and name in ALLOW_OOM else source
 
 
-def supports_script_flags(client: redis.Redis) -> bool:
+def supports_script_flags(client: redis.Redis | redis.RedisCluster) -> bool:
     """Tell whether the server reads shebang flags: Redis (and Valkey) 7 or later."""
     version = str(client.info("server").get("redis_version", "0"))
     return int(version.split(".")[0]) >= FIRST_VERSION_WITH_FLAGS
 
 
-def register_scripts(client: redis.Redis) -> dict[ScriptName, Script]:
+def register_scripts(client: redis.Redis | redis.RedisCluster) -> dict[ScriptName, Script]:
     """Register every script on ``client``, flagged when its server supports it (one INFO)."""
     flags = supports_script_flags(client)
     return {name: client.register_script(script_source(name, flags=flags)) for name in ScriptName}

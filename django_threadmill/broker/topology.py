@@ -14,7 +14,8 @@ import redis.asyncio.sentinel
 import redis.sentinel
 from redis.connection import SSLConnection, parse_url
 
-from ..conf.settings import BackendSettings, SentinelSettings
+from ..conf.settings import BackendSettings
+from ..conf.topology import SentinelSettings
 from .packing import packing_class, sync_packing
 
 type SyncClient = redis.Redis | redis.RedisCluster
@@ -54,7 +55,9 @@ def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
             sentinel_kwargs=_sentinel_options(settings.sentinel, options),
         )
         primary = _primary_options(settings.location, options)
-        return manager.master_for(settings.sentinel.service_name, **primary)
+        # master_for is unannotated; it returns its default redis_class, Redis.
+        client: redis.Redis = manager.master_for(settings.sentinel.service_name, **primary)
+        return client
     pool = redis.BlockingConnectionPool.from_url(settings.location, **options, **sync_packing())
     return redis.Redis.from_pool(pool)
 
@@ -72,7 +75,10 @@ def aconnect(settings: BackendSettings, options: dict[str, Any]) -> AsyncClient:
             sentinel_kwargs=_sentinel_options(settings.sentinel, options),
         )
         primary = _primary_options(settings.location, options)
-        return manager.master_for(settings.sentinel.service_name, **primary)
+        # master_for is unannotated; it returns its default redis_class, Redis.
+        client: redis.asyncio.Redis = manager.master_for(settings.sentinel.service_name, **primary)
+        return client
     pool = redis.asyncio.BlockingConnectionPool.from_url(settings.location, **options)
-    pool.connection_class = packing_class(pool.connection_class)  # TCP, TLS or Unix socket
+    # TCP, TLS or Unix socket. mypy takes any type[X] for unhashable (it checks X's own __hash__).
+    pool.connection_class = packing_class(pool.connection_class)  # type: ignore[arg-type]
     return redis.asyncio.Redis.from_pool(pool)

@@ -5,6 +5,7 @@ See the package docstring for the rules every query here follows.
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 from ...codec.ids import queue_of
 from ...codec.payloads import task_path
@@ -165,7 +166,8 @@ class Inspector:
         with self.broker.translated_errors():
             if total is None:
                 total = int(self.client.zcard(key))
-            ids = self.client.zrevrange(key, 0, STATE_SAMPLE - 1) if total else []
+            # The client decodes replies (decode_responses): ids are str.
+            ids = cast(list[str], self.client.zrevrange(key, 0, STATE_SAMPLE - 1)) if total else []
             states = self._fields(keys, ids, "state")
         counts: dict[str, int] = defaultdict(int)
         for (state,) in states:
@@ -193,7 +195,10 @@ class Inspector:
         low: float | str = "-inf"
         with self.broker.translated_errors():
             for _ in range(MAX_PRIORITY_BANDS):
-                head = self.client.zrangebyscore(keys.ready, low, "+inf", 0, 1, withscores=True)
+                head = cast(
+                    list[tuple[str, float]],  # decoded ids, scores as floats
+                    self.client.zrangebyscore(keys.ready, low, "+inf", 0, 1, withscores=True),
+                )
                 if not head:
                     break
                 task_id, score = head[0]
