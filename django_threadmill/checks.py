@@ -33,7 +33,10 @@ class CheckedBackend(Protocol):
 
     alias: str
     settings: BackendSettings
-    queues: Set[str]
+
+    # Read-only: a backend's set[str] matches it, where an attribute would have to be a Set[str].
+    @property
+    def queues(self) -> Set[str]: ...
 
     @property
     def broker(self) -> Broker: ...

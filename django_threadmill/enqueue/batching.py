@@ -7,7 +7,7 @@ batch by queue and give each caller its own outcome. No I/O and no waiting happe
 import copy
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from threading import Lock
@@ -115,7 +115,7 @@ class Line[P: Pending]:
             return None
 
 
-def grouped[P: Pending](batch: list[P]) -> dict[str, list[P]]:
+def grouped[P: Pending](batch: Iterable[P]) -> dict[str, list[P]]:
     """Group a batch by queue: each queue is its own script call (its own hash tag)."""
     groups: dict[str, list[P]] = defaultdict(list)
     for pending in batch:
@@ -123,7 +123,7 @@ def grouped[P: Pending](batch: list[P]) -> dict[str, list[P]]:
     return groups
 
 
-def own_error(error: BaseException, shared: bool) -> BaseException:
+def own_error[E: BaseException](error: E, shared: bool) -> E:
     """Give each caller of a batch its own exception object: one raised in many threads or
     tasks at once would collect all their tracebacks."""
     if not shared:

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 
-def defer_to_commit(write: Callable[[], None], using: str = DEFAULT_DB_ALIAS) -> bool:
+def defer_to_commit(write: Callable[[], object], using: str = DEFAULT_DB_ALIAS) -> bool:
     """Run ``write`` when the open transaction of ``using`` commits; return False if none is open.
 
     Outside a transaction the caller writes at once, as ``on_commit`` would, without opening a

@@ -10,7 +10,7 @@ the API but no SDK they call it straight away.
 import json
 from collections.abc import Awaitable, Callable
 from functools import wraps
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 try:  # tried once, at import: the extra is optional
     from opentelemetry import propagate, trace
@@ -75,7 +75,7 @@ def _describe(span: Any, enqueued: Enqueued) -> None:
         span.set_attribute(ATTRIBUTE_PREFIX + "task.id", enqueued.id)
 
 
-def traced_enqueue(enqueue: Enqueue) -> Enqueue:
+def traced_enqueue[E: Enqueue](enqueue: E) -> E:
     """Wrap a backend's ``enqueue`` or ``enqueue_many`` in a producer span named after the
     task; the tasks it stores carry that span's context."""
     if trace is None:
@@ -90,10 +90,10 @@ def traced_enqueue(enqueue: Enqueue) -> Enqueue:
             _describe(span, enqueued)
             return enqueued
 
-    return traced
+    return cast(E, traced)  # called as ``enqueue`` is, returning what it returns
 
 
-def traced_aenqueue(aenqueue: AsyncEnqueue) -> AsyncEnqueue:
+def traced_aenqueue[E: AsyncEnqueue](aenqueue: E) -> E:
     """Async twin of ``traced_enqueue``."""
     if trace is None:
         return aenqueue
@@ -107,7 +107,7 @@ def traced_aenqueue(aenqueue: AsyncEnqueue) -> AsyncEnqueue:
             _describe(span, result)
             return result
 
-    return traced
+    return cast(E, traced)  # called as ``aenqueue`` is, returning what it returns
 
 
 def _links(payload: str) -> list[Any]:
