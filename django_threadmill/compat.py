@@ -5,8 +5,10 @@ package, with two exceptions renamed. Nothing else in the package imports either
 """
 
 from importlib.util import find_spec
+from typing import TYPE_CHECKING
 
-if find_spec("django.tasks") is not None:
+# mypy checks the first branch only (django-stubs types django.tasks; the backport has no types).
+if TYPE_CHECKING or find_spec("django.tasks") is not None:
     from django.tasks import (
         DEFAULT_TASK_QUEUE_NAME,
         Task,
@@ -31,7 +33,7 @@ if find_spec("django.tasks") is not None:
 
     TASKS_LOGGER_NAME = "django.tasks"  # where Django's own task receivers log each task
 else:  # Django 5.2 with the django-tasks backport.
-    from django_tasks import (  # type: ignore[no-redef]
+    from django_tasks import (
         DEFAULT_TASK_QUEUE_NAME,
         TaskContext,
         TaskResult,
@@ -39,16 +41,16 @@ else:  # Django 5.2 with the django-tasks backport.
         task,
         task_backends,
     )
-    from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef]
-    from django_tasks.base import (  # type: ignore[no-redef]
+    from django_tasks.backends.base import BaseTaskBackend
+    from django_tasks.base import (
         Task,  # django_tasks does not re-export Task at the top level
         TaskError,
     )
-    from django_tasks.exceptions import (  # type: ignore[no-redef]
+    from django_tasks.exceptions import (
         InvalidTaskError as InvalidTask,
     )
-    from django_tasks.exceptions import TaskResultDoesNotExist  # type: ignore[no-redef]
-    from django_tasks.signals import (  # type: ignore[no-redef]
+    from django_tasks.exceptions import TaskResultDoesNotExist
+    from django_tasks.signals import (
         log_task_enqueued,
         log_task_finished,
         log_task_started,
@@ -56,7 +58,7 @@ else:  # Django 5.2 with the django-tasks backport.
         task_finished,
         task_started,
     )
-    from django_tasks.utils import normalize_json  # type: ignore[no-redef]
+    from django_tasks.utils import normalize_json
 
     TASKS_LOGGER_NAME = "django_tasks"
 

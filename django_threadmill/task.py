@@ -9,7 +9,7 @@ On Django 6.1, ``@django.tasks.task(retry=...)`` forwards ``retry`` to the backe
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from .compat import DEFAULT_TASK_QUEUE_NAME, InvalidTask, Task, task_backends
 from .retry import RetryPolicy
@@ -19,7 +19,7 @@ DEFAULT_TASK_PRIORITY = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ThreadmillTask(Task):  # type: ignore[misc]
+class ThreadmillTask(Task):
     """A ``Task`` that may carry a retry policy, and a window in which equal enqueues are one."""
 
     retry: RetryPolicy | None = None
@@ -46,7 +46,7 @@ class ThreadmillTask(Task):  # type: ignore[misc]
 
     def using(self, *, enqueue_on_commit: bool | None = None, **changes: Any) -> Task:
         """Create a new Task with modified defaults, ``enqueue_on_commit`` among them."""
-        task = Task.using(self, **changes)
+        task = cast(ThreadmillTask, Task.using(self, **changes))  # replace() keeps the class
         if enqueue_on_commit is None:
             return task
         return replace(task, enqueue_on_commit=enqueue_on_commit)
