@@ -12,7 +12,7 @@ import psutil
 import pytest
 import redis
 
-from testproject.redis_server import redis_process
+from tests.servers.redis_server import redis_process
 
 from .harness.config import BenchConfig, load_config
 from .harness.postgres_server import postgres_url

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import django
 
-from testproject.redis_server import session_redis_url
+from tests.servers.redis_server import session_redis_url
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ from django_threadmill.codec.ids import make_task_id, queue_of
 from django_threadmill.codec.jsoncodec import dumps
 from django_threadmill.codec.results import error_json
 from django_threadmill.codec.times import now_ms
-from testproject.redis_server import RedisProcess, started
+from tests.servers.redis_server import RedisProcess, started
 
 WORKER = "worker-test-1"
 

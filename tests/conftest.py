@@ -12,7 +12,7 @@ from django.test import override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TASKS_LOGGER_NAME, task_backends
-from testproject.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
+from tests.servers.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
 from tests.worker.conftest import start_worker
 
 __all__ = ["start_worker"]  # every package may run the real worker command

@@ -12,7 +12,7 @@ from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import task_backends
-from testproject.redis_server import free_port, redis_process
+from tests.servers.redis_server import free_port, redis_process
 
 from .backend_support import redis_with_password
 from .conftest import tasks_setting

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from testproject.redis_server import free_port
+from tests.servers.redis_server import free_port
 
 URL_ENV = "THREADMILL_BENCH_POSTGRES_URL"
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import redis
 
-from testproject.redis_server import free_port
+from tests.servers.redis_server import free_port
 
 from ..peers.base import REPO_DIR
 from .waiting import poll_until

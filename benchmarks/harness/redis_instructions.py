@@ -12,7 +12,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from testproject.redis_server import RedisProcess, started
+from tests.servers.redis_server import RedisProcess, started
 
 _TOTAL = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)
 

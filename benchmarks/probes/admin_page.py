@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import django
 import redis
 
-from testproject.redis_server import redis_process
+from tests.servers.redis_server import redis_process
 
 QUEUE_SHARES = {"default": 0.8, "emails": 0.15, "reports": 0.05}  # of the results written
 WRITE_BATCH = 5000  # records per pipeline

@@ -1,7 +1,7 @@
 """Measure pickup on a Redis Cluster: enqueue to an idle waiter's wake-up, one slot or several.
 
 Run ``python -m benchmarks.probes.cluster_pickup [--samples N]`` from the repository root. It
-creates a local 3+3 cluster (testproject/redis_cluster.py) and times, N times each, from just
+creates a local 3+3 cluster (tests/servers/redis_cluster.py) and times, N times each, from just
 before an enqueue until ``Broker.wait_for_work`` returns in another thread: for a worker of one
 queue (one BLPOP) and of five queues on three nodes (one waiter thread per slot).
 """
@@ -19,7 +19,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
 
 import django
 
-from testproject.redis_cluster import local_cluster
+from tests.servers.redis_cluster import local_cluster
 
 QUEUES = ("images", "billing", "default", "emails", "reports")  # slots on three primaries
 

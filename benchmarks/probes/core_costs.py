@@ -32,7 +32,7 @@ from django_threadmill.broker import Broker, Finish, Lease, Outcome, Start
 from django_threadmill.codec.jsoncodec import dumps
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import Task
-from testproject.redis_server import redis_process
+from tests.servers.redis_server import redis_process
 
 WORKER = "core-costs-worker"
 

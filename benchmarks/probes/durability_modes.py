@@ -26,8 +26,8 @@ import django
 import redis
 
 from benchmarks.harness.proxy import delay_proxy
-from testproject.redis_cluster import wait_for
-from testproject.redis_server import (
+from tests.servers.redis_cluster import wait_for
+from tests.servers.redis_server import (
     RedisProcess,
     redis_server_binary,
     server_version,

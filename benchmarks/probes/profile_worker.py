@@ -18,7 +18,7 @@ from pathlib import Path
 
 import redis
 
-from testproject.redis_server import redis_process
+from tests.servers.redis_server import redis_process
 
 from ..harness.runner import stage
 from ..peers import RunContext, WorkerSpec, peer_named

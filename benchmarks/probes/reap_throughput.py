@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import django
 import redis
 
-from testproject.redis_server import redis_process
+from tests.servers.redis_server import redis_process
 
 WORKER = "reap-bench-worker"
 LEASE_TTL_S = 1.0  # short, so the built leases expire soon after they are built

@@ -1,7 +1,7 @@
 """Measure one hot queue on a local 3+3 Redis Cluster, unsharded and split by queue_shards.
 
 Run ``python -m benchmarks.probes.shards [--tasks N] [--processes P] [--threads T]`` from the
-repository root. It creates a local cluster (testproject/redis_cluster.py) and, for each shard
+repository root. It creates a local cluster (tests/servers/redis_cluster.py) and, for each shard
 count (1 = unsharded, 3 and 6), enqueues N echo tasks to "default" one ``enqueue()`` at a time
 (or ``--enqueue-batch`` per ``enqueue_many``), then drains them with one real
 ``threadmill_worker --burst`` (P processes x T threads). Per phase it prints tasks/s, the
@@ -27,7 +27,7 @@ import redis
 
 from benchmarks.harness.redis_stats import RedisSnapshot, snapshot
 from django_threadmill.broker.keys import KeySpace, queue_parts
-from testproject.redis_cluster import LocalCluster, local_cluster
+from tests.servers.redis_cluster import LocalCluster, local_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_CALLS = ("evalsha", "blpop")  # sent by the client, never from inside a script

@@ -159,7 +159,7 @@ def main() -> None:
             "THREADMILL_SOAK_RESULT_TTL": str(args.result_ttl),
         }
     )
-    from testproject.redis_server import redis_process
+    from tests.servers.redis_server import redis_process
 
     with redis_process("--appendonly", "yes", "--appendfsync", "everysec") as server:
         os.environ["THREADMILL_SOAK_REDIS_URL"] = server.url

@@ -87,6 +87,20 @@ class AdminSession:
     def text(self, selector: str = "body") -> str:
         return self.driver.find_element(By.CSS_SELECTOR, selector).text
 
+    def wait_for(self, selector: str) -> None:
+        """Wait until the page shows ``selector``: a click returns before the page it opens
+        has loaded."""
+        wait_until(
+            lambda: self.driver.find_elements(By.CSS_SELECTOR, selector),
+            f"the page showing {selector}",
+            timeout_s=20,
+        )
+
+    def text_once_shown(self, selector: str) -> str:
+        """Return the text of ``selector`` once the page a click opened shows it."""
+        self.wait_for(selector)
+        return self.text(selector)
+
     def choose(self, selector: str, value: str) -> None:
         Select(self.driver.find_element(By.CSS_SELECTOR, selector)).select_by_value(value)
 
@@ -124,14 +138,15 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     session.shot("tasks")
     session.click(f"a[href$='/default/{task_id}/']")
     browser.set_window_size(1400, 1500)
-    assert "FAILED" in session.text("#tm-status")
+    assert "FAILED" in session.text_once_shown("#tm-status")
     assert "ConnectionError" in session.text()
     session.shot("task-failed")
     browser.set_window_size(1400, 1000)
     session.click("#tm-requeue")
+    session.wait_for("#tm-confirm")
     session.shot("requeue-confirm")
     session.click("#tm-confirm")
-    assert "1 task requeued." in session.text(".messagelist")
+    assert "1 task requeued." in session.text_once_shown(".messagelist")
     assert "READY" in session.text("#tm-status")
 
     run_worker_burst(redis_url, key_prefix)
@@ -148,7 +163,7 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     session.open("/admin/django_threadmill/task/?status=failed")
     assert not browser.find_elements(By.CSS_SELECTOR, "select[name=action], .action-select")
     session.click("a[href*='/default/'][href$='@default/']")
-    assert "FAILED" in session.text("#tm-status")
+    assert "FAILED" in session.text_once_shown("#tm-status")
     assert not browser.find_elements(By.CSS_SELECTOR, "#tm-requeue, #tm-cancel")
     session.shot("readonly-task")
     session.open("/admin/django_threadmill/task/")
@@ -193,10 +208,10 @@ def test_the_list_shows_ready_work_and_a_bulk_requeue_fixes_a_filter(
     assert all(task_id in session.text("#result_list") for task_id in reports)
     session.choose("#tm-action", "requeue")
     session.click("#tm-across")
-    assert "3 tasks" in session.text("#tm-bulk-summary")
+    assert "3 tasks" in session.text_once_shown("#tm-bulk-summary")
     session.shot("bulk-confirm")
     session.click("#tm-confirm")
-    assert "3 tasks requeued." in session.text(".messagelist")
+    assert "3 tasks requeued." in session.text_once_shown(".messagelist")
 
     run_worker_burst(redis_url, key_prefix)
     session.open("/admin/django_threadmill/task/?status=successful&task=flaky_report")

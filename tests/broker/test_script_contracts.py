@@ -1,4 +1,4 @@
-"""Every Lua script opens with its contract, and its body keeps the DESIGN.md §3 rules."""
+"""Every Lua script opens with its contract, and its body keeps the rules of docs/design.md."""
 
 import re
 from importlib.resources import files

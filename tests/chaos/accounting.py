@@ -1,4 +1,4 @@
-"""The accounting invariant (issue 7): every task settled or visibly queued, none run twice.
+"""The accounting invariant: every task settled or visibly queued, none run twice.
 
 Redis says what was recorded; the execution log written by the tasks themselves says what
 actually ran. The two are compared task by task, and the stats counters against the records.

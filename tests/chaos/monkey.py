@@ -11,7 +11,7 @@ from pathlib import Path
 
 import redis
 
-from testproject.redis_server import RedisProcess
+from tests.servers.redis_server import RedisProcess
 from tests.support import Command
 
 SPAWNED = re.compile(r"Worker process spawned slot=(\d+) pid=(\d+)")

@@ -20,7 +20,7 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
-from testproject.redis_server import DURABLE, RedisProcess, redis_process
+from tests.servers.redis_server import DURABLE, RedisProcess, redis_process
 from tests.support import Command, wait_until, worker
 
 from .accounting import Audit, Ledger

@@ -13,9 +13,9 @@ import pytest
 import redis
 from django.test import override_settings
 
-from testproject.redis_cluster import LocalCluster, local_cluster
-from testproject.redis_server import server_version
 from tests.conftest import tasks_setting
+from tests.servers.redis_cluster import LocalCluster, local_cluster
+from tests.servers.redis_server import server_version
 
 QUEUES = ("images", "billing", "default", "emails", "reports")
 MIN_CLUSTER_VERSION = (7, 0)  # cluster-port (free bus ports) and ADDSLOTSRANGE

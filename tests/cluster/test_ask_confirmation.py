@@ -15,8 +15,8 @@ from redis.crc import key_slot
 
 from django_threadmill.broker import Broker, Enqueued
 from django_threadmill.exceptions import BrokerUnavailable
-from testproject.redis_cluster import LocalCluster
 from tests.backend_support import new_task
+from tests.servers.redis_cluster import LocalCluster
 
 QUEUE = "images"
 

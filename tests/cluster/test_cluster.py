@@ -16,9 +16,9 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import add, echo
-from testproject.redis_cluster import LocalCluster
 from tests.admin.conftest import QUEUES_URL, TASKS_URL, detail_url, operator
 from tests.backend_support import new_task, start, start_shared_sync_thread
+from tests.servers.redis_cluster import LocalCluster
 from tests.support import Command, wait_until, worker
 
 from .conftest import QUEUES, command_env

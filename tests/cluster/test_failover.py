@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from testproject.redis_cluster import LocalCluster, local_cluster
-from tests.failover import SLOW, assert_failover_loses_nothing
+from tests.servers.failover import SLOW, assert_failover_loses_nothing
+from tests.servers.redis_cluster import LocalCluster, local_cluster
 
 from .conftest import QUEUES, command_env, skip_without_cluster_support
 

@@ -12,7 +12,7 @@ from django_threadmill.broker.keys import shard_of
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.worker.reaper import reap_once
 from testproject.example.tasks import echo
-from testproject.redis_cluster import LocalCluster
+from tests.servers.redis_cluster import LocalCluster
 from tests.support import run_to_completion, worker
 
 from .conftest import command_env

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from testproject.redis_cluster import wait_for
-from testproject.redis_server import (
+from tests.servers.redis_cluster import wait_for
+from tests.servers.redis_server import (
     RedisProcess,
     redis_process,
     redis_server_binary,

@@ -1,4 +1,4 @@
-"""OPTIONS['durability']: enqueue and ack batches wait for a replica or the AOF (issue 14).
+"""OPTIONS['durability']: enqueue and ack batches wait for a replica or the AOF.
 
 A write Redis applied but could not confirm raises ``BrokerUnavailable``: enqueue reports it,
 the ack writer retries the batch (a fenced finish makes the retry harmless).
@@ -15,8 +15,8 @@ from django_threadmill.compat import TaskResultStatus
 from django_threadmill.conf.settings import Durability
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
-from testproject.redis_server import RedisProcess
 from tests.backend_support import finish, new_task, start
+from tests.servers.redis_server import RedisProcess
 
 SHORT_TIMEOUT = {"durability_timeout": 0.2}  # a missing replica fails fast in these tests
 

@@ -14,7 +14,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.exceptions import BrokerUnavailable
-from testproject.redis_server import RedisProcess
+from tests.servers.redis_server import RedisProcess
 from tests.support import wait_until, worker
 
 from . import tasks

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from testproject.redis_server import RedisProcess
+from tests.servers.redis_server import RedisProcess
 from tests.support import Command, wait_until, worker
 
 from . import tasks

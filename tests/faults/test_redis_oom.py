@@ -9,7 +9,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.scripts import ScriptName, script_source, supports_script_flags
 from django_threadmill.exceptions import BrokerUnavailable
-from testproject.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import worker
 
 from . import tasks

@@ -9,7 +9,7 @@ import redis
 
 from benchmarks.harness.proxy import ProxyLink, delay_proxy
 from django_threadmill.backend import ThreadmillTaskBackend
-from testproject.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import wait_until, worker
 
 from . import tasks

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
-from testproject.redis_server import free_port, redis_process
+from tests.servers.redis_server import free_port, redis_process
 from tests.support import Command, wait_until
 
 from .support import run, wait_for_expiry

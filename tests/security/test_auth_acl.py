@@ -10,7 +10,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import BrokerUnavailable
-from testproject.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import Command
 
 from . import tasks

@@ -1,4 +1,4 @@
-"""Refused credentials or ACL rights stop the worker and the reaper at start (issue 14).
+"""Refused credentials or ACL rights stop the worker and the reaper at start.
 
 Waiting cannot fix a password, so neither command retries it the way it waits out a Redis that
 is down (tests/faults/test_redis_down_at_start.py covers that case).
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from testproject.redis_server import RedisProcess
+from tests.servers.redis_server import RedisProcess
 from tests.support import Command, worker
 
 from .test_auth_acl import ADMIN_PASSWORD, APP_PASSWORD, APP_RULES, location, locked_redis

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from testproject.redis_server import free_port, redis_server_binary, wait_until_up
+from tests.servers.redis_server import free_port, redis_server_binary, wait_until_up
 
 
 @dataclass(frozen=True, slots=True)

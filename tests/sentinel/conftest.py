@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from testproject.redis_sentinel import SERVICE, LocalSentinel, local_sentinel
+from tests.servers.redis_sentinel import SERVICE, LocalSentinel, local_sentinel
 
 LOCATION = "redis://sentinel-managed/0"  # the host is ignored: the sentinels name the primary
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from testproject.redis_sentinel import LocalSentinel, local_sentinel
-from tests.failover import SLOW, assert_failover_loses_nothing
+from tests.servers.failover import SLOW, assert_failover_loses_nothing
+from tests.servers.redis_sentinel import LocalSentinel, local_sentinel
 
 from .conftest import LOCATION, command_env
 

@@ -1,7 +1,7 @@
 """A Redis with AOF restarted mid-run: the worker reconnects and finishes, nothing is lost.
 
 An acquire whose reply the kill cut off leaves its tasks reserved by nobody; they return to
-READY once their lease lapses (DESIGN.md §4). The test hands them back with their own tokens
+READY once their lease lapses (docs/worker.md). The test hands them back with their own tokens
 right away, as the reaper would a lease_ttl later, instead of waiting a minute.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Lease
 from django_threadmill.compat import TaskResultStatus
-from testproject.redis_server import RedisProcess
+from tests.servers.redis_server import RedisProcess
 from tests.support import Command, wait_until
 from tests.worker import tasks
 

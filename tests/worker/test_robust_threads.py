@@ -1,4 +1,4 @@
-"""Task errors never kill a worker thread, and bad payloads become FAILED (DESIGN.md §4)."""
+"""Task errors never kill a worker thread, and bad payloads become FAILED (docs/worker.md)."""
 
 from collections.abc import Callable
 

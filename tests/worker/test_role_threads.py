@@ -1,4 +1,4 @@
-"""A role thread whose own loop fails logs CRITICAL and stops its process (STYLE.md, Threads)."""
+"""A role thread whose own loop fails logs CRITICAL and stops its process."""
 
 import logging
 import threading

@@ -1,4 +1,4 @@
-"""Shutdown follows DESIGN.md §4: stop fetching, release unstarted, finish running, flush."""
+"""Shutdown (docs/worker.md): stop fetching, release unstarted, finish running, flush."""
 
 import signal
 from collections.abc import Callable

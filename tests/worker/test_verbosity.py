@@ -1,4 +1,4 @@
-"""-v means what it says, whatever the project's LOGGING routes to the root logger (issue 10)."""
+"""-v means what it says, whatever the project's LOGGING routes to the root logger."""
 
 from collections.abc import Callable
 

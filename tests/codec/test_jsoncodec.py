@@ -1,4 +1,4 @@
-"""The compact JSON encoder made once encodes exactly as json.dumps does (issue 11)."""
+"""The compact JSON encoder made once encodes exactly as json.dumps does."""
 
 import json
 from typing import Any

@@ -1,4 +1,4 @@
-"""A thread waiting for its batch finishes its hand-off before an interrupt (issue 11)."""
+"""A thread waiting for its batch finishes its hand-off before an interrupt."""
 
 import inspect
 import signal
@@ -9,8 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from django_threadmill.enqueue.batching import Latch
-
-from .support import wait_until
+from tests.support import wait_until
 
 
 class Interrupted(Exception):

@@ -10,8 +10,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResult, task_backends
 from testproject.example.tasks import echo
-
-from .backend_support import start_shared_sync_thread
+from tests.backend_support import start_shared_sync_thread
 
 CALLS = 200
 

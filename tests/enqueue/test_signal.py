@@ -1,4 +1,4 @@
-"""task_enqueued: sent whenever something can hear it, skipped otherwise (issue 11)."""
+"""task_enqueued: sent whenever something can hear it, skipped otherwise."""
 
 import asyncio
 import logging
@@ -10,8 +10,7 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResult, task_enqueued
 from testproject.example.tasks import echo
-
-from .backend_support import start_shared_sync_thread
+from tests.backend_support import start_shared_sync_thread
 
 Burst = Callable[[int], list[TaskResult]]
 

@@ -5,7 +5,7 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
-from testproject.redis_server import free_port
+from tests.servers.redis_server import free_port
 
 
 def backend_with(**options: object) -> ThreadmillTaskBackend:

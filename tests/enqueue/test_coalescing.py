@@ -1,4 +1,4 @@
-"""Concurrent enqueues share round trips, and each caller still gets its own outcome (issue 11)."""
+"""Concurrent enqueues share round trips, and each caller still gets its own outcome."""
 
 import asyncio
 import os
@@ -13,11 +13,10 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo, send_welcome
-from testproject.redis_server import free_port
-
-from .backend_support import start_shared_sync_thread
-from .conftest import tasks_setting
-from .support import wait_until
+from tests.backend_support import start_shared_sync_thread
+from tests.conftest import tasks_setting
+from tests.servers.redis_server import free_port
+from tests.support import wait_until
 
 NOT_JSON = "Arguments of task 'testproject.example.tasks.echo' cannot be stored as JSON"
 

@@ -1,4 +1,4 @@
-"""What an enqueue builds before it sends anything: ids, the TaskResult, validation (issue 11)."""
+"""What an enqueue builds before it sends anything: ids, the TaskResult, validation."""
 
 import uuid
 from datetime import datetime

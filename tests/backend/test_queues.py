@@ -12,8 +12,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.codec.ids import queue_of
 from django_threadmill.compat import InvalidTask, task_backends
 from testproject.example.tasks import echo
-
-from .conftest import tasks_setting
+from tests.conftest import tasks_setting
 
 
 @contextmanager

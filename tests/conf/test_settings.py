@@ -18,10 +18,9 @@ from django_threadmill.conf.settings import (
     read_settings,
 )
 from testproject.example.tasks import echo
-from testproject.redis_server import free_port, redis_process
-
-from .backend_support import redis_with_password
-from .conftest import tasks_setting
+from tests.backend_support import redis_with_password
+from tests.conftest import tasks_setting
+from tests.servers.redis_server import free_port, redis_process
 
 
 def options(**values: object) -> BackendSettings:

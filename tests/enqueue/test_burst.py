@@ -1,4 +1,4 @@
-"""Bursts of enqueues from one process: none refused, every task READY exactly once (issue 11)."""
+"""Bursts of enqueues from one process: none refused, every task READY exactly once."""
 
 import asyncio
 import threading
@@ -10,8 +10,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult
 from testproject.example.tasks import echo
-
-from .backend_support import start_shared_sync_thread
+from tests.backend_support import start_shared_sync_thread
 
 ASYNC_CALLS = 10_000
 THREADS = 64

@@ -15,8 +15,7 @@ from django_threadmill.codec.results import error_json
 from django_threadmill.codec.times import from_ms
 from django_threadmill.compat import TaskResult, TaskResultDoesNotExist, TaskResultStatus
 from testproject.example.tasks import add, attempt_info, echo, send_welcome
-
-from .backend_support import (
+from tests.backend_support import (
     WORKER,
     fail,
     finish,

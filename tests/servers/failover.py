@@ -1,4 +1,4 @@
-"""Enqueue through a failover and check that every acknowledged task ends once (issue 14).
+"""Enqueue through a failover and check that every acknowledged task ends once.
 
 A task counts as acknowledged when its enqueue returned: with durability="replicated" a
 replica had it by then, so no failover may lose it. Enqueues that raised are not counted.
@@ -13,10 +13,9 @@ from pathlib import Path
 
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.exceptions import BrokerUnavailable
-
-from .faults import tasks
-from .faults.support import executions
-from .support import wait_until, worker
+from tests.faults import tasks
+from tests.faults.support import executions
+from tests.support import wait_until, worker
 
 SLOW = bool(os.environ.get("THREADMILL_SLOW"))
 TOTAL = 3000 if SLOW else 150  # acknowledged tasks per run; CI runs the short one

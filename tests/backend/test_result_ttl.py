@@ -1,4 +1,7 @@
-"""result_ttl: finished results expire after it; nothing pending ever does (DESIGN §3 rule 4)."""
+"""result_ttl: finished results expire after it; nothing pending ever does.
+
+docs/design.md, Nothing pending ever expires.
+"""
 
 from datetime import UTC, datetime
 
@@ -8,9 +11,8 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultDoesNotExist, TaskResultStatus
 from testproject.example.tasks import echo
-
-from .backend_support import start, succeed
-from .lifecycle.support import wait_until
+from tests.backend_support import start, succeed
+from tests.lifecycle.support import wait_until
 
 pytestmark = pytest.mark.parametrize("tasks_options", [{"result_ttl": 0.05}])
 

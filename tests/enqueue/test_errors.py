@@ -14,10 +14,9 @@ from django.test import override_settings
 from django_threadmill.compat import InvalidTask, Task, task_backends
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
-from testproject.redis_server import free_port, redis_process
-
-from .backend_support import redis_with_password, start_shared_sync_thread
-from .conftest import tasks_setting
+from tests.backend_support import redis_with_password, start_shared_sync_thread
+from tests.conftest import tasks_setting
+from tests.servers.redis_server import free_port, redis_process
 
 ECHO = "testproject.example.tasks.echo"
 

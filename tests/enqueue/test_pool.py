@@ -1,4 +1,4 @@
-"""A full connection pool makes a call wait (up to pool_timeout), never fail at once (issue 11)."""
+"""A full connection pool makes a call wait (up to pool_timeout), never fail at once."""
 
 import asyncio
 import re
@@ -12,8 +12,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
-
-from .backend_support import start_shared_sync_thread
+from tests.backend_support import start_shared_sync_thread
 
 ONE_CONNECTION = pytest.mark.parametrize("tasks_options", [{"max_connections": 1}])
 
