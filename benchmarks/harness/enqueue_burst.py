@@ -23,19 +23,21 @@ PAYLOAD = "x" * 100  # the drain benchmark's echo argument
 def plain_calls() -> tuple[Callable[[str], None], Callable[[str], object]]:
     """Return one-call-per-task ``enqueue`` and ``aenqueue`` twins of the backend's own."""
     from django_threadmill.compat import task_enqueued
+    from django_threadmill.enqueue.prepare import prepare
 
     from ..peers.django_tasks import echo
 
     backend = echo.get_backend()
+    broker = backend.broker
 
     def enqueue(value: str) -> None:
-        new, result = backend._prepare(echo, (value,), {})
-        backend.broker.enqueue(echo.queue_name, [new])
+        new, result = prepare(echo, (value,), {}, broker=broker)
+        broker.enqueue(echo.queue_name, [new])
         task_enqueued.send(type(backend), task_result=result)
 
     async def aenqueue(value: str) -> None:
-        new, result = backend._prepare(echo, (value,), {})
-        await backend.broker.aenqueue(echo.queue_name, [new])
+        new, result = prepare(echo, (value,), {}, broker=broker)
+        await broker.aenqueue(echo.queue_name, [new])
         await task_enqueued.asend(type(backend), task_result=result)
 
     return enqueue, aenqueue
