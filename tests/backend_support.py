@@ -30,7 +30,7 @@ def start_shared_sync_thread() -> None:
 def new_task(queue: str) -> NewTask:
     """Return a task for ``queue`` as the broker stores it (its payload names no task)."""
     return NewTask(id=make_task_id(uuid4().hex, queue), payload="{}", priority=0,
-                   run_after_ms=None, enqueued_ms=now_ms())  # fmt: skip
+                   run_after_ms=None)  # fmt: skip
 
 
 def reserve(backend: ThreadmillTaskBackend, task_id: str) -> Lease:

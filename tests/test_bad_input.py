@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Broker, Finish, Outcome
+from django_threadmill.broker import Ack, Broker, Finish, Outcome
 from django_threadmill.codec.payloads import decode_payload
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import InvalidTask, TaskResultStatus, task
@@ -198,7 +198,8 @@ def test_stats_that_are_not_numbers_lose_no_outcome(
     with pytest.raises(BrokerUnavailable, match=DAMAGED):
         broker.finish("worker-1", [done])
     assert backend.get_result(result.id).status == TaskResultStatus.SUCCESSFUL
-    assert broker.finish("worker-1", [done]) == [done]  # the writer's retry is a stale no-op
+    # The writer's retry is a no-op that knows its first try landed.
+    assert broker.finish("worker-1", [done]) == [(done, Ack.ALREADY)]
 
 
 def test_garbage_queue_name_in_the_queue_set_is_harmless(

@@ -2,6 +2,7 @@
 
 from .broker import Broker
 from .types import (
+    Ack,
     Acquired,
     Enqueued,
     ExpiredAttempt,
@@ -12,11 +13,13 @@ from .types import (
     NewTask,
     Outcome,
     Reaped,
+    Rejected,
     Reservation,
     Start,
 )
 
 __all__ = [
+    "Ack",
     "Acquired",
     "Broker",
     "Enqueued",
@@ -28,6 +31,7 @@ __all__ = [
     "NewTask",
     "Outcome",
     "Reaped",
+    "Rejected",
     "Reservation",
     "Start",
 ]

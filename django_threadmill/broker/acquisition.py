@@ -1,12 +1,15 @@
 """Acquire: reserve ready tasks for a worker, and block an idle worker until work comes."""
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..codec.payloads import task_path
+from ..codec.times import now_ms
 from ..conf.limits import QueueLimit
 from .core import BrokerCore
-from .metrics import waiting_since_ms
+from .damaged import log_set_aside
+from .metrics import waited_ms
 from .scripts import ScriptCall, ScriptName
 from .types import Acquired, Lease, Reservation, stored_int, stored_lines
 from .wake import wake_groups
@@ -15,35 +18,44 @@ PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
 PEEK = QueueLimit(concurrency=0)  # reserves nothing: see Acquiring._acquire_call
 
 
-def _reservation(
-    queue: str,
-    task_id: str,
-    token: str,
-    payload: str,
-    workers: str,
-    enqueued_ms: str,
-    started_ms: str,
-    errors: list[str],
-) -> Reservation:
-    """Return one reservation of an acquire reply, its lease carrying what the metrics need."""
-    enqueued, started = stored_int(enqueued_ms), stored_int(started_ms)
-    return Reservation(
-        lease=Lease(
-            task_id=task_id,
-            queue=queue,
-            token=token,
-            task_path=task_path(payload),
-            waiting_since_ms=waiting_since_ms(payload, enqueued, started),
-        ),
-        payload=payload,
-        workers=stored_lines(workers),
-        enqueued_ms=enqueued,
-        started_ms=started,
-        errors=errors,
-    )
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What every reservation of one acquire reply shares."""
+
+    queue: str
+    token: str
+    redis_now_ms: int  # when the script ran, on the Redis clock
+    reserved_ms: int  # when its reply arrived, on this worker's clock
+
+    def reservation(
+        self,
+        task_id: str,
+        payload: str,
+        workers: str,
+        enqueued_ms: str,
+        started_ms: str,
+        errors: list[str],
+    ) -> Reservation:
+        """Return one reservation, its lease carrying what the metrics need."""
+        enqueued, started = stored_int(enqueued_ms), stored_int(started_ms)
+        return Reservation(
+            lease=Lease(
+                task_id=task_id,
+                queue=self.queue,
+                token=self.token,
+                task_path=task_path(payload),
+                waited_ms=waited_ms(payload, enqueued, started, self.redis_now_ms),
+                reserved_ms=self.reserved_ms,
+            ),
+            payload=payload,
+            workers=stored_lines(workers),
+            enqueued_ms=enqueued,
+            started_ms=started,
+            errors=errors,
+        )
 
 
-def _reservations(queue: str, token: str, flat: list[Any]) -> list[Reservation]:
+def _reservations(call: _Call, flat: list[Any]) -> list[Reservation]:
     """Read acquire.lua's flat task entries: six values, then ``nerrors`` error texts."""
     reservations = []
     at = 0
@@ -51,15 +63,8 @@ def _reservations(queue: str, token: str, flat: list[Any]) -> list[Reservation]:
         task_id, payload, workers, enqueued_ms, started_ms, nerrors = flat[at : at + 6]
         errors_end = at + 6 + int(nerrors)
         reservations.append(
-            _reservation(
-                queue,
-                task_id,
-                token,
-                payload,
-                workers,
-                enqueued_ms,
-                started_ms,
-                flat[at + 6 : errors_end],
+            call.reservation(
+                task_id, payload, workers, enqueued_ms, started_ms, flat[at + 6 : errors_end]
             )
         )
         at = errors_end
@@ -67,17 +72,23 @@ def _reservations(queue: str, token: str, flat: list[Any]) -> list[Reservation]:
 
 
 def _acquired(queue: str, reply: list[Any]) -> Acquired:
-    """Read acquire.lua's reply: the reservations, when to look again, whether a limit held."""
-    next_due_ms = int(reply[0])
+    """Read acquire.lua's reply: the reservations, when to look again, whether a limit held,
+    and how many damaged records it set aside (logged here)."""
+    next_due_ms, held_back, token, set_aside, redis_now_ms = reply[:5]
+    if set_aside:
+        log_set_aside(queue, int(set_aside), "acquire")
+    call = _Call(queue, token, int(redis_now_ms), now_ms())
     return Acquired(
-        reservations=_reservations(queue, reply[2], reply[3:]),
-        next_due_ms=None if next_due_ms < 0 else next_due_ms,
-        held_back=reply[1] == 1,
+        reservations=_reservations(call, reply[5:]),
+        next_due_ms=None if int(next_due_ms) < 0 else int(next_due_ms),
+        held_back=held_back == 1,
     )
 
 
-def _peeked(reply: list[Any]) -> Acquired:
+def _peeked(queue: str, reply: list[Any]) -> Acquired:
     """Read a peek's reply: tasks held back means ready tasks wait there, so look again now."""
+    if reply[3]:
+        log_set_aside(queue, int(reply[3]), "acquire")
     waiting = reply[1] == 1
     next_due_ms = int(reply[0])
     return Acquired(
@@ -125,7 +136,7 @@ class Acquiring(BrokerCore):
         replies = self._run_per_queue(calls, durable=False)
         acquired: dict[str, Acquired] = {}
         for (queue, _, n), reply in zip(asked, replies, strict=True):
-            got = _acquired(queue, reply) if n else _peeked(reply)
+            got = _acquired(queue, reply) if n else _peeked(queue, reply)
             acquired[queue] = merged_acquired(acquired[queue], got) if queue in acquired else got
         return [acquired[queue] for queue in counts]
 
@@ -158,6 +169,7 @@ class Acquiring(BrokerCore):
                 keys.wake,
                 keys.rate,
                 keys.fence,
+                keys.damaged,
             ),
             (
                 max(count, 1),

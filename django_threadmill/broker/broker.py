@@ -6,11 +6,12 @@ Redis. The class is joined from one part per section, each in its own module.
 """
 
 from .acquisition import Acquiring
+from .damaged import DamagedRecords
 from .enqueue import Enqueueing
 from .lifecycle import Lifecycle
 from .reads import Reads
 from .transitions import Transitions
 
 
-class Broker(Enqueueing, Reads, Acquiring, Transitions, Lifecycle):
+class Broker(Enqueueing, Reads, Acquiring, Transitions, Lifecycle, DamagedRecords):
     """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""

@@ -69,7 +69,7 @@ class Enqueueing(BrokerCore):
             if task.guard is not None:
                 guards += [position, task.guard.kind, task.guard.name, task.guard.value_ms]
             run_after = "" if task.run_after_ms is None else task.run_after_ms
-            args += [task.id, task.payload, task.priority, run_after, task.enqueued_ms]
+            args += [task.id, task.payload, task.priority, run_after]
         return ScriptCall(
             ScriptName.ENQUEUE,
             (
@@ -80,6 +80,7 @@ class Enqueueing(BrokerCore):
                 keys.wake,
                 keys.unique_prefix,
                 keys.fired_prefix,
+                keys.damaged,
             ),
             (WAKE_TOKEN_CAP, len(guards) // 4, *guards, *args),
         )

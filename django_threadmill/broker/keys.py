@@ -86,6 +86,11 @@ class QueueKeys:
         return f"{self.prefix}:fence"
 
     @property
+    def damaged(self) -> str:
+        """Hash of the records (and guard keys) scripts set aside: id -> "<ms> <script>: <why>"."""
+        return f"{self.prefix}:damaged"
+
+    @property
     def stats(self) -> str:
         return f"{self.prefix}:stats"
 

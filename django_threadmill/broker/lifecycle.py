@@ -1,7 +1,11 @@
 """Lifecycle: reap expired leases, cancel, requeue and purge (the reaper and the admin)."""
 
+from collections.abc import Callable
+
 from ..codec.payloads import task_path
 from .core import BrokerCore
+from .damaged import log_set_aside
+from .keys import QueueKeys
 from .scripts import ScriptCall, ScriptName
 from .types import ExpiredAttempt, Lease, Reaped, stored_lines
 
@@ -21,13 +25,16 @@ class Lifecycle(BrokerCore):
             calls.append(
                 ScriptCall(
                     ScriptName.REAP,
-                    (keys.record_prefix, keys.ready, keys.leases, keys.wake),
+                    (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
                     (limit, "1" if dry_run else "0"),
                 )
             )
         replies = self._run_per_queue(calls, durable=False)
-        released = [task_id for part_released, _ in replies for task_id in part_released]
-        expired = [entry for _, part_expired in replies for entry in part_expired]
+        released = [task_id for part_released, _, _ in replies for task_id in part_released]
+        expired = [entry for _, part_expired, _ in replies for entry in part_expired]
+        set_aside = sum(int(count) for _, _, count in replies)
+        if set_aside and not dry_run:
+            log_set_aside(queue, set_aside, "reap")
         return Reaped(
             released=released,
             expired=[
@@ -44,37 +51,41 @@ class Lifecycle(BrokerCore):
             ],
         )
 
-    def cancel(self, task_id: str, error_json: str, finished_ms: int) -> str:
-        """Fail a waiting task with ``error_json``; return "cancelled" or the state it was in."""
+    def _on_one_task(
+        self,
+        script: ScriptName,
+        task_id: str,
+        keys_of: Callable[[QueueKeys], tuple[str, ...]],
+        args: tuple[str | int, ...],
+    ) -> str:
+        """Run an operator's script on one task; return its answer (a state, or "missing")."""
         part = self.part_of(task_id)
         if part is None:
             return "missing"
-        keys = self.queue_keys(part)
+        answer = str(self._run(ScriptCall(script, keys_of(self.queue_keys(part)), args)))
+        if answer == "damaged":
+            log_set_aside(part, 1, script)
+        return answer
+
+    def cancel(self, task_id: str, error_json: str, finished_ms: int) -> str:
+        """Fail a waiting task with ``error_json``; return "cancelled" or the state it was in
+        ("missing"; "damaged" when its record cannot be read, which is then set aside)."""
         ttl_ms = self.settings.result_ttl_ms
-        return str(
-            self._run(
-                ScriptCall(
-                    ScriptName.CANCEL,
-                    (keys.record_prefix, keys.ready, keys.delayed, keys.done),
-                    (task_id, error_json, finished_ms, "" if ttl_ms is None else ttl_ms),
-                )
-            )
+        return self._on_one_task(
+            ScriptName.CANCEL,
+            task_id,
+            lambda keys: (keys.record_prefix, keys.ready, keys.delayed, keys.done, keys.damaged),
+            (task_id, error_json, finished_ms, "" if ttl_ms is None else ttl_ms),
         )
 
     def requeue(self, task_id: str) -> str:
-        """Give a failed task a new attempt; return "requeued" or the state it was in."""
-        part = self.part_of(task_id)
-        if part is None:
-            return "missing"
-        keys = self.queue_keys(part)
-        return str(
-            self._run(
-                ScriptCall(
-                    ScriptName.REQUEUE,
-                    (keys.record_prefix, keys.ready, keys.done, keys.wake),
-                    (task_id,),
-                )
-            )
+        """Give a failed task a new attempt; return "requeued" or the state it was in
+        ("missing"; "damaged" when its record cannot be read, which is then set aside)."""
+        return self._on_one_task(
+            ScriptName.REQUEUE,
+            task_id,
+            lambda keys: (keys.record_prefix, keys.ready, keys.done, keys.wake, keys.damaged),
+            (task_id,),
         )
 
     def purge(self, queue: str, *, state: str = "", batch_size: int = 500) -> int:
@@ -85,11 +96,15 @@ class Lifecycle(BrokerCore):
         keys = self.queue_keys(part)
         deleted = offset = 0
         while True:
-            removed, unindexed, looked_at = self._run(
+            removed, unindexed, looked_at, set_aside = self._run(
                 ScriptCall(
-                    ScriptName.PURGE, (keys.record_prefix, keys.done), (offset, batch_size, state)
+                    ScriptName.PURGE,
+                    (keys.record_prefix, keys.done, keys.damaged),
+                    (offset, batch_size, state),
                 )
             )
+            if set_aside:
+                log_set_aside(part, int(set_aside), "purge")
             deleted += int(removed)
             offset += int(looked_at) - int(unindexed)
             if int(looked_at) < batch_size:

@@ -37,12 +37,15 @@ def current_minute() -> int:
     return int(time.time() // 60)
 
 
-def waiting_since_ms(payload: str, enqueued_ms: int | None, started_ms: int | None) -> int | None:
-    """Return when a first attempt became due (enqueue, or a later run_after); None for a
-    later attempt, whose wait would count its retry delay."""
+def waited_ms(
+    payload: str, enqueued_ms: int | None, started_ms: int | None, redis_now_ms: int
+) -> int | None:
+    """Return how long a first attempt had waited at ``redis_now_ms`` since it became due
+    (enqueue, or a later run_after); None for a later attempt, whose wait would count its
+    retry delay. Every instant here is on the Redis clock."""
     if started_ms is not None or enqueued_ms is None:
         return None
-    return max(enqueued_ms, run_after_ms(payload) or 0)
+    return max(0, redis_now_ms - max(enqueued_ms, run_after_ms(payload) or 0))
 
 
 def increments(finishes: Sequence[Finish], *, reaping: bool) -> list[str | int]:
@@ -61,8 +64,8 @@ def increments(finishes: Sequence[Finish], *, reaping: bool) -> list[str | int]:
         run_ms = max(0, finish.finished_ms - finish.started_ms)
         counts[_RUN_FIELDS[bisect_left(_RUN_BUCKETS_MS, run_ms)]] += 1
         totals["run_ms"] += run_ms
-        if finish.lease.waiting_since_ms is not None:
-            wait_ms = max(0, finish.started_ms - finish.lease.waiting_since_ms)
+        if finish.lease.waited_ms is not None:
+            wait_ms = finish.lease.waited_ms + max(0, finish.started_ms - finish.lease.reserved_ms)
             totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
             totals["wait_ms"] += wait_ms
     args: list[str | int] = []

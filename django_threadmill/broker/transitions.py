@@ -9,10 +9,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .core import BrokerCore
+from .damaged import log_set_aside
 from .keys import QueueKeys
 from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments
 from .scripts import ScriptCall, ScriptName
-from .types import Finish, Lease, Start
+from .types import Ack, Finish, Lease, Rejected, Start
 
 FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
 
@@ -56,30 +57,33 @@ class Transitions(BrokerCore):
         build: Callable[[QueueKeys, list[T]], ScriptCall],
         *,
         durable: bool = False,
-    ) -> list[T]:
-        """Send ``items`` per queue to a script that answers 1/0 per item; return the 0s."""
+    ) -> list[Rejected[T]]:
+        """Send ``items`` per queue to a script that answers an ``Ack`` per item; return the
+        items it did not record, with why."""
         return [
-            item
+            Rejected(item, Ack(code))
             for group, reply in self._by_queue(
                 items, lambda item: item.lease, build, durable=durable
             )
-            for item, ok in zip(group, reply, strict=True)
-            if not ok
+            for item, code in zip(group, reply, strict=True)
+            if code != Ack.RECORDED
         ]
 
-    def start(self, worker_id: str, starts: Sequence[Start]) -> list[Start]:
-        """Mark reserved tasks running; return the notices that were stale (fenced out)."""
+    def start(self, worker_id: str, starts: Sequence[Start]) -> list[Rejected[Start]]:
+        """Mark reserved tasks running; return the notices that were not, with why."""
 
         def build(keys: QueueKeys, group: list[Start]) -> ScriptCall:
             args: list[str | int] = [self.settings.lease_ttl_ms, worker_id]
             for start in group:
                 args += [start.lease.task_id, start.lease.token, start.started_ms]
-            return ScriptCall(ScriptName.START, (keys.record_prefix, keys.leases), tuple(args))
+            return ScriptCall(
+                ScriptName.START, (keys.record_prefix, keys.leases, keys.damaged), tuple(args)
+            )
 
         return self._fenced_out(starts, build)
 
-    def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Finish]:
-        """Record attempt outcomes and their metrics; return the ones that were stale."""
+    def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Rejected[Finish]]:
+        """Record attempt outcomes and their metrics; return the ones not recorded, with why."""
         ttl_ms = self.settings.result_ttl_ms
         reaping = worker_id == ""
         minute = current_minute()
@@ -117,15 +121,17 @@ class Transitions(BrokerCore):
                     *self._metric_keys(keys, minute),
                     keys.unique_prefix,
                     keys.ready,
+                    keys.damaged,
                 ),
                 tuple(args),
             )
 
         # An acknowledged result must survive a failover too (OPTIONS['durability']).
-        stale = self._fenced_out(finishes, build, durable=True)
-        if stale:
-            self._count_recorded(finishes, stale, reaping=reaping, minute=minute)
-        return stale
+        rejected = self._fenced_out(finishes, build, durable=True)
+        if rejected:
+            unrecorded = [item for item, _ in rejected]
+            self._count_recorded(finishes, unrecorded, reaping=reaping, minute=minute)
+        return rejected
 
     @staticmethod
     def _metric_keys(keys: QueueKeys, minute: int) -> tuple[str, str, str]:
@@ -161,7 +167,7 @@ class Transitions(BrokerCore):
         def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
             return ScriptCall(
                 ScriptName.RENEW,
-                (keys.record_prefix, keys.leases, keys.workers, keys.held),
+                (keys.record_prefix, keys.leases, keys.workers, keys.held, keys.damaged),
                 (self.settings.lease_ttl_ms, worker_id, FORGET_WORKER_MS, *fences(group)),
             )
 
@@ -177,8 +183,13 @@ class Transitions(BrokerCore):
         def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
             return ScriptCall(
                 ScriptName.RELEASE,
-                (keys.record_prefix, keys.ready, keys.leases, keys.wake),
+                (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
                 tuple(fences(group)),
             )
 
-        return sum(int(reply) for _, reply in self._by_queue(leases, lambda lease: lease, build))
+        released = 0
+        for group, (count, set_aside) in self._by_queue(leases, lambda lease: lease, build):
+            released += int(count)
+            if set_aside:
+                log_set_aside(group[0].queue, int(set_aside), "release")
+        return released

@@ -7,7 +7,7 @@ field through ``object.__setattr__``, measured at 2.3 µs against 0.5 µs for si
 """
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
 
@@ -62,7 +62,6 @@ class NewTask:
     payload: str
     priority: int
     run_after_ms: int | None
-    enqueued_ms: int
     guard: Guard | None = None
 
 
@@ -84,7 +83,11 @@ class Lease(NamedTuple):
     # to the Finish; not checked by any script. One reservation makes one Lease, so comparing
     # leases (the ack writer's and HeldLeases' keys) is unaffected.
     task_path: str = ""
-    waiting_since_ms: int | None = None  # when a first attempt became due; None for later ones
+    # How long a first attempt had waited when it was reserved (Redis clock; None for later
+    # attempts), and when that was on the worker's clock: the wait to its start is the sum of
+    # two durations, each on one clock (docs/design.md, One clock).
+    waited_ms: int | None = None
+    reserved_ms: int = 0
 
 
 class Reservation(NamedTuple):
@@ -113,6 +116,22 @@ class Acquired:
         A sharded queue answers "due now" when a shard it only peeked at holds ready tasks.
         """
         return bool(self.reservations) or self.next_due_ms == 0
+
+
+class Ack(IntEnum):
+    """What start.lua and finish.lua made of one item (their reply codes)."""
+
+    STALE = 0  # another owner settled or holds the task (reaped, released, reserved again)
+    RECORDED = 1
+    ALREADY = 2  # this lease's outcome was recorded before: a duplicate, or a retried call
+    DAMAGED = 3  # the record cannot be read: set aside (docs/lifecycle.md, Damaged records)
+
+
+class Rejected[T](NamedTuple):
+    """An item a start or finish call did not record, and why."""
+
+    item: T
+    ack: Ack
 
 
 class Start(NamedTuple):

@@ -31,7 +31,7 @@ def prepare(
     """
     settings = broker.settings
     given_id, task_id = task_id, task_id or make_task_id(new_task_hex(), task.queue_name)
-    enqueued_ms = now_ms()
+    enqueued_ms = now_ms()  # the result's view; the record gets the Redis time (enqueue.lua)
     run_after_ms = None if task.run_after is None else to_ms(task.run_after)
     try:
         result = new_result(task, task_id, enqueued_ms, args, kwargs, settings.alias)
@@ -62,7 +62,6 @@ def prepare(
         payload=payload,
         priority=task.priority,
         run_after_ms=run_after_ms,
-        enqueued_ms=enqueued_ms,
         guard=guard,
     )
     return new, result

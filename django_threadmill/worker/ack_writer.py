@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..broker import Broker, Finish, Lease, Outcome, Start
+from ..broker import Ack, Broker, Finish, Lease, Outcome, Rejected, Start
 from ..exceptions import BrokerUnavailable
 from .backoff import ACK_BACKOFF
 from .leases import HeldLeases
@@ -44,6 +44,24 @@ class _Stop:
 
 
 type _Item = Start | Finish | _Written | _Stop
+
+# How each item a call did not record is logged: a retried batch whose first try landed is no
+# news; another owner settling the task is worth a look; a damaged record needs an operator.
+REJECTIONS = {
+    Ack.ALREADY: (
+        logging.INFO,
+        "already recorded under this lease (a retried call whose first try landed)",
+    ),
+    Ack.STALE: (
+        logging.WARNING,
+        "settled or held by another owner (the lease was reaped, the task released or "
+        "reserved again)",
+    ),
+    Ack.DAMAGED: (
+        logging.ERROR,
+        "its record cannot be read and was set aside (docs/lifecycle.md, Damaged records)",
+    ),
+}
 
 
 class AckWriter(RoleThread):
@@ -165,13 +183,17 @@ class AckWriter(RoleThread):
             event.set()
 
     def _send[T: (Start, Finish)](
-        self, kind: str, items: Sequence[T], call: Callable[[str, Sequence[T]], list[T]]
+        self,
+        kind: str,
+        items: Sequence[T],
+        call: Callable[[str, Sequence[T]], list[Rejected[T]]],
     ) -> None:
-        """Send one batch, retrying transient errors with capped backoff; log stale items."""
+        """Send one batch, retrying transient errors with capped backoff; say what was not
+        recorded and why."""
         attempt = 1
         while True:
             try:
-                stale = call(self.worker_id, items)
+                rejected = call(self.worker_id, items)
                 break
             except BrokerUnavailable as exc:
                 if self.give_up.is_set():
@@ -192,12 +214,10 @@ class AckWriter(RoleThread):
                 )
                 self.give_up.wait(ACK_BACKOFF.after(attempt))
                 attempt += 1
-        for item in stale:
-            logger.error(
-                "Ack rejected as stale kind=%s task_id=%s (the lease was reaped or the task "
-                "settled elsewhere)",
-                kind,
-                item.lease.task_id,
+        for item, ack in rejected:
+            level, why = REJECTIONS[ack]
+            logger.log(
+                level, "Ack not recorded kind=%s task_id=%s: %s", kind, item.lease.task_id, why
             )
 
 

@@ -132,7 +132,8 @@ def _settle(
     settled = [_finish_for(backend, attempt) for attempt in attempts]
     if not settled:
         return
-    stale = {f.lease.task_id for f in backend.broker.finish("", [f for f, _ in settled])}
+    rejected = backend.broker.finish("", [f for f, _ in settled])
+    stale = {finish.lease.task_id for finish, _ in rejected}
     for attempt, (finish, result) in zip(attempts, settled, strict=True):
         task_id = attempt.lease.task_id
         if task_id in stale:

@@ -28,7 +28,6 @@ def new_task(
         payload=payload,
         priority=priority,
         run_after_ms=run_after_ms,
-        enqueued_ms=now_ms(),
     )
 
 

@@ -50,7 +50,7 @@ def test_racing_settlers_record_one_outcome(
         return {
             stale.lease.task_id
             for lease in order
-            for stale in broker.finish(f"settler-{outcome}", [finish(lease, outcome, ERROR)])
+            for stale, _ in broker.finish(f"settler-{outcome}", [finish(lease, outcome, ERROR)])
         }
 
     with ThreadPoolExecutor(2, thread_name_prefix="test-settler") as pool:

@@ -18,14 +18,17 @@ def test_enqueue_stores_a_ready_record(
     broker: Broker, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
     task = new_task()
+    seconds, micros = redis_client.time()
     assert broker.enqueue("default", [task]).stored == 1
     record = redis_client.hgetall(keys.record(task.id))
+    # Stamped by the script on the Redis clock (docs/design.md, One clock).
+    assert int(record["enqueued_ms"]) >= int(seconds) * 1000 + int(micros) // 1000
     assert record == {
         "payload": task.payload,
         "state": "ready",
         "score": str(100 * PRIORITY_STEP + 1),
         "token": "0",
-        "enqueued_ms": str(task.enqueued_ms),
+        "enqueued_ms": record["enqueued_ms"],
         "run_after_ms": "",
         "nerrors": "0",
     }

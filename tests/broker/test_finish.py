@@ -5,7 +5,7 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from django_threadmill.broker import Broker, Finish, Lease, Outcome
+from django_threadmill.broker import Ack, Broker, Finish, Lease, Outcome
 from django_threadmill.broker.keys import QueueKeys
 
 from .conftest import WORKER, finish, start
@@ -113,7 +113,7 @@ def test_stale_token_changes_nothing(
 ) -> None:
     before = redis_client.hgetall(keys.record(running.task_id))
     late = finish(running._replace(token="stale"))
-    assert broker.finish(WORKER, [late]) == [late]
+    assert broker.finish(WORKER, [late]) == [(late, Ack.STALE)]
     assert redis_client.hgetall(keys.record(running.task_id)) == before
     assert redis_client.zcard(keys.done) == 0
 
@@ -123,7 +123,7 @@ def test_duplicate_ack_is_a_noop(
 ) -> None:
     assert broker.finish(WORKER, [finish(running, value='"first"')]) == []
     duplicate = finish(running, Outcome.FAILED, ERROR)
-    assert broker.finish(WORKER, [duplicate]) == [duplicate]
+    assert broker.finish(WORKER, [duplicate]) == [(duplicate, Ack.ALREADY)]
     key = keys.record(running.task_id)
     assert redis_client.hmget(key, "state", "result", "nerrors") == ["successful", '"first"', "0"]
     assert redis_client.hget(keys.stats, "failed") is None
@@ -139,7 +139,7 @@ def test_late_ack_after_reap_of_a_reservation_is_noop(
     expire_lease(lease.task_id)
     assert broker.reap("default", 10).released == [lease.task_id]
     late = finish(lease)
-    assert broker.finish(WORKER, [late]) == [late]
+    assert broker.finish(WORKER, [late]) == [(late, Ack.STALE)]  # released: no token kept
     assert state_of(lease.task_id) == "ready"
 
 
@@ -152,9 +152,9 @@ def test_late_ack_after_reap_of_a_running_attempt_is_noop(
 ) -> None:
     expire_lease(running.task_id)
     [expired] = broker.reap("default", 10).expired
-    assert broker.finish("reaper", [finish(expired.lease, Outcome.FAILED, ERROR)]) == []
+    assert broker.finish("", [finish(expired.lease, Outcome.FAILED, ERROR)]) == []  # the reaper
     late = finish(running, value='"late"')
-    assert broker.finish(WORKER, [late]) == [late]
+    assert broker.finish(WORKER, [late]) == [(late, Ack.STALE)]
     key = keys.record(running.task_id)
     assert redis_client.hmget(key, "state", "result", "error:1") == ["failed", None, ERROR]
 
@@ -162,7 +162,7 @@ def test_late_ack_after_reap_of_a_running_attempt_is_noop(
 def test_batch_reports_only_the_stale_acks(broker: Broker, reserve: Callable[[], Lease]) -> None:
     first, second = reserve(), reserve()
     stale = finish(second._replace(token="stale"))
-    assert broker.finish(WORKER, [finish(first), stale]) == [stale]
+    assert broker.finish(WORKER, [finish(first), stale]) == [(stale, Ack.STALE)]
 
 
 def test_done_index_is_trimmed_by_age(
@@ -193,7 +193,7 @@ def test_reaper_finish_on_a_renewed_lease_is_stale(
 ) -> None:
     lease = reserve()  # its reservation deadline is still ahead: the worker is alive
     late = finish(lease, Outcome.FAILED, ERROR)
-    assert broker.finish("", [late]) == [late]
+    assert broker.finish("", [late]) == [(late, Ack.STALE)]
     assert redis_client.hget(keys.record(lease.task_id), "state") == "reserved"
 
 

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import redis
 
-from django_threadmill.broker import Broker, Lease, Outcome
+from django_threadmill.broker import Ack, Broker, Lease, Outcome
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.broker.metrics import MAX_TASK_PATHS, current_minute
 
@@ -23,7 +23,7 @@ def test_a_batch_adds_outcomes_and_buckets_per_task_path(
 ) -> None:
     leases = [reserve() for _ in range(3)]
     assert all(lease.task_path == ECHO for lease in leases)
-    assert all(lease.waiting_since_ms is not None for lease in leases)
+    assert all(lease.waited_ms is not None for lease in leases)
     quick = [finish(lease)._replace(started_ms=1000, finished_ms=1003) for lease in leases[:2]]
     slow = finish(leases[2], Outcome.FAILED, ERROR)._replace(started_ms=1000, finished_ms=3000)
     assert broker.finish(WORKER, [*quick, slow]) == []
@@ -52,7 +52,7 @@ def test_a_late_ack_is_not_counted_but_its_batch_mates_are(
     first, second = reserve(), reserve()
     assert broker.finish(WORKER, [finish(first)]) == []
     stale = broker.finish(WORKER, [finish(first), finish(second)])
-    assert [item.lease for item in stale] == [first]
+    assert [(r.item.lease, r.ack) for r in stale] == [(first, Ack.ALREADY)]
     assert metrics(redis_client, keys)[f"{ECHO}|successful"] == 2
 
 

@@ -52,7 +52,7 @@ def test_expired_running_attempt_is_reported_not_changed(
     reaped = broker.reap("default", 100)
     assert reaped.released == []
     [expired] = reaped.expired
-    assert expired.lease == lease._replace(waiting_since_ms=None)  # reap cannot know it
+    assert expired.lease == lease._replace(waited_ms=None, reserved_ms=0)  # reap cannot know it
     assert expired.payload == before["payload"]
     assert expired.workers == [WORKER]
     assert expired.deadline_ms == 1
@@ -107,7 +107,7 @@ def test_dry_run_reports_and_changes_nothing(
     before = snapshot()
     reaped = broker.reap("default", 100, dry_run=True)
     assert reaped.released == [reserved.task_id]
-    assert [e.lease for e in reaped.expired] == [running._replace(waiting_since_ms=None)]
+    assert [e.lease for e in reaped.expired] == [running._replace(waited_ms=None, reserved_ms=0)]
     assert snapshot() == before
 
 

@@ -80,7 +80,7 @@ def test_reap_reports_running_on_6_2(
     broker.start(WORKER, [start(lease)])
     expire_lease(lease.task_id)
     assert [e.lease for e in broker.reap("default", 10).expired] == [
-        lease._replace(waiting_since_ms=None)
+        lease._replace(waited_ms=None, reserved_ms=0)
     ]
 
 

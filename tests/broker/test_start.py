@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import redis
 
-from django_threadmill.broker import Broker, Lease, NewTask, Start
+from django_threadmill.broker import Ack, Broker, Lease, NewTask, Start
 from django_threadmill.broker.keys import QueueKeys
 
 from .conftest import WORKER, start
@@ -41,7 +41,7 @@ def test_wrong_token_is_stale_and_changes_nothing(
     lease = reserve()
     before = redis_client.hgetall(keys.record(lease.task_id))
     notice = start(lease._replace(token="stale"))
-    assert broker.start(WORKER, [notice]) == [notice]
+    assert broker.start(WORKER, [notice]) == [(notice, Ack.STALE)]
     assert redis_client.hgetall(keys.record(lease.task_id)) == before
 
 
@@ -51,13 +51,13 @@ def test_second_start_of_one_attempt_is_stale(
     lease = reserve()
     broker.start(WORKER, [start(lease)])
     again = start(lease)
-    assert broker.start("worker-b", [again]) == [again]
+    assert broker.start("worker-b", [again]) == [(again, Ack.STALE)]
     assert redis_client.hget(keys.record(lease.task_id), "workers") == WORKER
 
 
 def test_start_of_a_missing_task_is_stale(broker: Broker) -> None:
     notice = start(Lease(task_id="0" * 32 + "@default", queue="default", token="1"))
-    assert broker.start(WORKER, [notice]) == [notice]
+    assert broker.start(WORKER, [notice]) == [(notice, Ack.STALE)]
 
 
 def test_batch_reports_only_the_stale_notices(
@@ -69,7 +69,7 @@ def test_batch_reports_only_the_stale_notices(
     first, second = (r.lease for r in broker.acquire("default", 2).reservations)
     [email] = (r.lease for r in broker.acquire("emails", 1).reservations)
     stale = start(second._replace(token="7"))
-    assert broker.start(WORKER, [start(first), stale, start(email)]) == [stale]
+    assert broker.start(WORKER, [start(first), stale, start(email)]) == [(stale, Ack.STALE)]
     assert [state_of(first.task_id), state_of(second.task_id)] == ["running", "reserved"]
     email_record = broker.record(email.task_id)
     assert email_record is not None

@@ -10,7 +10,6 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import NewTask
 from django_threadmill.codec.ids import make_task_id
-from django_threadmill.codec.times import now_ms
 from tests.support import worker
 
 from . import tasks
@@ -30,7 +29,7 @@ def forge(backend: ThreadmillTaskBackend, path: str, argument: str) -> str:
     """Store a payload by hand, as an attacker with write access to Redis could; return its id."""
     task_id = make_task_id(uuid.uuid4().hex, "default")
     payload = json.dumps({"path": path, "args": [argument], "kwargs": {}, "priority": 0})
-    new = NewTask(id=task_id, payload=payload, priority=0, run_after_ms=None, enqueued_ms=now_ms())
+    new = NewTask(id=task_id, payload=payload, priority=0, run_after_ms=None)
     backend.broker.enqueue("default", [new])
     return task_id
 

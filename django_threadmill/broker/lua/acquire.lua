@@ -6,36 +6,49 @@
 -- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[6]  P:rate      string: when the rate limit's next token is available, in ms
 -- KEYS[7]  P:fence     string: the queue's reservation counter
+-- KEYS[8]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- ARGV[1]  count           most tasks to reserve
 -- ARGV[2]  reserve_ttl_ms  reservation lease length
 -- ARGV[3]  promote_limit   most due delayed tasks moved to ready per call
 -- ARGV[4]  concurrency     most ids the queue may hold in P:leases ("" for no limit)
 -- ARGV[5]  token_ms        ms between two starts under a rate limit ("" for no limit)
--- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited),
+-- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited; 0 when
+--           records set aside took places of tasks still ready),
 --           held_back (1 when a limit kept ready tasks back: look again at next_due, or when
 --           a wake token says a slot is free),
 --           fence token of this call's reservations ("" when none),
+--           how many records this call set aside (docs/lifecycle.md, Damaged records),
+--           the Redis time of the call in ms,
 --           then per task, flat: id, payload, workers, enqueued_ms, started_ms,
 --           nerrors, and that many error_json}
 --          Flat, with the lease deadline and the token formatted once per call: a table per
 --          task and a number formatted per task cost Redis more than the task's HSET.
 -- Fence:   every task reserved by one call gets the same new token, the next value of
 --          P:fence: a task appears once per call, so no two reservations of a task share one.
---          Ids without a ready record are dropped.
+--          An id popped or promoted whose record cannot be read, is missing, or is not in
+--          state "ready" is set aside in P:damaged; every other id is handled as usual.
 --          Per task: one HMGET and one HSET (a task with errors: one more HMGET, and an HGET
 --          per error); the lease ZADD is one call per batch.
 --          A limit caps what is popped, so held-back tasks stay ready, in order.
 -- Clock:   redis.call("TIME") only; the rate's token bucket (one token) too.
 local now = now_ms()
 
+local set_aside_count = 0
+local function put_aside(id, reason)
+  set_aside(KEYS[8], id, now, "acquire", reason)
+  set_aside_count = set_aside_count + 1
+end
+
 local due = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "LIMIT", 0, tonumber(ARGV[3]))
 local promoted = {}
 for _, id in ipairs(due) do
-  local score = redis.call("HGET", KEYS[1] .. id, "score")
-  if score then
-    -- A score that is not a number was written by hand: run the task as priority 0 rather
-    -- than fail every acquire of the queue.
-    promoted[#promoted + 1] = tonumber(score) or 100 * PRIORITY_STEP
+  local f, problem = read_record(KEYS[1] .. id, "state", "score")
+  if not f then
+    put_aside(id, problem)
+  elseif not f[1] then
+    put_aside(id, "in the delayed index without a record")
+  else
+    promoted[#promoted + 1] = ready_score(f[2])
     promoted[#promoted + 1] = id
   end
 end
@@ -73,11 +86,16 @@ if #popped > 0 then
   -- per-record counts of earlier versions, so no old lease can match a new reservation.
   token = tostring(redis.call("INCRBY", KEYS[7], fence and "1" or tostring(now + 1)))
 end
-local reply = {-1, held_back and 1 or 0, token}
+local reply = {-1, held_back and 1 or 0, token, 0, now}
 for _, id in ipairs(popped) do
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "payload", "enqueued_ms", "nerrors")
-  if f[1] == "ready" then
+  local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors")
+  if not f then
+    put_aside(id, problem)
+  elseif f[1] ~= "ready" then
+    put_aside(id, f[1] and ("in the ready index in state " .. f[1])
+      or "in the ready index without a record")
+  else
     redis.call("HSET", key, "state", "reserved", "token", token)
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
@@ -91,6 +109,7 @@ for _, id in ipairs(popped) do
   end
 end
 call_chunked("ZADD", KEYS[4], leased)
+reply[4] = set_aside_count
 if token_wait == 0 and #leased > 0 then
   redis.call("SET", KEYS[6], now + tonumber(ARGV[5]))
   token_wait = tonumber(ARGV[5])
@@ -105,7 +124,12 @@ if held_back and token_wait >= 0 and (reply[1] < 0 or token_wait < reply[1]) the
 end
 -- Pass the baton: tasks are left, so make sure one more idle fetcher wakes up (unless a limit
 -- holds them: then a finish or the next token lets them go, and a woken fetcher would spin).
-if not held_back and redis.call("ZCARD", KEYS[2]) > 0 and redis.call("LLEN", KEYS[5]) == 0 then
+local left = not held_back and redis.call("ZCARD", KEYS[2]) > 0
+if left and redis.call("LLEN", KEYS[5]) == 0 then
   redis.call("RPUSH", KEYS[5], 1)
+end
+-- Records set aside may have taken the places of tasks that are left: look again now.
+if left and set_aside_count > 0 then
+  reply[1] = 0
 end
 return reply

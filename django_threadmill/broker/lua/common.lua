@@ -11,11 +11,42 @@ local function now_ms()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
+-- Damaged records (docs/lifecycle.md, Damaged records). A script that walks records handles
+-- each by itself: one it cannot use is set aside in the queue's P:damaged hash (id -> "<ms>
+-- <script>: <reason>") and left out of the call, which goes on with the others. Records are
+-- read before anything is written, so a record that fails to read stops nothing half-way.
+
+-- Read `...` fields of the record at `key`: the fields, or nil and why the record cannot be
+-- read (a key of another type: only something other than django-threadmill writes one).
+local function read_record(key, ...)
+  local f = redis.pcall("HMGET", key, ...)
+  if f.err then
+    return nil, "its key holds no hash (" .. f.err .. ")"
+  end
+  return f
+end
+
+-- Record that `id` was set aside by `script` at `now` (ms) for `reason`.
+local function set_aside(damaged, id, now, script, reason)
+  redis.call("HSET", damaged, id, now .. " " .. script .. ": " .. reason)
+end
+
+-- A ready score as stored, or the lowest priority's band for one that is not a number: a score
+-- written by hand must not stop the task from running.
+local function ready_score(stored)
+  return tonumber(stored) or 100 * PRIORITY_STEP
+end
+
 -- Read the record at `key` if its state is `wanted`: returns its fields (state, then the
 -- `...` fields asked for), or nil and what to reply instead: "missing" when there is no
--- record, else the state it is in. The opening check of the operator's scripts.
-local function record_in_state(key, wanted, ...)
-  local f = redis.call("HMGET", key, "state", ...)
+-- record, "damaged" when it cannot be read (set aside as `script` at `now`), else the state
+-- it is in. The opening check of the operator's scripts.
+local function record_in_state(key, id, damaged, now, script, wanted, ...)
+  local f, problem = read_record(key, "state", ...)
+  if not f then
+    set_aside(damaged, id, now, script, problem)
+    return nil, "damaged"
+  end
   if not f[1] then
     return nil, "missing"
   end

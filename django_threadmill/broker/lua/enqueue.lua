@@ -6,12 +6,13 @@
 -- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[6]  P:u:        unique key prefix; a digest is appended (string: the id holding it)
 -- KEYS[7]  P:fired:    schedule marker prefix; a schedule name is appended (string: last slot ms)
+-- KEYS[8]  P:damaged   hash: ids and keys set aside -> "<ms> <script>: <reason>"
 -- ARGV[1]  wake_cap    most tokens kept in P:wake
 -- ARGV[2]  guards      number of guarded tasks, g (0 for a plain call: nothing more to pay)
 -- ARGV[3..] per guard, 4 values: position of its task in the batch (1-based), kind ("u" unique
 --           | "s" schedule slot), name (digest | schedule), window_ms (u) or slot_ms (s)
--- then per task, 5 values: id, payload (JSON, stored as is), priority,
---           run_after_ms ("" for none), enqueued_ms
+-- then per task, 4 values: id, payload (JSON, stored as is), priority,
+--           run_after_ms ("" for none)
 -- Returns: the number of tasks stored; when a unique task was a duplicate, {stored, then per
 --          duplicate: its position, the id of the task holding the key}. (A table reply costs
 --          Redis about 1.5 µs more per call than a number: plain calls keep the number.)
@@ -19,12 +20,15 @@
 --          derived from a schedule slot), so it is a retry of a call whose reply was lost, or a
 --          second supervisor firing the same slot; that makes enqueue idempotent. A unique key
 --          held by an unfinished task makes the task a duplicate; a schedule slot at or before
---          the last one fired is skipped, so a finished, expired slot never fires again.
--- Clock:   redis.call("TIME") only, to decide ready or delayed.
+--          the last one fired is skipped, so a finished, expired slot never fires again. A
+--          unique key or schedule marker of another type (written by hand) is set aside and
+--          replaced, as is one whose holder's record cannot be read.
+-- Clock:   redis.call("TIME") only: the enqueue time stored, and ready or delayed.
 local now = now_ms()
 
 local guard_at = {}
 local first = 3 + tonumber(ARGV[2]) * 4
+local now_text = tostring(now)  -- the enqueue time of every task stored, formatted once
 for g = 3, first - 1, 4 do
   local kind, name = ARGV[g + 1], ARGV[g + 2]
   local key = (kind == "u" and KEYS[6] or KEYS[7]) .. name
@@ -33,11 +37,22 @@ end
 
 local stored = 0
 local duplicates = nil  -- {position, holder...}, made at the first duplicate only
+-- Read the string at a guard's `key`, or set the key aside (it is replaced below) and read nil.
+local function guard_value(key)
+  local value = redis.pcall("GET", key)
+  if type(value) == "table" and value.err then
+    local where = key:sub(#KEYS[1] - 1)  -- "u:<digest>" or "fired:<name>", inside the tag
+    set_aside(KEYS[8], where, now, "enqueue", "its key holds no string (" .. value.err .. ")")
+    return nil
+  end
+  return value
+end
+
 -- Claim a task's guard; false when it must not be stored (a duplicate is noted with its holder).
 local function claim(guard, id, position)
   local key, value = guard.key, guard.value
   if guard.kind == "s" then
-    local last = tonumber(redis.call("GET", key))
+    local last = tonumber(guard_value(key))
     if last and last >= value then
       return false
     end
@@ -46,15 +61,23 @@ local function claim(guard, id, position)
     return last ~= nil
   end
   if not redis.call("SET", key, id, "NX", "PX", value) then
-    local holder = redis.call("GET", key)
-    local state = redis.call("HGET", KEYS[1] .. holder, "state")
+    local holder = guard_value(key)
+    local state = nil
+    if holder then
+      local f, problem = read_record(KEYS[1] .. holder, "state")
+      if not f then
+        set_aside(KEYS[8], holder, now, "enqueue", problem)
+      end
+      state = f and f[1]
+    end
     if state == "ready" or state == "reserved" or state == "running" then
       duplicates = duplicates or {}
       duplicates[#duplicates + 1] = position
       duplicates[#duplicates + 1] = holder
       return false
     end
-    -- The holder finished by a path that does not release keys (cancel) or is gone: take over.
+    -- The holder finished by a path that does not release keys (cancel), is gone, or cannot
+    -- be read: take over.
     redis.call("SET", key, id, "PX", value)
   end
   return true
@@ -64,20 +87,20 @@ end
 -- a retried call, a slot fired already) writes nothing.
 local seq
 local ready, delayed = {}, {}
-for i = first, #ARGV, 5 do
+for i = first, #ARGV, 4 do
   local id, priority, run_after_ms = ARGV[i], tonumber(ARGV[i + 2]), ARGV[i + 3]
-  local position = (i - first) / 5 + 1
+  local position = (i - first) / 4 + 1
   local guard = guard_at[position]
   local fresh = redis.call("EXISTS", KEYS[1] .. id) == 0
   if fresh and (not guard or claim(guard, id, position)) then
     if not seq then
-      local count = (#ARGV - i + 1) / 5  -- at most the tasks left
+      local count = (#ARGV - i + 1) / 4  -- at most the tasks left
       seq = redis.call("INCRBY", KEYS[4], count) - count
     end
     seq = seq + 1
     local score = (100 - priority) * PRIORITY_STEP + seq
     redis.call("HSET", KEYS[1] .. id, "payload", ARGV[i + 1], "state", "ready", "score", score,
-      "token", 0, "enqueued_ms", ARGV[i + 4], "run_after_ms", run_after_ms, "nerrors", 0)
+      "token", 0, "enqueued_ms", now_text, "run_after_ms", run_after_ms, "nerrors", 0)
     if guard and guard.kind == "u" then
       redis.call("HSET", KEYS[1] .. id, "unique", guard.name)
     end

@@ -10,6 +10,7 @@
 -- KEYS[9]  P:metrics:paths      set: task paths counted under their own name
 -- KEYS[10] P:u:        unique key prefix; a finished task's `unique` digest is appended
 -- KEYS[11] P:ready     zset: ready ids, looked at only when ARGV[6] is "1"
+-- KEYS[12] P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- ARGV[1]  worker_id      recorded if the attempt's start notice never went out; "" means the
 --                         reaper settles, which wins only while the lease is still expired
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
@@ -22,12 +23,15 @@
 --           value (result JSON, or error JSON), started_ms, finished_ms (worker wall clock,
 --           for display), retry_delay_ms (used by "retry" only);
 --           then the metric increments of all of them (common.lua add_metrics)
--- Returns: {1 recorded | 0 stale, ...} in argument order. The metrics are added only if every
---          task was recorded; otherwise the client sends those of the recorded ones itself.
--- Fence:   state must be "reserved" or "running" and token must match; a late or duplicate
---          call, or one for a reaped task, changes nothing and returns 0. The reaper's call is
---          also stale when the worker renewed the lease after the reaper read it.
---          A unique key is released only while it still names the finished task.
+-- Returns: per task in argument order: 1 recorded; 2 already recorded under this token (a
+--          duplicate, or a retried call whose first try landed); 0 stale: settled or held
+--          under another owner (reaped, released, reserved again, cancelled); 3 damaged: the
+--          record cannot be read, so it is set aside and its lease dropped. The metrics are
+--          added only if every task was recorded; otherwise the client sends those itself.
+-- Fence:   state must be "reserved" or "running" and token must match; anything else changes
+--          nothing. The reaper's call is also stale when the worker renewed the lease after
+--          the reaper read it, and what the reaper records keeps no token. A unique key is
+--          released only while it still names the task.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
 -- Cost:    per task one HMGET, one HSET, one PEXPIREAT; lease, index and metric updates are per
 --          call (one HINCRBY per metric field, whatever the number of tasks).
@@ -48,7 +52,11 @@ local last = 6 + 7 * tonumber(ARGV[3])
 for i = 7, last, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "token", "nerrors", "unique")
+  local f, problem = read_record(key, "state", "token", "nerrors", "unique")
+  if not f then
+    set_aside(KEYS[12], id, now, "finish", problem)
+    f = {}
+  end
   local live = f[2] == token and (f[1] == "reserved" or f[1] == "running")
   if live and reaping then
     local deadline = redis.call("ZSCORE", KEYS[2], id)
@@ -70,6 +78,12 @@ for i = 7, last, 7 do
       fields[n + 5], fields[n + 6] = "state", outcome == "retry" and "ready" or "failed"
       n = n + 6
     end
+    if reaping then
+      -- The reaper settles with the attempt's own token; clearing it makes the worker's late
+      -- call read as another owner's settlement, not as its own outcome recorded before.
+      fields[n + 1], fields[n + 2] = "token", ""
+      n = n + 2
+    end
     if outcome == "retry" then
       redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
     else
@@ -82,13 +96,19 @@ for i = 7, last, 7 do
     if outcome ~= "retry" and expires_at then
       redis.call("PEXPIREAT", key, expires_at)
     end
-    if f[4] and outcome ~= "retry" and redis.call("GET", KEYS[10] .. f[4]) == id then
+    -- pcall: a unique key of another type names no task; it is left for enqueue to replace.
+    if f[4] and outcome ~= "retry" and redis.pcall("GET", KEYS[10] .. f[4]) == id then
       redis.call("DEL", KEYS[10] .. f[4])
     end
     unleased[#unleased + 1] = id
     counts[outcome] = counts[outcome] + 1
     recorded = recorded + 1
     reply[#reply + 1] = 1
+  elseif problem then
+    unleased[#unleased + 1] = id
+    reply[#reply + 1] = 3
+  elseif f[2] == token and (f[1] == "successful" or f[1] == "failed" or f[1] == "ready") then
+    reply[#reply + 1] = 2  -- only this lease's outcome leaves its token on a settled record
   else
     reply[#reply + 1] = 0
   end

@@ -3,29 +3,39 @@
 -- KEYS[2]  P:ready     zset: ready ids by score
 -- KEYS[3]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[4]  P:wake      list: wake-up tokens for idle fetchers
+-- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- ARGV[1]  limit       most expired leases looked at
 -- ARGV[2]  dry_run     "1" reports without changing anything
 -- Returns: {{id...} reservations released (or that would be),
 --           {{id, token, payload, workers, deadline_ms, {error_json...}}...} expired running
---           attempts, which the client settles through finish.lua with that token}.
+--           attempts, which the client settles through finish.lua with that token,
+--           records set aside (or that would be): their record cannot be read}.
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
+--          A released reservation keeps no token: a late call of the old lease is stale.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
 local dry_run = ARGV[2] == "1"
 local expired = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "WITHSCORES", "LIMIT", 0,
   tonumber(ARGV[1]))
 
-local released, running = {}, {}
+local released, running, ready, dropped, set_aside_count = {}, {}, {}, {}, 0
 for i = 1, #expired, 2 do
   local id, deadline = expired[i], expired[i + 1]
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "token", "score", "payload", "workers", "nerrors")
-  if f[1] == "reserved" then
+  local f, problem = read_record(key, "state", "token", "score", "payload", "workers", "nerrors")
+  if not f then
     if not dry_run then
-      redis.call("HSET", key, "state", "ready")
-      redis.call("ZADD", KEYS[2], f[3], id)
-      redis.call("ZREM", KEYS[3], id)
+      set_aside(KEYS[5], id, now, "reap", problem)
     end
+    dropped[#dropped + 1] = id
+    set_aside_count = set_aside_count + 1
+  elseif f[1] == "reserved" then
+    if not dry_run then
+      redis.call("HSET", key, "state", "ready", "token", "")
+    end
+    ready[#ready + 1] = ready_score(f[3])
+    ready[#ready + 1] = id
+    dropped[#dropped + 1] = id
     released[#released + 1] = id
   elseif f[1] == "running" then
     local errors = {}
@@ -33,11 +43,15 @@ for i = 1, #expired, 2 do
       errors[n] = redis.call("HGET", key, "error:" .. n) or ""
     end
     running[#running + 1] = {id, f[2], f[4], f[5] or "", deadline, errors}
-  elseif not dry_run then
-    redis.call("ZREM", KEYS[3], id)  -- a ghost: the record is gone or already settled
+  else
+    dropped[#dropped + 1] = id  -- a ghost: the record is gone or already settled
   end
 end
-if #released > 0 and not dry_run and redis.call("LLEN", KEYS[4]) == 0 then
-  redis.call("RPUSH", KEYS[4], 1)
+if not dry_run then
+  call_chunked("ZADD", KEYS[2], ready)
+  call_chunked("ZREM", KEYS[3], dropped)
+  if #released > 0 and redis.call("LLEN", KEYS[4]) == 0 then
+    redis.call("RPUSH", KEYS[4], 1)
+  end
 end
-return {released, running}
+return {released, running, set_aside_count}

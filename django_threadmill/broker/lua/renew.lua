@@ -3,12 +3,14 @@
 -- KEYS[2]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[3]  P:workers   zset: worker ids by last renewal in ms (shown in the admin)
 -- KEYS[4]  P:held      hash: worker id -> number of tasks it held at its last renewal
+-- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- ARGV[1]  lease_ttl_ms   new lease length from now
 -- ARGV[2]  worker_id      the renewing process
 -- ARGV[3]  forget_ms      workers silent for longer than this are dropped from P:workers
 -- ARGV[4..] per task, 2 values: id, token
--- Returns: the ids whose lease is lost (reaped, or reserved again under another token); an
---          attempt this token already finished is neither renewed nor reported.
+-- Returns: the ids whose lease is lost (reaped, reserved again under another token, or its
+--          record cannot be read: set aside, lease dropped); an attempt this token already
+--          finished is neither renewed nor reported.
 -- Fence:   state must be "reserved" or "running" and token must match.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
@@ -18,12 +20,15 @@ local lost = {}
 local held = 0
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]
-  local f = redis.call("HMGET", KEYS[1] .. id, "state", "token")
-  local mine = f[2] == ARGV[i + 1]
-  if mine and (f[1] == "reserved" or f[1] == "running") then
+  local f, problem = read_record(KEYS[1] .. id, "state", "token")
+  if not f then
+    set_aside(KEYS[5], id, now, "renew", problem)
+    redis.call("ZREM", KEYS[2], id)
+    lost[#lost + 1] = id
+  elseif f[2] == ARGV[i + 1] and (f[1] == "reserved" or f[1] == "running") then
     redis.call("ZADD", KEYS[2], "XX", deadline, id)
     held = held + 1
-  elseif not (mine and (f[1] == "successful" or f[1] == "failed")) then
+  elseif not (f[2] == ARGV[i + 1] and (f[1] == "successful" or f[1] == "failed")) then
     lost[#lost + 1] = id
   end
 end

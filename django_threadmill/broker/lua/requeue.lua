@@ -3,20 +3,26 @@
 -- KEYS[2]  P:ready     zset: ready ids by score
 -- KEYS[3]  P:done      zset: finished ids by finish time in ms
 -- KEYS[4]  P:wake      list: wake-up tokens for idle fetchers
+-- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- ARGV[1]  id
--- Returns: "requeued", or the state the task was in (nothing changes), or "missing".
+-- Returns: "requeued", or the state the task was in (nothing changes), "missing", or
+--          "damaged" (its record cannot be read: set aside and taken out of the done index).
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires).
--- Clock:   not used.
-local key = KEYS[1] .. ARGV[1]
-local f, refused = record_in_state(key, "failed", "score")
+-- Clock:   redis.call("TIME") only, to date a record set aside.
+local id = ARGV[1]
+local key = KEYS[1] .. id
+local f, refused = record_in_state(key, id, KEYS[5], now_ms(), "requeue", "failed", "score")
+if refused == "damaged" then
+  redis.call("ZREM", KEYS[3], id)
+end
 if not f then
   return refused
 end
 redis.call("PERSIST", key)
 redis.call("HSET", key, "state", "ready")
 redis.call("HDEL", key, "finished_ms")
-redis.call("ZREM", KEYS[3], ARGV[1])
-redis.call("ZADD", KEYS[2], f[2], ARGV[1])
+redis.call("ZREM", KEYS[3], id)
+redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
 if redis.call("LLEN", KEYS[4]) == 0 then
   redis.call("RPUSH", KEYS[4], 1)
 end

@@ -1,22 +1,29 @@
 -- start.lua: mark reserved tasks as running (the batched start notice).
 -- KEYS[1]  P:t:        record prefix; each task id is appended
 -- KEYS[2]  P:leases    zset: reserved and running ids by lease deadline in ms
+-- KEYS[3]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- ARGV[1]  lease_ttl_ms   running lease length
 -- ARGV[2]  worker_id      appended to the record's workers, one line per attempt
 -- ARGV[3..] per task, 3 values: id, token, started_ms (the worker's wall clock, for display)
--- Returns: {1 started | 0 stale, ...} in argument order.
+-- Returns: {1 started | 0 stale | 3 damaged, ...} in argument order; a damaged record (one
+--          that cannot be read) is set aside and its lease dropped.
 -- Fence:   state must be "reserved" and token must match; otherwise nothing changes.
 -- Clock:   redis.call("TIME") only, for the lease deadline.
-local deadline = tostring(now_ms() + tonumber(ARGV[1]))  -- formatted once per call
+local now = now_ms()
+local deadline = tostring(now + tonumber(ARGV[1]))  -- formatted once per call
 
 local reply = {}
-local leased = {}
+local leased, dropped = {}, {}
 local fields = {}  -- HSET arguments, reused for every task: entries past the count are stale
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local key = KEYS[1] .. id
-  local f = redis.call("HMGET", key, "state", "token", "nerrors")
-  if f[1] == "reserved" and f[2] == token then
+  local f, problem = read_record(key, "state", "token", "nerrors")
+  if not f then
+    set_aside(KEYS[3], id, now, "start", problem)
+    dropped[#dropped + 1] = id
+    reply[#reply + 1] = 3
+  elseif f[1] == "reserved" and f[2] == token then
     fields[1], fields[2] = "state", "running"
     local n = add_attempt(fields, 2, key, f[3], ARGV[2], ARGV[i + 2])
     redis.call("HSET", key, unpack(fields, 1, n))
@@ -28,4 +35,5 @@ for i = 3, #ARGV, 3 do
   end
 end
 call_chunked("ZADD", KEYS[2], leased)
+call_chunked("ZREM", KEYS[2], dropped)
 return reply

@@ -1,0 +1,84 @@
+"""Damaged records: what the scripts set aside in each queue's ``P:damaged``, and what is said.
+
+A script that walks several records handles each by itself; a record it cannot read (a key of
+another type, one missing from where its index says) is set aside with the reason and left out
+of the call (docs/lifecycle.md, Damaged records). Here the client logs what a call set aside,
+and an operator's tools read and clear the set.
+"""
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .core import BrokerCore
+
+logger = logging.getLogger(__name__)
+
+
+def log_set_aside(queue: str, count: int, script: str) -> None:
+    """Say that ``script`` set ``count`` records of ``queue`` aside, and where to look."""
+    logger.warning(
+        "Damaged records set aside queue=%s count=%d script=%s (the admin's queues page, or "
+        "manage.py threadmill_queue damaged %s, shows them with the reason)",
+        queue,
+        count,
+        script,
+        queue,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DamagedRecord:
+    """One entry of a queue's ``P:damaged``: what was set aside, when, by which script, why."""
+
+    queue: str
+    id: str  # a task id, or a guard key inside the queue ("u:<digest>", "fired:<schedule>")
+    at_ms: int | None  # Redis time; None if the entry was not written by a script
+    script: str
+    reason: str
+
+    @property
+    def key(self) -> str:
+        """Return what to look at with redis-cli: the record key, or the guard key."""
+        return self.id
+
+
+def parse_entry(queue: str, task_id: str, text: str) -> DamagedRecord:
+    """Read one ``P:damaged`` value, ``"<ms> <script>: <reason>"``, forgiving anything else."""
+    stamp, _, rest = text.partition(" ")
+    script, separator, reason = rest.partition(": ")
+    if not stamp.isdigit() or not separator:
+        return DamagedRecord(queue=queue, id=task_id, at_ms=None, script="", reason=text)
+    return DamagedRecord(queue=queue, id=task_id, at_ms=int(stamp), script=script, reason=reason)
+
+
+class DamagedRecords(BrokerCore):
+    """The damaged-records section of the Broker: read and forget what scripts set aside."""
+
+    MAX_LISTED = 1000  # entries read per queue part: a listing stays bounded
+
+    def damaged(self, queue: str) -> list[DamagedRecord]:
+        """Return what the scripts set aside in ``queue`` (each shard's), oldest first."""
+        entries: list[DamagedRecord] = []
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            parts = self.parts(queue)
+            for part in parts:
+                pipe.hscan(self.queue_keys(part).damaged, 0, count=self.MAX_LISTED)
+            replies = pipe.execute()
+        for _, found in replies:
+            entries += [parse_entry(queue, key, value) for key, value in found.items()]
+        return sorted(entries, key=lambda entry: (entry.at_ms or 0, entry.id))
+
+    def forget_damaged(self, queue: str, ids: Sequence[str] | None = None) -> int:
+        """Drop entries of ``queue``'s damaged set (every one when ``ids`` is None); the keys
+        themselves are left as they are. Return how many entries were dropped."""
+        forgotten = 0
+        with self.translated_errors():
+            for part in self.parts(queue):
+                key = self.queue_keys(part).damaged
+                if ids is None:
+                    forgotten += int(self.client.hlen(key))
+                    self.client.delete(key)
+                elif ids:
+                    forgotten += int(self.client.hdel(key, *ids))
+        return forgotten

@@ -1,0 +1,67 @@
+"""manage.py threadmill_queue damaged / forget-damaged: see what was set aside, then clear it."""
+
+import re
+from io import StringIO
+
+import pytest
+import redis
+from django.core.management import CommandError, call_command
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from testproject.example.tasks import echo
+
+
+def queue_command(*args: str) -> str:
+    out = StringIO()
+    call_command("threadmill_queue", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def set_aside(backend: ThreadmillTaskBackend, redis_client: redis.Redis) -> list[str]:
+    """Two tasks whose records were replaced by keys of another type, set aside by acquire."""
+    ids = [echo.enqueue(n).id for n in range(3)]
+    keys = backend.broker.queue_keys("default")
+    for task_id in ids[:2]:
+        redis_client.delete(keys.record(task_id))
+        redis_client.rpush(keys.record(task_id), "garbage")
+    reserved = backend.broker.acquire("default", 10).reservations
+    assert [r.lease.task_id for r in reserved] == ids[2:]
+    return ids[:2]
+
+
+def test_damaged_lists_each_record_with_its_script_and_reason(set_aside: list[str]) -> None:
+    lines = queue_command("damaged").splitlines()
+    assert len(lines) == 2
+    for task_id, line in zip(sorted(set_aside), sorted(lines), strict=True):
+        assert re.fullmatch(
+            rf"queue=default id={re.escape(task_id)} at=\S+ script=acquire reason=its key "
+            r"holds no hash \(WRONGTYPE .*\)",
+            line,
+        )
+
+
+def test_nothing_damaged_says_so(backend: ThreadmillTaskBackend) -> None:
+    echo.enqueue(1)
+    assert queue_command("damaged", "default") == "No damaged records in default.\n"
+
+
+def test_forget_damaged_drops_the_named_entries_then_all(set_aside: list[str]) -> None:
+    first, second = set_aside
+    assert queue_command("forget-damaged", "default", first) == (
+        "Forgot 1 damaged record(s) of queue default.\n"
+    )
+    listed = queue_command("damaged")
+    assert first not in listed
+    assert second in listed
+    assert queue_command("forget-damaged", "default", "--all") == (
+        "Forgot 1 damaged record(s) of queue default.\n"
+    )
+    assert queue_command("damaged", "default") == "No damaged records in default.\n"
+
+
+@pytest.mark.usefixtures("backend")
+@pytest.mark.parametrize("args", [["default"], ["default", "some-id", "--all"]])
+def test_forget_damaged_needs_ids_or_all_not_both(args: list[str]) -> None:
+    with pytest.raises(CommandError, match=r"Name the entries to drop .* or pass --all"):
+        queue_command("forget-damaged", *args)
