@@ -1,0 +1,168 @@
+"""``manage.py threadmill_health``: exit 0 when this host's workers heartbeat and Redis answers.
+
+Meant for an orchestrator's probe (docs/deploy.md, Health): it reads the heartbeats the worker
+processes already write, so it needs nothing from the worker, and says why in one line on
+stderr when it exits non-zero.
+"""
+
+import socket
+from dataclasses import replace
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...backend import ThreadmillTaskBackend
+from ...broker import Broker
+from ...broker.inspect import Inspector
+from ...conf.settings import check_queue_name
+from ...exceptions import BrokerRefused, BrokerUnavailable, ImproperlyConfiguredThreadmill
+from ..backend_option import BACKEND_HELP, backend_option
+from ..health import HealthCode, HostHeartbeats, host_heartbeats
+
+DEFAULT_TIMEOUT_S = 2.0
+
+
+def one_line(error: BaseException) -> str:
+    """Return the message of ``error`` on one line: a probe's output is read as one."""
+    return " ".join(str(error).split())
+
+
+def usage_error(message: str) -> CommandError:
+    return CommandError(message, returncode=HealthCode.USAGE)
+
+
+class Command(BaseCommand):
+    help = (
+        "Exit 0 when at least --min-processes worker processes of this host renewed their "
+        "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "
+        "2 (bad option or setting), 3 (Redis unreachable) or 4 (Redis refused the "
+        "credentials), with the reason in one line on stderr. For liveness and readiness probes."
+    )
+    # A probe runs every few seconds: the system checks would add a Redis round trip and
+    # warnings that are not its answer.
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--backend", default="default", help=BACKEND_HELP)
+        parser.add_argument(
+            "--queue",
+            action="append",
+            dest="queues",
+            metavar="NAME",
+            help="Queue whose heartbeats to read; repeat for several (default: every queue in "
+            "QUEUES and every queue Redis knows).",
+        )
+        parser.add_argument(
+            "--host",
+            default=socket.gethostname(),
+            help="Host whose worker processes count (default: this one, as worker ids name it).",
+        )
+        parser.add_argument(
+            "--min-processes",
+            type=int,
+            default=1,
+            metavar="N",
+            help="Live worker processes needed on the host (default: 1).",
+        )
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=DEFAULT_TIMEOUT_S,
+            metavar="S",
+            help="Seconds Redis may take to accept the connection or answer one read "
+            f"(default: {DEFAULT_TIMEOUT_S:g}; at most three reads).",
+        )
+        parser.add_argument(
+            "--redis-down-ok",
+            action="store_true",
+            help="Exit 0 when Redis cannot be reached (a liveness probe: restarting workers "
+            "does not bring Redis back). Refused credentials still fail.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        backend = self._backend(options["backend"])
+        if options["min_processes"] < 1:
+            raise usage_error(
+                f"--min-processes {options['min_processes']} is below 1. Use e.g. "
+                "--min-processes 1, or the --processes the worker runs with."
+            )
+        if options["timeout"] <= 0:
+            raise usage_error(f"--timeout {options['timeout']:g} is not positive. Use e.g. 2.")
+        asked = [self._queue(backend, name) for name in options["queues"] or []]
+        broker = self._probe_broker(backend, options["timeout"])
+        host = options["host"]
+        try:
+            queues = asked or sorted(set(backend.queues) | set(broker.queues())) or ["default"]
+            beats = host_heartbeats(Inspector(broker), queues, host, broker.settings.lease_ttl_ms)
+        except BrokerRefused as exc:
+            raise CommandError(
+                f"Unhealthy host={host}: {one_line(exc)}", returncode=HealthCode.REFUSED
+            ) from exc
+        except BrokerUnavailable as exc:
+            if not options["redis_down_ok"]:
+                raise CommandError(
+                    f"Unhealthy host={host}: {one_line(exc)}", returncode=HealthCode.UNREACHABLE
+                ) from exc
+            self.stderr.write(
+                f"Redis unavailable, passing (--redis-down-ok) host={host}: {one_line(exc)}"
+            )
+            return
+        self._judge(beats, queues, options["min_processes"], options["verbosity"])
+
+    def _backend(self, alias: str) -> ThreadmillTaskBackend:
+        try:
+            return backend_option(alias)
+        except CommandError as exc:
+            raise usage_error(str(exc)) from exc
+
+    def _queue(self, backend: ThreadmillTaskBackend, name: str) -> str:
+        """Return ``name`` if the worker could serve it, else raise naming the queues that do."""
+        try:
+            check_queue_name(name)
+        except ImproperlyConfiguredThreadmill as exc:
+            raise usage_error(f"--queue: {exc}") from exc
+        if backend.queues and name not in backend.queues:
+            raise usage_error(
+                f"--queue {name!r} is not in TASKS[{backend.alias!r}]['QUEUES'] "
+                f"({', '.join(sorted(backend.queues))}). Pass one of those."
+            )
+        return name
+
+    @staticmethod
+    def _probe_broker(backend: ThreadmillTaskBackend, timeout_s: float) -> Broker:
+        """Return a broker whose connect, reads and pool wait each give up after ``timeout_s``.
+
+        The backend's own timeouts (10 s reads by default) are longer than a probe may take.
+        """
+        return Broker(
+            replace(
+                backend.settings,
+                socket_timeout_s=timeout_s,
+                socket_connect_timeout_s=timeout_s,
+                pool_timeout_s=timeout_s,
+            )
+        )
+
+    def _judge(self, beats: HostHeartbeats, queues: list[str], needed: int, verbosity: int) -> None:
+        """Print the healthy line, or raise the unhealthy one with what to check."""
+        facts = (
+            f"host={beats.host} live={len(beats.live)} min_processes={needed} "
+            f"queues={','.join(queues)} lease_ttl_s={beats.lease_ttl_ms / 1000:g}"
+        )
+        if len(beats.live) >= needed:
+            if verbosity >= 1:
+                self.stdout.write(f"Healthy {facts}")
+            return
+        last_seen = (
+            "never"
+            if beats.last_seen_ms_ago is None
+            else f"{beats.last_seen_ms_ago / 1000:.1f}s_ago"
+        )
+        raise CommandError(
+            f"Unhealthy {facts} last_seen={last_seen} live_elsewhere={beats.live_elsewhere}: "
+            "fewer worker processes of this host renewed their leases within lease_ttl than "
+            "--min-processes. Check that threadmill_worker runs on this host with this "
+            "--backend and serves these queues, and its log for Redis errors; a worker first "
+            "renews lease_ttl/3 after it starts.",
+            returncode=HealthCode.TOO_FEW,
+        )

@@ -1,0 +1,62 @@
+"""What ``threadmill_health`` reads: one host's live worker processes, on the Redis clock.
+
+Every worker process renews its leases once per ``lease_ttl / 3`` in each queue it serves, and
+that renewal is its heartbeat (docs/worker.md, Leases). A process counts as live while its
+newest renewal is at most ``lease_ttl`` old by Redis's own clock, as ``threadmill_workers``
+counts it, so a host whose clock drifts reads the same answer as every other.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+from ..broker.inspect import Inspector
+
+
+class HealthCode(IntEnum):
+    """The exit codes of ``threadmill_health`` (docs/deploy.md, Health)."""
+
+    HEALTHY = 0
+    TOO_FEW = 1  # fewer live worker processes on this host than --min-processes
+    USAGE = 2  # a wrong option or setting (argparse exits 2 on a bad command line too)
+    UNREACHABLE = 3  # Redis could not be reached or cannot serve now
+    REFUSED = 4  # Redis refused the credentials or ACL rights (the worker's code 4 too)
+
+
+def host_of(worker_id: str) -> str:
+    """Return the host of a worker id ``<hostname>:<pid>:<random>``."""
+    return worker_id.rsplit(":", 2)[0]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostHeartbeats:
+    """The worker processes of one host as Redis last saw them in some queues."""
+
+    host: str
+    lease_ttl_ms: int  # how recent a renewal must be to count
+    live: frozenset[str]  # worker ids of this host renewed within lease_ttl
+    last_seen_ms_ago: int | None  # this host's newest renewal, live or not; None: none kept
+    live_elsewhere: int  # live worker processes of other hosts (a --host mismatch shows here)
+
+
+def host_heartbeats(
+    inspector: Inspector, queues: Sequence[str], host: str, lease_ttl_ms: int
+) -> HostHeartbeats:
+    """Read the sightings of ``queues`` and keep what they say about ``host``."""
+    now_ms = inspector.now_ms()
+    live: set[str] = set()
+    elsewhere: set[str] = set()
+    newest_ms: int | None = None
+    for sighting in inspector.workers(queues):
+        here = host_of(sighting.worker_id) == host
+        if here:
+            newest_ms = max(sighting.last_renewal_ms, newest_ms or 0)
+        if now_ms - sighting.last_renewal_ms <= lease_ttl_ms:
+            (live if here else elsewhere).add(sighting.worker_id)
+    return HostHeartbeats(
+        host=host,
+        lease_ttl_ms=lease_ttl_ms,
+        live=frozenset(live),
+        last_seen_ms_ago=None if newest_ms is None else max(0, now_ms - newest_ms),
+        live_elsewhere=len(elsewhere),
+    )
