@@ -21,6 +21,7 @@ from ..conf.topology import Durability
 from .calls import send
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_of
+from .metrics import Tally
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .wake import IdleWaits
@@ -36,6 +37,7 @@ class BrokerCore:
         # Per sharded queue, whose turn it is to be acquired from first (acquisition.py).
         self._turns: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
         self._idle = IdleWaits(lambda: self.client, self.translated_errors)
+        self.tally = Tally()  # metrics of recorded outcomes, until send_metrics sends them
         self._async_clients: WeakKeyDictionary[
             asyncio.AbstractEventLoop, tuple[AsyncClient, dict[ScriptName, AsyncScript]]
         ] = WeakKeyDictionary()

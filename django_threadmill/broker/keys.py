@@ -104,9 +104,14 @@ class QueueKeys:
         """Set of the task paths counted under their own name; later ones count as "other"."""
         return f"{self.prefix}:metrics:paths"
 
+    @property
+    def metrics_minute_prefix(self) -> str:
+        """Prefix of the per-minute hashes; metrics.lua appends the Redis minute."""
+        return f"{self.prefix}:metrics:"
+
     def metrics_minute(self, minute: int) -> str:
         """Hash of the same counters for one minute (epoch minutes), kept for two hours."""
-        return f"{self.prefix}:metrics:{minute}"
+        return f"{self.metrics_minute_prefix}{minute}"
 
     @property
     def workers(self) -> str:

@@ -1,17 +1,20 @@
-"""Fold the outcomes of one ack batch into metric increments: one per field, not per task.
+"""Metric counters of finished attempts, tallied in the worker and sent on their own clock.
 
-The finish script adds them to ``P:metrics`` (lifetime) and, for the outcomes and run-time
-buckets the admin's last hour shows, to ``P:metrics:<minute>`` (kept two hours), in the same
-call as the outcomes (docs/observability.md, What it costs). Fields are
-``<task path>|<name>``; names are the outcome ("successful", "failed", "retry"), "expired" (a
-lease the reaper settled), and histogram buckets ``run:<i>`` and ``wait:<i>`` (not cumulative)
-with their sums ``run_ms`` and ``wait_ms``.
+A finish call records outcomes only; what the metrics count of them (outcomes, retries,
+expired leases, run and wait histograms per task path, the queue's lifetime counters) is added
+to a ``Tally`` and sent by ``metrics.lua`` about once a second, one HINCRBY per field whatever
+the number of tasks: a result that arrives alone costs a finish call, not a finish call and
+its metrics (docs/observability.md, What it costs). Fields are ``<task path>|<name>``; names
+are the outcome ("successful", "failed", "retry"), "expired" (a lease the reaper settled), and
+histogram buckets ``run:<i>`` and ``wait:<i>`` (not cumulative) with their sums ``run_ms`` and
+``wait_ms``. The minute a tally is counted in is the Redis minute of the call that sends it.
 """
 
-import time
+import threading
 from bisect import bisect_left
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from ..codec.payloads import run_after_ms
 from .types import Finish
@@ -32,11 +35,6 @@ _RUN_FIELDS = [f"run:{index}" for index in range(len(RUN_BUCKETS_S) + 1)]
 _WAIT_FIELDS = [f"wait:{index}" for index in range(len(WAIT_BUCKETS_S) + 1)]
 
 
-def current_minute() -> int:
-    """Return the minute the batch is counted in: the local clock, as it is for display only."""
-    return int(time.time() // 60)
-
-
 def waited_ms(
     payload: str, enqueued_ms: int | None, started_ms: int | None, redis_now_ms: int
 ) -> int | None:
@@ -48,19 +46,23 @@ def waited_ms(
     return max(0, redis_now_ms - max(enqueued_ms, run_after_ms(payload) or 0))
 
 
-def increments(finishes: Sequence[Finish], *, reaping: bool) -> list[str | int]:
-    """Return the finish script's metric arguments for ``finishes``: per task path,
-    ``path, m, n``, then ``m`` pairs of field name and amount for the lifetime and the minute
-    hashes (what the admin's last hour shows) and ``n`` for the lifetime hash only."""
-    recent: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    lifetime: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for finish in finishes:
+@dataclass(slots=True)
+class PartTally:
+    """What one queue part's finished attempts add to its counters since the last send."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)  # P:stats: lifetime per outcome
+    recent: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    lifetime: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+    def add(self, finish: Finish, *, reaping: bool) -> None:
+        """Count one recorded outcome (by the reaper: an expired lease, with no run time)."""
         path = finish.lease.task_path or UNNAMED_TASK
-        counts, totals = recent[path], lifetime[path]
+        counts, totals = self.recent[path], self.lifetime[path]
+        self.outcomes[finish.outcome.value] += 1
         counts[finish.outcome.value] += 1
         if reaping:
             totals["expired"] += 1
-            continue  # the reaper knows neither when the attempt started nor how long it ran
+            return  # the reaper knows neither when the attempt started nor how long it ran
         run_ms = max(0, finish.finished_ms - finish.started_ms)
         counts[_RUN_FIELDS[bisect_left(_RUN_BUCKETS_MS, run_ms)]] += 1
         totals["run_ms"] += run_ms
@@ -68,10 +70,49 @@ def increments(finishes: Sequence[Finish], *, reaping: bool) -> list[str | int]:
             wait_ms = finish.lease.waited_ms + max(0, finish.started_ms - finish.lease.reserved_ms)
             totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
             totals["wait_ms"] += wait_ms
-    args: list[str | int] = []
-    for path, counts in recent.items():
-        totals = lifetime.get(path, {})
-        args += [path, len(counts), len(totals)]
-        for name, amount in [*counts.items(), *totals.items()]:
-            args += [name, amount]
-    return args
+
+    def increments(self) -> list[str | int]:
+        """Return metrics.lua's per-path arguments: ``path, m, n``, then ``m`` pairs of field
+        and amount for the lifetime and the minute hashes (what the admin's last hour shows)
+        and ``n`` for the lifetime hash only."""
+        args: list[str | int] = []
+        for path, counts in self.recent.items():
+            totals = self.lifetime.get(path, Counter())
+            args += [path, len(counts), len(totals)]
+            for name, amount in [*counts.items(), *totals.items()]:
+                args += [name, amount]
+        return args
+
+
+class Tally:
+    """The counters finished attempts add, per queue part, until they are sent. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._parts: defaultdict[str, PartTally] = defaultdict(PartTally)
+        self._lock = threading.Lock()
+
+    def add(self, recorded: Iterable[tuple[str, Finish]], *, reaping: bool) -> None:
+        """Count recorded outcomes, each with the queue part its task lives in."""
+        with self._lock:
+            for part, finish in recorded:
+                self._parts[part].add(finish, reaping=reaping)
+
+    def take(self) -> dict[str, PartTally]:
+        """Return everything counted so far and start again from nothing."""
+        with self._lock:
+            taken, self._parts = dict(self._parts), defaultdict(PartTally)
+        return taken
+
+    def put_back(self, parts: dict[str, PartTally]) -> None:
+        """Count again what a send could not deliver, so the next send carries it."""
+        with self._lock:
+            for part, tally in parts.items():
+                mine = self._parts[part]
+                mine.outcomes.update(tally.outcomes)
+                for path, counts in tally.recent.items():
+                    mine.recent[path].update(counts)
+                for path, totals in tally.lifetime.items():
+                    mine.lifetime[path].update(totals)
+
+    def __bool__(self) -> bool:
+        return bool(self._parts)

@@ -4,16 +4,20 @@ A batch that spans queues is one script call per queue, sent as one pipeline (do
 Hot-path budget).
 """
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..exceptions import BrokerUnavailable
 from .core import BrokerCore
 from .damaged import log_set_aside
 from .keys import QueueKeys
-from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, current_minute, increments
+from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS
 from .scripts import ScriptCall, ScriptName
 from .types import Ack, Finish, Lease, Rejected, Start
+
+logger = logging.getLogger(__name__)
 
 FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
 
@@ -83,21 +87,16 @@ class Transitions(BrokerCore):
         return self._fenced_out(starts, build)
 
     def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Rejected[Finish]]:
-        """Record attempt outcomes and their metrics; return the ones not recorded, with why."""
+        """Record attempt outcomes; return the ones not recorded, with why.
+
+        What the metrics count of the recorded ones goes into ``self.tally``, sent by
+        ``send_metrics`` on the caller's clock. A ``worker_id`` of "" is the reaper.
+        """
         ttl_ms = self.settings.result_ttl_ms
-        reaping = worker_id == ""
-        minute = current_minute()
 
         def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
             limited = self.settings.limit_of(group[0].lease.queue).concurrency is not None
-            args: list[str | int] = [
-                worker_id,
-                "" if ttl_ms is None else ttl_ms,
-                len(group),
-                MAX_TASK_PATHS,
-                MINUTE_TTL_MS,
-                int(limited),
-            ]
+            args: list[str | int] = [worker_id, "" if ttl_ms is None else ttl_ms, int(limited)]
             for f in group:
                 args += [
                     f.lease.task_id,
@@ -108,7 +107,6 @@ class Transitions(BrokerCore):
                     f.finished_ms,
                     f.retry_delay_ms,
                 ]
-            args += increments(group, reaping=reaping)
             return ScriptCall(
                 ScriptName.FINISH,
                 (
@@ -116,9 +114,7 @@ class Transitions(BrokerCore):
                     keys.leases,
                     keys.done,
                     keys.delayed,
-                    keys.stats,
                     keys.wake,
-                    *self._metric_keys(keys, minute),
                     keys.unique_prefix,
                     keys.ready,
                     keys.damaged,
@@ -128,32 +124,60 @@ class Transitions(BrokerCore):
 
         # An acknowledged result must survive a failover too (OPTIONS['durability']).
         rejected = self._fenced_out(finishes, build, durable=True)
-        if rejected:
-            unrecorded = [item for item, _ in rejected]
-            self._count_recorded(finishes, unrecorded, reaping=reaping, minute=minute)
+        unrecorded = {id(item) for item, _ in rejected}
+        self.tally.add(
+            (
+                (self.part_in(f.lease.queue, f.lease.task_id), f)
+                for f in finishes
+                if id(f) not in unrecorded
+            ),
+            reaping=worker_id == "",
+        )
         return rejected
 
-    @staticmethod
-    def _metric_keys(keys: QueueKeys, minute: int) -> tuple[str, str, str]:
-        return (keys.metrics, keys.metrics_minute(minute), keys.metrics_paths)
+    def send_metrics(self) -> None:
+        """Send what ``finish`` tallied: one metrics.lua call per queue part, one round trip.
 
-    def _count_recorded(
-        self, finishes: Sequence[Finish], stale: list[Finish], *, reaping: bool, minute: int
-    ) -> None:
-        """Add the metrics finish.lua skipped: those of the recorded outcomes of its calls
-        that also had stale items (rare: a late ack racing the reaper)."""
-        fenced = {id(f) for f in stale}
-        queues = {f.lease.queue for f in stale}
-        recorded = [f for f in finishes if f.lease.queue in queues and id(f) not in fenced]
-
-        def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
-            return ScriptCall(
+        Run by the ack writer about once a second and when it stops, and by the reaper after
+        each pass. What a send cannot deliver is kept for the next one.
+        """
+        parts = self.tally.take()
+        if not parts:
+            return
+        ttl_ms = self.settings.result_ttl_ms
+        calls = [
+            ScriptCall(
                 ScriptName.METRICS,
-                self._metric_keys(keys, minute),
-                (MAX_TASK_PATHS, MINUTE_TTL_MS, *increments(group, reaping=reaping)),
+                (
+                    keys.metrics,
+                    keys.metrics_minute_prefix,
+                    keys.metrics_paths,
+                    keys.stats,
+                    keys.done,
+                ),
+                (
+                    MAX_TASK_PATHS,
+                    MINUTE_TTL_MS,
+                    "" if ttl_ms is None else ttl_ms,
+                    *(tally.outcomes[name] for name in ("successful", "failed", "retry")),
+                    *tally.increments(),
+                ),
             )
-
-        self._by_queue(recorded, lambda f: f.lease, build)
+            for keys, tally in ((self.queue_keys(part), tally) for part, tally in parts.items())
+        ]
+        try:
+            skipped = self._run_per_queue(calls, durable=False)
+        except BrokerUnavailable:
+            self.tally.put_back(parts)
+            raise
+        for part, count in zip(parts, skipped, strict=True):
+            if count:
+                logger.warning(
+                    "Metric fields skipped part=%s count=%d: they hold something that is not a "
+                    "number (written by hand); delete the field or key to count again",
+                    part,
+                    count,
+                )
 
     def renew(
         self, worker_id: str, leases: Sequence[Lease], served: Iterable[str] = ()

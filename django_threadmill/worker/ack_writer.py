@@ -29,6 +29,9 @@ logger = logging.getLogger(__name__)
 # A start notice is held this long, as its result may make it moot. 5 ms was too short with
 # four threads: a thread waiting for the GIL (5 ms switch interval) let most notices go out.
 START_NOTICE_DELAY_S = 0.02
+# Metric counters of written outcomes are sent this often, never per result: a crash loses at
+# most this much of them (docs/observability.md, What it costs).
+METRICS_SEND_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +89,7 @@ class AckWriter(RoleThread):
         self._asleep = False  # True while the writer waits: only then does a submit ring
         self._asleep_until_rung = False  # ... and holds no start: only then does a start ring
         self._in_hand = 0  # taken from the inbox and not yet written; only the writer changes it
+        self._metrics_due = time.monotonic() + METRICS_SEND_S
 
     def pending(self) -> int:
         """Return how many submitted items are not written (or given up) yet.
@@ -126,21 +130,33 @@ class AckWriter(RoleThread):
             batch = self._take_all()
             stopping = any(isinstance(item, _Stop) for item in batch)
             self._write(batch, held_starts, flush=stopping)
+            if stopping or time.monotonic() >= self._metrics_due:
+                self._send_metrics()
 
     def _sleep_until_work(self, held_starts: dict[Lease, tuple[Start, float]]) -> None:
-        """Return at once if anything waits; else sleep until rung or a held start is due."""
+        """Return at once if anything waits; else sleep until rung, a held start is due, or
+        tallied metrics are due to be sent."""
         if self._inbox:
             return
-        timeout_s = None
+        wakes = [self._metrics_due] if self.broker.tally else []
         if held_starts:
-            oldest = min(taken for _, taken in held_starts.values())
-            timeout_s = max(0.0, oldest + START_NOTICE_DELAY_S - time.monotonic())
+            wakes.append(min(taken for _, taken in held_starts.values()) + START_NOTICE_DELAY_S)
+        timeout_s = max(0.0, min(wakes) - time.monotonic()) if wakes else None
         self._doorbell.clear()
-        self._asleep_until_rung = timeout_s is None
+        # A start submitted now must get its own short timer if ours is longer.
+        self._asleep_until_rung = timeout_s is None or timeout_s > START_NOTICE_DELAY_S
         self._asleep = True
         if not self._inbox:  # checked again after announcing sleep: no submit is missed
             self._doorbell.wait(timeout_s)
         self._asleep = self._asleep_until_rung = False
+
+    def _send_metrics(self) -> None:
+        """Send the metrics of what was written (a failure keeps them for the next send)."""
+        self._metrics_due = time.monotonic() + METRICS_SEND_S
+        try:
+            self.broker.send_metrics()
+        except BrokerUnavailable as exc:
+            logger.warning("Metrics not sent, keeping them for the next try error=%s", exc)
 
     def _take_all(self) -> list[_Item]:
         """Take everything in the inbox, counting it in hand first (see ``pending``)."""

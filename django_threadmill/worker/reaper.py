@@ -203,6 +203,8 @@ def reap_once(
     report = ReapReport(dry_run=dry_run)
     for queue in backend.broker.queues():
         _reap_queue(backend, queue, report, batch_size)
+    if not dry_run:
+        backend.broker.send_metrics()  # the expired leases it settled
     if report.released or report.failed or report.retried:
         logger.info(
             "Reap pass dry_run=%s released=%d failed=%d retried=%d stale=%d",

@@ -32,7 +32,9 @@ def ack(broker: Broker, lease: Lease, outcome: Outcome = Outcome.SUCCESSFUL) -> 
     finish = Finish(
         lease=lease, outcome=outcome, value=value, started_ms=now_ms(), finished_ms=now_ms()
     )
-    return broker.finish(WORKER, [finish]) == []
+    recorded = broker.finish(WORKER, [finish]) == []
+    broker.send_metrics()  # as the worker's ack writer does on its own clock
+    return recorded
 
 
 def wait_for_expiry(broker: Broker, redis_client: redis.Redis, queue: str = "default") -> None:

@@ -74,7 +74,7 @@ def test_nothing_pending_expires(
         assert pttl(redis_client, broker, task_id) == -1
 
 
-def test_the_done_index_is_trimmed_once_per_finish_call(
+def test_the_done_index_is_trimmed_when_metrics_are_sent(
     broker: Broker, redis_client: redis.Redis
 ) -> None:
     done = broker.queue_keys("default").done

@@ -90,34 +90,3 @@ local function add_attempt(fields, n, key, nerrors, worker_id, started_ms)
   fields[n + 3], fields[n + 4] = first and "started_ms" or "attempted_ms", started_ms
   return n + 4
 end
-
--- Add metric increments (broker/metrics.py) from args[first] on (args: the script's ARGV): per
--- task path `path, m, n`, then m + n pairs of field name and amount; the first m go to `totals`
--- (lifetime) and `minute` (expires after `minute_ttl_ms`), the other n to `totals` only. Fields
--- are "<path>|<name>"; a path beyond the first `cap` of this queue (kept in the set `paths`)
--- counts as "other", so the label set stays bounded. One HINCRBY per field and hash, whatever
--- the number of tasks.
-local function add_metrics(totals, minute, paths, args, first, cap, minute_ttl_ms)
-  local i = first
-  while i <= #args do
-    local path, m, n = args[i], tonumber(args[i + 1]), tonumber(args[i + 2])
-    if redis.call("SISMEMBER", paths, path) == 0 then
-      if redis.call("SCARD", paths) < cap then
-        redis.call("SADD", paths, path)
-      else
-        path = "other"
-      end
-    end
-    for j = i + 3, i + 1 + 2 * (m + n), 2 do
-      local field = path .. "|" .. args[j]
-      redis.call("HINCRBY", totals, field, args[j + 1])
-      if j < i + 3 + 2 * m then
-        redis.call("HINCRBY", minute, field, args[j + 1])
-      end
-    end
-    i = i + 3 + 2 * (m + n)
-  end
-  if i > first then
-    redis.call("PEXPIRE", minute, minute_ttl_ms)
-  end
-end

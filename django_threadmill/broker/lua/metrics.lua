@@ -1,12 +1,58 @@
--- metrics.lua: add metric increments on their own, for a finish call that had stale items.
+-- metrics.lua: add a worker's tally of finished attempts to a queue's counters, and trim.
 -- KEYS[1]  P:metrics            hash: lifetime counters and buckets per "<path>|<name>"
--- KEYS[2]  P:metrics:<minute>   hash: the same for one minute; expires
+-- KEYS[2]  P:metrics:           prefix of the per-minute hashes; the Redis minute is appended
 -- KEYS[3]  P:metrics:paths      set: task paths counted under their own name
+-- KEYS[4]  P:stats              hash: lifetime outcome counters
+-- KEYS[5]  P:done               zset: finished ids by finish time in ms
 -- ARGV[1]  cap            most task paths in KEYS[3]; later ones are counted as "other"
--- ARGV[2]  minute_ttl_ms  expiry of KEYS[2]
--- ARGV[3..] per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
--- Returns: 1.
--- Fence:   none: the client sends only the increments of outcomes finish.lua recorded.
--- Clock:   none.
-add_metrics(KEYS[1], KEYS[2], KEYS[3], ARGV, 3, tonumber(ARGV[1]), ARGV[2])
-return 1
+-- ARGV[2]  minute_ttl_ms  expiry of the minute hash
+-- ARGV[3]  result_ttl_ms  ids finished longer ago leave P:done ("" keeps them)
+-- ARGV[4..6] successful, failed, retry: amounts for KEYS[4]
+-- ARGV[7..] per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
+-- Returns: the number of counter fields skipped because they hold something not a number
+--          (written by hand): a damaged field costs that field, not the others.
+-- Fence:   none: the worker tallies only outcomes finish.lua recorded.
+-- Clock:   redis.call("TIME") only: the minute, and the done index's trim.
+local now = now_ms()
+local skipped = 0
+local function add(hash, field, amount)
+  local added = redis.pcall("HINCRBY", hash, field, amount)
+  if type(added) == "table" and added.err then
+    skipped = skipped + 1
+  end
+end
+
+for i, outcome in ipairs({"successful", "failed", "retry"}) do
+  if ARGV[3 + i] ~= "0" then
+    add(KEYS[4], outcome, ARGV[3 + i])
+  end
+end
+local minute = KEYS[2] .. math.floor(now / 60000)
+local paths, cap = KEYS[3], tonumber(ARGV[1])
+local i = 7
+while i <= #ARGV do
+  local path, m, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  if redis.call("SISMEMBER", paths, path) == 0 then
+    if redis.call("SCARD", paths) < cap then
+      redis.call("SADD", paths, path)
+    else
+      path = "other"
+    end
+  end
+  for j = i + 3, i + 1 + 2 * (m + n), 2 do
+    local name = path .. "|" .. ARGV[j]
+    add(KEYS[1], name, ARGV[j + 1])
+    if j < i + 3 + 2 * m then
+      add(minute, name, ARGV[j + 1])
+    end
+  end
+  i = i + 3 + 2 * (m + n)
+end
+if i > 7 then
+  redis.call("PEXPIRE", minute, ARGV[2])
+end
+-- Trim the index once per send, never per task: ids whose records have expired.
+if ARGV[3] ~= "" then
+  redis.call("ZREMRANGEBYSCORE", KEYS[5], "-inf", now - tonumber(ARGV[3]))
+end
+return skipped

@@ -1,4 +1,8 @@
-"""finish.lua adds each batch's metrics once per field; stale items are never counted."""
+"""Metrics of recorded outcomes are tallied, then sent by metrics.lua once per field and part.
+
+A finish call records outcomes only; ``send_metrics`` (the ack writer's clock, the reaper's
+pass) adds their counters. Stale items are never counted; the minute is Redis's.
+"""
 
 from collections.abc import Callable
 
@@ -6,7 +10,7 @@ import redis
 
 from django_threadmill.broker import Ack, Broker, Lease, Outcome
 from django_threadmill.broker.keys import QueueKeys
-from django_threadmill.broker.metrics import MAX_TASK_PATHS, current_minute
+from django_threadmill.broker.metrics import MAX_TASK_PATHS
 
 from .conftest import WORKER, finish
 
@@ -18,6 +22,11 @@ def metrics(client: redis.Redis, keys: QueueKeys) -> dict[str, int]:
     return {field: int(value) for field, value in client.hgetall(keys.metrics).items()}
 
 
+def redis_minute(client: redis.Redis) -> int:
+    seconds, _ = client.time()
+    return int(seconds) // 60
+
+
 def test_a_batch_adds_outcomes_and_buckets_per_task_path(
     broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
@@ -27,6 +36,8 @@ def test_a_batch_adds_outcomes_and_buckets_per_task_path(
     quick = [finish(lease)._replace(started_ms=1000, finished_ms=1003) for lease in leases[:2]]
     slow = finish(leases[2], Outcome.FAILED, ERROR)._replace(started_ms=1000, finished_ms=3000)
     assert broker.finish(WORKER, [*quick, slow]) == []
+    assert metrics(redis_client, keys) == {}  # not yet: sent on the caller's clock
+    broker.send_metrics()
 
     counted = metrics(redis_client, keys)
     assert counted[f"{ECHO}|successful"] == 2
@@ -34,7 +45,7 @@ def test_a_batch_adds_outcomes_and_buckets_per_task_path(
     assert counted[f"{ECHO}|run:0"] == 2  # <= 5 ms
     assert counted[f"{ECHO}|run:8"] == 1  # <= 2.5 s
     assert counted[f"{ECHO}|run_ms"] == 3 + 3 + 2000
-    minute = redis_client.hgetall(keys.metrics_minute(current_minute()))
+    minute = redis_client.hgetall(keys.metrics_minute(redis_minute(redis_client)))
     assert minute == {  # what the admin's last hour shows, no more
         f"{ECHO}|successful": "2",
         f"{ECHO}|failed": "1",
@@ -42,7 +53,8 @@ def test_a_batch_adds_outcomes_and_buckets_per_task_path(
         f"{ECHO}|run:8": "1",
     }
     assert counted[f"{ECHO}|wait_ms"] >= 0
-    assert 0 < redis_client.pttl(keys.metrics_minute(current_minute())) <= 2 * 3600 * 1000
+    assert 0 < redis_client.pttl(keys.metrics_minute(redis_minute(redis_client))) <= 7_200_000
+    assert redis_client.hgetall(keys.stats) == {"successful": "2", "failed": "1"}
     assert redis_client.smembers(keys.metrics_paths) == {ECHO}
 
 
@@ -53,6 +65,7 @@ def test_a_late_ack_is_not_counted_but_its_batch_mates_are(
     assert broker.finish(WORKER, [finish(first)]) == []
     stale = broker.finish(WORKER, [finish(first), finish(second)])
     assert [(r.item.lease, r.ack) for r in stale] == [(first, Ack.ALREADY)]
+    broker.send_metrics()
     assert metrics(redis_client, keys)[f"{ECHO}|successful"] == 2
 
 
@@ -61,6 +74,7 @@ def test_paths_past_the_cap_count_as_other(
 ) -> None:
     redis_client.sadd(keys.metrics_paths, *(f"app.tasks.t{n}" for n in range(MAX_TASK_PATHS)))
     assert broker.finish(WORKER, [finish(reserve())]) == []
+    broker.send_metrics()
     assert metrics(redis_client, keys)["other|successful"] == 1
     assert redis_client.scard(keys.metrics_paths) == MAX_TASK_PATHS
 
@@ -71,4 +85,46 @@ def test_the_reaper_counts_expired_leases_without_run_times(
     lease = reserve()
     redis_client.zadd(keys.leases, {lease.task_id: 1}, xx=True)
     assert broker.finish("", [finish(lease, Outcome.FAILED, ERROR)]) == []
+    broker.send_metrics()
     assert metrics(redis_client, keys) == {f"{ECHO}|failed": 1, f"{ECHO}|expired": 1}
+
+
+def test_many_results_are_sent_in_one_call_per_part(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    for lease in [reserve() for _ in range(5)]:
+        assert broker.finish(WORKER, [finish(lease)]) == []  # five lone results
+    redis_client.config_resetstat()
+    broker.send_metrics()
+    calls = redis_client.info("commandstats")
+    assert calls["cmdstat_evalsha"]["calls"] == 1
+    assert metrics(redis_client, keys)[f"{ECHO}|successful"] == 5
+    broker.send_metrics()  # nothing tallied since: nothing sent
+    assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == 1
+
+
+def test_a_field_that_is_not_a_number_costs_that_field_only(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    redis_client.hset(keys.stats, "successful", "garbage")
+    redis_client.hset(keys.metrics, f"{ECHO}|successful", "garbage")
+    assert broker.finish(WORKER, [finish(reserve())]) == []
+    broker.send_metrics()
+    assert redis_client.hget(keys.stats, "successful") == "garbage"
+    assert metrics_without_garbage(redis_client, keys)[f"{ECHO}|run:0"] == 1
+
+
+def metrics_without_garbage(client: redis.Redis, keys: QueueKeys) -> dict[str, int]:
+    found = client.hgetall(keys.metrics)
+    return {field: int(value) for field, value in found.items() if value.isdigit()}
+
+
+def test_the_done_index_is_trimmed_by_age_when_metrics_are_sent(
+    broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    redis_client.zadd(keys.done, {"old@default": 1})
+    lease = reserve()
+    broker.finish(WORKER, [finish(lease)])
+    assert redis_client.zcard(keys.done) == 2
+    broker.send_metrics()
+    assert redis_client.zrange(keys.done, 0, -1) == [lease.task_id]
