@@ -4,7 +4,7 @@ from typing import Any
 
 from django.http import Http404, HttpResponse
 
-from ..broker.inspect import TaskDetail, task_path
+from ..broker.inspect import DAMAGED, TaskDetail, task_path
 from ..broker.inspect.source import Source
 from ..codec.payloads import decode_payload
 from ..codec.results import attempted_ms, errors_of, parse_error
@@ -57,9 +57,9 @@ def _lease(detail: TaskDetail, workers: list[str]) -> dict[str, Any] | None:
 def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     """Return the template context of the detail page of one task."""
     record = detail.record
-    payload, payload_error = _payload(record)
+    payload, payload_error = ({}, "") if detail.damaged else _payload(record)
     workers = record["workers"].split("\n") if record.get("workers") else []
-    state = record.get("state", "")
+    state = DAMAGED if detail.damaged else record.get("state", "")
     return {
         "alias": source.alias,
         "detail": detail,
@@ -92,6 +92,8 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
 def raw_value(detail: TaskDetail, field: str) -> str:
     """Return the whole text of one stored value, for "show all"; 404 for an unknown field."""
     record = detail.record
+    if detail.damaged:
+        raise Http404(detail.damaged)
     kind, _, number = field.partition(":")
     if field == "payload" and "payload" in record:
         return pretty_json(record["payload"])

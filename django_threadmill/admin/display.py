@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..broker.inspect import DAMAGED
 from ..codec.times import from_ms
 
 PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves the rest as text
@@ -19,6 +20,7 @@ STATE_LABELS = {
     "running": "RUNNING",
     "successful": "SUCCESSFUL",
     "failed": "FAILED",
+    DAMAGED: "DAMAGED (not a hash)",  # docs/lifecycle.md, Damaged records
 }
 # A worker id is "<host>:<pid>:<random>" (worker/process.py make_worker_id).
 WORKER_ID_PATTERN = re.compile(r"^(?P<host>[^:]+):(?P<pid>\d+):[^:]*$")

@@ -5,7 +5,8 @@ Each step reads one window per queue by rank (O(log N + window) in Redis; each i
 read once per walk), merges the windows in score order, keeps the prefix that is certainly in
 order, and reads only those records.
 Filters are applied to that prefix, so a filtered page reads at most ``budget`` index entries
-and says where it stopped; nothing ever scans the whole index.
+and says where it stopped; nothing ever scans the whole index. A record whose key is not a hash
+is a DAMAGED row when every row is kept, and counted as skipped by a filter, which cannot read it.
 Streams may walk different indexes (the "all states" list): they are then read one index after
 the other, in the order the streams' indexes are given in, each index in its own order.
 """
@@ -88,6 +89,7 @@ class Walk:
     end: Cursor
     examined: int
     exhausted: bool  # True when the walk reached the end of every index
+    damaged: int = 0  # records a filter skipped because their key is not a hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +159,7 @@ class Walker:
         offsets = [start.offsets.get(s.key, 0) for s in self.streams]
         frontier = _Frontier(self, offsets, backward)
         taken: list[tuple[str, TaskRow]] = []
-        examined, exhausted = 0, False
+        examined, damaged, exhausted = 0, 0, False
         while len(taken) < want and examined < budget:
             size = want - len(taken) if keep is None else min(budget - examined, SCAN_CHUNK)
             chunk = frontier.peek(size)[:size]
@@ -172,6 +174,8 @@ class Walker:
                 walked.append(entry)
                 if ok:
                     matches.append(entry)
+                elif ok is None:
+                    damaged += 1
                 if len(taken) + len(matches) == want or len(walked) + examined == budget:
                     break
             examined += len(walked)
@@ -186,23 +190,28 @@ class Walker:
             as_of_ms=self.as_of_ms,
             offsets={s.key: o for s, o in zip(self.streams, offsets, strict=True)},
         )
-        return Walk(rows=taken, end=end, examined=examined, exhausted=exhausted)
+        return Walk(rows=taken, end=end, examined=examined, exhausted=exhausted, damaged=damaged)
 
     def has_more(self, cursor: Cursor) -> bool:
         """Tell whether any index holds an id past ``cursor`` (one small read per alias)."""
         offsets = [cursor.offsets.get(s.key, 0) for s in self.streams]
         return bool(_Frontier(self, offsets, backward=False).peek(1))
 
-    def _accepted(self, chunk: list[_Entry], keep: RowFilter | None) -> list[bool]:
-        """Tell which entries ``keep`` accepts, reading only the fields it names."""
+    def _accepted(self, chunk: list[_Entry], keep: RowFilter | None) -> list[bool | None]:
+        """Tell which entries ``keep`` accepts, reading only the fields it names; None for a
+        record whose key is not a hash."""
         if keep is None:
             return [True] * len(chunk)
-        accepted: dict[str, bool] = {}
+        accepted: dict[str, bool | None] = {}
         for inspector, members in self.by_inspector().items():
             wanted = set(members)
             ids = [e.task_id for e in chunk if e.stream in wanted]
             for task_id, fields in zip(ids, inspector.probe(ids, keep.fields), strict=True):
-                accepted[task_id] = fields[keep.fields[0]] is not None and keep.accepts(fields)
+                accepted[task_id] = (
+                    None
+                    if fields is None
+                    else fields[keep.fields[0]] is not None and keep.accepts(fields)
+                )
         return [accepted[e.task_id] for e in chunk]
 
     def _rows(self, chunk: list[_Entry]) -> dict[str, TaskRow | None]:

@@ -3,14 +3,19 @@
 from dataclasses import dataclass
 from typing import Any
 
+from django.urls import reverse
+
 from ..aliases import sources
 from ..broker.connection import redacted
+from ..broker.damaged import DamagedRecord
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
 from ..broker.inspect.source import Source
+from ..codec.ids import queue_of
 from ..conf.limits import QueueLimit
 from ..exceptions import BrokerUnavailable
 from .activity import REFRESH_S, activity_context
 from .display import age, describe_worker, when
+from .results import DETAIL_URL_NAME
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +86,16 @@ def _queue_line(
     }
 
 
+def _damaged_line(alias: str, record: DamagedRecord) -> dict[str, Any]:
+    """Return one line of the damaged records table; a task id links to its detail page."""
+    is_task = queue_of(record.id) is not None  # else a guard key: "u:<digest>", "fired:<name>"
+    return {
+        "record": record,
+        "at": when(record.at_ms),
+        "url": reverse(DETAIL_URL_NAME, args=(alias, record.id)) if is_task else "",
+    }
+
+
 def alias_context(source: Source) -> dict[str, Any]:
     """Return the queues-page block of one alias; a Redis error is shown, not raised."""
     settings = source.settings
@@ -95,6 +110,7 @@ def alias_context(source: Source) -> dict[str, Any]:
         overviews = source.inspector.overview(queues)
         sightings = source.inspector.workers(queues)
         tokens = source.inspector.next_tokens_ms([q for q in queues if settings.limit_of(q).rate])
+        damaged = [record for queue in queues for record in source.broker.damaged(queue)]
     except BrokerUnavailable as exc:
         return {**block, "error": str(exc)}
     now_ms = overviews[0].now_ms if overviews else source.inspector.now_ms()
@@ -109,6 +125,7 @@ def alias_context(source: Source) -> dict[str, Any]:
             {"line": line, "age": age(now_ms, line.last_renewal_ms)}
             for line in sorted(workers, key=lambda w: (w.silent, w.worker_id))
         ],
+        "damaged": [_damaged_line(source.alias, record) for record in damaged],
         "now": when(now_ms),
         "activity": activity_context(source, queues, now_ms),
         "throughput_minutes": THROUGHPUT_MINUTES,

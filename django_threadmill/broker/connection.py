@@ -21,6 +21,9 @@ UNAVAILABLE_ERRORS = (
     redis.exceptions.MasterDownError,
 )
 
+# How redis-py opens the error of one command of a pipeline: "Command # 3 (HGETALL k) of pipeline
+# caused error: WRONGTYPE ...". The reply itself follows.
+PIPELINE_ERROR = "of pipeline caused error: "
 # Replies (redis-py strips "ERR ") that mean one of our keys holds something we never wrote.
 # They are reported as unavailable: callers retry, and nothing is dropped until it is fixed.
 DAMAGED_DATA_ERRORS = (
@@ -127,28 +130,42 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
         raise translated from exc
 
 
+def reply_of(exc: redis.ResponseError) -> str:
+    """Return the error reply Redis sent, without what redis-py adds in front in a pipeline."""
+    annotated, separator, reply = str(exc).partition(PIPELINE_ERROR)
+    return reply if separator else annotated
+
+
+def wrong_type(error: BaseException) -> bool:
+    """Tell whether ``error`` is Redis refusing a command on a key of another type."""
+    return isinstance(error, redis.ResponseError) and reply_of(error).startswith("WRONGTYPE")
+
+
 def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable | None:
-    """Return the error to raise for an error reply from Redis, or None to let it through."""
-    message = str(exc)
+    """Return the error to raise for an error reply from Redis, or None to let it through.
+
+    The message keeps redis-py's whole text: inside a pipeline it names the command and key.
+    """
+    message = reply_of(exc)
     if message.startswith(("NOAUTH", "WRONGPASS")):
         return BrokerRefused(
-            f"Redis at {where} needs credentials ({message}). Add them to LOCATION, e.g. "
+            f"Redis at {where} needs credentials ({exc}). Add them to LOCATION, e.g. "
             "'redis://user:password@host:6379/0'."
         )
     # redis-py strips the error code of the replies it maps to classes (OOM, READONLY, ...).
     if isinstance(exc, redis.exceptions.OutOfMemoryError) or message.startswith("OOM"):
         return BrokerUnavailable(
-            f"Redis at {where} is out of memory ({message}). Raise maxmemory, or purge "
+            f"Redis at {where} is out of memory ({exc}). Raise maxmemory, or purge "
             "old results; nothing was written."
         )
     if message.startswith(DAMAGED_DATA_ERRORS):
         return BrokerUnavailable(
             f"Redis at {where} holds a value of the wrong kind in one of this backend's keys "
-            f"({message}). Something other than django-threadmill wrote to it: delete that "
+            f"({exc}). Something other than django-threadmill wrote to it: delete that "
             "key, or give each project its own OPTIONS['key_prefix']."
         )
     if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
         ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")
     ):
-        return BrokerUnavailable(f"Redis at {where} cannot serve writes now ({message}).")
+        return BrokerUnavailable(f"Redis at {where} cannot serve writes now ({exc}).")
     return None

@@ -8,8 +8,22 @@ from typing import Any, cast
 
 import redis
 
+from ..exceptions import PayloadError
+from .connection import wrong_type
 from .core import BrokerCore
 from .types import stored_int
+
+
+def damaged_record(task_id: str, key: str, kind: str) -> PayloadError:
+    """Return the error for a task whose record key holds a ``kind`` (a list, a string...).
+
+    Not ``BrokerUnavailable``: no retry fixes it (docs/lifecycle.md, Damaged records).
+    """
+    return PayloadError(
+        f"Task {task_id!r} cannot be read: its key {key!r} holds a {kind}, not a hash, so "
+        "something other than django-threadmill wrote it. Look at it (redis-cli TYPE, DUMP), "
+        "then delete it or restore the record (docs/lifecycle.md, Damaged records)."
+    )
 
 
 class Reads(BrokerCore):
@@ -45,17 +59,31 @@ class Reads(BrokerCore):
         return info
 
     def record(self, task_id: str) -> dict[str, str] | None:
-        """Return the stored fields of ``task_id``, or None if there is no such task."""
+        """Return the stored fields of ``task_id``, or None if there is no such task.
+
+        Raise ``PayloadError`` (``damaged_record``) when its key is not a hash.
+        """
         key = self.record_key(task_id)
         if key is None:
             return None
         with self.translated_errors():
-            return cast(dict[str, str], self.client.hgetall(key)) or None
+            try:
+                return cast(dict[str, str], self.client.hgetall(key)) or None
+            except redis.ResponseError as exc:
+                if not wrong_type(exc):
+                    raise
+                raise damaged_record(task_id, key, str(self.client.type(key))) from exc
 
     async def arecord(self, task_id: str) -> dict[str, str] | None:
         """Async twin of ``record``."""
         key = self.record_key(task_id)
         if key is None:
             return None
+        client = self._async_client()[0]
         with self.translated_errors():
-            return cast(dict[str, str], await self._async_client()[0].hgetall(key)) or None
+            try:
+                return cast(dict[str, str], await client.hgetall(key)) or None
+            except redis.ResponseError as exc:
+                if not wrong_type(exc):
+                    raise
+                raise damaged_record(task_id, key, str(await client.type(key))) from exc

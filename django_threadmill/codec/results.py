@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..compat import Task, TaskError, TaskResult, TaskResultStatus, normalize_json
+from ..exceptions import PayloadError
 from .jsoncodec import dumps
 from .times import from_ms
 
@@ -139,6 +140,12 @@ def stored_result(
     """Return the ``TaskResult`` a stored record stands for, in the state it is in."""
     status = STATUS_OF_STATE.get(record.get("state", ""), TaskResultStatus.READY)
     stored_value = record.get("result") if status == TaskResultStatus.SUCCESSFUL else None
+    try:
+        return_value = json.loads(stored_value or "null")
+    except ValueError as exc:
+        raise PayloadError(
+            f"Stored result of task {task_id!r} is not valid JSON ({exc}); it was corrupted."
+        ) from exc
     return task_result(
         task,
         task_id,
@@ -152,7 +159,7 @@ def stored_result(
         finished_at=from_ms(record.get("finished_ms")),
         errors=errors_of(record),
         worker_ids=record["workers"].split("\n") if record.get("workers") else [],
-        return_value=json.loads(stored_value or "null"),
+        return_value=return_value,
     )
 
 
@@ -163,7 +170,8 @@ def attempted_ms(record: dict[str, str]) -> str | None:
 
 def errors_of(record: dict[str, str]) -> list[TaskError]:
     """Return the stored errors of a record, one per failed attempt, oldest first."""
-    count = int(record.get("nerrors") or 0)
+    stored = record.get("nerrors", "")
+    count = int(stored) if stored.isdecimal() else 0  # garbage reads as none, as scripts do
     return [parse_error(record.get(f"error:{n}", "")) for n in range(1, count + 1)]
 
 

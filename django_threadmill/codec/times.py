@@ -41,8 +41,15 @@ def _forget_use_tz(*, setting: str, **kwargs: Any) -> None:
 
 
 def from_ms(value: int | str | None) -> datetime | None:
-    """Return the stored ms timestamp as the datetime Django would use (aware under USE_TZ)."""
+    """Return the stored ms timestamp as the datetime Django would use (aware under USE_TZ).
+
+    Absent reads as None, and so does a field written by hand that is no time ("garbage", or
+    past the year 9999): a display time must not make a read fail, as the scripts read it.
+    """
     if value is None or value == "":
         return None
-    moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+    try:
+        moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
     return moment if _use_tz() else timezone.make_naive(moment)

@@ -1,5 +1,7 @@
-"""get_result on a record it cannot rebuild raises PayloadError naming the problem and the fix."""
+"""get_result on a record it cannot rebuild raises PayloadError naming the problem and the fix;
+fields a read can do without (times, the error count) read as unknown when they are garbage."""
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -8,8 +10,25 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.exceptions import PayloadError
 from testproject.example.tasks import echo
+from tests.backend_support import fail, start_shared_sync_thread, succeed
+
+type Read = Callable[[str], TaskResult]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_sync_thread() -> None:
+    start_shared_sync_thread()
+
+
+@pytest.fixture(params=["get_result", "aget_result"])
+def read(request: pytest.FixtureRequest, backend: ThreadmillTaskBackend) -> Read:
+    """Read a result through the sync API or the native async one."""
+    if request.param == "get_result":
+        return backend.get_result
+    return lambda result_id: asyncio.run(backend.aget_result(result_id))
 
 
 @pytest.fixture
@@ -76,3 +95,62 @@ def test_path_to_something_that_is_not_a_task(
     )
     with pytest.raises(PayloadError, match=f"^{re.escape(message)}$"):
         backend.get_result(task_id)
+
+
+def test_record_key_of_another_type_names_the_key_and_the_fix(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, read: Read
+) -> None:
+    task_id = echo.enqueue(1).id
+    key = backend.broker.record_key(task_id)
+    assert key is not None
+    redis_client.delete(key)
+    redis_client.rpush(key, "x")
+
+    message = (
+        f"Task {task_id!r} cannot be read: its key {key!r} holds a list, not a hash, so "
+        "something other than django-threadmill wrote it. Look at it (redis-cli TYPE, DUMP), "
+        "then delete it or restore the record (docs/lifecycle.md, Damaged records)."
+    )
+    with pytest.raises(PayloadError, match=f"^{re.escape(message)}$"):
+        read(task_id)
+
+
+def test_times_and_error_count_that_are_not_numbers_read_as_unknown(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, read: Read
+) -> None:
+    task_id = echo.enqueue(1).id
+    fail(backend, task_id, ValueError("boom"))
+    key = backend.broker.record_key(task_id)
+    assert key is not None
+    redis_client.hset(
+        key,
+        mapping={
+            "enqueued_ms": "garbage",
+            "started_ms": "-",
+            "finished_ms": "9" * 30,  # past the year 9999
+            "nerrors": "many",
+        },
+    )
+
+    result = read(task_id)
+
+    assert result.status == TaskResultStatus.FAILED
+    assert (result.enqueued_at, result.started_at, result.finished_at) == (None, None, None)
+    assert result.errors == []
+
+
+def test_stored_result_that_is_not_json(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, read: Read
+) -> None:
+    task_id = echo.enqueue(1).id
+    succeed(backend, task_id, 1)
+    key = backend.broker.record_key(task_id)
+    assert key is not None
+    redis_client.hset(key, "result", "{not json")
+
+    with pytest.raises(
+        PayloadError,
+        match=rf"^Stored result of task {re.escape(repr(task_id))} is not valid JSON \(.+\); it "
+        r"was corrupted\.$",
+    ):
+        read(task_id)

@@ -8,6 +8,7 @@ one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writ
 from ...codec.payloads import task_path
 from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
 from .types import (
+    DAMAGED,
     Index,
     QueueOverview,
     StateSplit,
@@ -17,6 +18,7 @@ from .types import (
 )
 
 __all__ = [
+    "DAMAGED",
     "STATE_SAMPLE",
     "THROUGHPUT_MINUTES",
     "Index",

@@ -5,12 +5,14 @@ See the package docstring for the rules every query here follows.
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import cast
+from typing import Any, cast
 
 from ...codec.ids import queue_of
 from ...codec.payloads import task_path
 from ..broker import Broker
+from ..connection import wrong_type
 from ..keys import QueueKeys
+from ..reads import damaged_record
 from ..scripts import lua_constant
 from ..types import stored_int
 from .types import (
@@ -37,6 +39,17 @@ ROW_FIELDS = (
     "workers",
     "nerrors",
 )
+type Fields = list[str | None] | None  # one HMGET reply; None: the key is not a hash
+
+
+def _readable(replies: list[Any]) -> list[Any]:
+    """Return pipeline ``replies`` (``raise_on_error=False``), raising any error but a key of
+    another type, which stays in its place: a damaged record is one row a page cannot read, not
+    a page that fails (docs/lifecycle.md, Damaged records)."""
+    for reply in replies:
+        if isinstance(reply, Exception) and not wrong_type(reply):
+            raise reply
+    return replies
 
 
 class Inspector:
@@ -102,7 +115,7 @@ class Inspector:
                 delayed += int(next(replies))
                 finished += int(next(replies))
                 for name, value in next(replies).items():
-                    stats[name] += int(value)
+                    stats[name] += stored_int(value) or 0
                 for minutes in THROUGHPUT_MINUTES:
                     since[minutes] += int(next(replies))
             counted.append((queue, ready, delayed, finished, stats, since))
@@ -170,9 +183,9 @@ class Inspector:
             ids = cast(list[str], self.client.zrevrange(key, 0, STATE_SAMPLE - 1)) if total else []
             states = self._fields(keys, ids, "state")
         counts: dict[str, int] = defaultdict(int)
-        for (state,) in states:
-            if state:
-                counts[state] += 1
+        for fields in states:
+            if fields and fields[0]:
+                counts[fields[0]] += 1
         seen = sum(counts.values())
         if total <= len(ids) or not seen:
             return StateSplit(counts=dict(counts), exact=total <= len(ids))
@@ -204,7 +217,7 @@ class Inspector:
                 task_id, score = head[0]
                 heads.append(task_id)
                 low = (int(score) // PRIORITY_STEP + 1) * PRIORITY_STEP
-            enqueued = [stored_int(v) for (v,) in self._fields(keys, heads, "enqueued_ms")]
+            enqueued = [stored_int(f[0]) for f in self._fields(keys, heads, "enqueued_ms") if f]
         known = [ms for ms in enqueued if ms is not None]
         return min(known) if known else None
 
@@ -228,7 +241,7 @@ class Inspector:
             for _ in parts[queue]:
                 renewed, held = next(replies), next(replies)
                 for worker_id, score in renewed:
-                    held_by[worker_id] += int(held.get(worker_id) or 0)
+                    held_by[worker_id] += stored_int(held.get(worker_id)) or 0
                     renewed_at[worker_id] = max(int(score), renewed_at.get(worker_id, 0))
             sightings += [
                 WorkerSighting(
@@ -278,39 +291,47 @@ class Inspector:
                     pipe.zrange(key, start, stop, withscores=True)
             return dict(zip(ranges, pipe.execute(), strict=True))
 
-    def _fields(self, keys: QueueKeys, ids: Sequence[str], *fields: str) -> list[list[str]]:
-        if not ids:
+    def _hmget(self, keys: Sequence[str], fields: Sequence[str]) -> list[Fields]:
+        """Return ``fields`` of each record key, None where the key is not a hash: one pipeline."""
+        if not keys:
             return []
-        with self.client.pipeline(transaction=False) as pipe:
-            for task_id in ids:
-                pipe.hmget(keys.record(task_id), fields)
-            return pipe.execute()
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hmget(key, fields)
+            replies = _readable(pipe.execute(raise_on_error=False))
+        return [None if isinstance(reply, Exception) else reply for reply in replies]
 
-    def probe(self, ids: Sequence[str], fields: Sequence[str]) -> list[dict[str, str | None]]:
-        """Return ``fields`` of each record of ``ids`` (all None where it is gone): one pipeline.
+    def _fields(self, keys: QueueKeys, ids: Sequence[str], *fields: str) -> list[Fields]:
+        return self._hmget([keys.record(task_id) for task_id in ids], fields)
+
+    def probe(
+        self, ids: Sequence[str], fields: Sequence[str]
+    ) -> list[dict[str, str | None] | None]:
+        """Return ``fields`` of each record of ``ids`` (all None where it is gone, None where
+        its key is not a hash): one pipeline.
 
         A filtered listing reads only what its filter needs, then whole rows for the matches.
         """
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for task_id in ids:
-                pipe.hmget(self._record(task_id), fields)
-            replies = pipe.execute()
-        return [dict(zip(fields, values, strict=True)) for values in replies]
+        replies = self._hmget([self._record(task_id) for task_id in ids], fields)
+        return [
+            None if values is None else dict(zip(fields, values, strict=True)) for values in replies
+        ]
 
     def rows(self, ids: Iterable[str]) -> dict[str, TaskRow | None]:
-        """Return the listing fields of each id (None where the record is gone): one pipeline."""
+        """Return the listing fields of each id (None where the record is gone, a ``DAMAGED``
+        row where its key is not a hash): one pipeline."""
         wanted = list(ids)
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for task_id in wanted:
-                pipe.hmget(self._record(task_id), ROW_FIELDS)
-            replies = pipe.execute()
+        replies = self._hmget([self._record(task_id) for task_id in wanted], ROW_FIELDS)
         return {
-            task_id: self._row(task_id, dict(zip(ROW_FIELDS, values, strict=True)))
+            task_id: self._row(task_id, values)
             for task_id, values in zip(wanted, replies, strict=True)
         }
 
     @staticmethod
-    def _row(task_id: str, fields: dict[str, str | None]) -> TaskRow | None:
+    def _row(task_id: str, values: Fields) -> TaskRow | None:
+        if values is None:
+            return TaskRow.unreadable(task_id, queue_of(task_id) or "")
+        fields = dict(zip(ROW_FIELDS, values, strict=True))
         if not fields["state"]:
             return None
         return TaskRow(
@@ -334,23 +355,29 @@ class Inspector:
         if queue is None or part is None:
             return None
         keys = self._keys(part)
+        key = keys.record(task_id)
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.hgetall(keys.record(task_id))
-            pipe.pttl(keys.record(task_id))
+            pipe.hgetall(key)
+            pipe.pttl(key)
             pipe.zscore(keys.leases, task_id)
             pipe.zscore(keys.delayed, task_id)
             pipe.zrank(keys.ready, task_id)
-            record, ttl_ms, deadline, due, position = pipe.execute()
+            pipe.type(key)
+            replies = _readable(pipe.execute(raise_on_error=False))
+        record, ttl_ms, deadline, due, position, kind = replies
         if not record:
             return None
         return TaskDetail(
             id=task_id,
             queue=queue,
-            record=record,
+            record={} if isinstance(record, Exception) else record,
             ttl_ms=int(ttl_ms) if int(ttl_ms) >= 0 else None,
             lease_deadline_ms=stored_int(deadline),
             due_ms=stored_int(due),
             ready_position=position,
+            damaged=str(damaged_record(task_id, key, kind))
+            if isinstance(record, Exception)
+            else "",
         )
 
     def existing(self, task_ids: Sequence[str]) -> list[str]:

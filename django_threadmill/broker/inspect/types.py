@@ -3,6 +3,8 @@
 from dataclasses import dataclass
 from enum import StrEnum
 
+DAMAGED = "damaged"  # the state a reader shows for a record key that is not a hash
+
 
 class Index(StrEnum):
     """The per-queue sorted sets a listing can walk."""
@@ -67,6 +69,22 @@ class TaskRow:
     attempts: int
     errors: int
 
+    @classmethod
+    def unreadable(cls, task_id: str, queue: str) -> "TaskRow":
+        """Return the row of a task whose key is not a hash (docs/lifecycle.md, Damaged records)."""
+        return cls(
+            id=task_id,
+            queue=queue,
+            state=DAMAGED,
+            path="",
+            enqueued_ms=None,
+            run_after_ms=None,
+            started_ms=None,
+            finished_ms=None,
+            attempts=0,
+            errors=0,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskDetail:
@@ -79,3 +97,4 @@ class TaskDetail:
     lease_deadline_ms: int | None
     due_ms: int | None  # when a delayed task becomes ready
     ready_position: int | None  # 0 = the next task this queue hands out
+    damaged: str = ""  # why the record cannot be read (its key is not a hash); "" when it can
