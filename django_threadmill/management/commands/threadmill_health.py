@@ -69,8 +69,8 @@ class Command(BaseCommand):
             type=float,
             default=DEFAULT_TIMEOUT_S,
             metavar="S",
-            help="Seconds Redis may take to accept the connection or answer one read "
-            f"(default: {DEFAULT_TIMEOUT_S:g}; at most three reads).",
+            help="Seconds Redis may take to accept the connection or answer one call "
+            f"(default: {DEFAULT_TIMEOUT_S:g}; at most three calls).",
         )
         parser.add_argument(
             "--redis-down-ok",
