@@ -4,6 +4,7 @@ The clients decode every reply (``decode_responses``, connection.py): the casts 
 redis-py's types, which allow bytes.
 """
 
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import redis
@@ -37,6 +38,17 @@ class Reads(BrokerCore):
         keys = self.queue_keys(self.part_in(queue, schedule))
         with self.translated_errors():
             return stored_int(cast(str | None, self.client.get(keys.fired(schedule))))
+
+    def server_time_ms(self) -> int:
+        """Return Redis ``TIME`` in ms: the one clock time is decided on, whatever the host's
+        own (docs/design.md, One clock)."""
+        with self.translated_errors():
+            seconds, micros = self.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    def server_time(self) -> datetime:
+        """Return Redis ``TIME`` as an aware UTC datetime (to the ms)."""
+        return datetime.fromtimestamp(self.server_time_ms() / 1000, UTC)
 
     def queues(self) -> list[str]:
         """Return every queue name this alias has seen, sorted."""

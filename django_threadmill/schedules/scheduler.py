@@ -4,12 +4,13 @@ Every supervisor runs one. A slot's task id derives from (alias, schedule, slot)
 enqueue script skips an id that exists and a slot at or before the schedule's last fired one
 (kept in Redis in the task's queue), so however many supervisors fire a slot, and however long
 after its task finished and expired, it is stored once. Only the latest due slot fires: slots
-missed while no supervisor ran fire once, not once each.
+missed while no supervisor ran fire once, not once each. Slots are decided on Redis ``TIME``, so
+a supervisor whose host clock drifted fires nothing early or late (docs/design.md, One clock).
 """
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import chain, count
 from uuid import NAMESPACE_URL, uuid5
 
@@ -23,10 +24,6 @@ from ..exceptions import BrokerUnavailable
 from .slots import next_slot, previous_slot, slot_ms
 
 logger = logging.getLogger(__name__)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def slot_task_id(alias: str, schedule: str, slot: int, queue: str, shards: int = 1) -> str:
@@ -45,12 +42,15 @@ class Scheduler:
     """Fire the schedules of one ``TASKS`` entry when their slots come (supervisor thread only).
 
     It enqueues through the entry's pipeline: the tasks are validated by ``using()`` when
-    ``scheduled_task`` builds them, as a backend would.
+    ``scheduled_task`` builds them, as a backend would. ``clock`` is Redis time unless a test
+    gives its own.
     """
 
-    def __init__(self, pipeline: EnqueuePipeline, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self, pipeline: EnqueuePipeline, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.pipeline = pipeline
-        self.clock = clock
+        self.clock = clock or pipeline.broker.server_time
         self.schedules = list(pipeline.settings.schedules.values())
         self._due: dict[str, datetime | None] = {s.name: None for s in self.schedules}
         self._tasks: dict[str, Task] = {}

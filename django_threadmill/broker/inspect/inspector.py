@@ -81,9 +81,7 @@ class Inspector:
 
     def now_ms(self) -> int:
         """Return Redis server time in ms: the clock every score was written with."""
-        with self.broker.translated_errors():
-            seconds, micros = self.client.time()
-        return int(seconds) * 1000 + int(micros) // 1000
+        return self.broker.server_time_ms()
 
     def queues(self) -> list[str]:
         """Return every queue name this alias has seen, sorted."""

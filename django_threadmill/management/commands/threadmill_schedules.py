@@ -1,6 +1,9 @@
-"""manage.py threadmill_schedules: list a backend's schedules with their next and last slot."""
+"""manage.py threadmill_schedules: list a backend's schedules with their next and last slot.
 
-from datetime import UTC, datetime
+Next slots are reckoned on Redis time, as the supervisors fire them (docs/design.md, One clock).
+"""
+
+from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -15,7 +18,7 @@ from ..backend_option import BACKEND_HELP, backend_option
 class Command(BaseCommand):
     help = (
         "List the schedules in OPTIONS['schedules'] of a threadmill backend: when each fires, "
-        "its next slot, and the last slot any worker fired (read from Redis)."
+        "its next slot (on the Redis clock), and the last slot any worker fired."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,17 +29,19 @@ class Command(BaseCommand):
         schedules = backend.settings.schedules.values()
         if not schedules:
             self.stdout.write(f"No schedules in TASKS[{backend.alias!r}]['OPTIONS'].")
-        for schedule in schedules:
-            self.stdout.write(self._line(backend, schedule))
+            return
+        try:
+            now = backend.broker.server_time()
+            for schedule in schedules:
+                self.stdout.write(self._line(backend, schedule, now))
+        except BrokerUnavailable as exc:
+            raise CommandError(f"Cannot read the schedules' slots from Redis: {exc}") from exc
 
-    def _line(self, backend: ThreadmillTaskBackend, schedule: Schedule) -> str:
+    def _line(self, backend: ThreadmillTaskBackend, schedule: Schedule, now: datetime) -> str:
         zone = zone_of(schedule.timezone)
         queue = scheduled_task(schedule).queue_name
-        try:
-            last_ms = backend.broker.last_fired_ms(queue, schedule.name)
-        except BrokerUnavailable as exc:
-            raise CommandError(f"Cannot read the last fired slots from Redis: {exc}") from exc
-        upcoming = next_slot(schedule, datetime.now(UTC)).astimezone(zone)
+        last_ms = backend.broker.last_fired_ms(queue, schedule.name)
+        upcoming = next_slot(schedule, now).astimezone(zone)
         last = "never" if last_ms is None else datetime.fromtimestamp(last_ms / 1000, zone)
         return (
             f"{schedule.name}  {schedule.when} ({zone.key})  task={schedule.task}  "
