@@ -1,8 +1,15 @@
-"""System checks for a ThreadmillTaskBackend: its Redis must keep tasks safe, its schedules work."""
+"""System checks for a ThreadmillTaskBackend: its settings always, its Redis where it matters.
 
-from collections.abc import Iterator, Set
-from contextlib import contextmanager
+``check_backend`` (what django.tasks' own check calls) judges the settings and needs no Redis, so
+migrate, runserver, collectstatic and test work with Redis down. ``check_redis`` reads the
+server: ``manage.py check --deploy`` and ``--tag threadmill`` run it, and so do the worker and the
+reaper at start (docs/reliability.md, Redis settings we require).
+"""
+
+from collections.abc import Callable, Iterable, Iterator, Set
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from enum import Enum
 from typing import Any, Protocol
 
 from django.core.checks import CheckMessage, Error, Warning
@@ -14,14 +21,24 @@ from .conf.topology import Durability
 from .exceptions import BrokerRefused, BrokerUnavailable
 from .schedules.checks import schedule_messages
 
+REDIS_TAG = "threadmill"  # the tag of the checks that read Redis: check --tag threadmill
 UNREACHABLE = "threadmill.E001"  # Redis cannot be used at all (down, or not serving)
 REFUSED = "threadmill.E004"  # Redis refused our credentials or ACL rights: never silenced
 MIN_REDIS_VERSION = (6, 2)
 MIN_WAITAOF_VERSION = (7, 2)  # Redis and Valkey both added WAITAOF in 7.2
 # Policies that may evict keys with a TTL only: pending tasks are safe, finished results are not.
 VOLATILE_POLICIES = {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
-# Set by commands that wait for Redis themselves (``redis_may_be_down``).
-_redis_may_be_down = ContextVar("threadmill_redis_may_be_down", default=False)
+
+
+class RedisChecks(Enum):
+    """Whether the registered check of the ``threadmill`` tag reads Redis in this command."""
+
+    SKIPPED = "skipped"  # every command by default: none of them needs Redis
+    ASKED = "asked"  # manage.py check --tag threadmill
+    AT_START = "at start"  # the worker and the reaper, which wait for an unreachable Redis
+
+
+_redis_checks = ContextVar("threadmill_redis_checks", default=RedisChecks.SKIPPED)
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -43,12 +60,8 @@ class CheckedBackend(Protocol):
 
 
 def check_backend(backend: CheckedBackend) -> list[CheckMessage]:
-    """Return errors and warnings about the Redis behind ``backend`` and its schedules."""
-    return [
-        *_redis_messages(backend),
-        *schedule_messages(backend.settings),
-        *_shard_messages(backend),
-    ]
+    """Return errors and warnings about ``backend``'s settings; nothing here reads Redis."""
+    return [*schedule_messages(backend.settings), *_shard_messages(backend)]
 
 
 def _shard_messages(backend: CheckedBackend) -> list[CheckMessage]:
@@ -77,7 +90,38 @@ def _shard_messages(backend: CheckedBackend) -> list[CheckMessage]:
     return messages
 
 
-def _redis_messages(backend: CheckedBackend) -> list[CheckMessage]:
+@contextmanager
+def redis_checks(mode: RedisChecks) -> Iterator[None]:
+    """Let the registered ``threadmill`` check read Redis (or not) for the block."""
+    reset = _redis_checks.set(mode)
+    try:
+        yield
+    finally:
+        _redis_checks.reset(reset)
+
+
+def redis_may_be_down() -> AbstractContextManager[None]:
+    """Run the Redis checks in a command that waits for Redis itself, except "not usable".
+
+    The worker and the reaper retry with backoff and log why, so one started before Redis,
+    or during an outage, starts working once Redis is up instead of exiting. Refused
+    credentials (``REFUSED``) still stop them at start: no wait fixes a password.
+    """
+    return redis_checks(RedisChecks.AT_START)
+
+
+def asked_redis_messages(backends: Callable[[], Iterable[CheckedBackend]]) -> list[CheckMessage]:
+    """Return ``check_redis`` of each backend where the command asked for it, else nothing."""
+    mode = _redis_checks.get()
+    if mode is RedisChecks.SKIPPED:
+        return []
+    waited = mode is RedisChecks.AT_START
+    return [message for backend in backends() for message in check_redis(backend, waited=waited)]
+
+
+def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckMessage]:
+    """Return errors and warnings about the Redis behind ``backend``: reachable, recent,
+    safe for tasks. ``waited``: an unreachable Redis is waited for, so it is no error."""
     where = f"TASKS[{backend.alias!r}] at {redacted(backend.settings.location)}"
     try:
         info = backend.broker.server_info()
@@ -92,7 +136,7 @@ def _redis_messages(backend: CheckedBackend) -> list[CheckMessage]:
             )
         ]
     except BrokerUnavailable as exc:
-        if _redis_may_be_down.get():
+        if waited:
             return []
         return [
             Error(
@@ -106,21 +150,6 @@ def _redis_messages(backend: CheckedBackend) -> list[CheckMessage]:
         *_durability_messages(where, info),
         *_durability_mode_messages(where, backend.settings, info),
     ]
-
-
-@contextmanager
-def redis_may_be_down() -> Iterator[None]:
-    """Silence "Redis is not usable" for commands that wait for Redis themselves.
-
-    The worker and the reaper retry with backoff and log why, so one started before Redis,
-    or during an outage, starts working once Redis is up instead of exiting. Refused
-    credentials (``REFUSED``) still stop them at start: no wait fixes a password.
-    """
-    reset = _redis_may_be_down.set(True)
-    try:
-        yield
-    finally:
-        _redis_may_be_down.reset(reset)
 
 
 def _version_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:

@@ -1,8 +1,11 @@
-"""System checks: each Redis setting that puts tasks at risk gives its error or warning."""
+"""System checks: each Redis setting that puts tasks at risk gives its error or warning, where
+Redis matters (check --deploy, check --tag threadmill, the worker and the reaper at start);
+commands that need no Redis work with it down."""
 
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from django.core.checks import Error, Warning
@@ -11,8 +14,10 @@ from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.checks import check_redis
 from django_threadmill.compat import task_backends
 from tests.servers.redis_server import free_port, redis_process
+from tests.support import Command, run_to_completion
 
 from .backend_support import redis_with_password
 from .conftest import tasks_setting
@@ -30,7 +35,7 @@ def backend_at(location: str, key_prefix: str) -> Iterator[ThreadmillTaskBackend
 def checked_server(*redis_args: str) -> Iterator[tuple[str, list[str]]]:
     """Yield a throwaway server's URL and the check ids its settings raise."""
     with redis_process(*redis_args) as server, backend_at(server.url, "tmcheck") as backend:
-        yield server.url, [message.id for message in backend.check()]
+        yield server.url, [message.id for message in check_redis(backend)]
 
 
 def test_safe_server_passes() -> None:
@@ -45,7 +50,7 @@ def test_rdb_snapshots_count_as_persistence() -> None:
 
 def test_persistence_off_warns() -> None:
     with redis_process() as server, backend_at(server.url, "tmcheck") as backend:
-        [message] = backend.check()
+        [message] = check_redis(backend)
     assert isinstance(message, Warning)
     assert message.id == "threadmill.W001"
     assert message.msg == (
@@ -62,7 +67,7 @@ def test_allkeys_eviction_is_an_error() -> None:
         redis_process("--appendonly", "yes", "--maxmemory-policy", "allkeys-lru") as server,
         backend_at(server.url, "tmcheck") as backend,
     ):
-        [message] = backend.check()
+        [message] = check_redis(backend)
     assert isinstance(message, Error)
     assert message.id == "threadmill.E003"
     assert message.msg == (
@@ -88,7 +93,7 @@ def test_volatile_eviction_warns(policy: str) -> None:
         redis_process("--appendonly", "yes", "--maxmemory-policy", policy) as server,
         backend_at(server.url, "tmcheck") as backend,
     ):
-        [message] = backend.check()
+        [message] = check_redis(backend)
     assert isinstance(message, Warning)
     assert message.id == "threadmill.W002"
     assert message.msg == (
@@ -105,7 +110,7 @@ def test_both_problems_are_reported_together() -> None:
 def test_unreachable_redis_is_an_error(key_prefix: str) -> None:
     location = f"redis://127.0.0.1:{free_port()}/0"
     with backend_at(location, key_prefix) as backend:
-        [message] = backend.check()
+        [message] = check_redis(backend)
     assert isinstance(message, Error)
     assert message.id == "threadmill.E001"
     assert re.fullmatch(
@@ -121,17 +126,45 @@ def test_wrong_password_is_an_error_without_the_password(key_prefix: str) -> Non
     with redis_with_password("right-one") as server:
         location = f"redis://:wrong-one@127.0.0.1:{server.port}/0"
         with backend_at(location, key_prefix) as backend:
-            [message] = backend.check()
+            [message] = check_redis(backend)
     assert message.id == "threadmill.E004"
     assert "refused the credentials" in message.msg
     assert "wrong-one" not in message.msg
     assert f"redis://:***@127.0.0.1:{server.port}/0" in message.msg
 
 
-def test_manage_py_check_runs_the_backend_checks() -> None:
+@pytest.mark.parametrize("asked", [["--tag", "threadmill"], ["--deploy"]])
+def test_manage_py_check_reads_redis_when_asked(asked: list[str]) -> None:
     with (
         redis_process("--maxmemory-policy", "allkeys-lru") as server,
         backend_at(server.url, "tmcheck"),
         pytest.raises(SystemCheckError, match=r"threadmill\.E003"),
     ):
+        call_command("check", *asked)
+
+
+def test_plain_manage_py_check_reads_no_redis() -> None:
+    with (
+        redis_process("--maxmemory-policy", "allkeys-lru") as server,
+        backend_at(server.url, "tmcheck"),
+    ):
         call_command("check")
+
+
+@pytest.mark.parametrize("command", [["check"], ["migrate", "--noinput"]])
+def test_commands_that_need_no_redis_work_with_redis_down(
+    command: list[str], key_prefix: str, tmp_path: Path
+) -> None:
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    database = {"THREADMILL_DB": str(tmp_path / "db.sqlite3")}
+    run_to_completion(Command(down, key_prefix, *command, extra_env=database))
+
+
+def test_check_tag_threadmill_with_redis_down_names_it(key_prefix: str) -> None:
+    down = f"redis://127.0.0.1:{free_port()}/0"
+    check = Command(down, key_prefix, "check", "--tag", "threadmill")
+    try:
+        assert check.wait() == 1
+        assert f"(threadmill.E001) TASKS['default'] at {down}: Redis is not usable" in check.log
+    finally:
+        check.close()

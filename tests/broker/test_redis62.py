@@ -12,6 +12,7 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease, NewTask, Outcome
 from django_threadmill.broker.scripts import ScriptName, script_source
+from django_threadmill.checks import check_redis
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import echo
@@ -87,7 +88,7 @@ def test_reap_reports_running_on_6_2(
 def test_backend_round_trip_on_6_2(backend: ThreadmillTaskBackend) -> None:
     result = echo.enqueue("hello")
     assert echo.get_result(result.id).status == TaskResultStatus.READY
-    assert [message.id for message in backend.check()] == ["threadmill.W001"]  # no E002
+    assert [message.id for message in check_redis(backend)] == ["threadmill.W001"]  # no E002
 
 
 @pytest.mark.parametrize("name", list(ScriptName))

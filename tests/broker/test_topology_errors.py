@@ -3,6 +3,7 @@
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.checks import check_redis
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
 from tests.servers.redis_server import free_port
@@ -23,7 +24,7 @@ def test_unreachable_cluster_is_unavailable_and_a_check_error() -> None:
         r"\(.*\)\. Wait for the failover to finish .* or fix LOCATION; nothing was written\.",
     ):
         backend.enqueue(echo, [1], {})
-    assert [message.id for message in backend.check()] == ["threadmill.E001"]
+    assert [message.id for message in check_redis(backend)] == ["threadmill.E001"]
 
 
 def test_unreachable_sentinels_are_unavailable() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Finish, Outcome
+from django_threadmill.checks import check_redis
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.conf.settings import Durability
@@ -46,7 +47,7 @@ def run_one(backend: ThreadmillTaskBackend) -> str:
 )
 def test_a_confirmed_mode_stores_and_settles_tasks(backend: ThreadmillTaskBackend) -> None:
     assert run_one(backend) == TaskResultStatus.SUCCESSFUL
-    ids = {message.id for message in backend.check()}
+    ids = {message.id for message in check_redis(backend)}
     assert not ids & {"threadmill.W003", "threadmill.E005", "threadmill.E006"}
 
 
@@ -60,7 +61,7 @@ def test_no_replica_makes_enqueue_fail_naming_the_mode(backend: ThreadmillTaskBa
         r"not copied to a replica within 0\.2s\. Check that a replica is connected",
     ):
         echo.enqueue("unconfirmed")
-    [warning] = [message for message in backend.check() if message.id == "threadmill.W003"]
+    [warning] = [message for message in check_redis(backend) if message.id == "threadmill.W003"]
     assert "no replica is connected" in warning.msg
 
 
@@ -86,7 +87,7 @@ def test_an_unconfirmed_ack_batch_raises_and_its_retry_is_fenced(
 
 @pytest.mark.parametrize(("redis_url", "tasks_options"), [("lone_primary", "fsync")], indirect=True)
 def test_fsync_without_waitaof_or_aof_is_a_check_error(backend: ThreadmillTaskBackend) -> None:
-    [message] = [m for m in backend.check() if m.id in ("threadmill.E005", "threadmill.E006")]
+    [message] = [m for m in check_redis(backend) if m.id in ("threadmill.E005", "threadmill.E006")]
     version = backend.broker.server_info()["redis_version"]
     if tuple(int(part) for part in version.split(".")[:2]) < (7, 2):
         assert message.id == "threadmill.E005"
