@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from enum import Enum
 from typing import Any, Protocol
 
+from django.apps import apps
 from django.core.checks import CheckMessage, Error, Warning
 
 from .broker import Broker
@@ -21,6 +22,7 @@ from .conf.topology import Durability
 from .exceptions import BrokerRefused, BrokerUnavailable
 from .schedules.checks import schedule_messages
 
+APP = "django_threadmill"  # what INSTALLED_APPS must hold for the commands, admin and checks
 REDIS_TAG = "threadmill"  # the tag of the checks that read Redis: check --tag threadmill
 UNREACHABLE = "threadmill.E001"  # Redis cannot be used at all (down, or not serving)
 REFUSED = "threadmill.E004"  # Redis refused our credentials or ACL rights: never silenced
@@ -61,7 +63,27 @@ class CheckedBackend(Protocol):
 
 def check_backend(backend: CheckedBackend) -> list[CheckMessage]:
     """Return errors and warnings about ``backend``'s settings; nothing here reads Redis."""
-    return [*schedule_messages(backend.settings), *_shard_messages(backend)]
+    return [
+        *_app_messages(backend),
+        *schedule_messages(backend.settings),
+        *_shard_messages(backend),
+    ]
+
+
+def _app_messages(backend: CheckedBackend) -> list[CheckMessage]:
+    """Say that the app is missing: its own checks are not registered then, but this one is
+    reached through django.tasks, which checks every backend."""
+    if apps.is_installed(APP):
+        return []
+    return [
+        Error(
+            f"TASKS[{backend.alias!r}] uses ThreadmillTaskBackend, but {APP!r} is not in "
+            "INSTALLED_APPS: there is no threadmill_worker or threadmill_reap command, no admin "
+            "section, and no check of its Redis.",
+            hint=f"Add {APP!r} to INSTALLED_APPS.",
+            id="threadmill.E007",
+        )
+    ]
 
 
 def _shard_messages(backend: CheckedBackend) -> list[CheckMessage]:

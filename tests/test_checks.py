@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.checks import Error, Warning
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
@@ -168,3 +169,18 @@ def test_check_tag_threadmill_with_redis_down_names_it(key_prefix: str) -> None:
         assert f"(threadmill.E001) TASKS['default'] at {down}: Redis is not usable" in check.log
     finally:
         check.close()
+
+
+def test_a_backend_without_the_app_installed_names_the_fix() -> None:
+    without = [app for app in settings.INSTALLED_APPS if app != "django_threadmill"]
+    with (
+        override_settings(INSTALLED_APPS=without),
+        pytest.raises(SystemCheckError) as raised,
+    ):
+        call_command("check")
+    assert (
+        "(threadmill.E007) TASKS['default'] uses ThreadmillTaskBackend, but 'django_threadmill' "
+        "is not in INSTALLED_APPS: there is no threadmill_worker or threadmill_reap command, no "
+        "admin section, and no check of its Redis.\n\tHINT: Add 'django_threadmill' to "
+        "INSTALLED_APPS."
+    ) in str(raised.value)
