@@ -3,8 +3,10 @@
     python -m benchmarks.harness.client PEER CMD N
 
 Commands (each prints one JSON object on stdout):
-  bulk N BYTES [MS]  enqueue N echo tasks the peer's fastest way, each sleeping MS ms first
-                     if given (ours only); {"seconds": ...}
+  bulk N BYTES [MS] [--async]
+                     enqueue N echo tasks the peer's fastest way; with MS, tasks that wait MS ms
+                     (time.sleep), with --async `async def` ones (asyncio.sleep), then return
+                     the value (ours, dramatiq, django-vtasks); {"seconds": ...}
   single N BYTES     enqueue N echo tasks one call at a time; {"latencies_s": [...]}
   pickup N           N stamp tasks one after the other on an idle worker; {"latencies_s": [...]}
 """
@@ -43,12 +45,14 @@ def main() -> None:
     parser.add_argument("count", type=int)
     parser.add_argument("payload_bytes", type=int, nargs="?", default=100)
     parser.add_argument("sleep_ms", type=int, nargs="?", default=0)
+    parser.add_argument("--async", dest="is_async", action="store_true")
     options = parser.parse_args()
     client = load_client(options.peer)
     value = "x" * options.payload_bytes
     if options.command == "bulk":
         started = time.perf_counter()
-        naps = {"sleep_ms": options.sleep_ms} if options.sleep_ms else {}
+        naps = {"sleep_ms": options.sleep_ms, "is_async": options.is_async}
+        naps = naps if options.sleep_ms else {}
         client.enqueue_bulk(options.count, value, **naps)
         report: dict[str, object] = {"seconds": time.perf_counter() - started}
     elif options.command == "single":

@@ -24,14 +24,36 @@ class WorkerSpec:
     prefetch: int = 128  # read-ahead, where the queue lets us set it
     sync_ack: bool = False  # ours only: --sync-ack
     payload_bytes: int = 100  # size of the echo argument
-    task_sleep_ms: int = 0  # ours only: each task sleeps this long first (I/O-bound tasks)
+    task_sleep_ms: int = 0  # each task waits this long first (I/O-bound tasks): ours,
+    # dramatiq and django-vtasks; time.sleep, or asyncio.sleep when async_task
+    async_task: bool = False  # the task is an `async def` (anap) instead of a plain one (nap)
+    max_threads: int | None = None  # ours only: --max-threads, an elastic pool from `threads`
+    async_concurrency: int | None = None  # ours only: --async-concurrency, async tasks in flight
     burst: bool = True  # ours only: exit once the queues are empty (--burst)
     settings: str | None = None  # ours only: the worker's --settings (a project's own LOGGING)
 
     @property
     def config(self) -> str:
-        """Processes x threads, as the table and the test ids print it."""
-        return f"{self.processes}x{self.threads}"
+        """Processes x threads, as the table and the test ids print it.
+
+        An elastic pool reads ``1x2-64`` (2 threads, up to 64); an async lane adds its tasks in
+        flight, ``1x4+500``.
+        """
+        elastic = f"-{self.max_threads}" if self.max_threads else ""
+        lane = f"+{self.async_concurrency}" if self.async_concurrency else ""
+        return f"{self.processes}x{self.threads}{elastic}{lane}"
+
+    @property
+    def in_flight(self) -> int:
+        """Tasks one process can have running at once: what the ideal rate is made of."""
+        if self.async_task and self.async_concurrency:
+            return self.async_concurrency
+        return self.max_threads or self.threads
+
+    @property
+    def ideal_rate(self) -> float | None:
+        """Tasks/s if every slot always held a task and waiting were all a task cost."""
+        return 1000 * self.in_flight / self.task_sleep_ms if self.task_sleep_ms else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +115,14 @@ class Peer(ABC):
     def process_env(self, context: RunContext) -> dict[str, str]:
         """The full environment of a worker or client process of this peer."""
         return {**os.environ, "PYTHONPATH": str(REPO_DIR), **self.env(context)}
+
+    def worker_env(self, spec: WorkerSpec) -> dict[str, str]:
+        """What a drain's worker process of ``spec`` adds to ``process_env``."""
+        return {}
+
+    def lacks(self, spec: WorkerSpec) -> str | None:
+        """Return why this peer's worker cannot run ``spec`` (a flag, a task), or None."""
+        return None
 
     def prepare(self, context: RunContext) -> None:  # noqa: B027 (optional hook)
         """Get the store ready before the first enqueue (for example, migrate a database)."""

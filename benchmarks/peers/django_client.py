@@ -4,11 +4,12 @@ benchmarks/harness/client.py calls django.setup() before importing this module.
 """
 
 import time
+from typing import Any
 
-from django.tasks import TaskResult, TaskResultStatus
+from django.tasks import Task, TaskResult, TaskResultStatus
 
 from ..harness.waiting import poll_until
-from .django_tasks import echo, stamp
+from .django_tasks import anap, echo, nap, stamp
 
 FINISHED = (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
 
@@ -21,6 +22,16 @@ def enqueue_bulk(count: int, value: str) -> None:
     """One ``enqueue`` per task: django.tasks has no bulk API."""
     for _ in range(count):
         echo.enqueue(value)
+
+
+def staged_task(
+    value: str, sleep_ms: int = 0, is_async: bool = False
+) -> tuple[Task, tuple[Any, ...]]:
+    """The task a bulk enqueue stages and its arguments: echo, or a nap (anap if ``is_async``)
+    of ``sleep_ms``."""
+    if not sleep_ms:
+        return echo, (value,)
+    return (anap if is_async else nap), (value, sleep_ms / 1000)
 
 
 def finished(result: TaskResult) -> bool:

@@ -1,5 +1,6 @@
 """django.tasks tasks for the Django-based queues: each settings module binds "default"."""
 
+import asyncio
 import time
 from typing import Any
 
@@ -16,6 +17,13 @@ def echo(value: Any) -> Any:
 def nap(value: Any, seconds: float) -> Any:
     """Sleep ``seconds``, then return the argument: an I/O-bound task."""
     time.sleep(seconds)
+    return value
+
+
+@task
+async def anap(value: Any, seconds: float) -> Any:
+    """Await ``asyncio.sleep(seconds)``, then return the argument: an I/O-bound async task."""
+    await asyncio.sleep(seconds)
     return value
 
 

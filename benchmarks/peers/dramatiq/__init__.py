@@ -18,6 +18,11 @@ class DramatiqPeer(Peer):
     def env(self, context: RunContext) -> dict[str, str]:
         return {**super().env(context), "dramatiq_queue_prefetch": "128"}
 
+    def worker_env(self, spec: WorkerSpec) -> dict[str, str]:
+        # The consumer holds at most this many unacknowledged messages: at or above the tasks
+        # in flight (--threads), or they would wait on it.
+        return {"dramatiq_queue_prefetch": str(spec.prefetch)}
+
     def worker_argv(self, spec: WorkerSpec) -> list[str]:
         return self.python(
             "-m",

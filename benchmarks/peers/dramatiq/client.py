@@ -2,17 +2,23 @@
 
 import time
 
-from .tasks import echo, stamp
+from .tasks import anap, echo, nap, stamp
 
 
 def enqueue_one(value: str) -> None:
     echo.send(value)
 
 
-def enqueue_bulk(count: int, value: str) -> None:
-    """dramatiq has no bulk send: one send per message."""
+def enqueue_bulk(count: int, value: str, sleep_ms: int = 0, is_async: bool = False) -> None:
+    """dramatiq has no bulk send: one send per message (naps of ``sleep_ms`` if set, the async
+    actor if ``is_async``)."""
+    if not sleep_ms:
+        for _ in range(count):
+            echo.send(value)
+        return
+    actor, seconds = (anap if is_async else nap), sleep_ms / 1000
     for _ in range(count):
-        echo.send(value)
+        actor.send(value, seconds)
 
 
 def pickup() -> float:

@@ -1,12 +1,12 @@
 """The enqueue side of django-threadmill: enqueue_many for bulk (harness/client.py)."""
 
-from ..django_client import enqueue_one, pickup
-from ..django_tasks import echo, nap
+from ..django_client import enqueue_one, pickup, staged_task
 
 
-def enqueue_bulk(count: int, value: str, sleep_ms: int = 0) -> None:
-    """Enqueue ``count`` echo tasks (naps of ``sleep_ms`` if set) with enqueue_many."""
-    task, args = (nap, (value, sleep_ms / 1000)) if sleep_ms else (echo, (value,))
+def enqueue_bulk(count: int, value: str, sleep_ms: int = 0, is_async: bool = False) -> None:
+    """Enqueue ``count`` echo tasks (naps of ``sleep_ms`` if set, async if ``is_async``) with
+    enqueue_many."""
+    task, args = staged_task(value, sleep_ms, is_async)
     task.get_backend().enqueue_many(task, [(args, {}) for _ in range(count)])
 
 

@@ -1,12 +1,13 @@
 """The enqueue side of django-vtasks: the backend's enqueue_many for bulk (harness/client.py)."""
 
-from ..django_client import enqueue_one
-from ..django_tasks import echo
+from ..django_client import enqueue_one, staged_task
 
 
-def enqueue_bulk(count: int, value: str) -> None:
-    """Enqueue ``count`` echo tasks with ValkeyTaskBackend.enqueue_many (one LPUSH)."""
-    echo.get_backend().enqueue_many([(echo, (value,), {}) for _ in range(count)])
+def enqueue_bulk(count: int, value: str, sleep_ms: int = 0, is_async: bool = False) -> None:
+    """Enqueue ``count`` echo tasks (naps of ``sleep_ms`` if set, async if ``is_async``) with
+    ValkeyTaskBackend.enqueue_many (one LPUSH)."""
+    task, args = staged_task(value, sleep_ms, is_async)
+    task.get_backend().enqueue_many([(task, args, {}) for _ in range(count)])
 
 
 __all__ = ["enqueue_bulk", "enqueue_one"]
