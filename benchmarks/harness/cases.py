@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from ..peers import PEERS, Peer, WorkerSpec, peer_named
-from ..peers.threadmill import FRESH_PROJECT_SETTINGS
+from ..peers.threadmill import BASELINE_DIR, FRESH_PROJECT_SETTINGS
 from .config import BenchConfig
 
 RTT = "rtt"
@@ -16,10 +16,42 @@ ABLATIONS: dict[str, WorkerSpec] = {
     "prefetch 1": WorkerSpec(threads=1, prefetch=1),
     "payload 5 KB": WorkerSpec(threads=1, payload_bytes=5 * 1024),
 }
-# Ours on tasks that sleep 5 ms, at each thread count: I/O-bound work must scale with threads
-# (4 threads at least 3.5x one). They drain at a few hundred per second: the slow task count.
+# Tasks that sleep 5 ms (time.sleep), at each of config.sleep_thread_counts: I/O-bound work must
+# scale with threads (ours: 4 threads at least 3.5x one), and 32 threads must come near the ideal
+# rate (threads / 5 ms). dramatiq and django-vtasks beside us from 4 threads up. A row whose ideal
+# rate is under 1,000/s (1 and 4 threads) drains the slow task count.
 IO_BOUND = "sleep 5 ms"
 IO_BOUND_SLEEP_MS = 5
+IO_BOUND_PEERS = ("dramatiq", "vtasks")
+IO_BOUND_PEER_MIN_THREADS = 4
+WIDE_THREADS = 32  # the fixed pool the elastic one is held against
+# Ours with an elastic pool (--threads MIN --max-threads MAX): on the sleep tasks, against the
+# fixed 32-thread row; on echo tasks, against the fixed --threads 1 row.
+ELASTIC_SLEEP = WorkerSpec(threads=2, max_threads=64, task_sleep_ms=IO_BOUND_SLEEP_MS)
+ELASTIC_ECHO = WorkerSpec(threads=1, max_threads=64)
+# `async def` tasks awaiting asyncio.sleep(0.02), 500 in flight: ours on its event-loop lane
+# (--async-concurrency), and on 500 threads while the worker has no lane (each thread runs one
+# task on its own loop; skipped once the lane is there); dramatiq's AsyncIO middleware with one
+# worker thread per task in flight; django-vtasks' --concurrency. Read-ahead 1,000 where it can
+# be set, so 500 can be in flight.
+ASYNC = "async 20 ms"
+ASYNC_SLEEP_MS = 20
+ASYNC_IN_FLIGHT = 500
+ASYNC_PREFETCH = 1000
+ASYNC_LANE_THREADS = 4
+
+
+def async_specs(peer: Peer) -> list[WorkerSpec]:
+    """The async rows of one peer: which knob gives it ASYNC_IN_FLIGHT tasks in flight."""
+    task = {"task_sleep_ms": ASYNC_SLEEP_MS, "async_task": True, "prefetch": ASYNC_PREFETCH}
+    if peer.name.startswith("threadmill"):
+        return [
+            WorkerSpec(threads=ASYNC_LANE_THREADS, async_concurrency=ASYNC_IN_FLIGHT, **task),
+            WorkerSpec(threads=ASYNC_IN_FLIGHT, **task),
+        ]
+    return [WorkerSpec(threads=ASYNC_IN_FLIGHT, **task)]
+
+
 RTT_PEERS = ("threadmill", "dramatiq")
 # Rows with two worker processes, the whole of a 2-core machine: what a second process adds.
 PROCESS_PEERS = ("threadmill", "dramatiq")
@@ -43,7 +75,8 @@ class Case:
 
     @property
     def judged(self) -> bool:
-        """Whether a target's ratio is taken from this run (ours in a fresh project too)."""
+        """Whether a target's ratio is taken from this run (ours in a fresh project and with
+        an elastic pool on echo tasks too)."""
         return (
             self.peer.name in JUDGED_PEERS
             and self.spec.processes == 1
@@ -53,12 +86,19 @@ class Case:
     def task_count(self, config: BenchConfig) -> int:
         if self.variant == RTT:
             return config.rtt_task_count
-        slow = self.peer.slow or self.variant == IO_BOUND
+        ideal = self.spec.ideal_rate
+        slow = self.peer.slow or (ideal is not None and ideal < 1000)
         return config.slow_task_count if slow else config.task_count
 
 
+def our_peers() -> list[Peer]:
+    """Ours, and the THREADMILL_BENCH_BASELINE checkout's worker when there is one."""
+    return [peer_named("threadmill"), *([peer_named("threadmill-base")] if BASELINE_DIR else [])]
+
+
 def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
-    """Every run of one round: main comparison, fresh project, 2 processes, ablations, rtt."""
+    """Every run of one round: main comparison, elastic echo, fresh project, 2 processes,
+    ablations, sleep 5 ms, async 20 ms, rtt."""
     cases = [
         Case(round_no, peer, WorkerSpec(threads=threads))
         for threads in config.thread_counts
@@ -66,6 +106,7 @@ def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
         if peer.max_threads is None or threads <= peer.max_threads
     ]
     threadmill = peer_named("threadmill")
+    cases += [Case(round_no, peer, ELASTIC_ECHO) for peer in our_peers()]
     cases += [
         Case(
             round_no,
@@ -82,13 +123,18 @@ def round_cases(config: BenchConfig, round_no: int) -> list[Case]:
     ]
     cases += [Case(round_no, threadmill, spec, name) for name, spec in ABLATIONS.items()]
     cases += [
-        Case(
-            round_no,
-            threadmill,
-            WorkerSpec(threads=threads, task_sleep_ms=IO_BOUND_SLEEP_MS),
-            IO_BOUND,
-        )
-        for threads in config.thread_counts
+        Case(round_no, peer, WorkerSpec(threads=threads, task_sleep_ms=IO_BOUND_SLEEP_MS), IO_BOUND)
+        for threads in config.sleep_thread_counts
+        for peer in [
+            *our_peers(),
+            *(peer_named(name) for name in IO_BOUND_PEERS if threads >= IO_BOUND_PEER_MIN_THREADS),
+        ]
+    ]
+    cases += [Case(round_no, peer, ELASTIC_SLEEP, IO_BOUND) for peer in our_peers()]
+    cases += [
+        Case(round_no, peer, spec, ASYNC)
+        for peer in [*our_peers(), *(peer_named(name) for name in IO_BOUND_PEERS)]
+        for spec in async_specs(peer)
     ]
     cases += [
         Case(round_no, peer_named(name), WorkerSpec(threads=threads), RTT)

@@ -58,7 +58,8 @@ def bar_rows(summaries: list[Summary]) -> list[tuple[str, list[Summary]]]:
     """Main-comparison summaries grouped by queue, in table order."""
     rows: dict[str, list[Summary]] = {}
     for summary in summaries:
-        if not summary.variant and summary.processes == 1:
+        plain = summary.max_threads is None and summary.async_concurrency is None
+        if not summary.variant and summary.processes == 1 and plain:
             rows.setdefault(summary.label, []).append(summary)
     return list(rows.items())
 

@@ -16,6 +16,7 @@ class BenchConfig:
     rounds: int  # rounds per configuration, queues alternating within a round
     judged_rounds: int  # rounds for the runs the targets judge (cases.Case.judged)
     thread_counts: tuple[int, ...]  # worker threads per configuration
+    sleep_thread_counts: tuple[int, ...]  # worker threads of the sleep 5 ms rows
     latency_count: int  # single tasks for pickup latency and single enqueue latency
     burst_async_count: int  # concurrent aenqueue calls in one event loop
     burst_threads: int  # enqueuing threads in one process
@@ -40,6 +41,7 @@ FULL = BenchConfig(
     # three can be 20-30% off): a median of five is steadier, for about two minutes more.
     judged_rounds=5,
     thread_counts=(1, 4),
+    sleep_thread_counts=(1, 4, 32),
     latency_count=1_000,
     burst_async_count=10_000,
     burst_threads=64,
@@ -58,6 +60,7 @@ SMOKE = BenchConfig(
     rounds=1,
     judged_rounds=1,
     thread_counts=(1,),
+    sleep_thread_counts=(1, 32),
     latency_count=20,
     burst_async_count=500,
     burst_threads=64,
@@ -102,6 +105,7 @@ def load_config() -> BenchConfig:
         rounds=_int_env("THREADMILL_BENCH_ROUNDS", base.rounds),
         judged_rounds=_int_env("THREADMILL_BENCH_ROUNDS", base.judged_rounds),
         thread_counts=base.thread_counts,
+        sleep_thread_counts=base.sleep_thread_counts,
         latency_count=_int_env("THREADMILL_BENCH_LATENCY_N", base.latency_count),
         burst_async_count=_int_env("THREADMILL_BENCH_BURST_N", base.burst_async_count),
         burst_threads=base.burst_threads,

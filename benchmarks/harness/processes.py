@@ -45,6 +45,37 @@ def tree_rss_mb(pid: int) -> float | None:
     return total / 2**20 if total else None
 
 
+class TreeMemory:
+    """The peak resident memory of a process tree, from samples the watcher takes at each poll.
+
+    Each sample reads the RSS of the processes already known (one /proc read each); the tree is
+    looked up again (a walk of every process on the machine) at most every REFRESH_S, which
+    catches the worker processes a supervisor forks at start-up.
+    """
+
+    REFRESH_S = 0.25
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.processes: list[psutil.Process] = []
+        self.refreshed_at: float | None = None
+        self.peak_mb: float | None = None
+
+    def sample(self, now: float) -> None:
+        """Add one sample taken at ``now`` (time.perf_counter seconds)."""
+        if self.refreshed_at is None or now - self.refreshed_at >= self.REFRESH_S:
+            self.processes = tree_processes(self.pid)
+            self.refreshed_at = now
+        total = 0
+        for process in self.processes:
+            try:
+                total += process.memory_info().rss
+            except psutil.NoSuchProcess:
+                continue
+        if total:
+            self.peak_mb = max(self.peak_mb or 0.0, total / 2**20)
+
+
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds used so far by a live process and its descendants."""
     total = 0.0

@@ -16,7 +16,10 @@ class DrainRecord:
     label: str
     threads: int
     processes: int = 1  # results written before worker processes were recorded had one
-    variant: str  # "" for the main comparison, else the ablation, "fresh project" or "rtt"
+    max_threads: int | None = None  # ours with an elastic pool (--max-threads)
+    async_concurrency: int | None = None  # ours with an async lane (--async-concurrency)
+    variant: str  # "" for the main comparison, else the ablation, "fresh project", "rtt",
+    # "sleep 5 ms" or "async 20 ms"
     round: int
     tasks: int
     rate: float  # tasks / seconds from worker spawn to the last result stored
@@ -25,6 +28,8 @@ class DrainRecord:
     startup_s: float  # worker spawn to the first result seen
     rss_first_mb: float | None  # worker tree memory at the mark
     rss_late_mb: float | None  # at 90% of the results
+    rss_peak_mb: float | None = None  # the highest of the samples taken at every poll
+    ideal_rate: float | None = None  # tasks in flight / the task's wait, for tasks that wait
     worker_cpu_us: float  # worker tree CPU per task after the mark (shutdown included)
     redis_cpu_us: float  # Redis server CPU per task, whole window
     commands: float  # Redis commands per task, calls inside scripts included
@@ -33,8 +38,24 @@ class DrainRecord:
     top_commands: dict[str, float] = field(default_factory=dict)
 
     @property
-    def key(self) -> tuple[str, int, int, str]:
-        return (self.peer, self.processes, self.threads, self.variant)
+    def key(self) -> "RowKey":
+        return (
+            self.peer,
+            self.processes,
+            self.threads,
+            self.max_threads,
+            self.async_concurrency,
+            self.variant,
+        )
+
+
+# One row of the table: peer, processes, threads, max threads, async lane, variant.
+RowKey = tuple[str, int, int, int | None, int | None, str]
+
+
+def in_flight(threads: int, max_threads: int | None, async_concurrency: int | None) -> int:
+    """Tasks a row can have running at once: the lane, else the most threads."""
+    return async_concurrency or max_threads or threads
 
 
 def per_task(value: float, tasks: int) -> float:
@@ -68,6 +89,8 @@ def record_drain(
         label=label,
         threads=spec.threads,
         processes=spec.processes,
+        max_threads=spec.max_threads,
+        async_concurrency=spec.async_concurrency,
         variant=variant,
         round=round_no,
         tasks=drain.tasks,
@@ -77,6 +100,8 @@ def record_drain(
         startup_s=drain.started_s or 0.0,
         rss_first_mb=drain.first.rss_mb,
         rss_late_mb=drain.late_rss_mb,
+        rss_peak_mb=drain.peak_rss_mb,
+        ideal_rate=spec.ideal_rate,
         worker_cpu_us=1e6 * per_task(after_mark_cpu, max(marginal_tasks, 1)),
         redis_cpu_us=1e6 * per_task(drain.redis.cpu_s, drain.tasks),
         commands=per_task(drain.redis.commands, drain.tasks),
@@ -114,13 +139,27 @@ class Summary:
     rounds: int
     figures: dict[str, Spread]  # each numeric DrainRecord field, by name
     top_commands: dict[str, float]  # from the median round
+    max_threads: int | None = None
+    async_concurrency: int | None = None
+    ideal_rate: float | None = None
 
     def __getitem__(self, name: str) -> float:
         return self.figures[name].median
 
     @property
-    def key(self) -> tuple[str, int, int, str]:
-        return (self.peer, self.processes, self.threads, self.variant)
+    def key(self) -> RowKey:
+        return (
+            self.peer,
+            self.processes,
+            self.threads,
+            self.max_threads,
+            self.async_concurrency,
+            self.variant,
+        )
+
+    @property
+    def in_flight(self) -> int:
+        return in_flight(self.threads, self.max_threads, self.async_concurrency)
 
 
 FIGURES = (
@@ -130,6 +169,7 @@ FIGURES = (
     "startup_s",
     "rss_first_mb",
     "rss_late_mb",
+    "rss_peak_mb",
     "worker_cpu_us",
     "redis_cpu_us",
     "commands",
@@ -140,7 +180,7 @@ FIGURES = (
 
 def summarise(records: list[DrainRecord]) -> list[Summary]:
     """Group records by (peer, processes, threads, variant), in first-seen order."""
-    groups: dict[tuple[str, int, int, str], list[DrainRecord]] = defaultdict(list)
+    groups: dict[RowKey, list[DrainRecord]] = defaultdict(list)
     for record in records:
         groups[record.key].append(record)
     summaries = []
@@ -163,6 +203,9 @@ def summarise(records: list[DrainRecord]) -> list[Summary]:
                 rounds=len(runs),
                 figures=figures,
                 top_commands=middle.top_commands,
+                max_threads=first.max_threads,
+                async_concurrency=first.async_concurrency,
+                ideal_rate=first.ideal_rate,
             )
         )
     return summaries

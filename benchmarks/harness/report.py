@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .records import BurstRecord, DrainRecord, LatencyRecord, Spread, Summary, summarise
-from .targets import REFERENCE, find, target_lines
+from .targets import REFERENCE, target_lines
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
@@ -29,13 +29,25 @@ class Session:
 
 
 def config_name(summary: Summary) -> str:
-    base = f"{summary.processes}x{summary.threads}"
+    """Processes x threads, ``-MAX`` for an elastic pool, ``+N`` for an async lane; variant."""
+    elastic = f"-{summary.max_threads}" if summary.max_threads else ""
+    lane = f"+{summary.async_concurrency}" if summary.async_concurrency else ""
+    base = f"{summary.processes}x{summary.threads}{elastic}{lane}"
     return f"{base} {summary.variant}" if summary.variant else base
 
 
 def reference_for(summary: Summary, summaries: list[Summary]) -> Summary | None:
-    """dramatiq's summary in the configuration of ``summary``."""
-    return find(summaries, REFERENCE, summary.threads, summary.variant, summary.processes)
+    """dramatiq's summary with as many processes and tasks in flight, in the same variant."""
+    return next(
+        (
+            other
+            for other in summaries
+            if other.peer == REFERENCE
+            and (other.processes, other.variant) == (summary.processes, summary.variant)
+            and other.in_flight == summary.in_flight
+        ),
+        None,
+    )
 
 
 def ratio(value: float, reference: float) -> str:
@@ -59,22 +71,24 @@ def ratios(summary: Summary, summaries: list[Summary], name: str) -> str:
 def drain_table(summaries: list[Summary]) -> list[str]:
     """The main table: one row per queue and configuration."""
     header = (
-        f"{'queue':<28} {'config':<16} {'tasks':>6}  {'tasks/s median (min-max)':<26} "
-        f"{'x dramatiq':>10} {'marginal/s':>10} {'x dramatiq':>10} {'worker us':>9} "
-        f"{'redis us':>8} {'cmds':>6} {'scripts':>7} {'RTs':>5} {'enqueue/s':>9} {'start s':>7}"
+        f"{'queue':<28} {'config':<19} {'tasks':>6}  {'tasks/s median (min-max)':<26} "
+        f"{'x dramatiq':>10} {'ideal/s':>7} {'marginal/s':>10} {'x dramatiq':>10} "
+        f"{'worker us':>9} {'redis us':>8} {'cmds':>6} {'scripts':>7} {'RTs':>5} "
+        f"{'enqueue/s':>9} {'start s':>7} {'peak MiB':>8}"
     )
     lines = [header, "-" * len(header)]
     for summary in summaries:
+        ideal = f"{summary.ideal_rate:,.0f}" if summary.ideal_rate else "-"
         lines.append(
-            f"{summary.label:<28} {config_name(summary):<16} {summary.tasks:>6}  "
+            f"{summary.label:<28} {config_name(summary):<19} {summary.tasks:>6}  "
             f"{spread_text(summary, 'rate'):<26} {ratios(summary, summaries, 'rate'):>10} "
-            f"{summary['marginal_rate']:>10,.0f} "
+            f"{ideal:>7} {summary['marginal_rate']:>10,.0f} "
             f"{ratios(summary, summaries, 'marginal_rate'):>10} "
             f"{summary['worker_cpu_us']:>9.0f} {optional(summary, 'redis_cpu_us', '.1f'):>8} "
             f"{optional(summary, 'commands', '.2f'):>6} "
             f"{optional(summary, 'script_calls', '.3f'):>7} "
             f"{optional(summary, 'round_trips', '.3f'):>5} {summary['enqueue_rate']:>9,.0f} "
-            f"{summary['startup_s']:>7.2f}"
+            f"{summary['startup_s']:>7.2f} {optional(summary, 'rss_peak_mb', '.0f'):>8}"
         )
     return lines
 
@@ -130,6 +144,12 @@ def render(session: Session) -> str:
         "   config: processes x threads. fresh project: ours with the root logger on a console",
         "   handler and no django.tasks logger set, at -v 1. django-vtasks stores no results:",
         "   its tasks count as done once acknowledged (off its queue and processing lists).",
+        "   1x2-64: an elastic pool of 2 to 64 threads (--max-threads); 1x4+500: 4 threads and",
+        "   500 async tasks in flight on the event-loop lane (--async-concurrency); 1x500 async:",
+        "   500 threads (ours without the lane: one task per thread, on its own event loop),",
+        "   dramatiq's AsyncIO middleware (a thread waits on each task), django-vtasks'",
+        "   --concurrency. ideal/s: tasks in flight / the task's wait (sleep 5 ms, async 20 ms).",
+        "   peak MiB: the worker tree's resident memory, the highest of the polls' samples.",
     ]
     if session.latencies:
         lines += ["", *latency_table(session.latencies)]

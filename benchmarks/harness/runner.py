@@ -13,7 +13,14 @@ import redis
 
 from ..peers import Peer, RunContext, WorkerSpec
 from .config import BenchConfig
-from .processes import Worker, children_cpu_s, run_client, tree_cpu_s, tree_rss_mb
+from .processes import (
+    TreeMemory,
+    Worker,
+    children_cpu_s,
+    run_client,
+    tree_cpu_s,
+    tree_rss_mb,
+)
 from .redis_stats import RedisCost, cost_between, snapshot
 
 
@@ -38,6 +45,7 @@ class Drain:
         None  # worker tree memory at 90% done (a burst worker exits at 100%)
     )
     last: Mark | None = None  # the poll that saw every result
+    peak_rss_mb: float | None = None  # worker tree memory, the highest of the polls' samples
     worker_cpu_s: float = 0.0  # the whole worker tree, reaped
     redis: RedisCost | None = None
     polls: int = 0
@@ -54,8 +62,10 @@ def client_argv(peer: Peer, *args: str) -> list[str]:
 
 
 def enqueue(peer: Peer, context: RunContext, count: int, spec: WorkerSpec) -> float:
-    """Pre-enqueue ``count`` echo tasks in a client process; return its enqueue seconds."""
+    """Pre-enqueue ``count`` echo tasks (or naps) in a client process; return its enqueue
+    seconds."""
     naps = [str(spec.task_sleep_ms)] if spec.task_sleep_ms else []
+    naps += ["--async"] if spec.task_sleep_ms and spec.async_task else []
     argv = client_argv(peer, "bulk", str(count), str(spec.payload_bytes), *naps)
     return float(run_client(argv, peer.process_env(context), timeout_s=900)["seconds"])
 
@@ -71,10 +81,13 @@ class Watcher:
 
     def watch(self, worker: Worker, tasks: int, spawned: float, drain: Drain) -> None:
         deadline = spawned + self.config.run_timeout_s
+        memory = TreeMemory(worker.pid)
         while True:
             done = self.count()
             self.polls += 1
             now = time.perf_counter()
+            memory.sample(now)
+            drain.peak_rss_mb = memory.peak_mb
             if drain.started_s is None and done:
                 drain.started_s = now - spawned
             if drain.first is None and done >= min(self.config.mark_count, tasks):
@@ -121,7 +134,7 @@ def drain(
 ) -> Drain:
     """Start one worker on the staged tasks, watch it store every result, stop it, add costs."""
     result = Drain(tasks=tasks)
-    env = peer.process_env(context)
+    env = {**peer.process_env(context), **peer.worker_env(spec)}
     worker = Worker(peer.worker_argv(spec), env, context.workdir / "worker.log")
     with (
         peer.counter(context) as count,

@@ -3,8 +3,20 @@
 import statistics
 from dataclasses import dataclass
 
-from .cases import FRESH_PROJECT, IO_BOUND, PROCESSES, RTT
-from .records import BurstRecord, DrainRecord, LatencyRecord, Summary
+from .cases import (
+    ASYNC,
+    ASYNC_IN_FLIGHT,
+    ASYNC_LANE_THREADS,
+    ELASTIC_ECHO,
+    ELASTIC_SLEEP,
+    FRESH_PROJECT,
+    IO_BOUND,
+    IO_BOUND_SLEEP_MS,
+    PROCESSES,
+    RTT,
+    WIDE_THREADS,
+)
+from .records import BurstRecord, DrainRecord, LatencyRecord, RowKey, Summary
 
 OURS = "threadmill"
 REFERENCE = "dramatiq"  # the "x dramatiq" columns
@@ -20,11 +32,34 @@ class Verdict:
     met: bool | None  # None: not measured in this session
 
 
+def row(
+    peer: str,
+    threads: int,
+    variant: str = "",
+    processes: int = 1,
+    max_threads: int | None = None,
+    async_concurrency: int | None = None,
+) -> RowKey:
+    """The key of one row of the table."""
+    return (peer, processes, threads, max_threads, async_concurrency, variant)
+
+
 def find(
-    summaries: list[Summary], peer: str, threads: int, variant: str = "", processes: int = 1
+    summaries: list[Summary],
+    peer: str,
+    threads: int,
+    variant: str = "",
+    processes: int = 1,
+    max_threads: int | None = None,
+    async_concurrency: int | None = None,
 ) -> Summary | None:
-    wanted = (peer, processes, threads, variant)
-    return next((summary for summary in summaries if summary.key == wanted), None)
+    return find_row(
+        summaries, row(peer, threads, variant, processes, max_threads, async_concurrency)
+    )
+
+
+def find_row(summaries: list[Summary], key: RowKey) -> Summary | None:
+    return next((summary for summary in summaries if summary.key == key), None)
 
 
 def ratio_of(top: Summary | None, bottom: Summary | None, figure: str) -> float | None:
@@ -69,7 +104,7 @@ def throughput_verdicts(
 ) -> list[Verdict]:
     """Ours against dramatiq and django-vtasks, Redis CPU, and a fresh project's logging."""
     config = f"1x{threads}"
-    quiet, fresh = (threads, ""), (threads, FRESH_PROJECT)
+    quiet, fresh = row(OURS, threads), row(OURS, threads, FRESH_PROJECT)
     return [
         ratio_verdict(
             f"throughput {config} >= 5x dramatiq", versus(summaries, "rate", threads), at_least=5
@@ -106,18 +141,16 @@ def throughput_verdicts(
     ]
 
 
-def paired_ratio(
-    drains: list[DrainRecord], top: tuple[int, str], bottom: tuple[int, str]
-) -> float | None:
-    """The median over rounds of our rate in ``top`` over ``bottom`` (threads, variant).
+def paired_ratio(drains: list[DrainRecord], top: RowKey, bottom: RowKey) -> float | None:
+    """The median over rounds of the rate of row ``top`` over row ``bottom``.
 
     The runs of one round are minutes apart at most, so the VM's drift between rounds, which
     spreads one configuration's runs by up to 40% on a shared VM, cancels out of each ratio.
     """
-    runs: dict[int, dict[tuple[int, str], float]] = {}
+    runs: dict[int, dict[RowKey, float]] = {}
     for run in drains:
-        if (run.peer, run.processes) == (OURS, 1):
-            runs.setdefault(run.round, {})[(run.threads, run.variant)] = run.rate
+        if run.key in (top, bottom):
+            runs.setdefault(run.round, {})[run.key] = run.rate
     ratios = [
         pair[top] / pair[bottom] for pair in runs.values() if pair.get(top) and pair.get(bottom)
     ]
@@ -136,7 +169,7 @@ def scaling_verdicts(summaries: list[Summary], drains: list[DrainRecord]) -> lis
         ),
         ratio_verdict(
             "  the same, median of per-round ratios",
-            paired_ratio(drains, (4, ""), (1, "")),
+            paired_ratio(drains, row(OURS, 4), row(OURS, 1)),
             at_least=1,
         ),
         ratio_verdict(
@@ -151,6 +184,145 @@ def scaling_verdicts(summaries: list[Summary], drains: list[DrainRecord]) -> lis
                 ours_against_main(summaries, threads, processes=PROCESSES),
             )
             for threads in (1, 4)
+        ),
+    ]
+
+
+def at_most(target: str, summary: Summary | None, figure: str, limit: float, unit: str) -> Verdict:
+    """One median figure of one row against a ceiling."""
+    if summary is None or figure not in summary.figures:
+        return Verdict(target, "not measured", None)
+    value = summary[figure]
+    shown = f"{value:.2f}" if limit < 10 else f"{value:.0f}"
+    return Verdict(target, f"{shown}{unit}", value <= limit)
+
+
+def rate_verdict(target: str, summary: Summary | None, figure: str, at_least: float) -> Verdict:
+    """A median rate of one row against a floor, with the row's ideal rate when it has one."""
+    if summary is None or figure not in summary.figures:
+        return Verdict(target, "not measured", None)
+    rate, ideal = summary[figure], summary.ideal_rate
+    of_ideal = f", {rate / ideal:.0%} of {ideal:,.0f}/s" if ideal else ""
+    return Verdict(target, f"{rate:,.0f}/s{of_ideal}", rate >= at_least)
+
+
+# Tasks that wait (docs/benchmarks.md, Targets): how near the ideal rate a fixed pool of
+# WIDE_THREADS comes, and what each task costs the worker and Redis.
+SLEEP_IDEAL_SHARE = 0.9
+SLEEP_VS_DRAMATIQ = 2.5
+SLEEP_WORKER_US = 150
+SLEEP_COMMANDS = 7
+SLEEP_REDIS_US = {WIDE_THREADS: 25, 4: 30}  # by threads
+ELASTIC_SLEEP_SHARE = 0.9  # of the fixed WIDE_THREADS row
+ELASTIC_ECHO_SHARE = 0.95  # of the fixed --threads 1 row
+ASYNC_RATE = 10_000
+ASYNC_VS_VTASKS = 3
+ASYNC_WORKER_US = 120
+ASYNC_RSS_MIB = 200
+ELASTIC_SLEEP_ROW = row(
+    OURS, ELASTIC_SLEEP.threads, IO_BOUND, max_threads=ELASTIC_SLEEP.max_threads
+)
+ELASTIC_ECHO_ROW = row(OURS, ELASTIC_ECHO.threads, max_threads=ELASTIC_ECHO.max_threads)
+ASYNC_LANE_ROW = row(OURS, ASYNC_LANE_THREADS, ASYNC, async_concurrency=ASYNC_IN_FLIGHT)
+
+
+def sleep_verdicts(summaries: list[Summary]) -> list[Verdict]:
+    """Ours on the sleep 5 ms tasks: 32 threads near the ideal rate and against dramatiq; what
+    a task costs the worker and Redis at 32 threads, and Redis at 4 (results one at a time)."""
+    wide = find(summaries, OURS, WIDE_THREADS, IO_BOUND)
+    wide_dramatiq = find(summaries, REFERENCE, WIDE_THREADS, IO_BOUND)
+    ideal = 1000 * WIDE_THREADS / IO_BOUND_SLEEP_MS
+    floor = SLEEP_IDEAL_SHARE * ideal
+    config = f"{IO_BOUND} 1x{WIDE_THREADS}"
+    verdicts = [
+        rate_verdict(f"{config} >= {floor:,.0f}/s (90% ideal)", wide, "rate", floor),
+        rate_verdict("  the same, marginal rate", wide, "marginal_rate", floor),
+        ratio_verdict(
+            f"{config} >= {SLEEP_VS_DRAMATIQ}x dramatiq",
+            ratio_of(wide, wide_dramatiq, "rate"),
+            at_least=SLEEP_VS_DRAMATIQ,
+        ),
+        ratio_verdict(
+            "  the same, marginal rate",
+            ratio_of(wide, wide_dramatiq, "marginal_rate"),
+            at_least=SLEEP_VS_DRAMATIQ,
+        ),
+        at_most(
+            f"{config} worker CPU/task <= {SLEEP_WORKER_US} us",
+            wide,
+            "worker_cpu_us",
+            SLEEP_WORKER_US,
+            " us",
+        ),
+    ]
+    for threads, redis_us in SLEEP_REDIS_US.items():
+        summary = find(summaries, OURS, threads, IO_BOUND)
+        config = f"{IO_BOUND} 1x{threads}"
+        verdicts += [
+            at_most(
+                f"{config} cmds/task <= {SLEEP_COMMANDS}", summary, "commands", SLEEP_COMMANDS, ""
+            ),
+            at_most(
+                f"{config} Redis CPU/task <= {redis_us} us",
+                summary,
+                "redis_cpu_us",
+                redis_us,
+                " us",
+            ),
+        ]
+    return verdicts
+
+
+def elastic_verdicts(summaries: list[Summary], drains: list[DrainRecord]) -> list[Verdict]:
+    """An elastic pool against the fixed pool it should match: on medians and per round."""
+    pairs = (
+        (ELASTIC_SLEEP, ELASTIC_SLEEP_ROW, WIDE_THREADS, IO_BOUND, ELASTIC_SLEEP_SHARE),
+        (ELASTIC_ECHO, ELASTIC_ECHO_ROW, ELASTIC_ECHO.threads, "", ELASTIC_ECHO_SHARE),
+    )
+    verdicts = []
+    for spec, elastic, fixed_threads, variant, share in pairs:
+        fixed = row(OURS, fixed_threads, variant)
+        name = f"elastic {spec.config} {variant or 'echo'} >= {share}x 1x{fixed_threads}"
+        verdicts += [
+            ratio_verdict(
+                name,
+                ratio_of(find_row(summaries, elastic), find_row(summaries, fixed), "rate"),
+                at_least=share,
+            ),
+            ratio_verdict(
+                "  the same, median of per-round ratios",
+                paired_ratio(drains, elastic, fixed),
+                at_least=share,
+            ),
+        ]
+    return verdicts
+
+
+def async_verdicts(summaries: list[Summary]) -> list[Verdict]:
+    """Ours on the async lane: the rate, against django-vtasks, worker CPU and peak memory."""
+    lane = find_row(summaries, ASYNC_LANE_ROW)
+    vtasks = find(summaries, VTASKS, ASYNC_IN_FLIGHT, ASYNC)
+    config = f"{ASYNC} 1x{ASYNC_LANE_THREADS}+{ASYNC_IN_FLIGHT}"
+    return [
+        rate_verdict(f"{config} >= {ASYNC_RATE:,}/s", lane, "rate", ASYNC_RATE),
+        ratio_verdict(
+            f"{config} >= {ASYNC_VS_VTASKS}x vtasks",
+            ratio_of(lane, vtasks, "rate"),
+            at_least=ASYNC_VS_VTASKS,
+        ),
+        at_most(
+            f"{config} worker CPU <= {ASYNC_WORKER_US} us",
+            lane,
+            "worker_cpu_us",
+            ASYNC_WORKER_US,
+            " us",
+        ),
+        at_most(
+            f"{config} peak RSS <= {ASYNC_RSS_MIB} MiB",
+            lane,
+            "rss_peak_mb",
+            ASYNC_RSS_MIB,
+            " MiB",
         ),
     ]
 
@@ -180,6 +352,9 @@ def verdicts(
         *throughput_verdicts(summaries, drains, 1),
         *throughput_verdicts(summaries, drains, 4),
         *scaling_verdicts(summaries, drains),
+        *sleep_verdicts(summaries),
+        *elastic_verdicts(summaries, drains),
+        *async_verdicts(summaries),
         worker_cpu_verdict(summaries),
         ratio_verdict(
             "ack writer vs --sync-ack, 1x1 >= 2x",

@@ -1,4 +1,5 @@
-"""Drain runs: every queue, 1x1 and 1x4, our ablations, and runs behind a 2 ms RTT proxy."""
+"""Drain runs: every queue, 1x1 and 1x4, our ablations, tasks that wait (sleep 5 ms, async
+20 ms) with fixed and elastic pools, and runs behind a 2 ms RTT proxy."""
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,6 +44,11 @@ def test_drain(
 ) -> None:
     """Pre-enqueue, then time one worker until every result is stored."""
     context = run_context(case.peer)
+    if reason := case.peer.lacks(case.spec):
+        session_record.skipped[f"{case.peer.name} {case.spec.config} {case.variant}".strip()] = (
+            reason
+        )
+        pytest.skip(reason)
     tasks = case.task_count(bench_config)
     enqueue_s = stage(case.peer, case.spec, context, tasks)
     progress.start(str(case))
