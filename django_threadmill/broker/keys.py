@@ -121,6 +121,11 @@ class QueueKeys:
     def held(self) -> str:
         return f"{self.prefix}:held"
 
+    @property
+    def threads(self) -> str:
+        """Hash of each worker process's live worker threads at its last renewal."""
+        return f"{self.prefix}:threads"
+
     def process_wake(self, worker_id: str) -> str:
         """List a worker process blocks on besides the queues' own, so its stop wakes it.
 

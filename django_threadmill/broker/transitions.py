@@ -180,19 +180,38 @@ class Transitions(BrokerCore):
                 )
 
     def renew(
-        self, worker_id: str, leases: Sequence[Lease], served: Iterable[str] = ()
+        self,
+        worker_id: str,
+        leases: Sequence[Lease],
+        served: Iterable[str] = (),
+        *,
+        threads: int = 0,
     ) -> list[str]:
         """Extend every lease in ``leases`` by lease_ttl; return the ids whose lease is lost.
 
         Each queue in ``served`` is renewed too, with no leases if none is held there: the
-        worker's heartbeat, so the admin and the metrics count idle workers.
+        worker's heartbeat, so the admin and the metrics count idle workers (and, with
+        ``threads``, their live worker threads).
         """
 
         def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
             return ScriptCall(
                 ScriptName.RENEW,
-                (keys.record_prefix, keys.leases, keys.workers, keys.held, keys.damaged),
-                (self.settings.lease_ttl_ms, worker_id, FORGET_WORKER_MS, *fences(group)),
+                (
+                    keys.record_prefix,
+                    keys.leases,
+                    keys.workers,
+                    keys.held,
+                    keys.damaged,
+                    keys.threads,
+                ),
+                (
+                    self.settings.lease_ttl_ms,
+                    worker_id,
+                    FORGET_WORKER_MS,
+                    threads,
+                    *fences(group),
+                ),
             )
 
         return [

@@ -31,6 +31,21 @@ def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
             )
 
 
+async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
+    """Async twin of ``send_guarded``, for the event loop: async receivers are awaited there,
+    sync ones run in a thread (Django's ``asend_robust``)."""
+    if not heard(signal, result):
+        return
+    for receiver, response in await signal.asend_robust(sender, task_result=result):
+        if isinstance(response, BaseException):
+            logger.error(
+                "Signal receiver failed receiver=%r task_id=%s",
+                receiver,
+                result.id,
+                exc_info=response,
+            )
+
+
 def heard(signal: Any, result: TaskResult) -> bool:
     """Tell whether sending ``signal`` about ``result`` can have an effect.
 

@@ -43,6 +43,7 @@ type Enqueued = "TaskResult | list[TaskResult]"  # what enqueue and enqueue_many
 type Enqueue = Callable[..., Enqueued]
 type AsyncEnqueue = Callable[..., Awaitable["TaskResult"]]
 type Run = Callable[[Any, "Reservation", int], "Finish"]
+type AsyncRun = Callable[[Any, "Reservation", int], Awaitable["Finish"]]
 
 
 def _attributes(path: str, queue: str, **more: str | int) -> dict[str, str | int]:
@@ -124,6 +125,27 @@ def _links(payload: str) -> list[Any]:
     return [trace.Link(context)] if context.is_valid else []
 
 
+def _execution_span(reservation: "Reservation") -> Any:
+    lease = reservation.lease
+    return trace.get_tracer(TRACER_NAME).start_as_current_span(
+        f"run {lease.task_path}",
+        kind=trace.SpanKind.CONSUMER,
+        links=_links(reservation.payload),
+        attributes=_attributes(
+            lease.task_path,
+            lease.queue,
+            task_id=lease.task_id,
+            attempt=len(reservation.workers) + 1,
+        ),
+    )
+
+
+def _record_outcome(span: Any, finish: "Finish") -> None:
+    span.set_attribute(ATTRIBUTE_PREFIX + "outcome", finish.outcome.value)
+    if finish.outcome.value != "successful":
+        span.set_status(trace.StatusCode.ERROR)
+
+
 def traced_execution(run: Run) -> Run:
     """Wrap an executor's ``run(reservation, started_ms)`` in a consumer span linked to the
     enqueue; it records the attempt and its outcome."""
@@ -134,22 +156,26 @@ def traced_execution(run: Run) -> Run:
     def traced(executor: Any, reservation: "Reservation", started_ms: int) -> "Finish":
         if not _tracing():
             return run(executor, reservation, started_ms)
-        lease = reservation.lease
-        with trace.get_tracer(TRACER_NAME).start_as_current_span(
-            f"run {lease.task_path}",
-            kind=trace.SpanKind.CONSUMER,
-            links=_links(reservation.payload),
-            attributes=_attributes(
-                lease.task_path,
-                lease.queue,
-                task_id=lease.task_id,
-                attempt=len(reservation.workers) + 1,
-            ),
-        ) as span:
+        with _execution_span(reservation) as span:
             finish = run(executor, reservation, started_ms)
-            span.set_attribute(ATTRIBUTE_PREFIX + "outcome", finish.outcome.value)
-            if finish.outcome.value != "successful":
-                span.set_status(trace.StatusCode.ERROR)
+            _record_outcome(span, finish)
+            return finish
+
+    return traced
+
+
+def traced_aexecution(arun: AsyncRun) -> AsyncRun:
+    """Async twin of ``traced_execution``, for the event loop's ``arun``."""
+    if trace is None:
+        return arun
+
+    @wraps(arun)
+    async def traced(executor: Any, reservation: "Reservation", started_ms: int) -> "Finish":
+        if not _tracing():
+            return await arun(executor, reservation, started_ms)
+        with _execution_span(reservation) as span:
+            finish = await arun(executor, reservation, started_ms)
+            _record_outcome(span, finish)
             return finish
 
     return traced

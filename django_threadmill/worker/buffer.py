@@ -1,57 +1,114 @@
-"""The bounded buffer between the prefetcher and the worker threads."""
+"""The bounded buffer between the prefetcher and the two lanes: worker threads, event loop."""
 
 import queue
 import threading
+from collections import deque
+from collections.abc import Callable
+from enum import Enum
 
 from ..broker import Reservation
 
-_CLOSED = None  # sentinel: each taker that meets it puts it back for the next one
+
+class Turn(Enum):
+    """What a worker thread can take besides a task."""
+
+    CLOSED = "closed"  # the buffer closed: every taker that meets it puts it back and ends
+    RETIRE = "retire"  # the pool shrinks: the one taker that meets it ends
 
 
 class TaskBuffer:
-    """Reserved tasks waiting for a worker thread, at most ``capacity`` of them.
+    """Reserved tasks waiting for a worker thread or the event loop, at most ``capacity``.
 
-    Built so a task costs no lock round trip and wakes nobody: worker threads take
-    from a C ``SimpleQueue``; the prefetcher is woken only when a take crosses the refill mark,
-    once per refill rather than once per task. It also counts tasks put in but not yet done, so
-    ``--burst`` knows when nothing waits or runs.
+    Built so a task costs no lock round trip and wakes nobody: worker threads take from a C
+    ``SimpleQueue``, the event loop from a deque it is nudged about once per put; the prefetcher
+    is woken only when a take crosses the refill mark, once per refill rather than once per
+    task. ``is_async`` says which lane a task is for. It also counts tasks put in but not yet
+    done, so ``--burst`` knows when nothing waits or runs.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, is_async: Callable[[Reservation], bool]) -> None:
+        self.is_async = is_async
+        self.on_async_work: Callable[[], None] = lambda: None  # set by the event loop lane
+        self.on_first_async: Callable[[], None] = lambda: None  # read-ahead may grow then
+        self.saw_async = False  # an async task came: read-ahead covers the event loop too
+        self._waiting: queue.SimpleQueue[Reservation | Turn] = queue.SimpleQueue()
+        self._async_waiting: deque[Reservation] = deque()  # append and popleft are atomic
+        self._room = threading.Event()  # set when the prefetcher may refill
+        self._outstanding = 0  # put in and not yet done: waiting or running
+        self._outstanding_lock = threading.Lock()
+        self._closed = False
+        self.resize(capacity)
+
+    def resize(self, capacity: int) -> None:
+        """Change how many tasks may wait (read-ahead follows the live pool); any thread."""
         self.capacity = capacity
         # Refill only once half the buffer is free, so a busy process acquires in batches
         # (one call per capacity/2 tasks) rather than one task per freed slot.
         self.refill_at = max(1, capacity // 2)
         self._full_above = capacity - self.refill_at  # the prefetcher waits while more wait
-        self._waiting: queue.SimpleQueue[Reservation | None] = queue.SimpleQueue()
-        self._room = threading.Event()  # set when the prefetcher may refill
-        self._outstanding = 0  # put in and not yet done: waiting or running
-        self._outstanding_lock = threading.Lock()
-        self._closed = False
+        if self.waiting() <= self._full_above:
+            self._room.set()
+
+    def waiting(self) -> int:
+        """Return how many tasks wait in either lane (a worker thread's retire marker too)."""
+        return self._waiting.qsize() + len(self._async_waiting)
+
+    def sync_waiting(self) -> int:
+        return self._waiting.qsize()
 
     def free_slots(self, stop: threading.Event) -> int:
         """Block until half the buffer is free (or ``stop`` is set, or it closes); return room."""
-        while self._waiting.qsize() > self._full_above and not (stop.is_set() or self._closed):
+        while self.waiting() > self._full_above and not (stop.is_set() or self._closed):
             self._room.clear()
-            if self._waiting.qsize() > self._full_above and not stop.is_set():
+            if self.waiting() > self._full_above and not stop.is_set():
                 self._room.wait()
-        return 0 if self._closed else self.capacity - self._waiting.qsize()
+        return 0 if self._closed else max(0, self.capacity - self.waiting())
 
     def put_many(self, reservations: list[Reservation]) -> None:
+        """Hand reserved tasks to their lanes: async ones to the event loop, others to threads."""
         with self._outstanding_lock:
             self._outstanding += len(reservations)
+        to_loop = False
         for reservation in reservations:
-            self._waiting.put(reservation)
+            if self.is_async(reservation):
+                self._async_waiting.append(reservation)
+                to_loop = True
+            else:
+                self._waiting.put(reservation)
+        if to_loop:
+            if not self.saw_async:
+                self.saw_async = True
+                self.on_first_async()
+            self.on_async_work()
 
-    def take(self) -> Reservation | None:
-        """Return the next task, blocking; None once the buffer is closed and drained."""
-        reservation = self._waiting.get()
-        if reservation is _CLOSED:
-            self._waiting.put(_CLOSED)
-            return None
-        if not self._room.is_set() and self._waiting.qsize() <= self._full_above:
+    def _taken(self) -> None:
+        if not self._room.is_set() and self.waiting() <= self._full_above:
             self._room.set()
-        return reservation
+
+    def take(self) -> Reservation | Turn:
+        """Return the next sync task, blocking; CLOSED once closed, RETIRE to end this taker."""
+        item = self._waiting.get()
+        if item is Turn.CLOSED:
+            self._waiting.put(Turn.CLOSED)
+            return item
+        self._taken()
+        return item
+
+    def take_async(self, most: int) -> list[Reservation]:
+        """Return up to ``most`` waiting async tasks without blocking (the event loop)."""
+        taken: list[Reservation] = []
+        while len(taken) < most and not self._closed:
+            try:
+                taken.append(self._async_waiting.popleft())
+            except IndexError:
+                break
+        if taken:
+            self._taken()
+        return taken
+
+    def retire_one(self) -> None:
+        """Make the next worker thread that takes end (the pool shrinks by one)."""
+        self._waiting.put(Turn.RETIRE)
 
     def done(self) -> None:
         """Mark one taken task as finished."""
@@ -72,13 +129,15 @@ class TaskBuffer:
         unstarted: list[Reservation] = []
         while True:
             try:
-                reservation = self._waiting.get_nowait()
+                item = self._waiting.get_nowait()
             except queue.Empty:
                 break
-            if reservation is not _CLOSED:
-                unstarted.append(reservation)
+            if isinstance(item, Reservation):
+                unstarted.append(item)
+        while self._async_waiting:
+            unstarted.append(self._async_waiting.popleft())
         with self._outstanding_lock:
             self._outstanding -= len(unstarted)
-        self._waiting.put(_CLOSED)
+        self._waiting.put(Turn.CLOSED)
         self._room.set()
         return unstarted

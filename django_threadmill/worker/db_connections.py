@@ -1,23 +1,40 @@
-"""Close stale database connections before each task, as Django does around each request.
+"""Close stale database connections around each task, as Django does around each request.
 
 Django's ``close_old_connections`` honours ``CONN_MAX_AGE`` and drops broken connections. It
 looks up every database alias in the thread's connection store, even in a thread that never
-opened a connection: about 1 µs of the executor's 15 µs on an echo task. So it runs
-only in a thread that has opened one: connections are per thread, and Django sends
-``connection_created`` in the thread that connects.
+opened a connection: about 1 µs of the executor's 15 µs on an echo task. So it runs only where
+a connection was opened: connections are per thread, and Django sends ``connection_created``
+in the thread that connects.
+
+An async task reaches the ORM through asgiref's ``sync_to_async`` (Django's async ORM calls
+included), whose thread-sensitive calls all run in one thread outside the worker's own. After
+an async task, once a connection was ever opened in such a thread, its stale connections are
+closed there, as Django's request handler does.
 """
 
+import os
 import threading
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 
 _this_thread = threading.local()
+_opened_outside_workers = threading.Event()  # set once a non-worker thread connects
+# A worker process starts afresh: what its supervisor opened before forking is not its own.
+os.register_at_fork(after_in_child=_opened_outside_workers.clear)
+
+
+def mark_worker_thread() -> None:
+    """Say the calling thread runs sync tasks: its connections are closed by it, per task."""
+    _this_thread.worker = True
 
 
 def _note_connected(sender: Any, **kwargs: Any) -> None:
     _this_thread.connected = True
+    if not getattr(_this_thread, "worker", False):
+        _opened_outside_workers.set()
 
 
 connection_created.connect(_note_connected, dispatch_uid="django_threadmill.worker.db_connections")
@@ -27,3 +44,9 @@ def close_stale_connections() -> None:
     """Close this thread's connections that are too old or unusable; none opened, no work."""
     if getattr(_this_thread, "connected", False):
         close_old_connections()
+
+
+async def aclose_stale_connections() -> None:
+    """Close the stale connections of the thread async ORM calls use, if one ever connected."""
+    if _opened_outside_workers.is_set():
+        await sync_to_async(close_old_connections, thread_sensitive=True)()

@@ -57,8 +57,10 @@ class LeaseKeeper(RoleThread):
         held: HeldLeases,
         interval_s: float,
         on_crash: Callable[[], None],
+        threads: Callable[[], int] = lambda: 0,
     ) -> None:
         super().__init__("threadmill-lease-keeper", on_crash)
+        self.threads = threads  # the live worker threads, reported with each renewal
         self.broker = broker
         self.worker_id = worker_id
         self.queues = queues
@@ -66,13 +68,16 @@ class LeaseKeeper(RoleThread):
         self.interval_s = interval_s
 
     def loop(self) -> None:
+        # The first renewal at start: the admin, the metrics and threadmill_health see a new
+        # process at once, not an interval later.
+        self.renew()
         while not self.stopping.wait(self.interval_s):
             self.renew()
 
     def renew(self) -> None:
         leases = self.held.snapshot()
         try:
-            lost = self.broker.renew(self.worker_id, leases, self.queues)
+            lost = self.broker.renew(self.worker_id, leases, self.queues, threads=self.threads())
         except BrokerUnavailable as exc:
             logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
             return

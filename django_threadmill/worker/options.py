@@ -3,6 +3,10 @@
 from dataclasses import dataclass
 
 MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a crash strands too much
+READAHEAD_PER_THREAD = 4  # tasks reserved ahead per live worker thread, without --prefetch
+DEFAULT_ASYNC_CONCURRENCY = 100  # async tasks one process's event loop runs at once
+DEFAULT_TARGET_WAIT_S = 0.05  # how long tasks may wait for a busy pool before it grows
+DEFAULT_THREAD_IDLE_S = 60.0  # a thread idle this long is retired, down to --threads
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -12,8 +16,8 @@ class WorkerOptions:
     backend_alias: str
     queues: tuple[str, ...]
     processes: int
-    threads: int
-    prefetch: int
+    threads: int  # worker threads at start, and the fewest the pool shrinks to
+    prefetch: int | None  # tasks reserved ahead; None: follows the live pool (readahead)
     max_tasks: int | None
     max_tasks_jitter: int
     burst: bool
@@ -21,3 +25,17 @@ class WorkerOptions:
     grace_period_s: float
     task_timeout_s: float | None
     reap_interval_s: float | None
+    max_threads: int | None = None  # None: the pool stays at ``threads``
+    target_wait_s: float = DEFAULT_TARGET_WAIT_S
+    thread_idle_s: float = DEFAULT_THREAD_IDLE_S
+    async_concurrency: int = DEFAULT_ASYNC_CONCURRENCY
+
+    def readahead(self, live_threads: int, *, async_tasks: bool) -> int:
+        """Return how many tasks may wait in the buffer: ``--prefetch``, or enough to keep the
+        live threads (and, once async tasks came, the event loop) fed."""
+        if self.prefetch is not None:
+            return self.prefetch
+        wanted = READAHEAD_PER_THREAD * live_threads
+        if async_tasks:
+            wanted += self.async_concurrency
+        return max(1, min(wanted, MAX_PREFETCH))

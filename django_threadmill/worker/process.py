@@ -14,16 +14,11 @@ from types import FrameType
 from ..backend import ThreadmillTaskBackend
 from ..broker import Reservation
 from ..exceptions import BrokerRefused, BrokerUnavailable
-from .ack_writer import AckWriter
 from .backoff import REDIS_BACKOFF
-from .buffer import TaskBuffer
+from .crew import Crew
 from .executor import Executor
 from .exit_codes import ExitCode
-from .leases import HeldLeases, LeaseKeeper
 from .options import WorkerOptions
-from .prefetcher import Prefetcher
-from .threads import WorkerThread
-from .watchdog import Watchdog
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +39,6 @@ class WorkerProcess:
         self.broker = backend.broker
         self.worker_id = make_worker_id()
         self.exit_code = ExitCode.OK
-        self.finished_count = 0
         self._count_lock = threading.Lock()
         self.max_tasks = (
             None
@@ -55,57 +49,31 @@ class WorkerProcess:
         self._wakeup_read, self._wakeup_write = os.pipe()
         self._signals = 0
         self._control_fd: int | None = None
-        self.held = HeldLeases()
-        self.buffer = TaskBuffer(options.prefetch)
-        self.writer = AckWriter(
-            self.broker, self.worker_id, self.held, self._on_written, self._crashed
+        executor = Executor(
+            self.worker_id, backend.alias, type(backend), task_timeout_s=options.task_timeout_s
         )
-        lease_interval_s = backend.settings.lease_ttl_s / 3
-        self.keeper = LeaseKeeper(
-            self.broker, self.worker_id, options.queues, self.held, lease_interval_s, self._crashed
-        )
-        self.prefetcher = Prefetcher(
+        self.crew = Crew(
+            options,
             self.broker,
+            executor,
             self.worker_id,
-            options.queues,
-            self.buffer,
-            self.held,
-            burst=options.burst,
-            is_settled=lambda: self.buffer.is_idle() and self.writer.pending() == 0,
+            lease_interval_s=backend.settings.lease_ttl_s / 3,
+            on_task_done=self._count_task,
             on_empty=self.request_stop,
             on_crash=self._crashed,
         )
-        self.threads = [self._make_thread(index) for index in range(1, options.threads + 1)]
-        self.watchdog = (
-            None
-            if options.task_timeout_s is None
-            else Watchdog(
-                options.task_timeout_s,
-                self.threads,
-                self._replace,
-                self.writer,
-                self.buffer,
-                self._crashed,
-            )
+        # The roles, by name, for the stop order below and for tests.
+        self.held, self.buffer, self.writer = self.crew.held, self.crew.buffer, self.crew.writer
+        self.keeper, self.prefetcher, self.lane = (
+            self.crew.keeper,
+            self.crew.prefetcher,
+            self.crew.lane,
         )
+        self.threads = self.crew.pool.threads
 
-    def _make_thread(self, index: int) -> WorkerThread:
-        return WorkerThread(
-            index,
-            buffer=self.buffer,
-            executor=Executor(self.worker_id, self.backend.alias, type(self.backend)),
-            writer=self.writer,
-            held=self.held,
-            sync_ack=self.options.sync_ack,
-            on_task_done=self._count_task,
-            on_crash=self._crashed,
-        )
-
-    def _replace(self, stuck: WorkerThread) -> None:
-        """Start a fresh worker thread in place of one the watchdog abandoned."""
-        fresh = self._make_thread(len(self.threads) + 1)
-        self.threads.append(fresh)
-        fresh.start()
+    @property
+    def finished_count(self) -> int:
+        return self.crew.finished
 
     def request_stop(self, exit_code: ExitCode = ExitCode.OK) -> None:
         """Ask the main thread to stop the process (from any thread)."""
@@ -121,16 +89,11 @@ class WorkerProcess:
         lag cannot let a process run past the limit.
         """
         with self._count_lock:
-            self.finished_count += 1
-            reached = self.max_tasks is not None and self.finished_count == self.max_tasks
+            self.crew.finished += 1
+            reached = self.max_tasks is not None and self.crew.finished == self.max_tasks
         if reached:
             self.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
             self.request_stop(ExitCode.RECYCLE)
-
-    def _on_written(self) -> None:
-        """Results landed: a --burst prefetcher waiting for them looks again at once."""
-        if self.options.burst:
-            self.prefetcher.nudge()
 
     def _crashed(self) -> None:
         """A role thread's own loop failed: stop, so the supervisor starts a fresh process."""
@@ -152,9 +115,8 @@ class WorkerProcess:
         self._control_fd = control_fd
         if not self._wait_for_redis():
             return self.exit_code
-        for thread in [self.keeper, self.writer, *self.threads, self.prefetcher, self.watchdog]:
-            if thread is not None:
-                thread.start()
+        for thread in self.crew.start_order():
+            thread.start()
         self._wait()
         self.stop()
         return self.exit_code
@@ -180,13 +142,16 @@ class WorkerProcess:
                 self._wait(wait_s)
                 continue
             logger.info(
-                "Worker process started worker_id=%s pid=%d queues=%s threads=%d prefetch=%d "
-                "sync_ack=%s burst=%s redis_version=%s",
+                "Worker process started worker_id=%s pid=%d queues=%s threads=%d "
+                "max_threads=%d async_concurrency=%d prefetch=%s sync_ack=%s burst=%s "
+                "redis_version=%s",
                 self.worker_id,
                 os.getpid(),
                 ",".join(self.options.queues),
                 self.options.threads,
-                self.options.prefetch,
+                self.options.max_threads or self.options.threads,
+                self.options.async_concurrency,
+                self.options.prefetch or "follows the pool",
                 self.options.sync_ack,
                 self.options.burst,
                 info.get("redis_version"),
@@ -218,25 +183,34 @@ class WorkerProcess:
     def stop(self) -> None:
         """Stop in the order of docs/worker.md, Shutdown; every join shares one deadline."""
         deadline = time.monotonic() + self.options.grace_period_s
-        if self.watchdog is not None:  # no thread replacements while stopping
-            self.watchdog.stop()
-            self.watchdog.join()
+        crew = self.crew
+        for looker in (crew.sizing, crew.watchdog):  # no thread added or replaced from now
+            if looker is not None:
+                looker.stop()
+                looker.join()
         # 1. Stop fetching, so nothing new is reserved while we hand work back.
-        self.prefetcher.stop()
-        self.prefetcher.join(max(0.0, deadline - time.monotonic()))
+        crew.prefetcher.stop()
+        crew.prefetcher.join(max(0.0, deadline - time.monotonic()))
         # 2. Release reserved, never-started tasks to their queues, in their original place.
-        self._release(self.buffer.close())
-        # 3. Let running tasks finish, bounded by the grace period.
-        for thread in self._live_threads():
+        crew.lane.stop()
+        self._release(crew.buffer.close())
+        # 3. Let running tasks finish, bounded by the grace period; then the event loop
+        # cancels what it still runs (handed back: leases lapse, the reaper settles them).
+        self._say_what_runs()
+        for thread in crew.pool.joinable():
             thread.join(max(0.0, deadline - time.monotonic()))
+        crew.lane.finish_running(deadline)
+        crew.lane.join(WRITER_MIN_FLUSH_S)
+        crew.monitor.stop()
+        crew.monitor.join()
         # 4. The ack writer drains and flushes; the lease keeper renews until it is done.
-        self.writer.stop()
-        self.writer.join(max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
-        if self.writer.is_alive():
-            self.writer.give_up.set()
-            self.writer.join(WRITER_MIN_FLUSH_S)
-        self.keeper.stop()
-        self.keeper.join()
+        crew.writer.stop()
+        crew.writer.join(max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
+        if crew.writer.is_alive():
+            crew.writer.give_up.set()
+            crew.writer.join(WRITER_MIN_FLUSH_S)
+        crew.keeper.stop()
+        crew.keeper.join()
         self._report_stragglers()
         logger.info(
             "Worker process stopped worker_id=%s finished=%d exit_code=%d",
@@ -244,6 +218,19 @@ class WorkerProcess:
             self.finished_count,
             self.exit_code,
         )
+
+    def _say_what_runs(self) -> None:
+        """Say what the stop waits for, and how to cut it short (a second signal)."""
+        running = sum(t.busy for t in self.crew.pool.joinable()) + len(self.crew.lane.running)
+        if running:
+            logger.info(
+                "Waiting up to %gs for %d running task%s to finish; a second signal stops at "
+                "once (Ctrl-C again) worker_id=%s",
+                self.options.grace_period_s,
+                running,
+                "" if running == 1 else "s",
+                self.worker_id,
+            )
 
     def _release(self, unstarted: list[Reservation]) -> None:
         if not unstarted:
@@ -262,14 +249,10 @@ class WorkerProcess:
         self.held.discard(list(leases))
         logger.info("Released unstarted tasks count=%d worker_id=%s", released, self.worker_id)
 
-    def _live_threads(self) -> list[WorkerThread]:
-        """Worker threads not abandoned by the watchdog (those cannot be joined)."""
-        return [thread for thread in self.threads if not thread.abandoned]
-
     def _report_stragglers(self) -> None:
-        alive = [
-            t.name for t in [self.prefetcher, *self._live_threads(), self.writer] if t.is_alive()
-        ]
+        crew = self.crew
+        roles = [crew.prefetcher, *crew.pool.joinable(), crew.lane, crew.writer]
+        alive = [role.name for role in roles if role.is_alive()]
         if alive:
             logger.error(
                 "Threads still running after the grace period names=%s (their leases will "

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from ..broker import Reservation, Start
 from ..codec.times import now_ms
 from .ack_writer import AckWriter
-from .buffer import TaskBuffer
+from .buffer import TaskBuffer, Turn
+from .db_connections import mark_worker_thread
 from .executor import Executor
 from .leases import HeldLeases
 from .role import RoleThread
@@ -43,17 +44,27 @@ class WorkerThread(RoleThread):
         self.sync_ack = sync_ack
         self.on_task_done = on_task_done  # counts toward --max-tasks
         self.abandoned = False
+        self.retired = False  # ended by the pool shrinking (worker/pool.py)
+        self.busy = False  # running a task: read by the pool, without a lock
+        self.idle_since = time.monotonic()
         self._current: Reservation | None = None
         self._current_since = 0.0
         self._current_started_ms = 0
         self._lock = threading.Lock()
 
     def loop(self) -> None:
-        try:
-            while not self.abandoned and (reservation := self.buffer.take()) is not None:
-                self._run_one(reservation)
-        finally:
-            self.executor.close()
+        mark_worker_thread()
+        while not self.abandoned:
+            item = self.buffer.take()
+            if item is Turn.CLOSED:
+                return
+            if item is Turn.RETIRE:
+                self.retired = True
+                return
+            self.busy = True
+            self._run_one(item)
+            self.busy = False
+            self.idle_since = time.monotonic()
 
     def _run_one(self, reservation: Reservation) -> None:
         if not self.held.holds(reservation.lease.task_id):

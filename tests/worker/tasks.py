@@ -57,3 +57,11 @@ def count_run(log_path: str, value: int) -> int:
     with open(log_path, "a") as log:
         log.write(f"{value}\n")
     return value
+
+
+@task
+def wait_for_file(path: str) -> str:
+    """Hold a worker thread until ``path`` exists: work that waits, as I/O does."""
+    while not Path(path).exists():
+        time.sleep(0.01)  # the task's own wait, polled; the test creates the file
+    return "done"

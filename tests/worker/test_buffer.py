@@ -3,7 +3,7 @@
 import threading
 
 from django_threadmill.broker import Lease, Reservation
-from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.buffer import TaskBuffer, Turn
 from tests.support import wait_until
 
 
@@ -22,10 +22,14 @@ def reservations(count: int) -> list[Reservation]:
 
 
 def test_tasks_come_out_in_order_and_idle_means_nothing_waits_or_runs() -> None:
-    buffer = TaskBuffer(8)
+    buffer = TaskBuffer(8, lambda reservation: False)
     buffer.put_many(reservations(3))
     taken = [buffer.take() for _ in range(3)]
-    assert [r.lease.task_id for r in taken if r] == ["t0@default", "t1@default", "t2@default"]
+    assert [r.lease.task_id for r in taken if isinstance(r, Reservation)] == [
+        "t0@default",
+        "t1@default",
+        "t2@default",
+    ]
     assert not buffer.is_idle()  # taken, not done
     for _ in taken:
         buffer.done()
@@ -33,7 +37,7 @@ def test_tasks_come_out_in_order_and_idle_means_nothing_waits_or_runs() -> None:
 
 
 def test_the_prefetcher_waits_until_half_the_buffer_is_free() -> None:
-    buffer = TaskBuffer(8)
+    buffer = TaskBuffer(8, lambda reservation: False)
     buffer.put_many(reservations(8))
     stop = threading.Event()
     room: list[int] = []
@@ -50,7 +54,7 @@ def test_the_prefetcher_waits_until_half_the_buffer_is_free() -> None:
 
 
 def test_close_returns_unstarted_tasks_and_releases_every_taker() -> None:
-    buffer = TaskBuffer(8)
+    buffer = TaskBuffer(8, lambda reservation: False)
     buffer.put_many(reservations(2))
     first = buffer.take()
     ends: list[object] = []
@@ -65,15 +69,15 @@ def test_close_returns_unstarted_tasks_and_releases_every_taker() -> None:
         taker.join(5)
     assert first is not None
     assert unstarted == []
-    assert ends[1:] == [None, None]
-    assert buffer.take() is None
+    assert ends[1:] == [Turn.CLOSED, Turn.CLOSED]
+    assert buffer.take() is Turn.CLOSED
     buffer.done()
     buffer.done()
     assert buffer.is_idle()
 
 
 def test_close_hands_back_what_no_thread_took() -> None:
-    buffer = TaskBuffer(8)
+    buffer = TaskBuffer(8, lambda reservation: False)
     buffer.put_many(reservations(3))
     buffer.take()
     unstarted = buffer.close()
@@ -81,3 +85,23 @@ def test_close_hands_back_what_no_thread_took() -> None:
     buffer.done()
     assert buffer.is_idle()
     assert buffer.free_slots(threading.Event()) == 0  # closed: the prefetcher stops
+
+
+def test_async_tasks_go_to_the_event_loop_and_count_as_waiting() -> None:
+    buffer = TaskBuffer(8, lambda reservation: reservation.lease.task_id.startswith("t1"))
+    nudged: list[bool] = []
+    buffer.on_async_work = lambda: nudged.append(True)
+    buffer.put_many(reservations(3))
+    assert nudged == [True]  # once per put, not per task
+    assert buffer.saw_async
+    assert buffer.waiting() == 3
+    assert [r.lease.task_id for r in buffer.take_async(5)] == ["t1@default"]
+    assert [buffer.take(), buffer.take()] == [reservations(3)[0], reservations(3)[2]]
+
+
+def test_a_retire_marker_ends_one_taker() -> None:
+    buffer = TaskBuffer(8, lambda reservation: False)
+    buffer.retire_one()
+    buffer.put_many(reservations(1))
+    assert buffer.take() is Turn.RETIRE
+    assert isinstance(buffer.take(), Reservation)

@@ -4,10 +4,12 @@
 -- KEYS[3]  P:workers   zset: worker ids by last renewal in ms (shown in the admin)
 -- KEYS[4]  P:held      hash: worker id -> number of tasks it held at its last renewal
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[6]  P:threads   hash: worker id -> its live worker threads at its last renewal
 -- ARGV[1]  lease_ttl_ms   new lease length from now
 -- ARGV[2]  worker_id      the renewing process
 -- ARGV[3]  forget_ms      workers silent for longer than this are dropped from P:workers
--- ARGV[4..] per task, 2 values: id, token
+-- ARGV[4]  threads        the process's live worker threads (the pool floats)
+-- ARGV[5..] per task, 2 values: id, token
 -- Returns: the ids whose lease is lost (reaped, reserved again under another token, or its
 --          record cannot be read: set aside, lease dropped); an attempt this token already
 --          finished is neither renewed nor reported.
@@ -18,7 +20,7 @@ local deadline = now + tonumber(ARGV[1])
 
 local lost = {}
 local held = 0
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   local id = ARGV[i]
   local f, problem = read_record(KEYS[1] .. id, "state", "token")
   if not f then
@@ -35,9 +37,11 @@ end
 
 redis.call("ZADD", KEYS[3], now, ARGV[2])
 redis.call("HSET", KEYS[4], ARGV[2], held)
+redis.call("HSET", KEYS[6], ARGV[2], ARGV[4])
 local silent = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now - tonumber(ARGV[3]), "LIMIT", 0, 10)
 for _, worker_id in ipairs(silent) do
   redis.call("ZREM", KEYS[3], worker_id)
   redis.call("HDEL", KEYS[4], worker_id)
+  redis.call("HDEL", KEYS[6], worker_id)
 end
 return lost

@@ -11,7 +11,13 @@ from ...checks import redis_may_be_down
 from ...conf.settings import check_queue_name
 from ...exceptions import ImproperlyConfiguredThreadmill
 from ...worker.logs import configure_logging
-from ...worker.options import MAX_PREFETCH, WorkerOptions
+from ...worker.options import (
+    DEFAULT_ASYNC_CONCURRENCY,
+    DEFAULT_TARGET_WAIT_S,
+    DEFAULT_THREAD_IDLE_S,
+    MAX_PREFETCH,
+    WorkerOptions,
+)
 from ...worker.supervisor import Supervisor
 from ..backend_option import BACKEND_HELP, backend_option
 
@@ -40,12 +46,51 @@ class Command(BaseCommand):
             metavar="NAME",
             help="Queue to serve; repeat for several (default: every queue in QUEUES).",
         )
-        parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
-        parser.add_argument("--threads", type=int, default=1, help="Worker threads per process.")
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=os.cpu_count() or 1,
+            help="Worker processes the supervisor keeps running (default: one per CPU core).",
+        )
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=1,
+            help="Worker threads per process for sync tasks; with --max-threads, the fewest "
+            "the pool shrinks to (default: 1).",
+        )
+        parser.add_argument(
+            "--max-threads",
+            type=int,
+            help="Let the pool grow to N threads while tasks wait and every thread is busy "
+            "(default: --threads, a fixed pool).",
+        )
+        parser.add_argument(
+            "--target-wait",
+            type=float,
+            default=DEFAULT_TARGET_WAIT_S,
+            help=f"Seconds tasks may wait for a busy pool before it grows (default: "
+            f"{DEFAULT_TARGET_WAIT_S:g}).",
+        )
+        parser.add_argument(
+            "--thread-idle",
+            type=float,
+            default=DEFAULT_THREAD_IDLE_S,
+            help=f"Seconds a thread may sit idle before the pool retires it, down to --threads "
+            f"(default: {DEFAULT_THREAD_IDLE_S:g}).",
+        )
+        parser.add_argument(
+            "--async-concurrency",
+            type=int,
+            default=DEFAULT_ASYNC_CONCURRENCY,
+            help=f"async def tasks each process runs at once on its event loop (default: "
+            f"{DEFAULT_ASYNC_CONCURRENCY}).",
+        )
         parser.add_argument(
             "--prefetch",
             type=int,
-            help="Tasks reserved ahead per process (default: 4 x threads; 1 disables read-ahead).",
+            help="Tasks reserved ahead per process (default: 4 per live thread, plus "
+            "--async-concurrency once async tasks come; 1 disables read-ahead).",
         )
         parser.add_argument("--max-tasks", type=int, help="Recycle a process after N tasks.")
         parser.add_argument(
@@ -108,16 +153,29 @@ class Command(BaseCommand):
                 )
         return tuple(dict.fromkeys(queues))
 
+    @staticmethod
+    def _check_pool(threads: int, options: dict[str, Any]) -> None:
+        max_threads = options["max_threads"]
+        if max_threads is not None and max_threads < threads:
+            raise CommandError(
+                f"--max-threads {max_threads} is below --threads {threads}. The pool floats "
+                "between them: raise --max-threads, or drop it for a fixed pool."
+            )
+        for flag, name in (("--target-wait", "target_wait"), ("--thread-idle", "thread_idle")):
+            if options[name] <= 0:
+                raise CommandError(f"{flag} must be more than 0 seconds, got {options[name]:g}.")
+
     def _worker_options(
         self, backend: ThreadmillTaskBackend, options: dict[str, Any]
     ) -> WorkerOptions:
-        threads = options["threads"]
-        prefetch = options["prefetch"] if options["prefetch"] is not None else 4 * threads
+        threads, prefetch = options["threads"], options["prefetch"]
         _positive("--processes", options["processes"])
         _positive("--threads", threads)
-        _positive("--prefetch", prefetch)
+        _positive("--prefetch", prefetch, allow_none=True)
         _positive("--max-tasks", options["max_tasks"], allow_none=True)
-        if prefetch > MAX_PREFETCH:
+        _positive("--async-concurrency", options["async_concurrency"])
+        self._check_pool(threads, options)
+        if prefetch is not None and prefetch > MAX_PREFETCH:
             raise CommandError(
                 f"--prefetch {prefetch} is above the ceiling of {MAX_PREFETCH}: a crashed process "
                 "would hold that many tasks until their leases lapse. Use more processes instead."
@@ -140,6 +198,10 @@ class Command(BaseCommand):
             queues=self._queues(backend, options["queues"]),
             processes=options["processes"],
             threads=threads,
+            max_threads=options["max_threads"],
+            target_wait_s=options["target_wait"],
+            thread_idle_s=options["thread_idle"],
+            async_concurrency=options["async_concurrency"],
             prefetch=prefetch,
             max_tasks=options["max_tasks"],
             max_tasks_jitter=options["max_tasks_jitter"],

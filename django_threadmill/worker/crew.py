@@ -1,0 +1,140 @@
+"""The thread roles of one worker process, built from its options and wired to each other.
+
+The prefetcher fills the buffer; worker threads (the pool) and the event loop lane run what it
+holds; the ack writer writes their outcomes; the lease keeper keeps their leases. The pool's
+sizing, the watchdog and the loop monitor look on. ``WorkerProcess`` starts and stops them.
+"""
+
+from collections.abc import Callable
+
+from ..broker import Broker
+from .ack_writer import AckWriter
+from .buffer import TaskBuffer
+from .event_loop import EventLoopLane, LoopMonitor
+from .executor import Executor
+from .lanes import is_async
+from .leases import HeldLeases, LeaseKeeper
+from .options import WorkerOptions
+from .pool import PoolLimits, PoolSizing, WorkerPool
+from .prefetcher import Prefetcher
+from .role import RoleThread
+from .threads import WorkerThread
+from .watchdog import Watchdog
+
+
+class Crew:
+    """Every role thread of one worker process (not started)."""
+
+    def __init__(
+        self,
+        options: WorkerOptions,
+        broker: Broker,
+        executor: Executor,
+        worker_id: str,
+        *,
+        lease_interval_s: float,
+        on_task_done: Callable[[], None],
+        on_empty: Callable[[], None],
+        on_crash: Callable[[], None],
+    ) -> None:
+        self.options = options
+        self.held = HeldLeases()
+        self.buffer = TaskBuffer(options.readahead(options.threads, async_tasks=False), is_async)
+        self.writer = AckWriter(broker, worker_id, self.held, self._on_written, on_crash)
+
+        def make_thread(index: int) -> WorkerThread:
+            return WorkerThread(
+                index,
+                buffer=self.buffer,
+                executor=executor,
+                writer=self.writer,
+                held=self.held,
+                sync_ack=options.sync_ack,
+                on_task_done=on_task_done,
+                on_crash=on_crash,
+            )
+
+        self.pool = WorkerPool(make_thread, self.buffer, self._readahead)
+        self.pool.add(options.threads, start=False)
+        self.lane = EventLoopLane(
+            options.async_concurrency,
+            buffer=self.buffer,
+            executor=executor,
+            writer=self.writer,
+            held=self.held,
+            sync_ack=options.sync_ack,
+            on_task_done=on_task_done,
+            on_crash=on_crash,
+        )
+        self.buffer.on_first_async = self._resize
+        self.monitor = LoopMonitor(self.lane, on_crash)
+        self.keeper = LeaseKeeper(
+            broker,
+            worker_id,
+            options.queues,
+            self.held,
+            lease_interval_s,
+            on_crash,
+            threads=self.pool.live_count,
+        )
+        self.prefetcher = Prefetcher(
+            broker,
+            worker_id,
+            options.queues,
+            self.buffer,
+            self.held,
+            burst=options.burst,
+            is_settled=lambda: self.buffer.is_idle() and self.writer.pending() == 0,
+            on_empty=on_empty,
+            on_crash=on_crash,
+        )
+        limits = PoolLimits(
+            min_threads=options.threads,
+            max_threads=options.max_threads or options.threads,
+            target_wait_s=options.target_wait_s,
+            idle_s=options.thread_idle_s,
+        )
+        self.sizing = (
+            PoolSizing(self.pool, limits, self._finished, on_crash) if limits.elastic else None
+        )
+        self.watchdog = (
+            None
+            if options.task_timeout_s is None
+            else Watchdog(
+                options.task_timeout_s,
+                self.pool.threads,
+                self.pool.replace,
+                self.writer,
+                self.buffer,
+                on_crash,
+            )
+        )
+        self.finished = 0  # tasks the pool and the lane finished (counted by the process)
+
+    def _finished(self) -> int:
+        return self.finished
+
+    def _readahead(self, live_threads: int) -> int:
+        return self.options.readahead(live_threads, async_tasks=self.buffer.saw_async)
+
+    def _resize(self) -> None:
+        """Async tasks came: the read-ahead now covers the event loop too."""
+        self.buffer.resize(self._readahead(self.pool.live_count()))
+
+    def _on_written(self) -> None:
+        """Results landed: a --burst prefetcher waiting for them looks again at once."""
+        if self.options.burst:
+            self.prefetcher.nudge()
+
+    def start_order(self) -> list[RoleThread]:
+        """Every role, in the order to start them: writers and keepers before producers."""
+        lookers_on = [role for role in (self.sizing, self.watchdog) if role is not None]
+        return [
+            self.keeper,
+            self.writer,
+            self.lane,
+            self.monitor,
+            *self.pool.threads,
+            self.prefetcher,
+            *lookers_on,
+        ]

@@ -1,0 +1,211 @@
+"""The event loop lane: ``async def`` tasks run on one event loop per process, many at once.
+
+A thread would sit idle through every await; the loop runs up to ``--async-concurrency`` tasks
+in one thread. The prefetcher fills it from the same acquire as the threads (worker/buffer.py);
+leases, start notices, acks, signals, retries and metrics are the worker threads'. A task
+that blocks the loop (a sync call inside a coroutine) stops every other one: the monitor
+notices and names it (docs/worker.md, What blocks the loop).
+"""
+
+import asyncio
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+
+from ..broker import Reservation, Start
+from ..codec.times import now_ms
+from .ack_writer import AckWriter
+from .buffer import TaskBuffer
+from .executor import Executor
+from .leases import HeldLeases
+from .role import RoleThread
+
+logger = logging.getLogger(__name__)
+
+BEAT_S = 0.05  # the loop notes the time this often while tasks run
+BLOCKED_S = 0.1  # a loop that missed its beat this long is reported as blocked
+
+
+class EventLoopLane(RoleThread):
+    """Run async tasks on one event loop, up to ``concurrency`` at once."""
+
+    def __init__(
+        self,
+        concurrency: int,
+        *,
+        buffer: TaskBuffer,
+        executor: Executor,
+        writer: AckWriter,
+        held: HeldLeases,
+        sync_ack: bool,
+        on_task_done: Callable[[], None],
+        on_crash: Callable[[], None],
+    ) -> None:
+        super().__init__("threadmill-event-loop", on_crash)
+        self.concurrency = concurrency
+        self.buffer = buffer
+        self.executor = executor
+        self.writer = writer
+        self.held = held
+        self.sync_ack = sync_ack
+        self.on_task_done = on_task_done
+        self.event_loop: asyncio.AbstractEventLoop | None = None  # made in the lane's thread
+        self.running: dict[asyncio.Task[None], Reservation] = {}  # the loop's thread only
+        self.idle = threading.Event()  # set while no task runs
+        self.idle.set()
+        self.busy = threading.Event()  # set while tasks run: the monitor watches then
+        self.last_beat = time.monotonic()
+        self.handed_back = 0  # tasks cancelled at the shutdown deadline, unrecorded
+        self._finishing = threading.Event()  # set at the deadline: cancel, then stop
+        buffer.on_async_work = self.nudge
+
+    def loop(self) -> None:
+        event_loop = self.event_loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(event_loop)
+        try:
+            event_loop.call_soon(self._admit)  # what came before the loop did
+            if self._finishing.is_set():  # the process stopped before the loop was made
+                event_loop.call_soon(self._cancel_and_stop)
+            event_loop.run_forever()
+        finally:
+            event_loop.run_until_complete(event_loop.shutdown_asyncgens())
+            event_loop.close()
+
+    def _call_soon(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the loop, from any thread; nothing if it is not running."""
+        event_loop = self.event_loop
+        if event_loop is not None and not event_loop.is_closed():
+            event_loop.call_soon_threadsafe(callback)
+
+    def nudge(self) -> None:
+        """Look for work now (the prefetcher put async tasks in the buffer). Any thread."""
+        self._call_soon(self._admit)
+
+    def _admit(self) -> None:
+        """Start waiting async tasks while there is room (the loop's thread)."""
+        if self.stopping.is_set():
+            return
+        event_loop = asyncio.get_running_loop()
+        free = self.concurrency - len(self.running)
+        for reservation in self.buffer.take_async(free) if free > 0 else []:
+            task = event_loop.create_task(self._run_one(reservation))
+            self.running[task] = reservation
+            task.add_done_callback(self._ended)
+        if self.running and self.idle.is_set():
+            self.idle.clear()
+            self.last_beat = time.monotonic()
+            self.busy.set()
+            event_loop.call_later(BEAT_S, self._beat)
+
+    def _beat(self) -> None:
+        self.last_beat = time.monotonic()
+        if self.running:
+            asyncio.get_running_loop().call_later(BEAT_S, self._beat)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        del self.running[task]
+        if not self.running:
+            self.busy.clear()
+            self.idle.set()
+        self._admit()
+
+    async def _run_one(self, reservation: Reservation) -> None:
+        lease = reservation.lease
+        try:
+            if not self.held.holds(lease.task_id):
+                logger.warning("Skipped task whose reservation was lost task_id=%s", lease.task_id)
+                return
+            started_ms = now_ms()
+            self.writer.submit_start(Start(lease=lease, started_ms=started_ms))
+            finish = await self.executor.arun(reservation, started_ms)
+            if self.sync_ack:
+                await asyncio.to_thread(self.writer.submit_finish, finish, wait=True)
+            else:
+                self.writer.submit_finish(finish)
+            self.on_task_done()
+        except asyncio.CancelledError:
+            # Handed back, as a thread still running at the deadline is: no outcome is
+            # written, its lease lapses and the reaper settles it.
+            self.handed_back += 1
+        finally:
+            self.buffer.done()
+
+    def stop(self) -> None:
+        """Start no more tasks; the running ones go on (``finish_running`` bounds them)."""
+        self.stopping.set()
+
+    def finish_running(self, deadline: float) -> None:
+        """Let running tasks end until ``deadline`` (monotonic), cancel the rest, stop the loop."""
+        self.idle.wait(max(0.0, deadline - time.monotonic()))
+        self._finishing.set()
+        self._call_soon(self._cancel_and_stop)
+
+    def _cancel_and_stop(self) -> None:
+        event_loop = asyncio.get_running_loop()
+        if not self.running:
+            event_loop.stop()
+            return
+        logger.warning(
+            "Grace period over, cancelling async tasks count=%d (their leases lapse and the "
+            "reaper settles them)",
+            len(self.running),
+        )
+        for task in list(self.running):
+            task.cancel()
+        gathered = asyncio.gather(*self.running, return_exceptions=True)
+        gathered.add_done_callback(lambda _: event_loop.stop())
+
+    def blocked_task(self) -> Reservation | None:
+        """Return the task the loop's thread is inside of, from its stack (another thread)."""
+        frame: FrameType | None = sys._current_frames().get(self.ident or -1)
+        while frame is not None:
+            if frame.f_code is EventLoopLane._run_one.__code__:
+                found = frame.f_locals.get("reservation")
+                return found if isinstance(found, Reservation) else None
+            frame = frame.f_back
+        return None
+
+
+class LoopMonitor(RoleThread):
+    """Report an event loop that stopped turning: a task in it made a blocking call.
+
+    It wakes only while async tasks run. When the loop misses its beat by ``BLOCKED_S``, the
+    task it is stuck in is read from its stack; once the loop turns again, one WARNING names
+    that task and how long every other async task was held.
+    """
+
+    def __init__(self, lane: EventLoopLane, on_crash: Callable[[], None]) -> None:
+        super().__init__("threadmill-loop-monitor", on_crash)
+        self.lane = lane
+
+    def wake(self) -> None:
+        self.lane.busy.set()  # end a wait for tasks to run: the monitor then sees it stops
+
+    def loop(self) -> None:
+        while not self.stopping.is_set():
+            self.lane.busy.wait()
+            if self.stopping.wait(BEAT_S):
+                return
+            if self.lane.busy.is_set() and time.monotonic() - self.lane.last_beat > BLOCKED_S:
+                self._follow_stall()
+
+    def _follow_stall(self) -> None:
+        """Name the task holding the loop, wait for the loop to turn, then say how long."""
+        culprit = self.lane.blocked_task()
+        since = self.lane.last_beat
+        while self.lane.last_beat == since and not self.stopping.wait(BEAT_S / 5):
+            pass
+        turned = self.lane.last_beat if self.lane.last_beat != since else time.monotonic()
+        lease = culprit.lease if culprit is not None else None
+        logger.warning(
+            "Event loop blocked task_id=%s path=%s for_ms=%d: a blocking call inside an "
+            "async task (time.sleep, a sync ORM query, a sync client) held every other async "
+            "task; await an async call or use sync_to_async (docs/worker.md, What blocks the "
+            "loop)",
+            lease.task_id if lease else "unknown",
+            lease.task_path if lease else "unknown",
+            (turned - since) * 1000,
+        )

@@ -1,0 +1,28 @@
+"""Which lane a reserved task runs in: ``async def`` tasks on the event loop, others on threads."""
+
+from functools import lru_cache
+from inspect import iscoroutinefunction
+
+from django.utils.module_loading import import_string
+
+from ..broker import Reservation
+from ..compat import Task
+
+
+@lru_cache(maxsize=1024)
+def runs_async(path: str) -> bool:
+    """Tell whether the task at ``path`` is an ``async def``; asked once per task path.
+
+    A path that does not import, or names no task, goes to a thread, where the executor
+    records it FAILED with the reason.
+    """
+    try:
+        found = import_string(path)
+    except Exception:  # ImportError, or whatever the task's module raises
+        return False
+    return isinstance(found, Task) and iscoroutinefunction(found.func)
+
+
+def is_async(reservation: Reservation) -> bool:
+    """Tell whether ``reservation`` is for the event loop (its lease names the task path)."""
+    return runs_async(reservation.lease.task_path)

@@ -1,0 +1,81 @@
+"""``async def`` tasks for the event loop tests, at module level so worker processes import them."""
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from django_threadmill.compat import TaskContext, task
+from django_threadmill.retry import ExponentialBackoff
+from django_threadmill.task import task as threadmill_task
+
+from .tasks import square
+
+_arrived = 0
+_all_in: asyncio.Event | None = None
+
+
+@task
+async def meet(expected: int, within_s: float) -> int:
+    """Wait until ``expected`` of these run at once in this process, or fail after ``within_s``.
+
+    Only an event loop running them concurrently lets them all meet: a thread per task, or a
+    loop running fewer at once, never gathers ``expected``.
+    """
+    global _arrived, _all_in
+    if _all_in is None:
+        _all_in = asyncio.Event()
+    _arrived += 1
+    if _arrived >= expected:
+        _all_in.set()
+    await asyncio.wait_for(_all_in.wait(), within_s)
+    return os.getpid()
+
+
+@task
+async def nap(seconds: float, log: str) -> int:
+    """Await ``seconds``, then append this process's id to ``log`` (executions, counted)."""
+    await asyncio.sleep(seconds)
+    with open(log, "a") as out:
+        out.write(f"{os.getpid()}\n")
+    return os.getpid()
+
+
+@task
+async def wait_for_file(path: str, started: str) -> str:
+    """Say it started, then await until ``path`` exists (polled on the loop, not blocking it)."""
+    Path(started).touch()
+    while not Path(path).exists():
+        await asyncio.sleep(0.01)
+    return "done"
+
+
+@task
+async def forever(started: str) -> None:
+    Path(started).touch()
+    await asyncio.Event().wait()
+
+
+@task
+async def blocks_the_loop(seconds: float) -> float:
+    time.sleep(seconds)  # the mistake under test: a sync sleep inside a coroutine
+    return seconds
+
+
+@task(takes_context=True)
+async def who_am_i(context: TaskContext) -> list[object]:
+    return [context.task_result.id, context.attempt]
+
+
+@task
+async def enqueue_square(n: int) -> str:
+    return (await square.aenqueue(n)).id
+
+
+@threadmill_task(retry=ExponentialBackoff(base_delay=0.01, max_attempts=3, jitter=0))
+async def flaky(marker: str) -> str:
+    """Fail on the first attempt (no marker yet), succeed on the second."""
+    if not Path(marker).exists():
+        Path(marker).touch()
+        raise ConnectionError("first attempt fails")
+    return "second attempt"

@@ -1,0 +1,114 @@
+"""The elastic pool: grows while tasks wait and every thread is busy, shrinks when idle, and
+takes back a step that did not raise the finish rate (work bound by the GIL).
+
+The sizer's decisions are tested on samples with a made-up clock; the real command shows the
+pool growing under waiting work and shrinking once idle.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus
+from django_threadmill.worker.pool import PoolLimits, PoolSample, PoolSizer
+from tests.support import Command, wait_until
+from tests.worker import tasks
+
+LIMITS = PoolLimits(min_threads=2, max_threads=16, target_wait_s=0.05, idle_s=30.0)
+
+
+def sample(at: float, *, threads: int, busy: int, waiting: int, finished: int, cpu_s: float = 0,
+           idle_for_s: float = 0.0) -> PoolSample:  # fmt: skip
+    return PoolSample(
+        at=at,
+        threads=threads,
+        busy=busy,
+        waiting=waiting,
+        finished=finished,
+        cpu_s=cpu_s,
+        idle_for_s=idle_for_s,
+    )
+
+
+def test_it_grows_once_tasks_waited_longer_than_the_target_with_every_thread_busy() -> None:
+    sizer = PoolSizer(LIMITS)
+    assert sizer.decide(sample(0.0, threads=2, busy=2, waiting=5, finished=0)) == (0, "")
+    assert sizer.decide(sample(0.03, threads=2, busy=2, waiting=5, finished=6)) == (0, "")
+    change, why = sizer.decide(sample(0.06, threads=2, busy=2, waiting=5, finished=12))
+    assert (change, why) == (1, "tasks waited and every thread was busy")
+
+
+def test_it_does_not_grow_while_a_thread_is_free_or_nothing_waits() -> None:
+    sizer = PoolSizer(LIMITS)
+    for at in (0.0, 0.1, 0.2):
+        assert sizer.decide(sample(at, threads=2, busy=1, waiting=5, finished=0))[0] == 0
+    for at in (0.3, 0.4, 0.5):
+        assert sizer.decide(sample(at, threads=2, busy=2, waiting=0, finished=0))[0] == 0
+
+
+def test_it_does_not_grow_a_process_that_already_uses_a_core() -> None:
+    sizer = PoolSizer(LIMITS)
+    for n, at in enumerate((0.0, 0.1, 0.2, 0.3)):
+        change, _ = sizer.decide(
+            sample(at, threads=2, busy=2, waiting=5, finished=100 * n, cpu_s=0.095 * n)
+        )
+        assert change == 0
+
+
+def test_a_step_that_raises_the_rate_is_kept_and_growth_goes_on_by_half() -> None:
+    sizer = PoolSizer(LIMITS)
+    sizer.decide(sample(0.0, threads=4, busy=4, waiting=9, finished=0))
+    assert sizer.decide(sample(0.1, threads=4, busy=4, waiting=9, finished=80))[0] == 2
+    # 800/s before the step; 1,333/s over its trial.
+    assert sizer.decide(sample(0.4, threads=6, busy=6, waiting=9, finished=480)) == (0, "")
+    sizer.decide(sample(0.41, threads=6, busy=6, waiting=9, finished=500))
+    assert sizer.decide(sample(0.47, threads=6, busy=6, waiting=9, finished=600))[0] == 3
+
+
+def test_a_step_that_does_not_raise_the_rate_is_taken_back_and_growth_pauses() -> None:
+    sizer = PoolSizer(LIMITS)
+    sizer.decide(sample(0.0, threads=4, busy=4, waiting=9, finished=0))
+    assert sizer.decide(sample(0.1, threads=4, busy=4, waiting=9, finished=1000))[0] == 2
+    change, why = sizer.decide(sample(0.4, threads=6, busy=6, waiting=9, finished=3500))
+    assert (change, why) == (-2, "the threads added did not raise the finish rate")
+    for at in (0.45, 0.5, 2.0, 5.0):  # paused, however long tasks wait
+        assert sizer.decide(sample(at, threads=4, busy=4, waiting=9, finished=4000))[0] == 0
+
+
+def test_an_idle_thread_is_retired_down_to_the_minimum_only() -> None:
+    sizer = PoolSizer(LIMITS)
+    assert sizer.decide(sample(0.0, threads=3, busy=0, waiting=0, finished=0, idle_for_s=31)) == (
+        -1,
+        "idle",
+    )
+    assert (
+        sizer.decide(sample(0.1, threads=2, busy=0, waiting=0, finished=0, idle_for_s=99))[0] == 0
+    )
+
+
+def test_the_worker_grows_its_pool_under_waiting_work_and_shrinks_it_when_idle(
+    backend: ThreadmillTaskBackend, start_worker: Callable[..., Command], tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    blocked = [tasks.wait_for_file.enqueue(str(gate)) for _ in range(4)]
+    command = start_worker(
+        "--threads",
+        "1",
+        "--max-threads",
+        "4",
+        "--target-wait",
+        "0.05",
+        "--thread-idle",
+        "0.3",
+        "-v",
+        "2",
+    )
+    command.wait_for_log(r"Worker threads from=\d+ to=4 reason=tasks waited")
+    gate.touch()
+    wait_until(
+        lambda: all(
+            backend.get_result(r.id).status == TaskResultStatus.SUCCESSFUL for r in blocked
+        ),
+        "the blocked tasks finishing",
+    )
+    command.wait_for_log(r"Worker threads from=2 to=1 reason=idle")
