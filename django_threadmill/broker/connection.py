@@ -12,6 +12,7 @@ from redis.sentinel import MasterNotFoundError
 from ..conf.settings import BackendSettings
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from .topology import AsyncClient, SyncClient, aconnect, connect
+from .wrong_server import wrong_server
 
 # redis-py's message when a BlockingConnectionPool found no free connection within its timeout.
 POOL_TIMED_OUT = "No connection available."
@@ -72,9 +73,14 @@ def make_async_client(settings: BackendSettings) -> AsyncClient:
     return aconnect(settings, _client_options(settings))
 
 
+def _connected(error: BaseException) -> bool:
+    """Tell whether the connection of a failed call had opened."""
+    return "connecting to" not in str(error).lower()  # redis-py's wording when connect() failed
+
+
 def _what_was_written(error: BaseException) -> str:
     """Say whether a failed call can have reached Redis: only if the connection was open."""
-    if "connecting to" in str(error).lower():  # redis-py's wording when connect() failed
+    if not _connected(error):
         return "nothing was written."
     # The connection dropped mid-call (seen in the chaos runs): Redis may have applied the call
     # before it went away, e.g. stored an enqueued task whose reply never arrived.
@@ -103,18 +109,8 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
             "under way; else start the sentinels and the primary, or fix OPTIONS['sentinel'] "
             "(service_name, sentinels); nothing was written."
         ) from exc
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        if str(exc) == POOL_TIMED_OUT:  # raised by the client's own pool, before any I/O
-            raise BrokerUnavailable(
-                f"Every pooled connection to Redis at {where} stayed in use for "
-                f"pool_timeout={pool_timeout_s:g}s ({exc}). "
-                "Raise OPTIONS['pool_timeout'] or OPTIONS['max_connections'], or find what "
-                "holds the connections (a slow Redis?); nothing was written."
-            ) from exc
-        raise BrokerUnavailable(
-            f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
-            + _what_was_written(exc)
-        ) from exc
+    except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse) as exc:
+        raise _no_reply(location, pool_timeout_s, exc) from exc
     except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
         # redis-py already followed MOVED/ASK and refreshed its slot map; what is left is a
         # cluster without a primary for the slot (mid-failover) or no node reachable at all.
@@ -139,6 +135,35 @@ def reply_of(exc: redis.ResponseError) -> str:
 def wrong_type(error: BaseException) -> bool:
     """Tell whether ``error`` is Redis refusing a command on a key of another type."""
     return isinstance(error, redis.ResponseError) and reply_of(error).startswith("WRONGTYPE")
+
+
+def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUnavailable:
+    """Return the error for a call that got no Redis reply: the pool was exhausted, the server
+    is no Redis of the kind LOCATION names, or it cannot be reached."""
+    where = redacted(location)
+    if str(exc) == POOL_TIMED_OUT:  # raised by the client's own pool, before any I/O
+        return BrokerUnavailable(
+            f"Every pooled connection to Redis at {where} stayed in use for "
+            f"pool_timeout={pool_timeout_s:g}s ({exc}). "
+            "Raise OPTIONS['pool_timeout'] or OPTIONS['max_connections'], or find what "
+            "holds the connections (a slow Redis?); nothing was written."
+        )
+    garbled = isinstance(exc, redis.exceptions.InvalidResponse)
+    # A server that garbled a reply, closed an open connection or failed a TLS handshake may
+    # be no Redis; one that refused the connection is simply not there.
+    if garbled or _connected(exc) or location.startswith("rediss://"):
+        wrong = wrong_server(location, where)
+        if wrong:
+            return BrokerUnavailable(wrong)
+    if garbled:
+        return BrokerUnavailable(
+            f"The server at {where} answered with something that is not the Redis protocol "
+            f"({exc}). Point LOCATION at Redis; nothing was written."
+        )
+    return BrokerUnavailable(
+        f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
+        + _what_was_written(exc)
+    )
 
 
 def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable | None:

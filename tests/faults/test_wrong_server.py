@@ -1,0 +1,127 @@
+"""The wrong server at LOCATION (an HTTP server, a TLS port reached with redis://, a plain Redis
+reached with rediss://) is named, with the fix, by enqueue, manage.py check, the worker and the
+reaper: our BrokerUnavailable, never redis-py's parse error and its traceback."""
+
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.exceptions import BrokerUnavailable
+from testproject.example.tasks import echo
+from tests.security.tls import tls_redis
+from tests.servers.redis_server import free_port, redis_process
+from tests.support import Command, wait_until, worker
+
+OPTIONS = {"socket_connect_timeout": 0.5}  # a TLS handshake with plain Redis waits this long
+HTTP = (
+    r"The server at {url} answered with something that is not the Redis protocol \(got "
+    r"'<!DOCTYPE.*'\)\. Is LOCATION pointing at an HTTP server\? Point LOCATION at Redis; "
+    r"nothing was written\."
+)
+TLS_PORT = (
+    r"The server at {url} (closed the connection|answered a TLS record \(.*\)) at the first "
+    r"command instead of answering it: is it a TLS port\? Use rediss:// in LOCATION for a "
+    r"Redis with TLS; nothing was written\."
+)
+PLAIN_REDIS = (
+    r"The server at {url} answered the Redis protocol without TLS, but LOCATION says "
+    r"rediss://\. Use redis:// for it, or the port of its TLS listener; nothing was written\."
+)
+
+
+def accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    """A redis:// LOCATION where python -m http.server listens."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: accepts(port), "the HTTP server listening")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.kill()
+        server.wait()
+
+
+@pytest.fixture
+def tls_port_url() -> Iterator[str]:
+    """A redis:// LOCATION at a Redis that speaks TLS only."""
+    try:
+        with tls_redis() as server:
+            yield f"redis://127.0.0.1:{server.port}/0"
+    except RuntimeError as exc:
+        pytest.skip(f"this redis-server has no TLS support: {exc}")
+
+
+@pytest.fixture
+def plain_as_tls_url() -> Iterator[str]:
+    """A rediss:// LOCATION at a Redis without TLS."""
+    with redis_process() as server:
+        yield f"rediss://127.0.0.1:{server.port}/0"
+
+
+@pytest.fixture(params=["http", "tls_port", "plain_as_tls"])
+def wrong(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """A LOCATION with the wrong server behind it, and the message that names it."""
+    url = request.getfixturevalue(f"{request.param}_url")
+    message = {"http": HTTP, "tls_port": TLS_PORT, "plain_as_tls": PLAIN_REDIS}[request.param]
+    return url, message.format(url=re.escape(url))
+
+
+def test_enqueue_names_the_server_and_the_fix(wrong: tuple[str, str], key_prefix: str) -> None:
+    url, message = wrong
+    backend = ThreadmillTaskBackend(
+        "default", {"LOCATION": url, "OPTIONS": {"key_prefix": key_prefix, **OPTIONS}}
+    )
+    with pytest.raises(BrokerUnavailable, match=f"^{message}$"):
+        backend.enqueue(echo, [1], {})
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("check", "--tag", "threadmill"), ("threadmill_reap", "--once")],
+    ids=["check", "reaper"],
+)
+def test_commands_exit_1_naming_it(
+    wrong: tuple[str, str], key_prefix: str, args: tuple[str, ...]
+) -> None:
+    url, message = wrong
+    command = Command(url, key_prefix, *args, options=OPTIONS)
+    try:
+        assert command.wait() == 1, command.log
+        assert re.search(message, command.log), command.log
+        assert "Traceback" not in command.log
+    finally:
+        command.close()
+
+
+def test_the_worker_says_what_it_found_while_it_waits(
+    wrong: tuple[str, str], key_prefix: str
+) -> None:
+    url, message = wrong
+    command = worker(url, key_prefix, options=OPTIONS)
+    try:
+        # redis-py retries a failed connection three times, with backoff, before it gives up
+        line = rf"Redis unavailable, retrying in [\d.]+s error={message}"
+        command.wait_for_log(line, timeout_s=45)
+        command.signal()
+        assert command.wait() == 0, command.log
+        assert "Traceback" not in command.log
+    finally:
+        command.close()
