@@ -1,6 +1,6 @@
 """Exceptions raised by django-threadmill, all under one base class."""
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 
 
 class ThreadmillError(Exception):
@@ -39,6 +39,21 @@ class BrokerRefused(BrokerUnavailable):
 
 class PayloadError(ThreadmillError):
     """A stored task payload cannot be decoded or no longer names a task."""
+
+
+class TaskNotImportable(PayloadError, ImportError):
+    """A stored task path does not import (its code is not deployed here, or was removed).
+
+    An ``ImportError`` too, so code that already catches a failed import by path catches it.
+    """
+
+
+class NotATask(PayloadError, SuspiciousOperation):
+    """A stored task path names something that is not a task, which is never called.
+
+    A ``SuspiciousOperation`` too: such a payload was forged or corrupted, and Django answers
+    and logs it as one when a view lets it through (docs/reliability.md, Security).
+    """
 
 
 class LeaseExpired(ThreadmillError):

@@ -14,7 +14,7 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from ..compat import InvalidTask, Task
-from ..exceptions import PayloadError
+from ..exceptions import NotATask, PayloadError, TaskNotImportable
 from .jsoncodec import dumps
 from .times import from_ms
 
@@ -87,12 +87,12 @@ def _rebuilt_task(
     try:
         found = import_string(path)
     except ImportError as exc:
-        raise PayloadError(
+        raise TaskNotImportable(
             f"Task path {path!r} does not import ({exc}). Deploy the code that defines it, or "
             "cancel the task."
         ) from exc
     if not isinstance(found, Task):
-        raise PayloadError(
+        raise NotATask(
             f"{path!r} is a {type(found).__name__}, not a task. Only functions decorated with "
             "@task can be enqueued."
         )

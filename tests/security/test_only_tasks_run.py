@@ -59,7 +59,7 @@ def test_forged_payloads_fail_and_never_run(
         record = redis_client.hgetall(backend.broker.record_key(task_id) or "")
         assert record["state"] == "failed", path
         error = json.loads(record["error:1"])
-        assert error["exception_class_path"] == "django_threadmill.exceptions.PayloadError"
+        assert error["exception_class_path"] == "django_threadmill.exceptions.NotATask"
         assert f"{path!r} is a " in error["traceback"]
         assert (
             "not a task. Only functions decorated with @task can be enqueued."
