@@ -10,6 +10,7 @@ from .backend import ThreadmillTaskBackend
 from .broker.inspect.source import Source
 from .compat import task_backends
 from .exceptions import ImproperlyConfiguredThreadmill
+from .wording import a_type
 
 
 def _is_threadmill(path: object) -> bool:
@@ -41,7 +42,7 @@ def threadmill_backend(alias: str) -> ThreadmillTaskBackend:
     backend = task_backends[alias]
     if not isinstance(backend, ThreadmillTaskBackend):
         raise ImproperlyConfiguredThreadmill(
-            f"TASKS[{alias!r}] is a {type(backend).__name__}, not a ThreadmillTaskBackend: it has "
+            f"TASKS[{alias!r}] is {a_type(backend)}, not a ThreadmillTaskBackend: it has "
             f"no Redis queues, leases or schedules. Use an alias of a ThreadmillTaskBackend "
             f"({usable})."
         )

@@ -15,6 +15,7 @@ from django.utils.module_loading import import_string
 
 from ..compat import InvalidTask, Task
 from ..exceptions import NotATask, PayloadError, TaskNotImportable
+from ..wording import a_type
 from .jsoncodec import dumps
 from .times import from_ms
 
@@ -93,7 +94,7 @@ def _rebuilt_task(
         ) from exc
     if not isinstance(found, Task):
         raise NotATask(
-            f"{path!r} is a {type(found).__name__}, not a task. Only functions decorated with "
+            f"{path!r} is {a_type(found)}, not a task. Only functions decorated with "
             "@task can be enqueued."
         )
     try:

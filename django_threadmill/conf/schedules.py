@@ -15,6 +15,7 @@ from django.utils.module_loading import import_string
 
 from ..compat import InvalidTask, Task
 from ..exceptions import ImproperlyConfiguredThreadmill
+from ..wording import a_type
 
 # A schedule's name is part of a Redis key (its last-fired marker) and of its tasks' ids.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -112,7 +113,7 @@ def scheduled_task(schedule: Schedule) -> Task:
     task = import_string(schedule.task)
     if not isinstance(task, Task):
         raise InvalidTask(
-            f"{schedule.task!r} is a {type(task).__name__}, not a task. Only functions "
+            f"{schedule.task!r} is {a_type(task)}, not a task. Only functions "
             "decorated with @task can be scheduled."
         )
     changes: dict[str, Any] = {"queue_name": schedule.queue_name, "priority": schedule.priority}
