@@ -21,6 +21,7 @@ from .enqueue.pipeline import Call, EnqueuePipeline, pipeline_for
 from .exceptions import Cancelled, ImproperlyConfiguredThreadmill
 from .observability.tracing import traced_aenqueue, traced_enqueue
 from .task import ThreadmillTask
+from .wording import a_type, dotted_name
 
 VALID_TASKS_KEPT = 1024  # tasks remembered as valid per backend; more start the set again
 
@@ -60,6 +61,11 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         """
         if self._valid_tasks.get(id(task)) is task:
             return
+        if not isinstance(task, Task):  # Django's own checks read attributes only tasks have
+            raise InvalidTask(
+                f"{dotted_name(task)!r} is {a_type(task)}, not a task. Decorate it with @task "
+                "and enqueue the task it returns."
+            )
         super().validate_task(task)
         try:
             check_queue_name(task.queue_name)

@@ -5,6 +5,7 @@ over its client; the scheduler enqueues through it too. One pipeline serves ever
 event loop of a process (``pipeline_for``).
 """
 
+import reprlib
 from collections.abc import Iterable, Sequence
 from functools import partial
 from threading import Lock
@@ -22,6 +23,20 @@ from .on_commit import defer_to_commit
 from .prepare import prepare
 
 type Call = tuple[Sequence[Any], dict[str, Any]]
+
+
+def call_of(number: int, item: object) -> Call:
+    """Return one item of ``enqueue_many`` as ``(args, kwargs)``, or raise naming that shape:
+    a tuple of one string would otherwise be unpacked into its letters."""
+    if isinstance(item, tuple | list) and len(item) == 2:
+        args, kwargs = item
+        if isinstance(args, tuple | list) and isinstance(kwargs, dict):
+            return args, kwargs
+    raise TypeError(
+        "enqueue_many() takes (args, kwargs) pairs, such as ((1, 2), {'c': 3}); call "
+        f"{number} is {reprlib.repr(item)}. Give args as a tuple or list and kwargs as a dict, "
+        "empty when there are none."
+    )
 
 
 class EnqueuePipeline:
@@ -72,7 +87,10 @@ class EnqueuePipeline:
 
         Every call is encoded before anything is sent.
         """
-        prepared = [prepare(task, args, kwargs, broker=self.broker) for args, kwargs in calls]
+        prepared = [
+            prepare(task, *call_of(number, item), broker=self.broker)
+            for number, item in enumerate(calls)
+        ]
         if not prepared:
             return []
         write = partial(self._store, prepared)

@@ -1,5 +1,6 @@
 """enqueue_many: calls of one task, validated first, stored in one atomic call, one signal each."""
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -7,7 +8,7 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
+from django_threadmill.compat import InvalidTask, TaskResult, TaskResultStatus, task_enqueued
 from testproject.example.tasks import add, echo
 
 
@@ -74,3 +75,41 @@ def test_one_bad_call_stores_nothing(
 def test_no_calls_is_a_noop(backend: ThreadmillTaskBackend, enqueued: list[TaskResult]) -> None:
     assert backend.enqueue_many(echo, []) == []
     assert enqueued == []
+
+
+def plain(a: int, b: int) -> int:
+    """Not decorated with @task."""
+    return a + b
+
+
+def test_a_plain_function_is_refused_naming_the_fix(backend: ThreadmillTaskBackend) -> None:
+    with pytest.raises(
+        InvalidTask,
+        match=(
+            r"^'tests\.backend\.test_enqueue_many\.plain' is a function, not a task\. Decorate it "
+            r"with @task and enqueue the task it returns\.$"
+        ),
+    ):
+        backend.enqueue_many(plain, [((1, 2), {})])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [(1, 2), ((1,), {}, 3), 5, ((1,), []), ({"a": 1}, {}), ("ab", {}), [(1,), {}, {}]],
+    ids=repr,
+)
+def test_items_that_are_not_args_kwargs_pairs_are_refused_naming_the_shape(
+    backend: ThreadmillTaskBackend,
+    enqueued: list[TaskResult],
+    redis_client: redis.Redis,
+    key_prefix: str,
+    call: object,
+) -> None:
+    message = (
+        f"enqueue_many() takes (args, kwargs) pairs, such as ((1, 2), {{'c': 3}}); call 1 is "
+        f"{call!r}. Give args as a tuple or list and kwargs as a dict, empty when there are none."
+    )
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        backend.enqueue_many(add, [((1, 2), {}), call])  # type: ignore[list-item]
+    assert enqueued == []
+    assert list(redis_client.scan_iter(f"{key_prefix}:*")) == []
