@@ -65,7 +65,8 @@ def check_backend(backend: CheckedBackend) -> list[CheckMessage]:
     """Return errors and warnings about ``backend``'s settings; nothing here reads Redis."""
     return [
         *_app_messages(backend),
-        *schedule_messages(backend.settings),
+        *schedule_messages(backend.settings, backend.queues),
+        *_limit_messages(backend),
         *_shard_messages(backend),
     ]
 
@@ -83,6 +84,21 @@ def _app_messages(backend: CheckedBackend) -> list[CheckMessage]:
             hint=f"Add {APP!r} to INSTALLED_APPS.",
             id="threadmill.E007",
         )
+    ]
+
+
+def _limit_messages(backend: CheckedBackend) -> list[CheckMessage]:
+    """Refuse ``queue_limits`` of a queue not in QUEUES: a typo would leave the real one open."""
+    queues = backend.queues
+    return [
+        Error(
+            f"TASKS[{backend.alias!r}]: OPTIONS['queue_limits'] names queue {queue!r}, which is "
+            f"not in QUEUES ({', '.join(sorted(queues))}), so its limits apply to no task.",
+            hint=f"Fix the queue name, or add the queue to TASKS[{backend.alias!r}]['QUEUES'].",
+            id="threadmill.E008",
+        )
+        for queue in backend.settings.queue_limits
+        if queues and queue not in queues
     ]
 
 

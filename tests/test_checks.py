@@ -184,3 +184,18 @@ def test_a_backend_without_the_app_installed_names_the_fix() -> None:
         "admin section, and no check of its Redis.\n\tHINT: Add 'django_threadmill' to "
         "INSTALLED_APPS."
     ) in str(raised.value)
+
+
+def test_queue_limits_naming_a_queue_not_in_queues_is_an_error(
+    redis_url: str, key_prefix: str
+) -> None:
+    limits = {"emials": {"concurrency": 2}, "emails": {"rate": "10/s"}}
+    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, queue_limits=limits)):
+        [message] = task_backends["default"].check()
+    assert isinstance(message, Error)
+    assert message.id == "threadmill.E008"
+    assert message.msg == (
+        "TASKS['default']: OPTIONS['queue_limits'] names queue 'emials', which is not in QUEUES "
+        "(default, emails, reports), so its limits apply to no task."
+    )
+    assert message.hint == "Fix the queue name, or add the queue to TASKS['default']['QUEUES']."

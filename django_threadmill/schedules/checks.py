@@ -1,5 +1,6 @@
 """System checks of ``OPTIONS["schedules"]``: each problem is an error naming its schedule."""
 
+from collections.abc import Set
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfoNotFoundError
 
@@ -12,6 +13,7 @@ from .slots import next_slot, zone_of
 
 BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or the time zone is unknown
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
+UNKNOWN_QUEUE = "threadmill.E012"  # queue_name is not in the backend's QUEUES
 
 
 def _timing_error(schedule: Schedule) -> str | None:
@@ -41,8 +43,21 @@ def _task_error(schedule: Schedule, alias: str) -> str | None:
     return None
 
 
-def schedule_messages(settings: BackendSettings) -> list[CheckMessage]:
-    """Return one error per schedule whose timing or task cannot work."""
+def unknown_queue(schedule: Schedule, alias: str, queues: Set[str]) -> Error | None:
+    """Return the error of a schedule whose ``queue_name`` is not in QUEUES (empty: any)."""
+    if schedule.queue_name is None or not queues or schedule.queue_name in queues:
+        return None
+    return Error(
+        f"TASKS[{alias!r}]['OPTIONS']['schedules'][{schedule.name!r}]: queue_name "
+        f"{schedule.queue_name!r} is not in QUEUES ({', '.join(sorted(queues))}), so no task can "
+        "be enqueued to it.",
+        hint=f"Fix the queue name, or add the queue to TASKS[{alias!r}]['QUEUES'].",
+        id=UNKNOWN_QUEUE,
+    )
+
+
+def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[CheckMessage]:
+    """Return one error per schedule whose timing, queue or task cannot work."""
     alias = settings.alias
     messages: list[CheckMessage] = []
     for schedule in settings.schedules.values():
@@ -57,6 +72,10 @@ def schedule_messages(settings: BackendSettings) -> list[CheckMessage]:
                     id=BAD_TIMING,
                 )
             )
+        queue = unknown_queue(schedule, alias, queues)
+        if queue:
+            messages.append(queue)
+            continue  # the task cannot be rebuilt for that queue: one error says why
         problem = _task_error(schedule, alias)
         if problem:
             messages.append(

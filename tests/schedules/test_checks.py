@@ -4,7 +4,12 @@ import pytest
 from django.test import override_settings
 
 from django_threadmill.compat import task_backends
-from django_threadmill.schedules.checks import BAD_TASK, BAD_TIMING, schedule_messages
+from django_threadmill.schedules.checks import (
+    BAD_TASK,
+    BAD_TIMING,
+    UNKNOWN_QUEUE,
+    schedule_messages,
+)
 from tests.conftest import tasks_setting
 
 GOOD = {"task": "tests.schedules.tasks.report", "cron": "0 3 * * *"}
@@ -15,8 +20,9 @@ def problems(redis_url: str, key_prefix: str, **schedule: object) -> list[tuple[
     entry = {key: value for key, value in {**GOOD, **schedule}.items() if value is not None}
     tasks = tasks_setting(redis_url, key_prefix, schedules={"s": entry})
     with override_settings(TASKS=tasks):
-        settings = task_backends["default"].settings  # type: ignore[attr-defined]
-        return [(m.id or "", m.msg) for m in schedule_messages(settings)]
+        backend = task_backends["default"]
+        messages = schedule_messages(backend.settings, backend.queues)  # type: ignore[attr-defined]
+        return [(m.id or "", m.msg) for m in messages]
 
 
 def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
@@ -36,7 +42,11 @@ def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
         ),
         ({"task": "tests.schedules.tasks.not_a_task"}, BAD_TASK, "is a function, not a task"),
         ({"priority": 500}, BAD_TASK, "cannot be scheduled"),
-        ({"queue_name": "nope"}, BAD_TASK, "(Queue 'nope' is not valid for backend.)"),
+        (
+            {"queue_name": "nope"},
+            UNKNOWN_QUEUE,
+            "queue_name 'nope' is not in QUEUES (default, emails, reports)",
+        ),
     ],
 )
 def test_each_problem_is_an_error_naming_the_schedule(
@@ -55,7 +65,8 @@ def test_a_task_bound_to_another_backend_is_an_error(redis_url: str, key_prefix:
         "OPTIONS": {"key_prefix": f"{key_prefix}-o", "schedules": {"s": GOOD}},
     }
     with override_settings(TASKS=tasks):
-        [message] = schedule_messages(task_backends["other"].settings)  # type: ignore[attr-defined]
+        other = task_backends["other"]
+        [message] = schedule_messages(other.settings, other.queues)  # type: ignore[attr-defined]
     assert message.id == BAD_TASK
     assert "bound to backend 'default', not 'other'" in message.msg
 
@@ -65,3 +76,15 @@ def test_backend_checks_include_schedules(redis_url: str, key_prefix: str) -> No
     with override_settings(TASKS=tasks):
         ids = [message.id for message in task_backends["default"].check()]
     assert BAD_TIMING in ids
+
+
+def test_a_queue_not_in_queues_is_an_error_with_the_fix(redis_url: str, key_prefix: str) -> None:
+    tasks = tasks_setting(redis_url, key_prefix, schedules={"s": {**GOOD, "queue_name": "emials"}})
+    with override_settings(TASKS=tasks):
+        [message] = task_backends["default"].check()
+    assert message.id == UNKNOWN_QUEUE
+    assert message.msg == (
+        "TASKS['default']['OPTIONS']['schedules']['s']: queue_name 'emials' is not in QUEUES "
+        "(default, emails, reports), so no task can be enqueued to it."
+    )
+    assert message.hint == "Fix the queue name, or add the queue to TASKS['default']['QUEUES']."
