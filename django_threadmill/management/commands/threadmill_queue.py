@@ -27,7 +27,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--backend", default="default", help=BACKEND_HELP)
-        actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+        actions = parser.add_subparsers(
+            dest="action",
+            required=True,
+            metavar="ACTION",
+            help="damaged or forget-damaged; ACTION --help says more.",
+        )
         listing = actions.add_parser(
             "damaged", help="List the records set aside, with when, by which script and why."
         )

@@ -124,7 +124,12 @@ class Command(BaseCommand):
             type=float,
             help="Seconds between the supervisor's reap passes (default: lease_ttl; 0 disables).",
         )
-        parser.add_argument("--log-format", choices=["text", "json"], default="text")
+        parser.add_argument(
+            "--log-format",
+            choices=["text", "json"],
+            default="text",
+            help="text lines, or one JSON object per line for a log shipper (default: text).",
+        )
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Run the system checks, except "Redis unreachable": every process waits for Redis."""
