@@ -26,6 +26,7 @@ class WorkerOptions:
     task_timeout_s: float | None
     reap_interval_s: float | None
     max_threads: int | None = None  # None: the pool stays at ``threads``
+    max_memory_mb: int | None = None  # recycle a process whose RSS passes this many MiB
     target_wait_s: float = DEFAULT_TARGET_WAIT_S
     thread_idle_s: float = DEFAULT_THREAD_IDLE_S
     async_concurrency: int = DEFAULT_ASYNC_CONCURRENCY

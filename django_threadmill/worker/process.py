@@ -18,6 +18,7 @@ from .backoff import REDIS_BACKOFF
 from .crew import Crew
 from .executor import Executor
 from .exit_codes import ExitCode
+from .memory import MIB, ResidentMemory
 from .options import WorkerOptions
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,10 @@ class WorkerProcess:
             if options.max_tasks is None
             else options.max_tasks + random.randint(0, options.max_tasks_jitter)
         )
+        # --max-memory: the RSS probe, and how many bytes of RSS the process may pass
+        self.memory = None if options.max_memory_mb is None else ResidentMemory()
+        self.max_memory_bytes = (options.max_memory_mb or 0) * MIB
+        self._recycling = False
         self.stop_requested = threading.Event()
         self._wakeup_read, self._wakeup_write = os.pipe()
         self._signals = 0
@@ -83,7 +88,8 @@ class WorkerProcess:
         os.write(self._wakeup_write, b"\0")
 
     def _count_task(self) -> None:
-        """Count a task a worker thread finished; recycle the process at --max-tasks.
+        """Count a task a worker thread finished; recycle the process at --max-tasks, or once
+        its RSS passes --max-memory.
 
         Counted when the thread is done, not when the result is written, so the ack writer's
         lag cannot let a process run past the limit.
@@ -92,8 +98,31 @@ class WorkerProcess:
             self.crew.finished += 1
             reached = self.max_tasks is not None and self.crew.finished == self.max_tasks
         if reached:
-            self.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
-            self.request_stop(ExitCode.RECYCLE)
+            self._recycle()
+        elif self.memory is not None and not self.stop_requested.is_set():
+            resident = self.memory.read()
+            if resident > self.max_memory_bytes:
+                self._recycle(resident)
+
+    def _recycle(self, resident: int | None = None) -> None:
+        """Start no more tasks, finish the running ones and exit RECYCLE: the supervisor starts
+        a fresh process at once. ``resident``: the RSS that passed --max-memory, logged."""
+        with self._count_lock:
+            if self._recycling:
+                return
+            self._recycling = True
+        if resident is not None:
+            logger.warning(
+                "RSS passed --max-memory, recycling worker_id=%s rss_mb=%.1f max_memory_mb=%s "
+                "(it finishes the tasks it holds; a fresh process replaces it)",
+                self.worker_id,
+                resident / MIB,
+                self.options.max_memory_mb,
+            )
+        self.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
+        # Hand back what waits, before this thread returns to the buffer for its next task.
+        self._release(self.buffer.close())
+        self.request_stop(ExitCode.RECYCLE)
 
     def _crashed(self) -> None:
         """A role thread's own loop failed: stop, so the supervisor starts a fresh process."""

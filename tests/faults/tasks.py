@@ -38,3 +38,10 @@ def leak(megabytes: int) -> list[float]:
     """Keep ``megabytes`` of memory for good; return [pid, resident MB] after the leak."""
     _leaked.append(os.urandom(megabytes * 2**20))
     return [os.getpid(), resident_mb()]
+
+
+@task(takes_context=True)
+def leak_counted(context: TaskContext, megabytes: int, log: str) -> list[float]:
+    """``leak``, each run counted in ``log`` as ``count_run`` counts it."""
+    count_run.func(context, log)
+    return leak.func(megabytes)

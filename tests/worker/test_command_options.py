@@ -21,6 +21,8 @@ from django_threadmill.worker.process import WorkerProcess
         (["--prefetch", "20000"], "--prefetch 20000 is above the ceiling of 10000"),
         (["--max-tasks", "0"], "--max-tasks must be 1 or more, got 0."),
         (["--max-tasks-jitter", "5"], "--max-tasks-jitter needs --max-tasks."),
+        (["--max-memory", "0"], "--max-memory must be 1 or more, got 0."),
+        (["--max-memory", "1"], "--max-memory 1 is below the "),
         (["--grace-period", "-1"], "--grace-period must be 0 or more seconds."),
         (["--reap-interval", "-1"], "--reap-interval must be 0 (off) or more seconds."),
         (["--task-timeout", "0"], "--task-timeout must be more than 0 seconds."),

@@ -11,6 +11,7 @@ from ...checks import redis_may_be_down
 from ...conf.settings import check_queue_name
 from ...exceptions import ImproperlyConfiguredThreadmill
 from ...worker.logs import configure_logging
+from ...worker.memory import MIB, ResidentMemory
 from ...worker.options import (
     DEFAULT_ASYNC_CONCURRENCY,
     DEFAULT_TARGET_WAIT_S,
@@ -29,6 +30,25 @@ def _positive(name: str, value: int | None, *, allow_none: bool = False) -> None
         return
     if value is None or value < 1:
         raise CommandError(f"{name} must be 1 or more, got {value}.")
+
+
+def _check_max_memory(max_memory_mb: int | None) -> None:
+    """Refuse a --max-memory that a process passes before its first task: it would recycle
+    after every task."""
+    _positive("--max-memory", max_memory_mb, allow_none=True)
+    if max_memory_mb is None:
+        return
+    memory = ResidentMemory()
+    try:
+        resident_mb = memory.read() / MIB
+    finally:
+        memory.close()
+    if max_memory_mb <= resident_mb:
+        raise CommandError(
+            f"--max-memory {max_memory_mb} is below the {resident_mb:.0f} MiB this process "
+            "holds before running any task: every worker process would recycle after its "
+            "first task. Raise it well above that."
+        )
 
 
 class Command(BaseCommand):
@@ -93,6 +113,13 @@ class Command(BaseCommand):
             "--async-concurrency once async tasks come; 1 disables read-ahead).",
         )
         parser.add_argument("--max-tasks", type=int, help="Recycle a process after N tasks.")
+        parser.add_argument(
+            "--max-memory",
+            type=int,
+            metavar="MB",
+            help="Recycle a process once its resident memory (RSS) passes MB MiB: it takes no "
+            "more tasks, finishes the ones it holds and is replaced.",
+        )
         parser.add_argument(
             "--max-tasks-jitter",
             type=int,
@@ -178,6 +205,7 @@ class Command(BaseCommand):
         _positive("--threads", threads)
         _positive("--prefetch", prefetch, allow_none=True)
         _positive("--max-tasks", options["max_tasks"], allow_none=True)
+        _check_max_memory(options["max_memory"])
         _positive("--async-concurrency", options["async_concurrency"])
         self._check_pool(threads, options)
         if prefetch is not None and prefetch > MAX_PREFETCH:
@@ -210,6 +238,7 @@ class Command(BaseCommand):
             prefetch=prefetch,
             max_tasks=options["max_tasks"],
             max_tasks_jitter=options["max_tasks_jitter"],
+            max_memory_mb=options["max_memory"],
             burst=options["burst"],
             sync_ack=options["sync_ack"],
             grace_period_s=options["grace_period"],
