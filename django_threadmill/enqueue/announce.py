@@ -10,7 +10,7 @@ from functools import partial
 
 from asgiref.sync import sync_to_async
 
-from ..compat import TaskResult, task_enqueued
+from ..compat import TaskResult, TaskResultStatus, task_enqueued
 from ..observability.signals import heard
 
 
@@ -20,7 +20,7 @@ def announcer(sender: type) -> Callable[[list[TaskResult]], Awaitable[list[Excep
     hop = sync_to_async(partial(announce_each, sender))
 
     async def announce_batch(results: list[TaskResult]) -> list[Exception | None]:
-        if not heard(task_enqueued, results[0]):  # every result of a batch is READY
+        if not heard(task_enqueued, TaskResultStatus.READY):  # a new task is READY
             return [None] * len(results)
         return await hop(results)
 
@@ -42,5 +42,5 @@ def announce_each(sender: type, results: list[TaskResult]) -> list[Exception | N
 
 def announce(sender: type, result: TaskResult) -> None:
     """Send task_enqueued for ``result``, unless nothing would hear it (signals.heard)."""
-    if heard(task_enqueued, result):
+    if heard(task_enqueued, result.status):
         task_enqueued.send(sender, task_result=result)

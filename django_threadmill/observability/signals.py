@@ -2,11 +2,13 @@
 
 A signal whose only receiver is Django's own log line, at a level its logger does not print,
 is not sent: that send can have no effect, and it cost a worker about 8 µs per task, a sixth
-of its thread's time on an echo task. Any other receiver, or a logger that prints
-the line, and the signal is sent as Django's ImmediateBackend sends it.
+of its thread's time on an echo task. Any other receiver, or a logger that prints the line,
+and the signal is sent as Django's ImmediateBackend sends it. Callers ask ``heard`` first, so
+that nothing is built for a signal nobody hears (the worker builds no ``TaskResult`` then).
 """
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from ..compat import TASK_LOG_RECEIVERS, TASKS_LOGGER_NAME, TaskResult, TaskResultStatus
@@ -19,24 +21,19 @@ _LOG_RECEIVER_IDS = frozenset(id(receiver) for receiver in TASK_LOG_RECEIVERS)
 
 def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
     """Send a django.tasks signal; a failing receiver is logged, never raised."""
-    if not heard(signal, result):
-        return
-    for receiver, response in signal.send_robust(sender, task_result=result):
-        if isinstance(response, BaseException):
-            logger.error(
-                "Signal receiver failed receiver=%r task_id=%s",
-                receiver,
-                result.id,
-                exc_info=response,
-            )
+    if heard(signal, result.status):
+        _log_failures(signal.send_robust(sender, task_result=result), result)
 
 
 async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
     """Async twin of ``send_guarded``, for the event loop: async receivers are awaited there,
     sync ones run in a thread (Django's ``asend_robust``)."""
-    if not heard(signal, result):
-        return
-    for receiver, response in await signal.asend_robust(sender, task_result=result):
+    if heard(signal, result.status):
+        _log_failures(await signal.asend_robust(sender, task_result=result), result)
+
+
+def _log_failures(responses: Iterable[tuple[Any, Any]], result: TaskResult) -> None:
+    for receiver, response in responses:
         if isinstance(response, BaseException):
             logger.error(
                 "Signal receiver failed receiver=%r task_id=%s",
@@ -46,15 +43,15 @@ async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
             )
 
 
-def heard(signal: Any, result: TaskResult) -> bool:
-    """Tell whether sending ``signal`` about ``result`` can have an effect.
+def heard(signal: Any, status: TaskResultStatus) -> bool:
+    """Tell whether sending ``signal`` about a task in ``status`` can have an effect.
 
     Django's receivers log a failure at ERROR and anything else at INFO or below (enqueue at
     DEBUG: a logger that prints INFO is sent to, which is the safe side). Every entry of
     ``Signal.receivers`` starts with its lookup key, whose first item is the receiver's id;
     a list of another shape is sent to, to be safe.
     """
-    level = logging.ERROR if result.status == TaskResultStatus.FAILED else logging.INFO
+    level = logging.ERROR if status == TaskResultStatus.FAILED else logging.INFO
     if _tasks_logger.isEnabledFor(level):
         return True
     try:

@@ -1,26 +1,84 @@
 """Run one reserved task the way Django's ImmediateBackend would, and say how it ended.
 
 ``run`` runs a sync task in the calling worker thread; ``arun`` awaits an ``async def`` task on
-the process's event loop (worker/event_loop.py). Both rebuild the attempt's ``TaskResult`` and
-end it through worker/outcome.py, so signals, retries and metrics are the same in either lane.
+the process's event loop (worker/event_loop.py). Both end the attempt through
+worker/outcome.py, so signals, retries and metrics are the same in either lane.
+
+The attempt's ``TaskResult`` is built only when something reads it: a task that takes the
+context, a signal receiver, or the retry policy of a failed attempt. A plain task whose
+signals nobody hears never needs one: building it was a fifth of the event loop's time per
+async task (docs/design.md, Worker).
 """
 
 import asyncio
 import logging
+from functools import cached_property
 from typing import Any
 
-from ..broker import Finish, Lease, Outcome, Reservation
+from ..broker import Finish, Outcome, Reservation
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import encode_result, parse_error, task_result
 from ..codec.times import from_ms, now_ms
-from ..compat import TaskContext, TaskResult, TaskResultStatus, task_started
+from ..compat import Task, TaskContext, TaskResult, TaskResultStatus, task_started
 from ..exceptions import PayloadError, TaskTimeout
-from ..observability.signals import asend_guarded, send_guarded
+from ..observability.signals import asend_guarded, heard, send_guarded
 from ..observability.tracing import traced_aexecution, traced_execution
 from . import outcome
 from .db_connections import aclose_stale_connections, close_stale_connections
 
 logger = logging.getLogger(__name__)
+
+
+class Attempt:
+    """One attempt of a task, loaded from its reservation; its TaskResult made on demand."""
+
+    def __init__(
+        self,
+        reservation: Reservation,
+        payload: dict[str, Any],
+        task: Task,
+        started_ms: int,
+        worker_id: str,
+    ) -> None:
+        self.reservation = reservation
+        self.lease = reservation.lease
+        self.task = task
+        self.payload = payload
+        self.args: list[Any] = payload.get("args", [])
+        self.kwargs: dict[str, Any] = payload.get("kwargs", {})
+        self.started_ms = started_ms
+        self.worker_id = worker_id
+
+    @cached_property
+    def result(self) -> TaskResult:
+        """The RUNNING TaskResult of this attempt, as Django's receivers and policies see it."""
+        reservation = self.reservation
+        attempted_at = from_ms(self.started_ms)
+        first_started_ms = reservation.started_ms
+        return task_result(
+            self.task,
+            self.lease.task_id,
+            status=TaskResultStatus.RUNNING,
+            args=self.args,
+            kwargs=self.kwargs,
+            backend=self.task.backend,
+            enqueued_at=from_ms(reservation.enqueued_ms),
+            started_at=attempted_at if first_started_ms is None else from_ms(first_started_ms),
+            last_attempted_at=attempted_at,
+            errors=[parse_error(raw) for raw in reservation.errors],
+            worker_ids=[*reservation.workers, self.worker_id],
+        )
+
+    def call_args(self) -> list[Any]:
+        """The positional arguments of the call: the context first, if the task takes it."""
+        if self.task.takes_context:
+            return [TaskContext(task_result=self.result), *self.args]
+        return self.args
+
+    def built_result(self) -> TaskResult | None:
+        """The TaskResult if something built it already (it is cached on first use)."""
+        found: TaskResult | None = self.__dict__.get("result")
+        return found
 
 
 class Executor:
@@ -38,65 +96,43 @@ class Executor:
         self.backend_class = backend_class
         self.task_timeout_s = task_timeout_s  # enforced here for async tasks only (cancel)
 
-    def _result(self, reservation: Reservation, started_ms: int) -> TaskResult:
-        """Rebuild the TaskResult of this attempt; raise PayloadError if it cannot be."""
-        payload = decode_payload(reservation.payload)
-        task = load_task(
-            payload["path"],
-            backend=self.backend_alias,
-            queue=reservation.lease.queue,
-            payload=payload,
-        )
-        attempted_at = from_ms(started_ms)
-        first_started_ms = reservation.started_ms
-        return task_result(
-            task,
-            reservation.lease.task_id,
-            status=TaskResultStatus.RUNNING,
-            args=payload.get("args", []),
-            kwargs=payload.get("kwargs", {}),
-            backend=self.backend_alias,
-            enqueued_at=from_ms(reservation.enqueued_ms),
-            started_at=attempted_at if first_started_ms is None else from_ms(first_started_ms),
-            last_attempted_at=attempted_at,
-            errors=[parse_error(raw) for raw in reservation.errors],
-            worker_ids=[*reservation.workers, self.worker_id],
-        )
-
-    def _prepared(
-        self, reservation: Reservation, started_ms: int
-    ) -> tuple[TaskResult, list[Any]] | Finish:
-        """Return the attempt's result and call arguments, or the FAILED outcome of a task
-        that cannot be rebuilt (a corrupt payload, a path that no longer imports)."""
+    def _attempt(self, reservation: Reservation, started_ms: int) -> Attempt | Finish:
+        """Load the attempt, or return the FAILED outcome of a task that cannot be loaded (a
+        corrupt payload, a path that no longer imports)."""
         try:
-            result = self._result(reservation, started_ms)
+            payload = decode_payload(reservation.payload)
+            task = load_task(
+                payload["path"],
+                backend=self.backend_alias,
+                queue=reservation.lease.queue,
+                payload=payload,
+            )
         except PayloadError as exc:
             logger.error("Task failed task_id=%s error=%s", reservation.lease.task_id, exc)
             return outcome.failed(reservation.lease, exc, started_ms, None)
-        context: list[Any] = [TaskContext(task_result=result)] if result.task.takes_context else []
-        return result, [*context, *result.args]
+        return Attempt(reservation, payload, task, started_ms, self.worker_id)
 
     @traced_execution
     def run(self, reservation: Reservation, started_ms: int) -> Finish:
         """Run a sync task; any exception, SystemExit and KeyboardInterrupt included, is
         recorded."""
         close_stale_connections()  # per task, as Django does per request: CONN_MAX_AGE
-        prepared = self._prepared(reservation, started_ms)
-        if isinstance(prepared, Finish):
-            return prepared
-        result, args = prepared
-        send_guarded(task_started, self.backend_class, result)
+        attempt = self._attempt(reservation, started_ms)
+        if isinstance(attempt, Finish):
+            return attempt
+        if heard(task_started, TaskResultStatus.RUNNING):
+            send_guarded(task_started, self.backend_class, attempt.result)
         try:
             returned, value = encode_result(
-                result.task.func(*args, **result.kwargs), result.task.module_path
+                attempt.task.func(*attempt.call_args(), **attempt.kwargs), attempt.task.module_path
             )
         except BaseException as exc:
             # Still inside the except block: task_finished receivers see the exception.
-            finish = self._failed(result, exc, reservation.lease, started_ms)
-            outcome.announce(self.backend_class, result, finish)
+            finish = self._failed(attempt, exc)
+            outcome.announce(self.backend_class, attempt, finish)
             return finish
-        finish = self._succeeded(result, reservation.lease, value, started_ms)
-        outcome.announce(self.backend_class, result, finish, returned)
+        finish = self._succeeded(attempt, value)
+        outcome.announce(self.backend_class, attempt, finish, returned)
         return finish
 
     @traced_aexecution
@@ -107,54 +143,64 @@ class Executor:
         ``CancelledError`` from outside (the loop stopping) is let through: the attempt is
         handed back unrecorded (worker/event_loop.py).
         """
-        prepared = self._prepared(reservation, started_ms)
-        if isinstance(prepared, Finish):
-            return prepared
-        result, args = prepared
-        await asend_guarded(task_started, self.backend_class, result)
+        attempt = self._attempt(reservation, started_ms)
+        if isinstance(attempt, Finish):
+            return attempt
+        if heard(task_started, TaskResultStatus.RUNNING):
+            await asend_guarded(task_started, self.backend_class, attempt.result)
         try:
-            returned, value = encode_result(
-                await self._awaited(result, args), result.task.module_path
-            )
+            returned, value = encode_result(await self._awaited(attempt), attempt.task.module_path)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
-            finish = self._failed(result, exc, reservation.lease, started_ms)
-            await outcome.aannounce(self.backend_class, result, finish)
+            finish = self._failed(attempt, exc)
+            await outcome.aannounce(self.backend_class, attempt, finish)
             return finish
         finally:
             await aclose_stale_connections()  # the ORM's thread, as a request would
-        finish = self._succeeded(result, reservation.lease, value, started_ms)
-        await outcome.aannounce(self.backend_class, result, finish, returned)
+        finish = self._succeeded(attempt, value)
+        await outcome.aannounce(self.backend_class, attempt, finish, returned)
         return finish
 
-    async def _awaited(self, result: TaskResult, args: list[Any]) -> Any:
+    async def _awaited(self, attempt: Attempt) -> Any:
         """Await the task's coroutine; past the timeout it is cancelled and TaskTimeout raised."""
+        call = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
+        if self.task_timeout_s is None:
+            return await call
         try:
             async with asyncio.timeout(self.task_timeout_s):
-                return await result.task.func(*args, **result.kwargs)
+                return await call
         except TimeoutError as exc:
             raise TaskTimeout(
-                f"Task {result.id} ran longer than --task-timeout={self.task_timeout_s}s; the "
-                "worker cancelled it. Make it faster or raise the timeout."
+                f"Task {attempt.lease.task_id} ran longer than --task-timeout="
+                f"{self.task_timeout_s}s; the worker cancelled it. Make it faster or raise the "
+                "timeout."
             ) from exc
 
-    def _succeeded(self, result: TaskResult, lease: Lease, value: str, started_ms: int) -> Finish:
-        finish = outcome.succeeded(lease, value, started_ms, now_ms())
+    @staticmethod
+    def _succeeded(attempt: Attempt, value: str) -> Finish:
+        finish = outcome.succeeded(attempt.lease, value, attempt.started_ms, now_ms())
         logger.debug(  # -v 2: one line per task (docs/worker.md, "Verbosity")
             "Task succeeded task_id=%s path=%s duration_ms=%d",
-            result.id,
-            result.task.module_path,
-            finish.finished_ms - started_ms,
+            attempt.lease.task_id,
+            attempt.task.module_path,
+            finish.finished_ms - attempt.started_ms,
         )
         return finish
 
-    def _failed(
-        self, result: TaskResult, exc: BaseException, lease: Lease, started_ms: int
-    ) -> Finish:
-        """Record a raised attempt: a retry if the task's policy says so, else FAILED."""
+    @staticmethod
+    def _failed(attempt: Attempt, exc: BaseException) -> Finish:
+        """Record a raised attempt: a retry if the task's policy says so, else FAILED.
+
+        The policy reads the TaskResult, so a failed attempt always builds it.
+        """
+        result = attempt.result
         finish = outcome.failed(
-            lease, exc, started_ms, result, retry=not isinstance(exc, TaskTimeout)
+            attempt.lease,
+            exc,
+            attempt.started_ms,
+            result,
+            retry=not isinstance(exc, TaskTimeout),
         )
         if finish.outcome is Outcome.RETRY:
             logger.warning(
@@ -168,7 +214,7 @@ class Executor:
             logger.error(
                 "Task failed task_id=%s path=%s error=%s: %s",
                 result.id,
-                result.task.module_path,
+                attempt.task.module_path,
                 type(exc).__name__,
                 exc,
             )

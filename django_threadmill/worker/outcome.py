@@ -4,16 +4,18 @@ An attempt ends in a worker thread (the task returned or raised), in the watchdo
 ``--task-timeout``) or in the reaper (its worker went silent). All three build their ``Finish``
 here and, when the attempt ends FAILED or SUCCESSFUL, mark the ``TaskResult`` and send
 ``task_finished`` here, so a lost worker and a raised exception reach the same retry policy and
-the same receivers.
+the same receivers. A ``TaskResult`` is built only when something needs it: the retry policy
+of a failed attempt, or a receiver that hears the signal.
 """
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ..broker import Finish, Lease, Outcome
 from ..codec.results import error_json, finish_result, parse_error
 from ..codec.times import now_ms
 from ..compat import TaskResult, TaskResultStatus, task_finished
-from ..observability.signals import asend_guarded, send_guarded
+from ..observability.signals import asend_guarded, heard, send_guarded
 from ..retry import retry_delay
 
 
@@ -77,22 +79,53 @@ def _final_status(finish: Finish) -> TaskResultStatus | None:
     return TaskResultStatus.FAILED
 
 
-def announce(sender: type, result: TaskResult, finish: Finish, return_value: Any = None) -> None:
-    """Mark ``result`` as ``finish`` ended it and send ``task_finished``; a retry sends nothing.
+class ResultSource(Protocol):
+    """Where an attempt's TaskResult comes from: built on demand, or built already."""
 
-    A failing receiver is logged, never raised (``send_guarded``).
-    """
+    @property
+    def result(self) -> TaskResult: ...
+
+    def built_result(self) -> TaskResult | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """A TaskResult built already (the reaper's), as a ``ResultSource``."""
+
+    result: TaskResult
+
+    def built_result(self) -> TaskResult | None:
+        return self.result
+
+
+def _finished(
+    source: ResultSource, finish: Finish, return_value: Any
+) -> tuple[TaskResult | None, bool]:
+    """Return the TaskResult ``finish`` ends, marked so, and whether ``task_finished`` is
+    heard. The result is built only if it is heard; one built already (a receiver of
+    ``task_started`` may hold it) is marked either way, as Django's backends do."""
     status = _final_status(finish)
-    if status is not None:
+    if status is None:
+        return None, False
+    sent = heard(task_finished, status)
+    result = source.result if sent else source.built_result()
+    if result is not None:
         finish_result(result, status, finish.finished_ms, return_value)
+    return result, sent
+
+
+def announce(sender: type, source: ResultSource, finish: Finish, return_value: Any = None) -> None:
+    """Mark the attempt's TaskResult as ``finish`` ended it and send ``task_finished``; a retry
+    sends nothing. A failing receiver is logged, never raised (``send_guarded``)."""
+    result, sent = _finished(source, finish, return_value)
+    if result is not None and sent:
         send_guarded(task_finished, sender, result)
 
 
 async def aannounce(
-    sender: type, result: TaskResult, finish: Finish, return_value: Any = None
+    sender: type, source: ResultSource, finish: Finish, return_value: Any = None
 ) -> None:
     """Async twin of ``announce``, on the event loop: async receivers are awaited there."""
-    status = _final_status(finish)
-    if status is not None:
-        finish_result(result, status, finish.finished_ms, return_value)
+    result, sent = _finished(source, finish, return_value)
+    if result is not None and sent:
         await asend_guarded(task_finished, sender, result)

@@ -177,7 +177,7 @@ class WorkerPool:
 
     def live(self) -> list[WorkerThread]:
         """Threads that may still take tasks (not abandoned, not retired)."""
-        return [t for t in self.threads if not (t.abandoned or t.retired) and t.is_alive()]
+        return [t for t in self.threads if not (t.abandoned or t.retired)]
 
     def live_count(self) -> int:
         return len(self.live())

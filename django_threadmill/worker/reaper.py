@@ -152,8 +152,8 @@ def _settle(
         logger.error(
             "Lease expired, task FAILED task_id=%s worker=%s", task_id, _worker_of(attempt)
         )
-        if result is not None:
-            outcome.announce(type(backend), result, finish)
+        if result is not None:  # task_finished, as a worker sends it for its own
+            outcome.announce(type(backend), outcome.Built(result), finish)
 
 
 def _dry_run(

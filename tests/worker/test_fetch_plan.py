@@ -1,6 +1,6 @@
 """How a refill splits its free slots between queues (worker/fetch_plan.py)."""
 
-from django_threadmill.worker.fetch_plan import FetchPlan
+from django_threadmill.worker.fetch_plan import PROBE_EVERY_S, FetchPlan
 
 
 def never_held(queue: str) -> bool:
@@ -95,3 +95,17 @@ def test_queues_left_out_for_want_of_slots_are_named_until_asked_or_found_empty(
     plan.found("b", False)
     assert plan.counts(2, never_held) == {"b": 1, "c": 1}  # c is busy, b is probed
     assert plan.unasked == []
+
+
+def test_an_empty_queue_beside_a_busy_one_is_probed_at_most_every_50_ms() -> None:
+    now = [10.0]
+    plan = FetchPlan(("default", "emails"), clock=lambda: now[0])
+    plan.found("default", True)
+    plan.found("emails", False)
+    assert plan.counts(16, never_held) == {"default": 15, "emails": 1}
+
+    now[0] = 10.0 + 0.01
+    assert plan.counts(16, never_held) == {"default": 16}  # probed 10 ms ago: not again
+
+    now[0] = 10.0 + PROBE_EVERY_S
+    assert plan.counts(16, never_held) == {"default": 15, "emails": 1}
