@@ -98,6 +98,23 @@ class Supervisor:
         logger.info("Supervisor stopped exit_code=%d", self.exit_code)
         return self.exit_code
 
+    def run_in_process(self) -> ExitCode:
+        """Run one worker process's loop in this process, with no fork (``--processes 0``).
+
+        Only with ``--burst``: nothing restarts the worker here, so it runs until the queues
+        are empty. The supervisor's first pass comes first, as before a burst with processes:
+        a reap pass and the schedules' due slots. The signal handlers the worker sets are put
+        back after it, for a caller that goes on (``call_command``).
+        """
+        self._reap_if_due()
+        self._fire_schedules_if_due()
+        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            return WorkerProcess(self.options, self.backend).run()
+        finally:
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
+
     def _spawn(self, slot: _Slot) -> None:
         read_fd, write_fd = os.pipe()
         held = tuple(other.control_fd for other in self.slots if other.control_fd is not None)

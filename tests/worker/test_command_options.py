@@ -16,7 +16,16 @@ from django_threadmill.worker.process import WorkerProcess
         (["--queue", "nope"], "Queue 'nope' is not in TASKS['default']['QUEUES']"),
         (["--queue", "bad name"], "Queue name 'bad name' is not valid"),
         (["--threads", "0"], "--threads must be 1 or more, got 0."),
-        (["--processes", "0"], "--processes must be 1 or more, got 0."),
+        (["--processes", "-1"], "--processes must be 0 or more, got -1."),
+        (["--processes", "0"], "--processes 0 runs the worker in this process until the queues"),
+        (
+            ["--processes", "0", "--burst", "--max-tasks", "5"],
+            "--max-tasks recycles a worker process, which --processes 0 has no supervisor",
+        ),
+        (
+            ["--processes", "0", "--burst", "--max-memory", "500"],
+            "--max-memory recycles a worker process, which --processes 0 has no supervisor",
+        ),
         (["--prefetch", "0"], "--prefetch must be 1 or more, got 0."),
         (["--prefetch", "20000"], "--prefetch 20000 is above the ceiling of 10000"),
         (["--max-tasks", "0"], "--max-tasks must be 1 or more, got 0."),

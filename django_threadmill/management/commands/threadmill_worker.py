@@ -70,7 +70,8 @@ class Command(BaseCommand):
             "--processes",
             type=int,
             default=os.cpu_count() or 1,
-            help="Worker processes the supervisor keeps running (default: one per CPU core).",
+            help="Worker processes the supervisor keeps running (default: one per CPU core); "
+            "0 with --burst runs the worker in this process, without forking.",
         )
         parser.add_argument(
             "--threads",
@@ -167,7 +168,8 @@ class Command(BaseCommand):
         configure_logging(options["log_format"], options["verbosity"])
         backend = backend_option(options["backend"])
         worker_options = self._worker_options(backend, options)
-        code = Supervisor(worker_options, backend).run()
+        supervisor = Supervisor(worker_options, backend)
+        code = supervisor.run() if worker_options.processes else supervisor.run_in_process()
         if code:
             raise CommandError(f"threadmill_worker exited with code {code}.", returncode=code)
 
@@ -186,6 +188,26 @@ class Command(BaseCommand):
         return tuple(dict.fromkeys(queues))
 
     @staticmethod
+    def _check_processes(options: dict[str, Any]) -> None:
+        processes = options["processes"]
+        if processes < 0:
+            raise CommandError(f"--processes must be 0 or more, got {processes}.")
+        if processes:
+            return
+        if not options["burst"]:
+            raise CommandError(
+                "--processes 0 runs the worker in this process until the queues are empty: add "
+                "--burst. A worker that keeps running needs the supervisor (--processes 1 or "
+                "more), which restarts it, reaps leases and fires schedules."
+            )
+        for flag, name in (("--max-tasks", "max_tasks"), ("--max-memory", "max_memory")):
+            if options[name] is not None:
+                raise CommandError(
+                    f"{flag} recycles a worker process, which --processes 0 has no supervisor "
+                    f"to replace. Drop {flag}, or use --processes 1 or more."
+                )
+
+    @staticmethod
     def _check_pool(threads: int, options: dict[str, Any]) -> None:
         max_threads = options["max_threads"]
         if max_threads is not None and max_threads < threads:
@@ -201,7 +223,7 @@ class Command(BaseCommand):
         self, backend: ThreadmillTaskBackend, options: dict[str, Any]
     ) -> WorkerOptions:
         threads, prefetch = options["threads"], options["prefetch"]
-        _positive("--processes", options["processes"])
+        self._check_processes(options)
         _positive("--threads", threads)
         _positive("--prefetch", prefetch, allow_none=True)
         _positive("--max-tasks", options["max_tasks"], allow_none=True)

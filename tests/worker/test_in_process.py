@@ -1,0 +1,58 @@
+"""--processes 0 --burst: the worker runs in the command's own process, without forking."""
+
+import logging
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResultStatus
+from django_threadmill.worker.logs import LOGGER_NAME
+from tests.support import Command
+
+from . import async_tasks, tasks
+
+
+def test_the_command_runs_sync_and_async_tasks_in_its_own_process(
+    backend: ThreadmillTaskBackend, start_worker: Callable[..., Command], tmp_path: Path
+) -> None:
+    results = [tasks.pid.enqueue() for _ in range(3)]
+    results += [async_tasks.nap.enqueue(0, str(tmp_path / "naps.log")) for _ in range(3)]
+    command = start_worker("--processes", "0", "--burst", "--threads", "2")
+    assert command.wait(30) == 0, command.log
+    for result in results:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+        assert result.return_value == command.process.pid
+    assert "Supervisor started" not in command.log
+    assert "Worker process spawned" not in command.log
+
+
+@pytest.fixture
+def logging_put_back() -> Iterator[None]:
+    """Put back what the command's logging setup changes (levels, handlers' formatters)."""
+    loggers = [logging.getLogger(name) for name in (LOGGER_NAME, TASKS_LOGGER_NAME)]
+    levels = [logger.level for logger in loggers]
+    formatters = [(handler, handler.formatter) for handler in loggers[0].handlers]
+    yield
+    for logger, level in zip(loggers, levels, strict=True):
+        logger.setLevel(level)
+    for handler, formatter in formatters:
+        handler.setFormatter(formatter)
+
+
+@pytest.mark.usefixtures("logging_put_back")
+def test_call_command_runs_the_tasks_here_and_puts_the_signal_handlers_back(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    results = [tasks.pid.enqueue() for _ in range(2)]
+    handlers = [signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)]
+    call_command("threadmill_worker", "--processes", "0", "--burst", "--verbosity", "0")
+    assert [signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)] == handlers
+    for result in results:
+        result.refresh()
+        assert result.return_value == os.getpid()
