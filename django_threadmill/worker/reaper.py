@@ -18,6 +18,7 @@ from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
 from ..compat import TaskResult, TaskResultStatus
 from ..exceptions import LeaseExpired
+from ..observability.signals import said_already
 from . import outcome
 
 if TYPE_CHECKING:
@@ -152,8 +153,9 @@ def _settle(
         logger.error(
             "Lease expired, task FAILED task_id=%s worker=%s", task_id, _worker_of(attempt)
         )
-        if result is not None:  # task_finished, as a worker sends it for its own
-            outcome.announce(type(backend), outcome.Built(result), finish)
+        if result is not None:  # task_finished, as a worker sends it; the line above said it
+            with said_already():
+                outcome.announce(type(backend), outcome.Built(result), finish)
 
 
 def _dry_run(

@@ -11,7 +11,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from tests.servers.redis_server import free_port, redis_process
-from tests.support import Command, wait_until
+from tests.support import Command, run_to_completion, wait_until
 
 from .support import run, wait_for_expiry
 from .tasks import plain
@@ -113,3 +113,24 @@ def test_loop_keeps_going_while_redis_is_down(key_prefix: str) -> None:
             assert loop.wait() == 0, loop.log
         finally:
             loop.close()
+
+
+def test_each_failed_lease_is_logged_once(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_url: str,
+    key_prefix: str,
+    redis_client: redis.Redis,
+) -> None:
+    """The reaper's own line says it, with the worker; Django's task_finished line would say it
+    again (the usual LOGGING, the root logger on the console, prints both)."""
+    task_id = plain.enqueue().id
+    run(broker)
+    wait_for_expiry(broker, redis_client)
+    fresh = {"DJANGO_SETTINGS_MODULE": "testproject.settings_fresh"}
+    log = run_to_completion(
+        Command(redis_url, key_prefix, "threadmill_reap", "--once", extra_env=fresh)
+    )
+    assert [line for line in log.splitlines() if task_id in line] == [
+        f"Lease expired, task FAILED task_id={task_id} worker=test-worker-1"
+    ]

@@ -1,5 +1,6 @@
 """An attempt the reaper fails reaches task_finished receivers, like a worker's failure."""
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -8,8 +9,11 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
-from django_threadmill.compat import TaskResult, TaskResultStatus, task_finished
+from django_threadmill.codec.results import finish_result
+from django_threadmill.codec.times import now_ms
+from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResult, TaskResultStatus, task_finished
 from django_threadmill.exceptions import LeaseExpired
+from django_threadmill.observability.signals import said_already, send_guarded
 from django_threadmill.worker.reaper import reap_once
 
 from .support import WORKER, run, wait_for_expiry
@@ -61,3 +65,17 @@ def test_a_lease_the_reaper_retries_sends_nothing_yet(
 
     assert reap_once(backend).retried == 1
     assert finished == []
+
+
+def test_only_the_reapers_sends_leave_out_djangos_log_line(
+    backend: ThreadmillTaskBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    result = plain.enqueue()
+    finish_result(result, TaskResultStatus.FAILED, now_ms())
+    with caplog.at_level(logging.ERROR, logger=TASKS_LOGGER_NAME):
+        with said_already():
+            send_guarded(task_finished, ThreadmillTaskBackend, result)
+        assert caplog.records == []
+        send_guarded(task_finished, ThreadmillTaskBackend, result)  # a worker's, say
+    [record] = caplog.records
+    assert record.getMessage().endswith(f"id={result.id} path={plain.module_path} state=FAILED")
