@@ -149,9 +149,12 @@ def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUna
             "holds the connections (a slow Redis?); nothing was written."
         )
     garbled = isinstance(exc, redis.exceptions.InvalidResponse)
+    dropped = isinstance(exc, redis.ConnectionError) and _connected(exc)
+    handshake = location.startswith("rediss://") and not _connected(exc)
     # A server that garbled a reply, closed an open connection or failed a TLS handshake may
-    # be no Redis; one that refused the connection is simply not there.
-    if garbled or _connected(exc) or location.startswith("rediss://"):
+    # be no Redis; one that refused the connection is not there, and one that went silent on
+    # an open connection (a slow Redis) would keep the probe waiting too.
+    if garbled or dropped or handshake:
         wrong = wrong_server(location, where)
         if wrong:
             return BrokerUnavailable(wrong)
