@@ -27,8 +27,10 @@
 --          P:fence: a task appears once per call, so no two reservations of a task share one.
 --          An id popped or promoted whose record cannot be read, is missing, or is not in
 --          state "ready" is set aside in P:damaged; every other id is handled as usual.
+-- Cost:    an empty queue with nothing due: TIME and two ZRANGEs. Per batch: the same, plus
+--          GET, ZREMRANGEBYRANK, INCRBY and the lease ZADD (and LLEN when tasks are left).
 --          Per task: one HMGET and one HSET (a task with errors: one more HMGET, and an HGET
---          per error); the lease ZADD is one call per batch.
+--          per error).
 --          A limit caps what is popped, so held-back tasks stay ready, in order.
 -- Clock:   redis.call("TIME") only; the rate's token bucket (one token) too.
 local now = now_ms()
@@ -39,21 +41,27 @@ local function put_aside(id, reason)
   set_aside_count = set_aside_count + 1
 end
 
-local due = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "LIMIT", 0, tonumber(ARGV[3]))
-local promoted = {}
-for _, id in ipairs(due) do
-  local f, problem = read_record(KEYS[1] .. id, "state", "score")
-  if not f then
-    put_aside(id, problem)
-  elseif not f[1] then
-    put_aside(id, "in the delayed index without a record")
-  else
-    promoted[#promoted + 1] = ready_score(f[2])
-    promoted[#promoted + 1] = id
+-- The delayed index's head: when nothing is due, as on most calls, this one read serves both
+-- the promotion check and the reply's next due time.
+local head = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
+if head[2] and tonumber(head[2]) <= now then
+  local due = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "LIMIT", 0, tonumber(ARGV[3]))
+  local promoted = {}
+  for _, id in ipairs(due) do
+    local f, problem = read_record(KEYS[1] .. id, "state", "score")
+    if not f then
+      put_aside(id, problem)
+    elseif not f[1] then
+      put_aside(id, "in the delayed index without a record")
+    else
+      promoted[#promoted + 1] = ready_score(f[2])
+      promoted[#promoted + 1] = id
+    end
   end
+  call_chunked("ZADD", KEYS[2], promoted)
+  call_chunked("ZREM", KEYS[3], due)
+  head = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
 end
-call_chunked("ZADD", KEYS[2], promoted)
-call_chunked("ZREM", KEYS[3], due)
 
 local count = tonumber(ARGV[1])
 if ARGV[4] ~= "" then
@@ -70,8 +78,11 @@ local token = ""  -- this call's fence token, set once something is popped
 local deadline = tostring(now + tonumber(ARGV[2]))
 local leased = {}
 -- ZRANGE then ZREMRANGEBYRANK rather than ZPOPMIN: ZPOPMIN formats every score as a
--- double for its reply, about 4,800 instructions a task under callgrind.
-local popped = count > 0 and redis.call("ZRANGE", KEYS[2], 0, count - 1) or {}
+-- double for its reply, about 4,800 instructions a task under callgrind. One id more than
+-- wanted is read, so whether tasks are left is known without a ZCARD.
+local popped = count > 0 and redis.call("ZRANGE", KEYS[2], 0, count) or {}
+local left = #popped > count
+popped[count + 1] = nil
 if #popped > 0 then
   -- The counter is checked before anything moves, so a damaged one fails the call with every
   -- task still ready; it is bumped after the pop, because under maxmemory Redis refuses a
@@ -115,16 +126,15 @@ if token_wait == 0 and #leased > 0 then
   token_wait = tonumber(ARGV[5])
 end
 
-local next_due = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
-if next_due[2] then
-  reply[1] = math.max(0, tonumber(next_due[2]) - now)
+if head[2] then
+  reply[1] = math.max(0, tonumber(head[2]) - now)
 end
 if held_back and token_wait >= 0 and (reply[1] < 0 or token_wait < reply[1]) then
   reply[1] = token_wait
 end
 -- Pass the baton: tasks are left, so make sure one more idle fetcher wakes up (unless a limit
 -- holds them: then a finish or the next token lets them go, and a woken fetcher would spin).
-local left = not held_back and redis.call("ZCARD", KEYS[2]) > 0
+left = left and not held_back
 if left and redis.call("LLEN", KEYS[5]) == 0 then
   redis.call("RPUSH", KEYS[5], 1)
 end

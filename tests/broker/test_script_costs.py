@@ -1,0 +1,73 @@
+"""What the hot scripts cost Redis, command by command, where a task that waits meets them most:
+a result that arrives alone, an acquire that finds its queue empty, a batch.
+
+Counted from INFO commandstats, which counts the commands a script runs too.
+"""
+
+from collections.abc import Callable
+
+import redis
+
+from django_threadmill.broker import Broker, Lease
+
+from .conftest import WORKER, finish, new_task
+
+
+def calls(client: redis.Redis) -> dict[str, int]:
+    stats = client.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_"): int(value["calls"])
+        for name, value in stats.items()
+        if name != "cmdstat_config|resetstat"
+    }
+
+
+def test_a_lone_success_costs_seven_commands(
+    broker: Broker, reserve: Callable[[], Lease], redis_client: redis.Redis
+) -> None:
+    lease = reserve()
+    broker.finish(WORKER, [finish(lease)])  # loads the script: the next call is the steady one
+    lone = reserve()
+    redis_client.config_resetstat()
+    assert broker.finish(WORKER, [finish(lone)]) == []
+    assert calls(redis_client) == {
+        "evalsha": 1,
+        "time": 1,  # the done index's score, on the Redis clock
+        "hmget": 1,  # the fence: state and token
+        "hset": 1,  # the outcome
+        "pexpireat": 1,  # result_ttl
+        "zrem": 1,  # out of the leases
+        "zadd": 1,  # into the done index
+    }
+
+
+def test_an_empty_queue_costs_three_commands(broker: Broker, redis_client: redis.Redis) -> None:
+    broker.acquire("default", 4)  # loads the script
+    redis_client.config_resetstat()
+    assert broker.acquire("default", 4).reservations == []
+    assert calls(redis_client) == {
+        "evalsha": 1,
+        "time": 1,
+        "zrange": 2,  # the delayed index's head (nothing due: no ZRANGEBYSCORE), the ready head
+    }
+
+
+def test_a_batch_costs_two_commands_a_task_and_eight_a_call(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    broker.acquire("default", 4)
+    assert broker.enqueue("default", [new_task() for _ in range(5)]).stored == 5
+    redis_client.config_resetstat()
+    assert len(broker.acquire("default", 3).reservations) == 3
+    assert calls(redis_client) == {
+        "evalsha": 1,
+        "time": 1,
+        "zrange": 2,  # the ready head reads one id more than it takes: tasks are left
+        "get": 1,  # the fence counter, checked before anything moves
+        "zremrangebyrank": 1,
+        "incrby": 1,  # this call's fence token
+        "hmget": 3,  # per task: state, payload, enqueued_ms, nerrors
+        "hset": 3,  # per task: reserved, with the token
+        "zadd": 1,  # the leases, in one call
+        "llen": 1,  # the baton: tasks are left (enqueue's wake token is still there)
+    }
