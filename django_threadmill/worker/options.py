@@ -1,6 +1,11 @@
 """The settings one worker process runs with, validated once at the command edge."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from ..backend import ThreadmillTaskBackend
+from ..conf.settings import check_queue_name
+from ..exceptions import ImproperlyConfiguredThreadmill
 
 MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a crash strands too much
 READAHEAD_PER_THREAD = 4  # tasks reserved ahead per live worker thread, without --prefetch
@@ -40,3 +45,19 @@ class WorkerOptions:
         if async_tasks:
             wanted += self.async_concurrency
         return max(1, min(wanted, MAX_PREFETCH))
+
+
+def served_queues(backend: ThreadmillTaskBackend, asked: Iterable[str] | None) -> tuple[str, ...]:
+    """Return the queues to serve: ``asked``, else every queue in QUEUES (else "default").
+
+    Raise ImproperlyConfiguredThreadmill for a name that is not valid or not in QUEUES.
+    """
+    queues = list(asked or ()) or sorted(backend.queues) or ["default"]
+    for queue in queues:
+        check_queue_name(queue)
+        if backend.queues and queue not in backend.queues:
+            raise ImproperlyConfiguredThreadmill(
+                f"Queue {queue!r} is not in TASKS[{backend.alias!r}]['QUEUES'] "
+                f"({', '.join(sorted(backend.queues))}). Add it there or pick one of those."
+            )
+    return tuple(dict.fromkeys(queues))

@@ -8,7 +8,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ...backend import ThreadmillTaskBackend
 from ...checks import redis_may_be_down
-from ...conf.settings import check_queue_name
 from ...exceptions import ImproperlyConfiguredThreadmill
 from ...worker.logs import configure_logging
 from ...worker.memory import MIB, ResidentMemory
@@ -18,6 +17,7 @@ from ...worker.options import (
     DEFAULT_THREAD_IDLE_S,
     MAX_PREFETCH,
     WorkerOptions,
+    served_queues,
 )
 from ...worker.supervisor import Supervisor
 from ..backend_option import BACKEND_HELP, backend_option
@@ -173,20 +173,6 @@ class Command(BaseCommand):
         if code:
             raise CommandError(f"threadmill_worker exited with code {code}.", returncode=code)
 
-    def _queues(self, backend: ThreadmillTaskBackend, asked: list[str] | None) -> tuple[str, ...]:
-        queues = asked or sorted(backend.queues) or ["default"]
-        for queue in queues:
-            try:
-                check_queue_name(queue)
-            except ImproperlyConfiguredThreadmill as exc:
-                raise CommandError(str(exc)) from exc
-            if backend.queues and queue not in backend.queues:
-                raise CommandError(
-                    f"Queue {queue!r} is not in TASKS[{backend.alias!r}]['QUEUES'] "
-                    f"({', '.join(sorted(backend.queues))}). Add it there or pick one of those."
-                )
-        return tuple(dict.fromkeys(queues))
-
     @staticmethod
     def _check_processes(options: dict[str, Any]) -> None:
         processes = options["processes"]
@@ -243,6 +229,10 @@ class Command(BaseCommand):
             raise CommandError("--task-timeout must be more than 0 seconds.")
         if options["grace_period"] < 0:
             raise CommandError("--grace-period must be 0 or more seconds.")
+        try:
+            queues = served_queues(backend, options["queues"])
+        except ImproperlyConfiguredThreadmill as exc:
+            raise CommandError(str(exc)) from exc
         reap_interval = options["reap_interval"]
         if reap_interval is None:
             reap_interval = backend.settings.lease_ttl_s
@@ -250,7 +240,7 @@ class Command(BaseCommand):
             raise CommandError("--reap-interval must be 0 (off) or more seconds.")
         return WorkerOptions(
             backend_alias=backend.alias,
-            queues=self._queues(backend, options["queues"]),
+            queues=queues,
             processes=options["processes"],
             threads=threads,
             max_threads=options["max_threads"],
