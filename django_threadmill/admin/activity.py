@@ -1,7 +1,7 @@
 """The last hour of a backend's queues, from the per-minute metric hashes: charts and a table.
 
-The finish script counts outcomes and run-time buckets per task path and minute (broker/
-metrics.py); this reads 60 small hashes per queue, bounded like every admin read.
+The workers count outcomes and run-time buckets per task path and minute (broker/metrics.py,
+sent by metrics.lua); this reads 60 small hashes per queue, bounded like every admin read.
 """
 
 from dataclasses import dataclass

@@ -26,6 +26,7 @@ class WorkerLine:
     host: str
     pid: str
     held: int
+    threads: int  # live worker threads (the pool floats between --threads and --max-threads)
     queues: list[str]
     last_renewal_ms: int
     silent: bool  # no renewal for longer than a lease: it is probably gone
@@ -45,6 +46,7 @@ def _worker_lines(sightings: list[WorkerSighting], now_ms: int, lease_ms: int) -
                 host=host,
                 pid=pid,
                 held=sum(s.held for s in seen),
+                threads=max(s.threads for s in seen),
                 queues=sorted(s.queue for s in seen),
                 last_renewal_ms=last,
                 silent=now_ms - last > lease_ms,

@@ -1,8 +1,8 @@
 """Prometheus metrics of every queue of every ThreadmillTaskBackend, read fleet-wide from Redis.
 
 Needs the ``metrics`` extra (prometheus_client). Gauges are read at scrape time with the
-admin inspector's bounded reads; counters and histograms are those the finish script folds in
-per ack batch (broker/metrics.py). docs/observability.md lists every family.
+admin inspector's bounded reads; counters and histograms are those the workers' tallies add up
+(broker/metrics.py, sent by metrics.lua). docs/observability.md lists every family.
 """
 
 from collections.abc import Iterator, Sequence
@@ -44,6 +44,12 @@ class _Families:
             "Worker processes heard from (a lease renewal or an idle heartbeat) within lease_ttl.",
             labels=["backend"],
         )
+        self.worker_threads = GaugeMetricFamily(
+            "threadmill_worker_threads",
+            "Live worker threads of the worker processes counted by threadmill_workers, summed "
+            "(each pool floats between --threads and --max-threads).",
+            labels=["backend"],
+        )
         self.finished = CounterMetricFamily(
             "threadmill_tasks_finished",
             "Tasks that finished, by outcome (a lease the reaper settled counts as failed).",
@@ -73,6 +79,7 @@ class _Families:
             self.queue_tasks,
             self.oldest_ready,
             self.workers,
+            self.worker_threads,
             self.finished,
             self.retries,
             self.expired,
@@ -133,11 +140,12 @@ class ThreadmillCollector:
             families.add_counters(source.alias, queue, counters)
         lease_ms = source.settings.lease_ttl_ms
         alive = {
-            sighting.worker_id
+            sighting.worker_id: sighting.threads
             for sighting in inspector.workers(queues)
             if now_ms - sighting.last_renewal_ms <= lease_ms
         }
         families.workers.add_metric([source.alias], len(alive))
+        families.worker_threads.add_metric([source.alias], sum(alive.values()))
 
 
 def exposition(sources: Sequence[Source]) -> bytes:

@@ -67,9 +67,10 @@ def test_split_above_the_sample_is_estimated(
 
 def test_workers_come_from_lease_renewals(backend: ThreadmillTaskBackend) -> None:
     lease = start(backend, add.enqueue(1, 1).id)
-    assert backend.broker.renew("web1:4242:ab12", [lease]) == []
+    assert backend.broker.renew("web1:4242:ab12", [lease], threads=6) == []
 
     [sighting] = Inspector(backend.broker).workers(["default", "emails"])
 
     assert (sighting.worker_id, sighting.queue, sighting.held) == ("web1:4242:ab12", "default", 1)
+    assert sighting.threads == 6
     assert sighting.last_renewal_ms > 0

@@ -29,11 +29,12 @@ def test_shows_counts_per_queue(operator: Client, backend: ThreadmillTaskBackend
 
 def test_shows_workers_holding_leases(operator: Client, backend: ThreadmillTaskBackend) -> None:
     lease = start(backend, add.enqueue(1, 1).id)
-    backend.broker.renew("web-7.example.com:4242:ab12", [lease])
+    backend.broker.renew("web-7.example.com:4242:ab12", [lease], threads=12)
 
     page = operator.get(QUEUES_URL).content.decode()
 
     assert "<td>web-7.example.com:4242:ab12</td><td>web-7.example.com</td><td>4242</td>" in page
+    assert '<td class="num">12</td><td class="num">1</td>' in page  # threads, tasks held
 
 
 def test_lists_every_threadmill_alias_and_no_other(operator: Client, two_aliases: None) -> None:

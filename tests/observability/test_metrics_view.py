@@ -118,3 +118,20 @@ def test_a_user_who_is_not_staff_is_refused(backend: ThreadmillTaskBackend, db: 
     client = Client()
     client.force_login(User.objects.create_user("someone"))
     assert client.get(URL).status_code == 403
+
+
+def test_worker_threads_sum_the_live_pools_of_workers_heard_from(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    broker = backend.broker
+    broker.renew("web1:10:aa", [], ["default"], threads=4)
+    broker.renew("web2:20:bb", [], ["default", "emails"], threads=7)
+    broker.renew("web3:30:cc", [], ["emails"], threads=32)
+    silent_since = broker.server_time_ms() - backend.settings.lease_ttl_ms - 1
+    broker.client.zadd(broker.queue_keys("emails").workers, {"web3:30:cc": silent_since})
+
+    response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
+
+    found = samples(response.content.decode())
+    assert value(found, "threadmill_workers", backend="default") == 2
+    assert value(found, "threadmill_worker_threads", backend="default") == 11

@@ -1,4 +1,4 @@
-"""Read the metric hashes the finish script keeps (broker/metrics.py), bounded like every read.
+"""Read the metric hashes metrics.lua keeps (broker/metrics.py), bounded like every read.
 
 Each queue has one lifetime hash and one hash per minute (two hours kept); both hold at most
 ``MAX_TASK_PATHS`` + 1 task paths times a fixed set of names, so an HGETALL is bounded.

@@ -223,7 +223,7 @@ class Inspector:
         """Return the workers that renewed leases in ``queues``, most recent first.
 
         A worker of a sharded queue renews in every shard: it is one sighting per queue, its
-        held tasks summed and its latest renewal kept.
+        held tasks summed, its latest renewal and its thread count (the same in every shard) kept.
         """
         parts = {queue: self.parts(queue) for queue in queues}
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
@@ -231,21 +231,27 @@ class Inspector:
                 keys = self._keys(part)
                 pipe.zrevrange(keys.workers, 0, -1, withscores=True)
                 pipe.hgetall(keys.held)
+                pipe.hgetall(keys.threads)
             replies = iter(pipe.execute())
         sightings = []
         for queue in queues:
             held_by: dict[str, int] = defaultdict(int)
+            threads_of: dict[str, int] = defaultdict(int)
             renewed_at: dict[str, int] = {}
             for _ in parts[queue]:
-                renewed, held = next(replies), next(replies)
+                renewed, held, threads = next(replies), next(replies), next(replies)
                 for worker_id, score in renewed:
                     held_by[worker_id] += stored_int(held.get(worker_id)) or 0
+                    threads_of[worker_id] = max(
+                        stored_int(threads.get(worker_id)) or 0, threads_of[worker_id]
+                    )
                     renewed_at[worker_id] = max(int(score), renewed_at.get(worker_id, 0))
             sightings += [
                 WorkerSighting(
                     worker_id=worker_id,
                     queue=queue,
                     held=held_by[worker_id],
+                    threads=threads_of[worker_id],
                     last_renewal_ms=last_ms,
                 )
                 for worker_id, last_ms in renewed_at.items()

@@ -51,6 +51,7 @@ class WorkerSighting:
     worker_id: str
     queue: str
     held: int
+    threads: int  # its live worker threads at that renewal (0 from a reaper or an old worker)
     last_renewal_ms: int
 
 
