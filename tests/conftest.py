@@ -16,6 +16,8 @@ from tests.servers.redis_server import DURABLE, RedisProcess, redis_process, ses
 from tests.worker.conftest import start_worker
 
 __all__ = ["start_worker"]  # every package may run the real worker command
+# A project of its own, with its own settings: tests/testing/test_sample_project.py runs it.
+collect_ignore = ["sample_project"]
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("aliases",),
     ("worker",),
     ("admin", "views", "urls", "management", "apps", "models", "migrations"),
+    ("testing", "pytest_plugin"),
 ]
 
 

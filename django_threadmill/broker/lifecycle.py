@@ -1,4 +1,5 @@
-"""Lifecycle: reap expired leases, cancel, requeue and purge (the reaper and the admin)."""
+"""Lifecycle: reap expired leases, cancel, requeue and purge (the reaper and the admin), and
+flush a test's Redis (django_threadmill.testing)."""
 
 from collections.abc import Callable
 
@@ -8,6 +9,8 @@ from .damaged import log_set_aside
 from .keys import QueueKeys
 from .scripts import ScriptCall, ScriptName
 from .types import ExpiredAttempt, Lease, Reaped, stored_lines
+
+FLUSH_BATCH = 1000  # keys per SCAN step and per UNLINK when flushing
 
 
 class Lifecycle(BrokerCore):
@@ -109,3 +112,19 @@ class Lifecycle(BrokerCore):
             offset += int(looked_at) - int(unindexed)
             if int(looked_at) < batch_size:
                 return deleted
+
+    def flush(self) -> None:
+        """Delete every key under this backend's ``key_prefix``, of every alias and queue, and
+        forget what this broker remembered of them (queues registered, metrics not yet sent).
+
+        A clean Redis between tests (django_threadmill.testing); never for one in use. Only
+        ``<key_prefix>:{...`` keys go: a prefix that merely starts the same is another's.
+        """
+        with self.translated_errors():
+            keys = list(
+                self.client.scan_iter(match=f"{self.settings.key_prefix}:{{*", count=FLUSH_BATCH)
+            )
+            for start in range(0, len(keys), FLUSH_BATCH):
+                self.client.unlink(*keys[start : start + FLUSH_BATCH])
+        self._known_queues.clear()
+        self.tally.take()

@@ -10,10 +10,16 @@ An async task reaches the ORM through asgiref's ``sync_to_async`` (Django's asyn
 included), whose thread-sensitive calls all run in one thread outside the worker's own. After
 an async task, once a connection was ever opened in such a thread, its stale connections are
 closed there, as Django's request handler does.
+
+Inside ``connections_kept`` nothing is closed: the in-process drain (django_threadmill.testing)
+runs tasks in a test's own thread, whose connection holds the test's transaction.
 """
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -22,6 +28,7 @@ from django.db.backends.signals import connection_created
 
 _this_thread = threading.local()
 _opened_outside_workers = threading.Event()  # set once a non-worker thread connects
+_kept: ContextVar[bool] = ContextVar("threadmill_connections_kept", default=False)
 # A worker process starts afresh: what its supervisor opened before forking is not its own.
 os.register_at_fork(after_in_child=_opened_outside_workers.clear)
 
@@ -40,13 +47,25 @@ def _note_connected(sender: Any, **kwargs: Any) -> None:
 connection_created.connect(_note_connected, dispatch_uid="django_threadmill.worker.db_connections")
 
 
+@contextmanager
+def connections_kept() -> Iterator[None]:
+    """Close no connection after the tasks run inside the block (and their async calls, which
+    carry the context): whoever runs them owns the connections, as a test owns its
+    transaction. Django's test client leaves them open around a request for the same reason."""
+    token = _kept.set(True)
+    try:
+        yield
+    finally:
+        _kept.reset(token)
+
+
 def close_stale_connections() -> None:
     """Close this thread's connections that are too old or unusable; none opened, no work."""
-    if getattr(_this_thread, "connected", False):
+    if getattr(_this_thread, "connected", False) and not _kept.get():
         close_old_connections()
 
 
 async def aclose_stale_connections() -> None:
     """Close the stale connections of the thread async ORM calls use, if one ever connected."""
-    if _opened_outside_workers.is_set():
+    if _opened_outside_workers.is_set() and not _kept.get():
         await sync_to_async(close_old_connections, thread_sensitive=True)()

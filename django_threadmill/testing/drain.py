@@ -1,0 +1,207 @@
+"""Run a backend's queued tasks in the calling thread until its queues are empty: ``drain``.
+
+The worker's own parts without its threads. The broker's acquire reserves tasks, so priorities,
+delayed tasks and retries that are due, unique tasks and queue limits behave as in a worker; the
+worker's ``Executor`` runs each, a sync task in the calling thread and ``async def`` ones on an
+event loop the drain runs (their thread-sensitive calls, Django's async ORM among them, come
+back to the calling thread); every start and outcome is written through the broker's fenced
+start and finish before the next task, as with ``--sync-ack``, and the metrics are sent at the
+end. Running in the caller's thread, tasks see what a test set up there: its database
+transaction, its mocks, its log capture.
+"""
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
+from datetime import timedelta
+
+from asgiref.sync import AsyncSingleThreadContext, async_to_sync
+
+from ..aliases import threadmill_backend
+from ..backend import ThreadmillTaskBackend
+from ..broker import Finish, Rejected, Reservation, Start
+from ..codec.times import now_ms
+from ..exceptions import BrokerUnavailable
+from ..worker.ack_writer import REJECTIONS
+from ..worker.db_connections import connections_kept
+from ..worker.executor import Executor
+from ..worker.lanes import is_async
+from ..worker.leases import HeldLeases, LeaseKeeper
+from ..worker.options import served_queues
+from ..worker.process import make_worker_id
+
+logger = logging.getLogger(__name__)
+
+BATCH = 16  # tasks reserved per queue per round, like a small prefetch
+DEFAULT_WAIT_FOR_DELAYED_S = 5.0  # delayed tasks and retries due this soon are waited for
+
+
+def drain(
+    backend: str = "default",
+    queues: Iterable[str] | None = None,
+    *,
+    wait_for_delayed: float | timedelta = DEFAULT_WAIT_FOR_DELAYED_S,
+) -> int:
+    """Run the tasks of ``queues`` (default: the backend's QUEUES) in this thread until the
+    queues are empty; return how many attempts ran (a task retried twice counts three).
+
+    Empty means no task is ready, and none delayed, retried or held back by a rate limit is due
+    within ``wait_for_delayed`` seconds (5 by default; 0: only what is due now). Those due
+    sooner are waited for and run; later ones stay queued, READY, as they would in Redis.
+    Tasks enqueued by the tasks run too. A task's exception is its outcome, as in a worker:
+    look at its result.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            "drain() runs tasks in the calling thread, and this thread is running an event "
+            "loop (an async test?). Call it from a sync test or function."
+        )
+    found = threadmill_backend(backend)
+    return _Drain(found, served_queues(found, queues), _horizon_ms(wait_for_delayed)).run()
+
+
+def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
+    seconds = (
+        wait_for_delayed.total_seconds()
+        if isinstance(wait_for_delayed, timedelta)
+        else wait_for_delayed
+    )
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds < 0
+    ):
+        raise ValueError(
+            f"wait_for_delayed={wait_for_delayed!r} is not a wait. Pass 0 or more seconds, or "
+            "a timedelta."
+        )
+    return int(seconds * 1000)
+
+
+class _Drain:
+    """One drain: reserve a batch from every queue, run it, write it, until nothing is due."""
+
+    def __init__(
+        self, backend: ThreadmillTaskBackend, queues: tuple[str, ...], horizon_ms: int
+    ) -> None:
+        self.broker = backend.broker
+        self.queues = queues
+        self.horizon_ms = horizon_ms
+        self.worker_id = make_worker_id()
+        self.executor = Executor(self.worker_id, backend.alias, type(backend))
+        self.held = HeldLeases()
+        # Never started: its renew() is called between tasks, once lease_ttl / 3 has passed.
+        self.keeper = LeaseKeeper(
+            self.broker,
+            self.worker_id,
+            queues,
+            self.held,
+            backend.settings.lease_ttl_s / 3,
+            on_crash=lambda: None,
+        )
+        self.renew_at = 0.0
+        self.ran = 0
+
+    def run(self) -> int:
+        # One thread for every event loop of this drain, joined when it ends.
+        with connections_kept(), AsyncSingleThreadContext():
+            while self._round():
+                pass
+        self.broker.send_metrics()
+        return self.ran
+
+    def _round(self) -> bool:
+        """Reserve and run one batch, or wait for the next due task; False once none is due
+        within the horizon."""
+        acquired = self.broker.acquire_from(dict.fromkeys(self.queues, BATCH))
+        batch = [reservation for each in acquired for reservation in each.reservations]
+        if batch:
+            self.held.add([reservation.lease for reservation in batch])
+            self.renew_at = time.monotonic() + self.keeper.interval_s
+            self._run(batch)
+            return True
+        due_ms = min(
+            (each.next_due_ms for each in acquired if each.next_due_ms is not None), default=None
+        )
+        if due_ms is None or due_ms > self.horizon_ms:
+            return False
+        time.sleep(due_ms / 1000)  # until the next delayed task, retry or rate token is due
+        return True
+
+    def _run(self, batch: list[Reservation]) -> None:
+        """Run the sync tasks of ``batch`` one by one, then its async ones together."""
+        try:
+            for reservation in batch:
+                if not is_async(reservation) and self._still_held(reservation):
+                    self._run_sync(reservation)
+            on_loop = [r for r in batch if is_async(r) and self._still_held(r)]
+            if on_loop:
+                self._run_async(on_loop)
+        finally:
+            self._hand_back()
+
+    def _still_held(self, reservation: Reservation) -> bool:
+        """Renew the leases when due; tell whether ``reservation`` is still ours to run."""
+        if time.monotonic() >= self.renew_at:
+            self.keeper.renew()
+            self.renew_at = time.monotonic() + self.keeper.interval_s
+        if self.held.holds(reservation.lease.task_id):
+            return True
+        logger.warning(
+            "Skipped task whose reservation was lost task_id=%s", reservation.lease.task_id
+        )
+        return False
+
+    def _run_sync(self, reservation: Reservation) -> None:
+        started_ms = now_ms()
+        self._write(
+            "start", self.broker.start, [Start(lease=reservation.lease, started_ms=started_ms)]
+        )
+        self._finish([self.executor.run(reservation, started_ms)])
+
+    def _run_async(self, reservations: list[Reservation]) -> None:
+        starts = [Start(lease=r.lease, started_ms=now_ms()) for r in reservations]
+        self._write("start", self.broker.start, starts)
+        self._finish(async_to_sync(self._gather)(reservations, starts))
+
+    async def _gather(self, reservations: list[Reservation], starts: list[Start]) -> list[Finish]:
+        return list(
+            await asyncio.gather(
+                *(
+                    self.executor.arun(reservation, start.started_ms)
+                    for reservation, start in zip(reservations, starts, strict=True)
+                )
+            )
+        )
+
+    def _finish(self, finishes: list[Finish]) -> None:
+        self._write("finish", self.broker.finish, finishes)
+        self.held.discard([finish.lease for finish in finishes])
+        self.ran += len(finishes)
+
+    def _write[T: (Start, Finish)](
+        self, kind: str, call: Callable[[str, Sequence[T]], list[Rejected[T]]], items: list[T]
+    ) -> None:
+        """Write ``items`` now; say which were not recorded and why, as the ack writer does."""
+        for item, ack in call(self.worker_id, items):
+            level, why = REJECTIONS[ack]
+            logger.log(
+                level, "Ack not recorded kind=%s task_id=%s: %s", kind, item.lease.task_id, why
+            )
+
+    def _hand_back(self) -> None:
+        """Release what a batch cut short left reserved (a Redis error, an interrupt)."""
+        unstarted = self.held.snapshot()
+        if not unstarted:
+            return
+        self.held.discard(unstarted)
+        with suppress(BrokerUnavailable):  # else their leases lapse and the reaper settles them
+            self.broker.release(unstarted)

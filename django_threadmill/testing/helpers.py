@@ -1,0 +1,38 @@
+"""What a project's tests hold: ``flush`` for a clean Redis, ``Threadmill`` (the ``threadmill``
+pytest fixture's value) and ``ThreadmillTestMixin`` for Django's TestCase."""
+
+import unittest
+
+from ..aliases import threadmill_aliases, threadmill_backend
+from .drain import drain
+
+
+def flush() -> None:
+    """Delete every key of every ThreadmillTaskBackend in TASKS: all under its key_prefix.
+
+    Meant for the Redis a test run uses; a Redis shared with anything else needs a key_prefix
+    of the tests' own.
+    """
+    for alias in threadmill_aliases():
+        threadmill_backend(alias).broker.flush()
+
+
+class Threadmill:
+    """Run a test's tasks (``drain``) and start again from an empty Redis (``flush``)."""
+
+    drain = staticmethod(drain)
+    flush = staticmethod(flush)
+
+
+class ThreadmillTestMixin(Threadmill, unittest.TestCase):
+    """``self.drain(...)`` in a Django ``TestCase``, with the project's Redis keys flushed
+    before and after each test.
+
+    List it before the TestCase class (``class T(ThreadmillTestMixin, TestCase)``); a
+    ``setUp`` of your own calls ``super().setUp()`` before it enqueues anything.
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        flush()
+        self.addCleanup(flush)

@@ -1,0 +1,54 @@
+"""Tasks for the drain tests. The drain runs them in the test's own process and thread, so they
+report through module state that the tests read directly."""
+
+import threading
+import time
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+
+from django_threadmill.compat import task
+from django_threadmill.retry import ExponentialBackoff
+from django_threadmill.task import task as threadmill_task
+
+runs: list[tuple[str, float]] = []  # (label, monotonic time at start), in the order they ran
+
+
+@task
+def record(label: str) -> int:
+    """Note the run; return the thread it ran in."""
+    runs.append((label, time.monotonic()))
+    return threading.get_ident()
+
+
+@task(queue_name="reports")
+def record_report(label: str) -> None:
+    runs.append((label, time.monotonic()))
+
+
+@task
+def take(seconds: float, label: str) -> None:
+    """Note the run, then hold the drain for ``seconds`` (a task that works a while)."""
+    runs.append((label, time.monotonic()))
+    time.sleep(seconds)
+
+
+@threadmill_task(retry=ExponentialBackoff(base_delay=0.01, max_attempts=3, jitter=0))
+def always_fails() -> None:
+    raise ConnectionError("the service is down")
+
+
+@threadmill_task(retry=ExponentialBackoff(base_delay=60, max_attempts=3))
+def fails_then_waits_a_minute() -> None:
+    raise ConnectionError("the service is down")
+
+
+@threadmill_task(unique_for=timedelta(minutes=5))
+def unique(label: str) -> None:
+    runs.append((label, time.monotonic()))
+
+
+@task
+async def threads_seen() -> list[int]:
+    """Return the loop's thread and the one a thread-sensitive sync call runs in."""
+    return [threading.get_ident(), await sync_to_async(threading.get_ident)()]

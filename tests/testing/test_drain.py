@@ -1,0 +1,179 @@
+"""drain(): the worker's parts run in the test's own thread against the real Redis, until the
+queues are empty, with priorities, retries, delays, unique tasks, limits and leases as a worker
+has them."""
+
+import itertools
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+import redis
+from django.test import override_settings
+from django.utils import timezone
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus
+from django_threadmill.exceptions import ImproperlyConfiguredThreadmill
+from django_threadmill.testing import Threadmill, drain
+from django_threadmill.worker.reaper import reap_once
+from tests.conftest import tasks_setting
+
+from . import tasks
+
+
+@pytest.fixture(autouse=True)
+def no_runs_yet() -> None:
+    tasks.runs.clear()
+
+
+def labels() -> list[str]:
+    return [label for label, _ in tasks.runs]
+
+
+def test_tasks_run_in_the_calling_thread_and_the_count_comes_back(threadmill: Threadmill) -> None:
+    results = [tasks.record.enqueue(str(n)) for n in range(3)]
+    assert threadmill.drain() == 3
+    for result in results:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+        assert result.return_value == threading.get_ident()
+    assert threadmill.drain() == 0
+
+
+def test_higher_priority_runs_first_then_in_enqueue_order(threadmill: Threadmill) -> None:
+    tasks.record.enqueue("low 1")
+    tasks.record.using(priority=10).enqueue("high")
+    tasks.record.enqueue("low 2")
+    threadmill.drain()
+    assert labels() == ["high", "low 1", "low 2"]
+
+
+def test_a_retried_task_runs_until_its_policy_gives_up(threadmill: Threadmill) -> None:
+    result = tasks.always_fails.enqueue()
+    assert threadmill.drain() == 3
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    assert result.attempts == 3
+    assert [error.exception_class for error in result.errors] == [ConnectionError] * 3
+
+
+def test_delayed_tasks_due_within_the_wait_run_and_later_ones_stay(threadmill: Threadmill) -> None:
+    now = timezone.now()
+    soon = tasks.record.using(run_after=now + timedelta(milliseconds=200)).enqueue("soon")
+    later = tasks.record.using(run_after=now + timedelta(hours=1)).enqueue("later")
+    due = tasks.record.using(run_after=now).enqueue("due")
+    assert threadmill.drain(wait_for_delayed=0) == 1
+    assert labels() == ["due"]
+    assert threadmill.drain(wait_for_delayed=timedelta(seconds=5)) == 1
+    assert labels() == ["due", "soon"]
+    for result, status in [(soon, "SUCCESSFUL"), (later, "READY"), (due, "SUCCESSFUL")]:
+        result.refresh()
+        assert result.status == TaskResultStatus[status]
+
+
+def test_a_retry_due_past_the_wait_stays_queued(threadmill: Threadmill) -> None:
+    result = tasks.fails_then_waits_a_minute.enqueue()
+    assert threadmill.drain() == 1
+    result.refresh()
+    assert result.status == TaskResultStatus.READY
+    assert len(result.errors) == 1
+
+
+def test_a_unique_task_is_one_until_it_finished(threadmill: Threadmill) -> None:
+    first = tasks.unique.enqueue("a")
+    assert tasks.unique.enqueue("a").id == first.id
+    assert threadmill.drain() == 1
+    assert tasks.unique.enqueue("a").id != first.id  # its finish released the claim
+    assert threadmill.drain() == 1
+
+
+def test_a_rate_limited_queue_is_drained_at_its_rate(
+    threadmill: Threadmill, redis_url: str, key_prefix: str
+) -> None:
+    limits = {"reports": {"concurrency": 1, "rate": "600/m"}}  # one start every 100 ms
+    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, queue_limits=limits)):
+        for n in range(3):
+            tasks.record_report.enqueue(str(n))
+        assert threadmill.drain(queues=["reports"]) == 3
+    starts = [at for _, at in tasks.runs]
+    assert all(later - earlier >= 0.09 for earlier, later in itertools.pairwise(starts))
+
+
+def test_async_tasks_run_on_a_loop_whose_sync_calls_come_back_here(
+    threadmill: Threadmill,
+) -> None:
+    result = tasks.threads_seen.enqueue()
+    assert threadmill.drain() == 1
+    result.refresh()
+    loop_thread, sync_call_thread = result.return_value
+    assert loop_thread != threading.get_ident()
+    assert sync_call_thread == threading.get_ident()
+
+
+@pytest.fixture
+def reaper(backend: ThreadmillTaskBackend) -> Iterator[None]:
+    """A reaper settling expired leases every 20 ms while the test runs."""
+    stop = threading.Event()
+
+    def reap() -> None:
+        while not stop.wait(0.02):
+            reap_once(backend)
+
+    thread = threading.Thread(target=reap, name="test-reaper")
+    thread.start()
+    yield
+    stop.set()
+    thread.join()
+
+
+@pytest.mark.parametrize("tasks_options", [{"lease_ttl": 0.6}])
+@pytest.mark.usefixtures("reaper")
+def test_leases_are_renewed_between_tasks_so_a_reaper_takes_none(
+    threadmill: Threadmill,
+) -> None:
+    # One batch holds all three for 1.05 s: unrenewed, the last lease would lapse before that
+    # task starts (at 0.7 s), and the reaper would hand it back to run again.
+    results = [tasks.take.enqueue(0.35, str(n)) for n in range(3)]
+    assert threadmill.drain() == 3
+    assert sorted(labels()) == ["0", "1", "2"]
+    for result in results:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+
+
+def test_metrics_are_sent_when_it_ends(
+    threadmill: Threadmill, backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    tasks.record.enqueue("a")
+    threadmill.drain()
+    stats = backend.broker.queue_keys("default").stats
+    assert redis_client.hget(stats, "successful") == "1"
+
+
+def test_flush_deletes_the_prefix_keys_and_no_lookalike(
+    threadmill: Threadmill,
+    backend: ThreadmillTaskBackend,
+    redis_client: redis.Redis,
+    key_prefix: str,
+) -> None:
+    tasks.record.enqueue("a")
+    lookalike = f"{key_prefix}:other:{{default:default}}:ready"  # the prefix "<ours>:other"
+    redis_client.set(lookalike, "1")
+    threadmill.flush()
+    assert redis_client.keys(f"{key_prefix}:*") == [lookalike]
+    tasks.record.enqueue("b")  # the queue is made known again, as on a fresh Redis
+    assert redis_client.smembers(backend.broker.keyspace.queues) == {"default"}
+    assert threadmill.drain() == 1
+
+
+def test_bad_arguments_are_refused_naming_the_fix() -> None:
+    with pytest.raises(ValueError, match="wait_for_delayed=-1 is not a wait"):
+        drain(wait_for_delayed=-1)
+    with pytest.raises(ImproperlyConfiguredThreadmill, match="Queue 'nope' is not in TASKS"):
+        drain(queues=["nope"])
+
+
+async def test_it_refuses_to_run_inside_an_event_loop() -> None:
+    with pytest.raises(RuntimeError, match="this thread is running an event loop"):
+        drain()
