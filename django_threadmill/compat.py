@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 # mypy checks the first branch only (django-stubs types django.tasks; the backport has no types).
 if TYPE_CHECKING or find_spec("django.tasks") is not None:
     from django.tasks import (
+        DEFAULT_TASK_BACKEND_ALIAS,
         DEFAULT_TASK_QUEUE_NAME,
         Task,
         TaskContext,
@@ -34,6 +35,7 @@ if TYPE_CHECKING or find_spec("django.tasks") is not None:
     TASKS_LOGGER_NAME = "django.tasks"  # where Django's own task receivers log each task
 else:  # Django 5.2 with the django-tasks backport.
     from django_tasks import (
+        DEFAULT_TASK_BACKEND_ALIAS,
         DEFAULT_TASK_QUEUE_NAME,
         TaskContext,
         TaskResult,
@@ -66,6 +68,7 @@ else:  # Django 5.2 with the django-tasks backport.
 TASK_LOG_RECEIVERS = (log_task_enqueued, log_task_started, log_task_finished)
 
 __all__ = [
+    "DEFAULT_TASK_BACKEND_ALIAS",
     "DEFAULT_TASK_QUEUE_NAME",
     "TASKS_LOGGER_NAME",
     "TASK_LOG_RECEIVERS",

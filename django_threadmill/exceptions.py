@@ -66,3 +66,7 @@ class Cancelled(ThreadmillError):
 
 class TaskTimeout(ThreadmillError):
     """The attempt ran longer than the task timeout and was abandoned."""
+
+
+class WorkflowDoesNotExist(ThreadmillError, LookupError):
+    """No workflow has this id in this backend (it never did, or it ended and expired)."""

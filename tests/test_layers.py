@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("checks",),
     ("backend",),
     ("aliases",),
+    ("workflows",),
     ("worker",),
     ("admin", "views", "urls", "management", "apps", "models", "migrations"),
     ("testing", "pytest_plugin"),

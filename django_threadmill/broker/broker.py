@@ -11,7 +11,8 @@ from .enqueue import Enqueueing
 from .lifecycle import Lifecycle
 from .reads import Reads
 from .transitions import Transitions
+from .workflows import Workflows
 
 
-class Broker(Enqueueing, Reads, Acquiring, Transitions, Lifecycle, DamagedRecords):
+class Broker(Enqueueing, Workflows, Reads, Acquiring, Transitions, Lifecycle, DamagedRecords):
     """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""

@@ -22,6 +22,7 @@ from .calls import send
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_of
 from .metrics import Tally
+from .outbox import OutboxSignal
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .wake import IdleWaits
@@ -38,6 +39,7 @@ class BrokerCore:
         self._turns: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
         self._idle = IdleWaits(lambda: self.client, self.translated_errors)
         self.tally = Tally()  # metrics of recorded outcomes, until send_metrics sends them
+        self.outbox_signal = OutboxSignal()  # outboxes finish filled (broker/workflows.py)
         self._async_clients: WeakKeyDictionary[
             asyncio.AbstractEventLoop, tuple[AsyncClient, dict[ScriptName, AsyncScript]]
         ] = WeakKeyDictionary()

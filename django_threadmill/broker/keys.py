@@ -19,6 +19,7 @@ from itertools import count
 from redis.crc import key_slot
 
 SHARD_SEPARATOR = "#"  # outside the queue-name alphabet, so a part never names a real queue
+WORKFLOW_TAG = "@wf:"  # starts a workflow's hash tag after the alias; "@" names no queue
 CLUSTER_SLOTS = 16384  # hash slots of a Redis Cluster
 
 
@@ -114,6 +115,11 @@ class QueueKeys:
         return f"{self.metrics_minute_prefix}{minute}"
 
     @property
+    def outbox(self) -> str:
+        """List of workflow steps of this queue that ended, for their workflow to advance."""
+        return f"{self.prefix}:outbox"
+
+    @property
     def workers(self) -> str:
         return f"{self.prefix}:workers"
 
@@ -149,6 +155,17 @@ class KeySpace:
     def queues(self) -> str:
         """Set of every queue name ever enqueued to, so the reaper and admin find them all."""
         return f"{self.key_prefix}:{{{self.alias}}}:queues"
+
+    def workflow(self, workflow_id: str) -> str:
+        """Hash of one workflow (broker/workflows.py), under its own hash tag: a workflow's
+        steps may live in any slot, and each workflow call touches this key alone. The
+        separator is outside the queue-name alphabet, so the tag names no queue."""
+        return f"{self.key_prefix}:{{{self.alias}:{WORKFLOW_TAG}{workflow_id}}}"
+
+    @property
+    def workflows(self) -> str:
+        """Sorted set of workflow ids by creation time in ms, for the admin's list."""
+        return f"{self.key_prefix}:{{{self.alias}}}:workflows"
 
 
 def shard_of(task_id: str, shards: int) -> int:

@@ -72,12 +72,20 @@ class Lifecycle(BrokerCore):
 
     def cancel(self, task_id: str, error_json: str, finished_ms: int) -> str:
         """Fail a waiting task with ``error_json``; return "cancelled" or the state it was in
-        ("missing"; "damaged" when its record cannot be read, which is then set aside)."""
+        ("missing"; "damaged" when its record cannot be read, which is then set aside). A
+        workflow step cancelled leaves its id in the outbox, as a finish does."""
         ttl_ms = self.settings.result_ttl_ms
         return self._on_one_task(
             ScriptName.CANCEL,
             task_id,
-            lambda keys: (keys.record_prefix, keys.ready, keys.delayed, keys.done, keys.damaged),
+            lambda keys: (
+                keys.record_prefix,
+                keys.ready,
+                keys.delayed,
+                keys.done,
+                keys.damaged,
+                keys.outbox,
+            ),
             (task_id, error_json, finished_ms, "" if ttl_ms is None else ttl_ms),
         )
 

@@ -26,6 +26,7 @@ class ScriptName(StrEnum):
     REQUEUE = "requeue"
     PURGE = "purge"
     METRICS = "metrics"
+    ADVANCE = "advance"
 
 
 # Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back work

@@ -63,15 +63,15 @@ class Transitions(BrokerCore):
         durable: bool = False,
     ) -> list[Rejected[T]]:
         """Send ``items`` per queue to a script that answers an ``Ack`` per item; return the
-        items it did not record, with why."""
-        return [
-            Rejected(item, Ack(code))
-            for group, reply in self._by_queue(
-                items, lambda item: item.lease, build, durable=durable
-            )
-            for item, code in zip(group, reply, strict=True)
-            if code != Ack.RECORDED
-        ]
+        items it did not record, with why. An outbox filled is noted for the drainer."""
+        rejected = []
+        for group, reply in self._by_queue(items, lambda item: item.lease, build, durable=durable):
+            for item, code in zip(group, reply, strict=True):
+                if code == Ack.OUTBOX:
+                    self.outbox_signal.note(self.part_in(item.lease.queue, item.lease.task_id))
+                elif code != Ack.RECORDED:
+                    rejected.append(Rejected(item, Ack(code)))
+        return rejected
 
     def start(self, worker_id: str, starts: Sequence[Start]) -> list[Rejected[Start]]:
         """Mark reserved tasks running; return the notices that were not, with why."""
@@ -118,6 +118,7 @@ class Transitions(BrokerCore):
                     keys.unique_prefix,
                     keys.ready,
                     keys.damaged,
+                    keys.outbox,
                 ),
                 tuple(args),
             )

@@ -39,6 +39,7 @@ class Outcome(StrEnum):
 class GuardKind(StrEnum):
     UNIQUE = "u"
     SLOT = "s"
+    STEP = "w"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +48,8 @@ class Guard:
 
     UNIQUE: ``name`` is the unique digest, ``value_ms`` the window. SLOT: ``name`` is the
     schedule, ``value_ms`` the slot time; a slot at or before the last one fired is skipped.
+    STEP: nothing to claim (a step's id is fixed, and an id stored already is skipped);
+    ``name`` is ``<workflow id>:<step>``, kept in the record so its end fills the outbox.
     """
 
     kind: GuardKind
@@ -125,6 +128,7 @@ class Ack(IntEnum):
     RECORDED = 1
     ALREADY = 2  # this lease's outcome was recorded before: a duplicate, or a retried call
     DAMAGED = 3  # the record cannot be read: set aside (docs/lifecycle.md, Damaged records)
+    OUTBOX = 4  # recorded, and a workflow step that ended: its id waits in the queue's outbox
 
 
 class Rejected[T](NamedTuple):

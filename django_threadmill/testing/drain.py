@@ -5,9 +5,9 @@ delayed tasks and retries that are due, unique tasks and queue limits behave as 
 worker's ``Executor`` runs each, a sync task in the calling thread and ``async def`` ones on an
 event loop the drain runs (their thread-sensitive calls, Django's async ORM among them, come
 back to the calling thread); every start and outcome is written through the broker's fenced
-start and finish before the next task, as with ``--sync-ack``, and the metrics are sent at the
-end. Running in the caller's thread, tasks see what a test set up there: its database
-transaction, its mocks, its log capture.
+start and finish before the next task, as with ``--sync-ack``, workflows advance from their
+steps' outcomes at once, and the metrics are sent at the end. Running in the caller's thread,
+tasks see what a test set up there: its database transaction, its mocks, its log capture.
 """
 
 import asyncio
@@ -32,6 +32,7 @@ from ..worker.lanes import is_async
 from ..worker.leases import HeldLeases, LeaseKeeper
 from ..worker.options import served_queues
 from ..worker.process import make_worker_id
+from ..workflows.advance import drain as drain_outbox
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class _Drain:
     def __init__(
         self, backend: ThreadmillTaskBackend, queues: tuple[str, ...], horizon_ms: int
     ) -> None:
+        self.backend = backend
         self.broker = backend.broker
         self.queues = queues
         self.horizon_ms = horizon_ms
@@ -186,6 +188,8 @@ class _Drain:
         self._write("finish", self.broker.finish, finishes)
         self.held.discard([finish.lease for finish in finishes])
         self.ran += len(finishes)
+        for part in self.broker.outbox_signal.take():  # workflow steps ended: advance them
+            drain_outbox(self.backend, part)
 
     def _write[T: (Start, Finish)](
         self, kind: str, call: Callable[[str, Sequence[T]], list[Rejected[T]]], items: list[T]

@@ -1,7 +1,8 @@
 """The thread roles of one worker process, built from its options and wired to each other.
 
 The prefetcher fills the buffer; worker threads (the pool) and the event loop lane run what it
-holds; the ack writer writes their outcomes; the lease keeper keeps their leases. The pool's
+holds; the ack writer writes their outcomes; the lease keeper keeps their leases; the workflow
+drainer advances the workflows their steps belong to. The pool's
 sizing, the watchdog and the loop monitor look on. ``WorkerProcess`` starts and stops them.
 """
 
@@ -20,6 +21,7 @@ from .prefetcher import Prefetcher
 from .role import RoleThread
 from .threads import WorkerThread
 from .watchdog import Watchdog
+from .workflow_drainer import WorkflowDrainer
 
 
 class Crew:
@@ -32,6 +34,7 @@ class Crew:
         executor: Executor,
         worker_id: str,
         *,
+        drain_outbox: Callable[[str], int],
         lease_interval_s: float,
         on_task_done: Callable[[], None],
         on_empty: Callable[[], None],
@@ -77,6 +80,9 @@ class Crew:
             on_crash,
             threads=self.pool.live_count,
         )
+        self.drainer = WorkflowDrainer(
+            broker, options.queues, drain_outbox, self._on_written, on_crash
+        )
         self.prefetcher = Prefetcher(
             broker,
             worker_id,
@@ -84,7 +90,9 @@ class Crew:
             self.buffer,
             self.held,
             burst=options.burst,
-            is_settled=lambda: self.buffer.is_idle() and self.writer.pending() == 0,
+            is_settled=lambda: (
+                self.buffer.is_idle() and self.writer.pending() == 0 and self.drainer.is_idle()
+            ),
             on_empty=on_empty,
             on_crash=on_crash,
         )
@@ -122,7 +130,8 @@ class Crew:
         self.buffer.resize(self._readahead(self.pool.live_count()))
 
     def _on_written(self) -> None:
-        """Results landed: a --burst prefetcher waiting for them looks again at once."""
+        """Results landed, or workflow steps were enqueued: a --burst prefetcher waiting for
+        them looks again at once."""
         if self.options.burst:
             self.prefetcher.nudge()
 
@@ -132,6 +141,7 @@ class Crew:
         return [
             self.keeper,
             self.writer,
+            self.drainer,
             self.lane,
             self.monitor,
             *self.pool.threads,

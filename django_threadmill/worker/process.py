@@ -8,12 +8,14 @@ import signal
 import socket
 import threading
 import time
+from functools import partial
 from secrets import token_hex
 from types import FrameType
 
 from ..backend import ThreadmillTaskBackend
 from ..broker import Reservation
 from ..exceptions import BrokerRefused, BrokerUnavailable
+from ..workflows.advance import drain
 from .backoff import REDIS_BACKOFF
 from .crew import Crew
 from .executor import Executor
@@ -62,6 +64,7 @@ class WorkerProcess:
             self.broker,
             executor,
             self.worker_id,
+            drain_outbox=partial(drain, backend),
             lease_interval_s=backend.settings.lease_ttl_s / 3,
             on_task_done=self._count_task,
             on_empty=self.request_stop,
@@ -238,6 +241,10 @@ class WorkerProcess:
         if crew.writer.is_alive():
             crew.writer.give_up.set()
             crew.writer.join(WRITER_MIN_FLUSH_S)
+        # 5. Workflows advance from the last outcomes written (their entries would otherwise
+        # wait for the reaper or another worker).
+        crew.drainer.stop()
+        crew.drainer.join(max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
         crew.keeper.stop()
         crew.keeper.join()
         self._report_stragglers()

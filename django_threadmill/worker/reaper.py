@@ -5,7 +5,7 @@ broker's reap script does that. An expired *running* attempt is settled here thr
 fenced finish script with the attempt's own token, as FAILED with a ``LeaseExpired`` error or
 as a retry when the task's policy says so (docs/design.md, Reserved is not running). Several
 reapers and a late ack may race: the token check lets exactly one of them record the
-attempt's outcome.
+attempt's outcome. Each pass then drains every queue's workflow outbox (workflows/advance.py).
 """
 
 import logging
@@ -19,6 +19,7 @@ from ..codec.results import parse_error, task_result
 from ..compat import TaskResult, TaskResultStatus
 from ..exceptions import LeaseExpired
 from ..observability.signals import said_already
+from ..workflows.advance import drain_queues
 from . import outcome
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class ReapReport:
     dry_run: bool = False
     queues: dict[str, QueueReap] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    advanced: int = 0  # workflow steps whose outbox entry this pass drained
 
     @property
     def released(self) -> int:
@@ -203,17 +205,22 @@ def reap_once(
     if batch_size < 1:
         raise ValueError(f"reap_once(batch_size={batch_size}) must be 1 or more.")
     report = ReapReport(dry_run=dry_run)
-    for queue in backend.broker.queues():
+    queues = backend.broker.queues()
+    for queue in queues:
         _reap_queue(backend, queue, report, batch_size)
     if not dry_run:
         backend.broker.send_metrics()  # the expired leases it settled
-    if report.released or report.failed or report.retried:
+        # Workflows advance from steps whose drainer died, or that the reaper just settled.
+        report.advanced = drain_queues(backend, queues)
+    if report.released or report.failed or report.retried or report.advanced:
         logger.info(
-            "Reap pass dry_run=%s released=%d failed=%d retried=%d stale=%d",
+            "Reap pass dry_run=%s released=%d failed=%d retried=%d stale=%d "
+            "workflow_steps_advanced=%d",
             dry_run,
             report.released,
             report.failed,
             report.retried,
             report.stale,
+            report.advanced,
         )
     return report

@@ -8,11 +8,15 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus
 from django_threadmill.schedules.scheduler import Scheduler, slot_task_id
 from django_threadmill.schedules.slots import slot_ms
+from django_threadmill.workflows import chain, group, step
 from testproject.example.tasks import add, echo
 from tests.support import run_to_completion, worker
 from tests.unique.tasks import refresh
+from tests.workflows.tasks import add as plus
+from tests.workflows.tasks import collect, number
 
 from .conftest import command_env
 
@@ -79,3 +83,23 @@ def test_metrics_sum_every_queue_and_shard(
         and sample.labels["task"] == "testproject.example.tasks.add"
     }
     assert finished == {"default": 6, "images": 6, "emails": 6}
+
+
+def test_a_workflow_runs_across_queues_on_three_primaries(
+    backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str
+) -> None:
+    """Each step's finish fills the outbox in its own slot, the workflow's hash lives in a
+    third, and the next steps are enqueued into theirs: every call touches one slot."""
+    flow = chain(
+        step(number.using(queue_name="images"), 1),
+        group(step(plus.using(queue_name="billing"), 1), step(plus, 2)),  # default: 3 shards
+        step(collect.using(queue_name="emails")),
+    ).enqueue()
+
+    run_to_completion(worker(redis_url, key_prefix, "--burst", extra_env=command_env(OPTIONS)))
+
+    flow.refresh()
+    assert flow.status == TaskResultStatus.SUCCESSFUL
+    assert [s.queue for s in flow.steps] == ["images", "billing", "default", "emails"]
+    assert flow.results[-1] is not None
+    assert flow.results[-1].return_value == [2, 3]

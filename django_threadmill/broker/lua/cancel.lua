@@ -4,18 +4,19 @@
 -- KEYS[3]  P:delayed   zset: delayed ids by due time in ms
 -- KEYS[4]  P:done      zset: finished ids by finish time in ms
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[6]  P:outbox    list: workflow steps that ended, for their workflow to advance
 -- ARGV[1]  id
 -- ARGV[2]  error_json    the Cancelled error, built by the client
 -- ARGV[3]  finished_ms   wall clock of the request, for display
 -- ARGV[4]  result_ttl_ms finished records expire after this ("" keeps them forever)
--- Returns: "cancelled", or the state the task was in (nothing changes), "missing", or
+-- Returns: "cancelled" (a workflow step: its id is pushed onto P:outbox), or the state the task was in (nothing changes), "missing", or
 --          "damaged" (its record cannot be read: set aside and taken out of the queue).
 -- Fence:   state must be "ready"; a reserved or running attempt is never cancelled here.
 -- Clock:   redis.call("TIME") only, for the done index.
 local now = now_ms()
 local id = ARGV[1]
 local key = KEYS[1] .. id
-local f, refused = record_in_state(key, id, KEYS[5], now, "cancel", "ready", "nerrors")
+local f, refused = record_in_state(key, id, KEYS[5], now, "cancel", "ready", "nerrors", "workflow")
 if refused == "damaged" then
   redis.call("ZREM", KEYS[2], id)
   redis.call("ZREM", KEYS[3], id)
@@ -31,5 +32,8 @@ redis.call("HSET", key, "state", "failed", "error:" .. attempt, ARGV[2], "nerror
 redis.call("ZADD", KEYS[4], now, id)
 if ARGV[4] ~= "" then
   redis.call("PEXPIRE", key, ARGV[4])
+end
+if f[3] then
+  redis.call("RPUSH", KEYS[6], id)
 end
 return "cancelled"

@@ -10,7 +10,8 @@
 -- ARGV[1]  wake_cap    most tokens kept in P:wake
 -- ARGV[2]  guards      number of guarded tasks, g (0 for a plain call: nothing more to pay)
 -- ARGV[3..] per guard, 4 values: position of its task in the batch (1-based), kind ("u" unique
---           | "s" schedule slot), name (digest | schedule), window_ms (u) or slot_ms (s)
+--           | "s" schedule slot | "w" workflow step), name (digest | schedule | "<workflow
+--           id>:<step>", kept in the record's `workflow` field), window_ms (u) or slot_ms (s)
 -- then per task, 4 values: id, payload (JSON, stored as is), priority,
 --           run_after_ms ("" for none)
 -- Returns: the number of tasks stored; when a unique task was a duplicate, {stored, then per
@@ -51,7 +52,9 @@ end
 -- Claim a task's guard; false when it must not be stored (a duplicate is noted with its holder).
 local function claim(guard, id, position)
   local key, value = guard.key, guard.value
-  if guard.kind == "s" then
+  if guard.kind == "w" then
+    return true  -- a step's id is fixed: an id stored already is skipped before its guard
+  elseif guard.kind == "s" then
     local last = tonumber(guard_value(key))
     if last and last >= value then
       return false
@@ -101,8 +104,8 @@ for i = first, #ARGV, 4 do
     local score = (100 - priority) * PRIORITY_STEP + seq
     redis.call("HSET", KEYS[1] .. id, "payload", ARGV[i + 1], "state", "ready", "score", score,
       "token", 0, "enqueued_ms", now_text, "run_after_ms", run_after_ms, "nerrors", 0)
-    if guard and guard.kind == "u" then
-      redis.call("HSET", KEYS[1] .. id, "unique", guard.name)
+    if guard and guard.kind ~= "s" then
+      redis.call("HSET", KEYS[1] .. id, guard.kind == "u" and "unique" or "workflow", guard.name)
     end
     if run_after_ms ~= "" and tonumber(run_after_ms) > now then
       delayed[#delayed + 1] = tonumber(run_after_ms)

@@ -7,6 +7,7 @@
 -- KEYS[6]  P:u:        unique key prefix; a finished task's `unique` digest is appended
 -- KEYS[7]  P:ready     zset: ready ids, looked at only when ARGV[3] is "1"
 -- KEYS[8]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[9]  P:outbox    list: workflow steps that ended, for their workflow to advance
 -- ARGV[1]  worker_id      recorded if the attempt's start notice never went out; "" means the
 --                         reaper settles, which wins only while the lease is still expired
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
@@ -15,10 +16,11 @@
 -- ARGV[4..] per task, 7 values: id, token, outcome ("successful" | "failed" | "retry"),
 --           value (result JSON, or error JSON), started_ms, finished_ms (worker wall clock,
 --           for display), retry_delay_ms (used by "retry" only)
--- Returns: per task in argument order: 1 recorded; 2 already recorded under this token (a
---          duplicate, or a retried call whose first try landed); 0 stale: settled or held
---          under another owner (reaped, released, reserved again, cancelled); 3 damaged: the
---          record cannot be read, so it is set aside and its lease dropped. Metrics and the
+-- Returns: per task in argument order: 1 recorded; 4 recorded, a workflow step that ended:
+--          its id is in P:outbox (docs/workflows.md, Exactly once); 2 already recorded under
+--          this token (a duplicate, or a retried call whose first try landed); 0 stale: settled
+--          or held under another owner (reaped, released, reserved again, cancelled); 3
+--          damaged: the record cannot be read, so it is set aside and its lease dropped. Metrics and the
 --          done index's trim are not done here: the worker sends them on their own clock
 --          (metrics.lua), so a result that arrives alone costs only what it must.
 -- Fence:   state must be "reserved" or "running" and token must match; anything else changes
@@ -26,8 +28,8 @@
 --          the reaper read it, and what the reaper records keeps no token. A unique key is
 --          released only while it still names the task.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
--- Cost:    per task one HMGET, one HSET, one PEXPIREAT; the lease and index updates are one
---          call each.
+-- Cost:    per task one HMGET, one HSET, one PEXPIREAT (a workflow step that ended: and an
+--          RPUSH); the lease and index updates are one call each.
 local now = now_ms()
 local finished_at = tostring(now)  -- the done index's score, formatted once per call
 local ttl = ARGV[2]
@@ -43,7 +45,7 @@ local fields = {}  -- HSET arguments, reused for every task: entries past n are 
 for i = 4, #ARGV, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
-  local f, problem = read_record(key, "state", "token", "nerrors", "unique")
+  local f, problem = read_record(key, "state", "token", "nerrors", "unique", "workflow")
   if not f then
     set_aside(KEYS[8], id, now, "finish", problem)
     f = {}
@@ -93,7 +95,12 @@ for i = 4, #ARGV, 7 do
       redis.call("DEL", KEYS[6] .. f[4])
     end
     unleased[#unleased + 1] = id
-    reply[#reply + 1] = 1
+    if f[5] and outcome ~= "retry" then
+      redis.call("RPUSH", KEYS[9], id)  -- in the call that records the outcome: never lost
+      reply[#reply + 1] = 4
+    else
+      reply[#reply + 1] = 1
+    end
   elseif problem then
     unleased[#unleased + 1] = id
     reply[#reply + 1] = 3

@@ -1,0 +1,85 @@
+-- advance.lua: a workflow step settled, or the workflow was cancelled: record it, and say which
+-- steps may be enqueued now (docs/workflows.md, Exactly once).
+-- KEYS[1]  W         hash: one workflow; its fields are listed in broker/workflows.py
+-- ARGV[1]  step      the settled step's index, or "" for the workflow as a whole (cancel)
+-- ARGV[2]  outcome   "successful" | "failed" | "cancelled"
+-- ARGV[3]  value     the step's result JSON (successful), else why it did not succeed
+-- ARGV[4]  ttl_ms    a workflow that ended expires after this ("" keeps it)
+-- Returns: {status, then the indices of the steps due: every input succeeded, not yet marked
+--          enqueued}; status is the workflow's ("open", "successful", "failed", "cancelled"),
+--          or "missing" when it is unknown (expired, or written by no workflow), or "damaged"
+--          when its key holds no hash. A cancel returns the status the workflow had before.
+-- Fence:   a step's outcome is recorded once (HSETNX). A second report of it (a drain retried
+--          after its drainer died) records nothing but returns the steps still due, so the
+--          next drainer enqueues what the dead one may not have; enqueue skips an id that
+--          exists, and step ids are fixed, so each step is stored once. A step that failed (after
+--          its retries) or was cancelled ends the workflow as failed, and a cancel as cancelled:
+--          nothing is due any more, steps already enqueued still run, the others are recorded
+--          as not run with why.
+-- Clock:   none: a workflow's times are its steps' (their records), and its expiry a TTL.
+local w = KEYS[1]
+local status = redis.pcall("HGET", w, "status")
+if type(status) == "table" and status.err then
+  return {"damaged"}  -- a key of another type: something else wrote it
+elseif not status then
+  return {"missing"}
+end
+local step, outcome, value = ARGV[1], ARGV[2], ARGV[3]
+
+-- Give the workflow its final status; it expires after ttl_ms from now.
+local function finish(final)
+  status = final
+  redis.call("HSET", w, "status", final)
+  if ARGV[4] ~= "" then
+    redis.call("PEXPIRE", w, ARGV[4])
+  end
+end
+
+-- End the workflow: steps not marked enqueued are recorded as not run, with why.
+local function stop(final, why)
+  redis.call("HSET", w, "why", why)
+  for j = 0, tonumber(redis.call("HGET", w, "n")) - 1 do
+    if redis.call("HGET", w, "e:" .. j) ~= "enqueued" then
+      redis.call("HSETNX", w, "x:" .. j, why)
+    end
+  end
+  finish(final)
+end
+
+if step == "" then
+  local before = status
+  if before == "open" then
+    stop("cancelled", value)
+  end
+  return {before}
+end
+
+if redis.call("HSETNX", w, "s:" .. step, outcome) == 1 then
+  if outcome == "successful" then
+    redis.call("HSET", w, "v:" .. step, value)
+    local succeeded = redis.call("HINCRBY", w, "succeeded", 1)
+    if status == "open" and succeeded == tonumber(redis.call("HGET", w, "n")) then
+      finish("successful")
+    end
+  elseif status == "open" then
+    stop("failed", "step " .. step .. " " .. outcome .. ": " .. value)
+  end
+end
+
+local reply = {status}
+if status ~= "open" or redis.call("HGET", w, "s:" .. step) ~= "successful" then
+  return reply
+end
+for j in (redis.call("HGET", w, "next:" .. step) or ""):gmatch("%d+") do
+  if redis.call("HGET", w, "e:" .. j) ~= "enqueued" then
+    local ready = true
+    for i in redis.call("HGET", w, "after:" .. j):gmatch("%d+") do
+      ready = ready and redis.call("HGET", w, "s:" .. i) == "successful"
+    end
+    if ready then
+      redis.call("HSET", w, "e:" .. j, "due")
+      reply[#reply + 1] = tonumber(j)
+    end
+  end
+end
+return reply

@@ -1,0 +1,102 @@
+"""The Redis side of workflows: each workflow's hash, and each queue's outbox of ended steps.
+
+A workflow is one hash (``KeySpace.workflow``) written once when it is enqueued and then only
+by advance.lua. Its fields:
+
+- ``plan``: the steps as JSON (workflows/plan.py), ``n``: how many, ``created_ms``;
+- ``status``: ``open``, then ``successful``, ``failed`` or ``cancelled``; ``why`` says why it
+  failed or was cancelled;
+- per step ``i``: ``after:i`` (the steps whose values make its input, comma-separated),
+  ``next:i`` (the steps whose input takes its value), ``e:i`` (``due``, then ``enqueued``),
+  ``s:i`` (how it ended), ``v:i`` (its result JSON), ``x:i`` (why it was not run);
+- ``succeeded``: how many steps succeeded.
+
+A step's record carries ``workflow`` = ``<workflow id>:<step>``; finish.lua and cancel.lua
+push the id of such a step that ended onto its queue's outbox in the call that records it,
+and a drainer (workflows/advance.py) advances the workflow from there (docs/workflows.md).
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
+
+from redis.typing import EncodableT, FieldT
+
+from .reads import Reads
+from .scripts import ScriptCall, ScriptName
+
+OUTBOX_BATCH = 100  # outbox entries read per call
+
+
+class Workflows(Reads):
+    """Workflow hashes and outboxes, one key per call."""
+
+    def create_workflow(self, workflow_id: str, fields: Mapping[str, str | int]) -> None:
+        """Store a new workflow's hash with its creation time (Redis clock), then list it
+        for the admin (two slots, so two calls)."""
+        created_ms = self.server_time_ms()
+        stored: dict[FieldT, EncodableT] = {"created_ms": created_ms}
+        stored.update(fields.items())
+        with self.translated_errors():
+            self.client.hset(self.keyspace.workflow(workflow_id), mapping=stored)
+            self.client.zadd(self.keyspace.workflows, {workflow_id: created_ms})
+
+    def advance_workflow(
+        self, workflow_id: str, step: int | None, outcome: str, value: str
+    ) -> tuple[str, list[int]]:
+        """Record how ``step`` ended (None: the workflow is cancelled); return the workflow's
+        status (for a cancel, the one it had) and the steps now due (advance.lua)."""
+        ttl_ms = self.settings.result_ttl_ms
+        reply = self._run(
+            ScriptCall(
+                ScriptName.ADVANCE,
+                (self.keyspace.workflow(workflow_id),),
+                ("" if step is None else step, outcome, value, "" if ttl_ms is None else ttl_ms),
+            )
+        )
+        status, *due = reply
+        return str(status), [int(step) for step in due]
+
+    def mark_enqueued(self, workflow_id: str, steps: Iterable[int]) -> None:
+        """Note that ``steps`` are stored, so no later drain enqueues them again."""
+        mapping: dict[FieldT, EncodableT] = {f"e:{step}": "enqueued" for step in steps}
+        if mapping:
+            with self.translated_errors():
+                self.client.hset(self.keyspace.workflow(workflow_id), mapping=mapping)
+
+    def workflow_fields(self, workflow_id: str) -> dict[str, str]:
+        """Return a workflow's hash ({} when unknown or expired)."""
+        with self.translated_errors():
+            return cast(dict[str, str], self.client.hgetall(self.keyspace.workflow(workflow_id)))
+
+    def recent_workflows(self, count: int) -> list[str]:
+        """Return the ids of the ``count`` newest workflows still listed, newest first."""
+        with self.translated_errors():
+            return cast(list[str], self.client.zrevrange(self.keyspace.workflows, 0, count - 1))
+
+    def forget_workflows_before(self, created_ms: int) -> None:
+        """Drop ids of workflows created before ``created_ms`` from the admin's list."""
+        with self.translated_errors():
+            self.client.zremrangebyscore(self.keyspace.workflows, "-inf", f"({created_ms}")
+
+    # Outboxes ------------------------------------------------------------------------------
+
+    def outbox_entries(self, part: str) -> list[str]:
+        """Return the oldest ids in ``part``'s outbox (at most ``OUTBOX_BATCH``)."""
+        with self.translated_errors():
+            return cast(
+                list[str], self.client.lrange(self.queue_keys(part).outbox, 0, OUTBOX_BATCH - 1)
+            )
+
+    def forget_outbox_entry(self, part: str, task_id: str) -> None:
+        """Take ``task_id`` out of ``part``'s outbox: its workflow has advanced."""
+        with self.translated_errors():
+            self.client.lrem(self.queue_keys(part).outbox, 1, task_id)
+
+    def parts_with_outbox(self, queues: Sequence[str]) -> list[str]:
+        """Return the parts of ``queues`` whose outbox holds entries (one round trip)."""
+        parts = [part for queue in queues for part in self.parts(queue)]
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for part in parts:
+                pipe.llen(self.queue_keys(part).outbox)
+            sizes = pipe.execute()
+        return [part for part, size in zip(parts, sizes, strict=True) if size]

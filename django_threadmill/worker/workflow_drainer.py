@@ -1,0 +1,76 @@
+"""The workflow drainer: advances workflows from the outboxes of the queues a process serves.
+
+Outboxes this process's own finishes filled are drained at once (the broker's outbox signal);
+every ``POLL_S`` it also looks at all its queues' outboxes, for entries a killed process or a
+cancel left. Draining is its own thread so that acks never wait on it (workflows/advance.py).
+"""
+
+import logging
+from collections.abc import Callable
+
+from ..broker import Broker
+from ..exceptions import BrokerUnavailable
+from .role import RoleThread
+
+logger = logging.getLogger(__name__)
+
+POLL_S = 5.0  # how often every outbox of the served queues is looked at
+
+
+class WorkflowDrainer(RoleThread):
+    """Drain outboxes until stopped; drain what the last finishes filled before it ends."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        queues: tuple[str, ...],
+        drain_part: Callable[[str], int],
+        on_drained: Callable[[], None],
+        on_crash: Callable[[], None],
+    ) -> None:
+        super().__init__("threadmill-workflows", on_crash)
+        self.signal = broker.outbox_signal
+        self.broker = broker
+        self.queues = queues
+        self.drain_part = drain_part
+        self.on_drained = on_drained  # steps may have been enqueued: a --burst looks again
+        self._busy = False
+
+    def loop(self) -> None:
+        self._round(self._all_filled)  # what an earlier process left
+        while not self.stopping.is_set():
+            noted = self.signal.filled.wait(POLL_S)
+            self._round(self.signal.take if noted else self._all_filled)
+        self._round(self.signal.take)
+
+    def wake(self) -> None:
+        self.signal.filled.set()
+
+    def is_idle(self) -> bool:
+        """Tell whether nothing this process's finishes noted waits to be drained (for
+        --burst: a step about to be enqueued is work left)."""
+        return not self._busy and not self.signal.pending()
+
+    def _round(self, parts_to_drain: Callable[[], set[str]]) -> None:
+        self._busy = True  # before the take: is_idle never sees parts taken and not drained
+        try:
+            parts = parts_to_drain()
+            self._drain(parts)
+        finally:
+            self._busy = False
+        if parts:
+            self.on_drained()
+
+    def _all_filled(self) -> set[str]:
+        try:
+            return set(self.broker.parts_with_outbox(list(self.queues)))
+        except BrokerUnavailable as exc:
+            logger.warning("Workflow outboxes unreadable, looking again later error=%s", exc)
+            return set()
+
+    def _drain(self, parts: set[str]) -> None:
+        for part in sorted(parts):
+            try:
+                self.drain_part(part)
+            except BrokerUnavailable as exc:  # its entries stay: the next look drains them
+                logger.warning("Workflow outbox not drained part=%s error=%s", part, exc)

@@ -1,0 +1,128 @@
+"""Advance workflows from the outboxes: whoever finds an entry enqueues what it made due.
+
+finish.lua (and cancel.lua) push a workflow step that ended onto its queue's outbox in the call
+that records how it ended, so the entry exists exactly when the outcome does. A drainer (the
+worker's, the reaper's, ``manage.py threadmill_queue drain``) then, per entry: records the
+outcome in the workflow (advance.lua), enqueues the steps it made due under their fixed ids,
+marks them enqueued, and only then takes the entry out. A drainer that dies anywhere in
+between leaves the entry for the next one, which repeats the same calls: enqueue skips an id
+that exists, so each step is stored exactly once (docs/workflows.md, Exactly once).
+"""
+
+import json
+import logging
+from typing import Any
+
+from ..backend import ThreadmillTaskBackend
+from ..broker.workflows import OUTBOX_BATCH
+from ..codec.payloads import load_task
+from ..codec.results import parse_error
+from ..exceptions import Cancelled, PayloadError
+from .launch import step_task
+from .plan import input_value, stored_plan
+
+logger = logging.getLogger(__name__)
+
+CANCELLED_PATH = f"{Cancelled.__module__}.{Cancelled.__qualname__}"
+
+
+def drain(backend: ThreadmillTaskBackend, part: str) -> int:
+    """Advance the workflow of every entry in ``part``'s outbox; return how many were."""
+    broker, drained = backend.broker, 0
+    while entries := broker.outbox_entries(part):
+        for task_id in entries:
+            advance_from(backend, task_id)
+            broker.forget_outbox_entry(part, task_id)
+            drained += 1
+        if len(entries) < OUTBOX_BATCH:
+            break
+    return drained
+
+
+def drain_queues(backend: ThreadmillTaskBackend, queues: list[str]) -> int:
+    """Drain every outbox of ``queues`` that holds entries; return how many entries."""
+    return sum(drain(backend, part) for part in backend.broker.parts_with_outbox(queues))
+
+
+def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> None:
+    """Record how the step ``task_id`` ended in its workflow, and enqueue what that made due."""
+    try:
+        record = backend.broker.record(task_id)
+    except PayloadError:
+        record = None  # set aside as damaged by the read: nothing to advance from
+    if record is None or ":" not in record.get("workflow", ":"):
+        logger.error(
+            "Workflow step record is gone or damaged, its workflow cannot advance from it "
+            "task_id=%s",
+            task_id,
+        )
+        return
+    workflow_id, _, index = record["workflow"].partition(":")
+    ended = _how_it_ended(record)
+    if ended is None:  # requeued before this drain: its next end fills the outbox again
+        return
+    outcome, value = ended
+    status, due = backend.broker.advance_workflow(workflow_id, int(index), outcome, value)
+    if status in ("missing", "damaged"):
+        logger.error(
+            "Workflow of a step is %s, nothing more is enqueued workflow_id=%s task_id=%s",
+            status,
+            workflow_id,
+            task_id,
+        )
+    elif due:
+        enqueue_due(backend, workflow_id, due)
+
+
+def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]) -> None:
+    """Enqueue the ``due`` steps with their inputs, under their fixed ids; mark them enqueued.
+
+    A step that cannot be enqueued (its task no longer imports, its input is too large) ends
+    the workflow as failed, naming why.
+    """
+    broker = backend.broker
+    fields = broker.workflow_fields(workflow_id)
+    steps = stored_plan(fields)
+    values = {i: json.loads(fields[f"v:{i}"]) for j in due for i in steps[j].waits_for()}
+    groups: dict[str, list[Any]] = {}
+    for index in due:
+        step = steps[index]
+        try:
+            task = load_task(
+                step.path,
+                backend=backend.alias,
+                queue=step.queue,
+                payload={"priority": step.priority, "run_after_ms": step.run_after_ms},
+            )
+            new = step_task(
+                backend, workflow_id, step, task, [input_value(step, values), *step.args]
+            )
+        except (PayloadError, TypeError, ValueError) as exc:
+            logger.error(
+                "Workflow step cannot be enqueued, the workflow fails workflow_id=%s step=%d: %s",
+                workflow_id,
+                index,
+                exc,
+            )
+            broker.advance_workflow(workflow_id, index, "failed", f"not enqueued: {exc}")
+            return
+        groups.setdefault(step.queue, []).append(new)
+    for outcome in broker.enqueue_groups(groups):
+        if isinstance(outcome, Exception):
+            raise outcome
+    broker.mark_enqueued(workflow_id, due)
+
+
+def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:
+    """Return the step's outcome and value (result JSON, or what stopped it), or None when
+    it has not ended (it was requeued)."""
+    state = record.get("state")
+    if state == "successful":
+        return "successful", record.get("result", "null")
+    if state != "failed":
+        return None
+    error = parse_error(record.get(f"error:{record.get('nerrors', '0')}", ""))
+    last_line = error.traceback.strip().splitlines()[-1:] or [error.exception_class_path]
+    if error.exception_class_path == CANCELLED_PATH:
+        return "cancelled", last_line[0]
+    return "failed", last_line[0]

@@ -1,0 +1,105 @@
+"""The shapes a workflow is written in: a step, a chain of them, a group with a callback.
+
+Each shape adds its steps to a plan (plan.py); ``enqueue()`` hands it to launch.py, which
+plans and stores it.
+"""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..compat import Task
+from .launch import alaunch, launch
+from .plan import Input, Plan
+from .result import WorkflowResult
+
+
+class Workflow(ABC):
+    """What every shape can do: add its steps to a plan, and be enqueued as a whole workflow."""
+
+    @abstractmethod
+    def plan_into(self, plan: Plan, given: Input) -> Input:
+        """Add this shape's steps, taking ``given`` as input; return where its value is."""
+
+    def enqueue(self) -> WorkflowResult:
+        """Store the workflow and enqueue the steps that wait for nothing; return its result."""
+        return launch(self)
+
+    async def aenqueue(self) -> WorkflowResult:
+        """Async twin of ``enqueue``."""
+        return await alaunch(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Step(Workflow):
+    """One task with its arguments; the task's own ``using()`` options hold."""
+
+    task: Task
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def plan_into(self, plan: Plan, given: Input) -> Input:
+        return plan.add_step(self.task, self.args, self.kwargs, given)
+
+
+@dataclass(frozen=True, slots=True)
+class Chain(Workflow):
+    """Parts run in order; each part's value is the next part's first positional argument."""
+
+    parts: tuple["Node", ...]
+
+    def plan_into(self, plan: Plan, given: Input) -> Input:
+        for part in self.parts:
+            given = part.plan_into(plan, given)
+        return given
+
+
+@dataclass(frozen=True, slots=True)
+class Group(Workflow):
+    """Members run in parallel; ``then`` runs once after all succeeded, given their values."""
+
+    members: tuple["Node", ...]
+    then: Step | None = None
+
+    def plan_into(self, plan: Plan, given: Input) -> Input:
+        values: Input = [member.plan_into(plan, given) for member in self.members]
+        return values if self.then is None else self.then.plan_into(plan, values)
+
+
+type Node = Step | Chain | Group
+
+
+def step(task: Task, *args: Any, **kwargs: Any) -> Step:
+    """One task with its arguments. In a chain, the previous part's value comes first."""
+    if not isinstance(task, Task):
+        raise TypeError(
+            f"step() takes a task (a function decorated with @task), not {task!r}. "
+            "Decorate it with @task, or pass the task it returns."
+        )
+    return Step(task, args, kwargs)
+
+
+def chain(*parts: Node) -> Chain:
+    """Run ``parts`` in order, passing each one's value to the next as its first argument."""
+    return Chain(_nodes("chain", parts))
+
+
+def group(*members: Node, then: Step | None = None) -> Group:
+    """Run ``members`` in parallel; ``then`` (a step) runs once after every member succeeded,
+    with the list of their values, in member order, as its first argument."""
+    if then is not None and not isinstance(then, Step):
+        raise TypeError(
+            f"group(then=...) takes one step, not {then!r}: wrap it as then=step(task, ...), "
+            "or chain(group(...), ...) to run more after the group."
+        )
+    return Group(_nodes("group", members), then)
+
+
+def _nodes(kind: str, given: tuple[Any, ...]) -> tuple[Node, ...]:
+    if not given:
+        raise ValueError(f"{kind}() needs at least one step: {kind}(step(task), ...).")
+    for node in given:
+        if not isinstance(node, Step | Chain | Group):
+            hint = " Wrap the task as step(task, ...)." if isinstance(node, Task) else ""
+            raise TypeError(f"{kind}() takes steps, chains and groups, not {node!r}.{hint}")
+    return given

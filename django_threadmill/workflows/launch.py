@@ -1,0 +1,81 @@
+"""Enqueue a workflow: check every step, store the workflow, enqueue the steps that wait for
+nothing. The rest is enqueued by drainers as steps end (advance.py)."""
+
+from asgiref.sync import sync_to_async
+
+from ..aliases import threadmill_backend
+from ..backend import ThreadmillTaskBackend
+from ..broker import Guard, GuardKind, NewTask
+from ..codec.ids import new_task_hex
+from ..compat import InvalidTask, Task
+from ..enqueue.prepare import prepare
+from .plan import Plannable, PlannedStep, plan, step_task_id, workflow_fields
+from .result import WorkflowResult, read_workflow
+
+
+def launch(root: Plannable) -> WorkflowResult:
+    """Store the workflow of ``root`` and enqueue its first steps; return its result.
+
+    Every step is checked (its task, its backend, its own arguments as JSON) before anything
+    is stored. The workflow's hash is written before any step is enqueued, so a step that ends
+    at once finds it.
+    """
+    planned = plan(root)
+    backend = _backend_of(planned.tasks)
+    workflow_id = new_task_hex()
+    first: dict[str, list[NewTask]] = {}
+    for step, task in zip(planned.steps, planned.tasks, strict=True):
+        new = step_task(backend, workflow_id, step, task, step.args)
+        if step.input is None:
+            first.setdefault(step.queue, []).append(new)
+    broker = backend.broker
+    broker.create_workflow(workflow_id, workflow_fields(planned.steps))
+    for outcome in broker.enqueue_groups(first):
+        if isinstance(outcome, Exception):
+            raise outcome
+    broker.mark_enqueued(workflow_id, (s.index for s in planned.steps if s.input is None))
+    return read_workflow(backend, workflow_id)
+
+
+async def alaunch(root: Plannable) -> WorkflowResult:
+    """Async twin of ``launch``, run in a worker thread (a workflow is several round trips)."""
+    return await sync_to_async(launch, thread_sensitive=False)(root)
+
+
+def step_task(
+    backend: ThreadmillTaskBackend,
+    workflow_id: str,
+    step: PlannedStep,
+    task: Task,
+    args: list[object],
+) -> NewTask:
+    """Encode one call of a step under its fixed id, marked as that workflow's step."""
+    new, _ = prepare(
+        task,
+        args,
+        step.kwargs,
+        broker=backend.broker,
+        task_id=step_task_id(workflow_id, step),
+        guard=Guard(kind=GuardKind.STEP, name=f"{workflow_id}:{step.index}", value_ms=0),
+    )
+    return new
+
+
+def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:
+    """Return the one ThreadmillTaskBackend every step's task uses; refuse anything else."""
+    aliases = sorted({task.backend for task in tasks})
+    if len(aliases) > 1:
+        raise InvalidTask(
+            f"A workflow's steps must use one backend; these use {', '.join(map(repr, aliases))}. "
+            "Give every task the same backend (task.using(backend=...))."
+        )
+    backend = threadmill_backend(aliases[0])
+    for task in tasks:
+        backend.validate_task(task)
+        if getattr(task, "unique_for", None) is not None:
+            raise InvalidTask(
+                f"Task {task.module_path!r} is unique (unique_for), and a workflow step cannot "
+                "be: the workflow already stores each step exactly once. Use the task without "
+                "unique_for in the workflow."
+            )
+    return backend

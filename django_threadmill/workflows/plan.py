@@ -1,0 +1,143 @@
+"""A workflow flattened into numbered steps, each knowing where its first argument comes from.
+
+A step's *input* is ``None`` (it takes only the arguments given to ``step()``), a step index
+(that step's return value) or a list of inputs (a group's values, in member order). The steps
+whose values make a step's input are the ones it waits for; nothing else orders steps, so
+chains and groups compose to any depth and the Redis side needs only these lists.
+"""
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..codec.ids import make_task_id
+from ..codec.times import to_ms
+from ..compat import Task
+
+type Input = int | list["Input"] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedStep:
+    """One step as stored in the workflow's plan."""
+
+    index: int
+    path: str  # the task's module path
+    queue: str
+    priority: int
+    run_after_ms: int | None
+    args: list[Any]
+    kwargs: dict[str, Any]
+    input: Input
+
+    def waits_for(self) -> list[int]:
+        """The steps whose values make this step's input, in input order."""
+        return list(_leaves(self.input))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "queue": self.queue,
+            "priority": self.priority,
+            "run_after_ms": self.run_after_ms,
+            "args": self.args,
+            "kwargs": self.kwargs,
+            "input": self.input,
+        }
+
+    @classmethod
+    def from_json(cls, index: int, data: dict[str, Any]) -> "PlannedStep":
+        return cls(index=index, **data)
+
+
+class Plannable(Protocol):
+    """A workflow shape (canvas.py): it adds its steps to a plan."""
+
+    def plan_into(self, plan: "Plan", given: Input) -> Input:
+        """Add this shape's steps with ``given`` as their input; return where its value
+        comes from."""
+        ...
+
+
+@dataclass(slots=True)
+class Plan:
+    """The steps of a workflow in order, and the task of each."""
+
+    steps: list[PlannedStep] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)
+
+    def add_step(
+        self, task: Task, args: tuple[Any, ...], kwargs: dict[str, Any], given: Input
+    ) -> int:
+        """Add one step taking ``given`` as its input; return its index."""
+        self.steps.append(
+            PlannedStep(
+                index=len(self.steps),
+                path=task.module_path,
+                queue=task.queue_name,
+                priority=task.priority,
+                run_after_ms=None if task.run_after is None else to_ms(task.run_after),
+                args=list(args),
+                kwargs=dict(kwargs),
+                input=given,
+            )
+        )
+        self.tasks.append(task)
+        return len(self.steps) - 1
+
+
+def plan(root: Plannable) -> Plan:
+    """Number the steps of ``root`` depth first, the members of a group in order."""
+    planned = Plan()
+    root.plan_into(planned, None)
+    return planned
+
+
+def input_value(step: PlannedStep, values: dict[int, Any]) -> Any:
+    """Build ``step``'s input from the return values of the steps it waits for."""
+
+    def build(source: Input) -> Any:
+        return values[source] if isinstance(source, int) else [build(s) for s in source or []]
+
+    return build(step.input)
+
+
+def step_task_id(workflow_id: str, step: PlannedStep) -> str:
+    """Return the fixed task id of a step: any drainer that enqueues it uses this same id."""
+    digest = hashlib.blake2b(f"{workflow_id}:{step.index}".encode(), digest_size=16).hexdigest()
+    return make_task_id(digest, step.queue)
+
+
+def workflow_fields(steps: list[PlannedStep]) -> dict[str, str | int]:
+    """The fields of a new workflow's hash (broker/workflows.py lists them)."""
+    fields: dict[str, str | int] = {
+        "plan": json.dumps([step.as_json() for step in steps], separators=(",", ":")),
+        "n": len(steps),
+        "status": "open",
+        "succeeded": 0,
+    }
+    dependents: dict[int, list[int]] = {}
+    for step in steps:
+        after = step.waits_for()
+        if after:
+            fields[f"after:{step.index}"] = ",".join(map(str, after))
+        for index in after:
+            dependents.setdefault(index, []).append(step.index)
+    for index, later in dependents.items():
+        fields[f"next:{index}"] = ",".join(map(str, dict.fromkeys(later)))
+    return fields
+
+
+def stored_plan(fields: dict[str, str]) -> list[PlannedStep]:
+    """Read the steps back from a workflow's hash."""
+    return [PlannedStep.from_json(i, data) for i, data in enumerate(json.loads(fields["plan"]))]
+
+
+def _leaves(source: Input) -> Iterator[int]:
+    if isinstance(source, int):
+        yield source
+    elif source is not None:
+        for part in source:
+            yield from _leaves(part)

@@ -1,0 +1,113 @@
+"""What chains and groups pass along, and where they stop, with the steps run in the test's
+thread by django_threadmill.testing.drain (the broker, scripts and outboxes are the real ones)."""
+
+import pytest
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus
+from django_threadmill.exceptions import WorkflowDoesNotExist
+from django_threadmill.testing import drain
+from django_threadmill.workflows import chain, get_workflow, group, step
+
+from .tasks import add, boom, collect, number
+
+
+def test_a_chain_passes_each_value_to_the_next_step(backend: ThreadmillTaskBackend) -> None:
+    flow = chain(step(number, 1), step(add, 10), step(add, 100)).enqueue()
+    assert flow.status == TaskResultStatus.READY
+    assert [s.state for s in flow.steps] == ["READY", "WAITING", "WAITING"]
+
+    assert drain() == 3
+
+    flow.refresh()
+    assert flow.status == TaskResultStatus.SUCCESSFUL
+    assert [r.return_value for r in flow.results if r is not None] == [1, 11, 111]
+    assert [r.args for r in flow.results if r is not None] == [[1], [1, 10], [11, 100]]
+
+
+def test_a_group_callback_gets_every_value_in_member_order(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    flow = group(*(step(number, n) for n in range(100)), then=step(collect)).enqueue()
+
+    assert drain() == 101
+
+    flow.refresh()
+    assert flow.status == TaskResultStatus.SUCCESSFUL
+    callback = flow.results[-1]
+    assert callback is not None
+    assert callback.return_value == list(range(100))
+
+
+def test_chains_and_groups_compose(backend: ThreadmillTaskBackend) -> None:
+    flow = chain(
+        step(number, 1),
+        group(step(add, 1), chain(step(add, 2), step(add, 3))),
+        step(collect),
+    ).enqueue()
+
+    drain()
+
+    flow.refresh()
+    assert flow.status == TaskResultStatus.SUCCESSFUL
+    assert flow.results[-1] is not None
+    assert flow.results[-1].return_value == [2, 6]
+
+
+def test_a_chain_stops_at_the_step_that_failed(backend: ThreadmillTaskBackend) -> None:
+    flow = chain(step(number, 1), step(boom), step(add, 1), step(add, 2)).enqueue()
+
+    assert drain() == 2
+
+    flow.refresh()
+    assert flow.status == TaskResultStatus.FAILED
+    assert [s.state for s in flow.steps] == ["SUCCESSFUL", "FAILED", "NOT_RUN", "NOT_RUN"]
+    assert flow.why == "step 1 failed: ValueError: boom after 1"
+    assert flow.steps[2].not_run == flow.why
+
+
+def test_a_group_whose_member_failed_never_calls_back(backend: ThreadmillTaskBackend) -> None:
+    flow = group(step(number, 1), chain(step(number, 2), step(boom)), then=step(collect)).enqueue()
+
+    drain()
+
+    flow.refresh()
+    assert flow.status == TaskResultStatus.FAILED
+    assert flow.steps[-1].state == "NOT_RUN"
+
+
+def test_a_cancelled_workflow_enqueues_nothing_further(backend: ThreadmillTaskBackend) -> None:
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+
+    assert flow.cancel("not needed")
+
+    assert drain() == 0
+    assert flow.status == TaskResultStatus.FAILED
+    assert [s.state for s in flow.steps] == ["FAILED", "NOT_RUN"]
+    assert flow.why == "cancelled: not needed"
+    assert not flow.cancel()  # it has ended
+
+
+def test_get_workflow_reads_it_back(backend: ThreadmillTaskBackend) -> None:
+    flow = chain(step(number, 5), step(add, 1)).enqueue()
+    drain()
+
+    found = get_workflow(flow.id)
+
+    assert found.status == TaskResultStatus.SUCCESSFUL
+    assert [s.task_id for s in found.steps] == [s.task_id for s in flow.steps]
+    with pytest.raises(WorkflowDoesNotExist, match="has no workflow 'nope'"):
+        get_workflow("nope")
+
+
+async def test_aenqueue_stores_the_same_workflow(backend: ThreadmillTaskBackend) -> None:
+    flow = await chain(step(number, 1), step(add, 1)).aenqueue()
+    assert [s.state for s in flow.steps] == ["READY", "WAITING"]
+
+
+def test_a_step_queue_follows_the_task_options(backend: ThreadmillTaskBackend) -> None:
+    flow = chain(step(number.using(queue_name="emails", priority=5), 1), step(add, 1)).enqueue()
+    assert flow.steps[0].queue == "emails"
+    assert flow.steps[0].task_id.endswith("@emails")
+    assert flow.results[0] is not None
+    assert flow.results[0].task.priority == 5
