@@ -25,6 +25,7 @@ from . import actions, bulk
 from .detail import detail_context, detail_or_404, raw_response, raw_value
 from .queues import queues_context
 from .results import results_context
+from .workflows import workflow_context, workflows_context
 
 type View = Callable[..., HttpResponse]
 
@@ -136,6 +137,12 @@ class TaskAdmin(ThreadmillModelAdmin):
                 self.guarded(require_POST(self.action_view), change=True),
                 name=self.url_name("action"),
             ),
+            path("workflows/", self.guarded(self.workflows_view), name=self.url_name("workflows")),
+            path(
+                "workflows/<str:alias>/<str:workflow_id>/",
+                self.guarded(self.workflow_view),
+                name=self.url_name("workflow"),
+            ),
             path(
                 "<str:alias>/<str:task_id>/",
                 self.guarded(self.detail_view),
@@ -160,6 +167,14 @@ class TaskAdmin(ThreadmillModelAdmin):
         source = source_or_404(alias)
         context = detail_context(source, detail_or_404(source, task_id))
         return self.render(request, "detail.html", f"Task {task_id}", context)
+
+    def workflows_view(self, request: HttpRequest) -> HttpResponse:
+        return self.render(request, "workflows.html", "Workflows", workflows_context(sources()))
+
+    def workflow_view(self, request: HttpRequest, alias: str, workflow_id: str) -> HttpResponse:
+        source_or_404(alias)
+        context = workflow_context(alias, workflow_id)
+        return self.render(request, "workflow.html", f"Workflow {workflow_id}", context)
 
     def raw_view(self, request: HttpRequest, alias: str, task_id: str, field: str) -> HttpResponse:
         source = source_or_404(alias)

@@ -4,6 +4,7 @@ The clients decode every reply (``decode_responses``, connection.py): the casts 
 redis-py's types, which allow bytes.
 """
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -85,6 +86,25 @@ class Reads(BrokerCore):
                 if not wrong_type(exc):
                     raise
                 raise damaged_record(task_id, key, str(self.client.type(key))) from exc
+
+    def records(self, task_ids: Sequence[str]) -> list[dict[str, str] | None]:
+        """``record`` of each of ``task_ids``, in one round trip."""
+        keys = [self.record_key(task_id) for task_id in task_ids]
+        found: list[dict[str, str] | None] = []
+        with self.translated_errors():
+            with self.client.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    if key is not None:
+                        pipe.hgetall(key)
+                replies = iter(pipe.execute(raise_on_error=False))
+            for task_id, key in zip(task_ids, keys, strict=True):
+                reply = None if key is None else next(replies)
+                if isinstance(reply, redis.ResponseError) and key is not None:
+                    if not wrong_type(reply):
+                        raise reply
+                    raise damaged_record(task_id, key, str(self.client.type(key)))
+                found.append(cast(dict[str, str], reply) or None)
+        return found
 
     async def arecord(self, task_id: str) -> dict[str, str] | None:
         """Async twin of ``record``."""

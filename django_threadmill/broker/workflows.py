@@ -25,6 +25,7 @@ from .reads import Reads
 from .scripts import ScriptCall, ScriptName
 
 OUTBOX_BATCH = 100  # outbox entries read per call
+WORKFLOWS_LISTED = 10_000  # newest workflow ids kept in the admin's list
 
 
 class Workflows(Reads):
@@ -32,13 +33,16 @@ class Workflows(Reads):
 
     def create_workflow(self, workflow_id: str, fields: Mapping[str, str | int]) -> None:
         """Store a new workflow's hash with its creation time (Redis clock), then list it
-        for the admin (two slots, so two calls)."""
+        for the admin, which keeps the newest ``WORKFLOWS_LISTED`` (two slots, two calls)."""
         created_ms = self.server_time_ms()
         stored: dict[FieldT, EncodableT] = {"created_ms": created_ms}
         stored.update(fields.items())
         with self.translated_errors():
             self.client.hset(self.keyspace.workflow(workflow_id), mapping=stored)
-            self.client.zadd(self.keyspace.workflows, {workflow_id: created_ms})
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.zadd(self.keyspace.workflows, {workflow_id: created_ms})
+                pipe.zremrangebyrank(self.keyspace.workflows, 0, -WORKFLOWS_LISTED - 1)
+                pipe.execute()
 
     def advance_workflow(
         self, workflow_id: str, step: int | None, outcome: str, value: str
@@ -68,15 +72,23 @@ class Workflows(Reads):
         with self.translated_errors():
             return cast(dict[str, str], self.client.hgetall(self.keyspace.workflow(workflow_id)))
 
+    def workflow_summaries(self, workflow_ids: Sequence[str]) -> list[dict[str, str]]:
+        """Return the summary fields of each workflow ({} for one that expired), one round
+        trip: status, n, succeeded, created_ms, why."""
+        names = ("status", "n", "succeeded", "created_ms", "why")
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for workflow_id in workflow_ids:
+                pipe.hmget(self.keyspace.workflow(workflow_id), names)
+            replies = pipe.execute()
+        return [
+            {name: value for name, value in zip(names, reply, strict=True) if value is not None}
+            for reply in replies
+        ]
+
     def recent_workflows(self, count: int) -> list[str]:
         """Return the ids of the ``count`` newest workflows still listed, newest first."""
         with self.translated_errors():
             return cast(list[str], self.client.zrevrange(self.keyspace.workflows, 0, count - 1))
-
-    def forget_workflows_before(self, created_ms: int) -> None:
-        """Drop ids of workflows created before ``created_ms`` from the admin's list."""
-        with self.translated_errors():
-            self.client.zremrangebyscore(self.keyspace.workflows, "-inf", f"({created_ms}")
 
     # Outboxes ------------------------------------------------------------------------------
 

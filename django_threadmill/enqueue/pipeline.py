@@ -52,7 +52,7 @@ class EnqueuePipeline:
         self.broker = Broker(settings)
         self.enqueuer = Enqueuer(self.broker, announcer(sender))
 
-    def _on_commit(self, task: Task) -> bool:
+    def waits_for_commit(self, task: Task) -> bool:
         """Tell whether ``task`` waits for the commit: its own choice, else OPTIONS."""
         choice = getattr(task, "enqueue_on_commit", None)
         return self.settings.enqueue_on_commit if choice is None else bool(choice)
@@ -65,7 +65,7 @@ class EnqueuePipeline:
         """
         new, result = prepare(task, args, kwargs, broker=self.broker)
         write = partial(self._store, [(new, result)])
-        if self._on_commit(task) and defer_to_commit(write):
+        if self.waits_for_commit(task) and defer_to_commit(write):
             return result
         [holder] = write()
         return result if holder is None else self.get_result(holder)
@@ -77,7 +77,7 @@ class EnqueuePipeline:
         one anyway (DJANGO_ALLOW_ASYNC_UNSAFE): then, with enqueue_on_commit, it waits for it.
         """
         new, result = prepare(task, args, kwargs, broker=self.broker)
-        if self._on_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
+        if self.waits_for_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
             return result
         holder = await self.enqueuer.aenqueue(task.queue_name, new, result)
         return result if holder is None else await self.aget_result(holder)
@@ -94,7 +94,7 @@ class EnqueuePipeline:
         if not prepared:
             return []
         write = partial(self._store, prepared)
-        if self._on_commit(task) and defer_to_commit(write):
+        if self.waits_for_commit(task) and defer_to_commit(write):
             return [result for _, result in prepared]
         holders = write()
         existing = {holder: self.get_result(holder) for holder in set(holders) if holder}
@@ -135,6 +135,13 @@ class EnqueuePipeline:
     def get_result(self, result_id: str) -> TaskResult:
         """Return the result of ``result_id`` in any state, until result_ttl after it finished."""
         return self._result(result_id, self.broker.record(result_id))
+
+    def get_results(self, result_ids: Sequence[str]) -> list[TaskResult | None]:
+        """``get_result`` of each of ``result_ids`` in one round trip; None where unknown."""
+        return [
+            None if record is None else self._result(result_id, record)
+            for result_id, record in zip(result_ids, self.broker.records(result_ids), strict=True)
+        ]
 
     async def aget_result(self, result_id: str) -> TaskResult:
         """Async twin of ``get_result``, on the asyncio client."""

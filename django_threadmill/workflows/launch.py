@@ -1,6 +1,8 @@
 """Enqueue a workflow: check every step, store the workflow, enqueue the steps that wait for
 nothing. The rest is enqueued by drainers as steps end (advance.py)."""
 
+from functools import partial
+
 from asgiref.sync import sync_to_async
 
 from ..aliases import threadmill_backend
@@ -8,9 +10,10 @@ from ..backend import ThreadmillTaskBackend
 from ..broker import Guard, GuardKind, NewTask
 from ..codec.ids import new_task_hex
 from ..compat import InvalidTask, Task
+from ..enqueue.on_commit import defer_to_commit
 from ..enqueue.prepare import prepare
-from .plan import Plannable, PlannedStep, plan, step_task_id, workflow_fields
-from .result import WorkflowResult, read_workflow
+from .plan import Plan, Plannable, PlannedStep, plan, step_task_id, workflow_fields
+from .result import WorkflowResult, read_workflow, waiting_for_commit
 
 
 def launch(root: Plannable) -> WorkflowResult:
@@ -18,7 +21,8 @@ def launch(root: Plannable) -> WorkflowResult:
 
     Every step is checked (its task, its backend, its own arguments as JSON) before anything
     is stored. The workflow's hash is written before any step is enqueued, so a step that ends
-    at once finds it.
+    at once finds it. With ``enqueue_on_commit`` (OPTIONS, or a first step's task), inside a
+    transaction all of it waits for the commit, and the result says READY until then.
     """
     planned = plan(root)
     backend = _backend_of(planned.tasks)
@@ -28,13 +32,27 @@ def launch(root: Plannable) -> WorkflowResult:
         new = step_task(backend, workflow_id, step, task, step.args)
         if step.input is None:
             first.setdefault(step.queue, []).append(new)
+    write = partial(_store, backend, workflow_id, planned, first)
+    entry_tasks = [t for s, t in zip(planned.steps, planned.tasks, strict=True) if s.input is None]
+    if any(map(backend.pipeline.waits_for_commit, entry_tasks)) and defer_to_commit(write):
+        return waiting_for_commit(backend, workflow_id, planned.steps)
+    write()
+    return read_workflow(backend, workflow_id)
+
+
+def _store(
+    backend: ThreadmillTaskBackend,
+    workflow_id: str,
+    planned: Plan,
+    first: dict[str, list[NewTask]],
+) -> None:
+    """Write the workflow's hash, then its first steps, then mark them enqueued."""
     broker = backend.broker
     broker.create_workflow(workflow_id, workflow_fields(planned.steps))
     for outcome in broker.enqueue_groups(first):
         if isinstance(outcome, Exception):
             raise outcome
     broker.mark_enqueued(workflow_id, (s.index for s in planned.steps if s.input is None))
-    return read_workflow(backend, workflow_id)
 
 
 async def alaunch(root: Plannable) -> WorkflowResult:

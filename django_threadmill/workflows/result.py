@@ -1,11 +1,10 @@
 """What a workflow is doing, read back from its hash and its steps' records."""
 
-from contextlib import suppress
 from dataclasses import dataclass, field
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
-from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult, TaskResultDoesNotExist
+from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
 from ..exceptions import WorkflowDoesNotExist
 from .plan import PlannedStep, step_task_id, stored_plan
@@ -79,7 +78,11 @@ def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowR
             f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
             "ended more than result_ttl ago and expired."
         )
-    steps = [_step(backend, workflow_id, planned, fields) for planned in stored_plan(fields)]
+    planned = stored_plan(fields)
+    enqueued = [step for step in planned if f"e:{step.index}" in fields]
+    ids = [step_task_id(workflow_id, step) for step in enqueued]
+    results = dict(zip(ids, backend.pipeline.get_results(ids), strict=True))
+    steps = [_step(workflow_id, step, fields, results) for step in planned]
     return WorkflowResult(
         id=workflow_id,
         backend=backend.alias,
@@ -89,20 +92,28 @@ def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowR
     )
 
 
+def waiting_for_commit(
+    backend: ThreadmillTaskBackend, workflow_id: str, planned: list[PlannedStep]
+) -> WorkflowResult:
+    """The result of a workflow whose launch waits for a transaction's commit: nothing is
+    stored yet, so every step waits (``refresh()`` finds it once the commit wrote it)."""
+    steps = [_step(workflow_id, step, {}, {}) for step in planned]
+    return WorkflowResult(id=workflow_id, backend=backend.alias, steps=steps)
+
+
 def _step(
-    backend: ThreadmillTaskBackend, workflow_id: str, planned: PlannedStep, fields: dict[str, str]
+    workflow_id: str,
+    planned: PlannedStep,
+    fields: dict[str, str],
+    results: dict[str, TaskResult | None],
 ) -> WorkflowStep:
     task_id = step_task_id(workflow_id, planned)
-    result = None
-    if f"e:{planned.index}" in fields:
-        with suppress(TaskResultDoesNotExist):  # due but not stored yet, or expired
-            result = backend.get_result(task_id)
     return WorkflowStep(
         index=planned.index,
         task_id=task_id,
         task_path=planned.path,
         queue=planned.queue,
-        result=result,
+        result=results.get(task_id),  # None: not enqueued, or due and not stored yet, or expired
         not_run=fields.get(f"x:{planned.index}", ""),
     )
 

@@ -24,11 +24,19 @@ def shared_sync_thread() -> None:
     start_shared_sync_thread()
 
 
-@pytest.fixture(params=["get_result", "aget_result"])
+def read_one_of_many(backend: ThreadmillTaskBackend, result_id: str) -> TaskResult:
+    [found] = backend.pipeline.get_results([result_id])
+    assert found is not None
+    return found
+
+
+@pytest.fixture(params=["get_result", "aget_result", "get_results"])
 def read(request: pytest.FixtureRequest, backend: ThreadmillTaskBackend) -> Read:
-    """Read a result through the sync API or the native async one."""
+    """Read a result through the sync API, the native async one, or a batch read."""
     if request.param == "get_result":
         return backend.get_result
+    if request.param == "get_results":
+        return lambda result_id: read_one_of_many(backend, result_id)
     return lambda result_id: asyncio.run(backend.aget_result(result_id))
 
 

@@ -196,3 +196,16 @@ def test_naive_datetimes_without_use_tz(backend: ThreadmillTaskBackend, read: Re
     assert result.task.run_after == when
     assert result.enqueued_at is not None
     assert timezone.is_naive(result.enqueued_at)
+
+
+def test_get_results_reads_many_in_order_with_none_for_the_unknown(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    first, second = echo.enqueue(1), echo.enqueue(2)
+    unknown = f"{'0' * 32}@default"
+
+    found = backend.pipeline.get_results([second.id, unknown, first.id, "no-queue-in-it"])
+
+    assert [r.id if r else None for r in found] == [second.id, None, first.id, None]
+    assert found[0] is not None
+    assert found[0].args == [2]

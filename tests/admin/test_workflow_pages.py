@@ -1,0 +1,52 @@
+"""The workflow pages: the newest workflows of each backend, and one workflow's steps."""
+
+from django.test import Client
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.testing import drain
+from django_threadmill.workflows import chain, step
+from tests.admin.conftest import TASKS_URL
+from tests.workflows.tasks import add, boom, number
+
+WORKFLOWS_URL = f"{TASKS_URL}workflows/"
+
+
+def test_the_list_shows_each_workflow_with_its_status(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    done = chain(step(number, 1), step(add, 1)).enqueue()
+    drain()
+    waiting = chain(step(number, 2), step(add, 2)).enqueue()
+
+    page = operator.get(WORKFLOWS_URL).content.decode()
+
+    assert page.index(waiting.id) < page.index(done.id)  # newest first
+    assert f'href="{WORKFLOWS_URL}default/{done.id}/"' in page
+    assert '<td class="num">2 of 2</td>' in page
+    assert '<td class="num">0 of 2</td>' in page
+    assert ">SUCCESSFUL</span>" in page
+    assert ">OPEN</span>" in page
+
+
+def test_a_workflow_page_shows_its_steps_states_and_links(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    flow = chain(step(number, 1), step(boom), step(add, 1)).enqueue()
+    drain()
+    flow.refresh()
+
+    page = operator.get(f"{WORKFLOWS_URL}default/{flow.id}/").content.decode()
+
+    assert f'href="{TASKS_URL}default/{flow.steps[0].task_id}/"' in page
+    assert f'href="{TASKS_URL}default/{flow.steps[1].task_id}/"' in page
+    assert f"{TASKS_URL}default/{flow.steps[2].task_id}/" not in page  # never enqueued
+    assert ">SUCCESSFUL</span>" in page
+    assert ">FAILED</span>" in page
+    assert ">NOT_RUN</span>" in page
+    assert "the value of step 1" in page
+    assert "step 1 failed: ValueError: boom after 1" in page
+
+
+def test_an_unknown_workflow_is_a_404(operator: Client, backend: ThreadmillTaskBackend) -> None:
+    assert operator.get(f"{WORKFLOWS_URL}default/nope/").status_code == 404
+    assert operator.get(f"{WORKFLOWS_URL}elsewhere/nope/").status_code == 404
