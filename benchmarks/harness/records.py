@@ -32,6 +32,7 @@ class DrainRecord:
     ideal_rate: float | None = None  # tasks in flight / the task's wait, for tasks that wait
     worker_cpu_us: float  # worker tree CPU per task after the mark (shutdown included)
     redis_cpu_us: float  # Redis server CPU per task, whole window
+    worker_cpu_total_us: float | None = None  # worker tree CPU per task, spawn to exit
     commands: float  # Redis commands per task, calls inside scripts included
     script_calls: float  # EVAL/EVALSHA per task
     round_trips: float | None  # client writes per task, counted by the delay proxy
@@ -103,6 +104,7 @@ def record_drain(
         rss_peak_mb=drain.peak_rss_mb,
         ideal_rate=spec.ideal_rate,
         worker_cpu_us=1e6 * per_task(after_mark_cpu, max(marginal_tasks, 1)),
+        worker_cpu_total_us=1e6 * per_task(drain.worker_cpu_s, drain.tasks),
         redis_cpu_us=1e6 * per_task(drain.redis.cpu_s, drain.tasks),
         commands=per_task(drain.redis.commands, drain.tasks),
         script_calls=per_task(drain.redis.script_calls, drain.tasks),
@@ -171,6 +173,7 @@ FIGURES = (
     "rss_late_mb",
     "rss_peak_mb",
     "worker_cpu_us",
+    "worker_cpu_total_us",
     "redis_cpu_us",
     "commands",
     "script_calls",

@@ -73,7 +73,7 @@ def drain_table(summaries: list[Summary]) -> list[str]:
     header = (
         f"{'queue':<28} {'config':<19} {'tasks':>6}  {'tasks/s median (min-max)':<26} "
         f"{'x dramatiq':>10} {'ideal/s':>7} {'marginal/s':>10} {'x dramatiq':>10} "
-        f"{'worker us':>9} {'redis us':>8} {'cmds':>6} {'scripts':>7} {'RTs':>5} "
+        f"{'worker us':>9} {'total us':>8} {'redis us':>8} {'cmds':>6} {'scripts':>7} {'RTs':>5} "
         f"{'enqueue/s':>9} {'start s':>7} {'peak MiB':>8}"
     )
     lines = [header, "-" * len(header)]
@@ -84,7 +84,9 @@ def drain_table(summaries: list[Summary]) -> list[str]:
             f"{spread_text(summary, 'rate'):<26} {ratios(summary, summaries, 'rate'):>10} "
             f"{ideal:>7} {summary['marginal_rate']:>10,.0f} "
             f"{ratios(summary, summaries, 'marginal_rate'):>10} "
-            f"{summary['worker_cpu_us']:>9.0f} {optional(summary, 'redis_cpu_us', '.1f'):>8} "
+            f"{summary['worker_cpu_us']:>9.0f} "
+            f"{optional(summary, 'worker_cpu_total_us', '.0f'):>8} "
+            f"{optional(summary, 'redis_cpu_us', '.1f'):>8} "
             f"{optional(summary, 'commands', '.2f'):>6} "
             f"{optional(summary, 'script_calls', '.3f'):>7} "
             f"{optional(summary, 'round_trips', '.3f'):>5} {summary['enqueue_rate']:>9,.0f} "

@@ -248,9 +248,9 @@ def sleep_verdicts(summaries: list[Summary]) -> list[Verdict]:
             at_least=SLEEP_VS_DRAMATIQ,
         ),
         at_most(
-            f"{config} worker CPU/task <= {SLEEP_WORKER_US} us",
+            f"{config} worker CPU/task, spawn to exit, <= {SLEEP_WORKER_US} us",
             wide,
-            "worker_cpu_us",
+            "worker_cpu_total_us",
             SLEEP_WORKER_US,
             " us",
         ),
@@ -311,9 +311,9 @@ def async_verdicts(summaries: list[Summary]) -> list[Verdict]:
             at_least=ASYNC_VS_VTASKS,
         ),
         at_most(
-            f"{config} worker CPU <= {ASYNC_WORKER_US} us",
+            f"{config} worker CPU/task, spawn to exit, <= {ASYNC_WORKER_US} us",
             lane,
-            "worker_cpu_us",
+            "worker_cpu_total_us",
             ASYNC_WORKER_US,
             " us",
         ),
