@@ -53,7 +53,8 @@ class WorkerProcess:
         self.max_memory_bytes = (options.max_memory_mb or 0) * MIB
         self._recycling = False
         self.stop_requested = threading.Event()
-        self._wakeup_read, self._wakeup_write = os.pipe()
+        self._wakeup_read, wakeup_write = os.pipe()
+        self._wakeup_write: int | None = wakeup_write
         self._signals = 0
         self._control_fd: int | None = None
         executor = Executor(
@@ -88,7 +89,8 @@ class WorkerProcess:
         if exit_code != ExitCode.OK and self.exit_code == ExitCode.OK:
             self.exit_code = exit_code
         self.stop_requested.set()
-        os.write(self._wakeup_write, b"\0")
+        if self._wakeup_write is not None:  # None once run() returned: nothing waits on it
+            os.write(self._wakeup_write, b"\0")
 
     def _count_task(self) -> None:
         """Count a task a worker thread finished; recycle the process at --max-tasks, or once
@@ -145,13 +147,24 @@ class WorkerProcess:
         # Ctrl-C reaches the whole process group; the supervisor relays it as a STOP message.
         signal.signal(signal.SIGINT, signal.SIG_IGN if control_fd is not None else self._on_signal)
         self._control_fd = control_fd
-        if not self._wait_for_redis():
+        try:
+            if not self._wait_for_redis():
+                return self.exit_code
+            for thread in self.crew.start_order():
+                thread.start()
+            self._wait()
+            self.stop()
             return self.exit_code
-        for thread in self.crew.start_order():
-            thread.start()
-        self._wait()
-        self.stop()
-        return self.exit_code
+        finally:
+            self._close_wakeup()
+
+    def _close_wakeup(self) -> None:
+        """Close the wake-up pipe: an in-process run (--processes 0) leaves no descriptor."""
+        read_fd, write_fd = self._wakeup_read, self._wakeup_write
+        self._wakeup_write = None
+        os.close(read_fd)
+        if write_fd is not None:
+            os.close(write_fd)
 
     def _wait_for_redis(self) -> bool:
         """Wait (with backoff, logging each failure) until Redis answers; False if stopped.

@@ -65,7 +65,7 @@ class Supervisor:
         self.slots = [_Slot(index) for index in range(options.processes)]
         self.signals = 0
         self.exit_code = ExitCode.OK
-        self._wakeup_read, self._wakeup_write = os.pipe()
+        self._wakeup_read = self._wakeup_write = -1  # the signal pipe, while run() runs
         self.next_reap = time.monotonic()
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
         self.next_schedule: float | None = time.monotonic() if self.scheduler else None
@@ -75,6 +75,14 @@ class Supervisor:
         os.write(self._wakeup_write, b"\0")
 
     def run(self) -> ExitCode:
+        self._wakeup_read, self._wakeup_write = os.pipe()
+        try:
+            return self._supervise()
+        finally:
+            os.close(self._wakeup_read)
+            os.close(self._wakeup_write)
+
+    def _supervise(self) -> ExitCode:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         logger.info(

@@ -52,6 +52,9 @@ def test_call_command_runs_the_tasks_here_and_puts_the_signal_handlers_back(
     results = [tasks.pid.enqueue() for _ in range(2)]
     handlers = [signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)]
     call_command("threadmill_worker", "--processes", "0", "--burst", "--verbosity", "0")
+    open_fds = set(os.listdir("/proc/self/fd"))
+    call_command("threadmill_worker", "--processes", "0", "--burst", "--verbosity", "0")
+    assert set(os.listdir("/proc/self/fd")) <= open_fds  # the wake-up pipe is closed
     assert [signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)] == handlers
     for result in results:
         result.refresh()
