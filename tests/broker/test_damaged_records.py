@@ -38,6 +38,22 @@ def damage(client: redis.Redis, keys: QueueKeys, task_id: str, how: str) -> None
     UNREADABLE[how](client, keys.record(task_id))
 
 
+def pick_damaged(rng: random.Random, leases: list[Lease]) -> dict[str, str]:
+    """Shuffle ``leases`` and pick the first ones to damage, one way each: id -> how."""
+    rng.shuffle(leases)
+    return {lease.task_id: how for lease, how in zip(leases, UNREADABLE, strict=False)}
+
+
+def plant(client: redis.Redis, keys: QueueKeys, damaged: dict[str, str]) -> None:
+    for task_id, how in damaged.items():
+        damage(client, keys, task_id, how)
+
+
+def unreadable_of(damaged: dict[str, str]) -> set[str]:
+    """The damaged ids a script can find and set aside (a missing record leaves nothing)."""
+    return {task_id for task_id, how in damaged.items() if how != "no record"}
+
+
 def set_aside(client: redis.Redis, keys: QueueKeys) -> dict[str, str]:
     return client.hgetall(keys.damaged)
 
@@ -82,8 +98,7 @@ def test_acquire_reserves_every_good_task_once_and_sets_the_damaged_aside(
     ids = [task.id for task in tasks]
     rng.shuffle(ids)
     damaged = dict(zip(ids, UNREADABLE, strict=False))
-    for task_id, how in damaged.items():
-        damage(redis_client, keys, task_id, how)
+    plant(redis_client, keys, damaged)
     garbled = dict(zip(ids[len(damaged) :], RECOVERABLE, strict=False))
     for task_id, field in garbled.items():
         redis_client.hset(keys.record(task_id), field, RECOVERABLE[field])
@@ -122,10 +137,8 @@ def test_start_and_finish_record_every_good_task_once(
 ) -> None:
     rng = random.Random(seed)
     leases = reserved(GOOD + len(UNREADABLE))
-    rng.shuffle(leases)
-    damaged = {lease.task_id: how for lease, how in zip(leases, UNREADABLE, strict=False)}
-    for task_id, how in damaged.items():
-        damage(redis_client, keys, task_id, how)
+    damaged = pick_damaged(rng, leases)
+    plant(redis_client, keys, damaged)
 
     if script == "start":
         rejected = broker.start(WORKER, [start(lease) for lease in leases])
@@ -134,7 +147,7 @@ def test_start_and_finish_record_every_good_task_once(
         rejected = broker.finish(WORKER, [finish(lease) for lease in leases])
         state = "successful"
 
-    unreadable = {n for n, how in damaged.items() if how != "no record"}
+    unreadable = unreadable_of(damaged)
     assert {item.lease.task_id: ack for item, ack in rejected} == {
         task_id: Ack.DAMAGED if task_id in unreadable else Ack.STALE for task_id in damaged
     }
@@ -158,16 +171,14 @@ def test_renew_keeps_every_good_lease_and_reports_the_damaged_lost(
 ) -> None:
     rng = random.Random(seed)
     leases = reserved(GOOD + len(UNREADABLE))
-    rng.shuffle(leases)
-    damaged = {lease.task_id: how for lease, how in zip(leases, UNREADABLE, strict=False)}
-    for task_id, how in damaged.items():
-        damage(redis_client, keys, task_id, how)
+    damaged = pick_damaged(rng, leases)
+    plant(redis_client, keys, damaged)
     redis_client.zadd(keys.leases, {lease.task_id: 1 for lease in leases}, xx=True)
 
     lost = broker.renew(WORKER, leases)
 
     assert sorted(lost) == sorted(damaged)
-    unreadable = {n for n, how in damaged.items() if how != "no record"}
+    unreadable = unreadable_of(damaged)
     assert set(set_aside(redis_client, keys)) == unreadable
     deadlines = dict(redis_client.zrange(keys.leases, 0, -1, withscores=True))
     assert all(deadlines[lease.task_id] > 1 for lease in leases if lease.task_id not in damaged)
@@ -184,10 +195,8 @@ def test_release_puts_every_good_task_back_once(
 ) -> None:
     rng = random.Random(seed)
     leases = reserved(GOOD + len(UNREADABLE))
-    rng.shuffle(leases)
-    damaged = {lease.task_id: how for lease, how in zip(leases, UNREADABLE, strict=False)}
-    for task_id, how in damaged.items():
-        damage(redis_client, keys, task_id, how)
+    damaged = pick_damaged(rng, leases)
+    plant(redis_client, keys, damaged)
     garbled = next(lease.task_id for lease in leases if lease.task_id not in damaged)
     redis_client.hset(keys.record(garbled), "score", "garbage")
 
@@ -195,7 +204,7 @@ def test_release_puts_every_good_task_back_once(
 
     good = {lease.task_id for lease in leases} - set(damaged)
     assert set(redis_client.zrange(keys.ready, 0, -1)) == good
-    unreadable = {n for n, how in damaged.items() if how != "no record"}
+    unreadable = unreadable_of(damaged)
     assert set(set_aside(redis_client, keys)) == unreadable
     assert set(redis_client.zrange(keys.leases, 0, -1)) == set(damaged) - unreadable
 
@@ -210,13 +219,11 @@ def test_reap_settles_every_good_lease_once(
 ) -> None:
     rng = random.Random(seed)
     leases = reserved(2 * GOOD + len(UNREADABLE))
-    rng.shuffle(leases)
-    damaged = {lease.task_id: how for lease, how in zip(leases, UNREADABLE, strict=False)}
+    damaged = pick_damaged(rng, leases)
     healthy = [lease for lease in leases if lease.task_id not in damaged]
     running = healthy[:GOOD]
     assert broker.start(WORKER, [start(lease) for lease in running]) == []
-    for task_id, how in damaged.items():
-        damage(redis_client, keys, task_id, how)
+    plant(redis_client, keys, damaged)
     redis_client.zadd(keys.leases, {lease.task_id: 1 for lease in leases}, xx=True)
 
     reaped = broker.reap("default", rng.randint(40, 80))
@@ -225,7 +232,7 @@ def test_reap_settles_every_good_lease_once(
     assert sorted(e.lease.task_id for e in reaped.expired) == sorted(
         lease.task_id for lease in running
     )
-    unreadable = {n for n, how in damaged.items() if how != "no record"}
+    unreadable = unreadable_of(damaged)
     assert set(set_aside(redis_client, keys)) == unreadable
     assert set(redis_client.zrange(keys.leases, 0, -1)) == {lease.task_id for lease in running}
 
@@ -241,15 +248,13 @@ def test_purge_deletes_every_good_result_and_sets_the_damaged_aside(
     rng = random.Random(seed)
     leases = reserved(GOOD + len(UNREADABLE))
     assert broker.finish(WORKER, [finish(lease) for lease in leases]) == []
-    rng.shuffle(leases)
-    damaged = {lease.task_id: how for lease, how in zip(leases, UNREADABLE, strict=False)}
-    for task_id, how in damaged.items():
-        damage(redis_client, keys, task_id, how)
+    damaged = pick_damaged(rng, leases)
+    plant(redis_client, keys, damaged)
 
     assert broker.purge("default", batch_size=rng.randint(2, 5)) == GOOD
 
     assert redis_client.zcard(keys.done) == 0
-    unreadable = {n for n, how in damaged.items() if how != "no record"}
+    unreadable = unreadable_of(damaged)
     assert set(set_aside(redis_client, keys)) == unreadable
     assert all(redis_client.exists(keys.record(task_id)) for task_id in unreadable)  # kept
 
