@@ -58,13 +58,6 @@ def set_aside(client: redis.Redis, keys: QueueKeys) -> dict[str, str]:
     return client.hgetall(keys.damaged)
 
 
-def mixed(rng: random.Random, good: list[str], damaged: list[str]) -> list[str]:
-    """Return the ids in a random order, the damaged ones among the good ones."""
-    ids = [*good, *damaged]
-    rng.shuffle(ids)
-    return ids
-
-
 @pytest.fixture
 def enqueued(broker: Broker) -> Callable[[int], list[NewTask]]:
     def enqueue(count: int) -> list[NewTask]:
