@@ -1,8 +1,11 @@
-"""The queues page: per alias and queue, what waits, what runs, what finished, and who works."""
+"""The queues page: per alias and queue, what waits, what runs, what finished, and who works;
+and pausing or resuming a queue from it."""
 
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib import messages
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.urls import reverse
 
 from ..aliases import sources
@@ -10,12 +13,15 @@ from ..broker.connection import redacted
 from ..broker.damaged import DamagedRecord
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
 from ..broker.inspect.source import Source
+from ..broker.pausing import QueuePause
 from ..codec.ids import queue_of
 from ..conf.limits import QueueLimit
 from ..exceptions import BrokerUnavailable
 from .activity import REFRESH_S, activity_context
 from .display import age, describe_worker, when
 from .results import DETAIL_URL_NAME
+
+MAX_REASON_CHARS = 200  # a pause's reason as the admin keeps it: one line on the queues page
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,10 +74,15 @@ def _limit_line(overview: QueueOverview, limit: QueueLimit, next_token_ms: int |
 
 
 def _queue_line(
-    overview: QueueOverview, limit: QueueLimit, next_token_ms: int | None
+    overview: QueueOverview,
+    limit: QueueLimit,
+    next_token_ms: int | None,
+    pause: QueuePause | None,
 ) -> dict[str, Any]:
     return {
         "overview": overview,
+        "paused": pause is not None,
+        "paused_title": _paused_title(overview.now_ms, pause),
         "limits": _limit_line(overview, limit, next_token_ms),
         "reserved": overview.leased.counts.get("reserved", 0),
         "running": overview.leased.counts.get("running", 0),
@@ -86,6 +97,16 @@ def _queue_line(
         "oldest_ready_age": age(overview.now_ms, overview.oldest_ready_enqueued_ms),
         "oldest_ready_at": when(overview.oldest_ready_enqueued_ms),
     }
+
+
+def _paused_title(now_ms: int, pause: QueuePause | None) -> str:
+    """Describe a pause for the queue's badge, e.g. "Paused 5 min ago by ada in the admin"."""
+    if pause is None:
+        return ""
+    since = f" {age(now_ms, pause.at_ms)} ago" if pause.at_ms is not None else ""
+    by = f" by {pause.by}" if pause.by else ""
+    why = f": {pause.reason}" if pause.reason else ""
+    return f"Paused{since}{by}{why}. Workers take none of its tasks until it is resumed."
 
 
 def _damaged_line(alias: str, record: DamagedRecord) -> dict[str, Any]:
@@ -112,6 +133,7 @@ def alias_context(source: Source) -> dict[str, Any]:
         overviews = source.inspector.overview(queues)
         sightings = source.inspector.workers(queues)
         tokens = source.inspector.next_tokens_ms([q for q in queues if settings.limit_of(q).rate])
+        paused = source.inspector.paused(queues)
         damaged = [record for queue in queues for record in source.broker.damaged(queue)]
     except BrokerUnavailable as exc:
         return {**block, "error": str(exc)}
@@ -120,7 +142,12 @@ def alias_context(source: Source) -> dict[str, Any]:
     return {
         **block,
         "queues": [
-            _queue_line(overview, settings.limit_of(overview.queue), tokens.get(overview.queue))
+            _queue_line(
+                overview,
+                settings.limit_of(overview.queue),
+                tokens.get(overview.queue),
+                paused.get(overview.queue),
+            )
             for overview in overviews
         ],
         "workers": [
@@ -141,3 +168,42 @@ def queues_context() -> dict[str, Any]:
         "sample": STATE_SAMPLE,
         "refresh_s": REFRESH_S,
     }
+
+
+def pause_confirmation(source: Source, queue: str, *, resume: bool) -> dict[str, Any]:
+    """Return what the pause (or resume) confirmation page shows: the queue's state now."""
+    ready, delayed = source.inspector.waiting([queue])[queue]
+    pause = source.inspector.paused([queue]).get(queue)
+    return {
+        "alias": source.alias,
+        "queue": queue,
+        "resume": resume,
+        "ready": ready,
+        "delayed": delayed,
+        "paused_title": _paused_title(source.inspector.now_ms(), pause),
+        "max_reason_chars": MAX_REASON_CHARS,
+    }
+
+
+def pause_or_resume(
+    source: Source,
+    queue: str,
+    user: AbstractBaseUser | AnonymousUser,
+    *,
+    resume: bool,
+    reason: str = "",
+) -> tuple[str, int]:
+    """Pause or resume ``queue`` for ``user`` (the broker logs who); return the message and
+    its level."""
+    by = f"{user.get_username() or 'staff'} in the admin"
+    where = f"{source.alias} / {queue}"
+    if resume:
+        if source.broker.resume(queue, by):
+            return f"Resumed {where}: idle workers were woken to take its tasks.", messages.SUCCESS
+        return f"{where} was not paused; nothing changed.", messages.WARNING
+    if source.broker.pause(queue, by, reason.strip()[:MAX_REASON_CHARS]):
+        return (
+            f"Paused {where}: workers take none of its tasks until it is resumed.",
+            messages.SUCCESS,
+        )
+    return f"{where} was paused already; nothing changed.", messages.WARNING

@@ -23,7 +23,7 @@ from ..exceptions import BrokerUnavailable
 from ..models import Queue, Task
 from . import actions, bulk
 from .detail import detail_context, detail_or_404, raw_response, raw_value
-from .queues import queues_context
+from .queues import pause_confirmation, pause_or_resume, queues_context
 from .results import results_context
 from .workflows import workflow_context, workflows_context
 
@@ -35,6 +35,14 @@ def source_or_404(alias: str) -> Source:
     if alias not in threadmill_aliases():
         raise Http404(f"No ThreadmillTaskBackend alias {alias!r} in TASKS.")
     return source_of(threadmill_backend(alias))
+
+
+def queue_source_or_404(alias: str, queue: str) -> Source:
+    """Return the Source of ``alias``, or 404 if it has no queue ``queue``."""
+    source = source_or_404(alias)
+    if queue not in source.queues():
+        raise Http404(f"Backend {alias!r} has no queue {queue!r}.")
+    return source
 
 
 class ThreadmillModelAdmin(admin.ModelAdmin):
@@ -96,15 +104,25 @@ class QueueAdmin(ThreadmillModelAdmin):
                 self.guarded(self.purge_view, change=True),
                 name=self.url_name("purge"),
             ),
+            path(
+                "<str:alias>/<str:queue>/pause/",
+                self.guarded(require_POST(self.pause_view), change=True),
+                {"resume": False},
+                name=self.url_name("pause"),
+            ),
+            path(
+                "<str:alias>/<str:queue>/resume/",
+                self.guarded(require_POST(self.pause_view), change=True),
+                {"resume": True},
+                name=self.url_name("resume"),
+            ),
         ]
 
     def queues_view(self, request: HttpRequest) -> HttpResponse:
         return self.render(request, "queues.html", "Queues", queues_context())
 
     def purge_view(self, request: HttpRequest, alias: str, queue: str) -> HttpResponse:
-        source = source_or_404(alias)
-        if queue not in source.queues():
-            raise Http404(f"Backend {alias!r} has no queue {queue!r}.")
+        source = queue_source_or_404(alias, queue)
         state = request.POST.get("state", request.GET.get("state", ""))
         if state not in actions.PURGE_STATES:
             state = ""
@@ -125,6 +143,20 @@ class QueueAdmin(ThreadmillModelAdmin):
             **actions.purge_preview(source, queue),
         }
         return self.render(request, "purge_confirm.html", "Purge finished results", context)
+
+    def pause_view(
+        self, request: HttpRequest, alias: str, queue: str, *, resume: bool
+    ) -> HttpResponse:
+        """Confirm pausing (or resuming) a queue, then (on ``post=yes``) do it."""
+        source = queue_source_or_404(alias, queue)
+        if request.POST.get("post") != "yes":
+            context = pause_confirmation(source, queue, resume=resume)
+            title = "Resume a queue" if resume else "Pause a queue"
+            return self.render(request, "pause_confirm.html", title, context)
+        reason = request.POST.get("reason", "")
+        text, level = pause_or_resume(source, queue, request.user, resume=resume, reason=reason)
+        self.message_user(request, text, level)
+        return HttpResponseRedirect(reverse(f"admin:{self.url_name('changelist')}"))
 
 
 @admin.register(Task)

@@ -111,7 +111,11 @@ class Acquiring(BrokerCore):
     """The acquire and idle-wait section of the Broker."""
 
     def acquire(self, queue: str, count: int) -> Acquired:
-        """Promote due delayed tasks, then reserve up to ``count`` ready ones (one call)."""
+        """Promote due delayed tasks, then reserve up to ``count`` ready ones (one call).
+
+        A paused queue (broker/pausing.py) reserves and promotes nothing, and answers as an
+        empty one does, so an idle worker blocks until resume wakes it.
+        """
         [acquired] = self.acquire_from({queue: count})
         return acquired
 
@@ -170,6 +174,7 @@ class Acquiring(BrokerCore):
                 keys.rate,
                 keys.fence,
                 keys.damaged,
+                keys.paused,
             ),
             (
                 max(count, 1),

@@ -9,10 +9,13 @@ from .acquisition import Acquiring
 from .damaged import DamagedRecords
 from .enqueue import Enqueueing
 from .lifecycle import Lifecycle
+from .pausing import Pausing
 from .reads import Reads
 from .transitions import Transitions
 from .workflows import Workflows
 
 
-class Broker(Enqueueing, Workflows, Reads, Acquiring, Transitions, Lifecycle, DamagedRecords):
+class Broker(
+    Enqueueing, Workflows, Pausing, Reads, Acquiring, Transitions, Lifecycle, DamagedRecords
+):
     """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""

@@ -78,6 +78,11 @@ class QueueKeys:
         return f"{self.prefix}:rate"
 
     @property
+    def paused(self) -> str:
+        """String present while the queue is paused: "<ms> <by>: <reason>" (broker/pausing.py)."""
+        return f"{self.prefix}:paused"
+
+    @property
     def seq(self) -> str:
         return f"{self.prefix}:seq"
 

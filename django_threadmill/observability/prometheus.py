@@ -39,6 +39,11 @@ class _Families:
             "Age of the oldest READY task (0 when none waits).",
             labels=queue_labels,
         )
+        self.queue_paused = GaugeMetricFamily(
+            "threadmill_queue_paused",
+            "1 while the queue is paused (workers take none of its tasks), else 0.",
+            labels=queue_labels,
+        )
         self.workers = GaugeMetricFamily(
             "threadmill_workers",
             "Worker processes heard from (a lease renewal or an idle heartbeat) within lease_ttl.",
@@ -78,6 +83,7 @@ class _Families:
         return [
             self.queue_tasks,
             self.oldest_ready,
+            self.queue_paused,
             self.workers,
             self.worker_threads,
             self.finished,
@@ -87,10 +93,13 @@ class _Families:
             self.wait,
         ]
 
-    def add_queue(self, alias: str, queue: str, counts: dict[str, int], age_s: float) -> None:
+    def add_queue(
+        self, alias: str, queue: str, counts: dict[str, int], age_s: float, *, paused: bool
+    ) -> None:
         for state in QUEUE_STATES:
             self.queue_tasks.add_metric([alias, queue, state], counts.get(state, 0))
         self.oldest_ready.add_metric([alias, queue], age_s)
+        self.queue_paused.add_metric([alias, queue], 1 if paused else 0)
 
     def add_counters(self, alias: str, queue: str, counters: PathCounters) -> None:
         for path, fields in sorted(counters.items()):
@@ -129,13 +138,13 @@ class ThreadmillCollector:
         """Read one alias: queue gauges, lifetime counters and live workers."""
         inspector, queues = source.inspector, source.queues()
         now_ms = inspector.now_ms()
+        paused = inspector.paused(queues)
         for queue, (ready, delayed) in inspector.waiting(queues).items():
             leased = inspector.state_split(queue, Index.LEASES).counts
             oldest = inspector.oldest_ready_enqueued_ms(queue) if ready else None
             age_s = 0.0 if oldest is None else max(0, now_ms - oldest) / 1000
-            families.add_queue(
-                source.alias, queue, {"ready": ready, "delayed": delayed, **leased}, age_s
-            )
+            counts = {"ready": ready, "delayed": delayed, **leased}
+            families.add_queue(source.alias, queue, counts, age_s, paused=queue in paused)
         for queue, counters in lifetime(inspector, queues).items():
             families.add_counters(source.alias, queue, counters)
         lease_ms = source.settings.lease_ttl_ms

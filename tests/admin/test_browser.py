@@ -15,6 +15,7 @@ import pytest
 from pytest_django.live_server_helper import LiveServer
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.inspect import Inspector
 from testproject.example.tasks import add, fail, send_welcome
 from tests.admin.conftest import staff_user
 from tests.admin.tasks import flaky_report
@@ -231,3 +232,36 @@ def test_the_list_shows_ready_work_and_a_bulk_requeue_fixes_a_filter(
     assert charts[1] >= 1
     assert "tests.admin.tasks.flaky_report" in charts[2]
     session.shot("activity")
+
+
+def test_staff_pause_a_queue_and_resume_it(
+    browser: webdriver.Chrome,
+    live_server: LiveServer,
+    backend: ThreadmillTaskBackend,
+    transactional_db: None,
+    tmp_path: Path,
+) -> None:
+    staff_user("operator", "view_queue", "change_queue", "view_task", "change_task")
+    add.enqueue(1, 2)
+    images = Path(os.environ.get("THREADMILL_SCREENSHOT_DIR") or tmp_path)
+    session = AdminSession(browser, live_server, ROOT / images)
+    session.log_in("operator")
+
+    session.open("/admin/django_threadmill/queue/")
+    session.click("form[action$='/default/default/pause/'] input[type=submit]")
+    assert "It holds 1 READY task" in session.text_once_shown("#tm-pause-state")
+    session.driver.find_element(By.ID, "tm-pause-reason").send_keys("provider down")
+    session.shot("pause-confirm")
+    session.click("#tm-confirm")
+    assert "Paused default / default" in session.text_once_shown(".messagelist")
+    pause = Inspector(backend.broker).paused(["default"])["default"]
+    assert (pause.by, pause.reason) == ("operator in the admin", "provider down")
+    assert "PAUSED" in session.text("#backend-default .tm-paused")
+    session.shot("queue-paused")
+
+    session.click("form[action$='/default/default/resume/'] input[type=submit]")
+    assert "by operator in the admin: provider down" in session.text_once_shown("#tm-pause-state")
+    session.click("#tm-confirm")
+    assert "Resumed default / default" in session.text_once_shown(".messagelist")
+    assert Inspector(backend.broker).paused(["default"]) == {}
+    assert not browser.find_elements(By.CSS_SELECTOR, "#backend-default .tm-paused")

@@ -1,5 +1,5 @@
 """What the hot scripts cost Redis, command by command, where a task that waits meets them most:
-a result that arrives alone, an acquire that finds its queue empty, a batch.
+a result that arrives alone, an acquire that finds its queue empty (or paused), a batch.
 
 Counted from INFO commandstats, which counts the commands a script runs too.
 """
@@ -41,18 +41,30 @@ def test_a_lone_success_costs_seven_commands(
     }
 
 
-def test_an_empty_queue_costs_three_commands(broker: Broker, redis_client: redis.Redis) -> None:
+def test_an_empty_queue_costs_four_commands(broker: Broker, redis_client: redis.Redis) -> None:
     broker.acquire("default", 4)  # loads the script
     redis_client.config_resetstat()
     assert broker.acquire("default", 4).reservations == []
     assert calls(redis_client) == {
         "evalsha": 1,
         "time": 1,
+        "exists": 1,  # the pause
         "zrange": 2,  # the delayed index's head (nothing due: no ZRANGEBYSCORE), the ready head
     }
 
 
-def test_a_batch_costs_two_commands_a_task_and_eight_a_call(
+def test_a_paused_queue_costs_two_commands_and_writes_nothing(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    broker.enqueue("default", [new_task() for _ in range(3)])
+    broker.pause("default", "test")
+    broker.acquire("default", 4)  # loads the script
+    redis_client.config_resetstat()
+    assert broker.acquire("default", 4).reservations == []
+    assert calls(redis_client) == {"evalsha": 1, "time": 1, "exists": 1}
+
+
+def test_a_batch_costs_two_commands_a_task_and_nine_a_call(
     broker: Broker, redis_client: redis.Redis
 ) -> None:
     broker.acquire("default", 4)
@@ -62,6 +74,7 @@ def test_a_batch_costs_two_commands_a_task_and_eight_a_call(
     assert calls(redis_client) == {
         "evalsha": 1,
         "time": 1,
+        "exists": 1,  # the pause
         "zrange": 2,  # the ready head reads one id more than it takes: tasks are left
         "get": 1,  # the fence counter, checked before anything moves
         "zremrangebyrank": 1,

@@ -80,3 +80,20 @@ def test_the_reaper_settles_expired_leases_in_every_shard(
         redis_client.zadd(keys.leases, {lease.task_id: 0}, xx=True)
     assert reap_once(backend).released == 30
     assert {echo.get_result(r.id).status for r in results} == {TaskResultStatus.READY}
+
+
+def test_a_pause_holds_every_primary_and_resume_wakes_each_shard(
+    backend: ThreadmillTaskBackend, broker: Broker
+) -> None:
+    backend.enqueue_many(echo, [([n], {}) for n in range(60)])
+    parts = broker.parts("default")
+    assert broker.pause("default", "test", "cluster") is True
+    assert broker.acquire("default", 60).reservations == []
+    assert Inspector(broker).paused(["default"])["default"].reason == "cluster"
+    for part in parts:
+        broker.client.delete(broker.queue_keys(part).wake)
+
+    assert broker.resume("default", "test") is True
+    assert all(broker.client.llen(broker.queue_keys(part).wake) >= 1 for part in parts)
+    taken = [len(broker.acquire("default", 60).reservations) for _ in range(SHARDS)]
+    assert sum(taken) == 60  # each call asks each shard for a sixth: uneven shards take more

@@ -135,3 +135,22 @@ def test_worker_threads_sum_the_live_pools_of_workers_heard_from(
     found = samples(response.content.decode())
     assert value(found, "threadmill_workers", backend="default") == 2
     assert value(found, "threadmill_worker_threads", backend="default") == 11
+
+
+def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Scrape with the token; return the samples."""
+    response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200
+    return samples(response.content.decode())
+
+
+def test_a_paused_queue_reads_one_until_it_is_resumed(backend: ThreadmillTaskBackend) -> None:
+    backend.broker.pause("emails", "ada in the admin")
+
+    found = scrape()
+    assert value(found, "threadmill_queue_paused", queue="emails") == 1
+    assert value(found, "threadmill_queue_paused", queue="default") == 0
+    assert value(found, "threadmill_queue_paused", queue="reports") == 0
+
+    backend.broker.resume("emails", "ada in the admin")
+    assert value(scrape(), "threadmill_queue_paused", queue="emails") == 0

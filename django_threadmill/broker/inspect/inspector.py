@@ -12,6 +12,7 @@ from ...codec.payloads import task_path
 from ..broker import Broker
 from ..connection import wrong_type
 from ..keys import QueueKeys
+from ..pausing import QueuePause
 from ..reads import damaged_record
 from ..scripts import lua_constant
 from ..types import stored_int
@@ -50,6 +51,13 @@ def _readable(replies: list[Any]) -> list[Any]:
         if isinstance(reply, Exception) and not wrong_type(reply):
             raise reply
     return replies
+
+
+def _pause(note: str | Exception) -> QueuePause:
+    """Read a ``P:paused`` value; a key of another type is a pause that says what it holds."""
+    if isinstance(note, Exception):
+        return QueuePause(at_ms=None, by="", reason=f"its key holds no string ({note})")
+    return QueuePause.parse(note)
 
 
 class Inspector:
@@ -148,6 +156,24 @@ class Inspector:
             counts = [(int(next(replies)), int(next(replies))) for _ in parts[queue]]
             waiting[queue] = (sum(r for r, _ in counts), sum(d for _, d in counts))
         return waiting
+
+    def paused(self, queues: Sequence[str]) -> dict[str, QueuePause]:
+        """Return the pause of each paused queue among ``queues``: one pipelined GET per part.
+
+        A sharded queue counts as paused if any shard is (a pause is set in every shard). A key
+        of another type, written by hand, pauses too (acquire.lua asks EXISTS) and says so.
+        """
+        parts = {queue: self.parts(queue) for queue in queues}
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for part in (part for queue in queues for part in parts[queue]):
+                pipe.get(self._keys(part).paused)
+            replies = iter(_readable(pipe.execute(raise_on_error=False)))
+        found = {}
+        for queue in queues:
+            notes = [note for _ in parts[queue] if (note := next(replies)) is not None]
+            if notes:
+                found[queue] = _pause(notes[0])
+        return found
 
     def next_tokens_ms(self, queues: Sequence[str]) -> dict[str, int | None]:
         """Return when each queue's rate limit has its next token (Redis ms; None: one waits)."""

@@ -1,4 +1,4 @@
--- acquire.lua: promote due delayed tasks, then reserve up to `count` ready tasks.
+-- acquire.lua: promote due delayed tasks, then reserve up to `count` ready tasks, unless paused.
 -- KEYS[1]  P:t:        record prefix; popped ids are appended
 -- KEYS[2]  P:ready     zset: ready ids by score
 -- KEYS[3]  P:delayed   zset: delayed ids by due time in ms
@@ -7,13 +7,14 @@
 -- KEYS[6]  P:rate      string: when the rate limit's next token is available, in ms
 -- KEYS[7]  P:fence     string: the queue's reservation counter
 -- KEYS[8]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[9]  P:paused    string: present while the queue is paused (broker/pausing.py)
 -- ARGV[1]  count           most tasks to reserve
 -- ARGV[2]  reserve_ttl_ms  reservation lease length
 -- ARGV[3]  promote_limit   most due delayed tasks moved to ready per call
 -- ARGV[4]  concurrency     most ids the queue may hold in P:leases ("" for no limit)
 -- ARGV[5]  token_ms        ms between two starts under a rate limit ("" for no limit)
--- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited; 0 when
---           records set aside took places of tasks still ready),
+-- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited, or the queue
+--           is paused; 0 when records set aside took places of tasks still ready),
 --           held_back (1 when a limit kept ready tasks back: look again at next_due, or when
 --           a wake token says a slot is free),
 --           fence token of this call's reservations ("" when none),
@@ -27,13 +28,20 @@
 --          P:fence: a task appears once per call, so no two reservations of a task share one.
 --          An id popped or promoted whose record cannot be read, is missing, or is not in
 --          state "ready" is set aside in P:damaged; every other id is handled as usual.
--- Cost:    an empty queue with nothing due: TIME and two ZRANGEs. Per batch: the same, plus
---          GET, ZREMRANGEBYRANK, INCRBY and the lease ZADD (and LLEN when tasks are left).
+-- Paused:  a paused queue hands out nothing and promotes nothing: the reply is {-1, 0, "", 0,
+--          now}, what an empty queue answers, so an idle worker blocks on the wake list until
+--          resume pushes a token (docs/lifecycle.md, Pausing a queue). Nothing is written.
+-- Cost:    a paused queue: TIME and EXISTS. An empty queue with nothing due: TIME, EXISTS and
+--          two ZRANGEs. Per batch: the same, plus GET, ZREMRANGEBYRANK, INCRBY and the lease
+--          ZADD (and LLEN when tasks are left).
 --          Per task: one HMGET and one HSET (a task with errors: one more HMGET, and an HGET
 --          per error).
 --          A limit caps what is popped, so held-back tasks stay ready, in order.
 -- Clock:   redis.call("TIME") only; the rate's token bucket (one token) too.
 local now = now_ms()
+if redis.call("EXISTS", KEYS[9]) == 1 then
+  return {-1, 0, "", 0, now}
+end
 
 local set_aside_count = 0
 local function put_aside(id, reason)

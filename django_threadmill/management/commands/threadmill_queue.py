@@ -1,28 +1,43 @@
 """``manage.py threadmill_queue``: operator actions on the queues of a ThreadmillTaskBackend."""
 
+import getpass
+import socket
 from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...aliases import source_of
 from ...backend import ThreadmillTaskBackend
-from ...broker.damaged import DamagedRecord
 from ...conf.settings import check_queue_name
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
+from ...worker.options import served_queues
 from ..backend_option import BACKEND_HELP, backend_option
 
 
-def _when(record: DamagedRecord) -> str:
-    if record.at_ms is None:
+def _when(at_ms: int | None) -> str:
+    if at_ms is None:
         return "unknown time"
-    return datetime.fromtimestamp(record.at_ms / 1000, UTC).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(at_ms / 1000, UTC).isoformat(timespec="seconds")
+
+
+def _by() -> str:
+    """Return who pauses or resumes, for the pause note and the log: user@host and how."""
+    host = socket.gethostname()
+    try:
+        who = f"{getpass.getuser()}@{host}"
+    except (KeyError, OSError):  # no login name and no passwd entry, as in some containers
+        who = host
+    return f"{who} with manage.py threadmill_queue"
 
 
 class Command(BaseCommand):
     help = (
-        "Operator actions on the queues of a threadmill backend. 'damaged' lists the records "
-        "the scripts set aside (docs/lifecycle.md, Damaged records); 'forget-damaged' drops "
-        "entries of that list once you have fixed or deleted their keys."
+        "Operator actions on the queues of a threadmill backend. 'pause' stops the workers "
+        "taking a queue's tasks and 'resume' lets them take them again (docs/lifecycle.md, "
+        "Pausing a queue). 'damaged' lists the records the scripts set aside (docs/lifecycle.md, "
+        "Damaged records); 'forget-damaged' drops entries of that list once you have fixed or "
+        "deleted their keys."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,8 +46,21 @@ class Command(BaseCommand):
             dest="action",
             required=True,
             metavar="ACTION",
-            help="damaged or forget-damaged; ACTION --help says more.",
+            help="pause, resume, damaged or forget-damaged; ACTION --help says more.",
         )
+        pause = actions.add_parser(
+            "pause",
+            help="Stop every worker taking the queue's tasks; running tasks finish and enqueue "
+            "still accepts new ones. Kept across worker and Redis restarts until 'resume'.",
+        )
+        pause.add_argument("queue", metavar="QUEUE", help="The queue to pause.")
+        pause.add_argument(
+            "--reason", default="", help="Why, shown with the pause in the admin and here."
+        )
+        resume = actions.add_parser(
+            "resume", help="Let the workers take the queue's tasks again, waking idle ones now."
+        )
+        resume.add_argument("queue", metavar="QUEUE", help="The queue to resume.")
         listing = actions.add_parser(
             "damaged", help="List the records set aside, with when, by which script and why."
         )
@@ -50,10 +78,15 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         backend = backend_option(options["backend"])
         try:
-            if options["action"] == "damaged":
-                self._list(backend, options["queues"])
-            else:
-                self._forget(backend, options["queue"], options["ids"], every=options["all"])
+            match options["action"]:
+                case "pause":
+                    self._pause(backend, options["queue"], options["reason"])
+                case "resume":
+                    self._resume(backend, options["queue"])
+                case "damaged":
+                    self._list(backend, options["queues"])
+                case _:
+                    self._forget(backend, options["queue"], options["ids"], every=options["all"])
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
 
@@ -63,6 +96,36 @@ class Command(BaseCommand):
         except ImproperlyConfiguredThreadmill as exc:
             raise CommandError(str(exc)) from exc
 
+    def _known(self, backend: ThreadmillTaskBackend, name: str) -> str:
+        """Return ``name`` if a worker could serve it, else raise naming the queues that do."""
+        try:
+            return served_queues(backend, [name])[0]
+        except ImproperlyConfiguredThreadmill as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _pause(self, backend: ThreadmillTaskBackend, name: str, reason: str) -> None:
+        queue = self._known(backend, name)
+        where = f"queue {queue} of backend {backend.alias}"
+        if backend.broker.pause(queue, _by(), reason):
+            self.stdout.write(
+                f"Paused {where}: workers take none of its tasks until 'manage.py "
+                f"threadmill_queue resume {queue}'. Tasks a worker holds already (running, or "
+                "reserved in its buffer) still run; enqueue still accepts new ones."
+            )
+            return
+        pause = source_of(backend).inspector.paused([queue]).get(queue)
+        since = "" if pause is None else f" since {_when(pause.at_ms)} by {pause.by or '?'}"
+        why = f" ({pause.reason})" if pause and pause.reason else ""
+        self.stdout.write(f"The {where} was paused already{since}{why}; nothing changed.")
+
+    def _resume(self, backend: ThreadmillTaskBackend, name: str) -> None:
+        queue = self._known(backend, name)
+        where = f"queue {queue} of backend {backend.alias}"
+        if backend.broker.resume(queue, _by()):
+            self.stdout.write(f"Resumed {where}: idle workers were woken to take its tasks.")
+        else:
+            self.stdout.write(f"The {where} was not paused; nothing changed.")
+
     def _list(self, backend: ThreadmillTaskBackend, queues: list[str]) -> None:
         names = [self._queue(q) for q in queues] or backend.broker.queues()
         found = [record for queue in names for record in backend.broker.damaged(queue)]
@@ -70,7 +133,7 @@ class Command(BaseCommand):
             self.stdout.write(f"No damaged records in {', '.join(names) or 'any queue'}.")
         for record in found:
             self.stdout.write(
-                f"queue={record.queue} id={record.id} at={_when(record)} "
+                f"queue={record.queue} id={record.id} at={_when(record.at_ms)} "
                 f"script={record.script or '?'} reason={record.reason}"
             )
 

@@ -1,0 +1,92 @@
+"""manage.py threadmill_queue pause / resume: what it says, and the errors that name the fix.
+
+A running worker obeying it is tests/worker/test_paused_queue.py.
+"""
+
+import logging
+import re
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.inspect import Inspector
+
+
+def queue_command(*args: str) -> str:
+    out = StringIO()
+    call_command("threadmill_queue", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_pause_says_what_it_does_and_records_who_and_why(
+    backend: ThreadmillTaskBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="django_threadmill.broker.pausing"):
+        out = queue_command("pause", "emails", "--reason", "mail provider down")
+
+    assert out == (
+        "Paused queue emails of backend default: workers take none of its tasks until "
+        "'manage.py threadmill_queue resume emails'. Tasks a worker holds already (running, or "
+        "reserved in its buffer) still run; enqueue still accepts new ones.\n"
+    )
+    pause = Inspector(backend.broker).paused(["emails"])["emails"]
+    assert pause.by.endswith(" with manage.py threadmill_queue")
+    assert pause.reason == "mail provider down"
+    assert caplog.messages == [
+        f"Queue paused backend=default queue=emails by={pause.by} reason=mail provider down"
+    ]
+
+
+def test_pausing_a_paused_queue_says_since_when_and_changes_nothing(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    backend.broker.pause("emails", "ada in the admin", "deploy")
+
+    out = queue_command("pause", "emails", "--reason", "another")
+
+    assert re.fullmatch(
+        r"The queue emails of backend default was paused already since "
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00 by ada in the admin \(deploy\); "
+        r"nothing changed\.\n",
+        out,
+    )
+    assert Inspector(backend.broker).paused(["emails"])["emails"].reason == "deploy"
+
+
+def test_resume_says_so_and_a_second_resume_changes_nothing(
+    backend: ThreadmillTaskBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue_command("pause", "emails")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="django_threadmill.broker.pausing"):
+        assert queue_command("resume", "emails") == (
+            "Resumed queue emails of backend default: idle workers were woken to take its tasks.\n"
+        )
+    [logged] = caplog.messages
+    assert logged.startswith("Queue resumed backend=default queue=emails by=")
+    assert Inspector(backend.broker).paused(["emails"]) == {}
+    assert queue_command("resume", "emails") == (
+        "The queue emails of backend default was not paused; nothing changed.\n"
+    )
+
+
+@pytest.mark.parametrize("action", ["pause", "resume"])
+def test_a_queue_not_in_queues_is_an_error_naming_them(
+    backend: ThreadmillTaskBackend, action: str
+) -> None:
+    with pytest.raises(CommandError) as raised:
+        queue_command(action, "emials")
+    assert str(raised.value) == (
+        "Queue 'emials' is not in TASKS['default']['QUEUES'] (default, emails, reports). Add it "
+        "there or pick one of those."
+    )
+    assert Inspector(backend.broker).paused(["emials"]) == {}
+
+
+def test_a_name_that_is_no_queue_name_is_an_error_naming_the_rule(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    with pytest.raises(CommandError, match=r"Queue name 'a b' is not valid .* Use 1-64 letters"):
+        queue_command("pause", "a b")

@@ -1,0 +1,147 @@
+"""A running worker obeys ``threadmill_queue pause`` at once, idles without polling, and runs the
+queue's tasks once it is resumed."""
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+
+import redis
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Acquired, Broker
+from django_threadmill.compat import TaskResult, TaskResultStatus
+from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.leases import HeldLeases
+from django_threadmill.worker.prefetcher import IDLE_BLOCK_S, Prefetcher
+from testproject.example.tasks import add, send_welcome
+from tests.support import Command, run_to_completion, running, wait_until
+
+WINDOW_S = 1.0  # measured stretch of idleness
+MOST_CALLS = 5  # a heartbeat or a metrics send may fall in the window; a busy loop makes hundreds
+
+
+def queue_command(redis_url: str, key_prefix: str, *args: str) -> str:
+    """Run ``manage.py threadmill_queue`` in a subprocess, as an operator would; return its log."""
+    return run_to_completion(Command(redis_url, key_prefix, "threadmill_queue", *args))
+
+
+def script_calls(client: redis.Redis) -> int:
+    stats = client.info("commandstats")
+    return sum(
+        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
+    )
+
+
+def succeeded(result: TaskResult) -> bool:
+    result.refresh()
+    return result.status == TaskResultStatus.SUCCESSFUL
+
+
+def still_ready(results: Sequence[TaskResult]) -> bool:
+    for result in results:
+        result.refresh()
+    return all(result.status == TaskResultStatus.READY for result in results)
+
+
+def looked_again(backend: ThreadmillTaskBackend, redis_client: redis.Redis) -> None:
+    """Wait until the worker has acquired from every queue since the tasks enqueued so far.
+
+    A task enqueued to "emails" now runs only after an acquire that follows the wake tokens
+    of the tasks before it, and a woken worker asks every queue it serves in that acquire.
+    """
+    probe = send_welcome.enqueue("probe@example.com")
+    wait_until(lambda: succeeded(probe), "the worker running a task of another queue")
+    wake = backend.broker.queue_keys("default").wake
+    wait_until(lambda: redis_client.llen(wake) == 0, "the worker taking the wake tokens")
+
+
+def test_pause_holds_new_tasks_ready_while_the_worker_runs_and_resume_runs_them(
+    backend: ThreadmillTaskBackend,
+    start_worker: Callable[..., Command],
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    with running(start_worker("--threads", "2")):
+        first = add.enqueue(1, 1)
+        wait_until(lambda: succeeded(first), "the worker running a task before the pause")
+
+        paused = queue_command(redis_url, key_prefix, "pause", "default", "--reason", "a test")
+        assert "Paused queue default of backend default: workers take none" in paused
+        held = [add.enqueue(n, n) for n in range(3)]
+        looked_again(backend, redis_client)
+        assert still_ready(held)
+
+        before = script_calls(redis_client)
+        threading.Event().wait(WINDOW_S)  # a measurement window, not synchronisation
+        assert script_calls(redis_client) - before <= MOST_CALLS  # idle: blocked, not polling
+        assert still_ready(held)
+
+        again = queue_command(redis_url, key_prefix, "pause", "default")
+        assert "was paused already since " in again
+        assert "(a test); nothing changed." in again
+
+        resumed = queue_command(redis_url, key_prefix, "resume", "default")
+        assert "Resumed queue default of backend default" in resumed
+        for result in held:
+            wait_until(lambda r=result: succeeded(r), "the held tasks running after resume")
+
+
+def test_a_worker_started_after_the_pause_obeys_it(
+    backend: ThreadmillTaskBackend,
+    start_worker: Callable[..., Command],
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    queue_command(redis_url, key_prefix, "pause", "default")
+    held = add.enqueue(2, 3)
+    with running(start_worker()):
+        looked_again(backend, redis_client)
+        assert still_ready([held])
+        queue_command(redis_url, key_prefix, "resume", "default")
+        wait_until(lambda: succeeded(held), "the held task running after resume")
+
+
+class WatchedBroker(Broker):
+    """The real broker on the test's Redis; its idle waits are recorded instead of blocking."""
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker.settings)
+        self.acquires = 0
+        self.waits_s: list[float] = []
+
+    def acquire_from(self, counts: Mapping[str, int]) -> list[Acquired]:
+        self.acquires += 1
+        return super().acquire_from(counts)
+
+    def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
+        self.waits_s.append(timeout_s)
+        return False  # as a BLPOP that timed out
+
+
+def test_every_idle_round_on_a_paused_queue_ends_in_the_longest_block(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """A paused queue with READY tasks, beside an empty one: each round of the prefetcher makes
+    one acquire, then blocks for the longest idle wait, exactly as for empty queues."""
+    broker = WatchedBroker(backend.broker)
+    for n in range(3):
+        add.enqueue(n, n)
+    broker.pause("default", "test")
+    prefetcher = Prefetcher(
+        broker,
+        "worker-a",
+        ("default", "emails"),
+        TaskBuffer(8, lambda reservation: False),
+        HeldLeases(),
+        burst=False,
+        is_settled=lambda: True,
+        on_empty=lambda: None,
+        on_crash=lambda: None,
+    )
+
+    for _ in range(5):
+        prefetcher._round()  # the loop's body, run here: the thread is never started
+
+    assert broker.acquires == 5
+    assert broker.waits_s == [IDLE_BLOCK_S] * 5
