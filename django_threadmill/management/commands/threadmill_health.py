@@ -14,8 +14,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...broker import Broker
 from ...broker.inspect import Inspector
-from ...conf.settings import check_queue_name
 from ...exceptions import BrokerRefused, BrokerUnavailable, ImproperlyConfiguredThreadmill
+from ...worker.options import served_queues
 from ..backend_option import BACKEND_HELP, backend_option
 from ..health import HealthCode, HostHeartbeats, host_heartbeats
 
@@ -118,15 +118,10 @@ class Command(BaseCommand):
     def _queue(self, backend: ThreadmillTaskBackend, name: str) -> str:
         """Return ``name`` if the worker could serve it, else raise naming the queues that do."""
         try:
-            check_queue_name(name)
+            [queue] = served_queues(backend, [name])
         except ImproperlyConfiguredThreadmill as exc:
             raise usage_error(f"--queue: {exc}") from exc
-        if backend.queues and name not in backend.queues:
-            raise usage_error(
-                f"--queue {name!r} is not in TASKS[{backend.alias!r}]['QUEUES'] "
-                f"({', '.join(sorted(backend.queues))}). Pass one of those."
-            )
-        return name
+        return queue
 
     @staticmethod
     def _probe_broker(backend: ThreadmillTaskBackend, timeout_s: float) -> Broker:
