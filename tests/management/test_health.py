@@ -175,7 +175,7 @@ def test_timeout_bounds_a_redis_that_never_answers(silent_redis: str, key_prefix
     ("args", "message"),
     [
         (["--backend", "nope"], "--backend nope: TASKS has no backend 'nope'"),
-        (["--queue", "nope"], "--queue 'nope' is not in TASKS['default']['QUEUES']"),
+        (["--queue", "nope"], "--queue: Queue 'nope' is not in TASKS['default']['QUEUES']"),
         (["--queue", "no way"], "--queue: Queue name 'no way' is not valid"),
         (["--min-processes", "0"], "--min-processes 0 is below 1"),
         (["--timeout", "0"], "--timeout 0 is not positive"),
