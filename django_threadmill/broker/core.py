@@ -7,7 +7,7 @@ all subclasses of ``BrokerCore``; ``broker.py`` joins them into the one ``Broker
 import asyncio
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Any
@@ -25,6 +25,7 @@ from .metrics import Tally
 from .outbox import OutboxSignal
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
+from .types import Lease
 from .wake import IdleWaits
 
 
@@ -98,6 +99,21 @@ class BrokerCore:
         if shards == 1:
             return queue
         return queue_parts(self.settings.alias, queue, shards)[shard_of(key, shards)]
+
+    def by_part[T](
+        self, items: Iterable[T], lease_of: Callable[[T], Lease], also: Iterable[str] = ()
+    ) -> dict[str, list[T]]:
+        """Group ``items`` by the queue part their lease's task lives in, in first-seen order.
+
+        Queues in ``also`` get a group (one per shard) even when no item is theirs.
+        """
+        groups: dict[str, list[T]] = defaultdict(
+            list, {part: [] for queue in also for part in self.parts(queue)}
+        )
+        for item in items:
+            lease = lease_of(item)
+            groups[self.part_in(lease.queue, lease.task_id)].append(item)
+        return groups
 
     def part_of(self, task_id: str) -> str | None:
         """Return the part whose keys hold ``task_id``, or None if the id is not one of ours."""

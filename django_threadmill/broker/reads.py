@@ -4,12 +4,13 @@ The clients decode every reply (``decode_responses``, connection.py): the casts 
 redis-py's types, which allow bytes.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
 import redis
 
+from ..codec.progress import PROGRESS_FIELDS
 from ..exceptions import PayloadError
 from .connection import wrong_type
 from .core import BrokerCore
@@ -71,8 +72,8 @@ class Reads(BrokerCore):
                 info["save_configured"] = None
         return info
 
-    def record(self, task_id: str) -> dict[str, str] | None:
-        """Return the stored fields of ``task_id``, or None if there is no such task.
+    def _read_record[T](self, task_id: str, read: Callable[[str], T]) -> T | None:
+        """Return ``read(key)`` of the record key of ``task_id``, None if the id is not ours.
 
         Raise ``PayloadError`` (``damaged_record``) when its key is not a hash.
         """
@@ -81,11 +82,30 @@ class Reads(BrokerCore):
             return None
         with self.translated_errors():
             try:
-                return cast(dict[str, str], self.client.hgetall(key)) or None
+                return read(key)
             except redis.ResponseError as exc:
                 if not wrong_type(exc):
                     raise
                 raise damaged_record(task_id, key, str(self.client.type(key))) from exc
+
+    def record(self, task_id: str) -> dict[str, str] | None:
+        """Return the stored fields of ``task_id``, or None if there is no such task.
+
+        Raise ``PayloadError`` (``damaged_record``) when its key is not a hash.
+        """
+        return self._read_record(
+            task_id, lambda key: cast(dict[str, str], self.client.hgetall(key)) or None
+        )
+
+    def progress_fields(self, task_id: str) -> dict[str, str | None]:
+        """Return the progress fields of ``task_id`` (None where absent): one HMGET.
+
+        Raise ``PayloadError`` (``damaged_record``) when its key is not a hash.
+        """
+        values = self._read_record(
+            task_id, lambda key: cast(list[str | None], self.client.hmget(key, PROGRESS_FIELDS))
+        )
+        return dict(zip(PROGRESS_FIELDS, values or [None] * len(PROGRESS_FIELDS), strict=True))
 
     def records(self, task_ids: Sequence[str]) -> list[dict[str, str] | None]:
         """``record`` of each of ``task_ids``, in one round trip."""

@@ -5,17 +5,16 @@ Hot-path budget).
 """
 
 import logging
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..exceptions import BrokerUnavailable
-from .core import BrokerCore
 from .damaged import log_set_aside
 from .keys import QueueKeys
 from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS
+from .progress import ProgressWrites
 from .scripts import ScriptCall, ScriptName
-from .types import Ack, Finish, Lease, Rejected, Start
+from .types import Ack, Finish, Lease, ProgressReport, Rejected, Start
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +26,7 @@ def fences(leases: Iterable[Lease]) -> list[str]:
     return [part for lease in leases for part in (lease.task_id, lease.token)]
 
 
-class Transitions(BrokerCore):
+class Transitions(ProgressWrites):
     """The fenced worker transitions of the Broker, each sent per queue."""
 
     def _by_queue[T](
@@ -38,22 +37,20 @@ class Transitions(BrokerCore):
         also: Iterable[str] = (),
         *,
         durable: bool = False,
+        before: Sequence[ScriptCall] = (),
     ) -> list[tuple[list[T], Any]]:
         """Group ``items`` by queue, send one script call per queue, pair items with replies.
 
         A sharded queue is one call per shard its items live in. Queues in ``also`` get a
-        call (each of their shards) even when no item is theirs.
+        call (each of their shards) even when no item is theirs. Calls in ``before`` go first
+        in the same round trip; their replies are dropped.
         """
-        groups: dict[str, list[T]] = defaultdict(
-            list, {part: [] for queue in also for part in self.parts(queue)}
-        )
-        for item in items:
-            lease = lease_of(item)
-            groups[self.part_in(lease.queue, lease.task_id)].append(item)
+        groups = self.by_part(items, lease_of, also)
         if not groups:
             return []
         calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]
-        return list(zip(groups.values(), self._run_per_queue(calls, durable=durable), strict=True))
+        replies = self._run_per_queue([*before, *calls], durable=durable)[len(before) :]
+        return list(zip(groups.values(), replies, strict=True))
 
     def _fenced_out[T: (Start, Finish)](
         self,
@@ -61,11 +58,15 @@ class Transitions(BrokerCore):
         build: Callable[[QueueKeys, list[T]], ScriptCall],
         *,
         durable: bool = False,
+        before: Sequence[ScriptCall] = (),
     ) -> list[Rejected[T]]:
         """Send ``items`` per queue to a script that answers an ``Ack`` per item; return the
         items it did not record, with why. An outbox filled is noted for the drainer."""
         rejected = []
-        for group, reply in self._by_queue(items, lambda item: item.lease, build, durable=durable):
+        by_queue = self._by_queue(
+            items, lambda item: item.lease, build, durable=durable, before=before
+        )
+        for group, reply in by_queue:
             for item, code in zip(group, reply, strict=True):
                 if code == Ack.OUTBOX:
                     self.outbox_signal.note(self.part_in(item.lease.queue, item.lease.task_id))
@@ -86,11 +87,18 @@ class Transitions(BrokerCore):
 
         return self._fenced_out(starts, build)
 
-    def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Rejected[Finish]]:
+    def finish(
+        self,
+        worker_id: str,
+        finishes: Sequence[Finish],
+        progress: Sequence[ProgressReport] = (),
+    ) -> list[Rejected[Finish]]:
         """Record attempt outcomes; return the ones not recorded, with why.
 
         What the metrics count of the recorded ones goes into ``self.tally``, sent by
         ``send_metrics`` on the caller's clock. A ``worker_id`` of "" is the reaper.
+        ``progress`` reports ride along, written first in the same round trip, so an attempt's
+        last report is in its record before its outcome is.
         """
         ttl_ms = self.settings.result_ttl_ms
 
@@ -124,7 +132,9 @@ class Transitions(BrokerCore):
             )
 
         # An acknowledged result must survive a failover too (OPTIONS['durability']).
-        rejected = self._fenced_out(finishes, build, durable=True)
+        rejected = self._fenced_out(
+            finishes, build, durable=True, before=self.progress_calls(progress)
+        )
         unrecorded = {id(item) for item, _ in rejected}
         self.tally.add(
             (

@@ -145,6 +145,16 @@ class Start(NamedTuple):
     started_ms: int
 
 
+class ProgressReport(NamedTuple):
+    """The latest progress of the attempt under ``lease``: ``done`` of ``total`` (None: not
+    known), with a note (progress.lua writes it, docs/lifecycle.md, Progress)."""
+
+    lease: Lease
+    done: int | float
+    total: int | float | None
+    note: str
+
+
 class Finish(NamedTuple):
     """The outcome of one attempt; ``value`` is the result JSON or the error JSON."""
 

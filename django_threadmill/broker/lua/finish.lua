@@ -29,7 +29,9 @@
 --          released only while it still names the task.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
 -- Cost:    per task one HMGET, one HSET, one PEXPIREAT (a workflow step that ended: and an
---          RPUSH); the lease and index updates are one call each.
+--          RPUSH; a retry: an HDEL of its attempt's progress instead of the PEXPIREAT); the
+--          lease and index updates are one call each. The progress fields of a final outcome
+--          are left as they are: the last report stays with the result.
 local now = now_ms()
 local finished_at = tostring(now)  -- the done index's score, formatted once per call
 local ttl = ARGV[2]
@@ -79,6 +81,8 @@ for i = 4, #ARGV, 7 do
     end
     if outcome == "retry" then
       redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
+      -- Progress is the attempt's: the next one starts without any (a final outcome keeps it).
+      redis.call("HDEL", key, "progress_done", "progress_total", "progress_note", "progress_ms")
       retried = true
     else
       fields[n + 1], fields[n + 2] = "finished_ms", ARGV[i + 5]

@@ -7,7 +7,8 @@
 -- ARGV[1]  id
 -- Returns: "requeued", or the state the task was in (nothing changes), "missing", or
 --          "damaged" (its record cannot be read: set aside and taken out of the done index).
--- Fence:   state must be "failed"; the record stops expiring (nothing pending expires).
+-- Fence:   state must be "failed"; the record stops expiring (nothing pending expires), and
+--          forgets the failed attempt's finish time and progress.
 -- Clock:   redis.call("TIME") only, to date a record set aside.
 local id = ARGV[1]
 local key = KEYS[1] .. id
@@ -20,7 +21,9 @@ if not f then
 end
 redis.call("PERSIST", key)
 redis.call("HSET", key, "state", "ready")
-redis.call("HDEL", key, "finished_ms")
+-- The new attempt starts without the failed one's progress (docs/lifecycle.md, Progress).
+redis.call("HDEL", key, "finished_ms", "progress_done", "progress_total", "progress_note",
+  "progress_ms")
 redis.call("ZREM", KEYS[3], id)
 redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
 if redis.call("LLEN", KEYS[4]) == 0 then

@@ -1,0 +1,21 @@
+-- progress.lua: write the latest progress report of running attempts into their records.
+-- KEYS[1]  P:t:        record prefix; each task id is appended
+-- ARGV[1..] per task, 5 values: id, token, done, total ("" when not known), note
+-- Returns: how many reports were written; the others were fenced out.
+-- Fence:   state must be "reserved" or "running" and token must match: a report that comes
+--          after its attempt finished, was reaped or was reserved again changes nothing. A
+--          record that cannot be read is skipped (start, finish and renew set it aside).
+-- Clock:   redis.call("TIME") only: progress_ms, when the report was written.
+-- Cost:    per task one HMGET and one HSET of the four progress fields.
+local reported_at = tostring(now_ms())  -- formatted once per call
+local written = 0
+for i = 1, #ARGV, 5 do
+  local key = KEYS[1] .. ARGV[i]
+  local f = read_record(key, "state", "token")
+  if f and f[2] == ARGV[i + 1] and (f[1] == "reserved" or f[1] == "running") then
+    redis.call("HSET", key, "progress_done", ARGV[i + 2], "progress_total", ARGV[i + 3],
+      "progress_note", ARGV[i + 4], "progress_ms", reported_at)
+    written = written + 1
+  end
+end
+return written

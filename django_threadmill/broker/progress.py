@@ -1,0 +1,40 @@
+"""Progress reports of running attempts, written into their records by progress.lua.
+
+A report is never a round trip of its own: the worker keeps each attempt's latest and sends
+them with its finish calls (``Transitions.finish``), or alone at most every half second
+(docs/lifecycle.md, Progress).
+"""
+
+from collections.abc import Sequence
+
+from ..codec.progress import stored_number
+from .core import BrokerCore
+from .scripts import ScriptCall, ScriptName
+from .types import ProgressReport
+
+
+def _arguments(report: ProgressReport) -> tuple[str, ...]:
+    total = "" if report.total is None else stored_number(report.total)
+    lease = report.lease
+    return (lease.task_id, lease.token, stored_number(report.done), total, report.note)
+
+
+class ProgressWrites(BrokerCore):
+    """The progress section of the Broker: one progress.lua call per queue part."""
+
+    def progress_calls(self, reports: Sequence[ProgressReport]) -> list[ScriptCall]:
+        """Return the calls that write ``reports``, fenced by their leases' tokens."""
+        return [
+            ScriptCall(
+                ScriptName.PROGRESS,
+                (self.queue_keys(part).record_prefix,),
+                tuple(value for report in group for value in _arguments(report)),
+            )
+            for part, group in self.by_part(reports, lambda report: report.lease).items()
+        ]
+
+    def send_progress(self, reports: Sequence[ProgressReport]) -> int:
+        """Write ``reports`` in one round trip; return how many were written (the others'
+        attempts had finished, or were reaped or reserved again)."""
+        calls = self.progress_calls(reports)
+        return sum(self._run_per_queue(calls, durable=False)) if calls else 0
