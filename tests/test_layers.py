@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("checks",),
     ("backend",),
     ("aliases",),
-    ("workflows",),
+    ("workflows", "progress"),
     ("worker",),
     ("admin", "views", "urls", "management", "apps", "models", "migrations"),
     ("testing", "pytest_plugin"),

@@ -6,7 +6,8 @@ worker's ``Executor`` runs each, a sync task in the calling thread and ``async d
 event loop the drain runs (their thread-sensitive calls, Django's async ORM among them, come
 back to the calling thread); every start and outcome is written through the broker's fenced
 start and finish before the next task, as with ``--sync-ack``, workflows advance from their
-steps' outcomes at once, and the metrics are sent at the end. Running in the caller's thread,
+steps' outcomes at once, and the metrics are sent at the end. A task's last progress report
+is written with its outcome. Running in the caller's thread,
 tasks see what a test set up there: its database transaction, its mocks, its log capture.
 """
 
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from datetime import timedelta
+from functools import partial
 
 from asgiref.sync import AsyncSingleThreadContext, async_to_sync
 
@@ -185,7 +187,9 @@ class _Drain:
         )
 
     def _finish(self, finishes: list[Finish]) -> None:
-        self._write("finish", self.broker.finish, finishes)
+        # The tasks' last progress reports go with their outcomes, written first.
+        progress = self.executor.progress.take(flush=True)
+        self._write("finish", partial(self.broker.finish, progress=progress), finishes)
         self.held.discard([finish.lease for finish in finishes])
         self.ran += len(finishes)
         for part in self.broker.outbox_signal.take():  # workflow steps ended: advance them

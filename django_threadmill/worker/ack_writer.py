@@ -9,6 +9,10 @@ the same batch with capped backoff.
 Hand-over costs no lock and wakes nobody while the writer is busy: items go on a
 deque, and the writer's doorbell rings only when it sleeps. Waking the writer once per item
 handed the GIL to it once per task, so at four threads it sent ten times smaller batches.
+
+Progress reports (worker/progress.py) ride along: the waiting ones go with the first finish
+call made once they are due, or alone when none is; a finishing attempt's last report goes
+with its outcome, written first.
 """
 
 import logging
@@ -17,11 +21,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from ..broker import Ack, Broker, Finish, Lease, Outcome, Rejected, Start
 from ..exceptions import BrokerUnavailable
 from .backoff import ACK_BACKOFF
 from .leases import HeldLeases
+from .progress import PendingProgress
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
@@ -75,6 +81,7 @@ class AckWriter(RoleThread):
         broker: Broker,
         worker_id: str,
         held: HeldLeases,
+        progress: PendingProgress,
         on_written: Callable[[], None],
         on_crash: Callable[[], None],
     ) -> None:
@@ -82,6 +89,8 @@ class AckWriter(RoleThread):
         self.broker = broker
         self.worker_id = worker_id
         self.held = held
+        self.progress = progress
+        progress.on_first = self._ring
         self.on_written = on_written  # called after each batch that recorded outcomes
         self.give_up = threading.Event()  # set past the shutdown deadline: stop retrying
         self._inbox: deque[_Item] = deque()  # append and popleft are atomic: no lock
@@ -119,6 +128,10 @@ class AckWriter(RoleThread):
 
     def _submit(self, item: _Item) -> None:
         self._inbox.append(item)
+        self._ring()
+
+    def _ring(self) -> None:
+        """Wake the writer if it sleeps: an item came, or a progress report while none waited."""
         if self._asleep:
             self._doorbell.set()
 
@@ -130,25 +143,45 @@ class AckWriter(RoleThread):
             batch = self._take_all()
             stopping = any(isinstance(item, _Stop) for item in batch)
             self._write(batch, held_starts, flush=stopping)
+            self._send_progress(flush=stopping)  # what is due and rode no finish call
             if stopping or time.monotonic() >= self._metrics_due:
                 self._send_metrics()
 
     def _sleep_until_work(self, held_starts: dict[Lease, tuple[Start, float]]) -> None:
-        """Return at once if anything waits; else sleep until rung, a held start is due, or
-        tallied metrics are due to be sent."""
+        """Return at once if anything waits; else sleep until rung, a held start is due,
+        tallied metrics are due to be sent, or waiting progress reports are."""
         if self._inbox:
             return
+        self._doorbell.clear()
+        self._asleep = True  # from here a submit, or a first progress report, rings
+        now = time.monotonic()
         wakes = [self._metrics_due] if self.broker.tally else []
         if held_starts:
             wakes.append(min(taken for _, taken in held_starts.values()) + START_NOTICE_DELAY_S)
-        timeout_s = max(0.0, min(wakes) - time.monotonic()) if wakes else None
-        self._doorbell.clear()
+        if (progress_wait_s := self.progress.wait_s()) is not None:
+            wakes.append(now + progress_wait_s)
+        timeout_s = max(0.0, min(wakes) - now) if wakes else None
         # A start submitted now must get its own short timer if ours is longer.
         self._asleep_until_rung = timeout_s is None or timeout_s > START_NOTICE_DELAY_S
-        self._asleep = True
         if not self._inbox:  # checked again after announcing sleep: no submit is missed
             self._doorbell.wait(timeout_s)
         self._asleep = self._asleep_until_rung = False
+
+    def _send_progress(self, *, flush: bool) -> None:
+        """Send the waiting progress reports if they are due (all of them with ``flush``); a
+        failure keeps them for the next send, unless newer ones came."""
+        reports = self.progress.take(flush=flush)
+        if not reports:
+            return
+        try:
+            self.broker.send_progress(reports)
+        except BrokerUnavailable as exc:
+            self.progress.put_back(reports)
+            logger.warning(
+                "Progress not sent, keeping it for the next try count=%d error=%s",
+                len(reports),
+                exc,
+            )
 
     def _send_metrics(self) -> None:
         """Send the metrics of what was written (a failure keeps them for the next send)."""
@@ -185,10 +218,12 @@ class AckWriter(RoleThread):
         if due:
             self._send("start", due, self.broker.start)
         successes = [f for f in finishes if f.outcome is Outcome.SUCCESSFUL]
-        if successes:
-            self._send("finish", successes, self.broker.finish)
-        for failure in (f for f in finishes if f.outcome is not Outcome.SUCCESSFUL):
-            self._send("finish", [failure], self.broker.finish)
+        failures = [[f] for f in finishes if f.outcome is not Outcome.SUCCESSFUL]
+        # The finishing attempts' last reports, and every waiting one if due, ride the first call.
+        riders = self.progress.take([f.lease for f in finishes], flush=flush) if finishes else []
+        for group in ([successes] if successes else []) + failures:
+            self._send("finish", group, partial(self.broker.finish, progress=riders))
+            riders = []
         if finishes:
             self.held.discard([finish.lease for finish in finishes])
             self.on_written()

@@ -43,7 +43,9 @@ class Crew:
         self.options = options
         self.held = HeldLeases()
         self.buffer = TaskBuffer(options.readahead(options.threads, async_tasks=False), is_async)
-        self.writer = AckWriter(broker, worker_id, self.held, self._on_written, on_crash)
+        self.writer = AckWriter(
+            broker, worker_id, self.held, executor.progress, self._on_written, on_crash
+        )
 
         def make_thread(index: int) -> WorkerThread:
             return WorkerThread(

@@ -4,10 +4,11 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from django_threadmill.broker import Broker, Finish, Outcome, Start
+from django_threadmill.broker import Broker, Finish, Outcome, ProgressReport, Start
 from django_threadmill.codec.times import now_ms
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
+from django_threadmill.worker.progress import PendingProgress
 from tests.support import wait_until
 from tests.worker import tasks
 
@@ -25,9 +26,11 @@ class RecordingBroker(Broker):
         self.calls.append(("start", len(starts)))
         return super().start(worker_id, starts)
 
-    def finish(self, worker_id: str, finishes: Sequence[Finish]) -> list[Finish]:
+    def finish(
+        self, worker_id: str, finishes: Sequence[Finish], progress: Sequence[ProgressReport] = ()
+    ) -> list[Finish]:
         self.calls.append(("finish", len(finishes)))
-        return super().finish(worker_id, finishes)
+        return super().finish(worker_id, finishes, progress)
 
 
 @pytest.fixture
@@ -38,7 +41,14 @@ def recording(broker: Broker) -> RecordingBroker:
 @pytest.fixture
 def writer(recording: RecordingBroker) -> Iterator[AckWriter]:
     crashes: list[str] = []
-    writer = AckWriter(recording, WORKER, HeldLeases(), lambda: None, lambda: crashes.append("x"))
+    writer = AckWriter(
+        recording,
+        WORKER,
+        HeldLeases(),
+        PendingProgress(),
+        lambda: None,
+        lambda: crashes.append("x"),
+    )
     yield writer
     writer.stop()
     writer.join(5)

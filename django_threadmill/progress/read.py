@@ -1,0 +1,19 @@
+"""``progress_of``: the last progress a task reported, read back with one HMGET."""
+
+from ..backend import ThreadmillTaskBackend
+from ..codec.progress import Progress, stored_progress
+from ..compat import TaskResult, task_backends
+
+
+def progress_of(result: TaskResult) -> Progress | None:
+    """Return the last progress ``result``'s task reported, or None if it reported none yet.
+
+    A finished task keeps its last report with its result; a retry or a requeue starts
+    without one. A result of another backend has none (``report_progress`` does nothing
+    there). Raise ``PayloadError`` when the task's record cannot be read (docs/lifecycle.md,
+    Damaged records).
+    """
+    backend = task_backends[result.backend]
+    if not isinstance(backend, ThreadmillTaskBackend):
+        return None
+    return stored_progress(backend.broker.progress_fields(result.id))

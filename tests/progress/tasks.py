@@ -1,0 +1,56 @@
+"""Tasks that report progress, at module level so worker processes import them."""
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+from django_threadmill.compat import TaskContext, task
+from django_threadmill.progress import report_progress
+
+
+@task(takes_context=True)
+def reports_then_waits(context: TaskContext, gate: str, times: int = 1) -> str:
+    """Report ``times`` times in a tight loop, the last 3 of 10; wait until ``gate`` exists;
+    report 10 of 10 and return at once, so that last report goes with the outcome."""
+    for n in range(times):
+        report_progress(context, 3, 10, f"step 3 ({n + 1} of {times})")
+    while not Path(gate).exists():
+        time.sleep(0.01)  # the task's own wait, polled; the test creates the file
+    report_progress(context, 10, 10, "done")
+    return "done"
+
+
+@task(takes_context=True)
+async def areports_then_waits(context: TaskContext, gate: str, times: int = 1) -> str:
+    """``reports_then_waits`` as an ``async def`` task, waiting on the event loop."""
+    for n in range(times):
+        report_progress(context, 3, 10, f"step 3 ({n + 1} of {times})")
+    while not Path(gate).exists():
+        await asyncio.sleep(0.01)
+    report_progress(context, 10, 10, "done")
+    return "done"
+
+
+@task(takes_context=True)
+def reports_then_fails(context: TaskContext) -> None:
+    report_progress(context, 1, 2, "halfway")
+    raise ValueError("failed halfway")
+
+
+@task(takes_context=True)
+def reports_from_its_own_thread(context: TaskContext) -> None:
+    """Report from a thread the task starts: the report reaches the worker all the same."""
+    helper = threading.Thread(target=report_progress, args=(context, 5), kwargs={"note": "aside"})
+    helper.start()
+    helper.join()
+
+
+@task(takes_context=True)
+def reports_unknown_total(context: TaskContext, done: float) -> None:
+    report_progress(context, done, note="counting")
+
+
+@task
+def plain() -> int:
+    return 1
