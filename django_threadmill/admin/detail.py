@@ -7,6 +7,7 @@ from django.http import Http404, HttpResponse
 from ..broker.inspect import DAMAGED, TaskDetail, task_path
 from ..broker.inspect.source import Source
 from ..codec.payloads import decode_payload
+from ..codec.progress import stored_progress
 from ..codec.results import attempted_ms, errors_of, parse_error
 from ..exceptions import PayloadError
 from .display import describe_worker, pretty_json, pretty_value, shown, state_label, when
@@ -65,6 +66,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "detail": detail,
         "state": state,
         "label": state_label(state),
+        "progress": stored_progress(record),
         "path": payload.get("path") or task_path(record.get("payload")),
         "priority": payload.get("priority"),
         "payload_error": payload_error,

@@ -109,6 +109,7 @@ def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
         "enqueued_at": when(row.enqueued_ms),
         "finished_at": when(row.finished_ms),
         "run_after": when(row.run_after_ms),
+        "progress": row.progress,
     }
 
 

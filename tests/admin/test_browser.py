@@ -141,6 +141,7 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     browser.set_window_size(1400, 1500)
     assert "FAILED" in session.text_once_shown("#tm-status")
     assert "ConnectionError" in session.text()
+    assert "1 / 2 (50%) report 'weekly' built" in session.text("#tm-progress")
     session.shot("task-failed")
     browser.set_window_size(1400, 1000)
     session.click("#tm-requeue")
@@ -149,12 +150,14 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     session.click("#tm-confirm")
     assert "1 task requeued." in session.text_once_shown(".messagelist")
     assert "READY" in session.text("#tm-status")
+    assert not browser.find_elements(By.ID, "tm-progress")  # the new attempt reported nothing
 
     run_worker_burst(redis_url, key_prefix)
     session.driver.refresh()
     browser.set_window_size(1400, 1300)
     assert "SUCCESSFUL" in session.text("#tm-status")
     assert "sent on attempt 2" in session.text()
+    assert "2 / 2 (100%) sent" in session.text("#tm-progress")
     session.shot("task-successful")
 
     browser.set_window_size(1400, 1000)

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from ...codec.ids import queue_of
 from ...codec.payloads import task_path
+from ...codec.progress import PROGRESS_FIELDS, stored_progress
 from ..broker import Broker
 from ..connection import wrong_type
 from ..keys import QueueKeys
@@ -39,6 +40,7 @@ ROW_FIELDS = (
     "finished_ms",
     "workers",
     "nerrors",
+    *PROGRESS_FIELDS,
 )
 type Fields = list[str | None] | None  # one HMGET reply; None: the key is not a hash
 
@@ -375,6 +377,7 @@ class Inspector:
             finished_ms=stored_int(fields["finished_ms"]),
             attempts=len(fields["workers"].split("\n")) if fields["workers"] else 0,
             errors=stored_int(fields["nerrors"]) or 0,
+            progress=stored_progress(fields),
         )
 
     # One task ------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ...codec.progress import Progress
+
 DAMAGED = "damaged"  # the state a reader shows for a record key that is not a hash
 
 
@@ -69,6 +71,7 @@ class TaskRow:
     finished_ms: int | None
     attempts: int
     errors: int
+    progress: Progress | None = None  # the last report of a task that reported any
 
     @classmethod
     def unreadable(cls, task_id: str, queue: str) -> "TaskRow":
