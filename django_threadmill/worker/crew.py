@@ -19,6 +19,7 @@ from .options import WorkerOptions
 from .pool import PoolLimits, PoolSizing, WorkerPool
 from .prefetcher import Prefetcher
 from .role import RoleThread
+from .runner import RunnerParts
 from .threads import WorkerThread
 from .watchdog import Watchdog
 from .workflow_drainer import WorkflowDrainer
@@ -47,30 +48,21 @@ class Crew:
             broker, worker_id, self.held, executor.progress, self._on_written, on_crash
         )
 
-        def make_thread(index: int) -> WorkerThread:
-            return WorkerThread(
-                index,
-                buffer=self.buffer,
-                executor=executor,
-                writer=self.writer,
-                held=self.held,
-                sync_ack=options.sync_ack,
-                on_task_done=on_task_done,
-                on_crash=on_crash,
-            )
-
-        self.pool = WorkerPool(make_thread, self.buffer, self._readahead)
-        self.pool.add(options.threads, start=False)
-        self.lane = EventLoopLane(
-            options.async_concurrency,
+        parts = RunnerParts(
             buffer=self.buffer,
             executor=executor,
             writer=self.writer,
             held=self.held,
             sync_ack=options.sync_ack,
             on_task_done=on_task_done,
-            on_crash=on_crash,
         )
+
+        def make_thread(index: int) -> WorkerThread:
+            return WorkerThread(index, parts, on_crash)
+
+        self.pool = WorkerPool(make_thread, self.buffer, self._readahead)
+        self.pool.add(options.threads, start=False)
+        self.lane = EventLoopLane(options.async_concurrency, parts, on_crash)
         self.buffer.on_first_async = self._resize
         self.monitor = LoopMonitor(self.lane, on_crash)
         self.keeper = LeaseKeeper(

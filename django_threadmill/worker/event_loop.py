@@ -15,13 +15,9 @@ import time
 from collections.abc import Callable
 from types import FrameType
 
-from ..broker import Reservation, Start
-from ..codec.times import now_ms
-from .ack_writer import AckWriter
-from .buffer import TaskBuffer
-from .executor import Executor
-from .leases import HeldLeases
+from ..broker import Reservation
 from .role import RoleThread
+from .runner import RunnerParts, TaskRunner
 
 logger = logging.getLogger(__name__)
 
@@ -29,29 +25,12 @@ BEAT_S = 0.05  # the loop notes the time this often while tasks run
 BLOCKED_S = 0.1  # a loop that missed its beat this long is reported as blocked
 
 
-class EventLoopLane(RoleThread):
+class EventLoopLane(TaskRunner):
     """Run async tasks on one event loop, up to ``concurrency`` at once."""
 
-    def __init__(
-        self,
-        concurrency: int,
-        *,
-        buffer: TaskBuffer,
-        executor: Executor,
-        writer: AckWriter,
-        held: HeldLeases,
-        sync_ack: bool,
-        on_task_done: Callable[[], None],
-        on_crash: Callable[[], None],
-    ) -> None:
-        super().__init__("threadmill-event-loop", on_crash)
+    def __init__(self, concurrency: int, parts: RunnerParts, on_crash: Callable[[], None]) -> None:
+        super().__init__("threadmill-event-loop", parts, on_crash)
         self.concurrency = concurrency
-        self.buffer = buffer
-        self.executor = executor
-        self.writer = writer
-        self.held = held
-        self.sync_ack = sync_ack
-        self.on_task_done = on_task_done
         self.event_loop: asyncio.AbstractEventLoop | None = None  # made in the lane's thread
         self.running: dict[asyncio.Task[None], Reservation] = {}  # the loop's thread only
         self.idle = threading.Event()  # set while no task runs
@@ -60,7 +39,7 @@ class EventLoopLane(RoleThread):
         self.last_beat = time.monotonic()
         self.handed_back = 0  # tasks cancelled at the shutdown deadline, unrecorded
         self._finishing = threading.Event()  # set at the deadline: cancel, then stop
-        buffer.on_async_work = self.nudge
+        self.buffer.on_async_work = self.nudge
 
     def loop(self) -> None:
         event_loop = self.event_loop = asyncio.new_event_loop()
@@ -113,13 +92,10 @@ class EventLoopLane(RoleThread):
         self._admit()
 
     async def _run_one(self, reservation: Reservation) -> None:
-        lease = reservation.lease
         try:
-            if not self.held.holds(lease.task_id):
-                logger.warning("Skipped task whose reservation was lost task_id=%s", lease.task_id)
+            started_ms = self.begin(reservation)
+            if started_ms is None:
                 return
-            started_ms = now_ms()
-            self.writer.submit_start(Start(lease=lease, started_ms=started_ms))
             finish = await self.executor.arun(reservation, started_ms)
             if self.sync_ack:
                 await asyncio.to_thread(self.writer.submit_finish, finish, wait=True)

@@ -1,48 +1,24 @@
 """Worker threads: take a reserved task from the buffer, run it, hand the outcome to the writer."""
 
-import logging
 import threading
 import time
 from collections.abc import Callable
 
-from ..broker import Reservation, Start
-from ..codec.times import now_ms
-from .ack_writer import AckWriter
-from .buffer import TaskBuffer, Turn
+from ..broker import Reservation
+from .buffer import Turn
 from .db_connections import mark_worker_thread
-from .executor import Executor
-from .leases import HeldLeases
-from .role import RoleThread
-
-logger = logging.getLogger(__name__)
+from .runner import RunnerParts, TaskRunner
 
 
-class WorkerThread(RoleThread):
+class WorkerThread(TaskRunner):
     """Run tasks until the buffer closes. Task errors never end this thread.
 
     A task that outlives ``--task-timeout`` is taken over by the watchdog: the thread is
     abandoned, its eventual outcome discarded, and a fresh thread takes its place.
     """
 
-    def __init__(
-        self,
-        index: int,
-        *,
-        buffer: TaskBuffer,
-        executor: Executor,
-        writer: AckWriter,
-        held: HeldLeases,
-        sync_ack: bool,
-        on_task_done: Callable[[], None],
-        on_crash: Callable[[], None],
-    ) -> None:
-        super().__init__(f"threadmill-worker-{index}", on_crash)
-        self.buffer = buffer
-        self.executor = executor
-        self.writer = writer
-        self.held = held
-        self.sync_ack = sync_ack
-        self.on_task_done = on_task_done  # counts toward --max-tasks
+    def __init__(self, index: int, parts: RunnerParts, on_crash: Callable[[], None]) -> None:
+        super().__init__(f"threadmill-worker-{index}", parts, on_crash)
         self.abandoned = False
         self.retired = False  # ended by the pool shrinking (worker/pool.py)
         self.busy = False  # running a task: read by the pool, without a lock
@@ -67,17 +43,13 @@ class WorkerThread(RoleThread):
             self.idle_since = time.monotonic()
 
     def _run_one(self, reservation: Reservation) -> None:
-        if not self.held.holds(reservation.lease.task_id):
-            logger.warning(
-                "Skipped task whose reservation was lost task_id=%s", reservation.lease.task_id
-            )
+        started_ms = self.begin(reservation)
+        if started_ms is None:
             self.buffer.done()
             return
-        started_ms = now_ms()
         with self._lock:
             self._current, self._current_since = reservation, time.monotonic()
             self._current_started_ms = started_ms
-        self.writer.submit_start(Start(lease=reservation.lease, started_ms=started_ms))
         finish = self.executor.run(reservation, started_ms)
         with self._lock:
             if self.abandoned:

@@ -1,0 +1,52 @@
+"""What a worker thread and the event loop lane share: the parts that run a reserved task."""
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..broker import Reservation, Start
+from ..codec.times import now_ms
+from .ack_writer import AckWriter
+from .buffer import TaskBuffer
+from .executor import Executor
+from .leases import HeldLeases
+from .role import RoleThread
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunnerParts:
+    """The parts of a process every task runner shares."""
+
+    buffer: TaskBuffer
+    executor: Executor
+    writer: AckWriter
+    held: HeldLeases
+    sync_ack: bool  # --sync-ack: an outcome is written before the next task
+    on_task_done: Callable[[], None]  # counts toward --max-tasks and --max-memory
+
+
+class TaskRunner(RoleThread):
+    """A role that takes reserved tasks from the buffer, runs them and hands their outcome to
+    the ack writer: a worker thread (threads.py) or the event loop lane (event_loop.py)."""
+
+    def __init__(self, name: str, parts: RunnerParts, on_crash: Callable[[], None]) -> None:
+        super().__init__(name, on_crash)
+        self.buffer = parts.buffer
+        self.executor = parts.executor
+        self.writer = parts.writer
+        self.held = parts.held
+        self.sync_ack = parts.sync_ack
+        self.on_task_done = parts.on_task_done
+
+    def begin(self, reservation: Reservation) -> int | None:
+        """Start an attempt: return its start (ms) once its start notice is queued, or None
+        if the lease keeper lost the reservation meanwhile (then it must not run)."""
+        lease = reservation.lease
+        if not self.held.holds(lease.task_id):
+            logger.warning("Skipped task whose reservation was lost task_id=%s", lease.task_id)
+            return None
+        started_ms = now_ms()
+        self.writer.submit_start(Start(lease=lease, started_ms=started_ms))
+        return started_ms
