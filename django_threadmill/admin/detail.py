@@ -10,6 +10,7 @@ from ..codec.payloads import decode_payload
 from ..codec.progress import stored_progress
 from ..codec.results import attempted_ms, errors_of, parse_error
 from ..exceptions import PayloadError
+from ..workflows.plan import read_step_marker
 from .display import describe_worker, pretty_json, pretty_value, shown, state_label, when
 
 
@@ -55,6 +56,12 @@ def _lease(detail: TaskDetail, workers: list[str]) -> dict[str, Any] | None:
     }
 
 
+def _workflow(record: dict[str, str]) -> dict[str, Any] | None:
+    """The workflow this task is a step of, for a link to its page."""
+    marked = read_step_marker(record.get("workflow"))
+    return None if marked is None else {"id": marked[0], "step": marked[1]}
+
+
 def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     """Return the template context of the detail page of one task."""
     record = detail.record
@@ -67,6 +74,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "state": state,
         "label": state_label(state),
         "progress": stored_progress(record),
+        "workflow": _workflow(record),
         "path": payload.get("path") or task_path(record.get("payload")),
         "priority": payload.get("priority"),
         "payload_error": payload_error,

@@ -19,7 +19,7 @@ from ..codec.payloads import load_task
 from ..codec.results import parse_error
 from ..exceptions import Cancelled, PayloadError
 from .launch import step_task
-from .plan import input_value, stored_plan
+from .plan import input_value, read_step_marker, stored_plan
 
 logger = logging.getLogger(__name__)
 
@@ -50,19 +50,20 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> None:
         record = backend.broker.record(task_id)
     except PayloadError:
         record = None  # set aside as damaged by the read: nothing to advance from
-    if record is None or ":" not in record.get("workflow", ":"):
+    marked = None if record is None else read_step_marker(record.get("workflow"))
+    if record is None or marked is None:
         logger.error(
             "Workflow step record is gone or damaged, its workflow cannot advance from it "
             "task_id=%s",
             task_id,
         )
         return
-    workflow_id, _, index = record["workflow"].partition(":")
+    workflow_id, index = marked
     ended = _how_it_ended(record)
     if ended is None:  # requeued before this drain: its next end fills the outbox again
         return
     outcome, value = ended
-    status, due = backend.broker.advance_workflow(workflow_id, int(index), outcome, value)
+    status, due = backend.broker.advance_workflow(workflow_id, index, outcome, value)
     if status in ("missing", "damaged"):
         logger.error(
             "Workflow of a step is %s, nothing more is enqueued workflow_id=%s task_id=%s",

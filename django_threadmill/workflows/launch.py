@@ -12,7 +12,15 @@ from ..codec.ids import new_task_hex
 from ..compat import InvalidTask, Task
 from ..enqueue.on_commit import defer_to_commit
 from ..enqueue.prepare import prepare
-from .plan import Plan, Plannable, PlannedStep, plan, step_task_id, workflow_fields
+from .plan import (
+    Plan,
+    Plannable,
+    PlannedStep,
+    plan,
+    step_marker,
+    step_task_id,
+    workflow_fields,
+)
 from .result import WorkflowResult, read_workflow, waiting_for_commit
 
 
@@ -74,7 +82,7 @@ def step_task(
         step.kwargs,
         broker=backend.broker,
         task_id=step_task_id(workflow_id, step),
-        guard=Guard(kind=GuardKind.STEP, name=f"{workflow_id}:{step.index}", value_ms=0),
+        guard=Guard(kind=GuardKind.STEP, name=step_marker(workflow_id, step.index), value_ms=0),
     )
     return new
 

@@ -110,6 +110,17 @@ def step_task_id(workflow_id: str, step: PlannedStep) -> str:
     return make_task_id(digest, step.queue)
 
 
+def step_marker(workflow_id: str, index: int) -> str:
+    """The ``workflow`` field of a step's record: which workflow, which step."""
+    return f"{workflow_id}:{index}"
+
+
+def read_step_marker(marker: str | None) -> tuple[str, int] | None:
+    """Return the workflow id and step index a record's ``workflow`` field names, or None."""
+    workflow_id, _, index = (marker or "").partition(":")
+    return (workflow_id, int(index)) if workflow_id and index.isdigit() else None
+
+
 def workflow_fields(steps: list[PlannedStep]) -> dict[str, str | int]:
     """The fields of a new workflow's hash (broker/workflows.py lists them)."""
     fields: dict[str, str | int] = {

@@ -50,3 +50,16 @@ def test_a_workflow_page_shows_its_steps_states_and_links(
 def test_an_unknown_workflow_is_a_404(operator: Client, backend: ThreadmillTaskBackend) -> None:
     assert operator.get(f"{WORKFLOWS_URL}default/nope/").status_code == 404
     assert operator.get(f"{WORKFLOWS_URL}elsewhere/nope/").status_code == 404
+
+
+def test_a_step_links_to_its_workflow_and_the_task_list_to_the_workflows(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+
+    page = operator.get(f"{TASKS_URL}default/{flow.steps[0].task_id}/").content.decode()
+    listing = operator.get(TASKS_URL).content.decode()
+
+    assert f'href="{WORKFLOWS_URL}default/{flow.id}/" id="tm-workflow"' in page
+    assert "(step 0)" in page
+    assert f'href="{WORKFLOWS_URL}" id="tm-workflows-link"' in listing
