@@ -54,6 +54,8 @@ class PendingProgress:
     def take(self, finishing: Iterable[Lease] = (), *, flush: bool = False) -> list[ProgressReport]:
         """Take every waiting report if they are due (or ``flush``), and start the next
         interval; else only the reports of the ``finishing`` attempts."""
+        if not self._latest:  # the usual case, read without the lock: no task reports
+            return []
         now = self.clock()
         with self._lock:
             if self._latest and (flush or now >= self._next_send):
