@@ -103,3 +103,35 @@ def test_a_start_whose_result_does_not_follow_soon_is_sent(
     wait_until(lambda: long_running.refresh() or long_running.status == "RUNNING", "start notice")
     assert recording.calls == [("start", 1)]
     assert long_running.worker_ids == [WORKER]
+
+
+def test_an_ack_not_recorded_is_logged_by_why(
+    broker: Broker, writer: AckWriter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A retried call whose first try landed is no news (INFO); another owner settling the
+    task is worth a look (WARNING); a damaged record needs an operator (ERROR)."""
+    for n in range(3):
+        tasks.square.enqueue(n)
+    landed, released, damaged = [r.lease for r in broker.acquire("default", 3).reservations]
+    assert broker.finish(WORKER, [finish(landed)]) == []  # the first try landed
+    assert broker.release([released]) == 1  # handed back: another owner's now
+    broker.client.delete(broker.queue_keys("default").record(damaged.task_id))
+    broker.client.set(broker.queue_keys("default").record(damaged.task_id), "garbage")
+
+    with caplog.at_level("INFO", logger="django_threadmill.worker.ack_writer"):
+        for lease in (landed, released, damaged):
+            writer.submit_finish(finish(lease))
+        writer.start()
+        writer.stop()
+        writer.join(5)
+
+    levels = {
+        record.getMessage().split("task_id=")[1].split(":")[0]: record.levelname
+        for record in caplog.records
+        if record.getMessage().startswith("Ack not recorded")
+    }
+    assert levels == {
+        landed.task_id: "INFO",
+        released.task_id: "WARNING",
+        damaged.task_id: "ERROR",
+    }
