@@ -17,7 +17,9 @@ from tests.security.tls import tls_redis
 from tests.servers.redis_server import free_port, redis_process
 from tests.support import Command, wait_until, worker
 
-OPTIONS = {"socket_connect_timeout": 0.5}  # a TLS handshake with plain Redis waits this long
+# A TLS handshake with a plain Redis waits for an answer that never comes, for socket_timeout
+# (10 s by default): half a second is enough to tell each wrong server here.
+OPTIONS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
 HTTP = (
     r"The server at {url} answered with something that is not the Redis protocol \(got "
     r"'<!DOCTYPE.*'\)\. Is LOCATION pointing at an HTTP server\? Point LOCATION at Redis; "
