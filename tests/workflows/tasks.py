@@ -1,6 +1,7 @@
 """Tasks for the workflow tests, at module level so worker processes import them."""
 
 import os
+import threading
 
 from django_threadmill.compat import task
 
@@ -37,6 +38,17 @@ def collect(values: list[int], log: str = "") -> list[int]:
 def counted(n: int, log: str) -> int:
     """Return ``n``, and count the run in ``log``."""
     _count(log, f"counted {n}")
+    return n
+
+
+# Two tasks wait here for each other, so that they finish at the same moment.
+AT_ONCE = threading.Barrier(2, timeout=30)
+
+
+@task
+def together(n: int) -> int:
+    """Return ``n`` once another ``together`` task runs too (in another thread)."""
+    AT_ONCE.wait()
     return n
 
 

@@ -3,6 +3,7 @@ when two finishers race for a group's callback (docs/workflows.md, Exactly once)
 
 import shutil
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -10,10 +11,13 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
+from django_threadmill.testing import drain
 from django_threadmill.workflows import chain, group, step
 from tests.support import Command, run_to_completion, worker
 
-from .tasks import collect, counted
+from .tasks import collect, counted, together
+
+RACES = 50
 
 
 def runs(log: Path) -> list[str]:
@@ -84,3 +88,27 @@ def test_a_worker_killed_between_a_finish_and_the_next_enqueue_loses_and_repeats
     assert flow.status == TaskResultStatus.SUCCESSFUL
     assert runs(log) == ["counted 1"] * 3
     assert broker.client.llen(broker.queue_keys("default").outbox) == 0
+
+
+def test_two_workers_finishing_a_groups_last_members_at_once_enqueue_one_callback(
+    backend: ThreadmillTaskBackend, tmp_path: Path
+) -> None:
+    """Each member is on its own queue, run by its own in-process worker in its own thread;
+    the members wait for each other, so both finish, and both advance the workflow, at once."""
+    log = tmp_path / "runs.log"
+    members = [together.using(queue_name="emails"), together.using(queue_name="reports")]
+    with ThreadPoolExecutor(max_workers=2) as workers:
+        for race in range(RACES):
+            flow = group(
+                *(step(member, n) for n, member in enumerate(members)),
+                then=step(collect, log=str(log)),
+            ).enqueue()
+            ran = workers.map(lambda m: drain(queues=[m.queue_name], wait_for_delayed=0), members)
+            assert list(ran) == [1, 1]
+
+            assert drain(queues=["default"], wait_for_delayed=0) == 1, f"race {race}"
+            flow.refresh()
+            assert flow.status == TaskResultStatus.SUCCESSFUL
+            assert flow.results[-1] is not None
+            assert flow.results[-1].return_value == [0, 1]
+    assert runs(log) == ["collect"] * RACES
