@@ -1,8 +1,10 @@
-"""Pause and resume a queue from the queues page: confirmed first, change permission, logged."""
+"""Pause and resume a queue from the queues page: confirmed first, change permission, logged,
+and obeyed by a running worker."""
 
 import logging
 
 import pytest
+import redis
 from django.contrib.auth.models import User
 from django.contrib.messages import get_messages
 from django.test import Client
@@ -12,6 +14,8 @@ from django_threadmill.broker.inspect import Inspector
 from django_threadmill.broker.pausing import QueuePause
 from testproject.example.tasks import add
 from tests.admin.conftest import QUEUES_URL
+from tests.pausing import looked_again, still_ready, succeeded
+from tests.support import running, wait_until, worker
 
 PAUSE_URL = QUEUES_URL + "default/default/pause/"
 RESUME_URL = QUEUES_URL + "default/default/resume/"
@@ -90,6 +94,27 @@ def test_pause_then_resume_records_who_and_logs_it(
     assert caplog.messages == [
         "Queue resumed backend=default queue=default by=operator in the admin"
     ]
+
+
+def test_a_running_worker_obeys_a_pause_and_a_resume_from_the_admin(
+    operator: Client,
+    backend: ThreadmillTaskBackend,
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    with running(worker(redis_url, key_prefix, "--threads", "2")):
+        first = add.enqueue(1, 1)
+        wait_until(lambda: succeeded(first), "the worker running a task before the pause")
+
+        confirmed(operator, PAUSE_URL, reason="a test")
+        held = [add.enqueue(n, n) for n in range(3)]
+        looked_again(backend, redis_client)
+        assert still_ready(held)
+
+        confirmed(operator, RESUME_URL)
+        for result in held:
+            wait_until(lambda r=result: succeeded(r), "the held tasks running after resume")
 
 
 def test_a_queue_paused_meanwhile_keeps_its_pause(

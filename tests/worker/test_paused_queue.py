@@ -8,11 +8,11 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Acquired, Broker
-from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.prefetcher import IDLE_BLOCK_S, Prefetcher
-from testproject.example.tasks import add, send_welcome
+from testproject.example.tasks import add
+from tests.pausing import looked_again, still_ready, succeeded
 from tests.support import Command, run_to_completion, running, wait_until
 
 WINDOW_S = 1.0  # measured stretch of idleness
@@ -29,29 +29,6 @@ def script_calls(client: redis.Redis) -> int:
     return sum(
         int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
     )
-
-
-def succeeded(result: TaskResult) -> bool:
-    result.refresh()
-    return result.status == TaskResultStatus.SUCCESSFUL
-
-
-def still_ready(results: Sequence[TaskResult]) -> bool:
-    for result in results:
-        result.refresh()
-    return all(result.status == TaskResultStatus.READY for result in results)
-
-
-def looked_again(backend: ThreadmillTaskBackend, redis_client: redis.Redis) -> None:
-    """Wait until the worker has acquired from every queue since the tasks enqueued so far.
-
-    A task enqueued to "emails" now runs only after an acquire that follows the wake tokens
-    of the tasks before it, and a woken worker asks every queue it serves in that acquire.
-    """
-    probe = send_welcome.enqueue("probe@example.com")
-    wait_until(lambda: succeeded(probe), "the worker running a task of another queue")
-    wake = backend.broker.queue_keys("default").wake
-    wait_until(lambda: redis_client.llen(wake) == 0, "the worker taking the wake tokens")
 
 
 def test_pause_holds_new_tasks_ready_while_the_worker_runs_and_resume_runs_them(
