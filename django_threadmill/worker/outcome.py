@@ -52,21 +52,13 @@ def failed(
         result.errors.append(parse_error(value))
         if retry:
             delay = retry_delay(result.task, result, error)
-    if delay is not None:
-        return Finish(
-            lease=lease,
-            outcome=Outcome.RETRY,
-            value=value,
-            started_ms=started_ms,
-            finished_ms=now_ms(),
-            retry_delay_ms=int(delay.total_seconds() * 1000),
-        )
     return Finish(
         lease=lease,
-        outcome=Outcome.FAILED,
+        outcome=Outcome.FAILED if delay is None else Outcome.RETRY,
         value=value,
         started_ms=started_ms,
         finished_ms=now_ms(),
+        retry_delay_ms=0 if delay is None else int(delay.total_seconds() * 1000),
     )
 
 
