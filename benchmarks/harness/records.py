@@ -40,23 +40,30 @@ class DrainRecord:
 
     @property
     def key(self) -> "RowKey":
-        return (
-            self.peer,
-            self.processes,
-            self.threads,
-            self.max_threads,
-            self.async_concurrency,
-            self.variant,
-        )
+        return row_of(self)
 
 
 # One row of the table: peer, processes, threads, max threads, async lane, variant.
 RowKey = tuple[str, int, int, int | None, int | None, str]
 
 
-def in_flight(threads: int, max_threads: int | None, async_concurrency: int | None) -> int:
-    """Tasks a row can have running at once: the lane, else the most threads."""
-    return async_concurrency or max_threads or threads
+def row(
+    peer: str,
+    threads: int,
+    variant: str = "",
+    processes: int = 1,
+    max_threads: int | None = None,
+    async_concurrency: int | None = None,
+) -> RowKey:
+    """The key of one row of the table."""
+    return (peer, processes, threads, max_threads, async_concurrency, variant)
+
+
+def row_of(run: "DrainRecord | Summary") -> RowKey:
+    """The key of the row a run or a summary belongs to."""
+    return row(
+        run.peer, run.threads, run.variant, run.processes, run.max_threads, run.async_concurrency
+    )
 
 
 def per_task(value: float, tasks: int) -> float:
@@ -150,18 +157,12 @@ class Summary:
 
     @property
     def key(self) -> RowKey:
-        return (
-            self.peer,
-            self.processes,
-            self.threads,
-            self.max_threads,
-            self.async_concurrency,
-            self.variant,
-        )
+        return row_of(self)
 
     @property
     def in_flight(self) -> int:
-        return in_flight(self.threads, self.max_threads, self.async_concurrency)
+        """Tasks the row can have running at once: the lane, else the most threads."""
+        return self.async_concurrency or self.max_threads or self.threads
 
 
 FIGURES = (

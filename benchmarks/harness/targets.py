@@ -16,7 +16,7 @@ from .cases import (
     RTT,
     WIDE_THREADS,
 )
-from .records import BurstRecord, DrainRecord, LatencyRecord, RowKey, Summary
+from .records import BurstRecord, DrainRecord, LatencyRecord, RowKey, Summary, row
 
 OURS = "threadmill"
 REFERENCE = "dramatiq"  # the "x dramatiq" columns
@@ -30,18 +30,6 @@ class Verdict:
     target: str
     measured: str
     met: bool | None  # None: not measured in this session
-
-
-def row(
-    peer: str,
-    threads: int,
-    variant: str = "",
-    processes: int = 1,
-    max_threads: int | None = None,
-    async_concurrency: int | None = None,
-) -> RowKey:
-    """The key of one row of the table."""
-    return (peer, processes, threads, max_threads, async_concurrency, variant)
 
 
 def find(
