@@ -219,13 +219,14 @@ class AckWriter(RoleThread):
             self._send("start", due, self.broker.start)
         successes = [f for f in finishes if f.outcome is Outcome.SUCCESSFUL]
         failures = [[f] for f in finishes if f.outcome is not Outcome.SUCCESSFUL]
+        finished = [finish.lease for finish in finishes]
         # The finishing attempts' last reports, and every waiting one if due, ride the first call.
-        riders = self.progress.take([f.lease for f in finishes], flush=flush) if finishes else []
+        riders = self.progress.take(finished, flush=flush) if finishes else []
         for group in ([successes] if successes else []) + failures:
             self._send("finish", group, partial(self.broker.finish, progress=riders))
             riders = []
         if finishes:
-            self.held.discard([finish.lease for finish in finishes])
+            self.held.discard(finished)
             self.on_written()
         # Starts taken in this batch stay in hand while held; everything else is done now.
         self._in_hand -= len(batch) - sum(isinstance(item, Start) for item in batch)
