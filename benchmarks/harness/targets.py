@@ -33,17 +33,10 @@ class Verdict:
 
 
 def find(
-    summaries: list[Summary],
-    peer: str,
-    threads: int,
-    variant: str = "",
-    processes: int = 1,
-    max_threads: int | None = None,
-    async_concurrency: int | None = None,
+    summaries: list[Summary], peer: str, threads: int, variant: str = "", processes: int = 1
 ) -> Summary | None:
-    return find_row(
-        summaries, row(peer, threads, variant, processes, max_threads, async_concurrency)
-    )
+    """The summary of a fixed pool's row (an elastic or async-lane row: find_row)."""
+    return find_row(summaries, row(peer, threads, variant, processes))
 
 
 def find_row(summaries: list[Summary], key: RowKey) -> Summary | None:
