@@ -4,7 +4,7 @@ ahead fires no slot early (docs/design.md, One clock)."""
 import re
 import shutil
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -27,11 +27,6 @@ def skewed_env(directory: Path, skew_s: float) -> dict[str, str]:
     return {"PYTHONPATH": str(directory), "THREADMILL_TEST_CLOCK_SKEW_S": str(skew_s)}
 
 
-def redis_now_ms(broker: Broker) -> int:
-    seconds, micros = broker.client.time()
-    return int(seconds) * 1000 + int(micros) // 1000
-
-
 def test_a_supervisor_whose_clock_runs_a_minute_ahead_fires_no_slot_early(
     start_worker: Callable[..., Command],
     tasks_options: dict[str, object],
@@ -40,7 +35,7 @@ def test_a_supervisor_whose_clock_runs_a_minute_ahead_fires_no_slot_early(
 ) -> None:
     supervisor = start_worker(options=tasks_options, extra_env=skewed_env(tmp_path, SKEW_S))
     supervisor.wait_for_log(r"(?s)(Schedule fired schedule=tick.*){2}", timeout_s=30)
-    now_ms = redis_now_ms(broker)
+    now_ms = broker.server_time_ms()
     supervisor.signal()
     assert supervisor.wait() == 0, supervisor.log
 
@@ -61,8 +56,7 @@ def test_threadmill_schedules_shows_next_slots_on_the_redis_clock(
     skewed = skewed_env(tmp_path, 3600)  # an hour ahead: its own next slot is an hour late
 
     def next_hour() -> datetime:
-        now = datetime.fromtimestamp(redis_now_ms(broker) / 1000, UTC)
-        return now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        return broker.server_time().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
 
     before = next_hour()
     log = run_to_completion(
