@@ -38,8 +38,9 @@ class Transitions(ProgressWrites):
         *,
         durable: bool = False,
         before: Sequence[ScriptCall] = (),
-    ) -> list[tuple[list[T], Any]]:
-        """Group ``items`` by queue, send one script call per queue, pair items with replies.
+    ) -> list[tuple[str, list[T], Any]]:
+        """Group ``items`` by queue, send one script call per queue; return each queue part
+        with its items and its reply.
 
         A sharded queue is one call per shard its items live in. Queues in ``also`` get a
         call (each of their shards) even when no item is theirs. Calls in ``before`` go first
@@ -48,9 +49,12 @@ class Transitions(ProgressWrites):
         groups = self.by_part(items, lease_of, also)
         if not groups:
             return []
-        calls = [build(self.queue_keys(queue), group) for queue, group in groups.items()]
+        calls = [build(self.queue_keys(part), group) for part, group in groups.items()]
         replies = self._run_per_queue([*before, *calls], durable=durable)[len(before) :]
-        return list(zip(groups.values(), replies, strict=True))
+        return [
+            (part, group, reply)
+            for (part, group), reply in zip(groups.items(), replies, strict=True)
+        ]
 
     def _fenced_out[T: (Start, Finish)](
         self,
@@ -59,20 +63,23 @@ class Transitions(ProgressWrites):
         *,
         durable: bool = False,
         before: Sequence[ScriptCall] = (),
-    ) -> list[Rejected[T]]:
+    ) -> tuple[list[Rejected[T]], list[tuple[str, T]]]:
         """Send ``items`` per queue to a script that answers an ``Ack`` per item; return the
-        items it did not record, with why. An outbox filled is noted for the drainer."""
-        rejected = []
+        items it did not record, with why, and the recorded ones with their queue part. An
+        outbox filled is noted for the drainer."""
+        rejected, recorded = [], []
         by_queue = self._by_queue(
             items, lambda item: item.lease, build, durable=durable, before=before
         )
-        for group, reply in by_queue:
+        for part, group, reply in by_queue:
             for item, code in zip(group, reply, strict=True):
                 if code == Ack.OUTBOX:
-                    self.outbox_signal.note(self.part_in(item.lease.queue, item.lease.task_id))
-                elif code != Ack.RECORDED:
+                    self.outbox_signal.note(part)
+                if code == Ack.RECORDED or code == Ack.OUTBOX:
+                    recorded.append((part, item))
+                else:
                     rejected.append(Rejected(item, Ack(code)))
-        return rejected
+        return rejected, recorded
 
     def start(self, worker_id: str, starts: Sequence[Start]) -> list[Rejected[Start]]:
         """Mark reserved tasks running; return the notices that were not, with why."""
@@ -85,7 +92,8 @@ class Transitions(ProgressWrites):
                 ScriptName.START, (keys.record_prefix, keys.leases, keys.damaged), tuple(args)
             )
 
-        return self._fenced_out(starts, build)
+        rejected, _ = self._fenced_out(starts, build)
+        return rejected
 
     def finish(
         self,
@@ -132,18 +140,10 @@ class Transitions(ProgressWrites):
             )
 
         # An acknowledged result must survive a failover too (OPTIONS['durability']).
-        rejected = self._fenced_out(
+        rejected, recorded = self._fenced_out(
             finishes, build, durable=True, before=self.progress_calls(progress)
         )
-        unrecorded = {id(item) for item, _ in rejected}
-        self.tally.add(
-            (
-                (self.part_in(f.lease.queue, f.lease.task_id), f)
-                for f in finishes
-                if id(f) not in unrecorded
-            ),
-            reaping=worker_id == "",
-        )
+        self.tally.add(recorded, reaping=worker_id == "")
         return rejected
 
     def send_metrics(self) -> None:
@@ -227,7 +227,7 @@ class Transitions(ProgressWrites):
 
         return [
             task_id
-            for _, reply in self._by_queue(leases, lambda lease: lease, build, served)
+            for _, _, reply in self._by_queue(leases, lambda lease: lease, build, served)
             for task_id in reply
         ]
 
@@ -242,7 +242,7 @@ class Transitions(ProgressWrites):
             )
 
         released = 0
-        for group, (count, set_aside) in self._by_queue(leases, lambda lease: lease, build):
+        for _, group, (count, set_aside) in self._by_queue(leases, lambda lease: lease, build):
             released += int(count)
             if set_aside:
                 log_set_aside(group[0].queue, int(set_aside), "release")
