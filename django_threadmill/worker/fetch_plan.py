@@ -39,10 +39,13 @@ class FetchPlan:
         self._first = (self._first + 1) % len(self.queues)
         open_queues = [queue for queue in turn if not is_held(queue)]
         busy = [queue for queue in open_queues if queue not in self._empty] or open_queues
-        probed = [queue for queue in open_queues if queue not in busy]
-        probed = probed[: max(0, free - len(busy))] if self.clock() >= self._next_probe else []
-        if probed:
-            self._next_probe = self.clock() + PROBE_EVERY_S
+        probed = [queue for queue in open_queues if queue not in busy][: max(0, free - len(busy))]
+        if probed:  # the clock is read only when there is an empty queue to probe
+            now = self.clock()
+            if now < self._next_probe:
+                probed = []
+            else:
+                self._next_probe = now + PROBE_EVERY_S
         share, remainder = divmod(free - len(probed), len(busy)) if busy else (0, 0)
         counts = {queue: share + (index < remainder) for index, queue in enumerate(busy)}
         counts.update((queue, 1) for queue in probed)
