@@ -161,18 +161,14 @@ class WorkerPool:
                     thread.start()
         self.buffer.resize(self.readahead(self.live_count()))
 
-    def start(self) -> None:
-        for thread in self.threads:
-            thread.start()
-
     def retire(self, count: int) -> None:
         """Make ``count`` threads end after their current task: the next ones to take do."""
         for _ in range(count):
             self.buffer.retire_one()
         self.buffer.resize(self.readahead(self.live_count() - count))
 
-    def replace(self, stuck: WorkerThread) -> None:
-        """Start a fresh thread in place of one the watchdog abandoned."""
+    def replace(self) -> None:
+        """Start a fresh thread in place of one the watchdog abandoned (no longer live)."""
         self.add(1)
 
     def live(self) -> list[WorkerThread]:

@@ -26,7 +26,7 @@ class Watchdog(RoleThread):
         self,
         timeout_s: float,
         threads: list[WorkerThread],
-        replace: Callable[[WorkerThread], None],
+        replace: Callable[[], None],
         writer: AckWriter,
         buffer: TaskBuffer,
         on_crash: Callable[[], None],
@@ -60,4 +60,4 @@ class Watchdog(RoleThread):
                 # The thread holds the TaskResult, so no policy is asked and no signal sent.
                 self.writer.submit_finish(failed(reservation.lease, error, started_ms, None))
                 self.buffer.done()
-                self.replace(thread)
+                self.replace()
