@@ -11,14 +11,14 @@ that exists, so each step is stored exactly once (docs/workflows.md, Exactly onc
 
 import json
 import logging
-from typing import Any
 
 from ..backend import ThreadmillTaskBackend
+from ..broker import NewTask
 from ..broker.workflows import OUTBOX_BATCH
 from ..codec.payloads import load_task
 from ..codec.results import parse_error
 from ..exceptions import Cancelled, PayloadError
-from .launch import step_task
+from .launch import enqueue_steps, step_task
 from .plan import input_value, read_step_marker, stored_plan
 
 logger = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
     fields = broker.workflow_fields(workflow_id)
     steps = stored_plan(fields)
     values = {i: json.loads(fields[f"v:{i}"]) for j in due for i in steps[j].waits_for()}
-    groups: dict[str, list[Any]] = {}
+    groups: dict[str, list[NewTask]] = {}
     for index in due:
         step = steps[index]
         try:
@@ -108,9 +108,7 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
             broker.advance_workflow(workflow_id, index, "failed", f"not enqueued: {exc}")
             return
         groups.setdefault(step.queue, []).append(new)
-    for outcome in broker.enqueue_groups(groups):
-        if isinstance(outcome, Exception):
-            raise outcome
+    enqueue_steps(broker, groups)
     broker.mark_enqueued(workflow_id, due)
 
 

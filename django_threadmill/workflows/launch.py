@@ -7,7 +7,7 @@ from asgiref.sync import sync_to_async
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
-from ..broker import Guard, GuardKind, NewTask
+from ..broker import Broker, Guard, GuardKind, NewTask
 from ..codec.ids import new_task_hex
 from ..compat import InvalidTask, Task
 from ..enqueue.on_commit import defer_to_commit
@@ -57,9 +57,7 @@ def _store(
     """Write the workflow's hash, then its first steps, then mark them enqueued."""
     broker = backend.broker
     broker.create_workflow(workflow_id, workflow_fields(planned.steps))
-    for outcome in broker.enqueue_groups(first):
-        if isinstance(outcome, Exception):
-            raise outcome
+    enqueue_steps(broker, first)
     broker.mark_enqueued(workflow_id, (s.index for s in planned.steps if s.input is None))
 
 
@@ -85,6 +83,14 @@ def step_task(
         guard=Guard(kind=GuardKind.STEP, name=step_marker(workflow_id, step.index), value_ms=0),
     )
     return new
+
+
+def enqueue_steps(broker: Broker, groups: dict[str, list[NewTask]]) -> None:
+    """Store the encoded steps of each queue, all queues in one round trip; raise the error
+    of the first queue that was refused, if any."""
+    for outcome in broker.enqueue_groups(groups):
+        if isinstance(outcome, Exception):
+            raise outcome
 
 
 def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:
