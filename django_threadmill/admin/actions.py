@@ -105,10 +105,10 @@ def run_task_action(
     """Apply ``action`` to each task; return how many it changed and those it left alone."""
     changed, skipped = 0, []
     who = user.get_username() or "staff"
+    backends = {alias: threadmill_backend(alias) for alias in {item.alias for item in selected}}
     for item in selected:
-        backend = threadmill_backend(item.alias)
         try:
-            ok = action.run(backend, item.task_id, who)
+            ok = action.run(backends[item.alias], item.task_id, who)
         except TaskResultDoesNotExist:
             ok = False
         if ok:
