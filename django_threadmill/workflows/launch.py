@@ -36,12 +36,13 @@ def launch(root: Plannable) -> WorkflowResult:
     backend = _backend_of(planned.tasks)
     workflow_id = new_task_hex()
     first: dict[str, list[NewTask]] = {}
+    entry_tasks: list[Task] = []
     for step, task in zip(planned.steps, planned.tasks, strict=True):
         new = step_task(backend, workflow_id, step, task, step.args)
         if step.input is None:
             first.setdefault(step.queue, []).append(new)
+            entry_tasks.append(task)
     write = partial(_store, backend, workflow_id, planned, first)
-    entry_tasks = [t for s, t in zip(planned.steps, planned.tasks, strict=True) if s.input is None]
     if any(map(backend.pipeline.waits_for_commit, entry_tasks)) and defer_to_commit(write):
         return waiting_for_commit(backend, workflow_id, planned.steps)
     write()
