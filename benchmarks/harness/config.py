@@ -1,7 +1,7 @@
 """How big a benchmark run is: the full comparison, or a smoke run for CI (THREADMILL_BENCH)."""
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,21 +96,15 @@ def load_config() -> BenchConfig:
         raise ValueError(f"THREADMILL_BENCH={mode!r} is not a mode. Use 'full' or 'smoke'.")
     base = SMOKE if mode == "smoke" else FULL
     overridden = any(os.environ.get(name) for name in OVERRIDES)
-    return BenchConfig(
+    return replace(
+        base,
         mode=f"{mode}-custom" if overridden else mode,
         task_count=_int_env("THREADMILL_BENCH_N", base.task_count),
         slow_task_count=_int_env("THREADMILL_BENCH_SLOW_N", base.slow_task_count),
         rtt_task_count=_int_env("THREADMILL_BENCH_RTT_N", base.rtt_task_count),
-        mark_count=base.mark_count,
         rounds=_int_env("THREADMILL_BENCH_ROUNDS", base.rounds),
         judged_rounds=_int_env("THREADMILL_BENCH_ROUNDS", base.judged_rounds),
-        thread_counts=base.thread_counts,
-        sleep_thread_counts=base.sleep_thread_counts,
         latency_count=_int_env("THREADMILL_BENCH_LATENCY_N", base.latency_count),
         burst_async_count=_int_env("THREADMILL_BENCH_BURST_N", base.burst_async_count),
-        burst_threads=base.burst_threads,
         burst_thread_calls=_int_env("THREADMILL_BENCH_BURST_CALLS", base.burst_thread_calls),
-        rtt_ms=base.rtt_ms,
-        poll_interval_s=base.poll_interval_s,
-        run_timeout_s=base.run_timeout_s,
     )
