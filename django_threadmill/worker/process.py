@@ -71,14 +71,6 @@ class WorkerProcess:
             on_empty=self.request_stop,
             on_crash=self._crashed,
         )
-        # The roles, by name, for the stop order below and for tests.
-        self.held, self.buffer, self.writer = self.crew.held, self.crew.buffer, self.crew.writer
-        self.keeper, self.prefetcher, self.lane = (
-            self.crew.keeper,
-            self.crew.prefetcher,
-            self.crew.lane,
-        )
-        self.threads = self.crew.pool.threads
 
     @property
     def finished_count(self) -> int:
@@ -124,9 +116,9 @@ class WorkerProcess:
                 resident / MIB,
                 self.options.max_memory_mb,
             )
-        self.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
+        self.crew.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
         # Hand back what waits, before this thread returns to the buffer for its next task.
-        self._release(self.buffer.close())
+        self._release(self.crew.buffer.close())
         self.request_stop(ExitCode.RECYCLE)
 
     def _crashed(self) -> None:
@@ -295,7 +287,7 @@ class WorkerProcess:
                 exc,
             )
             return
-        self.held.discard(list(leases))
+        self.crew.held.discard(leases)
         logger.info("Released unstarted tasks count=%d worker_id=%s", released, self.worker_id)
 
     def _report_stragglers(self) -> None:

@@ -58,8 +58,8 @@ def test_threads_are_named_by_role(backend: ThreadmillTaskBackend) -> None:
         task_timeout_s=None,
         reap_interval_s=None,
     )
-    process = WorkerProcess(options, backend)
-    names = [t.name for t in [process.prefetcher, process.writer, process.keeper, *process.threads]]
+    crew = WorkerProcess(options, backend).crew
+    names = [t.name for t in [crew.prefetcher, crew.writer, crew.keeper, *crew.pool.threads]]
     assert names == [
         "threadmill-prefetcher",
         "threadmill-ack-writer",
