@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .core import BrokerCore
+from .types import stored_note
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +46,8 @@ class DamagedRecord:
 
 def parse_entry(queue: str, task_id: str, text: str) -> DamagedRecord:
     """Read one ``P:damaged`` value, ``"<ms> <script>: <reason>"``, forgiving anything else."""
-    stamp, _, rest = text.partition(" ")
-    script, separator, reason = rest.partition(": ")
-    if not stamp.isdigit() or not separator:
-        return DamagedRecord(queue=queue, id=task_id, at_ms=None, script="", reason=text)
-    return DamagedRecord(queue=queue, id=task_id, at_ms=int(stamp), script=script, reason=reason)
+    at_ms, script, reason = stored_note(text)
+    return DamagedRecord(queue=queue, id=task_id, at_ms=at_ms, script=script, reason=reason)
 
 
 class DamagedRecords(BrokerCore):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .enqueue import WAKE_TOKEN_CAP
 from .reads import Reads
+from .types import stored_note
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +31,8 @@ class QueuePause:
     @classmethod
     def parse(cls, text: str) -> "QueuePause":
         """Read a key's value, forgiving anything else: a key set by hand still pauses."""
-        stamp, _, rest = text.partition(" ")
-        by, separator, reason = rest.partition(": ")
-        if not stamp.isdigit() or not separator:
-            return cls(at_ms=None, by="", reason=text)
-        return cls(at_ms=int(stamp), by=by, reason=reason)
+        at_ms, by, reason = stored_note(text)
+        return cls(at_ms=at_ms, by=by, reason=reason)
 
 
 class Pausing(Reads):

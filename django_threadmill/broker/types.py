@@ -25,6 +25,17 @@ def stored_int(value: str | int | float | None) -> int | None:
         return None
 
 
+def stored_note(text: str) -> tuple[int | None, str, str]:
+    """Read a ``"<ms> <who>: <what>"`` value (a ``P:damaged`` entry, a ``P:paused`` key): when
+    (Redis time), who wrote it, and what it says. Anything else, as a value set by hand, reads
+    as ``(None, "", text)``."""
+    stamp, _, rest = text.partition(" ")
+    who, separator, what = rest.partition(": ")
+    if not stamp.isdigit() or not separator:
+        return None, "", text
+    return int(stamp), who, what
+
+
 def stored_lines(value: str | None) -> list[str]:
     """Read a newline-joined field (worker ids); absent or empty reads as no lines."""
     return value.split("\n") if value else []
