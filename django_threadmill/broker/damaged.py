@@ -38,11 +38,6 @@ class DamagedRecord:
     script: str
     reason: str
 
-    @property
-    def key(self) -> str:
-        """Return what to look at with redis-cli: the record key, or the guard key."""
-        return self.id
-
 
 def parse_entry(queue: str, task_id: str, text: str) -> DamagedRecord:
     """Read one ``P:damaged`` value, ``"<ms> <script>: <reason>"``, forgiving anything else."""
