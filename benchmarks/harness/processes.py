@@ -34,15 +34,20 @@ def tree_processes(pid: int) -> list[psutil.Process]:
         return []
 
 
-def tree_rss_mb(pid: int) -> float | None:
-    """Resident memory of a live process tree in MiB, or None once it has exited."""
+def rss_mb(processes: list[psutil.Process]) -> float | None:
+    """Resident memory of ``processes`` in MiB (those that exited count nothing), or None."""
     total = 0
-    for process in tree_processes(pid):
+    for process in processes:
         try:
             total += process.memory_info().rss
         except psutil.NoSuchProcess:
             continue
     return total / 2**20 if total else None
+
+
+def tree_rss_mb(pid: int) -> float | None:
+    """Resident memory of a live process tree in MiB, or None once it has exited."""
+    return rss_mb(tree_processes(pid))
 
 
 class TreeMemory:
@@ -66,14 +71,8 @@ class TreeMemory:
         if self.refreshed_at is None or now - self.refreshed_at >= self.REFRESH_S:
             self.processes = tree_processes(self.pid)
             self.refreshed_at = now
-        total = 0
-        for process in self.processes:
-            try:
-                total += process.memory_info().rss
-            except psutil.NoSuchProcess:
-                continue
-        if total:
-            self.peak_mb = max(self.peak_mb or 0.0, total / 2**20)
+        if (now_mb := rss_mb(self.processes)) is not None:
+            self.peak_mb = max(self.peak_mb or 0.0, now_mb)
 
 
 def tree_cpu_s(pid: int) -> float:
