@@ -1,10 +1,14 @@
-"""The ``--backend`` option every threadmill command takes: an alias of a ThreadmillTaskBackend."""
+"""The ``--backend`` option every threadmill command takes: an alias of a ThreadmillTaskBackend;
+and the queues a command names, checked as a worker serves them."""
+
+from collections.abc import Sequence
 
 from django.core.management.base import CommandError
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..exceptions import ImproperlyConfiguredThreadmill
+from ..worker.options import served_queues
 
 BACKEND_HELP = "TASKS alias of a ThreadmillTaskBackend (default: 'default')."
 
@@ -15,3 +19,12 @@ def backend_option(alias: str) -> ThreadmillTaskBackend:
         return threadmill_backend(alias)
     except ImproperlyConfiguredThreadmill as exc:
         raise CommandError(f"--backend {alias}: {exc}") from exc
+
+
+def queues_option(backend: ThreadmillTaskBackend, asked: Sequence[str] | None) -> tuple[str, ...]:
+    """Return the queues a worker serves for ``asked`` (worker/options.served_queues: every one
+    in QUEUES when none is asked); raise CommandError naming the queues that would do."""
+    try:
+        return served_queues(backend, asked)
+    except ImproperlyConfiguredThreadmill as exc:
+        raise CommandError(str(exc)) from exc

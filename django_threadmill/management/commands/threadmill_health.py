@@ -14,9 +14,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...broker import Broker
 from ...broker.inspect import Inspector
-from ...exceptions import BrokerRefused, BrokerUnavailable, ImproperlyConfiguredThreadmill
-from ...worker.options import served_queues
-from ..backend_option import BACKEND_HELP, backend_option
+from ...exceptions import BrokerRefused, BrokerUnavailable
+from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..health import HealthCode, HostHeartbeats, host_heartbeats
 
 DEFAULT_TIMEOUT_S = 2.0
@@ -118,8 +117,8 @@ class Command(BaseCommand):
     def _queue(self, backend: ThreadmillTaskBackend, name: str) -> str:
         """Return ``name`` if the worker could serve it, else raise naming the queues that do."""
         try:
-            [queue] = served_queues(backend, [name])
-        except ImproperlyConfiguredThreadmill as exc:
+            [queue] = queues_option(backend, [name])
+        except CommandError as exc:
             raise usage_error(f"--queue: {exc}") from exc
         return queue
 

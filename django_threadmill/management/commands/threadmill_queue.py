@@ -11,8 +11,7 @@ from ...aliases import source_of
 from ...backend import ThreadmillTaskBackend
 from ...conf.settings import check_queue_name
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
-from ...worker.options import served_queues
-from ..backend_option import BACKEND_HELP, backend_option
+from ..backend_option import BACKEND_HELP, backend_option, queues_option
 
 
 def _when(at_ms: int | None) -> str:
@@ -96,15 +95,8 @@ class Command(BaseCommand):
         except ImproperlyConfiguredThreadmill as exc:
             raise CommandError(str(exc)) from exc
 
-    def _known(self, backend: ThreadmillTaskBackend, name: str) -> str:
-        """Return ``name`` if a worker could serve it, else raise naming the queues that do."""
-        try:
-            return served_queues(backend, [name])[0]
-        except ImproperlyConfiguredThreadmill as exc:
-            raise CommandError(str(exc)) from exc
-
     def _pause(self, backend: ThreadmillTaskBackend, name: str, reason: str) -> None:
-        queue = self._known(backend, name)
+        [queue] = queues_option(backend, [name])
         where = f"queue {queue} of backend {backend.alias}"
         if backend.broker.pause(queue, _by(), reason):
             self.stdout.write(
@@ -119,7 +111,7 @@ class Command(BaseCommand):
         self.stdout.write(f"The {where} was paused already{since}{why}; nothing changed.")
 
     def _resume(self, backend: ThreadmillTaskBackend, name: str) -> None:
-        queue = self._known(backend, name)
+        [queue] = queues_option(backend, [name])
         where = f"queue {queue} of backend {backend.alias}"
         if backend.broker.resume(queue, _by()):
             self.stdout.write(f"Resumed {where}: idle workers were woken to take its tasks.")

@@ -8,7 +8,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ...backend import ThreadmillTaskBackend
 from ...checks import redis_may_be_down
-from ...exceptions import ImproperlyConfiguredThreadmill
 from ...worker.logs import configure_logging
 from ...worker.memory import MIB, ResidentMemory
 from ...worker.options import (
@@ -17,10 +16,9 @@ from ...worker.options import (
     DEFAULT_THREAD_IDLE_S,
     MAX_PREFETCH,
     WorkerOptions,
-    served_queues,
 )
 from ...worker.supervisor import Supervisor
-from ..backend_option import BACKEND_HELP, backend_option
+from ..backend_option import BACKEND_HELP, backend_option, queues_option
 
 DEFAULT_GRACE_PERIOD_S = 30.0
 
@@ -229,10 +227,7 @@ class Command(BaseCommand):
             raise CommandError("--task-timeout must be more than 0 seconds.")
         if options["grace_period"] < 0:
             raise CommandError("--grace-period must be 0 or more seconds.")
-        try:
-            queues = served_queues(backend, options["queues"])
-        except ImproperlyConfiguredThreadmill as exc:
-            raise CommandError(str(exc)) from exc
+        queues = queues_option(backend, options["queues"])
         reap_interval = options["reap_interval"]
         if reap_interval is None:
             reap_interval = backend.settings.lease_ttl_s
@@ -255,7 +250,5 @@ class Command(BaseCommand):
             sync_ack=options["sync_ack"],
             grace_period_s=options["grace_period"],
             task_timeout_s=options["task_timeout"],
-            reap_interval_s=backend.settings.lease_ttl_s
-            if reap_interval is None
-            else reap_interval,
+            reap_interval_s=reap_interval,
         )
