@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...broker import Broker
-from ...broker.inspect import Inspector
+from ...broker.inspect.source import Source
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..health import HealthCode, HostHeartbeats, host_heartbeats
@@ -90,9 +90,10 @@ class Command(BaseCommand):
         asked = [self._queue(backend, name) for name in options["queues"] or []]
         broker = self._probe_broker(backend, options["timeout"])
         host = options["host"]
+        source = Source(broker, frozenset(backend.queues))
         try:
-            queues = asked or sorted(set(backend.queues) | set(broker.queues())) or ["default"]
-            beats = host_heartbeats(Inspector(broker), queues, host, broker.settings.lease_ttl_ms)
+            queues = asked or source.queues() or ["default"]
+            beats = host_heartbeats(source.inspector, queues, host, broker.settings.lease_ttl_ms)
         except BrokerRefused as exc:
             raise CommandError(
                 f"Unhealthy host={host}: {one_line(exc)}", returncode=HealthCode.REFUSED
