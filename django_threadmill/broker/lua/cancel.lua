@@ -17,7 +17,7 @@ local now = now_ms()
 local id = ARGV[1]
 local key = KEYS[1] .. id
 local f, refused = record_in_state(key, id, KEYS[5], now, "cancel", "ready", "nerrors", "workflow")
-if refused == "damaged" then
+if f or refused == "damaged" then  -- a record set aside leaves the indexes too
   redis.call("ZREM", KEYS[2], id)
   redis.call("ZREM", KEYS[3], id)
 end
@@ -25,8 +25,6 @@ if not f then
   return refused
 end
 local attempt = (tonumber(f[2]) or 0) + 1
-redis.call("ZREM", KEYS[2], id)
-redis.call("ZREM", KEYS[3], id)
 redis.call("HSET", key, "state", "failed", "error:" .. attempt, ARGV[2], "nerrors", attempt,
   "finished_ms", ARGV[3])
 redis.call("ZADD", KEYS[4], now, id)
