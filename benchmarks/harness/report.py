@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..peers.base import config_text
 from .records import BurstRecord, DrainRecord, LatencyRecord, Spread, Summary, summarise
 from .targets import REFERENCE, target_lines
 
@@ -29,10 +30,10 @@ class Session:
 
 
 def config_name(summary: Summary) -> str:
-    """Processes x threads, ``-MAX`` for an elastic pool, ``+N`` for an async lane; variant."""
-    elastic = f"-{summary.max_threads}" if summary.max_threads else ""
-    lane = f"+{summary.async_concurrency}" if summary.async_concurrency else ""
-    base = f"{summary.processes}x{summary.threads}{elastic}{lane}"
+    """The row's worker configuration as its test id prints it, then its variant."""
+    base = config_text(
+        summary.processes, summary.threads, summary.max_threads, summary.async_concurrency
+    )
     return f"{base} {summary.variant}" if summary.variant else base
 
 

@@ -15,6 +15,19 @@ import redis
 REPO_DIR = Path(__file__).resolve().parents[2]
 
 
+def config_text(
+    processes: int, threads: int, max_threads: int | None, async_concurrency: int | None
+) -> str:
+    """Processes x threads, as the table and the test ids print a worker configuration.
+
+    An elastic pool reads ``1x2-64`` (2 threads, up to 64); an async lane adds its tasks in
+    flight, ``1x4+500``.
+    """
+    elastic = f"-{max_threads}" if max_threads else ""
+    lane = f"+{async_concurrency}" if async_concurrency else ""
+    return f"{processes}x{threads}{elastic}{lane}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerSpec:
     """One worker configuration: ``processes`` processes with ``threads`` threads each."""
@@ -34,14 +47,8 @@ class WorkerSpec:
 
     @property
     def config(self) -> str:
-        """Processes x threads, as the table and the test ids print it.
-
-        An elastic pool reads ``1x2-64`` (2 threads, up to 64); an async lane adds its tasks in
-        flight, ``1x4+500``.
-        """
-        elastic = f"-{self.max_threads}" if self.max_threads else ""
-        lane = f"+{self.async_concurrency}" if self.async_concurrency else ""
-        return f"{self.processes}x{self.threads}{elastic}{lane}"
+        """Processes x threads, as the table and the test ids print it (config_text)."""
+        return config_text(self.processes, self.threads, self.max_threads, self.async_concurrency)
 
     @property
     def in_flight(self) -> int:
