@@ -50,6 +50,13 @@ def detail_url(task_id: str, alias: str = "default") -> str:
     return f"{TASKS_URL}{alias}/{task_id}/"
 
 
+def page(client: Client, url: str) -> str:
+    """GET ``url``; check it answered 200 and return its body."""
+    response = client.get(url)
+    assert response.status_code == 200, response.content.decode()
+    return response.content.decode()
+
+
 def failed_task(backend: ThreadmillTaskBackend, message: str = "boom") -> str:
     """Enqueue ``add`` and record it FAILED with a ValueError(message)."""
     result = add.enqueue(1, 2)

@@ -13,7 +13,14 @@ from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import add
-from tests.admin.conftest import QUEUES_URL, TASKS_URL, detail_url, failed_task, successful_task
+from tests.admin.conftest import (
+    QUEUES_URL,
+    TASKS_URL,
+    detail_url,
+    failed_task,
+    page,
+    successful_task,
+)
 from tests.backend_support import start
 
 METRICS_URL = "/threadmill/metrics"
@@ -44,12 +51,6 @@ def damaged(backend: ThreadmillTaskBackend, redis_client: redis.Redis) -> dict[s
     for name in ("ready", "running", "failed"):
         replace_with_list(backend, redis_client, ids[name])
     return ids
-
-
-def page(client: Client, url: str, status: int = 200) -> str:
-    response = client.get(url)
-    assert response.status_code == status, response.content.decode()
-    return response.content.decode()
 
 
 def test_task_list_shows_records_of_another_type_as_damaged_rows(

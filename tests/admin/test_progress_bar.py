@@ -7,7 +7,7 @@ from django.test import Client, override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Outcome, ProgressReport
 from testproject.example.tasks import add
-from tests.admin.conftest import TASKS_URL, detail_url
+from tests.admin.conftest import TASKS_URL, detail_url, page
 from tests.backend_support import finish, start
 
 
@@ -20,12 +20,6 @@ def reporting_task(
     report = ProgressReport(lease=lease, done=done, total=total, note=note)
     assert backend.broker.send_progress([report]) == 1
     return task_id
-
-
-def page(client: Client, url: str) -> str:
-    response = client.get(url)
-    assert response.status_code == 200
-    return response.content.decode()
 
 
 def test_a_running_task_shows_its_bar_in_the_list_and_on_its_page(
