@@ -16,8 +16,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -25,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import django
 import redis
 
-from tests.servers.redis_server import redis_process
+from tests.servers.redis_server import session_redis_url
 
 QUEUE_SHARES = {"default": 0.8, "emails": 0.15, "reports": 0.05}  # of the results written
 WRITE_BATCH = 5000  # records per pipeline
@@ -116,22 +115,13 @@ def pages(samples: dict[str, list[str]]) -> dict[str, str]:
     }
 
 
-@contextmanager
-def redis_url() -> Iterator[str]:
-    if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
-        return
-    with redis_process("--appendonly", "no") as server:
-        yield server.url
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=20)
     options = parser.parse_args()
     key_prefix = f"tmbench-{uuid.uuid4().hex[:8]}"
-    with redis_url() as url, tempfile.TemporaryDirectory() as directory:
+    with session_redis_url() as url, tempfile.TemporaryDirectory() as directory:
         os.environ.update(
             REDIS_URL=url,
             THREADMILL_KEY_PREFIX=key_prefix,
