@@ -56,6 +56,13 @@ local function record_in_state(key, id, damaged, now, script, wanted, ...)
   return f
 end
 
+-- Delete the progress report of the attempt that ended on the record at `key`, and the fields
+-- `...` in the same HDEL: the next attempt starts without one (docs/lifecycle.md, Progress).
+-- The fields are progress.lua's, codec/progress.py PROGRESS_FIELDS.
+local function forget_progress(key, ...)
+  redis.call("HDEL", key, "progress_done", "progress_total", "progress_note", "progress_ms", ...)
+end
+
 -- Run `command key items...` in chunks that stay under Lua's argument limit: one call per
 -- thousand items instead of one per task (ZADD takes score/member pairs, so chunks stay even).
 local function call_chunked(command, key, items)

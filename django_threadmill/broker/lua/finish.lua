@@ -82,7 +82,7 @@ for i = 4, #ARGV, 7 do
     if outcome == "retry" then
       redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
       -- Progress is the attempt's: the next one starts without any (a final outcome keeps it).
-      redis.call("HDEL", key, "progress_done", "progress_total", "progress_note", "progress_ms")
+      forget_progress(key)
       retried = true
     else
       fields[n + 1], fields[n + 2] = "finished_ms", ARGV[i + 5]

@@ -21,9 +21,7 @@ if not f then
 end
 redis.call("PERSIST", key)
 redis.call("HSET", key, "state", "ready")
--- The new attempt starts without the failed one's progress (docs/lifecycle.md, Progress).
-redis.call("HDEL", key, "finished_ms", "progress_done", "progress_total", "progress_note",
-  "progress_ms")
+forget_progress(key, "finished_ms")
 redis.call("ZREM", KEYS[3], id)
 redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
 if redis.call("LLEN", KEYS[4]) == 0 then
