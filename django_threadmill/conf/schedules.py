@@ -5,7 +5,6 @@ bound to this backend, or the time zone exists, are system checks naming the sch
 (``schedules/checks.py``), so one bad schedule is reported at start with the others.
 """
 
-import math
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -16,6 +15,7 @@ from django.utils.module_loading import import_string
 from ..compat import InvalidTask, Task
 from ..exceptions import ImproperlyConfiguredThreadmill
 from ..wording import a_type
+from .durations import seconds_of
 
 # A schedule's name is part of a Redis key (its last-fired marker) and of its tasks' ids.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -49,13 +49,8 @@ def _fail(name: str, problem: str, fix: str) -> ImproperlyConfiguredThreadmill:
 
 
 def _every_ms(name: str, value: object) -> int:
-    seconds = value.total_seconds() if isinstance(value, timedelta) else value
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not math.isfinite(seconds)
-        or seconds < 0.001
-    ):
+    seconds = seconds_of(value)
+    if seconds is None or seconds < 0.001:
         raise _fail(
             name, f"has every={value!r}", "Use a timedelta or a positive number of seconds."
         )

@@ -4,7 +4,6 @@
 ``timedelta`` or a number of seconds. An unknown option or a wrong type raises with the fix.
 """
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..exceptions import ImproperlyConfiguredThreadmill
+from .durations import seconds_of
 from .limits import QueueLimit, read_queue_limits
 from .schedules import Schedule, read_schedules
 from .shards import check_sharded_limits, read_queue_shards
@@ -87,20 +87,15 @@ class BackendSettings:
 def _seconds(name: str, value: object, *, allow_none: bool = False) -> float | None:
     if value is None and allow_none:
         return None
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)  # NaN passes "<= 0" and inf overflows the ms conversion
-        or value <= 0
-    ):
+    seconds = seconds_of(value)
+    if seconds is None or seconds <= 0:
+        shown = value.total_seconds() if isinstance(value, timedelta) else value
         none_hint = " or None" if allow_none else ""
         raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS[{name!r}] is {value!r}. Use a positive number of seconds or a "
+            f"OPTIONS[{name!r}] is {shown!r}. Use a positive number of seconds or a "
             f"timedelta{none_hint}."
         )
-    return float(value)
+    return seconds
 
 
 def _positive_int(name: str, value: object) -> int:

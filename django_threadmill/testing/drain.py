@@ -13,7 +13,6 @@ tasks see what a test set up there: its database transaction, its mocks, its log
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
@@ -26,6 +25,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker import Finish, Rejected, Reservation, Start
 from ..codec.times import now_ms
+from ..conf.durations import seconds_of
 from ..exceptions import BrokerUnavailable
 from ..worker.ack_writer import REJECTIONS
 from ..worker.db_connections import connections_kept
@@ -71,17 +71,8 @@ def drain(
 
 
 def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
-    seconds = (
-        wait_for_delayed.total_seconds()
-        if isinstance(wait_for_delayed, timedelta)
-        else wait_for_delayed
-    )
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not math.isfinite(seconds)
-        or seconds < 0
-    ):
+    seconds = seconds_of(wait_for_delayed)
+    if seconds is None or seconds < 0:
         raise ValueError(
             f"wait_for_delayed={wait_for_delayed!r} is not a wait. Pass 0 or more seconds, or "
             "a timedelta."
