@@ -32,21 +32,24 @@ def threadmill_aliases() -> list[str]:
 
 def threadmill_backend(alias: str) -> ThreadmillTaskBackend:
     """Return the backend of ``alias``; raise, naming the aliases that would do, if it is none."""
-    configured = getattr(settings, "TASKS", {})
-    usable = ", ".join(repr(name) for name in threadmill_aliases()) or "none yet"
-    if alias not in configured:
+    if alias not in getattr(settings, "TASKS", {}):
         raise ImproperlyConfiguredThreadmill(
             f"TASKS has no backend {alias!r}. Use an alias of a ThreadmillTaskBackend in TASKS "
-            f"({usable})."
+            f"({_usable()})."
         )
     backend = task_backends[alias]
     if not isinstance(backend, ThreadmillTaskBackend):
         raise ImproperlyConfiguredThreadmill(
             f"TASKS[{alias!r}] is {a_type(backend)}, not a ThreadmillTaskBackend: it has "
             f"no Redis queues, leases or schedules. Use an alias of a ThreadmillTaskBackend "
-            f"({usable})."
+            f"({_usable()})."
         )
     return backend
+
+
+def _usable() -> str:
+    """The aliases an error can point to instead; only an error pays for importing them."""
+    return ", ".join(repr(name) for name in threadmill_aliases()) or "none yet"
 
 
 def source_of(backend: ThreadmillTaskBackend) -> Source:
