@@ -23,14 +23,15 @@ local held = 0
 for i = 5, #ARGV, 2 do
   local id = ARGV[i]
   local f, problem = read_record(KEYS[1] .. id, "state", "token")
+  local mine = f and f[2] == ARGV[i + 1]
   if not f then
     set_aside(KEYS[5], id, now, "renew", problem)
     redis.call("ZREM", KEYS[2], id)
     lost[#lost + 1] = id
-  elseif f[2] == ARGV[i + 1] and (f[1] == "reserved" or f[1] == "running") then
+  elseif mine and (f[1] == "reserved" or f[1] == "running") then
     redis.call("ZADD", KEYS[2], "XX", deadline, id)
     held = held + 1
-  elseif not (f[2] == ARGV[i + 1] and (f[1] == "successful" or f[1] == "failed")) then
+  elseif not (mine and (f[1] == "successful" or f[1] == "failed")) then
     lost[#lost + 1] = id
   end
 end
