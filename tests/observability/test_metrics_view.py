@@ -37,6 +37,13 @@ def value(found: dict, name: str, **labels: str) -> float:
     return found[(name, frozenset({"backend": "default", **labels}.items()))]
 
 
+def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Scrape with the token; return the samples."""
+    response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200
+    return samples(response.content.decode())
+
+
 def run_burst(redis_url: str, key_prefix: str) -> None:
     command = worker(redis_url, key_prefix, "--burst")
     try:
@@ -130,18 +137,9 @@ def test_worker_threads_sum_the_live_pools_of_workers_heard_from(
     silent_since = broker.server_time_ms() - backend.settings.lease_ttl_ms - 1
     broker.client.zadd(broker.queue_keys("emails").workers, {"web3:30:cc": silent_since})
 
-    response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
-
-    found = samples(response.content.decode())
+    found = scrape()
     assert value(found, "threadmill_workers", backend="default") == 2
     assert value(found, "threadmill_worker_threads", backend="default") == 11
-
-
-def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """Scrape with the token; return the samples."""
-    response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
-    assert response.status_code == 200
-    return samples(response.content.decode())
 
 
 def test_a_paused_queue_reads_one_until_it_is_resumed(backend: ThreadmillTaskBackend) -> None:
