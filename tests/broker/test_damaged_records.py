@@ -58,6 +58,12 @@ def set_aside(client: redis.Redis, keys: QueueKeys) -> dict[str, str]:
     return client.hgetall(keys.damaged)
 
 
+@pytest.fixture(params=SEEDS, ids=lambda seed: f"seed{seed}")
+def rng(request: pytest.FixtureRequest) -> random.Random:
+    """Where and how records are damaged: one run per seed."""
+    return random.Random(request.param)
+
+
 @pytest.fixture
 def enqueued(broker: Broker) -> Callable[[int], list[NewTask]]:
     def enqueue(count: int) -> list[NewTask]:
@@ -81,11 +87,23 @@ def reserved(
     return reserve
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.fixture
+def planted(
+    rng: random.Random,
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    reserved: Callable[[int], list[Lease]],
+) -> tuple[list[Lease], dict[str, str]]:
+    """Reserve tasks, then damage some of their records: the leases, and id -> how."""
+    leases = reserved(GOOD + len(UNREADABLE))
+    damaged = pick_damaged(rng, leases)
+    plant(redis_client, keys, damaged)
+    return leases, damaged
+
+
 def test_acquire_reserves_every_good_task_once_and_sets_the_damaged_aside(
-    seed: int, broker: Broker, keys: QueueKeys, redis_client: redis.Redis
+    rng: random.Random, broker: Broker, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
-    rng = random.Random(seed)
     tasks = [new_task() for _ in range(GOOD + len(UNREADABLE) + len(RECOVERABLE) + 1)]
     assert broker.enqueue("default", tasks).stored == len(tasks)
     ids = [task.id for task in tasks]
@@ -118,20 +136,15 @@ def test_acquire_reserves_every_good_task_once_and_sets_the_damaged_aside(
     assert set(redis_client.zrange(keys.leases, 0, -1)) == good
 
 
-@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("script", ["start", "finish"])
 def test_start_and_finish_record_every_good_task_once(
-    seed: int,
     script: str,
     broker: Broker,
     keys: QueueKeys,
     redis_client: redis.Redis,
-    reserved: Callable[[int], list[Lease]],
+    planted: tuple[list[Lease], dict[str, str]],
 ) -> None:
-    rng = random.Random(seed)
-    leases = reserved(GOOD + len(UNREADABLE))
-    damaged = pick_damaged(rng, leases)
-    plant(redis_client, keys, damaged)
+    leases, damaged = planted
 
     if script == "start":
         rejected = broker.start(WORKER, [start(lease) for lease in leases])
@@ -154,18 +167,13 @@ def test_start_and_finish_record_every_good_task_once(
     assert leased - set(damaged) == (set(good) if script == "start" else set())
 
 
-@pytest.mark.parametrize("seed", SEEDS)
 def test_renew_keeps_every_good_lease_and_reports_the_damaged_lost(
-    seed: int,
     broker: Broker,
     keys: QueueKeys,
     redis_client: redis.Redis,
-    reserved: Callable[[int], list[Lease]],
+    planted: tuple[list[Lease], dict[str, str]],
 ) -> None:
-    rng = random.Random(seed)
-    leases = reserved(GOOD + len(UNREADABLE))
-    damaged = pick_damaged(rng, leases)
-    plant(redis_client, keys, damaged)
+    leases, damaged = planted
     redis_client.zadd(keys.leases, {lease.task_id: 1 for lease in leases}, xx=True)
 
     lost = broker.renew(WORKER, leases)
@@ -178,18 +186,13 @@ def test_renew_keeps_every_good_lease_and_reports_the_damaged_lost(
     assert not set(deadlines) & unreadable
 
 
-@pytest.mark.parametrize("seed", SEEDS)
 def test_release_puts_every_good_task_back_once(
-    seed: int,
     broker: Broker,
     keys: QueueKeys,
     redis_client: redis.Redis,
-    reserved: Callable[[int], list[Lease]],
+    planted: tuple[list[Lease], dict[str, str]],
 ) -> None:
-    rng = random.Random(seed)
-    leases = reserved(GOOD + len(UNREADABLE))
-    damaged = pick_damaged(rng, leases)
-    plant(redis_client, keys, damaged)
+    leases, damaged = planted
     garbled = next(lease.task_id for lease in leases if lease.task_id not in damaged)
     redis_client.hset(keys.record(garbled), "score", "garbage")
 
@@ -202,15 +205,13 @@ def test_release_puts_every_good_task_back_once(
     assert set(redis_client.zrange(keys.leases, 0, -1)) == set(damaged) - unreadable
 
 
-@pytest.mark.parametrize("seed", SEEDS)
 def test_reap_settles_every_good_lease_once(
-    seed: int,
+    rng: random.Random,
     broker: Broker,
     keys: QueueKeys,
     redis_client: redis.Redis,
     reserved: Callable[[int], list[Lease]],
 ) -> None:
-    rng = random.Random(seed)
     leases = reserved(2 * GOOD + len(UNREADABLE))
     damaged = pick_damaged(rng, leases)
     healthy = [lease for lease in leases if lease.task_id not in damaged]
@@ -230,15 +231,13 @@ def test_reap_settles_every_good_lease_once(
     assert set(redis_client.zrange(keys.leases, 0, -1)) == {lease.task_id for lease in running}
 
 
-@pytest.mark.parametrize("seed", SEEDS)
 def test_purge_deletes_every_good_result_and_sets_the_damaged_aside(
-    seed: int,
+    rng: random.Random,
     broker: Broker,
     keys: QueueKeys,
     redis_client: redis.Redis,
     reserved: Callable[[int], list[Lease]],
 ) -> None:
-    rng = random.Random(seed)
     leases = reserved(GOOD + len(UNREADABLE))
     assert broker.finish(WORKER, [finish(lease) for lease in leases]) == []
     damaged = pick_damaged(rng, leases)
@@ -282,11 +281,9 @@ def test_an_operator_action_on_a_damaged_record_sets_it_aside(
     assert redis_client.zscore(getattr(keys, index), lease.task_id) is None
 
 
-@pytest.mark.parametrize("seed", SEEDS)
 def test_enqueue_replaces_damaged_guard_keys_and_stores_every_task(
-    seed: int, broker: Broker, keys: QueueKeys, redis_client: redis.Redis
+    rng: random.Random, broker: Broker, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
-    rng = random.Random(seed)
     guarded = []
     planted = {}
     for n in range(GOOD):
