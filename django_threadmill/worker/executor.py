@@ -49,7 +49,6 @@ class Attempt:
         self.reservation = reservation
         self.lease = reservation.lease
         self.task = task
-        self.payload = payload
         self.args: list[Any] = payload.get("args", [])
         self.kwargs: dict[str, Any] = payload.get("kwargs", {})
         self.started_ms = started_ms
