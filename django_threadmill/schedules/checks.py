@@ -43,16 +43,13 @@ def _task_error(schedule: Schedule, alias: str) -> str | None:
     return None
 
 
-def unknown_queue(schedule: Schedule, alias: str, queues: Set[str]) -> Error | None:
-    """Return the error of a schedule whose ``queue_name`` is not in QUEUES (empty: any)."""
+def _queue_error(schedule: Schedule, queues: Set[str]) -> str | None:
+    """Say that ``queue_name`` is not in QUEUES (an empty QUEUES takes any)."""
     if schedule.queue_name is None or not queues or schedule.queue_name in queues:
         return None
-    return Error(
-        f"TASKS[{alias!r}]['OPTIONS']['schedules'][{schedule.name!r}]: queue_name "
-        f"{schedule.queue_name!r} is not in QUEUES ({', '.join(sorted(queues))}), so no task can "
-        "be enqueued to it.",
-        hint=f"Fix the queue name, or add the queue to TASKS[{alias!r}]['QUEUES'].",
-        id=UNKNOWN_QUEUE,
+    return (
+        f"queue_name {schedule.queue_name!r} is not in QUEUES ({', '.join(sorted(queues))}), "
+        "so no task can be enqueued to it"
     )
 
 
@@ -72,9 +69,15 @@ def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[Check
                     id=BAD_TIMING,
                 )
             )
-        queue = unknown_queue(schedule, alias, queues)
+        queue = _queue_error(schedule, queues)
         if queue:
-            messages.append(queue)
+            messages.append(
+                Error(
+                    f"{where}: {queue}.",
+                    hint=f"Fix the queue name, or add the queue to TASKS[{alias!r}]['QUEUES'].",
+                    id=UNKNOWN_QUEUE,
+                )
+            )
             continue  # the task cannot be rebuilt for that queue: one error says why
         problem = _task_error(schedule, alias)
         if problem:
