@@ -37,7 +37,6 @@ class EventLoopLane(TaskRunner):
         self.idle.set()
         self.busy = threading.Event()  # set while tasks run: the monitor watches then
         self.last_beat = time.monotonic()
-        self.handed_back = 0  # tasks cancelled at the shutdown deadline, unrecorded
         self._finishing = threading.Event()  # set at the deadline: cancel, then stop
         self.buffer.on_async_work = self.nudge
 
@@ -105,7 +104,7 @@ class EventLoopLane(TaskRunner):
         except asyncio.CancelledError:
             # Handed back, as a thread still running at the deadline is: no outcome is
             # written, its lease lapses and the reaper settles it.
-            self.handed_back += 1
+            pass
         finally:
             self.buffer.done()
 
