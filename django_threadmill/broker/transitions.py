@@ -11,7 +11,7 @@ from typing import Any
 from ..exceptions import BrokerUnavailable
 from .damaged import log_set_aside
 from .keys import QueueKeys
-from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS
+from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, PartTally
 from .progress import ProgressWrites
 from .scripts import ScriptCall, ScriptName
 from .types import Ack, Finish, Lease, ProgressReport, Rejected, Start
@@ -156,8 +156,9 @@ class Transitions(ProgressWrites):
         if not parts:
             return
         ttl_ms = self.settings.result_ttl_ms
-        calls = [
-            ScriptCall(
+
+        def build(keys: QueueKeys, tally: PartTally) -> ScriptCall:
+            return ScriptCall(
                 ScriptName.METRICS,
                 (
                     keys.metrics,
@@ -174,8 +175,8 @@ class Transitions(ProgressWrites):
                     *tally.increments(),
                 ),
             )
-            for keys, tally in ((self.queue_keys(part), tally) for part, tally in parts.items())
-        ]
+
+        calls = [build(self.queue_keys(part), tally) for part, tally in parts.items()]
         try:
             skipped = self._run_per_queue(calls, durable=False)
         except BrokerUnavailable:
