@@ -25,10 +25,9 @@ def test_empty_queue_returns_nothing(broker: Broker) -> None:
 
 
 def test_reservation_carries_payload_and_first_token(
-    broker: Broker, enqueue: Callable[..., NewTask], redis_client: redis.Redis
+    broker: Broker, enqueue: Callable[..., NewTask]
 ) -> None:
-    seconds, micros = redis_client.time()
-    before_ms = int(seconds) * 1000 + int(micros) // 1000
+    before_ms = broker.server_time_ms()
     task = enqueue()
     [reservation] = broker.acquire("default", 5).reservations
     assert reservation.lease.task_id == task.id
