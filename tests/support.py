@@ -1,4 +1,5 @@
-"""Helpers every test package shares: waiting with a deadline and running manage.py commands."""
+"""Helpers every test package shares: waiting with a deadline, running manage.py commands, and
+counting the script calls a Redis served."""
 
 import json
 import os
@@ -12,6 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import redis
+
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, where manage.py lives
 
 
@@ -22,6 +25,14 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 10
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} did not happen within {timeout_s}s")
         time.sleep(0.01)  # polling with a deadline, not synchronising
+
+
+def script_calls(client: redis.Redis) -> int:
+    """The EVAL and EVALSHA calls the server behind ``client`` has served (INFO commandstats)."""
+    stats = client.info("commandstats")
+    return sum(
+        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
+    )
 
 
 def command_env(

@@ -11,7 +11,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.worker.prefetcher import IDLE_BLOCK_S
-from tests.support import Command, wait_until
+from tests.support import Command, script_calls, wait_until
 
 from .tasks import hold_until, timed
 
@@ -23,13 +23,6 @@ MOST_CALLS = 5  # a lease renewal or a reap may fall in the window; a busy loop 
 @pytest.fixture
 def tasks_options() -> dict[str, object]:
     return LIMITS
-
-
-def script_calls(client: redis.Redis) -> int:
-    stats = client.info("commandstats")
-    return sum(
-        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
-    )
 
 
 def test_a_full_queue_costs_no_calls_and_a_finish_wakes_the_worker(
