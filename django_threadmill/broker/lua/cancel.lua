@@ -12,11 +12,10 @@
 -- Returns: "cancelled" (a workflow step: its id is pushed onto P:outbox), or the state the task was in (nothing changes), "missing", or
 --          "damaged" (its record cannot be read: set aside and taken out of the queue).
 -- Fence:   state must be "ready"; a reserved or running attempt is never cancelled here.
--- Clock:   redis.call("TIME") only, for the done index.
-local now = now_ms()
+-- Clock:   redis.call("TIME") only, for the done index (or to date a record set aside).
 local id = ARGV[1]
 local key = KEYS[1] .. id
-local f, refused = record_in_state(key, id, KEYS[5], now, "cancel", "ready", "nerrors", "workflow")
+local f, refused = record_in_state(key, id, KEYS[5], "cancel", "ready", "nerrors", "workflow")
 if f or refused == "damaged" then  -- a record set aside leaves the indexes too
   redis.call("ZREM", KEYS[2], id)
   redis.call("ZREM", KEYS[3], id)
@@ -27,7 +26,7 @@ end
 local attempt = (tonumber(f[2]) or 0) + 1
 redis.call("HSET", key, "state", "failed", "error:" .. attempt, ARGV[2], "nerrors", attempt,
   "finished_ms", ARGV[3])
-redis.call("ZADD", KEYS[4], now, id)
+redis.call("ZADD", KEYS[4], now_ms(), id)
 if ARGV[4] ~= "" then
   redis.call("PEXPIRE", key, ARGV[4])
 end

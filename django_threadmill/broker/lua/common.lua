@@ -39,12 +39,12 @@ end
 
 -- Read the record at `key` if its state is `wanted`: returns its fields (state, then the
 -- `...` fields asked for), or nil and what to reply instead: "missing" when there is no
--- record, "damaged" when it cannot be read (set aside as `script` at `now`), else the state
--- it is in. The opening check of the operator's scripts.
-local function record_in_state(key, id, damaged, now, script, wanted, ...)
+-- record, "damaged" when it cannot be read (set aside as `script`, dated by TIME: the only
+-- clock read here), else the state it is in. The opening check of the operator's scripts.
+local function record_in_state(key, id, damaged, script, wanted, ...)
   local f, problem = read_record(key, "state", ...)
   if not f then
-    set_aside(damaged, id, now, script, problem)
+    set_aside(damaged, id, now_ms(), script, problem)
     return nil, "damaged"
   end
   if not f[1] then

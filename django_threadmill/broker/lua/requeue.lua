@@ -12,7 +12,7 @@
 -- Clock:   redis.call("TIME") only, to date a record set aside.
 local id = ARGV[1]
 local key = KEYS[1] .. id
-local f, refused = record_in_state(key, id, KEYS[5], now_ms(), "requeue", "failed", "score")
+local f, refused = record_in_state(key, id, KEYS[5], "requeue", "failed", "score")
 if refused == "damaged" then
   redis.call("ZREM", KEYS[3], id)
 end
