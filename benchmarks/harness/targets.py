@@ -308,15 +308,6 @@ def async_verdicts(summaries: list[Summary]) -> list[Verdict]:
     ]
 
 
-def worker_cpu_verdict(summaries: list[Summary]) -> Verdict:
-    target = "worker CPU/task 1x1 <= 55 us"
-    ours = find(summaries, OURS, 1)
-    if ours is None:
-        return Verdict(target, "not measured", None)
-    cpu_us = ours["worker_cpu_us"]
-    return Verdict(target, f"{cpu_us:.0f} us", cpu_us <= 55)
-
-
 def round_trip_verdict(summaries: list[Summary]) -> Verdict:
     rtt = find(summaries, OURS, 1, RTT)
     if rtt is None or "round_trips" not in rtt.figures:
@@ -336,7 +327,9 @@ def verdicts(
         *sleep_verdicts(summaries),
         *elastic_verdicts(summaries, drains),
         *async_verdicts(summaries),
-        worker_cpu_verdict(summaries),
+        at_most(
+            "worker CPU/task 1x1 <= 55 us", find(summaries, OURS, 1), "worker_cpu_us", 55, " us"
+        ),
         ratio_verdict(
             "ack writer vs --sync-ack, 1x1 >= 2x",
             ratio_of(find(summaries, OURS, 1), find(summaries, OURS, 1, "sync-ack"), "rate"),
