@@ -74,6 +74,14 @@ def reserve(broker: Broker, enqueue: Callable[..., NewTask]) -> Callable[[], Lea
 
 
 @pytest.fixture
+def running(broker: Broker, reserve: Callable[[], Lease]) -> Lease:
+    """A task that was reserved and started by WORKER."""
+    lease = reserve()
+    assert broker.start(WORKER, [start(lease)]) == []
+    return lease
+
+
+@pytest.fixture
 def expire_lease(redis_client: redis.Redis, keys: QueueKeys) -> Callable[[str], None]:
     """Move a held task's lease deadline into the past, as if its worker went silent."""
 

@@ -13,14 +13,6 @@ from .conftest import WORKER, finish, start
 ERROR = '{"exception_class_path":"ValueError","traceback":"boom"}'
 
 
-@pytest.fixture
-def running(broker: Broker, reserve: Callable[[], Lease]) -> Lease:
-    """A task that was reserved and started by WORKER."""
-    lease = reserve()
-    assert broker.start(WORKER, [start(lease)]) == []
-    return lease
-
-
 def test_success_is_stored_indexed_and_expires(
     broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:

@@ -32,13 +32,6 @@ def stored(redis_client: redis.Redis, keys: QueueKeys) -> Callable[[Lease], list
     return read
 
 
-@pytest.fixture
-def running(broker: Broker, reserve: Callable[[], Lease]) -> Lease:
-    lease = reserve()
-    assert broker.start(WORKER, [start(lease)]) == []
-    return lease
-
-
 def test_a_reserved_or_running_attempt_takes_its_latest_report(
     broker: Broker,
     reserve: Callable[[], Lease],
