@@ -1,13 +1,15 @@
 """Send script calls as one pipeline, each node's share confirmed per the durability mode.
 
 Scripts go out as raw EVALSHA (redis-py's cluster pipeline refuses Script objects); a call that
-meets NOSCRIPT wrote nothing, so its script is loaded and only that call is sent again. On a
-Redis Cluster the pipeline splits the calls by node itself: each call stays in its queue's slot.
+meets NOSCRIPT wrote nothing, so its script is loaded and only that call is sent again. Calls
+that must run before the others of their pipeline go as EVAL, with their source: they cannot
+meet NOSCRIPT, so a second round never puts them after the calls they came before. On a Redis
+Cluster the pipeline splits the calls by node itself: each call stays in its queue's slot.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 import redis.asyncio
@@ -21,6 +23,7 @@ from .scripts import ScriptCall, ScriptName
 from .topology import AsyncClient, SyncClient
 
 type Command = tuple[str | int | float, ...]
+type Scripts = Mapping[ScriptName, Script] | Mapping[ScriptName, AsyncScript]
 CLUSTERS = (redis.RedisCluster, redis.asyncio.RedisCluster)
 ONE_NODE = ""  # the node name of every call on one Redis
 
@@ -50,15 +53,18 @@ def _owner(client: redis.RedisCluster | redis.asyncio.RedisCluster, key: str) ->
 
 def _build(
     client: SyncClient | AsyncClient,
-    shas: dict[ScriptName, str],
+    scripts: Scripts,
     calls: Sequence[ScriptCall],
     before: Sequence[Command],
     confirm: Command | None,
+    in_order: int,
 ) -> Batch:
     commands: list[tuple[Command, dict[str, Any]]] = [(command, {}) for command in before]
-    for call in calls:
-        evalsha = ("EVALSHA", shas[call.name], len(call.keys), *call.keys, *call.args)
-        commands.append((evalsha, {}))
+    for i, call in enumerate(calls):
+        script = scripts[call.name]
+        source = cast(str, script.script)  # registered from our .lua files' text
+        how = ("EVAL", source) if i < in_order else ("EVALSHA", script.sha)
+        commands.append(((*how, len(call.keys), *call.keys, *call.args), {}))
     if not isinstance(client, CLUSTERS):
         nodes = [ONE_NODE] * len(calls)
         confirmed_on = {ONE_NODE: ""} if confirm is not None else {}
@@ -88,17 +94,19 @@ class Sending:
     def __init__(
         self,
         client: SyncClient | AsyncClient,
-        shas: dict[ScriptName, str],
+        scripts: Scripts,
         settings: BackendSettings,
         calls: Sequence[ScriptCall],
         before: Sequence[Command],
         confirm: bool,
+        in_order: int = 0,
     ) -> None:
         self.client = client
-        self.shas = shas
+        self.scripts = scripts
         self.settings = settings
         self.calls = list(calls)
         self.before = before
+        self.in_order = in_order  # leading calls that go as EVAL, in the first round only
         self.before_replies: list[Any] = []
         self.confirm = confirm_command(settings) if confirm else None
         self.replies: list[Any] = [NoScriptError()] * len(self.calls)  # unsent reads as unloaded
@@ -114,8 +122,10 @@ class Sending:
         if self.rounds == 2 or not self.sent:
             return None
         calls = [self.calls[i] for i in self.sent]
-        self.batch = _build(self.client, self.shas, calls, self.before, self.confirm)
-        self.before = ()
+        self.batch = _build(
+            self.client, self.scripts, calls, self.before, self.confirm, self.in_order
+        )
+        self.before, self.in_order = (), 0
         self.rounds += 1
         return self.batch
 
@@ -162,13 +172,14 @@ def send_each(
     *,
     before: Sequence[Command] = (),
     confirm: bool = False,
+    in_order: int = 0,
 ) -> tuple[list[Any], list[Any]]:
-    """Send ``before`` and then ``calls`` in one pipeline.
+    """Send ``before`` and then ``calls`` in one pipeline, the first ``in_order`` calls sure to
+    run before the others.
 
     Return the replies of ``before`` and per call its reply or error (errors are not raised).
     """
-    shas = {name: script.sha for name, script in scripts.items()}
-    sending = Sending(client, shas, settings, calls, before, confirm)
+    sending = Sending(client, scripts, settings, calls, before, confirm, in_order)
     while (batch := sending.next_batch()) is not None:
         with client.pipeline(transaction=False) as pipe:
             for args, options in batch.commands:
@@ -191,8 +202,7 @@ async def asend_each(
     """Asyncio twin of ``send_each``."""
     if isinstance(client, redis.asyncio.RedisCluster):
         await client.initialize()  # the node of each key is known only once connected
-    shas = {name: script.sha for name, script in scripts.items()}
-    sending = Sending(client, shas, settings, calls, before, confirm)
+    sending = Sending(client, scripts, settings, calls, before, confirm)
     while (batch := sending.next_batch()) is not None:
         async with client.pipeline(transaction=False) as pipe:
             for args, options in batch.commands:
@@ -210,9 +220,11 @@ def send(
     calls: Sequence[ScriptCall],
     *,
     confirm: bool = False,
+    in_order: int = 0,
 ) -> list[Any]:
-    """Send ``calls`` in one pipeline; return their replies or raise the first error."""
-    _, outcomes = send_each(client, scripts, settings, calls, confirm=confirm)
+    """Send ``calls`` in one pipeline, the first ``in_order`` sure to run before the others;
+    return their replies or raise the first error."""
+    _, outcomes = send_each(client, scripts, settings, calls, confirm=confirm, in_order=in_order)
     for outcome in outcomes:
         if isinstance(outcome, Exception):
             raise outcome

@@ -75,16 +75,22 @@ class BrokerCore:
         with self.translated_errors():
             return self._scripts[call.name](keys=call.keys, args=call.args)
 
-    def _send(self, calls: Sequence[ScriptCall], *, durable: bool) -> list[Any]:
-        """Send ``calls`` as one pipeline (split by node on a Redis Cluster); raise any error."""
+    def _send(self, calls: Sequence[ScriptCall], *, durable: bool, in_order: int = 0) -> list[Any]:
+        """Send ``calls`` as one pipeline (split by node on a Redis Cluster), the first
+        ``in_order`` sure to run before the others; raise any error."""
         with self.translated_errors():
-            return send(self.client, self._scripts, self.settings, calls, confirm=durable)
+            return send(
+                self.client, self._scripts, self.settings, calls, confirm=durable, in_order=in_order
+            )
 
-    def _run_per_queue(self, calls: Sequence[ScriptCall], *, durable: bool) -> list[Any]:
-        """Send one script call per queue: directly for one, as one pipeline for several."""
+    def _run_per_queue(
+        self, calls: Sequence[ScriptCall], *, durable: bool, in_order: int = 0
+    ) -> list[Any]:
+        """Send one script call per queue: directly for one, as one pipeline for several (the
+        first ``in_order`` sure to run before the others)."""
         if len(calls) == 1:
             return [self._run(calls[0], durable=durable)]
-        return self._send(calls, durable=durable)
+        return self._send(calls, durable=durable, in_order=in_order)
 
     def queue_keys(self, queue: str) -> QueueKeys:
         return self.keyspace.queue(queue)

@@ -43,14 +43,17 @@ class Transitions(ProgressWrites):
         with its items and its reply.
 
         A sharded queue is one call per shard its items live in. Queues in ``also`` get a
-        call (each of their shards) even when no item is theirs. Calls in ``before`` go first
-        in the same round trip; their replies are dropped.
+        call (each of their shards) even when no item is theirs. Calls in ``before`` run first,
+        in the same round trip, even when their script must be loaded; their replies are
+        dropped.
         """
         groups = self.by_part(items, lease_of, also)
         if not groups:
             return []
         calls = [build(self.queue_keys(part), group) for part, group in groups.items()]
-        replies = self._run_per_queue([*before, *calls], durable=durable)[len(before) :]
+        replies = self._run_per_queue([*before, *calls], durable=durable, in_order=len(before))[
+            len(before) :
+        ]
         return [
             (part, group, reply)
             for (part, group), reply in zip(groups.items(), replies, strict=True)

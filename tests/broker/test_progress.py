@@ -8,6 +8,7 @@ import redis
 
 from django_threadmill.broker import Broker, Lease, Outcome, ProgressReport
 from django_threadmill.broker.keys import QueueKeys
+from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.codec.progress import PROGRESS_FIELDS
 
 from .conftest import WORKER, finish, start
@@ -74,7 +75,26 @@ def test_a_report_riding_the_finish_call_is_written_before_the_outcome(
     assert broker.finish(WORKER, [finish(running)], [report(running, 10, 10, "last")]) == []
     assert state_of(running.task_id) == "successful"
     assert stored(running) == ["10", "10", "last"]  # written after the outcome, it was fenced
-    assert calls(redis_client)["evalsha"] == 2
+    sent = calls(redis_client)  # the report as EVAL, with its source: it cannot meet NOSCRIPT
+    assert (sent["eval"], sent["evalsha"]) == (1, 1)
+
+
+def test_a_report_riding_the_finish_call_is_written_first_when_redis_lacks_its_script(
+    broker: Broker,
+    running: Lease,
+    stored: Callable[[Lease], list[str | None]],
+    redis_client: redis.Redis,
+    state_of: Callable[[str], str | None],
+) -> None:
+    """Redis holds the finish script but not the progress one (its first report, or a
+    single finish call reloaded only its own script after a restart): the report still runs
+    before the outcome, instead of being sent again after it and fenced out."""
+    redis_client.script_flush()
+    finish_script = broker._scripts[ScriptName.FINISH]
+    redis_client.script_load(finish_script.script)
+    assert broker.finish(WORKER, [finish(running)], [report(running, 10, 10, "last")]) == []
+    assert state_of(running.task_id) == "successful"
+    assert stored(running) == ["10", "10", "last"]
 
 
 def test_a_late_report_of_a_finished_attempt_changes_nothing(

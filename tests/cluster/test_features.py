@@ -1,5 +1,6 @@
-"""Issue 12 and 13 on a Redis Cluster: unique tasks, queue limits, schedules and metrics, on
-queues in different slots (and "default" sharded over three), each on its own primary's keys."""
+"""Features on a Redis Cluster: unique tasks, queue limits, schedules, metrics, workflows and
+progress, on queues in different slots (and "default" sharded over three), each on its own
+primary's keys."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -8,11 +9,15 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Finish, Outcome, ProgressReport
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
+from django_threadmill.progress import progress_of
 from django_threadmill.schedules.scheduler import Scheduler, slot_task_id
 from django_threadmill.schedules.slots import slot_ms
 from django_threadmill.workflows import chain, group, step
 from testproject.example.tasks import add, echo
+from tests.backend_support import WORKER, start
 from tests.support import run_to_completion, worker
 from tests.unique.tasks import refresh
 from tests.workflows.tasks import add as plus
@@ -103,3 +108,26 @@ def test_a_workflow_runs_across_queues_on_three_primaries(
     assert [s.queue for s in flow.steps] == ["images", "billing", "default", "emails"]
     assert flow.results[-1] is not None
     assert flow.results[-1].return_value == [2, 3]
+
+
+def test_last_reports_ride_a_finish_call_over_queues_on_other_primaries(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """Each queue's report goes first on its own node, as EVAL in the cluster pipeline."""
+    results = [
+        echo.using(queue_name=queue).enqueue(n) for n, queue in enumerate(["images", "billing"])
+    ]
+    leases = [start(backend, result.id) for result in results]
+    finishes = [
+        Finish(lease=lease, outcome=Outcome.SUCCESSFUL, value="1", started_ms=now_ms(),
+               finished_ms=now_ms())
+        for lease in leases
+    ]  # fmt: skip
+    reports = [ProgressReport(lease=lease, done=9, total=9, note="last") for lease in leases]
+    assert backend.broker.finish(WORKER, finishes, reports) == []
+    for result in results:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+        found = progress_of(result)
+        assert found is not None
+        assert (found.done, found.total, found.note) == (9, 9, "last")
