@@ -23,8 +23,7 @@ from .types import Finish
 # bucket len(bounds) is +Inf. From 5 ms (an echo task) to an hour (a report).
 RUN_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 WAIT_BUCKETS_S = RUN_BUCKETS_S
-MAX_TASK_PATHS = 100  # distinct task paths per queue with labels of their own; others: "other"
-OTHER_TASKS = "other"  # never a task path: those always contain a dot
+MAX_TASK_PATHS = 100  # task paths per queue labelled by name; metrics.lua counts others as "other"
 MINUTE_TTL_MS = 2 * 3600 * 1000  # minute hashes outlive the hour the admin charts
 UNNAMED_TASK = "unknown"  # a finish whose lease did not carry its path (never from acquire)
 

@@ -13,7 +13,7 @@ from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.prefetcher import IDLE_BLOCK_S, Prefetcher
 from testproject.example.tasks import add
 from tests.pausing import looked_again, still_ready, succeeded
-from tests.support import Command, run_to_completion, running, wait_until
+from tests.support import Command, run_to_completion, running, script_calls, wait_until
 
 WINDOW_S = 1.0  # measured stretch of idleness
 MOST_CALLS = 5  # a heartbeat or a metrics send may fall in the window; a busy loop makes hundreds
@@ -22,13 +22,6 @@ MOST_CALLS = 5  # a heartbeat or a metrics send may fall in the window; a busy l
 def queue_command(redis_url: str, key_prefix: str, *args: str) -> str:
     """Run ``manage.py threadmill_queue`` in a subprocess, as an operator would; return its log."""
     return run_to_completion(Command(redis_url, key_prefix, "threadmill_queue", *args))
-
-
-def script_calls(client: redis.Redis) -> int:
-    stats = client.info("commandstats")
-    return sum(
-        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
-    )
 
 
 def test_pause_holds_new_tasks_ready_while_the_worker_runs_and_resume_runs_them(
