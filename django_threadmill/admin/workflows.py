@@ -11,7 +11,7 @@ from ..broker.inspect.source import Source
 from ..broker.types import stored_int
 from ..exceptions import BrokerUnavailable, WorkflowDoesNotExist
 from ..workflows.plan import Input, stored_plan
-from ..workflows.result import read_workflow
+from ..workflows.result import workflow_from
 from .display import when
 
 LISTED = 50  # newest workflows shown per backend
@@ -78,11 +78,11 @@ def _block(source: Source) -> WorkflowBlock:
 def workflow_context(alias: str, workflow_id: str) -> dict[str, Any]:
     """One workflow: its status and each step with its state, input and task link."""
     backend = threadmill_backend(alias)
+    fields = backend.broker.workflow_fields(workflow_id)  # read once: the page agrees with itself
     try:
-        workflow = read_workflow(backend, workflow_id)
+        workflow = workflow_from(backend, workflow_id, fields)
     except WorkflowDoesNotExist as exc:
         raise Http404(str(exc)) from exc
-    fields = backend.broker.workflow_fields(workflow_id)
     inputs = [_describe(step.input) for step in stored_plan(fields)]
     return {
         "alias": alias,

@@ -72,7 +72,13 @@ def get_workflow(workflow_id: str, backend: str = DEFAULT_TASK_BACKEND_ALIAS) ->
 
 def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowResult:
     """Read a workflow's hash and the records of its enqueued steps."""
-    fields = backend.broker.workflow_fields(workflow_id)
+    return workflow_from(backend, workflow_id, backend.broker.workflow_fields(workflow_id))
+
+
+def workflow_from(
+    backend: ThreadmillTaskBackend, workflow_id: str, fields: dict[str, str]
+) -> WorkflowResult:
+    """Build the workflow whose hash reads ``fields``, reading its enqueued steps' records."""
     if "plan" not in fields:
         raise WorkflowDoesNotExist(
             f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
