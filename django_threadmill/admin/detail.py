@@ -6,12 +6,13 @@ from django.http import Http404, HttpResponse
 
 from ..broker.inspect import DAMAGED, TaskDetail, task_path
 from ..broker.inspect.source import Source
+from ..codec.ids import worker_host_and_pid
 from ..codec.payloads import decode_payload
 from ..codec.progress import stored_progress
 from ..codec.results import attempted_ms, errors_of, parse_error
 from ..exceptions import PayloadError
 from ..workflows.plan import read_step_marker
-from .display import describe_worker, pretty_json, pretty_value, shown, state_label, when
+from .display import pretty_json, pretty_value, shown, state_label, when
 
 
 def detail_or_404(source: Source, task_id: str) -> TaskDetail:
@@ -83,7 +84,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "kwargs": shown(pretty_value(payload.get("kwargs", {}))),
         "result": shown(pretty_json(record["result"])) if "result" in record else None,
         "errors": _errors(record),
-        "workers": [(w, *describe_worker(w)) for w in workers],
+        "workers": [(w, *worker_host_and_pid(w)) for w in workers],
         "lease": _lease(detail, workers),
         "times": [
             ("Enqueued", when(record.get("enqueued_ms"))),

@@ -4,7 +4,6 @@ Nothing here marks anything safe: templates autoescape every value a task stored
 """
 
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,8 +21,6 @@ STATE_LABELS = {
     "failed": "FAILED",
     DAMAGED: "DAMAGED (not a hash)",  # docs/lifecycle.md, Damaged records
 }
-# A worker id is "<host>:<pid>:<random>" (worker/process.py make_worker_id).
-WORKER_ID_PATTERN = re.compile(r"^(?P<host>[^:]+):(?P<pid>\d+):[^:]*$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,14 +56,6 @@ def when(ms: int | str | None) -> datetime | None:
 
 def state_label(state: str) -> str:
     return STATE_LABELS.get(state, state.upper() or "UNKNOWN")
-
-
-def describe_worker(worker_id: str) -> tuple[str, str]:
-    """Return (host, pid) read from a worker id, or (worker id, "") if it does not say."""
-    match = WORKER_ID_PATTERN.match(worker_id)
-    if not match:
-        return worker_id, ""
-    return match["host"], match["pid"]
 
 
 def age(now_ms: int, then_ms: int | None) -> str:

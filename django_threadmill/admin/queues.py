@@ -14,11 +14,11 @@ from ..broker.damaged import DamagedRecord
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
 from ..broker.inspect.source import Source
 from ..broker.pausing import QueuePause
-from ..codec.ids import queue_of
+from ..codec.ids import queue_of, worker_host_and_pid
 from ..conf.limits import QueueLimit
 from ..exceptions import BrokerUnavailable
 from .activity import REFRESH_S, activity_context
-from .display import age, describe_worker, when
+from .display import age, when
 from .results import DETAIL_URL_NAME
 
 MAX_REASON_CHARS = 200  # a pause's reason as the admin keeps it: one line on the queues page
@@ -44,7 +44,7 @@ def _worker_lines(sightings: list[WorkerSighting], now_ms: int, lease_ms: int) -
         merged.setdefault(sighting.worker_id, []).append(sighting)
     lines = []
     for worker_id, seen in merged.items():
-        host, pid = describe_worker(worker_id)
+        host, pid = worker_host_and_pid(worker_id)
         last = max(s.last_renewal_ms for s in seen)
         lines.append(
             WorkerLine(
@@ -55,7 +55,7 @@ def _worker_lines(sightings: list[WorkerSighting], now_ms: int, lease_ms: int) -
                 threads=max(s.threads for s in seen),
                 queues=sorted(s.queue for s in seen),
                 last_renewal_ms=last,
-                silent=now_ms - last > lease_ms,
+                silent=not any(s.live(now_ms, lease_ms) for s in seen),
             )
         )
     return lines

@@ -1,11 +1,16 @@
-"""Task ids: a random UUID and the queue it was enqueued to, ``<32 hex digits>@<queue>``.
+"""Task ids: a random UUID and the queue it was enqueued to, ``<32 hex digits>@<queue>``; and
+worker ids, ``<host>:<pid>:<4 hex digits>``.
 
 The queue in the id lets a lookup go straight to the right keys (and Redis Cluster slot).
 """
 
 import os
+import re
+import socket
+from secrets import token_hex
 
 TASK_ID_SEPARATOR = "@"  # outside the queue-name alphabet (conf/settings.py)
+WORKER_ID_PATTERN = re.compile(r"^(?P<host>[^:]+):(?P<pid>\d+):[^:]*$")
 
 # A random UUID's version (4) and variant (RFC 4122) bits, as uuid.uuid4() sets them.
 _UUID4_BITS = (0x4000 << 64) | (0x8000 << 48)
@@ -29,3 +34,16 @@ def queue_of(task_id: str) -> str | None:
     """Return the queue a task id names, or None if the id is not one of ours."""
     _, separator, queue_name = task_id.rpartition(TASK_ID_SEPARATOR)
     return queue_name if separator and queue_name else None
+
+
+def make_worker_id() -> str:
+    """Return an id for this worker process: its host, its pid, and a random tag."""
+    return f"{socket.gethostname()}:{os.getpid()}:{token_hex(2)}"
+
+
+def worker_host_and_pid(worker_id: str) -> tuple[str, str]:
+    """Return (host, pid) read from a worker id, or (worker id, "") if it does not say."""
+    match = WORKER_ID_PATTERN.match(worker_id)
+    if not match:
+        return worker_id, ""
+    return match["host"], match["pid"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from ..broker.inspect import Inspector
+from ..codec.ids import worker_host_and_pid
 
 
 class HealthCode(IntEnum):
@@ -21,11 +22,6 @@ class HealthCode(IntEnum):
     USAGE = 2  # a wrong option or setting (argparse exits 2 on a bad command line too)
     UNREACHABLE = 3  # Redis could not be reached or cannot serve now
     REFUSED = 4  # Redis refused the credentials or ACL rights (the worker's code 4 too)
-
-
-def host_of(worker_id: str) -> str:
-    """Return the host of a worker id ``<hostname>:<pid>:<random>``."""
-    return worker_id.rsplit(":", 2)[0]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,10 +44,10 @@ def host_heartbeats(
     elsewhere: set[str] = set()
     newest_ms: int | None = None
     for sighting in inspector.workers(queues):
-        here = host_of(sighting.worker_id) == host
+        here = worker_host_and_pid(sighting.worker_id)[0] == host
         if here:
             newest_ms = max(sighting.last_renewal_ms, newest_ms or 0)
-        if now_ms - sighting.last_renewal_ms <= lease_ttl_ms:
+        if sighting.live(now_ms, lease_ttl_ms):
             (live if here else elsewhere).add(sighting.worker_id)
     return HostHeartbeats(
         host=host,

@@ -151,7 +151,7 @@ class ThreadmillCollector:
         alive = {
             sighting.worker_id: sighting.threads
             for sighting in inspector.workers(queues)
-            if now_ms - sighting.last_renewal_ms <= lease_ms
+            if sighting.live(now_ms, lease_ms)
         }
         families.workers.add_metric([source.alias], len(alive))
         families.worker_threads.add_metric([source.alias], sum(alive.values()))

@@ -24,6 +24,7 @@ from asgiref.sync import AsyncSingleThreadContext, async_to_sync
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker import Finish, Rejected, Reservation, Start
+from ..codec.ids import make_worker_id
 from ..codec.times import now_ms
 from ..conf.durations import seconds_of
 from ..exceptions import BrokerUnavailable
@@ -33,7 +34,6 @@ from ..worker.executor import Executor
 from ..worker.lanes import is_async
 from ..worker.leases import HeldLeases, LeaseKeeper
 from ..worker.options import served_queues
-from ..worker.process import make_worker_id
 from ..workflows.advance import drain as drain_outbox
 
 logger = logging.getLogger(__name__)

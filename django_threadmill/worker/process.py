@@ -5,15 +5,14 @@ import os
 import random
 import select
 import signal
-import socket
 import threading
 import time
 from functools import partial
-from secrets import token_hex
 from types import FrameType
 
 from ..backend import ThreadmillTaskBackend
 from ..broker import Reservation
+from ..codec.ids import make_worker_id
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from ..workflows.advance import drain
 from .backoff import REDIS_BACKOFF
@@ -27,10 +26,6 @@ logger = logging.getLogger(__name__)
 
 STOP = b"s"  # control message from the supervisor: stop gracefully
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
-
-
-def make_worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{token_hex(2)}"
 
 
 class WorkerProcess:

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from django_threadmill.management.health import HealthCode, host_of
+from django_threadmill.codec.ids import worker_host_and_pid
+from django_threadmill.management.health import HealthCode
 from tests.backend_support import redis_with_password
 from tests.servers.redis_server import free_port
 from tests.support import ROOT, Command, command_env, running, wait_until
@@ -192,4 +193,4 @@ def test_bad_options_exit_2_naming_the_fix(args: list[str], message: str) -> Non
     [("pod-7f9c:12:ab01", "pod-7f9c"), ("web-1.example.com:3:ffff", "web-1.example.com")],
 )
 def test_host_of_a_worker_id(worker_id: str, host: str) -> None:
-    assert host_of(worker_id) == host
+    assert worker_host_and_pid(worker_id)[0] == host

@@ -56,6 +56,11 @@ class WorkerSighting:
     threads: int  # its live worker threads at that renewal (0 from a reaper or an old worker)
     last_renewal_ms: int
 
+    def live(self, now_ms: int, lease_ttl_ms: int) -> bool:
+        """Tell whether the process renewed within a lease at ``now_ms`` (the Redis clock):
+        the rule threadmill_workers, threadmill_health and the admin count by."""
+        return now_ms - self.last_renewal_ms <= lease_ttl_ms
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskRow:
