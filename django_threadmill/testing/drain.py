@@ -28,7 +28,7 @@ from ..codec.ids import make_worker_id
 from ..codec.times import now_ms
 from ..conf.durations import seconds_of
 from ..exceptions import BrokerUnavailable
-from ..worker.ack_writer import REJECTIONS
+from ..worker.ack_writer import log_not_recorded
 from ..worker.db_connections import connections_kept
 from ..worker.executor import Executor
 from ..worker.lanes import is_async
@@ -190,11 +190,7 @@ class _Drain:
         self, kind: str, call: Callable[[str, Sequence[T]], list[Rejected[T]]], items: list[T]
     ) -> None:
         """Write ``items`` now; say which were not recorded and why, as the ack writer does."""
-        for item, ack in call(self.worker_id, items):
-            level, why = REJECTIONS[ack]
-            logger.log(
-                level, "Ack not recorded kind=%s task_id=%s: %s", kind, item.lease.task_id, why
-            )
+        log_not_recorded(logger, kind, call(self.worker_id, items))
 
     def _hand_back(self) -> None:
         """Release what a batch cut short left reserved (a Redis error, an interrupt)."""

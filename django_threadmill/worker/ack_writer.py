@@ -266,11 +266,16 @@ class AckWriter(RoleThread):
                 )
                 self.give_up.wait(ACK_BACKOFF.after(attempt))
                 attempt += 1
-        for item, ack in rejected:
-            level, why = REJECTIONS[ack]
-            logger.log(
-                level, "Ack not recorded kind=%s task_id=%s: %s", kind, item.lease.task_id, why
-            )
+        log_not_recorded(logger, kind, rejected)
+
+
+def log_not_recorded(
+    log: logging.Logger, kind: str, rejected: Sequence[Rejected[Start] | Rejected[Finish]]
+) -> None:
+    """Say which starts or outcomes were not recorded and why, each at its level."""
+    for item, ack in rejected:
+        level, why = REJECTIONS[ack]
+        log.log(level, "Ack not recorded kind=%s task_id=%s: %s", kind, item.lease.task_id, why)
 
 
 def _sort(
