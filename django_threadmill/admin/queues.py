@@ -134,7 +134,7 @@ def alias_context(source: Source) -> dict[str, Any]:
         sightings = source.inspector.workers(queues)
         tokens = source.inspector.next_tokens_ms([q for q in queues if settings.limit_of(q).rate])
         paused = source.inspector.paused(queues)
-        damaged = [record for queue in queues for record in source.broker.damaged(queue)]
+        damaged = source.broker.damaged(queues)
     except BrokerUnavailable as exc:
         return {**block, "error": str(exc)}
     now_ms = overviews[0].now_ms if overviews else source.inspector.now_ms()

@@ -50,17 +50,22 @@ class DamagedRecords(BrokerCore):
 
     MAX_LISTED = 1000  # entries read per queue part: a listing stays bounded
 
-    def damaged(self, queue: str) -> list[DamagedRecord]:
-        """Return what the scripts set aside in ``queue`` (each shard's), oldest first."""
-        entries: list[DamagedRecord] = []
+    def damaged(self, queues: Sequence[str]) -> list[DamagedRecord]:
+        """Return what the scripts set aside in ``queues`` (each shard's), queue by queue and
+        oldest first, read in one round trip."""
+        parts = [(queue, part) for queue in queues for part in self.parts(queue)]
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            parts = self.parts(queue)
-            for part in parts:
+            for _, part in parts:
                 pipe.hscan(self.queue_keys(part).damaged, 0, count=self.MAX_LISTED)
             replies = pipe.execute()
-        for _, found in replies:
-            entries += [parse_entry(queue, key, value) for key, value in found.items()]
-        return sorted(entries, key=lambda entry: (entry.at_ms or 0, entry.id))
+        by_queue: dict[str, list[DamagedRecord]] = {queue: [] for queue in queues}
+        for (queue, _), (_, found) in zip(parts, replies, strict=True):
+            by_queue[queue] += [parse_entry(queue, key, value) for key, value in found.items()]
+        return [
+            entry
+            for entries in by_queue.values()
+            for entry in sorted(entries, key=lambda entry: (entry.at_ms or 0, entry.id))
+        ]
 
     def forget_damaged(self, queue: str, ids: Sequence[str] | None = None) -> int:
         """Drop entries of ``queue``'s damaged set (every one when ``ids`` is None); the keys

@@ -120,7 +120,7 @@ class Command(BaseCommand):
 
     def _list(self, backend: ThreadmillTaskBackend, queues: list[str]) -> None:
         names = [self._queue(q) for q in queues] or backend.broker.queues()
-        found = [record for queue in names for record in backend.broker.damaged(queue)]
+        found = backend.broker.damaged(names)
         if not found:
             self.stdout.write(f"No damaged records in {', '.join(names) or 'any queue'}.")
         for record in found:
