@@ -1,10 +1,11 @@
 """The worker threads of a process, and how many there are: ``--threads MIN --max-threads MAX``.
 
-Threads float between the two (docs/worker.md, The elastic pool). One is added (half as many
-again, at most) while every thread is busy and tasks have waited in the buffer longer than
-``--target-wait``, unless the process already uses a core's worth of CPU (the GIL: more threads
-cannot run more Python). A step that does not raise the finish rate is taken back, and growth
-pauses; a thread idle for ``--thread-idle`` is retired. Read-ahead follows the live count.
+Threads float between the two (docs/worker.md, The elastic pool). Threads are added while every
+thread is busy and tasks have waited in the buffer longer than ``--target-wait``, unless the
+process already uses a core's worth of CPU (the GIL: more threads cannot run more Python); a
+step adds as many as the CPU left to spare would carry. A step that does not raise the finish
+rate is taken back, and growth pauses; a thread idle for ``--thread-idle`` is retired.
+Read-ahead follows the live count.
 """
 
 import logging
@@ -23,6 +24,7 @@ MIN_GAIN = 0.05  # a growth step must raise the finish rate by this share to be 
 CPU_BOUND = 0.85  # process CPU, in cores, above which more threads only fight for the GIL
 FIRST_PAUSE_S = 5.0  # growth pauses this long after a step that did not help; doubles
 MAX_PAUSE_S = 60.0
+MAX_GROWTH = 3  # a step adds at most three times the threads there are: the pool quadruples
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,9 +102,10 @@ class PoolSizer:
             or sample.at < self._paused_until
         ):
             return 0, ""
-        if previous is not None and _cores(previous, sample) >= CPU_BOUND:
+        cores = _cores(previous, sample) if previous is not None else None
+        if cores is not None and cores >= CPU_BOUND:
             return 0, ""
-        step = min(self.limits.max_threads - sample.threads, max(1, sample.threads // 2))
+        step = min(self.limits.max_threads - sample.threads, _step(sample.threads, cores))
         self._trial = _Trial(added=step, started=sample, rate_before=self._rate(sample))
         self._backlog_since = None
         return step, "tasks waited and every thread was busy"
@@ -127,6 +130,21 @@ class PoolSizer:
         self._paused_until = sample.at + self._pause_s
         self._pause_s = min(self._pause_s * 2, MAX_PAUSE_S)
         return -trial.added, "the threads added did not raise the finish rate"
+
+
+def _step(threads: int, cores: float | None) -> int:
+    """How many threads to add to ``threads`` that use ``cores`` of CPU (None: not known yet).
+
+    As many as the CPU left below CPU_BOUND would carry if each new thread used what one uses
+    now, so tasks that mostly wait reach their pool in a step or two instead of one half-step
+    per trial; at least half as many again, at most MAX_GROWTH times as many again. The trial
+    still takes back a step that did not raise the finish rate.
+    """
+    least = max(1, threads // 2)
+    if cores is None:
+        return least
+    fits = threads * (CPU_BOUND / cores - 1) if cores > 0 else float("inf")
+    return int(min(MAX_GROWTH * threads, max(least, fits)))
 
 
 def _cores(earlier: PoolSample, later: PoolSample) -> float:

@@ -35,7 +35,19 @@ def test_it_grows_once_tasks_waited_longer_than_the_target_with_every_thread_bus
     assert sizer.decide(sample(0.0, threads=2, busy=2, waiting=5, finished=0)) == (0, "")
     assert sizer.decide(sample(0.03, threads=2, busy=2, waiting=5, finished=6)) == (0, "")
     change, why = sizer.decide(sample(0.06, threads=2, busy=2, waiting=5, finished=12))
-    assert (change, why) == (1, "tasks waited and every thread was busy")
+    # Tasks that wait use next to no CPU: the step is the largest there is, the pool quadruples.
+    assert (change, why) == (6, "tasks waited and every thread was busy")
+
+
+def test_a_step_adds_what_the_spare_cpu_would_carry() -> None:
+    """threads x (0.85 / cores - 1), at least half as many again, at most three times as many."""
+    for cores, step in ((0.5, 2), (0.4, 4), (0.2, 12), (0.8, 2)):
+        sizer = PoolSizer(LIMITS)
+        sizer.decide(sample(0.0, threads=4, busy=4, waiting=9, finished=0))
+        change, _ = sizer.decide(
+            sample(0.1, threads=4, busy=4, waiting=9, finished=80, cpu_s=0.1 * cores)
+        )
+        assert change == step, cores
 
 
 def test_it_does_not_grow_while_a_thread_is_free_or_nothing_waits() -> None:
@@ -55,20 +67,25 @@ def test_it_does_not_grow_a_process_that_already_uses_a_core() -> None:
         assert change == 0
 
 
-def test_a_step_that_raises_the_rate_is_kept_and_growth_goes_on_by_half() -> None:
+def test_a_step_that_raises_the_rate_is_kept_and_growth_goes_on() -> None:
     sizer = PoolSizer(LIMITS)
     sizer.decide(sample(0.0, threads=4, busy=4, waiting=9, finished=0))
-    assert sizer.decide(sample(0.1, threads=4, busy=4, waiting=9, finished=80))[0] == 2
+    # Half a core at four threads: two more would bring it to the 0.85 mark.
+    assert sizer.decide(sample(0.1, threads=4, busy=4, waiting=9, finished=80, cpu_s=0.05))[0] == 2
     # 800/s before the step; 1,333/s over its trial.
     assert sizer.decide(sample(0.4, threads=6, busy=6, waiting=9, finished=480)) == (0, "")
-    sizer.decide(sample(0.41, threads=6, busy=6, waiting=9, finished=500))
-    assert sizer.decide(sample(0.47, threads=6, busy=6, waiting=9, finished=600))[0] == 3
+    sizer.decide(sample(0.41, threads=6, busy=6, waiting=9, finished=500, cpu_s=0.2))
+    # Still half a core, now at six threads: four more.
+    change, _ = sizer.decide(sample(0.47, threads=6, busy=6, waiting=9, finished=600, cpu_s=0.23))
+    assert change == 4
 
 
 def test_a_step_that_does_not_raise_the_rate_is_taken_back_and_growth_pauses() -> None:
     sizer = PoolSizer(LIMITS)
     sizer.decide(sample(0.0, threads=4, busy=4, waiting=9, finished=0))
-    assert sizer.decide(sample(0.1, threads=4, busy=4, waiting=9, finished=1000))[0] == 2
+    assert (
+        sizer.decide(sample(0.1, threads=4, busy=4, waiting=9, finished=1000, cpu_s=0.05))[0] == 2
+    )
     change, why = sizer.decide(sample(0.4, threads=6, busy=6, waiting=9, finished=3500))
     assert (change, why) == (-2, "the threads added did not raise the finish rate")
     for at in (0.45, 0.5, 2.0, 5.0):  # paused, however long tasks wait
