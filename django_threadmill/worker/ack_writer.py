@@ -35,10 +35,6 @@ logger = logging.getLogger(__name__)
 # A start notice is held this long, as its result may make it moot. 5 ms was too short with
 # four threads: a thread waiting for the GIL (5 ms switch interval) let most notices go out.
 START_NOTICE_DELAY_S = 0.02
-# At most this many GIL yields before a batch is taken, while results keep arriving: threads
-# already running hand over theirs first, so one call carries them (docs/worker.md, How the
-# loop works). Not a timer: a yield lasts as long as the threads that are ready to run.
-HAND_OVER_YIELDS = 32
 # Metric counters of written outcomes are sent this often, never per result: a crash loses at
 # most this much of them (docs/observability.md, What it costs).
 METRICS_SEND_S = 1.0
@@ -144,7 +140,6 @@ class AckWriter(RoleThread):
         stopping = False
         while not stopping:
             self._sleep_until_work(held_starts)
-            self._let_running_threads_hand_over()
             batch = self._take_all()
             stopping = any(isinstance(item, _Stop) for item in batch)
             self._write(batch, held_starts, flush=stopping)
@@ -171,20 +166,6 @@ class AckWriter(RoleThread):
         if not self._inbox:  # checked again after announcing sleep: no submit is missed
             self._doorbell.wait(timeout_s)
         self._asleep = self._asleep_until_rung = False
-
-    def _let_running_threads_hand_over(self) -> None:
-        """Yield the GIL while the inbox grows, up to HAND_OVER_YIELDS times.
-
-        Results arrive while worker threads hold the GIL in turn; a writer that sends the moment
-        it wakes carries one or two of them per call. Each yield lets the threads that are ready
-        to run finish handing over; it ends as soon as a yield brings nothing new.
-        """
-        seen = -1
-        for _ in range(HAND_OVER_YIELDS):
-            if len(self._inbox) == seen:
-                return
-            seen = len(self._inbox)
-            yield_gil()
 
     def _send_progress(self, *, flush: bool) -> None:
         """Send the waiting progress reports if they are due (all of them with ``flush``); a
@@ -286,11 +267,6 @@ class AckWriter(RoleThread):
                 self.give_up.wait(ACK_BACKOFF.after(attempt))
                 attempt += 1
         log_not_recorded(logger, kind, rejected)
-
-
-def yield_gil() -> None:
-    """Let the threads that are ready to run take the GIL; return as soon as it comes back."""
-    time.sleep(0)
 
 
 def log_not_recorded(

@@ -4,9 +4,8 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from django_threadmill.broker import Broker, Finish, Lease, Outcome, ProgressReport, Start
+from django_threadmill.broker import Broker, Finish, Outcome, ProgressReport, Start
 from django_threadmill.codec.times import now_ms
-from django_threadmill.worker import ack_writer
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.progress import PendingProgress
@@ -79,60 +78,6 @@ def test_a_queued_burst_is_one_success_call_and_starts_with_results_are_elided(
     records = [broker.record(lease.task_id) for lease in leases]
     assert all(record and record["state"] == "successful" for record in records)
     assert all(record and record["workers"] == WORKER for record in records)
-    assert writer.pending() == 0
-
-
-def hand_over_on_each_yield(
-    writer: AckWriter, leases: list[Lease], monkeypatch: pytest.MonkeyPatch
-) -> list[int]:
-    """Make each of the writer's GIL yields let a running thread hand over one more result,
-    while any are left; return the list the yields are counted in."""
-    yields: list[int] = []
-
-    def a_running_thread_hands_over() -> None:
-        yields.append(len(leases))
-        if leases:
-            writer.submit_finish(finish(leases.pop()))
-
-    monkeypatch.setattr(ack_writer, "yield_gil", a_running_thread_hands_over)
-    return yields
-
-
-def test_results_handed_over_while_the_writer_yields_ride_its_call(
-    broker: Broker, recording: RecordingBroker, writer: AckWriter, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Woken by one result, the writer yields the GIL while more arrive, so threads already
-    running hand theirs over and one call carries them all; a yield that brings nothing ends it."""
-    for n in range(4):
-        tasks.square.enqueue(n)
-    first, *running = [r.lease for r in broker.acquire("default", 4).reservations]
-    yields = hand_over_on_each_yield(writer, running, monkeypatch)
-    writer.submit_finish(finish(first))
-    writer.start()
-    wait_until(lambda: recording.calls and writer.pending() == 0, "the first call written")
-
-    assert recording.calls == [("finish", 4)]
-    assert yields == [3, 2, 1, 0]  # three brought a result, the fourth nothing
-
-
-def test_the_writer_yields_a_bounded_number_of_times_before_it_sends(
-    broker: Broker, recording: RecordingBroker, writer: AckWriter, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Results that keep arriving do not hold a call back: after HAND_OVER_YIELDS it is sent,
-    and the rest go in the next."""
-    monkeypatch.setattr(ack_writer, "HAND_OVER_YIELDS", 2)
-    for n in range(5):
-        tasks.square.enqueue(n)
-    first, *running = [r.lease for r in broker.acquire("default", 5).reservations]
-    hand_over_on_each_yield(writer, running, monkeypatch)
-    writer.submit_finish(finish(first))
-    writer.start()
-    wait_until(lambda: recording.calls and writer.pending() == 0, "the first call written")
-    assert recording.calls == [("finish", 3)]
-
-    writer.stop()  # wakes the writer: two more yields bring the last two results
-    writer.join(5)
-    assert recording.calls == [("finish", 3), ("finish", 2)]
     assert writer.pending() == 0
 
 
