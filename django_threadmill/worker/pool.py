@@ -3,16 +3,18 @@
 Threads float between the two (docs/worker.md, The elastic pool). Threads are added while every
 thread is busy and tasks have waited in the buffer longer than ``--target-wait``, unless the
 process already uses a core's worth of CPU (the GIL: more threads cannot run more Python); a
-step adds as many as the CPU left to spare would carry. A step that does not raise the finish
-rate is taken back, and growth pauses; a thread idle for ``--thread-idle`` is retired.
-Read-ahead follows the live count.
+step adds as many as the CPU left to spare would carry. Each step is judged on the finish rate
+once its threads got going: kept when the rate rose in proportion, kept in part when it rose
+less, taken back (and growth paused) when it did not rise. A thread idle for
+``--thread-idle`` is retired. Read-ahead follows the live count.
 """
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .buffer import TaskBuffer
 from .role import RoleThread
@@ -25,6 +27,11 @@ CPU_BOUND = 0.85  # process CPU, in cores, above which more threads only fight f
 FIRST_PAUSE_S = 5.0  # growth pauses this long after a step that did not help; doubles
 MAX_PAUSE_S = 60.0
 MAX_GROWTH = 3  # a step adds at most three times the threads there are: the pool quadruples
+# A rate is told from at least this many finishes per thread: fewer say more about when tasks
+# happened to end than about how fast the pool goes.
+FINISHES_PER_THREAD = 2
+# A step whose tasks are too long to show a rate by then is judged by the CPU alone.
+MAX_TRIAL_S = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,7 +49,7 @@ class PoolLimits:
 
     @property
     def trial_s(self) -> float:
-        """How long a growth step runs before its rate is judged."""
+        """The shortest span a growth step's rate is measured over."""
         return max(0.25, 5 * self.target_wait_s)
 
 
@@ -59,13 +66,16 @@ class PoolSample:
     idle_for_s: float  # the longest any thread has been idle now (0 if all are busy)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class _Trial:
-    """A growth step being judged: the rate before it, and when it was made."""
+    """A growth step being judged."""
 
     added: int
+    threads_before: int
+    rate_before: float | None  # finishes per second before the step; None: too few to tell
     started: PoolSample
-    rate_before: float
+    settle_s: float  # about one task's run: the new threads' first results take that long
+    measured_from: PoolSample | None = None  # the first look once the step has settled
 
 
 @dataclass(slots=True)
@@ -74,19 +84,19 @@ class PoolSizer:
 
     limits: PoolLimits
     _previous: PoolSample | None = None
+    _at_size: PoolSample | None = None  # the first look at the pool's current size
     _backlog_since: float | None = None
     _trial: _Trial | None = None
     _paused_until: float = 0.0
     _pause_s: float = FIRST_PAUSE_S
-    _rates: list[tuple[float, int]] = field(default_factory=list)  # (at, finished) history
 
     def decide(self, sample: PoolSample) -> tuple[int, str]:
         """Return the change in threads and why ("" when none)."""
         previous, self._previous = self._previous, sample
-        self._rates = [(at, n) for at, n in self._rates if sample.at - at <= self.limits.trial_s]
-        self._rates.append((sample.at, sample.finished))
         if self._trial is not None:
-            return self._judge(sample)
+            return self._judge(self._trial, sample)
+        if self._at_size is None or self._at_size.threads != sample.threads:
+            self._at_size = sample  # grown, retired or replaced: the rate starts again
         if sample.threads > self.limits.min_threads and sample.idle_for_s >= self.limits.idle_s:
             return -1, "idle"
         backlogged = sample.waiting > 0 and sample.busy >= sample.threads
@@ -106,30 +116,62 @@ class PoolSizer:
         if cores is not None and cores >= CPU_BOUND:
             return 0, ""
         step = min(self.limits.max_threads - sample.threads, _step(sample.threads, cores))
-        self._trial = _Trial(added=step, started=sample, rate_before=self._rate(sample))
+        rate = _rate(self._at_size, sample)
+        self._trial = _Trial(
+            added=step,
+            threads_before=sample.threads,
+            rate_before=rate,
+            started=sample,
+            settle_s=sample.threads / rate if rate else 0.0,  # Little's law: all are busy
+        )
         self._backlog_since = None
         return step, "tasks waited and every thread was busy"
 
-    def _rate(self, sample: PoolSample) -> float:
-        """Finishes per second over the recent window."""
-        at, finished = self._rates[0]
-        return (sample.finished - finished) / (sample.at - at) if sample.at > at else 0.0
-
-    def _judge(self, sample: PoolSample) -> tuple[int, str]:
-        """Keep the trial's threads if the rate rose; else take them back and pause growth."""
-        trial = self._trial
-        assert trial is not None
-        elapsed = sample.at - trial.started.at
-        if elapsed < self.limits.trial_s:
+    def _judge(self, trial: _Trial, sample: PoolSample) -> tuple[int, str]:
+        """Once the step has settled and shown a rate, keep the share of its threads that
+        raised the rate; if its tasks are too long to show one, keep it while the CPU is not
+        the limit."""
+        if trial.measured_from is None:
+            if sample.at - trial.started.at >= min(trial.settle_s, MAX_TRIAL_S / 2):
+                trial.measured_from = sample
+            return 0, ""
+        since = trial.measured_from
+        span = sample.at - since.at
+        rate = _rate(since, sample)
+        awaiting_rate = rate is None and trial.rate_before is not None and span < MAX_TRIAL_S
+        if span < self.limits.trial_s or awaiting_rate:
             return 0, ""
         self._trial = None
-        rate = (sample.finished - trial.started.finished) / elapsed
-        if rate >= trial.rate_before * (1 + MIN_GAIN):
-            self._pause_s = FIRST_PAUSE_S
-            return 0, ""
+        self._at_size = since
+        if rate is None or trial.rate_before is None:
+            if _cores(since, sample) >= CPU_BOUND:
+                return self._take_back(sample, trial.added, "the threads added only used CPU")
+            return self._kept()
+        gain = rate / trial.rate_before - 1
+        if gain < MIN_GAIN:
+            return self._take_back(
+                sample, trial.added, "the threads added did not raise the finish rate"
+            )
+        # Each thread that paid raised the rate by 1/threads_before of it: the gain, counted in
+        # threads, is how many paid (all of them when the rate rose in proportion).
+        kept = min(trial.added, math.ceil(gain * trial.threads_before))
+        if kept < trial.added:
+            return self._take_back(
+                sample,
+                trial.added - kept,
+                "the threads added raised the finish rate by less than their share",
+            )
+        return self._kept()
+
+    def _kept(self) -> tuple[int, str]:
+        self._pause_s = FIRST_PAUSE_S
+        return 0, ""
+
+    def _take_back(self, sample: PoolSample, count: int, why: str) -> tuple[int, str]:
+        """Retire ``count`` of a step's threads, and pause growth (longer each time)."""
         self._paused_until = sample.at + self._pause_s
         self._pause_s = min(self._pause_s * 2, MAX_PAUSE_S)
-        return -trial.added, "the threads added did not raise the finish rate"
+        return -count, why
 
 
 def _step(threads: int, cores: float | None) -> int:
@@ -138,13 +180,22 @@ def _step(threads: int, cores: float | None) -> int:
     As many as the CPU left below CPU_BOUND would carry if each new thread used what one uses
     now, so tasks that mostly wait reach their pool in a step or two instead of one half-step
     per trial; at least half as many again, at most MAX_GROWTH times as many again. The trial
-    still takes back a step that did not raise the finish rate.
+    keeps only the share that raised the finish rate.
     """
     least = max(1, threads // 2)
     if cores is None:
         return least
     fits = threads * (CPU_BOUND / cores - 1) if cores > 0 else float("inf")
     return int(min(MAX_GROWTH * threads, max(least, fits)))
+
+
+def _rate(since: PoolSample, now: PoolSample) -> float | None:
+    """Finishes per second from ``since`` to ``now``; None while there were fewer than
+    FINISHES_PER_THREAD per thread."""
+    finished, span = now.finished - since.finished, now.at - since.at
+    if span <= 0 or finished < FINISHES_PER_THREAD * now.threads:
+        return None
+    return finished / span
 
 
 def _cores(earlier: PoolSample, later: PoolSample) -> float:

@@ -67,29 +67,73 @@ def test_it_does_not_grow_a_process_that_already_uses_a_core() -> None:
         assert change == 0
 
 
-def test_a_step_that_raises_the_rate_is_kept_and_growth_goes_on() -> None:
+def backlogged(at: float, threads: int, finished: int, cpu_s: float = 0) -> PoolSample:
+    """Every thread busy and tasks waiting."""
+    return sample(at, threads=threads, busy=threads, waiting=9, finished=finished, cpu_s=cpu_s)
+
+
+def test_a_step_is_judged_once_settled_and_kept_when_the_rate_rose_in_proportion() -> None:
     sizer = PoolSizer(LIMITS)
-    sizer.decide(sample(0.0, threads=4, busy=4, waiting=9, finished=0))
-    # Half a core at four threads: two more would bring it to the 0.85 mark.
-    assert sizer.decide(sample(0.1, threads=4, busy=4, waiting=9, finished=80, cpu_s=0.05))[0] == 2
-    # 800/s before the step; 1,333/s over its trial.
-    assert sizer.decide(sample(0.4, threads=6, busy=6, waiting=9, finished=480)) == (0, "")
-    sizer.decide(sample(0.41, threads=6, busy=6, waiting=9, finished=500, cpu_s=0.2))
+    sizer.decide(backlogged(0.0, 4, 0))
+    # 800/s on four threads (5 ms a task), half a core: two more threads.
+    assert sizer.decide(backlogged(0.1, 4, 80, cpu_s=0.05))[0] == 2
+    assert sizer.decide(backlogged(0.11, 6, 88)) == (0, "")  # settled: measured from here
+    # 1,200/s on six threads: the step raised the rate by its share, so it stays.
+    assert sizer.decide(backlogged(0.4, 6, 88 + 348, cpu_s=0.15)) == (0, "")
+    sizer.decide(backlogged(0.41, 6, 448, cpu_s=0.2))
     # Still half a core, now at six threads: four more.
-    change, _ = sizer.decide(sample(0.47, threads=6, busy=6, waiting=9, finished=600, cpu_s=0.23))
-    assert change == 4
+    assert sizer.decide(backlogged(0.47, 6, 520, cpu_s=0.23))[0] == 4
 
 
 def test_a_step_that_does_not_raise_the_rate_is_taken_back_and_growth_pauses() -> None:
     sizer = PoolSizer(LIMITS)
-    sizer.decide(sample(0.0, threads=4, busy=4, waiting=9, finished=0))
-    assert (
-        sizer.decide(sample(0.1, threads=4, busy=4, waiting=9, finished=1000, cpu_s=0.05))[0] == 2
-    )
-    change, why = sizer.decide(sample(0.4, threads=6, busy=6, waiting=9, finished=3500))
+    sizer.decide(backlogged(0.0, 4, 0))
+    assert sizer.decide(backlogged(0.1, 4, 1000, cpu_s=0.05))[0] == 2
+    sizer.decide(backlogged(0.11, 6, 1100))
+    change, why = sizer.decide(backlogged(0.4, 6, 1100 + 2900))  # 10,000/s, as before
     assert (change, why) == (-2, "the threads added did not raise the finish rate")
     for at in (0.45, 0.5, 2.0, 5.0):  # paused, however long tasks wait
-        assert sizer.decide(sample(at, threads=4, busy=4, waiting=9, finished=4000))[0] == 0
+        assert sizer.decide(backlogged(at, 4, 4000))[0] == 0
+
+
+def test_a_step_that_raised_the_rate_by_less_than_its_share_keeps_the_threads_that_paid() -> None:
+    """Tasks that wait on something with room for a few at once (a connection pool): from four
+    threads to sixteen the rate rises by three eighths, what one and a half threads more would
+    give, so two of the twelve stay."""
+    sizer = PoolSizer(LIMITS)
+    sizer.decide(backlogged(0.0, 4, 0))
+    assert sizer.decide(backlogged(0.1, 4, 80, cpu_s=0.001))[0] == 12  # 800/s, next to no CPU
+    sizer.decide(backlogged(0.11, 16, 88))
+    change, why = sizer.decide(backlogged(0.4, 16, 88 + 319))  # 1,100/s
+    assert (change, why) == (
+        -10,
+        "the threads added raised the finish rate by less than their share",
+    )
+    for at in (0.45, 2.0, 5.0):  # and growth pauses
+        assert sizer.decide(backlogged(at, 6, 500))[0] == 0
+
+
+def test_a_step_on_long_tasks_waits_for_their_results_before_it_is_judged() -> None:
+    """One-second tasks: the new threads' first results come a second after the step, so the
+    rate is read from then on, over at least two results per thread."""
+    sizer = PoolSizer(LIMITS)
+    sizer.decide(backlogged(0.0, 2, 0))
+    assert sizer.decide(backlogged(2.0, 2, 4))[0] == 6  # 2/s on two threads: tasks of 1 s
+    for at, finished in ((2.3, 4), (2.9, 5), (3.0, 6), (3.5, 7), (4.5, 15)):
+        assert sizer.decide(backlogged(at, 8, finished)) == (0, ""), at
+    # From 3.0 s, sixteen results in two seconds: 8/s, four times the rate before. Kept.
+    assert sizer.decide(backlogged(5.0, 8, 22)) == (0, "")
+
+
+def test_a_step_whose_tasks_show_no_rate_is_judged_by_the_cpu() -> None:
+    """Tasks that block for longer than a trial finish nothing to count: the step stays
+    while the process does not use a core, and goes while it does."""
+    for cpu_after, change in ((0.01, 0), (0.35, -6)):
+        sizer = PoolSizer(LIMITS)
+        sizer.decide(backlogged(0.0, 2, 0))
+        assert sizer.decide(backlogged(0.06, 2, 0))[0] == 6
+        sizer.decide(backlogged(0.07, 8, 0))
+        assert sizer.decide(backlogged(0.4, 8, 0, cpu_s=cpu_after))[0] == change
 
 
 def test_an_idle_thread_is_retired_down_to_the_minimum_only() -> None:
