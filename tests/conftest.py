@@ -4,6 +4,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -11,7 +12,7 @@ from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
-from django_threadmill.compat import TASKS_LOGGER_NAME, task_backends
+from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResult, task_backends, task_enqueued
 from tests.servers.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
 from tests.worker.conftest import start_worker
 
@@ -102,3 +103,16 @@ def tasks_logger_at(request: pytest.FixtureRequest) -> Iterator[None]:
     tasks_logger.setLevel(request.param)
     yield
     tasks_logger.setLevel(level)
+
+
+@pytest.fixture
+def enqueued() -> Iterator[list[tuple[type, TaskResult]]]:
+    """Collect every task_enqueued signal as (sender, task_result)."""
+    seen: list[tuple[type, TaskResult]] = []
+
+    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        seen.append((sender, task_result))
+
+    task_enqueued.connect(receiver)
+    yield seen
+    task_enqueued.disconnect(receiver)

@@ -13,12 +13,11 @@ import json
 import logging
 
 from ..backend import ThreadmillTaskBackend
-from ..broker import NewTask
 from ..broker.workflows import OUTBOX_BATCH
 from ..codec.payloads import load_task
 from ..codec.results import parse_error
 from ..exceptions import Cancelled, PayloadError
-from .launch import enqueue_steps, step_task
+from .launch import PreparedStep, enqueue_steps, step_task
 from .plan import input_value, read_step_marker, stored_plan
 
 logger = logging.getLogger(__name__)
@@ -85,7 +84,7 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
     fields = broker.workflow_fields(workflow_id)
     steps = stored_plan(fields)
     values = {i: json.loads(fields[f"v:{i}"]) for j in due for i in steps[j].waits_for()}
-    groups: dict[str, list[NewTask]] = {}
+    groups: dict[str, list[PreparedStep]] = {}
     for index in due:
         step = steps[index]
         try:
@@ -95,7 +94,7 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
                 queue=step.queue,
                 payload={"priority": step.priority, "run_after_ms": step.run_after_ms},
             )
-            new = step_task(
+            prepared = step_task(
                 backend, workflow_id, step, task, [input_value(step, values), *step.args]
             )
         except (PayloadError, TypeError, ValueError) as exc:
@@ -107,8 +106,8 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
             )
             broker.advance_workflow(workflow_id, index, "failed", f"not enqueued: {exc}")
             return
-        groups.setdefault(step.queue, []).append(new)
-    enqueue_steps(broker, groups)
+        groups.setdefault(step.queue, []).append(prepared)
+    enqueue_steps(backend, groups)
     broker.mark_enqueued(workflow_id, due)
 
 

@@ -7,9 +7,10 @@ from asgiref.sync import sync_to_async
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
-from ..broker import Broker, Guard, GuardKind, NewTask
+from ..broker import Guard, GuardKind, NewTask
 from ..codec.ids import new_task_hex
-from ..compat import InvalidTask, Task
+from ..compat import InvalidTask, Task, TaskResult
+from ..enqueue.announce import announce
 from ..enqueue.on_commit import defer_to_commit
 from ..enqueue.prepare import prepare
 from .plan import (
@@ -23,6 +24,8 @@ from .plan import (
 )
 from .result import WorkflowResult, read_workflow, waiting_for_commit
 
+type PreparedStep = tuple[NewTask, TaskResult]  # a step's stored form, and its result
+
 
 def launch(root: Plannable) -> WorkflowResult:
     """Store the workflow of ``root`` and enqueue its first steps; return its result.
@@ -35,7 +38,7 @@ def launch(root: Plannable) -> WorkflowResult:
     planned = plan(root)
     backend = _backend_of(planned.tasks)
     workflow_id = new_task_hex()
-    first: dict[str, list[NewTask]] = {}
+    first: dict[str, list[PreparedStep]] = {}
     entry_tasks: list[Task] = []
     for step, task in zip(planned.steps, planned.tasks, strict=True):
         new = step_task(backend, workflow_id, step, task, step.args)
@@ -53,12 +56,12 @@ def _store(
     backend: ThreadmillTaskBackend,
     workflow_id: str,
     planned: Plan,
-    first: dict[str, list[NewTask]],
+    first: dict[str, list[PreparedStep]],
 ) -> None:
     """Write the workflow's hash, then its first steps, then mark them enqueued."""
     broker = backend.broker
     broker.create_workflow(workflow_id, workflow_fields(planned.steps))
-    enqueue_steps(broker, first)
+    enqueue_steps(backend, first)
     broker.mark_enqueued(workflow_id, (s.index for s in planned.steps if s.input is None))
 
 
@@ -73,9 +76,10 @@ def step_task(
     step: PlannedStep,
     task: Task,
     args: list[object],
-) -> NewTask:
-    """Encode one call of a step under its fixed id, marked as that workflow's step."""
-    new, _ = prepare(
+) -> PreparedStep:
+    """Encode one call of a step under its fixed id, marked as that workflow's step; return
+    it with the result task_enqueued announces once it is stored."""
+    return prepare(
         task,
         args,
         step.kwargs,
@@ -83,15 +87,30 @@ def step_task(
         task_id=step_task_id(workflow_id, step),
         guard=Guard(kind=GuardKind.STEP, name=step_marker(workflow_id, step.index), value_ms=0),
     )
-    return new
 
 
-def enqueue_steps(broker: Broker, groups: dict[str, list[NewTask]]) -> None:
-    """Store the encoded steps of each queue, all queues in one round trip; raise the error
-    of the first queue that was refused, if any."""
-    for outcome in broker.enqueue_groups(groups):
+def enqueue_steps(backend: ThreadmillTaskBackend, groups: dict[str, list[PreparedStep]]) -> None:
+    """Store the encoded steps of each queue, all queues in one round trip, and send
+    task_enqueued for the steps this call stored; then raise the error of the first queue
+    that was refused, if any.
+
+    A queue's steps are stored by one atomic call, so a repeated advance (a drainer that died
+    before taking its outbox entry out, or two drainers at once) finds them all stored and
+    announces none of them: each step is announced once, by the call that stored it. A sharded
+    queue stored only in part does not say which ids it wrote; its steps are not announced.
+    """
+    outcomes = backend.broker.enqueue_groups(
+        {queue: [new for new, _ in steps] for queue, steps in groups.items()}
+    )
+    refused: list[Exception] = []
+    for steps, outcome in zip(groups.values(), outcomes, strict=True):
         if isinstance(outcome, Exception):
-            raise outcome
+            refused.append(outcome)
+        elif outcome.stored == len(steps):
+            for _, result in steps:
+                announce(backend.pipeline.sender, result)
+    if refused:
+        raise refused[0]
 
 
 def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:

@@ -2,7 +2,7 @@
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,7 +11,7 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.codec.ids import queue_of
-from django_threadmill.compat import Task, TaskResult, TaskResultStatus, task_enqueued
+from django_threadmill.compat import Task, TaskResult, TaskResultStatus
 from testproject.example.tasks import add, async_add, attempt_info, echo, send_welcome
 from tests.backend_support import start_shared_sync_thread
 
@@ -33,19 +33,6 @@ def enqueue(request: pytest.FixtureRequest) -> Enqueue:
         return asyncio.run(task.aenqueue(*args, **kwargs))
 
     return through
-
-
-@pytest.fixture
-def enqueued() -> Iterator[list[tuple[type, TaskResult]]]:
-    """Collect every task_enqueued signal as (sender, task_result)."""
-    seen: list[tuple[type, TaskResult]] = []
-
-    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
-        seen.append((sender, task_result))
-
-    task_enqueued.connect(receiver)
-    yield seen
-    task_enqueued.disconnect(receiver)
 
 
 def stored(

@@ -4,10 +4,12 @@ thread by django_threadmill.testing.drain (the broker, scripts and outboxes are 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResultStatus
+from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.exceptions import WorkflowDoesNotExist
 from django_threadmill.testing import drain
 from django_threadmill.workflows import chain, get_workflow, group, step
+from django_threadmill.workflows.launch import enqueue_steps, step_task
+from django_threadmill.workflows.plan import stored_plan
 
 from .tasks import add, boom, collect, number
 
@@ -111,3 +113,28 @@ def test_a_step_queue_follows_the_task_options(backend: ThreadmillTaskBackend) -
     assert flow.steps[0].task_id.endswith("@emails")
     assert flow.results[0] is not None
     assert flow.results[0].task.priority == 5
+
+
+def test_each_step_is_announced_once_by_the_call_that_stored_it(
+    backend: ThreadmillTaskBackend, enqueued: list[tuple[type, TaskResult]]
+) -> None:
+    """task_enqueued goes out for a workflow's first steps when it is enqueued, and for each
+    later step when a drainer stores it; a repeated advance finds its steps stored and
+    announces none again."""
+    flow = chain(step(number, 1), group(step(add, 1), step(add, 2))).enqueue()
+    first = flow.results[0]
+    assert first is not None
+    assert [result.id for _, result in enqueued] == [first.id]
+
+    drain()
+    flow.refresh()
+    ids = [result.id for result in flow.results if result is not None]
+    assert len(ids) == 3
+    assert sorted(result.id for _, result in enqueued) == sorted(ids)
+    assert {sender for sender, _ in enqueued} == {type(backend)}
+    assert {result.status for _, result in enqueued} == {TaskResultStatus.READY}
+
+    planned = stored_plan(backend.broker.workflow_fields(flow.id))[0]
+    again = step_task(backend, flow.id, planned, number, planned.args)
+    enqueue_steps(backend, {planned.queue: [again]})  # as a drainer that died would repeat it
+    assert len(enqueued) == 3
