@@ -41,9 +41,9 @@ def launch(root: Plannable) -> WorkflowResult:
     first: dict[str, list[PreparedStep]] = {}
     entry_tasks: list[Task] = []
     for step, task in zip(planned.steps, planned.tasks, strict=True):
-        new = step_task(backend, workflow_id, step, task, step.args)
+        prepared = step_task(backend, workflow_id, step, task, step.args)
         if step.input is None:
-            first.setdefault(step.queue, []).append(new)
+            first.setdefault(step.queue, []).append(prepared)
             entry_tasks.append(task)
     write = partial(_store, backend, workflow_id, planned, first)
     if any(map(backend.pipeline.waits_for_commit, entry_tasks)) and defer_to_commit(write):
