@@ -7,10 +7,10 @@ by advance.lua. Its fields:
 - ``status``: ``open``, then ``successful``, ``failed`` or ``cancelled``; ``why`` says why it
   failed or was cancelled;
 - per step ``i``: ``after:i`` (the steps whose values make its input, comma-separated),
-  ``left:i`` (how many of those have not succeeded yet: advance.lua counts down, so a group's
-  callback is found due in one read, not one per member), ``next:i`` (the steps whose input
-  takes its value), ``e:i`` (``due``, then ``enqueued``), ``s:i`` (how it ended), ``v:i`` (its
-  result JSON), ``x:i`` (why it was not run);
+  ``cur:i`` (how far into ``after:i`` advance.lua found them all succeeded, so a group's members
+  do not each read every member before them), ``next:i`` (the steps whose input takes its
+  value), ``e:i`` (``due``, then ``enqueued``), ``s:i`` (how it ended), ``v:i`` (its result
+  JSON), ``x:i`` (why it was not run);
 - ``succeeded``: how many steps succeeded.
 
 A step's record carries ``workflow`` = ``<workflow id>:<step>``; finish.lua and cancel.lua

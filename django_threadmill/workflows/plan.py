@@ -134,7 +134,6 @@ def workflow_fields(steps: list[PlannedStep]) -> dict[str, str | int]:
         after = step.waits_for()
         if after:
             fields[f"after:{step.index}"] = ",".join(map(str, after))
-            fields[f"left:{step.index}"] = len(set(after))
         for index in after:
             dependents.setdefault(index, []).append(step.index)
     for index, later in dependents.items():

@@ -1,6 +1,8 @@
-"""A group's callback is found due in one read, whatever the group's size (advance.lua's
-``left:i`` counters), and workflows stored before the counters still advance."""
+"""A member's advance costs the same whatever the group's size (advance.lua reads a step's
+inputs on from where the last look stopped, ``cur:i``), and outcomes recorded by an earlier
+version, which keeps no such place, still count."""
 
+import pytest
 import redis
 
 from django_threadmill.broker import Broker
@@ -45,20 +47,31 @@ def test_a_members_advance_costs_the_same_in_a_group_of_ten_or_of_three_hundred(
     )
 
 
-def test_the_last_member_makes_the_callback_due_once(broker: Broker) -> None:
+@pytest.mark.parametrize(
+    "order",
+    [list(range(50)), list(range(49, -1, -1)), [*range(1, 50, 2), *range(0, 50, 2)]],
+    ids=["in order", "reversed", "odd then even"],
+)
+def test_the_last_member_makes_the_callback_due_once(broker: Broker, order: list[int]) -> None:
     callback = stored_group(broker, "g", 50)
-    due = [broker.advance_workflow("g", i, "successful", str(i))[1] for i in range(50)]
+    due = [broker.advance_workflow("g", i, "successful", str(i))[1] for i in order]
     assert due == [[]] * 49 + [[callback]]
+    last = order[-1]
     # A repeated report (a drain retried) finds the callback still due until it is enqueued.
-    assert broker.advance_workflow("g", 49, "successful", "49") == ("open", [callback])
+    assert broker.advance_workflow("g", last, "successful", "x") == ("open", [callback])
     broker.mark_enqueued("g", [callback])
-    assert broker.advance_workflow("g", 49, "successful", "49") == ("open", [])
+    assert broker.advance_workflow("g", last, "successful", "x") == ("open", [])
 
 
-def test_a_workflow_stored_before_the_counters_still_advances(
+def test_outcomes_an_earlier_version_recorded_still_count(
     broker: Broker, redis_client: redis.Redis
 ) -> None:
-    callback = stored_group(broker, "old", 5)
-    redis_client.hdel(broker.keyspace.workflow("old"), f"left:{callback}")
-    due = [broker.advance_workflow("old", i, "successful", str(i))[1] for i in range(5)]
-    assert due == [[]] * 4 + [[callback]]
+    """An earlier advance.lua records a member's outcome without moving the place: the
+    callback is still found due once the last member ends."""
+    callback = stored_group(broker, "mixed", 5)
+    assert broker.advance_workflow("mixed", 0, "successful", "0") == ("open", [])
+    for i in (1, 2, 3):  # what the earlier script writes for a member that succeeded
+        redis_client.hset(broker.keyspace.workflow("mixed"), mapping={f"s:{i}": "successful"})
+        redis_client.hset(broker.keyspace.workflow("mixed"), mapping={f"v:{i}": str(i)})
+        redis_client.hincrby(broker.keyspace.workflow("mixed"), "succeeded", 1)
+    assert broker.advance_workflow("mixed", 4, "successful", "4") == ("open", [callback])

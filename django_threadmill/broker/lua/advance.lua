@@ -17,9 +17,11 @@
 --          nothing is due any more, steps already enqueued still run, the others are recorded
 --          as not run with why.
 -- Clock:   none: a workflow's times are its steps' (their records), and its expiry a TTL.
--- Cost:    a step that succeeded counts down left:j of each step j that takes its value, and
---          j is due when that reaches 0: one read, where reading each of j's inputs made a
---          group of N members cost N^2/2 reads over its members.
+-- Cost:    whether a step's inputs all succeeded is read on from where the last look stopped
+--          (cur:j), so a group of N members costs its members about N reads in all, where
+--          reading every input on each report cost N^2/2. Only s:i is trusted, which every
+--          version of this script writes, so workers of an earlier version may advance the
+--          same workflow.
 local w = KEYS[1]
 local status = redis.pcall("HGET", w, "status")
 if type(status) == "table" and status.err then
@@ -57,15 +59,9 @@ if step == "" then
   return {before}
 end
 
-local later = redis.call("HGET", w, "next:" .. step) or ""  -- the steps that take its value
 if redis.call("HSETNX", w, "s:" .. step, outcome) == 1 then
   if outcome == "successful" then
     redis.call("HSET", w, "v:" .. step, value)
-    for j in later:gmatch("%d+") do  -- each has one input fewer to wait for
-      if redis.call("HEXISTS", w, "left:" .. j) == 1 then
-        redis.call("HINCRBY", w, "left:" .. j, -1)
-      end
-    end
     local succeeded = redis.call("HINCRBY", w, "succeeded", 1)
     if status == "open" and succeeded == tonumber(redis.call("HGET", w, "n")) then
       finish("successful")
@@ -75,28 +71,36 @@ if redis.call("HSETNX", w, "s:" .. step, outcome) == 1 then
   end
 end
 
--- How many inputs of step j have not succeeded: its left:j counter, one read whatever the
--- group's size. A workflow stored before the counters has none: its inputs are read instead.
-local function inputs_left(j)
-  local left = redis.call("HGET", w, "left:" .. j)
-  if left then
-    return tonumber(left)
-  end
-  local n = 0
-  for i in redis.call("HGET", w, "after:" .. j):gmatch("%d+") do
-    if redis.call("HGET", w, "s:" .. i) ~= "successful" then
-      n = n + 1
+-- Whether every input of step j succeeded. Its inputs (after:j) are read in order from the
+-- position where the last look found one that had not (cur:j, 1 when none looked yet), and
+-- that position is kept: an input passed once has succeeded for good (HSETNX above).
+local function inputs_done(j)
+  local inputs = redis.call("HGET", w, "after:" .. j)
+  local start = tonumber(redis.call("HGET", w, "cur:" .. j)) or 1
+  local at, done = start, true
+  while true do
+    local first, last, i = inputs:find("(%d+)", at)
+    if not first then
+      break
     end
+    if redis.call("HGET", w, "s:" .. i) ~= "successful" then
+      done = false
+      break
+    end
+    at = last + 1
   end
-  return n
+  if at ~= start then
+    redis.call("HSET", w, "cur:" .. j, at)
+  end
+  return done
 end
 
 local reply = {status}
 if status ~= "open" or redis.call("HGET", w, "s:" .. step) ~= "successful" then
   return reply
 end
-for j in later:gmatch("%d+") do
-  if redis.call("HGET", w, "e:" .. j) ~= "enqueued" and inputs_left(j) == 0 then
+for j in (redis.call("HGET", w, "next:" .. step) or ""):gmatch("%d+") do
+  if redis.call("HGET", w, "e:" .. j) ~= "enqueued" and inputs_done(j) then
     redis.call("HSET", w, "e:" .. j, "due")
     reply[#reply + 1] = tonumber(j)
   end
