@@ -27,12 +27,20 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 10
         time.sleep(0.01)  # polling with a deadline, not synchronising
 
 
+def command_calls(client: redis.Redis) -> dict[str, int]:
+    """The calls of each command the server behind ``client`` has served, those scripts made
+    included (INFO commandstats), leaving out the CONFIG RESETSTAT that zeroes them."""
+    return {
+        name.removeprefix("cmdstat_"): int(stats["calls"])
+        for name, stats in client.info("commandstats").items()
+        if name != "cmdstat_config|resetstat"
+    }
+
+
 def script_calls(client: redis.Redis) -> int:
-    """The EVAL and EVALSHA calls the server behind ``client`` has served (INFO commandstats)."""
-    stats = client.info("commandstats")
-    return sum(
-        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
-    )
+    """The EVAL and EVALSHA calls the server behind ``client`` has served."""
+    served = command_calls(client)
+    return served.get("evalsha", 0) + served.get("eval", 0)
 
 
 def command_env(

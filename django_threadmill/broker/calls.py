@@ -62,8 +62,8 @@ def _build(
     commands: list[tuple[Command, dict[str, Any]]] = [(command, {}) for command in before]
     for i, call in enumerate(calls):
         script = scripts[call.name]
-        source = cast(str, script.script)  # registered from our .lua files' text
-        how = ("EVAL", source) if i < in_order else ("EVALSHA", script.sha)
+        # EVAL carries the source the script was registered from (our .lua files' text).
+        how = ("EVAL", cast(str, script.script)) if i < in_order else ("EVALSHA", script.sha)
         commands.append(((*how, len(call.keys), *call.keys, *call.args), {}))
     if not isinstance(client, CLUSTERS):
         nodes = [ONE_NODE] * len(calls)

@@ -71,11 +71,15 @@ class _Trial:
     """A growth step being judged."""
 
     added: int
-    threads_before: int
+    started: PoolSample  # the look that made the step, at the size before it
     rate_before: float | None  # finishes per second before the step; None: too few to tell
-    started: PoolSample
-    settle_s: float  # about one task's run: the new threads' first results take that long
     measured_from: PoolSample | None = None  # the first look once the step has settled
+
+    @property
+    def settle_s(self) -> float:
+        """About one task's run, the time the new threads' first results take: the threads
+        over the rate before the step (Little's law, all of them busy); 0 when unknown."""
+        return self.started.threads / self.rate_before if self.rate_before else 0.0
 
 
 @dataclass(slots=True)
@@ -116,14 +120,7 @@ class PoolSizer:
         if cores is not None and cores >= CPU_BOUND:
             return 0, ""
         step = min(self.limits.max_threads - sample.threads, _step(sample.threads, cores))
-        rate = _rate(self._at_size, sample)
-        self._trial = _Trial(
-            added=step,
-            threads_before=sample.threads,
-            rate_before=rate,
-            started=sample,
-            settle_s=sample.threads / rate if rate else 0.0,  # Little's law: all are busy
-        )
+        self._trial = _Trial(added=step, started=sample, rate_before=_rate(self._at_size, sample))
         self._backlog_since = None
         return step, "tasks waited and every thread was busy"
 
@@ -152,9 +149,9 @@ class PoolSizer:
             return self._take_back(
                 sample, trial.added, "the threads added did not raise the finish rate"
             )
-        # Each thread that paid raised the rate by 1/threads_before of it: the gain, counted in
-        # threads, is how many paid (all of them when the rate rose in proportion).
-        kept = min(trial.added, math.ceil(gain * trial.threads_before))
+        # Each thread that paid raised the rate by 1/threads-before-the-step of it: the gain,
+        # counted in threads, is how many paid (all of them when the rate rose in proportion).
+        kept = min(trial.added, math.ceil(gain * trial.started.threads))
         if kept < trial.added:
             return self._take_back(
                 sample,

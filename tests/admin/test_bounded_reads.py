@@ -10,15 +10,9 @@ from django_threadmill.codec.times import now_ms
 from testproject.example.tasks import echo
 from tests.admin.conftest import TASKS_URL
 from tests.backend_support import WORKER
+from tests.support import command_calls
 
 STORED = 300  # finished results, six pages' worth
-
-
-def command_calls(client: redis.Redis) -> dict[str, int]:
-    return {
-        name.removeprefix("cmdstat_"): int(stats["calls"])
-        for name, stats in client.info("commandstats").items()
-    }
 
 
 def store_results(backend: ThreadmillTaskBackend) -> None:

@@ -10,6 +10,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import InvalidTask, TaskResult, TaskResultStatus, task_enqueued
 from testproject.example.tasks import add, echo
+from tests.support import script_calls
 
 
 @pytest.fixture
@@ -36,14 +37,6 @@ def test_every_call_is_stored_in_order(
     acquired = backend.broker.acquire("default", 10).reservations
     assert [r.lease.task_id for r in acquired] == [r.id for r in results]
     assert backend.get_result(results[3].id).kwargs == {"b": 3}
-
-
-def script_calls(redis_client: redis.Redis) -> int:
-    return sum(
-        int(stats["calls"])
-        for name, stats in redis_client.info("commandstats").items()
-        if name in ("cmdstat_evalsha", "cmdstat_eval")
-    )
 
 
 def test_a_large_batch_is_one_atomic_script_call(

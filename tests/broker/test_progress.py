@@ -10,9 +10,9 @@ from django_threadmill.broker import Broker, Lease, Outcome, ProgressReport
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.codec.progress import PROGRESS_FIELDS
+from tests.support import command_calls
 
 from .conftest import WORKER, finish, start
-from .test_script_costs import calls
 
 ERROR = '{"exception_class_path":"ValueError","traceback":"boom"}'
 
@@ -63,38 +63,30 @@ def test_a_final_outcome_keeps_the_last_report(
     assert stored(running) == ["7", "10", "seven"]
 
 
+@pytest.mark.parametrize("held", ["both scripts", "only the finish script"])
 def test_a_report_riding_the_finish_call_is_written_before_the_outcome(
     broker: Broker,
     running: Lease,
     stored: Callable[[Lease], list[str | None]],
     redis_client: redis.Redis,
     state_of: Callable[[str], str | None],
+    held: str,
 ) -> None:
-    broker.send_progress([report(running, 1)])  # loads the script
+    """The report goes as EVAL, with its source, so it runs first even when Redis holds the
+    finish script but not the progress one (its first report, or a single finish call that
+    reloaded only its own script after a restart): sent again after the outcome, it would be
+    fenced out."""
+    if held == "both scripts":
+        broker.send_progress([report(running, 1)])
+    else:
+        redis_client.script_flush()
+        redis_client.script_load(broker._scripts[ScriptName.FINISH].script)
     redis_client.config_resetstat()
     assert broker.finish(WORKER, [finish(running)], [report(running, 10, 10, "last")]) == []
     assert state_of(running.task_id) == "successful"
     assert stored(running) == ["10", "10", "last"]  # written after the outcome, it was fenced
-    sent = calls(redis_client)  # the report as EVAL, with its source: it cannot meet NOSCRIPT
+    sent = command_calls(redis_client)
     assert (sent["eval"], sent["evalsha"]) == (1, 1)
-
-
-def test_a_report_riding_the_finish_call_is_written_first_when_redis_lacks_its_script(
-    broker: Broker,
-    running: Lease,
-    stored: Callable[[Lease], list[str | None]],
-    redis_client: redis.Redis,
-    state_of: Callable[[str], str | None],
-) -> None:
-    """Redis holds the finish script but not the progress one (its first report, or a
-    single finish call reloaded only its own script after a restart): the report still runs
-    before the outcome, instead of being sent again after it and fenced out."""
-    redis_client.script_flush()
-    finish_script = broker._scripts[ScriptName.FINISH]
-    redis_client.script_load(finish_script.script)
-    assert broker.finish(WORKER, [finish(running)], [report(running, 10, 10, "last")]) == []
-    assert state_of(running.task_id) == "successful"
-    assert stored(running) == ["10", "10", "last"]
 
 
 def test_a_late_report_of_a_finished_attempt_changes_nothing(
@@ -174,7 +166,7 @@ def test_reports_of_several_queues_go_in_one_call_each(
     broker.send_progress([report(leases[0])])  # loads the script
     redis_client.config_resetstat()
     assert broker.send_progress([report(lease) for lease in leases]) == 3
-    assert calls(redis_client) == {
+    assert command_calls(redis_client) == {
         "evalsha": 2,  # one per queue, in one round trip
         "time": 2,
         "hmget": 3,  # per task: the fence (state and token)

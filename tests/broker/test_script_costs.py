@@ -9,17 +9,9 @@ from collections.abc import Callable
 import redis
 
 from django_threadmill.broker import Broker, Lease
+from tests.support import command_calls
 
 from .conftest import WORKER, finish, new_task
-
-
-def calls(client: redis.Redis) -> dict[str, int]:
-    stats = client.info("commandstats")
-    return {
-        name.removeprefix("cmdstat_"): int(value["calls"])
-        for name, value in stats.items()
-        if name != "cmdstat_config|resetstat"
-    }
 
 
 def test_a_lone_success_costs_seven_commands(
@@ -30,7 +22,7 @@ def test_a_lone_success_costs_seven_commands(
     lone = reserve()
     redis_client.config_resetstat()
     assert broker.finish(WORKER, [finish(lone)]) == []
-    assert calls(redis_client) == {
+    assert command_calls(redis_client) == {
         "evalsha": 1,
         "time": 1,  # the done index's score, on the Redis clock
         "hmget": 1,  # the fence: state and token
@@ -45,7 +37,7 @@ def test_an_empty_queue_costs_four_commands(broker: Broker, redis_client: redis.
     broker.acquire("default", 4)  # loads the script
     redis_client.config_resetstat()
     assert broker.acquire("default", 4).reservations == []
-    assert calls(redis_client) == {
+    assert command_calls(redis_client) == {
         "evalsha": 1,
         "time": 1,
         "exists": 1,  # the pause
@@ -61,7 +53,7 @@ def test_a_paused_queue_costs_two_commands_and_writes_nothing(
     broker.acquire("default", 4)  # loads the script
     redis_client.config_resetstat()
     assert broker.acquire("default", 4).reservations == []
-    assert calls(redis_client) == {"evalsha": 1, "time": 1, "exists": 1}
+    assert command_calls(redis_client) == {"evalsha": 1, "time": 1, "exists": 1}
 
 
 def test_a_batch_costs_two_commands_a_task_and_nine_a_call(
@@ -71,7 +63,7 @@ def test_a_batch_costs_two_commands_a_task_and_nine_a_call(
     assert broker.enqueue("default", [new_task() for _ in range(5)]).stored == 5
     redis_client.config_resetstat()
     assert len(broker.acquire("default", 3).reservations) == 3
-    assert calls(redis_client) == {
+    assert command_calls(redis_client) == {
         "evalsha": 1,
         "time": 1,
         "exists": 1,  # the pause

@@ -16,7 +16,7 @@ from testproject.example.tasks import echo, send_welcome
 from tests.backend_support import start_shared_sync_thread
 from tests.conftest import tasks_setting
 from tests.servers.redis_server import free_port
-from tests.support import wait_until
+from tests.support import script_calls, wait_until
 
 NOT_JSON = "Arguments of task 'testproject.example.tasks.echo' cannot be stored as JSON"
 
@@ -24,14 +24,6 @@ NOT_JSON = "Arguments of task 'testproject.example.tasks.echo' cannot be stored 
 @pytest.fixture(scope="module", autouse=True)
 def shared_sync_thread() -> None:
     start_shared_sync_thread()
-
-
-def script_calls(redis_client: redis.Redis) -> int:
-    return sum(
-        int(stats["calls"])
-        for name, stats in redis_client.info("commandstats").items()
-        if name in ("cmdstat_evalsha", "cmdstat_eval")
-    )
 
 
 async def gather(*calls: object) -> list[TaskResult | BaseException]:

@@ -11,8 +11,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import Task, TaskResultStatus
 from django_threadmill.progress import progress_of
-from tests.broker.test_script_costs import calls
-from tests.support import Command, running, wait_until
+from tests.support import Command, command_calls, running, wait_until
 
 from .tasks import areports_then_waits, plain, reports_then_fails, reports_then_waits
 
@@ -39,7 +38,7 @@ def test_progress_is_read_while_the_task_runs_and_kept_with_its_result(
             "the latest of the task's reports being readable",
         )
         # Acquire, start and the coalesced reports: a handful, not one per report.
-        assert calls(redis_client)["evalsha"] < 20
+        assert command_calls(redis_client)["evalsha"] < 20
         running_progress = progress_of(result)
         assert running_progress is not None
         assert (running_progress.done, running_progress.total) == (3, 10)

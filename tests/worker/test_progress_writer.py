@@ -12,8 +12,7 @@ from django_threadmill.codec.times import now_ms
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.progress import PROGRESS_SEND_S, PendingProgress
-from tests.broker.test_script_costs import calls
-from tests.support import wait_until
+from tests.support import command_calls, wait_until
 from tests.worker import tasks
 
 WORKER = "progress-test:1:abcd"
@@ -139,7 +138,7 @@ def test_a_tight_loop_of_reports_costs_one_call_per_interval(
     wait_until(lambda: note_of(running) == f"#{2 * REPORTS}", "the latest report going out")
 
     assert counting.sent == [("alone", 1), ("alone", 1)]
-    written = calls(redis_client)  # its HMGETs include the test's own reads of the note
+    written = command_calls(redis_client)  # its HMGETs include the test's own reads of the note
     assert (written["evalsha"], written["hset"]) == (2, 2)  # 20,000 reports, two writes
 
 

@@ -8,6 +8,7 @@ import redis
 from django_threadmill.broker import Broker
 from django_threadmill.workflows import group, step
 from django_threadmill.workflows.plan import plan, workflow_fields
+from tests.support import command_calls
 
 from .tasks import collect, number
 
@@ -17,13 +18,6 @@ def stored_group(broker: Broker, workflow_id: str, members: int) -> int:
     planned = plan(group(*(step(number, n) for n in range(members)), then=step(collect)))
     broker.create_workflow(workflow_id, workflow_fields(planned.steps))
     return members
-
-
-def commands(client: redis.Redis) -> int:
-    stats = client.info("commandstats")
-    return sum(
-        int(value["calls"]) for name, value in stats.items() if name != "cmdstat_config|resetstat"
-    )
 
 
 def commands_of_a_member_advance(broker: Broker, redis_client: redis.Redis, members: int) -> int:
@@ -36,7 +30,7 @@ def commands_of_a_member_advance(broker: Broker, redis_client: redis.Redis, memb
     redis_client.config_resetstat()
     member = members - 2
     assert broker.advance_workflow(workflow_id, member, "successful", "1") == ("open", [])
-    return commands(redis_client)
+    return sum(command_calls(redis_client).values())
 
 
 def test_a_members_advance_costs_the_same_in_a_group_of_ten_or_of_three_hundred(
