@@ -11,6 +11,9 @@ included), whose thread-sensitive calls all run in one thread outside the worker
 an async task, once a connection was ever opened in such a thread, its stale connections are
 closed there, as Django's request handler does.
 
+A worker thread that ends closes what it opened, as a request thread's connections close with
+its request.
+
 Inside ``connections_kept`` nothing is closed: the in-process drain (django_threadmill.testing)
 runs tasks in a test's own thread, whose connection holds the test's transaction.
 """
@@ -23,7 +26,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from django.db.backends.signals import connection_created
 
 _this_thread = threading.local()
@@ -63,6 +66,15 @@ def close_stale_connections() -> None:
     """Close this thread's connections that are too old or unusable; none opened, no work."""
     if getattr(_this_thread, "connected", False) and not _kept.get():
         close_old_connections()
+
+
+def close_thread_connections() -> None:
+    """Close every connection this thread opened: it is ending (retired by the pool, or the
+    process stops), and a connection left to the garbage collector is dropped without a word
+    to the database (PostgreSQL logs each as an unexpected EOF)."""
+    if getattr(_this_thread, "connected", False) and not _kept.get():
+        for opened in connections.all(initialized_only=True):
+            opened.close()
 
 
 async def aclose_stale_connections() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..broker import Reservation
 from .buffer import Turn
-from .db_connections import mark_worker_thread
+from .db_connections import close_thread_connections, mark_worker_thread
 from .runner import RunnerParts, TaskRunner
 
 
@@ -30,6 +30,14 @@ class WorkerThread(TaskRunner):
 
     def loop(self) -> None:
         mark_worker_thread()
+        try:
+            self._take_and_run()
+        finally:
+            close_thread_connections()
+
+    def _take_and_run(self) -> None:
+        """Run tasks until the buffer closes, the pool retires this thread or the watchdog
+        abandons it."""
         while not self.abandoned:
             item = self.buffer.take()
             if item is Turn.CLOSED:

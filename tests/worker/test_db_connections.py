@@ -7,6 +7,7 @@ as in a worker: Django's connections are per thread.
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import connection, connections
@@ -15,7 +16,12 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import Task
 from django_threadmill.worker import db_connections
+from django_threadmill.worker.ack_writer import AckWriter
+from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.executor import Executor
+from django_threadmill.worker.leases import HeldLeases
+from django_threadmill.worker.runner import RunnerParts
+from django_threadmill.worker.threads import WorkerThread
 from testproject.example.tasks import record_pid, touch_database
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,3 +77,57 @@ def test_a_thread_without_a_connection_never_looks_for_stale_ones(
     # A new thread, with connections of its own: the first task opens one.
     assert run_each(backend, [touch_database, record_pid, record_pid]) == [True, True, True]
     assert len(looked) == 2  # before each task after the one that connected
+
+
+def test_a_worker_thread_that_ends_closes_the_connections_it_opened(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retired thread closes its connection instead of leaving it to the garbage collector.
+
+    Django keeps an in-memory SQLite database open on close(), so the test watches which
+    threads call it."""
+    closed_in: list[int] = []
+    wrapper = type(connections["default"])
+    real_close = wrapper.close
+
+    def watched_close(self: Any) -> None:
+        closed_in.append(threading.get_ident())
+        real_close(self)
+        if threading.current_thread().name.startswith("threadmill-worker"):
+            self.connection.close()  # the in-memory database's, as in_a_worker_thread does
+
+    monkeypatch.setattr(wrapper, "close", watched_close)
+    touch_database.enqueue()
+    reservations = backend.broker.acquire("default", 1).reservations
+    worker_id = "db-worker"
+    executor = Executor(worker_id, backend.alias, type(backend))
+    held = HeldLeases()
+    held.add([reservation.lease for reservation in reservations])
+    buffer = TaskBuffer(capacity=4, is_async=lambda reservation: False)
+    writer = AckWriter(backend.broker, worker_id, held, executor.progress, lambda: None, _fail)
+    parts = RunnerParts(
+        buffer=buffer,
+        executor=executor,
+        writer=writer,
+        held=held,
+        sync_ack=True,  # the outcome is written before the thread takes its next turn
+        on_task_done=lambda: None,
+    )
+    thread = WorkerThread(0, parts, _fail)
+    writer.start()
+    thread.start()
+    try:
+        buffer.put_many(reservations)
+        buffer.retire_one()
+        thread.join(timeout=60)
+    finally:
+        writer.stop()
+        writer.join(timeout=60)
+    assert not thread.is_alive()
+    assert thread.retired
+    assert thread.ident in closed_in
+    assert touch_database.get_backend().get_result(reservations[0].lease.task_id).return_value == 1
+
+
+def _fail() -> None:
+    raise AssertionError("a role thread crashed; see the captured log")
