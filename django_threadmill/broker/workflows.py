@@ -3,14 +3,14 @@
 A workflow is one hash (``KeySpace.workflow``) written once when it is enqueued and then only
 by advance.lua. Its fields:
 
-- ``plan``: the steps as JSON (workflows/plan.py), ``n``: how many, ``created_ms``;
+- ``n``: how many steps, ``created_ms``;
 - ``status``: ``open``, then ``successful``, ``failed`` or ``cancelled``; ``why`` says why it
   failed or was cancelled;
-- per step ``i``: ``after:i`` (the steps whose values make its input, comma-separated),
-  ``cur:i`` (how far into ``after:i`` advance.lua found them all succeeded, so a group's members
-  do not each read every member before them), ``next:i`` (the steps whose input takes its
-  value), ``e:i`` (``due``, then ``enqueued``), ``s:i`` (how it ended), ``v:i`` (its result
-  JSON), ``x:i`` (why it was not run);
+- per step ``i``: ``p:i`` (the step as JSON: workflows/plan.py), ``after:i`` (the steps whose
+  values make its input, comma-separated), ``cur:i`` (how far into ``after:i`` advance.lua
+  found them all succeeded, so a group's members do not each read every member before them),
+  ``next:i`` (the steps whose input takes its value), ``e:i`` (``due``, then ``enqueued``),
+  ``s:i`` (how it ended), ``v:i`` (its result JSON), ``x:i`` (why it was not run);
 - ``succeeded``: how many steps succeeded.
 
 A step's record carries ``workflow`` = ``<workflow id>:<step>``; finish.lua and cancel.lua
@@ -68,6 +68,15 @@ class Workflows(Reads):
         if mapping:
             with self.translated_errors():
                 self.client.hset(self.keyspace.workflow(workflow_id), mapping=mapping)
+
+    def workflow_values(self, workflow_id: str, names: Sequence[str]) -> list[str | None]:
+        """Return the fields ``names`` of a workflow's hash, None for each one absent."""
+        if not names:
+            return []
+        with self.translated_errors():
+            return cast(
+                list[str | None], self.client.hmget(self.keyspace.workflow(workflow_id), names)
+            )
 
     def workflow_fields(self, workflow_id: str) -> dict[str, str]:
         """Return a workflow's hash ({} when unknown or expired)."""

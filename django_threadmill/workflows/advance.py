@@ -11,6 +11,7 @@ that exists, so each step is stored exactly once (docs/workflows.md, Exactly onc
 
 import json
 import logging
+from typing import cast
 
 from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import OUTBOX_BATCH
@@ -18,7 +19,7 @@ from ..codec.payloads import load_task
 from ..codec.results import parse_error
 from ..exceptions import Cancelled, PayloadError
 from .launch import PreparedStep, enqueue_steps, step_task
-from .plan import input_value, read_step_marker, stored_plan
+from .plan import input_value, read_step_marker, step_field, stored_step
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +82,16 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
     the workflow as failed, naming why.
     """
     broker = backend.broker
-    fields = broker.workflow_fields(workflow_id)
-    steps = stored_plan(fields)
-    values = {i: json.loads(fields[f"v:{i}"]) for j in due for i in steps[j].waits_for()}
+    # The due steps and their inputs' values only: a chain of N steps reads N steps in all.
+    stored = _all_of(backend, workflow_id, [step_field(j) for j in due])
+    if stored is None:
+        return
+    steps = {j: stored_step(j, text) for j, text in zip(due, stored, strict=True)}
+    inputs = list(dict.fromkeys(i for j in due for i in steps[j].waits_for()))
+    stored = _all_of(backend, workflow_id, [f"v:{i}" for i in inputs])
+    if stored is None:
+        return
+    values = {i: json.loads(text) for i, text in zip(inputs, stored, strict=True)}
     groups: dict[str, list[PreparedStep]] = {}
     for index in due:
         step = steps[index]
@@ -109,6 +117,19 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
         groups.setdefault(step.queue, []).append(prepared)
     enqueue_steps(backend, groups)
     broker.mark_enqueued(workflow_id, due)
+
+
+def _all_of(backend: ThreadmillTaskBackend, workflow_id: str, names: list[str]) -> list[str] | None:
+    """Read the fields ``names`` of a workflow's hash; None, logged, if one is gone (the
+    workflow expired or was deleted while its steps were due)."""
+    stored = backend.broker.workflow_values(workflow_id, names)
+    if None in stored:
+        logger.error(
+            "Workflow is gone while steps were due, nothing more is enqueued workflow_id=%s",
+            workflow_id,
+        )
+        return None
+    return cast(list[str], stored)
 
 
 def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:

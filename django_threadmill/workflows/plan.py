@@ -121,16 +121,18 @@ def read_step_marker(marker: str | None) -> tuple[str, int] | None:
     return (workflow_id, int(index)) if workflow_id and index.isdigit() else None
 
 
+def step_field(index: int) -> str:
+    """The field of a workflow's hash that holds step ``index`` as JSON: one per step, so
+    enqueueing a step reads that step, not the whole plan (docs/workflows.md, What it costs)."""
+    return f"p:{index}"
+
+
 def workflow_fields(steps: list[PlannedStep]) -> dict[str, str | int]:
     """The fields of a new workflow's hash (broker/workflows.py lists them)."""
-    fields: dict[str, str | int] = {
-        "plan": json.dumps([step.as_json() for step in steps], separators=(",", ":")),
-        "n": len(steps),
-        "status": "open",
-        "succeeded": 0,
-    }
+    fields: dict[str, str | int] = {"n": len(steps), "status": "open", "succeeded": 0}
     dependents: dict[int, list[int]] = {}
     for step in steps:
+        fields[step_field(step.index)] = json.dumps(step.as_json(), separators=(",", ":"))
         after = step.waits_for()
         if after:
             fields[f"after:{step.index}"] = ",".join(map(str, after))
@@ -141,9 +143,14 @@ def workflow_fields(steps: list[PlannedStep]) -> dict[str, str | int]:
     return fields
 
 
+def stored_step(index: int, stored: str) -> PlannedStep:
+    """Read step ``index`` back from its field (``step_field``)."""
+    return PlannedStep.from_json(index, json.loads(stored))
+
+
 def stored_plan(fields: dict[str, str]) -> list[PlannedStep]:
-    """Read the steps back from a workflow's hash."""
-    return [PlannedStep.from_json(i, data) for i, data in enumerate(json.loads(fields["plan"]))]
+    """Read every step back from a workflow's whole hash."""
+    return [stored_step(i, fields[step_field(i)]) for i in range(int(fields["n"]))]
 
 
 def _leaves(source: Input) -> Iterator[int]:

@@ -79,7 +79,7 @@ def workflow_from(
     backend: ThreadmillTaskBackend, workflow_id: str, fields: dict[str, str]
 ) -> WorkflowResult:
     """Build the workflow whose hash reads ``fields``, reading its enqueued steps' records."""
-    if "plan" not in fields:
+    if "n" not in fields:
         raise WorkflowDoesNotExist(
             f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
             "ended more than result_ttl ago and expired."
