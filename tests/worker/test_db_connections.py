@@ -93,7 +93,8 @@ def test_a_worker_thread_that_ends_closes_the_connections_it_opened(
     def watched_close(self: Any) -> None:
         closed_in.append(threading.get_ident())
         real_close(self)
-        if threading.current_thread().name.startswith("threadmill-worker"):
+        in_worker = threading.current_thread().name.startswith("threadmill-worker")
+        if in_worker and self.connection is not None:
             self.connection.close()  # the in-memory database's, as in_a_worker_thread does
 
     monkeypatch.setattr(wrapper, "close", watched_close)
