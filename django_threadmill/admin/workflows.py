@@ -9,7 +9,7 @@ from django.http import Http404
 from ..aliases import threadmill_backend
 from ..broker.inspect.source import Source
 from ..broker.types import stored_int
-from ..exceptions import BrokerUnavailable, WorkflowDoesNotExist
+from ..exceptions import BrokerUnavailable, PayloadError, WorkflowDoesNotExist
 from ..workflows.plan import Input, stored_plan
 from ..workflows.result import workflow_from
 from .display import when
@@ -81,9 +81,9 @@ def workflow_context(alias: str, workflow_id: str) -> dict[str, Any]:
     fields = backend.broker.workflow_fields(workflow_id)  # read once: the page agrees with itself
     try:
         workflow = workflow_from(backend, workflow_id, fields)
-    except WorkflowDoesNotExist as exc:
+    except (WorkflowDoesNotExist, PayloadError) as exc:  # PayloadError: its hash is damaged
         raise Http404(str(exc)) from exc
-    inputs = [_describe(step.input) for step in stored_plan(fields)]
+    inputs = [_describe(step.input) for step in stored_plan(workflow_id, fields)]
     return {
         "alias": alias,
         "workflow": workflow,

@@ -11,7 +11,7 @@ that exists, so each step is stored exactly once (docs/workflows.md, Exactly onc
 
 import json
 import logging
-from typing import cast
+from typing import Any
 
 from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import OUTBOX_BATCH
@@ -78,24 +78,28 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> None:
 def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]) -> None:
     """Enqueue the ``due`` steps with their inputs, under their fixed ids; mark them enqueued.
 
-    A step that cannot be enqueued (its task no longer imports, its input is too large) ends
-    the workflow as failed, naming why.
+    A step that cannot be enqueued (its task no longer imports, its input is too large, the
+    workflow's hash holds something that is not a step or a value) ends the workflow as failed,
+    naming why.
     """
     broker = backend.broker
-    # The due steps and their inputs' values only: a chain of N steps reads N steps in all.
-    stored = _all_of(backend, workflow_id, [step_field(j) for j in due])
-    if stored is None:
+    # The due steps and their inputs' values only: a chain of N steps reads N in all.
+    status, *stored = broker.workflow_values(workflow_id, ["status", *map(step_field, due)])
+    if status is None:
+        logger.error(
+            "Workflow is gone while steps were due, nothing more is enqueued workflow_id=%s",
+            workflow_id,
+        )
         return
-    steps = {j: stored_step(j, text) for j, text in zip(due, stored, strict=True)}
-    inputs = list(dict.fromkeys(i for j in due for i in steps[j].waits_for()))
-    stored = _all_of(backend, workflow_id, [f"v:{i}" for i in inputs])
-    if stored is None:
-        return
-    values = {i: json.loads(text) for i, text in zip(inputs, stored, strict=True)}
+    index = due[0]  # the step named when the workflow's own fields cannot be read
     groups: dict[str, list[PreparedStep]] = {}
-    for index in due:
-        step = steps[index]
-        try:
+    try:
+        steps = {j: stored_step(workflow_id, j, text) for j, text in zip(due, stored, strict=True)}
+        inputs = list(dict.fromkeys(i for j in due for i in steps[j].waits_for()))
+        stored = broker.workflow_values(workflow_id, [f"v:{i}" for i in inputs])
+        values = {i: _value(workflow_id, i, text) for i, text in zip(inputs, stored, strict=True)}
+        for index in due:
+            step = steps[index]
             task = load_task(
                 step.path,
                 backend=backend.alias,
@@ -105,31 +109,29 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
             prepared = step_task(
                 backend, workflow_id, step, task, [input_value(step, values), *step.args]
             )
-        except (PayloadError, TypeError, ValueError) as exc:
-            logger.error(
-                "Workflow step cannot be enqueued, the workflow fails workflow_id=%s step=%d: %s",
-                workflow_id,
-                index,
-                exc,
-            )
-            broker.advance_workflow(workflow_id, index, "failed", f"not enqueued: {exc}")
-            return
-        groups.setdefault(step.queue, []).append(prepared)
+            groups.setdefault(step.queue, []).append(prepared)
+    except (PayloadError, TypeError, ValueError) as exc:
+        logger.error(
+            "Workflow step cannot be enqueued, the workflow fails workflow_id=%s step=%d: %s",
+            workflow_id,
+            index,
+            exc,
+        )
+        broker.advance_workflow(workflow_id, index, "failed", f"not enqueued: {exc}")
+        return
     enqueue_steps(backend, groups)
     broker.mark_enqueued(workflow_id, due)
 
 
-def _all_of(backend: ThreadmillTaskBackend, workflow_id: str, names: list[str]) -> list[str] | None:
-    """Read the fields ``names`` of a workflow's hash; None, logged, if one is gone (the
-    workflow expired or was deleted while its steps were due)."""
-    stored = backend.broker.workflow_values(workflow_id, names)
-    if None in stored:
-        logger.error(
-            "Workflow is gone while steps were due, nothing more is enqueued workflow_id=%s",
-            workflow_id,
-        )
-        return None
-    return cast(list[str], stored)
+def _value(workflow_id: str, index: int, stored: str | None) -> Any:
+    """The return value of step ``index``, as advance.lua stored it."""
+    try:
+        return json.loads(stored or "")
+    except ValueError as exc:
+        raise PayloadError(
+            f"The value of step {index} of workflow {workflow_id!r} is missing or is not JSON "
+            f"({exc}); something other than django-threadmill wrote the workflow's hash."
+        ) from exc
 
 
 def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from ..codec.ids import make_task_id
 from ..codec.times import to_ms
 from ..compat import Task
+from ..exceptions import PayloadError
 
 type Input = int | list["Input"] | None
 
@@ -143,14 +144,27 @@ def workflow_fields(steps: list[PlannedStep]) -> dict[str, str | int]:
     return fields
 
 
-def stored_step(index: int, stored: str) -> PlannedStep:
-    """Read step ``index`` back from its field (``step_field``)."""
-    return PlannedStep.from_json(index, json.loads(stored))
+def stored_step(workflow_id: str, index: int, stored: str | None) -> PlannedStep:
+    """Read step ``index`` of a workflow back from its field (``step_field``); PayloadError
+    when the field is missing or holds no step."""
+    try:
+        return PlannedStep.from_json(index, json.loads(stored or ""))
+    except (TypeError, ValueError) as exc:  # not JSON, or not a step's fields
+        raise PayloadError(
+            f"Step {index} of workflow {workflow_id!r} is missing or is not a stored step "
+            f"({exc}); something other than django-threadmill wrote the workflow's hash."
+        ) from exc
 
 
-def stored_plan(fields: dict[str, str]) -> list[PlannedStep]:
-    """Read every step back from a workflow's whole hash."""
-    return [stored_step(i, fields[step_field(i)]) for i in range(int(fields["n"]))]
+def stored_plan(workflow_id: str, fields: dict[str, str]) -> list[PlannedStep]:
+    """Read every step back from a workflow's whole hash; PayloadError when it holds no plan."""
+    count = fields.get("n", "")
+    if not count.isdigit():
+        raise PayloadError(
+            f"Workflow {workflow_id!r} has no step count (n={count!r}); something other than "
+            "django-threadmill wrote its hash."
+        )
+    return [stored_step(workflow_id, i, fields.get(step_field(i))) for i in range(int(count))]
 
 
 def _leaves(source: Input) -> Iterator[int]:

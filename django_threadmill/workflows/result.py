@@ -84,7 +84,7 @@ def workflow_from(
             f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
             "ended more than result_ttl ago and expired."
         )
-    planned = stored_plan(fields)
+    planned = stored_plan(workflow_id, fields)
     enqueued = [step for step in planned if f"e:{step.index}" in fields]
     ids = [step_task_id(workflow_id, step) for step in enqueued]
     results = dict(zip(ids, backend.pipeline.get_results(ids), strict=True))

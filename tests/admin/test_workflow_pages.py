@@ -52,6 +52,15 @@ def test_an_unknown_workflow_is_a_404(operator: Client, backend: ThreadmillTaskB
     assert operator.get(f"{WORKFLOWS_URL}elsewhere/nope/").status_code == 404
 
 
+def test_a_damaged_workflow_is_a_404_and_the_list_still_shows(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+    backend.broker.client.hset(backend.broker.keyspace.workflow(flow.id), "p:1", "{not json")
+    assert operator.get(f"{WORKFLOWS_URL}default/{flow.id}/").status_code == 404
+    assert flow.id in operator.get(WORKFLOWS_URL).content.decode()
+
+
 def test_a_step_links_to_its_workflow_and_the_task_list_to_the_workflows(
     operator: Client, backend: ThreadmillTaskBackend
 ) -> None:

@@ -11,7 +11,10 @@ from pathlib import Path
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus
+from django_threadmill.workflows import chain, step
 from tests.support import run_to_completion, worker
+from tests.workflows import tasks as workflow_tasks
 
 from . import tasks
 from .support import all_successful, executions
@@ -52,3 +55,27 @@ def test_a_burst_worker_runs_every_good_task_once_and_sets_the_damaged_aside(
     assert set(redis_client.hgetall(keys.damaged)) == {*damaged, ghost}
     assert redis_client.zcard(keys.ready) == redis_client.zcard(keys.leases) == 0
     assert "Damaged records set aside queue=default" in output
+
+
+def test_a_burst_worker_fails_a_damaged_workflow_and_runs_the_others(
+    backend: ThreadmillTaskBackend,
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    """A workflow's step field that is not JSON once stopped the worker's drainer, and the
+    process restarted into it; now that workflow fails, naming why, and the others run."""
+    damaged = chain(step(workflow_tasks.number, 1), step(workflow_tasks.add, 1)).enqueue()
+    redis_client.hset(backend.broker.keyspace.workflow(damaged.id), "p:1", "{not json")
+    good = chain(step(workflow_tasks.number, 2), step(workflow_tasks.add, 2)).enqueue()
+
+    output = run_to_completion(worker(redis_url, key_prefix, "--burst", "--threads", "2"))
+
+    good.refresh()
+    assert good.status == TaskResultStatus.SUCCESSFUL
+    last = good.results[-1]
+    assert last is not None
+    assert last.return_value == 4
+    assert redis_client.hget(backend.broker.keyspace.workflow(damaged.id), "status") == "failed"
+    assert "Workflow step cannot be enqueued, the workflow fails" in output
+    assert "Thread died" not in output

@@ -134,7 +134,7 @@ def test_each_step_is_announced_once_by_the_call_that_stored_it(
     assert {sender for sender, _ in enqueued} == {type(backend)}
     assert {result.status for _, result in enqueued} == {TaskResultStatus.READY}
 
-    planned = stored_plan(backend.broker.workflow_fields(flow.id))[0]
+    planned = stored_plan(flow.id, backend.broker.workflow_fields(flow.id))[0]
     again = step_task(backend, flow.id, planned, number, planned.args)
     enqueue_steps(backend, {planned.queue: [again]})  # as a drainer that died would repeat it
     assert len(enqueued) == 3

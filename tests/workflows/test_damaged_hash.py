@@ -1,0 +1,70 @@
+"""A workflow hash that something other than django-threadmill wrote into: the step that
+cannot be read ends the workflow as failed, naming why, and reading the workflow back raises
+a PayloadError that says what is wrong. A drainer never stops on it."""
+
+import pytest
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus
+from django_threadmill.exceptions import PayloadError
+from django_threadmill.testing import drain
+from django_threadmill.workflows import WorkflowResult, chain, get_workflow, step
+from django_threadmill.workflows.advance import enqueue_due
+
+from .tasks import add, number
+
+DAMAGED = "something other than django-threadmill wrote the workflow's hash"
+
+
+def two_steps(backend: ThreadmillTaskBackend) -> tuple[WorkflowResult, str]:
+    """A chain of two steps, and the key of its hash."""
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+    return flow, backend.broker.keyspace.workflow(flow.id)
+
+
+def why_it_failed(backend: ThreadmillTaskBackend, flow: WorkflowResult) -> str:
+    fields = backend.broker.workflow_fields(flow.id)
+    assert fields["status"] == "failed"
+    return fields["why"]
+
+
+def test_a_step_that_is_not_a_step_fails_the_workflow_and_the_drain_goes_on(
+    backend: ThreadmillTaskBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    flow, key = two_steps(backend)
+    backend.broker.client.hset(key, "p:1", "{not json")
+    other, _ = two_steps(backend)
+
+    drain()
+
+    why = why_it_failed(backend, flow)
+    assert why.startswith(f"step 1 failed: not enqueued: Step 1 of workflow {flow.id!r} is missing")
+    assert DAMAGED in why
+    assert "Workflow step cannot be enqueued, the workflow fails" in caplog.text
+    assert backend.get_result(flow.steps[0].task_id).status == TaskResultStatus.SUCCESSFUL
+    other.refresh()
+    assert other.status == TaskResultStatus.SUCCESSFUL
+
+
+def test_a_value_that_is_not_json_fails_the_workflow(backend: ThreadmillTaskBackend) -> None:
+    flow, _ = two_steps(backend)
+    assert backend.broker.advance_workflow(flow.id, 0, "successful", "{not json") == ("open", [1])
+
+    enqueue_due(backend, flow.id, [1])
+
+    why = why_it_failed(backend, flow)
+    assert why.startswith(
+        f"step 1 failed: not enqueued: The value of step 0 of workflow {flow.id!r}"
+    )
+    assert DAMAGED in why
+    assert backend.broker.record(flow.steps[1].task_id) is None
+
+
+def test_reading_a_damaged_workflow_back_names_the_problem(backend: ThreadmillTaskBackend) -> None:
+    flow, key = two_steps(backend)
+    backend.broker.client.hset(key, "p:1", "[]")
+    with pytest.raises(PayloadError, match=r"Step 1 of workflow '.+' is missing or is not a stor"):
+        get_workflow(flow.id)
+    backend.broker.client.hset(key, "n", "two")
+    with pytest.raises(PayloadError, match=r"has no step count \(n='two'\)"):
+        get_workflow(flow.id)
