@@ -10,8 +10,8 @@ from ..aliases import threadmill_backend
 from ..broker.inspect.source import Source
 from ..broker.types import stored_int
 from ..exceptions import BrokerUnavailable, PayloadError, WorkflowDoesNotExist
-from ..workflows.plan import Input, stored_plan
-from ..workflows.result import workflow_from
+from ..workflows.plan import Input
+from ..workflows.result import planned_steps, workflow_from
 from .display import when
 
 LISTED = 50  # newest workflows shown per backend
@@ -80,10 +80,11 @@ def workflow_context(alias: str, workflow_id: str) -> dict[str, Any]:
     backend = threadmill_backend(alias)
     fields = backend.broker.workflow_fields(workflow_id)  # read once: the page agrees with itself
     try:
-        workflow = workflow_from(backend, workflow_id, fields)
+        planned = planned_steps(backend, workflow_id, fields)
     except (WorkflowDoesNotExist, PayloadError) as exc:  # PayloadError: its hash is damaged
         raise Http404(str(exc)) from exc
-    inputs = [_describe(step.input) for step in stored_plan(workflow_id, fields)]
+    workflow = workflow_from(backend, workflow_id, fields, planned)
+    inputs = [_describe(step.input) for step in planned]
     return {
         "alias": alias,
         "workflow": workflow,

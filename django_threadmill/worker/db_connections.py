@@ -62,9 +62,15 @@ def connections_kept() -> Iterator[None]:
         _kept.reset(token)
 
 
+def _closes_its_own() -> bool:
+    """Whether this thread opened a connection and closing it is this code's to do (it is not
+    kept for whoever runs the tasks)."""
+    return getattr(_this_thread, "connected", False) and not _kept.get()
+
+
 def close_stale_connections() -> None:
     """Close this thread's connections that are too old or unusable; none opened, no work."""
-    if getattr(_this_thread, "connected", False) and not _kept.get():
+    if _closes_its_own():
         close_old_connections()
 
 
@@ -72,7 +78,7 @@ def close_thread_connections() -> None:
     """Close every connection this thread opened: it is ending (retired by the pool, or the
     process stops), and a connection left to the garbage collector is dropped without a word
     to the database (PostgreSQL logs each as an unexpected EOF)."""
-    if getattr(_this_thread, "connected", False) and not _kept.get():
+    if _closes_its_own():
         for opened in connections.all(initialized_only=True):
             opened.close()
 

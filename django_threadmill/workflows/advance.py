@@ -9,9 +9,7 @@ between leaves the entry for the next one, which repeats the same calls: enqueue
 that exists, so each step is stored exactly once (docs/workflows.md, Exactly once).
 """
 
-import json
 import logging
-from typing import Any
 
 from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import OUTBOX_BATCH
@@ -19,7 +17,14 @@ from ..codec.payloads import load_task
 from ..codec.results import parse_error
 from ..exceptions import Cancelled, PayloadError
 from .launch import PreparedStep, enqueue_steps, step_task
-from .plan import input_value, read_step_marker, step_field, stored_step
+from .plan import (
+    input_value,
+    read_step_marker,
+    step_field,
+    stored_step,
+    stored_value,
+    value_field,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -96,8 +101,10 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
     try:
         steps = {j: stored_step(workflow_id, j, text) for j, text in zip(due, stored, strict=True)}
         inputs = list(dict.fromkeys(i for j in due for i in steps[j].waits_for()))
-        stored = broker.workflow_values(workflow_id, [f"v:{i}" for i in inputs])
-        values = {i: _value(workflow_id, i, text) for i, text in zip(inputs, stored, strict=True)}
+        stored = broker.workflow_values(workflow_id, [value_field(i) for i in inputs])
+        values = {
+            i: stored_value(workflow_id, i, text) for i, text in zip(inputs, stored, strict=True)
+        }
         for index in due:
             step = steps[index]
             task = load_task(
@@ -121,17 +128,6 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
         return
     enqueue_steps(backend, groups)
     broker.mark_enqueued(workflow_id, due)
-
-
-def _value(workflow_id: str, index: int, stored: str | None) -> Any:
-    """The return value of step ``index``, as advance.lua stored it."""
-    try:
-        return json.loads(stored or "")
-    except ValueError as exc:
-        raise PayloadError(
-            f"The value of step {index} of workflow {workflow_id!r} is missing or is not JSON "
-            f"({exc}); something other than django-threadmill wrote the workflow's hash."
-        ) from exc
 
 
 def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:

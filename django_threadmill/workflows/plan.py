@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..broker.types import stored_int
 from ..codec.ids import make_task_id
 from ..codec.times import to_ms
 from ..compat import Task
@@ -144,27 +145,46 @@ def workflow_fields(steps: list[PlannedStep]) -> dict[str, str | int]:
     return fields
 
 
+def value_field(index: int) -> str:
+    """The field of a workflow's hash that holds step ``index``'s return value as JSON, written
+    by advance.lua once the step succeeded."""
+    return f"v:{index}"
+
+
 def stored_step(workflow_id: str, index: int, stored: str | None) -> PlannedStep:
     """Read step ``index`` of a workflow back from its field (``step_field``); PayloadError
     when the field is missing or holds no step."""
     try:
         return PlannedStep.from_json(index, json.loads(stored or ""))
     except (TypeError, ValueError) as exc:  # not JSON, or not a step's fields
-        raise PayloadError(
-            f"Step {index} of workflow {workflow_id!r} is missing or is not a stored step "
-            f"({exc}); something other than django-threadmill wrote the workflow's hash."
-        ) from exc
+        raise _damaged(workflow_id, f"Step {index}", f"a stored step ({exc})") from exc
+
+
+def stored_value(workflow_id: str, index: int, stored: str | None) -> Any:
+    """Read step ``index``'s return value back from its field (``value_field``); PayloadError
+    when the field is missing or not JSON."""
+    try:
+        return json.loads(stored or "")
+    except ValueError as exc:
+        raise _damaged(workflow_id, f"The value of step {index}", f"JSON ({exc})") from exc
+
+
+def _damaged(workflow_id: str, field: str, wanted: str) -> PayloadError:
+    return PayloadError(
+        f"{field} of workflow {workflow_id!r} is missing or is not {wanted}; something other "
+        "than django-threadmill wrote the workflow's hash."
+    )
 
 
 def stored_plan(workflow_id: str, fields: dict[str, str]) -> list[PlannedStep]:
     """Read every step back from a workflow's whole hash; PayloadError when it holds no plan."""
-    count = fields.get("n", "")
-    if not count.isdigit():
+    count = stored_int(fields.get("n"))
+    if count is None:
         raise PayloadError(
-            f"Workflow {workflow_id!r} has no step count (n={count!r}); something other than "
-            "django-threadmill wrote its hash."
+            f"Workflow {workflow_id!r} has no step count (n={fields.get('n', '')!r}); something "
+            "other than django-threadmill wrote its hash."
         )
-    return [stored_step(workflow_id, i, fields.get(step_field(i))) for i in range(int(count))]
+    return [stored_step(workflow_id, i, fields.get(step_field(i))) for i in range(count)]
 
 
 def _leaves(source: Input) -> Iterator[int]:

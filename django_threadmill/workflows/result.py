@@ -72,19 +72,31 @@ def get_workflow(workflow_id: str, backend: str = DEFAULT_TASK_BACKEND_ALIAS) ->
 
 def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowResult:
     """Read a workflow's hash and the records of its enqueued steps."""
-    return workflow_from(backend, workflow_id, backend.broker.workflow_fields(workflow_id))
+    fields = backend.broker.workflow_fields(workflow_id)
+    return workflow_from(backend, workflow_id, fields, planned_steps(backend, workflow_id, fields))
 
 
-def workflow_from(
+def planned_steps(
     backend: ThreadmillTaskBackend, workflow_id: str, fields: dict[str, str]
-) -> WorkflowResult:
-    """Build the workflow whose hash reads ``fields``, reading its enqueued steps' records."""
+) -> list[PlannedStep]:
+    """The steps of the workflow whose hash reads ``fields``: WorkflowDoesNotExist when there
+    is none, PayloadError when the hash is damaged."""
     if "n" not in fields:
         raise WorkflowDoesNotExist(
             f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
             "ended more than result_ttl ago and expired."
         )
-    planned = stored_plan(workflow_id, fields)
+    return stored_plan(workflow_id, fields)
+
+
+def workflow_from(
+    backend: ThreadmillTaskBackend,
+    workflow_id: str,
+    fields: dict[str, str],
+    planned: list[PlannedStep],
+) -> WorkflowResult:
+    """Build the workflow whose hash reads ``fields`` and holds the steps ``planned``, reading
+    its enqueued steps' records."""
     enqueued = [step for step in planned if f"e:{step.index}" in fields]
     ids = [step_task_id(workflow_id, step) for step in enqueued]
     results = dict(zip(ids, backend.pipeline.get_results(ids), strict=True))
