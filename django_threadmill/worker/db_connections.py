@@ -29,7 +29,19 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connections
 from django.db.backends.signals import connection_created
 
-_this_thread = threading.local()
+
+class _ThreadFlags(threading.local):
+    """What this thread is and did; each thread starts from the class's defaults.
+
+    Defaults on the class, not ``getattr(..., default)``: a missing attribute raises and
+    catches AttributeError, about 1 µs, on every task of a thread that never connects.
+    """
+
+    worker = False  # runs sync tasks (mark_worker_thread)
+    connected = False  # opened a database connection
+
+
+_this_thread = _ThreadFlags()
 _opened_outside_workers = threading.Event()  # set once a non-worker thread connects
 _kept: ContextVar[bool] = ContextVar("threadmill_connections_kept", default=False)
 # A worker process starts afresh: what its supervisor opened before forking is not its own.
@@ -43,7 +55,7 @@ def mark_worker_thread() -> None:
 
 def _note_connected(sender: Any, **kwargs: Any) -> None:
     _this_thread.connected = True
-    if not getattr(_this_thread, "worker", False):
+    if not _this_thread.worker:
         _opened_outside_workers.set()
 
 
@@ -65,7 +77,7 @@ def connections_kept() -> Iterator[None]:
 def _closes_its_own() -> bool:
     """Whether this thread opened a connection and closing it is this code's to do (it is not
     kept for whoever runs the tasks)."""
-    return getattr(_this_thread, "connected", False) and not _kept.get()
+    return _this_thread.connected and not _kept.get()
 
 
 def close_stale_connections() -> None:
