@@ -87,9 +87,11 @@ def _rebuilt_task(
     ``using()``, validation) was a sixth of a worker thread's time per echo task."""
     try:
         found = import_string(path)
-    except ImportError as exc:
+    except Exception as exc:  # ImportError, or whatever the task's module raised as it ran
+        module_raised = not isinstance(exc, ImportError)
+        why = f"its module raised {type(exc).__name__}: {exc}" if module_raised else exc
         raise TaskNotImportable(
-            f"Task path {path!r} does not import ({exc}). Deploy the code that defines it, or "
+            f"Task path {path!r} does not import ({why}). Deploy the code that defines it, or "
             "cancel the task."
         ) from exc
     if not isinstance(found, Task):

@@ -1,6 +1,9 @@
-"""A workflow hash that something other than django-threadmill wrote into: the step that
-cannot be read ends the workflow as failed, naming why, and reading the workflow back raises
-a PayloadError that says what is wrong. A drainer never stops on it."""
+"""A workflow hash that something other than django-threadmill wrote into, or a step whose task
+no longer imports: the step that cannot be enqueued ends the workflow as failed, naming why, and
+reading a damaged workflow back raises a PayloadError that says what is wrong. A drainer never
+stops on either."""
+
+import json
 
 import pytest
 
@@ -42,6 +45,26 @@ def test_a_step_that_is_not_a_step_fails_the_workflow_and_the_drain_goes_on(
     assert DAMAGED in why
     assert "Workflow step cannot be enqueued, the workflow fails" in caplog.text
     assert backend.get_result(flow.steps[0].task_id).status == TaskResultStatus.SUCCESSFUL
+    other.refresh()
+    assert other.status == TaskResultStatus.SUCCESSFUL
+
+
+def test_a_step_whose_module_raises_at_import_fails_the_workflow_and_the_drain_goes_on(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    flow, key = two_steps(backend)
+    stored = json.loads(backend.broker.client.hget(key, "p:1"))
+    stored["path"] = "tests.worker.raises_at_import.task"  # a bad deploy, not bad data
+    backend.broker.client.hset(key, "p:1", json.dumps(stored))
+    other, _ = two_steps(backend)
+
+    drain()
+
+    assert why_it_failed(backend, flow) == (
+        "step 1 failed: not enqueued: Task path 'tests.worker.raises_at_import.task' does not "
+        "import (its module raised RuntimeError: settings.PAYMENT_API_KEY is not set). Deploy "
+        "the code that defines it, or cancel the task."
+    )
     other.refresh()
     assert other.status == TaskResultStatus.SUCCESSFUL
 
