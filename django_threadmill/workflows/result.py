@@ -6,7 +6,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
-from ..exceptions import WorkflowDoesNotExist
+from ..exceptions import PayloadError, WorkflowDoesNotExist
 from .plan import PlannedStep, step_task_id, stored_plan
 
 STARTED = frozenset({Status.RUNNING, Status.SUCCESSFUL, Status.FAILED})
@@ -85,6 +85,11 @@ def planned_steps(
         raise WorkflowDoesNotExist(
             f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
             "ended more than result_ttl ago and expired."
+        )
+    if "status" not in fields:  # every launch writes it with the step count
+        raise PayloadError(
+            f"Workflow {workflow_id!r} has no status; something other than django-threadmill "
+            "wrote its hash."
         )
     return stored_plan(workflow_id, fields)
 

@@ -14,7 +14,7 @@ from django_threadmill.testing import drain
 from django_threadmill.workflows import WorkflowResult, chain, get_workflow, step
 from django_threadmill.workflows.advance import enqueue_due
 
-from .tasks import add, number
+from .tasks import add, boom, number
 
 DAMAGED = "something other than django-threadmill wrote the workflow's hash"
 
@@ -69,6 +69,38 @@ def test_a_step_whose_module_raises_at_import_fails_the_workflow_and_the_drain_g
     assert other.status == TaskResultStatus.SUCCESSFUL
 
 
+def test_a_step_count_that_is_not_a_number_changes_nothing_and_the_drain_goes_on(
+    backend: ThreadmillTaskBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    flow = chain(step(boom, 1), step(add, 1)).enqueue()  # a failure ends it through the count
+    key = backend.broker.keyspace.workflow(flow.id)
+    backend.broker.client.hset(key, "n", "two")
+    other, _ = two_steps(backend)
+
+    drain()
+
+    assert backend.broker.workflow_fields(flow.id)["status"] == "open"
+    assert f"Workflow of a step is damaged, nothing more is enqueued workflow_id={flow.id}" in (
+        caplog.text
+    )
+    other.refresh()
+    assert other.status == TaskResultStatus.SUCCESSFUL
+
+
+def test_a_step_without_its_inputs_fails_the_workflow(backend: ThreadmillTaskBackend) -> None:
+    flow, key = two_steps(backend)
+    backend.broker.client.hdel(key, "after:1")
+
+    drain()
+
+    assert why_it_failed(backend, flow) == (
+        "step 1 not enqueued: its inputs (after:1) are missing; something other than "
+        "django-threadmill wrote the workflow's hash"
+    )
+    assert backend.broker.workflow_fields(flow.id)["x:1"] == why_it_failed(backend, flow)
+    assert backend.broker.record(flow.steps[1].task_id) is None
+
+
 def test_a_value_that_is_not_json_fails_the_workflow(backend: ThreadmillTaskBackend) -> None:
     flow, _ = two_steps(backend)
     assert backend.broker.advance_workflow(flow.id, 0, "successful", "{not json") == ("open", [1])
@@ -90,4 +122,7 @@ def test_reading_a_damaged_workflow_back_names_the_problem(backend: ThreadmillTa
         get_workflow(flow.id)
     backend.broker.client.hset(key, "n", "two")
     with pytest.raises(PayloadError, match=r"has no step count \(n='two'\)"):
+        get_workflow(flow.id)
+    backend.broker.client.hdel(key, "status")
+    with pytest.raises(PayloadError, match=r"Workflow '.+' has no status; something other than"):
         get_workflow(flow.id)

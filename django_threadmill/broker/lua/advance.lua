@@ -8,7 +8,8 @@
 -- Returns: {status, then the indices of the steps due: every input succeeded, not yet marked
 --          enqueued}; status is the workflow's ("open", "successful", "failed", "cancelled"),
 --          or "missing" when it is unknown (expired, or written by no workflow), or "damaged"
---          when its key holds no hash. A cancel returns the status the workflow had before.
+--          when its key holds no hash or the hash no step count (nothing is written then). A
+--          step that lists no inputs ends the workflow as failed, naming why. A cancel returns the status the workflow had before.
 -- Fence:   a step's outcome is recorded once (HSETNX). A second report of it (a drain retried
 --          after its drainer died) records nothing but returns the steps still due, so the
 --          next drainer enqueues what the dead one may not have; enqueue skips an id that
@@ -29,6 +30,11 @@ if type(status) == "table" and status.err then
 elseif not status then
   return {"missing"}
 end
+-- Read before anything is written: a hash without a step count was written by something else.
+local n = tonumber(redis.call("HGET", w, "n"))
+if not n then
+  return {"damaged"}
+end
 local step, outcome, value = ARGV[1], ARGV[2], ARGV[3]
 
 -- Give the workflow its final status; it expires after ttl_ms from now.
@@ -43,7 +49,7 @@ end
 -- End the workflow: steps not marked enqueued are recorded as not run, with why.
 local function stop(final, why)
   redis.call("HSET", w, "why", why)
-  for j = 0, tonumber(redis.call("HGET", w, "n")) - 1 do
+  for j = 0, n - 1 do
     if redis.call("HGET", w, "e:" .. j) ~= "enqueued" then
       redis.call("HSETNX", w, "x:" .. j, why)
     end
@@ -63,7 +69,7 @@ if redis.call("HSETNX", w, "s:" .. step, outcome) == 1 then
   if outcome == "successful" then
     redis.call("HSET", w, "v:" .. step, value)
     local succeeded = redis.call("HINCRBY", w, "succeeded", 1)
-    if status == "open" and succeeded == tonumber(redis.call("HGET", w, "n")) then
+    if status == "open" and succeeded == n then
       finish("successful")
     end
   elseif status == "open" then
@@ -71,11 +77,15 @@ if redis.call("HSETNX", w, "s:" .. step, outcome) == 1 then
   end
 end
 
--- Whether every input of step j succeeded. Its inputs (after:j) are read in order from the
--- position where the last look found one that had not (cur:j, 1 when none looked yet), and
--- that position is kept: an input passed once has succeeded for good (HSETNX above).
+-- Whether every input of step j succeeded (nil when its inputs are not stored). Its inputs
+-- (after:j) are read in order from the position where the last look found one that had not
+-- (cur:j, 1 when none looked yet), and that position is kept: an input passed once has
+-- succeeded for good (HSETNX above).
 local function inputs_done(j)
   local inputs = redis.call("HGET", w, "after:" .. j)
+  if not inputs then
+    return nil
+  end
   local start = tonumber(redis.call("HGET", w, "cur:" .. j)) or 1
   local at, done = start, true
   while true do
@@ -100,9 +110,16 @@ if status ~= "open" or redis.call("HGET", w, "s:" .. step) ~= "successful" then
   return reply
 end
 for j in (redis.call("HGET", w, "next:" .. step) or ""):gmatch("%d+") do
-  if redis.call("HGET", w, "e:" .. j) ~= "enqueued" and inputs_done(j) then
-    redis.call("HSET", w, "e:" .. j, "due")
-    reply[#reply + 1] = tonumber(j)
+  if redis.call("HGET", w, "e:" .. j) ~= "enqueued" then
+    local done = inputs_done(j)
+    if done == nil then  -- no step marked due above is enqueued: stop records it as not run
+      stop("failed", "step " .. j .. " not enqueued: its inputs (after:" .. j .. ") are missing; "
+        .. "something other than django-threadmill wrote the workflow's hash")
+      return {status}
+    elseif done then
+      redis.call("HSET", w, "e:" .. j, "due")
+      reply[#reply + 1] = tonumber(j)
+    end
   end
 end
 return reply
