@@ -1,11 +1,13 @@
 """Where our worker's time goes: py-spy over one drain, plus Redis time per command.
 
     .venv-bench/bin/python -m benchmarks.probes.profile_worker [--tasks 40000] [--threads 1]
-        [--settings testproject.settings_fresh]
+        [--task-sleep-ms 0] [--settings testproject.settings_fresh]
 
-Pre-enqueues echo tasks, runs `threadmill_worker --burst` under `py-spy record --subprocesses`,
-and prints busy samples per thread role, the heaviest frames of the worker threads, and
-Redis' own microseconds per task for each command (INFO commandstats).
+Pre-enqueues echo tasks (or tasks that sleep first), runs `threadmill_worker --burst` under
+`py-spy record --subprocesses`, and prints busy samples per thread role, the heaviest frames of
+the worker threads, the requests Redis read per task (INFO stats: one per round trip, however
+many commands it carries) beside its CPU per task, and Redis' own microseconds per task for each
+command (INFO commandstats).
 """
 
 import argparse
@@ -20,6 +22,7 @@ import redis
 
 from tests.servers.redis_server import redis_process
 
+from ..harness.redis_stats import snapshot
 from ..harness.runner import stage
 from ..peers import RunContext, WorkerSpec, peer_named
 
@@ -54,6 +57,14 @@ def parse_folded(path: Path) -> tuple[Counter[str], Counter[str], int]:
     return roles, frames, busy
 
 
+def round_trip_line(client: redis.Redis, tasks: int, cpu_before_s: float) -> str:
+    """Requests Redis read (zeroed by CONFIG RESETSTAT) and its CPU since ``cpu_before_s``, per
+    task: a request that finds Redis asleep costs it a wake-up besides its commands."""
+    reads = int(client.info("stats")["total_reads_processed"])
+    cpu_us = (snapshot(client).cpu_s - cpu_before_s) * 1e6
+    return f"Redis per task: {reads / tasks:.3f} requests read, {cpu_us / tasks:.1f} µs of CPU"
+
+
 def redis_lines(client: redis.Redis, tasks: int) -> list[str]:
     stats = client.info("commandstats")
     rows = sorted(
@@ -71,6 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tasks", type=int, default=40_000)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--task-sleep-ms", type=int, default=0, help="each task waits first")
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--settings", help="the worker's settings module (default: testproject's)")
     options = parser.parse_args()
@@ -79,12 +91,15 @@ def main() -> None:
     if py_spy is None:
         raise SystemExit("py-spy is not installed: pip install py-spy (it is in the bench extra).")
     peer = peer_named("threadmill")
-    spec = WorkerSpec(threads=options.threads, settings=options.settings)
+    spec = WorkerSpec(
+        threads=options.threads, task_sleep_ms=options.task_sleep_ms, settings=options.settings
+    )
     with redis_process("--appendonly", "no") as server, tempfile.TemporaryDirectory() as tmp:
         context = RunContext(redis_url=server.url, direct_redis_url=server.url, workdir=Path(tmp))
         stage(peer, spec, context, options.tasks)
         client = redis.Redis.from_url(server.url)
         client.config_resetstat()
+        cpu_before_s = snapshot(client).cpu_s
         folded = Path(tmp) / "worker.folded"
         record = [py_spy, "record", "--subprocesses", "--format", "raw", "--nonblocking"]
         argv = [*record, "--rate", str(options.rate), "-o", str(folded), "--"]
@@ -97,6 +112,7 @@ def main() -> None:
         print("worker threads, inclusive:")
         for frame, count in frames.most_common(30):
             print(f"  {100 * count / worker_total:5.1f}%  {frame[:110]}")
+        print(round_trip_line(client, options.tasks, cpu_before_s))
         print("\n".join(redis_lines(client, options.tasks)))
 
 
