@@ -103,12 +103,12 @@ class Workflows(Reads):
 
     # Outboxes ------------------------------------------------------------------------------
 
-    def outbox_entries(self, part: str) -> list[str]:
-        """Return the oldest ids in ``part``'s outbox (at most ``OUTBOX_BATCH``)."""
+    def outbox_entries(self, part: str, start: int = 0) -> list[str]:
+        """Return the oldest ids in ``part``'s outbox after the first ``start`` (at most
+        ``OUTBOX_BATCH``)."""
+        outbox = self.queue_keys(part).outbox
         with self.translated_errors():
-            return cast(
-                list[str], self.client.lrange(self.queue_keys(part).outbox, 0, OUTBOX_BATCH - 1)
-            )
+            return cast(list[str], self.client.lrange(outbox, start, start + OUTBOX_BATCH - 1))
 
     def forget_outbox_entry(self, part: str, task_id: str) -> None:
         """Take ``task_id`` out of ``part``'s outbox: its workflow has advanced."""

@@ -15,6 +15,7 @@ from ..broker import Reservation
 from ..codec.ids import make_worker_id
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from ..workflows.advance import drain
+from ..workflows.failed_entries import FailedEntries
 from .backoff import REDIS_BACKOFF
 from .crew import Crew
 from .executor import Executor
@@ -60,7 +61,7 @@ class WorkerProcess:
             self.broker,
             executor,
             self.worker_id,
-            drain_outbox=partial(drain, backend),
+            drain_outbox=partial(drain, backend, failed=FailedEntries()),
             lease_interval_s=backend.settings.lease_ttl_s / 3,
             on_task_done=self._count_task,
             on_empty=self.request_stop,

@@ -15,7 +15,8 @@ from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import OUTBOX_BATCH
 from ..codec.payloads import load_task
 from ..codec.results import parse_error
-from ..exceptions import Cancelled, PayloadError
+from ..exceptions import BrokerUnavailable, Cancelled, PayloadError
+from .failed_entries import RETRY_AFTER_S, FailedEntries
 from .launch import PreparedStep, enqueue_steps, step_task
 from .plan import (
     input_value,
@@ -31,17 +32,44 @@ logger = logging.getLogger(__name__)
 CANCELLED_PATH = f"{Cancelled.__module__}.{Cancelled.__qualname__}"
 
 
-def drain(backend: ThreadmillTaskBackend, part: str) -> int:
-    """Advance the workflow of every entry in ``part``'s outbox; return how many were."""
-    broker, drained = backend.broker, 0
-    while entries := broker.outbox_entries(part):
+def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | None = None) -> int:
+    """Advance the workflow of every entry in ``part``'s outbox; return how many were.
+
+    An entry whose advance raises anything but ``BrokerUnavailable`` is logged and left in the
+    outbox, and held in ``failed`` (this call's own when None) for later drains to pass over.
+    """
+    failed = FailedEntries() if failed is None else failed
+    broker, drained, passed_over = backend.broker, 0, 0
+    # Entries passed over stay at the outbox's head: each read starts after them.
+    while entries := broker.outbox_entries(part, passed_over):
         for task_id in entries:
-            advance_from(backend, task_id)
+            if failed.held(task_id) or not _advanced(backend, task_id, failed):
+                passed_over += 1
+                continue
             broker.forget_outbox_entry(part, task_id)
             drained += 1
         if len(entries) < OUTBOX_BATCH:
             break
     return drained
+
+
+def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntries) -> bool:
+    """Advance from ``task_id``; log and hold it in ``failed`` if that raised unexpectedly."""
+    try:
+        advance_from(backend, task_id)
+    except BrokerUnavailable:
+        raise  # Redis is away: this entry and the rest stay for the next look
+    except Exception:
+        logger.exception(
+            "Workflow not advanced from a step, its outbox entry stays and is tried again in "
+            "%ds task_id=%s",
+            RETRY_AFTER_S,
+            task_id,
+        )
+        failed.failed(task_id)
+        return False
+    failed.advanced(task_id)
+    return True
 
 
 def drain_queues(backend: ThreadmillTaskBackend, queues: list[str]) -> int:
