@@ -40,6 +40,12 @@ def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
             BAD_TASK,
             "task 'tests.schedules.tasks.gone' does not import",
         ),
+        (
+            {"task": "tests.raises_at_import.task"},
+            BAD_TASK,
+            "task 'tests.raises_at_import.task' does not import (its module raised "
+            "RuntimeError: settings.PAYMENT_API_KEY is not set)",
+        ),
         ({"task": "tests.schedules.tasks.not_a_task"}, BAD_TASK, "is a function, not a task"),
         ({"priority": 500}, BAD_TASK, "cannot be scheduled"),
         (

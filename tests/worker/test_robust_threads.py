@@ -50,7 +50,7 @@ def test_corrupt_payloads_and_non_task_paths_become_failed_and_the_worker_carrie
     plant(broker, redis_client, "garbage@default", "{not json")
     plant(broker, redis_client, "missing@default", '{"path": "no.such.module.task"}')
     plant(broker, redis_client, "system@default", '{"path": "os.system", "args": ["true"]}')
-    raising = '{"path": "tests.worker.raises_at_import.task"}'
+    raising = '{"path": "tests.raises_at_import.task"}'
     plant(broker, redis_client, "raising@default", raising)
     square = '{"path": "tests.worker.tasks.square", "args": [2], '
     plant(broker, redis_client, "priority@default", square + '"priority": "high"}')
@@ -65,7 +65,7 @@ def test_corrupt_payloads_and_non_task_paths_become_failed_and_the_worker_carrie
         "missing@default": "Task path 'no.such.module.task' does not import",
         "system@default": "'os.system' is a builtin_function_or_method, not a task",
         "raising@default": (
-            "Task path 'tests.worker.raises_at_import.task' does not import (its module raised "
+            "Task path 'tests.raises_at_import.task' does not import (its module raised "
             "RuntimeError: settings.PAYMENT_API_KEY is not set)"
         ),
         "priority@default": "has priority='high' and run_after_ms=None",

@@ -54,14 +54,14 @@ def test_a_step_whose_module_raises_at_import_fails_the_workflow_and_the_drain_g
 ) -> None:
     flow, key = two_steps(backend)
     stored = json.loads(backend.broker.client.hget(key, "p:1"))
-    stored["path"] = "tests.worker.raises_at_import.task"  # a bad deploy, not bad data
+    stored["path"] = "tests.raises_at_import.task"  # a bad deploy, not bad data
     backend.broker.client.hset(key, "p:1", json.dumps(stored))
     other, _ = two_steps(backend)
 
     drain()
 
     assert why_it_failed(backend, flow) == (
-        "step 1 failed: not enqueued: Task path 'tests.worker.raises_at_import.task' does not "
+        "step 1 failed: not enqueued: Task path 'tests.raises_at_import.task' does not "
         "import (its module raised RuntimeError: settings.PAYMENT_API_KEY is not set). Deploy "
         "the code that defines it, or cancel the task."
     )
