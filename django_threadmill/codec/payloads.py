@@ -87,7 +87,7 @@ def _rebuilt_task(
     ``using()``, validation) was a sixth of a worker thread's time per echo task."""
     try:
         found = import_string(path)
-    except Exception as exc:  # ImportError, or whatever the task's module raised as it ran
+    except (Exception, SystemExit) as exc:  # ImportError, or what the module raised as it ran
         module_raised = not isinstance(exc, ImportError)
         why = f"its module raised {type(exc).__name__}: {exc}" if module_raised else exc
         raise TaskNotImportable(

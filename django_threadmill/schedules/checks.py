@@ -37,7 +37,7 @@ def _task_error(schedule: Schedule, alias: str) -> str | None:
         return f"task {schedule.task!r} does not import ({exc})"
     except (InvalidTask, ValueError, TypeError) as exc:
         return f"task {schedule.task!r} cannot be scheduled ({exc})"
-    except Exception as exc:  # its module raised as it ran: a check reports it, never crashes
+    except (Exception, SystemExit) as exc:  # its module raised as it ran: reported, not raised
         raised = f"{type(exc).__name__}: {exc}"
         return f"task {schedule.task!r} does not import (its module raised {raised})"
     # using() above already ran the task's own backend's validate_task (queue, priority).

@@ -18,7 +18,7 @@ def runs_async(path: str) -> bool:
     """
     try:
         found = import_string(path)
-    except Exception:  # ImportError, or whatever the task's module raises
+    except (Exception, SystemExit):  # ImportError, or what the module raised as it ran
         return False
     return isinstance(found, Task) and iscoroutinefunction(found.func)
 

@@ -52,6 +52,7 @@ def test_corrupt_payloads_and_non_task_paths_become_failed_and_the_worker_carrie
     plant(broker, redis_client, "system@default", '{"path": "os.system", "args": ["true"]}')
     raising = '{"path": "tests.raises_at_import.task"}'
     plant(broker, redis_client, "raising@default", raising)
+    plant(broker, redis_client, "exiting@default", '{"path": "tests.exits_at_import.task"}')
     square = '{"path": "tests.worker.tasks.square", "args": [2], '
     plant(broker, redis_client, "priority@default", square + '"priority": "high"}')
     plant(broker, redis_client, "range@default", square + '"priority": 500}')
@@ -67,6 +68,10 @@ def test_corrupt_payloads_and_non_task_paths_become_failed_and_the_worker_carrie
         "raising@default": (
             "Task path 'tests.raises_at_import.task' does not import (its module raised "
             "RuntimeError: settings.PAYMENT_API_KEY is not set)"
+        ),
+        "exiting@default": (
+            "Task path 'tests.exits_at_import.task' does not import (its module raised "
+            "SystemExit: 2)"
         ),
         "priority@default": "has priority='high' and run_after_ms=None",
         "range@default": "'tests.worker.tasks.square' cannot run as stored (priority must be",
