@@ -26,7 +26,9 @@ class FailedEntries:
         return retry_at is not None and self.clock() < retry_at
 
     def failed(self, task_id: str) -> None:
+        """Hold ``task_id`` back for ``RETRY_AFTER_S`` from now."""
         self._retry_at[task_id] = self.clock() + RETRY_AFTER_S
 
     def advanced(self, task_id: str) -> None:
+        """Forget ``task_id``: its workflow advanced, and its entry leaves the outbox."""
         self._retry_at.pop(task_id, None)

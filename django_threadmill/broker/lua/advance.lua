@@ -9,7 +9,8 @@
 --          enqueued}; status is the workflow's ("open", "successful", "failed", "cancelled"),
 --          or "missing" when it is unknown (expired, or written by no workflow), or "damaged"
 --          when its key holds no hash or the hash no step count (nothing is written then). A
---          step that lists no inputs ends the workflow as failed, naming why. A cancel returns the status the workflow had before.
+--          step that lists no inputs ends the workflow as failed, naming why. A cancel returns
+--          the status the workflow had before.
 -- Fence:   a step's outcome is recorded once (HSETNX). A second report of it (a drain retried
 --          after its drainer died) records nothing but returns the steps still due, so the
 --          next drainer enqueues what the dead one may not have; enqueue skips an id that

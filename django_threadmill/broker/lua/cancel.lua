@@ -9,8 +9,9 @@
 -- ARGV[2]  error_json    the Cancelled error, built by the client
 -- ARGV[3]  finished_ms   wall clock of the request, for display
 -- ARGV[4]  result_ttl_ms finished records expire after this ("" keeps them forever)
--- Returns: "cancelled" (a workflow step: its id is pushed onto P:outbox), or the state the task was in (nothing changes), "missing", or
---          "damaged" (its record cannot be read: set aside and taken out of the queue).
+-- Returns: "cancelled" (a workflow step: its id is pushed onto P:outbox), or the state the
+--          task was in (nothing changes), "missing", or "damaged" (its record cannot be read:
+--          set aside and taken out of the queue).
 -- Fence:   state must be "ready"; a reserved or running attempt is never cancelled here.
 -- Clock:   redis.call("TIME") only, for the done index (or to date a record set aside).
 local id = ARGV[1]

@@ -20,9 +20,9 @@
 --          its id is in P:outbox (docs/workflows.md, Exactly once); 2 already recorded under
 --          this token (a duplicate, or a retried call whose first try landed); 0 stale: settled
 --          or held under another owner (reaped, released, reserved again, cancelled); 3
---          damaged: the record cannot be read, so it is set aside and its lease dropped. Metrics and the
---          done index's trim are not done here: the worker sends them on their own clock
---          (metrics.lua), so a result that arrives alone costs only what it must.
+--          damaged: the record cannot be read, so it is set aside and its lease dropped.
+--          Metrics and the done index's trim are not done here: the worker sends them on their
+--          own clock (metrics.lua), so a result that arrives alone costs only what it must.
 -- Fence:   state must be "reserved" or "running" and token must match; anything else changes
 --          nothing. The reaper's call is also stale when the worker renewed the lease after
 --          the reaper read it, and what the reaper records keeps no token. A unique key is
