@@ -1,5 +1,5 @@
-"""Helpers every test package shares: waiting with a deadline, running manage.py commands, and
-counting the script calls a Redis served."""
+"""Helpers every test package shares: waiting with a deadline, a clock moved by hand, running
+manage.py commands, and counting the script calls a Redis served."""
 
 import json
 import os
@@ -25,6 +25,16 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 10
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} did not happen within {timeout_s}s")
         time.sleep(0.01)  # polling with a deadline, not synchronising
+
+
+class HandClock[T]:
+    """A clock the test moves by hand: it reads ``now`` (monotonic seconds, or a datetime)."""
+
+    def __init__(self, now: T) -> None:
+        self.now = now
+
+    def __call__(self) -> T:
+        return self.now
 
 
 def command_calls(client: redis.Redis) -> dict[str, int]:

@@ -117,7 +117,7 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
     """
     broker = backend.broker
     # The due steps and their inputs' values only: a chain of N steps reads N in all.
-    status, *stored = broker.workflow_values(workflow_id, ["status", *map(step_field, due)])
+    status, *step_texts = broker.workflow_values(workflow_id, ["status", *map(step_field, due)])
     if status is None:
         logger.error(
             "Workflow is gone while steps were due, nothing more is enqueued workflow_id=%s",
@@ -127,11 +127,14 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
     index = due[0]  # the step named when the workflow's own fields cannot be read
     groups: dict[str, list[PreparedStep]] = {}
     try:
-        steps = {j: stored_step(workflow_id, j, text) for j, text in zip(due, stored, strict=True)}
+        steps = {
+            j: stored_step(workflow_id, j, text) for j, text in zip(due, step_texts, strict=True)
+        }
         inputs = list(dict.fromkeys(i for j in due for i in steps[j].waits_for()))
-        stored = broker.workflow_values(workflow_id, [value_field(i) for i in inputs])
+        value_texts = broker.workflow_values(workflow_id, [value_field(i) for i in inputs])
         values = {
-            i: stored_value(workflow_id, i, text) for i, text in zip(inputs, stored, strict=True)
+            i: stored_value(workflow_id, i, text)
+            for i, text in zip(inputs, value_texts, strict=True)
         }
         for index in due:
             step = steps[index]

@@ -176,14 +176,19 @@ def _damaged(workflow_id: str, field: str, wanted: str) -> PayloadError:
     )
 
 
+def lacks(workflow_id: str, what: str) -> PayloadError:
+    """The error for a workflow's hash without ``what`` (its status, its step count)."""
+    return PayloadError(
+        f"Workflow {workflow_id!r} has no {what}; something other than django-threadmill wrote "
+        "its hash."
+    )
+
+
 def stored_plan(workflow_id: str, fields: dict[str, str]) -> list[PlannedStep]:
     """Read every step back from a workflow's whole hash; PayloadError when it holds no plan."""
     count = stored_int(fields.get("n"))
     if count is None:
-        raise PayloadError(
-            f"Workflow {workflow_id!r} has no step count (n={fields.get('n', '')!r}); something "
-            "other than django-threadmill wrote its hash."
-        )
+        raise lacks(workflow_id, f"step count (n={fields.get('n', '')!r})")
     return [stored_step(workflow_id, i, fields.get(step_field(i))) for i in range(count)]
 
 

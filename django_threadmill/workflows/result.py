@@ -6,8 +6,8 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
-from ..exceptions import PayloadError, WorkflowDoesNotExist
-from .plan import PlannedStep, step_task_id, stored_plan
+from ..exceptions import WorkflowDoesNotExist
+from .plan import PlannedStep, lacks, step_task_id, stored_plan
 
 STARTED = frozenset({Status.RUNNING, Status.SUCCESSFUL, Status.FAILED})
 
@@ -87,10 +87,7 @@ def planned_steps(
             "ended more than result_ttl ago and expired."
         )
     if "status" not in fields:  # every launch writes it with the step count
-        raise PayloadError(
-            f"Workflow {workflow_id!r} has no status; something other than django-threadmill "
-            "wrote its hash."
-        )
+        raise lacks(workflow_id, "status")
     return stored_plan(workflow_id, fields)
 
 

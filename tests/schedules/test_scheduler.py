@@ -14,6 +14,7 @@ from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.schedules.scheduler import Scheduler, slot_task_id
 from django_threadmill.schedules.slots import slot_ms
 from tests.conftest import tasks_setting
+from tests.support import HandClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
 SCHEDULES = {
@@ -32,14 +33,7 @@ def tasks_options() -> dict[str, object]:
     return {"schedules": SCHEDULES}
 
 
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
+Clock = HandClock[datetime]
 
 
 @pytest.fixture

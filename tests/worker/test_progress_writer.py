@@ -12,21 +12,14 @@ from django_threadmill.codec.times import now_ms
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.progress import PROGRESS_SEND_S, PendingProgress
-from tests.support import command_calls, wait_until
+from tests.support import HandClock, command_calls, wait_until
 from tests.worker import tasks
 
 WORKER = "progress-test:1:abcd"
 REPORTS = 10_000
 
 
-class Clock:
-    """Monotonic seconds that move only when the test says."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+Clock = HandClock[float]  # monotonic seconds
 
 
 class CountingBroker(Broker):
@@ -52,7 +45,7 @@ def report(lease: Lease, n: int) -> ProgressReport:
 
 
 def test_each_attempt_keeps_its_latest_report_until_due() -> None:
-    clock = Clock()
+    clock = Clock(1000.0)
     pending = PendingProgress(clock=clock)
     firsts: list[None] = []
     pending.on_first = lambda: firsts.append(None)
@@ -84,7 +77,7 @@ def counting(broker: Broker) -> CountingBroker:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(1000.0)
 
 
 @pytest.fixture

@@ -10,16 +10,9 @@ from django_threadmill.testing import drain as run_tasks
 from django_threadmill.workflows import WorkflowResult, advance, chain, step
 from django_threadmill.workflows.advance import drain
 from django_threadmill.workflows.failed_entries import RETRY_AFTER_S, FailedEntries
+from tests.support import HandClock
 
 from .tasks import add, number
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def a_bug_in(monkeypatch: pytest.MonkeyPatch, broken: set[str]) -> list[str]:
@@ -73,7 +66,7 @@ def test_a_held_entry_is_passed_over_until_a_minute_has_passed_then_advances(
     flow = chain(step(number, 1), step(add, 1)).enqueue()
     tried = a_bug_in(monkeypatch, {flow.steps[0].task_id})
     run_tasks()  # runs the first step; its entry fails once, in the helper's own drain
-    clock = Clock()
+    clock = HandClock(1000.0)
     failed = FailedEntries(clock)
 
     assert drain(backend, "default", failed) == 0  # fails, and is held from now on
