@@ -6,6 +6,7 @@ progress.lua wrote it, on the Redis clock.
 """
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +31,10 @@ class Progress:
         """Whole percent done, rounded down, so 100 means done; None without a total above 0."""
         if not self.total:
             return None
-        return min(100, math.floor(self.done * 100 / self.total))
+        if self.done >= self.total:
+            return 100
+        # done / total first: below 1 here, where done * 100 could pass a float's range.
+        return math.floor(self.done / self.total * 100)
 
 
 def stored_number(value: int | float) -> str:
@@ -40,8 +44,8 @@ def stored_number(value: int | float) -> str:
 
 
 def _number(text: str | None) -> int | float | None:
-    """Read a stored number; absent, or anything but a finite number of 0 or more (written by
-    hand), reads as None."""
+    """Read a stored number; absent, or anything but a finite number of 0 or more within a
+    float's range (written by hand), reads as None."""
     if not text:
         return None
     number: int | float
@@ -54,7 +58,7 @@ def _number(text: str | None) -> int | float | None:
             return None
         if not math.isfinite(number):
             return None
-    return number if number >= 0 else None
+    return number if 0 <= number <= sys.float_info.max else None
 
 
 def stored_progress(record: Mapping[str, str | None]) -> Progress | None:

@@ -1,6 +1,7 @@
 """``report_progress``: a running task says how far it got, at no Redis cost per call."""
 
 import math
+import sys
 
 from ..broker import ProgressReport
 from ..compat import TaskContext
@@ -11,11 +12,20 @@ NOTE_MAX_CHARS = 200  # a note is a line in the admin's task list, not a log
 
 
 def _amount(name: str, value: object) -> int | float:
-    """Return ``value`` as a plain int or float, or raise naming ``name`` and the fix."""
+    """Return ``value`` as a plain int or float, or raise naming ``name`` and the fix.
+
+    An int past a float's range is refused before anything formats it: its text could pass
+    Python's limit on int digits, and the percent is computed in floats.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(
             f"report_progress() {name}={value!r} is {a_type(value)}, not a number. Pass an int "
             "or a float, 0 or more."
+        )
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        raise ValueError(
+            f"report_progress() {name} is an int of {value.bit_length()} bits, past what a "
+            f"float can hold ({sys.float_info.max:.3g}). Count in larger units."
         )
     if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
         raise ValueError(

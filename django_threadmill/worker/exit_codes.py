@@ -14,4 +14,5 @@ class ExitCode(IntEnum):
     GAVE_UP = 2  # the command: worker processes kept dying right after start
     RECYCLE = 3  # a process reached --max-tasks: the supervisor starts a fresh one at once
     REFUSED = 4  # Redis refused the credentials or ACL rights: restarting cannot help
-    CRASHED = 5  # a process: a thread's own loop failed; the supervisor restarts it with backoff
+    CRASHED = 5  # a process: a thread's own loop failed; the supervisor restarts it with backoff.
+    # The command, with --burst: a worker process died during the burst.

@@ -194,6 +194,10 @@ class Supervisor:
                 slot.crashes = 0
                 self._spawn(slot)
                 continue
+            if self.options.burst:
+                # What the dead process held stays leased until the reaper settles it, after
+                # the burst: the queues may look empty, but the burst did not run them all.
+                self.exit_code = self.exit_code or ExitCode.CRASHED
             self._schedule_restart(slot, process, code)
 
     def _schedule_restart(self, slot: _Slot, process: BaseProcess, code: int | None) -> None:

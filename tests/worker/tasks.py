@@ -28,6 +28,11 @@ def exit_now() -> None:
 
 
 @task
+def end_process() -> None:
+    os._exit(1)  # the whole worker process, as a C extension's abort or the OOM killer would
+
+
+@task
 def interrupt() -> None:
     raise KeyboardInterrupt
 

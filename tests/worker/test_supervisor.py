@@ -7,6 +7,9 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 
+import redis
+
+from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from tests.support import ROOT, Command, command_env, wait_until
 from tests.worker import tasks
@@ -30,6 +33,20 @@ def test_a_killed_worker_process_is_restarted_and_work_goes_on(
 
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
+
+
+def test_a_burst_in_which_a_process_died_exits_5_and_its_tasks_stay_leased(
+    broker: Broker, redis_client: redis.Redis, start_worker: Callable[..., Command]
+) -> None:
+    ending = tasks.end_process.enqueue()
+    worker = start_worker("--burst", "--threads", "1", "--reap-interval", "0")
+    # The replacement process finds the queues empty: what the dead one held is leased, for
+    # the reaper to settle once the lease expires.
+    assert worker.wait() == 5, worker.log
+    assert "Worker process died slot=0" in worker.log
+    assert redis_client.zscore(broker.queue_keys("default").leases, ending.id) is not None
+    ending.refresh()
+    assert not ending.is_finished
 
 
 def test_max_tasks_recycles_the_process(start_worker: Callable[..., Command]) -> None:
