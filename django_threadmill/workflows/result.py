@@ -20,14 +20,22 @@ class WorkflowStep:
     task_id: str
     task_path: str
     queue: str
-    result: TaskResult | None  # None until it is enqueued, and for good when it is not run
+    result: TaskResult | None  # None until it is enqueued, for good when it is not run,
+    # and once its record expired (result_ttl) while the workflow stayed open
     not_run: str  # why it will not run ("" while it may)
+    settled: str = ""  # how the workflow recorded its end: "successful", "failed", "cancelled"
 
     @property
     def state(self) -> str:
-        """The step's status, or WAITING (for the steps it takes its input from) or NOT_RUN."""
+        """The step's status, or WAITING (for the steps it takes its input from) or NOT_RUN.
+
+        A step whose record expired reads as the workflow recorded its end, so a workflow
+        open longer than ``result_ttl`` (a delayed step, a paused queue) does not go back.
+        """
         if self.result is not None:
             return str(self.result.status)
+        if self.settled:
+            return str(Status.SUCCESSFUL if self.settled == "successful" else Status.FAILED)
         return "NOT_RUN" if self.not_run else "WAITING"
 
 
@@ -135,6 +143,7 @@ def _step(
         queue=planned.queue,
         result=results.get(task_id),  # None: not enqueued, or due and not stored yet, or expired
         not_run=fields.get(f"x:{planned.index}", ""),
+        settled=fields.get(f"s:{planned.index}", ""),
     )
 
 
@@ -144,5 +153,8 @@ def _status(stored: str, steps: list[WorkflowStep]) -> Status:
         return Status.SUCCESSFUL
     if stored in ("failed", "cancelled"):
         return Status.FAILED
-    started = any(step.result is not None and step.result.status in STARTED for step in steps)
+    started = any(
+        step.settled or (step.result is not None and step.result.status in STARTED)
+        for step in steps
+    )
     return Status.RUNNING if started else Status.READY

@@ -1,7 +1,10 @@
 """What chains and groups pass along, and where they stop, with the steps run in the test's
 thread by django_threadmill.testing.drain (the broker, scripts and outboxes are the real ones)."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus
@@ -88,6 +91,23 @@ def test_a_cancelled_workflow_enqueues_nothing_further(backend: ThreadmillTaskBa
     assert [s.state for s in flow.steps] == ["FAILED", "NOT_RUN"]
     assert flow.why == "cancelled: not needed"
     assert not flow.cancel()  # it has ended
+
+
+def test_a_step_whose_record_expired_reads_as_it_ended_while_the_workflow_is_open(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    later = add.using(run_after=timezone.now() + timedelta(hours=1))
+    flow = chain(step(number, 1), step(later, 1)).enqueue()
+    assert drain(wait_for_delayed=0) == 1
+    # The first step's record expires (result_ttl) before the delayed one runs.
+    first = flow.steps[0].task_id
+    backend.broker.client.delete(backend.broker.queue_keys("default").record(first))
+
+    flow.refresh()
+
+    assert flow.status == TaskResultStatus.RUNNING
+    assert flow.results[0] is None
+    assert [s.state for s in flow.steps] == ["SUCCESSFUL", "READY"]
 
 
 def test_get_workflow_reads_it_back(backend: ThreadmillTaskBackend) -> None:
