@@ -48,6 +48,9 @@ class WorkflowResult:
     status: Status = Status.READY
     why: str = ""  # why it failed or was cancelled
     steps: list[WorkflowStep] = field(default_factory=list)
+    # Launched inside a transaction with enqueue_on_commit, and not read back since: nothing
+    # is stored until the commit, so "not found" means "not yet", not "expired".
+    _waits_for_commit: bool = field(default=False, repr=False)
 
     @property
     def results(self) -> list[TaskResult | None]:
@@ -56,21 +59,38 @@ class WorkflowResult:
 
     def refresh(self) -> None:
         """Read the workflow and its steps again."""
-        fresh = read_workflow(threadmill_backend(self.backend), self.id)
+        try:
+            fresh = read_workflow(threadmill_backend(self.backend), self.id)
+        except WorkflowDoesNotExist:
+            self._refuse_before_commit("read back")
+            raise
         self.status, self.why, self.steps = fresh.status, fresh.why, fresh.steps
+        self._waits_for_commit = False
 
     def cancel(self, reason: str = "") -> bool:
         """Stop the workflow: nothing more is enqueued, and its steps still waiting in a
-        queue are cancelled. Return False if it had ended already."""
+        queue are cancelled. Return False if it had ended already (expired included)."""
         backend = threadmill_backend(self.backend)
         why = "cancelled" + (f": {reason}" if reason else "")
         status, _ = backend.broker.advance_workflow(self.id, None, "cancelled", why)
+        if status == "missing":
+            self._refuse_before_commit("cancelled")
+            return False  # it ended more than result_ttl ago
         self.refresh()
         for step in self.steps:
             if step.result is not None and step.result.status == Status.READY:
                 backend.cancel(step.task_id, f"its workflow was {why}")
         self.refresh()
         return status == "open"
+
+    def _refuse_before_commit(self, what: str) -> None:
+        """Raise if the workflow is not stored because its transaction has not committed."""
+        if self._waits_for_commit:
+            raise WorkflowDoesNotExist(
+                f"Workflow {self.id!r} is not stored, so it cannot be {what}: it was "
+                "launched inside a transaction with enqueue_on_commit, and is stored when "
+                "that transaction commits (never, if it rolled back). Do it after the commit."
+            )
 
 
 def get_workflow(workflow_id: str, backend: str = DEFAULT_TASK_BACKEND_ALIAS) -> WorkflowResult:
@@ -126,7 +146,9 @@ def waiting_for_commit(
     """The result of a workflow whose launch waits for a transaction's commit: nothing is
     stored yet, so every step waits (``refresh()`` finds it once the commit wrote it)."""
     steps = [_step(workflow_id, step, {}, {}) for step in planned]
-    return WorkflowResult(id=workflow_id, backend=backend.alias, steps=steps)
+    return WorkflowResult(
+        id=workflow_id, backend=backend.alias, steps=steps, _waits_for_commit=True
+    )
 
 
 def _step(

@@ -35,3 +35,17 @@ def test_a_rollback_stores_nothing(backend: ThreadmillTaskBackend) -> None:
 
     with pytest.raises(WorkflowDoesNotExist):
         get_workflow(flow.id)
+
+
+def test_before_the_commit_a_cancel_or_refresh_says_why_it_cannot(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    with transaction.atomic():
+        flow = chain(step(number, 1), step(add, 1)).enqueue()
+        with pytest.raises(WorkflowDoesNotExist, match="cannot be cancelled: it was launched"):
+            flow.cancel()
+        with pytest.raises(WorkflowDoesNotExist, match="cannot be read back: it was launched"):
+            flow.refresh()
+
+    assert flow.cancel("after the commit")
+    assert flow.why == "cancelled: after the commit"

@@ -93,6 +93,16 @@ def test_a_cancelled_workflow_enqueues_nothing_further(backend: ThreadmillTaskBa
     assert not flow.cancel()  # it has ended
 
 
+def test_cancelling_a_workflow_that_expired_says_it_had_ended(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+    drain()
+    backend.broker.client.delete(backend.broker.keyspace.workflow(flow.id))  # result_ttl passed
+
+    assert not flow.cancel()
+
+
 def test_a_step_whose_record_expired_reads_as_it_ended_while_the_workflow_is_open(
     backend: ThreadmillTaskBackend,
 ) -> None:
