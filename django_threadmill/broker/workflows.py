@@ -18,7 +18,7 @@ push the id of such a step that ended onto its queue's outbox in the call that r
 and a drainer (workflows/advance.py) advances the workflow from there (docs/workflows.md).
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import cast
 
 from redis.typing import EncodableT, FieldT
@@ -62,12 +62,18 @@ class Workflows(Reads):
         status, *due = reply
         return str(status), [int(step) for step in due]
 
-    def mark_enqueued(self, workflow_id: str, steps: Iterable[int]) -> None:
-        """Note that ``steps`` are stored, so no later drain enqueues them again."""
+    def mark_enqueued(self, workflow_id: str, steps: Sequence[int]) -> list[str | None]:
+        """Note that ``steps`` are stored, so no later drain enqueues them again; return, in
+        the same round trip, why each was recorded as not run meanwhile (None: it was not)."""
+        if not steps:
+            return []
+        key = self.keyspace.workflow(workflow_id)
         mapping: dict[FieldT, EncodableT] = {f"e:{step}": "enqueued" for step in steps}
-        if mapping:
-            with self.translated_errors():
-                self.client.hset(self.keyspace.workflow(workflow_id), mapping=mapping)
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping=mapping)
+            pipe.hmget(key, [f"x:{step}" for step in steps])
+            _, not_run = pipe.execute()
+        return cast(list[str | None], not_run)
 
     def workflow_values(self, workflow_id: str, names: Sequence[str]) -> list[str | None]:
         """Return the fields ``names`` of a workflow's hash, None for each one absent."""

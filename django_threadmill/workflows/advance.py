@@ -17,7 +17,7 @@ from ..codec.payloads import load_task
 from ..codec.results import parse_error
 from ..exceptions import BrokerUnavailable, Cancelled, PayloadError
 from .failed_entries import RETRY_AFTER_S, FailedEntries
-from .launch import PreparedStep, enqueue_steps, step_task
+from .launch import PreparedStep, enqueue_steps, mark_enqueued, step_task
 from .plan import (
     input_value,
     read_step_marker,
@@ -124,6 +124,8 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
             workflow_id,
         )
         return
+    if status != "open":  # cancelled, or failed, since advance.lua: it recorded them not run
+        return
     index = due[0]  # the step named when the workflow's own fields cannot be read
     groups: dict[str, list[PreparedStep]] = {}
     try:
@@ -158,7 +160,7 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
         broker.advance_workflow(workflow_id, index, "failed", f"not enqueued: {exc}")
         return
     enqueue_steps(backend, groups)
-    broker.mark_enqueued(workflow_id, due)
+    mark_enqueued(backend, workflow_id, [steps[index] for index in due])
 
 
 def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:

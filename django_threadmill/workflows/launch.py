@@ -59,10 +59,9 @@ def _store(
     first: dict[str, list[PreparedStep]],
 ) -> None:
     """Write the workflow's hash, then its first steps, then mark them enqueued."""
-    broker = backend.broker
-    broker.create_workflow(workflow_id, workflow_fields(planned.steps))
+    backend.broker.create_workflow(workflow_id, workflow_fields(planned.steps))
     enqueue_steps(backend, first)
-    broker.mark_enqueued(workflow_id, (s.index for s in planned.steps if s.input is None))
+    mark_enqueued(backend, workflow_id, [s for s in planned.steps if s.input is None])
 
 
 async def alaunch(root: Plannable) -> WorkflowResult:
@@ -111,6 +110,23 @@ def enqueue_steps(backend: ThreadmillTaskBackend, groups: dict[str, list[Prepare
                 announce(backend.pipeline.sender, result)
     if refused:
         raise refused[0]
+
+
+def mark_enqueued(
+    backend: ThreadmillTaskBackend, workflow_id: str, steps: list[PlannedStep]
+) -> None:
+    """Mark the stored ``steps`` enqueued; cancel those the workflow recorded as not run.
+
+    A cancel, or another step's failure, that ends the workflow while steps are being stored
+    finds them unmarked and records them as not run (``x:i``): each is cancelled here, so what
+    runs is what the workflow says. The read comes with the mark, after the steps are stored:
+    an end before it is seen here, and an end after it finds them marked (a cancel then cancels
+    the ones still waiting itself, ``WorkflowResult.cancel``).
+    """
+    not_run = backend.broker.mark_enqueued(workflow_id, [step.index for step in steps])
+    for step, why in zip(steps, not_run, strict=True):
+        if why:
+            backend.cancel(step_task_id(workflow_id, step), f"its workflow ended ({why})")
 
 
 def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:

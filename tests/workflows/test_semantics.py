@@ -10,7 +10,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.exceptions import WorkflowDoesNotExist
 from django_threadmill.testing import drain
-from django_threadmill.workflows import chain, get_workflow, group, step
+from django_threadmill.workflows import advance, chain, get_workflow, group, step
 from django_threadmill.workflows.launch import enqueue_steps, step_task
 from django_threadmill.workflows.plan import stored_plan
 
@@ -91,6 +91,53 @@ def test_a_cancelled_workflow_enqueues_nothing_further(backend: ThreadmillTaskBa
     assert [s.state for s in flow.steps] == ["FAILED", "NOT_RUN"]
     assert flow.why == "cancelled: not needed"
     assert not flow.cancel()  # it has ended
+
+
+def test_a_cancel_just_after_a_step_became_due_keeps_it_from_running(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cancel lands between advance.lua making step 1 due and the drainer enqueueing it."""
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+    enqueue_due = advance.enqueue_due
+
+    def cancelled_first(*args: object) -> None:
+        flow.cancel("meanwhile")
+        enqueue_due(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(advance, "enqueue_due", cancelled_first)
+
+    assert drain() == 1
+
+    flow.refresh()
+    assert [s.state for s in flow.steps] == ["SUCCESSFUL", "NOT_RUN"]
+    assert flow.steps[1].not_run == "cancelled: meanwhile"
+
+
+def test_a_step_the_workflow_recorded_as_not_run_while_it_was_stored_is_cancelled(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cancel lands after the drainer read the workflow open, before it stored step 1:
+    the cancel's own look finds nothing to cancel, the drainer's mark finds it not run."""
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+    enqueue_steps = advance.enqueue_steps
+
+    def cancelled_first(*args: object) -> None:
+        flow.cancel("meanwhile")
+        enqueue_steps(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(advance, "enqueue_steps", cancelled_first)
+
+    assert drain() == 1  # step 1 is stored, then cancelled before it runs
+
+    flow.refresh()
+    second = flow.results[1]
+    assert second is not None
+    assert second.status == TaskResultStatus.FAILED
+    assert (
+        second.errors[0]
+        .traceback.strip()
+        .endswith("Cancelled before it ran: its workflow ended (cancelled: meanwhile)")
+    )
 
 
 def test_cancelling_a_workflow_that_expired_says_it_had_ended(
