@@ -175,13 +175,39 @@ def errors_of(record: dict[str, str]) -> list[TaskError]:
     return [parse_error(record.get(f"error:{n}", "")) for n in range(1, count + 1)]
 
 
+def error_text(exc: BaseException) -> str:
+    """Return ``str(exc)``, or what stopped it: an exception's own ``__str__`` may raise
+    anything (a ``RecursionError``, a ``SystemExit``), and the worker must still record it."""
+    try:
+        return str(exc)
+    except BaseException as failure:  # whatever it raised, the task's error wins
+        return f"<str() of the exception raised {type(failure).__name__}>"
+
+
+def _formatted_traceback(exc: BaseException) -> str:
+    """Return the traceback ``exc`` prints, or its frames and class where formatting it raised
+    (a ``__notes__`` or ``__str__`` that raises what ``traceback`` does not catch)."""
+    try:
+        return "".join(traceback.format_exception(exc))
+    except BaseException as failure:  # whatever it raised, the task's error wins
+        kind = type(exc)
+        return "".join(
+            [
+                "Traceback (most recent call last):\n",
+                *traceback.format_tb(exc.__traceback__),
+                f"{kind.__module__}.{kind.__qualname__}: {error_text(exc)} (formatting it "
+                f"raised {type(failure).__name__})\n",
+            ]
+        )
+
+
 def error_json(exc: BaseException) -> str:
     """Return the stored form of a ``TaskError`` for ``exc``, as ImmediateBackend records it."""
     kind = type(exc)
     return dumps(
         {
             "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
-            "traceback": "".join(traceback.format_exception(exc)),
+            "traceback": _formatted_traceback(exc),
         }
     )
 

@@ -37,7 +37,9 @@ class EventLoopLane(TaskRunner):
         self.idle.set()
         self.busy = threading.Event()  # set while tasks run: the monitor watches then
         self.last_beat = time.monotonic()
-        self._finishing = threading.Event()  # set at the deadline: cancel, then stop
+        # Set at the deadline: cancel, then stop; the executor hands back what is cancelled.
+        self._finishing = self.executor.handing_back
+        self._stopped = False  # the lane stopped the loop itself (``_stop_loop``)
         self.buffer.on_async_work = self.nudge
 
     def loop(self) -> None:
@@ -47,10 +49,30 @@ class EventLoopLane(TaskRunner):
             event_loop.call_soon(self._admit)  # what came before the loop did
             if self._finishing.is_set():  # the process stopped before the loop was made
                 event_loop.call_soon(self._cancel_and_stop)
-            event_loop.run_forever()
+            self._run_until_stopped(event_loop)
         finally:
             event_loop.run_until_complete(event_loop.shutdown_asyncgens())
             event_loop.close()
+
+    def _run_until_stopped(self, event_loop: asyncio.AbstractEventLoop) -> None:
+        """Run the loop until the lane stops it. A task's code may stop it too (``loop.stop()``)
+        or raise ``SystemExit`` from work it left running (asyncio lets both out of
+        ``run_forever``): the loop runs on, so the other tasks on it are not lost."""
+        while not self._stopped:
+            try:
+                event_loop.run_forever()
+            except (SystemExit, KeyboardInterrupt) as exc:
+                logger.error(
+                    "Event loop: work an async task left running raised %s; the loop runs on",
+                    type(exc).__name__,
+                )
+                continue
+            if not self._stopped:
+                logger.error("Event loop stopped by an async task (loop.stop()); it runs on")
+
+    def _stop_loop(self) -> None:
+        self._stopped = True
+        asyncio.get_running_loop().stop()
 
     def _call_soon(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` on the loop, from any thread; nothing if it is not running."""
@@ -105,6 +127,11 @@ class EventLoopLane(TaskRunner):
             # Handed back, as a thread still running at the deadline is: no outcome is
             # written, its lease lapses and the reaper settles it.
             pass
+        except BaseException:
+            # The executor records every task error: this is the lane's own failure, fatal as
+            # a worker thread's is (its lease would otherwise be renewed with no one on it).
+            logger.critical("Event loop task runner died", exc_info=True)
+            self.on_crash()
         finally:
             self.buffer.done()
 
@@ -119,9 +146,8 @@ class EventLoopLane(TaskRunner):
         self._call_soon(self._cancel_and_stop)
 
     def _cancel_and_stop(self) -> None:
-        event_loop = asyncio.get_running_loop()
         if not self.running:
-            event_loop.stop()
+            self._stop_loop()
             return
         logger.warning(
             "Grace period over, cancelling async tasks count=%d (their leases lapse and the "
@@ -131,7 +157,7 @@ class EventLoopLane(TaskRunner):
         for task in list(self.running):
             task.cancel()
         gathered = asyncio.gather(*self.running, return_exceptions=True)
-        gathered.add_done_callback(lambda _: event_loop.stop())
+        gathered.add_done_callback(lambda _: self._stop_loop())
 
     def blocked_task(self) -> Reservation | None:
         """Return the task the loop's thread is inside of, from its stack (another thread)."""

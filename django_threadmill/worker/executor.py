@@ -12,13 +12,15 @@ async task (docs/design.md, Worker).
 
 import asyncio
 import logging
+import os
+import threading
 from contextlib import AbstractContextManager, nullcontext
 from functools import cached_property
 from typing import Any
 
 from ..broker import Finish, Outcome, Reservation
 from ..codec.payloads import decode_payload, load_task
-from ..codec.results import encode_result, parse_error, task_result
+from ..codec.results import encode_result, error_text, parse_error, task_result
 from ..codec.times import from_ms, now_ms
 from ..compat import Task, TaskContext, TaskResult, TaskResultStatus, task_started
 from ..exceptions import PayloadError, TaskTimeout
@@ -33,6 +35,17 @@ logger = logging.getLogger(__name__)
 # What a task that does not take the context runs in: one shared nullcontext (it holds no
 # state), so such a task pays a with-block (about 0.25 µs), not a new object, for progress.
 NOT_REPORTING = nullcontext()
+# How many forks made this process, counted in each child: an executor made before a fork is
+# a task's child after it. A global read, not a getpid() system call per task.
+_forks_seen = 0
+
+
+def _count_fork() -> None:
+    global _forks_seen
+    _forks_seen += 1
+
+
+os.register_at_fork(after_in_child=_count_fork)
 
 
 class Attempt:
@@ -102,6 +115,10 @@ class Executor:
         self.task_timeout_s = task_timeout_s  # enforced here for async tasks only (cancel)
         # What its tasks report, until the ack writer (or drain) takes it.
         self.progress = PendingProgress()
+        # Set by the event loop lane at the end of the grace period: an async task cancelled
+        # from then on is handed back unrecorded; any other CancelledError is the task's own.
+        self.handing_back = threading.Event()
+        self._forks = _forks_seen  # a task that forks: its child must not go on as a worker
 
     def _attempt(self, reservation: Reservation, started_ms: int) -> Attempt | Finish:
         """Load the attempt, or return the FAILED outcome of a task that cannot be loaded (a
@@ -131,7 +148,10 @@ class Executor:
             send_guarded(task_started, self.backend_class, attempt.result)
         try:
             with self._reporting(attempt):
-                called = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
+                try:
+                    called = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
+                finally:
+                    self._end_forked_child()
             returned, value = encode_result(called, attempt.task.module_path)
         except BaseException as exc:
             # Still inside the except block: task_finished receivers see the exception.
@@ -147,8 +167,9 @@ class Executor:
         """Await an ``async def`` task on the running event loop, within ``task_timeout_s``
         (the coroutine is cancelled past it: the attempt ends FAILED with ``TaskTimeout``).
 
-        ``CancelledError`` from outside (the loop stopping) is let through: the attempt is
-        handed back unrecorded (worker/event_loop.py).
+        ``CancelledError`` once the lane hands back (the grace period is over) is let through:
+        the attempt is handed back unrecorded (worker/event_loop.py). Before that, one is the
+        task's own (it raised it, or awaited something cancelled) and ends the attempt.
         """
         attempt = self._attempt(reservation, started_ms)
         if isinstance(attempt, Finish):
@@ -159,9 +180,9 @@ class Executor:
             with self._reporting(attempt):
                 awaited = await self._awaited(attempt)
             returned, value = encode_result(awaited, attempt.task.module_path)
-        except asyncio.CancelledError:
-            raise
         except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) and self.handing_back.is_set():
+                raise
             finish = self._failed(attempt, exc)
             await outcome.aannounce(self.backend_class, attempt, finish)
             return finish
@@ -172,19 +193,41 @@ class Executor:
         return finish
 
     async def _awaited(self, attempt: Attempt) -> Any:
-        """Await the task's coroutine; past the timeout it is cancelled and TaskTimeout raised."""
+        """Await the task's coroutine; past the timeout it is cancelled and TaskTimeout raised.
+
+        With a timeout the coroutine runs as a task of its own, so the attempt ends at the
+        deadline even if the coroutine ignores the cancel (it is left to end on its own, as
+        the watchdog leaves a thread), and a ``TimeoutError`` the task raises itself (an
+        ``asyncio.wait_for``, a client's timeout) stays its own error, retried by its policy.
+        """
         call = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
-        if self.task_timeout_s is None:
+        timeout_s = self.task_timeout_s
+        if timeout_s is None:
             return await call
+        event_loop = asyncio.get_running_loop()
+        deadline = event_loop.time() + timeout_s
+        running = event_loop.create_task(call)
         try:
-            async with asyncio.timeout(self.task_timeout_s):
-                return await call
-        except TimeoutError as exc:
+            await asyncio.wait((running,), timeout=timeout_s)
+        except asyncio.CancelledError:
+            running.cancel()  # handed back: the coroutine stops with its attempt
+            raise
+        # Past the deadline (a blocking call can finish the coroutine late): stopped, as a
+        # thread past it is.
+        if not running.done() or event_loop.time() > deadline:
+            running.cancel()
+            running.add_done_callback(_drop_outcome)
             raise TaskTimeout(
-                f"Task {attempt.lease.task_id} ran longer than --task-timeout="
-                f"{self.task_timeout_s}s; the worker cancelled it. Make it faster or raise the "
-                "timeout."
-            ) from exc
+                f"Task {attempt.lease.task_id} ran longer than --task-timeout={timeout_s}s; "
+                "the worker cancelled it. Make it faster or raise the timeout."
+            )
+        return running.result()
+
+    def _end_forked_child(self) -> None:
+        """End the process if this is a child the task forked and left to return here: it
+        holds a copy of the worker's buffer and leases, and would run those tasks again."""
+        if _forks_seen != self._forks:
+            os._exit(0)
 
     def _reporting(self, attempt: Attempt) -> AbstractContextManager[object]:
         """Route the attempt's ``report_progress`` calls to ``self.progress`` while it runs.
@@ -210,9 +253,12 @@ class Executor:
     def _failed(attempt: Attempt, exc: BaseException) -> Finish:
         """Record a raised attempt: a retry if the task's policy says so, else FAILED.
 
-        The policy reads the TaskResult, so a failed attempt always builds it.
+        The policy reads the TaskResult, so a failed attempt always builds it. Its worker ids
+        are set again from the reservation first: the policy counts attempts by them, and the
+        task may have changed its TaskResult.
         """
         result = attempt.result
+        result.worker_ids[:] = [*attempt.reservation.workers, attempt.worker_id]
         finish = outcome.failed(
             attempt.lease,
             exc,
@@ -224,7 +270,7 @@ class Executor:
             logger.warning(
                 "Task retry scheduled task_id=%s attempt=%d delay_s=%.3f error=%s",
                 result.id,
-                result.attempts,
+                len(result.worker_ids),
                 finish.retry_delay_ms / 1000,
                 type(exc).__name__,
             )
@@ -234,6 +280,13 @@ class Executor:
                 result.id,
                 attempt.task.module_path,
                 type(exc).__name__,
-                exc,
+                error_text(exc),  # its own __str__ may raise, inside logging's formatting
             )
         return finish
+
+
+def _drop_outcome(abandoned: "asyncio.Task[Any]") -> None:
+    """Read what a coroutine left past its timeout ended with, so asyncio does not log it as
+    never retrieved: its attempt was recorded as timed out already."""
+    if not abandoned.cancelled():
+        abandoned.exception()

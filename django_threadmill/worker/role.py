@@ -24,8 +24,10 @@ class RoleThread(threading.Thread):
         try:
             self.loop()
         except BaseException:
-            logger.critical("Thread died name=%s", self.name, exc_info=True)
-            self.on_crash()
+            try:
+                logger.critical("Thread died name=%s", self.name, exc_info=True)
+            finally:  # a log line that cannot be written must not leave the process up, idle
+                self.on_crash()
 
     def loop(self) -> None:
         """Do the role's work until told to stop."""
