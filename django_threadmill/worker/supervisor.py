@@ -161,11 +161,15 @@ class Supervisor:
     def _wait_for_event(self) -> None:
         """Sleep until a process exits, a signal arrives, a restart or a reap is due."""
         sentinels = [slot.process.sentinel for slot in self.slots if slot.process is not None]
-        timers = [slot.restart_at for slot in self.slots if slot.restart_at is not None]
-        if self.options.reap_interval_s:
-            timers.append(self.next_reap)
-        if self.next_schedule is not None:
-            timers.append(self.next_schedule)
+        timers: list[float] = []
+        # Once stopping, nothing is restarted, reaped or fired: a timer of theirs that fell due
+        # would wake this loop at once, again and again, for the whole grace period.
+        if not self.signals:
+            timers += [slot.restart_at for slot in self.slots if slot.restart_at is not None]
+            if self.options.reap_interval_s:
+                timers.append(self.next_reap)
+            if self.next_schedule is not None:
+                timers.append(self.next_schedule)
         timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
         ready = wait([*sentinels, self._wakeup_read], timeout)
         if self._wakeup_read in ready:

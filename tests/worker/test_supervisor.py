@@ -4,13 +4,18 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
 import redis
 
+from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
+from django_threadmill.worker.options import WorkerOptions
+from django_threadmill.worker.supervisor import Supervisor
 from tests.support import ROOT, Command, command_env, wait_until
 from tests.worker import tasks
 
@@ -91,3 +96,43 @@ def test_processes_that_keep_crashing_at_start_make_the_command_give_up(
     assert "Worker processes keep dying at start slot=0 status=exit code 1 crashes=5" in (
         completed.stderr
     )
+
+
+def test_a_stopping_supervisor_waits_for_its_processes_not_for_timers_past_due(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reap, a schedule or a restart that fell due while processes finish their grace
+    period is not done; its timer must not make the wait return at once (a busy loop)."""
+    options = WorkerOptions(
+        backend_alias=backend.alias,
+        queues=("default",),
+        processes=1,
+        threads=1,
+        prefetch=None,
+        max_tasks=None,
+        max_tasks_jitter=0,
+        burst=False,
+        sync_ack=False,
+        grace_period_s=30.0,
+        task_timeout_s=None,
+        reap_interval_s=1.0,
+    )
+    supervisor = Supervisor(options, backend)
+    supervisor.next_reap = supervisor.next_schedule = time.monotonic() - 5
+    supervisor.slots[0].restart_at = time.monotonic() - 5
+    timeouts: list[float | None] = []
+    monkeypatch.setattr(
+        "django_threadmill.worker.supervisor.wait",
+        lambda objects, timeout: timeouts.append(timeout) or [],
+    )
+    read, supervisor._wakeup_write = os.pipe()
+    supervisor._wakeup_read = read
+    try:
+        supervisor._wait_for_event()
+        supervisor.signals = 1
+        supervisor._wait_for_event()
+    finally:
+        os.close(read)
+        os.close(supervisor._wakeup_write)
+
+    assert timeouts == [0.0, None]
