@@ -1,6 +1,7 @@
 """ThreadmillTaskBackend: the django.tasks API over the enqueue pipeline, and nothing else."""
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -9,6 +10,8 @@ from .checks import check_backend
 from .codec.results import error_json
 from .codec.times import now_ms
 from .compat import (
+    TASK_MAX_PRIORITY,
+    TASK_MIN_PRIORITY,
     BaseTaskBackend,
     InvalidTask,
     Task,
@@ -36,6 +39,13 @@ class ThreadmillTaskBackend(BaseTaskBackend):
     task_class = ThreadmillTask
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        queues = params.get("QUEUES", [])
+        if isinstance(queues, str | bytes) or not isinstance(queues, Iterable):
+            # A str would become the set of its letters.
+            raise ImproperlyConfiguredThreadmill(
+                f"TASKS[{alias!r}]['QUEUES'] is {queues!r}, {a_type(queues)}, not a list of "
+                "queue names. Use a list, e.g. ['default', 'emails']."
+            )
         super().__init__(alias, params)
         self.settings = read_settings(alias, params)
         self._valid_tasks: dict[int, Task] = {}
@@ -66,6 +76,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 f"{dotted_name(task)!r} is {a_type(task)}, not a task. Decorate it with @task "
                 "and enqueue the task it returns."
             )
+        _check_priority_and_run_after(task)
         super().validate_task(task)
         try:
             check_queue_name(task.queue_name)
@@ -152,3 +163,20 @@ class ThreadmillTaskBackend(BaseTaskBackend):
 
     def check(self, **kwargs: Any) -> list[Any]:
         return [*super().check(**kwargs), *check_backend(self)]
+
+
+def _check_priority_and_run_after(task: Task) -> None:
+    """Refuse the types Django's own checks would fail on with a bare ``TypeError`` or
+    ``AttributeError``, or let through to fail Redis's encoding (a bool priority)."""
+    priority = task.priority
+    if isinstance(priority, bool) or not isinstance(priority, int | float):
+        raise InvalidTask(
+            f"Task {task.module_path!r} has priority={priority!r}, {a_type(priority)}. Pass an "
+            f"int from {TASK_MIN_PRIORITY} to {TASK_MAX_PRIORITY}."
+        )
+    if task.run_after is not None and not isinstance(task.run_after, datetime):
+        raise InvalidTask(
+            f"Task {task.module_path!r} has run_after={task.run_after!r}, "
+            f"{a_type(task.run_after)}, not a datetime. Pass one, e.g. "
+            "timezone.now() + timedelta(minutes=5)."
+        )

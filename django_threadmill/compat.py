@@ -20,7 +20,7 @@ if TYPE_CHECKING or find_spec("django.tasks") is not None:
         task_backends,
     )
     from django.tasks.backends.base import BaseTaskBackend
-    from django.tasks.base import TaskError
+    from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, TaskError
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
     from django.tasks.signals import (
         log_task_enqueued,
@@ -45,6 +45,8 @@ else:  # Django 5.2 with the django-tasks backport.
     )
     from django_tasks.backends.base import BaseTaskBackend
     from django_tasks.base import (
+        TASK_MAX_PRIORITY,
+        TASK_MIN_PRIORITY,
         Task,  # django_tasks does not re-export Task at the top level
         TaskError,
     )
@@ -72,6 +74,8 @@ __all__ = [
     "DEFAULT_TASK_QUEUE_NAME",
     "TASKS_LOGGER_NAME",
     "TASK_LOG_RECEIVERS",
+    "TASK_MAX_PRIORITY",
+    "TASK_MIN_PRIORITY",
     "BaseTaskBackend",
     "InvalidTask",
     "Task",

@@ -48,11 +48,18 @@ class WorkerOptions:
 
 
 def served_queues(backend: ThreadmillTaskBackend, asked: Iterable[str] | None) -> tuple[str, ...]:
-    """Return the queues to serve: ``asked``, else every queue in QUEUES (else "default").
+    """Return the queues to serve: ``asked``, else every queue in QUEUES.
 
-    Raise ImproperlyConfiguredThreadmill for a name that is not valid or not in QUEUES.
+    Raise ImproperlyConfiguredThreadmill for a name that is not valid or not in QUEUES, and
+    when nothing is asked of a backend whose empty QUEUES lets tasks go to any queue.
     """
-    queues = list(asked or ()) or sorted(backend.queues) or ["default"]
+    queues = list(asked or ()) or sorted(backend.queues)
+    if not queues:
+        raise ImproperlyConfiguredThreadmill(
+            f"TASKS[{backend.alias!r}]['QUEUES'] is empty, so tasks may be enqueued to any "
+            "queue and which ones to serve is not known. List the queues in QUEUES, or name "
+            "them (--queue NAME; drain(queues=[...]))."
+        )
     for queue in queues:
         check_queue_name(queue)
         if backend.queues and queue not in backend.queues:

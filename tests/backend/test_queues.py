@@ -11,6 +11,7 @@ from django.test import override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.codec.ids import queue_of
 from django_threadmill.compat import InvalidTask, task_backends
+from django_threadmill.worker.options import served_queues
 from testproject.example.tasks import echo
 from tests.conftest import tasks_setting
 
@@ -81,3 +82,32 @@ def test_unusable_name_in_queues_is_a_configuration_error(redis_url: str, key_pr
         pytest.raises(ImproperlyConfigured, match="Queue name 'bad queue' is not valid"),
     ):
         task_backends["default"]
+
+
+@pytest.mark.parametrize(("queues", "kind"), [("default", "a str"), (3, "an int")])
+def test_queues_that_are_not_a_list_are_a_configuration_error(
+    redis_url: str, key_prefix: str, queues: object, kind: str
+) -> None:
+    """A str would be taken as the set of its letters: queues 'd', 'e', 'f', ..."""
+    setting = tasks_setting(redis_url, key_prefix)
+    setting["default"]["QUEUES"] = queues  # type: ignore[index]
+    message = (
+        f"TASKS['default']['QUEUES'] is {queues!r}, {kind}, not a list of queue names. Use a "
+        "list, e.g. ['default', 'emails']."
+    )
+    with override_settings(TASKS=setting), pytest.raises(ImproperlyConfigured) as raised:
+        task_backends["default"]
+    assert message in str(raised.value)
+
+
+def test_a_worker_of_empty_queues_must_be_told_which_to_serve(
+    redis_url: str, key_prefix: str
+) -> None:
+    """Empty QUEUES take tasks for any queue: serving "default" alone left the rest READY."""
+    with (
+        backend_with(redis_url, key_prefix, QUEUES=[]) as backend,
+        pytest.raises(ImproperlyConfigured, match=r"QUEUES'\] is empty, so tasks may be"),
+    ):
+        served_queues(backend, None)
+    with backend_with(redis_url, key_prefix, QUEUES=[]) as backend:
+        assert served_queues(backend, ["ad-hoc"]) == ("ad-hoc",)

@@ -4,7 +4,7 @@ import asyncio
 import math
 import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -108,6 +108,26 @@ def test_out_of_range_priority(nothing_written: None, priority: float) -> None:
         InvalidTask, match=r"^priority must be a whole number between -100 and 100\.$"
     ):
         echo.using(priority=priority)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("priority", "kind"), [(True, "a bool"), ("5", "a str")])
+def test_a_priority_that_is_not_a_number_is_refused(
+    nothing_written: None, priority: object, kind: str
+) -> None:
+    # A bool passed Django's range check and failed Redis's encoding, in a batch shared with
+    # other callers' enqueues.
+    message = f"Task {ECHO!r} has priority={priority!r}, {kind}. Pass an int from -100 to 100."
+    with pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"):
+        echo.using(priority=priority).enqueue(1)  # type: ignore[arg-type]
+
+
+def test_a_run_after_that_is_not_a_datetime_is_refused(nothing_written: None) -> None:
+    message = (
+        f"Task {ECHO!r} has run_after=datetime.timedelta(seconds=60), a timedelta, not a "
+        "datetime. Pass one, e.g. timezone.now() + timedelta(minutes=5)."
+    )
+    with pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"):
+        echo.using(run_after=timedelta(minutes=1)).enqueue(1)  # type: ignore[arg-type]
 
 
 def test_naive_run_after_with_use_tz(nothing_written: None) -> None:
