@@ -138,13 +138,29 @@ class WorkerProcess:
         try:
             if not self._wait_for_redis():
                 return self.exit_code
-            for thread in self.crew.start_order():
-                thread.start()
-            self._wait()
+            if self._start_threads():
+                self._wait()
             self.stop()
             return self.exit_code
         finally:
             self._close_wakeup()
+
+    def _start_threads(self) -> bool:
+        """Start every role's thread; False, the process stopping, if the system refused one
+        (a thread or memory limit): the ones started are stopped, not left to hold it up."""
+        try:
+            for thread in self.crew.start_order():
+                thread.start()
+        except RuntimeError as exc:  # "can't start new thread"
+            logger.critical(
+                "Worker process could not start its threads, stopping error=%s: the system "
+                "allows no more threads, or no memory for their stacks. Lower --threads, "
+                "--max-threads or --processes, or raise the limit (ulimit -u, ulimit -v).",
+                exc,
+            )
+            self.request_stop(ExitCode.CRASHED)
+            return False
+        return True
 
     def _close_wakeup(self) -> None:
         """Close the wake-up pipe: an in-process run (--processes 0) leaves no descriptor."""
@@ -220,10 +236,10 @@ class WorkerProcess:
         for looker in (crew.sizing, crew.watchdog):  # no thread added or replaced from now
             if looker is not None:
                 looker.stop()
-                looker.join()
+                _join(looker)
         # 1. Stop fetching, so nothing new is reserved while we hand work back.
         crew.prefetcher.stop()
-        crew.prefetcher.join(max(0.0, deadline - time.monotonic()))
+        _join(crew.prefetcher, max(0.0, deadline - time.monotonic()))
         # 2. Release reserved, never-started tasks to their queues, in their original place.
         crew.lane.stop()
         self._release(crew.buffer.close())
@@ -231,23 +247,23 @@ class WorkerProcess:
         # cancels what it still runs (handed back: leases lapse, the reaper settles them).
         self._say_what_runs()
         for thread in crew.pool.joinable():
-            thread.join(max(0.0, deadline - time.monotonic()))
+            _join(thread, max(0.0, deadline - time.monotonic()))
         crew.lane.finish_running(deadline)
-        crew.lane.join(WRITER_MIN_FLUSH_S)
+        _join(crew.lane, WRITER_MIN_FLUSH_S)
         crew.monitor.stop()
-        crew.monitor.join()
+        _join(crew.monitor)
         # 4. The ack writer drains and flushes; the lease keeper renews until it is done.
         crew.writer.stop()
-        crew.writer.join(max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
+        _join(crew.writer, max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
         if crew.writer.is_alive():
             crew.writer.give_up.set()
-            crew.writer.join(WRITER_MIN_FLUSH_S)
+            _join(crew.writer, WRITER_MIN_FLUSH_S)
         # 5. Workflows advance from the last outcomes written (their entries would otherwise
         # wait for the reaper or another worker).
         crew.drainer.stop()
-        crew.drainer.join(max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
+        _join(crew.drainer, max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
         crew.keeper.stop()
-        crew.keeper.join()
+        _join(crew.keeper)
         self._report_stragglers()
         logger.info(
             "Worker process stopped worker_id=%s finished=%d exit_code=%d",
@@ -297,3 +313,9 @@ class WorkerProcess:
                 ",".join(alive),
             )
             self.exit_code = ExitCode.FORCED
+
+
+def _join(thread: threading.Thread, timeout_s: float | None = None) -> None:
+    """Join ``thread`` if it started: after a start the system refused, the rest never did."""
+    if thread.ident is not None:
+        thread.join(timeout_s)

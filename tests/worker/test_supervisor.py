@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -94,6 +95,44 @@ def test_processes_that_keep_crashing_at_start_make_the_command_give_up(
     )
     assert completed.returncode == 2, completed.stderr
     assert "Worker processes keep dying at start slot=0 status=exit code 1 crashes=5" in (
+        completed.stderr
+    )
+
+
+def test_a_process_the_system_refuses_threads_stops_instead_of_hanging(
+    redis_url: str, key_prefix: str
+) -> None:
+    # The third worker thread cannot start, as under a thread or memory limit; the ones
+    # started before it, non-daemon, held the process up for good.
+    script = textwrap.dedent(
+        """
+        import django_threadmill.worker.threads as threads
+        from django.core.management import execute_from_command_line
+
+        start, started = threads.WorkerThread.start, []
+
+        def refuse(self):
+            started.append(self)
+            if len(started) == 3:
+                raise RuntimeError("can't start new thread")
+            start(self)
+
+        threads.WorkerThread.start = refuse
+        execute_from_command_line(
+            ["manage.py", "threadmill_worker", "--processes", "0", "--burst", "--threads", "4"]
+        )
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=command_env(redis_url, key_prefix),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 5, completed.stderr
+    assert "Worker process could not start its threads, stopping error=can't start" in (
         completed.stderr
     )
 
