@@ -29,3 +29,11 @@ def test_every_flag_has_help(name: str) -> None:
     parser = load_command_class(APP, name).create_parser("manage.py", name)
     silent = [where for where, action in actions(parser) if not action.help]
     assert silent == [], f"manage.py {name}: no help for {', '.join(silent)}"
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_no_flag_is_a_bare_float(name: str) -> None:
+    """A ``type=float`` flag takes NaN past every ``<= 0`` check and infinity into the waits."""
+    parser = load_command_class(APP, name).create_parser("manage.py", name)
+    bare = [where for where, action in actions(parser) if action.type is float]
+    assert bare == [], f"manage.py {name}: {', '.join(bare)} should be type=seconds_option"

@@ -188,6 +188,16 @@ def test_bad_options_exit_2_naming_the_fix(args: list[str], message: str) -> Non
     assert raised.value.returncode == HealthCode.USAGE
 
 
+def test_a_timeout_of_nan_exits_2_from_the_command_line(key_prefix: str) -> None:
+    refused = probe_at(f"redis://127.0.0.1:{free_port()}/0", key_prefix, "--timeout", "nan")
+    assert refused.returncode == HealthCode.USAGE
+    assert refused.stderr.endswith(
+        "manage.py threadmill_health: error: argument --timeout: 'nan' is not a finite number "
+        "of seconds. Use e.g. 10 or 0.5.\n"
+    )
+    assert refused.stdout == ""
+
+
 @pytest.mark.parametrize(
     ("worker_id", "host"),
     [("pod-7f9c:12:ab01", "pod-7f9c"), ("web-1.example.com:3:ffff", "web-1.example.com")],

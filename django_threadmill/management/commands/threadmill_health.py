@@ -17,6 +17,7 @@ from ...broker.inspect.source import Source
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..health import HealthCode, HostHeartbeats, host_heartbeats
+from ..seconds_option import seconds_option
 
 DEFAULT_TIMEOUT_S = 2.0
 
@@ -65,7 +66,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--timeout",
-            type=float,
+            type=seconds_option,
             default=DEFAULT_TIMEOUT_S,
             metavar="S",
             help="Seconds Redis may take to accept the connection or answer one call "

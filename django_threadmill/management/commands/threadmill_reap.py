@@ -15,6 +15,7 @@ from ...checks import redis_may_be_down
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
 from ..backend_option import BACKEND_HELP, backend_option
+from ..seconds_option import seconds_option
 
 logger = logging.getLogger("django_threadmill.worker.reaper")
 
@@ -51,7 +52,7 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="Run one pass, then exit.")
         parser.add_argument(
             "--interval",
-            type=float,
+            type=seconds_option,
             default=DEFAULT_INTERVAL_S,
             help=f"Seconds between passes when looping (default: {DEFAULT_INTERVAL_S:g}).",
         )

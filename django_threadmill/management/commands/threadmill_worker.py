@@ -19,6 +19,7 @@ from ...worker.options import (
 )
 from ...worker.supervisor import Supervisor
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
+from ..seconds_option import seconds_option
 
 DEFAULT_GRACE_PERIOD_S = 30.0
 
@@ -86,14 +87,14 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--target-wait",
-            type=float,
+            type=seconds_option,
             default=DEFAULT_TARGET_WAIT_S,
             help=f"Seconds tasks may wait for a busy pool before it grows (default: "
             f"{DEFAULT_TARGET_WAIT_S:g}).",
         )
         parser.add_argument(
             "--thread-idle",
-            type=float,
+            type=seconds_option,
             default=DEFAULT_THREAD_IDLE_S,
             help=f"Seconds a thread may sit idle before the pool retires it, down to --threads "
             f"(default: {DEFAULT_THREAD_IDLE_S:g}).",
@@ -135,19 +136,19 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--grace-period",
-            type=float,
+            type=seconds_option,
             default=DEFAULT_GRACE_PERIOD_S,
             help="Seconds running tasks get to finish after SIGTERM (default: 30).",
         )
         parser.add_argument(
             "--task-timeout",
-            type=float,
+            type=seconds_option,
             help="Seconds a task may run before it is recorded FAILED (TaskTimeout) and its "
             "thread replaced (default: no limit).",
         )
         parser.add_argument(
             "--reap-interval",
-            type=float,
+            type=seconds_option,
             help="Seconds between the supervisor's reap passes (default: lease_ttl; 0 disables).",
         )
         parser.add_argument(
