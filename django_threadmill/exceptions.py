@@ -68,5 +68,10 @@ class TaskTimeout(ThreadmillError):
     """The attempt ran longer than the task timeout and was abandoned."""
 
 
+class TransactionLeftOpen(ThreadmillError):
+    """The task returned inside a ``transaction.atomic()`` block it entered and never left: the
+    worker rolled it back, so the task's writes in it are undone."""
+
+
 class WorkflowDoesNotExist(ThreadmillError, LookupError):
     """No workflow has this id in this backend (it never did, or it ended and expired)."""

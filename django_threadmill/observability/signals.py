@@ -9,6 +9,7 @@ A sender that logged the outcome itself (the reaper) sends inside ``said_already
 Django's own line does not say it a second time.
 """
 
+import asyncio
 import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -46,16 +47,37 @@ def said_already() -> Iterator[None]:
 
 
 def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
-    """Send a django.tasks signal; a failing receiver is logged, never raised."""
+    """Send a django.tasks signal; a failing receiver is logged, never raised.
+
+    ``send_robust`` catches a receiver's ``Exception`` only, and a receiver that logs the
+    task's exception can fail in logging's own error handling (an exception that cannot be
+    formatted): whatever gets out is logged by its type alone, so it cannot fail again.
+    """
     if heard(signal, result.status):
-        _log_failures(signal.send_robust(sender, task_result=result), result)
+        try:
+            _log_failures(signal.send_robust(sender, task_result=result), result)
+        except BaseException as failure:  # the caller is a worker thread: it must go on
+            _log_undelivered(result, failure)
 
 
 async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
     """Async twin of ``send_guarded``, for the event loop: async receivers are awaited there,
     sync ones run in a thread (Django's ``asend_robust``)."""
     if heard(signal, result.status):
-        _log_failures(await signal.asend_robust(sender, task_result=result), result)
+        try:
+            _log_failures(await signal.asend_robust(sender, task_result=result), result)
+        except asyncio.CancelledError:
+            raise  # the lane hands the task back
+        except BaseException as failure:  # the event loop must go on
+            _log_undelivered(result, failure)
+
+
+def _log_undelivered(result: TaskResult, failure: BaseException) -> None:
+    logger.error(
+        "Signal not delivered to every receiver task_id=%s: sending it raised %s",
+        result.id,
+        type(failure).__name__,
+    )
 
 
 def _log_failures(responses: Iterable[tuple[Any, Any]], result: TaskResult) -> None:

@@ -29,6 +29,8 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connections
 from django.db.backends.signals import connection_created
 
+from ..exceptions import TransactionLeftOpen
+
 
 class _ThreadFlags(threading.local):
     """What this thread is and did; each thread starts from the class's defaults.
@@ -84,6 +86,23 @@ def close_stale_connections() -> None:
     """Close this thread's connections that are too old or unusable; none opened, no work."""
     if _closes_its_own():
         close_old_connections()
+
+
+def roll_back_open_transactions() -> list[str]:
+    """Roll back every ``atomic()`` block a task left open on a worker thread's connections;
+    return the aliases. Left open, the transaction would hold its locks, and the next task's
+    connection check would close the connection inside it, breaking the thread's database
+    calls for good. A worker thread's connections are in no block between tasks; any other
+    thread's may be in its caller's (a test's transaction), so they are left alone."""
+    if not (_this_thread.worker and _closes_its_own()):
+        return []
+    rolled_back = []
+    for opened in connections.all(initialized_only=True):
+        if opened.in_atomic_block:
+            rolled_back.append(opened.alias)
+            while opened.atomic_blocks:  # innermost first; an exception type means roll back
+                opened.atomic_blocks[-1].__exit__(TransactionLeftOpen, None, None)
+    return rolled_back
 
 
 def close_thread_connections() -> None:

@@ -23,12 +23,16 @@ from ..codec.payloads import decode_payload, load_task
 from ..codec.results import encode_result, error_text, parse_error, task_result
 from ..codec.times import from_ms, now_ms
 from ..compat import Task, TaskContext, TaskResult, TaskResultStatus, task_started
-from ..exceptions import PayloadError, TaskTimeout
+from ..exceptions import PayloadError, TaskTimeout, TransactionLeftOpen
 from ..observability.signals import asend_guarded, heard, send_guarded
 from ..observability.tracing import traced_aexecution, traced_execution
 from ..progress.channels import open_channel
 from . import outcome
-from .db_connections import aclose_stale_connections, close_stale_connections
+from .db_connections import (
+    aclose_stale_connections,
+    close_stale_connections,
+    roll_back_open_transactions,
+)
 from .progress import PendingProgress
 
 logger = logging.getLogger(__name__)
@@ -152,6 +156,13 @@ class Executor:
                     called = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
                 finally:
                     self._end_forked_child()
+                    left_open = roll_back_open_transactions()
+            if left_open:
+                raise TransactionLeftOpen(
+                    f"Task {attempt.task.module_path!r} returned inside a transaction.atomic() "
+                    f"block it never left (database {', '.join(left_open)}); it was rolled "
+                    "back, so its writes are undone. Use atomic() as a with-block or decorator."
+                )
             returned, value = encode_result(called, attempt.task.module_path)
         except BaseException as exc:
             # Still inside the except block: task_finished receivers see the exception.

@@ -5,6 +5,8 @@ import asyncio
 import os
 from pathlib import Path
 
+from django.db import connection, transaction
+
 from django_threadmill.compat import TaskContext, task
 from django_threadmill.retry import ExponentialBackoff
 from django_threadmill.task import task as threadmill_task
@@ -24,7 +26,7 @@ class BadNotes(Exception):
 
     @property
     def __notes__(self) -> list[str]:  # type: ignore[override]
-        raise SystemExit("notes")
+        raise LookupError("notes")
 
 
 @task
@@ -35,6 +37,14 @@ def raises_self_quoting() -> None:
 @task
 def raises_bad_notes() -> None:
     raise BadNotes("plain message")
+
+
+@task
+def leaves_a_transaction_open() -> int:
+    transaction.atomic().__enter__()  # never left
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return 1
 
 
 @task

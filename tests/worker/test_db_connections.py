@@ -13,6 +13,8 @@ import pytest
 from django.db import connection, connections
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Finish, Outcome
+from django_threadmill.codec.results import parse_error
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import Task
 from django_threadmill.worker import db_connections
@@ -23,6 +25,7 @@ from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.runner import RunnerParts
 from django_threadmill.worker.threads import WorkerThread
 from testproject.example.tasks import record_pid, touch_database
+from tests.worker.misbehaving import leaves_a_transaction_open
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,6 +131,31 @@ def test_a_worker_thread_that_ends_closes_the_connections_it_opened(
     assert thread.retired
     assert thread.ident in closed_in
     assert touch_database.get_backend().get_result(reservations[0].lease.task_id).return_value == 1
+
+
+def test_a_transaction_the_task_left_open_is_rolled_back_and_fails_it(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """Left open, the next task's connection check closed the connection inside it, and every
+    later database call of the thread failed ("Cannot operate on a closed database")."""
+    leaving = leaves_a_transaction_open.enqueue()
+    touch_database.enqueue()
+    reservations = backend.broker.acquire("default", 2).reservations
+    executor = Executor("db-worker", backend.alias, type(backend))
+
+    def work() -> tuple[list[Finish], bool]:
+        db_connections.mark_worker_thread()
+        finishes = [executor.run(reservation, now_ms()) for reservation in reservations]
+        return finishes, connection.in_atomic_block
+
+    finishes, still_open = in_a_worker_thread(work)
+
+    assert [finish.outcome for finish in finishes] == [Outcome.FAILED, Outcome.SUCCESSFUL]
+    assert finishes[0].lease.task_id == leaving.id
+    error = parse_error(finishes[0].value)
+    assert error.exception_class_path == "django_threadmill.exceptions.TransactionLeftOpen"
+    assert "block it never left (database default); it was rolled back" in error.traceback
+    assert not still_open
 
 
 def _fail() -> None:

@@ -26,7 +26,8 @@ def test_exceptions_that_break_formatting_are_recorded_and_the_thread_goes_on(
         assert error.exception_class_path == f"tests.worker.misbehaving.{name}"
     assert "<str() of the exception raised RecursionError>" in worker.log
     assert (
-        "BadNotes: plain message (formatting it raised SystemExit)" in bad_notes.errors[0].traceback
+        "BadNotes: plain message (formatting it raised LookupError)"
+        in bad_notes.errors[0].traceback
     )
     after.refresh()
     assert after.return_value == 9
