@@ -38,6 +38,10 @@ START_NOTICE_DELAY_S = 0.02
 # Metric counters of written outcomes are sent this often, never per result: a crash loses at
 # most this much of them (docs/observability.md, What it costs).
 METRICS_SEND_S = 1.0
+# Most characters of result JSON one finish call carries (a larger result goes alone; in UTF-8
+# at most four times as many bytes): Redis refuses a request past its client-query-buffer-limit
+# (1 GiB by default), and one big batch that keeps failing would hold up every outcome behind it.
+FINISH_CALL_CHARS = 64 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +226,7 @@ class AckWriter(RoleThread):
         finished = [finish.lease for finish in finishes]
         # The finishing attempts' last reports, and every waiting one if due, ride the first call.
         riders = self.progress.take(finished, flush=flush) if finishes else []
-        for group in ([successes] if successes else []) + failures:
+        for group in _by_size(successes) + failures:
             self._send("finish", group, partial(self.broker.finish, progress=riders))
             riders = []
         if finishes:
@@ -293,3 +297,17 @@ def _sort(
             finishes.append(item.finish)
             waiters.append(item.event)
     return finishes, waiters
+
+
+def _by_size(successes: list[Finish]) -> list[list[Finish]]:
+    """Split ``successes`` into calls of at most FINISH_CALL_CHARS of results each (a larger
+    result alone), in order; no call for none."""
+    calls: list[list[Finish]] = []
+    size = FINISH_CALL_CHARS  # full: the first success opens a call
+    for finish in successes:
+        if size + len(finish.value) > FINISH_CALL_CHARS:
+            calls.append([])
+            size = 0
+        calls[-1].append(finish)
+        size += len(finish.value)
+    return calls

@@ -6,6 +6,7 @@ import pytest
 
 from django_threadmill.broker import Broker, Finish, Outcome, ProgressReport, Start
 from django_threadmill.codec.times import now_ms
+from django_threadmill.worker import ack_writer
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.progress import PendingProgress
@@ -79,6 +80,29 @@ def test_a_queued_burst_is_one_success_call_and_starts_with_results_are_elided(
     assert all(record and record["state"] == "successful" for record in records)
     assert all(record and record["workers"] == WORKER for record in records)
     assert writer.pending() == 0
+
+
+def test_results_go_in_calls_of_bounded_size_a_larger_one_alone(
+    broker: Broker,
+    recording: RecordingBroker,
+    writer: AckWriter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One call of every result in a burst could pass Redis's request limit and fail for
+    good, holding up every outcome behind it."""
+    monkeypatch.setattr(ack_writer, "FINISH_CALL_CHARS", 10)
+    for n in range(5):
+        tasks.square.enqueue(n)
+    leases = [r.lease for r in broker.acquire("default", 5).reservations]
+    values = ["1234", "1234", "1234", '"' + "x" * 20 + '"', "1"]
+    for lease, value in zip(leases, values, strict=True):
+        writer.submit_finish(finish(lease)._replace(value=value))
+    writer.start()
+    writer.stop()
+    writer.join(5)
+
+    assert recording.calls == [("finish", 2), ("finish", 1), ("finish", 1), ("finish", 1)]
+    assert broker.record(leases[3].task_id)["result"] == '"' + "x" * 20 + '"'  # type: ignore[index]
 
 
 def test_sync_ack_returns_only_once_the_result_is_written(
