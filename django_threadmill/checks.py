@@ -169,7 +169,8 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         return [
             Error(
                 f"{where}: Redis refused this backend: {exc}",
-                hint="Fix the user and password in LOCATION, or the ACL rules of that user.",
+                hint="Fix LOCATION (user, password, database number), or the ACL rules of "
+                "that user.",
                 id=REFUSED,
             )
         ]
@@ -185,6 +186,7 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         ]
     return [
         *_version_messages(where, info),
+        *_role_messages(where, info),
         *_durability_messages(where, info),
         *_durability_mode_messages(where, backend.settings, info),
     ]
@@ -199,6 +201,22 @@ def _version_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
             f"{where}: Redis {version} is too old; django-threadmill needs Redis 6.2 or newer.",
             hint="Upgrade Redis to 6.2+ (or Valkey 7.2+).",
             id="threadmill.E002",
+        )
+    ]
+
+
+def _role_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
+    """A read-only replica refuses every write: every enqueue, acquire and ack would fail."""
+    if info.get("role") != "slave" or not info.get("slave_read_only", 1):
+        return []
+    primary = f"{info.get('master_host', '?')}:{info.get('master_port', '?')}"
+    return [
+        Error(
+            f"{where}: Redis is a read-only replica of {primary}, which refuses every enqueue "
+            "and every worker's writes.",
+            hint="Point LOCATION at the primary, or use OPTIONS['sentinel'] to follow the "
+            "primary through failovers.",
+            id="threadmill.E013",
         )
     ]
 

@@ -17,7 +17,6 @@ from .wrong_server import wrong_server
 # redis-py's message when a BlockingConnectionPool found no free connection within its timeout.
 POOL_TIMED_OUT = "No connection available."
 UNAVAILABLE_ERRORS = (
-    redis.exceptions.ReadOnlyError,
     redis.exceptions.TryAgainError,
     redis.exceptions.MasterDownError,
 )
@@ -192,8 +191,20 @@ def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable
             f"({exc}). Something other than django-threadmill wrote to it: delete that "
             "key, or give each project its own OPTIONS['key_prefix']."
         )
+    if message.startswith("DB index is out of range"):
+        return BrokerRefused(
+            f"Redis at {where} has no such database ({exc}). Use a database number below its "
+            "'databases' setting (16 by default) at the end of LOCATION, e.g. "
+            "'redis://host:6379/0'."
+        )
+    if isinstance(exc, redis.exceptions.ReadOnlyError) or message.startswith("READONLY"):
+        return BrokerUnavailable(
+            f"Redis at {where} is a read-only replica ({exc}). During a failover this passes "
+            "once a replica is promoted; otherwise point LOCATION at the primary, or use "
+            "OPTIONS['sentinel'] to follow it."
+        )
     if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
-        ("LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN")
+        ("LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN")
     ):
         return BrokerUnavailable(f"Redis at {where} cannot serve writes now ({exc}).")
     return None
