@@ -19,6 +19,7 @@ from .durations import seconds_of
 
 # A schedule's name is part of a Redis key (its last-fired marker) and of its tasks' ids.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MAX_EVERY_S = 3650 * 86400  # ten years: past Python's datetimes, far enough, slots overflow
 KNOWN = ("task", "cron", "every", "args", "kwargs", "queue_name", "priority", "timezone")
 
 
@@ -50,9 +51,11 @@ def _fail(name: str, problem: str, fix: str) -> ImproperlyConfiguredThreadmill:
 
 def _every_ms(name: str, value: object) -> int:
     seconds = seconds_of(value)
-    if seconds is None or seconds < 0.001:
+    if seconds is None or not 0.001 <= seconds <= MAX_EVERY_S:
         raise _fail(
-            name, f"has every={value!r}", "Use a timedelta or a positive number of seconds."
+            name,
+            f"has every={value!r}",
+            "Use a timedelta or a positive number of seconds, at most 10 years.",
         )
     return round(seconds * 1000)
 

@@ -6,7 +6,8 @@ from zoneinfo import ZoneInfoNotFoundError
 
 from django.core.checks import CheckMessage, Error
 
-from ..compat import InvalidTask
+from ..codec.jsoncodec import dumps
+from ..compat import InvalidTask, normalize_json
 from ..conf.schedules import Schedule, scheduled_task
 from ..conf.settings import BackendSettings
 from .slots import next_slot, zone_of
@@ -14,6 +15,7 @@ from .slots import next_slot, zone_of
 BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or the time zone is unknown
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
 UNKNOWN_QUEUE = "threadmill.E012"  # queue_name is not in the backend's QUEUES
+BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would not encode as JSON at every slot
 
 
 def _timing_error(schedule: Schedule) -> str | None:
@@ -46,6 +48,15 @@ def _task_error(schedule: Schedule, alias: str) -> str | None:
     return None
 
 
+def _arguments_error(schedule: Schedule) -> str | None:
+    """Say why args and kwargs would not encode as a payload does (each slot would fail)."""
+    try:
+        dumps(normalize_json({"args": schedule.args, "kwargs": schedule.kwargs}))
+    except (TypeError, ValueError) as exc:
+        return f"args or kwargs are not JSON ({exc})"
+    return None
+
+
 def _queue_error(schedule: Schedule, queues: Set[str]) -> str | None:
     """Say that ``queue_name`` is not in QUEUES (an empty QUEUES takes any)."""
     if schedule.queue_name is None or not queues or schedule.queue_name in queues:
@@ -70,6 +81,16 @@ def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[Check
                     hint="Use five cron fields such as '0 3 * * *' and an IANA time zone name "
                     "such as 'Europe/Berlin'; install django-threadmill[cron] for cron.",
                     id=BAD_TIMING,
+                )
+            )
+        arguments = _arguments_error(schedule)
+        if arguments:
+            messages.append(
+                Error(
+                    f"{where}: {arguments}.",
+                    hint="Use strings, numbers, booleans, None, lists and dicts in 'args' and "
+                    "'kwargs'.",
+                    id=BAD_ARGUMENTS,
                 )
             )
         queue = _queue_error(schedule, queues)

@@ -5,6 +5,7 @@ from django.test import override_settings
 
 from django_threadmill.compat import task_backends
 from django_threadmill.schedules.checks import (
+    BAD_ARGUMENTS,
     BAD_TASK,
     BAD_TIMING,
     UNKNOWN_QUEUE,
@@ -48,6 +49,8 @@ def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
         ),
         ({"task": "tests.schedules.tasks.not_a_task"}, BAD_TASK, "is a function, not a task"),
         ({"priority": 500}, BAD_TASK, "cannot be scheduled"),
+        ({"args": [{1, 2}]}, BAD_ARGUMENTS, "args or kwargs are not JSON"),
+        ({"kwargs": {"when": object()}}, BAD_ARGUMENTS, "args or kwargs are not JSON"),
         (
             {"queue_name": "nope"},
             UNKNOWN_QUEUE,

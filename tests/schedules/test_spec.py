@@ -43,6 +43,8 @@ def test_cron_and_every_schedules_are_read() -> None:
         ({"a": {"task": "x.y", "cron": 5}}, r"has cron=5\. Use a string such as '0 3 \* \* \*'"),
         ({"a": {"task": "x.y", "every": 0}}, r"has every=0\. Use a timedelta or a positive"),
         ({"a": {"task": "x.y", "every": True}}, r"has every=True\."),
+        ({"a": {"task": "x.y", "every": 1e300}}, r"has every=1e\+300\. .* at most 10 years"),
+        ({"a": {"task": "x.y", "every": float("nan")}}, r"has every=nan\."),
         ({"a": {"task": "x.y", "every": 1, "args": "abc"}}, r"has args='abc'\. Use a"),
         ({"a": {"task": "x.y", "every": 1, "kwargs": []}}, r"has kwargs=\[\]\. Use a"),
         ({"a": {"task": "x.y", "every": 1, "timezone": 1}}, r"has timezone=1\. Use a"),
