@@ -115,11 +115,11 @@ class ThreadmillTaskBackend(BaseTaskBackend):
 
     def get_result(self, result_id: str) -> TaskResult:
         """Return the result of ``result_id`` in any state, until result_ttl after it finished."""
-        return self.pipeline.get_result(result_id)
+        return self.pipeline.get_result(_checked_id(result_id))
 
     async def aget_result(self, result_id: str) -> TaskResult:
         """Async twin of ``get_result``, on the asyncio client."""
-        return await self.pipeline.aget_result(result_id)
+        return await self.pipeline.aget_result(_checked_id(result_id))
 
     # Operator actions, fenced by state in the broker's scripts; the admin uses them. ---------
 
@@ -180,3 +180,12 @@ def _check_priority_and_run_after(task: Task) -> None:
             f"{a_type(task.run_after)}, not a datetime. Pass one, e.g. "
             "timezone.now() + timedelta(minutes=5)."
         )
+
+
+def _checked_id(result_id: object) -> str:
+    """Return ``result_id``, or raise naming the fix when it is not a task id's type."""
+    if not isinstance(result_id, str):
+        raise TypeError(
+            f"A task id is a str (TaskResult.id), not {a_type(result_id)}: {result_id!r}."
+        )
+    return result_id

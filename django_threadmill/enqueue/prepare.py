@@ -12,6 +12,7 @@ from ..codec.results import new_result
 from ..codec.times import now_ms, to_ms
 from ..compat import Task, TaskResult
 from ..observability.tracing import carrier
+from ..wording import a_type
 from .unique import unique_guard
 
 
@@ -32,6 +33,12 @@ def prepare(
     settings = broker.settings
     given_id, task_id = task_id, task_id or make_task_id(new_task_hex(), task.queue_name)
     enqueued_ms = now_ms()  # the result's view; the record gets the Redis time (enqueue.lua)
+    for name in kwargs:  # JSON would store 1 as "1": the call would fail only in the worker
+        if not isinstance(name, str):
+            raise TypeError(
+                f"Keyword argument {name!r} of task {task.module_path!r} is named by "
+                f"{a_type(name)}, not a str. Name keyword arguments by str."
+            )
     run_after_ms = None if task.run_after is None else to_ms(task.run_after)
     try:
         result = new_result(task, task_id, enqueued_ms, args, kwargs, settings.alias)

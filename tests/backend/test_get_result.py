@@ -1,6 +1,7 @@
 """get_result / aget_result, refresh / arefresh and Task.get_result in every state."""
 
 import asyncio
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -131,6 +132,17 @@ def test_refresh_follows_the_task(
 
 def test_takes_context_survives_the_round_trip(read: Read) -> None:
     assert read(attempt_info.enqueue().id).task.takes_context
+
+
+@pytest.mark.parametrize(("given", "kind"), [(None, "a NoneType"), (5, "an int")])
+def test_an_id_that_is_not_a_str_is_refused_naming_the_fix(
+    backend: ThreadmillTaskBackend, given: object, kind: str
+) -> None:
+    message = f"A task id is a str (TaskResult.id), not {kind}: {given!r}."
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        backend.get_result(given)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        asyncio.run(backend.aget_result(given))  # type: ignore[arg-type]
 
 
 def test_task_get_result_checks_the_task(backend: ThreadmillTaskBackend) -> None:

@@ -121,6 +121,15 @@ def test_a_priority_that_is_not_a_number_is_refused(
         echo.using(priority=priority).enqueue(1)  # type: ignore[arg-type]
 
 
+def test_a_keyword_argument_not_named_by_a_str_is_refused(nothing_written: None) -> None:
+    message = (
+        f"Keyword argument 1 of task {ECHO!r} is named by an int, not a str. Name keyword "
+        "arguments by str."
+    )
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        task_backends["default"].enqueue(echo, (), {1: "one"})
+
+
 def test_a_run_after_that_is_not_a_datetime_is_refused(nothing_written: None) -> None:
     message = (
         f"Task {ECHO!r} has run_after=datetime.timedelta(seconds=60), a timedelta, not a "
