@@ -1,12 +1,13 @@
 """Read a ``TASKS`` entry into typed settings, once, at the settings edge.
 
 ``LOCATION`` is the Redis URL (as in ``CACHES``); ``OPTIONS`` holds tuning. Durations accept a
-``timedelta`` or a number of seconds. An unknown option or a wrong type raises with the fix.
+``timedelta`` or a number of seconds, from 1 ms to a bound each. An unknown option, a wrong type
+or a value out of bounds raises with the fix.
 """
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
@@ -18,9 +19,12 @@ from .shards import check_sharded_limits, read_queue_shards
 from .topology import (
     Durability,
     SentinelSettings,
+    check_connection_options,
     check_topology,
+    masked_location,
     read_cluster,
     read_durability,
+    read_location,
     read_sentinel,
 )
 
@@ -34,6 +38,25 @@ DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 50
 MIN_TOKEN_CHARS = 16  # a metrics token shorter than this is too easy to guess
 NO_LIMIT = QueueLimit()
+# Redis takes TTLs and WAIT timeouts in whole milliseconds: a shorter duration would round to
+# 0 ms, which PEXPIRE reads as "expire now" and WAIT as "wait forever".
+MIN_DURATION_S = 0.001
+
+
+@dataclass(frozen=True, slots=True)
+class MaxDuration:
+    """The longest a duration option may be, in seconds and in words."""
+
+    seconds: int
+    words: str
+
+
+# A result kept longer is a mistake; far longer overflows PEXPIRE and datetime.
+TEN_YEARS = MaxDuration(10 * 365 * 86400, "10 years")
+# A timeout (socket, pool, WAIT) or lease longer is a mistake: None means no socket timeout, and
+# a lease is renewed while its task runs, so a long task needs no long lease. Far longer
+# overflows a socket's timeout, WAIT's and the lease keeper's datetime.
+ONE_DAY = MaxDuration(86400, "1 day")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +86,12 @@ class BackendSettings:
     durability: Durability = Durability.LOCAL
     durability_timeout_s: float = 2.0  # how long WAIT/WAITAOF may take before the call fails
 
+    def __repr__(self) -> str:
+        """Show the fields but the metrics token, and LOCATION without its password."""
+        shown = {item.name: getattr(self, item.name) for item in fields(self) if item.repr}
+        shown["location"] = masked_location(self.location)
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
     @property
     def lease_ttl_ms(self) -> int:
         return int(self.lease_ttl_s * 1000)
@@ -84,16 +113,29 @@ class BackendSettings:
         return None if self.result_ttl_s is None else int(self.result_ttl_s * 1000)
 
 
-def _seconds(name: str, value: object, *, allow_none: bool = False) -> float | None:
+def _seconds(
+    name: str, value: object, at_most: MaxDuration, *, allow_none: bool = False
+) -> float | None:
+    """Return ``value`` in seconds, or None where allowed; refuse it outside 1 ms to ``at_most``."""
     if value is None and allow_none:
         return None
     seconds = seconds_of(value)
+    given = value.total_seconds() if isinstance(value, timedelta) else value
+    shown = f"OPTIONS[{name!r}] is {given!r}"
+    none_hint = " or None" if allow_none else ""
     if seconds is None or seconds <= 0:
-        shown = value.total_seconds() if isinstance(value, timedelta) else value
-        none_hint = " or None" if allow_none else ""
         raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS[{name!r}] is {shown!r}. Use a positive number of seconds or a "
-            f"timedelta{none_hint}."
+            f"{shown}. Use a positive number of seconds or a timedelta{none_hint}."
+        )
+    if seconds < MIN_DURATION_S:
+        raise ImproperlyConfiguredThreadmill(
+            f"{shown}, shorter than 1 ms. Use at least {MIN_DURATION_S} seconds: Redis counts "
+            "time in whole milliseconds."
+        )
+    if seconds > at_most.seconds:
+        raise ImproperlyConfiguredThreadmill(
+            f"{shown}, longer than {at_most.words}. Use at most {at_most.seconds} "
+            f"seconds{none_hint}."
         )
     return seconds
 
@@ -115,25 +157,28 @@ def _flag(name: str, value: object) -> bool:
 def _read_options(options: dict[str, Any]) -> dict[str, Any]:
     readers: dict[str, Callable[[object], tuple[str, object]]] = {
         "key_prefix": lambda v: _key_prefix(v),
-        "lease_ttl": lambda v: ("lease_ttl_s", _seconds("lease_ttl", v)),
-        "result_ttl": lambda v: ("result_ttl_s", _seconds("result_ttl", v, allow_none=True)),
+        "lease_ttl": lambda v: ("lease_ttl_s", _seconds("lease_ttl", v, ONE_DAY)),
+        "result_ttl": lambda v: (
+            "result_ttl_s",
+            _seconds("result_ttl", v, TEN_YEARS, allow_none=True),
+        ),
         "max_payload_bytes": lambda v: (
             "max_payload_bytes",
             _positive_int("max_payload_bytes", v),
         ),
         "socket_timeout": lambda v: (
             "socket_timeout_s",
-            _seconds("socket_timeout", v, allow_none=True),
+            _seconds("socket_timeout", v, ONE_DAY, allow_none=True),
         ),
         "socket_connect_timeout": lambda v: (
             "socket_connect_timeout_s",
-            _seconds("socket_connect_timeout", v, allow_none=True),
+            _seconds("socket_connect_timeout", v, ONE_DAY, allow_none=True),
         ),
         "max_connections": lambda v: (
             "max_connections",
             _positive_int("max_connections", v),
         ),
-        "pool_timeout": lambda v: ("pool_timeout_s", _seconds("pool_timeout", v)),
+        "pool_timeout": lambda v: ("pool_timeout_s", _seconds("pool_timeout", v, ONE_DAY)),
         "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),
         "connection_options": lambda v: ("connection_options", _mapping(v)),
         "metrics_token": lambda v: ("metrics_token", _token(v)),
@@ -145,7 +190,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         "durability": read_durability,
         "durability_timeout": lambda v: (
             "durability_timeout_s",
-            _seconds("durability_timeout", v),
+            _seconds("durability_timeout", v, ONE_DAY),
         ),
     }
     read: dict[str, Any] = {}
@@ -191,21 +236,42 @@ def _mapping(value: object) -> dict[str, Any]:
 
 def read_settings(alias: str, params: dict[str, Any]) -> BackendSettings:
     """Build ``BackendSettings`` from one ``TASKS`` entry, raising on anything unusable."""
-    location = params.get("LOCATION", DEFAULT_LOCATION)
-    if not isinstance(location, str) or not location.startswith(
-        ("redis://", "rediss://", "unix://")
-    ):
-        raise ImproperlyConfiguredThreadmill(
-            f"TASKS[{alias!r}]['LOCATION'] is {location!r}. Use a Redis URL such as "
-            "'redis://localhost:6379/0', 'rediss://user:password@host:6380/0' or "
-            "'unix:///run/redis.sock'."
-        )
+    location = read_location(alias, params.get("LOCATION", DEFAULT_LOCATION))
     options = params.get("OPTIONS", {})
     if not isinstance(options, dict):
         raise ImproperlyConfiguredThreadmill(
             f"TASKS[{alias!r}]['OPTIONS'] is {options!r}. Use a dict."
         )
-    return BackendSettings(alias=alias, location=location, **_read_options(options))
+    settings = BackendSettings(alias=alias, location=location, **_read_options(options))
+    check_connection_options(location, settings.connection_options, cluster=settings.cluster)
+    _check_durability_timeout(settings)
+    return settings
+
+
+def _check_durability_timeout(settings: BackendSettings) -> None:
+    """Refuse a WAIT/WAITAOF timeout the socket would cut short: the reply comes after it, and a
+    read that times out reads as Redis being unreachable."""
+    if settings.durability is Durability.LOCAL:  # no WAIT is sent
+        return
+    name, socket_timeout_s = _socket_timeout(settings)
+    if socket_timeout_s is not None and settings.durability_timeout_s >= socket_timeout_s:
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['durability_timeout'] is {settings.durability_timeout_s:g}, not under "
+            f"{name} ({socket_timeout_s:g}): a write whose confirmation waits that long would "
+            f"look like Redis being unreachable. Lower OPTIONS['durability_timeout'] or raise "
+            f"{name}."
+        )
+
+
+def _socket_timeout(settings: BackendSettings) -> tuple[str, float | None]:
+    """Return where the clients' socket timeout comes from and its seconds (None: none).
+
+    ``connection_options`` override ``socket_timeout``, as the broker merges them.
+    """
+    if "socket_timeout" in settings.connection_options:
+        given = settings.connection_options["socket_timeout"]
+        return "OPTIONS['connection_options']['socket_timeout']", seconds_of(given)
+    return "OPTIONS['socket_timeout']", settings.socket_timeout_s
 
 
 def check_queue_name(name: object) -> str:

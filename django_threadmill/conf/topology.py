@@ -1,16 +1,49 @@
-"""Read the OPTIONS that say how to reach Redis beyond one server and how durable a write is.
+"""Read the LOCATION and OPTIONS that say how to reach Redis and how durable a write is.
 
-``cluster`` and ``sentinel`` choose redis-py's own clients (docs/scaling.md);
-``durability`` says what an acknowledged enqueue or ack batch must have reached first.
+``LOCATION`` names the server, ``connection_options`` reach redis-py's connections, ``cluster``
+and ``sentinel`` choose redis-py's own clients (docs/scaling.md); ``durability`` says what an
+acknowledged enqueue or ack batch must have reached first.
 """
 
+import difflib
+import inspect
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import redis
+import redis.asyncio
+import redis.asyncio.connection
+import redis.cluster
+import redis.connection
 
 from ..exceptions import ImproperlyConfiguredThreadmill
 
 SENTINEL_AUTH_KEYS = frozenset({"username", "password"})
+REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
+URL_EXAMPLES = (
+    "'redis://localhost:6379/0', 'rediss://user:password@host:6380/0' or 'unix:///run/redis.sock'"
+)
+PORTS = range(1, 65536)  # TCP ports; urlsplit reads 0, which redis-py takes as "no port"
+# Query arguments of a Redis URL that hold a secret: password, ssl_password.
+SECRET_QUERY_ARGUMENT = re.compile(r"([^&=]*password=)[^&]*", re.IGNORECASE)
+# Connection classes per LOCATION scheme, sync and asyncio: the keyword arguments they take.
+CONNECTION_CLASSES = {
+    "redis": (redis.connection.Connection, redis.asyncio.connection.Connection),
+    "rediss": (redis.connection.SSLConnection, redis.asyncio.connection.SSLConnection),
+    "unix": (
+        redis.connection.UnixDomainSocketConnection,
+        redis.asyncio.connection.UnixDomainSocketConnection,
+    ),
+}
+KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+# How alike a key must be to a valid one to be offered as the fix (difflib's ratio, 0-1): below,
+# 'socket_keepalive' would suggest 'socket_read_size'.
+CLOSE_MATCH = 0.8
+POOL_TIMEOUT = "timeout"  # BlockingConnectionPool's; the broker drops it where a client has none
 
 
 class Durability(StrEnum):
@@ -27,7 +60,8 @@ class SentinelSettings:
 
     service_name: str
     sentinels: tuple[tuple[str, int], ...]
-    auth: dict[str, str] = field(default_factory=dict)  # username/password of the sentinels
+    # username/password of the sentinels; kept out of repr, which may end up in logs.
+    auth: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 def read_cluster(value: object) -> tuple[str, bool]:
@@ -74,8 +108,20 @@ def read_sentinel(value: object) -> tuple[str, SentinelSettings]:
     return "sentinel", SentinelSettings(
         service_name=service_name,
         sentinels=_sentinel_addresses(value.get("sentinels"), example),
-        auth={key: str(value[key]) for key in SENTINEL_AUTH_KEYS & set(value)},
+        auth=_sentinel_auth(value, example),
     )
+
+
+def _sentinel_auth(value: dict[Any, Any], example: str) -> dict[str, str]:
+    """Return the sentinels' username and password; None means none, as when left out."""
+    auth = {key: value[key] for key in sorted(SENTINEL_AUTH_KEYS & set(value))}
+    for key, given in auth.items():
+        if given is not None and not isinstance(given, str):
+            raise ImproperlyConfiguredThreadmill(
+                f"OPTIONS['sentinel'][{key!r}] is {type(given).__name__}. Use a string, or "
+                f"None when the sentinels need no AUTH, {example}."
+            )
+    return {key: given for key, given in auth.items() if given is not None}
 
 
 def _sentinel_addresses(value: object, example: str) -> tuple[tuple[str, int], ...]:
@@ -83,6 +129,8 @@ def _sentinel_addresses(value: object, example: str) -> tuple[tuple[str, int], .
     for address in value if isinstance(value, list | tuple) else ():
         match address:
             case (str() as host, int() as port) if not isinstance(port, bool):
+                if port not in PORTS:
+                    raise _bad_port(f"OPTIONS['sentinel']['sentinels'] has {address!r}", example)
                 addresses.append((host, port))
             case _:
                 break
@@ -102,3 +150,105 @@ def check_topology(options: dict[str, Any]) -> None:
             "OPTIONS sets both 'cluster' and 'sentinel'. A Redis Cluster fails over by itself: "
             "keep 'cluster': True and drop 'sentinel', or the other way round."
         )
+
+
+def read_location(alias: str, location: object) -> str:
+    """Return ``location`` if redis-py can connect with it as meant, else raise with the fix.
+
+    redis-py raises a bare ValueError for a port past 65535, takes port 0 for "no port" and
+    ignores a database path that is not a number (db 0 then): each is refused here instead.
+    """
+    where = f"TASKS[{alias!r}]['LOCATION']"
+    if not isinstance(location, str) or not location.startswith(REDIS_URL_SCHEMES):
+        raise ImproperlyConfiguredThreadmill(
+            f"{where} is {location!r}. Use a Redis URL such as {URL_EXAMPLES}."
+        )
+    shown = f"{where} is {masked_location(location)!r}"
+    try:
+        port = urlsplit(location).port
+        port_usable = port is None or port in PORTS
+    except ValueError:  # not a number, or past 65535
+        port_usable = False
+    if not port_usable:
+        raise _bad_port(shown, "e.g. 'redis://localhost:6379/0'")
+    for db in _databases(location):
+        if not (db.isascii() and db.isdigit()):
+            raise ImproperlyConfiguredThreadmill(
+                f"{shown}, whose database {db!r} is not a whole number. Use a database number "
+                "from 0 up, e.g. 'redis://localhost:6379/0' or 'unix:///run/redis.sock?db=0'."
+            )
+    return location
+
+
+def _databases(location: str) -> list[str]:
+    """Return the database numbers ``location`` gives, as written: in its path and query."""
+    parts = urlsplit(location)
+    found = parse_qs(parts.query).get("db", [])[:1]  # redis-py reads the first
+    path = unquote(parts.path).replace("/", "")  # as redis-py reads it; a unix path is the socket
+    return [*found, path] if path and parts.scheme != "unix" else found
+
+
+def _bad_port(shown: str, example: str) -> ImproperlyConfiguredThreadmill:
+    return ImproperlyConfiguredThreadmill(
+        f"{shown}, whose port is not a number from 1 to 65535. Use a port in that range, {example}."
+    )
+
+
+def masked_location(location: str) -> str:
+    """Return ``location`` with its passwords shown as ``***``: a repr or error may be logged."""
+    parts = urlsplit(location)
+    if parts.password:  # edited as text: urlunsplit would drop the "//" of unix:///path
+        userinfo, _, address = parts.netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        location = location.replace(parts.netloc, f"{user}:***@{address}", 1)
+    base, mark, query = location.partition("?")
+    return base + mark + SECRET_QUERY_ARGUMENT.sub(r"\1***", query)
+
+
+def check_connection_options(location: str, options: dict[str, Any], *, cluster: bool) -> None:
+    """Refuse a ``connection_options`` key redis-py's client for this LOCATION does not take.
+
+    redis-py would raise a bare TypeError for it at the first call (a sync Redis Cluster
+    would drop it unsaid), so the key is named here, with the closest valid one.
+    """
+    scheme = urlsplit(location).scheme
+    valid = _cluster_keys() if cluster else _connection_keys(scheme)
+    for key in options:
+        if key not in valid:
+            client = "RedisCluster" if cluster else f"connection pools for {scheme}://"
+            close = difflib.get_close_matches(str(key), valid, n=1, cutoff=CLOSE_MATCH)
+            fix = f"Did you mean {close[0]!r}?" if close else f"Use one of {', '.join(valid)}."
+            raise ImproperlyConfiguredThreadmill(
+                f"OPTIONS['connection_options'] has {key!r}, which is no argument of both "
+                f"redis-py's sync and asyncio {client}. {fix}"
+            )
+
+
+@cache
+def _connection_keys(scheme: str) -> tuple[str, ...]:
+    """Return the keyword arguments both redis-py pools (sync, asyncio) and their connections
+    for ``scheme`` take, sorted."""
+    sync_class, async_class = CONNECTION_CLASSES[scheme]
+    sync = _init_keys(redis.BlockingConnectionPool) | _init_keys(sync_class)
+    asyncio = _init_keys(redis.asyncio.BlockingConnectionPool) | _init_keys(async_class)
+    return tuple(sorted(sync & asyncio))
+
+
+@cache
+def _cluster_keys() -> tuple[str, ...]:
+    """Return the keyword arguments both redis-py RedisCluster clients take, sorted."""
+    allowed = set(redis.cluster.REDIS_ALLOWED_KEYS) - set(redis.cluster.KWARGS_DISABLED_KEYS)
+    sync = _init_keys(redis.RedisCluster) | allowed  # it passes these on to its node pools
+    asyncio = _init_keys(redis.asyncio.RedisCluster) | {POOL_TIMEOUT}
+    return tuple(sorted(sync & asyncio))
+
+
+def _init_keys(cls: type) -> set[str]:
+    """Return the keyword arguments ``cls()`` takes, up its classes (each passes the rest up)."""
+    keys: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None and klass is not object:
+            parameters = inspect.signature(init).parameters.values()
+            keys |= {p.name for p in parameters if p.kind in KEYWORD_KINDS and p.name != "self"}
+    return keys
