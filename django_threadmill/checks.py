@@ -16,9 +16,8 @@ from django.apps import apps
 from django.core.checks import CheckMessage, Error, Warning
 
 from .broker import Broker
-from .broker.connection import redacted
 from .conf.settings import BackendSettings
-from .conf.topology import Durability
+from .conf.topology import Durability, masked_location
 from .exceptions import BrokerRefused, BrokerUnavailable
 from .schedules.checks import schedule_messages
 
@@ -160,7 +159,7 @@ def asked_redis_messages(backends: Callable[[], Iterable[CheckedBackend]]) -> li
 def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckMessage]:
     """Return errors and warnings about the Redis behind ``backend``: reachable, recent,
     safe for tasks. ``waited``: an unreachable Redis is waited for, so it is no error."""
-    where = f"TASKS[{backend.alias!r}] at {redacted(backend.settings.location)}"
+    where = f"TASKS[{backend.alias!r}] at {masked_location(backend.settings.location)}"
     try:
         info = backend.broker.server_info()
         backend.broker.queues()  # reads a key of ours: an ACL user kept off our prefix fails here

@@ -9,13 +9,13 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.urls import reverse
 
 from ..aliases import sources
-from ..broker.connection import redacted
 from ..broker.damaged import DamagedRecord
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
 from ..broker.inspect.source import Source
 from ..broker.pausing import QueuePause
 from ..codec.ids import queue_of, worker_host_and_pid
 from ..conf.limits import QueueLimit
+from ..conf.topology import masked_location
 from ..exceptions import BrokerUnavailable
 from .activity import REFRESH_S, activity_context
 from .display import age, when
@@ -124,7 +124,7 @@ def alias_context(source: Source) -> dict[str, Any]:
     settings = source.settings
     block: dict[str, Any] = {
         "alias": source.alias,
-        "location": redacted(settings.location),
+        "location": masked_location(settings.location),
         "key_prefix": settings.key_prefix,
         "result_ttl_s": settings.result_ttl_s,
     }

@@ -3,13 +3,13 @@
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
 from redis.sentinel import MasterNotFoundError
 
 from ..conf.settings import BackendSettings
+from ..conf.topology import masked_location
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from .topology import AsyncClient, SyncClient, aconnect, connect
 from .wrong_server import wrong_server
@@ -32,17 +32,6 @@ DAMAGED_DATA_ERRORS = (
     "hash value is not an integer",
     "value is not a valid float",
 )
-
-
-def redacted(location: str) -> str:
-    """Return ``location`` with any password replaced by ``***``, safe to log."""
-    parts = urlsplit(location)
-    if not parts.password:
-        return location
-    user = parts.username or ""
-    host = parts.hostname or ""
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _client_options(settings: BackendSettings) -> dict[str, Any]:
@@ -89,7 +78,7 @@ def _what_was_written(error: BaseException) -> str:
 @contextmanager
 def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
     """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors."""
-    where = redacted(location)
+    where = masked_location(location)
     try:
         yield
     except redis.AuthenticationError as exc:
@@ -139,7 +128,7 @@ def wrong_type(error: BaseException) -> bool:
 def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUnavailable:
     """Return the error for a call that got no Redis reply: the pool was exhausted, the server
     is no Redis of the kind LOCATION names, or it cannot be reached."""
-    where = redacted(location)
+    where = masked_location(location)
     if str(exc) == POOL_TIMED_OUT:  # raised by the client's own pool, before any I/O
         return BrokerUnavailable(
             f"Every pooled connection to Redis at {where} stayed in use for "

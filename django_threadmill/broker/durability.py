@@ -8,9 +8,8 @@ per node those calls went to.
 from typing import Any
 
 from ..conf.settings import BackendSettings
-from ..conf.topology import Durability
+from ..conf.topology import Durability, masked_location
 from ..exceptions import BrokerUnavailable
-from .connection import redacted
 
 
 def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
@@ -46,7 +45,7 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
 def unconfirmed(settings: BackendSettings, why: str) -> BrokerUnavailable:
     """Return the error for a write Redis may hold but did not confirm per the mode."""
     return BrokerUnavailable(
-        f"Redis at {redacted(settings.location)} may have applied the write, but "
+        f"Redis at {masked_location(settings.location)} may have applied the write, but "
         f"durability={settings.durability.value!r} is not met: {why}. A failover now could "
         "lose it; the call can be retried."
     )
