@@ -226,13 +226,27 @@ def parse_error(raw: str) -> TaskError:
         )
 
 
-def encode_result(value: Any, task_path: str) -> tuple[Any, str]:
-    """Return the normalised return value and its JSON; raise ``TypeError`` with the fix."""
+def encode_result(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]:
+    """Return the normalised return value and its JSON; raise ``TypeError`` or ``ValueError``
+    with the fix for a value that is not JSON, or whose JSON is longer than ``max_bytes``."""
     try:
         normalized = normalize_json(value)
-        return normalized, dumps(normalized)
+        encoded = dumps(normalized)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"Task {task_path!r} returned a {type(value).__name__}, which is not JSON ({exc}). "
             "Return strings, numbers, booleans, None, lists or dicts instead."
         ) from exc
+    except RecursionError as exc:
+        raise TypeError(
+            f"Task {task_path!r} returned a {type(value).__name__} nested too deeply to store "
+            "as JSON (or holding itself). Flatten it, or store the data elsewhere and return "
+            "its key."
+        ) from exc
+    if len(encoded) > max_bytes:
+        raise ValueError(
+            f"Task {task_path!r} returned {len(encoded)} bytes of JSON, above "
+            f"max_result_bytes={max_bytes}. Store large results elsewhere (a file or a model) "
+            "and return its key, or raise OPTIONS['max_result_bytes']."
+        )
+    return normalized, encoded

@@ -33,6 +33,9 @@ QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 KEY_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 # A task payload above this many bytes is refused at enqueue (Redis itself allows 512 MB).
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+# A larger result is refused: Redis takes no string past 512 MB (proto-max-bulk-len), and a
+# result is read back whole by every get_result.
+DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
 # Connections per pool (one sync pool per process, one asyncio pool per event loop). Coalesced
 # enqueues need few; a call that finds all in use waits up to pool_timeout.
 DEFAULT_MAX_CONNECTIONS = 50
@@ -69,6 +72,7 @@ class BackendSettings:
     lease_ttl_s: float = 60.0
     result_ttl_s: float | None = 86400.0
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
     socket_timeout_s: float | None = 10.0
     socket_connect_timeout_s: float | None = 5.0
     max_connections: int = DEFAULT_MAX_CONNECTIONS
@@ -166,6 +170,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
             "max_payload_bytes",
             _positive_int("max_payload_bytes", v),
         ),
+        "max_result_bytes": lambda v: ("max_result_bytes", _positive_int("max_result_bytes", v)),
         "socket_timeout": lambda v: (
             "socket_timeout_s",
             _seconds("socket_timeout", v, ONE_DAY, allow_none=True),

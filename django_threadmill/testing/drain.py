@@ -91,7 +91,12 @@ class _Drain:
         self.queues = queues
         self.horizon_ms = horizon_ms
         self.worker_id = make_worker_id()
-        self.executor = Executor(self.worker_id, backend.alias, type(backend))
+        self.executor = Executor(
+            self.worker_id,
+            backend.alias,
+            type(backend),
+            max_result_bytes=backend.settings.max_result_bytes,
+        )
         self.held = HeldLeases()
         # Never started: its renew() is called between tasks, once lease_ttl / 3 has passed.
         self.keeper = LeaseKeeper(

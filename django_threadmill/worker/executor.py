@@ -23,6 +23,7 @@ from ..codec.payloads import decode_payload, load_task
 from ..codec.results import encode_result, error_text, parse_error, task_result
 from ..codec.times import from_ms, now_ms
 from ..compat import Task, TaskContext, TaskResult, TaskResultStatus, task_started
+from ..conf.settings import DEFAULT_MAX_RESULT_BYTES
 from ..exceptions import PayloadError, TaskTimeout, TransactionLeftOpen
 from ..observability.signals import asend_guarded, heard, send_guarded
 from ..observability.tracing import traced_aexecution, traced_execution
@@ -112,8 +113,10 @@ class Executor:
         backend_alias: str,
         backend_class: type,
         task_timeout_s: float | None = None,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.worker_id = worker_id
+        self.max_result_bytes = max_result_bytes
         self.backend_alias = backend_alias
         self.backend_class = backend_class
         self.task_timeout_s = task_timeout_s  # enforced here for async tasks only (cancel)
@@ -163,7 +166,7 @@ class Executor:
                     f"block it never left (database {', '.join(left_open)}); it was rolled "
                     "back, so its writes are undone. Use atomic() as a with-block or decorator."
                 )
-            returned, value = encode_result(called, attempt.task.module_path)
+            returned, value = encode_result(called, attempt.task.module_path, self.max_result_bytes)
         except BaseException as exc:
             # Still inside the except block: task_finished receivers see the exception.
             finish = self._failed(attempt, exc)
@@ -190,7 +193,9 @@ class Executor:
         try:
             with self._reporting(attempt):
                 awaited = await self._awaited(attempt)
-            returned, value = encode_result(awaited, attempt.task.module_path)
+            returned, value = encode_result(
+                awaited, attempt.task.module_path, self.max_result_bytes
+            )
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError) and self.handing_back.is_set():
                 raise

@@ -54,7 +54,11 @@ class WorkerProcess:
         self._signals = 0
         self._control_fd: int | None = None
         executor = Executor(
-            self.worker_id, backend.alias, type(backend), task_timeout_s=options.task_timeout_s
+            self.worker_id,
+            backend.alias,
+            type(backend),
+            task_timeout_s=options.task_timeout_s,
+            max_result_bytes=backend.settings.max_result_bytes,
         )
         self.crew = Crew(
             options,

@@ -48,6 +48,18 @@ def leaves_a_transaction_open() -> int:
 
 
 @task
+def returns_itself() -> list[object]:
+    looped: list[object] = []
+    looped.append(looped)
+    return looped
+
+
+@task
+def returns(size: int) -> str:
+    return "x" * size
+
+
+@task
 def forks_and_returns() -> int:
     """Fork, and let the child return into the worker, as a careless task's child would."""
     child = os.fork()

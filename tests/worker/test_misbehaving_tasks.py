@@ -34,6 +34,28 @@ def test_exceptions_that_break_formatting_are_recorded_and_the_thread_goes_on(
     assert "Thread died" not in worker.log
 
 
+def test_a_result_too_large_or_holding_itself_fails_its_task_naming_the_fix(
+    start_worker: Callable[..., Command],
+) -> None:
+    """Past Redis's 512 MB a result failed its whole finish call for good, holding up every
+    outcome behind it; a result holding itself raised a bare RecursionError."""
+    too_large = misbehaving.returns.enqueue(200)
+    fits = misbehaving.returns.enqueue(10)
+    looped = misbehaving.returns_itself.enqueue()
+
+    worker = start_worker("--threads", "1", "--burst", options={"max_result_bytes": 100})
+    assert worker.wait(60) == 0, worker.log
+
+    too_large.refresh()
+    [error] = too_large.errors
+    assert error.exception_class_path == "builtins.ValueError"
+    assert "returned 202 bytes of JSON, above max_result_bytes=100" in error.traceback
+    fits.refresh()
+    assert fits.return_value == "x" * 10
+    looped.refresh()
+    assert "nested too deeply to store as JSON (or holding itself)" in looped.errors[0].traceback
+
+
 def test_a_child_the_task_forked_ends_instead_of_running_the_workers_tasks(
     start_worker: Callable[..., Command], tmp_path: Path
 ) -> None:
