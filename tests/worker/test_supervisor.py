@@ -74,6 +74,18 @@ def test_max_tasks_recycles_the_process(start_worker: Callable[..., Command]) ->
     assert all(result.status == TaskResultStatus.SUCCESSFUL for result in results)
 
 
+def run_script(script: str, redis_url: str, key_prefix: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a new Python with the test project's environment; return how it ended."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=command_env(redis_url, key_prefix),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_processes_that_keep_crashing_at_start_make_the_command_give_up(
     redis_url: str, key_prefix: str
 ) -> None:
@@ -85,14 +97,7 @@ def test_processes_that_keep_crashing_at_start_make_the_command_give_up(
         "from django.core.management import execute_from_command_line;"
         "execute_from_command_line(['manage.py', 'threadmill_worker', '--processes', '1'])"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=command_env(redis_url, key_prefix),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    completed = run_script(script, redis_url, key_prefix)
     assert completed.returncode == 2, completed.stderr
     assert "Worker processes keep dying at start slot=0 status=exit code 1 crashes=5" in (
         completed.stderr
@@ -123,14 +128,7 @@ def test_a_process_the_system_refuses_threads_stops_instead_of_hanging(
         )
         """
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=command_env(redis_url, key_prefix),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    completed = run_script(script, redis_url, key_prefix)
     assert completed.returncode == 5, completed.stderr
     assert "Worker process could not start its threads, stopping error=can't start" in (
         completed.stderr

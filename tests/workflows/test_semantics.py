@@ -10,7 +10,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.exceptions import WorkflowDoesNotExist
 from django_threadmill.testing import drain
-from django_threadmill.workflows import advance, chain, get_workflow, group, step
+from django_threadmill.workflows import WorkflowResult, advance, chain, get_workflow, group, step
 from django_threadmill.workflows.launch import enqueue_steps, step_task
 from django_threadmill.workflows.plan import stored_plan
 
@@ -93,18 +93,23 @@ def test_a_cancelled_workflow_enqueues_nothing_further(backend: ThreadmillTaskBa
     assert not flow.cancel()  # it has ended
 
 
+def cancel_before(monkeypatch: pytest.MonkeyPatch, name: str, flow: WorkflowResult) -> None:
+    """Make the drainer's ``advance.<name>`` cancel ``flow`` ("meanwhile") before it runs."""
+    original = getattr(advance, name)
+
+    def cancelled_first(*args: object) -> None:
+        flow.cancel("meanwhile")
+        original(*args)
+
+    monkeypatch.setattr(advance, name, cancelled_first)
+
+
 def test_a_cancel_just_after_a_step_became_due_keeps_it_from_running(
     backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cancel lands between advance.lua making step 1 due and the drainer enqueueing it."""
     flow = chain(step(number, 1), step(add, 1)).enqueue()
-    enqueue_due = advance.enqueue_due
-
-    def cancelled_first(*args: object) -> None:
-        flow.cancel("meanwhile")
-        enqueue_due(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(advance, "enqueue_due", cancelled_first)
+    cancel_before(monkeypatch, "enqueue_due", flow)
 
     assert drain() == 1
 
@@ -119,13 +124,7 @@ def test_a_step_the_workflow_recorded_as_not_run_while_it_was_stored_is_cancelle
     """The cancel lands after the drainer read the workflow open, before it stored step 1:
     the cancel's own look finds nothing to cancel, the drainer's mark finds it not run."""
     flow = chain(step(number, 1), step(add, 1)).enqueue()
-    enqueue_steps = advance.enqueue_steps
-
-    def cancelled_first(*args: object) -> None:
-        flow.cancel("meanwhile")
-        enqueue_steps(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(advance, "enqueue_steps", cancelled_first)
+    cancel_before(monkeypatch, "enqueue_steps", flow)
 
     assert drain() == 1  # step 1 is stored, then cancelled before it runs
 
