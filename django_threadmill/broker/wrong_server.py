@@ -48,11 +48,17 @@ def wrong_server(location: str, where: str) -> str | None:
             f"The server at {where} answered the Redis protocol without TLS, but LOCATION says "
             "rediss://. Use redis:// for it, or the port of its TLS listener; nothing was written."
         )
-    if not answer or answer[0] in TLS_RECORD_TYPES:
-        found = "closed the connection" if not answer else f"answered a TLS record ({sample!r})"
+    if not answer:  # a TLS port, or a server of another protocol (PostgreSQL, MQTT)
         return (
-            f"The server at {where} {found} at the first command instead of answering it: is it "
-            "a TLS port? Use rediss:// in LOCATION for a Redis with TLS; nothing was written."
+            f"The server at {where} closed the connection at the first command instead of "
+            "answering it: it is no Redis, or a TLS port (then use rediss:// in LOCATION). "
+            "Point LOCATION at Redis; nothing was written."
+        )
+    if answer[0] in TLS_RECORD_TYPES:
+        return (
+            f"The server at {where} answered a TLS record ({sample!r}) at the first command "
+            "instead of answering it: is it a TLS port? Use rediss:// in LOCATION for a Redis "
+            "with TLS; nothing was written."
         )
     web = " Is LOCATION pointing at an HTTP server?" if answer.startswith((b"<", b"HTTP/")) else ""
     return (

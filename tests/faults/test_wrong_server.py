@@ -26,9 +26,10 @@ HTTP = (
     r"nothing was written\."
 )
 TLS_PORT = (
-    r"The server at {url} (closed the connection|answered a TLS record \(.*\)) at the first "
-    r"command instead of answering it: is it a TLS port\? Use rediss:// in LOCATION for a "
-    r"Redis with TLS; nothing was written\."
+    r"The server at {url} (closed the connection at the first command instead of answering "
+    r"it: it is no Redis, or a TLS port \(then use rediss:// in LOCATION\)\. Point LOCATION "
+    r"at Redis|answered a TLS record \(.*\) at the first command instead of answering it: is "
+    r"it a TLS port\? Use rediss:// in LOCATION for a Redis with TLS); nothing was written\."
 )
 PLAIN_REDIS = (
     r"The server at {url} answered the Redis protocol without TLS, but LOCATION says "
