@@ -25,10 +25,9 @@ def test_exceptions_that_break_formatting_are_recorded_and_the_thread_goes_on(
         [error] = result.errors
         assert error.exception_class_path == f"tests.worker.misbehaving.{name}"
     assert "<str() of the exception raised RecursionError>" in worker.log
-    assert (
-        "BadNotes: plain message (formatting it raised LookupError)"
-        in bad_notes.errors[0].traceback
-    )
+    # Python 3.12's traceback raises on the notes (the worker's fallback says so); 3.13's
+    # says it ignored them: either way the message is kept.
+    assert "tests.worker.misbehaving.BadNotes: plain message" in bad_notes.errors[0].traceback
     after.refresh()
     assert after.return_value == 9
     assert "Thread died" not in worker.log

@@ -1,0 +1,42 @@
+"""An error is stored whatever its exception does while it is formatted (docs/worker.md)."""
+
+import json
+
+import pytest
+
+from django_threadmill.codec import results
+from django_threadmill.codec.results import error_json, error_text
+
+
+class ExitingStr(Exception):
+    def __str__(self) -> str:
+        raise SystemExit("from __str__")
+
+
+def test_error_text_says_what_str_raised() -> None:
+    assert error_text(ExitingStr()) == "<str() of the exception raised SystemExit>"
+    assert error_text(ValueError("plain")) == "plain"
+
+
+def test_an_exception_traceback_cannot_format_is_stored_with_its_frames_and_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Python 3.12's traceback raises on notes that raise; the error is stored all the same."""
+
+    def unformattable(exc: BaseException) -> list[str]:
+        raise LookupError("notes")
+
+    monkeypatch.setattr(results.traceback, "format_exception", unformattable)
+    try:
+        raise ExitingStr
+    except ExitingStr as exc:
+        stored = json.loads(error_json(exc))
+
+    assert stored["exception_class_path"] == "tests.codec.test_errors.ExitingStr"
+    lines = stored["traceback"].splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert "raise ExitingStr" in stored["traceback"]
+    assert lines[-1] == (
+        "tests.codec.test_errors.ExitingStr: <str() of the exception raised SystemExit> "
+        "(formatting it raised LookupError)"
+    )
