@@ -211,6 +211,8 @@ def check_connection_options(location: str, options: dict[str, Any], *, cluster:
     redis-py would raise a bare TypeError for it at the first call (a sync Redis Cluster
     would drop it unsaid), so the key is named here, with the closest valid one.
     """
+    if not options:  # as in most projects: no need to read redis-py's signatures
+        return
     scheme = urlsplit(location).scheme
     valid = _cluster_keys() if cluster else _connection_keys(scheme)
     for key in options:

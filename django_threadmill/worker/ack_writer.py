@@ -303,9 +303,9 @@ def _by_size(successes: list[Finish]) -> list[list[Finish]]:
     """Split ``successes`` into calls of at most FINISH_CALL_CHARS of results each (a larger
     result alone), in order; no call for none."""
     calls: list[list[Finish]] = []
-    size = FINISH_CALL_CHARS  # full: the first success opens a call
+    size = 0
     for finish in successes:
-        if size + len(finish.value) > FINISH_CALL_CHARS:
+        if not calls or size + len(finish.value) > FINISH_CALL_CHARS:
             calls.append([])
             size = 0
         calls[-1].append(finish)

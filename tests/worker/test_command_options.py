@@ -6,8 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.worker.options import WorkerOptions
 from django_threadmill.worker.process import WorkerProcess
+from tests.worker.support import worker_options
 
 
 @pytest.mark.parametrize(
@@ -44,20 +44,7 @@ def test_bad_options_are_refused_before_anything_starts(args: list[str], message
 
 
 def test_threads_are_named_by_role(backend: ThreadmillTaskBackend) -> None:
-    options = WorkerOptions(
-        backend_alias="default",
-        queues=("default",),
-        processes=1,
-        threads=3,
-        prefetch=12,
-        max_tasks=None,
-        max_tasks_jitter=0,
-        burst=False,
-        sync_ack=False,
-        grace_period_s=1.0,
-        task_timeout_s=None,
-        reap_interval_s=None,
-    )
+    options = worker_options(threads=3, prefetch=12)
     crew = WorkerProcess(options, backend).crew
     names = [t.name for t in [crew.prefetcher, crew.writer, crew.keeper, *crew.pool.threads]]
     assert names == [

@@ -15,10 +15,10 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.worker.options import WorkerOptions
 from django_threadmill.worker.supervisor import Supervisor
 from tests.support import ROOT, Command, command_env, wait_until
 from tests.worker import tasks
+from tests.worker.support import worker_options
 
 
 def test_a_killed_worker_process_is_restarted_and_work_goes_on(
@@ -140,20 +140,7 @@ def test_a_stopping_supervisor_waits_for_its_processes_not_for_timers_past_due(
 ) -> None:
     """A reap, a schedule or a restart that fell due while processes finish their grace
     period is not done; its timer must not make the wait return at once (a busy loop)."""
-    options = WorkerOptions(
-        backend_alias=backend.alias,
-        queues=("default",),
-        processes=1,
-        threads=1,
-        prefetch=None,
-        max_tasks=None,
-        max_tasks_jitter=0,
-        burst=False,
-        sync_ack=False,
-        grace_period_s=30.0,
-        task_timeout_s=None,
-        reap_interval_s=1.0,
-    )
+    options = worker_options(backend_alias=backend.alias, grace_period_s=30.0, reap_interval_s=1.0)
     supervisor = Supervisor(options, backend)
     supervisor.next_reap = supervisor.next_schedule = time.monotonic() - 5
     supervisor.slots[0].restart_at = time.monotonic() - 5
