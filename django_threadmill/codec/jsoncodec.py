@@ -1,5 +1,8 @@
 """Compact JSON encoding (``,`` and ``:``, no NaN), made once and used for every value.
 
+``refuse_key_clash`` guards what a task is given or returns against a dict whose keys JSON
+would collapse into one (``{1: "a", "1": "b"}``): the task would silently see only one of them.
+
 ``JSONEncoder.encode`` builds a new C encoder on each call: for an enqueue payload that was
 1.9 µs of 3.3. The C encoder is built here once instead; its constructor is private
 to the ``json`` package, so it is checked against the public encoder at import, and if it ever
@@ -43,3 +46,49 @@ def _reused_c_encoder() -> Callable[[Any], str] | None:
 
 
 dumps: Callable[[Any], str] = _reused_c_encoder() or PUBLIC.encode
+
+
+def _json_key(key: Any) -> str | None:
+    """Return the key JSON writes for the dict key ``key``, in the ``json`` module's order of
+    rules; None for a key it refuses (encoding raises ``TypeError`` for it)."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return float.__repr__(key)
+    if key is True or key is False or key is None:
+        return PUBLIC.encode(key)
+    return int.__repr__(key) if isinstance(key, int) else None
+
+
+def refuse_key_clash(*values: Any) -> None:
+    """Raise ``ValueError`` naming two keys of one dict in ``values`` that JSON writes the same.
+
+    The values are normalised (``normalize_json``): only dicts and lists hold other values.
+    Only a dict with a key that is not a str can hold such a pair, so the usual arguments cost
+    a walk over their containers and nothing more (0.5-2 µs an enqueue).
+    """
+    pending = [value for value in values if type(value) is dict or type(value) is list]
+    while pending:
+        item = pending.pop()
+        if type(item) is dict:
+            for key in item:
+                if type(key) is not str:
+                    _compare_keys(item)
+                    break
+            item = item.values()
+        for child in item:
+            if type(child) is dict or type(child) is list:
+                pending.append(child)
+
+
+def _compare_keys(mapping: dict[Any, Any]) -> None:
+    """Raise ``ValueError`` if two keys of ``mapping`` are written as one JSON key."""
+    seen: dict[str, Any] = {}
+    for key in mapping:
+        written = _json_key(key)
+        other = seen.setdefault(written, key) if written is not None else key
+        if other is not key:
+            raise ValueError(
+                f"keys {other!r} and {key!r} of one dict are both the JSON key {written!r}, "
+                "so one would be lost"
+            )

@@ -16,7 +16,7 @@ from django.utils.module_loading import import_string
 from ..compat import InvalidTask, Task
 from ..exceptions import NotATask, PayloadError, TaskNotImportable
 from ..wording import a_type
-from .jsoncodec import dumps
+from .jsoncodec import dumps, refuse_key_clash
 from .times import from_ms
 
 
@@ -33,6 +33,7 @@ def encode_payload(
     there is one. The path stays first and run_after_ms last: ``task_path`` and
     ``run_after_ms`` read them in place.
     """
+    refuse_key_clash(args, kwargs)
     payload: dict[str, Any] = {"path": task.module_path, "args": args, "kwargs": kwargs}
     if trace:
         payload["trace"] = trace

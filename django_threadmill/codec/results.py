@@ -15,7 +15,7 @@ from typing import Any
 
 from ..compat import Task, TaskError, TaskResult, TaskResultStatus, normalize_json
 from ..exceptions import PayloadError
-from .jsoncodec import dumps
+from .jsoncodec import dumps, refuse_key_clash
 from .times import from_ms
 
 STATUS_OF_STATE = {
@@ -231,11 +231,12 @@ def encode_result(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]
     with the fix for a value that is not JSON, or whose JSON is longer than ``max_bytes``."""
     try:
         normalized = normalize_json(value)
+        refuse_key_clash(normalized)
         encoded = dumps(normalized)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"Task {task_path!r} returned a {type(value).__name__}, which is not JSON ({exc}). "
-            "Return strings, numbers, booleans, None, lists or dicts instead."
+            "Return strings, numbers, booleans, None, lists or dicts with string keys instead."
         ) from exc
     except RecursionError as exc:
         raise TypeError(

@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfoNotFoundError
 
 from django.core.checks import CheckMessage, Error
 
-from ..codec.jsoncodec import dumps
+from ..codec.jsoncodec import dumps, refuse_key_clash
 from ..compat import InvalidTask, normalize_json
 from ..conf.schedules import Schedule, scheduled_task
 from ..conf.settings import BackendSettings
@@ -51,7 +51,9 @@ def _task_error(schedule: Schedule, alias: str) -> str | None:
 def _arguments_error(schedule: Schedule) -> str | None:
     """Say why args and kwargs would not encode as a payload does (each slot would fail)."""
     try:
-        dumps(normalize_json({"args": schedule.args, "kwargs": schedule.kwargs}))
+        arguments = normalize_json({"args": schedule.args, "kwargs": schedule.kwargs})
+        refuse_key_clash(arguments)
+        dumps(arguments)
     except (TypeError, ValueError) as exc:
         return f"args or kwargs are not JSON ({exc})"
     return None

@@ -1,6 +1,7 @@
 """The compact JSON encoder made once encodes exactly as json.dumps does."""
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -45,3 +46,30 @@ def test_a_changed_private_constructor_falls_back_to_the_public_encoder(
 
     monkeypatch.setattr("_json.make_encoder", changed)
     assert jsoncodec._reused_c_encoder() is None
+
+
+@pytest.mark.parametrize(
+    ("value", "first", "second", "written"),
+    [
+        ({1: "a", "1": "b"}, 1, "1", "1"),
+        ([{"x": {"true": 1, True: 2}}], "true", True, "true"),
+        ({"a": [0, {None: 1, "null": 2}]}, None, "null", "null"),
+        ({1.5: "a", "1.5": "b"}, 1.5, "1.5", "1.5"),
+        ({-0.0: "a", "-0.0": "b"}, -0.0, "-0.0", "-0.0"),
+    ],
+)
+def test_values_whose_keys_json_would_merge_are_refused(
+    value: Any, first: object, second: object, written: str
+) -> None:
+    # json.dumps writes both keys and json.loads keeps the last one: a value would be lost.
+    message = f"keys {first!r} and {second!r} of one dict are both the JSON key {written!r}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}, so one would be lost$"):
+        jsoncodec.refuse_key_clash(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{1: "a", 2: "b"}, {"1": "a", "2": "b"}, [{True: 1, None: 2, 1.5: 3, "x": 4}], 5, "1", None],
+)
+def test_values_whose_keys_stay_apart_pass(value: Any) -> None:
+    jsoncodec.refuse_key_clash(value)

@@ -66,6 +66,18 @@ def test_unsupported_argument_types(
         enqueue(echo, value=[{"nested": value}])
 
 
+def test_keys_that_json_would_merge(enqueue: Callable[..., object], nothing_written: None) -> None:
+    message = (
+        f"Arguments of task {ECHO!r} cannot be stored as JSON (keys 1 and '1' of one dict are "
+        "both the JSON key '1', so one would be lost). Pass strings, numbers, booleans, None, "
+        "lists and dicts with string keys only."
+    )
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        enqueue(echo, {1: "a", "1": "b"})
+    with pytest.raises(TypeError, match=re.escape("keys 1 and '1' of one dict")):
+        enqueue(echo, rows=[{"x": {1: "a", "1": "b"}}])
+
+
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_non_finite_floats(
     enqueue: Callable[..., object], nothing_written: None, value: float

@@ -52,6 +52,11 @@ def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
         ({"args": [{1, 2}]}, BAD_ARGUMENTS, "args or kwargs are not JSON"),
         ({"kwargs": {"when": object()}}, BAD_ARGUMENTS, "args or kwargs are not JSON"),
         (
+            {"kwargs": {"by_id": {1: "a", "1": "b"}}},
+            BAD_ARGUMENTS,
+            "args or kwargs are not JSON (keys 1 and '1' of one dict are both the JSON key '1'",
+        ),
+        (
             {"queue_name": "nope"},
             UNKNOWN_QUEUE,
             "queue_name 'nope' is not in QUEUES (default, emails, reports)",

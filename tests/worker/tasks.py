@@ -43,6 +43,11 @@ def returns_a_set() -> set[int]:
 
 
 @task
+def returns_keys_json_would_merge() -> dict[object, str]:
+    return {1: "int", "1": "str"}
+
+
+@task
 def pid() -> int:
     return os.getpid()
 

@@ -37,6 +37,7 @@ def test_outcomes_are_recorded_as_django_would(
     async_sum = examples.async_add.enqueue(2, 3)
     with_context = examples.attempt_info.enqueue()
     not_json = tasks.returns_a_set.enqueue()
+    merging_keys = tasks.returns_keys_json_would_merge.enqueue()
 
     worker = start_worker("--burst")
     assert worker.wait() == 0, worker.log
@@ -56,6 +57,13 @@ def test_outcomes_are_recorded_as_django_would(
     not_json.refresh()
     assert not_json.status == TaskResultStatus.FAILED
     assert "returned a set, which is not JSON" in not_json.errors[0].traceback
+    merging_keys.refresh()
+    assert merging_keys.status == TaskResultStatus.FAILED
+    assert (
+        "returned a dict, which is not JSON (keys 1 and '1' of one dict are both the JSON key "
+        "'1', so one would be lost). Return strings, numbers, booleans, None, lists or dicts "
+        "with string keys instead."
+    ) in merging_keys.errors[0].traceback
 
 
 def test_nothing_is_logged_per_successful_task_at_default_verbosity(
