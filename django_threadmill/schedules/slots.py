@@ -1,8 +1,9 @@
 """When a schedule's slots fall: cron in its time zone (with cronsim), or every N since the epoch.
 
-A slot is an instant; cron slots follow the time zone's DST rules as cronsim applies them: a job
-whose local time is skipped in spring runs once at the first valid minute after the gap, and one
-whose local time repeats in autumn runs once, at the first occurrence.
+A slot is an instant; cron slots follow the time zone's DST rules as cronsim's forward walk
+applies them: a job whose local time is skipped in spring runs once at the first valid minute
+after the gap, one whose local time repeats in autumn runs once, at the first occurrence, and
+one with a wildcard hour runs in both passes of the repeated hour.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -45,7 +46,13 @@ def _cron_neighbour(schedule: Schedule, now: datetime, *, reverse: bool) -> date
 def previous_slot(schedule: Schedule, now: datetime) -> datetime:
     """Return the latest slot at or before ``now`` (an aware datetime), in UTC."""
     if schedule.every_ms is None:
-        return _cron_neighbour(schedule, now, reverse=True)
+        # cronsim's reverse walk skips the second pass of a repeated hour that its forward walk
+        # has (a wildcard hour's 02:00 CET after 02:00 CEST): the slots are the forward walk's,
+        # so step forward from the reverse walk's answer to the last slot not after ``now``.
+        slot = _cron_neighbour(schedule, now, reverse=True)
+        while (later := _cron_neighbour(schedule, slot, reverse=False)) <= now:
+            slot = later
+        return slot
     now_ms = int(now.timestamp() * 1000)
     return datetime.fromtimestamp(now_ms // schedule.every_ms * schedule.every_ms / 1000, UTC)
 

@@ -62,3 +62,20 @@ def test_a_repeated_local_time_runs_once() -> None:
     assert next_slot(job, first) == local(2026, 10, 26, 2, 30)
     second_pass = local(2026, 10, 25, 2, 45, fold=1)  # CET, after the fall back
     assert previous_slot(job, second_pass) == first
+
+
+def test_a_wildcard_hour_runs_in_both_passes_of_a_repeated_hour() -> None:
+    # 2026-10-25 in Berlin: 02:00-02:59 happens twice. Every slot of the forward walk must also
+    # be the latest slot at its own instant and just after it: the scheduler wakes at a slot
+    # and fires previous_slot(now), which once answered the first pass's slot again.
+    for expression, per_hour in [("0 * * * *", 1), ("*/5 * * * *", 12)]:
+        job = cron(expression)
+        start, end = local(2026, 10, 25, 1, 59), local(2026, 10, 25, 4, 0)
+        slots, slot = [], start
+        while (slot := next_slot(job, slot)) < end:
+            slots.append(slot)
+            assert previous_slot(job, slot) == slot
+            assert previous_slot(job, slot + timedelta(seconds=59)) == slot
+        # after 01:59 CEST and before 04:00 CET: 02:xx CEST, 02:xx CET and 03:xx CET
+        assert len(slots) == 3 * per_hour
+        assert local(2026, 10, 25, 2, 0, fold=1) in slots
