@@ -109,6 +109,22 @@ def test_the_next_token_comes_after_its_interval(broker: Broker) -> None:
     assert taken == ids[1:]
 
 
+def test_a_token_awaited_under_a_slower_rate_comes_within_the_current_interval(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    ids = fill(broker, "emails", 1)
+    seconds, micros = redis_client.time()
+    an_hour_on = seconds * 1000 + micros // 1000 + 3_600_000  # the next token under "1/h"
+    redis_client.set(broker.queue_keys("emails").rate, an_hour_on)
+    held = broker.acquire("emails", 10)
+    assert held.reservations == []
+    assert held.next_due_ms is not None
+    assert 0 <= held.next_due_ms <= TOKEN_MS
+    taken: list[str] = []
+    wait_until(lambda: taken.extend(acquired_ids(broker, "emails")) or taken, "next token", 5)
+    assert taken == ids
+
+
 def test_an_unused_token_is_kept_for_later(broker: Broker, redis_client: redis.Redis) -> None:
     assert broker.acquire("emails", 10).reservations == []
     assert not redis_client.exists(broker.queue_keys("emails").rate)
