@@ -5,7 +5,7 @@ time is taken on Redis ``TIME`` inside the scripts (docs/design.md, One clock).
 """
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -20,11 +20,20 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ONE_MS = timedelta(milliseconds=1)
+# from_ms: below 2**31 s (2038) a float in seconds is within a quarter µs of every ms, so it
+# rounds to the exact µs; later ones take the exact sum.
+FLOAT_EXACT_MS = 2**31 * 1000
+
+
 def to_ms(value: datetime) -> int:
-    """Return ``value`` in ms since the epoch; a naive datetime is in the current time zone."""
+    """Return ``value`` in whole ms since the epoch, rounded down; a naive datetime is in the
+    current time zone. Exact: through a float, 9999-12-31 23:59:59.999999 rounded up into
+    the year 10000, which no datetime can show."""
     if timezone.is_naive(value):
         value = timezone.make_aware(value)
-    return int(value.timestamp() * 1000)
+    return (value - EPOCH) // ONE_MS
 
 
 @cache
@@ -49,7 +58,13 @@ def from_ms(value: int | str | None) -> datetime | None:
     if value is None or value == "":
         return None
     try:
-        moment = datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+        ms = int(value)
+        # The float division rounds to the exact µs until 2038; the timedelta sum, exact for
+        # every year, costs 0.1 µs more.
+        if -FLOAT_EXACT_MS < ms < FLOAT_EXACT_MS:
+            moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+        else:
+            moment = EPOCH + timedelta(0, 0, 0, ms)
     except (ValueError, OverflowError, OSError):
         return None
     return moment if _use_tz() else timezone.make_naive(moment)

@@ -1,5 +1,6 @@
 """Unique tasks: the digest that makes two enqueues equal, as a guard for the enqueue script."""
 
+import json
 from hashlib import sha256
 from typing import Any
 
@@ -8,21 +9,24 @@ from ..codec.jsoncodec import dumps
 from ..compat import Task
 
 DIGEST_CHARS = 32  # hex characters of sha256 kept in the key: 128 bits, no accidental collision
+SORTED_KEYS = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
 
 
 def unique_guard(task: Task, args: list[Any], kwargs: dict[str, Any]) -> Guard | None:
     """Return the unique guard of one enqueue, or None for a task without ``unique_for``.
 
     Equal means the same task path and the same ``unique_key(args, kwargs)``, or, without one,
-    the same arguments (keyword order does not matter). The queue is the key's hash tag, so the
-    same call on another queue is a different task.
+    the same arguments as stored (the order of keys in any dict does not matter). The queue is
+    the key's hash tag, so the same call on another queue is a different task.
     """
     unique_for = getattr(task, "unique_for", None)
     if unique_for is None:
         return None
     unique_key = getattr(task, "unique_key", None)
     if unique_key is None:
-        key = dumps([args, dict(sorted(kwargs.items()))])
+        # As stored, then with every dict's keys sorted: keys that are not strings (1, None)
+        # are sorted as the strings JSON makes of them, so keys of mixed types sort too.
+        key = SORTED_KEYS.encode(json.loads(dumps([args, kwargs])))
     else:
         key = unique_key(args, kwargs)
         if not isinstance(key, str):

@@ -67,6 +67,14 @@ def test_a_finished_task_frees_the_key(backend: ThreadmillTaskBackend) -> None:
     assert refresh.enqueue(1).id != first.id
 
 
+def test_the_order_of_keys_makes_no_other_task() -> None:
+    first = refresh.enqueue({"a": 1, "b": {"x": 1, "y": 2}}, full=True)
+    assert refresh.enqueue({"b": {"y": 2, "x": 1}, "a": 1}, full=True).id == first.id
+    assert refresh.enqueue({"b": {"y": 2, "x": 3}, "a": 1}, full=True).id != first.id
+    mixed = refresh.enqueue({1: "a", "b": 2})  # keys that do not sort as they are
+    assert refresh.enqueue({"b": 2, 1: "a"}).id == mixed.id
+
+
 def test_unique_key_replaces_the_arguments() -> None:
     first = refresh_account.enqueue(5, "signup")
     assert refresh_account.enqueue(5, "login").id == first.id

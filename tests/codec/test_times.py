@@ -1,0 +1,34 @@
+"""Stored timestamps: whole ms since the epoch, read back as the datetimes Django shows."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.test import override_settings
+
+from django_threadmill.codec.times import from_ms, to_ms
+
+
+@pytest.mark.parametrize(
+    ("moment", "ms"),
+    [
+        (datetime(1970, 1, 1, tzinfo=UTC), 0),
+        (datetime(2026, 12, 2, 6, 30, 0, 123_999, tzinfo=UTC), 1_796_193_000_123),
+        (datetime(1969, 12, 31, 23, 59, 59, 999_500, tzinfo=UTC), -1),
+        (datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC), 253_402_300_799_999),
+    ],
+)
+def test_to_ms_rounds_down_to_the_ms_exactly(moment: datetime, ms: int) -> None:
+    assert to_ms(moment) == ms
+
+
+@override_settings(USE_TZ=True)
+def test_the_last_ms_a_datetime_can_show_reads_back() -> None:
+    last = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+    read = from_ms(to_ms(last))  # it once read as None: to_ms rounded it into the year 10000
+    assert read is not None
+    assert read == last - timedelta(microseconds=999)
+
+
+@pytest.mark.parametrize("value", ["abc", str(10**20), ""])
+def test_a_stored_time_that_is_no_time_reads_as_none(value: str) -> None:
+    assert from_ms(value) is None
