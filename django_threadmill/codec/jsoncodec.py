@@ -10,7 +10,7 @@ changes (or is missing) the public encoder is used.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 PUBLIC = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
@@ -70,13 +70,14 @@ def refuse_key_clash(*values: Any) -> None:
     pending = [value for value in values if type(value) is dict or type(value) is list]
     while pending:
         item = pending.pop()
+        children: Iterable[Any] = item
         if type(item) is dict:
             for key in item:
                 if type(key) is not str:
                     _compare_keys(item)
                     break
-            item = item.values()
-        for child in item:
+            children = item.values()
+        for child in children:
             if type(child) is dict or type(child) is list:
                 pending.append(child)
 
