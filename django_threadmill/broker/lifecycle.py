@@ -95,7 +95,14 @@ class Lifecycle(BrokerCore):
         return self._on_one_task(
             ScriptName.REQUEUE,
             task_id,
-            lambda keys: (keys.record_prefix, keys.ready, keys.done, keys.wake, keys.damaged),
+            lambda keys: (
+                keys.record_prefix,
+                keys.ready,
+                keys.done,
+                keys.wake,
+                keys.damaged,
+                keys.unique_prefix,
+            ),
             (task_id,),
         )
 

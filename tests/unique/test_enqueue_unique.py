@@ -12,7 +12,7 @@ from django.test import override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import InvalidTask, TaskResult, TaskResultStatus, task_enqueued
 from django_threadmill.task import task
-from tests.backend_support import start, start_shared_sync_thread, succeed
+from tests.backend_support import fail, start, start_shared_sync_thread, succeed
 
 from .tasks import by_account, refresh, refresh_account
 
@@ -73,6 +73,22 @@ def test_the_order_of_keys_makes_no_other_task() -> None:
     assert refresh.enqueue({"b": {"y": 2, "x": 3}, "a": 1}, full=True).id != first.id
     mixed = refresh.enqueue({1: "a", "b": 2})  # keys that do not sort as they are
     assert refresh.enqueue({"b": 2, 1: "a"}).id == mixed.id
+
+
+def test_a_requeued_task_holds_its_key_again(backend: ThreadmillTaskBackend) -> None:
+    first = refresh.enqueue(1)
+    fail(backend, first.id, ValueError("boom"))
+    assert backend.broker.requeue(first.id) == "requeued"
+    assert refresh.enqueue(1).id == first.id  # it was stored a second time
+
+
+def test_a_requeue_leaves_a_key_another_task_took(backend: ThreadmillTaskBackend) -> None:
+    first = refresh.enqueue(1)
+    fail(backend, first.id, ValueError("boom"))
+    second = refresh.enqueue(1)
+    assert second.id != first.id
+    assert backend.broker.requeue(first.id) == "requeued"
+    assert refresh.enqueue(1).id == second.id
 
 
 def test_unique_key_replaces_the_arguments() -> None:

@@ -104,8 +104,10 @@ for i = first, #ARGV, 4 do
     local score = (100 - priority) * PRIORITY_STEP + seq
     redis.call("HSET", KEYS[1] .. id, "payload", ARGV[i + 1], "state", "ready", "score", score,
       "token", 0, "enqueued_ms", now_text, "run_after_ms", run_after_ms, "nerrors", 0)
-    if guard and guard.kind ~= "s" then
-      redis.call("HSET", KEYS[1] .. id, guard.kind == "u" and "unique" or "workflow", guard.name)
+    if guard and guard.kind == "u" then  -- the window too: a requeue claims the key again
+      redis.call("HSET", KEYS[1] .. id, "unique", guard.name, "unique_ms", guard.value)
+    elseif guard and guard.kind == "w" then
+      redis.call("HSET", KEYS[1] .. id, "workflow", guard.name)
     end
     if run_after_ms ~= "" and tonumber(run_after_ms) > now then
       delayed[#delayed + 1] = tonumber(run_after_ms)

@@ -4,15 +4,18 @@
 -- KEYS[3]  P:done      zset: finished ids by finish time in ms
 -- KEYS[4]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[6]  P:u:        unique key prefix; a unique task's digest is appended
 -- ARGV[1]  id
 -- Returns: "requeued", or the state the task was in (nothing changes), "missing", or
 --          "damaged" (its record cannot be read: set aside and taken out of the done index).
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires), and
---          forgets the failed attempt's finish time and progress.
+--          forgets the failed attempt's finish time and progress. A unique task claims its
+--          key again for a new window, unless another task holds it (docs/schedules.md).
 -- Clock:   redis.call("TIME") only, to date a record set aside.
 local id = ARGV[1]
 local key = KEYS[1] .. id
-local f, refused = record_in_state(key, id, KEYS[5], "requeue", "failed", "score")
+local f, refused = record_in_state(key, id, KEYS[5], "requeue", "failed", "score", "unique",
+  "unique_ms")
 if refused == "damaged" then
   redis.call("ZREM", KEYS[3], id)
 end
@@ -24,6 +27,9 @@ redis.call("HSET", key, "state", "ready")
 forget_progress(key, "finished_ms")
 redis.call("ZREM", KEYS[3], id)
 redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
+if f[3] and tonumber(f[4]) then  -- records stored before the window was kept have no unique_ms
+  redis.call("SET", KEYS[6] .. f[3], id, "NX", "PX", f[4])
+end
 if redis.call("LLEN", KEYS[4]) == 0 then
   redis.call("RPUSH", KEYS[4], 1)
 end
