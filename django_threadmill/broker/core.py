@@ -4,14 +4,12 @@ The Broker is split by section (enqueue, reads, worker transitions, lifecycle), 
 all subclasses of ``BrokerCore``; ``broker.py`` joins them into the one ``Broker`` callers use.
 """
 
-import asyncio
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from redis.commands.core import AsyncScript, Script
 
@@ -23,6 +21,7 @@ from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_of
 from .metrics import Tally
 from .outbox import OutboxSignal
+from .per_loop import PerLoop
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .types import Lease
@@ -41,9 +40,7 @@ class BrokerCore:
         self._idle = IdleWaits(lambda: self.client, self.translated_errors)
         self.tally = Tally()  # metrics of recorded outcomes, until send_metrics sends them
         self.outbox_signal = OutboxSignal()  # outboxes finish filled (broker/workflows.py)
-        self._async_clients: WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[AsyncClient, dict[ScriptName, AsyncScript]]
-        ] = WeakKeyDictionary()
+        self._async_clients = PerLoop(self._new_async_client, _close_async_client)
 
     @cached_property
     def client(self) -> SyncClient:
@@ -56,13 +53,13 @@ class BrokerCore:
 
     def _async_client(self) -> tuple[AsyncClient, dict[ScriptName, AsyncScript]]:
         """Return the asyncio client and scripts of the running loop (pools are per loop)."""
-        loop = asyncio.get_running_loop()
-        if loop not in self._async_clients:
-            client = make_async_client(self.settings)
-            # Only enqueue runs on the asyncio client, and it must not be flagged allow-oom.
-            scripts = {name: client.register_script(script_source(name)) for name in ScriptName}
-            self._async_clients[loop] = (client, scripts)
-        return self._async_clients[loop]
+        return self._async_clients.get()
+
+    def _new_async_client(self) -> tuple[AsyncClient, dict[ScriptName, AsyncScript]]:
+        client = make_async_client(self.settings)
+        # Only enqueue runs on the asyncio client, and it must not be flagged allow-oom.
+        scripts = {name: client.register_script(script_source(name)) for name in ScriptName}
+        return client, scripts
 
     def translated_errors(self) -> AbstractContextManager[None]:
         """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix."""
@@ -133,3 +130,8 @@ class BrokerCore:
     def record_key(self, task_id: str) -> str | None:
         part = self.part_of(task_id)
         return None if part is None else self.queue_keys(part).record(task_id)
+
+
+async def _close_async_client(made: tuple[AsyncClient, dict[ScriptName, AsyncScript]]) -> None:
+    """Close a loop's client as the loop shuts down: its connections end with it."""
+    await made[0].aclose()

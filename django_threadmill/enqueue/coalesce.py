@@ -10,9 +10,9 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from weakref import WeakKeyDictionary
 
 from ..broker import Broker, Enqueued, NewTask
+from ..broker.per_loop import PerLoop
 from ..compat import TaskResult
 from ..exceptions import BrokerUnavailable
 from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settling, tasks_by_queue
@@ -211,12 +211,8 @@ class Enqueuer:
     """The coalescers of one broker: one for the process's threads, one per event loop."""
 
     def __init__(self, broker: Broker, announce: Announce) -> None:
-        self.broker = broker
-        self._announce = announce
         self._threads = ThreadCoalescer(broker.enqueue_groups)
-        self._loops: WeakKeyDictionary[asyncio.AbstractEventLoop, LoopCoalescer] = (
-            WeakKeyDictionary()
-        )
+        self._loops = PerLoop(lambda: LoopCoalescer(broker.aenqueue_groups, announce))
 
     def enqueue(self, queue: str, task: NewTask) -> str | None:
         """Store one task in ``queue``, sharing a round trip with concurrent callers; return
@@ -226,9 +222,4 @@ class Enqueuer:
     def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> asyncio.Future[str | None]:
         """Store and announce one task, coalesced within the running event loop; return the
         future of what ``enqueue`` returns."""
-        loop = asyncio.get_running_loop()
-        coalescer = self._loops.get(loop)
-        if coalescer is None:
-            coalescer = LoopCoalescer(self.broker.aenqueue_groups, self._announce)
-            self._loops[loop] = coalescer
-        return coalescer.aenqueue(loop, queue, task, result)
+        return self._loops.get().aenqueue(asyncio.get_running_loop(), queue, task, result)
