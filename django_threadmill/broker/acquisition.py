@@ -185,6 +185,16 @@ class Acquiring(BrokerCore):
             ),
         )
 
+    def start_turn(self, queue: str) -> int:
+        """Take the next start of ``queue`` under its rate: 0 when its task may start now, else
+        the ms until the next start comes (pace.lua). A queue without a rate always has one."""
+        interval_ms = self.settings.limit_of(queue).token_interval_ms
+        if interval_ms is None:
+            return 0
+        return int(
+            self._run(ScriptCall(ScriptName.PACE, (self.queue_keys(queue).paced,), (interval_ms,)))
+        )
+
     def _wake_groups(self, queues: Sequence[str], worker_id: str) -> list[list[str]]:
         parts = [part for queue in queues for part in self.parts(queue)]
         return wake_groups(self.keyspace, parts, worker_id, cluster=self.settings.cluster)

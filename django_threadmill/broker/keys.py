@@ -78,6 +78,11 @@ class QueueKeys:
         return f"{self.prefix}:rate"
 
     @property
+    def paced(self) -> str:
+        """String: the Redis time (ms) before which no task of a rate-limited queue starts."""
+        return f"{self.prefix}:paced"
+
+    @property
     def paused(self) -> str:
         """String present while the queue is paused: "<ms> <by>: <reason>" (broker/pausing.py)."""
         return f"{self.prefix}:paused"

@@ -28,13 +28,15 @@ class ScriptName(StrEnum):
     METRICS = "metrics"
     ADVANCE = "advance"
     PROGRESS = "progress"
+    PACE = "pace"
 
 
 # Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back work
 # already stored and add at most a few fields. Redis 7 refuses their first write at maxmemory unless
 # flagged, and a worker could then neither ack nor renew (docs/reliability.md, Redis settings we
 # require). Progress only overwrites four short fields of a record that is there (its note is
-# capped), and rides the finish calls: refused, it would hold up the acks it travels with.
+# capped), and rides the finish calls: refused, it would hold up the acks it travels with. Pace
+# overwrites one short string, and a refused pace would keep reserved tasks from starting.
 # Enqueue, acquire and requeue add work, so they keep failing with a clear OOM error.
 ALLOW_OOM = frozenset(
     {
@@ -47,6 +49,7 @@ ALLOW_OOM = frozenset(
         ScriptName.CANCEL,
         ScriptName.PURGE,
         ScriptName.PROGRESS,
+        ScriptName.PACE,
     }
 )
 ALLOW_OOM_SHEBANG = "#!lua flags=allow-oom\n"  # Redis 7+ only: 6.2 reads it as a syntax error

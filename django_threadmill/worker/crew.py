@@ -8,7 +8,7 @@ sizing, the watchdog and the loop monitor look on. ``WorkerProcess`` starts and 
 
 from collections.abc import Callable
 
-from ..broker import Broker
+from ..broker import Broker, Reservation
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
 from .event_loop import EventLoopLane, LoopMonitor
@@ -16,6 +16,7 @@ from .executor import Executor
 from .lanes import is_async
 from .leases import HeldLeases, LeaseKeeper
 from .options import WorkerOptions
+from .pacing import Pacer
 from .pool import PoolLimits, PoolSizing, WorkerPool
 from .prefetcher import Prefetcher
 from .role import RoleThread
@@ -40,6 +41,7 @@ class Crew:
         on_task_done: Callable[[], None],
         on_empty: Callable[[], None],
         on_crash: Callable[[], None],
+        release: Callable[[list[Reservation]], None],
     ) -> None:
         self.options = options
         self.held = HeldLeases()
@@ -48,11 +50,13 @@ class Crew:
             broker, worker_id, self.held, executor.progress, self._on_written, on_crash
         )
 
+        self.pacer = Pacer(broker, release)
         parts = RunnerParts(
             buffer=self.buffer,
             executor=executor,
             writer=self.writer,
             held=self.held,
+            pacer=self.pacer,
             sync_ack=options.sync_ack,
             on_task_done=on_task_done,
         )

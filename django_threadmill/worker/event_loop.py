@@ -114,6 +114,11 @@ class EventLoopLane(TaskRunner):
 
     async def _run_one(self, reservation: Reservation) -> None:
         try:
+            pacer = self.pacer
+            if pacer.paces(reservation) and not await asyncio.to_thread(
+                pacer.take_turn, reservation
+            ):
+                return  # the worker stopped first: handed back
             started_ms = self.begin(reservation)
             if started_ms is None:
                 return

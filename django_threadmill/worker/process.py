@@ -70,6 +70,7 @@ class WorkerProcess:
             on_task_done=self._count_task,
             on_empty=self.request_stop,
             on_crash=self._crashed,
+            release=self._release,
         )
 
     @property
@@ -244,7 +245,9 @@ class WorkerProcess:
         # 1. Stop fetching, so nothing new is reserved while we hand work back.
         crew.prefetcher.stop()
         _join(crew.prefetcher, max(0.0, deadline - time.monotonic()))
-        # 2. Release reserved, never-started tasks to their queues, in their original place.
+        # 2. Release reserved, never-started tasks to their queues, in their original place
+        # (those waiting for a rate-limited queue's start turn too).
+        crew.pacer.stop()
         crew.lane.stop()
         self._release(crew.buffer.close())
         # 3. Let running tasks finish, bounded by the grace period; then the event loop

@@ -10,6 +10,7 @@ from .ack_writer import AckWriter
 from .buffer import TaskBuffer
 from .executor import Executor
 from .leases import HeldLeases
+from .pacing import Pacer
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ class RunnerParts:
     executor: Executor
     writer: AckWriter
     held: HeldLeases
+    pacer: Pacer  # a rate-limited queue's task waits for its start turn
     sync_ack: bool  # --sync-ack: an outcome is written before the next task
     on_task_done: Callable[[], None]  # counts toward --max-tasks and --max-memory
 
@@ -37,6 +39,7 @@ class TaskRunner(RoleThread):
         self.executor = parts.executor
         self.writer = parts.writer
         self.held = parts.held
+        self.pacer = parts.pacer
         self.sync_ack = parts.sync_ack
         self.on_task_done = parts.on_task_done
 

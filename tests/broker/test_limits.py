@@ -125,6 +125,25 @@ def test_a_token_awaited_under_a_slower_rate_comes_within_the_current_interval(
     assert taken == ids
 
 
+def test_starts_take_turns_one_interval_apart(broker: Broker, redis_client: redis.Redis) -> None:
+    assert broker.start_turn("emails") == 0
+    waits = [broker.start_turn("emails") for _ in range(3)]  # no turn taken: each only waits
+    assert all(0 < wait <= TOKEN_MS for wait in waits)
+    turns: list[int] = []
+    wait_until(lambda: turns.append(broker.start_turn("emails")) or turns[-1] == 0, "turn", 5)
+    assert broker.start_turn("default") == 0  # a queue without a rate: no call, no key
+    assert not redis_client.exists(broker.queue_keys("default").paced)
+
+
+def test_a_start_turn_put_off_by_a_slower_rate_comes_within_the_current_interval(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    seconds, micros = redis_client.time()
+    an_hour_on = seconds * 1000 + micros // 1000 + 3_600_000  # the next start under "1/h"
+    redis_client.set(broker.queue_keys("emails").paced, an_hour_on)
+    assert 0 < broker.start_turn("emails") <= TOKEN_MS
+
+
 def test_an_unused_token_is_kept_for_later(broker: Broker, redis_client: redis.Redis) -> None:
     assert broker.acquire("emails", 10).reservations == []
     assert not redis_client.exists(broker.queue_keys("emails").rate)

@@ -1,5 +1,6 @@
 """Tasks for the limit tests: they record when they ran in files, outside Redis."""
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -29,3 +30,18 @@ def hold_until(marker: str, release: str) -> None:
     deadline = time.monotonic() + 60
     while not Path(release).exists() and time.monotonic() < deadline:
         time.sleep(0.01)  # the task's own work: waiting for the test to let it go
+
+
+@task(queue_name="emails")
+async def astamp(log_path: str) -> None:
+    """``stamp``, awaited on the event loop lane."""
+    stamp.func(log_path)
+
+
+@task(queue_name="reports")
+async def ahold_until(marker: str, release: str) -> None:
+    """``hold_until`` on the event loop lane, awaiting between looks."""
+    Path(marker).touch()
+    deadline = time.monotonic() + 60
+    while not Path(release).exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)  # the task's own work: waiting for the test to let it go

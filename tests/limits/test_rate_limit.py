@@ -3,16 +3,18 @@
 import bisect
 import signal
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
+import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResultStatus
+from django_threadmill.compat import Task, TaskResultStatus
 from tests.support import Command, wait_until
 from tests.worker.tasks import square
 
-from .tasks import stamp
+from .tasks import ahold_until, astamp, hold_until, stamp
 
 LIMITS = {"queue_limits": {"emails": {"rate": "20/s"}}}
 TASKS = 50
@@ -48,3 +50,64 @@ def test_at_most_twenty_start_in_any_second(
         wait_until(lambda r=result: r.refresh() or r.status == TaskResultStatus.SUCCESSFUL, "ack")
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
+
+
+@pytest.mark.parametrize(
+    ("holder", "stamper", "room"),
+    [
+        (hold_until, stamp, ("--threads", "1")),
+        (ahold_until, astamp, ("--async-concurrency", "1")),
+    ],
+    ids=["threads", "event-loop"],
+)
+def test_tasks_reserved_while_every_runner_is_busy_still_start_an_interval_apart(
+    backend: ThreadmillTaskBackend,
+    start_worker: Callable[..., Command],
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    holder: Task,
+    stamper: Task,
+    room: tuple[str, str],
+) -> None:
+    """A reservation waits in the buffer while every thread (or loop slot) is busy; tasks
+    reserved 50 ms apart once all started within a millisecond when one came free."""
+    options = {"queue_limits": {"emails": {"rate": "20/s"}}}  # one start every 50 ms
+    marker, release, log = tmp_path / "holding", tmp_path / "release", tmp_path / "starts.log"
+    holder.enqueue(str(marker), str(release))
+    stamps = backend.enqueue_many(stamper, [((str(log),), {}) for _ in range(4)])
+    worker = start_worker(*room, options=options)
+    wait_until(marker.exists, "the one thread is held")
+    leases = backend.broker.queue_keys("emails").leases
+    wait_until(lambda: redis_client.zcard(leases) >= 3, "rate-limited tasks reserved meanwhile")
+    release.touch()
+    for result in stamps:
+        wait_until(lambda r=result: r.refresh() or r.status == TaskResultStatus.SUCCESSFUL, "run")
+    starts = sorted(float(line) for line in log.read_text().splitlines())
+    # Turns are taken on the Redis clock and stamped on the worker's: allow a few ms between.
+    assert min(later - earlier for earlier, later in pairwise(starts)) >= 0.045
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.log
+
+
+def test_a_task_waiting_for_its_start_turn_is_handed_back_at_shutdown(
+    backend: ThreadmillTaskBackend,
+    start_worker: Callable[..., Command],
+    tmp_path: Path,
+    redis_client: redis.Redis,
+) -> None:
+    options = {"queue_limits": {"emails": {"rate": "1/m"}}}
+    seconds, micros = redis_client.time()
+    a_minute_on = seconds * 1000 + micros // 1000 + 60_000  # another start just took the turn
+    redis_client.set(backend.broker.queue_keys("emails").paced, a_minute_on)
+    log = tmp_path / "starts.log"
+    waiting = stamp.enqueue(str(log))
+    worker = start_worker("--threads", "1", options=options)
+    leases = backend.broker.queue_keys("emails").leases
+    wait_until(lambda: redis_client.zcard(leases) == 1, "the task reserved, waiting for its turn")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.log
+    waiting.refresh()
+    assert waiting.status == TaskResultStatus.READY
+    assert redis_client.zcard(leases) == 0
+    assert not log.exists()
+    assert "Released unstarted tasks count=1" in worker.log

@@ -22,6 +22,7 @@ from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.executor import Executor
 from django_threadmill.worker.leases import HeldLeases
+from django_threadmill.worker.pacing import Pacer
 from django_threadmill.worker.runner import RunnerParts
 from django_threadmill.worker.threads import WorkerThread
 from testproject.example.tasks import record_pid, touch_database
@@ -114,6 +115,7 @@ def test_a_worker_thread_that_ends_closes_the_connections_it_opened(
         executor=executor,
         writer=writer,
         held=held,
+        pacer=Pacer(backend.broker, release=lambda reservations: None),
         sync_ack=True,  # the outcome is written before the thread takes its next turn
         on_task_done=lambda: None,
     )

@@ -178,11 +178,19 @@ class Inspector:
         return found
 
     def next_tokens_ms(self, queues: Sequence[str]) -> dict[str, int | None]:
-        """Return when each queue's rate limit has its next token (Redis ms; None: one waits)."""
+        """Return when each queue's rate limit allows its next start (Redis ms; None: now): the
+        later of its next reservation (acquire) and its next start turn (pace)."""
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 pipe.get(self._keys(queue).rate)
-            return {q: stored_int(v) for q, v in zip(queues, pipe.execute(), strict=True)}
+                pipe.get(self._keys(queue).paced)
+            replies = iter(pipe.execute())
+            found = {}
+            # Two replies a queue, taken in turn from one iterator.
+            for queue, reservation, start in zip(queues, replies, replies, strict=False):
+                times = [t for t in (stored_int(reservation), stored_int(start)) if t is not None]
+                found[queue] = max(times) if times else None
+            return found
 
     def state_split(self, queue: str, index: Index, total: int | None = None) -> StateSplit:
         """Count the states of the ids in ``index``; estimate from the newest ids above a cap.
