@@ -186,6 +186,18 @@ def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable
             "'databases' setting (16 by default) at the end of LOCATION, e.g. "
             "'redis://host:6379/0'."
         )
+    if message.startswith(("unknown command", "ERR unknown command")):
+        return BrokerRefused(
+            f"Redis at {where} does not know a command this backend sends ({exc}): it was "
+            "renamed or disabled (rename-command in its config). Enable it: the commands of "
+            "the ACL '+@all -@dangerous +info' must be there under their own names."
+        )
+    if message.startswith(("MISCONF", "NOREPLICAS")):
+        return BrokerUnavailable(
+            f"Redis at {where} refuses writes ({exc}). MISCONF: it cannot save to disk, so fix "
+            "its disk, 'dir' or 'save' setting; NOREPLICAS: fewer replicas answer than its "
+            "min-replicas-to-write; nothing was written."
+        )
     if isinstance(exc, redis.exceptions.ReadOnlyError) or message.startswith("READONLY"):
         return BrokerUnavailable(
             f"Redis at {where} is a read-only replica ({exc}). During a failover this passes "

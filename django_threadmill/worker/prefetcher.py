@@ -3,7 +3,6 @@
 import logging
 import threading
 from collections.abc import Callable
-from contextlib import suppress
 
 from ..broker import Broker
 from ..exceptions import BrokerUnavailable
@@ -57,9 +56,14 @@ class Prefetcher(RoleThread):
         """Wake the thread whether it waits for room or for work."""
         self.buffer.wake()
         self._progress.set()
-        # If Redis is unreachable, the thread waits at most IDLE_BLOCK_S, or is failing anyway.
-        with suppress(BrokerUnavailable):
+        # Whatever Redis answers, the stop goes on: unwoken, the thread waits at most
+        # IDLE_BLOCK_S, or is failing anyway.
+        try:
             self.broker.wake_process(self.queues, self.worker_id)
+        except BrokerUnavailable:
+            pass
+        except Exception as exc:  # an error reply nothing translates: logged, not raised
+            logger.warning("Waking the prefetcher failed error=%r", exc)
 
     def loop(self) -> None:
         failures = 0

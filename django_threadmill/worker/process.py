@@ -298,7 +298,7 @@ class WorkerProcess:
         leases = [reservation.lease for reservation in unstarted]
         try:
             released = self.broker.release(leases)
-        except BrokerUnavailable as exc:
+        except Exception as exc:  # BrokerUnavailable, or a reply nothing translates: stop goes on
             logger.error(
                 "Release failed count=%d error=%s (they return to READY when their lease "
                 "lapses and the reaper runs)",

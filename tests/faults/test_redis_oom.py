@@ -71,10 +71,11 @@ def test_enqueue_raises_and_worker_acks_when_redis_is_full(
 
 
 def test_only_scripts_that_settle_work_may_run_while_full(backend: ThreadmillTaskBackend) -> None:
-    """Redis 7+ gets the allow-oom flag on settling scripts, and on progress, which rides the
-    finish calls; work-adding ones stay refusable."""
+    """Redis 7+ gets the allow-oom flag on settling scripts, on progress, which rides the
+    finish calls, and on pace, which lets reserved tasks start; work-adding ones stay
+    refusable."""
     assert supports_script_flags(backend.broker.client)
     flagged = {name for name in ScriptName if script_source(name, flags=True).startswith("#!lua")}
     settling = {"start", "finish", "metrics", "renew", "release", "reap", "cancel", "purge"}
-    assert flagged == settling | {"progress"}
+    assert flagged == settling | {"progress", "pace"}
     assert not any(script_source(name).startswith("#!") for name in ScriptName)
