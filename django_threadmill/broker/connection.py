@@ -33,6 +33,8 @@ DAMAGED_DATA_ERRORS = (
     "value is not a valid float",
 )
 
+MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxclients is reached
+
 
 def _client_options(settings: BackendSettings) -> dict[str, Any]:
     options: dict[str, Any] = {
@@ -97,6 +99,11 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
             "under way; else start the sentinels and the primary, or fix OPTIONS['sentinel'] "
             "(service_name, sentinels); nothing was written."
         ) from exc
+    except redis.exceptions.BusyLoadingError as exc:  # a ConnectionError, but Redis answered
+        raise BrokerUnavailable(
+            f"Redis at {where} is loading its data from disk ({exc}): it answers again once "
+            "loaded, which takes longer the larger the data; nothing was written."
+        ) from exc
     except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse) as exc:
         raise _no_reply(location, pool_timeout_s, exc) from exc
     except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
@@ -135,6 +142,12 @@ def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUna
             f"pool_timeout={pool_timeout_s:g}s ({exc}). "
             "Raise OPTIONS['pool_timeout'] or OPTIONS['max_connections'], or find what "
             "holds the connections (a slow Redis?); nothing was written."
+        )
+    if MAX_CLIENTS_REPLY in str(exc):  # Redis answered, at connect: refused, not dropped
+        return BrokerUnavailable(
+            f"Redis at {where} has as many clients as its maxclients allows ({exc}). Raise "
+            "maxclients, or lower OPTIONS['max_connections'] (per process) or the number of "
+            "processes; nothing was written."
         )
     garbled = isinstance(exc, redis.exceptions.InvalidResponse)
     dropped = isinstance(exc, redis.ConnectionError) and _connected(exc)

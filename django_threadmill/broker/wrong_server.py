@@ -8,9 +8,14 @@ an error line at once, anything else names itself by its first bytes.
 """
 
 import socket
+import time
 from urllib.parse import urlsplit
 
 PROBE_TIMEOUT_S = 1.0  # the probe waits no longer for a connection or an answer
+# A connection closed unanswered is looked at again after this: a Redis going down or coming
+# back closes some too, and would be taken for no Redis (and an enqueue it may have stored
+# for one that wrote nothing).
+SECOND_LOOK_S = 0.2
 PING = b"PING\r\n"  # the inline command every Redis answers, with or without credentials
 SAMPLE_BYTES = 24  # how much of a foreign answer the message quotes
 TLS_RECORD_TYPES = (0x15, 0x16)  # a TLS alert or handshake record opens the answer
@@ -38,6 +43,9 @@ def wrong_server(location: str, where: str) -> str | None:
         return None  # a unix socket: nothing but a Redis listens on one by mistake
     tls = parts.scheme == "rediss"
     answer = _answer(parts.hostname, parts.port or 6379)
+    if answer == b"":
+        time.sleep(SECOND_LOOK_S)
+        answer = _answer(parts.hostname, parts.port or 6379)
     if answer is None or (tls and not answer.startswith((b"+", b"-"))):
         return None  # with TLS, anything but plain Redis fails the handshake with its reason
     sample = answer.decode("latin-1")
@@ -48,7 +56,7 @@ def wrong_server(location: str, where: str) -> str | None:
             f"The server at {where} answered the Redis protocol without TLS, but LOCATION says "
             "rediss://. Use redis:// for it, or the port of its TLS listener; nothing was written."
         )
-    if not answer:  # a TLS port, or a server of another protocol (PostgreSQL, MQTT)
+    if not answer:  # twice: a TLS port, or a server of another protocol (PostgreSQL, MQTT)
         return (
             f"The server at {where} closed the connection at the first command instead of "
             "answering it: it is no Redis, or a TLS port (then use rediss:// in LOCATION). "

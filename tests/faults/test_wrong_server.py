@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import wrong_server as wrong_server_module
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
 from tests.security.tls import tls_redis
@@ -128,3 +129,21 @@ def test_the_worker_says_what_it_found_while_it_waits(
         assert "Traceback" not in command.log
     finally:
         command.close()
+
+
+@pytest.mark.parametrize(
+    ("answers", "named"),
+    [([b"", b""], True), ([b"", b"+PONG\r\n"], False), ([b"", None], False)],
+    ids=["closed-twice", "redis-back", "gone"],
+)
+def test_a_connection_closed_unanswered_is_looked_at_twice(
+    monkeypatch: pytest.MonkeyPatch, answers: list[bytes | None], named: bool
+) -> None:
+    """A Redis restarting closes some connections unanswered: taken for no Redis, an enqueue
+    it may have stored was reported as written nowhere."""
+    looks = iter(answers)
+    monkeypatch.setattr(wrong_server_module, "SECOND_LOOK_S", 0)
+    monkeypatch.setattr(wrong_server_module, "_answer", lambda host, port: next(looks))
+    verdict = wrong_server_module.wrong_server("redis://127.0.0.1:6399/0", "here")
+    assert (verdict is not None) == named
+    assert next(looks, "all looked at") == "all looked at"
