@@ -247,3 +247,17 @@ def test_garbage_timestamp_in_a_record_does_not_break_acquire(broker: Broker) ->
     reserved = broker.acquire("default", 10).reservations
     assert [r.lease.task_id for r in reserved] == [damaged.id, healthy.id]
     assert reserved[0].enqueued_ms is None
+
+
+def test_the_reaper_settles_a_queue_redis_lost_the_name_of(backend: ThreadmillTaskBackend) -> None:
+    """Redis back empty or flushed: the set of queue names is gone while a producer that
+    enqueued before still holds leases' tasks; the configured queues are reaped all the same."""
+    broker = backend.broker
+    lost = echo.enqueue(1)
+    lease = start(backend, lost.id)
+    broker.client.delete(broker.keyspace.queues)
+    broker.client.zadd(broker.queue_keys("default").leases, {lease.task_id: 0})  # expired
+    report = reap_once(backend)
+    assert report.failed == 1
+    lost.refresh()
+    assert lost.status == TaskResultStatus.FAILED

@@ -205,7 +205,9 @@ def reap_once(
     if batch_size < 1:
         raise ValueError(f"reap_once(batch_size={batch_size}) must be 1 or more.")
     report = ReapReport(dry_run=dry_run)
-    queues = backend.broker.queues()
+    # The configured queues too: Redis's set of queues is written at enqueue and at a worker's
+    # start, so one that came back empty (or was flushed) may not name the queue of a lease.
+    queues = sorted(set(backend.queues) | set(backend.broker.queues()))
     for queue in queues:
         _reap_queue(backend, queue, report, batch_size)
     if not dry_run:
