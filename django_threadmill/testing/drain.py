@@ -96,6 +96,7 @@ class _Drain:
             backend.alias,
             type(backend),
             max_result_bytes=backend.settings.max_result_bytes,
+            interruptible=True,
         )
         self.held = HeldLeases()
         # Never started: its renew() is called between tasks, once lease_ttl / 3 has passed.
@@ -109,6 +110,10 @@ class _Drain:
         )
         self.renew_at = 0.0
         self.ran = 0
+        # The drain's event loop and the batch of async tasks running on it.
+        self._gathering: tuple[asyncio.AbstractEventLoop, asyncio.Future[list[Finish]]] | None = (
+            None
+        )
 
     def run(self) -> int:
         # One thread for every event loop of this drain, joined when it ends.
@@ -170,17 +175,33 @@ class _Drain:
     def _run_async(self, reservations: list[Reservation]) -> None:
         starts = [Start(lease=r.lease, started_ms=now_ms()) for r in reservations]
         self._write("start", self.broker.start, starts)
-        self._finish(async_to_sync(self._gather)(reservations, starts))
+        try:
+            finishes = async_to_sync(self._gather)(reservations, starts)
+        except BaseException:
+            self._stop_gathering()
+            raise
+        self._finish(finishes)
 
     async def _gather(self, reservations: list[Reservation], starts: list[Start]) -> list[Finish]:
-        return list(
-            await asyncio.gather(
-                *(
-                    self.executor.arun(reservation, start.started_ms)
-                    for reservation, start in zip(reservations, starts, strict=True)
-                )
+        gathering = asyncio.gather(
+            *(
+                self.executor.arun(reservation, start.started_ms)
+                for reservation, start in zip(reservations, starts, strict=True)
             )
         )
+        self._gathering = asyncio.get_running_loop(), gathering
+        return list(await gathering)
+
+    def _stop_gathering(self) -> None:
+        """An interrupt (Ctrl-C, a test's timeout) reached this thread while the tasks ran on
+        the loop: cancel them, handed back unrecorded, so the loop ends. Left running, they would
+        wait for this thread to serve their thread-sensitive calls, and the drain would hang."""
+        if self._gathering is None:
+            return
+        loop, gathering = self._gathering
+        if not gathering.done():
+            self.executor.handing_back.set()
+            loop.call_soon_threadsafe(gathering.cancel)
 
     def _finish(self, finishes: list[Finish]) -> None:
         # The tasks' last progress reports go with their outcomes, written first.

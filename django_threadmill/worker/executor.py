@@ -104,6 +104,13 @@ class Attempt:
         return found
 
 
+def _interrupts_caller(exc: BaseException) -> bool:
+    """Tell whether ``exc`` stops whoever runs the task rather than the task alone: what is no
+    ``Exception`` (Ctrl-C, ``SystemExit``, a test framework's outcome), except the task's own
+    ``CancelledError``."""
+    return not isinstance(exc, Exception | asyncio.CancelledError)
+
+
 class Executor:
     """Executes tasks for one worker process's threads, and for its event loop."""
 
@@ -114,8 +121,13 @@ class Executor:
         backend_class: type,
         task_timeout_s: float | None = None,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        *,
+        interruptible: bool = False,
     ) -> None:
         self.worker_id = worker_id
+        # drain(): Ctrl-C and a test framework's outcome (pytest-timeout's failure) raised while
+        # a task runs reach the caller, unrecorded; a worker records every task's exception.
+        self.interruptible = interruptible
         self.max_result_bytes = max_result_bytes
         self.backend_alias = backend_alias
         self.backend_class = backend_class
@@ -168,6 +180,8 @@ class Executor:
                 )
             returned, value = encode_result(called, attempt.task.module_path, self.max_result_bytes)
         except BaseException as exc:
+            if self.interruptible and _interrupts_caller(exc):
+                raise
             # Still inside the except block: task_finished receivers see the exception.
             finish = self._failed(attempt, exc)
             outcome.announce(self.backend_class, attempt, finish)
@@ -198,6 +212,8 @@ class Executor:
             )
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError) and self.handing_back.is_set():
+                raise
+            if self.interruptible and _interrupts_caller(exc):
                 raise
             finish = self._failed(attempt, exc)
             await outcome.aannounce(self.backend_class, attempt, finish)

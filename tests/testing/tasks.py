@@ -1,6 +1,9 @@
 """Tasks for the drain tests. The drain runs them in the test's own process and thread, so they
 report through module state that the tests read directly."""
 
+import asyncio
+import os
+import signal
 import threading
 import time
 from datetime import timedelta
@@ -52,3 +55,22 @@ def unique(label: str) -> None:
 async def threads_seen() -> list[int]:
     """Return the loop's thread and the one a thread-sensitive sync call runs in."""
     return [threading.get_ident(), await sync_to_async(threading.get_ident)()]
+
+
+class Interrupt(BaseException):
+    """What a test framework raises in the test's thread: pytest-timeout's failure, say."""
+
+
+@task
+def interrupted() -> None:
+    """Stand for a task cut short by the test's timeout (raised in the test's thread)."""
+    raise Interrupt("the test ran out of time")
+
+
+@task
+async def awaits_past_an_interrupt() -> None:
+    """Have the test's thread interrupted (its SIGUSR1 handler raises), then await on: the
+    thread-sensitive call after the await needs the test's thread, which no longer serves it."""
+    os.kill(os.getpid(), signal.SIGUSR1)
+    await asyncio.sleep(60)  # the task's own long await, cancelled by the interrupt
+    await sync_to_async(threading.get_ident, thread_sensitive=True)()
