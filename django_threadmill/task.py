@@ -91,12 +91,13 @@ def task(
     retry: RetryPolicy | None = None,
     unique_for: timedelta | None = None,
     unique_key: Callable[[list[Any], dict[str, Any]], str] | None = None,
+    enqueue_on_commit: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """Turn a function into a task, like ``django.tasks.task``, accepting our options.
 
     Usable bare (``@task``) or called (``@task(retry=ExponentialBackoff(max_attempts=3))``,
-    ``@task(unique_for=timedelta(minutes=5))``).
+    ``@task(unique_for=timedelta(minutes=5))``, ``@task(enqueue_on_commit=True)``).
     """
     if "run_after" in kwargs:
         raise TypeError(
@@ -107,7 +108,12 @@ def task(
     def wrapper(func: Callable[..., Any]) -> Task:
         task_class = task_backends[backend].task_class
         extra = kwargs | _threadmill_options(
-            task_class, backend, retry=retry, unique_for=unique_for, unique_key=unique_key
+            task_class,
+            backend,
+            retry=retry,
+            unique_for=unique_for,
+            unique_key=unique_key,
+            enqueue_on_commit=enqueue_on_commit,
         )
         return task_class(
             func=func,

@@ -53,6 +53,11 @@ def served_queues(backend: ThreadmillTaskBackend, asked: Iterable[str] | None) -
     Raise ImproperlyConfiguredThreadmill for a name that is not valid or not in QUEUES, and
     when nothing is asked of a backend whose empty QUEUES lets tasks go to any queue.
     """
+    if isinstance(asked, str | bytes):  # iterating it would serve its letters
+        raise TypeError(
+            f"queues={asked!r} is one string, not a list of queue names. Pass a list, e.g. "
+            f"queues=[{asked!r}]."
+        )
     queues = list(asked or ()) or sorted(backend.queues)
     if not queues:
         raise ImproperlyConfiguredThreadmill(

@@ -1,6 +1,7 @@
 """ThreadmillTask and @task(retry=...): a retry policy travels with the task on every version."""
 
 import pickle
+import re
 from dataclasses import replace
 from importlib.util import find_spec
 
@@ -67,6 +68,26 @@ def test_retry_on_a_backend_without_policies_says_which_backend_to_use() -> None
         pytest.raises(InvalidTask, match="Task backend 'default' builds Task, which has no retry"),
     ):
         task(retry=NO_WAIT)(double)
+
+
+def test_enqueue_on_commit_is_taken_by_the_decorator() -> None:
+    built = task(enqueue_on_commit=True)(double)
+    assert isinstance(built, ThreadmillTask)
+    assert built.enqueue_on_commit is True
+    assert task(double).enqueue_on_commit is None  # follows OPTIONS['enqueue_on_commit']
+
+
+def test_enqueue_on_commit_on_a_backend_without_it_says_which_backend_to_use() -> None:
+    message = (
+        "Task backend 'default' builds Task, which has no enqueue_on_commit. Use "
+        "django_threadmill.backend.ThreadmillTaskBackend for that alias, or drop "
+        "enqueue_on_commit=."
+    )
+    with (
+        override_settings(TASKS={"default": {"BACKEND": IMMEDIATE}}),
+        pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"),
+    ):
+        task(enqueue_on_commit=True)(double)
 
 
 def test_plain_tasks_still_work_on_a_backend_without_policies() -> None:

@@ -172,6 +172,9 @@ def test_bad_arguments_are_refused_naming_the_fix() -> None:
         drain(wait_for_delayed=-1)
     with pytest.raises(ImproperlyConfiguredThreadmill, match="Queue 'nope' is not in TASKS"):
         drain(queues=["nope"])
+    message = "queues='emails' is one string, not a list of queue names. Pass a list, e.g. "
+    with pytest.raises(TypeError, match=f"^{message}queues=\\['emails'\\]\\.$"):
+        drain(queues="emails")
 
 
 async def test_it_refuses_to_run_inside_an_event_loop() -> None:
