@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 @pytest.fixture
 def threadmill() -> Iterator["Threadmill"]:
     """Run the test's tasks with ``threadmill.drain()``, in its own thread; the project's Redis
-    keys (every ThreadmillTaskBackend's key_prefix) are flushed before and after it."""
+    keys (every ThreadmillTaskBackend's key_prefix) are flushed before and after it. Under
+    pytest-xdist each worker gets keys of its own (testing/isolation.py)."""
     from .testing import Threadmill
+    from .testing.isolation import own_key_prefixes
 
-    Threadmill.flush()
-    yield Threadmill()
-    Threadmill.flush()
+    with own_key_prefixes():
+        Threadmill.flush()
+        yield Threadmill()
+        Threadmill.flush()

@@ -5,6 +5,7 @@ import unittest
 
 from ..aliases import threadmill_aliases, threadmill_backend
 from .drain import drain
+from .isolation import own_key_prefixes
 
 
 def flush() -> None:
@@ -29,8 +30,14 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
     before and after each test.
 
     List it before the TestCase class (``class T(ThreadmillTestMixin, TestCase)``); a
-    ``setUp`` of your own calls ``super().setUp()`` before it enqueues anything.
+    ``setUp`` of your own calls ``super().setUp()`` before it enqueues anything. In a parallel
+    run each process gets keys of its own (testing/isolation.py).
     """
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.enterClassContext(own_key_prefixes())
+        super().setUpClass()
 
     def setUp(self) -> None:
         super().setUp()

@@ -1,0 +1,44 @@
+"""Test processes that run at once against one Redis get a key prefix each, by themselves.
+
+pytest-xdist names its workers in ``PYTEST_XDIST_WORKER`` (``gw0``, ``gw1``, ...), and Django's
+``manage.py test --parallel`` numbers its own (``django.test.runner._worker_id``, set in each
+worker after the settings were read, so settings cannot use it). The ``threadmill`` fixture
+and ``ThreadmillTestMixin`` run their tests with every ThreadmillTaskBackend's ``key_prefix``
+suffixed by that name: one worker's flush no longer deletes another's tasks, and no drain runs
+another test's tasks against its own database.
+"""
+
+import os
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from django.conf import settings
+from django.test import override_settings
+from django.test import runner as django_runner
+
+from ..aliases import threadmill_aliases, threadmill_backend
+
+
+def parallel_worker() -> str | None:
+    """Return the name of this test process among those running at once, or None."""
+    xdist = os.environ.get("PYTEST_XDIST_WORKER")
+    if xdist:
+        return xdist
+    number = getattr(django_runner, "_worker_id", 0)  # 0 outside a parallel run's workers
+    return f"django{number}" if number else None
+
+
+def own_key_prefixes() -> AbstractContextManager[Any]:
+    """Return a context in which each ThreadmillTaskBackend's key_prefix ends with this test
+    process's name; nothing changes outside a parallel run."""
+    worker = parallel_worker()
+    if worker is None:
+        return nullcontext()
+    tasks: dict[str, dict[str, Any]] = {alias: dict(p) for alias, p in settings.TASKS.items()}
+    for alias in threadmill_aliases():
+        prefix = threadmill_backend(alias).settings.key_prefix
+        if prefix.endswith(f"-{worker}"):  # already the process's own
+            continue
+        options = dict(tasks[alias].get("OPTIONS", {}))
+        tasks[alias]["OPTIONS"] = {**options, "key_prefix": f"{prefix}-{worker}"}
+    return override_settings(TASKS=tasks)
