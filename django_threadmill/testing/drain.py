@@ -14,12 +14,14 @@ tasks see what a test set up there: its database transaction, its mocks, its log
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from functools import partial
+from typing import cast
 
 from asgiref.sync import AsyncSingleThreadContext, async_to_sync
+from django.db import connections
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
@@ -170,13 +172,16 @@ class _Drain:
         self._write(
             "start", self.broker.start, [Start(lease=reservation.lease, started_ms=started_ms)]
         )
-        self._finish([self.executor.run(reservation, started_ms)])
+        with _as_their_own_commit():
+            finish = self.executor.run(reservation, started_ms)
+        self._finish([finish])
 
     def _run_async(self, reservations: list[Reservation]) -> None:
         starts = [Start(lease=r.lease, started_ms=now_ms()) for r in reservations]
         self._write("start", self.broker.start, starts)
         try:
-            finishes = async_to_sync(self._gather)(reservations, starts)
+            with _as_their_own_commit():
+                finishes = async_to_sync(self._gather)(reservations, starts)
         except BaseException:
             self._stop_gathering()
             raise
@@ -226,3 +231,28 @@ class _Drain:
         self.held.discard(unstarted)
         with suppress(BrokerUnavailable):  # else their leases lapse and the reaper settles them
             self.broker.release(unstarted)
+
+
+@contextmanager
+def _as_their_own_commit() -> Iterator[None]:
+    """Run the ``on_commit`` callbacks that tasks leave waiting on the test's transaction once
+    they end, as a worker's commit would (a ``TestCase`` wraps each test in one that never
+    commits): an ``enqueue_on_commit`` from a task would otherwise never be stored. Callbacks
+    of an ``atomic()`` a task rolled back are gone already, as in a worker. An interrupt
+    leaves them waiting."""
+    waiting = {alias: len(connections[alias].run_on_commit) for alias in connections}
+    yield
+    for alias, before in waiting.items():
+        hooks = connections[alias].run_on_commit
+        while len(hooks) > before:  # a callback may register more
+            # (savepoints, callback, robust) since Django 4.2; django-stubs still says pairs.
+            added = cast(list[tuple[set[str], Callable[[], object], bool]], hooks[before:])
+            del hooks[before:]
+            for _savepoints, callback, robust in added:
+                if not robust:
+                    callback()
+                    continue
+                try:
+                    callback()
+                except Exception:
+                    logger.exception("Error calling %r in on_commit()", callback)

@@ -74,3 +74,10 @@ async def awaits_past_an_interrupt() -> None:
     os.kill(os.getpid(), signal.SIGUSR1)
     await asyncio.sleep(60)  # the task's own long await, cancelled by the interrupt
     await sync_to_async(threading.get_ident, thread_sensitive=True)()
+
+
+@task
+def spawns_on_commit(label: str) -> None:
+    """Note the run, then enqueue a child that waits for the transaction's commit."""
+    runs.append((label, time.monotonic()))
+    record.using(enqueue_on_commit=True).enqueue(f"{label}'s child")
