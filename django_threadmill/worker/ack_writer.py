@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from ..broker import Ack, Broker, Finish, Lease, Outcome, Rejected, Start
+from ..broker import Ack, Broker, Finish, Lease, Rejected, Start
 from ..exceptions import BrokerUnavailable
 from .backoff import ACK_BACKOFF
 from .leases import HeldLeases
@@ -221,12 +221,10 @@ class AckWriter(RoleThread):
             del held_starts[start.lease]
         if due:
             self._send("start", due, self.broker.start)
-        successes = [f for f in finishes if f.outcome is Outcome.SUCCESSFUL]
-        failures = [[f] for f in finishes if f.outcome is not Outcome.SUCCESSFUL]
         finished = [finish.lease for finish in finishes]
         # The finishing attempts' last reports, and every waiting one if due, ride the first call.
         riders = self.progress.take(finished, flush=flush) if finishes else []
-        for group in _by_size(successes) + failures:
+        for group in _by_size(finishes):
             self._send("finish", group, partial(self.broker.finish, progress=riders))
             riders = []
         if finishes:
@@ -299,12 +297,13 @@ def _sort(
     return finishes, waiters
 
 
-def _by_size(successes: list[Finish]) -> list[list[Finish]]:
-    """Split ``successes`` into calls of at most FINISH_CALL_CHARS of results each (a larger
-    result alone), in order; no call for none."""
+def _by_size(finishes: list[Finish]) -> list[list[Finish]]:
+    """Split ``finishes`` into calls of at most FINISH_CALL_CHARS of results and errors each (a
+    larger one alone), in order; no call for none. Failures go with successes: one call each
+    kept a failing burst's outcomes waiting in memory, a round trip apiece."""
     calls: list[list[Finish]] = []
     size = 0
-    for finish in successes:
+    for finish in finishes:
         if not calls or size + len(finish.value) > FINISH_CALL_CHARS:
             calls.append([])
             size = 0

@@ -91,6 +91,7 @@ class Crew:
             is_settled=lambda: (
                 self.buffer.is_idle() and self.writer.pending() == 0 and self.drainer.is_idle()
             ),
+            unwritten=self.writer.pending,
             on_empty=on_empty,
             on_crash=on_crash,
         )

@@ -17,6 +17,12 @@ logger = logging.getLogger(__name__)
 
 IDLE_BLOCK_S = 5.0  # longest blocking wait for a wake token; must stay under socket_timeout
 BURST_HORIZON_MS = 60_000  # --burst still waits for delayed tasks due within this many ms
+# Outcomes (and start notices) waiting to be written above which nothing more is reserved: a
+# Redis that refuses or delays acks (replicas away under durability="replicated") would let
+# the process run its whole backlog and hold every outcome in memory, lost in a crash. The
+# bound is this, or twice the buffer, whichever is more.
+UNWRITTEN_CAP = 1000
+UNWRITTEN_LOOK_S = 0.05  # how often a held-back prefetcher looks whether the acks caught up
 
 
 class Prefetcher(RoleThread):
@@ -32,6 +38,7 @@ class Prefetcher(RoleThread):
         *,
         burst: bool,
         is_settled: Callable[[], bool],
+        unwritten: Callable[[], int],
         on_empty: Callable[[], None],
         on_crash: Callable[[], None],
     ) -> None:
@@ -43,6 +50,8 @@ class Prefetcher(RoleThread):
         self.held = held
         self.burst = burst
         self.is_settled = is_settled  # nothing buffered, running or waiting to be written
+        self.unwritten = unwritten  # outcomes and start notices the ack writer still holds
+        self._waiting_for_acks = False
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._plan = FetchPlan(queues)
@@ -80,7 +89,7 @@ class Prefetcher(RoleThread):
     def _round(self) -> None:
         """Fill free buffer slots from the queues; block for a wake token if all are empty."""
         free = self.buffer.free_slots(self.stopping)
-        if free == 0 or self.stopping.is_set():
+        if free == 0 or self.stopping.is_set() or self._acks_behind():
             return
         # Checked before fetching: a retry written after the fetch must not be missed.
         settled = self.burst and self.is_settled()
@@ -100,6 +109,25 @@ class Prefetcher(RoleThread):
         if self.broker.wait_for_work(self.queues, self.worker_id, timeout_s):
             self._held_back.clear()
             self._plan.forget_empty()
+
+    def _acks_behind(self) -> bool:
+        """Tell whether too many outcomes wait to be written to reserve more; wait a moment
+        then, saying so once."""
+        unwritten = self.unwritten()
+        behind = unwritten > max(UNWRITTEN_CAP, 2 * self.buffer.capacity)
+        if behind != self._waiting_for_acks:
+            self._waiting_for_acks = behind
+            if behind:
+                logger.warning(
+                    "Reserving nothing until acks are written unwritten=%d (Redis refuses or "
+                    "delays them)",
+                    unwritten,
+                )
+            else:
+                logger.info("Acks written, reserving again")
+        if behind:
+            self.stopping.wait(UNWRITTEN_LOOK_S)
+        return behind
 
     def _wait_for_progress(self) -> None:
         """--burst with empty queues: wait locally for in-flight work to settle, then look again.

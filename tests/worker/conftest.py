@@ -4,7 +4,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from django_threadmill.backend import ThreadmillTaskBackend
 from tests.support import Command, worker
+
+from .support import WatchedBroker
 
 
 @pytest.fixture
@@ -31,3 +34,10 @@ def start_worker(redis_url: str, key_prefix: str) -> Iterator[Callable[..., Comm
     yield start
     for command in started:
         command.close()
+
+
+@pytest.fixture
+def watched_broker(backend: ThreadmillTaskBackend) -> Iterator[WatchedBroker]:
+    broker = WatchedBroker(backend.broker)
+    yield broker
+    broker.client.close()  # its own connections, not the backend's

@@ -61,7 +61,7 @@ def finish(lease, outcome: Outcome = Outcome.SUCCESSFUL) -> Finish:  # type: ign
     return Finish(lease=lease, outcome=outcome, value=value, started_ms=1, finished_ms=2)
 
 
-def test_a_queued_burst_is_one_success_call_and_starts_with_results_are_elided(
+def test_a_queued_burst_is_one_finish_call_and_starts_with_results_are_elided(
     broker: Broker, recording: RecordingBroker, writer: AckWriter
 ) -> None:
     for n in range(10):
@@ -75,7 +75,8 @@ def test_a_queued_burst_is_one_success_call_and_starts_with_results_are_elided(
     writer.stop()
     writer.join(5)
 
-    assert recording.calls == [("finish", 10), ("finish", 1)]
+    # Failures ride with successes: one call each kept a failing burst waiting in memory.
+    assert recording.calls == [("finish", 11)]
     records = [broker.record(lease.task_id) for lease in leases]
     assert all(record and record["state"] == "successful" for record in records)
     assert all(record and record["workers"] == WORKER for record in records)

@@ -2,18 +2,19 @@
 queue's tasks once it is resumed."""
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Acquired, Broker
 from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.prefetcher import IDLE_BLOCK_S, Prefetcher
 from testproject.example.tasks import add
 from tests.pausing import looked_again, still_ready, succeeded
 from tests.support import Command, run_to_completion, running, script_calls, wait_until
+
+from .support import WatchedBroker
 
 WINDOW_S = 1.0  # measured stretch of idleness
 MOST_CALLS = 5  # a heartbeat or a metrics send may fall in the window; a busy loop makes hundreds
@@ -72,29 +73,12 @@ def test_a_worker_started_after_the_pause_obeys_it(
         wait_until(lambda: succeeded(held), "the held task running after resume")
 
 
-class WatchedBroker(Broker):
-    """The real broker on the test's Redis; its idle waits are recorded instead of blocking."""
-
-    def __init__(self, broker: Broker) -> None:
-        super().__init__(broker.settings)
-        self.acquires = 0
-        self.waits_s: list[float] = []
-
-    def acquire_from(self, counts: Mapping[str, int]) -> list[Acquired]:
-        self.acquires += 1
-        return super().acquire_from(counts)
-
-    def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
-        self.waits_s.append(timeout_s)
-        return False  # as a BLPOP that timed out
-
-
 def test_every_idle_round_on_a_paused_queue_ends_in_the_longest_block(
-    backend: ThreadmillTaskBackend,
+    watched_broker: WatchedBroker,
 ) -> None:
     """A paused queue with READY tasks, beside an empty one: each round of the prefetcher makes
     one acquire, then blocks for the longest idle wait, exactly as for empty queues."""
-    broker = WatchedBroker(backend.broker)
+    broker = watched_broker
     for n in range(3):
         add.enqueue(n, n)
     broker.pause("default", "test")
@@ -106,6 +90,7 @@ def test_every_idle_round_on_a_paused_queue_ends_in_the_longest_block(
         HeldLeases(),
         burst=False,
         is_settled=lambda: True,
+        unwritten=lambda: 0,
         on_empty=lambda: None,
         on_crash=lambda: None,
     )
