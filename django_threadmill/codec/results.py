@@ -175,20 +175,37 @@ def errors_of(record: dict[str, str]) -> list[TaskError]:
     return [parse_error(record.get(f"error:{n}", "")) for n in range(1, count + 1)]
 
 
+# The most characters of an error kept: its traceback as stored, its message as logged (the
+# start and the end, which ends with the message). A task that raised a 100 MB message had it
+# stored and logged whole, and one of 600 MB failed its finish call for good.
+MAX_TRACEBACK_CHARS = 64 * 1024
+MAX_ERROR_TEXT_CHARS = 2000
+
+
+def cut_to(text: str, most: int) -> str:
+    """Return ``text``, or its start and end around a note of how much was cut."""
+    if len(text) <= most:
+        return text
+    kept = most // 2
+    return f"{text[:kept]}\n[... {len(text) - 2 * kept} characters cut ...]\n{text[-kept:]}"
+
+
 def error_text(exc: BaseException) -> str:
-    """Return ``str(exc)``, or what stopped it: an exception's own ``__str__`` may raise
-    anything (a ``RecursionError``, a ``SystemExit``), and the worker must still record it."""
+    """Return ``str(exc)`` (cut to MAX_ERROR_TEXT_CHARS), or what stopped it: an exception's
+    own ``__str__`` may raise anything (a ``RecursionError``, a ``SystemExit``), and the worker
+    must still record it."""
     try:
-        return str(exc)
+        return cut_to(str(exc), MAX_ERROR_TEXT_CHARS)
     except BaseException as failure:  # whatever it raised, the task's error wins
         return f"<str() of the exception raised {type(failure).__name__}>"
 
 
 def _formatted_traceback(exc: BaseException) -> str:
-    """Return the traceback ``exc`` prints, or its frames and class where formatting it raised
-    (a ``__notes__`` or ``__str__`` that raises what ``traceback`` does not catch)."""
+    """Return the traceback ``exc`` prints (cut to MAX_TRACEBACK_CHARS), or its frames and class
+    where formatting it raised (a ``__notes__`` or ``__str__`` that raises what ``traceback``
+    does not catch)."""
     try:
-        return "".join(traceback.format_exception(exc))
+        return cut_to("".join(traceback.format_exception(exc)), MAX_TRACEBACK_CHARS)
     except BaseException as failure:  # whatever it raised, the task's error wins
         kind = type(exc)
         return "".join(

@@ -40,3 +40,21 @@ def test_an_exception_traceback_cannot_format_is_stored_with_its_frames_and_clas
         "tests.codec.test_errors.ExitingStr: <str() of the exception raised SystemExit> "
         "(formatting it raised LookupError)"
     )
+
+
+def test_a_huge_error_is_stored_and_logged_cut_keeping_its_start_and_end() -> None:
+    """A 100 MB message was stored and logged whole; one of 600 MB failed its finish call."""
+    message = "start " + "x" * 1_000_000 + " end"
+    try:
+        raise ValueError(message)
+    except ValueError as exc:
+        stored = json.loads(error_json(exc))["traceback"]
+        logged = error_text(exc)
+    cut = len(message) - results.MAX_ERROR_TEXT_CHARS
+    assert len(stored) < results.MAX_TRACEBACK_CHARS + 100
+    assert stored.startswith("Traceback (most recent call last):")
+    assert stored.endswith(" end\n")
+    assert "characters cut ...]" in stored
+    assert logged.startswith("start xxx")
+    assert logged.endswith(" end")
+    assert f"\n[... {cut} characters cut ...]\n" in logged
