@@ -219,6 +219,9 @@ class WorkerPool:
 
     def add(self, count: int, *, start: bool = True) -> None:
         with self._lock:
+            # Forget threads that ended (retired, or abandoned and done at last): a bursty
+            # worker grows and shrinks for weeks. In place: the watchdog holds this list.
+            self.threads[:] = [t for t in self.threads if t.is_alive() or not t.ident]
             for _ in range(count):
                 self._numbered += 1
                 thread = self.make_thread(self._numbered)

@@ -5,12 +5,14 @@ The sizer's decisions are tested on samples with a made-up clock; the real comma
 pool growing under waiting work and shrinking once idle.
 """
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.worker.pool import PoolLimits, PoolSample, PoolSizer
+from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.pool import PoolLimits, PoolSample, PoolSizer, WorkerPool
 from tests.support import Command, wait_until
 from tests.worker import tasks
 
@@ -145,6 +147,40 @@ def test_an_idle_thread_is_retired_down_to_the_minimum_only() -> None:
     assert (
         sizer.decide(sample(0.1, threads=2, busy=0, waiting=0, finished=0, idle_for_s=99))[0] == 0
     )
+
+
+class StubThread(threading.Thread):
+    """A worker thread that runs ``work`` and ends."""
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        super().__init__(target=work)
+        self.abandoned = self.retired = False
+        self.busy = False
+        self.idle_since = 0.0
+
+
+def test_the_pool_forgets_threads_that_ended() -> None:
+    """Retired threads stayed in the pool's list for good: a bursty worker grew by about 31 a
+    burst, each walked four times a second."""
+    gate = threading.Event()
+    ending = True
+    pool = WorkerPool(
+        lambda n: StubThread(lambda: None if ending else gate.wait(60)),  # type: ignore[arg-type,return-value]
+        TaskBuffer(4, lambda reservation: False),
+        lambda live: live,
+    )
+    pool.add(3)
+    for thread in pool.threads:
+        thread.retired = True  # as the pool's shrinking ends them
+        thread.join(5)
+    ending = False
+    pool.add(1)
+    try:
+        assert len(pool.threads) == 1
+        assert pool.threads[0].is_alive()
+    finally:
+        gate.set()
+        pool.threads[0].join(5)
 
 
 def test_the_worker_grows_its_pool_under_waiting_work_and_shrinks_it_when_idle(
