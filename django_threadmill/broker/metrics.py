@@ -106,6 +106,8 @@ class Tally:
         """Count again what a send could not deliver, so the next send carries it."""
         with self._lock:
             for part, tally in parts.items():
+                if not tally.outcomes:  # only a trim rode along: nothing to count again
+                    continue
                 mine = self._parts[part]
                 mine.outcomes.update(tally.outcomes)
                 for path, counts in tally.recent.items():

@@ -149,16 +149,23 @@ class Transitions(ProgressWrites):
         self.tally.add(recorded, reaping=worker_id == "")
         return rejected
 
-    def send_metrics(self) -> None:
+    def send_metrics(self, *, trimming: Sequence[str] = ()) -> None:
         """Send what ``finish`` tallied: one metrics.lua call per queue part, one round trip.
 
         Run by the ack writer about once a second and when it stops, and by the reaper after
-        each pass. What a send cannot deliver is kept for the next one.
+        each pass. What a send cannot deliver is kept for the next one. Each call also trims
+        its part's done index of ids whose records expired; the parts of the ``trimming``
+        queues get a call for that even with nothing tallied (the reaper's pass: an idle
+        queue's index would keep them until its next outcome, a cancel-only one for good).
         """
         parts = self.tally.take()
+        ttl_ms = self.settings.result_ttl_ms
+        if ttl_ms is not None:
+            for queue in trimming:
+                for part in self.parts(queue):
+                    parts.setdefault(part, PartTally())
         if not parts:
             return
-        ttl_ms = self.settings.result_ttl_ms
 
         def build(keys: QueueKeys, tally: PartTally) -> ScriptCall:
             return ScriptCall(

@@ -211,7 +211,8 @@ def reap_once(
     for queue in queues:
         _reap_queue(backend, queue, report, batch_size)
     if not dry_run:
-        backend.broker.send_metrics()  # the expired leases it settled
+        # The expired leases it settled; and every queue's done index is trimmed.
+        backend.broker.send_metrics(trimming=queues)
         # Workflows advance from steps whose drainer died, or that the reaper just settled.
         report.advanced = drain_queues(backend, queues)
     if report.released or report.failed or report.retried or report.advanced:
