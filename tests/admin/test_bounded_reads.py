@@ -6,6 +6,8 @@ from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Outcome
+from django_threadmill.broker.inspect import inspector as inspector_module
+from django_threadmill.broker.inspect.inspector import Inspector
 from django_threadmill.codec.times import now_ms
 from testproject.example.tasks import echo
 from tests.admin.conftest import TASKS_URL
@@ -56,3 +58,22 @@ def test_a_page_reads_only_what_it_shows(
     assert calls["hmget"] == 50  # the rows shown, nothing more
     # A window for the page and one for "more?", per queue (3) and index walked.
     assert calls.get("zrevrange", 0) + calls.get("zrange", 0) <= 2 * 3 * indexes
+
+
+def test_worker_sightings_are_read_to_a_bound_latest_first(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each process start adds a sighting kept a day; health, scrapes and the admin read them
+    all, which took seconds at 30,000 (restarts, --max-tasks recycling)."""
+    monkeypatch.setattr(inspector_module, "MAX_SIGHTINGS", 3)
+    keys = backend.broker.queue_keys("default")
+    for n in range(6):
+        redis_client.zadd(keys.workers, {f"worker-{n}": 1_000 + n})
+        redis_client.hset(keys.held, f"worker-{n}", n)
+        redis_client.hset(keys.threads, f"worker-{n}", 4)
+    sightings = Inspector(backend.broker).workers(["default"])
+    assert [(s.worker_id, s.held, s.threads) for s in sightings] == [
+        ("worker-5", 5, 4),
+        ("worker-4", 4, 4),
+        ("worker-3", 3, 4),
+    ]

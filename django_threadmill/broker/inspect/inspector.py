@@ -30,6 +30,7 @@ from .types import (
 PRIORITY_STEP = lua_constant("PRIORITY_STEP")
 MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
 STATE_SAMPLE = 1000  # ids whose state is read to split finished/leased counts; above: estimate
+MAX_SIGHTINGS = 1000  # latest worker sightings read per queue part (admin, health, metrics)
 THROUGHPUT_MINUTES = (1, 5, 15)  # windows of the throughput figures on the queues page
 ROW_FIELDS = (
     "state",
@@ -256,31 +257,37 @@ class Inspector:
         return min(known) if known else None
 
     def workers(self, queues: Sequence[str]) -> list[WorkerSighting]:
-        """Return the workers that renewed leases in ``queues``, most recent first.
+        """Return the workers that renewed leases in ``queues``, most recent first: at most
+        MAX_SIGHTINGS per queue part, so the reads stay bounded however many processes came
+        and went (each start adds a sighting, kept a day).
 
         A worker of a sharded queue renews in every shard: it is one sighting per queue, its
         held tasks summed, its latest renewal and its thread count (the same in every shard) kept.
         """
         parts = {queue: self.parts(queue) for queue in queues}
+        every_part = [part for queue in queues for part in parts[queue]]
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for part in (part for queue in queues for part in parts[queue]):
-                keys = self._keys(part)
-                pipe.zrevrange(keys.workers, 0, -1, withscores=True)
-                pipe.hgetall(keys.held)
-                pipe.hgetall(keys.threads)
+            for part in every_part:
+                pipe.zrevrange(self._keys(part).workers, 0, MAX_SIGHTINGS - 1, withscores=True)
+            latest = dict(zip(every_part, pipe.execute(), strict=True))
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for part in every_part:
+                ids = [worker_id for worker_id, _ in latest[part]] or [""]  # HMGET needs one
+                pipe.hmget(self._keys(part).held, ids)
+                pipe.hmget(self._keys(part).threads, ids)
             replies = iter(pipe.execute())
         sightings = []
         for queue in queues:
             held_by: dict[str, int] = defaultdict(int)
             threads_of: dict[str, int] = defaultdict(int)
             renewed_at: dict[str, int] = {}
-            for _ in parts[queue]:
-                renewed, held, threads = next(replies), next(replies), next(replies)
-                for worker_id, score in renewed:
-                    held_by[worker_id] += stored_int(held.get(worker_id)) or 0
-                    threads_of[worker_id] = max(
-                        stored_int(threads.get(worker_id)) or 0, threads_of[worker_id]
-                    )
+            for part in parts[queue]:
+                held, threads = next(replies), next(replies)
+                for (worker_id, score), held_n, threads_n in zip(
+                    latest[part], held, threads, strict=False
+                ):
+                    held_by[worker_id] += stored_int(held_n) or 0
+                    threads_of[worker_id] = max(stored_int(threads_n) or 0, threads_of[worker_id])
                     renewed_at[worker_id] = max(int(score), renewed_at.get(worker_id, 0))
             sightings += [
                 WorkerSighting(
