@@ -37,6 +37,11 @@ class TaskBuffer:
         self._outstanding = 0  # put in and not yet done: waiting or running
         self._outstanding_lock = threading.Lock()
         self._closed = False
+        # Puts and the close take turns: a put after the close would land behind the CLOSED
+        # turn, where the threads that pass it on would run it (past --max-tasks). Held once
+        # per refill, never per take.
+        self._put_lock = threading.Lock()
+        self._put_after_close: list[Reservation] = []
         self.resize(capacity)
 
     def resize(self, capacity: int) -> None:
@@ -65,7 +70,15 @@ class TaskBuffer:
         return 0 if self._closed else max(0, self.capacity - self.waiting())
 
     def put_many(self, reservations: list[Reservation]) -> None:
-        """Hand reserved tasks to their lanes: async ones to the event loop, others to threads."""
+        """Hand reserved tasks to their lanes: async ones to the event loop, others to threads;
+        once closed, keep them for ``close`` to return (they are released)."""
+        with self._put_lock:
+            if self._closed:
+                self._put_after_close += reservations
+                return
+            self._put_open(reservations)
+
+    def _put_open(self, reservations: list[Reservation]) -> None:
         with self._outstanding_lock:
             self._outstanding += len(reservations)
         to_loop = False
@@ -124,8 +137,11 @@ class TaskBuffer:
         self._room.set()
 
     def close(self) -> list[Reservation]:
-        """Stop handing out tasks; return the ones never started, for release."""
-        self._closed = True
+        """Stop handing out tasks; return the ones never started, for release (again later:
+        those put in since)."""
+        with self._put_lock:
+            self._closed = True
+            late, self._put_after_close = self._put_after_close, []  # never counted in
         unstarted: list[Reservation] = []
         while True:
             try:
@@ -140,4 +156,4 @@ class TaskBuffer:
             self._outstanding -= len(unstarted)
         self._waiting.put(Turn.CLOSED)
         self._room.set()
-        return unstarted
+        return unstarted + late

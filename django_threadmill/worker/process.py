@@ -117,9 +117,12 @@ class WorkerProcess:
                 resident / MIB,
                 self.options.max_memory_mb,
             )
+        # Close the buffer first: the other threads would take tasks past --max-tasks while the
+        # prefetcher's stop makes its round trip. What the prefetcher puts in after this is
+        # released by the process's stop, once it has joined the prefetcher.
+        unstarted = self.crew.buffer.close()
         self.crew.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
-        # Hand back what waits, before this thread returns to the buffer for its next task.
-        self._release(self.crew.buffer.close())
+        self._release(unstarted)
         self.request_stop(ExitCode.RECYCLE)
 
     def _crashed(self) -> None:

@@ -87,6 +87,18 @@ def test_close_hands_back_what_no_thread_took() -> None:
     assert buffer.free_slots(threading.Event()) == 0  # closed: the prefetcher stops
 
 
+def test_tasks_put_after_the_close_are_never_taken_and_come_back_at_the_next_close() -> None:
+    """They once landed behind the CLOSED turn, where each thread passing it on took the next:
+    a process recycled at --max-tasks ran on past it."""
+    buffer = TaskBuffer(8, lambda reservation: False)
+    assert buffer.close() == []
+    buffer.put_many(reservations(2))  # the prefetcher, not stopped yet
+    assert buffer.take() is Turn.CLOSED
+    assert buffer.take() is Turn.CLOSED
+    assert [r.lease.task_id for r in buffer.close()] == ["t0@default", "t1@default"]
+    assert buffer.is_idle()
+
+
 def test_async_tasks_go_to_the_event_loop_and_count_as_waiting() -> None:
     buffer = TaskBuffer(8, lambda reservation: reservation.lease.task_id.startswith("t1"))
     nudged: list[bool] = []

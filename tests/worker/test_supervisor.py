@@ -74,6 +74,25 @@ def test_max_tasks_recycles_the_process(start_worker: Callable[..., Command]) ->
     assert all(result.status == TaskResultStatus.SUCCESSFUL for result in results)
 
 
+def test_max_tasks_with_threads_runs_no_more_than_the_tasks_already_running(
+    start_worker: Callable[..., Command],
+) -> None:
+    """The other threads went on taking tasks while the prefetcher's stop made its round trip:
+    up to 27 ran in a process recycled at 10."""
+    results = [tasks.pid.enqueue() for _ in range(80)]
+    worker = start_worker("--threads", "4", "--max-tasks", "10")
+    wait_until(
+        lambda: all(result.refresh() or result.is_finished for result in results),
+        "every task finishing",
+        timeout_s=60,
+    )
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.log
+    runs_per_process = Counter(result.return_value for result in results)
+    # The tenth, and at most one more task on each of the three other threads.
+    assert max(runs_per_process.values()) <= 10 + 3, runs_per_process
+
+
 def run_script(script: str, redis_url: str, key_prefix: str) -> subprocess.CompletedProcess[str]:
     """Run ``script`` in a new Python with the test project's environment; return how it ended."""
     return subprocess.run(
