@@ -40,6 +40,7 @@ class Crew:
         lease_interval_s: float,
         on_task_done: Callable[[], None],
         on_empty: Callable[[], None],
+        on_refused: Callable[[], None],
         on_crash: Callable[[], None],
         release: Callable[[list[Reservation]], None],
     ) -> None:
@@ -93,6 +94,7 @@ class Crew:
             ),
             unwritten=self.writer.pending,
             on_empty=on_empty,
+            on_refused=on_refused,
             on_crash=on_crash,
         )
         limits = PoolLimits(

@@ -5,7 +5,7 @@ import threading
 from collections.abc import Callable
 
 from ..broker import Broker
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable
 from .backoff import REDIS_BACKOFF
 from .buffer import TaskBuffer
 from .fetch_plan import FetchPlan
@@ -40,6 +40,7 @@ class Prefetcher(RoleThread):
         is_settled: Callable[[], bool],
         unwritten: Callable[[], int],
         on_empty: Callable[[], None],
+        on_refused: Callable[[], None],
         on_crash: Callable[[], None],
     ) -> None:
         super().__init__("threadmill-prefetcher", on_crash)
@@ -53,6 +54,7 @@ class Prefetcher(RoleThread):
         self.unwritten = unwritten  # outcomes and start notices the ack writer still holds
         self._waiting_for_acks = False
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
+        self.on_refused = on_refused  # Redis refused the credentials or rights: no retry helps
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
@@ -80,6 +82,10 @@ class Prefetcher(RoleThread):
             try:
                 self._round()
                 failures = 0
+            except BrokerRefused as exc:  # an ACL changed under a running worker, say
+                logger.critical("Redis refused this worker, stopping error=%s", exc)
+                self.on_refused()
+                return
             except BrokerUnavailable as exc:
                 failures += 1
                 wait_s = REDIS_BACKOFF.after(failures)

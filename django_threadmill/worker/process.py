@@ -69,6 +69,7 @@ class WorkerProcess:
             lease_interval_s=backend.settings.lease_ttl_s / 3,
             on_task_done=self._count_task,
             on_empty=self.request_stop,
+            on_refused=partial(self.request_stop, ExitCode.REFUSED),
             on_crash=self._crashed,
             release=self._release,
         )

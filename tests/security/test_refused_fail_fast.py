@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from django_threadmill.backend import ThreadmillTaskBackend
+from testproject.example.tasks import echo
 from tests.servers.redis_server import RedisProcess
-from tests.support import Command, worker
+from tests.support import Command, wait_until, worker
 
 from .test_auth_acl import ADMIN_PASSWORD, APP_PASSWORD, APP_RULES, location, locked_redis
 
@@ -28,8 +30,9 @@ def read_only_url(locked_redis: RedisProcess, key_prefix: str) -> Iterator[str]:
 
 
 def finished(command: Command) -> str:
+    """Wait for ``command`` to stop with exit code 4 (REFUSED: no restart can help); its log."""
     try:
-        assert command.wait(30) != 0, command.log
+        assert command.wait(30) == 4, command.log
         return command.log
     finally:
         command.close()
@@ -80,3 +83,26 @@ def test_reaper_without_rights_on_the_keys_stops(
         admin.close()
     assert "threadmill.E004" in log
     assert "refused a command for lack of permission" in log
+
+
+def test_rights_revoked_under_a_running_worker_stop_it_with_exit_4(
+    locked_redis: RedisProcess, key_prefix: str
+) -> None:
+    """It once retried "Fetch failed ... permission" for good, reported healthy all along."""
+    admin = redis.Redis.from_url(location(locked_redis, "default", ADMIN_PASSWORD))
+    admin.execute_command("ACL", "SETUSER", "app", *APP_RULES, f"~{key_prefix}:*")
+    url = location(locked_redis, "app", APP_PASSWORD)
+    command = worker(url, key_prefix)
+    try:
+        wait_until(lambda: "Worker process started" in command.log, "the worker started")
+        admin.execute_command("ACL", "SETUSER", "app", "-@scripting")
+        backend = ThreadmillTaskBackend(
+            "default", {"LOCATION": locked_redis.url.replace("redis://", f"redis://:{ADMIN_PASSWORD}@"),
+                        "OPTIONS": {"key_prefix": key_prefix}}
+        )  # fmt: skip
+        backend.enqueue(echo, [1], {})  # wakes the worker, whose next acquire is refused
+        log = finished(command)
+    finally:
+        admin.acl_deluser("app")
+        admin.close()
+    assert "Redis refused this worker, stopping error=Redis at" in log

@@ -40,6 +40,7 @@ def test_no_reservation_while_too_many_outcomes_wait(
         is_settled=lambda: False,
         unwritten=lambda: unwritten[0],
         on_empty=lambda: None,
+        on_refused=lambda: None,
         on_crash=lambda: None,
     )
     caplog.set_level(logging.INFO, "django_threadmill")

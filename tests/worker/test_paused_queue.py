@@ -92,6 +92,7 @@ def test_every_idle_round_on_a_paused_queue_ends_in_the_longest_block(
         is_settled=lambda: True,
         unwritten=lambda: 0,
         on_empty=lambda: None,
+        on_refused=lambda: None,
         on_crash=lambda: None,
     )
 

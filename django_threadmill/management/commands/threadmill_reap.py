@@ -11,10 +11,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
-from ...checks import redis_may_be_down
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
 from ..backend_option import BACKEND_HELP, backend_option
+from ..checks_at_start import checks_at_start
 from ..seconds_option import seconds_option
 
 logger = logging.getLogger("django_threadmill.worker.reaper")
@@ -70,7 +70,7 @@ class Command(BaseCommand):
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Run the system checks, except "Redis unreachable": the loop waits for Redis."""
-        with redis_may_be_down():
+        with checks_at_start():
             super().check(*args, **kwargs)
 
     def handle(self, *args: Any, **options: Any) -> None:

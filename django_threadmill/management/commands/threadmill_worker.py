@@ -7,7 +7,6 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from ...backend import ThreadmillTaskBackend
-from ...checks import redis_may_be_down
 from ...worker.logs import configure_logging
 from ...worker.memory import MIB, ResidentMemory
 from ...worker.options import (
@@ -19,6 +18,7 @@ from ...worker.options import (
 )
 from ...worker.supervisor import Supervisor
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
+from ..checks_at_start import checks_at_start
 from ..seconds_option import seconds_option
 
 DEFAULT_GRACE_PERIOD_S = 30.0
@@ -160,7 +160,7 @@ class Command(BaseCommand):
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Run the system checks, except "Redis unreachable": every process waits for Redis."""
-        with redis_may_be_down():
+        with checks_at_start():
             super().check(*args, **kwargs)
 
     def handle(self, *args: Any, **options: Any) -> None:
