@@ -226,8 +226,9 @@ def _durability_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]
     if policy in VOLATILE_POLICIES:
         messages.append(
             Warning(
-                f"{where}: maxmemory-policy is {policy!r}, so Redis may evict finished "
-                "results before result_ttl.",
+                f"{where}: maxmemory-policy is {policy!r}, so Redis may evict what expires: "
+                "finished results before result_ttl, and unique tasks' claims (an equal "
+                "enqueue then stores a second task).",
                 hint="Set 'maxmemory-policy noeviction' in redis.conf.",
                 id="threadmill.W002",
             )

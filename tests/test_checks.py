@@ -99,7 +99,8 @@ def test_volatile_eviction_warns(policy: str) -> None:
     assert message.id == "threadmill.W002"
     assert message.msg == (
         f"TASKS['default'] at {server.url}: maxmemory-policy is {policy!r}, so Redis may evict "
-        "finished results before result_ttl."
+        "what expires: finished results before result_ttl, and unique tasks' claims (an equal "
+        "enqueue then stores a second task)."
     )
 
 
