@@ -16,6 +16,7 @@ from django.apps import apps
 from django.core.checks import CheckMessage, Error, Warning
 
 from .broker import Broker
+from .broker.transitions import FINISH_CALL_CHARS
 from .conf.settings import BackendSettings
 from .conf.topology import Durability, masked_location
 from .exceptions import BrokerRefused, BrokerUnavailable
@@ -28,6 +29,7 @@ REFUSED = "threadmill.E004"  # Redis refused our credentials or ACL rights: neve
 MIN_REDIS_VERSION = (6, 2)
 MIN_WAITAOF_VERSION = (7, 2)  # Redis and Valkey both added WAITAOF in 7.2
 # Policies that may evict keys with a TTL only: pending tasks are safe, finished results are not.
+REQUEST_OVERHEAD_BYTES = 2**20  # a finish call's keys and other arguments, besides its results
 VOLATILE_POLICIES = {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
 
 
@@ -188,6 +190,33 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         *_role_messages(where, info),
         *_durability_messages(where, info),
         *_durability_mode_messages(where, backend.settings, info),
+        *_size_messages(where, backend.settings, info),
+    ]
+
+
+def _size_messages(
+    where: str, settings: BackendSettings, info: dict[str, Any]
+) -> list[CheckMessage]:
+    """Warn when Redis refuses a result or a finish call the limits here allow: the call fails
+    for good, and its task runs again once its lease lapses (unknown without CONFIG: nothing)."""
+    limits = (
+        ("proto-max-bulk-len", info.get("proto_max_bulk_len"), settings.max_result_bytes),
+        (
+            "client-query-buffer-limit",
+            info.get("client_query_buffer_limit"),
+            max(settings.max_result_bytes, FINISH_CALL_CHARS) + REQUEST_OVERHEAD_BYTES,
+        ),
+    )
+    return [
+        Warning(
+            f"{where}: Redis takes nothing over {name} {limit} bytes, and a finish call may "
+            f"carry {carried}: a task returning that much would fail its finish call for good "
+            "and run again.",
+            hint=f"Raise {name} in redis.conf, or lower OPTIONS['max_result_bytes'] below it.",
+            id="threadmill.W006",
+        )
+        for name, limit, carried in limits
+        if limit is not None and limit < carried
     ]
 
 

@@ -200,3 +200,29 @@ def test_queue_limits_naming_a_queue_not_in_queues_is_an_error(
         "(default, emails, reports), so its limits apply to no task."
     )
     assert message.hint == "Fix the queue name, or add the queue to TASKS['default']['QUEUES']."
+
+
+@pytest.mark.parametrize(
+    ("config", "name"),
+    [
+        (("--proto-max-bulk-len", "1mb"), "proto-max-bulk-len"),
+        (("--client-query-buffer-limit", "32mb"), "client-query-buffer-limit"),
+    ],
+)
+def test_redis_limits_below_what_a_finish_call_carries_warn(
+    config: tuple[str, str], name: str
+) -> None:
+    """A 2 MB result against proto-max-bulk-len 1mb failed its finish call for good: the ack
+    writer died, and the task and the results beside it ran again and again."""
+    with (
+        redis_process("--appendonly", "yes", *config) as server,
+        backend_at(server.url, "tmcheck") as backend,
+    ):
+        [message] = check_redis(backend)
+    assert isinstance(message, Warning)
+    assert message.id == "threadmill.W006"
+    assert f"Redis takes nothing over {name} " in message.msg
+    assert "would fail its finish call for good and run again" in message.msg
+    assert message.hint == (
+        f"Raise {name} in redis.conf, or lower OPTIONS['max_result_bytes'] below it."
+    )

@@ -58,18 +58,26 @@ class Reads(BrokerCore):
             return sorted(cast(set[str], self.client.smembers(self.keyspace.queues)))
 
     def server_info(self) -> dict[str, Any]:
-        """Return Redis INFO (server, memory, persistence, replication) and whether RDB is on.
+        """Return Redis INFO (server, memory, persistence, replication), whether RDB is on, and
+        the largest argument and request Redis takes (``proto_max_bulk_len``,
+        ``client_query_buffer_limit``, in bytes).
 
-        ``save_configured`` is None when CONFIG is not allowed (managed Redis), i.e. unknown.
+        Each of the last three is None when CONFIG is not allowed (managed Redis): unknown.
         """
         with self.translated_errors():
             info: dict[str, Any] = {}
             for section in ("server", "memory", "persistence", "replication"):
                 info.update(self.client.info(section))
             try:
-                info["save_configured"] = bool(self.client.config_get("save").get("save"))
+                config = {
+                    name: self.client.config_get(name).get(name)
+                    for name in ("save", "proto-max-bulk-len", "client-query-buffer-limit")
+                }
             except redis.ResponseError:
-                info["save_configured"] = None
+                config = {}
+            info["save_configured"] = bool(config["save"]) if "save" in config else None
+            info["proto_max_bulk_len"] = stored_int(config.get("proto-max-bulk-len"))
+            info["client_query_buffer_limit"] = stored_int(config.get("client-query-buffer-limit"))
         return info
 
     def _read_record[T](self, task_id: str, read: Callable[[str], T]) -> T | None:

@@ -19,6 +19,11 @@ from .types import Ack, Finish, Lease, ProgressReport, Rejected, Start
 logger = logging.getLogger(__name__)
 
 FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
+# Most characters of results and errors one finish call carries, as the ack writer splits them (a
+# larger one goes alone; JSON as stored is ASCII, a byte each): Redis refuses a request past its
+# client-query-buffer-limit (1 GiB by default), and one big batch that keeps failing would hold
+# up every outcome behind it (checks.py warns of a lower limit, threadmill.W006).
+FINISH_CALL_CHARS = 64 * 2**20
 
 
 def fences(leases: Iterable[Lease]) -> list[str]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..broker import Ack, Broker, Finish, Lease, Rejected, Start
+from ..broker.transitions import FINISH_CALL_CHARS
 from ..exceptions import BrokerUnavailable
 from .backoff import ACK_BACKOFF
 from .leases import HeldLeases
@@ -38,10 +39,6 @@ START_NOTICE_DELAY_S = 0.02
 # Metric counters of written outcomes are sent this often, never per result: a crash loses at
 # most this much of them (docs/observability.md, What it costs).
 METRICS_SEND_S = 1.0
-# Most characters of result JSON one finish call carries (a larger result goes alone; in UTF-8
-# at most four times as many bytes): Redis refuses a request past its client-query-buffer-limit
-# (1 GiB by default), and one big batch that keeps failing would hold up every outcome behind it.
-FINISH_CALL_CHARS = 64 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
