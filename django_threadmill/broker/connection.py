@@ -205,6 +205,13 @@ def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable
             "renamed or disabled (rename-command in its config). Enable it: the commands of "
             "the ACL '+@all -@dangerous +info' must be there under their own names."
         )
+    if message.startswith("Protocol error"):  # then Redis closes the connection
+        return BrokerUnavailable(
+            f"Redis at {where} refused a request as too large ({exc}): an argument past its "
+            "proto-max-bulk-len, or a request past its client-query-buffer-limit. Raise them "
+            "in redis.conf, or lower OPTIONS['max_result_bytes'] (threadmill.W006); nothing "
+            "was written."
+        )
     if message.startswith(("MISCONF", "NOREPLICAS")):
         return BrokerUnavailable(
             f"Redis at {where} refuses writes ({exc}). MISCONF: it cannot save to disk, so fix "

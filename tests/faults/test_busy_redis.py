@@ -49,3 +49,20 @@ def test_a_redis_at_maxclients_is_named_with_the_fix(
             echo.enqueue(1)
     finally:
         hog.close()
+
+
+@pytest.fixture
+def small_requests_redis() -> Iterator[RedisProcess]:
+    with redis_process("--proto-max-bulk-len", "1mb") as server:
+        yield server
+
+
+def test_a_request_past_the_servers_limits_is_named_with_the_fix(
+    small_requests_redis: RedisProcess, key_prefix: str
+) -> None:
+    options = {"key_prefix": key_prefix, "max_payload_bytes": 2 * 2**20}
+    backend = ThreadmillTaskBackend(
+        "default", {"LOCATION": small_requests_redis.url, "OPTIONS": options}
+    )
+    with pytest.raises(BrokerUnavailable, match=r"refused a request as too large \(Protocol error"):
+        backend.enqueue(echo, ["x" * 1_500_000], {})  # a payload over proto-max-bulk-len
