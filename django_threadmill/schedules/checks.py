@@ -4,7 +4,7 @@ from collections.abc import Set
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfoNotFoundError
 
-from django.core.checks import CheckMessage, Error
+from django.core.checks import CheckMessage, Error, Warning
 
 from ..codec.jsoncodec import dumps, refuse_key_clash
 from ..compat import InvalidTask, normalize_json
@@ -16,6 +16,7 @@ BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or the time zo
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
 UNKNOWN_QUEUE = "threadmill.E012"  # queue_name is not in the backend's QUEUES
 BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would not encode as JSON at every slot
+UNIQUE_SCHEDULED = "threadmill.W007"  # the task is unique, which a slot's enqueue does not claim
 
 
 def _timing_error(schedule: Schedule) -> str | None:
@@ -113,6 +114,18 @@ def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[Check
                     hint=f"Point 'task' at a @task bound to backend {alias!r} "
                     "(its backend= argument), e.g. 'myapp.tasks.report'.",
                     id=BAD_TASK,
+                )
+            )
+        elif getattr(scheduled_task(schedule), "unique_for", None) is not None:
+            messages.append(
+                Warning(
+                    f"{where}: its task is unique (unique_for), but a slot's enqueue does not "
+                    "claim the unique key: each slot is a task of its own, so a run still going "
+                    "when the next slot comes runs beside it, and an equal enqueue made "
+                    "meanwhile is stored too.",
+                    hint="Make the task skip work another run is doing (a lock, a database "
+                    "row), or give the schedule an interval longer than a run.",
+                    id=UNIQUE_SCHEDULED,
                 )
             )
     return messages

@@ -1,6 +1,9 @@
 """Tasks the schedule tests fire, at module level so worker processes import them."""
 
+from datetime import timedelta
+
 from django_threadmill.compat import TaskContext, task
+from django_threadmill.task import task as threadmill_task
 
 
 @task(takes_context=True)
@@ -17,3 +20,8 @@ def report(kind: str = "daily") -> str:
 
 def not_a_task() -> None:
     """A plain function: schedules refuse it."""
+
+
+@threadmill_task(unique_for=timedelta(minutes=5))
+def unique_report() -> None:
+    """A unique task: a schedule's slots do not claim its key (threadmill.W007)."""

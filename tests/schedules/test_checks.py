@@ -8,6 +8,7 @@ from django_threadmill.schedules.checks import (
     BAD_ARGUMENTS,
     BAD_TASK,
     BAD_TIMING,
+    UNIQUE_SCHEDULED,
     UNKNOWN_QUEUE,
     schedule_messages,
 )
@@ -102,3 +103,13 @@ def test_a_queue_not_in_queues_is_an_error_with_the_fix(redis_url: str, key_pref
         "(default, emails, reports), so no task can be enqueued to it."
     )
     assert message.hint == "Fix the queue name, or add the queue to TASKS['default']['QUEUES']."
+
+
+def test_a_unique_task_on_a_schedule_warns_that_slots_do_not_claim_it(
+    redis_url: str, key_prefix: str
+) -> None:
+    [(found_id, found)] = problems(
+        redis_url, key_prefix, task="tests.schedules.tasks.unique_report"
+    )
+    assert found_id == UNIQUE_SCHEDULED
+    assert "its task is unique (unique_for), but a slot's enqueue does not claim" in found
