@@ -45,7 +45,8 @@ class _ThreadFlags(threading.local):
 
 _this_thread = _ThreadFlags()
 _opened_outside_workers = threading.Event()  # set once a non-worker thread connects
-_kept: ContextVar[bool] = ContextVar("threadmill_connections_kept", default=False)
+# Inside connections_kept: how deep in atomic() blocks each connection was when the block began.
+_kept: ContextVar[dict[str, int] | None] = ContextVar("threadmill_connections_kept", default=None)
 # A worker process starts afresh: what its supervisor opened before forking is not its own.
 os.register_at_fork(after_in_child=_opened_outside_workers.clear)
 
@@ -68,8 +69,12 @@ connection_created.connect(_note_connected, dispatch_uid="django_threadmill.work
 def connections_kept() -> Iterator[None]:
     """Close no connection after the tasks run inside the block (and their async calls, which
     carry the context): whoever runs them owns the connections, as a test owns its
-    transaction. Django's test client leaves them open around a request for the same reason."""
-    token = _kept.set(True)
+    transaction. Django's test client leaves them open around a request for the same reason.
+    A task that leaves an ``atomic()`` open is rolled back to where the block began."""
+    depths = {
+        opened.alias: len(opened.atomic_blocks) for opened in connections.all(initialized_only=True)
+    }
+    token = _kept.set(depths)
     try:
         yield
     finally:
@@ -79,7 +84,7 @@ def connections_kept() -> Iterator[None]:
 def _closes_its_own() -> bool:
     """Whether this thread opened a connection and closing it is this code's to do (it is not
     kept for whoever runs the tasks)."""
-    return _this_thread.connected and not _kept.get()
+    return _this_thread.connected and _kept.get() is None
 
 
 def close_stale_connections() -> None:
@@ -89,18 +94,21 @@ def close_stale_connections() -> None:
 
 
 def roll_back_open_transactions() -> list[str]:
-    """Roll back every ``atomic()`` block a task left open on a worker thread's connections;
-    return the aliases. Left open, the transaction would hold its locks, and the next task's
-    connection check would close the connection inside it, breaking the thread's database
-    calls for good. A worker thread's connections are in no block between tasks; any other
-    thread's may be in its caller's (a test's transaction), so they are left alone."""
-    if not (_this_thread.worker and _closes_its_own()):
+    """Roll back every ``atomic()`` block a task left open; return the aliases. Left open, the
+    transaction would hold its locks, and the next task's connection check would close the
+    connection inside it, breaking the thread's database calls for good. A worker thread's
+    connections are in no block between tasks; inside ``connections_kept`` (a drain) they are
+    in the blocks they were in when it began (a test's transaction), which stay. Any other
+    thread's are its caller's, and left alone."""
+    kept = _kept.get()
+    if kept is None and not (_this_thread.worker and _this_thread.connected):
         return []
     rolled_back = []
     for opened in connections.all(initialized_only=True):
-        if opened.in_atomic_block:
+        floor = 0 if kept is None else kept.get(opened.alias, 0)
+        if len(opened.atomic_blocks) > floor:
             rolled_back.append(opened.alias)
-            while opened.atomic_blocks:  # innermost first; an exception type means roll back
+            while len(opened.atomic_blocks) > floor:  # innermost first; an exception: roll back
                 opened.atomic_blocks[-1].__exit__(TransactionLeftOpen, None, None)
     return rolled_back
 
@@ -116,5 +124,5 @@ def close_thread_connections() -> None:
 
 async def aclose_stale_connections() -> None:
     """Close the stale connections of the thread async ORM calls use, if one ever connected."""
-    if _opened_outside_workers.is_set() and not _kept.get():
+    if _opened_outside_workers.is_set() and _kept.get() is None:
         await sync_to_async(close_old_connections, thread_sensitive=True)()

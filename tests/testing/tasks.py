@@ -81,3 +81,11 @@ def spawns_on_commit(label: str) -> None:
     """Note the run, then enqueue a child that waits for the transaction's commit."""
     runs.append((label, time.monotonic()))
     record.using(enqueue_on_commit=True).enqueue(f"{label}'s child")
+
+
+@task
+def leaves_a_transaction_open() -> None:
+    """Enter atomic() and return inside it, as a task that forgot its with-block would."""
+    from django.db import transaction
+
+    transaction.atomic().__enter__()

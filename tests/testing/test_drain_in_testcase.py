@@ -5,8 +5,10 @@ A child enqueued that way by a task once waited for a commit that never came: th
 the parent only, and the child was never stored.
 """
 
+from django.db import connection
 from django.test import TestCase
 
+from django_threadmill.compat import TaskResultStatus
 from django_threadmill.testing import ThreadmillTestMixin
 
 from . import tasks
@@ -21,3 +23,15 @@ class TasksEnqueuedOnCommitByTasks(ThreadmillTestMixin, TestCase):
         tasks.spawns_on_commit.enqueue("parent")
         assert self.drain() == 2
         assert [label for label, _ in tasks.runs] == ["parent", "parent's child"]
+
+
+class ATaskThatLeavesATransactionOpen(ThreadmillTestMixin, TestCase):
+    def test_it_fails_and_the_tests_transaction_is_as_it_was(self) -> None:
+        """It once succeeded, and the next test began one atomic() deeper."""
+        depth = len(connection.atomic_blocks)
+        result = tasks.leaves_a_transaction_open.enqueue()
+        assert self.drain() == 1
+        result.refresh()
+        assert result.status == TaskResultStatus.FAILED
+        assert result.errors[0].exception_class_path.endswith("TransactionLeftOpen")
+        assert len(connection.atomic_blocks) == depth
