@@ -195,11 +195,15 @@ def _bad_port(shown: str, example: str) -> ImproperlyConfiguredThreadmill:
 
 
 def masked_location(location: str) -> str:
-    """Return ``location`` with its passwords shown as ``***``: a repr or error may be logged."""
+    """Return ``location`` with its passwords shown as ``***``: a repr or error may be logged.
+
+    A user without a password (``redis://secret@host``) is masked too: it is most often a
+    password written where the user goes, and would be logged in clear.
+    """
     parts = urlsplit(location)
-    if parts.password:  # edited as text: urlunsplit would drop the "//" of unix:///path
+    if parts.username or parts.password:  # as text: urlunsplit drops the "//" of unix:///path
         userinfo, _, address = parts.netloc.rpartition("@")
-        user = userinfo.partition(":")[0]
+        user = userinfo.partition(":")[0] if parts.password else ""
         location = location.replace(parts.netloc, f"{user}:***@{address}", 1)
     base, mark, query = location.partition("?")
     return base + mark + SECRET_QUERY_ARGUMENT.sub(r"\1***", query)

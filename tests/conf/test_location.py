@@ -70,6 +70,8 @@ def test_usable_locations_are_taken(location: str) -> None:
         ("unix://:s3cret@/run/redis.sock?db=1", "unix://:***@/run/redis.sock?db=1"),
         ("unix:///run/redis.sock?password=s3cret&db=1", "unix:///run/redis.sock?password=***&db=1"),
         ("rediss://h:6380/0?ssl_password=s3cret", "rediss://h:6380/0?ssl_password=***"),
+        # A user without a password: most often a password written where the user goes.
+        ("redis://s3cret@h:6379/0", "redis://:***@h:6379/0"),
     ],
 )
 def test_location_password_stays_out_of_repr(location: str, shown: str) -> None:
