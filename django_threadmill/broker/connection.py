@@ -6,6 +6,8 @@ from typing import Any
 
 import redis
 import redis.asyncio
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
 from redis.sentinel import MasterNotFoundError
 
 from ..conf.settings import BackendSettings
@@ -59,8 +61,14 @@ def make_client(settings: BackendSettings) -> SyncClient:
 
 
 def make_async_client(settings: BackendSettings) -> AsyncClient:
-    """Return a pooled asyncio client for ``settings.location``; it connects on first use."""
-    return aconnect(settings, _client_options(settings))
+    """Return a pooled asyncio client for ``settings.location``; it connects on first use.
+
+    A call on a connection the server closed meanwhile (its ``timeout`` setting shorter than
+    our health check, a restart) is tried once more on a fresh one, as the sync pool does by
+    looking at each connection it hands out: the asyncio pool does not. Only enqueue runs on
+    this client, and a retried enqueue stores nothing twice (ids are fixed before the call).
+    """
+    return aconnect(settings, {"retry": AsyncRetry(NoBackoff(), 1), **_client_options(settings)})
 
 
 def _connected(error: BaseException) -> bool:
