@@ -55,32 +55,13 @@ def test_a_burst_in_which_a_process_died_exits_5_and_its_tasks_stay_leased(
     assert not ending.is_finished
 
 
-def test_max_tasks_recycles_the_process(start_worker: Callable[..., Command]) -> None:
-    results = [tasks.pid.enqueue() for _ in range(12)]
-    worker = start_worker("--max-tasks", "4", "--prefetch", "1")
-    wait_until(
-        lambda: all(result.refresh() or result.is_finished for result in results),
-        "every task finishing",
-        timeout_s=30,
-    )
-    worker.signal(signal.SIGTERM)
-    assert worker.wait() == 0, worker.log
-    assert "Worker process recycled slot=0" in worker.log
-    # A process stops taking tasks once 4 results are written; the ones it already took (one
-    # buffered, one running: --prefetch 1, one thread) still run there.
-    runs_per_process = Counter(result.return_value for result in results)
-    assert len(runs_per_process) >= 2
-    assert max(runs_per_process.values()) <= 4 + 2
-    assert all(result.status == TaskResultStatus.SUCCESSFUL for result in results)
-
-
-def test_max_tasks_with_threads_runs_no_more_than_the_tasks_already_running(
-    start_worker: Callable[..., Command],
-) -> None:
-    """The other threads went on taking tasks while the prefetcher's stop made its round trip:
-    up to 27 ran in a process recycled at 10."""
-    results = [tasks.pid.enqueue() for _ in range(80)]
-    worker = start_worker("--threads", "4", "--max-tasks", "10")
+def recycled_runs(
+    start_worker: Callable[..., Command], count: int, *args: str
+) -> tuple[Counter[int], str]:
+    """Run ``count`` tasks that return their process's pid on a worker started with ``args``,
+    stop it; return how many ran in each process, and the worker's log."""
+    results = [tasks.pid.enqueue() for _ in range(count)]
+    worker = start_worker(*args)
     wait_until(
         lambda: all(result.refresh() or result.is_finished for result in results),
         "every task finishing",
@@ -88,7 +69,25 @@ def test_max_tasks_with_threads_runs_no_more_than_the_tasks_already_running(
     )
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
-    runs_per_process = Counter(result.return_value for result in results)
+    assert all(result.status == TaskResultStatus.SUCCESSFUL for result in results)
+    return Counter(result.return_value for result in results), worker.log
+
+
+def test_max_tasks_recycles_the_process(start_worker: Callable[..., Command]) -> None:
+    runs_per_process, log = recycled_runs(start_worker, 12, "--max-tasks", "4", "--prefetch", "1")
+    assert "Worker process recycled slot=0" in log
+    # A process stops taking tasks once 4 results are written; the ones it already took (one
+    # buffered, one running: --prefetch 1, one thread) still run there.
+    assert len(runs_per_process) >= 2
+    assert max(runs_per_process.values()) <= 4 + 2
+
+
+def test_max_tasks_with_threads_runs_no_more_than_the_tasks_already_running(
+    start_worker: Callable[..., Command],
+) -> None:
+    """The other threads went on taking tasks while the prefetcher's stop made its round trip:
+    up to 27 ran in a process recycled at 10."""
+    runs_per_process, _ = recycled_runs(start_worker, 80, "--threads", "4", "--max-tasks", "10")
     # The tenth, and at most one more task on each of the three other threads.
     assert max(runs_per_process.values()) <= 10 + 3, runs_per_process
 
