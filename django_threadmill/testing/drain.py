@@ -243,8 +243,11 @@ def _as_their_own_commit() -> Iterator[None]:
     waiting = {alias: len(connections[alias].run_on_commit) for alias in connections}
     yield
     for alias, before in waiting.items():
-        hooks = connections[alias].run_on_commit
-        while len(hooks) > before:  # a callback may register more
+        connection = connections[alias]
+        # Read afresh each time: a callback may register more, and a rollback in one replaces
+        # the list.
+        while len(connection.run_on_commit) > before:
+            hooks = connection.run_on_commit
             # (savepoints, callback, robust) since Django 4.2; django-stubs still says pairs.
             added = cast(list[tuple[set[str], Callable[[], object], bool]], hooks[before:])
             del hooks[before:]
