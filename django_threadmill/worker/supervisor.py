@@ -91,6 +91,11 @@ class Supervisor:
             self.options.processes,
             self.options.backend_alias,
         )
+        # The first pass before the processes start: a reap pass advances workflows too, and
+        # beside a --burst just started it could enqueue a step the burst has already looked
+        # past, ending the burst with the workflow still running.
+        self._reap_if_due()
+        self._fire_schedules_if_due()
         for slot in self.slots:
             self._spawn(slot)
         relayed = 0
@@ -110,8 +115,8 @@ class Supervisor:
         """Run one worker process's loop in this process, with no fork (``--processes 0``).
 
         Only with ``--burst``: nothing restarts the worker here, so it runs until the queues
-        are empty. The supervisor's first pass comes first, as before a burst with processes:
-        a reap pass and the schedules' due slots. The signal handlers the worker sets are put
+        are empty. The supervisor's first pass comes first, as with processes: a reap pass and
+        the schedules' due slots. The signal handlers the worker sets are put
         back after it, for a caller that goes on (``call_command``).
         """
         self._reap_if_due()
