@@ -77,14 +77,7 @@ if ARGV[4] ~= "" then
 end
 local token_wait = -1
 if ARGV[5] ~= "" and count > 0 then
-  local next_token = tonumber(redis.call("GET", KEYS[6])) or 0
-  if next_token - now > tonumber(ARGV[5]) then
-    -- Set under a slower rate (a deploy raised it): the token comes one interval of this rate
-    -- from now, not when the old rate would have given it.
-    next_token = now + tonumber(ARGV[5])
-    redis.call("SET", KEYS[6], next_token)
-  end
-  token_wait = math.max(0, next_token - now)
+  token_wait = math.max(0, next_token_ms(KEYS[6], now, tonumber(ARGV[5])) - now)
   count = token_wait == 0 and 1 or 0  -- a bucket of one token: starts are evenly spaced
 end
 local held_back = count < tonumber(ARGV[1]) and redis.call("ZCARD", KEYS[2]) > count

@@ -11,6 +11,18 @@ local function now_ms()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
+-- When the one token of a rate's bucket at `key` comes (ms), `interval` ms apart: a time set
+-- under a slower rate (a deploy raised it) is brought to one interval from `now`, and kept so.
+-- acquire.lua's reservations and pace.lua's starts each have such a bucket.
+local function next_token_ms(key, now, interval)
+  local stored = tonumber(redis.call("GET", key)) or 0
+  if stored - now > interval then
+    stored = now + interval
+    redis.call("SET", key, stored)
+  end
+  return stored
+end
+
 -- Damaged records (docs/lifecycle.md, Damaged records). A script that walks records handles
 -- each by itself: one it cannot use is set aside in the queue's P:damaged hash (id -> "<ms>
 -- <script>: <reason>") and left out of the call, which goes on with the others. Records are

@@ -9,11 +9,11 @@
 --          Per-queue limits).
 -- Fence:   none: a turn is taken only by its caller, right before its task starts; a turn
 --          taken by a worker that then dies goes unused.
--- Clock:   redis.call("TIME") only. A time set under a slower rate (a deploy raised it) counts
---          as one interval of this rate from now, as in acquire.lua.
+-- Clock:   redis.call("TIME") only. A time set under a slower rate (a deploy raised it) is
+--          brought to one interval of this rate from now (common.lua, next_token_ms).
 local now = now_ms()
 local interval = tonumber(ARGV[1])
-local next_start = math.min(tonumber(redis.call("GET", KEYS[1])) or 0, now + interval)
+local next_start = next_token_ms(KEYS[1], now, interval)
 if next_start > now then
   return next_start - now
 end
