@@ -1,12 +1,9 @@
 """Helpers for the backend tests: play the worker's part through the real broker."""
 
-import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from uuid import uuid4
-
-from asgiref.sync import sync_to_async
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Lease, NewTask, Outcome, Start
@@ -17,14 +14,6 @@ from django_threadmill.codec.times import now_ms
 from tests.servers.redis_server import RedisProcess, started
 
 WORKER = "worker-test-1"
-
-
-def start_shared_sync_thread() -> None:
-    """Start asgiref's process-wide sync thread now, so the leak guard does not blame a test.
-
-    ``Signal.asend`` runs sync receivers on that thread; it lives as long as the process.
-    """
-    asyncio.run(sync_to_async(lambda: None)())
 
 
 def new_task(queue: str) -> NewTask:

@@ -1,5 +1,6 @@
 """Shared fixtures: a real Redis, a key prefix per test, a broker, and leak guards."""
 
+import asyncio
 import logging
 import threading
 import uuid
@@ -8,6 +9,7 @@ from typing import Any
 
 import pytest
 import redis
+from asgiref.sync import sync_to_async
 from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -85,6 +87,14 @@ def redis_client(redis_url: str, key_prefix: str) -> Iterator[redis.Redis]:
     if keys:
         client.delete(*keys)
     client.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_sync_thread() -> None:
+    """Start asgiref's process-wide sync thread before any test, so the leak guard below never
+    blames the test that first sends a signal from async code (``Signal.asend`` runs sync
+    receivers on that thread, which lives as long as the process)."""
+    asyncio.run(sync_to_async(lambda: None)())
 
 
 @pytest.fixture(autouse=True)

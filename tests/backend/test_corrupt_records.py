@@ -14,14 +14,9 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.exceptions import PayloadError
 from testproject.example.tasks import echo
-from tests.backend_support import fail, start_shared_sync_thread, succeed
+from tests.backend_support import fail, succeed
 
 type Read = Callable[[str], TaskResult]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 def read_one_of_many(backend: ThreadmillTaskBackend, result_id: str) -> TaskResult:

@@ -13,14 +13,8 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.codec.ids import queue_of
 from django_threadmill.compat import Task, TaskResult, TaskResultStatus
 from testproject.example.tasks import add, async_add, attempt_info, echo, send_welcome
-from tests.backend_support import start_shared_sync_thread
 
 Enqueue = Callable[..., TaskResult]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 @pytest.fixture(params=["enqueue", "aenqueue"])

@@ -22,16 +22,10 @@ from tests.backend_support import (
     finish,
     reserve,
     start,
-    start_shared_sync_thread,
     succeed,
 )
 
 Read = Callable[[str], TaskResult]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 @pytest.fixture(params=["get_result", "aget_result"])

@@ -4,20 +4,12 @@ import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResult, task_backends
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
 
 CALLS = 200
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 def broker_seen_by_a_new_thread() -> Broker:

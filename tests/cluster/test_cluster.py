@@ -17,7 +17,7 @@ from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import add, echo
 from tests.admin.conftest import QUEUES_URL, TASKS_URL, detail_url, operator
-from tests.backend_support import new_task, start, start_shared_sync_thread
+from tests.backend_support import new_task, start
 from tests.servers.redis_cluster import LocalCluster
 from tests.support import Command, wait_until, worker
 
@@ -121,11 +121,6 @@ def test_admin_pages_read_every_node(operator: Client, backend: ThreadmillTaskBa
     detail = operator.get(detail_url(ids[1]))
     assert detail.status_code == 200
     assert "billing" in detail.content.decode()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 def test_aenqueue_on_every_node(backend: ThreadmillTaskBackend) -> None:

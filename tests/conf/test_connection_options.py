@@ -10,12 +10,6 @@ from django.core.exceptions import ImproperlyConfigured
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.conf.settings import BackendSettings, read_settings
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 def settings(

@@ -10,7 +10,6 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
 
 ASYNC_CALLS = 10_000
 THREADS = 64
@@ -18,11 +17,6 @@ CALLS_PER_THREAD = 500
 
 # Default settings, and the smallest pool the issue asks to survive the same burst.
 pytestmark = pytest.mark.parametrize("tasks_options", [{}, {"max_connections": 4}], ids=str)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 def assert_ready_exactly_once(

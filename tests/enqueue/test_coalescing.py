@@ -13,17 +13,11 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo, send_welcome
-from tests.backend_support import start_shared_sync_thread
 from tests.conftest import tasks_setting
 from tests.servers.redis_server import free_port
 from tests.support import script_calls, wait_until
 
 NOT_JSON = "Arguments of task 'testproject.example.tasks.echo' cannot be stored as JSON"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 async def gather(*calls: object) -> list[TaskResult | BaseException]:

@@ -14,16 +14,11 @@ from django.test import override_settings
 from django_threadmill.compat import InvalidTask, Task, task_backends
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
-from tests.backend_support import redis_with_password, start_shared_sync_thread
+from tests.backend_support import redis_with_password
 from tests.conftest import tasks_setting
 from tests.servers.redis_server import free_port, redis_process
 
 ECHO = "testproject.example.tasks.echo"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 @pytest.fixture

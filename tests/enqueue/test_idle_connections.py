@@ -9,7 +9,6 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
 from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import wait_until
 
@@ -23,11 +22,6 @@ def closing_idle_redis() -> Iterator[RedisProcess]:
 @pytest.fixture
 def redis_url(closing_idle_redis: RedisProcess) -> str:
     return closing_idle_redis.url
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 def test_aenqueue_on_a_connection_closed_while_idle_is_retried_on_a_fresh_one(

@@ -6,18 +6,11 @@ calling ``async_to_sync(task.aenqueue)`` makes a new loop per call and ran out o
 
 import asyncio
 
-import pytest
 import redis
 from asgiref.sync import async_to_sync
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 def test_ended_loops_close_their_connections_and_are_let_go(

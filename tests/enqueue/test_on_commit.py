@@ -19,7 +19,6 @@ from django_threadmill.compat import (
     task_enqueued,
 )
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
 from tests.support import wait_until, worker
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
@@ -32,11 +31,6 @@ savepoint_create = getattr(transaction, "savepoint_create", None) or transaction
 @pytest.fixture
 def tasks_options() -> dict[str, object]:
     return {"enqueue_on_commit": True}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 @pytest.fixture

@@ -12,14 +12,8 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
 
 ONE_CONNECTION = pytest.mark.parametrize("tasks_options", [{"max_connections": 1}])
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 @ONE_CONNECTION

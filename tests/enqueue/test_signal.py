@@ -10,14 +10,8 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResult, task_enqueued
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
 
 Burst = Callable[[int], list[TaskResult]]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 def thread_burst(count: int) -> list[TaskResult]:

@@ -8,16 +8,10 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import echo
-from tests.backend_support import start_shared_sync_thread
 from tests.servers.redis_sentinel import LocalSentinel
 from tests.support import Command, wait_until, worker
 
 from .conftest import LOCATION, command_env
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 @pytest.fixture

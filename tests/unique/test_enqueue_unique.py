@@ -12,16 +12,11 @@ from django.test import override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import InvalidTask, TaskResult, TaskResultStatus, task_enqueued
 from django_threadmill.task import task
-from tests.backend_support import fail, start, start_shared_sync_thread, succeed
+from tests.backend_support import fail, start, succeed
 
 from .tasks import by_account, refresh, refresh_account
 
 pytestmark = pytest.mark.usefixtures("backend")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_sync_thread() -> None:
-    start_shared_sync_thread()
 
 
 @pytest.fixture
