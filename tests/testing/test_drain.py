@@ -97,7 +97,10 @@ def test_a_rate_limited_queue_is_drained_at_its_rate(
             tasks.record_report.enqueue(str(n))
         assert threadmill.drain(queues=["reports"]) == 3
     starts = [at for _, at in tasks.runs]
-    assert all(later - earlier >= 0.09 for earlier, later in itertools.pairwise(starts))
+    # Turns are on the Redis clock and stamped here a moment later: one late stamp shortens the
+    # gap after it, so each gap keeps half an interval of slack, and the span keeps it once.
+    assert all(later - earlier >= 0.05 for earlier, later in itertools.pairwise(starts))
+    assert starts[-1] - starts[0] >= 2 * 0.1 - 0.05
 
 
 def test_async_tasks_run_on_a_loop_whose_sync_calls_come_back_here(
