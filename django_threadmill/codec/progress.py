@@ -10,6 +10,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from fractions import Fraction
 
 from .times import from_ms
 
@@ -33,8 +34,15 @@ class Progress:
             return None
         if self.done >= self.total:
             return 100
-        # done / total first: below 1 here, where done * 100 could pass a float's range.
-        return math.floor(self.done / self.total * 100)
+        # Exact, in fractions: 29 / 100 * 100 is 28.999999999999996 in floats, and done * 100
+        # could pass a float's range.
+        return _as_written(self.done) * 100 // _as_written(self.total)
+
+
+def _as_written(number: int | float) -> Fraction:
+    """The exact value of ``number`` as written: a float's shortest repr (0.29 is 29/100, not
+    the binary fraction a hair below it that Python stores)."""
+    return Fraction(repr(number)) if isinstance(number, float) else Fraction(number)
 
 
 def stored_number(value: int | float) -> str:

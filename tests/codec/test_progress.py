@@ -15,12 +15,27 @@ REPORTED_AT = datetime(2026, 12, 2, tzinfo=UTC)
     [
         (3, 10, 30),
         (10, 10, 100),
+        (29, 100, 29),  # 29 / 100 * 100 is 28.999999999999996 in floats
+        (290, 1000, 29),
+        (0.29, 1, 29),  # read as written: the float Python stores is a hair below 0.29
+        (0.57, 1.0, 57),
         (1e307, 1e308, 10),  # done * 100 would be inf
         (10**300, 3 * 10**300, 33),
         (5, 0, None),
         (5, None, None),
     ],
-    ids=["30", "100", "floats near the limit", "big ints", "total 0", "no total"],
+    ids=[
+        "30",
+        "100",
+        "29 of 100",
+        "290 of 1000",
+        "0.29 of 1",
+        "0.57 of 1.0",
+        "floats near the limit",
+        "big ints",
+        "total 0",
+        "no total",
+    ],
 )
 def test_the_percent_is_whole_rounded_down_and_never_overflows(
     done: int | float, total: int | float | None, percent: int | None
