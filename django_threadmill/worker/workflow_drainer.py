@@ -2,10 +2,12 @@
 
 Outboxes this process's own finishes filled are drained at once (the broker's outbox signal);
 every ``POLL_S`` it also looks at all its queues' outboxes, for entries a killed process or a
-cancel left. Draining is its own thread so that acks never wait on it (workflows/advance.py).
+cancel left, however busy its own finishes keep it. Draining is its own thread so that acks
+never wait on it (workflows/advance.py).
 """
 
 import logging
+import time
 from collections.abc import Callable
 
 from ..broker import Broker
@@ -27,8 +29,10 @@ class WorkflowDrainer(RoleThread):
         drain_part: Callable[[str], int],
         on_drained: Callable[[], None],
         on_crash: Callable[[], None],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__("threadmill-workflows", on_crash)
+        self.clock = clock
         self.signal = broker.outbox_signal
         self.broker = broker
         self.queues = queues
@@ -38,9 +42,15 @@ class WorkflowDrainer(RoleThread):
 
     def loop(self) -> None:
         self._round(self._all_filled)  # what an earlier process left
+        looked_at = self.clock()
         while not self.stopping.is_set():
-            noted = self.signal.filled.wait(POLL_S)
-            self._round(self.signal.take if noted else self._all_filled)
+            # Due by the clock, not by a quiet spell: a stream of its own finishes would
+            # otherwise put off the look at what others left for as long as it lasts.
+            self.signal.filled.wait(max(0.0, looked_at + POLL_S - self.clock()))
+            self._round(self.signal.take)
+            if self.clock() - looked_at >= POLL_S:
+                self._round(self._all_filled)
+                looked_at = self.clock()
         self._round(self.signal.take)
 
     def wake(self) -> None:
