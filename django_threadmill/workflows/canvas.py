@@ -5,6 +5,7 @@ plans and stores it.
 """
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,22 @@ def _nodes(kind: str, given: tuple[Any, ...]) -> tuple[Node, ...]:
         raise ValueError(f"{kind}() needs at least one step: {kind}(step(task), ...).")
     for node in given:
         if not isinstance(node, Step | Chain | Group):
-            hint = " Wrap the task as step(task, ...)." if isinstance(node, Task) else ""
-            raise TypeError(f"{kind}() takes steps, chains and groups, not {node!r}.{hint}")
+            raise TypeError(
+                f"{kind}() takes steps, chains and groups, not {_shown(node)}.{_hint(kind, node)}"
+            )
     return given
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut short: a list of a thousand steps must not fill the message."""
+    text = repr(value)
+    return text if len(text) <= 200 else f"{text[:200]}... ({type(value).__name__})"
+
+
+def _hint(kind: str, node: object) -> str:
+    """What to write instead of ``node``, where that is clear."""
+    if isinstance(node, Task):
+        return " Wrap the task as step(task, ...)."
+    if isinstance(node, list | tuple | Iterator):
+        return f" Pass the steps one by one: {kind}(*steps)."
+    return ""
