@@ -17,7 +17,7 @@ from ..codec.payloads import load_task
 from ..codec.results import parse_error
 from ..exceptions import BrokerUnavailable, Cancelled, PayloadError
 from .failed_entries import RETRY_AFTER_S, FailedEntries
-from .launch import PreparedStep, enqueue_steps, mark_enqueued, step_task
+from .launch import PreparedStep, enqueue_steps, step_task
 from .plan import (
     input_value,
     read_step_marker,
@@ -159,8 +159,7 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
         )
         broker.advance_workflow(workflow_id, index, "failed", f"not enqueued: {exc}")
         return
-    enqueue_steps(backend, groups)
-    mark_enqueued(backend, workflow_id, [steps[index] for index in due])
+    enqueue_steps(backend, workflow_id, groups, [steps[index] for index in due])
 
 
 def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:

@@ -58,10 +58,9 @@ def _store(
     planned: Plan,
     first: dict[str, list[PreparedStep]],
 ) -> None:
-    """Write the workflow's hash, then its first steps, then mark them enqueued."""
+    """Write the workflow's hash, then its first steps, marked enqueued."""
     backend.broker.create_workflow(workflow_id, workflow_fields(planned.steps))
-    enqueue_steps(backend, first)
-    mark_enqueued(backend, workflow_id, [s for s in planned.steps if s.input is None])
+    enqueue_steps(backend, workflow_id, first, [s for s in planned.steps if s.input is None])
 
 
 async def alaunch(root: Plannable) -> WorkflowResult:
@@ -88,28 +87,39 @@ def step_task(
     )
 
 
-def enqueue_steps(backend: ThreadmillTaskBackend, groups: dict[str, list[PreparedStep]]) -> None:
-    """Store the encoded steps of each queue, all queues in one round trip, and send
-    task_enqueued for the steps this call stored; then raise the error of the first queue
-    that was refused, if any.
+def enqueue_steps(
+    backend: ThreadmillTaskBackend,
+    workflow_id: str,
+    groups: dict[str, list[PreparedStep]],
+    steps: list[PlannedStep],
+) -> None:
+    """Store the encoded ``steps``, grouped by queue (all queues in one round trip), mark them
+    enqueued, then send task_enqueued for the steps this call stored; raise the error of the
+    first queue that was refused (then nothing is marked), else the first a receiver raised.
 
     A queue's steps are stored by one atomic call, so a repeated advance (a drainer that died
     before taking its outbox entry out, or two drainers at once) finds them all stored and
     announces none of them: each step is announced once, by the call that stored it. A sharded
     queue stored only in part does not say which ids it wrote; its steps are not announced.
+    Receivers hear of steps the workflow already counts as enqueued, and one that raises keeps
+    no other step from being announced: its error is raised once every step is.
     """
     outcomes = backend.broker.enqueue_groups(
-        {queue: [new for new, _ in steps] for queue, steps in groups.items()}
+        {queue: [new for new, _ in prepared] for queue, prepared in groups.items()}
     )
-    refused: list[Exception] = []
-    for steps, outcome in zip(groups.values(), outcomes, strict=True):
-        if isinstance(outcome, Exception):
-            refused.append(outcome)
-        elif outcome.stored == len(steps):
-            for _, result in steps:
+    errors: list[Exception] = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
+    if not errors:
+        mark_enqueued(backend, workflow_id, steps)
+    for prepared, outcome in zip(groups.values(), outcomes, strict=True):
+        if isinstance(outcome, Exception) or outcome.stored != len(prepared):
+            continue
+        for _, result in prepared:
+            try:
                 announce(backend.pipeline.sender, result)
-    if refused:
-        raise refused[0]
+            except Exception as exc:  # the caller's own error, as Signal.send would raise it
+                errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def mark_enqueued(

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResult, TaskResultStatus
+from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
 from django_threadmill.exceptions import WorkflowDoesNotExist
 from django_threadmill.testing import drain
 from django_threadmill.workflows import WorkflowResult, advance, chain, get_workflow, group, step
@@ -212,5 +212,33 @@ def test_each_step_is_announced_once_by_the_call_that_stored_it(
 
     planned = stored_plan(flow.id, backend.broker.workflow_fields(flow.id))[0]
     again = step_task(backend, flow.id, planned, number, planned.args)
-    enqueue_steps(backend, {planned.queue: [again]})  # as a drainer that died would repeat it
+    # as a drainer that died would repeat it
+    enqueue_steps(backend, flow.id, {planned.queue: [again]}, [planned])
     assert len(enqueued) == 3
+
+
+def test_a_receiver_that_raises_hears_every_step_of_a_workflow_left_whole(
+    backend: ThreadmillTaskBackend, enqueued: list[tuple[type, TaskResult]]
+) -> None:
+    """A task_enqueued receiver that raises makes the launch raise, as a lone enqueue does,
+    but only once the workflow counts its first steps enqueued and each was announced."""
+
+    def raises(sender: type, task_result: TaskResult, **kwargs: object) -> None:
+        raise RuntimeError("metrics service down")
+
+    task_enqueued.connect(raises)
+    try:
+        with pytest.raises(RuntimeError, match="metrics service down"):
+            group(step(number, 1), step(number, 2), then=step(collect)).enqueue()
+    finally:
+        task_enqueued.disconnect(raises)
+    assert len(enqueued) == 2  # the second member was announced after the first one's error
+    (workflow_id,) = backend.broker.recent_workflows(1)
+    flow = get_workflow(workflow_id)
+    assert [s.state for s in flow.steps] == ["READY", "READY", "WAITING"]
+    drain()
+    flow.refresh()
+    assert flow.status == TaskResultStatus.SUCCESSFUL
+    callback = flow.results[2]
+    assert callback is not None
+    assert callback.return_value == [1, 2]
