@@ -6,9 +6,10 @@ worker's ``Executor`` runs each, a sync task in the calling thread and ``async d
 event loop the drain runs (their thread-sensitive calls, Django's async ORM among them, come
 back to the calling thread); every start and outcome is written through the broker's fenced
 start and finish before the next task, as with ``--sync-ack``, workflows advance from their
-steps' outcomes at once, and the metrics are sent at the end. A task's last progress report
-is written with its outcome. Running in the caller's thread,
-tasks see what a test set up there: its database transaction, its mocks, its log capture.
+steps' outcomes at once (and, once nothing is left to run, from every entry of their queues'
+outboxes, as a worker's look does), and the metrics are sent at the end. A task's last progress
+report is written with its outcome. Running in the caller's thread, tasks see what a test set
+up there: its database transaction, its mocks, its log capture.
 """
 
 import asyncio
@@ -37,6 +38,7 @@ from ..worker.lanes import is_async
 from ..worker.leases import HeldLeases, LeaseKeeper
 from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
+from ..workflows.advance import drain_queues
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +136,10 @@ class _Drain:
             self.held.add([reservation.lease for reservation in batch])
             self.renew_at = time.monotonic() + self.keeper.interval_s
             self._run(batch)
+            return True
+        # Entries no finish of this drain noted (a step cancelled meanwhile), as a worker's
+        # look at every outbox finds them: advancing may enqueue more steps.
+        if drain_queues(self.backend, list(self.queues)):
             return True
         due_ms = min(
             (each.next_due_ms for each in acquired if each.next_due_ms is not None), default=None
