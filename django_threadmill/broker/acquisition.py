@@ -34,6 +34,7 @@ class _Call:
         workers: str,
         enqueued_ms: str,
         started_ms: str,
+        workflow: str,
         errors: list[str],
     ) -> Reservation:
         """Return one reservation, its lease carrying what the metrics need."""
@@ -52,19 +53,26 @@ class _Call:
             enqueued_ms=enqueued,
             started_ms=started,
             errors=errors,
+            workflow=workflow,
         )
 
 
 def _reservations(call: _Call, flat: list[Any]) -> list[Reservation]:
-    """Read acquire.lua's flat task entries: six values, then ``nerrors`` error texts."""
+    """Read acquire.lua's flat task entries: seven values, then ``nerrors`` error texts."""
     reservations = []
     at = 0
     while at < len(flat):
-        task_id, payload, workers, enqueued_ms, started_ms, nerrors = flat[at : at + 6]
-        errors_end = at + 6 + int(nerrors)
+        task_id, payload, workers, enqueued_ms, started_ms, workflow, nerrors = flat[at : at + 7]
+        errors_end = at + 7 + int(nerrors)
         reservations.append(
             call.reservation(
-                task_id, payload, workers, enqueued_ms, started_ms, flat[at + 6 : errors_end]
+                task_id,
+                payload,
+                workers,
+                enqueued_ms,
+                started_ms,
+                workflow,
+                flat[at + 7 : errors_end],
             )
         )
         at = errors_end

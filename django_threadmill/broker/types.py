@@ -113,6 +113,7 @@ class Reservation(NamedTuple):
     enqueued_ms: int | None
     started_ms: int | None
     errors: list[str]
+    workflow: str = ""  # a workflow step's ``<workflow id>:<step>`` (its record's field)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,6 +32,7 @@ from ..codec.times import now_ms
 from ..conf.durations import seconds_of
 from ..exceptions import BrokerUnavailable
 from ..worker.ack_writer import log_not_recorded
+from ..worker.cancelled_steps import CancelledSteps
 from ..worker.db_connections import connections_kept
 from ..worker.executor import Executor
 from ..worker.lanes import is_async
@@ -39,6 +40,7 @@ from ..worker.leases import HeldLeases, LeaseKeeper
 from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
 from ..workflows.advance import drain_queues
+from ..workflows.failed_entries import FailedEntries
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +105,9 @@ class _Drain:
             interruptible=True,
         )
         self.held = HeldLeases()
+        self.cancelled_steps = CancelledSteps(self.broker)
+        # Outbox entries whose advance raised: tried again a minute later, not in each look.
+        self.failed_entries = FailedEntries()
         # Never started: its renew() is called between tasks, once lease_ttl / 3 has passed.
         self.keeper = LeaseKeeper(
             self.broker,
@@ -139,7 +144,7 @@ class _Drain:
             return True
         # Entries no finish of this drain noted (a step cancelled meanwhile), as a worker's
         # look at every outbox finds them: advancing may enqueue more steps.
-        if drain_queues(self.backend, list(self.queues)):
+        if drain_queues(self.backend, list(self.queues), self.failed_entries):
             return True
         due_ms = min(
             (each.next_due_ms for each in acquired if each.next_due_ms is not None), default=None
@@ -153,13 +158,24 @@ class _Drain:
         """Run the sync tasks of ``batch`` one by one, then its async ones together."""
         try:
             for reservation in batch:
-                if not is_async(reservation) and self._still_held(reservation):
+                if not is_async(reservation) and self._to_run(reservation):
                     self._run_sync(reservation)
-            on_loop = [r for r in batch if is_async(r) and self._still_held(r)]
+            on_loop = [r for r in batch if is_async(r) and self._to_run(r)]
             if on_loop:
                 self._run_async(on_loop)
         finally:
             self._hand_back()
+
+    def _to_run(self, reservation: Reservation) -> bool:
+        """Tell whether ``reservation`` runs now: still ours, and not a step of a cancelled
+        workflow (that is recorded as cancelled instead, as a worker does)."""
+        if not self._still_held(reservation):
+            return False
+        cancelled = self.cancelled_steps.cancellation(reservation)
+        if cancelled is None:
+            return True
+        self._record([cancelled])
+        return False
 
     def _still_held(self, reservation: Reservation) -> bool:
         """Renew the leases when due; tell whether ``reservation`` is still ours to run."""
@@ -215,13 +231,17 @@ class _Drain:
             loop.call_soon_threadsafe(gathering.cancel)
 
     def _finish(self, finishes: list[Finish]) -> None:
+        """Record the outcomes of tasks that ran."""
+        self._record(finishes)
+        self.ran += len(finishes)
+
+    def _record(self, finishes: list[Finish]) -> None:
         # The tasks' last progress reports go with their outcomes, written first.
         progress = self.executor.progress.take(flush=True)
         self._write("finish", partial(self.broker.finish, progress=progress), finishes)
         self.held.discard([finish.lease for finish in finishes])
-        self.ran += len(finishes)
         for part in self.broker.outbox_signal.take():  # workflow steps ended: advance them
-            drain_outbox(self.backend, part)
+            drain_outbox(self.backend, part, self.failed_entries)
 
     def _write[T: (Start, Finish)](
         self, kind: str, call: Callable[[str, Sequence[T]], list[Rejected[T]]], items: list[T]

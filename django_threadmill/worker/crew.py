@@ -11,6 +11,7 @@ from collections.abc import Callable
 from ..broker import Broker, Reservation
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
+from .cancelled_steps import CancelledSteps
 from .event_loop import EventLoopLane, LoopMonitor
 from .executor import Executor
 from .lanes import is_async
@@ -58,6 +59,7 @@ class Crew:
             writer=self.writer,
             held=self.held,
             pacer=self.pacer,
+            cancelled_steps=CancelledSteps(broker),
             sync_ack=options.sync_ack,
             on_task_done=on_task_done,
         )

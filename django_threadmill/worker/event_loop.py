@@ -114,11 +114,10 @@ class EventLoopLane(TaskRunner):
 
     async def _run_one(self, reservation: Reservation) -> None:
         try:
-            pacer = self.pacer
-            if pacer.paces(reservation) and not await asyncio.to_thread(
-                pacer.take_turn, reservation
+            if self.looks_before_start(reservation) and not await asyncio.to_thread(
+                self.admit, reservation
             ):
-                return  # the worker stopped first: handed back
+                return  # handed back (the worker stopped first), or recorded as cancelled
             started_ms = self.begin(reservation)
             if started_ms is None:
                 return

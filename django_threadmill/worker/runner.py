@@ -8,6 +8,7 @@ from ..broker import Reservation, Start
 from ..codec.times import now_ms
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
+from .cancelled_steps import CancelledSteps
 from .executor import Executor
 from .leases import HeldLeases
 from .pacing import Pacer
@@ -25,6 +26,7 @@ class RunnerParts:
     writer: AckWriter
     held: HeldLeases
     pacer: Pacer  # a rate-limited queue's task waits for its start turn
+    cancelled_steps: CancelledSteps  # a step of a cancelled workflow does not start
     sync_ack: bool  # --sync-ack: an outcome is written before the next task
     on_task_done: Callable[[], None]  # counts toward --max-tasks and --max-memory
 
@@ -40,8 +42,26 @@ class TaskRunner(RoleThread):
         self.writer = parts.writer
         self.held = parts.held
         self.pacer = parts.pacer
+        self.cancelled_steps = parts.cancelled_steps
         self.sync_ack = parts.sync_ack
         self.on_task_done = parts.on_task_done
+
+    def looks_before_start(self, reservation: Reservation) -> bool:
+        """Tell whether ``admit`` asks Redis before ``reservation`` starts (a start turn, a
+        workflow's status): the event loop then admits it from a thread."""
+        return bool(reservation.workflow) or self.pacer.paces(reservation)
+
+    def admit(self, reservation: Reservation) -> bool:
+        """Block until ``reservation`` may start; False when it must not: the worker stopped
+        while it waited for its start turn (handed back), or it is a step of a cancelled
+        workflow (recorded as cancelled)."""
+        if not self.pacer.take_turn(reservation):
+            return False
+        cancelled = self.cancelled_steps.cancellation(reservation)
+        if cancelled is None:
+            return True
+        self.writer.submit_finish(cancelled, wait=self.sync_ack)
+        return False
 
     def begin(self, reservation: Reservation) -> int | None:
         """Start an attempt: return its start (ms) once its start notice is queued, or None

@@ -51,7 +51,7 @@ class WorkerThread(TaskRunner):
             self.idle_since = time.monotonic()
 
     def _run_one(self, reservation: Reservation) -> None:
-        started_ms = self.begin(reservation) if self.pacer.take_turn(reservation) else None
+        started_ms = self.begin(reservation) if self.admit(reservation) else None
         if started_ms is None:
             self.buffer.done()
             return

@@ -72,9 +72,12 @@ def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntrie
     return True
 
 
-def drain_queues(backend: ThreadmillTaskBackend, queues: list[str]) -> int:
+def drain_queues(
+    backend: ThreadmillTaskBackend, queues: list[str], failed: FailedEntries | None = None
+) -> int:
     """Drain every outbox of ``queues`` that holds entries; return how many entries."""
-    return sum(drain(backend, part) for part in backend.broker.parts_with_outbox(queues))
+    failed = FailedEntries() if failed is None else failed
+    return sum(drain(backend, part, failed) for part in backend.broker.parts_with_outbox(queues))
 
 
 def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> None:

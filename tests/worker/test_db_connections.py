@@ -20,6 +20,7 @@ from django_threadmill.compat import Task
 from django_threadmill.worker import db_connections
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.cancelled_steps import CancelledSteps
 from django_threadmill.worker.executor import Executor
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.pacing import Pacer
@@ -116,6 +117,7 @@ def test_a_worker_thread_that_ends_closes_the_connections_it_opened(
         writer=writer,
         held=held,
         pacer=Pacer(backend.broker, release=lambda reservations: None),
+        cancelled_steps=CancelledSteps(backend.broker),
         sync_ack=True,  # the outcome is written before the thread takes its next turn
         on_task_done=lambda: None,
     )

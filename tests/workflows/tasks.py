@@ -3,7 +3,14 @@
 import os
 import threading
 
-from django_threadmill.compat import task
+from django_threadmill.compat import TaskContext, task, task_backends
+from django_threadmill.retry import ExponentialBackoff
+from django_threadmill.task import task as threadmill_task
+from django_threadmill.workflows import get_workflow
+from django_threadmill.workflows.plan import read_step_marker
+
+# Attempts follow one another at once: the tests run at the speed of the worker.
+AT_ONCE_AGAIN = ExponentialBackoff(base_delay=0, max_delay=0, jitter=0, max_attempts=3)
 
 
 def _count(log: str, what: str) -> None:
@@ -55,3 +62,41 @@ def together(n: int) -> int:
 @task
 def boom(value: int) -> None:
     raise ValueError(f"boom after {value}")
+
+
+def _cancel_own_workflow(context: TaskContext) -> None:
+    """Cancel the workflow the running step belongs to (its record names it)."""
+    result = context.task_result
+    record = task_backends[result.backend].broker.record(result.id)
+    marked = read_step_marker(record.get("workflow"))
+    assert marked is not None, "not a workflow step"
+    assert get_workflow(marked[0], result.backend).cancel("from a step")
+
+
+@task(takes_context=True)
+def cancels_its_workflow(context: TaskContext, log: str) -> None:
+    """Cancel the workflow this step belongs to, counted in ``log``."""
+    _count(log, "cancels")
+    _cancel_own_workflow(context)
+
+
+@threadmill_task(takes_context=True, retry=AT_ONCE_AGAIN)
+def cancels_its_workflow_then_fails(context: TaskContext, log: str) -> None:
+    """Cancel the workflow this step belongs to and fail, under a policy that would retry."""
+    _count(log, "cancels and fails")
+    _cancel_own_workflow(context)
+    raise ValueError("fails after the cancel")
+
+
+@task
+async def acounted(n: int, log: str) -> int:
+    """``counted`` as an ``async def`` task: it runs on the worker's event loop."""
+    _count(log, f"counted {n}")
+    return n
+
+
+@task(takes_context=True)
+async def acancels_its_workflow(context: TaskContext, log: str) -> None:
+    """``cancels_its_workflow`` as an ``async def`` task (its Redis calls block the loop)."""
+    _count(log, "cancels")
+    _cancel_own_workflow(context)

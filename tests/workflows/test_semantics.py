@@ -2,6 +2,7 @@
 thread by django_threadmill.testing.drain (the broker, scripts and outboxes are the real ones)."""
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -14,7 +15,15 @@ from django_threadmill.workflows import WorkflowResult, advance, chain, get_work
 from django_threadmill.workflows.launch import enqueue_steps, step_task
 from django_threadmill.workflows.plan import stored_plan
 
-from .tasks import add, boom, collect, number
+from .tasks import (
+    add,
+    boom,
+    cancels_its_workflow,
+    cancels_its_workflow_then_fails,
+    collect,
+    counted,
+    number,
+)
 
 
 def test_a_chain_passes_each_value_to_the_next_step(backend: ThreadmillTaskBackend) -> None:
@@ -260,3 +269,47 @@ def test_drain_advances_a_workflow_from_a_step_cancelled_outside_it(
     assert flow.status == TaskResultStatus.FAILED
     assert [s.state for s in flow.steps] == ["FAILED", "NOT_RUN"]
     assert not backend.broker.parts_with_outbox(["default"])
+
+
+def test_a_step_reserved_before_its_workflow_was_cancelled_does_not_start(
+    backend: ThreadmillTaskBackend, tmp_path: Path
+) -> None:
+    """The drain reserves both members at once, as a worker's read-ahead does: the cancel
+    cannot reach the second in its queue, so it is stopped where it would have started."""
+    log = tmp_path / "runs.log"
+    flow = group(step(cancels_its_workflow, str(log)), step(counted, 2, str(log))).enqueue()
+
+    assert drain() == 1
+
+    flow.refresh()
+    assert log.read_text().splitlines() == ["cancels"]
+    assert flow.status == TaskResultStatus.FAILED
+    second = flow.results[1]
+    assert second is not None
+    assert second.status == TaskResultStatus.FAILED
+    assert (
+        second.errors[0]
+        .traceback.strip()
+        .endswith("Cancelled before it ran: its workflow was cancelled: from a step")
+    )
+
+
+def test_a_step_whose_workflow_was_cancelled_is_not_tried_again(
+    backend: ThreadmillTaskBackend, tmp_path: Path
+) -> None:
+    """A running step finishes, but the attempts its retry policy would give it do not start."""
+    log = tmp_path / "runs.log"
+    flow = chain(step(cancels_its_workflow_then_fails, str(log)), step(add, 1)).enqueue()
+
+    drain()
+
+    flow.refresh()
+    assert log.read_text().splitlines() == ["cancels and fails"]
+    first = flow.results[0]
+    assert first is not None
+    assert first.status == TaskResultStatus.FAILED
+    assert [error.exception_class_path.rpartition(".")[2] for error in first.errors] == [
+        "ValueError",
+        "Cancelled",
+    ]
+    assert [s.state for s in flow.steps] == ["FAILED", "NOT_RUN"]

@@ -20,8 +20,9 @@
 --           fence token of this call's reservations ("" when none),
 --           how many records this call set aside (docs/lifecycle.md, Damaged records),
 --           the Redis time of the call in ms,
---           then per task, flat: id, payload, workers, enqueued_ms, started_ms,
---           nerrors, and that many error_json}
+--           then per task, flat: id, payload, workers, enqueued_ms, started_ms, workflow
+--           (a workflow step's `<workflow id>:<step>`, else ""), nerrors, and that many
+--           error_json}
 --          Flat, with the lease deadline and the token formatted once per call: a table per
 --          task and a number formatted per task cost Redis more than the task's HSET.
 -- Fence:   every task reserved by one call gets the same new token, the next value of
@@ -108,7 +109,7 @@ end
 local reply = {-1, held_back and 1 or 0, token, 0, now}
 for _, id in ipairs(popped) do
   local key = KEYS[1] .. id
-  local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors")
+  local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors", "workflow")
   if not f then
     put_aside(id, problem)
   elseif f[1] ~= "ready" then
@@ -121,9 +122,10 @@ for _, id in ipairs(popped) do
     local workers, started_ms, nerrors = earlier_attempts(key, f[4])
     local n = #reply
     reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
-    reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", nerrors
+    reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", f[5] or ""
+    reply[n + 7] = nerrors
     for e = 1, nerrors do
-      reply[n + 6 + e] = redis.call("HGET", key, "error:" .. e) or ""
+      reply[n + 7 + e] = redis.call("HGET", key, "error:" .. e) or ""
     end
   end
 end
