@@ -139,7 +139,8 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         """Give a FAILED task a new attempt: same id, errors and worker ids kept.
 
         Return False, changing nothing, if the task has not failed (waiting, running, or
-        successful). Raise ``TaskResultDoesNotExist`` for an unknown or expired id.
+        successful) or has run its ``MAX_ATTEMPTS`` attempts (retry.py). Raise
+        ``TaskResultDoesNotExist`` for an unknown or expired id.
         """
         state = self.broker.requeue(result_id)
         if state == "missing":

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 POLICY_KIND = "exponential_backoff"  # the "kind" written by ExponentialBackoff.to_dict
+# The most attempts a task runs, whatever its policy says: every attempt's error is kept and read
+# back with each attempt. common.lua's MAX_ATTEMPTS is this number, and a record that counts
+# more errors is damaged (docs/lifecycle.md, Retries).
+MAX_ATTEMPTS = 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,7 +117,14 @@ class ExponentialBackoff:
             )
         _check_number("factor", self.factor, low=1)
         _check_number("jitter", self.jitter, low=0, high=1, hint=" (a fraction of the delay)")
-        _check_number("max_attempts", self.max_attempts, low=1, whole=True, hint=" (1: no retry)")
+        _check_number(
+            "max_attempts",
+            self.max_attempts,
+            low=1,
+            high=MAX_ATTEMPTS,
+            whole=True,
+            hint=f" (1: no retry; {MAX_ATTEMPTS} is the most attempts a task runs)",
+        )
 
     def _checked_retry_on(self) -> tuple[type[BaseException], ...]:
         kinds = self.retry_on if isinstance(self.retry_on, tuple | list) else (self.retry_on,)
@@ -175,10 +186,20 @@ def retry_delay(task: "Task", task_result: "TaskResult", error: BaseException) -
 
     ``task_result.attempts`` already counts the failed attempt. A policy that raises or
     returns something other than a timedelta or None is logged and treated as "no retry",
-    so a broken policy can fail a task but never a worker thread.
+    so a broken policy can fail a task but never a worker thread. The ``MAX_ATTEMPTS``th
+    error is final whatever the policy says.
     """
     policy = getattr(task, "retry", None)
     if policy is None:
+        return None
+    if len(task_result.errors) >= MAX_ATTEMPTS:
+        logger.warning(
+            "Task failed its %d attempts, the most a task runs; recording FAILED whatever its "
+            "retry policy says task_id=%s task=%s",
+            MAX_ATTEMPTS,
+            task_result.id,
+            task.module_path,
+        )
         return None
     context = RetryContext(task=task, task_result=task_result, error=error)
     try:

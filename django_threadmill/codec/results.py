@@ -15,6 +15,7 @@ from typing import Any
 
 from ..compat import Task, TaskError, TaskResult, TaskResultStatus, normalize_json
 from ..exceptions import PayloadError
+from ..retry import MAX_ATTEMPTS
 from .jsoncodec import dumps, refuse_key_clash
 from .times import from_ms
 
@@ -172,6 +173,8 @@ def errors_of(record: dict[str, str]) -> list[TaskError]:
     """Return the stored errors of a record, one per failed attempt, oldest first."""
     stored = record.get("nerrors", "")
     count = int(stored) if stored.isdecimal() else 0  # garbage reads as none, as scripts do
+    if count > MAX_ATTEMPTS:  # damage, which the scripts set aside: not a million reads here
+        count = 0
     return [parse_error(record.get(f"error:{n}", "")) for n in range(1, count + 1)]
 
 

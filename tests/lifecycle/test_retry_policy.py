@@ -7,9 +7,10 @@ from datetime import timedelta
 
 import pytest
 
+from django_threadmill.codec.results import parse_error
 from django_threadmill.compat import Task, TaskResult
 from django_threadmill.exceptions import LeaseExpired
-from django_threadmill.retry import ExponentialBackoff, RetryContext, retry_delay
+from django_threadmill.retry import MAX_ATTEMPTS, ExponentialBackoff, RetryContext, retry_delay
 
 from .tasks import custom_policy, flaky, plain
 
@@ -96,7 +97,8 @@ def test_from_dict_refuses_a_foreign_dict_and_a_non_exception() -> None:
         ({"factor": 0.5}, ValueError, "factor=0.5\\) must be 1 or more"),
         ({"jitter": 2}, ValueError, "jitter=2\\) must be between 0 and 1"),
         ({"jitter": "10%"}, TypeError, "jitter='10%'\\) must be a number"),
-        ({"max_attempts": 0}, ValueError, "max_attempts=0\\) must be 1 or more"),
+        ({"max_attempts": 0}, ValueError, "max_attempts=0\\) must be between 1 and 1000"),
+        ({"max_attempts": 1001}, ValueError, "1000 is the most attempts a task runs"),
         ({"max_attempts": 2.5}, TypeError, "max_attempts=2.5\\) must be a whole number"),
         ({"retry_on": (ValueError, "x")}, TypeError, "holds 'x', which is not an exception"),
     ],
@@ -111,6 +113,19 @@ def test_invalid_settings_raise_naming_the_fix(
 def test_retry_delay_asks_the_task_policy() -> None:
     assert retry_delay(flaky, result_after(flaky, 1), ValueError()) == timedelta(0)
     assert retry_delay(flaky, result_after(flaky, 3), ValueError()) is None
+
+
+def test_the_thousandth_error_is_final_whatever_the_policy_says(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every attempt's error is kept and read back with the next one: attempts end at
+    MAX_ATTEMPTS, where scripts read a larger count as a damaged record."""
+    result = result_after(custom_policy, 1)  # its policy retries every error, every time
+    result.errors.extend(parse_error("") for _ in range(MAX_ATTEMPTS - 1))
+    assert retry_delay(custom_policy, result, ValueError()) is not None
+    result.errors.append(parse_error(""))
+    assert retry_delay(custom_policy, result, ValueError()) is None
+    assert "Task failed its 1000 attempts, the most a task runs" in caplog.text
 
 
 def test_retry_delay_without_a_policy_records_failed() -> None:

@@ -27,8 +27,9 @@
 --          task and a number formatted per task cost Redis more than the task's HSET.
 -- Fence:   every task reserved by one call gets the same new token, the next value of
 --          P:fence: a task appears once per call, so no two reservations of a task share one.
---          An id popped or promoted whose record cannot be read, is missing, or is not in
---          state "ready" is set aside in P:damaged; every other id is handled as usual.
+--          An id popped or promoted whose record cannot be read, is missing, is not in state
+--          "ready", or counts more errors than a task has attempts (common.lua MAX_ATTEMPTS)
+--          is set aside in P:damaged; every other id is handled as usual.
 -- Paused:  a paused queue hands out nothing and promotes nothing: the reply is {-1, 0, "", 0,
 --          now}, what an empty queue answers, so an idle worker blocks on the wake list until
 --          resume pushes a token (docs/lifecycle.md, Pausing a queue). Nothing is written.
@@ -116,16 +117,20 @@ for _, id in ipairs(popped) do
     put_aside(id, f[1] and ("in the ready index in state " .. f[1])
       or "in the ready index without a record")
   else
-    redis.call("HSET", key, "state", "reserved", "token", token)
-    leased[#leased + 1] = deadline
-    leased[#leased + 1] = id
-    local workers, started_ms, nerrors = earlier_attempts(key, f[4])
-    local n = #reply
-    reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
-    reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", f[5] or ""
-    reply[n + 7] = nerrors
-    for e = 1, nerrors do
-      reply[n + 7 + e] = redis.call("HGET", key, "error:" .. e) or ""
+    local workers, started_ms, nerrors, damage = earlier_attempts(key, f[4])
+    if damage then
+      put_aside(id, damage)
+    else
+      redis.call("HSET", key, "state", "reserved", "token", token)
+      leased[#leased + 1] = deadline
+      leased[#leased + 1] = id
+      local n = #reply
+      reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
+      reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", f[5] or ""
+      reply[n + 7] = nerrors
+      for e = 1, nerrors do
+        reply[n + 7 + e] = redis.call("HGET", key, "error:" .. e) or ""
+      end
     end
   end
 end

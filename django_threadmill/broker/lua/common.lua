@@ -5,6 +5,11 @@
 -- within one (seq from P:seq). 2^40: room for a trillion enqueues per priority.
 local PRIORITY_STEP = 1099511627776
 
+-- A task runs at most MAX_ATTEMPTS attempts (retry.py), and every attempt's error is read back
+-- one HGET each when it is reserved or reaped: a record counting more is damaged, set aside
+-- instead of looped over (a count of a million held Redis for seconds, past SCRIPT KILL).
+local MAX_ATTEMPTS = 1000
+
 -- The one clock: Redis server time in milliseconds.
 local function now_ms()
   local time = redis.call("TIME")
@@ -83,17 +88,32 @@ local function call_chunked(command, key, items)
   end
 end
 
+-- The error count a record's `nerrors` field says (0 for none or garbage), or nil and why the
+-- record is damaged when it is past MAX_ATTEMPTS.
+local function error_count(nerrors)
+  local count = tonumber(nerrors) or 0
+  if count > MAX_ATTEMPTS then
+    return nil, "nerrors " .. nerrors .. " is past " .. MAX_ATTEMPTS .. ", the most attempts"
+  end
+  return count
+end
+
 -- Return the workers, first start time and error count of a task's earlier attempts, given
--- its record's `key` and stored `nerrors`. A started attempt comes back to ready only with an
--- error recorded (retry, reaped, requeued after failing), so a task without errors has no
--- earlier attempt: nothing to read, and no number to parse (each tonumber costs Redis about
--- 1,000 instructions under callgrind).
+-- its record's `key` and stored `nerrors`, and why the record is damaged when the count is
+-- (error_count). A started attempt comes back to ready only with an error recorded (retry,
+-- reaped, requeued after failing), so a task without errors has no earlier attempt: nothing
+-- to read, and no number to parse (each tonumber costs Redis about 1,000 instructions under
+-- callgrind).
 local function earlier_attempts(key, nerrors)
   if not nerrors or nerrors == "0" then
     return nil, nil, 0
   end
+  local count, damage = error_count(nerrors)
+  if not count then
+    return nil, nil, 0, damage
+  end
   local f = redis.call("HMGET", key, "workers", "started_ms")
-  return f[1], f[2], tonumber(nerrors) or 0
+  return f[1], f[2], count
 end
 
 -- Write into `fields` (HSET arguments) after its first `n` that `worker_id` began an attempt at

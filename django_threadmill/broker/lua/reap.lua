@@ -9,7 +9,8 @@
 -- Returns: {{id...} reservations released (or that would be),
 --           {{id, token, payload, workers, deadline_ms, {error_json...}}...} expired running
 --           attempts, which the client settles through finish.lua with that token,
---           records set aside (or that would be): their record cannot be read}.
+--           records set aside (or that would be): their record cannot be read, or a
+--           running one counts more errors than a task has attempts (common.lua)}.
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
 --          A released reservation keeps no token: a late call of the old lease is stale.
 -- Clock:   redis.call("TIME") only.
@@ -23,6 +24,11 @@ for i = 1, #expired, 2 do
   local id, deadline = expired[i], expired[i + 1]
   local key = KEYS[1] .. id
   local f, problem = read_record(key, "state", "token", "score", "payload", "workers", "nerrors")
+  local nerrors
+  if f and f[1] == "running" then
+    nerrors, problem = error_count(f[6])
+    f = nerrors and f
+  end
   if not f then
     if not dry_run then
       set_aside(KEYS[5], id, now, "reap", problem)
@@ -39,7 +45,7 @@ for i = 1, #expired, 2 do
     released[#released + 1] = id
   elseif f[1] == "running" then
     local errors = {}
-    for n = 1, tonumber(f[6]) or 0 do
+    for n = 1, nerrors do
       errors[n] = redis.call("HGET", key, "error:" .. n) or ""
     end
     running[#running + 1] = {id, f[2], f[4], f[5] or "", deadline, errors}

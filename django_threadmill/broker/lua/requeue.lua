@@ -6,8 +6,9 @@
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- KEYS[6]  P:u:        unique key prefix; a unique task's digest is appended
 -- ARGV[1]  id
--- Returns: "requeued", or the state the task was in (nothing changes), "missing", or
---          "damaged" (its record cannot be read: set aside and taken out of the done index).
+-- Returns: "requeued", or the state the task was in (nothing changes), "missing",
+--          "exhausted" (it had MAX_ATTEMPTS attempts already: nothing changes), or "damaged"
+--          (its record cannot be read: set aside and taken out of the done index).
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires), and
 --          forgets the failed attempt's finish time and progress. A unique task claims its
 --          key again for a new window, unless another task holds it (docs/schedules.md).
@@ -15,12 +16,15 @@
 local id = ARGV[1]
 local key = KEYS[1] .. id
 local f, refused = record_in_state(key, id, KEYS[5], "requeue", "failed", "score", "unique",
-  "unique_ms")
+  "unique_ms", "nerrors")
 if refused == "damaged" then
   redis.call("ZREM", KEYS[3], id)
 end
 if not f then
   return refused
+end
+if (tonumber(f[5]) or 0) >= MAX_ATTEMPTS then
+  return "exhausted"
 end
 redis.call("PERSIST", key)
 redis.call("HSET", key, "state", "ready")
