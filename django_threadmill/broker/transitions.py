@@ -247,6 +247,19 @@ class Transitions(ProgressWrites):
             for task_id in reply
         ]
 
+    def sign_off(self, worker_id: str, served: Iterable[str]) -> None:
+        """Drop ``worker_id``'s sightings from the queues in ``served``: a process that stopped
+        is not counted live (the admin, ``threadmill_workers``, ``threadmill_health``) for the
+        lease_ttl its last renewal would otherwise cover."""
+        parts = [part for queue in served for part in self.parts(queue)]
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for part in parts:
+                keys = self.queue_keys(part)
+                pipe.zrem(keys.workers, worker_id)
+                pipe.hdel(keys.held, worker_id)
+                pipe.hdel(keys.threads, worker_id)
+            pipe.execute()
+
     def release(self, leases: Sequence[Lease]) -> int:
         """Put reserved, never-started tasks back in their place; return how many went back."""
 

@@ -73,6 +73,18 @@ class LeaseKeeper(RoleThread):
         self.renew()
         while not self.stopping.wait(self.interval_s):
             self.renew()
+        self._sign_off()
+
+    def _sign_off(self) -> None:
+        """Say this process stopped: it is no longer counted live (a probe would otherwise
+        count it for a lease after it exited)."""
+        try:
+            self.broker.sign_off(self.worker_id, self.queues)
+        except BrokerUnavailable as exc:
+            logger.warning(
+                "Stopped worker not signed off, counted live until its lease would end error=%s",
+                exc,
+            )
 
     def renew(self) -> None:
         leases = self.held.snapshot()

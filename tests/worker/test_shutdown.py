@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
+from django_threadmill.broker.inspect import Inspector
 from django_threadmill.compat import TaskResultStatus
 from tests.support import Command, wait_until
 from tests.worker import tasks
@@ -73,3 +74,18 @@ def test_tasks_outliving_the_grace_period_end_the_process_with_an_error(
     worker.signal(signal.SIGTERM)
     assert worker.wait(15) == 1, worker.log
     assert "Threads still running after the grace period names=threadmill-worker-1" in worker.log
+
+
+def test_a_process_that_stopped_is_not_counted_live(
+    backend: ThreadmillTaskBackend, start_worker: Callable[..., Command]
+) -> None:
+    """Its last renewal covered a lease more: the admin, threadmill_workers and the health probe
+    counted it live that long after it exited (a recycled process too)."""
+    inspector = Inspector(backend.broker)
+    worker = start_worker("--queue", "default", "--queue", "emails")
+    wait_until(lambda: inspector.workers(["default", "emails"]), "the process's first renewal")
+
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.log
+
+    assert inspector.workers(["default", "emails"]) == []
