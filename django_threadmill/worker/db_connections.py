@@ -8,8 +8,10 @@ in the thread that connects.
 
 An async task reaches the ORM through asgiref's ``sync_to_async`` (Django's async ORM calls
 included), whose thread-sensitive calls all run in one thread outside the worker's own. After
-an async task, once a connection was ever opened in such a thread, its stale connections are
-closed there, as Django's request handler does.
+async tasks, once a connection was ever opened in such a thread, its stale connections are
+closed there, as Django's request handler does; in the background (``OrmThreadCloser``), since
+that thread runs one call at a time and a task awaiting the close would wait out any other
+task's slow call there.
 
 A worker thread that ends closes what it opened, as a request thread's connections close with
 its request.
@@ -18,6 +20,8 @@ Inside ``connections_kept`` nothing is closed: the in-process drain (django_thre
 runs tasks in a test's own thread, whose connection holds the test's transaction.
 """
 
+import asyncio
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -30,6 +34,8 @@ from django.db import close_old_connections, connections
 from django.db.backends.signals import connection_created
 
 from ..exceptions import TransactionLeftOpen
+
+logger = logging.getLogger(__name__)
 
 
 class _ThreadFlags(threading.local):
@@ -122,7 +128,31 @@ def close_thread_connections() -> None:
             opened.close()
 
 
-async def aclose_stale_connections() -> None:
-    """Close the stale connections of the thread async ORM calls use, if one ever connected."""
-    if _opened_outside_workers.is_set() and _kept.get() is None:
-        await sync_to_async(close_old_connections, thread_sensitive=True)()
+class OrmThreadCloser:
+    """Close the stale connections of the thread async ORM calls use after async tasks end,
+    awaited by none of them.
+
+    Awaited, the close waited its turn behind every call queued in that one thread: another
+    task's slow query held up each task's outcome, its concurrency slot and its timeout (a
+    two-second timeout was recorded at fifteen). One close waits at a time: it runs after every
+    call queued before it, so it serves every task that ended meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: asyncio.Future[None] | None = None
+
+    def after_task(self) -> None:
+        """Close that thread's stale connections soon, if it ever connected (on the loop)."""
+        if not _opened_outside_workers.is_set() or _kept.get() is not None:
+            return
+        if self._waiting is not None and not self._waiting.done():
+            return
+        self._waiting = asyncio.ensure_future(
+            sync_to_async(close_old_connections, thread_sensitive=True)()
+        )
+        self._waiting.add_done_callback(_log_failure)
+
+
+def _log_failure(done: "asyncio.Future[None]") -> None:
+    if not done.cancelled() and (error := done.exception()) is not None:
+        logger.warning("Closing stale database connections failed error=%r", error)

@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 BEAT_S = 0.05  # the loop notes the time this often while tasks run
 BLOCKED_S = 0.1  # a loop that missed its beat this long is reported as blocked
+LEFTOVER_S = 1.0  # what tasks left running gets to end once cancelled, at shutdown
 
 
 class EventLoopLane(TaskRunner):
@@ -51,6 +52,7 @@ class EventLoopLane(TaskRunner):
                 event_loop.call_soon(self._cancel_and_stop)
             self._run_until_stopped(event_loop)
         finally:
+            _end_leftovers(event_loop)
             event_loop.run_until_complete(event_loop.shutdown_asyncgens())
             event_loop.close()
 
@@ -172,6 +174,21 @@ class EventLoopLane(TaskRunner):
                 return found if isinstance(found, Reservation) else None
             frame = frame.f_back
         return None
+
+
+def _end_leftovers(event_loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left on the stopped loop (work tasks started and left running, a
+    connection close) and let it end, as ``asyncio.run`` does: its ``finally`` blocks run, and
+    nothing is destroyed pending. What ignores the cancel gets ``LEFTOVER_S``."""
+    leftovers = asyncio.all_tasks(event_loop)
+    if not leftovers:
+        return
+    for leftover in leftovers:
+        leftover.cancel()
+    done, _ = event_loop.run_until_complete(asyncio.wait(leftovers, timeout=LEFTOVER_S))
+    for ended in done:
+        if not ended.cancelled() and (error := ended.exception()) is not None:
+            logger.warning("Work an async task left running failed at shutdown error=%r", error)
 
 
 class LoopMonitor(RoleThread):

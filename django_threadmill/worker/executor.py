@@ -30,7 +30,7 @@ from ..observability.tracing import traced_aexecution, traced_execution
 from ..progress.channels import open_channel
 from . import outcome
 from .db_connections import (
-    aclose_stale_connections,
+    OrmThreadCloser,
     close_stale_connections,
     roll_back_open_transactions,
 )
@@ -134,6 +134,7 @@ class Executor:
         self.task_timeout_s = task_timeout_s  # enforced here for async tasks only (cancel)
         # What its tasks report, until the ack writer (or drain) takes it.
         self.progress = PendingProgress()
+        self.orm_thread = OrmThreadCloser()  # its stale connections, closed after async tasks
         # Set by the event loop lane at the end of the grace period: an async task cancelled
         # from then on is handed back unrecorded; any other CancelledError is the task's own.
         self.handing_back = threading.Event()
@@ -219,7 +220,7 @@ class Executor:
             await outcome.aannounce(self.backend_class, attempt, finish)
             return finish
         finally:
-            await aclose_stale_connections()  # the ORM's thread, as a request would
+            self.orm_thread.after_task()  # the ORM's thread, as a request would
         finish = self._succeeded(attempt, value)
         await outcome.aannounce(self.backend_class, attempt, finish, returned)
         return finish

@@ -5,6 +5,9 @@ import os
 import time
 from pathlib import Path
 
+from asgiref.sync import sync_to_async
+from django.db import connection
+
 from django_threadmill.compat import TaskContext, task
 from django_threadmill.retry import ExponentialBackoff
 from django_threadmill.task import task as threadmill_task
@@ -79,3 +82,38 @@ async def flaky(marker: str) -> str:
         Path(marker).touch()
         raise ConnectionError("first attempt fails")
     return "second attempt"
+
+
+def _hold_until(release: str, started: str) -> None:
+    Path(started).touch()
+    deadline = time.monotonic() + 60
+    while not Path(release).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@task
+async def connects_from_the_loop() -> None:
+    """Open a database connection in asgiref's thread, as the async ORM does."""
+    await sync_to_async(connection.ensure_connection)()
+
+
+@task
+async def holds_the_orm_thread(release: str, started: str) -> None:
+    """A slow query: hold asgiref's one thread-sensitive thread until ``release`` exists."""
+    await sync_to_async(_hold_until)(release, started)
+
+
+_left_running: set[asyncio.Task[None]] = set()  # referenced, as a real task would keep them
+
+
+async def _runs_until_cancelled(ended: str) -> None:
+    try:
+        await asyncio.Event().wait()
+    finally:
+        Path(ended).touch()
+
+
+@task
+async def leaves_work_running(ended: str) -> None:
+    """Start work on the loop and return without it; it says ``ended`` when it ends."""
+    _left_running.add(asyncio.get_running_loop().create_task(_runs_until_cancelled(ended)))

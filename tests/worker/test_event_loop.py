@@ -128,3 +128,40 @@ def test_async_tasks_get_context_retries_and_enqueue_from_inside(
     assert square.status == TaskResultStatus.SUCCESSFUL
     assert square.return_value == 49
     assert tasks.square.module_path == square.task.module_path
+
+
+def test_a_slow_orm_call_holds_up_no_other_async_tasks_end(
+    backend: ThreadmillTaskBackend, start_worker: Callable[..., Command], tmp_path: Path
+) -> None:
+    """asgiref runs thread-sensitive calls one at a time in one thread: closing its stale
+    connections after each task waited there behind another task's slow query, holding up the
+    outcome (and concurrency slot, and timeout) of every async task."""
+    command = start_worker("--threads", "1")
+    connects = async_tasks.connects_from_the_loop.enqueue()
+    wait_until(lambda: backend.get_result(connects.id).is_finished, "a connection in that thread")
+    release, started = tmp_path / "release", tmp_path / "started"
+    slow = async_tasks.holds_the_orm_thread.enqueue(str(release), str(started))
+    wait_until(started.exists, "a slow query holding that thread")
+
+    quick = async_tasks.who_am_i.enqueue()
+    wait_until(lambda: backend.get_result(quick.id).is_finished, "the quick task recorded")
+    assert not backend.get_result(slow.id).is_finished
+
+    release.touch()
+    wait_until(lambda: backend.get_result(slow.id).is_finished, "the slow task recorded")
+    command.signal(signal.SIGTERM)
+    assert command.wait(30) == 0, command.log
+
+
+def test_work_an_async_task_left_running_is_cancelled_at_shutdown(
+    backend: ThreadmillTaskBackend, start_worker: Callable[..., Command], tmp_path: Path
+) -> None:
+    """As asyncio.run ends what is left on its loop: the work's finally blocks run."""
+    ended = tmp_path / "ended"
+    result = async_tasks.leaves_work_running.enqueue(str(ended))
+    command = start_worker("--threads", "1")
+    wait_until(lambda: backend.get_result(result.id).is_finished, "the task returning")
+    assert not ended.exists()
+    command.signal(signal.SIGTERM)
+    assert command.wait(30) == 0, command.log
+    assert ended.exists()
