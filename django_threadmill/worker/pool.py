@@ -5,8 +5,9 @@ thread is busy and tasks have waited in the buffer longer than ``--target-wait``
 process already uses a core's worth of CPU (the GIL: more threads cannot run more Python); a
 step adds as many as the CPU left to spare would carry. Each step is judged on the finish rate
 once its threads got going: kept when the rate rose in proportion, kept in part when it rose
-less, taken back (and growth paused) when it did not rise. A thread idle for
-``--thread-idle`` is retired. Read-ahead follows the live count.
+less, taken back (and growth paused) when it did not rise. Threads the pool had spare for a
+whole ``--thread-idle`` (never all busy at once) are retired. Read-ahead follows the live
+count.
 """
 
 import logging
@@ -63,7 +64,6 @@ class PoolSample:
     waiting: int  # sync tasks in the buffer
     finished: int  # tasks finished since the process started
     cpu_s: float  # process CPU time so far
-    idle_for_s: float  # the longest any thread has been idle now (0 if all are busy)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -93,6 +93,8 @@ class PoolSizer:
     _trial: _Trial | None = None
     _paused_until: float = 0.0
     _pause_s: float = FIRST_PAUSE_S
+    _spare_look: PoolSample | None = None  # when the look at spare threads began, and its size
+    _most_busy: int = 0  # the most threads busy at once since then
 
     def decide(self, sample: PoolSample) -> tuple[int, str]:
         """Return the change in threads and why ("" when none)."""
@@ -101,8 +103,9 @@ class PoolSizer:
             return self._judge(self._trial, sample)
         if self._at_size is None or self._at_size.threads != sample.threads:
             self._at_size = sample  # grown, retired or replaced: the rate starts again
-        if sample.threads > self.limits.min_threads and sample.idle_for_s >= self.limits.idle_s:
-            return -1, "idle"
+        spare = min(self._spare(sample), sample.threads - self.limits.min_threads)
+        if spare > 0:
+            return -spare, "idle"
         backlogged = sample.waiting > 0 and sample.busy >= sample.threads
         if not backlogged:
             self._backlog_since = None
@@ -123,6 +126,24 @@ class PoolSizer:
         self._trial = _Trial(added=step, started=sample, rate_before=_rate(self._at_size, sample))
         self._backlog_since = None
         return step, "tasks waited and every thread was busy"
+
+    def _spare(self, sample: PoolSample) -> int:
+        """Threads that were spare for the whole last ``--thread-idle``: the fewest idle at any
+        look (0 until one has passed at this size).
+
+        Counted for the pool, not per thread: the buffer hands tasks to its threads in turn, so
+        under a light steady load every thread runs one now and then and none is idle long.
+        """
+        begun = self._spare_look
+        if begun is None or begun.threads != sample.threads:
+            self._spare_look, self._most_busy = sample, sample.busy
+            return 0
+        self._most_busy = max(self._most_busy, sample.busy)
+        if sample.at - begun.at < self.limits.idle_s:
+            return 0
+        spare = sample.threads - self._most_busy
+        self._spare_look, self._most_busy = sample, sample.busy
+        return spare
 
     def _judge(self, trial: _Trial, sample: PoolSample) -> tuple[int, str]:
         """Once the step has settled and shown a rate, keep the share of its threads that
@@ -252,17 +273,14 @@ class WorkerPool:
         return [thread for thread in self.threads if not thread.abandoned]
 
     def sample(self, finished: int, cpu_s: float) -> PoolSample:
-        now = time.monotonic()
         live = self.live()
-        idle = [now - t.idle_since for t in live if not t.busy]
         return PoolSample(
-            at=now,
+            at=time.monotonic(),
             threads=len(live),
             busy=sum(t.busy for t in live),
             waiting=self.buffer.sync_waiting(),
             finished=finished,
             cpu_s=cpu_s,
-            idle_for_s=max(idle, default=0.0),
         )
 
 

@@ -22,7 +22,6 @@ class WorkerThread(TaskRunner):
         self.abandoned = False
         self.retired = False  # ended by the pool shrinking (worker/pool.py)
         self.busy = False  # running a task: read by the pool, without a lock
-        self.idle_since = time.monotonic()
         self._current: Reservation | None = None
         self._current_since = 0.0
         self._current_started_ms = 0
@@ -48,7 +47,6 @@ class WorkerThread(TaskRunner):
             self.busy = True
             self._run_one(item)
             self.busy = False
-            self.idle_since = time.monotonic()
 
     def _run_one(self, reservation: Reservation) -> None:
         started_ms = self.begin(reservation) if self.admit(reservation) else None

@@ -19,8 +19,8 @@ from tests.worker import tasks
 LIMITS = PoolLimits(min_threads=2, max_threads=16, target_wait_s=0.05, idle_s=30.0)
 
 
-def sample(at: float, *, threads: int, busy: int, waiting: int, finished: int, cpu_s: float = 0,
-           idle_for_s: float = 0.0) -> PoolSample:  # fmt: skip
+def sample(at: float, *, threads: int, busy: int, waiting: int, finished: int,
+           cpu_s: float = 0) -> PoolSample:  # fmt: skip
     return PoolSample(
         at=at,
         threads=threads,
@@ -28,7 +28,6 @@ def sample(at: float, *, threads: int, busy: int, waiting: int, finished: int, c
         waiting=waiting,
         finished=finished,
         cpu_s=cpu_s,
-        idle_for_s=idle_for_s,
     )
 
 
@@ -138,15 +137,30 @@ def test_a_step_whose_tasks_show_no_rate_is_judged_by_the_cpu() -> None:
         assert sizer.decide(backlogged(0.4, 8, 0, cpu_s=cpu_after))[0] == change
 
 
-def test_an_idle_thread_is_retired_down_to_the_minimum_only() -> None:
+def test_threads_spare_for_a_whole_idle_spell_are_retired_down_to_the_minimum_only() -> None:
     sizer = PoolSizer(LIMITS)
-    assert sizer.decide(sample(0.0, threads=3, busy=0, waiting=0, finished=0, idle_for_s=31)) == (
-        -1,
-        "idle",
-    )
-    assert (
-        sizer.decide(sample(0.1, threads=2, busy=0, waiting=0, finished=0, idle_for_s=99))[0] == 0
-    )
+    assert sizer.decide(sample(0.0, threads=3, busy=0, waiting=0, finished=0)) == (0, "")
+    assert sizer.decide(sample(31.0, threads=3, busy=0, waiting=0, finished=0)) == (-1, "idle")
+    assert sizer.decide(sample(31.1, threads=2, busy=0, waiting=0, finished=0))[0] == 0
+    assert sizer.decide(sample(99.0, threads=2, busy=0, waiting=0, finished=0))[0] == 0
+
+
+def test_a_light_steady_load_spread_over_every_thread_still_shrinks_the_pool() -> None:
+    """The buffer hands tasks to its threads in turn: a task every 0.1 s kept each of 16
+    threads from ever being idle for --thread-idle, so the pool never shrank."""
+    sizer = PoolSizer(LIMITS)
+    looks = [sample(n * 0.025, threads=16, busy=n % 4 == 0, waiting=0, finished=n // 4)
+             for n in range(int(30.0 / 0.025) + 1)]  # fmt: skip
+    decisions = [sizer.decide(look) for look in looks]
+    assert decisions[-1] == (-14, "idle")  # one thread was ever busy: down to the minimum
+    assert all(change == 0 for change, _ in decisions[:-1])
+
+
+def test_a_pool_whose_threads_were_all_busy_at_once_keeps_them() -> None:
+    sizer = PoolSizer(LIMITS)
+    looks = [sample(n * 0.025, threads=4, busy=4 if n == 600 else 1, waiting=0, finished=n)
+             for n in range(int(30.0 / 0.025) + 1)]  # fmt: skip
+    assert all(sizer.decide(look)[0] == 0 for look in looks)
 
 
 class StubThread(threading.Thread):
@@ -156,7 +170,6 @@ class StubThread(threading.Thread):
         super().__init__(target=work)
         self.abandoned = self.retired = False
         self.busy = False
-        self.idle_since = 0.0
 
 
 def test_the_pool_forgets_threads_that_ended() -> None:
@@ -208,4 +221,4 @@ def test_the_worker_grows_its_pool_under_waiting_work_and_shrinks_it_when_idle(
         ),
         "the blocked tasks finishing",
     )
-    command.wait_for_log(r"Worker threads from=2 to=1 reason=idle")
+    command.wait_for_log(r"Worker threads from=4 to=1 reason=idle")

@@ -96,8 +96,8 @@ class Command(BaseCommand):
             "--thread-idle",
             type=seconds_option,
             default=DEFAULT_THREAD_IDLE_S,
-            help=f"Seconds a thread may sit idle before the pool retires it, down to --threads "
-            f"(default: {DEFAULT_THREAD_IDLE_S:g}).",
+            help=f"Seconds threads may sit spare (never all busy at once) before the pool "
+            f"retires them, down to --threads (default: {DEFAULT_THREAD_IDLE_S:g}).",
         )
         parser.add_argument(
             "--async-concurrency",
