@@ -105,9 +105,7 @@ class Crew:
             target_wait_s=options.target_wait_s,
             idle_s=options.thread_idle_s,
         )
-        self.sizing = (
-            PoolSizing(self.pool, limits, self._finished, on_crash) if limits.elastic else None
-        )
+        self.sizing = PoolSizing(self.pool, limits, on_crash) if limits.elastic else None
         self.watchdog = (
             None
             if options.task_timeout_s is None
@@ -121,9 +119,6 @@ class Crew:
             )
         )
         self.finished = 0  # tasks the pool and the lane finished (counted by the process)
-
-    def _finished(self) -> int:
-        return self.finished
 
     def _readahead(self, live_threads: int) -> int:
         return self.options.readahead(live_threads, async_tasks=self.buffer.saw_async)

@@ -62,7 +62,7 @@ class PoolSample:
     threads: int
     busy: int
     waiting: int  # sync tasks in the buffer
-    finished: int  # tasks finished since the process started
+    finished: int  # tasks the pool's threads finished (the event loop's are not theirs to judge)
     cpu_s: float  # process CPU time so far
 
 
@@ -237,12 +237,15 @@ class WorkerPool:
         self.threads: list[WorkerThread] = []
         self._lock = threading.Lock()
         self._numbered = 0
+        self._finished_by_ended = 0  # what threads no longer in the list finished
 
     def add(self, count: int, *, start: bool = True) -> None:
         with self._lock:
             # Forget threads that ended (retired, or abandoned and done at last): a bursty
             # worker grows and shrinks for weeks. In place: the watchdog holds this list.
-            self.threads[:] = [t for t in self.threads if t.is_alive() or not t.ident]
+            ended = [t for t in self.threads if t.ident and not t.is_alive()]
+            self._finished_by_ended += sum(t.finished for t in ended)
+            self.threads[:] = [t for t in self.threads if t not in ended]
             for _ in range(count):
                 self._numbered += 1
                 thread = self.make_thread(self._numbered)
@@ -272,14 +275,19 @@ class WorkerPool:
         """Threads to wait for at shutdown: those the watchdog abandoned cannot be joined."""
         return [thread for thread in self.threads if not thread.abandoned]
 
-    def sample(self, finished: int, cpu_s: float) -> PoolSample:
+    def finished(self) -> int:
+        """The tasks this pool's threads finished, those that ended included."""
+        with self._lock:
+            return self._finished_by_ended + sum(t.finished for t in self.threads)
+
+    def sample(self, cpu_s: float) -> PoolSample:
         live = self.live()
         return PoolSample(
             at=time.monotonic(),
             threads=len(live),
             busy=sum(t.busy for t in live),
             waiting=self.buffer.sync_waiting(),
-            finished=finished,
+            finished=self.finished(),
             cpu_s=cpu_s,
         )
 
@@ -291,18 +299,16 @@ class PoolSizing(RoleThread):
         self,
         pool: WorkerPool,
         limits: PoolLimits,
-        finished: Callable[[], int],
         on_crash: Callable[[], None],
     ) -> None:
         super().__init__("threadmill-pool", on_crash)
         self.pool = pool
         self.sizer = PoolSizer(limits)
-        self.finished = finished
         self.interval_s = max(0.01, limits.target_wait_s / 2)
 
     def loop(self) -> None:
         while not self.stopping.wait(self.interval_s):
-            sample = self.pool.sample(self.finished(), time.process_time())
+            sample = self.pool.sample(time.process_time())
             change, why = self.sizer.decide(sample)
             if change > 0:
                 self.pool.add(change)

@@ -22,6 +22,7 @@ class WorkerThread(TaskRunner):
         self.abandoned = False
         self.retired = False  # ended by the pool shrinking (worker/pool.py)
         self.busy = False  # running a task: read by the pool, without a lock
+        self.finished = 0  # tasks this thread ran: the pool's finish rate (written here only)
         self._current: Reservation | None = None
         self._current_since = 0.0
         self._current_started_ms = 0
@@ -63,6 +64,7 @@ class WorkerThread(TaskRunner):
             self._current = None
         self.writer.submit_finish(finish, wait=self.sync_ack)
         self.buffer.done()
+        self.finished += 1
         self.on_task_done()
 
     def abandon_if_overdue(self, timeout_s: float) -> tuple[Reservation, int] | None:

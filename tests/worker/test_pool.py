@@ -170,6 +170,7 @@ class StubThread(threading.Thread):
         super().__init__(target=work)
         self.abandoned = self.retired = False
         self.busy = False
+        self.finished = 0
 
 
 def test_the_pool_forgets_threads_that_ended() -> None:
@@ -194,6 +195,25 @@ def test_the_pool_forgets_threads_that_ended() -> None:
     finally:
         gate.set()
         pool.threads[0].join(5)
+
+
+def test_the_pool_counts_what_its_own_threads_finished_those_that_ended_too() -> None:
+    """The growth steps are judged on this count: the process's count took in the event loop's
+    tasks, whose rate drowned a sync step's (steps were taken back as if they did not help)."""
+    pool = WorkerPool(
+        lambda n: StubThread(lambda: None),  # type: ignore[arg-type,return-value]
+        TaskBuffer(4, lambda reservation: False),
+        lambda live: live,
+    )
+    pool.add(2)
+    for thread in pool.threads:
+        thread.finished = 3
+        thread.join(5)
+    assert pool.finished() == 6
+    pool.add(1)  # forgets the two that ended
+    assert len(pool.threads) == 1
+    pool.threads[0].finished = 1
+    assert pool.finished() == 7
 
 
 def test_the_worker_grows_its_pool_under_waiting_work_and_shrinks_it_when_idle(
