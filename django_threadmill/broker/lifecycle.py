@@ -20,7 +20,7 @@ class Lifecycle(BrokerCore):
         """Release expired reservations of ``queue`` and report its expired running attempts.
 
         ``limit`` applies per shard of a sharded queue, whose shards go in one round trip:
-        fewer than ``limit`` ids in all means every shard is done.
+        fewer than ``limit`` lease entries looked at in all means every shard is done.
         """
         calls = []
         for part in self.parts(queue):
@@ -33,9 +33,9 @@ class Lifecycle(BrokerCore):
                 )
             )
         replies = self._run_per_queue(calls, durable=False)
-        released = [task_id for part_released, _, _ in replies for task_id in part_released]
-        expired = [entry for _, part_expired, _ in replies for entry in part_expired]
-        set_aside = sum(int(count) for _, _, count in replies)
+        released = [task_id for part_released, _, _, _ in replies for task_id in part_released]
+        expired = [entry for _, part_expired, _, _ in replies for entry in part_expired]
+        set_aside = sum(int(count) for _, _, count, _ in replies)
         if set_aside and not dry_run:
             log_set_aside(queue, set_aside, "reap")
         return Reaped(
@@ -52,6 +52,7 @@ class Lifecycle(BrokerCore):
                 )
                 for task_id, token, payload, workers, deadline_ms, errors in expired
             ],
+            looked_at=sum(int(looked_at) for *_, looked_at in replies),
         )
 
     def _on_one_task(

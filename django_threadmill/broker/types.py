@@ -195,3 +195,6 @@ class Reaped:
 
     released: list[str]
     expired: list[ExpiredAttempt]
+    # Expired lease entries the call looked at: besides those two, ghosts (no record, or one
+    # already settled) and records set aside, which it dropped from the leases.
+    looked_at: int

@@ -190,7 +190,9 @@ def _reap_queue(
             report.lines += _dry_run(backend, queue, reaped, counts)
             return
         _settle(backend, reaped.expired, counts)
-        if len(reaped.released) + len(reaped.expired) < batch_size:
+        # Counted from every entry looked at: a batch holding ghosts or damaged records
+        # releases fewer than it looked at, yet more may wait behind it.
+        if reaped.looked_at < batch_size:
             return
 
 

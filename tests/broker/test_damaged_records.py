@@ -222,6 +222,7 @@ def test_reap_settles_every_good_lease_once(
 
     reaped = broker.reap("default", rng.randint(40, 80))
 
+    assert reaped.looked_at == len(leases)  # the damaged and the ghost one counted too
     assert sorted(reaped.released) == sorted(lease.task_id for lease in healthy[GOOD:])
     assert sorted(e.lease.task_id for e in reaped.expired) == sorted(
         lease.task_id for lease in running

@@ -124,7 +124,7 @@ def test_ghost_leases_are_dropped(
     redis_client.zadd(keys.leases, {finished.task_id: 1})
     expire_lease(deleted.task_id)
     reaped = broker.reap("default", 100)
-    assert (reaped.released, reaped.expired) == ([], [])
+    assert (reaped.released, reaped.expired, reaped.looked_at) == ([], [], 2)
     assert redis_client.zcard(keys.leases) == 0
     assert redis_client.hget(keys.record(finished.task_id), "state") == "successful"
 
@@ -137,11 +137,10 @@ def test_limit_bounds_one_call(
     leases = [reserve() for _ in range(3)]
     for lease in leases:
         expire_lease(lease.task_id)
-    assert len(broker.reap("default", 2).released) == 2
-    assert len(broker.reap("default", 2).released) == 1
-    assert broker.reap("default", 2).released == []
+    replies = [broker.reap("default", 2) for _ in range(3)]
+    assert [(len(reply.released), reply.looked_at) for reply in replies] == [(2, 2), (1, 1), (0, 0)]
 
 
 def test_empty_queue_reaps_nothing(broker: Broker) -> None:
     reaped = broker.reap("default", 100)
-    assert (reaped.released, reaped.expired) == ([], [])
+    assert (reaped.released, reaped.expired, reaped.looked_at) == ([], [], 0)

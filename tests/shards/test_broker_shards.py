@@ -119,6 +119,7 @@ def test_reap_covers_every_shard(broker: Broker, redis_client: redis.Redis) -> N
         keys = broker.queue_keys(broker.part_in("default", lease.task_id))
         redis_client.zadd(keys.leases, {lease.task_id: 1}, xx=True)
     reaped = broker.reap("default", 100)
+    assert reaped.looked_at == SHARDS  # summed over the shards
     assert sorted(reaped.released) == sorted(lease.task_id for lease in leases[1:])
     assert [attempt.lease.task_id for attempt in reaped.expired] == [leases[0].task_id]
     assert reaped.expired[0].lease.queue == "default"

@@ -4,13 +4,15 @@
 -- KEYS[3]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[4]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
--- ARGV[1]  limit       most expired leases looked at
+-- ARGV[1]  limit       most expired lease entries looked at
 -- ARGV[2]  dry_run     "1" reports without changing anything
 -- Returns: {{id...} reservations released (or that would be),
 --           {{id, token, payload, workers, deadline_ms, {error_json...}}...} expired running
 --           attempts, which the client settles through finish.lua with that token,
 --           records set aside (or that would be): their record cannot be read, or a
---           running one counts more errors than a task has attempts (common.lua)}.
+--           running one counts more errors than a task has attempts (common.lua),
+--           expired lease entries looked at, ghosts and set-aside records included: fewer
+--           than limit: no more expired ones wait}.
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
 --          A released reservation keeps no token: a late call of the old lease is stale.
 -- Clock:   redis.call("TIME") only.
@@ -60,4 +62,4 @@ if not dry_run then
     redis.call("RPUSH", KEYS[4], 1)
   end
 end
-return {released, running, set_aside_count}
+return {released, running, set_aside_count, #expired / 2}
