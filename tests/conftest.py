@@ -15,6 +15,7 @@ from django.test import override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResult, task_backends, task_enqueued
+from django_threadmill.worker.logs import LOGGER_NAME
 from tests.servers.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
 from tests.worker.conftest import start_worker
 
@@ -113,6 +114,20 @@ def tasks_logger_at(request: pytest.FixtureRequest) -> Iterator[None]:
     tasks_logger.setLevel(request.param)
     yield
     tasks_logger.setLevel(level)
+
+
+@pytest.fixture
+def logging_put_back() -> Iterator[None]:
+    """Put back what a command's logging setup (worker/logs.py) changes in this process: the
+    levels, and the formatters of the handlers; for tests that run it with call_command."""
+    loggers = [logging.getLogger(name) for name in (LOGGER_NAME, TASKS_LOGGER_NAME)]
+    levels = [logger.level for logger in loggers]
+    formatters = [(handler, handler.formatter) for handler in loggers[0].handlers]
+    yield
+    for logger, level in zip(loggers, levels, strict=True):
+        logger.setLevel(level)
+    for handler, formatter in formatters:
+        handler.setFormatter(formatter)
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
-"""Log output for the worker command: text lines or one JSON object per line, and verbosity.
+"""Log output for the worker and reaper commands: text lines or one JSON object per line, and
+verbosity.
 
 Verbosity means what it says whatever the project's LOGGING does: ``-v 0`` shows
-warnings and errors, ``-v 1`` adds process start and stop, ``-v 2`` adds one line per task.
+warnings and errors, ``-v 1`` adds process start and stop (and the reaper's line per pass),
+``-v 2`` adds one line per task.
 Django's own receivers log two INFO lines per task on ``django.tasks`` (``django_tasks`` with
 the backport); through a project's root console handler they would print at every verbosity, so
-the worker quiets that logger to WARNING unless the project configured it itself, in which case
+each command quiets that logger to WARNING unless the project configured it itself, in which case
 its choice stands.
 """
 

@@ -16,6 +16,9 @@ from tests.support import Command, run_to_completion, wait_until
 from .support import run, wait_for_expiry
 from .tasks import plain
 
+# call_command runs the command's logging setup in the test's own process.
+pytestmark = pytest.mark.usefixtures("logging_put_back")
+
 
 def reap_loop(redis_url: str, key_prefix: str) -> Command:
     """Start ``threadmill_reap`` looping every 0.05 s, with the tests' short lease."""
@@ -128,9 +131,10 @@ def test_each_failed_lease_is_logged_once(
     run(broker)
     wait_for_expiry(broker, redis_client)
     fresh = {"DJANGO_SETTINGS_MODULE": "testproject.settings_fresh"}
-    log = run_to_completion(
-        Command(redis_url, key_prefix, "threadmill_reap", "--once", extra_env=fresh)
-    )
-    assert [line for line in log.splitlines() if task_id in line] == [
+    once = Command(redis_url, key_prefix, "threadmill_reap", "--once", extra_env=fresh)
+    log = run_to_completion(once)
+    [line] = [line for line in log.splitlines() if task_id in line]
+    assert line.endswith(
+        f" ERROR django_threadmill.worker.reaper pid={once.process.pid} MainThread "
         f"Lease expired, task FAILED task_id={task_id} worker=test-worker-1"
-    ]
+    )

@@ -1,18 +1,16 @@
 """--processes 0 --burst: the worker runs in the command's own process, without forking."""
 
 import contextlib
-import logging
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResultStatus
-from django_threadmill.worker.logs import LOGGER_NAME
+from django_threadmill.compat import TaskResultStatus
 from tests.support import Command
 
 from . import async_tasks, tasks
@@ -31,19 +29,6 @@ def test_the_command_runs_sync_and_async_tasks_in_its_own_process(
         assert result.return_value == command.process.pid
     assert "Supervisor started" not in command.log
     assert "Worker process spawned" not in command.log
-
-
-@pytest.fixture
-def logging_put_back() -> Iterator[None]:
-    """Put back what the command's logging setup changes (levels, handlers' formatters)."""
-    loggers = [logging.getLogger(name) for name in (LOGGER_NAME, TASKS_LOGGER_NAME)]
-    levels = [logger.level for logger in loggers]
-    formatters = [(handler, handler.formatter) for handler in loggers[0].handlers]
-    yield
-    for logger, level in zip(loggers, levels, strict=True):
-        logger.setLevel(level)
-    for handler, formatter in formatters:
-        handler.setFormatter(formatter)
 
 
 def open_pipes() -> set[str]:

@@ -12,9 +12,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...exceptions import BrokerRefused, BrokerUnavailable
+from ...worker.logs import configure_logging
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import checks_at_start
+from ..log_format_option import add_log_format_option
 from ..seconds_option import seconds_option
 
 logger = logging.getLogger("django_threadmill.worker.reaper")
@@ -67,6 +69,7 @@ class Command(BaseCommand):
             action="store_true",
             help="Print what one pass would settle, change nothing, and exit.",
         )
+        add_log_format_option(parser)
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Run the system checks, except "Redis unreachable": the loop waits for Redis."""
@@ -74,6 +77,9 @@ class Command(BaseCommand):
             super().check(*args, **kwargs)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # As the worker does: a project whose LOGGING leaves django_threadmill alone would
+        # otherwise see no start, pass or stop line, and bare warnings.
+        configure_logging(options["log_format"], options["verbosity"])
         backend = backend_option(options["backend"])
         if options["interval"] <= 0:
             raise CommandError(

@@ -19,6 +19,7 @@ from ...worker.options import (
 from ...worker.supervisor import Supervisor
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..checks_at_start import checks_at_start
+from ..log_format_option import add_log_format_option
 from ..seconds_option import seconds_option
 
 DEFAULT_GRACE_PERIOD_S = 30.0
@@ -151,12 +152,7 @@ class Command(BaseCommand):
             type=seconds_option,
             help="Seconds between the supervisor's reap passes (default: lease_ttl; 0 disables).",
         )
-        parser.add_argument(
-            "--log-format",
-            choices=["text", "json"],
-            default="text",
-            help="text lines, or one JSON object per line for a log shipper (default: text).",
-        )
+        add_log_format_option(parser)
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Run the system checks, except "Redis unreachable": every process waits for Redis."""
