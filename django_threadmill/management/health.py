@@ -1,9 +1,10 @@
 """What ``threadmill_health`` reads: one host's live worker processes, on the Redis clock.
 
-Every worker process renews its leases once per ``lease_ttl / 3`` in each queue it serves, and
-that renewal is its heartbeat (docs/worker.md, Leases). A process counts as live while its
-newest renewal is at most ``lease_ttl`` old by Redis's own clock, as ``threadmill_workers``
-counts it, so a host whose clock drifts reads the same answer as every other.
+Every worker process renews its leases in each queue it serves as soon as it starts, then once
+per ``lease_ttl / 3``, and that renewal is its heartbeat (docs/worker.md, Leases). A process
+counts as live while its newest renewal is at most ``lease_ttl`` old by Redis's own clock, as
+``threadmill_workers`` counts it, so a host whose clock drifts reads the same answer as every
+other.
 """
 
 from collections.abc import Sequence

@@ -30,12 +30,14 @@ HOST = socket.gethostname()
 Probe = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def probe_at(url: str, key_prefix: str, *args: str) -> subprocess.CompletedProcess[str]:
+def probe_at(
+    url: str, key_prefix: str, *args: str, lease_ttl_s: float = LEASE_TTL_S
+) -> subprocess.CompletedProcess[str]:
     """Run ``manage.py threadmill_health`` once against ``url``; return its exit and output."""
     return subprocess.run(
         [sys.executable, "manage.py", "threadmill_health", *args],
         cwd=ROOT,
-        env=command_env(url, key_prefix, LEASE_TTL_S),
+        env=command_env(url, key_prefix, lease_ttl_s),
         capture_output=True,
         text=True,
         timeout=60,
@@ -134,7 +136,27 @@ def test_a_killed_worker_group_turns_unhealthy_once_its_heartbeat_is_stale(
     assert f"Unhealthy host={HOST} live=0 min_processes=1" in reason
     assert re.search(r"last_seen=\d+\.\ds_ago live_elsewhere=0:", reason), reason
     assert "Check that threadmill_worker runs on this host" in reason
+    assert reason.endswith(
+        "; a worker process first renews as soon as it has started and reached Redis.\n"
+    )
     assert unhealthy.stdout == ""
+
+
+def test_a_fresh_worker_is_seen_at_once_not_a_renewal_later(
+    redis_url: str, key_prefix: str, start_worker: Callable[..., Command]
+) -> None:
+    """The lease keeper renews when its process starts: with a 10-minute lease_ttl the next
+    renewal is 200 s away, far past this test's deadline."""
+    long_lease_s = 600.0
+    with running(start_worker("--processes", "1", lease_ttl_s=long_lease_s)):
+        wait_until(
+            lambda: (
+                probe_at(redis_url, key_prefix, lease_ttl_s=long_lease_s).returncode
+                == HealthCode.HEALTHY
+            ),
+            "threadmill_health seeing the fresh worker",
+            timeout_s=30,
+        )
 
 
 def test_redis_down_exits_3_unless_a_liveness_probe_lets_it_pass(key_prefix: str) -> None:

@@ -158,7 +158,7 @@ class Command(BaseCommand):
             f"Unhealthy {facts} last_seen={last_seen} live_elsewhere={beats.live_elsewhere}: "
             "fewer worker processes of this host renewed their leases within lease_ttl than "
             "--min-processes. Check that threadmill_worker runs on this host with this "
-            "--backend and serves these queues, and its log for Redis errors; a worker first "
-            "renews lease_ttl/3 after it starts.",
+            "--backend and serves these queues, and its log for Redis errors; a worker process "
+            "first renews as soon as it has started and reached Redis.",
             returncode=HealthCode.TOO_FEW,
         )
