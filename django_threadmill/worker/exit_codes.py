@@ -6,7 +6,9 @@ from enum import IntEnum
 class ExitCode(IntEnum):
     """Exit codes: a worker process's tell its supervisor what to do; the command's, the caller.
 
-    Each value means one thing wherever it is seen (docs/worker.md, Exit codes).
+    Each value means one thing wherever the worker sets it. A command that cannot start exits 1
+    too (Django's CommandError, a traceback) or 2 (argparse's usage error): docs/worker.md, Exit
+    codes.
     """
 
     OK = 0

@@ -1,12 +1,14 @@
 """Invalid threadmill_worker options fail fast with a message that names the fix."""
 
 import re
+from collections.abc import Callable
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.worker.process import WorkerProcess
+from tests.support import Command
 from tests.worker.support import worker_options
 
 
@@ -38,9 +40,33 @@ from tests.worker.support import worker_options
         (["--backend", "missing"], "--backend missing: TASKS has no backend 'missing'."),
     ],
 )
+@pytest.mark.usefixtures("logging_put_back")
 def test_bad_options_are_refused_before_anything_starts(args: list[str], message: str) -> None:
     with pytest.raises(CommandError, match=re.escape(message)):
         call_command("threadmill_worker", *args)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "last_line"),
+    [
+        (["--threads", "0"], 1, "CommandError: --threads must be 1 or more, got 0."),
+        (
+            ["--threads", "x"],
+            2,
+            "manage.py threadmill_worker: error: argument --threads: invalid int value: 'x'",
+        ),
+    ],
+    ids=["bad value: Django's 1", "bad command line: argparse's 2"],
+)
+def test_a_worker_that_cannot_start_exits_as_django_and_argparse_do(
+    args: list[str], code: int, last_line: str, start_worker: Callable[..., Command]
+) -> None:
+    """The same codes as a forced stop (1) and a supervisor giving up (2), told apart by the
+    output and by coming before the supervisor starts (docs/worker.md, Exit codes)."""
+    command = start_worker(*args)
+    assert command.wait() == code, command.log
+    assert command.log.splitlines()[-1] == last_line
+    assert "Supervisor started" not in command.log
 
 
 def test_threads_are_named_by_role(backend: ThreadmillTaskBackend) -> None:
