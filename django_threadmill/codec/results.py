@@ -233,17 +233,26 @@ def error_json(exc: BaseException) -> str:
 
 
 def parse_error(raw: str) -> TaskError:
-    """Return the ``TaskError`` stored as ``raw``; an unreadable one says so in its traceback."""
+    """Return the ``TaskError`` stored as ``raw``; an unreadable one says so in its traceback.
+
+    Both fields must be strings, as the worker stores them: pages and retry policies read them
+    as text, and a number there (written by hand) made the admin's task page answer 500.
+    """
     try:
         data = json.loads(raw)
-        return TaskError(
-            exception_class_path=data["exception_class_path"], traceback=data["traceback"]
-        )
-    except (ValueError, TypeError, KeyError):
-        return TaskError(
-            exception_class_path=UNREADABLE_ERROR_PATH,
-            traceback=f"Stored error is not readable: {raw[:200]!r}",
-        )
+        path, trace = data["exception_class_path"], data["traceback"]
+    except (ValueError, TypeError, KeyError, RecursionError):  # nested too deep: by hand too
+        return _unreadable_error(raw)
+    if not isinstance(path, str) or not isinstance(trace, str):
+        return _unreadable_error(raw)
+    return TaskError(exception_class_path=path, traceback=trace)
+
+
+def _unreadable_error(raw: str) -> TaskError:
+    return TaskError(
+        exception_class_path=UNREADABLE_ERROR_PATH,
+        traceback=f"Stored error is not readable: {raw[:200]!r}",
+    )
 
 
 def encode_result(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]:

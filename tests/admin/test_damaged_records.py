@@ -1,9 +1,12 @@
 """Damaged records never make a page answer 500 (docs/lifecycle.md, Damaged records).
 
-A record key of another type, a time field that is not a number and a payload that is not JSON
-each get a clear message, or a row that says what it is, on every page that reads them.
+A record key of another type, a time field that is not a number, a payload that is not JSON and
+an error that is not the worker's JSON each get a clear message, or a row that says what it is,
+on every page that reads them.
 """
 
+import html
+import json
 import re
 
 import pytest
@@ -138,6 +141,22 @@ def test_an_error_count_that_is_not_a_number_reads_as_none(
     shown = page(operator, detail_url(task_id))
 
     assert "<h2>Errors</h2>" not in shown
+
+
+def test_an_error_whose_traceback_is_not_text_is_shown_as_unreadable(
+    operator: Client, backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    """A traceback of 7 made the page answer 500."""
+    task_id = failed_task(backend)
+    raw = json.dumps({"exception_class_path": "builtins.ValueError", "traceback": 7})
+    redis_client.hset(record_key(backend, task_id), "error:1", raw)
+
+    shown = page(operator, detail_url(task_id))
+    traceback = page(operator, f"{detail_url(task_id)}raw/traceback:1/")
+
+    assert "Attempt 1: django_threadmill.exceptions.PayloadError" in shown
+    assert html.escape(f"Stored error is not readable: {raw!r}") in shown
+    assert traceback == f"Stored error is not readable: {raw!r}"
 
 
 def test_payload_that_is_not_json_is_shown_raw_with_the_reason(

@@ -160,3 +160,19 @@ def test_stored_result_that_is_not_json(
         r"was corrupted\.$",
     ):
         read(task_id)
+
+
+def test_an_error_whose_traceback_is_not_text_reads_as_unreadable(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, read: Read
+) -> None:
+    task_id = echo.enqueue(1).id
+    fail(backend, task_id, ValueError("boom"))
+    key = backend.broker.record_key(task_id)
+    assert key is not None
+    raw = json.dumps({"exception_class_path": "builtins.ValueError", "traceback": 7})
+    redis_client.hset(key, "error:1", raw)
+
+    [error] = read(task_id).errors
+
+    assert error.exception_class_path == "django_threadmill.exceptions.PayloadError"
+    assert error.traceback == f"Stored error is not readable: {raw!r}"

@@ -1,11 +1,12 @@
-"""An error is stored whatever its exception does while it is formatted (docs/worker.md)."""
+"""An error is stored whatever its exception does while it is formatted (docs/worker.md), and
+read back whatever was stored in its place."""
 
 import json
 
 import pytest
 
 from django_threadmill.codec import results
-from django_threadmill.codec.results import error_json, error_text
+from django_threadmill.codec.results import error_json, error_text, parse_error
 
 
 class ExitingStr(Exception):
@@ -58,3 +59,36 @@ def test_a_huge_error_is_stored_and_logged_cut_keeping_its_start_and_end() -> No
     assert logged.startswith("start xxx")
     assert logged.endswith(" end")
     assert f"\n[... {cut} characters cut ...]\n" in logged
+
+
+def test_a_stored_error_reads_back_as_it_was_stored() -> None:
+    try:
+        raise ValueError("disk full")
+    except ValueError as exc:
+        error = parse_error(error_json(exc))
+
+    assert error.exception_class_path == "builtins.ValueError"
+    assert error.traceback.endswith("ValueError: disk full\n")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "{not json",
+        "",
+        "[1, 2]",
+        '"text"',
+        '{"exception_class_path": "builtins.ValueError"}',
+        '{"exception_class_path": "builtins.ValueError", "traceback": 7}',
+        '{"exception_class_path": "builtins.ValueError", "traceback": null}',
+        '{"exception_class_path": ["builtins.ValueError"], "traceback": "Traceback"}',
+        '{"exception_class_path": true, "traceback": "Traceback"}',
+        "[" * 5000,  # json raises RecursionError, not ValueError
+    ],
+)
+def test_a_stored_error_not_made_of_two_strings_reads_as_unreadable(raw: str) -> None:
+    """A traceback of 7 came back as TaskError(traceback=7), and the admin's page answered 500."""
+    error = parse_error(raw)
+
+    assert error.exception_class_path == "django_threadmill.exceptions.PayloadError"
+    assert error.traceback == f"Stored error is not readable: {raw[:200]!r}"
