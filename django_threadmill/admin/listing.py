@@ -23,6 +23,9 @@ from ..broker.inspect import Index, Inspector, TaskRow
 
 type StreamKey = tuple[str, str, str]  # (alias, queue, index)
 SCAN_CHUNK = 500  # index entries a filtered walk reads per round trip
+# The most a cursor's time or offset may be: past any rank or millisecond time, and within what
+# Redis takes as a rank or score (1e20 made it refuse the read, a page blaming Redis).
+MAX_CURSOR_NUMBER = 2**53
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +66,20 @@ class Cursor:
         try:
             data = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
             as_of = data["t"]
-            offsets = {(str(a), str(q), str(i)): int(n) for a, q, i, n in data["o"]}
-        except (ValueError, TypeError, KeyError, binascii.Error):
+            offsets = {(str(a), str(q), str(i)): n for a, q, i, n in data["o"]}
+        except (ValueError, TypeError, KeyError, binascii.Error, RecursionError):
             return None
-        if (as_of is not None and not isinstance(as_of, int)) or min(
-            offsets.values(), default=0
-        ) < 0:
+        if (as_of is not None and not _cursor_number(as_of)) or not all(
+            map(_cursor_number, offsets.values())
+        ):
             return None
         return cls(as_of_ms=as_of, offsets=offsets)
+
+
+def _cursor_number(value: object) -> bool:
+    """Whether a cursor read from a URL holds a whole number in 0..MAX_CURSOR_NUMBER: JSON's
+    true is an int to Python (and ``True`` an argument Redis refuses)."""
+    return type(value) is int and 0 <= value <= MAX_CURSOR_NUMBER
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

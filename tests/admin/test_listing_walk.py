@@ -1,5 +1,8 @@
 """listing.Walker: several queues' indexes read as one ordered list, page by page."""
 
+import base64
+import json
+
 import pytest
 import redis
 
@@ -119,6 +122,45 @@ def test_cursor_survives_the_query_string_and_rejects_garbage() -> None:
     )
     assert Cursor.decode("not-a-cursor") is None
     assert Cursor.decode(Cursor(offsets={("a", "b", "done"): -1}).encode()) is None
+
+
+def hand_made(raw: str) -> str:
+    """Return ``raw`` encoded as a cursor, as someone editing the URL would."""
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def ready_offset(n: object) -> str:
+    return json.dumps({"t": None, "o": [["default", "default", "ready", n]]})
+
+
+HAND_MADE = {
+    "a time of true": json.dumps({"t": True, "o": []}),
+    "a time of 1e20": json.dumps({"t": 10**20, "o": []}),
+    "a time of -1": json.dumps({"t": -1, "o": []}),
+    "a time of 2.5": json.dumps({"t": 2.5, "o": []}),
+    "an offset of true": ready_offset(True),
+    "an offset of 1e20": ready_offset(10**20),
+    "an offset of 2**53 + 1": ready_offset(2**53 + 1),
+    "an offset of 3.0": ready_offset(3.0),
+    "an offset of '3'": ready_offset("3"),
+    "nested too deep": "[" * 5000,  # json raises RecursionError, not ValueError
+}
+
+
+@pytest.mark.parametrize("raw", HAND_MADE.values(), ids=HAND_MADE.keys())
+def test_a_hand_made_cursor_out_of_range_or_of_another_type_is_garbage(raw: str) -> None:
+    """A time of true reached Redis as ZCOUNT ... True (a 500); an offset of 1e20 a rank Redis
+    refused (a 503 blaming Redis)."""
+    assert Cursor.decode(hand_made(raw)) is None
+
+
+def test_a_cursor_at_the_edges_of_its_range_is_kept() -> None:
+    data = {"t": 2**53, "o": [["default", "default", "done", 2**53], ["a", "b", "ready", 0]]}
+
+    assert Cursor.decode(hand_made(json.dumps(data))) == Cursor(
+        as_of_ms=2**53,
+        offsets={("default", "default", "done"): 2**53, ("a", "b", "ready"): 0},
+    )
 
 
 def test_a_filtered_walk_in_small_reads_keeps_the_merged_order(

@@ -1,6 +1,8 @@
 """The task list pages newest first, forwards and back, with positions and a total."""
 
+import base64
 import html
+import json
 import re
 
 import pytest
@@ -59,3 +61,27 @@ def test_a_filtered_page_keeps_its_filter_in_the_links(
     assert "status=failed" in older
     assert "2 matches" in first
     assert len(ids_on(first, failed) + ids_on(second, failed)) == 3
+
+
+HAND_EDITED = {
+    "a time of true": {"t": True, "o": []},
+    "an offset of 1e20": {"t": None, "o": [["default", "default", "done", 10**20]]},
+}
+
+
+@pytest.mark.parametrize("status", ["", "finished"])
+@pytest.mark.parametrize("parameter", ["cursor", "before"])
+@pytest.mark.parametrize("cursor", HAND_EDITED.values(), ids=HAND_EDITED.keys())
+def test_a_hand_edited_cursor_shows_the_first_page(
+    operator: Client, backend: ThreadmillTaskBackend, cursor: object, parameter: str, status: str
+) -> None:
+    """A time of true answered 500 (ZCOUNT ... True), an offset of 1e20 a 503 blaming Redis."""
+    task_ids = [successful_task(backend) for _ in range(3)]
+    text = base64.urlsafe_b64encode(json.dumps(cursor).encode()).decode().rstrip("=")
+
+    response = operator.get(TASKS_URL, {parameter: text, "status": status})
+
+    assert response.status_code == 200, response.content.decode()
+    shown = response.content.decode()
+    assert "Showing 1 to 3 of 3." in shown
+    assert sorted(ids_on(shown, task_ids)) == sorted(task_ids)
