@@ -203,11 +203,26 @@ class Supervisor:
                 slot.crashes = 0
                 self._spawn(slot)
                 continue
+            if code == ExitCode.OK:
+                self._replace_stopped(slot, process)
+                continue
             if self.options.burst:
                 # What the dead process held stays leased until the reaper settles it, after
                 # the burst: the queues may look empty, but the burst did not run them all.
                 self.exit_code = self.exit_code or ExitCode.CRASHED
             self._schedule_restart(slot, process, code)
+
+    def _replace_stopped(self, slot: _Slot, process: BaseProcess) -> None:
+        """Start a fresh process in place of one asked to stop by something other than this
+        supervisor (a SIGTERM sent to its pid): a stop it was asked for, not a crash, so it
+        is not counted toward giving up. Warned, as the supervisor did not ask for it."""
+        logger.warning(
+            "Worker process stopped slot=%d pid=%s status=exit code 0 (asked directly, such as "
+            "by SIGTERM to its pid, not through the supervisor); starting a fresh one",
+            slot.index,
+            process.pid,
+        )
+        self._spawn(slot)
 
     def _schedule_restart(self, slot: _Slot, process: BaseProcess, code: int | None) -> None:
         """Restart a dead process with backoff; give up if processes keep dying at start."""

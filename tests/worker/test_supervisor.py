@@ -15,7 +15,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.worker.supervisor import Supervisor
+from django_threadmill.worker.supervisor import MAX_FAST_FAILURES, Supervisor
 from tests.support import ROOT, Command, command_env, wait_until
 from tests.worker import tasks
 from tests.worker.support import worker_options
@@ -37,6 +37,41 @@ def test_a_killed_worker_process_is_restarted_and_work_goes_on(
     wait_until(lambda: second.refresh() or second.is_finished, "a task on the new process")
     assert second.return_value == worker.child_pids()[1] != original
 
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.log
+
+
+def stopped_alone(pid: int) -> str:
+    """The supervisor's line for a process that exited 0 without being asked by it."""
+    return (
+        r"WARNING django_threadmill\.worker\.supervisor pid=\d+ \S+ Worker process stopped "
+        rf"slot=0 pid={pid} status=exit code 0 \(asked directly"
+    )
+
+
+def started_process(worker: Command, n: int) -> int:
+    """Wait until the worker's process number ``n`` (from 0) has started; return its pid."""
+    wait_until(lambda: len(worker.child_pids()) > n, f"worker process {n} spawned")
+    pid = worker.child_pids()[n]
+    worker.wait_for_log(rf"Worker process started worker_id=\S+ pid={pid} ")
+    return pid
+
+
+def test_a_process_sent_sigterm_alone_is_replaced_at_once_and_not_counted_as_a_crash(
+    start_worker: Callable[..., Command],
+) -> None:
+    """Its exit 0 was an ERROR "Worker process died ... exit code 0", restarted with backoff,
+    and as many in a row as the give-up limit made the supervisor give up (exit 2)."""
+    worker = start_worker("--reap-interval", "0")
+    for n in range(MAX_FAST_FAILURES):
+        pid = started_process(worker, n)
+        os.kill(pid, signal.SIGTERM)
+        worker.wait_for_log(stopped_alone(pid))
+
+    task = tasks.pid.enqueue()
+    wait_until(lambda: task.refresh() or task.is_finished, "a task on the last process")
+    assert task.return_value == worker.child_pids()[MAX_FAST_FAILURES]
+    assert "Worker process died" not in worker.log
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
 
