@@ -72,7 +72,11 @@ def command_env(
 
 
 class Command:
-    """A ``manage.py`` command running in a subprocess, its stderr captured to a file."""
+    """A ``manage.py`` command running in a subprocess, its stderr captured to a file.
+
+    ``code``: Python to run with ``args`` instead of ``manage.py`` (``python -c code *args``),
+    for a test that changes something in the process before it calls the command.
+    """
 
     def __init__(
         self,
@@ -82,10 +86,12 @@ class Command:
         lease_ttl_s: float = 60.0,
         extra_env: dict[str, str] | None = None,
         options: dict[str, object] | None = None,
+        code: str | None = None,
     ) -> None:
         self._log = tempfile.NamedTemporaryFile(prefix="threadmill-cmd-", suffix=".log")  # noqa: SIM115
+        program = ["manage.py"] if code is None else ["-c", code]
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", *args],
+            [sys.executable, *program, *args],
             cwd=ROOT,
             env={**command_env(redis_url, key_prefix, lease_ttl_s, options), **(extra_env or {})},
             stdout=self._log,

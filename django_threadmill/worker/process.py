@@ -26,6 +26,7 @@ from .options import WorkerOptions
 logger = logging.getLogger(__name__)
 
 STOP = b"s"  # control message from the supervisor: stop gracefully
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})  # blocked while the supervisor forks
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 
 
@@ -143,6 +144,11 @@ class WorkerProcess:
         signal.signal(signal.SIGTERM, self._on_signal)
         # Ctrl-C reaches the whole process group; the supervisor relays it as a STOP message.
         signal.signal(signal.SIGINT, signal.SIG_IGN if control_fd is not None else self._on_signal)
+        if control_fd is not None:
+            # Forked with both blocked (Supervisor._spawn): one sent since has waited for these
+            # handlers, instead of running the supervisor's, which the fork handed down and
+            # which stopped nothing here.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         self._control_fd = control_fd
         try:
             if not self._wait_for_redis():

@@ -5,7 +5,8 @@ import multiprocessing
 import os
 import signal
 import time
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -18,7 +19,7 @@ from ..schedules.scheduler import Scheduler
 from .backoff import RESTART_BACKOFF
 from .exit_codes import ExitCode
 from .options import WorkerOptions
-from .process import STOP, WorkerProcess
+from .process import STOP, STOP_SIGNALS, WorkerProcess
 from .reaper import reap_once
 
 logger = logging.getLogger(__name__)
@@ -31,7 +32,11 @@ SCHEDULE_RETRY_S = 1.0  # wait before firing schedules again after Redis failed
 def run_worker_process(
     options: WorkerOptions, control_fd: int, supervisor_fds: tuple[int, ...] = ()
 ) -> None:
-    """Entry point of a forked worker process."""
+    """Entry point of a forked worker process.
+
+    It starts with SIGTERM and SIGINT blocked (``_stop_signals_blocked``): WorkerProcess.run
+    unblocks them once its own handlers are set.
+    """
     # Close the supervisor's ends of the control pipes that fork handed down: otherwise this
     # process holds its own pipe open, never reads EOF when the supervisor dies, and lives on
     # as an orphan.
@@ -40,6 +45,22 @@ def run_worker_process(
     code = WorkerProcess(options, threadmill_backend(options.backend_alias)).run(control_fd)
     logging.shutdown()
     os._exit(code)  # threads that outlived the grace period must not hold the exit
+
+
+@contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT back while a worker process is forked.
+
+    The child starts with them blocked and unblocks them once its own handlers are set
+    (WorkerProcess.run), so one sent to it in between waits for them. Until then it has the
+    supervisor's handler, handed down by the fork, which stops nothing there: such a SIGTERM
+    was lost and the process ran on. The supervisor gets its own once the fork is done.
+    """
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 @dataclass(slots=True)
@@ -136,7 +157,8 @@ class Supervisor:
             args=(self.options, read_fd, (write_fd, *held)),
             name=f"threadmill-process-{slot.index}",
         )
-        process.start()
+        with _stop_signals_blocked():
+            process.start()
         os.close(read_fd)
         slot.process, slot.control_fd = process, write_fd
         slot.started_at, slot.restart_at = time.monotonic(), None

@@ -1,5 +1,7 @@
-"""The supervisor restarts dead processes, recycles on --max-tasks, gives up on crash loops."""
+"""The supervisor restarts dead processes, recycles on --max-tasks, gives up on crash loops,
+and replaces at once a process a SIGTERM of its own stopped, even one sent just after the fork."""
 
+import errno
 import os
 import signal
 import subprocess
@@ -8,6 +10,7 @@ import textwrap
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import redis
@@ -74,6 +77,91 @@ def test_a_process_sent_sigterm_alone_is_replaced_at_once_and_not_counted_as_a_c
     assert "Worker process died" not in worker.log
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
+
+
+def test_ctrl_c_to_every_process_stops_the_worker_once(
+    start_worker: Callable[..., Command],
+) -> None:
+    """Ctrl-C reaches the supervisor and its processes alike: the processes ignore SIGINT and
+    stop on the supervisor's relayed request, so none counts two signals (docs/design.md)."""
+    worker = start_worker("--reap-interval", "0")
+    pid = started_process(worker, 0)
+
+    os.kill(pid, signal.SIGINT)
+    worker.signal(signal.SIGINT)
+
+    assert worker.wait() == 0, worker.log
+    assert "Stopping on supervisor request" in worker.log
+    assert "Stopping on SIGINT" not in worker.log
+
+
+# The first worker process waits after the fork, before WorkerProcess.run sets its handlers,
+# until the test has signalled it and opened the FIFO (argv[1]); argv[2] marks it as taken, so
+# the processes after it do not wait.
+HOLD_THE_FIRST_PROCESS = textwrap.dedent(
+    """
+    import os
+    import sys
+
+    import django_threadmill.worker.process as process
+    from django.core.management import execute_from_command_line
+
+    fifo, taken = sys.argv[1], sys.argv[2]
+    init = process.WorkerProcess.__init__
+
+    def held(self, *args, **kwargs):
+        try:
+            os.close(os.open(taken, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            pass
+        else:
+            print(f"Held before its handlers pid={os.getpid()}", flush=True)
+            with open(fifo) as released:
+                released.read()
+        init(self, *args, **kwargs)
+
+    process.WorkerProcess.__init__ = held
+    execute_from_command_line(
+        ["manage.py", "threadmill_worker", "--processes", "1", "--reap-interval", "0"]
+    )
+    """
+)
+
+
+def release(fifo: Path) -> bool:
+    """Open ``fifo`` for writing and close it, once its reader waits: the reader reads EOF."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # ENXIO: no reader has it open yet
+            raise
+        return False
+    return True
+
+
+def test_a_sigterm_sent_to_a_process_before_its_handlers_are_set_stops_it(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    """Until WorkerProcess.run set its handlers, a forked process ran the supervisor's, which
+    stopped nothing there: a SIGTERM sent just after the spawn was lost, the process ran on."""
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    worker = Command(
+        redis_url, key_prefix, str(fifo), str(tmp_path / "taken"), code=HOLD_THE_FIRST_PROCESS
+    )
+    try:
+        held = int(worker.wait_for_log(r"Held before its handlers pid=(\d+)")[1])
+        os.kill(held, signal.SIGTERM)
+        wait_until(lambda: release(fifo), "the held process opening the FIFO")
+
+        worker.wait_for_log(stopped_alone(held))
+        task = tasks.pid.enqueue()
+        wait_until(lambda: task.refresh() or task.is_finished, "a task on the fresh process")
+        assert task.return_value == worker.child_pids()[1] != held
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == 0, worker.log
+    finally:
+        worker.close()
 
 
 def test_a_burst_in_which_a_process_died_exits_5_and_its_tasks_stay_leased(
