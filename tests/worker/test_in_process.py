@@ -11,7 +11,7 @@ from django.core.management import call_command
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
-from tests.support import Command
+from tests.support import Command, wait_until
 
 from . import async_tasks, tasks
 
@@ -56,3 +56,32 @@ def test_call_command_runs_the_tasks_here_and_puts_the_signal_handlers_back(
     for result in results:
         result.refresh()
         assert result.return_value == os.getpid()
+
+
+@pytest.mark.parametrize("how", ["task timeout", "grace period"])
+def test_a_task_given_up_on_does_not_hold_the_commands_exit(
+    backend: ThreadmillTaskBackend,
+    start_worker: Callable[..., Command],
+    tmp_path: Path,
+    how: str,
+) -> None:
+    """A forked worker process ends with os._exit; here the command's own process held its exit
+    for as long as the abandoned task's thread ran (for good, for a task that hangs)."""
+    never = tmp_path / "never"
+    stuck = tasks.wait_for_file.enqueue(str(never))
+    try:
+        if how == "task timeout":
+            command = start_worker("--processes", "0", "--burst", "--task-timeout", "1")
+            assert command.wait(30) == 0, command.log
+            assert backend.get_result(stuck.id).status == TaskResultStatus.FAILED
+        else:
+            command = start_worker("--processes", "0", "--burst", "--grace-period", "0.2")
+            wait_until(
+                lambda: backend.get_result(stuck.id).status == TaskResultStatus.RUNNING,
+                "the task running",
+            )
+            command.signal(signal.SIGTERM)
+            assert command.wait(30) == 1, command.log  # forced: it outlived the grace period
+            assert "Threads still running after the grace period" in command.log
+    finally:
+        never.touch()  # the task's thread ends, had the process lived on

@@ -1,6 +1,9 @@
 """``manage.py threadmill_worker``: run tasks from a ThreadmillTaskBackend's queues."""
 
+import logging
 import os
+import sys
+import threading
 from argparse import ArgumentParser
 from typing import Any
 
@@ -159,6 +162,24 @@ class Command(BaseCommand):
         with checks_at_start():
             super().check(*args, **kwargs)
 
+    def run_from_argv(self, argv: list[str]) -> None:
+        """Run as ``manage.py threadmill_worker``, and end the process once the worker stopped
+        even where a task it gave up on (past the grace period or ``--task-timeout``) still runs
+        in a thread of this process (``--processes 0``): Python would wait for that thread
+        before exiting, for as long as the task runs. A forked worker process ends the same way
+        (``os._exit``). ``call_command`` is left to return as usual."""
+        try:
+            super().run_from_argv(argv)
+            code = 0
+        except SystemExit as stopped:  # a CommandError's returncode, or argparse's usage
+            code = stopped.code if isinstance(stopped.code, int) else int(stopped.code is not None)
+        if any(thread.is_alive() and not thread.daemon for thread in _other_threads()):
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        sys.exit(code)
+
     def handle(self, *args: Any, **options: Any) -> None:
         configure_logging(options["log_format"], options["verbosity"])
         backend = backend_option(options["backend"])
@@ -249,3 +270,8 @@ class Command(BaseCommand):
             task_timeout_s=options["task_timeout"],
             reap_interval_s=reap_interval,
         )
+
+
+def _other_threads() -> list[threading.Thread]:
+    main = threading.main_thread()
+    return [thread for thread in threading.enumerate() if thread is not main]
