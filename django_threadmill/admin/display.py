@@ -42,7 +42,7 @@ def pretty_json(raw: str | None) -> str:
         return ""
     try:
         return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested too deep (by hand) to read or to indent
         return raw
 
 

@@ -143,7 +143,7 @@ def stored_result(
     stored_value = record.get("result") if status == TaskResultStatus.SUCCESSFUL else None
     try:
         return_value = json.loads(stored_value or "null")
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # nested too deep: written by hand
         raise PayloadError(
             f"Stored result of task {task_id!r} is not valid JSON ({exc}); it was corrupted."
         ) from exc

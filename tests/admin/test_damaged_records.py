@@ -24,7 +24,7 @@ from tests.admin.conftest import (
     page,
     successful_task,
 )
-from tests.backend_support import start
+from tests.backend_support import start, succeed
 
 METRICS_URL = "/threadmill/metrics"
 
@@ -226,3 +226,16 @@ def test_metrics_answer_with_damaged_records(
     scraped = page(client, METRICS_URL)
 
     assert 'threadmill_queue_tasks{backend="default",queue="default",state="ready"} 2.0' in scraped
+
+
+def test_a_result_nested_too_deep_to_read_is_shown_raw(
+    operator: Client, backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    """Reading it raised RecursionError, and the page answered 500."""
+    task_id = add.enqueue(1, 2).id
+    succeed(backend, task_id, 3)
+    deep = "[" * 100_000 + "]" * 100_000
+    redis_client.hset(record_key(backend, task_id), "result", deep)
+
+    assert page(operator, f"{detail_url(task_id)}raw/result/") == deep
+    assert "[[[[" in page(operator, detail_url(task_id))

@@ -145,14 +145,17 @@ def test_times_and_error_count_that_are_not_numbers_read_as_unknown(
     assert result.errors == []
 
 
+@pytest.mark.parametrize(
+    "stored", ["{not json", "[" * 100_000 + "]" * 100_000], ids=["garbage", "nested too deep"]
+)
 def test_stored_result_that_is_not_json(
-    backend: ThreadmillTaskBackend, redis_client: redis.Redis, read: Read
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, read: Read, stored: str
 ) -> None:
     task_id = echo.enqueue(1).id
     succeed(backend, task_id, 1)
     key = backend.broker.record_key(task_id)
     assert key is not None
-    redis_client.hset(key, "result", "{not json")
+    redis_client.hset(key, "result", stored)
 
     with pytest.raises(
         PayloadError,
