@@ -25,6 +25,15 @@ def read_one_of_many(backend: ThreadmillTaskBackend, result_id: str) -> TaskResu
     return found
 
 
+def failed_record(backend: ThreadmillTaskBackend) -> tuple[str, str]:
+    """Enqueue ``echo`` and record it FAILED; return its id and its record's key."""
+    task_id = echo.enqueue(1).id
+    fail(backend, task_id, ValueError("boom"))
+    key = backend.broker.record_key(task_id)
+    assert key is not None
+    return task_id, key
+
+
 @pytest.fixture(params=["get_result", "aget_result", "get_results"])
 def read(request: pytest.FixtureRequest, backend: ThreadmillTaskBackend) -> Read:
     """Read a result through the sync API, the native async one, or a batch read."""
@@ -124,10 +133,7 @@ def test_record_key_of_another_type_names_the_key_and_the_fix(
 def test_times_and_error_count_that_are_not_numbers_read_as_unknown(
     backend: ThreadmillTaskBackend, redis_client: redis.Redis, read: Read
 ) -> None:
-    task_id = echo.enqueue(1).id
-    fail(backend, task_id, ValueError("boom"))
-    key = backend.broker.record_key(task_id)
-    assert key is not None
+    task_id, key = failed_record(backend)
     redis_client.hset(
         key,
         mapping={
@@ -168,10 +174,7 @@ def test_stored_result_that_is_not_json(
 def test_an_error_whose_traceback_is_not_text_reads_as_unreadable(
     backend: ThreadmillTaskBackend, redis_client: redis.Redis, read: Read
 ) -> None:
-    task_id = echo.enqueue(1).id
-    fail(backend, task_id, ValueError("boom"))
-    key = backend.broker.record_key(task_id)
-    assert key is not None
+    task_id, key = failed_record(backend)
     raw = json.dumps({"exception_class_path": "builtins.ValueError", "traceback": 7})
     redis_client.hset(key, "error:1", raw)
 

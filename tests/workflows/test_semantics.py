@@ -15,6 +15,7 @@ from django_threadmill.workflows import WorkflowResult, advance, chain, get_work
 from django_threadmill.workflows.launch import enqueue_steps, step_task
 from django_threadmill.workflows.plan import stored_plan
 
+from .support import cancelled_before_it_ran
 from .tasks import (
     add,
     boom,
@@ -137,15 +138,7 @@ def test_a_step_the_workflow_recorded_as_not_run_while_it_was_stored_is_cancelle
 
     assert drain() == 1  # step 1 is stored, then cancelled before it runs
 
-    flow.refresh()
-    second = flow.results[1]
-    assert second is not None
-    assert second.status == TaskResultStatus.FAILED
-    assert (
-        second.errors[0]
-        .traceback.strip()
-        .endswith("Cancelled before it ran: its workflow ended (cancelled: meanwhile)")
-    )
+    cancelled_before_it_ran(flow, 1, "its workflow ended (cancelled: meanwhile)")
 
 
 def test_cancelling_a_workflow_that_expired_says_it_had_ended(
@@ -281,17 +274,9 @@ def test_a_step_reserved_before_its_workflow_was_cancelled_does_not_start(
 
     assert drain() == 1
 
-    flow.refresh()
+    cancelled_before_it_ran(flow, 1, "its workflow was cancelled: from a step")
     assert log.read_text().splitlines() == ["cancels"]
     assert flow.status == TaskResultStatus.FAILED
-    second = flow.results[1]
-    assert second is not None
-    assert second.status == TaskResultStatus.FAILED
-    assert (
-        second.errors[0]
-        .traceback.strip()
-        .endswith("Cancelled before it ran: its workflow was cancelled: from a step")
-    )
 
 
 def test_a_step_whose_workflow_was_cancelled_is_not_tried_again(
