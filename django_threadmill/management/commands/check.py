@@ -11,10 +11,14 @@ from typing import Any
 from django.core.management.commands import check
 
 from ...checks import REDIS_TAG, RedisChecks, redis_checks
+from ..checks_at_start import settings_refused_plainly
 
 
 class Command(check.Command):
     def handle(self, *app_labels: Any, **options: Any) -> None:
         asked = REDIS_TAG in (options["tags"] or ()) and not options["deploy"]
-        with redis_checks(RedisChecks.ASKED) if asked else nullcontext():
+        with (
+            settings_refused_plainly(),
+            redis_checks(RedisChecks.ASKED) if asked else nullcontext(),
+        ):
             super().handle(*app_labels, **options)
