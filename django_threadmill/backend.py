@@ -129,8 +129,8 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         Return False, changing nothing, if the task is reserved, running or finished.
         Raise ``TaskResultDoesNotExist`` for an unknown id.
         """
-        message = "Cancelled before it ran" + (f": {reason}" if reason else ".")
-        state = self.broker.cancel(result_id, error_json(Cancelled(message)), now_ms())
+        error = error_json(Cancelled.before_it_ran(reason))
+        state = self.broker.cancel(result_id, error, now_ms())
         if state == "missing":
             raise TaskResultDoesNotExist(result_id)
         return state == "cancelled"

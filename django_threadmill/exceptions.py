@@ -63,6 +63,11 @@ class LeaseExpired(ThreadmillError):
 class Cancelled(ThreadmillError):
     """An operator cancelled the task before it ran."""
 
+    @classmethod
+    def before_it_ran(cls, reason: str = "") -> "Cancelled":
+        """The error of a task cancelled before it ran, by hand or with its workflow."""
+        return cls("Cancelled before it ran" + (f": {reason}" if reason else "."))
+
 
 class TaskTimeout(ThreadmillError):
     """The attempt ran longer than the task timeout and was abandoned."""

@@ -49,5 +49,5 @@ class CancelledSteps:
             reservation.lease.task_id,
             workflow_id,
         )
-        error = Cancelled(f"Cancelled before it ran: its workflow was {why or 'cancelled'}")
+        error = Cancelled.before_it_ran(f"its workflow was {why or 'cancelled'}")
         return outcome.failed(reservation.lease, error, now_ms(), None)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..codec.results import cut_to
 from ..compat import Task
 from .launch import alaunch, launch
 from .plan import Input, Plan
@@ -109,8 +110,7 @@ def _nodes(kind: str, given: tuple[Any, ...]) -> tuple[Node, ...]:
 
 def _shown(value: object) -> str:
     """``repr(value)``, cut short: a list of a thousand steps must not fill the message."""
-    text = repr(value)
-    return text if len(text) <= 200 else f"{text[:200]}... ({type(value).__name__})"
+    return cut_to(repr(value), 200)
 
 
 def _hint(kind: str, node: object) -> str:

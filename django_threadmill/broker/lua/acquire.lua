@@ -111,26 +111,26 @@ local reply = {-1, held_back and 1 or 0, token, 0, now}
 for _, id in ipairs(popped) do
   local key = KEYS[1] .. id
   local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors", "workflow")
-  if not f then
+  if f and f[1] ~= "ready" then
+    problem = f[1] and ("in the ready index in state " .. f[1])
+      or "in the ready index without a record"
+  end
+  local workers, started_ms, nerrors
+  if not problem then
+    workers, started_ms, nerrors, problem = earlier_attempts(key, f[4])
+  end
+  if problem then
     put_aside(id, problem)
-  elseif f[1] ~= "ready" then
-    put_aside(id, f[1] and ("in the ready index in state " .. f[1])
-      or "in the ready index without a record")
   else
-    local workers, started_ms, nerrors, damage = earlier_attempts(key, f[4])
-    if damage then
-      put_aside(id, damage)
-    else
-      redis.call("HSET", key, "state", "reserved", "token", token)
-      leased[#leased + 1] = deadline
-      leased[#leased + 1] = id
-      local n = #reply
-      reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
-      reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", f[5] or ""
-      reply[n + 7] = nerrors
-      for e = 1, nerrors do
-        reply[n + 7 + e] = redis.call("HGET", key, "error:" .. e) or ""
-      end
+    redis.call("HSET", key, "state", "reserved", "token", token)
+    leased[#leased + 1] = deadline
+    leased[#leased + 1] = id
+    local n = #reply
+    reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
+    reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", f[5] or ""
+    reply[n + 7] = nerrors
+    for e = 1, nerrors do
+      reply[n + 7 + e] = redis.call("HGET", key, "error:" .. e) or ""
     end
   end
 end

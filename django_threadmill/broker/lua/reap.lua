@@ -29,9 +29,8 @@ for i = 1, #expired, 2 do
   local nerrors
   if f and f[1] == "running" then
     nerrors, problem = error_count(f[6])
-    f = nerrors and f
   end
-  if not f then
+  if problem then
     if not dry_run then
       set_aside(KEYS[5], id, now, "reap", problem)
     end

@@ -173,7 +173,7 @@ class Command(BaseCommand):
             code = 0
         except SystemExit as stopped:  # a CommandError's returncode, or argparse's usage
             code = stopped.code if isinstance(stopped.code, int) else int(stopped.code is not None)
-        if any(thread.is_alive() and not thread.daemon for thread in _other_threads()):
+        if _threads_left():
             logging.shutdown()
             sys.stdout.flush()
             sys.stderr.flush()
@@ -272,6 +272,7 @@ class Command(BaseCommand):
         )
 
 
-def _other_threads() -> list[threading.Thread]:
-    main = threading.main_thread()
-    return [thread for thread in threading.enumerate() if thread is not main]
+def _threads_left() -> bool:
+    """Whether a thread Python would wait for at exit runs besides this one."""
+    here = threading.current_thread()
+    return any(not thread.daemon and thread is not here for thread in threading.enumerate())
