@@ -30,6 +30,12 @@
 --          An id popped or promoted whose record cannot be read, is missing, is not in state
 --          "ready", or counts more errors than a task has attempts (common.lua MAX_ATTEMPTS)
 --          is set aside in P:damaged; every other id is handled as usual.
+-- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:delayed,
+--          P:ready, P:leases (under a concurrency limit), P:fence and P:rate are met before,
+--          and a refused lease ZADD puts the popped tasks back in P:ready. P:damaged (when a
+--          popped record is set aside) and P:wake come after: the call fails with its tasks
+--          reserved and leased, which the reaper hands back when the lease lapses (a popped
+--          record to set aside is then out of P:ready without a note).
 -- Paused:  a paused queue hands out nothing and promotes nothing: the reply is {-1, 0, "", 0,
 --          now}, what an empty queue answers, so an idle worker blocks on the wake list until
 --          resume pushes a token (docs/lifecycle.md, Pausing a queue). Nothing is written.
@@ -108,6 +114,7 @@ if #popped > 0 then
   token = tostring(redis.call("INCRBY", KEYS[7], fence and "1" or tostring(now + 1)))
 end
 local reply = {-1, held_back and 1 or 0, token, 0, now}
+local aside = {}  -- popped ids that cannot be reserved, and why: set aside once the rest are leased
 for _, id in ipairs(popped) do
   local key = KEYS[1] .. id
   local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors", "workflow")
@@ -120,9 +127,8 @@ for _, id in ipairs(popped) do
     workers, started_ms, nerrors, problem = earlier_attempts(key, f[4])
   end
   if problem then
-    put_aside(id, problem)
+    aside[#aside + 1], aside[#aside + 2] = id, problem
   else
-    redis.call("HSET", key, "state", "reserved", "token", token)
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
     local n = #reply
@@ -134,7 +140,30 @@ for _, id in ipairs(popped) do
     end
   end
 end
-call_chunked("ZADD", KEYS[4], leased)
+local function put_popped_aside()
+  for i = 1, #aside, 2 do
+    put_aside(aside[i], aside[i + 1])
+  end
+end
+-- The lease ZADD is the first write to P:leases and comes before any write to a record: when
+-- that key holds another type it fails with the tasks changed only by their pop from P:ready,
+-- which is undone, so the error leaves every task ready (docs/lifecycle.md, Keys of another
+-- type). Not before the pop: that must stay the call's first write (see the fence above).
+local refused = pcall_chunked("ZADD", KEYS[4], leased)
+if refused then
+  local back = {}
+  for i = 2, #leased, 2 do
+    back[#back + 1] = ready_score(redis.call("HGET", KEYS[1] .. leased[i], "score"))
+    back[#back + 1] = leased[i]
+  end
+  call_chunked("ZADD", KEYS[2], back)
+  put_popped_aside()
+  return redis.error_reply(refused .. " in " .. KEYS[4])
+end
+for i = 2, #leased, 2 do
+  redis.call("HSET", KEYS[1] .. leased[i], "state", "reserved", "token", token)
+end
+put_popped_aside()
 reply[4] = set_aside_count
 if token_wait == 0 and #leased > 0 then
   redis.call("SET", KEYS[6], now + tonumber(ARGV[5]))

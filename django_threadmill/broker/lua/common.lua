@@ -88,6 +88,18 @@ local function call_chunked(command, key, items)
   end
 end
 
+-- call_chunked, but the error of a refused chunk is returned instead of raised (a key of
+-- another type refuses the first chunk, before anything was written to it), so the caller can
+-- undo what it wrote before; nil when every chunk went through.
+local function pcall_chunked(command, key, items)
+  for i = 1, #items, 1000 do
+    local answer = redis.pcall(command, key, unpack(items, i, math.min(i + 999, #items)))
+    if type(answer) == "table" and answer.err then
+      return answer.err
+    end
+  end
+end
+
 -- The error count a record's `nerrors` field says (0 for none or garbage), or nil and why the
 -- record is damaged when it is past MAX_ATTEMPTS.
 local function error_count(nerrors)

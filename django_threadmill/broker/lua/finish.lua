@@ -27,6 +27,12 @@
 --          nothing. The reaper's call is also stale when the worker renewed the lease after
 --          the reaper read it, and what the reaper records keeps no token. A unique key is
 --          released only while it still names the task.
+-- Types:   a key of another type fails the call (WRONGTYPE). A task's first write goes to
+--          P:outbox or P:delayed, so the task that meets such a key there is left as it was,
+--          lease held, for a call after the key is deleted. Tasks before it in the call keep
+--          their recorded outcome without the index updates done last (P:leases, P:done,
+--          P:wake): an outcome unindexed, never lost (the reaper drops the lease entry as a
+--          ghost; a retried call answers 2). The same from P:damaged, met at a damaged record.
 -- Clock:   redis.call("TIME") only, for the done index and the retry due time.
 -- Cost:    per task one HMGET, one HSET, one PEXPIREAT (a workflow step that ended: and an
 --          RPUSH; a retry: an HDEL of its attempt's progress instead of the PEXPIREAT); the
@@ -79,6 +85,12 @@ for i = 4, #ARGV, 7 do
       fields[n + 1], fields[n + 2] = "token", ""
       n = n + 2
     end
+    -- The task's first write goes to the index it enters (P:outbox, P:delayed): when that key
+    -- holds another type, the call fails with this record untouched and its lease held.
+    local step_ended = f[5] and outcome ~= "retry"
+    if step_ended then
+      redis.call("RPUSH", KEYS[9], id)  -- in the call that records the outcome: never lost
+    end
     if outcome == "retry" then
       redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
       -- Progress is the attempt's: the next one starts without any (a final outcome keeps it).
@@ -99,12 +111,7 @@ for i = 4, #ARGV, 7 do
       redis.call("DEL", KEYS[6] .. f[4])
     end
     unleased[#unleased + 1] = id
-    if f[5] and outcome ~= "retry" then
-      redis.call("RPUSH", KEYS[9], id)  -- in the call that records the outcome: never lost
-      reply[#reply + 1] = 4
-    else
-      reply[#reply + 1] = 1
-    end
+    reply[#reply + 1] = step_ended and 4 or 1
   elseif problem then
     unleased[#unleased + 1] = id
     reply[#reply + 1] = 3

@@ -15,6 +15,10 @@
 --           than limit: no more expired ones wait}.
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
 --          A released reservation keeps no token: a late call of the old lease is stale.
+-- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:leases
+--          is read first, and P:ready written before the records (a set-aside note already
+--          made is made again by the next pass). Only P:wake comes after the moves: then the
+--          reservations are back in P:ready and no idle fetcher was woken for them.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
 local dry_run = ARGV[2] == "1"
@@ -37,9 +41,6 @@ for i = 1, #expired, 2 do
     dropped[#dropped + 1] = id
     set_aside_count = set_aside_count + 1
   elseif f[1] == "reserved" then
-    if not dry_run then
-      redis.call("HSET", key, "state", "ready", "token", "")
-    end
     ready[#ready + 1] = ready_score(f[3])
     ready[#ready + 1] = id
     dropped[#dropped + 1] = id
@@ -55,7 +56,12 @@ for i = 1, #expired, 2 do
   end
 end
 if not dry_run then
+  -- Into P:ready before any record changes: when that key holds another type the ZADD fails
+  -- with the reservations still reserved and leased, for the pass after the key is deleted.
   call_chunked("ZADD", KEYS[2], ready)
+  for _, id in ipairs(released) do
+    redis.call("HSET", KEYS[1] .. id, "state", "ready", "token", "")
+  end
   call_chunked("ZREM", KEYS[3], dropped)
   if #released > 0 and redis.call("LLEN", KEYS[4]) == 0 then
     redis.call("RPUSH", KEYS[4], 1)

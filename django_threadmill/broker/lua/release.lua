@@ -8,6 +8,8 @@
 -- Returns: {tasks released, records set aside (they cannot be read; their leases dropped)}.
 -- Fence:   state must be "reserved" and token must match; a started or reaped task stays.
 --          A released record keeps no token: a late call of the old lease is stale.
+-- Types:   a key of another type fails the call (WRONGTYPE) before any task moves, but P:wake:
+--          then the tasks are back in P:ready and no idle fetcher was woken for them.
 -- Clock:   redis.call("TIME") only, and only to date a record set aside.
 local released, ready, dropped = 0, {}, {}
 for i = 1, #ARGV, 2 do
@@ -18,14 +20,18 @@ for i = 1, #ARGV, 2 do
     set_aside(KEYS[5], id, now_ms(), "release", problem)
     dropped[#dropped + 1] = id
   elseif f[1] == "reserved" and f[2] == ARGV[i + 1] then
-    redis.call("HSET", key, "state", "ready", "token", "")
     ready[#ready + 1] = ready_score(f[3])
     ready[#ready + 1] = id
     dropped[#dropped + 1] = id
     released = released + 1
   end
 end
+-- Into P:ready before any record changes: when that key holds another type the ZADD fails
+-- with the tasks still reserved and leased, for the reaper once the key is deleted.
 call_chunked("ZADD", KEYS[2], ready)
+for i = 2, #ready, 2 do
+  redis.call("HSET", KEYS[1] .. ready[i], "state", "ready", "token", "")
+end
 call_chunked("ZREM", KEYS[3], dropped)
 if released > 0 and redis.call("LLEN", KEYS[4]) == 0 then
   redis.call("RPUSH", KEYS[4], 1)

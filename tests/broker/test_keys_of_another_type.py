@@ -1,0 +1,143 @@
+"""A queue key of another type fails the script that meets it before any task moves.
+
+Redis does not undo a script that fails half-way: acquire once popped a batch from ``ready``,
+marked it reserved, then failed on a ``leases`` key of another type, so each retried fetch left
+a batch in no index for good. Now each call fails with every task where it was, and once the
+key is deleted every task goes on (docs/lifecycle.md, Keys of another type).
+"""
+
+from collections.abc import Callable
+
+import pytest
+import redis
+
+from django_threadmill.broker import Ack, Broker, Lease, NewTask, Outcome
+from django_threadmill.broker.keys import QueueKeys
+from django_threadmill.exceptions import BrokerUnavailable
+
+from .conftest import WORKER, finish, new_task
+
+WRONG_KIND = r"holds a value of the wrong kind in one of this backend's keys \(WRONGTYPE .*delete"
+
+
+def test_acquire_with_leases_of_another_type_leaves_every_task_ready_in_place(
+    broker: Broker,
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    state_of: Callable[[str], str | None],
+) -> None:
+    tasks = [new_task(priority=priority) for priority in (0, 5, -5, 0, 9)]
+    assert broker.enqueue("default", tasks).stored == len(tasks)
+    damaged = tasks[3].id
+    redis_client.delete(keys.record(damaged))
+    redis_client.set(keys.record(damaged), "garbage")  # set aside by the call, as ever
+    ready = redis_client.zrange(keys.ready, 0, -1, withscores=True)
+    redis_client.set(keys.leases, "another program's value")
+
+    with pytest.raises(BrokerUnavailable, match=WRONG_KIND):
+        broker.acquire("default", 10)
+
+    good = [(task_id, score) for task_id, score in ready if task_id != damaged]
+    assert redis_client.zrange(keys.ready, 0, -1, withscores=True) == good
+    assert [state_of(task_id) for task_id, _ in good] == ["ready"] * len(good)
+    assert list(redis_client.hgetall(keys.damaged)) == [damaged]
+
+    redis_client.delete(keys.leases)
+    reserved = broker.acquire("default", 10).reservations
+    assert [r.lease.task_id for r in reserved] == [task_id for task_id, _ in good]
+
+
+def test_acquire_names_the_key_to_delete(broker: Broker, keys: QueueKeys) -> None:
+    broker.enqueue("default", [new_task()])
+    broker.client.set(keys.leases, "x")
+    with pytest.raises(BrokerUnavailable) as refused:
+        broker.acquire("default", 1)
+    refusal = "WRONGTYPE Operation against a key holding the wrong kind of value"
+    assert f"({refusal} in {keys.leases})" in str(refused.value)
+
+
+@pytest.mark.parametrize("script", ["reap", "release"])
+def test_handing_back_with_ready_of_another_type_keeps_the_reservations(
+    script: str,
+    broker: Broker,
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    reserve: Callable[[], Lease],
+    expire_lease: Callable[[str], None],
+    state_of: Callable[[str], str | None],
+) -> None:
+    leases = [reserve() for _ in range(3)]
+    for lease in leases:
+        expire_lease(lease.task_id)
+    redis_client.set(keys.ready, "another program's value")
+
+    def hand_back() -> list[str]:
+        if script == "reap":
+            return broker.reap("default", 100).released
+        assert broker.release(leases) == len(leases)
+        return [lease.task_id for lease in leases]
+
+    with pytest.raises(BrokerUnavailable, match=WRONG_KIND):
+        hand_back()
+
+    ids = [lease.task_id for lease in leases]
+    assert [state_of(task_id) for task_id in ids] == ["reserved"] * len(ids)
+    assert set(redis_client.zrange(keys.leases, 0, -1)) == set(ids)
+
+    redis_client.delete(keys.ready)
+    assert sorted(hand_back()) == sorted(ids)
+    assert [state_of(task_id) for task_id in ids] == ["ready"] * len(ids)
+    reserved = broker.acquire("default", 10).reservations
+    assert sorted(r.lease.task_id for r in reserved) == sorted(ids)
+
+
+@pytest.mark.parametrize(
+    ("index", "outcome"), [("outbox", Outcome.SUCCESSFUL), ("delayed", Outcome.RETRY)]
+)
+def test_finish_with_an_index_of_another_type_leaves_that_task_held(
+    index: str,
+    outcome: Outcome,
+    broker: Broker,
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    reserve: Callable[[], Lease],
+    state_of: Callable[[str], str | None],
+) -> None:
+    """The task before it in the call keeps its outcome, unindexed: nothing is lost."""
+    before, held = reserve(), reserve()
+    redis_client.hset(keys.record(held.task_id), "workflow", "wf:0")  # a workflow's step
+    redis_client.set(getattr(keys, index), "another program's value")
+    finishes = [finish(before), finish(held, outcome, '{"traceback": ""}')]
+
+    with pytest.raises(BrokerUnavailable, match=WRONG_KIND):
+        broker.finish(WORKER, finishes)
+
+    assert state_of(before.task_id) == "successful"  # recorded; its lease entry is a ghost now
+    assert state_of(held.task_id) == "reserved"
+    assert redis_client.zscore(keys.leases, held.task_id) is not None
+
+    redis_client.delete(getattr(keys, index))
+    assert broker.finish(WORKER, finishes) == [(finishes[0], Ack.ALREADY)]
+    if outcome is Outcome.RETRY:
+        assert state_of(held.task_id) == "ready"
+        assert redis_client.zscore(keys.delayed, held.task_id) is not None
+    else:
+        assert state_of(held.task_id) == "successful"
+        assert redis_client.lrange(keys.outbox, 0, -1) == [held.task_id]
+
+
+def test_a_task_enqueued_meanwhile_is_kept_too(
+    broker: Broker, keys: QueueKeys, redis_client: redis.Redis, enqueue: Callable[..., NewTask]
+) -> None:
+    """Fetchers retry while the key is there: no retry strands anything."""
+    first = enqueue()
+    redis_client.set(keys.leases, "x")
+    for _ in range(3):
+        with pytest.raises(BrokerUnavailable):
+            broker.acquire("default", 5)
+        enqueue()
+    assert redis_client.zcard(keys.ready) == 4
+    redis_client.delete(keys.leases)
+    reserved = broker.acquire("default", 5).reservations
+    assert len(reserved) == 4
+    assert reserved[0].lease.task_id == first.id
