@@ -139,6 +139,23 @@ def test_id_in_ready_whose_record_is_not_ready_is_skipped(
     assert redis_client.hget(keys.record(task.id), "token") == reservation.lease.token
 
 
+def test_a_ready_record_without_payload_is_set_aside_and_its_batch_reserved(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    """Its missing field came back as nil among the batch's fields: the prefetcher died on it,
+    and after the lease lapsed the reaper put it back at the head, for the next one."""
+    first, damaged, last = enqueue(), enqueue(), enqueue()
+    redis_client.hdel(keys.record(damaged.id), "payload")
+    reserved = broker.acquire("default", 10).reservations
+    assert [(r.lease.task_id, r.payload) for r in reserved] == [
+        (first.id, first.payload),
+        (last.id, last.payload),
+    ]
+    assert redis_client.hget(keys.damaged, damaged.id).endswith(" acquire: no payload field")
+    assert redis_client.hget(keys.record(damaged.id), "state") == "ready"  # as it was found
+    assert redis_client.zscore(keys.ready, damaged.id) is None
+
+
 def test_token_grows_with_each_reservation(broker: Broker, enqueue: Callable[..., NewTask]) -> None:
     enqueue()
     first = broker.acquire("default", 1).reservations[0].lease

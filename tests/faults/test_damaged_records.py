@@ -57,6 +57,33 @@ def test_a_burst_worker_runs_every_good_task_once_and_sets_the_damaged_aside(
     assert "Damaged records set aside queue=default" in output
 
 
+def test_a_burst_worker_sets_aside_a_record_without_payload_and_runs_its_batch(
+    backend: ThreadmillTaskBackend,
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+) -> None:
+    """A ready record whose payload field was deleted killed the prefetcher on the acquire
+    reply (exit 5), its batch-mates held until their lease lapsed, over and over."""
+    log = tmp_path / "runs.log"
+    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(9)])
+    keys = backend.broker.queue_keys("default")
+    damaged = results[0].id
+    redis_client.hdel(keys.record(damaged), "payload")
+
+    output = run_to_completion(
+        worker(redis_url, key_prefix, "--processes", "0", "--burst", "--threads", "4")
+    )
+
+    good = results[1:]
+    assert all_successful(good)
+    assert executions(log) == {result.id: 1 for result in good}
+    assert redis_client.hget(keys.damaged, damaged).endswith(" acquire: no payload field")
+    assert redis_client.zcard(keys.ready) == redis_client.zcard(keys.leases) == 0
+    assert "Thread died" not in output
+
+
 def test_a_burst_worker_fails_a_damaged_workflow_and_runs_the_others(
     backend: ThreadmillTaskBackend,
     redis_client: redis.Redis,

@@ -28,8 +28,9 @@
 -- Fence:   every task reserved by one call gets the same new token, the next value of
 --          P:fence: a task appears once per call, so no two reservations of a task share one.
 --          An id popped or promoted whose record cannot be read, is missing, is not in state
---          "ready", or counts more errors than a task has attempts (common.lua MAX_ATTEMPTS)
---          is set aside in P:damaged; every other id is handled as usual.
+--          "ready", has no payload field, or counts more errors than a task has attempts
+--          (common.lua MAX_ATTEMPTS) is set aside in P:damaged; every other id is handled as
+--          usual.
 -- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:delayed,
 --          P:ready, P:leases (under a concurrency limit), P:fence and P:rate are met before,
 --          and a refused lease ZADD puts the popped tasks back in P:ready. P:damaged (when a
@@ -121,6 +122,8 @@ for _, id in ipairs(popped) do
   if f and f[1] ~= "ready" then
     problem = f[1] and ("in the ready index in state " .. f[1])
       or "in the ready index without a record"
+  elseif f and not f[2] then
+    problem = "no payload field"  -- nothing to run, nor to fail with the task's own error
   end
   local workers, started_ms, nerrors
   if not problem then
