@@ -189,10 +189,15 @@ def _reap_queue(
             # A dry run changes nothing, so a second call would return the same batch.
             report.lines += _dry_run(backend, queue, reaped, counts)
             return
+        stale_before = counts.stale
         _settle(backend, reaped.expired, counts)
         # Counted from every entry looked at: a batch holding ghosts or damaged records
-        # releases fewer than it looked at, yet more may wait behind it.
-        if reaped.looked_at < batch_size:
+        # releases fewer than it looked at, yet more may wait behind it. A batch whose every
+        # entry was an attempt left unsettled is not asked for again: it would come back the
+        # same, and the loop would hold the supervisor's main thread (docs/lifecycle.md, When
+        # a worker dies: leases and the reaper).
+        moved = reaped.looked_at - (counts.stale - stale_before)
+        if reaped.looked_at < batch_size or moved == 0:
             return
 
 

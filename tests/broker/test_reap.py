@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+import pytest
 import redis
 
 from django_threadmill.broker import Broker, Lease, NewTask, Outcome
@@ -127,6 +128,35 @@ def test_ghost_leases_are_dropped(
     assert (reaped.released, reaped.expired, reaped.looked_at) == ([], [], 2)
     assert redis_client.zcard(keys.leases) == 0
     assert redis_client.hget(keys.record(finished.task_id), "state") == "successful"
+
+
+@pytest.mark.parametrize("token", [None, ""], ids=["no token", "empty token"])
+def test_a_running_record_without_a_lease_token_is_set_aside(
+    token: str | None,
+    broker: Broker,
+    reserve: Callable[[], Lease],
+    expire_lease: Callable[[str], None],
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+) -> None:
+    """finish.lua cannot settle it: it came back stale, its lease stayed, and the reaper asked
+    for the same batch again, forever."""
+    damaged, healthy = reserve(), reserve()
+    assert broker.start(WORKER, [start(damaged), start(healthy)]) == []
+    if token is None:
+        redis_client.hdel(keys.record(damaged.task_id), "token")
+    else:
+        redis_client.hset(keys.record(damaged.task_id), "token", token)
+    expire_lease(damaged.task_id)
+    expire_lease(healthy.task_id)
+
+    reaped = broker.reap("default", 100)
+
+    assert [e.lease.task_id for e in reaped.expired] == [healthy.task_id]
+    assert reaped.looked_at == 2
+    reason = redis_client.hget(keys.damaged, damaged.task_id)
+    assert reason.endswith(" reap: running without a lease token")
+    assert redis_client.zrange(keys.leases, 0, -1) == [healthy.task_id]
 
 
 def test_limit_bounds_one_call(

@@ -10,7 +10,8 @@
 --           {{id, token, payload, workers, deadline_ms, {error_json...}}...} expired running
 --           attempts, which the client settles through finish.lua with that token,
 --           records set aside (or that would be): their record cannot be read, or a
---           running one counts more errors than a task has attempts (common.lua),
+--           running one counts more errors than a task has attempts (common.lua) or has no
+--           lease token to fence its settlement,
 --           expired lease entries looked at, ghosts and set-aside records included: fewer
 --           than limit: no more expired ones wait}.
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
@@ -33,6 +34,11 @@ for i = 1, #expired, 2 do
   local nerrors
   if f and f[1] == "running" then
     nerrors, problem = error_count(f[6])
+    if not problem and (not f[2] or f[2] == "") then
+      -- Every attempt runs under its lease's token, which fences its settlement: a missing
+      -- one made finish.lua answer stale on every pass, an empty one fences nothing.
+      problem = "running without a lease token"
+    end
   end
   if problem then
     if not dry_run then
