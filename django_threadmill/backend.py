@@ -1,5 +1,6 @@
 """ThreadmillTaskBackend: the django.tasks API over the enqueue pipeline, and nothing else."""
 
+import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cached_property
@@ -167,13 +168,19 @@ class ThreadmillTaskBackend(BaseTaskBackend):
 
 
 def _check_priority_and_run_after(task: Task) -> None:
-    """Refuse the types Django's own checks would fail on with a bare ``TypeError`` or
-    ``AttributeError``, or let through to fail Redis's encoding (a bool priority)."""
+    """Refuse the values Django's own checks would fail on with a bare ``TypeError``,
+    ``ValueError`` (a NaN priority) or ``AttributeError``, or let through to fail Redis's
+    encoding (a bool priority)."""
     priority = task.priority
     if isinstance(priority, bool) or not isinstance(priority, int | float):
         raise InvalidTask(
             f"Task {task.module_path!r} has priority={priority!r}, {a_type(priority)}. Pass an "
             f"int from {TASK_MIN_PRIORITY} to {TASK_MAX_PRIORITY}."
+        )
+    if isinstance(priority, float) and math.isnan(priority):
+        raise InvalidTask(
+            f"Task {task.module_path!r} has priority={priority!r}, not a number. Pass an int "
+            f"from {TASK_MIN_PRIORITY} to {TASK_MAX_PRIORITY}."
         )
     if task.run_after is not None and not isinstance(task.run_after, datetime):
         raise InvalidTask(

@@ -71,6 +71,8 @@ def load_task(path: str, *, backend: str, queue: str, payload: dict[str, Any]) -
     Only django.tasks ``Task`` instances ever run: a payload naming ``os.system`` fails here.
     """
     priority = payload.get("priority", 0)
+    if type(priority) is float and priority.is_integer():  # 5.0: stored before enqueue made ints
+        priority = int(priority)
     run_after_ms = payload.get("run_after_ms")
     if type(priority) is not int or not (run_after_ms is None or type(run_after_ms) is int):
         raise PayloadError(

@@ -31,6 +31,7 @@ def prepare(
     is new and the guard is the task's unique key, if it has one.
     """
     settings = broker.settings
+    task = _whole_priority(task)
     given_id, task_id = task_id, task_id or make_task_id(new_task_hex(), task.queue_name)
     enqueued_ms = now_ms()  # the result's view; the record gets the Redis time (enqueue.lua)
     for name in kwargs:  # JSON would store 1 as "1": the call would fail only in the worker
@@ -72,6 +73,17 @@ def prepare(
         guard=guard,
     )
     return new, result
+
+
+def _whole_priority(task: Task) -> Task:
+    """Return ``task`` with its priority as an int.
+
+    Django accepts a whole float (``priority=5.0``), but a stored priority must be an int
+    to be read back (codec/payloads.py ``load_task``), so it is stored as one.
+    """
+    if type(task.priority) is int:
+        return task
+    return replace(task, priority=int(task.priority))
 
 
 def _unique_task_id(broker: Broker, queue: str, guard: Guard | None) -> str | None:

@@ -79,7 +79,7 @@ class Plan:
                 index=len(self.steps),
                 path=task.module_path,
                 queue=task.queue_name,
-                priority=task.priority,
+                priority=int(task.priority),  # Django accepts 5.0; a stored priority is an int
                 run_after_ms=None if task.run_after is None else to_ms(task.run_after),
                 args=list(args),
                 kwargs=dict(kwargs),

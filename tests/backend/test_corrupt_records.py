@@ -84,6 +84,29 @@ def test_payload_without_the_expected_shape(
         backend.get_result(task_id)
 
 
+def test_a_whole_float_priority_stored_by_an_earlier_release_is_read(
+    stored_with: Callable[[str], str], read: Read
+) -> None:
+    """Enqueue stored priority=5.0 as written; it stores an int now, and reads such records."""
+    path = "testproject.example.tasks.echo"
+    task_id = stored_with(json.dumps({"path": path, "args": [1], "priority": 5.0}))
+    assert read(task_id).task.priority == 5
+
+
+@pytest.mark.parametrize("priority", [5.5, "5"])
+def test_a_priority_that_is_not_a_whole_number_is_refused(
+    stored_with: Callable[[str], str], read: Read, priority: object
+) -> None:
+    path = "testproject.example.tasks.echo"
+    task_id = stored_with(json.dumps({"path": path, "args": [1], "priority": priority}))
+    message = (
+        f"Stored payload of {path!r} has priority={priority!r} and run_after_ms=None; both "
+        "must be whole numbers. It was corrupted."
+    )
+    with pytest.raises(PayloadError, match=f"^{re.escape(message)}$"):
+        read(task_id)
+
+
 def test_task_path_that_no_longer_imports(
     backend: ThreadmillTaskBackend, stored_with: Callable[[str], str]
 ) -> None:

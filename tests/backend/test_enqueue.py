@@ -12,6 +12,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.codec.ids import queue_of
 from django_threadmill.compat import Task, TaskResult, TaskResultStatus
+from django_threadmill.testing import drain
 from testproject.example.tasks import add, async_add, attempt_info, echo, send_welcome
 
 Enqueue = Callable[..., TaskResult]
@@ -110,6 +111,22 @@ def test_priority_is_stored(
     assert result.task.priority == priority
     payload = json.loads(stored(redis_client, backend, result.id)["payload"])
     assert payload["priority"] == priority
+
+
+def test_a_whole_float_priority_is_stored_as_an_int(
+    enqueue: Enqueue, redis_client: redis.Redis, backend: ThreadmillTaskBackend
+) -> None:
+    """Django accepts priority=5.0: stored as 5.0, the task failed as corrupted when it ran and
+    get_result raised PayloadError."""
+    result = enqueue(echo.using(priority=5.0), 1)  # type: ignore[arg-type]
+    assert (result.task.priority, type(result.task.priority)) == (5, int)
+    payload = json.loads(stored(redis_client, backend, result.id)["payload"])
+    assert (payload["priority"], type(payload["priority"])) == (5, int)
+    assert backend.get_result(result.id).task.priority == 5
+
+    assert drain() == 1
+    result.refresh()
+    assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, 1)
 
 
 def test_context_and_async_tasks_are_accepted(enqueue: Enqueue) -> None:

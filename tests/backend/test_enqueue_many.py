@@ -9,6 +9,7 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import InvalidTask, TaskResult, TaskResultStatus, task_enqueued
+from django_threadmill.testing import drain
 from testproject.example.tasks import add, echo
 from tests.support import script_calls
 
@@ -37,6 +38,15 @@ def test_every_call_is_stored_in_order(
     acquired = backend.broker.acquire("default", 10).reservations
     assert [r.lease.task_id for r in acquired] == [r.id for r in results]
     assert backend.get_result(results[3].id).kwargs == {"b": 3}
+
+
+def test_a_whole_float_priority_is_stored_as_an_int(backend: ThreadmillTaskBackend) -> None:
+    results = backend.enqueue_many(echo.using(priority=5.0), [((1,), {}), ((2,), {})])  # type: ignore[arg-type]
+    assert [type(r.task.priority) for r in results] == [int, int]
+    assert drain() == 2
+    for result in results:
+        result.refresh()
+        assert (result.status, result.task.priority) == (TaskResultStatus.SUCCESSFUL, 5)
 
 
 def test_a_large_batch_is_one_atomic_script_call(

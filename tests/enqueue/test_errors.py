@@ -128,6 +128,13 @@ def test_a_priority_that_is_not_a_number_is_refused(
         echo.using(priority=priority).enqueue(1)  # type: ignore[arg-type]
 
 
+def test_a_nan_priority_is_refused(nothing_written: None) -> None:
+    # Django's whole-number check ran int(nan) and raised a bare ValueError.
+    message = f"Task {ECHO!r} has priority=nan, not a number. Pass an int from -100 to 100."
+    with pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"):
+        echo.using(priority=math.nan)  # type: ignore[arg-type]
+
+
 def test_a_keyword_argument_not_named_by_a_str_is_refused(nothing_written: None) -> None:
     message = (
         f"Keyword argument 1 of task {ECHO!r} is named by an int, not a str. Name keyword "

@@ -193,6 +193,18 @@ def test_a_step_queue_follows_the_task_options(backend: ThreadmillTaskBackend) -
     assert flow.results[0].task.priority == 5
 
 
+def test_a_later_step_with_a_whole_float_priority_runs(backend: ThreadmillTaskBackend) -> None:
+    # Its plan stored 5.0, which the step's enqueue refused to read back as a priority.
+    flow = chain(step(number, 1), step(add.using(priority=5.0), 10)).enqueue()  # type: ignore[arg-type]
+    planned = stored_plan(flow.id, backend.broker.workflow_fields(flow.id))[1]
+    assert (planned.priority, type(planned.priority)) == (5, int)
+    assert drain() == 2
+    flow.refresh()
+    assert flow.status == TaskResultStatus.SUCCESSFUL
+    assert flow.results[1] is not None
+    assert (flow.results[1].return_value, flow.results[1].task.priority) == (11, 5)
+
+
 def test_each_step_is_announced_once_by_the_call_that_stored_it(
     backend: ThreadmillTaskBackend, enqueued: list[tuple[type, TaskResult]]
 ) -> None:
