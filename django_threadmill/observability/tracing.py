@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, cast
 
+from ..compat import Task
+
 try:  # tried once, at import: the extra is optional
     from opentelemetry import propagate, trace
 except ImportError:  # pragma: no cover - the test extra installs it
@@ -19,7 +21,7 @@ except ImportError:  # pragma: no cover - the test extra installs it
 
 if TYPE_CHECKING:
     from ..broker import Finish, Reservation
-    from ..compat import Task, TaskResult
+    from ..compat import TaskResult
 
 TRACER_NAME = "django_threadmill"
 CARRIER_KEY = "trace"  # payload key of the enqueuing span's context
@@ -76,6 +78,16 @@ def _describe(span: Any, enqueued: Enqueued) -> None:
         span.set_attribute(ATTRIBUTE_PREFIX + "task.id", enqueued.id)
 
 
+def _traced_task(args: tuple[Any, ...], kwargs: dict[str, Any]) -> "Task | None":
+    """Return the task an enqueue is called with, by position or by keyword (Django's own
+    ``aenqueue`` passes ``task=``), when a span is to be opened for it; else None.
+
+    Not a task: the wrapped call refuses it with its own error (``validate_task``).
+    """
+    task = args[0] if args else kwargs.get("task")
+    return task if isinstance(task, Task) and _tracing() else None
+
+
 def traced_enqueue[E: Enqueue](enqueue: E) -> E:
     """Wrap a backend's ``enqueue`` or ``enqueue_many`` in a producer span named after the
     task; the tasks it stores carry that span's context."""
@@ -83,11 +95,12 @@ def traced_enqueue[E: Enqueue](enqueue: E) -> E:
         return enqueue
 
     @wraps(enqueue)
-    def traced(backend: Any, task: "Task", *calls: Any) -> Enqueued:
-        if not _tracing():
-            return enqueue(backend, task, *calls)
+    def traced(backend: Any, *args: Any, **kwargs: Any) -> Enqueued:
+        task = _traced_task(args, kwargs)
+        if task is None:
+            return enqueue(backend, *args, **kwargs)
         with _enqueue_span(task) as span:
-            enqueued = enqueue(backend, task, *calls)
+            enqueued = enqueue(backend, *args, **kwargs)
             _describe(span, enqueued)
             return enqueued
 
@@ -100,11 +113,12 @@ def traced_aenqueue[E: AsyncEnqueue](aenqueue: E) -> E:
         return aenqueue
 
     @wraps(aenqueue)
-    async def traced(backend: Any, task: "Task", args: Any, kwargs: Any) -> "TaskResult":
-        if not _tracing():
-            return await aenqueue(backend, task, args, kwargs)
+    async def traced(backend: Any, *args: Any, **kwargs: Any) -> "TaskResult":
+        task = _traced_task(args, kwargs)
+        if task is None:
+            return await aenqueue(backend, *args, **kwargs)
         with _enqueue_span(task) as span:
-            result = await aenqueue(backend, task, args, kwargs)
+            result = await aenqueue(backend, *args, **kwargs)
             _describe(span, result)
             return result
 

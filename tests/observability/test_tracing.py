@@ -1,14 +1,21 @@
 """OpenTelemetry: the execution span links to the span that enqueued the task."""
 
+import asyncio
 import json
+import re
 import subprocess
 import sys
 
+import pytest
+
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import BaseTaskBackend, InvalidTask, TaskResultStatus
+from django_threadmill.observability import tracing
 from testproject.example.tasks import add
 from tests.support import ROOT, command_env
 
 ADD, ECHO = "testproject.example.tasks.add", "testproject.example.tasks.echo"
+SEND_WELCOME, SLOW = "testproject.example.tasks.send_welcome", "testproject.example.tasks.slow"
 
 
 def spans(redis_url: str, key_prefix: str) -> dict[str, list[dict]]:
@@ -66,6 +73,47 @@ def test_enqueue_many_is_one_span_every_run_links_to(redis_url: str, key_prefix:
     assert many["parent_id"] is None  # enqueued outside the request span
     runs = found[f"run {ECHO}"]
     assert [run["links"] for run in runs] == [[many["span_id"]]] * 2
+
+
+def test_calls_by_keyword_are_traced(redis_url: str, key_prefix: str) -> None:
+    """The wrapper took the task by position: enqueue(task=..., args=..., kwargs=...), as
+    Django's own BaseTaskBackend.aenqueue calls it, raised TypeError."""
+    found = spans(redis_url, key_prefix)
+    [request], [one], [many] = (
+        found["request"],
+        found[f"enqueue {SEND_WELCOME}"],
+        found[f"enqueue {SLOW}"],
+    )
+    assert one["parent_id"] == request["span_id"]
+    assert one["attributes"]["threadmill.queue"] == "emails"
+    assert many["parent_id"] == request["span_id"]
+    assert many["attributes"]["threadmill.task.count"] == 1
+
+
+def test_calls_by_keyword_without_an_sdk(backend: ThreadmillTaskBackend) -> None:
+    results = [
+        backend.enqueue(task=add, args=(1, 2), kwargs={}),
+        *backend.enqueue_many(task=add, calls=[((1, 2), {})]),
+        asyncio.run(backend.aenqueue(task=add, args=(1, 2), kwargs={})),
+        asyncio.run(BaseTaskBackend.aenqueue(backend, add, (1, 2), {})),
+    ]
+    assert [r.status for r in results] == [TaskResultStatus.READY] * 4
+    assert len({r.id for r in results}) == 4
+
+
+def test_a_plain_function_is_refused_as_without_tracing(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The enqueue span read the task's module_path first: AttributeError, not InvalidTask."""
+    monkeypatch.setattr(tracing, "_tracing", lambda: True)  # spans opened, on the API's no-op
+    message = (
+        f"{ADD!r} is a function, not a task. Decorate it with @task and enqueue the task it "
+        "returns."
+    )
+    with pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"):
+        backend.enqueue(add.func, (1, 2), {})
+    with pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"):
+        asyncio.run(backend.aenqueue(task=add.func, args=(1, 2), kwargs={}))
 
 
 def test_without_an_sdk_a_task_carries_no_trace(backend: ThreadmillTaskBackend) -> None:

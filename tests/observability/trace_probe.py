@@ -5,6 +5,7 @@ it prints one JSON line per finished span. A process of its own, because OpenTel
 tracer provider is set once per process and must not reach the other tests.
 """
 
+import asyncio
 import json
 
 import django
@@ -12,6 +13,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from django_threadmill.compat import BaseTaskBackend
 
 
 def main() -> None:
@@ -24,12 +27,15 @@ def main() -> None:
     from django_threadmill.codec.times import now_ms
     from django_threadmill.compat import task_backends
     from django_threadmill.worker.executor import Executor
-    from testproject.example.tasks import add, echo, fail
+    from testproject.example.tasks import add, echo, fail, send_welcome, slow
 
     backend = task_backends["default"]
     with trace.get_tracer("probe").start_as_current_span("request"):
         add.enqueue(1, 2)
         fail.enqueue("on purpose")
+        # Django's own aenqueue calls enqueue(task=..., args=..., kwargs=...) in a thread.
+        asyncio.run(BaseTaskBackend.aenqueue(backend, send_welcome, ("ada@example.com",), {}))
+        backend.enqueue_many(task=slow, calls=[((0,), {})])
     backend.enqueue_many(echo, [((n,), {}) for n in range(2)])
     executor = Executor("probe-worker", "default", type(backend))
     for reservation in backend.broker.acquire("default", 10).reservations:
