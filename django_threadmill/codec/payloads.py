@@ -106,7 +106,7 @@ def _rebuilt_task(
         return found.using(
             priority=priority,
             queue_name=queue,
-            run_after=from_ms(run_after_ms) if run_after_ms else None,
+            run_after=None if run_after_ms is None else from_ms(run_after_ms),
             backend=backend,
         )
     except (InvalidTask, ValueError, TypeError) as exc:

@@ -103,6 +103,17 @@ def test_run_after_in_the_past_is_ready_at_once(
     assert redis_client.zrange(ready, 0, -1) == [result.id]
 
 
+def test_run_after_at_the_epoch_reads_back(
+    enqueue: Enqueue, backend: ThreadmillTaskBackend
+) -> None:
+    """0 ms since the epoch read back as no run_after: the stored 0 was taken for absent."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    result = enqueue(echo.using(run_after=epoch), 1)
+    read = backend.get_result(result.id)
+    assert read.task.run_after == epoch
+    assert read.task == result.task
+
+
 @pytest.mark.parametrize("priority", [-100, 0, 100])
 def test_priority_is_stored(
     enqueue: Enqueue, redis_client: redis.Redis, backend: ThreadmillTaskBackend, priority: int
