@@ -14,7 +14,7 @@ from typing import Any
 from redis.commands.core import AsyncScript, Script
 
 from ..codec.ids import queue_of
-from ..conf.settings import BackendSettings
+from ..conf.settings import BackendSettings, socket_timeout_of
 from ..conf.topology import Durability
 from .calls import send
 from .connection import make_async_client, make_client, translated_errors
@@ -37,7 +37,9 @@ class BrokerCore:
         self._known_queues: set[str] = set()
         # Per sharded queue, whose turn it is to be acquired from first (acquisition.py).
         self._turns: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
-        self._idle = IdleWaits(lambda: self.client, self.translated_errors)
+        self._idle = IdleWaits(
+            lambda: self.client, self.translated_errors, socket_timeout_of(settings)[1]
+        )
         self.tally = Tally()  # metrics of recorded outcomes, until send_metrics sends them
         self.outbox_signal = OutboxSignal()  # outboxes finish filled (broker/workflows.py)
         self._async_clients = PerLoop(self._new_async_client, _close_async_client)

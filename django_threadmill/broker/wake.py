@@ -18,8 +18,18 @@ from .keys import KeySpace
 from .topology import SyncClient
 
 PROCESS_WAKE_TTL_MS = 60_000  # an unread stop token expires: it only ever wakes one wait
-BLOCK_S = 5.0  # one BLPOP of a waiter thread; must stay under socket_timeout
+BLOCK_S = 5.0  # longest BLPOP, in seconds; shorter under a short socket timeout (idle_block_s)
+SHORTEST_BLOCK_S = 0.001  # Redis reads a BLPOP timeout under 1 ms as 0, which blocks forever
 RETRY_S = 1.0  # a waiter whose BLPOP failed tries again after this
+
+
+def idle_block_s(socket_timeout_s: float | None) -> float:
+    """Return how long one BLPOP may block: BLOCK_S, or half the socket timeout when that is
+    shorter, so the reply comes well before the socket gives up on it; a read that times out
+    reads as Redis being unreachable (docs/design.md, Idle workers block, they do not poll)."""
+    if socket_timeout_s is None:
+        return BLOCK_S
+    return max(SHORTEST_BLOCK_S, min(BLOCK_S, socket_timeout_s / 2))
 
 
 def wake_groups(
@@ -63,9 +73,11 @@ class SlotWaiters:
         client: SyncClient,
         groups: Sequence[Sequence[str]],
         translated_errors: Callable[[], AbstractContextManager[None]],
+        block_s: float,
     ) -> None:
         self.client = client
         self.groups = groups
+        self.block_s = block_s  # one BLPOP (idle_block_s)
         self.translated_errors = translated_errors
         self.woken = threading.Event()
         self.closing = threading.Event()
@@ -81,7 +93,7 @@ class SlotWaiters:
         while not self.closing.is_set():
             try:
                 with self.translated_errors():
-                    woke = self.client.blpop(list(keys), timeout=BLOCK_S) is not None
+                    woke = self.client.blpop(list(keys), timeout=self.block_s) is not None
             except BrokerUnavailable as exc:
                 self.error = exc  # the fetcher logs it and backs off; this waiter tries again
                 self.woken.set()
@@ -123,23 +135,32 @@ class IdleWaits:
         self,
         client: Callable[[], SyncClient],
         translated_errors: Callable[[], AbstractContextManager[None]],
+        socket_timeout_s: float | None,
     ) -> None:
         self.client = client  # the broker's lazily built client
         self.translated_errors = translated_errors
+        self.block_s = idle_block_s(socket_timeout_s)
         self._waiters: dict[WaitKey, SlotWaiters] = {}
         self._closed: set[WaitKey] = set()
         self._lock = threading.Lock()
 
     def wait(self, key: WaitKey, groups: list[list[str]], timeout_s: float) -> bool:
-        """Block until a token arrives in any group or ``timeout_s`` passes; True if woken."""
+        """Block until a token arrives in any group or ``timeout_s`` passes; True if woken.
+
+        One BLPOP blocks no longer than fits the socket timeout, so a long ``timeout_s`` may
+        end early: the caller looks for work, then waits again.
+        """
         if len(groups) == 1:
+            block_s = max(SHORTEST_BLOCK_S, min(timeout_s, self.block_s))
             with self.translated_errors():
-                return self.client().blpop(groups[0], timeout=max(timeout_s, 0.001)) is not None
+                return self.client().blpop(groups[0], timeout=block_s) is not None
         with self._lock:
             if key in self._closed:
                 return True  # the process is stopping: its fetcher must not block again
             if key not in self._waiters:
-                self._waiters[key] = SlotWaiters(self.client(), groups, self.translated_errors)
+                self._waiters[key] = SlotWaiters(
+                    self.client(), groups, self.translated_errors, self.block_s
+                )
             waiters = self._waiters[key]
         return waiters.wait(timeout_s)
 

@@ -258,7 +258,7 @@ def _check_durability_timeout(settings: BackendSettings) -> None:
     read that times out reads as Redis being unreachable."""
     if settings.durability is Durability.LOCAL:  # no WAIT is sent
         return
-    name, socket_timeout_s = _socket_timeout(settings)
+    name, socket_timeout_s = socket_timeout_of(settings)
     if socket_timeout_s is not None and settings.durability_timeout_s >= socket_timeout_s:
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS['durability_timeout'] is {settings.durability_timeout_s:g}, not under "
@@ -268,7 +268,7 @@ def _check_durability_timeout(settings: BackendSettings) -> None:
         )
 
 
-def _socket_timeout(settings: BackendSettings) -> tuple[str, float | None]:
+def socket_timeout_of(settings: BackendSettings) -> tuple[str, float | None]:
     """Return where the clients' socket timeout comes from and its seconds (None: none).
 
     ``connection_options`` override ``socket_timeout``, as the broker merges them.

@@ -15,7 +15,9 @@ from .role import RoleThread
 
 logger = logging.getLogger(__name__)
 
-IDLE_BLOCK_S = 5.0  # longest blocking wait for a wake token; must stay under socket_timeout
+# Longest wait for a wake token, in seconds; the broker blocks for less under a socket timeout
+# shorter than twice this (broker/wake.py, idle_block_s), and the next round waits again.
+IDLE_BLOCK_S = 5.0
 BURST_HORIZON_MS = 60_000  # --burst still waits for delayed tasks due within this many ms
 # Outcomes (and start notices) waiting to be written above which nothing more is reserved: a
 # Redis that refuses or delays acks (replicas away under durability="replicated") would let
