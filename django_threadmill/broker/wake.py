@@ -19,7 +19,7 @@ from .topology import SyncClient
 
 PROCESS_WAKE_TTL_MS = 60_000  # an unread stop token expires: it only ever wakes one wait
 BLOCK_S = 5.0  # longest BLPOP, in seconds; shorter under a short socket timeout (idle_block_s)
-SHORTEST_BLOCK_S = 0.001  # Redis reads a BLPOP timeout under 1 ms as 0, which blocks forever
+SHORTEST_BLOCK_S = 0.001  # Redis counts a BLPOP timeout in ms, and one of 0 blocks forever
 RETRY_S = 1.0  # a waiter whose BLPOP failed tries again after this
 
 
