@@ -79,3 +79,25 @@ def test_a_wildcard_hour_runs_in_both_passes_of_a_repeated_hour() -> None:
         # after 01:59 CEST and before 04:00 CET: 02:xx CEST, 02:xx CET and 03:xx CET
         assert len(slots) == 3 * per_hour
         assert local(2026, 10, 25, 2, 0, fold=1) in slots
+
+
+def test_the_next_slot_from_the_second_pass_of_a_repeated_hour_is_after_it() -> None:
+    # 2026-10-25 in Berlin: 02:30 ran at 02:30 CEST. A supervisor (re)started at 02:05 CET was
+    # told 02:30 CEST, already past, so it found the slot due at once, over and over.
+    job = cron("30 2 * * *")
+    for minute in (1, 5, 29, 30, 45):
+        now = local(2026, 10, 25, 2, minute, fold=1)
+        assert next_slot(job, now) == local(2026, 10, 26, 2, 30)
+
+
+def test_a_half_hour_fall_back_skips_no_slot() -> None:
+    # 2026-04-05 on Lord Howe Island: 02:00 (+11:00) falls back to 01:30 (+10:30), so 01:30-01:59
+    # happen twice and 02:00, 02:20 and 02:40 once each; the forward walk skipped two of them.
+    job = cron("*/20 2 * * *", timezone="Australia/Lord_Howe")
+    zone = ZoneInfo("Australia/Lord_Howe")
+    slots, slot = [], datetime(2026, 4, 5, 0, 0, tzinfo=zone).astimezone(UTC)
+    while (slot := next_slot(job, slot)) < datetime(2026, 4, 5, 3, 0, tzinfo=zone):
+        slots.append(slot.astimezone(zone).strftime("%H:%M%z"))
+    assert slots == ["02:00+1030", "02:20+1030", "02:40+1030"]
+    restarted = datetime(2026, 4, 5, 1, 45, tzinfo=zone, fold=1).astimezone(UTC)
+    assert next_slot(job, restarted) == datetime(2026, 4, 5, 2, 0, tzinfo=zone).astimezone(UTC)
