@@ -31,6 +31,11 @@ class HeldBackQueues:
         ends = [until for until, timed in self._until.values() if timed]
         return None if not ends else max(0, round((min(ends) - time.monotonic()) * 1000))
 
+    def waiting_for_a_slot(self) -> list[str]:
+        """Return the queues whose full concurrency limit holds their ready tasks back: not
+        empty, and their holders' finishes free slots (--burst must not stop on them)."""
+        return [queue for queue, (_, timed) in self._until.items() if not timed]
+
     def clear(self) -> None:
         """Forget every hold: a wake token may mean a slot was freed."""
         self._until.clear()

@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from ..broker import Broker
@@ -18,7 +19,9 @@ logger = logging.getLogger(__name__)
 # Longest wait for a wake token, in seconds; the broker blocks for less under a socket timeout
 # shorter than twice this (broker/wake.py, idle_block_s), and the next round waits again.
 IDLE_BLOCK_S = 5.0
-BURST_HORIZON_MS = 60_000  # --burst still waits for delayed tasks due within this many ms
+# --burst still waits for delayed tasks due within this many ms, and this long for a queue whose
+# full concurrency limit holds its tasks back
+BURST_HORIZON_MS = 60_000
 # Outcomes (and start notices) waiting to be written above which nothing more is reserved: a
 # Redis that refuses or delays acks (replicas away under durability="replicated") would let
 # the process run its whole backlog and hold every outcome in memory, lost in a crash. The
@@ -60,6 +63,7 @@ class Prefetcher(RoleThread):
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
+        self._slot_wait_began: float | None = None  # --burst: when a full limit began to hold
 
     def nudge(self) -> None:
         """Tell a --burst prefetcher that results were written, so it looks again at once."""
@@ -102,6 +106,8 @@ class Prefetcher(RoleThread):
         # Checked before fetching: a retry written after the fetch must not be missed.
         settled = self.burst and self.is_settled()
         fetched, next_due_ms = self._fetch(free)
+        if fetched:
+            self._slot_wait_began = None
         if fetched or self._plan.unasked:
             # Queues left out for want of slots may hold tasks: ask them before waiting, or
             # --burst would stop with work left (the refill just marked the others empty).
@@ -109,7 +115,7 @@ class Prefetcher(RoleThread):
         if self.burst and not settled:
             self._wait_for_progress()
             return
-        if settled and (next_due_ms is None or next_due_ms > BURST_HORIZON_MS):
+        if settled and self._nothing_left(next_due_ms):
             self.on_empty()
             self.stopping.wait()
             return
@@ -117,6 +123,29 @@ class Prefetcher(RoleThread):
         if self.broker.wait_for_work(self.queues, self.worker_id, timeout_s):
             self._held_back.clear()
             self._plan.forget_empty()
+
+    def _nothing_left(self, next_due_ms: int | None) -> bool:
+        """--burst with nothing in flight: tell whether the queues hold nothing left to run
+        soon: no task due within the horizon, and no queue whose full concurrency limit (held
+        by another process, whose finish frees a slot) has held its tasks back for less."""
+        if next_due_ms is not None and next_due_ms <= BURST_HORIZON_MS:
+            return False
+        held = self._held_back.waiting_for_a_slot()
+        if not held:
+            self._slot_wait_began = None
+            return True
+        now = time.monotonic()
+        if self._slot_wait_began is None:
+            self._slot_wait_began = now
+            logger.info(
+                "Burst waits for a slot of a queue at its concurrency limit queues=%s "
+                "(at most %d s)",
+                ",".join(held),
+                BURST_HORIZON_MS // 1000,
+            )
+        # A holder that died keeps its slot until a reaper settles its lease, which a burst in
+        # one process does only at its start: the wait is bounded as a delayed task's is.
+        return (now - self._slot_wait_began) * 1000 > BURST_HORIZON_MS
 
     def _acks_behind(self) -> bool:
         """Tell whether too many outcomes wait to be written to reserve more; wait a moment

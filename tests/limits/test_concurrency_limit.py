@@ -94,3 +94,25 @@ def test_a_killed_holders_slots_come_back_once_its_leases_are_reaped(
         assert [error.exception_class_path for error in result.errors] == [LEASE_EXPIRED]
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
+
+
+def test_a_burst_waits_for_the_slots_another_process_holds(
+    backend: ThreadmillTaskBackend, start_worker: Callable[..., Command], tmp_path: Path
+) -> None:
+    """A queue at its concurrency limit is not empty: a burst run beside the holder waits for a
+    slot, runs the queue's tasks, and only then exits (it once exited 0 leaving them ready)."""
+    markers, release = [tmp_path / "a", tmp_path / "b"], tmp_path / "release"
+    held = [hold_until.enqueue(str(marker), str(release)) for marker in markers]
+    holder = start_worker("--queue", "reports", "--threads", "2", options=LIMITS)
+    wait_until(lambda: all(m.exists() for m in markers), "both slots taken")
+    waiting = timed.enqueue(str(tmp_path / "after.log"), 0)
+    burst = start_worker("--processes", "0", "--burst", "--queue", "reports", options=LIMITS)
+    burst.wait_for_log(r"Burst waits for a slot .* queues=reports")
+    assert burst.process.poll() is None, burst.log
+    release.touch()
+    assert burst.wait() == 0, burst.log
+    for result in [*held, waiting]:  # the burst, or the holder it waited beside, ran them
+        done = lambda r=result: r.refresh() or r.status == TaskResultStatus.SUCCESSFUL  # noqa: E731
+        wait_until(done, "every task run")
+    holder.signal(signal.SIGTERM)
+    assert holder.wait() == 0, holder.log
