@@ -94,6 +94,8 @@ class AckWriter(RoleThread):
         progress.on_first = self._ring
         self.on_written = on_written  # called after each batch that recorded outcomes
         self.give_up = threading.Event()  # set past the shutdown deadline: stop retrying
+        self.dropped = 0  # starts and outcomes given up on at shutdown: the reaper's to settle
+        self._flushed = False  # the batch that held the end (``_Stop``) is written
         self._inbox: deque[_Item] = deque()  # append and popleft are atomic: no lock
         self._doorbell = threading.Event()
         self._asleep = False  # True while the writer waits: only then does a submit ring
@@ -108,6 +110,13 @@ class AckWriter(RoleThread):
         inbox, so a concurrent reader may count one twice but never misses one.
         """
         return len(self._inbox) + self._in_hand
+
+    def unwritten(self) -> int:
+        """Return how many starts and outcomes were dropped at shutdown or are not written
+        yet; asked once the writer was stopped, so the end it was sent is left out."""
+        flushed = self._flushed  # read first: the end leaves ``pending`` before this is set
+        held = max(0, self.pending() - (0 if flushed else 1))
+        return held + self.dropped  # read last: it grows before ``pending`` shrinks
 
     def submit_start(self, start: Start) -> None:
         self._inbox.append(start)
@@ -144,6 +153,9 @@ class AckWriter(RoleThread):
             batch = self._take_all()
             stopping = any(isinstance(item, _Stop) for item in batch)
             self._write(batch, held_starts, flush=stopping)
+            self._flushed = stopping
+            if self.give_up.is_set():
+                continue  # past the stop's deadline: no wait for progress or metrics either
             self._send_progress(flush=stopping)  # what is due and rode no finish call
             if stopping or time.monotonic() >= self._metrics_due:
                 self._send_metrics()
@@ -216,18 +228,19 @@ class AckWriter(RoleThread):
         ]
         for start in due:
             del held_starts[start.lease]
-        if due:
-            self._send("start", due, self.broker.start)
+        dropped = self._send("start", due, self.broker.start) if due else 0
         finished = [finish.lease for finish in finishes]
         # The finishing attempts' last reports, and every waiting one if due, ride the first call.
         riders = self.progress.take(finished, flush=flush) if finishes else []
         for group in _by_size(finishes):
-            self._send("finish", group, partial(self.broker.finish, progress=riders))
+            dropped += self._send("finish", group, partial(self.broker.finish, progress=riders))
             riders = []
         if finishes:
             self.held.discard(finished)
             self.on_written()
-        # Starts taken in this batch stay in hand while held; everything else is done now.
+        # Starts taken in this batch stay in hand while held; everything else is done now
+        # (counted dropped first: ``unwritten`` may count one twice, never miss one).
+        self.dropped += dropped
         self._in_hand -= len(batch) - sum(isinstance(item, Start) for item in batch)
         self._in_hand -= len(due) + elided
         for event in waiters:
@@ -238,9 +251,9 @@ class AckWriter(RoleThread):
         kind: str,
         items: Sequence[T],
         call: Callable[[str, Sequence[T]], list[Rejected[T]]],
-    ) -> None:
+    ) -> int:
         """Send one batch, retrying transient errors with capped backoff; say what was not
-        recorded and why."""
+        recorded and why. Return how many items were dropped (past the shutdown deadline)."""
         attempt = 1
         while True:
             try:
@@ -255,7 +268,7 @@ class AckWriter(RoleThread):
                         len(items),
                         exc,
                     )
-                    return
+                    return len(items)
                 logger.warning(
                     "Ack batch failed kind=%s size=%d attempt=%d error=%s",
                     kind,
@@ -266,6 +279,7 @@ class AckWriter(RoleThread):
                 self.give_up.wait(ACK_BACKOFF.after(attempt))
                 attempt += 1
         log_not_recorded(logger, kind, rejected)
+        return 0
 
 
 def log_not_recorded(

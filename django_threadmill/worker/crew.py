@@ -43,7 +43,7 @@ class Crew:
         on_empty: Callable[[], None],
         on_refused: Callable[[], None],
         on_crash: Callable[[], None],
-        release: Callable[[list[Reservation]], None],
+        release: Callable[[list[Reservation]], object],
     ) -> None:
         self.options = options
         self.held = HeldLeases()

@@ -22,7 +22,7 @@ class Pacer:
     """Hold each task of a rate-limited queue until its start turn; hand it back if the worker
     stops first (``release``)."""
 
-    def __init__(self, broker: Broker, release: Callable[[list[Reservation]], None]) -> None:
+    def __init__(self, broker: Broker, release: Callable[[list[Reservation]], object]) -> None:
         self.broker = broker
         self.release = release
         self.stopping = threading.Event()

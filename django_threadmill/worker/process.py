@@ -9,6 +9,7 @@ import threading
 import time
 from functools import partial
 from types import FrameType
+from typing import Any
 
 from ..backend import ThreadmillTaskBackend
 from ..broker import Reservation
@@ -22,12 +23,16 @@ from .executor import Executor
 from .exit_codes import ExitCode
 from .memory import MIB, ResidentMemory
 from .options import WorkerOptions
+from .stop_calls import StopCall, join_until, start_call
 
 logger = logging.getLogger(__name__)
 
 STOP = b"s"  # control message from the supervisor: stop gracefully
 STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})  # blocked while the supervisor forks
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
+# The stop ends this long after the grace period at the latest, whatever Redis does: the ack
+# writer's flush, then its second chance (docs/deploy.md, Kubernetes, "Stopping").
+STOP_MARGIN_S = 2 * WRITER_MIN_FLUSH_S
 
 
 class WorkerProcess:
@@ -245,49 +250,65 @@ class WorkerProcess:
                 os.read(self._wakeup_read, 64)
 
     def stop(self) -> None:
-        """Stop in the order of docs/worker.md, Shutdown; every join shares one deadline."""
+        """Stop in the order of docs/worker.md, Shutdown, within --grace-period +
+        STOP_MARGIN_S whatever Redis does: every join shares one deadline, and a thread still
+        waiting for Redis at the end is left behind (the process exits without it)."""
         deadline = time.monotonic() + self.options.grace_period_s
+        end = deadline + STOP_MARGIN_S
         crew = self.crew
         for looker in (crew.sizing, crew.watchdog):  # no thread added or replaced from now
             if looker is not None:
                 looker.stop()
-                _join(looker)
-        # 1. Stop fetching, so nothing new is reserved while we hand work back.
-        crew.prefetcher.stop()
-        _join(crew.prefetcher, max(0.0, deadline - time.monotonic()))
+                join_until(looker, end)
+        # 1. Stop fetching, so nothing new is reserved while we hand work back. The wake token
+        # and the release go through Redis: each in a thread of its own, so that a Redis that
+        # does not answer cannot hold the stop (worker/stop_calls.py).
+        waking = start_call("wake", crew.prefetcher.stop, self._crashed)
+        join_until(waking, deadline)
+        join_until(crew.prefetcher, deadline)
         # 2. Release reserved, never-started tasks to their queues, in their original place
         # (those waiting for a rate-limited queue's start turn too).
         crew.pacer.stop()
         crew.lane.stop()
-        self._release(crew.buffer.close())
+        unstarted = crew.buffer.close()
+        releasing = start_call("release", partial(self._release, unstarted), self._crashed)
+        join_until(releasing, deadline)
         # 3. Let running tasks finish, bounded by the grace period; then the event loop
         # cancels what it still runs (handed back: leases lapse, the reaper settles them).
         self._say_what_runs()
         for thread in crew.pool.joinable():
-            _join(thread, max(0.0, deadline - time.monotonic()))
+            join_until(thread, deadline)
         crew.lane.finish_running(deadline)
-        _join(crew.lane, WRITER_MIN_FLUSH_S)
+        join_until(crew.lane, min(time.monotonic() + WRITER_MIN_FLUSH_S, end))
         crew.monitor.stop()
-        _join(crew.monitor)
+        join_until(crew.monitor, end)
         # 4. The ack writer drains and flushes; the lease keeper renews until it is done.
-        crew.writer.stop()
-        _join(crew.writer, max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
-        if crew.writer.is_alive():
-            crew.writer.give_up.set()
-            _join(crew.writer, WRITER_MIN_FLUSH_S)
+        self._flush(deadline, end)
         # 5. Workflows advance from the last outcomes written (their entries would otherwise
         # wait for the reaper or another worker).
         crew.drainer.stop()
-        _join(crew.drainer, max(WRITER_MIN_FLUSH_S, deadline - time.monotonic()))
+        join_until(crew.drainer, _flush_until(deadline, end))
         crew.keeper.stop()
-        _join(crew.keeper)
-        self._report_stragglers()
+        for last in (crew.keeper, waking, releasing):
+            join_until(last, end)
+        unreleased = 0 if releasing.result else len(unstarted)
+        self._report_left_behind(unreleased, [waking, releasing])
         logger.info(
             "Worker process stopped worker_id=%s finished=%d exit_code=%d",
             self.worker_id,
             self.finished_count,
             self.exit_code,
         )
+
+    def _flush(self, deadline: float, end: float) -> None:
+        """Let the ack writer write what it holds, then give it a second chance with retries
+        given up (a batch that fails is dropped); both end by ``end``."""
+        writer = self.crew.writer
+        writer.stop()
+        join_until(writer, _flush_until(deadline, end))
+        if writer.is_alive():
+            writer.give_up.set()
+            join_until(writer, end)
 
     def _say_what_runs(self) -> None:
         """Say what the stop waits for, and how to cut it short (a second signal)."""
@@ -302,9 +323,10 @@ class WorkerProcess:
                 self.worker_id,
             )
 
-    def _release(self, unstarted: list[Reservation]) -> None:
+    def _release(self, unstarted: list[Reservation]) -> bool:
+        """Hand ``unstarted`` back to their queues; False if Redis did not take them."""
         if not unstarted:
-            return
+            return True
         leases = [reservation.lease for reservation in unstarted]
         try:
             released = self.broker.release(leases)
@@ -315,24 +337,46 @@ class WorkerProcess:
                 len(leases),
                 exc,
             )
-            return
+            return False
         self.crew.held.discard(leases)
         logger.info("Released unstarted tasks count=%d worker_id=%s", released, self.worker_id)
+        return True
 
-    def _report_stragglers(self) -> None:
+    def _report_left_behind(self, unreleased: int, calls: list[StopCall[Any]]) -> None:
+        """Name the threads the stop ends without, and say in the exit code what that left to
+        the reaper (docs/worker.md, Exit codes)."""
         crew = self.crew
-        roles = [crew.prefetcher, *crew.pool.joinable(), crew.lane, crew.writer]
-        alive = [role.name for role in roles if role.is_alive()]
-        if alive:
+        waiting = [crew.prefetcher, crew.writer, crew.monitor, crew.drainer, crew.keeper, *calls]
+        left = [thread.name for thread in waiting if thread.is_alive()]
+        if left:
+            logger.warning(
+                "Stop deadline passed, exiting without threads names=%s (they wait for Redis, "
+                "which did not answer in time)",
+                ",".join(left),
+            )
+        unwritten = crew.writer.unwritten()
+        if unwritten or unreleased:
+            logger.error(
+                "Stopped with work left to the reaper unwritten=%d unreleased=%d worker_id=%s "
+                "(Redis did not take them in time; the reaper settles those tasks once their "
+                "leases lapse: docs/worker.md, Shutdown)",
+                unwritten,
+                unreleased,
+                self.worker_id,
+            )
+            if self.exit_code in (ExitCode.OK, ExitCode.RECYCLE):
+                self.exit_code = ExitCode.DROPPED
+        running = [thread for thread in (*crew.pool.joinable(), crew.lane) if thread.is_alive()]
+        if running:
             logger.error(
                 "Threads still running after the grace period names=%s (their leases will "
                 "expire and the reaper settles them)",
-                ",".join(alive),
+                ",".join(thread.name for thread in running),
             )
             self.exit_code = ExitCode.FORCED
 
 
-def _join(thread: threading.Thread, timeout_s: float | None = None) -> None:
-    """Join ``thread`` if it started: after a start the system refused, the rest never did."""
-    if thread.ident is not None:
-        thread.join(timeout_s)
+def _flush_until(deadline: float, end: float) -> float:
+    """Return when a flush that starts now ends: WRITER_MIN_FLUSH_S from now, or the grace
+    period's ``deadline`` if later; never past the stop's ``end``."""
+    return min(max(time.monotonic() + WRITER_MIN_FLUSH_S, deadline), end)

@@ -215,7 +215,7 @@ class Supervisor:
             if stopping or (self.options.burst and code == ExitCode.OK):
                 slot.done = True
                 if code not in (ExitCode.OK, ExitCode.RECYCLE):
-                    self.exit_code = self.exit_code or ExitCode.FORCED
+                    self.exit_code = self.exit_code or _stopped_with(code)
                 continue
             if code == ExitCode.REFUSED:  # the process logged why; every other one would too
                 self._stop_all(slot, ExitCode.REFUSED)
@@ -307,3 +307,9 @@ class Supervisor:
             self.next_schedule = time.monotonic() + SCHEDULE_RETRY_S
             return
         self.next_schedule = None if wait is None else time.monotonic() + wait.total_seconds()
+
+
+def _stopped_with(code: int | None) -> ExitCode:
+    """Return the command's exit code for a process that ended with ``code`` while it stopped:
+    work left to the reaper says so; anything else was forced."""
+    return ExitCode.DROPPED if code == ExitCode.DROPPED else ExitCode.FORCED

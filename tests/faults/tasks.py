@@ -2,11 +2,16 @@
 
 import os
 import threading
+import time
 from pathlib import Path
 
 from django_threadmill.compat import TaskContext, task
+from django_threadmill.retry import ExponentialBackoff
+from django_threadmill.task import task as threadmill_task
 
 _leaked: list[bytes] = []  # grows with every leak() call: only recycling the process frees it
+# An attempt whose lease lapsed (its outcome never written) runs again at once.
+AT_ONCE_AGAIN = ExponentialBackoff(base_delay=0, max_delay=0, jitter=0, max_attempts=3)
 
 
 @task(takes_context=True)
@@ -25,6 +30,14 @@ def hang_forever(marker: str) -> None:
     """Say the attempt started, then block for good: only a task timeout gets past it."""
     Path(marker).write_text("started")
     threading.Event().wait()
+
+
+@threadmill_task(retry=AT_ONCE_AGAIN)
+def wait_for_file(path: str) -> str:
+    """Hold a worker thread until ``path`` exists; retried if its lease lapses."""
+    while not Path(path).exists():
+        time.sleep(0.01)  # the task's own wait, polled; the test creates the file
+    return "done"
 
 
 def resident_mb() -> float:

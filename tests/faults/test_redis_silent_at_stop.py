@@ -1,0 +1,101 @@
+"""Redis silent at shutdown (paused with SIGSTOP: the kernel accepts, nothing answers): the stop
+ends within its bound (docs/worker.md, Shutdown), its exit code says what it left to the reaper,
+and the task whose outcome it could not write is not lost."""
+
+import os
+import re
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from django_threadmill.compat import TaskResult, TaskResultStatus
+from django_threadmill.worker.exit_codes import ExitCode
+from django_threadmill.worker.process import STOP_MARGIN_S
+from tests.servers.redis_server import RedisProcess, redis_process
+from tests.support import Command, wait_until, worker
+
+from . import tasks
+
+GRACE_S = 0.5
+LEASE_TTL_S = 2.0  # the lapsed lease is reaped soon after Redis answers again
+# What the command may take past the stop's bound to exit (Python, the supervisor, a loaded
+# machine): a generous deadline to wait for, not a measure of speed.
+EXIT_SLACK_S = 20.0
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisProcess]:
+    """A redis-server of the test's own, for it to pause."""
+    with redis_process() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(own_redis: RedisProcess) -> str:
+    return own_redis.url
+
+
+@contextmanager
+def paused(server: RedisProcess) -> Iterator[None]:
+    """Pause ``server`` for the block (SIGSTOP); it always goes on after (SIGCONT)."""
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+
+
+def running_worker(
+    server: RedisProcess, key_prefix: str, release: Path, options: dict[str, object]
+) -> tuple[Command, TaskResult]:
+    """Start a worker with one task running that ends once ``release`` exists."""
+    result = tasks.wait_for_file.enqueue(str(release))
+    # No reap pass in the supervisor: it would wait for the paused Redis too.
+    args = ("--threads", "1", "--grace-period", str(GRACE_S), "--reap-interval", "0")
+    command = worker(server.url, key_prefix, *args, lease_ttl_s=LEASE_TTL_S, options=options)
+    wait_until(
+        lambda: result.refresh() or result.status == TaskResultStatus.RUNNING,
+        "the task running",
+        30,
+    )
+    return command, result
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize(
+    "options", [{}, {"socket_timeout": None}], ids=["socket_timeout=10", "socket_timeout=None"]
+)
+def test_a_stop_with_redis_silent_ends_in_its_bound_and_says_what_it_left(
+    own_redis: RedisProcess, key_prefix: str, tmp_path: Path, options: dict[str, object]
+) -> None:
+    """The wake token, the lease keeper's sign-off and the joins of the keeper and the loop
+    monitor waited for Redis: 40 s with a grace period of 2 s, for good with socket_timeout
+    None; and the outcome it dropped ended the process with 0."""
+    release = tmp_path / "release"
+    command, result = running_worker(own_redis, key_prefix, release, options)
+    try:
+        with paused(own_redis):
+            release.touch()  # the task ends while Redis is silent: its outcome cannot be written
+            command.signal(signal.SIGTERM)
+            code = command.wait(GRACE_S + STOP_MARGIN_S + EXIT_SLACK_S)
+        assert code == ExitCode.DROPPED, command.log
+        assert "Stopped with work left to the reaper unwritten=" in command.log
+        if options:  # with no socket timeout, the wake token's call never returns
+            assert re.search(r"exiting without threads names=\S*threadmill-stop-wake", command.log)
+    finally:
+        command.close()
+
+    # Its outcome, written once Redis took the call, or its lease reaped and the task run again.
+    again = worker(own_redis.url, key_prefix, "--threads", "1", lease_ttl_s=LEASE_TTL_S)
+    try:
+        wait_until(lambda: result.refresh() or result.is_finished, "the task finishing", 30)
+        again.signal(signal.SIGTERM)
+        assert again.wait(30) == 0, again.log
+    finally:
+        again.close()
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == "done"
