@@ -212,7 +212,7 @@ class Supervisor:
             code = process.exitcode
             os.close(slot.control_fd)  # type: ignore[arg-type]
             slot.process, slot.control_fd = None, None
-            if stopping or (self.options.burst and code == ExitCode.OK):
+            if stopping or (self.options.burst and code in (ExitCode.OK, ExitCode.DROPPED)):
                 slot.done = True
                 if code not in (ExitCode.OK, ExitCode.RECYCLE):
                     self.exit_code = self.exit_code or _stopped_with(code)
@@ -225,8 +225,8 @@ class Supervisor:
                 slot.crashes = 0
                 self._spawn(slot)
                 continue
-            if code == ExitCode.OK:
-                self._replace_stopped(slot, process)
+            if code in (ExitCode.OK, ExitCode.DROPPED):
+                self._replace_stopped(slot, process, code)
                 continue
             if self.options.burst:
                 # What the dead process held stays leased until the reaper settles it, after
@@ -234,15 +234,19 @@ class Supervisor:
                 self.exit_code = self.exit_code or ExitCode.CRASHED
             self._schedule_restart(slot, process, code)
 
-    def _replace_stopped(self, slot: _Slot, process: BaseProcess) -> None:
+    def _replace_stopped(self, slot: _Slot, process: BaseProcess, code: int) -> None:
         """Start a fresh process in place of one asked to stop by something other than this
-        supervisor (a SIGTERM sent to its pid): a stop it was asked for, not a crash, so it
-        is not counted toward giving up. Warned, as the supervisor did not ask for it."""
+        supervisor (a SIGTERM sent to its pid), or one that stopped (asked, or recycled) with
+        work left to the reaper (DROPPED): a stop, not a crash, so it is not counted toward
+        giving up. Warned, as the supervisor did not ask for it."""
         logger.warning(
-            "Worker process stopped slot=%d pid=%s status=exit code 0 (asked directly, such as "
-            "by SIGTERM to its pid, not through the supervisor); starting a fresh one",
+            "Worker process stopped slot=%d pid=%s status=exit code %d (%s); starting a fresh one",
             slot.index,
             process.pid,
+            code,
+            "asked directly, such as by SIGTERM to its pid, not through the supervisor"
+            if code == ExitCode.OK
+            else "Redis did not take its last writes in time: the reaper settles what it held",
         )
         self._spawn(slot)
 

@@ -99,3 +99,31 @@ def test_a_stop_with_redis_silent_ends_in_its_bound_and_says_what_it_left(
         again.close()
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert result.return_value == "done"
+
+
+@pytest.mark.timeout(150)
+def test_a_process_that_left_work_to_the_reaper_is_replaced_at_once_not_as_a_crash(
+    own_redis: RedisProcess, key_prefix: str, tmp_path: Path
+) -> None:
+    """Asked to stop alone (SIGTERM to its pid) while Redis is silent, it exits 6: a stop, which
+    the supervisor does not count toward giving up."""
+    release = tmp_path / "release"
+    command, _ = running_worker(own_redis, key_prefix, release, {})
+    try:
+        [pid] = command.child_pids()
+        with paused(own_redis):
+            release.touch()
+            os.kill(pid, signal.SIGTERM)
+            command.wait_for_log(
+                rf"WARNING django_threadmill\.worker\.supervisor pid=\d+ \S+ Worker process "
+                rf"stopped slot=0 pid={pid} status=exit code 6 \(Redis did not take",
+                GRACE_S + STOP_MARGIN_S + EXIT_SLACK_S,
+            )
+        wait_until(lambda: len(command.child_pids()) == 2, "a fresh process")
+        fresh = command.child_pids()[1]
+        command.wait_for_log(rf"Worker process started worker_id=\S+ pid={fresh} ", 30)
+        command.signal(signal.SIGTERM)
+        assert command.wait(30) == 0, command.log
+        assert "Worker process died" not in command.log
+    finally:
+        command.close()
