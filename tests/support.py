@@ -18,7 +18,7 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, where manage.py lives
 
 
-def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 10.0) -> None:
+def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
     """Poll ``condition`` until it holds; fail naming ``what`` never happened."""
     deadline = time.monotonic() + timeout_s
     while not condition():
