@@ -29,6 +29,16 @@ def damaged_record(task_id: str, key: str, kind: str) -> PayloadError:
     )
 
 
+def undecodable_record(task_id: str, key: str) -> PayloadError:
+    """Return the error for a task whose record holds bytes that are not UTF-8: django-threadmill
+    writes text only, so no retry fixes it (docs/lifecycle.md, Damaged records)."""
+    return PayloadError(
+        f"Task {task_id!r} cannot be read: its record {key!r} holds bytes that are not UTF-8, "
+        "so something other than django-threadmill wrote them. Look at it (redis-cli HGETALL), "
+        "then delete it or restore the record (docs/lifecycle.md, Damaged records)."
+    )
+
+
 class Reads(BrokerCore):
     """The read-only section of the Broker (the admin's own queries are in ``inspect/``)."""
 
@@ -83,7 +93,8 @@ class Reads(BrokerCore):
     def _read_record[T](self, task_id: str, read: Callable[[str], T]) -> T | None:
         """Return ``read(key)`` of the record key of ``task_id``, None if the id is not ours.
 
-        Raise ``PayloadError`` (``damaged_record``) when its key is not a hash.
+        Raise ``PayloadError`` (``damaged_record``) when its key is not a hash, and
+        (``undecodable_record``) when it holds bytes that are not UTF-8.
         """
         key = self.record_key(task_id)
         if key is None:
@@ -91,6 +102,8 @@ class Reads(BrokerCore):
         with self.translated_errors():
             try:
                 return read(key)
+            except UnicodeDecodeError as exc:
+                raise undecodable_record(task_id, key) from exc
             except redis.ResponseError as exc:
                 if not wrong_type(exc):
                     raise
@@ -124,7 +137,10 @@ class Reads(BrokerCore):
                 for key in keys:
                     if key is not None:
                         pipe.hgetall(key)
-                replies = iter(pipe.execute(raise_on_error=False))
+                try:
+                    replies = iter(pipe.execute(raise_on_error=False))
+                except UnicodeDecodeError:  # one record is not UTF-8: one read each names it
+                    return [self.record(task_id) for task_id in task_ids]
             for task_id, key in zip(task_ids, keys, strict=True):
                 reply = None if key is None else next(replies)
                 if isinstance(reply, redis.ResponseError) and key is not None:
@@ -143,6 +159,8 @@ class Reads(BrokerCore):
         with self.translated_errors():
             try:
                 return cast(dict[str, str], await client.hgetall(key)) or None
+            except UnicodeDecodeError as exc:
+                raise undecodable_record(task_id, key) from exc
             except redis.ResponseError as exc:
                 if not wrong_type(exc):
                     raise

@@ -205,3 +205,15 @@ def test_an_error_whose_traceback_is_not_text_reads_as_unreadable(
 
     assert error.exception_class_path == "django_threadmill.exceptions.PayloadError"
     assert error.traceback == f"Stored error is not readable: {raw!r}"
+
+
+def test_a_record_that_is_not_utf8(
+    read: Read, backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    """Bytes that do not decode failed the reply's decoding with a bare UnicodeDecodeError."""
+    task_id = echo.enqueue(1).id
+    key = backend.broker.record_key(task_id)
+    assert key is not None
+    redis_client.hset(key, "payload", b'{"path":"\xff"}')
+    with pytest.raises(PayloadError, match=r"holds bytes that are not UTF-8.*Damaged records"):
+        read(task_id)

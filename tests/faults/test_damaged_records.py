@@ -84,6 +84,33 @@ def test_a_burst_worker_sets_aside_a_record_without_payload_and_runs_its_batch(
     assert "Thread died" not in output
 
 
+def test_a_burst_worker_sets_aside_a_payload_that_is_not_utf8_and_runs_its_batch(
+    backend: ThreadmillTaskBackend,
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+) -> None:
+    """Bytes that do not decode as UTF-8 failed the decoding of the whole acquire reply: the
+    prefetcher died on it (exit 5), and its batch-mates held until their lease lapsed."""
+    log = tmp_path / "runs.log"
+    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(9)])
+    keys = backend.broker.queue_keys("default")
+    damaged = results[0].id
+    redis_client.hset(keys.record(damaged), "payload", b'{"path":"\xff\xfe"}')
+
+    output = run_to_completion(
+        worker(redis_url, key_prefix, "--processes", "0", "--burst", "--threads", "4")
+    )
+
+    good = results[1:]
+    assert all_successful(good)
+    assert executions(log) == {result.id: 1 for result in good}
+    assert redis_client.hget(keys.damaged, damaged).endswith(" acquire: payload not ASCII JSON")
+    assert redis_client.zcard(keys.ready) == redis_client.zcard(keys.leases) == 0
+    assert "Thread died" not in output
+
+
 def test_a_burst_worker_fails_a_damaged_workflow_and_runs_the_others(
     backend: ThreadmillTaskBackend,
     redis_client: redis.Redis,
