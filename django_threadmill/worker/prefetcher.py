@@ -103,7 +103,9 @@ class Prefetcher(RoleThread):
         free = self.buffer.free_slots(self.stopping)
         if free == 0 or self.stopping.is_set() or self._acks_behind():
             return
-        # Checked before fetching: a retry written after the fetch must not be missed.
+        # Checked before fetching: a retry written after the fetch must not be missed. What
+        # lands meanwhile (results written, workflow steps drained) nudges: look again then.
+        self._progress.clear()
         settled = self.burst and self.is_settled()
         fetched, next_due_ms = self._fetch(free)
         if fetched:
@@ -116,6 +118,8 @@ class Prefetcher(RoleThread):
             self._wait_for_progress()
             return
         if settled and self._nothing_left(next_due_ms):
+            if self._progress.is_set():  # landed after the check, maybe after the fetch
+                return
             self.on_empty()
             self.stopping.wait()
             return

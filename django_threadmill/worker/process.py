@@ -263,6 +263,7 @@ class WorkerProcess:
         # 1. Stop fetching, so nothing new is reserved while we hand work back. The wake token
         # and the release go through Redis: each in a thread of its own, so that a Redis that
         # does not answer cannot hold the stop (worker/stop_calls.py).
+        crew.drainer.wind_down()
         waking = start_call("wake", crew.prefetcher.stop, self._crashed)
         join_until(waking, deadline)
         join_until(crew.prefetcher, deadline)

@@ -7,6 +7,7 @@ never wait on it (workflows/advance.py).
 """
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -39,6 +40,7 @@ class WorkflowDrainer(RoleThread):
         self.drain_part = drain_part
         self.on_drained = on_drained  # steps may have been enqueued: a --burst looks again
         self._busy = False
+        self.winding_down = threading.Event()
 
     def loop(self) -> None:
         self._round(self._all_filled)  # what an earlier process left
@@ -49,9 +51,16 @@ class WorkflowDrainer(RoleThread):
             self.signal.filled.wait(max(0.0, looked_at + POLL_S - self.clock()))
             self._round(self.signal.take)
             if self.clock() - looked_at >= POLL_S:
-                self._round(self._all_filled)
+                if not self.winding_down.is_set():
+                    self._round(self._all_filled)
                 looked_at = self.clock()
         self._round(self.signal.take)
+
+    def wind_down(self) -> None:
+        """Drain from now on only what this process's finishes filled: the process stops, and
+        steps it enqueued from other outboxes would wait for others (a --burst run whose last
+        process took them as it stopped ended with their workflow unfinished)."""
+        self.winding_down.set()
 
     def wake(self) -> None:
         self.signal.filled.set()

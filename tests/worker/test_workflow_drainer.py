@@ -48,3 +48,29 @@ def test_a_stream_of_its_own_finishes_does_not_put_off_the_look_at_every_outbox(
         drainer.stop()
         drainer.join()
     assert not crashed
+
+
+def test_a_winding_down_drainer_drains_its_own_finishes_only() -> None:
+    """A stopping process that took other outboxes' entries enqueued steps no one of its
+    --burst run was left to run."""
+    outboxes, clock = Outboxes(), HandClock(0.0)
+    drained: list[str] = []
+    drainer = WorkflowDrainer(
+        cast(Broker, outboxes),
+        ("default", "other"),
+        lambda part: drained.append(part) or 1,
+        on_drained=lambda: None,
+        on_crash=lambda: None,
+        clock=clock,
+    )
+    drainer.start()
+    try:
+        wait_until(lambda: drained == ["other"], "the look at every outbox at the start")
+        drainer.wind_down()
+        clock.now += POLL_S  # a look at every outbox is due, and so is one of its own
+        outboxes.outbox_signal.note("default")
+        wait_until(lambda: "default" in drained, "its own finish drained")
+    finally:
+        drainer.stop()
+        drainer.join()
+    assert drained == ["other", "default"]

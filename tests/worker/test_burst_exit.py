@@ -1,0 +1,59 @@
+"""--burst stops only on a look nothing landed during: a step its workflow drainer enqueued
+after the fetch once waited for a process that had stopped (a workflow left unfinished)."""
+
+from collections.abc import Callable, Mapping
+
+from django_threadmill.broker import Acquired
+from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.leases import HeldLeases
+from django_threadmill.worker.prefetcher import Prefetcher
+
+from .support import WatchedBroker
+
+
+class NudgedDuringTheFetch(WatchedBroker):
+    """The real broker, whose acquire finds nothing while ``during_fetch`` runs: there, the
+    process's drainer enqueues a workflow's next step and nudges the prefetcher."""
+
+    def __init__(self, broker: WatchedBroker, during_fetch: Callable[[], None]) -> None:
+        super().__init__(broker)
+        self.during_fetch = during_fetch
+
+    def acquire_from(self, counts: Mapping[str, int]) -> list[Acquired]:
+        acquired = super().acquire_from(counts)
+        self.during_fetch()
+        return acquired
+
+
+def test_a_burst_looks_again_when_a_step_was_drained_during_its_fetch(
+    watched_broker: WatchedBroker,
+) -> None:
+    stopped: list[bool] = []
+    nudged_fetches = [True, False]  # the first fetch meets a drained step, the second nothing
+
+    def during_fetch() -> None:
+        if nudged_fetches.pop(0):
+            prefetcher.nudge()
+
+    broker = NudgedDuringTheFetch(watched_broker, during_fetch)
+    prefetcher = Prefetcher(
+        broker,
+        "worker-a",
+        ("default",),
+        TaskBuffer(8, lambda reservation: False),
+        HeldLeases(),
+        burst=True,
+        is_settled=lambda: True,  # nothing buffered, running, unwritten or being drained
+        unwritten=lambda: 0,
+        on_empty=lambda: stopped.append(True),
+        on_refused=lambda: None,
+        on_crash=lambda: None,
+    )
+    prefetcher.stopping.wait = lambda timeout=None: True  # type: ignore[method-assign]
+    try:
+        prefetcher._round()  # the loop's body, run here: the thread is never started
+        assert not stopped
+        prefetcher._round()
+        assert stopped == [True]
+    finally:
+        broker.client.close()
