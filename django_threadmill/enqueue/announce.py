@@ -5,7 +5,9 @@ logs at DEBUG, and sending to it alone, with a quiet logger, was 3 µs of each e
 burst; for an event loop it also saves the hop to asgiref's sync thread.
 """
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
 
 from asgiref.sync import sync_to_async
@@ -13,16 +15,40 @@ from asgiref.sync import sync_to_async
 from ..compat import TaskResult, TaskResultStatus, task_enqueued
 from ..observability.signals import heard
 
+# Sends task_enqueued for a batch of results in one hop; returns, per result, what a receiver
+# raised. None, with no hop, when nothing would hear them (signals.heard).
+type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]] | None]
 
-def announcer(sender: type) -> Callable[[list[TaskResult]], Awaitable[list[Exception | None]]]:
+# Set while task_enqueued is sent, in the sending context: what a receiver runs (an async one
+# on the caller's event loop, through async_to_sync) inherits it. Such an aenqueue announces
+# its task itself (docs/enqueue.md, Coalescing).
+_sending: ContextVar[bool] = ContextVar("threadmill_sending_task_enqueued", default=False)
+
+
+def in_a_receiver() -> bool:
+    """Tell whether this runs in a task_enqueued receiver, whose sender waits for it."""
+    return _sending.get()
+
+
+@contextmanager
+def _receivers_running() -> Iterator[None]:
+    # Reset, not left set: sync_to_async copies the thread's context back into the caller's.
+    reset = _sending.set(True)
+    try:
+        yield
+    finally:
+        _sending.reset(reset)
+
+
+def announcer(sender: type) -> Announce:
     """Return how an event loop announces a batch: task_enqueued for each result, in one hop
     to a sync thread, and no hop when nothing would hear it (signals.heard)."""
     hop = sync_to_async(partial(announce_each, sender))
 
-    async def announce_batch(results: list[TaskResult]) -> list[Exception | None]:
+    def announce_batch(results: list[TaskResult]) -> Awaitable[list[Exception | None]] | None:
         if not heard(task_enqueued, TaskResultStatus.READY):  # a new task is READY
-            return [None] * len(results)
-        return await hop(results)
+            return None
+        return hop(results)
 
     return announce_batch
 
@@ -30,17 +56,19 @@ def announcer(sender: type) -> Callable[[list[TaskResult]], Awaitable[list[Excep
 def announce_each(sender: type, results: list[TaskResult]) -> list[Exception | None]:
     """Send task_enqueued for each of ``results``; return what a receiver raised, per result."""
     errors: list[Exception | None] = []
-    for result in results:
-        try:
-            task_enqueued.send(sender, task_result=result)
-        except Exception as exc:  # that caller's own error, as Signal.send would raise it
-            errors.append(exc)
-        else:
-            errors.append(None)
+    with _receivers_running():
+        for result in results:
+            try:
+                task_enqueued.send(sender, task_result=result)
+            except Exception as exc:  # that caller's own error, as Signal.send would raise it
+                errors.append(exc)
+            else:
+                errors.append(None)
     return errors
 
 
 def announce(sender: type, result: TaskResult) -> None:
     """Send task_enqueued for ``result``, unless nothing would hear it (signals.heard)."""
     if heard(task_enqueued, result.status):
-        task_enqueued.send(sender, task_result=result)
+        with _receivers_running():
+            task_enqueued.send(sender, task_result=result)

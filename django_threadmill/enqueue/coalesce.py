@@ -8,6 +8,7 @@ own outcome. No timer, so a lone call on an idle process is sent at once, in one
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import Context
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -15,6 +16,7 @@ from ..broker import Broker, Enqueued, NewTask
 from ..broker.per_loop import PerLoop
 from ..compat import TaskResult
 from ..exceptions import BrokerUnavailable
+from .announce import Announce, in_a_receiver
 from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settling, tasks_by_queue
 
 logger = logging.getLogger(__name__)
@@ -24,8 +26,6 @@ CHUNK_TASKS = 1000
 
 type Outcomes = list[Enqueued | BrokerUnavailable]
 type Groups = Mapping[str, Sequence[NewTask]]
-# Sends task_enqueued for stored results; returns, per result, what a receiver raised.
-type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]]]
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -39,11 +39,12 @@ class Waiter(Pending):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class Announced(Pending):
-    """An event loop's pending call: the result the flusher announces once stored, and the
-    future its caller awaits."""
+    """An event loop's pending call: the result announced once stored, and the future its
+    caller awaits."""
 
     result: TaskResult
     future: asyncio.Future[str | None]
+    by_caller: bool = False  # made by a task_enqueued receiver: its caller announces it
 
 
 class ThreadCoalescer:
@@ -114,32 +115,69 @@ class LoopCoalescer:
     """Coalesce ``aenqueue`` calls of one event loop, and their task_enqueued signals.
 
     A flusher task sends the batches, so a caller cancelled while waiting (a dropped request)
-    never cancels a call that carries other callers' tasks. It also announces each batch in
-    one hop to a sync thread: ``Signal.asend`` per call costs one hop each, and 10,000 of them
-    queue behind one another on asgiref's single sync thread.
+    never cancels a call that carries other callers' tasks. Each batch it stored is announced
+    in one hop to a sync thread (``Signal.asend`` per call costs one hop each, and 10,000 of
+    them queue behind one another on asgiref's single sync thread), by a task of its own: the
+    line is free meanwhile, so a receiver that enqueues is not left waiting for a batch that
+    waits for it (docs/enqueue.md, Coalescing).
     """
 
     def __init__(self, send: Callable[[Groups], Awaitable[Outcomes]], announce: Announce) -> None:
         self._send = send
         self._announce = announce
         self._line: Line[Announced] = Line()
-        # A strong reference to the running flusher: the event loop keeps only weak ones.
+        # Strong references to the running flusher and announcers: the loop keeps weak ones.
         self._flusher: asyncio.Task[None] | None = None
+        self._announcers: set[asyncio.Task[None]] = set()
 
     def aenqueue(
         self, loop: asyncio.AbstractEventLoop, queue: str, task: NewTask, result: TaskResult
-    ) -> asyncio.Future[str | None]:
+    ) -> Awaitable[str | None]:
         """Store and announce ``task``, alone or with the calls waiting beside it.
 
-        Return a future of the id of the unfinished task a unique ``task`` duplicates (then
-        nothing was stored or announced), or None. A plain function, not a coroutine: 10,000
-        waiting calls are 10,000 fewer objects for the garbage collector to walk.
+        Return an awaitable of the id of the unfinished task a unique ``task`` duplicates (then
+        nothing was stored or announced), or None. A plain function returning a future, not a
+        coroutine: 10,000 waiting calls are 10,000 fewer objects for the garbage collector to
+        walk. Only a call made in a task_enqueued receiver gets a coroutine, which announces
+        its task itself.
         """
-        pending = Announced(queue=queue, task=task, result=result, future=loop.create_future())
+        pending = Announced(
+            queue=queue,
+            task=task,
+            result=result,
+            future=loop.create_future(),
+            by_caller=in_a_receiver(),
+        )
         if self._line.join(pending):
             self._flusher = loop.create_task(self._flush(), name="threadmill-enqueue")
             self._flusher.add_done_callback(self._flusher_done)
-        return pending.future
+        return self._announced_by_caller(pending) if pending.by_caller else pending.future
+
+    async def _announced_by_caller(self, pending: Announced) -> str | None:
+        """Wait until ``pending`` is stored, then announce it from the caller's own context.
+
+        The caller runs in a task_enqueued receiver, whose sending thread waits for it: a hop
+        from the flusher's context could queue behind that very thread; one from the caller's
+        reaches it (asgiref runs it there while it waits), as ``Signal.asend`` would.
+        """
+        holder = await pending.future
+        if holder is not None:
+            return holder
+        try:
+            [error] = await self._hop([pending.result])
+        except RuntimeError:
+            # asgiref refused: the sending thread waits no more (the receiver started this
+            # call and returned), so it is free to take the hop a fresh context makes.
+            [error] = await asyncio.get_running_loop().create_task(
+                self._hop([pending.result]), context=Context()
+            )
+        if error is not None:
+            raise error
+        return holder
+
+    async def _hop(self, results: list[TaskResult]) -> list[Exception | None]:
+        hop = self._announce(results)
+        return [None] * len(results) if hop is None else await hop
 
     async def _flush(self) -> None:
         """Send batches until nobody waits; a big one as several calls at once."""
@@ -175,27 +213,41 @@ class LoopCoalescer:
         try:
             with settling(groups) as settle:
                 settle(await self._send(tasks_by_queue(groups)))
-            await self._announce_stored(groups)
         finally:
-            for pending in batch:
-                self._resolve(pending)
+            self._announce_then_resolve(batch)
 
-    async def _announce_stored(self, groups: Mapping[str, Sequence[Announced]]) -> None:
-        stored = [
-            pending
-            for group in groups.values()
-            for pending in group
-            if not pending.error and pending.holder is None
-        ]
-        if not stored:
+    def _announce_then_resolve(self, batch: list[Announced]) -> None:
+        """Resolve the callers of a sent batch: at once, but those whose task was stored once
+        it is announced, in a task of its own that the flusher does not wait for."""
+        stored: list[Announced] = []
+        for pending in batch:
+            if pending.error is None and pending.holder is None and not pending.by_caller:
+                stored.append(pending)
+            else:
+                self._resolve(pending)
+        hop = self._announce([pending.result for pending in stored]) if stored else None
+        if hop is None:
+            for pending in stored:
+                self._resolve(pending)
             return
-        errors: Sequence[Exception | None]
+        announcer = asyncio.get_running_loop().create_task(
+            self._resolve_once_announced(stored, hop), name="threadmill-announce"
+        )
+        self._announcers.add(announcer)
+        announcer.add_done_callback(self._announcers.discard)
+
+    async def _resolve_once_announced(
+        self, stored: list[Announced], hop: Awaitable[list[Exception | None]]
+    ) -> None:
+        errors: Sequence[Exception | None] = [None] * len(stored)
         try:
-            errors = await self._announce([pending.result for pending in stored])
+            errors = await hop
         except Exception as exc:  # the hop itself failed: the tasks are stored, the signal not
             errors = [own_error(exc, len(stored) > 1) for _ in stored]
-        for pending, error in zip(stored, errors, strict=True):
-            pending.error = error
+        finally:  # cancelled (the loop shutting down): the tasks are stored all the same
+            for pending, error in zip(stored, errors, strict=True):
+                pending.error = error
+                self._resolve(pending)
 
     def _resolve(self, pending: Announced) -> None:
         future = pending.future
@@ -219,7 +271,7 @@ class Enqueuer:
         the id of the unfinished task a unique one duplicates, or None."""
         return self._threads.enqueue(queue, task)
 
-    def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> asyncio.Future[str | None]:
-        """Store and announce one task, coalesced within the running event loop; return the
-        future of what ``enqueue`` returns."""
+    def aenqueue(self, queue: str, task: NewTask, result: TaskResult) -> Awaitable[str | None]:
+        """Store and announce one task, coalesced within the running event loop; return an
+        awaitable of what ``enqueue`` returns."""
         return self._loops.get().aenqueue(asyncio.get_running_loop(), queue, task, result)
