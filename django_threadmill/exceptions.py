@@ -15,6 +15,19 @@ class BrokerUnavailable(ThreadmillError):
     """Redis could not be reached, refused our credentials, or refused the write."""
 
 
+class MaybeApplied(BrokerUnavailable):
+    """Redis may have applied the call that failed: the connection dropped after it was sent,
+    the call was interrupted, or Redis did not confirm the write per OPTIONS['durability'].
+
+    From an enqueue, ``task_ids`` holds the ids of the tasks that call carried: check
+    ``get_result(id)`` before enqueuing them again, since a new enqueue is a new task.
+    """
+
+    def __init__(self, message: str, task_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.task_ids = task_ids
+
+
 class PartlyEnqueued(BrokerUnavailable):
     """A call to a sharded queue stored the tasks of some shards and not the others.
 

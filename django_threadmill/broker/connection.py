@@ -12,7 +12,7 @@ from redis.sentinel import MasterNotFoundError
 
 from ..conf.settings import BackendSettings
 from ..conf.topology import masked_location
-from ..exceptions import BrokerRefused, BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
 from .topology import AsyncClient, SyncClient, aconnect, connect
 from .wrong_server import wrong_server
 
@@ -76,13 +76,14 @@ def _connected(error: BaseException) -> bool:
     return "connecting to" not in str(error).lower()  # redis-py's wording when connect() failed
 
 
-def _what_was_written(error: BaseException) -> str:
-    """Say whether a failed call can have reached Redis: only if the connection was open."""
+def _with_what_was_written(error: BaseException, problem: str) -> BrokerUnavailable:
+    """Return the error for ``problem``, saying whether the failed call can have reached
+    Redis: only if the connection was open."""
     if not _connected(error):
-        return "nothing was written."
+        return BrokerUnavailable(problem + "nothing was written.")
     # The connection dropped mid-call (seen in the chaos runs): Redis may have applied the call
     # before it went away, e.g. stored an enqueued task whose reply never arrived.
-    return "the call may have been applied before the connection dropped."
+    return MaybeApplied(problem + "the call may have been applied before the connection dropped.")
 
 
 @contextmanager
@@ -117,10 +118,10 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
     except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
         # redis-py already followed MOVED/ASK and refreshed its slot map; what is left is a
         # cluster without a primary for the slot (mid-failover) or no node reachable at all.
-        raise BrokerUnavailable(
+        raise _with_what_was_written(
+            exc,
             f"The Redis Cluster at {where} cannot serve this call now ({exc}). Wait for the "
-            "failover to finish (CLUSTER INFO: cluster_state:ok), or fix LOCATION; "
-            + _what_was_written(exc)
+            "failover to finish (CLUSTER INFO: cluster_state:ok), or fix LOCATION; ",
         ) from exc
     except redis.ResponseError as exc:
         translated = _translated_reply(where, exc)
@@ -172,9 +173,8 @@ def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUna
             f"The server at {where} answered with something that is not the Redis protocol "
             f"({exc}). Point LOCATION at Redis; nothing was written."
         )
-    return BrokerUnavailable(
-        f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
-        + _what_was_written(exc)
+    return _with_what_was_written(
+        exc, f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
     )
 
 

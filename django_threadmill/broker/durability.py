@@ -9,7 +9,7 @@ from typing import Any
 
 from ..conf.settings import BackendSettings
 from ..conf.topology import Durability, masked_location
-from ..exceptions import BrokerUnavailable
+from ..exceptions import MaybeApplied
 
 
 def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
@@ -24,7 +24,7 @@ def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
 
 
 def check_confirmed(settings: BackendSettings, reply: Any) -> None:
-    """Raise ``BrokerUnavailable`` when a WAIT or WAITAOF reply falls short of the mode."""
+    """Raise ``MaybeApplied`` when a WAIT or WAITAOF reply falls short of the mode."""
     if isinstance(reply, Exception):
         # E.g. the node became a replica in a failover: the write went elsewhere, unconfirmed.
         raise unconfirmed(settings, f"the confirmation failed: {reply}") from reply
@@ -42,10 +42,14 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
         )
 
 
-def unconfirmed(settings: BackendSettings, why: str) -> BrokerUnavailable:
-    """Return the error for a write Redis may hold but did not confirm per the mode."""
-    return BrokerUnavailable(
+def unconfirmed(settings: BackendSettings, why: str) -> MaybeApplied:
+    """Return the error for a write Redis may hold but did not confirm per the mode.
+
+    It says nothing of a retry: the ack writer retries its batch (fenced), and an enqueue's
+    error says what to check first (docs/enqueue.md, What each error means).
+    """
+    return MaybeApplied(
         f"Redis at {masked_location(settings.location)} may have applied the write, but "
         f"durability={settings.durability.value!r} is not met: {why}. A failover now could "
-        "lose it; the call can be retried."
+        "lose it."
     )

@@ -15,7 +15,7 @@ from typing import Any
 from weakref import WeakSet
 
 from ..broker import Enqueued, NewTask
-from ..exceptions import BrokerUnavailable, PartlyEnqueued
+from ..exceptions import MaybeApplied, PartlyEnqueued
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -145,11 +145,33 @@ def settle(
         for pending in group:
             if isinstance(outcome, PartlyEnqueued) and pending.task.id in outcome.written:
                 pending.holder = outcome.existing.get(pending.task.id)  # its own shard stored it
+            elif isinstance(outcome, MaybeApplied):
+                pending.error = maybe_stored(outcome, [pending.task.id])
             elif isinstance(outcome, BaseException):
                 pending.error = own_error(outcome, shared)
             else:
                 pending.holder = outcome.existing.get(pending.task.id)
             pending.settled = True
+
+
+def maybe_stored(error: MaybeApplied, task_ids: Sequence[str]) -> MaybeApplied:
+    """Return ``error`` for the caller of ``task_ids``: naming them, and what to check before
+    enqueuing again, since the retry of an enqueue is a new task, with a new id."""
+    if len(task_ids) == 1:
+        [task_id] = task_ids
+        advice = (
+            f"Task {task_id!r} may be stored: check get_result({task_id!r}) before enqueuing "
+            "it again, since a new enqueue is a new task."
+        )
+    else:
+        advice = (
+            f"The {len(task_ids)} tasks of this call may be stored (their ids are in this error's "
+            ".task_ids): check get_result(id) before enqueuing them again, since a new "
+            "enqueue makes new tasks."
+        )
+    own = MaybeApplied(f"{error} {advice}", tuple(task_ids))
+    own.__cause__ = error.__cause__
+    return own
 
 
 def tasks_by_queue(groups: Mapping[str, Sequence[Pending]]) -> dict[str, list[NewTask]]:
@@ -174,7 +196,7 @@ def settling(
 
 def interrupt(groups: Mapping[str, Sequence[Pending]]) -> None:
     """Settle a batch whose sender was stopped before it knew the outcome."""
-    error = BrokerUnavailable(
+    error = MaybeApplied(
         "The enqueue call that carried this task was interrupted (KeyboardInterrupt, or its "
         "event loop shutting down); it may have been applied before it stopped."
     )

@@ -17,7 +17,9 @@ from ..codec.payloads import decode_payload, load_task
 from ..codec.results import stored_result
 from ..compat import Task, TaskResult, TaskResultDoesNotExist
 from ..conf.settings import BackendSettings
+from ..exceptions import MaybeApplied
 from .announce import announce, announcer
+from .batching import maybe_stored
 from .coalesce import Enqueuer
 from .on_commit import defer_to_commit
 from .prepare import prepare
@@ -125,7 +127,11 @@ class EnqueuePipeline:
             holders = [self.enqueuer.enqueue(result.task.queue_name, new)]
         else:
             queue = prepared[0][1].task.queue_name
-            existing = self.broker.enqueue(queue, [new for new, _ in prepared]).existing
+            tasks = [new for new, _ in prepared]
+            try:
+                existing = self.broker.enqueue(queue, tasks).existing
+            except MaybeApplied as exc:  # no results reach the caller: the error names the ids
+                raise maybe_stored(exc, [new.id for new in tasks]) from exc.__cause__
             holders = [existing.get(new.id) for new, _ in prepared]
         for (_, result), holder in zip(prepared, holders, strict=True):
             if holder is None:

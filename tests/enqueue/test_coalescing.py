@@ -11,7 +11,7 @@ from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
-from django_threadmill.exceptions import BrokerUnavailable
+from django_threadmill.exceptions import BrokerUnavailable, MaybeApplied
 from testproject.example.tasks import echo, send_welcome
 from tests.conftest import tasks_setting
 from tests.servers.redis_server import free_port
@@ -212,5 +212,9 @@ def test_a_stopped_flusher_fails_its_callers_and_frees_the_line(
         return outcomes, await echo.aenqueue("after")
 
     outcomes, after = asyncio.run(stop_the_flusher())
-    assert all(isinstance(o, BrokerUnavailable) and "interrupted" in str(o) for o in outcomes)
+    errors = [o for o in outcomes if isinstance(o, MaybeApplied) and "interrupted" in str(o)]
+    # Each names its own task, which its caller never got back.
+    assert [len(error.task_ids) for error in errors] == [1, 1, 1]
+    assert len({error.task_ids[0] for error in errors}) == 3
+    assert all(f"check get_result({e.task_ids[0]!r}) before" in str(e) for e in errors)
     assert backend.get_result(after.id).status == TaskResultStatus.READY
