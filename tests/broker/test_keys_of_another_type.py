@@ -13,11 +13,22 @@ import redis
 
 from django_threadmill.broker import Ack, Broker, Lease, NewTask, Outcome
 from django_threadmill.broker.keys import QueueKeys
+from django_threadmill.codec.times import now_ms
 from django_threadmill.exceptions import BrokerUnavailable
 
 from .conftest import WORKER, finish, new_task
 
 WRONG_KIND = r"holds a value of the wrong kind in one of this backend's keys \(WRONGTYPE .*delete"
+REFUSAL = "WRONGTYPE Operation against a key holding the wrong kind of value"
+CANCELLED = '{"exception_class_path":"django_threadmill.exceptions.Cancelled","traceback":""}'
+Snapshot = Callable[[], dict[str, object]]
+
+
+def refused_naming(key: str, call: Callable[[], object]) -> None:
+    """Check that ``call`` fails with the wrong-kind error naming ``key``."""
+    with pytest.raises(BrokerUnavailable, match=WRONG_KIND) as refused:
+        call()
+    assert f"({REFUSAL} in {key})" in str(refused.value)
 
 
 def test_acquire_with_leases_of_another_type_leaves_every_task_ready_in_place(
@@ -141,3 +152,58 @@ def test_a_task_enqueued_meanwhile_is_kept_too(
     reserved = broker.acquire("default", 5).reservations
     assert len(reserved) == 4
     assert reserved[0].lease.task_id == first.id
+
+
+@pytest.mark.parametrize("index", ["delayed", "done", "outbox"])
+def test_cancel_with_an_index_of_another_type_changes_nothing(
+    index: str,
+    broker: Broker,
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    enqueue: Callable[..., NewTask],
+    snapshot: Snapshot,
+    state_of: Callable[[str], str | None],
+) -> None:
+    """Cancel took the task out of ready, then failed on delayed (or, for a workflow's step,
+    recorded it failed and failed on done or outbox): READY in no index, or a step whose
+    workflow never heard of its end."""
+    task = enqueue()
+    redis_client.hset(keys.record(task.id), "workflow", "wf:0")  # a workflow's step
+    redis_client.set(getattr(keys, index), "another program's value")
+    before = snapshot()
+
+    refused_naming(getattr(keys, index), lambda: broker.cancel(task.id, CANCELLED, now_ms()))
+    assert snapshot() == before
+
+    redis_client.delete(getattr(keys, index))
+    assert broker.cancel(task.id, CANCELLED, now_ms()) == "cancelled"
+    assert state_of(task.id) == "failed"
+    assert redis_client.zscore(keys.ready, task.id) is None
+    assert redis_client.zscore(keys.done, task.id) is not None
+    assert redis_client.lrange(keys.outbox, 0, -1) == [task.id]
+
+
+@pytest.mark.parametrize("index", ["done", "ready", "wake"])
+def test_requeue_with_an_index_of_another_type_changes_nothing(
+    index: str,
+    broker: Broker,
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    reserve: Callable[[], Lease],
+    snapshot: Snapshot,
+    state_of: Callable[[str], str | None],
+) -> None:
+    """Requeue marked the task ready, then failed on done or ready: READY in no index."""
+    lease = reserve()
+    assert broker.finish(WORKER, [finish(lease, Outcome.FAILED, '{"traceback": ""}')]) == []
+    redis_client.set(getattr(keys, index), "another program's value")
+    before = snapshot()
+
+    refused_naming(getattr(keys, index), lambda: broker.requeue(lease.task_id))
+    assert snapshot() == before
+
+    redis_client.delete(getattr(keys, index))
+    assert broker.requeue(lease.task_id) == "requeued"
+    assert state_of(lease.task_id) == "ready"
+    reserved = broker.acquire("default", 10).reservations
+    assert [r.lease.task_id for r in reserved] == [lease.task_id]

@@ -13,7 +13,15 @@
 --          task was in (nothing changes), "missing", or "damaged" (its record cannot be read:
 --          set aside and taken out of the queue).
 -- Fence:   state must be "ready"; a reserved or running attempt is never cancelled here.
+-- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
+--          is written: P:ready, P:delayed, P:done and P:outbox are checked first (TYPE), as
+--          the task leaves one index for others; P:damaged is written only to set a record
+--          aside, as the call's first write. Once the key is deleted, a cancel again works.
 -- Clock:   redis.call("TIME") only, for the done index (or to date a record set aside).
+local wrong = wrong_kind(KEYS[2], "zset", KEYS[3], "zset", KEYS[4], "zset", KEYS[6], "list")
+if wrong then
+  return redis.error_reply(wrong)
+end
 local id = ARGV[1]
 local key = KEYS[1] .. id
 local f, refused = record_in_state(key, id, KEYS[5], "cancel", "ready", "nerrors", "workflow")

@@ -100,6 +100,22 @@ local function pcall_chunked(command, key, items)
   end
 end
 
+-- The error of a call that must not go on, naming the first of the `...` keys (key, type,
+-- key, type, ...) that holds a value of another type, or nil when each is absent or of its
+-- type. The operator's scripts check every index they write before their first write, so a
+-- key written by another program fails the call with nothing moved (docs/lifecycle.md, Keys
+-- of another type).
+local function wrong_kind(...)
+  local expected = {...}
+  for i = 1, #expected, 2 do
+    local kind = redis.call("TYPE", expected[i]).ok
+    if kind ~= "none" and kind ~= expected[i + 1] then
+      return "WRONGTYPE Operation against a key holding the wrong kind of value in "
+        .. expected[i]
+    end
+  end
+end
+
 -- The error count a record's `nerrors` field says (0 for none or garbage), or nil and why the
 -- record is damaged when it is past MAX_ATTEMPTS.
 local function error_count(nerrors)

@@ -12,7 +12,16 @@
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires), and
 --          forgets the failed attempt's finish time and progress. A unique task claims its
 --          key again for a new window, unless another task holds it (docs/schedules.md).
+-- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
+--          is written: P:done, P:ready and P:wake are checked first (TYPE), as the task
+--          leaves one index for another; P:damaged is written only to set a record aside, as
+--          the call's first write, and a unique key of another type is left as it is (SET NX
+--          keeps any key). Once the key is deleted, a requeue again works.
 -- Clock:   redis.call("TIME") only, to date a record set aside.
+local wrong = wrong_kind(KEYS[3], "zset", KEYS[2], "zset", KEYS[4], "list")
+if wrong then
+  return redis.error_reply(wrong)
+end
 local id = ARGV[1]
 local key = KEYS[1] .. id
 local f, refused = record_in_state(key, id, KEYS[5], "requeue", "failed", "score", "unique",
