@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from django_threadmill.broker import Ack, Broker, Lease, NewTask, Outcome
+from django_threadmill.broker import Ack, Broker, Guard, GuardKind, Lease, NewTask, Outcome
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.codec.times import now_ms
 from django_threadmill.exceptions import BrokerUnavailable
@@ -207,3 +207,60 @@ def test_requeue_with_an_index_of_another_type_changes_nothing(
     assert state_of(lease.task_id) == "ready"
     reserved = broker.acquire("default", 10).reservations
     assert [r.lease.task_id for r in reserved] == [lease.task_id]
+
+
+@pytest.mark.parametrize("index", ["ready", "delayed", "seq"])
+def test_enqueue_with_an_index_of_another_type_stores_nothing(
+    index: str,
+    broker: Broker,
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    snapshot: Snapshot,
+) -> None:
+    """Enqueue stored the records, then failed on ready or delayed: each id was skipped by
+    the retry as stored, READY in no index."""
+    later = now_ms() + 3_600_000
+    tasks = [new_task(), new_task(run_after_ms=later), new_task(priority=3)]
+    redis_client.hset(getattr(keys, index), "another", "program's value")
+    redis_client.sadd(broker.keyspace.queues, "default")  # enqueue registers the queue first
+    before = snapshot()
+
+    refused_naming(getattr(keys, index), lambda: broker.enqueue("default", tasks))
+    after = snapshot()
+    if index != "seq":
+        del after[keys.seq]  # the FIFO counter moved: harmless
+    assert after == before
+
+    redis_client.delete(getattr(keys, index))
+    assert broker.enqueue("default", tasks).stored == len(tasks)
+    assert redis_client.zrange(keys.ready, 0, -1) == [tasks[2].id, tasks[0].id]
+    assert redis_client.zrange(keys.delayed, 0, -1) == [tasks[1].id]
+
+
+def test_a_schedule_slot_refused_by_ready_of_another_type_fires_once_it_is_deleted(
+    broker: Broker, keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    """The slot's marker moved and the task was stored in no index: the slot never ran."""
+
+    def slot(at_ms: int) -> NewTask:
+        task = new_task()
+        return NewTask(
+            id=task.id,
+            payload=task.payload,
+            priority=0,
+            run_after_ms=None,
+            guard=Guard(kind=GuardKind.SLOT, name="nightly", value_ms=at_ms),
+        )
+
+    assert broker.enqueue("default", [slot(1_000)]).stored == 0  # first seen: marked only
+    marker = redis_client.get(keys.fired("nightly"))
+    second = slot(2_000)
+    redis_client.set(keys.ready, "another program's value")
+
+    refused_naming(keys.ready, lambda: broker.enqueue("default", [second]))
+    assert redis_client.get(keys.fired("nightly")) == marker
+    assert not redis_client.exists(keys.record(second.id))
+
+    redis_client.delete(keys.ready)
+    assert broker.enqueue("default", [second]).stored == 1
+    assert redis_client.zrange(keys.ready, 0, -1) == [second.id]

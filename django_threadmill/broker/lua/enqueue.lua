@@ -24,6 +24,14 @@
 --          the last one fired is skipped, so a finished, expired slot never fires again. A
 --          unique key or schedule marker of another type (written by hand) is set aside and
 --          replaced, as is one whose holder's record cannot be read.
+-- Types:   an index of another type fails the call (WRONGTYPE, naming the key) with no task
+--          stored: a refused P:ready or P:delayed ZADD deletes the records just written, takes
+--          its P:ready entries back and puts back the schedule markers it moved, so a retry
+--          after the key is deleted stores every task and fires the slot; a P:seq that is no
+--          counter the same, before any record. A unique key claimed (its holder is gone:
+--          taken over next time) and a P:damaged note may stay. P:wake comes last: then the
+--          tasks are stored and indexed, and no idle fetcher was woken for them (a retry of
+--          the call finds them stored).
 -- Clock:   redis.call("TIME") only: the enqueue time stored, and ready or delayed.
 local now = now_ms()
 
@@ -38,6 +46,7 @@ end
 
 local stored = 0
 local duplicates = nil  -- {position, holder...}, made at the first duplicate only
+local marked = {}  -- per schedule marker set: its key, what it held before (false: nothing)
 -- Read the string at a guard's `key`, or set the key aside (it is replaced below) and read nil.
 local function guard_value(key)
   local value = redis.pcall("GET", key)
@@ -55,11 +64,13 @@ local function claim(guard, id, position)
   if guard.kind == "w" then
     return true  -- a step's id is fixed: an id stored already is skipped before its guard
   elseif guard.kind == "s" then
-    local last = tonumber(guard_value(key))
+    local before = guard_value(key)
+    local last = tonumber(before)
     if last and last >= value then
       return false
     end
     redis.call("SET", key, value)
+    marked[#marked + 1], marked[#marked + 2] = key, before or false
     -- A schedule never seen before starts with its next slot (docs/schedules.md).
     return last ~= nil
   end
@@ -86,10 +97,37 @@ local function claim(guard, id, position)
   return true
 end
 
+local ready, delayed = {}, {}  -- score, id pairs for P:ready and P:delayed
+
+-- Take back what this call stored: its records (their ids are fresh), its ready entries when
+-- `unready`, and its schedule marks. Unique keys claimed stay: their holder is gone, so the
+-- next claim takes them over.
+local function undo(unready)
+  local ids = {}
+  for i = 2, #ready, 2 do
+    ids[#ids + 1] = ready[i]
+  end
+  if unready then
+    call_chunked("ZREM", KEYS[2], ids)
+  end
+  for i = 2, #delayed, 2 do
+    ids[#ids + 1] = delayed[i]
+  end
+  for _, id in ipairs(ids) do
+    redis.call("DEL", KEYS[1] .. id)
+  end
+  for i = #marked - 1, 1, -2 do  -- last first: a schedule marked twice gets its first value
+    if marked[i + 1] then
+      redis.call("SET", marked[i], marked[i + 1])
+    else
+      redis.call("DEL", marked[i])
+    end
+  end
+end
+
 -- The FIFO counter moves only once a task is stored: a call that stores nothing (a duplicate,
 -- a retried call, a slot fired already) writes nothing.
 local seq
-local ready, delayed = {}, {}
 for i = first, #ARGV, 4 do
   local id, priority, run_after_ms = ARGV[i], tonumber(ARGV[i + 2]), ARGV[i + 3]
   local position = (i - first) / 4 + 1
@@ -98,7 +136,12 @@ for i = first, #ARGV, 4 do
   if fresh and (not guard or claim(guard, id, position)) then
     if not seq then
       local count = (#ARGV - i + 1) / 4  -- at most the tasks left
-      seq = redis.call("INCRBY", KEYS[4], count) - count
+      local counted = redis.pcall("INCRBY", KEYS[4], count)
+      if type(counted) == "table" then  -- a P:seq that is no counter: before any record
+        undo(false)
+        return redis.error_reply(counted.err .. " in " .. KEYS[4])
+      end
+      seq = counted - count
     end
     seq = seq + 1
     local score = (100 - priority) * PRIORITY_STEP + seq
@@ -119,8 +162,20 @@ for i = first, #ARGV, 4 do
     stored = stored + 1
   end
 end
-call_chunked("ZADD", KEYS[2], ready)
-call_chunked("ZADD", KEYS[3], delayed)
+-- Redis keeps what a failed script wrote: an index of another type refusing its ZADD would
+-- leave the tasks stored in no index, their ids skipped by the retry, and a schedule's slot
+-- marked fired without its task (docs/lifecycle.md, Keys of another type). Each ZADD is the
+-- call's first write to its index, so a refused one wrote nothing there: undo the rest.
+local refused = pcall_chunked("ZADD", KEYS[2], ready)
+if refused then
+  undo(false)
+  return redis.error_reply(refused .. " in " .. KEYS[2])
+end
+refused = pcall_chunked("ZADD", KEYS[3], delayed)
+if refused then
+  undo(true)
+  return redis.error_reply(refused .. " in " .. KEYS[3])
+end
 
 local missing = tonumber(ARGV[1]) - redis.call("LLEN", KEYS[5])
 for _ = 1, math.min(missing, stored) do
