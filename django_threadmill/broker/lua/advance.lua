@@ -18,6 +18,8 @@
 --          its retries) or was cancelled ends the workflow as failed, and a cancel as cancelled:
 --          nothing is due any more, steps already enqueued still run, the others are recorded
 --          as not run with why.
+-- Types:   one key: a W of another type answers "damaged" before anything is written, so no
+--          workflow is left half advanced (nor any task: a step is enqueued by the caller).
 -- Clock:   none: a workflow's times are its steps' (their records), and its expiry a TTL.
 -- Cost:    whether a step's inputs all succeeded is read on from where the last look stopped
 --          (cur:j), so a group of N members costs its members about N reads in all, where

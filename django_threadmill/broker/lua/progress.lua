@@ -5,6 +5,8 @@
 -- Fence:   state must be "reserved" or "running" and token must match: a report that comes
 --          after its attempt finished, was reaped or was reserved again changes nothing. A
 --          record that cannot be read is skipped (start, finish and renew set it aside).
+-- Types:   only records are written, and one that holds no hash is skipped: no task moves
+--          between indexes here, so no key of another type can leave one in none.
 -- Clock:   redis.call("TIME") only: progress_ms, when the report was written.
 -- Cost:    per task one HMGET and one HSET of the four progress fields.
 local reported_at = tostring(now_ms())  -- formatted once per call

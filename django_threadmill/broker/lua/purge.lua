@@ -10,6 +10,10 @@
 --          unindexed), never deleted: an operator looks at them first.
 -- Fence:   only records in a final state are deleted; an id whose record is gone or was
 --          requeued is just unindexed.
+-- Types:   a P:done of another type fails the call at its first read, before anything is
+--          written. A P:damaged of another type fails it at a record to set aside, after some
+--          finished records may be deleted and before their ids leave P:done: an id whose
+--          record is gone is unindexed by the next call. No task waiting or held is touched.
 -- Clock:   redis.call("TIME") only, and only to date a record set aside.
 local offset = tonumber(ARGV[1])
 local ids = redis.call("ZRANGE", KEYS[2], offset, offset + tonumber(ARGV[2]) - 1)
