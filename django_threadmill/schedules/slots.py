@@ -65,17 +65,12 @@ def next_slot(schedule: Schedule, now: datetime) -> datetime:
 
 
 def _next_cron_slot(schedule: Schedule, now: datetime) -> datetime:
-    # cronsim's forward walk errs both ways around a fall back. Started in the second pass of a
-    # repeated hour, it can answer the first pass's earlier instant (a supervisor then found the
-    # slot due at once, again and again, until the hour passed): walk on until after ``now``.
+    # cronsim's forward walk, started in the second pass of a repeated hour, can answer the
+    # first pass's earlier instant (a supervisor then found the slot due at once, again and
+    # again, until the hour passed): walk on until after ``now``.
     slot = _cron_neighbour(schedule, now, reverse=False)
     while slot <= now:
         slot = _cron_neighbour(schedule, slot, reverse=False)
-    # Through a half-hour fall back (Australia/Lord_Howe) it skips local times that happen once,
-    # which the reverse walk finds: step back to the earliest slot still after ``now`` (the
-    # walk back can answer ``slot`` itself, where a local microsecond crosses the fold).
-    while now < (earlier := previous_slot(schedule, slot - ONE_MICROSECOND)) < slot:
-        slot = earlier
     return slot
 
 
