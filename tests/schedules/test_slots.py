@@ -88,4 +88,3 @@ def test_the_next_slot_from_the_second_pass_of_a_repeated_hour_is_after_it() -> 
     for minute in (1, 5, 29, 30, 45):
         now = local(2026, 10, 25, 2, minute, fold=1)
         assert next_slot(job, now) == local(2026, 10, 26, 2, 30)
-
