@@ -6,8 +6,10 @@ and the burst worker still exited 0.
 """
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -57,20 +59,35 @@ def test_a_burst_worker_runs_every_good_task_once_and_sets_the_damaged_aside(
     assert "Damaged records set aside queue=default" in output
 
 
-def test_a_burst_worker_sets_aside_a_record_without_payload_and_runs_its_batch(
+def no_payload(client: redis.Redis, key: str) -> None:
+    client.hdel(key, "payload")
+
+
+def payload_not_utf8(client: redis.Redis, key: str) -> None:
+    client.hset(key, "payload", b'{"path":"\xff\xfe"}')
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [(no_payload, "no payload field"), (payload_not_utf8, "payload not ASCII JSON")],
+)
+def test_a_burst_worker_sets_aside_a_record_it_cannot_reply_with_and_runs_its_batch(
+    damage: Callable[[redis.Redis, str], None],
+    reason: str,
     backend: ThreadmillTaskBackend,
     redis_client: redis.Redis,
     redis_url: str,
     key_prefix: str,
     tmp_path: Path,
 ) -> None:
-    """A ready record whose payload field was deleted killed the prefetcher on the acquire
-    reply (exit 5), its batch-mates held until their lease lapsed, over and over."""
+    """A ready record whose payload field was deleted, or holds bytes that do not decode as
+    UTF-8, killed the prefetcher on the acquire reply (exit 5): its batch-mates held until
+    their lease lapsed, and the reaper put it back at the head, over and over."""
     log = tmp_path / "runs.log"
     results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(9)])
     keys = backend.broker.queue_keys("default")
     damaged = results[0].id
-    redis_client.hdel(keys.record(damaged), "payload")
+    damage(redis_client, keys.record(damaged))
 
     output = run_to_completion(
         worker(redis_url, key_prefix, "--processes", "0", "--burst", "--threads", "4")
@@ -79,34 +96,7 @@ def test_a_burst_worker_sets_aside_a_record_without_payload_and_runs_its_batch(
     good = results[1:]
     assert all_successful(good)
     assert executions(log) == {result.id: 1 for result in good}
-    assert redis_client.hget(keys.damaged, damaged).endswith(" acquire: no payload field")
-    assert redis_client.zcard(keys.ready) == redis_client.zcard(keys.leases) == 0
-    assert "Thread died" not in output
-
-
-def test_a_burst_worker_sets_aside_a_payload_that_is_not_utf8_and_runs_its_batch(
-    backend: ThreadmillTaskBackend,
-    redis_client: redis.Redis,
-    redis_url: str,
-    key_prefix: str,
-    tmp_path: Path,
-) -> None:
-    """Bytes that do not decode as UTF-8 failed the decoding of the whole acquire reply: the
-    prefetcher died on it (exit 5), and its batch-mates held until their lease lapsed."""
-    log = tmp_path / "runs.log"
-    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(9)])
-    keys = backend.broker.queue_keys("default")
-    damaged = results[0].id
-    redis_client.hset(keys.record(damaged), "payload", b'{"path":"\xff\xfe"}')
-
-    output = run_to_completion(
-        worker(redis_url, key_prefix, "--processes", "0", "--burst", "--threads", "4")
-    )
-
-    good = results[1:]
-    assert all_successful(good)
-    assert executions(log) == {result.id: 1 for result in good}
-    assert redis_client.hget(keys.damaged, damaged).endswith(" acquire: payload not ASCII JSON")
+    assert redis_client.hget(keys.damaged, damaged).endswith(f" acquire: {reason}")
     assert redis_client.zcard(keys.ready) == redis_client.zcard(keys.leases) == 0
     assert "Thread died" not in output
 
