@@ -120,13 +120,26 @@ class Prefetcher(RoleThread):
         if settled and self._nothing_left(next_due_ms):
             if self._progress.is_set():  # landed after the check, maybe after the fetch
                 return
-            self.on_empty()
-            self.stopping.wait()
-            return
+            next_due_ms = self._peek_every_queue()
+            if next_due_ms == 0:  # ready tasks in a queue the refill took for empty
+                self._plan.forget_empty()
+                return
+            if self._nothing_left(next_due_ms):
+                self.on_empty()
+                self.stopping.wait()
+                return
         timeout_s = IDLE_BLOCK_S if next_due_ms is None else min(IDLE_BLOCK_S, next_due_ms / 1000)
         if self.broker.wait_for_work(self.queues, self.worker_id, timeout_s):
             self._held_back.clear()
             self._plan.forget_empty()
+
+    def _peek_every_queue(self) -> int | None:
+        """--burst, before it stops: peek at every queue no limit holds back, as a refill asks
+        only some and probes one it found empty only now and then (a workflow's next step in
+        such a queue was left behind); return the soonest due time (0: ready tasks wait)."""
+        counts = {queue: 0 for queue in self.queues if not self._held_back.is_held(queue)}
+        peeked = self.broker.acquire_from(counts)
+        return min((a.next_due_ms for a in peeked if a.next_due_ms is not None), default=None)
 
     def _nothing_left(self, next_due_ms: int | None) -> bool:
         """--burst with nothing in flight: tell whether the queues hold nothing left to run

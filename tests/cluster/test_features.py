@@ -101,10 +101,12 @@ def test_a_workflow_runs_across_queues_on_three_primaries(
         step(collect.using(queue_name="emails")),
     ).enqueue()
 
-    run_to_completion(worker(redis_url, key_prefix, "--burst", extra_env=command_env(OPTIONS)))
+    output = run_to_completion(
+        worker(redis_url, key_prefix, "--burst", extra_env=command_env(OPTIONS))
+    )
 
     flow.refresh()
-    assert flow.status == TaskResultStatus.SUCCESSFUL
+    assert flow.status == TaskResultStatus.SUCCESSFUL, output
     assert [s.queue for s in flow.steps] == ["images", "billing", "default", "emails"]
     assert flow.results[-1] is not None
     assert flow.results[-1].return_value == [2, 3]
