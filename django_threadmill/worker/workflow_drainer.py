@@ -40,7 +40,7 @@ class WorkflowDrainer(RoleThread):
         self.drain_part = drain_part
         self.on_drained = on_drained  # steps may have been enqueued: a --burst looks again
         self._busy = False
-        self.winding_down = threading.Event()
+        self._winding_down = threading.Event()  # set by wind_down: own finishes only
 
     def loop(self) -> None:
         self._round(self._all_filled)  # what an earlier process left
@@ -51,7 +51,7 @@ class WorkflowDrainer(RoleThread):
             self.signal.filled.wait(max(0.0, looked_at + POLL_S - self.clock()))
             self._round(self.signal.take)
             if self.clock() - looked_at >= POLL_S:
-                if not self.winding_down.is_set():
+                if not self._winding_down.is_set():
                     self._round(self._all_filled)
                 looked_at = self.clock()
         self._round(self.signal.take)
@@ -60,7 +60,7 @@ class WorkflowDrainer(RoleThread):
         """Drain from now on only what this process's finishes filled: the process stops, and
         steps it enqueued from other outboxes would wait for others (a --burst run whose last
         process took them as it stopped ended with their workflow unfinished)."""
-        self.winding_down.set()
+        self._winding_down.set()
 
     def wake(self) -> None:
         self.signal.filled.set()

@@ -5,8 +5,16 @@ from pathlib import Path
 
 import redis
 
+from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResult, TaskResultStatus
+
+from . import tasks
+
+
+def enqueue_counted(backend: ThreadmillTaskBackend, log: Path, count: int) -> list[TaskResult]:
+    """Enqueue ``count`` tasks that append their id to ``log`` each time they run."""
+    return backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(count)])
 
 
 def executions(log: Path) -> Counter[str]:

@@ -18,8 +18,7 @@ from django_threadmill.workflows import chain, step
 from tests.support import run_to_completion, worker
 from tests.workflows import tasks as workflow_tasks
 
-from . import tasks
-from .support import all_successful, executions
+from .support import all_successful, enqueue_counted, executions
 
 TASKS = 60
 DAMAGED = 8
@@ -33,7 +32,7 @@ def test_a_burst_worker_runs_every_good_task_once_and_sets_the_damaged_aside(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "runs.log"
-    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(TASKS)])
+    results = enqueue_counted(backend, log, TASKS)
     keys = backend.broker.queue_keys("default")
     rng = random.Random(7)
     damaged = rng.sample([result.id for result in results], DAMAGED)
@@ -84,7 +83,7 @@ def test_a_burst_worker_sets_aside_a_record_it_cannot_reply_with_and_runs_its_ba
     UTF-8, killed the prefetcher on the acquire reply (exit 5): its batch-mates held until
     their lease lapsed, and the reaper put it back at the head, over and over."""
     log = tmp_path / "runs.log"
-    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(9)])
+    results = enqueue_counted(backend, log, 9)
     keys = backend.broker.queue_keys("default")
     damaged = results[0].id
     damage(redis_client, keys.record(damaged))

@@ -14,8 +14,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from tests.support import running, wait_until, worker
 
-from . import tasks
-from .support import all_successful, executions, states
+from .support import all_successful, enqueue_counted, executions, states
 
 TASKS = 20
 
@@ -28,7 +27,7 @@ def test_a_worker_fetching_over_a_leases_key_of_another_type_moves_no_task(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "runs.log"
-    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(TASKS)])
+    results = enqueue_counted(backend, log, TASKS)
     keys = backend.broker.queue_keys("default")
     redis_client.set(keys.leases, "another program's value")
 

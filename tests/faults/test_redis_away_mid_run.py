@@ -18,7 +18,7 @@ from tests.servers.redis_server import RedisProcess
 from tests.support import wait_until, worker
 
 from . import tasks
-from .support import all_successful, executions
+from .support import all_successful, enqueue_counted, executions
 
 SLOW = bool(os.environ.get("THREADMILL_SLOW"))
 # Log lines that mark how long Redis stays away: the worker's own backoff, not a clock. Both
@@ -38,7 +38,7 @@ def test_nothing_lost_while_redis_is_away(
     backend: ThreadmillTaskBackend, durable_redis: RedisProcess, key_prefix: str, tmp_path: Path
 ) -> None:
     log = tmp_path / "runs.log"
-    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(3000)])
+    results = enqueue_counted(backend, log, 3000)
     command = worker(
         durable_redis.url, key_prefix, "--processes", "2", "--threads", "2",
         "--reap-interval", "1", lease_ttl_s=LEASE_TTL_S,

@@ -11,8 +11,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from tests.servers.redis_server import RedisProcess
 from tests.support import Command, wait_until, worker
 
-from . import tasks
-from .support import all_successful, executions
+from .support import all_successful, enqueue_counted, executions
 
 
 @pytest.fixture
@@ -45,7 +44,7 @@ def test_worker_waits_for_redis_then_runs_tasks(
         late_redis.start()
         command.wait_for_log("Worker process started")
         log = tmp_path / "runs.log"
-        results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(50)])
+        results = enqueue_counted(backend, log, 50)
         wait_until(lambda: all_successful(results), "every task SUCCESSFUL", 30)
         command.signal(signal.SIGTERM)
         assert command.wait(30) == 0, command.log

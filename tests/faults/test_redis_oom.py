@@ -13,7 +13,7 @@ from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import worker
 
 from . import tasks
-from .support import all_successful, executions
+from .support import all_successful, enqueue_counted, executions
 
 FILLER_BYTES = 64 * 1024  # one filler value; Redis is filled with these until it refuses
 
@@ -53,7 +53,7 @@ def test_enqueue_raises_and_worker_acks_when_redis_is_full(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "runs.log"
-    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(200)])
+    results = enqueue_counted(backend, log, 200)
     fill_to_the_brim(full_redis)
 
     with pytest.raises(BrokerUnavailable, match=r"is out of memory \(.*\)\. Raise maxmemory"):

@@ -19,7 +19,7 @@ from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import wait_until, worker
 
 from . import tasks
-from .support import all_successful, executions
+from .support import all_successful, enqueue_counted, executions
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_the_worker_waits_out_refused_writes(
         wait_until(lambda: "refuses writes" in command.log, "the refusal logged", 30)
         redis_client.config_set("min-replicas-to-write", 0)
         wait_until(lambda: holder.refresh() or all_successful([holder]), "the held outcome")
-        later = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(50)])
+        later = enqueue_counted(backend, log, 50)
         wait_until(lambda: all_successful(later), "tasks enqueued after", 30)
         command.signal(signal.SIGTERM)
         assert command.wait() == 0, command.log

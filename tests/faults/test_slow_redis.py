@@ -12,8 +12,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import wait_until, worker
 
-from . import tasks
-from .support import executions, states
+from .support import enqueue_counted, executions, states
 
 DELAY_S = 0.025  # each way: 50 ms round trips, about 100x a local Redis
 
@@ -38,7 +37,7 @@ def test_tasks_run_once_through_a_slow_link(
 ) -> None:
     log = tmp_path / "runs.log"
     direct = redis.Redis.from_url(slow_redis[0].url, decode_responses=True)
-    results = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(500)])
+    results = enqueue_counted(backend, log, 500)
     command = worker(redis_url, key_prefix, "--threads", "4", lease_ttl_s=2.0)
     try:
         # Poll through the proxy-free client: the test's own reads need no added latency.

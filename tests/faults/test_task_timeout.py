@@ -11,7 +11,7 @@ from django_threadmill.management.commands.threadmill_worker import Command as W
 from tests.support import wait_until, worker
 
 from . import tasks
-from .support import all_successful, executions
+from .support import all_successful, enqueue_counted, executions
 
 
 def has_task_timeout() -> bool:
@@ -29,7 +29,7 @@ def test_hung_task_fails_with_task_timeout_and_the_rest_run(
 ) -> None:
     marker, log = tmp_path / "hung", tmp_path / "runs.log"
     hung = tasks.hang_forever.enqueue(str(marker))
-    rest = backend.enqueue_many(tasks.count_run, [((str(log),), {}) for _ in range(20)])
+    rest = enqueue_counted(backend, log, 20)
     command = worker(redis_url, key_prefix, "--threads", "1", "--task-timeout", "1")
     try:
         wait_until(marker.exists, "the hanging task starting")
