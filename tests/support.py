@@ -103,8 +103,13 @@ class Command:
         return Path(self._log.name).read_text()
 
     def wait_for_log(self, pattern: str, timeout_s: float = 15.0) -> re.Match[str]:
-        """Wait until the output matches ``pattern``; return the last match."""
-        wait_until(lambda: re.search(pattern, self.log), f"log line {pattern!r}", timeout_s)
+        """Wait until the output matches ``pattern``; return the last match. A failure shows
+        the log's last lines: what the command did instead is the clue."""
+        try:
+            wait_until(lambda: re.search(pattern, self.log), f"log line {pattern!r}", timeout_s)
+        except AssertionError as missing:
+            tail = "\n".join(self.log.splitlines()[-40:])
+            raise AssertionError(f"{missing}; the log ends:\n{tail}") from None
         return list(re.finditer(pattern, self.log))[-1]
 
     def child_pids(self) -> list[int]:

@@ -24,6 +24,7 @@ from .exit_codes import ExitCode
 from .memory import MIB, ResidentMemory
 from .options import WorkerOptions
 from .stop_calls import StopCall, join_until, start_call
+from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +56,7 @@ class WorkerProcess:
         self.max_memory_bytes = (options.max_memory_mb or 0) * MIB
         self._recycling = False
         self.stop_requested = threading.Event()
-        self._wakeup_read, wakeup_write = os.pipe()
-        self._wakeup_write: int | None = wakeup_write
+        self._wakeup = WakeupPipe()  # the main thread sleeps on it; signals and stops wake it
         self._signals = 0
         self._control_fd: int | None = None
         executor = Executor(
@@ -89,8 +89,7 @@ class WorkerProcess:
         if exit_code != ExitCode.OK and self.exit_code == ExitCode.OK:
             self.exit_code = exit_code
         self.stop_requested.set()
-        if self._wakeup_write is not None:  # None once run() returned: nothing waits on it
-            os.write(self._wakeup_write, b"\0")
+        self._wakeup.poke()
 
     def _count_task(self) -> None:
         """Count a task a worker thread finished; recycle the process at --max-tasks, or once
@@ -147,6 +146,7 @@ class WorkerProcess:
     def run(self, control_fd: int | None = None) -> ExitCode:
         """Run until a signal, a supervisor message, --burst or --max-tasks says stop."""
         signal.signal(signal.SIGTERM, self._on_signal)
+        self._wakeup.install()
         # Ctrl-C reaches the whole process group; the supervisor relays it as a STOP message.
         signal.signal(signal.SIGINT, signal.SIG_IGN if control_fd is not None else self._on_signal)
         if control_fd is not None:
@@ -163,7 +163,7 @@ class WorkerProcess:
             self.stop()
             return self.exit_code
         finally:
-            self._close_wakeup()
+            self._wakeup.close()
 
     def _start_threads(self) -> bool:
         """Start every role's thread; False, the process stopping, if the system refused one
@@ -181,14 +181,6 @@ class WorkerProcess:
             self.request_stop(ExitCode.CRASHED)
             return False
         return True
-
-    def _close_wakeup(self) -> None:
-        """Close the wake-up pipe: an in-process run (--processes 0) leaves no descriptor."""
-        read_fd, write_fd = self._wakeup_read, self._wakeup_write
-        self._wakeup_write = None
-        os.close(read_fd)
-        if write_fd is not None:
-            os.close(write_fd)
 
     def _wait_for_redis(self) -> bool:
         """Wait (with backoff, logging each failure) until Redis answers; False if stopped.
@@ -231,7 +223,7 @@ class WorkerProcess:
     def _wait(self, timeout_s: float | None = None) -> None:
         """Block the main thread until a stop is requested (here or by the supervisor)."""
         control_fd = self._control_fd
-        watched = [self._wakeup_read] + ([] if control_fd is None else [control_fd])
+        watched = [self._wakeup.read_fd] + ([] if control_fd is None else [control_fd])
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while not self.stop_requested.is_set():
             left = None if deadline is None else deadline - time.monotonic()
@@ -246,8 +238,8 @@ class WorkerProcess:
                     self.worker_id,
                 )
                 self.request_stop()
-            if self._wakeup_read in ready:
-                os.read(self._wakeup_read, 64)
+            if self._wakeup.read_fd in ready:
+                self._wakeup.drain()
 
     def stop(self) -> None:
         """Stop in the order of docs/worker.md, Shutdown, within --grace-period +

@@ -21,6 +21,7 @@ from .exit_codes import ExitCode
 from .options import WorkerOptions
 from .process import STOP, STOP_SIGNALS, WorkerProcess
 from .reaper import reap_once
+from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
 
@@ -86,26 +87,28 @@ class Supervisor:
         self.slots = [_Slot(index) for index in range(options.processes)]
         self.signals = 0
         self.exit_code = ExitCode.OK
-        self._wakeup_read = self._wakeup_write = -1  # the signal pipe, while run() runs
+        self._wakeup: WakeupPipe | None = None  # the signal pipe, while run() runs
         self.next_reap = time.monotonic()
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
         self.next_schedule: float | None = time.monotonic() if self.scheduler else None
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
-        os.write(self._wakeup_write, b"\0")
+        if self._wakeup is not None:
+            self._wakeup.poke()
 
     def run(self) -> ExitCode:
-        self._wakeup_read, self._wakeup_write = os.pipe()
+        self._wakeup = WakeupPipe()
         try:
-            return self._supervise()
+            return self._supervise(self._wakeup)
         finally:
-            os.close(self._wakeup_read)
-            os.close(self._wakeup_write)
+            self._wakeup.close()
+            self._wakeup = None
 
-    def _supervise(self) -> ExitCode:
+    def _supervise(self, wakeup: WakeupPipe) -> ExitCode:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        wakeup.install()
         logger.info(
             "Supervisor started pid=%d processes=%d backend=%s",
             os.getpid(),
@@ -121,7 +124,7 @@ class Supervisor:
             self._spawn(slot)
         relayed = 0
         while not all(slot.done for slot in self.slots):
-            self._wait_for_event()
+            self._wait_for_event(wakeup)
             if self.signals > relayed:
                 relayed = self.signals
                 self._relay() if self.signals == 1 else self._kill()
@@ -185,7 +188,7 @@ class Supervisor:
     def _live_count(self) -> int:
         return sum(1 for slot in self.slots if slot.process is not None)
 
-    def _wait_for_event(self) -> None:
+    def _wait_for_event(self, wakeup: WakeupPipe) -> None:
         """Sleep until a process exits, a signal arrives, a restart or a reap is due."""
         sentinels = [slot.process.sentinel for slot in self.slots if slot.process is not None]
         timers: list[float] = []
@@ -198,9 +201,8 @@ class Supervisor:
             if self.next_schedule is not None:
                 timers.append(self.next_schedule)
         timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
-        ready = wait([*sentinels, self._wakeup_read], timeout)
-        if self._wakeup_read in ready:
-            os.read(self._wakeup_read, 64)
+        if wakeup.read_fd in wait([*sentinels, wakeup.read_fd], timeout):
+            wakeup.drain()
 
     def _collect_exits(self) -> None:
         stopping = self.signals > 0

@@ -1,6 +1,7 @@
 """The supervisor restarts dead processes, recycles on --max-tasks, gives up on crash loops,
 and replaces at once a process a SIGTERM of its own stopped, even one sent just after the fork."""
 
+import ctypes
 import errno
 import os
 import signal
@@ -19,6 +20,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.worker.supervisor import MAX_FAST_FAILURES, Supervisor
+from django_threadmill.worker.wakeup import WakeupPipe
 from tests.support import ROOT, Command, command_env, wait_until
 from tests.worker import tasks
 from tests.worker.support import worker_options
@@ -75,6 +77,36 @@ def test_a_process_sent_sigterm_alone_is_replaced_at_once_and_not_counted_as_a_c
     wait_until(lambda: task.refresh() or task.is_finished, "a task on the last process")
     assert task.return_value == worker.child_pids()[MAX_FAST_FAILURES]
     assert "Worker process died" not in worker.log
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.log
+
+
+# tgkill(2), which signals one thread of another process; Python has no call for it.
+TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)
+
+
+def signal_thread(pid: int, tid: int, signum: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(TGKILL, pid, tid, signum) != 0:
+        raise OSError(ctypes.get_errno(), f"tgkill({pid}, {tid}, {signum})")
+
+
+@pytest.mark.skipif(TGKILL is None, reason="tgkill's number is known here for x86_64, aarch64")
+def test_a_sigterm_the_kernel_hands_to_another_thread_still_stops_the_process(
+    start_worker: Callable[..., Command],
+) -> None:
+    """The kernel may deliver a SIGTERM sent to the pid to any thread; Python runs the handler
+    in the main thread only, which slept in select() with no timeout, unwoken, and the process
+    ran on (once in CI). The signal now writes to the pipe the main thread sleeps on."""
+    worker = start_worker("--reap-interval", "0")
+    pid = started_process(worker, 0)
+    task = tasks.pid.enqueue()  # once it ran, the main thread sleeps: its threads are up
+    wait_until(lambda: task.refresh() or task.is_finished, "a task run")
+    threads = sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid)
+
+    signal_thread(pid, threads[-1], signal.SIGTERM)
+
+    worker.wait_for_log(stopped_alone(pid))
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
 
@@ -290,14 +322,12 @@ def test_a_stopping_supervisor_waits_for_its_processes_not_for_timers_past_due(
         "django_threadmill.worker.supervisor.wait",
         lambda objects, timeout: timeouts.append(timeout) or [],
     )
-    read, supervisor._wakeup_write = os.pipe()
-    supervisor._wakeup_read = read
+    wakeup = WakeupPipe()
     try:
-        supervisor._wait_for_event()
+        supervisor._wait_for_event(wakeup)
         supervisor.signals = 1
-        supervisor._wait_for_event()
+        supervisor._wait_for_event(wakeup)
     finally:
-        os.close(read)
-        os.close(supervisor._wakeup_write)
+        wakeup.close()
 
     assert timeouts == [0.0, None]
