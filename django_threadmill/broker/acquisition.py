@@ -10,6 +10,7 @@ from ..conf.limits import QueueLimit
 from .core import BrokerCore
 from .damaged import log_set_aside
 from .metrics import waited_ms
+from .raw_replies import Undecodable, read_tasks
 from .scripts import ScriptCall, ScriptName
 from .types import Acquired, Lease, Reservation, stored_int, stored_lines
 from .wake import wake_groups
@@ -57,40 +58,22 @@ class _Call:
         )
 
 
-def _reservations(call: _Call, flat: list[Any]) -> list[Reservation]:
-    """Read acquire.lua's flat task entries: seven values, then ``nerrors`` error texts."""
-    reservations = []
-    at = 0
-    while at < len(flat):
-        task_id, payload, workers, enqueued_ms, started_ms, workflow, nerrors = flat[at : at + 7]
-        errors_end = at + 7 + int(nerrors)
-        reservations.append(
-            call.reservation(
-                task_id,
-                payload,
-                workers,
-                enqueued_ms,
-                started_ms,
-                workflow,
-                flat[at + 7 : errors_end],
-            )
-        )
-        at = errors_end
-    return reservations
-
-
-def _acquired(queue: str, reply: list[Any]) -> Acquired:
-    """Read acquire.lua's reply: the reservations, when to look again, whether a limit held,
-    and how many damaged records it set aside (logged here)."""
-    next_due_ms, held_back, token, set_aside, redis_now_ms = reply[:5]
+def _acquired(queue: str, reply: list[Any]) -> tuple[Acquired, str, list[Undecodable]]:
+    """Read acquire.lua's reply, as bytes: the reservations, when to look again, whether a
+    limit held, and how many damaged records it set aside (logged here); with the call's
+    token and the tasks whose fields did not decode, for ``set_aside``."""
+    next_due_ms, held_back, raw_token, set_aside, redis_now_ms = reply[:5]
     if set_aside:
         log_set_aside(queue, int(set_aside), "acquire")
+    token = raw_token.decode()
     call = _Call(queue, token, int(redis_now_ms), now_ms())
-    return Acquired(
-        reservations=_reservations(call, reply[5:]),
+    reservations, undecodable = read_tasks(reply[5:], call.reservation)
+    acquired = Acquired(
+        reservations=reservations,
         next_due_ms=None if int(next_due_ms) < 0 else int(next_due_ms),
         held_back=held_back == 1,
     )
+    return acquired, token, undecodable
 
 
 def _peeked(queue: str, reply: list[Any]) -> Acquired:
@@ -147,10 +130,25 @@ class Acquiring(BrokerCore):
         calls = [self._acquire_call(queue, part, n) for queue, part, n in asked]
         replies = self._run_per_queue(calls, durable=False)
         acquired: dict[str, Acquired] = {}
-        for (queue, _, n), reply in zip(asked, replies, strict=True):
-            got = _acquired(queue, reply) if n else _peeked(queue, reply)
+        for (queue, part, n), reply in zip(asked, replies, strict=True):
+            if n:
+                got, token, undecodable = _acquired(queue, reply)
+                if undecodable:
+                    self._set_aside(queue, part, token, undecodable)
+            else:
+                got = _peeked(queue, reply)
             acquired[queue] = merged_acquired(acquired[queue], got) if queue in acquired else got
         return [acquired[queue] for queue in counts]
+
+    def _set_aside(self, queue: str, part: str, token: str, tasks: list[Undecodable]) -> None:
+        """Set aside the tasks of one acquire that did not decode (broker/raw_replies.py): were
+        they left reserved, their leases would lapse and the reaper put them back at the head."""
+        keys = self.queue_keys(part)
+        entries = [value for task in tasks for value in (task.task_id, str(task))]
+        call = ScriptCall(
+            ScriptName.SET_ASIDE, (keys.record_prefix, keys.leases, keys.damaged), (token, *entries)
+        )
+        log_set_aside(queue, int(self._run(call)), "acquire")
 
     def _split(self, queue: str, count: int) -> list[tuple[str, int]]:
         """Return each part of ``queue`` with how many tasks to ask it for (0: a peek)."""
@@ -191,6 +189,7 @@ class Acquiring(BrokerCore):
                 "" if limit.concurrency is None else limit.concurrency,
                 "" if limit.token_interval_ms is None else limit.token_interval_ms,
             ),
+            raw=True,
         )
 
     def start_turn(self, queue: str) -> int:

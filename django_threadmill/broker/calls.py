@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import redis
 import redis.asyncio
+from redis.client import NEVER_DECODE
 from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
@@ -22,7 +23,7 @@ from .durability import check_confirmed, confirm_command, unconfirmed
 from .scripts import ScriptCall, ScriptName
 from .topology import AsyncClient, SyncClient
 
-type Command = tuple[str | int | float, ...]
+type Command = tuple[str | int | float | bytes, ...]
 type Scripts = Mapping[ScriptName, Script] | Mapping[ScriptName, AsyncScript]
 CLUSTERS = (redis.RedisCluster, redis.asyncio.RedisCluster)
 ONE_NODE = ""  # the node name of every call on one Redis
@@ -64,7 +65,8 @@ def _build(
         script = scripts[call.name]
         # EVAL carries the source the script was registered from (our .lua files' text).
         how = ("EVAL", cast(str, script.script)) if i < in_order else ("EVALSHA", script.sha)
-        commands.append(((*how, len(call.keys), *call.keys, *call.args), {}))
+        options = {NEVER_DECODE: True} if call.raw else {}
+        commands.append(((*how, len(call.keys), *call.keys, *call.args), options))
     if not isinstance(client, CLUSTERS):
         nodes = [ONE_NODE] * len(calls)
         confirmed_on = {ONE_NODE: ""} if confirm is not None else {}

@@ -29,6 +29,7 @@ class ScriptName(StrEnum):
     ADVANCE = "advance"
     PROGRESS = "progress"
     PACE = "pace"
+    SET_ASIDE = "set_aside"
 
 
 # Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back work
@@ -50,6 +51,7 @@ ALLOW_OOM = frozenset(
         ScriptName.PURGE,
         ScriptName.PROGRESS,
         ScriptName.PACE,
+        ScriptName.SET_ASIDE,
     }
 )
 ALLOW_OOM_SHEBANG = "#!lua flags=allow-oom\n"  # Redis 7+ only: 6.2 reads it as a syntax error
@@ -100,4 +102,7 @@ class ScriptCall:
 
     name: ScriptName
     keys: tuple[str, ...]
-    args: tuple[str | int | float, ...]
+    args: tuple[str | int | float | bytes, ...]
+    # The reply's strings come back as bytes, undecoded (redis-py's NEVER_DECODE): for a
+    # reply whose records may hold bytes that are not UTF-8 (broker/raw_replies.py).
+    raw: bool = False

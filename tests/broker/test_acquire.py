@@ -2,11 +2,13 @@
 
 from collections.abc import Callable
 
+import pytest
 import redis
 
 from django_threadmill.broker import Broker, NewTask
 from django_threadmill.broker.acquisition import PROMOTE_LIMIT
 from django_threadmill.broker.keys import QueueKeys
+from django_threadmill.broker.raw_replies import Undecodable
 from django_threadmill.codec.times import now_ms
 
 from .conftest import WORKER, new_task
@@ -154,6 +156,82 @@ def test_a_ready_record_without_payload_is_set_aside_and_its_batch_reserved(
     assert redis_client.hget(keys.damaged, damaged.id).endswith(" acquire: no payload field")
     assert redis_client.hget(keys.record(damaged.id), "state") == "ready"  # as it was found
     assert redis_client.zscore(keys.ready, damaged.id) is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("payload", b'{"path":"\xff\xfe"}', "payload not UTF-8"),
+        ("workflow", b"\xe9:0", "workflow not UTF-8"),
+        ("workers", b"host\xc3:1", "workers not UTF-8"),
+        ("error:1", b"\xff", "error:1 not UTF-8"),
+    ],
+)
+def test_a_field_that_is_not_utf8_sets_its_task_aside_and_the_batch_is_reserved(
+    field: str,
+    value: bytes,
+    reason: str,
+    broker: Broker,
+    enqueue: Callable[..., NewTask],
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+) -> None:
+    """Decoded as a whole, the reply failed on such a field: the prefetcher died, its batch
+    waited out its lease, and the reaper put the damaged task back at the head."""
+    first, damaged, last = enqueue(), enqueue(), enqueue()
+    record = keys.record(damaged.id)
+    redis_client.hset(record, mapping={"nerrors": 1, "error:1": "{}"})  # workers are read then
+    redis_client.hset(record, field, value)
+
+    reserved = broker.acquire("default", 10).reservations
+
+    assert [r.lease.task_id for r in reserved] == [first.id, last.id]
+    assert redis_client.hget(keys.damaged, damaged.id).endswith(f" acquire: {reason}")
+    assert redis_client.hmget(record, "state", "token") == ["ready", ""]  # as acquire found it
+    assert redis_client.zscore(keys.leases, damaged.id) is None
+    assert redis_client.zscore(keys.ready, damaged.id) is None
+
+
+def test_an_id_that_is_not_utf8_is_set_aside_by_its_bytes(
+    broker: Broker,
+    enqueue: Callable[..., NewTask],
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    redis_url: str,
+) -> None:
+    """An index entry written by hand: its id reaches Python only as bytes, and set_aside.lua
+    must be given those bytes back to find the record."""
+    good = enqueue()
+    raw_id = b"\xff\xfe@default"
+    raw_record = keys.record_prefix.encode() + raw_id
+    raw_client = redis.Redis.from_url(redis_url)
+    try:
+        raw_client.hset(raw_record, mapping=redis_client.hgetall(keys.record(good.id)))
+        raw_client.zadd(keys.ready, {raw_id: 0})
+
+        [reservation] = broker.acquire("default", 10).reservations
+
+        assert reservation.lease.task_id == good.id
+        assert raw_client.hget(keys.damaged, raw_id).endswith(b" acquire: id not UTF-8")
+        assert raw_client.zscore(keys.leases, raw_id) is None
+    finally:  # keys that are not UTF-8 would fail the leak guard's decoded SCAN
+        raw_client.delete(raw_record, keys.damaged)
+        raw_client.close()
+
+
+def test_set_aside_leaves_a_record_another_acquire_holds(
+    broker: Broker, enqueue: Callable[..., NewTask], keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    """Fenced by the token: a task released and reserved again since is not the call's."""
+    task = enqueue()
+    [reservation] = broker.acquire("default", 1).reservations
+    stale = Undecodable(task.id.encode(), "payload")
+
+    broker._set_aside("default", "default", str(int(reservation.lease.token) - 1), [stale])
+
+    assert redis_client.hget(keys.damaged, task.id) is None
+    assert redis_client.hget(keys.record(task.id), "state") == "reserved"
+    assert redis_client.zscore(keys.leases, task.id) is not None
 
 
 def test_token_grows_with_each_reservation(broker: Broker, enqueue: Callable[..., NewTask]) -> None:

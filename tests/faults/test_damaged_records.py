@@ -68,7 +68,7 @@ def payload_not_utf8(client: redis.Redis, key: str) -> None:
 
 @pytest.mark.parametrize(
     ("damage", "reason"),
-    [(no_payload, "no payload field"), (payload_not_utf8, "payload not ASCII JSON")],
+    [(no_payload, "no payload field"), (payload_not_utf8, "payload not UTF-8")],
 )
 def test_a_burst_worker_sets_aside_a_record_it_cannot_reply_with_and_runs_its_batch(
     damage: Callable[[redis.Redis, str], None],

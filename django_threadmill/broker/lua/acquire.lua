@@ -28,9 +28,11 @@
 -- Fence:   every task reserved by one call gets the same new token, the next value of
 --          P:fence: a task appears once per call, so no two reservations of a task share one.
 --          An id popped or promoted whose record cannot be read, is missing, is not in state
---          "ready", has no payload field or one that is not ASCII, or counts more errors than
---          a task has attempts (common.lua MAX_ATTEMPTS) is set aside in P:damaged; every
---          other id is handled as usual.
+--          "ready", has no payload field, or counts more errors than a task has attempts
+--          (common.lua MAX_ATTEMPTS) is set aside in P:damaged; every other id is handled as
+--          usual. Bytes that are not UTF-8 are not looked for here (a scan of every payload
+--          cost a third of this script's work): the worker reads the reply undecoded and sets
+--          such a task aside with set_aside.lua (broker/raw_replies.py).
 -- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:delayed,
 --          P:ready, P:leases (under a concurrency limit), P:fence and P:rate are met before,
 --          and a refused lease ZADD puts the popped tasks back in P:ready. P:damaged (when a
@@ -124,10 +126,6 @@ for _, id in ipairs(popped) do
       or "in the ready index without a record"
   elseif f and not f[2] then
     problem = "no payload field"  -- nothing to run, nor to fail with the task's own error
-  elseif f and string.find(f[2], "[\128-\255]") then
-    -- enqueue writes ASCII JSON; other bytes may not decode as UTF-8, and the reply that
-    -- carried them would fail to decode as a whole, the batch's good tasks with it
-    problem = "payload not ASCII JSON"
   end
   local workers, started_ms, nerrors
   if not problem then

@@ -1,0 +1,30 @@
+-- set_aside.lua: set aside tasks one acquire reserved whose reply fields were not UTF-8: the
+-- worker could not read them (broker/raw_replies.py), so they must not run, nor wait out
+-- their reservation to come back at the head of P:ready.
+-- KEYS[1]  P:t:        record prefix; each task id is appended
+-- KEYS[2]  P:leases    zset: reserved and running ids by lease deadline in ms
+-- KEYS[3]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- ARGV[1]  token of the acquire call that reserved them
+-- ARGV[2..] per task, 2 values: id (the bytes acquire answered), reason
+-- Returns: how many were set aside.
+-- Fence:   state must be "reserved" and the token the call's; a record another call holds
+--          stays. One set aside reads as acquire found it: state "ready", no token.
+-- Types:   P:damaged of another type fails the call before any record changes.
+-- Clock:   redis.call("TIME") only, to date the entries.
+local now = now_ms()
+local taken = {}
+for i = 2, #ARGV, 2 do
+  local id = ARGV[i]
+  local f = read_record(KEYS[1] .. id, "state", "token")
+  if f and f[1] == "reserved" and f[2] == ARGV[1] then
+    taken[#taken + 1], taken[#taken + 2] = id, ARGV[i + 1]
+  end
+end
+for i = 1, #taken, 2 do
+  set_aside(KEYS[3], taken[i], now, "acquire", taken[i + 1])
+end
+for i = 1, #taken, 2 do
+  redis.call("HSET", KEYS[1] .. taken[i], "state", "ready", "token", "")
+  redis.call("ZREM", KEYS[2], taken[i])
+end
+return #taken / 2

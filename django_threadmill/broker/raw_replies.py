@@ -1,0 +1,73 @@
+"""Acquire's reply, read as bytes and decoded field by field.
+
+django-threadmill writes records in ASCII (JSON with ASCII escapes, ids, numbers), but a
+record edited by hand may hold bytes that are not UTF-8. Decoded by the client, one such field
+failed the whole reply: the batch it reserved was lost to the worker until its leases lapsed,
+then came back at the head of the queue, again and again. Checking every payload in the script
+cost Redis a third of acquire's work, so the reply comes back undecoded (``ScriptCall.raw``)
+and is decoded here: a field that does not decode marks its one task, which is set aside
+(set_aside.lua), and the others run (docs/lifecycle.md, Damaged records).
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+
+class Undecodable(ValueError):
+    """A task of acquire's reply whose ``field`` is not UTF-8; ``task_id`` as Redis sent it."""
+
+    def __init__(self, task_id: bytes, field: str) -> None:
+        super().__init__(f"{field} not UTF-8")
+        self.task_id = task_id
+        self.field = field
+
+
+FIELDS = ("id", "payload", "workers", "enqueued_ms", "started_ms", "workflow")
+
+
+def read_tasks[T](
+    flat: list[Any], build: Callable[[str, str, str, str, str, str, list[str]], T]
+) -> tuple[list[T], list[Undecodable]]:
+    """Read acquire.lua's flat task entries (seven values, then ``nerrors`` error texts, as
+    bytes): ``build(task_id, payload, workers, enqueued_ms, started_ms, workflow, errors)``
+    for each task that decodes, and the ones that do not."""
+    built: list[T] = []
+    undecodable: list[Undecodable] = []
+    at = 0
+    while at < len(flat):
+        raw_id, payload, workers, enqueued_ms, started_ms, workflow, nerrors = flat[at : at + 7]
+        errors_end = at + 7 + int(nerrors)
+        try:
+            task = build(
+                raw_id.decode(),
+                payload.decode(),
+                workers.decode() if workers else "",
+                enqueued_ms.decode() if enqueued_ms else "",
+                started_ms.decode() if started_ms else "",
+                workflow.decode() if workflow else "",
+                [error.decode() for error in flat[at + 7 : errors_end]],
+            )
+        except UnicodeDecodeError:
+            undecodable.append(Undecodable(raw_id, _first_undecodable(flat[at:errors_end])))
+        else:
+            built.append(task)
+        at = errors_end
+    return built, undecodable
+
+
+def _first_undecodable(entry: list[Any]) -> str:
+    """Name the first field of one task's entry that is not UTF-8."""
+    names = [*FIELDS, "nerrors", *(f"error:{n}" for n in range(1, len(entry) - 6))]
+    return next(
+        name
+        for name, value in zip(names, entry, strict=True)
+        if isinstance(value, bytes) and not _is_utf8(value)
+    )
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
