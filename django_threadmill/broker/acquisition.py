@@ -144,7 +144,7 @@ class Acquiring(BrokerCore):
         """Set aside the tasks of one acquire that did not decode (broker/raw_replies.py): were
         they left reserved, their leases would lapse and the reaper put them back at the head."""
         keys = self.queue_keys(part)
-        entries = [value for task in tasks for value in (task.task_id, str(task))]
+        entries = [value for task in tasks for value in task]
         call = ScriptCall(
             ScriptName.SET_ASIDE, (keys.record_prefix, keys.leases, keys.damaged), (token, *entries)
         )

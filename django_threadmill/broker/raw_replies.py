@@ -10,19 +10,17 @@ and is decoded here: a field that does not decode marks its one task, which is s
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 
-class Undecodable(ValueError):
-    """A task of acquire's reply whose ``field`` is not UTF-8; ``task_id`` as Redis sent it."""
+class Undecodable(NamedTuple):
+    """A task of acquire's reply with a field that is not UTF-8."""
 
-    def __init__(self, task_id: bytes, field: str) -> None:
-        super().__init__(f"{field} not UTF-8")
-        self.task_id = task_id
-        self.field = field
+    task_id: bytes  # as Redis sent it: set_aside.lua finds the record by these bytes
+    reason: str  # "<field> not UTF-8", what P:damaged says
 
 
-FIELDS = ("id", "payload", "workers", "enqueued_ms", "started_ms", "workflow")
+FIELDS = ("id", "payload", "workers", "enqueued_ms", "started_ms", "workflow")  # in the reply
 
 
 def read_tasks[T](
@@ -48,7 +46,8 @@ def read_tasks[T](
                 [error.decode() for error in flat[at + 7 : errors_end]],
             )
         except UnicodeDecodeError:
-            undecodable.append(Undecodable(raw_id, _first_undecodable(flat[at:errors_end])))
+            field = _first_undecodable(flat[at:errors_end])
+            undecodable.append(Undecodable(raw_id, f"{field} not UTF-8"))
         else:
             built.append(task)
         at = errors_end

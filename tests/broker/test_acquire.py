@@ -225,7 +225,7 @@ def test_set_aside_leaves_a_record_another_acquire_holds(
     """Fenced by the token: a task released and reserved again since is not the call's."""
     task = enqueue()
     [reservation] = broker.acquire("default", 1).reservations
-    stale = Undecodable(task.id.encode(), "payload")
+    stale = Undecodable(task.id.encode(), "payload not UTF-8")
 
     broker._set_aside("default", "default", str(int(reservation.lease.token) - 1), [stale])
 
