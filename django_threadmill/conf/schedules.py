@@ -80,6 +80,8 @@ def _schedule(name: object, entry: object) -> Schedule:
     for key, kind in expected.items():
         if key in entry and not isinstance(entry[key], kind):
             raise _fail(name, f"has {key}={entry[key]!r}", f"Use a {kind!r} there.")
+    if "timezone" in entry:
+        _check_timezone(name, entry)
     priority = entry.get("priority")
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise _fail(name, f"has priority={priority!r}", "Use a whole number from -100 to 100.")
@@ -94,6 +96,23 @@ def _schedule(name: object, entry: object) -> Schedule:
         priority=priority,
         timezone=entry.get("timezone"),
     )
+
+
+def _check_timezone(name: str, entry: dict[str, Any]) -> None:
+    """Refuse a ``timezone`` that would be ignored: an empty one (it read as ``TIME_ZONE``), or
+    one on an ``every`` schedule (intervals are the same in every zone)."""
+    if "every" in entry:
+        raise _fail(
+            name,
+            f"has timezone={entry['timezone']!r} on an 'every' schedule",
+            "Intervals run the same in every zone: leave 'timezone' out, or use 'cron'.",
+        )
+    if not entry["timezone"]:
+        raise _fail(
+            name,
+            "has timezone=''",
+            "Name a zone such as 'Europe/Berlin', or leave 'timezone' out to use TIME_ZONE.",
+        )
 
 
 def read_schedules(value: object) -> dict[str, Schedule]:

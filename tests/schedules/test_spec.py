@@ -49,6 +49,14 @@ def test_cron_and_every_schedules_are_read() -> None:
         ({"a": {"task": "x.y", "every": 1, "kwargs": []}}, r"has kwargs=\[\]\. Use a"),
         ({"a": {"task": "x.y", "every": 1, "timezone": 1}}, r"has timezone=1\. Use a"),
         ({"a": {"task": "x.y", "every": 1, "priority": "1"}}, r"has priority='1'\. Use a whole"),
+        (
+            {"a": {"task": "x.y", "cron": "0 3 * * *", "timezone": ""}},
+            r"has timezone=''\. Name a zone such as 'Europe/Berlin', or leave 'timezone' out",
+        ),
+        (
+            {"a": {"task": "x.y", "every": 60, "timezone": "Europe/Berlin"}},
+            r"has timezone='Europe/Berlin' on an 'every' schedule\. Intervals run the same",
+        ),
     ],
 )
 def test_bad_schedules_say_how_to_fix_them(value: object, message: str) -> None:
