@@ -13,7 +13,6 @@ from typing import Any, cast
 
 import redis
 import redis.asyncio
-from redis.client import NEVER_DECODE
 from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
@@ -65,8 +64,7 @@ def _build(
         script = scripts[call.name]
         # EVAL carries the source the script was registered from (our .lua files' text).
         how = ("EVAL", cast(str, script.script)) if i < in_order else ("EVALSHA", script.sha)
-        options = {NEVER_DECODE: True} if call.raw else {}
-        commands.append(((*how, len(call.keys), *call.keys, *call.args), options))
+        commands.append(((*how, len(call.keys), *call.keys, *call.args), call.options))
     if not isinstance(client, CLUSTERS):
         nodes = [ONE_NODE] * len(calls)
         confirmed_on = {ONE_NODE: ""} if confirm is not None else {}

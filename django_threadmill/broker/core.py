@@ -11,7 +11,6 @@ from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import Any
 
-from redis.client import NEVER_DECODE
 from redis.commands.core import AsyncScript, Script
 from redis.exceptions import NoScriptError
 
@@ -73,22 +72,17 @@ class BrokerCore:
         """Send one script call; a ``durable`` one is confirmed per OPTIONS['durability']."""
         if durable and self.settings.durability is not Durability.LOCAL:
             return self._send([call], durable=True)[0]
-        with self.translated_errors():
-            if call.raw:
-                return self._run_raw(call)
-            return self._scripts[call.name](keys=call.keys, args=call.args)
-
-    def _run_raw(self, call: ScriptCall) -> Any:
-        """Send ``call`` with its reply left undecoded; load the script first if Redis lost it
-        (what redis-py's Script does for a decoded call)."""
-        script = self._scripts[call.name]
-        command = ("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
-        execute: Callable[..., Any] = self.client.execute_command  # redis-py leaves it untyped
-        try:
-            return execute(*command, **{NEVER_DECODE: True})
-        except NoScriptError:
-            self.client.script_load(script.script)
-            return execute(*command, **{NEVER_DECODE: True})
+        # redis-py's Script cannot pass options (a raw call's NEVER_DECODE), so the call is
+        # sent here, as Script does: a script Redis lost (NOSCRIPT) is loaded, then sent again.
+        with self.translated_errors():  # the first call registers the scripts: an INFO
+            script = self._scripts[call.name]
+            command = ("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
+            execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
+            try:
+                return execute(*command, **call.options)
+            except NoScriptError:
+                self.client.script_load(script.script)
+                return execute(*command, **call.options)
 
     def _send(self, calls: Sequence[ScriptCall], *, durable: bool, in_order: int = 0) -> list[Any]:
         """Send ``calls`` as one pipeline (split by node on a Redis Cluster), the first

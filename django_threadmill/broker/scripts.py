@@ -11,6 +11,7 @@ from functools import cache
 from importlib.resources import files
 
 import redis
+from redis.client import NEVER_DECODE
 from redis.commands.core import Script
 
 
@@ -106,3 +107,8 @@ class ScriptCall:
     # The reply's strings come back as bytes, undecoded (redis-py's NEVER_DECODE): for a
     # reply whose records may hold bytes that are not UTF-8 (broker/raw_replies.py).
     raw: bool = False
+
+    @property
+    def options(self) -> dict[str, bool]:
+        """The options redis-py is given with the call: how to read its reply."""
+        return {NEVER_DECODE: True} if self.raw else {}

@@ -87,28 +87,24 @@ class Supervisor:
         self.slots = [_Slot(index) for index in range(options.processes)]
         self.signals = 0
         self.exit_code = ExitCode.OK
-        self._wakeup: WakeupPipe | None = None  # the signal pipe, while run() runs
         self.next_reap = time.monotonic()
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
         self.next_schedule: float | None = time.monotonic() if self.scheduler else None
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.signals += 1
-        if self._wakeup is not None:
-            self._wakeup.poke()
+        self.signals += 1  # the signal woke the main thread already: through its pipe
 
     def run(self) -> ExitCode:
-        self._wakeup = WakeupPipe()
+        wakeup = WakeupPipe()
         try:
-            return self._supervise(self._wakeup)
+            return self._supervise(wakeup)
         finally:
-            self._wakeup.close()
-            self._wakeup = None
+            wakeup.close()
 
     def _supervise(self, wakeup: WakeupPipe) -> ExitCode:
+        wakeup.install()  # before the handlers: every signal they count writes to the pipe
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        wakeup.install()
         logger.info(
             "Supervisor started pid=%d processes=%d backend=%s",
             os.getpid(),
