@@ -17,7 +17,10 @@ from ..conf.schedules import Schedule
 if TYPE_CHECKING:
     from cronsim import CronSim
 
-ONE_MICROSECOND = timedelta(microseconds=1)  # cronsim's reverse walk excludes its start
+# The latest slot is looked for this far back first, then twice as far, and so on: the last
+# look-back spans a cron's longest gap (29 February, when a century year skips it: 8 years).
+FIRST_LOOK_BACK = timedelta(minutes=1)
+LONGEST_LOOK_BACK = timedelta(days=366 * 16)
 
 
 def cron_class() -> "type[CronSim]":
@@ -36,23 +39,16 @@ def zone_of(name: str | None) -> ZoneInfo:
     return ZoneInfo(name or settings.TIME_ZONE)  # zoneinfo caches instances by key itself
 
 
-def _cron_neighbour(schedule: Schedule, now: datetime, *, reverse: bool) -> datetime:
-    local = now.astimezone(zone_of(schedule.timezone))
-    start = local + ONE_MICROSECOND if reverse else local
-    found = next(cron_class()(schedule.cron or "", start, reverse=reverse))
-    return found.astimezone(UTC)
+def _cron_after(schedule: Schedule, moment: datetime) -> datetime:
+    """Return the forward walk's first slot after ``moment``, in UTC."""
+    local = moment.astimezone(zone_of(schedule.timezone))
+    return next(cron_class()(schedule.cron or "", local)).astimezone(UTC)
 
 
 def previous_slot(schedule: Schedule, now: datetime) -> datetime:
     """Return the latest slot at or before ``now`` (an aware datetime), in UTC."""
     if schedule.every_ms is None:
-        # cronsim's reverse walk skips the second pass of a repeated hour that its forward walk
-        # has (a wildcard hour's 02:00 CET after 02:00 CEST): the slots are the forward walk's,
-        # so step forward from the reverse walk's answer to the last slot not after ``now``.
-        slot = _cron_neighbour(schedule, now, reverse=True)
-        while (later := _cron_neighbour(schedule, slot, reverse=False)) <= now:
-            slot = later
-        return slot
+        return _latest_cron_slot(schedule, now)
     now_ms = int(now.timestamp() * 1000)
     return datetime.fromtimestamp(now_ms // schedule.every_ms * schedule.every_ms / 1000, UTC)
 
@@ -68,9 +64,28 @@ def _next_cron_slot(schedule: Schedule, now: datetime) -> datetime:
     # cronsim's forward walk, started in the second pass of a repeated hour, can answer the
     # first pass's earlier instant (a supervisor then found the slot due at once, again and
     # again, until the hour passed): walk on until after ``now``.
-    slot = _cron_neighbour(schedule, now, reverse=False)
+    slot = _cron_after(schedule, now)
     while slot <= now:
-        slot = _cron_neighbour(schedule, slot, reverse=False)
+        slot = _cron_after(schedule, slot)
+    return slot
+
+
+def _latest_cron_slot(schedule: Schedule, now: datetime) -> datetime:
+    """Return the forward walk's last slot not after ``now``, found from a look-back that
+    doubles until it holds one.
+
+    cronsim's reverse walk is not used: it skips the second pass of a repeated hour that the
+    forward walk has (a wildcard hour's 02:00 CET after 02:00 CEST), and around Pacific/Chatham's
+    fall back (03:45 to 02:45) it never returned for ``*/20 2 * * *``, holding the supervisor
+    that fired it (docs/schedules.md, Daylight saving time).
+    """
+    look_back = FIRST_LOOK_BACK
+    while (slot := _next_cron_slot(schedule, now - look_back)) > now:
+        if look_back >= LONGEST_LOOK_BACK:
+            raise ValueError(f"{schedule.when} has no slot in the 16 years before {now}")
+        look_back *= 2
+    while (later := _next_cron_slot(schedule, slot)) <= now:
+        slot = later
     return slot
 
 

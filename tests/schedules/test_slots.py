@@ -88,3 +88,23 @@ def test_the_next_slot_from_the_second_pass_of_a_repeated_hour_is_after_it() -> 
     for minute in (1, 5, 29, 30, 45):
         now = local(2026, 10, 25, 2, minute, fold=1)
         assert next_slot(job, now) == local(2026, 10, 26, 2, 30)
+
+
+def test_the_latest_slot_around_a_45_minute_fall_back_is_found() -> None:
+    # 2027-04-04 on the Chatham Islands: 03:45 CHADT (+13:45) falls back to 02:45 CHAST
+    # (+12:45). cronsim's reverse walk never returned here for */20 2 * * *, which held the
+    # supervisor firing it; the forward walk gives 02:00, 02:20 and 02:40 CHADT.
+    job = cron("*/20 2 * * *", timezone="Pacific/Chatham")
+    chatham = ZoneInfo("Pacific/Chatham")
+    last = datetime(2027, 4, 4, 2, 40, tzinfo=chatham).astimezone(UTC)
+    for minute in (0, 20, 44):
+        now = datetime(2027, 4, 4, 3, minute, tzinfo=chatham).astimezone(UTC)
+        assert previous_slot(job, now) == last
+    assert previous_slot(job, last - timedelta(seconds=1)) == last - timedelta(minutes=20)
+
+
+def test_the_latest_slot_is_found_however_far_back_it_is() -> None:
+    leap_day = cron("0 12 29 2 *")
+    assert previous_slot(leap_day, local(2027, 3, 1, 0, 0)) == local(2024, 2, 29, 12, 0)
+    first_of_month = cron("* * 1 * *")  # every minute of one day: the walk from the look-back
+    assert previous_slot(first_of_month, local(2026, 12, 28, 9, 0)) == local(2026, 12, 1, 23, 59)
