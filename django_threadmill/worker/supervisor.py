@@ -86,6 +86,8 @@ class Supervisor:
         self.context = multiprocessing.get_context("fork")
         self.slots = [_Slot(index) for index in range(options.processes)]
         self.signals = 0
+        self._relayed = 0  # the signals acted on
+        self._on_redis = False  # True while the main thread waits on Redis (reaps, schedules)
         self.exit_code = ExitCode.OK
         self.next_reap = time.monotonic()
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
@@ -93,6 +95,25 @@ class Supervisor:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1  # the signal woke the main thread already: through its pipe
+        if self._on_redis:
+            # The loop acts once the call returns, which a silent Redis holds for the socket
+            # timeout; the processes are told now (the call leaves the slots alone meanwhile).
+            self._act_on_signals()
+
+    def _act_on_signals(self) -> None:
+        """Relay the first stop signal not acted on yet; kill at the second."""
+        if self.signals > self._relayed:
+            self._relayed = self.signals
+            self._relay() if self.signals == 1 else self._kill()
+
+    @contextmanager
+    def _waiting_on_redis(self) -> Iterator[None]:
+        """Mark a call to Redis from the main thread: a signal meanwhile is relayed at once."""
+        self._on_redis = True
+        try:
+            yield
+        finally:
+            self._on_redis = False
 
     def run(self) -> ExitCode:
         wakeup = WakeupPipe()
@@ -117,13 +138,11 @@ class Supervisor:
         self._reap_if_due()
         self._fire_schedules_if_due()
         for slot in self.slots:
-            self._spawn(slot)
-        relayed = 0
+            if not self.signals:  # stopped during the first pass: nothing to start
+                self._spawn(slot)
         while not all(slot.done for slot in self.slots):
             self._wait_for_event(wakeup)
-            if self.signals > relayed:
-                relayed = self.signals
-                self._relay() if self.signals == 1 else self._kill()
+            self._act_on_signals()
             self._collect_exits()
             self._restart_due()
             self._reap_if_due()
@@ -293,7 +312,8 @@ class Supervisor:
             return
         self.next_reap = time.monotonic() + interval
         try:
-            reap_once(self.backend)
+            with self._waiting_on_redis():
+                reap_once(self.backend)
         except BrokerUnavailable as exc:
             logger.warning("Reap pass failed error=%s", exc)
 
@@ -303,7 +323,8 @@ class Supervisor:
         if self.scheduler is None or due is None or time.monotonic() < due or self.signals:
             return
         try:
-            wait = self.scheduler.fire_due()
+            with self._waiting_on_redis():
+                wait = self.scheduler.fire_due()
         except BrokerUnavailable as exc:
             logger.warning("Schedules not fired retry_in_s=%.1f error=%s", SCHEDULE_RETRY_S, exc)
             self.next_schedule = time.monotonic() + SCHEDULE_RETRY_S

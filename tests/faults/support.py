@@ -1,5 +1,6 @@
 """Helpers for the fault tests: executions counted outside Redis, results read back."""
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -39,3 +40,29 @@ def states(client: redis.Redis, broker: Broker, results: list[TaskResult]) -> Co
         for result in results:
             pipe.hget(broker.record_key(result.id) or "", "state")
         return Counter(pipe.execute())
+
+
+def request_unread_from(pid: int, server_port: int) -> bool:
+    """Tell whether a request process ``pid`` sent to the server on ``server_port`` (a paused
+    one) waits unread in the server's socket, from the kernel's TCP table (Linux)."""
+    sockets = {
+        target.removeprefix("socket:[").removesuffix("]")
+        for fd in Path(f"/proc/{pid}/fd").iterdir()
+        if (target := _link(fd)).startswith("socket:[")
+    }
+    rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    # Columns: sl, local address, remote address, state, tx_queue:rx_queue, ..., inode (10th).
+    ports = {int(row[1].split(":")[1], 16) for row in rows if row[9] in sockets}
+    return any(
+        int(row[1].split(":")[1], 16) == server_port
+        and int(row[2].split(":")[1], 16) in ports
+        and int(row[4].split(":")[1], 16) > 0
+        for row in rows
+    )
+
+
+def _link(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:  # closed since the listing
+        return ""

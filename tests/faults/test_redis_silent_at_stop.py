@@ -18,6 +18,7 @@ from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import Command, wait_until, worker
 
 from . import tasks
+from .support import request_unread_from
 
 GRACE_S = 0.5
 LEASE_TTL_S = 2.0  # the lapsed lease is reaped soon after Redis answers again
@@ -125,5 +126,29 @@ def test_a_process_that_left_work_to_the_reaper_is_replaced_at_once_not_as_a_cra
         command.signal(signal.SIGTERM)
         assert command.wait(30) == 0, command.log
         assert "Worker process died" not in command.log
+    finally:
+        command.close()
+
+
+@pytest.mark.timeout(150)
+def test_a_stop_signal_reaches_the_processes_while_a_reap_pass_waits_on_silent_redis(
+    own_redis: RedisProcess, key_prefix: str
+) -> None:
+    """The supervisor's reap pass runs on its main thread. A SIGTERM that came while the pass
+    waited on a silent Redis was relayed once the call returned: after the socket timeout,
+    with the grace period already running out wherever the signal was meant to stop work."""
+    args = ("--threads", "1", "--reap-interval", "0.1")
+    command = worker(own_redis.url, key_prefix, *args, options={"socket_timeout": 120})
+    try:
+        command.wait_for_log(r"Worker process started", 30)
+        supervisor = command.process.pid
+        with paused(own_redis):
+            wait_until(
+                lambda: request_unread_from(supervisor, own_redis.port),
+                "a reap pass waiting on the paused Redis",
+            )
+            command.signal(signal.SIGTERM)
+            command.wait_for_log(r"Stopping on supervisor request", 30)
+        assert command.wait(30) == 0, command.log
     finally:
         command.close()
