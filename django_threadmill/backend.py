@@ -6,7 +6,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from .broker import Broker
+from .broker import Broker, checked_batch_size
 from .checks import check_backend
 from .codec.results import error_json
 from .codec.times import now_ms
@@ -161,6 +161,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 "TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED or None for both."
             )
         state = "" if status is None else str(status).lower()
+        batch_size = checked_batch_size(batch_size, f"purge_finished(batch_size={batch_size!r})")
         return self.broker.purge(check_queue_name(queue_name), state=state, batch_size=batch_size)
 
     def check(self, **kwargs: Any) -> list[Any]:

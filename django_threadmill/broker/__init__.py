@@ -1,6 +1,7 @@
 """The only code that talks to Redis: keys, Lua scripts and the Broker that calls them."""
 
 from .broker import Broker
+from .lifecycle import MAX_BATCH_SIZE, checked_batch_size
 from .types import (
     Ack,
     Acquired,
@@ -20,6 +21,7 @@ from .types import (
 )
 
 __all__ = [
+    "MAX_BATCH_SIZE",
     "Ack",
     "Acquired",
     "Broker",
@@ -36,4 +38,5 @@ __all__ = [
     "Rejected",
     "Reservation",
     "Start",
+    "checked_batch_size",
 ]

@@ -11,6 +11,20 @@ from .scripts import ScriptCall, ScriptName
 from .types import ExpiredAttempt, Lease, Reaped, stored_lines
 
 FLUSH_BATCH = 1000  # keys per SCAN step and per UNLINK when flushing
+# Entries one reap or purge script call may take: Redis serves no other client while a script
+# runs, and an expired running attempt costs about 19 µs of it (docs/lifecycle.md, Throughput).
+MAX_BATCH_SIZE = 10_000
+
+
+def checked_batch_size(value: object, given_as: str) -> int:
+    """Return ``value`` if it is an int from 1 to ``MAX_BATCH_SIZE``, or raise naming how it
+    was ``given_as`` and the fix: 0 would loop forever, a huge one hold Redis for seconds."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BATCH_SIZE:
+        raise ValueError(
+            f"{given_as} is not a whole number from 1 to {MAX_BATCH_SIZE:,}: a batch is one "
+            "script call, and Redis serves no other client while it runs. Use e.g. 500."
+        )
+    return value
 
 
 class Lifecycle(BrokerCore):

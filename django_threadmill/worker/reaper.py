@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ..broker import ExpiredAttempt, Finish, Outcome, Reaped
+from ..broker import ExpiredAttempt, Finish, Outcome, Reaped, checked_batch_size
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
 from ..compat import TaskResult, TaskResultStatus
@@ -209,8 +209,7 @@ def reap_once(
     With ``dry_run``, change nothing and report what would be done (up to ``batch_size``
     leases per queue).
     """
-    if batch_size < 1:
-        raise ValueError(f"reap_once(batch_size={batch_size}) must be 1 or more.")
+    checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
     # The configured queues too: Redis's set of queues is written at enqueue and at a worker's
     # start, so one that came back empty (or was flushed) may not name the queue of a lease.

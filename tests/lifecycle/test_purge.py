@@ -57,3 +57,13 @@ def test_purge_deletes_every_finished_result_of_one_queue_only(
 def test_purge_refuses_unfinished_statuses(backend: ThreadmillTaskBackend) -> None:
     with pytest.raises(ValueError, match="cannot purge unfinished tasks"):
         backend.purge_finished("default", TaskResultStatus.READY)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 10_001, 2.5, True])
+def test_purge_refuses_a_batch_size_that_would_loop_or_hold_redis(
+    backend: ThreadmillTaskBackend, finished: dict[str, list[str]], batch_size: object
+) -> None:
+    # A batch size of 0 once sent the purge script again and again, for ever.
+    with pytest.raises(ValueError, match=r"batch_size=.* is not a whole number from 1 to 10,000"):
+        backend.purge_finished("default", batch_size=batch_size)  # type: ignore[arg-type]
+    assert backend.get_result(finished["failed"][0]).status == TaskResultStatus.FAILED

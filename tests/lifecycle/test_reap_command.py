@@ -58,7 +58,9 @@ def test_dry_run_prints_lines_and_changes_nothing(
     [
         (["--backend", "nope"], "--backend nope: TASKS has no backend 'nope'. Use an alias"),
         (["--interval", "0"], "--interval 0 is not positive"),
-        (["--batch-size", "0"], "--batch-size 0 is below 1"),
+        (["--batch-size", "0"], "--batch-size 0 is not a whole number from 1 to 10,000"),
+        # Once sent to Redis as is, and refused there as a key holding the wrong kind of value.
+        (["--batch-size", "99999999999999999999"], "--batch-size 99999999999999999999 is not a"),
     ],
 )
 @pytest.mark.usefixtures("backend")

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
+from ...broker import checked_batch_size
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ...worker.logs import configure_logging
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
@@ -86,10 +87,10 @@ class Command(BaseCommand):
                 f"--interval {options['interval']:g} is not positive. Use a number of seconds "
                 "above 0, e.g. --interval 10."
             )
-        if options["batch_size"] < 1:
-            raise CommandError(
-                f"--batch-size {options['batch_size']} is below 1. Use e.g. --batch-size 500."
-            )
+        try:
+            checked_batch_size(options["batch_size"], f"--batch-size {options['batch_size']}")
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
         if options["once"] or options["dry_run"]:
             self._report(self._pass(backend, options), dry_run=options["dry_run"])
             return
