@@ -131,7 +131,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         Raise ``TaskResultDoesNotExist`` for an unknown id.
         """
         error = error_json(Cancelled.before_it_ran(reason))
-        state = self.broker.cancel(result_id, error, now_ms())
+        state = self.broker.cancel(_checked_id(result_id), error, now_ms())
         if state == "missing":
             raise TaskResultDoesNotExist(result_id)
         return state == "cancelled"
@@ -143,7 +143,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         successful) or has run its ``MAX_ATTEMPTS`` attempts (retry.py). Raise
         ``TaskResultDoesNotExist`` for an unknown or expired id.
         """
-        state = self.broker.requeue(result_id)
+        state = self.broker.requeue(_checked_id(result_id))
         if state == "missing":
             raise TaskResultDoesNotExist(result_id)
         return state == "requeued"
@@ -192,9 +192,15 @@ def _check_priority_and_run_after(task: Task) -> None:
 
 
 def _checked_id(result_id: object) -> str:
-    """Return ``result_id``, or raise naming the fix when it is not a task id's type."""
+    """Return ``result_id``, or raise naming the fix when it is not a task id's type.
+
+    Every id is ASCII (hex digits, "@" and a queue's name), so any other str names no task:
+    it is refused as unknown without asking Redis, which could not be sent a lone surrogate.
+    """
     if not isinstance(result_id, str):
         raise TypeError(
             f"A task id is a str (TaskResult.id), not {a_type(result_id)}: {result_id!r}."
         )
+    if not result_id.isascii():
+        raise TaskResultDoesNotExist(result_id)
     return result_id

@@ -10,6 +10,7 @@ from ..codec.ids import worker_host_and_pid
 from ..codec.payloads import decode_payload
 from ..codec.progress import stored_progress
 from ..codec.results import attempted_ms, errors_of, parse_error
+from ..codec.text import printable
 from ..exceptions import PayloadError
 from ..workflows.plan import read_step_marker
 from .display import pretty_json, pretty_value, shown, state_label, when
@@ -121,7 +122,7 @@ def raw_value(detail: TaskDetail, field: str) -> str:
 
 def raw_response(text: str) -> HttpResponse:
     """Serve stored text as plain text: the browser never reads it as HTML or script."""
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(printable(text), content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from ..aliases import source_of, sources, threadmill_aliases, threadmill_backend
 from ..broker.inspect.source import Source
+from ..codec.text import printable
 from ..exceptions import BrokerUnavailable
 from ..models import Queue, Task
 from . import actions, bulk
@@ -28,6 +29,15 @@ from .results import results_context
 from .workflows import workflow_context, workflows_context
 
 type View = Callable[..., HttpResponse]
+
+
+class PrintablePage(TemplateResponse):
+    """A page whose text may hold a lone surrogate a task stored (an argument made from a file
+    name that is not UTF-8, say): shown as its escape, where encoding it failed with a 500."""
+
+    @property
+    def rendered_content(self) -> str:
+        return printable(super().rendered_content)
 
 
 def source_or_404(alias: str) -> Source:
@@ -91,7 +101,7 @@ class ThreadmillModelAdmin(admin.ModelAdmin):
             "can_change": self.has_change_permission(request),
             **context,
         }
-        return TemplateResponse(request, f"admin/django_threadmill/{template}", full, status=status)
+        return PrintablePage(request, f"admin/django_threadmill/{template}", full, status=status)
 
 
 @admin.register(Queue)

@@ -4,6 +4,7 @@ import math
 import sys
 
 from ..broker import ProgressReport
+from ..codec.text import utf8_text
 from ..compat import TaskContext
 from ..wording import a_type
 from .channels import channel_of
@@ -36,8 +37,7 @@ def _amount(name: str, value: object) -> int | float:
 
 
 def _note(note: object) -> str:
-    if not isinstance(note, str):
-        raise TypeError(f"report_progress() note={note!r} is {a_type(note)}. Pass a str.")
+    note = utf8_text(note, "report_progress() note")
     if len(note) > NOTE_MAX_CHARS:
         raise ValueError(
             f"report_progress() note is {len(note)} characters long; at most {NOTE_MAX_CHARS} "

@@ -4,9 +4,11 @@ from dataclasses import dataclass, field
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
+from ..codec.text import utf8_text
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
 from ..exceptions import WorkflowDoesNotExist
+from ..wording import a_type
 from .plan import PlannedStep, lacks, step_task_id, stored_plan
 
 STARTED = frozenset({Status.RUNNING, Status.SUCCESSFUL, Status.FAILED})
@@ -70,6 +72,7 @@ class WorkflowResult:
     def cancel(self, reason: str = "") -> bool:
         """Stop the workflow: nothing more is enqueued, and its steps still waiting in a
         queue are cancelled. Return False if it had ended already (expired included)."""
+        reason = utf8_text(reason, "WorkflowResult.cancel() reason")
         backend = threadmill_backend(self.backend)
         why = "cancelled" + (f": {reason}" if reason else "")
         status, _ = backend.broker.advance_workflow(self.id, None, "cancelled", why)
@@ -94,8 +97,20 @@ class WorkflowResult:
 
 
 def get_workflow(workflow_id: str, backend: str = DEFAULT_TASK_BACKEND_ALIAS) -> WorkflowResult:
-    """Return the workflow ``workflow_id`` of the ThreadmillTaskBackend ``backend``."""
-    return read_workflow(threadmill_backend(backend), workflow_id)
+    """Return the workflow ``workflow_id`` of the ThreadmillTaskBackend ``backend``.
+
+    Workflow ids are 32 hex digits, so an id that is not ASCII names none and is refused as
+    unknown without asking Redis, which could not be sent a lone surrogate.
+    """
+    source = threadmill_backend(backend)
+    if not isinstance(workflow_id, str):
+        raise TypeError(
+            f"A workflow id is a str (WorkflowResult.id), not {a_type(workflow_id)}: "
+            f"{workflow_id!r}."
+        )
+    if not workflow_id.isascii():
+        raise no_such_workflow(source, workflow_id)
+    return read_workflow(source, workflow_id)
 
 
 def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowResult:
@@ -104,16 +119,20 @@ def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowR
     return workflow_from(backend, workflow_id, fields, planned_steps(backend, workflow_id, fields))
 
 
+def no_such_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowDoesNotExist:
+    return WorkflowDoesNotExist(
+        f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
+        "ended more than result_ttl ago and expired."
+    )
+
+
 def planned_steps(
     backend: ThreadmillTaskBackend, workflow_id: str, fields: dict[str, str]
 ) -> list[PlannedStep]:
     """The steps of the workflow whose hash reads ``fields``: WorkflowDoesNotExist when there
     is none, PayloadError when the hash is damaged."""
     if "n" not in fields:
-        raise WorkflowDoesNotExist(
-            f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
-            "ended more than result_ttl ago and expired."
-        )
+        raise no_such_workflow(backend, workflow_id)
     if "status" not in fields:  # every launch writes it with the step count
         raise lacks(workflow_id, "status")
     return stored_plan(workflow_id, fields)

@@ -58,3 +58,29 @@ def test_show_all_serves_plain_text_the_browser_will_not_sniff(
     assert response["X-Content-Type-Options"] == "nosniff"
     assert "sandbox" in response["Content-Security-Policy"]
     assert operator.get(detail_url(task_id) + "raw/nonsense/").status_code == 404
+
+
+def test_a_lone_surrogate_a_task_stored_is_shown_as_its_escape(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    # A file name that is not UTF-8, as os.fsdecode hands it over, round-trips through a task's
+    # JSON; each page showing it answered 500 when Django encoded the page as UTF-8.
+    name = "report \udcff.pdf"
+    succeeded = echo.enqueue(name).id
+    succeed(backend, succeeded, {"file": name})
+    failed = echo.enqueue(name).id
+    fail(backend, failed, ValueError(name))
+    urls = [
+        detail_url(succeeded),
+        detail_url(failed),
+        detail_url(succeeded) + "raw/args/",
+        detail_url(succeeded) + "raw/result/",
+        detail_url(failed) + "raw/traceback:1/",
+    ]
+
+    responses = [operator.get(url) for url in urls]
+
+    assert [response.status_code for response in responses] == [200] * len(urls)
+    for response in responses:
+        assert "report \\udcff.pdf" in response.content.decode(), response.request["PATH_INFO"]
+    assert operator.get(TASKS_URL).status_code == 200

@@ -47,6 +47,11 @@ def reports_from_its_own_thread(context: TaskContext) -> None:
 
 
 @task(takes_context=True)
+def reports_a_note(context: TaskContext, note: str) -> None:
+    report_progress(context, 1, 2, note)
+
+
+@task(takes_context=True)
 def reports_unknown_total(context: TaskContext, done: float) -> None:
     report_progress(context, done, note="counting")
 

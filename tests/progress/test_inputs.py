@@ -37,6 +37,8 @@ def context(backend: object) -> TaskContext:
         (("ctx", 1, "10"), TypeError, "report_progress() total='10' is a str, not a number"),
         (("ctx", 11, 10), ValueError, "report_progress() done=11 is more than total=10"),
         (("ctx", 1, 2, 3), TypeError, "report_progress() note=3 is an int. Pass a str."),
+        # A byte that is not UTF-8, as os.fsdecode leaves it: Redis cannot be sent it.
+        (("ctx", 1, 2, "a\udcff"), ValueError, "note holds '\\udcff' at index 1, a lone"),
         # Past Python's 4,300 digits an int cannot even be formatted: it once killed the ack
         # writer, which formats what it sends.
         (("ctx", 10**5000), ValueError, "done is an int of 16610 bits, past what a float can"),

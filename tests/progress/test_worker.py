@@ -13,7 +13,13 @@ from django_threadmill.compat import Task, TaskResultStatus
 from django_threadmill.progress import progress_of
 from tests.support import Command, command_calls, running, wait_until
 
-from .tasks import areports_then_waits, plain, reports_then_fails, reports_then_waits
+from .tasks import (
+    areports_then_waits,
+    plain,
+    reports_a_note,
+    reports_then_fails,
+    reports_then_waits,
+)
 
 REPORTS = 10_000
 
@@ -68,3 +74,23 @@ def test_a_failed_task_keeps_the_progress_it_reported(
     found = progress_of(result)
     assert found is not None
     assert (found.done, found.total, found.note) == (1, 2, "halfway")
+
+
+def test_a_note_utf8_cannot_hold_fails_its_task_and_the_worker_goes_on(
+    start_worker: Callable[..., Command], backend: ThreadmillTaskBackend
+) -> None:
+    # A file name that is not UTF-8, as os.fsdecode hands it over. Once the note reached the
+    # ack writer, whose Redis call failed to encode it: the process died (exit 5) with the
+    # results of the task and its batch-mates unwritten, and so again after every reap.
+    with running(start_worker()):
+        noted = reports_a_note.enqueue("report \udcff.pdf")
+        after = plain.enqueue()
+        wait_until(
+            lambda: all(backend.get_result(r.id).is_finished for r in (noted, after)),
+            "both tasks finishing",
+        )
+    failed = backend.get_result(noted.id)
+    assert failed.status == TaskResultStatus.FAILED
+    assert "note holds '\\udcff' at index 7, a lone surrogate" in failed.errors[0].traceback
+    assert backend.get_result(after.id).status == TaskResultStatus.SUCCESSFUL
+    assert progress_of(failed) is None

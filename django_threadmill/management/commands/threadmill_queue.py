@@ -12,6 +12,7 @@ from ...backend import ThreadmillTaskBackend
 from ...conf.settings import check_queue_name
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
+from ..text_option import text_option
 
 
 def _when(at_ms: int | None) -> str:
@@ -54,7 +55,10 @@ class Command(BaseCommand):
         )
         pause.add_argument("queue", metavar="QUEUE", help="The queue to pause.")
         pause.add_argument(
-            "--reason", default="", help="Why, shown with the pause in the admin and here."
+            "--reason",
+            type=text_option,
+            default="",
+            help="Why, shown with the pause in the admin and here.",
         )
         resume = actions.add_parser(
             "resume", help="Let the workers take the queue's tasks again, waking idle ones now."
@@ -71,7 +75,9 @@ class Command(BaseCommand):
             help="Drop entries of a queue's damaged list; the keys themselves are left alone.",
         )
         forget.add_argument("queue", metavar="QUEUE", help="The queue whose list to change.")
-        forget.add_argument("ids", nargs="*", metavar="ID", help="Task ids (or guard keys).")
+        forget.add_argument(
+            "ids", nargs="*", type=text_option, metavar="ID", help="Task ids (or guard keys)."
+        )
         forget.add_argument("--all", action="store_true", help="Drop every entry of the queue.")
 
     def handle(self, *args: Any, **options: Any) -> None:

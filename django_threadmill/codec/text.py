@@ -1,0 +1,32 @@
+"""Free text a caller hands over (a progress note, a reason) is stored in Redis as UTF-8.
+
+A Python str may hold a lone surrogate that UTF-8 cannot encode: ``os.fsdecode`` and
+``sys.argv`` turn bytes that are not UTF-8 into them (``\\udcff`` for a ``0xff`` byte). Sent as
+is, such a str fails inside the Redis client, far from the call that brought it, so it is
+refused where it comes in (docs/reliability.md, Text that UTF-8 cannot hold).
+"""
+
+from ..wording import a_type
+
+
+def utf8_text(value: object, what: str) -> str:
+    """Return ``value`` if it is a str UTF-8 can encode, else raise naming ``what`` and the fix."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what}={value!r} is {a_type(value)}. Pass a str.")
+    try:
+        value.encode()
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{what} holds {value[exc.start]!r} at index {exc.start}, a lone surrogate that "
+            "UTF-8 cannot encode (it stands for a byte that was not UTF-8 text, as os.fsdecode "
+            "leaves it). Pass text: decode such bytes with errors='replace' or "
+            "'backslashreplace', or escape the str with "
+            "text.encode('utf-8', 'backslashreplace').decode()."
+        ) from None
+    return value
+
+
+def printable(text: str) -> str:
+    """Return ``text`` with each lone surrogate written as its escape (``\\udcff``), so a page
+    or a terminal can show what a task stored, args and errors included, as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
