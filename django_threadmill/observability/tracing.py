@@ -44,7 +44,7 @@ def _tracing() -> bool:
 type Enqueued = "TaskResult | list[TaskResult]"  # what enqueue and enqueue_many return
 type Enqueue = Callable[..., Enqueued]
 type AsyncEnqueue = Callable[..., Awaitable["TaskResult"]]
-type Run = Callable[[Any, "Reservation", int], "Finish"]
+type Run = Callable[..., "Finish | None"]  # (executor, reservation, started_ms, claim=...)
 type AsyncRun = Callable[[Any, "Reservation", int], Awaitable["Finish"]]
 
 
@@ -154,24 +154,31 @@ def _execution_span(reservation: "Reservation") -> Any:
     )
 
 
-def _record_outcome(span: Any, finish: "Finish") -> None:
+def _record_outcome(span: Any, finish: "Finish | None") -> None:
+    """Put the attempt's outcome on its span; None: the watchdog ended it (timed out)."""
+    if finish is None:
+        span.set_attribute(ATTRIBUTE_PREFIX + "outcome", "failed")
+        span.set_status(trace.StatusCode.ERROR, "ran past --task-timeout")
+        return
     span.set_attribute(ATTRIBUTE_PREFIX + "outcome", finish.outcome.value)
     if finish.outcome.value != "successful":
         span.set_status(trace.StatusCode.ERROR)
 
 
 def traced_execution(run: Run) -> Run:
-    """Wrap an executor's ``run(reservation, started_ms)`` in a consumer span linked to the
-    enqueue; it records the attempt and its outcome."""
+    """Wrap an executor's ``run(reservation, started_ms, ...)`` in a consumer span linked to
+    the enqueue; it records the attempt and its outcome."""
     if trace is None:
         return run
 
     @wraps(run)
-    def traced(executor: Any, reservation: "Reservation", started_ms: int) -> "Finish":
+    def traced(
+        executor: Any, reservation: "Reservation", started_ms: int, **options: Any
+    ) -> "Finish | None":
         if not _tracing():
-            return run(executor, reservation, started_ms)
+            return run(executor, reservation, started_ms, **options)
         with _execution_span(reservation) as span:
-            finish = run(executor, reservation, started_ms)
+            finish = run(executor, reservation, started_ms, **options)
             _record_outcome(span, finish)
             return finish
 

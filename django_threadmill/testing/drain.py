@@ -196,7 +196,8 @@ class _Drain:
         )
         with _as_their_own_commit():
             finish = self.executor.run(reservation, started_ms)
-        self._finish([finish])
+        if finish is not None:  # None only when a watchdog ended the attempt: drain has none
+            self._finish([finish])
 
     def _run_async(self, reservations: list[Reservation]) -> None:
         starts = [Start(lease=r.lease, started_ms=now_ms()) for r in reservations]

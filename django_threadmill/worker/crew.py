@@ -113,8 +113,10 @@ class Crew:
                 options.task_timeout_s,
                 self.pool.threads,
                 self.pool.replace,
+                executor,
                 self.writer,
                 self.buffer,
+                on_task_done,
                 on_crash,
             )
         )

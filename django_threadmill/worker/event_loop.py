@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from types import FrameType
 
 from ..broker import Reservation
@@ -41,6 +42,7 @@ class EventLoopLane(TaskRunner):
         # Set at the deadline: cancel, then stop; the executor hands back what is cancelled.
         self._finishing = self.executor.handing_back
         self._stopped = False  # the lane stopped the loop itself (``_stop_loop``)
+        self.handed_back = 0  # tasks still running at the grace period's end, cancelled
         self.buffer.on_async_work = self.nudge
 
     def loop(self) -> None:
@@ -155,10 +157,11 @@ class EventLoopLane(TaskRunner):
         if not self.running:
             self._stop_loop()
             return
+        self.handed_back = len(self.running)
         logger.warning(
             "Grace period over, cancelling async tasks count=%d (their leases lapse and the "
             "reaper settles them)",
-            len(self.running),
+            self.handed_back,
         )
         for task in list(self.running):
             task.cancel()
@@ -185,7 +188,13 @@ def _end_leftovers(event_loop: asyncio.AbstractEventLoop) -> None:
         return
     for leftover in leftovers:
         leftover.cancel()
-    done, _ = event_loop.run_until_complete(asyncio.wait(leftovers, timeout=LEFTOVER_S))
+    waiting = event_loop.create_task(asyncio.wait(leftovers, timeout=LEFTOVER_S))
+    while not waiting.done():
+        # A leftover that raises SystemExit or KeyboardInterrupt: asyncio lets it out of the
+        # loop, and the wait goes on (it is reported below, with the others' errors).
+        with suppress(SystemExit, KeyboardInterrupt):
+            event_loop.run_until_complete(waiting)
+    done, _ = waiting.result()
     for ended in done:
         if not ended.cancelled() and (error := ended.exception()) is not None:
             logger.warning("Work an async task left running failed at shutdown error=%r", error)

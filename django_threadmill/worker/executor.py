@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from functools import cached_property
 from typing import Any
@@ -104,6 +105,11 @@ class Attempt:
         return found
 
 
+def _own() -> bool:
+    """The claim of an attempt nothing else can end (drain(), a thread with no watchdog)."""
+    return True
+
+
 def _interrupts_caller(exc: BaseException) -> bool:
     """Tell whether ``exc`` stops whoever runs the task rather than the task alone: what is no
     ``Exception`` (Ctrl-C, ``SystemExit``, a test framework's outcome), except the task's own
@@ -157,13 +163,20 @@ class Executor:
         return Attempt(reservation, payload, task, started_ms, self.worker_id)
 
     @traced_execution
-    def run(self, reservation: Reservation, started_ms: int) -> Finish:
+    def run(
+        self, reservation: Reservation, started_ms: int, claim: Callable[[], bool] = _own
+    ) -> Finish | None:
         """Run a sync task; any exception, SystemExit and KeyboardInterrupt included, is
-        recorded."""
+        recorded.
+
+        ``claim`` is asked once the task returned or raised, before its outcome is logged,
+        signalled or returned: False (the watchdog timed the attempt out meanwhile and
+        recorded it) returns None, and nothing more is said of the attempt.
+        """
         close_stale_connections()  # per task, as Django does per request: CONN_MAX_AGE
         attempt = self._attempt(reservation, started_ms)
         if isinstance(attempt, Finish):
-            return attempt
+            return attempt if claim() else None
         if heard(task_started, TaskResultStatus.RUNNING):
             send_guarded(task_started, self.backend_class, attempt.result)
         try:
@@ -183,10 +196,14 @@ class Executor:
         except BaseException as exc:
             if self.interruptible and _interrupts_caller(exc):
                 raise
+            if not claim():
+                return None
             # Still inside the except block: task_finished receivers see the exception.
             finish = self._failed(attempt, exc)
             outcome.announce(self.backend_class, attempt, finish)
             return finish
+        if not claim():
+            return None
         finish = self._succeeded(attempt, value)
         outcome.announce(self.backend_class, attempt, finish, returned)
         return finish
@@ -225,6 +242,17 @@ class Executor:
         await outcome.aannounce(self.backend_class, attempt, finish, returned)
         return finish
 
+    def timed_out(self, reservation: Reservation, started_ms: int, error: TaskTimeout) -> Finish:
+        """Return the FAILED outcome of a sync attempt the watchdog ended, and send
+        ``task_finished`` for it as the thread would have (the thread, abandoned, says nothing
+        more). The attempt is loaded again: the thread's own is in use there."""
+        attempt = self._attempt(reservation, started_ms)
+        if isinstance(attempt, Finish):  # it loaded for its thread; cannot load now
+            return outcome.failed(reservation.lease, error, started_ms, None)
+        finish = outcome.failed(attempt.lease, error, started_ms, attempt.result, retry=False)
+        outcome.announce(self.backend_class, attempt, finish)
+        return finish
+
     async def _awaited(self, attempt: Attempt) -> Any:
         """Await the task's coroutine; past the timeout it is cancelled and TaskTimeout raised.
 
@@ -239,7 +267,7 @@ class Executor:
             return await call
         event_loop = asyncio.get_running_loop()
         deadline = event_loop.time() + timeout_s
-        running = event_loop.create_task(call)
+        running = event_loop.create_task(_interrupts_held(call))
         try:
             await asyncio.wait((running,), timeout=timeout_s)
         except asyncio.CancelledError:
@@ -254,7 +282,10 @@ class Executor:
                 f"Task {attempt.lease.task_id} ran longer than --task-timeout={timeout_s}s; "
                 "the worker cancelled it. Make it faster or raise the timeout."
             )
-        return running.result()
+        try:
+            return running.result()
+        except _HeldInterrupt as held:
+            raise held.interrupt from None
 
     def _end_forked_child(self) -> None:
         """End the process if this is a child the task forked and left to return here: it
@@ -316,6 +347,24 @@ class Executor:
                 error_text(exc),  # its own __str__ may raise, inside logging's formatting
             )
         return finish
+
+
+class _HeldInterrupt(Exception):
+    """A ``SystemExit`` or ``KeyboardInterrupt`` a task raised, carried out of the asyncio task
+    it ran in under a timeout: asyncio re-raises those into the event loop, which then logged
+    them as raised by work some task left running; ``_awaited`` raises it again as the task's
+    own."""
+
+    def __init__(self, interrupt: BaseException) -> None:
+        super().__init__(repr(interrupt))
+        self.interrupt = interrupt
+
+
+async def _interrupts_held(call: Coroutine[Any, Any, Any]) -> Any:
+    try:
+        return await call
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise _HeldInterrupt(exc) from None
 
 
 def _drop_outcome(abandoned: "asyncio.Task[Any]") -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .buffer import TaskBuffer
 from .role import RoleThread
+from .stop_calls import join_until
 from .threads import WorkerThread
 
 logger = logging.getLogger(__name__)
@@ -270,6 +271,16 @@ class WorkerPool:
 
     def live_count(self) -> int:
         return len(self.live())
+
+    def join(self, deadline: float) -> None:
+        """Wait until every thread has ended or been abandoned by the watchdog (a task past
+        --task-timeout is not waited for), or until ``deadline`` (monotonic)."""
+        for thread in list(self.threads):
+            if thread.ident is None:
+                continue
+            thread.settled.wait(max(0.0, deadline - time.monotonic()))
+            if not thread.abandoned:
+                join_until(thread, deadline)
 
     def joinable(self) -> list[WorkerThread]:
         """Threads to wait for at shutdown: those the watchdog abandoned cannot be joined."""

@@ -248,10 +248,11 @@ class WorkerProcess:
         deadline = time.monotonic() + self.options.grace_period_s
         end = deadline + STOP_MARGIN_S
         crew = self.crew
-        for looker in (crew.sizing, crew.watchdog):  # no thread added or replaced from now
-            if looker is not None:
-                looker.stop()
-                join_until(looker, end)
+        if crew.sizing is not None:  # no thread added or retired from now
+            crew.sizing.stop()
+            join_until(crew.sizing, end)
+        if crew.watchdog is not None:  # it still times tasks out in the grace period
+            crew.watchdog.replacing = False
         # 1. Stop fetching, so nothing new is reserved while we hand work back. The wake token
         # and the release go through Redis: each in a thread of its own, so that a Redis that
         # does not answer cannot hold the stop (worker/stop_calls.py).
@@ -269,8 +270,10 @@ class WorkerProcess:
         # 3. Let running tasks finish, bounded by the grace period; then the event loop
         # cancels what it still runs (handed back: leases lapse, the reaper settles them).
         self._say_what_runs()
-        for thread in crew.pool.joinable():
-            join_until(thread, deadline)
+        crew.pool.join(deadline)
+        if crew.watchdog is not None:  # before the flush: what it timed out is written
+            crew.watchdog.stop()
+            join_until(crew.watchdog, end)
         crew.lane.finish_running(deadline)
         join_until(crew.lane, min(time.monotonic() + WRITER_MIN_FLUSH_S, end))
         crew.monitor.stop()
@@ -366,6 +369,7 @@ class WorkerProcess:
                 "expire and the reaper settles them)",
                 ",".join(thread.name for thread in running),
             )
+        if running or crew.lane.handed_back:  # cancelled coroutines are handed back as well
             self.exit_code = ExitCode.FORCED
 
 

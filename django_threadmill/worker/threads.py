@@ -14,7 +14,8 @@ class WorkerThread(TaskRunner):
     """Run tasks until the buffer closes. Task errors never end this thread.
 
     A task that outlives ``--task-timeout`` is taken over by the watchdog: the thread is
-    abandoned, its eventual outcome discarded, and a fresh thread takes its place.
+    abandoned, its eventual outcome discarded (no signal, no log, no write), and a fresh thread
+    takes its place.
     """
 
     def __init__(self, index: int, parts: RunnerParts, on_crash: Callable[[], None]) -> None:
@@ -27,6 +28,8 @@ class WorkerThread(TaskRunner):
         self._current_since = 0.0
         self._current_started_ms = 0
         self._lock = threading.Lock()
+        # Set once the thread ended or the watchdog abandoned it: what a stop waits for.
+        self.settled = threading.Event()
 
     def loop(self) -> None:
         mark_worker_thread()
@@ -34,6 +37,7 @@ class WorkerThread(TaskRunner):
             self._take_and_run()
         finally:
             close_thread_connections()
+            self.settled.set()
 
     def _take_and_run(self) -> None:
         """Run tasks until the buffer closes, the pool retires this thread or the watchdog
@@ -57,15 +61,22 @@ class WorkerThread(TaskRunner):
         with self._lock:
             self._current, self._current_since = reservation, time.monotonic()
             self._current_started_ms = started_ms
-        finish = self.executor.run(reservation, started_ms)
-        with self._lock:
-            if self.abandoned:
-                return  # the watchdog recorded this attempt as timed out and took over
-            self._current = None
+        finish = self.executor.run(reservation, started_ms, claim=self._claim)
+        if finish is None:
+            return  # the watchdog recorded this attempt as timed out and took over
         self.writer.submit_finish(finish, wait=self.sync_ack)
         self.buffer.done()
         self.finished += 1
         self.on_task_done()
+
+    def _claim(self) -> bool:
+        """End the running attempt here, before anything is said of its outcome; False if the
+        watchdog ended it first (timed out). Either ends it, never both."""
+        with self._lock:
+            if self.abandoned:
+                return False
+            self._current = None
+            return True
 
     def abandon_if_overdue(self, timeout_s: float) -> tuple[Reservation, int] | None:
         """Give up on the running task if it exceeded ``timeout_s``.
@@ -77,4 +88,5 @@ class WorkerThread(TaskRunner):
             if self._current is None or self.abandoned or not overdue:
                 return None
             self.abandoned = True
+            self.settled.set()
             return self._current, self._current_started_ms

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from ..exceptions import TaskTimeout
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
-from .outcome import failed
+from .executor import Executor
 from .role import RoleThread
 from .threads import WorkerThread
 
@@ -19,7 +19,8 @@ class Watchdog(RoleThread):
     """Check running tasks against the timeout; a stuck one is failed and its thread replaced.
 
     Python cannot stop a thread, so the stuck thread is abandoned: it keeps running until its
-    task returns, and its outcome is discarded (the attempt already ended as FAILED).
+    task returns, and its outcome is discarded (the attempt already ended as FAILED). It goes on
+    watching through a stop's grace period, replacing no thread then (docs/worker.md, Shutdown).
     """
 
     def __init__(
@@ -27,16 +28,21 @@ class Watchdog(RoleThread):
         timeout_s: float,
         threads: list[WorkerThread],
         replace: Callable[[], None],
+        executor: Executor,
         writer: AckWriter,
         buffer: TaskBuffer,
+        on_task_done: Callable[[], None],
         on_crash: Callable[[], None],
     ) -> None:
         super().__init__("threadmill-watchdog", on_crash)
         self.timeout_s = timeout_s
         self.threads = threads
         self.replace = replace
+        self.executor = executor
         self.writer = writer
         self.buffer = buffer
+        self.on_task_done = on_task_done  # a timed-out task counts toward --max-tasks too
+        self.replacing = True  # the stop turns it off: no thread is started from then on
 
     def loop(self) -> None:
         interval_s = min(MAX_CHECK_INTERVAL_S, self.timeout_s / 4)
@@ -57,7 +63,10 @@ class Watchdog(RoleThread):
                     f"Task {task_id} ran longer than --task-timeout={self.timeout_s}s; the "
                     "worker stopped waiting for it. Make it faster or raise the timeout."
                 )
-                # The thread holds the TaskResult, so no policy is asked and no signal sent.
-                self.writer.submit_finish(failed(reservation.lease, error, started_ms, None))
+                self.writer.submit_finish(self.executor.timed_out(reservation, started_ms, error))
                 self.buffer.done()
-                self.replace()
+                if self.replacing:
+                    self.replace()
+                # Counted, so --max-tasks and --max-memory recycle a process whose abandoned
+                # threads pile up.
+                self.on_task_done()

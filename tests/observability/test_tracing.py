@@ -66,6 +66,12 @@ def test_a_failed_run_is_an_error_span(redis_url: str, key_prefix: str) -> None:
     assert len(run["links"]) == 1
 
 
+def test_a_run_the_watchdog_ended_is_an_error_span(redis_url: str, key_prefix: str) -> None:
+    [run] = spans(redis_url, key_prefix)[f"run {SLOW}"]
+    assert run["attributes"]["threadmill.outcome"] == "failed"
+    assert run["status"] == "ERROR"
+
+
 def test_enqueue_many_is_one_span_every_run_links_to(redis_url: str, key_prefix: str) -> None:
     found = spans(redis_url, key_prefix)
     [many] = found[f"enqueue {ECHO}"]

@@ -40,6 +40,9 @@ def main() -> None:
     executor = Executor("probe-worker", "default", type(backend))
     for reservation in backend.broker.acquire("default", 10).reservations:
         backend.broker.finish("probe-worker", [executor.run(reservation, now_ms())])
+    # The slow task's thread loses its claim, as when the watchdog timed it out meanwhile.
+    [slow_run] = backend.broker.acquire("reports", 1).reservations
+    assert executor.run(slow_run, now_ms(), claim=lambda: False) is None
     for span in sorted(exporter.get_finished_spans(), key=lambda span: span.start_time or 0):
         print(
             json.dumps(

@@ -117,3 +117,22 @@ async def _runs_until_cancelled(ended: str) -> None:
 async def leaves_work_running(ended: str) -> None:
     """Start work on the loop and return without it; it says ``ended`` when it ends."""
     _left_running.add(asyncio.get_running_loop().create_task(_runs_until_cancelled(ended)))
+
+
+async def _exits_when_cancelled(ended: str) -> None:
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        Path(ended).touch()
+        raise SystemExit("the work left running exits") from None
+
+
+@task
+async def leaves_an_exit_running(ended: str) -> None:
+    """Start work on the loop that raises SystemExit once cancelled, and return without it."""
+    _left_running.add(asyncio.get_running_loop().create_task(_exits_when_cancelled(ended)))
+
+
+@task
+async def exits() -> None:
+    raise SystemExit("the task exits")
