@@ -4,10 +4,12 @@ from collections.abc import Callable
 
 import redis
 
-from django_threadmill.broker import Broker, Lease
+from django_threadmill.broker import Broker, Lease, Outcome
 from django_threadmill.broker.keys import QueueKeys
 
 from .conftest import WORKER, finish, start
+
+ERROR = '{"exception_class_path":"ValueError","traceback":"boom"}'
 
 
 def redis_now_ms(client: redis.Redis) -> int:
@@ -49,6 +51,43 @@ def test_attempt_finished_under_this_token_is_not_lost(
     assert broker.renew(WORKER, [lease]) == []
     assert redis_client.zscore(keys.leases, lease.task_id) is None
     assert redis_client.hget(keys.held, WORKER) == "0"
+
+
+def test_attempt_retried_under_this_token_is_not_lost(
+    broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
+) -> None:
+    """A retry puts the task back to ready with this token on it: the attempt ended here, as
+    a success or failure does, and the worker's renewal taken before it must not call it lost."""
+    assert broker.finish(WORKER, [finish(running, Outcome.RETRY, ERROR)]) == []
+    assert broker.renew(WORKER, [running]) == []
+    assert redis_client.zscore(keys.leases, running.task_id) is None
+    assert redis_client.hget(keys.held, WORKER) == "0"
+
+
+def test_a_retry_the_reaper_settled_or_that_was_reserved_again_is_lost(
+    broker: Broker,
+    running: Lease,
+    reserve: Callable[[], Lease],
+    expire_lease: Callable[[str], None],
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+) -> None:
+    """The fence holds for a ready record: the reaper's retry keeps no token, and a task
+    reserved again carries another."""
+    reaped = running
+    expire_lease(reaped.task_id)
+    [expired] = broker.reap("default", 10).expired
+    assert broker.finish("", [finish(expired.lease, Outcome.RETRY, ERROR)]) == []  # the reaper
+    redis_client.zrem(keys.delayed, reaped.task_id)  # not due again in this test
+    retried = reserve()
+    broker.start(WORKER, [start(retried)])
+    assert broker.finish(WORKER, [finish(retried, Outcome.RETRY, ERROR)]) == []
+    redis_client.zadd(keys.delayed, {retried.task_id: 1}, xx=True)  # due now
+    [again] = broker.acquire("default", 1).reservations
+    assert again.lease.task_id == retried.task_id
+    assert again.lease.token != retried.token
+    assert broker.renew(WORKER, [reaped, retried]) == [reaped.task_id, retried.task_id]
+    assert redis_client.hget(keys.record(reaped.task_id), "state") == "ready"
 
 
 def test_renew_records_the_worker_and_what_it_holds(

@@ -10,9 +10,11 @@
 -- ARGV[3]  forget_ms      workers silent for longer than this are dropped from P:workers
 -- ARGV[4]  threads        the process's live worker threads (the pool floats)
 -- ARGV[5..] per task, 2 values: id, token
--- Returns: the ids whose lease is lost (reaped, reserved again under another token, or its
---          record cannot be read: set aside, lease dropped); an attempt this token already
---          finished is neither renewed nor reported.
+-- Returns: the ids whose lease is lost (reaped, released, reserved again under another token,
+--          or its record cannot be read: set aside, lease dropped); an attempt this token already
+--          finished is neither renewed nor reported: "successful", "failed", or "ready" from a
+--          retry (finish.lua keeps the token on the outcomes its worker writes; the reaper,
+--          release and acquire clear or replace it).
 -- Fence:   state must be "reserved" or "running" and token must match.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
@@ -31,7 +33,7 @@ for i = 5, #ARGV, 2 do
   elseif mine and (f[1] == "reserved" or f[1] == "running") then
     redis.call("ZADD", KEYS[2], "XX", deadline, id)
     held = held + 1
-  elseif not (mine and (f[1] == "successful" or f[1] == "failed")) then
+  elseif not (mine and (f[1] == "successful" or f[1] == "failed" or f[1] == "ready")) then
     lost[#lost + 1] = id
   end
 end
