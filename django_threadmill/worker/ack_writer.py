@@ -230,6 +230,9 @@ class AckWriter(RoleThread):
             del held_starts[start.lease]
         dropped = self._send("start", due, self.broker.start) if due else 0
         finished = [finish.lease for finish in finishes]
+        # Marked before they are sent: a renewal that meets an outcome written (a retry puts the
+        # task back; it may even be reserved again) before we discard the lease is no news.
+        self.held.ending(finished)
         # The finishing attempts' last reports, and every waiting one if due, ride the first call.
         riders = self.progress.take(finished, flush=flush) if finishes else []
         for group in _by_size(finishes):

@@ -16,18 +16,51 @@ class HeldLeases:
 
     def __init__(self) -> None:
         self._leases: dict[str, Lease] = {}
+        self._ending: set[Lease] = set()  # held, and a call that ends them is on its way
         self._lock = threading.Lock()
 
     def add(self, leases: list[Lease]) -> None:
         with self._lock:
             self._leases.update((lease.task_id, lease) for lease in leases)
 
+    def ending(self, leases: list[Lease]) -> None:
+        """Mark ``leases`` as being ended by this process: call it before their outcome or
+        release is sent. They are still renewed until ``discard``, as that call may be retried."""
+        with self._lock:
+            self._ending.update(
+                lease for lease in leases if self._leases.get(lease.task_id) == lease
+            )
+
     def discard(self, leases: list[Lease]) -> None:
         """Forget ``leases``; a newer lease on the same task id (a retry re-acquired) stays."""
         with self._lock:
-            for lease in leases:
-                if self._leases.get(lease.task_id) == lease:
-                    del self._leases[lease.task_id]
+            self._forget(leases)
+
+    def forget_lost(self, leases: list[Lease]) -> list[Lease]:
+        """Forget ``leases``, which a renewal found lost; return those whose loss is news.
+
+        A lease this process no longer holds, or was ending, is no news: the renewal may have
+        met the outcome or release this process sent, and the task may have moved on since (a
+        retry reserved again). Had another owner taken it first, the outcome's call says so
+        ("Ack not recorded"), and a release hands back only what was still ours. Checked
+        under the lock once the renewal returned, against marks made before the ending call
+        was sent, so no interleaving of the two calls warns for a lease that ended normally.
+        """
+        with self._lock:
+            news = [
+                lease
+                for lease in leases
+                if self._leases.get(lease.task_id) == lease and lease not in self._ending
+            ]
+            self._forget(leases)
+            return news
+
+    def _forget(self, leases: list[Lease]) -> None:
+        """Drop ``leases`` and their marks (the caller holds the lock)."""
+        for lease in leases:
+            self._ending.discard(lease)
+            if self._leases.get(lease.task_id) == lease:
+                del self._leases[lease.task_id]
 
     def holds(self, task_id: str) -> bool:
         """Tell whether the lease on ``task_id`` is still ours (not lost to the reaper).
@@ -93,7 +126,7 @@ class LeaseKeeper(RoleThread):
         except BrokerUnavailable as exc:
             logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
             return
-        for task_id in lost:
-            logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", task_id)
         lost_ids = set(lost)
-        self.held.discard([lease for lease in leases if lease.task_id in lost_ids])
+        gone = [lease for lease in leases if lease.task_id in lost_ids]
+        for lease in self.held.forget_lost(gone):
+            logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", lease.task_id)

@@ -324,6 +324,7 @@ class WorkerProcess:
         if not unstarted:
             return True
         leases = [reservation.lease for reservation in unstarted]
+        self.crew.held.ending(leases)  # a renewal that meets them released is no news
         try:
             released = self.broker.release(leases)
         except Exception as exc:  # BrokerUnavailable, or a reply nothing translates: stop goes on
