@@ -110,18 +110,18 @@ class QueueAdmin(ThreadmillModelAdmin):
         return [
             path("", self.guarded(self.queues_view), name=self.url_name("changelist")),
             path(
-                "<str:alias>/<str:queue>/purge/",
+                "<path:alias>/<str:queue>/purge/",
                 self.guarded(self.purge_view, change=True),
                 name=self.url_name("purge"),
             ),
             path(
-                "<str:alias>/<str:queue>/pause/",
+                "<path:alias>/<str:queue>/pause/",
                 self.guarded(require_POST(self.pause_view), change=True),
                 {"resume": False},
                 name=self.url_name("pause"),
             ),
             path(
-                "<str:alias>/<str:queue>/resume/",
+                "<path:alias>/<str:queue>/resume/",
                 self.guarded(require_POST(self.pause_view), change=True),
                 {"resume": True},
                 name=self.url_name("resume"),
@@ -181,19 +181,20 @@ class TaskAdmin(ThreadmillModelAdmin):
             ),
             path("workflows/", self.guarded(self.workflows_view), name=self.url_name("workflows")),
             path(
-                "workflows/<str:alias>/<str:workflow_id>/",
+                "workflows/<path:alias>/<str:workflow_id>/",
                 self.guarded(self.workflow_view),
                 name=self.url_name("workflow"),
             ),
+            # Before the detail page: its alias would take in ".../<task_id>/raw".
             path(
-                "<str:alias>/<str:task_id>/",
-                self.guarded(self.detail_view),
-                name=self.url_name("detail"),
-            ),
-            path(
-                "<str:alias>/<str:task_id>/raw/<str:field>/",
+                "<path:alias>/<str:task_id>/raw/<str:field>/",
                 self.guarded(self.raw_view),
                 name=self.url_name("raw"),
+            ),
+            path(
+                "<path:alias>/<str:task_id>/",
+                self.guarded(self.detail_view),
+                name=self.url_name("detail"),
             ),
         ]
 

@@ -3,10 +3,11 @@
 from django.test import Client, override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.inspect import Inspector
 from django_threadmill.compat import task_backends
 from testproject.example.tasks import add
-from tests.admin.conftest import QUEUES_URL, failed_task, successful_task
-from tests.backend_support import start
+from tests.admin.conftest import QUEUES_URL, TASKS_URL, failed_task, successful_task
+from tests.backend_support import start, succeed
 from tests.conftest import tasks_setting
 
 
@@ -60,3 +61,26 @@ def test_an_unreachable_redis_is_reported_in_its_block(
     page = response.content.decode()
     assert "Backend “down”" in page
     assert "Redis at redis://127.0.0.1:1/0 is unreachable" in page
+
+
+def test_an_alias_with_a_slash_has_working_pages(
+    operator: Client, redis_url: str, key_prefix: str
+) -> None:
+    """The alias sits in the admin's URLs: with a "/" in it, every page linking to its tasks
+    or queues failed to reverse (NoReverseMatch, a 500), the queues page and task list too."""
+    tasks = tasks_setting(redis_url, key_prefix)
+    tasks["eu/west"] = {**tasks["default"], "OPTIONS": {"key_prefix": f"{key_prefix}-eu"}}  # type: ignore[dict-item]
+    with override_settings(TASKS=tasks):
+        backend = task_backends["eu/west"]
+        task_id = add.using(backend="eu/west").enqueue(1, 2).id
+        succeed(backend, task_id, 3)
+        detail = f"{TASKS_URL}eu/west/{task_id}/"
+        pause = f"{QUEUES_URL}eu/west/default/pause/"
+
+        for url in (QUEUES_URL, TASKS_URL, detail, f"{detail}raw/result/"):
+            response = operator.get(url)
+            assert response.status_code == 200, url
+        assert f'href="{detail}"' in operator.get(TASKS_URL).content.decode()
+        assert f'action="{pause}"' in operator.get(QUEUES_URL).content.decode()
+        assert operator.post(pause, {"post": "yes", "reason": "maintenance"}).status_code == 302
+        assert Inspector(backend.broker).paused(["default"])["default"].reason == "maintenance"
