@@ -71,7 +71,13 @@ class WorkflowResult:
 
     def cancel(self, reason: str = "") -> bool:
         """Stop the workflow: nothing more is enqueued, and its steps still waiting in a
-        queue are cancelled. Return False if it had ended already (expired included)."""
+        queue are cancelled. Return False if it had ended already (expired included).
+
+        A workflow that had failed or succeeded is left as it is: its enqueued steps still run
+        (docs/workflows.md, Semantics). One an earlier cancel ended has its waiting steps
+        cancelled again, for that cancel's reason, which finishes a cancel interrupted after
+        it recorded the workflow cancelled.
+        """
         reason = utf8_text(reason, "WorkflowResult.cancel() reason")
         backend = threadmill_backend(self.backend)
         why = "cancelled" + (f": {reason}" if reason else "")
@@ -80,6 +86,9 @@ class WorkflowResult:
             self._refuse_before_commit("cancelled")
             return False  # it ended more than result_ttl ago
         self.refresh()
+        if status not in ("open", "cancelled"):
+            return False  # it failed or succeeded before: nothing of it is ours to stop
+        why = self.why or why  # the cancel that ended it, this one or an earlier one
         for step in self.steps:
             if step.result is not None and step.result.status == Status.READY:
                 backend.cancel(step.task_id, f"its workflow was {why}")

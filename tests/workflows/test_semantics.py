@@ -103,6 +103,42 @@ def test_a_cancelled_workflow_enqueues_nothing_further(backend: ThreadmillTaskBa
     assert not flow.cancel()  # it has ended
 
 
+def test_cancelling_a_workflow_that_failed_leaves_its_waiting_steps_alone(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """A failure stops nothing already enqueued, and a cancel after it changes nothing: the
+    member still waiting in its queue stays READY, and runs."""
+    flow = group(step(boom, 1), step(number.using(queue_name="emails"), 2)).enqueue()
+    assert drain(queues=["default"]) == 1  # the failure; the member on "emails" waits
+
+    assert not flow.cancel("too late")
+
+    assert flow.status == TaskResultStatus.FAILED
+    assert flow.why == "step 0 failed: ValueError: boom after 1"
+    waiting = flow.results[1]
+    assert waiting is not None
+    assert waiting.status == TaskResultStatus.READY
+    assert drain() == 1
+    flow.refresh()
+    assert [s.state for s in flow.steps] == ["FAILED", "SUCCESSFUL"]
+
+
+def test_a_cancel_again_cancels_the_steps_an_interrupted_one_left_waiting(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """A cancel that recorded the workflow cancelled and died before it cancelled the steps
+    waiting in a queue: cancelling again returns False (it had ended) and cancels them."""
+    flow = group(step(number, 1), step(number, 2)).enqueue()
+    backend.broker.advance_workflow(flow.id, None, "cancelled", "cancelled: first")
+
+    assert not flow.cancel("again")
+
+    assert [s.state for s in flow.steps] == ["FAILED", "FAILED"]
+    assert flow.why == "cancelled: first"
+    cancelled_before_it_ran(flow, 0, "its workflow was cancelled: first")
+    assert drain() == 0
+
+
 def cancel_before(monkeypatch: pytest.MonkeyPatch, name: str, flow: WorkflowResult) -> None:
     """Make the drainer's ``advance.<name>`` cancel ``flow`` ("meanwhile") before it runs."""
     original = getattr(advance, name)
