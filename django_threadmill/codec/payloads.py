@@ -8,7 +8,8 @@ need only those).
 
 import json
 import re
-from functools import lru_cache
+from dataclasses import fields
+from functools import lru_cache, partial
 from typing import Any
 
 from django.utils.module_loading import import_string
@@ -65,10 +66,15 @@ def decode_payload(raw: str | None) -> dict[str, Any]:
     return payload
 
 
-def load_task(path: str, *, backend: str, queue: str, payload: dict[str, Any]) -> Task:
+def load_task(
+    path: str, *, backend: str, queue: str, payload: dict[str, Any], validate: bool = True
+) -> Task:
     """Import the ``Task`` at ``path`` and rebuild it as enqueued; refuse anything else.
 
     Only django.tasks ``Task`` instances ever run: a payload naming ``os.system`` fails here.
+    ``validate=False`` is for reading a result back: the task is rebuilt as stored without
+    the backend's ``validate_task``, so a result recorded on a queue since removed from
+    QUEUES still reads (what it refuses is about running a task, not reading one).
     """
     priority = payload.get("priority", 0)
     if type(priority) is float and priority.is_integer():  # 5.0: stored before enqueue made ints
@@ -79,12 +85,12 @@ def load_task(path: str, *, backend: str, queue: str, payload: dict[str, Any]) -
             f"Stored payload of {path!r} has priority={priority!r} and run_after_ms="
             f"{run_after_ms!r}; both must be whole numbers. It was corrupted."
         )
-    return _rebuilt_task(path, backend, queue, priority, run_after_ms)
+    return _rebuilt_task(path, backend, queue, priority, run_after_ms, validate)
 
 
 @lru_cache(maxsize=1024)
 def _rebuilt_task(
-    path: str, backend: str, queue: str, priority: int, run_after_ms: int | None
+    path: str, backend: str, queue: str, priority: int, run_after_ms: int | None, validate: bool
 ) -> Task:
     """Return the task as enqueued. Cached: tasks are immutable, and rebuilding one (import,
     ``using()``, validation) was a sixth of a worker thread's time per echo task."""
@@ -103,16 +109,24 @@ def _rebuilt_task(
             "@task can be enqueued."
         )
     try:
-        return found.using(
-            priority=priority,
-            queue_name=queue,
-            run_after=None if run_after_ms is None else from_ms(run_after_ms),
-            backend=backend,
-        )
+        run_after = None if run_after_ms is None else from_ms(run_after_ms)
+        rebuild = found.using if validate else partial(_unvalidated, found)
+        return rebuild(priority=priority, queue_name=queue, run_after=run_after, backend=backend)
     except (InvalidTask, ValueError, TypeError) as exc:
         raise PayloadError(
             f"Task {path!r} cannot run as stored ({exc}). Fix the task's settings, or cancel it."
         ) from exc
+
+
+def _unvalidated(found: Task, **stored: Any) -> Task:
+    """``found.using(**stored)`` built without ``__post_init__``: django.tasks validates every
+    ``Task`` it builds against today's settings (``validate_task``). As in ``using()``, a
+    None keeps ``found``'s value."""
+    task = object.__new__(type(found))
+    for name in (f.name for f in fields(found)):
+        value = stored.get(name)
+        object.__setattr__(task, name, getattr(found, name) if value is None else value)
+    return task
 
 
 # Partial reads ---------------------------------------------------------------------------

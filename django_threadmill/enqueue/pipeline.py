@@ -162,6 +162,7 @@ class EnqueuePipeline:
             backend=self.settings.alias,
             queue=queue_of(result_id) or "",
             payload=payload,
+            validate=False,  # a result reads back whatever the settings say since
         )
         return stored_result(task, result_id, payload, record)
 

@@ -12,9 +12,16 @@ from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Outcome, Start
+from django_threadmill.codec.payloads import _rebuilt_task
 from django_threadmill.codec.results import error_json
 from django_threadmill.codec.times import from_ms
-from django_threadmill.compat import TaskResult, TaskResultDoesNotExist, TaskResultStatus
+from django_threadmill.compat import (
+    InvalidTask,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+)
 from testproject.example.tasks import add, attempt_info, echo, send_welcome
 from tests.backend_support import (
     WORKER,
@@ -24,6 +31,7 @@ from tests.backend_support import (
     start,
     succeed,
 )
+from tests.conftest import tasks_setting
 
 Read = Callable[[str], TaskResult]
 
@@ -215,3 +223,36 @@ def test_get_results_reads_many_in_order_with_none_for_the_unknown(
     assert [r.id if r else None for r in found] == [second.id, None, first.id, None]
     assert found[0] is not None
     assert found[0].args == [2]
+
+
+def test_a_result_reads_back_after_its_queue_left_queues(
+    backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str
+) -> None:
+    """Reading a result checks no setting: results stored on a queue since removed from
+    QUEUES keep their status, return value and errors (a PayloadError said they cannot run)."""
+    done = add.using(queue_name="emails").enqueue(2, 3)
+    succeed(backend, done.id, 5)
+    failed = echo.using(queue_name="emails").enqueue(1)
+    fail(backend, failed.id, ValueError("disk full"))
+    setting = tasks_setting(redis_url, key_prefix)
+    setting["default"] = {**setting["default"], "QUEUES": ["default", "reports"]}  # type: ignore[dict-item]
+    _rebuilt_task.cache_clear()  # as in a process started after the change: nothing read yet
+
+    with override_settings(TASKS=setting):
+        later = task_backends["default"]
+        assert isinstance(later, ThreadmillTaskBackend)
+        with pytest.raises(InvalidTask, match="Queue 'emails' is not valid"):
+            echo.using(queue_name="emails")  # enqueueing there is refused
+        results = [
+            later.get_result(done.id),
+            asyncio.run(later.aget_result(done.id)),
+            *later.pipeline.get_results([done.id]),
+        ]
+        failure = later.get_result(failed.id)
+
+    for result in results:
+        assert result is not None
+        assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, 5)
+        assert result.task.queue_name == "emails"
+    assert failure.status == TaskResultStatus.FAILED
+    assert [error.exception_class_path for error in failure.errors] == ["builtins.ValueError"]
