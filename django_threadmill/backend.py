@@ -9,7 +9,7 @@ from typing import Any
 from .broker import Broker, checked_batch_size
 from .checks import check_backend
 from .codec.results import error_json
-from .codec.times import now_ms
+from .codec.times import now_ms, reads_back
 from .compat import (
     TASK_MAX_PRIORITY,
     TASK_MIN_PRIORITY,
@@ -170,8 +170,9 @@ class ThreadmillTaskBackend(BaseTaskBackend):
 
 def _check_priority_and_run_after(task: Task) -> None:
     """Refuse the values Django's own checks would fail on with a bare ``TypeError``,
-    ``ValueError`` (a NaN priority) or ``AttributeError``, or let through to fail Redis's
-    encoding (a bool priority)."""
+    ``ValueError`` (a NaN priority) or ``AttributeError``, let through to fail Redis's
+    encoding (a bool priority), or let through to read back as another value (a run_after
+    past the year 9999 in UTC)."""
     priority = task.priority
     if isinstance(priority, bool) or not isinstance(priority, int | float):
         raise InvalidTask(
@@ -188,6 +189,14 @@ def _check_priority_and_run_after(task: Task) -> None:
             f"Task {task.module_path!r} has run_after={task.run_after!r}, "
             f"{a_type(task.run_after)}, not a datetime. Pass one, e.g. "
             "timezone.now() + timedelta(minutes=5)."
+        )
+    # A time past 9999 in UTC (9999-12-31 23:00 at UTC-5) was stored, read back as no
+    # run_after, and waited for ever (docs/reliability.md, Bad input: the catalogue).
+    if task.run_after is not None and not reads_back(task.run_after):
+        raise InvalidTask(
+            f"Task {task.module_path!r} has run_after={task.run_after!r}, outside the years 1 "
+            "to 9999 in UTC, so it cannot be stored and read back. Pass a time within them, "
+            "e.g. timezone.now() + timedelta(days=365)."
         )
 
 

@@ -65,6 +65,14 @@ def from_ms(value: int | str | None) -> datetime | None:
             moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
         else:
             moment = EPOCH + timedelta(0, 0, 0, ms)
+        # Without USE_TZ, the local time of the first or last hours a datetime holds in UTC
+        # may fall outside them too.
+        return moment if _use_tz() else timezone.make_naive(moment)
     except (ValueError, OverflowError, OSError):
         return None
-    return moment if _use_tz() else timezone.make_naive(moment)
+
+
+def reads_back(value: datetime) -> bool:
+    """Whether ``value`` stored as ms (``to_ms``) reads back as a datetime (``from_ms``), not as
+    None: its UTC time is in the years 1 to 9999 (and its local one too, without USE_TZ)."""
+    return from_ms(to_ms(value)) is not None

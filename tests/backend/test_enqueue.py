@@ -3,7 +3,7 @@
 import asyncio
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -112,6 +112,19 @@ def test_run_after_at_the_epoch_reads_back(
     read = backend.get_result(result.id)
     assert read.task.run_after == epoch
     assert read.task == result.task
+
+
+def test_run_after_at_the_last_ms_a_datetime_can_hold_reads_back(
+    enqueue: Enqueue, backend: ThreadmillTaskBackend
+) -> None:
+    """The edge of what enqueue accepts, given in a zone west of UTC: 9999-12-31 23:59:59.999
+    UTC is stored and read back (one ms later is refused, tests/enqueue/test_errors.py)."""
+    last = datetime(9999, 12, 31, 18, 59, 59, 999000, tzinfo=timezone(timedelta(hours=-5)))
+    result = enqueue(echo.using(run_after=last), 1)
+    read = backend.get_result(result.id)
+    assert read.task.run_after == last
+    assert read.status == TaskResultStatus.READY
+    assert drain(wait_for_delayed=0) == 0  # it waits in the delayed index
 
 
 @pytest.mark.parametrize("priority", [-100, 0, 100])

@@ -32,3 +32,9 @@ def test_the_last_ms_a_datetime_can_show_reads_back() -> None:
 @pytest.mark.parametrize("value", ["abc", str(10**20), ""])
 def test_a_stored_time_that_is_no_time_reads_as_none(value: str) -> None:
     assert from_ms(value) is None
+
+
+@override_settings(USE_TZ=False, TIME_ZONE="Asia/Tokyo")
+def test_a_time_whose_local_time_is_past_9999_reads_as_none_without_use_tz() -> None:
+    # 9999-12-31 23:00 UTC is 08:00 in the year 10000 in Tokyo: make_naive raised OverflowError.
+    assert from_ms(to_ms(datetime(9999, 12, 31, 23, 0, tzinfo=UTC))) is None

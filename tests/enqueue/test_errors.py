@@ -4,7 +4,7 @@ import asyncio
 import math
 import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
@@ -13,6 +13,7 @@ from django.test import override_settings
 
 from django_threadmill.compat import InvalidTask, Task, task_backends
 from django_threadmill.exceptions import BrokerUnavailable
+from django_threadmill.workflows import chain, step
 from testproject.example.tasks import echo
 from tests.backend_support import redis_with_password
 from tests.conftest import tasks_setting
@@ -151,6 +152,52 @@ def test_a_run_after_that_is_not_a_datetime_is_refused(nothing_written: None) ->
     )
     with pytest.raises(InvalidTask, match=f"^{re.escape(message)}$"):
         echo.using(run_after=timedelta(minutes=1)).enqueue(1)  # type: ignore[arg-type]
+
+
+# The UTC instant of each is outside the years a datetime can hold: stored, it read back as no
+# run_after, while the task waited in the delayed index for ever (or past the year 9999).
+UNREADABLE_RUN_AFTER = [
+    datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-5))),  # 10000-01-01 04:00 UTC
+    datetime(1, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=1))),  # 23:30 UTC in the year 0
+]
+
+
+def unreadable_run_after(run_after: datetime) -> str:
+    """The message that refuses ``run_after`` on the echo task, as a pattern."""
+    message = (
+        f"Task {ECHO!r} has run_after={run_after!r}, outside the years 1 to 9999 in UTC, so "
+        "it cannot be stored and read back. Pass a time within them, e.g. timezone.now() + "
+        "timedelta(days=365)."
+    )
+    return f"^{re.escape(message)}$"
+
+
+@pytest.mark.parametrize("run_after", UNREADABLE_RUN_AFTER)
+def test_a_run_after_that_cannot_be_read_back_is_refused(
+    nothing_written: None, run_after: datetime
+) -> None:
+    with pytest.raises(InvalidTask, match=unreadable_run_after(run_after)):
+        echo.using(run_after=run_after)
+
+
+@override_settings(USE_TZ=False, TIME_ZONE="America/New_York")
+def test_a_naive_run_after_that_is_in_the_year_10000_in_utc_is_refused(
+    nothing_written: None,
+) -> None:
+    run_after = datetime(9999, 12, 31, 23, 0)  # 04:00 UTC the next day, without USE_TZ
+    with pytest.raises(InvalidTask, match=unreadable_run_after(run_after)):
+        echo.using(run_after=run_after)
+
+
+def test_enqueue_many_and_a_workflow_step_refuse_it_where_the_task_is_made(
+    nothing_written: None,
+) -> None:
+    """Each path builds its task with using(), which validates it: nothing gets stored."""
+    run_after = UNREADABLE_RUN_AFTER[0]
+    with pytest.raises(InvalidTask, match=unreadable_run_after(run_after)):
+        task_backends["default"].enqueue_many(echo.using(run_after=run_after), [((1,), {})])
+    with pytest.raises(InvalidTask, match=unreadable_run_after(run_after)):
+        chain(step(echo, 1), step(echo.using(run_after=run_after))).enqueue()
 
 
 def test_naive_run_after_with_use_tz(nothing_written: None) -> None:
