@@ -20,6 +20,9 @@ from .topology import SyncClient
 PROCESS_WAKE_TTL_MS = 60_000  # an unread stop token expires: it only ever wakes one wait
 BLOCK_S = 5.0  # longest BLPOP, in seconds; shorter under a short socket timeout (idle_block_s)
 SHORTEST_BLOCK_S = 0.001  # Redis counts a BLPOP timeout in ms, and one of 0 blocks forever
+# A BLPOP that times out returns at the server's next cron tick after its timeout: up to
+# 1 / hz late, 100 ms at Redis's default hz of 10.
+BLPOP_LATE_S = 0.1
 RETRY_S = 1.0  # a waiter whose BLPOP failed tries again after this
 
 

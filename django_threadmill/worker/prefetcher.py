@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Broker
+from ..broker.wake import BLPOP_LATE_S
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from .backoff import REDIS_BACKOFF
 from .buffer import TaskBuffer
@@ -128,10 +129,32 @@ class Prefetcher(RoleThread):
                 self.on_empty()
                 self.stopping.wait()
                 return
-        timeout_s = IDLE_BLOCK_S if next_due_ms is None else min(IDLE_BLOCK_S, next_due_ms / 1000)
-        if self.broker.wait_for_work(self.queues, self.worker_id, timeout_s):
+        if next_due_ms is None or next_due_ms / 1000 >= IDLE_BLOCK_S:
+            self._wait_for_work(IDLE_BLOCK_S)
+        else:
+            self._wait_until_due(next_due_ms / 1000)
+
+    def _wait_for_work(self, timeout_s: float) -> bool:
+        """Block for a wake token up to ``timeout_s``; True if one came."""
+        woken = self.broker.wait_for_work(self.queues, self.worker_id, timeout_s)
+        if woken:
             self._held_back.clear()
             self._plan.forget_empty()
+        return woken
+
+    def _wait_until_due(self, due_s: float) -> None:
+        """Wait until a delayed task or a rate token is due, in ``due_s``, or a wake token.
+
+        A BLPOP's timeout ends only at the Redis server's next cron tick, up to BLPOP_LATE_S
+        after it: waited in Redis, a wait of 100 ms took up to 200, and a rate limit of 50/s
+        started about 10 tasks a second. So Redis is asked to block for all but that last
+        tick, which is waited here (docs/schedules.md, Per-queue limits).
+        """
+        deadline = time.monotonic() + due_s
+        blocking_s = due_s - BLPOP_LATE_S
+        if blocking_s > 0 and self._wait_for_work(blocking_s):
+            return
+        self.stopping.wait(max(0.0, deadline - time.monotonic()))
 
     def _peek_every_queue(self) -> int | None:
         """--burst, before it stops: peek at every queue no limit holds back, as a refill asks

@@ -1,11 +1,14 @@
 """What tests that build a worker's parts without the command share: WorkerOptions, a broker
 that records its acquires and idle waits."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django_threadmill.broker import Acquired, Broker
+from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.options import WorkerOptions
+from django_threadmill.worker.prefetcher import Prefetcher
 
 
 def worker_options(**changes: Any) -> WorkerOptions:
@@ -42,3 +45,27 @@ class WatchedBroker(Broker):
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
         self.waits_s.append(timeout_s)
         return False  # as a BLPOP that timed out
+
+
+def idle_prefetcher(
+    broker: Broker,
+    queues: tuple[str, ...] = ("default",),
+    *,
+    burst: bool = False,
+    on_empty: Callable[[], None] = lambda: None,
+) -> Prefetcher:
+    """A prefetcher of a process with nothing buffered, running or unwritten, filling a buffer
+    of 8 sync tasks; a test runs its rounds (``_round``) itself: the thread is never started."""
+    return Prefetcher(
+        broker,
+        "worker-a",
+        queues,
+        TaskBuffer(8, lambda reservation: False),
+        HeldLeases(),
+        burst=burst,
+        is_settled=lambda: True,
+        unwritten=lambda: 0,
+        on_empty=on_empty,
+        on_refused=lambda: None,
+        on_crash=lambda: None,
+    )

@@ -9,7 +9,7 @@ from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.prefetcher import Prefetcher
 from testproject.example.tasks import echo
 
-from .support import WatchedBroker
+from .support import WatchedBroker, idle_prefetcher
 
 
 class NudgedDuringTheFetch(WatchedBroker):
@@ -37,19 +37,7 @@ def test_a_burst_looks_again_when_a_step_was_drained_during_its_fetch(
             prefetcher.nudge()
 
     broker = NudgedDuringTheFetch(watched_broker, during_fetch)
-    prefetcher = Prefetcher(
-        broker,
-        "worker-a",
-        ("default",),
-        TaskBuffer(8, lambda reservation: False),
-        HeldLeases(),
-        burst=True,
-        is_settled=lambda: True,  # nothing buffered, running, unwritten or being drained
-        unwritten=lambda: 0,
-        on_empty=lambda: stopped.append(True),
-        on_refused=lambda: None,
-        on_crash=lambda: None,
-    )
+    prefetcher = idle_prefetcher(broker, burst=True, on_empty=lambda: stopped.append(True))
     prefetcher.stopping.wait = lambda timeout=None: True  # type: ignore[method-assign]
     try:
         prefetcher._round()  # the loop's body, run here: the thread is never started

@@ -7,14 +7,12 @@ from collections.abc import Callable
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.worker.buffer import TaskBuffer
-from django_threadmill.worker.leases import HeldLeases
-from django_threadmill.worker.prefetcher import IDLE_BLOCK_S, Prefetcher
+from django_threadmill.worker.prefetcher import IDLE_BLOCK_S
 from testproject.example.tasks import add
 from tests.pausing import looked_again, still_ready, succeeded
 from tests.support import Command, run_to_completion, running, script_calls, wait_until
 
-from .support import WatchedBroker
+from .support import WatchedBroker, idle_prefetcher
 
 WINDOW_S = 1.0  # measured stretch of idleness
 MOST_CALLS = 5  # a heartbeat or a metrics send may fall in the window; a busy loop makes hundreds
@@ -82,19 +80,7 @@ def test_every_idle_round_on_a_paused_queue_ends_in_the_longest_block(
     for n in range(3):
         add.enqueue(n, n)
     broker.pause("default", "test")
-    prefetcher = Prefetcher(
-        broker,
-        "worker-a",
-        ("default", "emails"),
-        TaskBuffer(8, lambda reservation: False),
-        HeldLeases(),
-        burst=False,
-        is_settled=lambda: True,
-        unwritten=lambda: 0,
-        on_empty=lambda: None,
-        on_refused=lambda: None,
-        on_crash=lambda: None,
-    )
+    prefetcher = idle_prefetcher(broker, ("default", "emails"))
 
     for _ in range(5):
         prefetcher._round()  # the loop's body, run here: the thread is never started

@@ -1,0 +1,42 @@
+"""An idle prefetcher waits for what is due soon (a delayed task, a rate token) in Redis for all
+but the last tick, which it waits out itself: a BLPOP's timeout ends only at the Redis server's
+next cron tick, up to 100 ms late, and a rate of 50/s started about 10 tasks a second."""
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from django_threadmill.broker.wake import BLPOP_LATE_S
+from testproject.example.tasks import add
+
+from .support import WatchedBroker, idle_prefetcher
+
+
+def test_a_task_due_within_a_tick_is_waited_for_here_not_in_redis(
+    watched_broker: WatchedBroker,
+) -> None:
+    add.using(run_after=timezone.now() + timedelta(milliseconds=50)).enqueue(1, 2)
+    prefetcher = idle_prefetcher(watched_broker)
+
+    prefetcher._round()  # nothing due yet: it waits for the task here
+    assert watched_broker.waits_s == []
+    prefetcher._round()  # due now
+
+    assert prefetcher.buffer.waiting() == 1
+    assert watched_broker.waits_s == []
+
+
+def test_a_later_task_is_waited_for_in_redis_but_for_the_last_tick(
+    watched_broker: WatchedBroker,
+) -> None:
+    due_in_s = 0.4
+    add.using(run_after=timezone.now() + timedelta(seconds=due_in_s)).enqueue(1, 2)
+    prefetcher = idle_prefetcher(watched_broker)
+
+    prefetcher._round()  # the recorded BLPOP returns at once; the rest is waited here
+    [blocked_s] = watched_broker.waits_s
+    # The time left when asked (less than due_in_s, less the tick), 1 ms given for rounding.
+    assert due_in_s - BLPOP_LATE_S - 0.2 < blocked_s <= due_in_s - BLPOP_LATE_S + 0.001
+    prefetcher._round()
+
+    assert prefetcher.buffer.waiting() == 1
