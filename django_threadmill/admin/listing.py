@@ -166,6 +166,8 @@ class Walker:
         Walking backwards from a page's start finds where the previous page starts.
         """
         offsets = [start.offsets.get(s.key, 0) for s in self.streams]
+        if backward:
+            offsets = self._within_indexes(offsets)
         frontier = _Frontier(self, offsets, backward)
         taken: list[tuple[str, TaskRow]] = []
         examined, damaged, exhausted = 0, 0, False
@@ -200,6 +202,24 @@ class Walker:
             offsets={s.key: o for s, o in zip(self.streams, offsets, strict=True)},
         )
         return Walk(rows=taken, end=end, examined=examined, exhausted=exhausted, damaged=damaged)
+
+    def _within_indexes(self, offsets: list[int]) -> list[int]:
+        """Cap each offset at how many ids its index holds now (one read per alias and index).
+
+        A cursor written before results expired or were purged may lie past the end of an
+        index; walking back from there read nothing and stayed where it was.
+        """
+        capped = list(offsets)
+        for inspector, members in self.by_inspector().items():
+            for index in self.indexes:
+                moved = [n for n in members if self.streams[n].index is index and offsets[n]]
+                if not moved:
+                    continue
+                as_of = self.as_of_ms if index.newest_first else None
+                sizes = inspector.sizes(index, [self.streams[n].queue for n in moved], as_of)
+                for n in moved:
+                    capped[n] = min(offsets[n], sizes[self.streams[n].queue])
+        return capped
 
     def has_more(self, cursor: Cursor) -> bool:
         """Tell whether any index holds an id past ``cursor`` (one small read per alias)."""

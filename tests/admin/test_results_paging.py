@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResultStatus
 from tests.admin.conftest import TASKS_URL, failed_task, successful_task
 
 
@@ -85,3 +86,24 @@ def test_a_hand_edited_cursor_shows_the_first_page(
     shown = response.content.decode()
     assert "Showing 1 to 3 of 3." in shown
     assert sorted(ids_on(shown, task_ids)) == sorted(task_ids)
+
+
+def test_previous_after_the_index_shrank_lands_on_a_page_that_exists(
+    operator: Client, backend: ThreadmillTaskBackend, small_pages: None
+) -> None:
+    """A page past the end of an index that results left (expired, purged) led back to itself
+    under "Previous": "Nothing here", with the same link again."""
+    for _ in range(6):
+        failed_task(backend)
+    kept = [successful_task(backend) for _ in range(2)]
+    shown = operator.get(TASKS_URL, {"status": "finished"}).content.decode()
+    for _ in range(3):
+        shown = operator.get(TASKS_URL + link(shown, "tm-older")).content.decode()
+    assert "Showing 7 to 8 of 8." in shown
+    backend.purge_finished("default", TaskResultStatus.FAILED)
+
+    back = operator.get(TASKS_URL + link(shown, "tm-newer")).content.decode()
+
+    assert "Showing 1 to 2 of 2." in back
+    assert sorted(ids_on(back, kept)) == sorted(kept)
+    assert link(back, "tm-newer") is None

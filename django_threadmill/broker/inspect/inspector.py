@@ -305,14 +305,22 @@ class Inspector:
 
     def index_size(self, index: Index, queues: Sequence[str], as_of_ms: int | None) -> int:
         """Return how many ids ``index`` holds over ``queues`` (done: finished by ``as_of_ms``)."""
+        parts = [part for queue in queues for part in self.parts(queue)]
+        return sum(self.sizes(index, parts, as_of_ms).values())
+
+    def sizes(self, index: Index, parts: Sequence[str], as_of_ms: int | None) -> dict[str, int]:
+        """Return, per part, how many ids its ``index`` holds (done: finished by ``as_of_ms``).
+
+        A listing walking back from a cursor caps the cursor's ranks at these.
+        """
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for part in (part for queue in queues for part in self.parts(queue)):
+            for part in parts:
                 key = getattr(self._keys(part), index.value)
                 if as_of_ms is None:
                     pipe.zcard(key)
                 else:
                     pipe.zcount(key, "-inf", as_of_ms)
-            return sum(int(n) for n in pipe.execute())
+            return {p: int(n) for p, n in zip(parts, pipe.execute(), strict=True)}
 
     def ranks_after(self, index: Index, queues: Sequence[str], as_of_ms: int) -> dict[str, int]:
         """Return, per queue, how many ids of a newest-first index are newer than ``as_of_ms``.
