@@ -163,7 +163,11 @@ class Walker:
     ) -> Walk:
         """Collect up to ``want`` rows that ``keep`` accepts, reading at most ``budget`` ids.
 
-        Walking backwards from a page's start finds where the previous page starts.
+        Walking backwards from a page's start finds where the previous page starts: back over
+        ``want`` rows, then over the ids a forward walk skipped before the first of them (a
+        filter's misses, records gone), stopping before the row that ends the page before that.
+        Pages start right after such a row (or at the very start), so this is where the previous
+        page started, unless the page before it stopped at the budget among those misses.
         """
         offsets = [start.offsets.get(s.key, 0) for s in self.streams]
         if backward:
@@ -171,32 +175,33 @@ class Walker:
         frontier = _Frontier(self, offsets, backward)
         taken: list[tuple[str, TaskRow]] = []
         examined, damaged, exhausted = 0, 0, False
-        while len(taken) < want and examined < budget:
-            size = want - len(taken) if keep is None else min(budget - examined, SCAN_CHUNK)
+        # Backwards, one row more is looked for: the one ending the page before, not walked past.
+        wanted = want + 1 if backward else want
+        while len(taken) < wanted and examined < budget:
+            need = wanted - len(taken)
+            size = min(need if keep is None else SCAN_CHUNK, budget - examined)
             chunk = frontier.peek(size)[:size]
             if not chunk:
                 exhausted = True
                 break
             accepted = self._accepted(chunk, keep)
+            cut = _through_match(accepted, need)
+            chunk, accepted = chunk[:cut], accepted[:cut]
+            rows = self._rows([entry for entry, ok in zip(chunk, accepted, strict=True) if ok])
             walked: list[_Entry] = []
-            matches: list[_Entry] = []
             for entry, ok in zip(chunk, accepted, strict=True):
-                offsets[entry.stream] += -1 if backward else 1
-                walked.append(entry)
-                if ok:
-                    matches.append(entry)
-                elif ok is None:
-                    damaged += 1
-                if len(taken) + len(matches) == want or len(walked) + examined == budget:
+                row = rows.get(entry.task_id) if ok else None
+                if row is not None and len(taken) == want:  # backwards: ends the page before
                     break
+                walked.append(entry)
+                offsets[entry.stream] += -1 if backward else 1
+                damaged += ok is None
+                if row is not None:
+                    taken.append((self.streams[entry.stream].alias, row))
             examined += len(walked)
             frontier.consume(walked)
-            rows = self._rows(matches)
-            taken += [
-                (self.streams[e.stream].alias, row)
-                for e in matches
-                if (row := rows.get(e.task_id)) is not None
-            ]
+            if len(walked) < len(chunk):  # stopped before the page before's row
+                break
         end = Cursor(
             as_of_ms=self.as_of_ms,
             offsets={s.key: o for s, o in zip(self.streams, offsets, strict=True)},
@@ -311,6 +316,16 @@ class _Frontier:
                 self.buffers[n] = window
                 self.next_rank[n] += len(window)
                 self.more[n] = len(window) == size
+
+
+def _through_match(accepted: list[bool | None], need: int) -> int:
+    """Return how many entries of a chunk to walk: through its ``need``-th match, or all."""
+    matches = 0
+    for n, ok in enumerate(accepted, 1):
+        matches += ok is True
+        if matches == need:
+            return n
+    return len(accepted)
 
 
 def _merge_prefix(windows: list[list[_Entry]], more: list[bool], *, backward: bool) -> list[_Entry]:

@@ -83,6 +83,45 @@ def test_walking_back_finds_the_previous_page_start(
     assert [row.id for _, row in back.rows] == [row.id for _, row in second.rows][::-1]
 
 
+def test_walking_back_goes_past_ids_a_page_skipped_before_its_first_row(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    """The walk back stopped at the page's first row, a start after the ids the page skipped
+    (here records gone, as for a filter's misses): not where the page started."""
+    order = finished_with_times(backend, redis_client, TIMES)
+    for _, n, task_id in order[4:6]:
+        redis_client.delete(backend.broker.queue_keys(QUEUES[n]).record(task_id))
+    walk = walker(backend)
+    first = walk.walk(Cursor(as_of_ms=AS_OF), want=4, budget=100)
+    second = walk.walk(first.end, want=4, budget=100)
+
+    back = walk.walk(second.end, want=4, budget=100, backward=True)
+
+    assert [row.id for _, row in second.rows] == [task_id for _, _, task_id in order[6:10]]
+    assert back.end == first.end
+    assert [row.id for _, row in back.rows] == [row.id for _, row in second.rows][::-1]
+
+
+def test_walking_back_stops_at_the_budget_as_a_page_does(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    """A filtered page that read its whole budget ends there: the walk back from the page after
+    it reads as far, and no further (where the misses before it go on)."""
+    order = finished_with_times(backend, redis_client, TIMES)
+    for _, n, task_id in (order[1], order[7]):
+        redis_client.hset(backend.broker.queue_keys(QUEUES[n]).record(task_id), "state", "failed")
+    only_failed = RowFilter(fields=("state",), accepts=lambda fields: fields["state"] == "failed")
+    walk = walker(backend)
+    first = walk.walk(Cursor(as_of_ms=AS_OF), want=2, budget=4, keep=only_failed)
+    second = walk.walk(first.end, want=2, budget=4, keep=only_failed)
+
+    back = walk.walk(second.end, want=2, budget=4, keep=only_failed, backward=True)
+
+    assert [row.id for _, row in second.rows] == [order[7][2]]
+    assert back.end == first.end
+    assert back.end.position == 4
+
+
 def test_results_finishing_after_the_snapshot_do_not_shift_pages(
     backend: ThreadmillTaskBackend, redis_client: redis.Redis
 ) -> None:

@@ -6,9 +6,11 @@ import json
 import re
 
 import pytest
+import redis
 from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from tests.admin.conftest import TASKS_URL, failed_task, successful_task
 
@@ -107,3 +109,39 @@ def test_previous_after_the_index_shrank_lands_on_a_page_that_exists(
     assert "Showing 1 to 2 of 2." in back
     assert sorted(ids_on(back, kept)) == sorted(kept)
     assert link(back, "tm-newer") is None
+
+
+def finished_in_order(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, outcomes: str
+) -> list[str]:
+    """Finish a task per letter of ``outcomes`` (S: SUCCESSFUL, F: FAILED), newest first: their
+    finish times are set a second apart, so the list's order does not hang on the clock."""
+    task_ids = [successful_task(backend) if o == "S" else failed_task(backend) for o in outcomes]
+    done = backend.broker.queue_keys("default").done
+    newest = now_ms() - 60_000
+    for n, task_id in enumerate(task_ids):
+        redis_client.zadd(done, {task_id: newest - n * 1000}, xx=True)
+    return task_ids
+
+
+def test_previous_on_a_filtered_list_opens_the_page_before(
+    operator: Client, backend: ThreadmillTaskBackend, redis_client: redis.Redis, small_pages: None
+) -> None:
+    """The walk back stopped at the page's first match, so the page it opened began after the
+    misses before it: the same rows as the page before, under a later position, and on the
+    first page another Previous link to the same rows."""
+    task_ids = finished_in_order(backend, redis_client, "SSFFSSFFF")
+    first = operator.get(TASKS_URL, {"status": "failed"}).content.decode()
+    second = operator.get(TASKS_URL + link(first, "tm-older")).content.decode()
+    third = operator.get(TASKS_URL + link(second, "tm-older")).content.decode()
+    assert "Read 1 index entries from position 9; 1 match." in third
+
+    back_to_second = operator.get(TASKS_URL + link(third, "tm-newer")).content.decode()
+    back_to_first = operator.get(TASKS_URL + link(back_to_second, "tm-newer")).content.decode()
+
+    assert "Read 4 index entries from position 5; 2 matches." in second
+    assert "Read 4 index entries from position 5; 2 matches." in back_to_second
+    assert ids_on(back_to_second, task_ids) == ids_on(second, task_ids) == task_ids[6:8]
+    assert "Read 4 index entries from position 1; 2 matches." in back_to_first
+    assert ids_on(back_to_first, task_ids) == ids_on(first, task_ids) == task_ids[2:4]
+    assert link(back_to_first, "tm-newer") is None
