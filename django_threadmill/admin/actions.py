@@ -16,7 +16,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.source import Source
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
-from .display import state_label
+from .display import named, state_label
 
 SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
 MAX_SELECTION = 500  # tasks one action may name: the confirmation page lists them all
@@ -139,6 +139,15 @@ PURGE_STATES: dict[str, tuple[str, TaskResultStatus | None]] = {
     "successful": ("SUCCESSFUL only", TaskResultStatus.SUCCESSFUL),
     "failed": ("FAILED only", TaskResultStatus.FAILED),
 }
+
+
+def unknown_purge_state(state: str) -> str:
+    """Return the message refusing a purge of ``state``, which the purge form never sends."""
+    known = " or ".join(named(value) for value in PURGE_STATES if value)
+    return (
+        f"Nothing was purged: the purge form sends state {known}, or nothing for both, not "
+        f"{named(state)}. Choose which results to purge below and confirm again."
+    )
 
 
 def purge(source: Source, queue: str, state: str) -> int:

@@ -14,7 +14,6 @@ from .results import STATUSES, matching
 
 MAX_BULK = 10_000  # tasks one action on a filter changes at most; the confirmation says so
 BULK_SCAN_BUDGET = 200_000  # index entries one such walk reads at most
-FILTER_FIELDS = ("backend", "queue", "status", "task")  # what the list's filter form sends
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,7 +22,7 @@ class Matched:
 
     selected: list[Selected]
     complete: bool  # False: the walk stopped at MAX_BULK or the scan budget
-    filters: dict[str, str]
+    filters: dict[str, str]  # as the walk read them: what the confirmation names and sends
 
     @property
     def description(self) -> str:
@@ -33,18 +32,24 @@ class Matched:
             parts.append(f"backend {backend}")
         if queue := self.filters.get("queue"):
             parts.append(f"queue {queue}")
-        status = self.filters.get("status", "")
-        parts.append(f"status {STATUSES.get(status, STATUSES[''])[0]}")
+        parts.append(f"status {STATUSES[self.filters.get('status', '')][0]}")
         if task := self.filters.get("task"):
             parts.append(f"task path containing “{task}”")
         return ", ".join(parts)
 
 
 def matched(query: QueryDict, action: TaskAction) -> Matched:
-    """Walk the filter in ``query``; keep the tasks in the state ``action`` applies to."""
-    rows, complete = matching(query, action.applies_to, want=MAX_BULK, budget=BULK_SCAN_BUDGET)
+    """Walk the filter in ``query``; keep the tasks in the state ``action`` applies to.
+
+    A backend or status the list's form never sends raises results.UnknownFilter: nothing is
+    acted on, where reading it as "all" widened the action (docs/admin.md, Actions and what
+    they promise).
+    """
+    filters, rows, complete = matching(
+        query, action.applies_to, want=MAX_BULK, budget=BULK_SCAN_BUDGET
+    )
     return Matched(
         selected=[Selected(alias=alias, task_id=row.id, state=row.state) for alias, row in rows],
         complete=complete,
-        filters={name: value for name in FILTER_FIELDS if (value := query.get(name, ""))},
+        filters=filters.chosen(),
     )

@@ -54,6 +54,12 @@ def when(ms: int | str | None) -> datetime | None:
     return from_ms(ms)
 
 
+def named(value: str, limit: int = 60) -> str:
+    """Return a value a request sent, in quotes and cut at ``limit`` characters, for a message
+    that names it (a hand-made request may send anything, of any length)."""
+    return f"“{value[:limit]}…”" if len(value) > limit else f"“{value}”"
+
+
 def state_label(state: str) -> str:
     return STATE_LABELS.get(state, state.upper() or "UNKNOWN")
 

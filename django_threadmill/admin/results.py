@@ -15,7 +15,7 @@ from ..aliases import sources
 from ..broker.inspect import Index, TaskRow, task_path
 from ..broker.inspect.source import Source
 from ..codec.ids import TASK_ID_SEPARATOR, make_task_id
-from .display import state_label, when
+from .display import named, state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
 
 DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
@@ -35,6 +35,11 @@ STATUSES: dict[str, tuple[str, tuple[Index, ...], frozenset[str] | None]] = {
 }
 
 
+class UnknownFilter(ValueError):
+    """A backend or status the list's filter form never sends, given to an action that changes
+    data: it is refused, where the list shows every backend or state for it."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Filters:
     """The list's filters, read from the query string and checked against what exists."""
@@ -46,9 +51,23 @@ class Filters:
     search: str
 
     @classmethod
-    def read(cls, query: QueryDict, aliases: list[str]) -> "Filters":
+    def read(cls, query: QueryDict, aliases: list[str], *, strict: bool = False) -> "Filters":
+        """Read the filters in ``query``. A backend or status the form does not offer (an old
+        or edited link) filters nothing on a page; with ``strict`` (an action that changes
+        data) it raises UnknownFilter naming it, so the action is not widened to everything."""
         backend = query.get("backend", "")
         status = query.get("status", "")
+        if strict and backend and backend not in aliases:
+            raise UnknownFilter(
+                f"backend {named(backend)} is not a ThreadmillTaskBackend alias in TASKS "
+                f"({', '.join(aliases)}). Choose the backend in the list's filter and try again."
+            )
+        if strict and status not in STATUSES:
+            known = ", ".join(value for value in STATUSES if value)
+            raise UnknownFilter(
+                f"status {named(status)} is none the list's filter offers ({known}, or nothing "
+                "for all states). Choose the status in the list's filter and try again."
+            )
         return cls(
             backend=backend if backend in aliases else "",
             queue=query.get("queue", "").strip(),
@@ -57,17 +76,20 @@ class Filters:
             search=query.get("q", "").strip(),
         )
 
-    def query(self, **changes: str) -> str:
-        """Return the query string of these filters with ``changes``, for links."""
+    def chosen(self) -> dict[str, str]:
+        """Return the filters that are set, by the name the filter form gives them."""
         values = {
             "backend": self.backend,
             "queue": self.queue,
             "status": self.status,
             "task": self.task,
-            **changes,
         }
+        return {name: value for name, value in values.items() if value}
+
+    def query(self, **changes: str) -> str:
+        """Return the query string of these filters with ``changes``, for links."""
         query = QueryDict(mutable=True)
-        for name, value in values.items():
+        for name, value in {**self.chosen(), **changes}.items():
             if value:
                 query[name] = value
         return query.urlencode()
@@ -127,10 +149,12 @@ def _search(chosen: list[Source], filters: Filters) -> list[dict[str, Any]]:
     return found
 
 
-def _filtered(query: QueryDict) -> tuple[list[Source], Filters, list[Source]]:
+def _filtered(
+    query: QueryDict, *, strict: bool = False
+) -> tuple[list[Source], Filters, list[Source]]:
     """Return every alias's Source, the filters in ``query``, and the Sources they choose."""
     everything = sources()
-    filters = Filters.read(query, [s.alias for s in everything])
+    filters = Filters.read(query, [s.alias for s in everything], strict=strict)
     return (
         everything,
         filters,
@@ -161,11 +185,12 @@ def results_context(query: QueryDict) -> dict[str, Any]:
 
 def matching(
     query: QueryDict, state: str, *, want: int, budget: int
-) -> tuple[list[tuple[str, TaskRow]], bool]:
-    """Return (alias, row) of the first ``want`` tasks in ``state`` the list's filters match,
-    reading at most ``budget`` index entries, and whether that is every match. The id search
-    is ignored."""
-    _, filters, chosen = _filtered(query)
+) -> tuple[Filters, list[tuple[str, TaskRow]], bool]:
+    """Return the list's filters in ``query``, (alias, row) of the first ``want`` tasks in
+    ``state`` they match, reading at most ``budget`` index entries, and whether that is every
+    match. The id search is ignored; a backend or status the form never sends raises
+    UnknownFilter, as an action walks this."""
+    _, filters, chosen = _filtered(query, strict=True)
     listed = filters.keep()
 
     def accepts(fields: dict[str, str | None]) -> bool:
@@ -174,7 +199,7 @@ def matching(
     keep = RowFilter(fields=listed.fields if listed else ("state",), accepts=accepts)
     walker = Walker(_streams(chosen, filters), None)
     walk = walker.walk(Cursor(), want=want, budget=budget, keep=keep)
-    return walk.rows, walk.exhausted or not walker.has_more(walk.end)
+    return filters, walk.rows, walk.exhausted or not walker.has_more(walk.end)
 
 
 def _total(chosen: list[Source], streams: list[Stream], as_of: int | None) -> int:

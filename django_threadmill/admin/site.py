@@ -25,7 +25,7 @@ from ..models import Queue, Task
 from . import actions, bulk
 from .detail import detail_context, detail_or_404, raw_response, raw_value
 from .queues import pause_confirmation, pause_or_resume, queues_context
-from .results import results_context
+from .results import UnknownFilter, results_context
 from .workflows import workflow_context, workflows_context
 
 type View = Callable[..., HttpResponse]
@@ -134,9 +134,13 @@ class QueueAdmin(ThreadmillModelAdmin):
     def purge_view(self, request: HttpRequest, alias: str, queue: str) -> HttpResponse:
         source = queue_source_or_404(alias, queue)
         state = request.POST.get("state", request.GET.get("state", ""))
+        confirmed = request.method == "POST" and request.POST.get("post") == "yes"
+        if confirmed and state not in actions.PURGE_STATES:  # hand-made: refused, not widened
+            self.message_user(request, actions.unknown_purge_state(state), messages.ERROR)
+            return HttpResponseRedirect(request.path)
         if state not in actions.PURGE_STATES:
-            state = ""
-        if request.method == "POST" and request.POST.get("post") == "yes":
+            state = ""  # a link's choice the form does not offer: it opens on both
+        if confirmed:
             deleted = actions.purge(source, queue, state)
             label = actions.PURGE_STATES[state][0]
             self.message_user(
@@ -249,7 +253,11 @@ class TaskAdmin(ThreadmillModelAdmin):
     ) -> HttpResponse:
         """Confirm ``action`` on every task the posted filter matches, then (``post=yes``)
         walk the filter again and apply it."""
-        found = bulk.matched(request.POST, action)
+        try:
+            found = bulk.matched(request.POST, action)
+        except UnknownFilter as exc:  # hand-made: refused, not widened to every backend
+            self.message_user(request, f"Nothing was {action.done}: {exc}", messages.ERROR)
+            return HttpResponseRedirect(back)
         if request.POST.get("post") != "yes":
             context = {"action": action, "found": found, "next": back, "limit": bulk.MAX_BULK}
             every = f"every {action.applies_to.upper()} task a filter matches"

@@ -1,5 +1,6 @@
 """Purge finished results of one queue from the queues page: confirmed, counted, scoped."""
 
+import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
 
@@ -51,9 +52,38 @@ def test_purge_failed_only_keeps_the_rest(operator: Client, backend: ThreadmillT
 def test_purge_everything_finished(operator: Client, backend: ThreadmillTaskBackend) -> None:
     task_ids = [failed_task(backend), successful_task(backend)]
 
-    operator.post(PURGE_URL, {"post": "yes", "state": "bogus-means-both"})
+    response = operator.post(PURGE_URL, {"post": "yes", "state": ""})
 
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "Purged 2 finished results (SUCCESSFUL and FAILED) from default / default."
+    ]
     assert not any(exists(backend, t) for t in task_ids)
+
+
+@pytest.mark.parametrize(
+    "state", ["FAILED", "bogus-means-both", "x" * 100], ids=["capitals", "unknown", "long"]
+)
+def test_a_state_the_form_never_sends_purges_nothing(
+    operator: Client, backend: ThreadmillTaskBackend, state: str
+) -> None:
+    """It purged SUCCESSFUL and FAILED alike ("FAILED" is not "failed")."""
+    task_ids = [failed_task(backend), successful_task(backend)]
+
+    response = operator.post(PURGE_URL, {"post": "yes", "state": state})
+
+    assert response.status_code == 302
+    assert response["Location"] == PURGE_URL
+    shown = state if len(state) <= 60 else state[:60] + "…"
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "Nothing was purged: the purge form sends state “successful” or “failed”, or nothing "
+        f"for both, not “{shown}”. Choose which results to purge below and confirm again."
+    ]
+    assert all(exists(backend, t) for t in task_ids)
+
+
+def test_a_link_with_a_state_the_form_never_sends_opens_on_both(operator: Client) -> None:
+    page = operator.get(PURGE_URL, {"state": "FAILED"}).content.decode()
+    assert '<option value="" selected>SUCCESSFUL and FAILED</option>' in page
 
 
 def test_purge_of_an_unknown_alias_is_404(operator: Client) -> None:
