@@ -22,7 +22,7 @@ from .compat import (
 )
 from .conf.settings import check_queue_name, read_settings
 from .enqueue.pipeline import Call, EnqueuePipeline, pipeline_for
-from .exceptions import Cancelled, ImproperlyConfiguredThreadmill
+from .exceptions import Cancelled, ImproperlyConfiguredThreadmill, StepOfCancelledWorkflow
 from .observability.tracing import traced_aenqueue, traced_enqueue
 from .task import ThreadmillTask
 from .wording import a_type, dotted_name
@@ -141,9 +141,14 @@ class ThreadmillTaskBackend(BaseTaskBackend):
 
         Return False, changing nothing, if the task has not failed (waiting, running, or
         successful) or has run its ``MAX_ATTEMPTS`` attempts (retry.py). Raise
-        ``TaskResultDoesNotExist`` for an unknown or expired id.
+        ``TaskResultDoesNotExist`` for an unknown or expired id, and
+        ``StepOfCancelledWorkflow``, changing nothing, for a step of a cancelled workflow: no
+        worker starts one (docs/workflows.md, Cancel), so a new attempt would only fail again.
         """
-        state = self.broker.requeue(_checked_id(result_id))
+        task_id = _checked_id(result_id)
+        if (cancelled := self.broker.cancelled_workflow_of(task_id)) is not None:
+            raise StepOfCancelledWorkflow(task_id, *cancelled)
+        state = self.broker.requeue(task_id)
         if state == "missing":
             raise TaskResultDoesNotExist(result_id)
         return state == "requeued"

@@ -91,5 +91,18 @@ class TransactionLeftOpen(ThreadmillError):
     worker rolled it back, so the task's writes in it are undone."""
 
 
+class StepOfCancelledWorkflow(ThreadmillError):
+    """A requeue of a step whose workflow was cancelled, refused: a worker starts no step of a
+    cancelled workflow (docs/workflows.md, Cancel), so a new attempt would only fail again."""
+
+    def __init__(self, task_id: str, workflow_id: str, step: int, why: str) -> None:
+        super().__init__(
+            f"Task {task_id} was not requeued: it is step {step} of workflow {workflow_id}, "
+            f"which was cancelled ({why}), and a worker starts no step of a cancelled workflow. "
+            "Enqueue the task anew to run it."
+        )
+        self.task_id, self.workflow_id, self.step, self.why = task_id, workflow_id, step, why
+
+
 class WorkflowDoesNotExist(ThreadmillError, LookupError):
     """No workflow has this id in this backend (it never did, or it ended and expired)."""

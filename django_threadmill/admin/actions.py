@@ -16,6 +16,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.source import Source
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
+from ..exceptions import StepOfCancelledWorkflow
 from .display import named, state_label
 
 SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
@@ -96,14 +97,23 @@ def current_states(pairs: list[tuple[str, str]], sources: dict[str, Source]) -> 
     return [Selected(alias=a, task_id=t, state=states.get((a, t), "")) for a, t in pairs]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What an action did: how many tasks it changed, and those it left alone."""
+
+    changed: int
+    skipped: list[Selected]  # in another state than the action's, as they are now
+    in_cancelled_workflows: list[Selected]  # steps a requeue refused: they would never run
+
+
 def run_task_action(
     action: TaskAction,
     selected: list[Selected],
     sources: dict[str, Source],
     user: AbstractBaseUser | AnonymousUser,
-) -> tuple[int, list[Selected]]:
-    """Apply ``action`` to each task; return how many it changed and those it left alone."""
-    changed, skipped = 0, []
+) -> Outcome:
+    """Apply ``action`` to each task; say how many it changed and which it left alone."""
+    changed, skipped, in_cancelled = 0, [], []
     who = user.get_username() or "staff"
     backends = {alias: threadmill_backend(alias) for alias in {item.alias for item in selected}}
     for item in selected:
@@ -111,17 +121,32 @@ def run_task_action(
             ok = action.run(backends[item.alias], item.task_id, who)
         except TaskResultDoesNotExist:
             ok = False
+        except StepOfCancelledWorkflow:
+            in_cancelled.append(item)
+            continue
         if ok:
             changed += 1
         else:
             skipped.append(item)
-    return changed, current_states([(s.alias, s.task_id) for s in skipped], sources)
+    return Outcome(
+        changed=changed,
+        skipped=current_states([(s.alias, s.task_id) for s in skipped], sources),
+        in_cancelled_workflows=in_cancelled,
+    )
 
 
-def outcome_messages(action: TaskAction, changed: int, skipped: list[Selected]) -> list[str]:
-    """Return the messages after an action: the count, then what changed meanwhile."""
+def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
+    """Return the messages after an action: the count, then what it left alone and why."""
+    changed, skipped = outcome.changed, outcome.skipped
     noun = "task" if changed == 1 else "tasks"
     messages = [f"{changed} {noun} {action.done}."]
+    if refused := outcome.in_cancelled_workflows:
+        ids = get_text_list([item.task_id for item in refused], "and")
+        messages.append(
+            f"{len(refused)} left alone: a cancelled workflow's step, which no worker starts, so "
+            "a requeue would only fail it again; enqueue the task anew to run it "
+            f"(docs/workflows.md, Cancel): {ids}."
+        )
     by_state = Counter(item.label for item in skipped)
     for label, count in sorted(by_state.items()):
         ids = get_text_list([item.task_id for item in skipped if item.label == label], "and")

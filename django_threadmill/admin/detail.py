@@ -6,13 +6,12 @@ from django.http import Http404, HttpResponse
 
 from ..broker.inspect import DAMAGED, TaskDetail, task_path
 from ..broker.inspect.source import Source
-from ..codec.ids import worker_host_and_pid
+from ..codec.ids import read_step_marker, worker_host_and_pid
 from ..codec.payloads import decode_payload
 from ..codec.progress import stored_progress
 from ..codec.results import attempted_ms, errors_of, parse_error
 from ..codec.text import printable
 from ..exceptions import PayloadError
-from ..workflows.plan import read_step_marker
 from .display import pretty_json, pretty_value, shown, state_label, when
 
 

@@ -274,9 +274,9 @@ class TaskAdmin(ThreadmillModelAdmin):
     ) -> HttpResponse:
         """Run ``action`` on ``selected`` (fenced per task) and say what it did."""
         by_alias = {source.alias: source for source in sources()}
-        changed, skipped = actions.run_task_action(action, selected, by_alias, request.user)
-        count, *left_alone = actions.outcome_messages(action, changed, skipped)
-        self.message_user(request, count, messages.SUCCESS if changed else messages.WARNING)
+        outcome = actions.run_task_action(action, selected, by_alias, request.user)
+        count, *left_alone = actions.outcome_messages(action, outcome)
+        self.message_user(request, count, messages.SUCCESS if outcome.changed else messages.WARNING)
         for text in left_alone:
             self.message_user(request, text, messages.WARNING)
         return HttpResponseRedirect(back)

@@ -23,6 +23,8 @@ from typing import cast
 
 from redis.typing import EncodableT, FieldT
 
+from ..codec.ids import read_step_marker
+from ..exceptions import PayloadError
 from .reads import Reads
 from .scripts import ScriptCall, ScriptName
 
@@ -83,6 +85,25 @@ class Workflows(Reads):
             return cast(
                 list[str | None], self.client.hmget(self.keyspace.workflow(workflow_id), names)
             )
+
+    def cancelled_workflow_of(self, task_id: str) -> tuple[str, int, str] | None:
+        """Return (workflow id, step, why) when ``task_id`` is a step of a cancelled workflow,
+        else None: one HGET of its record, and for a step one HMGET of its workflow.
+
+        A record whose key is not a hash reads as no step: the call this check precedes
+        says what it is.
+        """
+        try:
+            marker = self._read_record(
+                task_id, lambda key: cast(str | None, self.client.hget(key, "workflow"))
+            )
+        except PayloadError:
+            return None
+        marked = read_step_marker(marker)
+        if marked is None:
+            return None
+        status, why = self.workflow_values(marked[0], ["status", "why"])
+        return (*marked, why or "cancelled") if status == "cancelled" else None
 
     def workflow_fields(self, workflow_id: str) -> dict[str, str]:
         """Return a workflow's hash ({} when unknown or expired)."""

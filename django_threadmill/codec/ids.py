@@ -1,5 +1,6 @@
-"""Task ids: a random UUID and the queue it was enqueued to, ``<32 hex digits>@<queue>``; and
-worker ids, ``<host>:<pid>:<4 hex digits>``.
+"""Task ids: a random UUID and the queue it was enqueued to, ``<32 hex digits>@<queue>``;
+worker ids, ``<host>:<pid>:<4 hex digits>``; and the mark of a workflow step on its record,
+``<workflow id>:<step>``.
 
 The queue in the id lets a lookup go straight to the right keys (and Redis Cluster slot).
 """
@@ -47,3 +48,14 @@ def worker_host_and_pid(worker_id: str) -> tuple[str, str]:
     if not match:
         return worker_id, ""
     return match["host"], match["pid"]
+
+
+def step_marker(workflow_id: str, index: int) -> str:
+    """The ``workflow`` field of a step's record: which workflow, which step."""
+    return f"{workflow_id}:{index}"
+
+
+def read_step_marker(marker: str | None) -> tuple[str, int] | None:
+    """Return the workflow id and step index a record's ``workflow`` field names, or None."""
+    workflow_id, _, index = (marker or "").partition(":")
+    return (workflow_id, int(index)) if workflow_id and index.isdigit() else None

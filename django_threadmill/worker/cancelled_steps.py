@@ -11,9 +11,9 @@ its steps already enqueued: they still run, as documented.
 import logging
 
 from ..broker import Broker, Finish, Reservation
+from ..codec.ids import read_step_marker
 from ..codec.times import now_ms
 from ..exceptions import BrokerUnavailable, Cancelled
-from ..workflows.plan import read_step_marker
 from . import outcome
 
 logger = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ import logging
 
 from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import OUTBOX_BATCH
+from ..codec.ids import read_step_marker
 from ..codec.payloads import load_task
 from ..codec.results import parse_error
 from ..exceptions import BrokerUnavailable, Cancelled, PayloadError
@@ -20,7 +21,6 @@ from .failed_entries import RETRY_AFTER_S, FailedEntries
 from .launch import PreparedStep, enqueue_steps, step_task
 from .plan import (
     input_value,
-    read_step_marker,
     step_field,
     stored_step,
     stored_value,

@@ -8,7 +8,7 @@ from asgiref.sync import sync_to_async
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker import Guard, GuardKind, NewTask
-from ..codec.ids import new_task_hex
+from ..codec.ids import new_task_hex, step_marker
 from ..compat import InvalidTask, Task, TaskResult
 from ..enqueue.announce import announce
 from ..enqueue.on_commit import defer_to_commit
@@ -18,7 +18,6 @@ from .plan import (
     Plannable,
     PlannedStep,
     plan,
-    step_marker,
     step_task_id,
     workflow_fields,
 )

@@ -112,17 +112,6 @@ def step_task_id(workflow_id: str, step: PlannedStep) -> str:
     return make_task_id(digest, step.queue)
 
 
-def step_marker(workflow_id: str, index: int) -> str:
-    """The ``workflow`` field of a step's record: which workflow, which step."""
-    return f"{workflow_id}:{index}"
-
-
-def read_step_marker(marker: str | None) -> tuple[str, int] | None:
-    """Return the workflow id and step index a record's ``workflow`` field names, or None."""
-    workflow_id, _, index = (marker or "").partition(":")
-    return (workflow_id, int(index)) if workflow_id and index.isdigit() else None
-
-
 def step_field(index: int) -> str:
     """The field of a workflow's hash that holds step ``index`` as JSON: one per step, so
     enqueueing a step reads that step, not the whole plan (docs/workflows.md, What it costs)."""

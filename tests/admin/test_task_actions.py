@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
+from django_threadmill.testing import drain
+from django_threadmill.workflows import chain, step
 from testproject.example.tasks import add
 from tests.admin.conftest import TASKS_URL, failed_task, successful_task
 
@@ -133,3 +135,25 @@ def test_next_pointing_elsewhere_is_ignored(
 @pytest.mark.parametrize("method", ["get", "head"])
 def test_actions_only_accept_post(operator: Client, method: str) -> None:
     assert getattr(operator, method)(ACTION_URL).status_code == 405
+
+
+def test_a_step_of_a_cancelled_workflow_is_left_alone_and_says_why(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    """It said "1 task requeued.", and the worker recorded the step FAILED again before it
+    started, as a step of a cancelled workflow."""
+    flow = chain(step(add, 1, 1), step(add, 2)).enqueue()
+    first = flow.results[0]
+    assert first is not None
+    assert flow.cancel("not needed")
+
+    messages = act(operator, "requeue", first.id)
+
+    assert messages == [
+        "0 tasks requeued.",
+        "1 left alone: a cancelled workflow's step, which no worker starts, so a requeue would "
+        "only fail it again; enqueue the task anew to run it (docs/workflows.md, Cancel): "
+        f"{first.id}.",
+    ]
+    assert status(backend, first.id) == TaskResultStatus.FAILED
+    assert drain() == 0

@@ -3,11 +3,11 @@
 import os
 import threading
 
+from django_threadmill.codec.ids import read_step_marker
 from django_threadmill.compat import TaskContext, task, task_backends
 from django_threadmill.retry import ExponentialBackoff
 from django_threadmill.task import task as threadmill_task
 from django_threadmill.workflows import get_workflow
-from django_threadmill.workflows.plan import read_step_marker
 
 # Attempts follow one another at once: the tests run at the speed of the worker.
 AT_ONCE_AGAIN = ExponentialBackoff(base_delay=0, max_delay=0, jitter=0, max_attempts=3)

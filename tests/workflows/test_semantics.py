@@ -9,11 +9,12 @@ from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
-from django_threadmill.exceptions import WorkflowDoesNotExist
+from django_threadmill.exceptions import StepOfCancelledWorkflow, WorkflowDoesNotExist
 from django_threadmill.testing import drain
 from django_threadmill.workflows import WorkflowResult, advance, chain, get_workflow, group, step
 from django_threadmill.workflows.launch import enqueue_steps, step_task
 from django_threadmill.workflows.plan import stored_plan
+from tests.backend_support import fail as record_failure
 
 from .support import cancelled_before_it_ran
 from .tasks import (
@@ -136,6 +137,39 @@ def test_a_cancel_again_cancels_the_steps_an_interrupted_one_left_waiting(
     assert [s.state for s in flow.steps] == ["FAILED", "FAILED"]
     assert flow.why == "cancelled: first"
     cancelled_before_it_ran(flow, 0, "its workflow was cancelled: first")
+def test_a_requeued_step_of_a_failed_workflow_runs(backend: ThreadmillTaskBackend) -> None:
+    """The workflow stays FAILED; the step's task runs again (docs/workflows.md, Semantics)."""
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+    first = flow.results[0]
+    assert first is not None
+    record_failure(backend, first.id, ValueError("down"))
+    assert drain() == 0  # the drain advances the workflow: FAILED, step 1 not run
+
+    assert backend.requeue(first.id)
+    assert drain() == 1
+
+    flow.refresh()
+    assert flow.status == TaskResultStatus.FAILED
+    assert [s.state for s in flow.steps] == ["SUCCESSFUL", "NOT_RUN"]
+
+
+def test_a_step_of_a_cancelled_workflow_is_not_requeued(backend: ThreadmillTaskBackend) -> None:
+    """Requeued, it answered True and was recorded FAILED again by the worker's look before it
+    started (its workflow was cancelled): a promise of a run that never came."""
+    flow = chain(step(number, 1), step(add, 1)).enqueue()
+    first = flow.results[0]
+    assert first is not None
+    assert flow.cancel("not needed")
+
+    with pytest.raises(StepOfCancelledWorkflow) as refused:
+        backend.requeue(first.id)
+
+    assert str(refused.value) == (
+        f"Task {first.id} was not requeued: it is step 0 of workflow {flow.id}, which was "
+        "cancelled (cancelled: not needed), and a worker starts no step of a cancelled "
+        "workflow. Enqueue the task anew to run it."
+    )
+    assert backend.get_result(first.id).status == TaskResultStatus.FAILED
     assert drain() == 0
 
 
