@@ -137,6 +137,8 @@ def test_a_cancel_again_cancels_the_steps_an_interrupted_one_left_waiting(
     assert [s.state for s in flow.steps] == ["FAILED", "FAILED"]
     assert flow.why == "cancelled: first"
     cancelled_before_it_ran(flow, 0, "its workflow was cancelled: first")
+
+
 def test_a_requeued_step_of_a_failed_workflow_runs(backend: ThreadmillTaskBackend) -> None:
     """The workflow stays FAILED; the step's task runs again (docs/workflows.md, Semantics)."""
     flow = chain(step(number, 1), step(add, 1)).enqueue()
