@@ -1,8 +1,8 @@
 """Read a ``TASKS`` entry into typed settings, once, at the settings edge.
 
 ``LOCATION`` is the Redis URL (as in ``CACHES``); ``OPTIONS`` holds tuning. Durations accept a
-``timedelta`` or a number of seconds, from 1 ms to a bound each. An unknown option, a wrong type
-or a value out of bounds raises with the fix.
+``timedelta`` or a number of seconds, from 1 ms (``lease_ttl``: 1 s) to a bound each. An unknown
+option, a wrong type or a value out of bounds raises with the fix.
 """
 
 import re
@@ -41,9 +41,30 @@ DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 50
 MIN_TOKEN_CHARS = 16  # a metrics token shorter than this is too easy to guess
 NO_LIMIT = QueueLimit()
+
+
+@dataclass(frozen=True, slots=True)
+class MinDuration:
+    """The shortest a duration option may be: in seconds, in words, as the fix says it, and why."""
+
+    seconds: float
+    words: str
+    fix: str
+    why: str
+
+
 # Redis takes TTLs and WAIT timeouts in whole milliseconds: a shorter duration would round to
 # 0 ms, which PEXPIRE reads as "expire now" and WAIT as "wait forever".
-MIN_DURATION_S = 0.001
+ONE_MS = MinDuration(0.001, "1 ms", "0.001 seconds", "Redis counts time in whole milliseconds")
+# A lease of milliseconds lapsed between its renewals: its tasks ran dozens of times, then FAILED.
+SHORTEST_LEASE = MinDuration(
+    1.0,
+    "1 second",
+    "1 second",
+    "a worker renews its leases every lease_ttl / 3, which must leave room for a Redis round "
+    "trip and a busy process, or leases lapse while their tasks run and the tasks run again "
+    "(docs/worker.md, Leases)",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +139,15 @@ class BackendSettings:
 
 
 def _seconds(
-    name: str, value: object, at_most: MaxDuration, *, allow_none: bool = False
+    name: str,
+    value: object,
+    at_most: MaxDuration,
+    *,
+    allow_none: bool = False,
+    at_least: MinDuration = ONE_MS,
 ) -> float | None:
-    """Return ``value`` in seconds, or None where allowed; refuse it outside 1 ms to ``at_most``."""
+    """Return ``value`` in seconds, or None where allowed; refuse it outside ``at_least`` to
+    ``at_most``."""
     if value is None and allow_none:
         return None
     seconds = seconds_of(value)
@@ -131,10 +158,9 @@ def _seconds(
         raise ImproperlyConfiguredThreadmill(
             f"{shown}. Use a positive number of seconds or a timedelta{none_hint}."
         )
-    if seconds < MIN_DURATION_S:
+    if seconds < at_least.seconds:
         raise ImproperlyConfiguredThreadmill(
-            f"{shown}, shorter than 1 ms. Use at least {MIN_DURATION_S} seconds: Redis counts "
-            "time in whole milliseconds."
+            f"{shown}, shorter than {at_least.words}. Use at least {at_least.fix}: {at_least.why}."
         )
     if seconds > at_most.seconds:
         raise ImproperlyConfiguredThreadmill(
@@ -161,7 +187,10 @@ def _flag(name: str, value: object) -> bool:
 def _read_options(options: dict[str, Any]) -> dict[str, Any]:
     readers: dict[str, Callable[[object], tuple[str, object]]] = {
         "key_prefix": lambda v: _key_prefix(v),
-        "lease_ttl": lambda v: ("lease_ttl_s", _seconds("lease_ttl", v, ONE_DAY)),
+        "lease_ttl": lambda v: (
+            "lease_ttl_s",
+            _seconds("lease_ttl", v, ONE_DAY, at_least=SHORTEST_LEASE),
+        ),
         "result_ttl": lambda v: (
             "result_ttl_s",
             _seconds("result_ttl", v, TEN_YEARS, allow_none=True),

@@ -1,4 +1,5 @@
-"""Durations in OPTIONS stay between 1 ms and a bound each, and a WAIT ends before its socket."""
+"""Durations in OPTIONS stay between 1 ms (a lease: 1 s) and a bound each, and a WAIT ends before
+its socket."""
 
 import re
 from datetime import timedelta
@@ -17,6 +18,8 @@ BOUNDS = {
     "pool_timeout": (86400, "1 day", False),
     "durability_timeout": (86400, "1 day", False),
 }
+# option -> its shortest, where that is not 1 ms
+SHORTEST = {"lease_ttl": 1.0}
 
 
 def options(**values: object) -> BackendSettings:
@@ -27,13 +30,27 @@ def message(name: str, shown: str, fix: str) -> str:
     return f"^{re.escape(f'OPTIONS[{name!r}] is {shown}, {fix}')}$"
 
 
-@pytest.mark.parametrize("name", sorted(BOUNDS))
+@pytest.mark.parametrize("name", sorted(set(BOUNDS) - set(SHORTEST)))
 @pytest.mark.parametrize("value", [0.0001, timedelta(microseconds=999)])
 def test_duration_that_rounds_to_0_ms_is_refused(name: str, value: object) -> None:
     shown = repr(value.total_seconds() if isinstance(value, timedelta) else value)
     fix = "shorter than 1 ms. Use at least 0.001 seconds: Redis counts time in whole milliseconds."
     with pytest.raises(ImproperlyConfigured, match=message(name, shown, fix)):
         options(**{name: value})
+
+
+@pytest.mark.parametrize("value", [0.001, 0.0001, 0.999, timedelta(milliseconds=999)])
+def test_lease_ttl_under_a_second_is_refused(value: object) -> None:
+    """A lease is renewed every third of it: a lease of milliseconds lapsed between renewals,
+    and its tasks ran dozens of times before they ended FAILED."""
+    shown = repr(value.total_seconds() if isinstance(value, timedelta) else value)
+    fix = (
+        "shorter than 1 second. Use at least 1 second: a worker renews its leases every "
+        "lease_ttl / 3, which must leave room for a Redis round trip and a busy process, or "
+        "leases lapse while their tasks run and the tasks run again (docs/worker.md, Leases)."
+    )
+    with pytest.raises(ImproperlyConfigured, match=message("lease_ttl", shown, fix)):
+        options(lease_ttl=value)
 
 
 @pytest.mark.parametrize("name", sorted(BOUNDS))
@@ -48,16 +65,16 @@ def test_duration_past_its_bound_is_refused(name: str, value: object) -> None:
 
 @pytest.mark.parametrize("name", sorted(BOUNDS))
 def test_durations_at_their_bounds_are_taken(name: str) -> None:
-    seconds = BOUNDS[name][0]
+    seconds, shortest = BOUNDS[name][0], SHORTEST.get(name, 0.001)
     extra = {"socket_timeout": None} if name == "durability_timeout" else {}
-    assert getattr(options(**{name: 0.001, **extra}), f"{name}_s") == 0.001
+    assert getattr(options(**{name: shortest, **extra}), f"{name}_s") == shortest
     assert getattr(options(**{name: seconds, **extra}), f"{name}_s") == seconds
 
 
 def test_shortest_durations_are_whole_milliseconds() -> None:
-    settings = options(lease_ttl=0.001, result_ttl=0.001, durability_timeout=0.001)
+    settings = options(lease_ttl=1, result_ttl=0.001, durability_timeout=0.001)
     assert (settings.lease_ttl_ms, settings.result_ttl_ms, settings.durability_timeout_ms) == (
-        1,
+        1000,
         1,
         1,
     )

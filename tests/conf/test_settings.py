@@ -37,7 +37,7 @@ def test_defaults() -> None:
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [(timedelta(minutes=2), 120.0), (timedelta(milliseconds=250), 0.25), (30, 30.0), (1.5, 1.5)],
+    [(timedelta(minutes=2), 120.0), (timedelta(milliseconds=1250), 1.25), (30, 30.0), (1.5, 1.5)],
 )
 def test_durations_take_seconds_or_timedelta(value: object, seconds: float) -> None:
     settings = options(lease_ttl=value, result_ttl=value, socket_timeout=value)

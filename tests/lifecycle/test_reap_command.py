@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("logging_put_back")
 
 def reap_loop(redis_url: str, key_prefix: str) -> Command:
     """Start ``threadmill_reap`` looping every 0.05 s, with the tests' short lease."""
-    return Command(redis_url, key_prefix, "threadmill_reap", "--interval", "0.05", lease_ttl_s=0.2)
+    return Command(redis_url, key_prefix, "threadmill_reap", "--interval", "0.05", lease_ttl_s=1.0)
 
 
 def reap(*args: str) -> str:

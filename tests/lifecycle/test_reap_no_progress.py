@@ -24,7 +24,7 @@ MOST_CALLS = 5  # reap calls one pass may make here before it counts as looping
 
 @pytest.fixture
 def tasks_options() -> dict[str, object]:
-    return {"lease_ttl": 0.2, "queue_shards": {"default": SHARDS}}
+    return {"lease_ttl": 1.0, "queue_shards": {"default": SHARDS}}
 
 
 def move_to_the_other_shard(broker: Broker, redis_client: redis.Redis, task_id: str) -> None:

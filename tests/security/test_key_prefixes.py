@@ -9,6 +9,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Start
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
+from tests.lifecycle.support import wait_for_expiry
 from tests.support import Command, worker
 
 from . import tasks
@@ -29,13 +30,14 @@ def test_two_projects_share_a_redis_without_touching_each_other(
     other_prefix = f"{key_prefix}-other"
     other = ThreadmillTaskBackend(
         "default",
-        {"LOCATION": redis_url, "OPTIONS": {"key_prefix": other_prefix, "lease_ttl": 0.1}},
+        {"LOCATION": redis_url, "OPTIONS": {"key_prefix": other_prefix, "lease_ttl": 1}},
     )
     theirs = [other.enqueue(tasks.touch, [str(tmp_path / f"theirs-{n}")], {}) for n in range(5)]
     [reservation] = other.broker.acquire("default", 1).reservations
     other.broker.start("their-worker", [Start(lease=reservation.lease, started_ms=now_ms())])
     before = snapshot(redis_client, other_prefix)
     ours = [tasks.touch.enqueue(str(tmp_path / f"ours-{n}")) for n in range(5)]
+    wait_for_expiry(other.broker, redis_client)  # their lease is one our reaper would settle
 
     command = worker(redis_url, key_prefix, "--burst", "--reap-interval", "0.1")
     reaper = Command(redis_url, key_prefix, "threadmill_reap", "--interval", "0.1")

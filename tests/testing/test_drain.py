@@ -130,14 +130,14 @@ def reaper(backend: ThreadmillTaskBackend) -> Iterator[None]:
     thread.join()
 
 
-@pytest.mark.parametrize("tasks_options", [{"lease_ttl": 0.6}])
+@pytest.mark.parametrize("tasks_options", [{"lease_ttl": 1.0}])
 @pytest.mark.usefixtures("reaper")
 def test_leases_are_renewed_between_tasks_so_a_reaper_takes_none(
     threadmill: Threadmill,
 ) -> None:
-    # One batch holds all three for 1.05 s: unrenewed, the last lease would lapse before that
-    # task starts (at 0.7 s), and the reaper would hand it back to run again.
-    results = [tasks.take.enqueue(0.35, str(n)) for n in range(3)]
+    # One batch holds all three for 1.8 s: unrenewed, the last lease would lapse before that
+    # task starts (at 1.2 s), and the reaper would hand it back to run again.
+    results = [tasks.take.enqueue(0.6, str(n)) for n in range(3)]
     assert threadmill.drain() == 3
     assert sorted(labels()) == ["0", "1", "2"]
     for result in results:
