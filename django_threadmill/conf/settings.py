@@ -83,6 +83,24 @@ TEN_YEARS = MaxDuration(10 * 365 * 86400, "10 years")
 ONE_DAY = MaxDuration(86400, "1 day")
 
 
+@dataclass(frozen=True, slots=True)
+class MaxCount:
+    """The largest a whole-number option may be, and why."""
+
+    count: int
+    why: str
+
+
+# A larger payload or result would fail inside Redis, after the work.
+MAX_BYTES = MaxCount(512 * 1024 * 1024, "Redis takes no string past 512 MB (proto-max-bulk-len)")
+# A pool is filled with empty slots when made: 10**7 took 17 s and 139 MB, 10**20 never ended.
+MAX_CONNECTIONS = MaxCount(
+    10_000,
+    "Redis serves 10000 clients by default (maxclients), and redis-py's pool sets aside a slot "
+    "for each connection when it is made",
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackendSettings:
     """Everything a backend, broker or worker needs to know about one ``TASKS`` alias."""
@@ -170,10 +188,16 @@ def _seconds(
     return seconds
 
 
-def _positive_int(name: str, value: object) -> int:
+def _positive_int(name: str, value: object, at_most: MaxCount) -> int:
+    """Return ``value`` if it is a whole number from 1 to ``at_most``, else raise with the fix."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS[{name!r}] is {value!r}. Use a positive whole number."
+        )
+    if value > at_most.count:
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS[{name!r}] is {value!r}, above {at_most.count}. Use at most "
+            f"{at_most.count}: {at_most.why}."
         )
     return value
 
@@ -197,9 +221,12 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         ),
         "max_payload_bytes": lambda v: (
             "max_payload_bytes",
-            _positive_int("max_payload_bytes", v),
+            _positive_int("max_payload_bytes", v, MAX_BYTES),
         ),
-        "max_result_bytes": lambda v: ("max_result_bytes", _positive_int("max_result_bytes", v)),
+        "max_result_bytes": lambda v: (
+            "max_result_bytes",
+            _positive_int("max_result_bytes", v, MAX_BYTES),
+        ),
         "socket_timeout": lambda v: (
             "socket_timeout_s",
             _seconds("socket_timeout", v, ONE_DAY, allow_none=True),
@@ -210,7 +237,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         ),
         "max_connections": lambda v: (
             "max_connections",
-            _positive_int("max_connections", v),
+            _positive_int("max_connections", v, MAX_CONNECTIONS),
         ),
         "pool_timeout": lambda v: ("pool_timeout_s", _seconds("pool_timeout", v, ONE_DAY)),
         "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),

@@ -84,6 +84,31 @@ def test_bad_counts(name: str, value: object) -> None:
         options(**{name: value})
 
 
+BYTES = "Redis takes no string past 512 MB (proto-max-bulk-len)"
+# option -> (the largest it takes, why)
+COUNT_BOUNDS = {
+    "max_payload_bytes": (512 * 1024 * 1024, BYTES),
+    "max_result_bytes": (512 * 1024 * 1024, BYTES),
+    "max_connections": (
+        10_000,
+        "Redis serves 10000 clients by default (maxclients), and redis-py's pool sets aside a "
+        "slot for each connection when it is made",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNT_BOUNDS))
+def test_counts_past_their_bound_are_refused_and_the_bound_is_taken(name: str) -> None:
+    """10**20 connections held manage.py check --deploy for good: redis-py's blocking pool fills
+    a queue with a slot per connection when it is made."""
+    most, why = COUNT_BOUNDS[name]
+    for value in (most + 1, 10**20):
+        message = f"OPTIONS[{name!r}] is {value}, above {most}. Use at most {most}: {why}."
+        with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+            options(**{name: value})
+    assert getattr(options(**{name: most}), name) == most
+
+
 def test_counts_are_read() -> None:
     settings = options(max_payload_bytes=2048, max_connections=8)
     assert (settings.max_payload_bytes, settings.max_connections) == (2048, 8)
