@@ -34,12 +34,7 @@ def prepare(
     task = _whole_priority(task)
     given_id, task_id = task_id, task_id or make_task_id(new_task_hex(), task.queue_name)
     enqueued_ms = now_ms()  # the result's view; the record gets the Redis time (enqueue.lua)
-    for name in kwargs:  # JSON would store 1 as "1": the call would fail only in the worker
-        if not isinstance(name, str):
-            raise TypeError(
-                f"Keyword argument {name!r} of task {task.module_path!r} is named by "
-                f"{a_type(name)}, not a str. Name keyword arguments by str."
-            )
+    check_keyword_names(task.module_path, kwargs)
     run_after_ms = None if task.run_after is None else to_ms(task.run_after)
     try:
         result = new_result(task, task_id, enqueued_ms, args, kwargs, settings.alias)
@@ -73,6 +68,20 @@ def prepare(
         guard=guard,
     )
     return new, result
+
+
+def check_keyword_names(task_path: str, kwargs: dict[Any, Any]) -> None:
+    """Raise ``TypeError`` for a keyword argument not named by a str.
+
+    JSON would store 1 as "1": the call would fail only in the worker. A schedule's checks
+    apply the same rule, since its ``kwargs`` would fail every slot (schedules/checks.py).
+    """
+    for name in kwargs:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"Keyword argument {name!r} of task {task_path!r} is named by "
+                f"{a_type(name)}, not a str. Name keyword arguments by str."
+            )
 
 
 def _whole_priority(task: Task) -> Task:

@@ -10,12 +10,13 @@ from ..codec.jsoncodec import dumps, refuse_key_clash
 from ..compat import InvalidTask, normalize_json
 from ..conf.schedules import Schedule, scheduled_task
 from ..conf.settings import BackendSettings
+from ..enqueue.prepare import check_keyword_names
 from .slots import next_slot, zone_of
 
 BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or the time zone is unknown
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
 UNKNOWN_QUEUE = "threadmill.E012"  # queue_name is not in the backend's QUEUES
-BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would not encode as JSON at every slot
+BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would fail every slot's enqueue
 UNIQUE_SCHEDULED = "threadmill.W007"  # the task is unique, which a slot's enqueue does not claim
 
 
@@ -50,7 +51,12 @@ def _task_error(schedule: Schedule, alias: str) -> str | None:
 
 
 def _arguments_error(schedule: Schedule) -> str | None:
-    """Say why args and kwargs would not encode as a payload does (each slot would fail)."""
+    """Say why args and kwargs would fail an enqueue (each slot would): a keyword name that is
+    no str, by the enqueue's own rule, or arguments that do not encode as a payload does."""
+    try:
+        check_keyword_names(schedule.task, schedule.kwargs)
+    except TypeError as exc:
+        return f"kwargs would fail every slot ({str(exc).rstrip('.')})"
     try:
         arguments = normalize_json({"args": schedule.args, "kwargs": schedule.kwargs})
         refuse_key_clash(arguments)
@@ -92,7 +98,7 @@ def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[Check
                 Error(
                     f"{where}: {arguments}.",
                     hint="Use strings, numbers, booleans, None, lists and dicts in 'args' and "
-                    "'kwargs'.",
+                    "'kwargs', and name each keyword argument in 'kwargs' by a str.",
                     id=BAD_ARGUMENTS,
                 )
             )

@@ -58,6 +58,13 @@ def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
             "args or kwargs are not JSON (keys 1 and '1' of one dict are both the JSON key '1'",
         ),
         (
+            {"kwargs": {1: 2}},
+            BAD_ARGUMENTS,
+            "kwargs would fail every slot (Keyword argument 1 of task "
+            "'tests.schedules.tasks.report' is named by an int, not a str. Name keyword "
+            "arguments by str)",
+        ),
+        (
             {"queue_name": "nope"},
             UNKNOWN_QUEUE,
             "queue_name 'nope' is not in QUEUES (default, emails, reports)",
