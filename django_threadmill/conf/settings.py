@@ -8,10 +8,19 @@ option, a wrong type or a value out of bounds raises with the fix.
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from datetime import timedelta
 from typing import Any
 
 from ..exceptions import ImproperlyConfiguredThreadmill
+from .bounds import (
+    MAX_BYTES,
+    MAX_CONNECTIONS,
+    ONE_DAY,
+    SHORTEST_LEASE,
+    TEN_YEARS,
+    option,
+    read_count,
+    read_seconds,
+)
 from .durations import seconds_of
 from .limits import QueueLimit, read_queue_limits
 from .schedules import Schedule, read_schedules
@@ -23,6 +32,7 @@ from .topology import (
     check_topology,
     masked_location,
     read_cluster,
+    read_connection_options,
     read_durability,
     read_location,
     read_sentinel,
@@ -41,64 +51,6 @@ DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 50
 MIN_TOKEN_CHARS = 16  # a metrics token shorter than this is too easy to guess
 NO_LIMIT = QueueLimit()
-
-
-@dataclass(frozen=True, slots=True)
-class MinDuration:
-    """The shortest a duration option may be: in seconds, in words, as the fix says it, and why."""
-
-    seconds: float
-    words: str
-    fix: str
-    why: str
-
-
-# Redis takes TTLs and WAIT timeouts in whole milliseconds: a shorter duration would round to
-# 0 ms, which PEXPIRE reads as "expire now" and WAIT as "wait forever".
-ONE_MS = MinDuration(0.001, "1 ms", "0.001 seconds", "Redis counts time in whole milliseconds")
-# A lease of milliseconds lapsed between its renewals: its tasks ran dozens of times, then FAILED.
-SHORTEST_LEASE = MinDuration(
-    1.0,
-    "1 second",
-    "1 second",
-    "a worker renews its leases every lease_ttl / 3, which must leave room for a Redis round "
-    "trip and a busy process, or leases lapse while their tasks run and the tasks run again "
-    "(docs/worker.md, Leases)",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class MaxDuration:
-    """The longest a duration option may be, in seconds and in words."""
-
-    seconds: int
-    words: str
-
-
-# A result kept longer is a mistake; far longer overflows PEXPIRE and datetime.
-TEN_YEARS = MaxDuration(10 * 365 * 86400, "10 years")
-# A timeout (socket, pool, WAIT) or lease longer is a mistake: None means no socket timeout, and
-# a lease is renewed while its task runs, so a long task needs no long lease. Far longer
-# overflows a socket's timeout, WAIT's and the lease keeper's datetime.
-ONE_DAY = MaxDuration(86400, "1 day")
-
-
-@dataclass(frozen=True, slots=True)
-class MaxCount:
-    """The largest a whole-number option may be, and why."""
-
-    count: int
-    why: str
-
-
-# A larger payload or result would fail inside Redis, after the work.
-MAX_BYTES = MaxCount(512 * 1024 * 1024, "Redis takes no string past 512 MB (proto-max-bulk-len)")
-# A pool is filled with empty slots when made: 10**7 took 17 s and 139 MB, 10**20 never ended.
-MAX_CONNECTIONS = MaxCount(
-    10_000,
-    "Redis serves 10000 clients by default (maxclients), and redis-py's pool sets aside a slot "
-    "for each connection when it is made",
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,52 +108,6 @@ class BackendSettings:
         return None if self.result_ttl_s is None else int(self.result_ttl_s * 1000)
 
 
-def _seconds(
-    name: str,
-    value: object,
-    at_most: MaxDuration,
-    *,
-    allow_none: bool = False,
-    at_least: MinDuration = ONE_MS,
-) -> float | None:
-    """Return ``value`` in seconds, or None where allowed; refuse it outside ``at_least`` to
-    ``at_most``."""
-    if value is None and allow_none:
-        return None
-    seconds = seconds_of(value)
-    given = value.total_seconds() if isinstance(value, timedelta) else value
-    shown = f"OPTIONS[{name!r}] is {given!r}"
-    none_hint = " or None" if allow_none else ""
-    if seconds is None or seconds <= 0:
-        raise ImproperlyConfiguredThreadmill(
-            f"{shown}. Use a positive number of seconds or a timedelta{none_hint}."
-        )
-    if seconds < at_least.seconds:
-        raise ImproperlyConfiguredThreadmill(
-            f"{shown}, shorter than {at_least.words}. Use at least {at_least.fix}: {at_least.why}."
-        )
-    if seconds > at_most.seconds:
-        raise ImproperlyConfiguredThreadmill(
-            f"{shown}, longer than {at_most.words}. Use at most {at_most.seconds} "
-            f"seconds{none_hint}."
-        )
-    return seconds
-
-
-def _positive_int(name: str, value: object, at_most: MaxCount) -> int:
-    """Return ``value`` if it is a whole number from 1 to ``at_most``, else raise with the fix."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS[{name!r}] is {value!r}. Use a positive whole number."
-        )
-    if value > at_most.count:
-        raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS[{name!r}] is {value!r}, above {at_most.count}. Use at most "
-            f"{at_most.count}: {at_most.why}."
-        )
-    return value
-
-
 def _flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ImproperlyConfiguredThreadmill(f"OPTIONS[{name!r}] is {value!r}. Use True or False.")
@@ -213,35 +119,38 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         "key_prefix": lambda v: _key_prefix(v),
         "lease_ttl": lambda v: (
             "lease_ttl_s",
-            _seconds("lease_ttl", v, ONE_DAY, at_least=SHORTEST_LEASE),
+            read_seconds(option("lease_ttl"), v, ONE_DAY, at_least=SHORTEST_LEASE),
         ),
         "result_ttl": lambda v: (
             "result_ttl_s",
-            _seconds("result_ttl", v, TEN_YEARS, allow_none=True),
+            read_seconds(option("result_ttl"), v, TEN_YEARS, allow_none=True),
         ),
         "max_payload_bytes": lambda v: (
             "max_payload_bytes",
-            _positive_int("max_payload_bytes", v, MAX_BYTES),
+            read_count(option("max_payload_bytes"), v, MAX_BYTES),
         ),
         "max_result_bytes": lambda v: (
             "max_result_bytes",
-            _positive_int("max_result_bytes", v, MAX_BYTES),
+            read_count(option("max_result_bytes"), v, MAX_BYTES),
         ),
         "socket_timeout": lambda v: (
             "socket_timeout_s",
-            _seconds("socket_timeout", v, ONE_DAY, allow_none=True),
+            read_seconds(option("socket_timeout"), v, ONE_DAY, allow_none=True),
         ),
         "socket_connect_timeout": lambda v: (
             "socket_connect_timeout_s",
-            _seconds("socket_connect_timeout", v, ONE_DAY, allow_none=True),
+            read_seconds(option("socket_connect_timeout"), v, ONE_DAY, allow_none=True),
         ),
         "max_connections": lambda v: (
             "max_connections",
-            _positive_int("max_connections", v, MAX_CONNECTIONS),
+            read_count(option("max_connections"), v, MAX_CONNECTIONS),
         ),
-        "pool_timeout": lambda v: ("pool_timeout_s", _seconds("pool_timeout", v, ONE_DAY)),
+        "pool_timeout": lambda v: (
+            "pool_timeout_s",
+            read_seconds(option("pool_timeout"), v, ONE_DAY),
+        ),
         "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),
-        "connection_options": lambda v: ("connection_options", _mapping(v)),
+        "connection_options": read_connection_options,
         "metrics_token": lambda v: ("metrics_token", _token(v)),
         "queue_limits": lambda v: ("queue_limits", read_queue_limits(v)),
         "queue_shards": lambda v: ("queue_shards", read_queue_shards(v)),
@@ -251,7 +160,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
         "durability": read_durability,
         "durability_timeout": lambda v: (
             "durability_timeout_s",
-            _seconds("durability_timeout", v, ONE_DAY),
+            read_seconds(option("durability_timeout"), v, ONE_DAY),
         ),
     }
     read: dict[str, Any] = {}
@@ -284,15 +193,6 @@ def _token(value: object) -> str:
             "characters (e.g. secrets.token_urlsafe()); leave it out to allow staff users only."
         )
     return value
-
-
-def _mapping(value: object) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS['connection_options'] is {value!r}. Use a dict of keyword arguments "
-            "for redis.BlockingConnectionPool.from_url()."
-        )
-    return dict(value)
 
 
 def read_settings(alias: str, params: dict[str, Any]) -> BackendSettings:

@@ -8,6 +8,7 @@ acknowledged enqueue or ack batch must have reached first.
 import difflib
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -21,6 +22,7 @@ import redis.cluster
 import redis.connection
 
 from ..exceptions import ImproperlyConfiguredThreadmill
+from .bounds import MAX_CONNECTIONS, ONE_DAY, option, read_count, read_seconds
 
 SENTINEL_AUTH_KEYS = frozenset({"username", "password"})
 REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -44,6 +46,18 @@ KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYW
 # 'socket_keepalive' would suggest 'socket_read_size'.
 CLOSE_MATCH = 0.8
 POOL_TIMEOUT = "timeout"  # BlockingConnectionPool's; the broker drops it where a client has none
+# The connection_options values judged here, by the rule of the option each overrides (the broker
+# merges them over OPTIONS), or as seconds redis-py reads: a bad one failed at the first call
+# with redis-py's bare TypeError or ValueError, or read as no timeout.
+ValueReader = Callable[[str, object], object]
+CONNECTION_VALUES: dict[str, ValueReader] = {
+    "socket_timeout": lambda where, v: read_seconds(where, v, ONE_DAY, allow_none=True),
+    "socket_connect_timeout": lambda where, v: read_seconds(where, v, ONE_DAY, allow_none=True),
+    POOL_TIMEOUT: lambda where, v: read_seconds(where, v, ONE_DAY),  # as OPTIONS['pool_timeout']
+    "max_connections": lambda where, v: read_count(where, v, MAX_CONNECTIONS),
+    # redis-py's PING before a connection idle this long; 0 turns it off (our default is 30 s).
+    "health_check_interval": lambda where, v: read_seconds(where, v, ONE_DAY, allow_zero=True),
+}
 
 
 class Durability(StrEnum):
@@ -207,6 +221,22 @@ def masked_location(location: str) -> str:
         location = location.replace(parts.netloc, f"{user}:***@{address}", 1)
     base, mark, query = location.partition("?")
     return base + mark + SECRET_QUERY_ARGUMENT.sub(r"\1***", query)
+
+
+def read_connection_options(value: object) -> tuple[str, dict[str, Any]]:
+    """Return ``connection_options`` with its timeouts and pool size judged as the options they
+    override are, a timedelta given as seconds (redis-py takes numbers); the keys are checked
+    against the client once LOCATION is known (``check_connection_options``)."""
+    if not isinstance(value, dict):
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['connection_options'] is {value!r}. Use a dict of keyword arguments "
+            "for redis.BlockingConnectionPool.from_url()."
+        )
+    options = dict(value)
+    for key, given in value.items():
+        if key in CONNECTION_VALUES:
+            options[key] = CONNECTION_VALUES[key](option("connection_options", key), given)
+    return "connection_options", options
 
 
 def check_connection_options(location: str, options: dict[str, Any], *, cluster: bool) -> None:

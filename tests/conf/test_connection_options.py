@@ -1,8 +1,10 @@
 """connection_options keys are checked against what redis-py's clients take, when settings are
-read: an unknown one raised a bare TypeError at the first enqueue."""
+read: an unknown one raised a bare TypeError at the first enqueue. Timeouts and the pool size in
+it are judged as the options they override are."""
 
 import asyncio
 import re
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -76,6 +78,63 @@ def test_keys_redis_py_takes_are_kept(
     assert settings(location, connection_options).connection_options == connection_options
 
 
+SECONDS_OR_NONE = ". Use a positive number of seconds or a timedelta or None."
+
+
+# key, value, what the error says after "OPTIONS['connection_options'][key] is value"
+BAD_VALUES = [
+    ("socket_timeout", "abc", SECONDS_OR_NONE),  # check --deploy: redis-py's bare TypeError
+    ("socket_timeout", -1, SECONDS_OR_NONE),  # "ValueError: Timeout value out of range"
+    ("socket_connect_timeout", 0, SECONDS_OR_NONE),  # E001 "unreachable" with Redis up
+    ("socket_timeout", 1e20, ", longer than 1 day. Use at most 86400 seconds or None."),
+    (
+        "socket_connect_timeout",
+        0.0001,
+        ", shorter than 1 ms. Use at least 0.001 seconds: Redis counts time in whole milliseconds.",
+    ),
+    ("timeout", None, ". Use a positive number of seconds or a timedelta."),  # pool_timeout
+    ("timeout", "10", ". Use a positive number of seconds or a timedelta."),
+    ("max_connections", None, ". Use a positive whole number."),
+    (
+        "max_connections",
+        10**20,
+        ", above 10000. Use at most 10000: Redis serves 10000 clients by default "
+        "(maxclients), and redis-py's pool sets aside a slot for each connection when it "
+        "is made.",
+    ),
+    ("health_check_interval", "abc", ". Use a positive number of seconds or a timedelta or 0."),
+    ("health_check_interval", -5, ". Use a positive number of seconds or a timedelta or 0."),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"), BAD_VALUES, ids=[f"{k}={v!r}" for k, v, _ in BAD_VALUES]
+)
+def test_values_are_judged_as_the_options_they_override(
+    key: str, value: object, problem: str
+) -> None:
+    message = f"OPTIONS['connection_options'][{key!r}] is {value!r}{problem}"
+    with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
+        settings("redis://h:6379/0", {key: value})
+
+
+def test_durations_reach_redis_py_as_seconds() -> None:
+    given = {
+        "socket_timeout": timedelta(seconds=2),
+        "socket_connect_timeout": None,
+        "timeout": timedelta(milliseconds=1500),
+        "health_check_interval": 0,
+        "max_connections": 10_000,
+    }
+    assert settings("redis://h:6379/0", given).connection_options == {
+        "socket_timeout": 2.0,
+        "socket_connect_timeout": None,
+        "timeout": 1.5,
+        "health_check_interval": 0,
+        "max_connections": 10_000,
+    }
+
+
 def test_cluster_takes_its_own_keys() -> None:
     options = {"read_from_replicas": True, "require_full_coverage": False}
     assert settings("redis://h:7000", options, cluster=True).connection_options == options
@@ -85,6 +144,12 @@ def test_cluster_takes_its_own_keys() -> None:
 def test_unknown_key_is_refused_before_any_enqueue(tasks_options: dict[str, object]) -> None:
     with pytest.raises(ImproperlyConfigured, match=r"has 'bogus', which is no argument of both"):
         echo.enqueue("never sent")  # raised TypeError from AbstractConnection.__init__
+
+
+@pytest.mark.parametrize("tasks_options", [{"connection_options": {"socket_timeout": "abc"}}])
+def test_a_bad_value_is_refused_before_any_enqueue(tasks_options: dict[str, object]) -> None:
+    with pytest.raises(ImproperlyConfigured, match=r"\['socket_timeout'\] is 'abc'\. Use a"):
+        echo.enqueue("never sent")  # raised TypeError from socket.settimeout
 
 
 @pytest.mark.parametrize("tasks_options", [{"connection_options": {"retry_on_timeout": True}}])
