@@ -60,19 +60,34 @@ class Scheduler:
 
         At the first call, each schedule fires its latest past slot (a slot missed while no
         supervisor ran). Raises ``BrokerUnavailable``; the schedules not yet fired stay due. A
-        schedule that cannot fire (its task fails to import or enqueue) is logged and skipped.
+        schedule that cannot fire (its task fails to import or enqueue) is logged and skipped
+        until its next slot; one whose slots cannot be reckoned (its cron does not parse, its
+        time zone is unknown: ``threadmill.E010``, which ``--skip-checks`` lets through) is
+        logged and dropped, and the others fire on.
         """
         now = self.clock()
-        for schedule in self.schedules:
+        for schedule in list(self.schedules):
             due = self._due[schedule.name]
-            if due is None or due <= now:
-                try:
-                    self._fire(schedule, previous_slot(schedule, now))
-                except BrokerUnavailable:
-                    raise
-                except Exception:
-                    logger.exception("Schedule failed to fire schedule=%s", schedule.name)
-                self._due[schedule.name] = next_slot(schedule, now)
+            if due is not None and due > now:
+                continue
+            try:
+                latest, following = previous_slot(schedule, now), next_slot(schedule, now)
+            except Exception:  # cronsim raises its own CronSimError
+                logger.exception(
+                    "Schedule has no slots and is dropped until the worker restarts "
+                    "schedule=%s (manage.py check names the problem: threadmill.E010)",
+                    schedule.name,
+                )
+                self.schedules.remove(schedule)
+                del self._due[schedule.name]
+                continue
+            try:
+                self._fire(schedule, latest)
+            except BrokerUnavailable:
+                raise
+            except Exception:
+                logger.exception("Schedule failed to fire schedule=%s", schedule.name)
+            self._due[schedule.name] = following
         upcoming = [due for due in self._due.values() if due is not None]
         return None if not upcoming else max(timedelta(0), min(upcoming) - now)
 

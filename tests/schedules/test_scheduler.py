@@ -162,6 +162,32 @@ def test_a_schedule_that_cannot_fire_is_logged_and_the_others_fire(
     assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
 
 
+def test_a_schedule_without_slots_is_logged_and_dropped_and_the_others_fire(
+    redis_url: str,
+    key_prefix: str,
+    clock: Clock,
+    fired: Callable[..., bool],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A cron that does not parse is threadmill.E010, but --skip-checks lets it through: its
+    CronSimError ended the supervisor, good schedules and all."""
+    bad = {"task": "tests.schedules.tasks.report", "cron": "61 * * * *"}
+    options = {"schedules": {"bad": bad, "tick": SCHEDULES["tick"]}}
+    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **options)):
+        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
+        assert scheduler.fire_due() == timedelta(seconds=30)  # tick's next slot
+        clock.now = utc(2026, 3, 28, 12, 1, 0)
+        assert scheduler.fire_due() == timedelta(seconds=60)
+    assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
+    dropped = [r for r in caplog.records if "Schedule has no slots" in r.getMessage()]
+    assert [r.getMessage() for r in dropped] == [
+        "Schedule has no slots and is dropped until the worker restarts schedule=bad "
+        "(manage.py check names the problem: threadmill.E010)"
+    ]
+    assert dropped[0].exc_info is not None
+    assert "Bad minute" in str(dropped[0].exc_info[1])
+
+
 def test_redis_down_raises_and_the_slot_stays_due(key_prefix: str, clock: Clock) -> None:
     down = tasks_setting("redis://127.0.0.1:1/0", key_prefix, schedules=SCHEDULES)
     with override_settings(TASKS=down):
