@@ -11,9 +11,9 @@ from ..compat import InvalidTask, normalize_json
 from ..conf.schedules import Schedule, scheduled_task
 from ..conf.settings import BackendSettings
 from ..enqueue.prepare import check_keyword_names
-from .slots import next_slot, zone_of
+from .slots import NoTimeZone, next_slot, zone_of
 
-BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or the time zone is unknown
+BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or its time zone is not known
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
 UNKNOWN_QUEUE = "threadmill.E012"  # queue_name is not in the backend's QUEUES
 BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would fail every slot's enqueue
@@ -21,8 +21,12 @@ UNIQUE_SCHEDULED = "threadmill.W007"  # the task is unique, which a slot's enque
 
 
 def _timing_error(schedule: Schedule) -> str | None:
+    if schedule.cron is None:  # every N since the epoch: the same in every zone
+        return None
     try:
         zone_of(schedule.timezone)
+    except NoTimeZone as exc:
+        return str(exc)
     except (ZoneInfoNotFoundError, ValueError) as exc:
         return f"time zone {schedule.timezone!r} is unknown ({exc})"
     try:
@@ -88,7 +92,8 @@ def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[Check
                 Error(
                     f"{where}: {timing}.",
                     hint="Use five cron fields such as '0 3 * * *' and an IANA time zone name "
-                    "such as 'Europe/Berlin'; install django-threadmill[cron] for cron.",
+                    "such as 'Europe/Berlin' (the schedule's 'timezone', else TIME_ZONE); "
+                    "install django-threadmill[cron] for cron.",
                     id=BAD_TIMING,
                 )
             )

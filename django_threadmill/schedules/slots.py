@@ -34,9 +34,25 @@ def cron_class() -> "type[CronSim]":
     return CronSim
 
 
+class NoTimeZone(ValueError):
+    """A cron schedule has no ``timezone`` and Django's ``TIME_ZONE`` is None."""
+
+
 def zone_of(name: str | None) -> ZoneInfo:
-    """Return the schedule's time zone: its own, else Django's ``TIME_ZONE`` (read each time)."""
-    return ZoneInfo(name or settings.TIME_ZONE)  # zoneinfo caches instances by key itself
+    """Return the schedule's time zone: its own, else Django's ``TIME_ZONE`` (read each time).
+
+    ``TIME_ZONE = None`` leaves the process in the host's local time, which has no zone name to
+    give cronsim the DST rules by, and differs from host to host: that is refused, naming the fix,
+    rather than guessed (docs/schedules.md, Periodic tasks).
+    """
+    zone = name or settings.TIME_ZONE
+    if not zone:
+        raise NoTimeZone(
+            f"it has no time zone: it sets no 'timezone' and TIME_ZONE is {settings.TIME_ZONE!r}, "
+            "the host's local time, which has no zone name to follow daylight saving time by. "
+            "Set TIME_ZONE, or give the schedule a 'timezone' such as 'Europe/Berlin'"
+        )
+    return ZoneInfo(zone)  # zoneinfo caches instances by key itself
 
 
 def _cron_after(schedule: Schedule, moment: datetime) -> datetime:

@@ -80,6 +80,23 @@ def test_each_problem_is_an_error_naming_the_schedule(
     assert message in found
 
 
+NO_ZONE = (
+    "TASKS['default']['OPTIONS']['schedules']['s']: it has no time zone: it sets no 'timezone' "
+    "and TIME_ZONE is None, the host's local time, which has no zone name to follow daylight "
+    "saving time by. Set TIME_ZONE, or give the schedule a 'timezone' such as 'Europe/Berlin'."
+)
+
+
+@override_settings(TIME_ZONE=None)
+def test_a_cron_without_a_time_zone_under_time_zone_none_is_an_error_with_the_fix(
+    redis_url: str, key_prefix: str
+) -> None:
+    """TIME_ZONE = None (the host's local time) made the check raise a bare TypeError."""
+    assert problems(redis_url, key_prefix) == [(BAD_TIMING, NO_ZONE)]
+    assert problems(redis_url, key_prefix, timezone="Europe/Berlin") == []
+    assert problems(redis_url, key_prefix, cron=None, every=5) == []  # the same in every zone
+
+
 def test_a_task_bound_to_another_backend_is_an_error(redis_url: str, key_prefix: str) -> None:
     tasks = tasks_setting(redis_url, key_prefix)
     tasks["other"] = {

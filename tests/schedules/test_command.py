@@ -47,6 +47,17 @@ def test_lists_next_and_last_slot(backend: ThreadmillTaskBackend) -> None:
     assert listing()[1].endswith("last=2026-11-30T12:00:00+00:00")
 
 
+def test_time_zone_none_lists_an_every_schedule_in_utc(redis_url: str, key_prefix: str) -> None:
+    """An every schedule's slots are the same in every zone: TIME_ZONE = None (the host's local
+    time, which has no zone name) raised a bare TypeError here."""
+    tick = {"tick": SCHEDULES["tick"]}
+    with override_settings(
+        TIME_ZONE=None, TASKS=tasks_setting(redis_url, key_prefix, schedules=tick)
+    ):
+        [line] = listing()
+    assert line.startswith("tick  every 0:01:00 (UTC)  task=tests.schedules.tasks.report")
+
+
 def test_no_schedules_says_so(redis_url: str, key_prefix: str) -> None:
     with override_settings(TASKS=tasks_setting(redis_url, key_prefix)):
         assert listing() == ["No schedules in TASKS['default']['OPTIONS']."]

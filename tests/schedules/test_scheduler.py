@@ -188,6 +188,29 @@ def test_a_schedule_without_slots_is_logged_and_dropped_and_the_others_fire(
     assert "Bad minute" in str(dropped[0].exc_info[1])
 
 
+def test_a_cron_without_a_time_zone_under_time_zone_none_is_dropped_as_the_check_says(
+    redis_url: str,
+    key_prefix: str,
+    clock: Clock,
+    fired: Callable[..., bool],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """TIME_ZONE = None is the host's local time, which has no zone name: the check reports a
+    cron without its own 'timezone' (threadmill.E010), and the scheduler fires the others."""
+    local = {"task": "tests.schedules.tasks.report", "cron": "0 3 * * *"}
+    options = {"schedules": {"local": local, "tick": SCHEDULES["tick"]}}
+    with override_settings(TIME_ZONE=None, TASKS=tasks_setting(redis_url, key_prefix, **options)):
+        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
+        assert scheduler.fire_due() == timedelta(seconds=30)
+        clock.now = utc(2026, 3, 28, 12, 1, 0)
+        scheduler.fire_due()
+    assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
+    [dropped] = [r for r in caplog.records if "Schedule has no slots" in r.getMessage()]
+    assert "schedule=local" in dropped.getMessage()
+    assert dropped.exc_info is not None
+    assert "it sets no 'timezone' and TIME_ZONE is None" in str(dropped.exc_info[1])
+
+
 def test_redis_down_raises_and_the_slot_stays_due(key_prefix: str, clock: Clock) -> None:
     down = tasks_setting("redis://127.0.0.1:1/0", key_prefix, schedules=SCHEDULES)
     with override_settings(TASKS=down):

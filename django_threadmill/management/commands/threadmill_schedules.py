@@ -5,7 +5,9 @@ Next slots are reckoned on Redis time, as the supervisors fire them (docs/design
 
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
@@ -38,7 +40,7 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read the schedules' slots from Redis: {exc}") from exc
 
     def _line(self, backend: ThreadmillTaskBackend, schedule: Schedule, now: datetime) -> str:
-        zone = zone_of(schedule.timezone)
+        zone = _shown_zone(schedule)
         queue = scheduled_task(schedule).queue_name
         last_ms = backend.broker.last_fired_ms(queue, schedule.name)
         upcoming = next_slot(schedule, now).astimezone(zone)
@@ -48,3 +50,12 @@ class Command(BaseCommand):
             f"queue={queue}  next={upcoming.isoformat()}  "
             f"last={last if isinstance(last, str) else last.isoformat()}"
         )
+
+
+def _shown_zone(schedule: Schedule) -> ZoneInfo:
+    """Return the zone to show the slots in: the schedule's, else TIME_ZONE; UTC for an every
+    schedule under TIME_ZONE = None (its slots are the same in every zone, and the host's local
+    time has no zone name). A cron schedule then has none: zone_of says so (threadmill.E010)."""
+    if schedule.cron is None and not settings.TIME_ZONE:
+        return ZoneInfo("UTC")
+    return zone_of(schedule.timezone)
