@@ -8,6 +8,7 @@ from typing import Any
 
 from .broker import Broker, checked_batch_size
 from .checks import check_backend
+from .codec.ids import looked_up_id
 from .codec.results import error_json
 from .codec.times import now_ms, reads_back
 from .compat import (
@@ -206,15 +207,9 @@ def _check_priority_and_run_after(task: Task) -> None:
 
 
 def _checked_id(result_id: object) -> str:
-    """Return ``result_id``, or raise naming the fix when it is not a task id's type.
-
-    Every id is ASCII (hex digits, "@" and a queue's name), so any other str names no task:
-    it is refused as unknown without asking Redis, which could not be sent a lone surrogate.
-    """
-    if not isinstance(result_id, str):
-        raise TypeError(
-            f"A task id is a str (TaskResult.id), not {a_type(result_id)}: {result_id!r}."
-        )
-    if not result_id.isascii():
+    """Return ``result_id``, or raise: ``TypeError`` naming the fix when it is no str,
+    ``TaskResultDoesNotExist`` when it cannot name a task (``looked_up_id``)."""
+    task_id = looked_up_id(result_id, "task id", "TaskResult.id")
+    if task_id is None:
         raise TaskResultDoesNotExist(result_id)
-    return result_id
+    return task_id

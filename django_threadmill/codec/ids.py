@@ -10,6 +10,8 @@ import re
 import socket
 from secrets import token_hex
 
+from ..wording import a_type
+
 TASK_ID_SEPARATOR = "@"  # outside the queue-name alphabet (conf/settings.py)
 WORKER_ID_PATTERN = re.compile(r"^(?P<host>[^:]+):(?P<pid>\d+):[^:]*$")
 
@@ -35,6 +37,18 @@ def queue_of(task_id: str) -> str | None:
     """Return the queue a task id names, or None if the id is not one of ours."""
     _, separator, queue_name = task_id.rpartition(TASK_ID_SEPARATOR)
     return queue_name if separator and queue_name else None
+
+
+def looked_up_id(value: object, kind: str, source: str) -> str | None:
+    """Return ``value`` as an id to look up, or None when it names nothing stored; raise
+    ``TypeError`` naming the ``kind`` of id ("task id") and its ``source`` if it is no str.
+
+    Every id is ASCII (hex digits, "@" and a queue's name), so any other str names nothing,
+    and Redis, which could not be sent a lone surrogate, is not asked.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"A {kind} is a str ({source}), not {a_type(value)}: {value!r}.")
+    return value if value.isascii() else None
 
 
 def make_worker_id() -> str:

@@ -4,11 +4,11 @@ from dataclasses import dataclass, field
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
+from ..codec.ids import looked_up_id
 from ..codec.text import utf8_text
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
 from ..exceptions import WorkflowDoesNotExist
-from ..wording import a_type
 from .plan import PlannedStep, lacks, step_task_id, stored_plan
 
 STARTED = frozenset({Status.RUNNING, Status.SUCCESSFUL, Status.FAILED})
@@ -108,16 +108,10 @@ class WorkflowResult:
 def get_workflow(workflow_id: str, backend: str = DEFAULT_TASK_BACKEND_ALIAS) -> WorkflowResult:
     """Return the workflow ``workflow_id`` of the ThreadmillTaskBackend ``backend``.
 
-    Workflow ids are 32 hex digits, so an id that is not ASCII names none and is refused as
-    unknown without asking Redis, which could not be sent a lone surrogate.
+    An id that cannot name one (``looked_up_id``) is refused as unknown without asking Redis.
     """
     source = threadmill_backend(backend)
-    if not isinstance(workflow_id, str):
-        raise TypeError(
-            f"A workflow id is a str (WorkflowResult.id), not {a_type(workflow_id)}: "
-            f"{workflow_id!r}."
-        )
-    if not workflow_id.isascii():
+    if looked_up_id(workflow_id, "workflow id", "WorkflowResult.id") is None:
         raise no_such_workflow(source, workflow_id)
     return read_workflow(source, workflow_id)
 

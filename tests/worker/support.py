@@ -36,11 +36,14 @@ class WatchedBroker(Broker):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker.settings)
         self.acquires = 0
+        self.acquired: list[Acquired] = []  # every queue's reply to every acquire, in order
         self.waits_s: list[float] = []
 
     def acquire_from(self, counts: Mapping[str, int]) -> list[Acquired]:
         self.acquires += 1
-        return super().acquire_from(counts)
+        replies = super().acquire_from(counts)
+        self.acquired += replies
+        return replies
 
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
         self.waits_s.append(timeout_s)

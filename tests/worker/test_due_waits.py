@@ -29,14 +29,13 @@ def test_a_task_due_within_a_tick_is_waited_for_here_not_in_redis(
 def test_a_later_task_is_waited_for_in_redis_but_for_the_last_tick(
     watched_broker: WatchedBroker,
 ) -> None:
-    due_in_s = 0.4
-    add.using(run_after=timezone.now() + timedelta(seconds=due_in_s)).enqueue(1, 2)
+    add.using(run_after=timezone.now() + timedelta(seconds=0.4)).enqueue(1, 2)
     prefetcher = idle_prefetcher(watched_broker)
 
     prefetcher._round()  # the recorded BLPOP returns at once; the rest is waited here
-    [blocked_s] = watched_broker.waits_s
-    # The time left when asked (less than due_in_s, less the tick), 1 ms given for rounding.
-    assert due_in_s - BLPOP_LATE_S - 0.2 < blocked_s <= due_in_s - BLPOP_LATE_S + 0.001
+    [acquired] = watched_broker.acquired
+    assert acquired.next_due_ms is not None
+    assert watched_broker.waits_s == [acquired.next_due_ms / 1000 - BLPOP_LATE_S]
     prefetcher._round()
 
     assert prefetcher.buffer.waiting() == 1
