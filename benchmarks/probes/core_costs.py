@@ -3,9 +3,10 @@
 Run ``python -m benchmarks.probes.core_costs`` from the repository root. It starts a throwaway
 redis-server (the first on PATH), enqueues ``--tasks`` echo tasks one ``enqueue()`` at a time,
 acquires them in batches of ``--batch``, sends start notices and success acks in batches of the
-same size, and prints, per phase, the deltas of ``INFO commandstats`` and ``INFO cpu``
-(used_cpu_sys + used_cpu_user) divided by the number of tasks. Commands counted include those
-run inside Lua scripts; "script calls" are the EVALSHA round trips the client made.
+same size (the acks' phase ends with the metrics send that indexes them), and prints, per
+phase, the deltas of ``INFO commandstats`` and ``INFO cpu`` (used_cpu_sys + used_cpu_user)
+divided by the number of tasks. Commands counted include those run inside Lua scripts; "script
+calls" are the EVALSHA round trips the client made.
 
 With ``--instructions`` the server runs under valgrind's callgrind and each phase also reports
 the instructions Redis executed per task: a figure the machine's load does not move, for
@@ -97,6 +98,7 @@ def run_phases(client: redis.Redis, counted: Counter, tasks: int, batch: int) ->
         for first in range(0, tasks, batch):
             done = [success(lease, n) for n, lease in enumerate(acked[first:][:batch], first)]
             assert broker.finish(WORKER, done) == []
+        broker.send_metrics()  # the done index and counters: the ack writer's once-a-second send
 
     def enqueue_many() -> None:
         # Another queue, so the next repetition's acquire finds only its own tasks.
@@ -145,6 +147,7 @@ def warm_up(broker: Broker, echo: Task) -> None:
     [reservation] = broker.acquire("default", 1).reservations
     assert broker.start(WORKER, [Start(lease=reservation.lease, started_ms=now_ms())]) == []
     assert broker.finish(WORKER, [success(reservation.lease, None)]) == []
+    broker.send_metrics()
 
 
 def report(phases: list[Phase], tasks: int, batch: int, version: str) -> str:

@@ -26,6 +26,9 @@ SCAN_CHUNK = 500  # index entries a filtered walk reads per round trip
 # The most a cursor's time or offset may be: past any rank or millisecond time, and within what
 # Redis takes as a rank or score (1e20 made it refuse the read, a page blaming Redis).
 MAX_CURSOR_NUMBER = 2**53
+# States of a task that runs again: a done index id in one was requeued in the second before
+# its worker's send added it there (broker/metrics.py), and is listed where it now waits.
+RUNS_AGAIN = frozenset({"ready", "reserved", "running"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +193,7 @@ class Walker:
             rows = self._rows([entry for entry, ok in zip(chunk, accepted, strict=True) if ok])
             walked: list[_Entry] = []
             for entry, ok in zip(chunk, accepted, strict=True):
-                row = rows.get(entry.task_id) if ok else None
+                row = self._listed(entry, rows.get(entry.task_id)) if ok else None
                 if row is not None and len(taken) == want:  # backwards: ends the page before
                     break
                 walked.append(entry)
@@ -247,6 +250,16 @@ class Walker:
                     else fields[keep.fields[0]] is not None and keep.accepts(fields)
                 )
         return [accepted[e.task_id] for e in chunk]
+
+    def _listed(self, entry: _Entry, row: TaskRow | None) -> TaskRow | None:
+        """Return ``entry``'s row, or None for a record gone or a done id that runs again."""
+        if (
+            row is not None
+            and row.state in RUNS_AGAIN
+            and self.streams[entry.stream].index.newest_first
+        ):
+            return None
+        return row
 
     def _rows(self, chunk: list[_Entry]) -> dict[str, TaskRow | None]:
         rows: dict[str, TaskRow | None] = {}

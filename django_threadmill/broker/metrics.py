@@ -8,16 +8,21 @@ its metrics (docs/observability.md, What it costs). Fields are ``<task path>|<na
 are the outcome ("successful", "failed", "retry"), "expired" (a lease the reaper settled), and
 histogram buckets ``run:<i>`` and ``wait:<i>`` (not cumulative) with their sums ``run_ms`` and
 ``wait_ms``. The minute a tally is counted in is the Redis minute of the call that sends it.
+
+The done index (the admin's list of finished tasks) is upkeep of the same kind: a final
+outcome's id is tallied with the monotonic time it was recorded, and the send adds it to
+``P:done`` dated by its age, on the Redis clock of that call.
 """
 
 import threading
+import time
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..codec.payloads import run_after_ms
-from .types import Finish
+from .types import Finish, Outcome
 
 # Upper bounds of the histogram buckets in seconds; bucket i counts values <= bound i, and
 # bucket len(bounds) is +Inf. From 5 ms (an echo task) to an hour (a report).
@@ -52,12 +57,16 @@ class PartTally:
     outcomes: Counter[str] = field(default_factory=Counter)  # P:stats: lifetime per outcome
     recent: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     lifetime: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    finished: list[tuple[str, float]] = field(default_factory=list)  # P:done: id, when (monotonic)
 
-    def add(self, finish: Finish, *, reaping: bool) -> None:
-        """Count one recorded outcome (by the reaper: an expired lease, with no run time)."""
+    def add(self, finish: Finish, *, reaping: bool, recorded_at: float) -> None:
+        """Count one outcome recorded at ``recorded_at`` (``time.monotonic()``); by the reaper:
+        an expired lease, with no run time."""
         path = finish.lease.task_path or UNNAMED_TASK
         counts, totals = self.recent[path], self.lifetime[path]
         self.outcomes[finish.outcome.value] += 1
+        if finish.outcome is not Outcome.RETRY:
+            self.finished.append((finish.lease.task_id, recorded_at))
         counts[finish.outcome.value] += 1
         if reaping:
             totals["expired"] += 1
@@ -69,6 +78,15 @@ class PartTally:
             wait_ms = finish.lease.waited_ms + max(0, finish.started_ms - finish.lease.reserved_ms)
             totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
             totals["wait_ms"] += wait_ms
+
+    def index_entries(self) -> list[str | int]:
+        """Return metrics.lua's done index arguments: the count, then per finished id its age
+        in ms and the id (the script dates it back from its own Redis time)."""
+        now = time.monotonic()
+        args: list[str | int] = [len(self.finished)]
+        for task_id, recorded_at in self.finished:
+            args += [max(0, int((now - recorded_at) * 1000)), task_id]
+        return args
 
     def increments(self) -> list[str | int]:
         """Return metrics.lua's per-path arguments: ``path, m, n``, then ``m`` pairs of field
@@ -91,10 +109,11 @@ class Tally:
         self._lock = threading.Lock()
 
     def add(self, recorded: Iterable[tuple[str, Finish]], *, reaping: bool) -> None:
-        """Count recorded outcomes, each with the queue part its task lives in."""
+        """Count outcomes recorded just now, each with the queue part its task lives in."""
+        recorded_at = time.monotonic()
         with self._lock:
             for part, finish in recorded:
-                self._parts[part].add(finish, reaping=reaping)
+                self._parts[part].add(finish, reaping=reaping, recorded_at=recorded_at)
 
     def take(self) -> dict[str, PartTally]:
         """Return everything counted so far and start again from nothing."""
@@ -110,6 +129,7 @@ class Tally:
                     continue
                 mine = self._parts[part]
                 mine.outcomes.update(tally.outcomes)
+                mine.finished += tally.finished
                 for path, counts in tally.recent.items():
                     mine.recent[path].update(counts)
                 for path, totals in tally.lifetime.items():

@@ -136,7 +136,6 @@ class Transitions(ProgressWrites):
                 (
                     keys.record_prefix,
                     keys.leases,
-                    keys.done,
                     keys.delayed,
                     keys.wake,
                     keys.unique_prefix,
@@ -155,7 +154,8 @@ class Transitions(ProgressWrites):
         return rejected
 
     def send_metrics(self, *, trimming: Sequence[str] = ()) -> None:
-        """Send what ``finish`` tallied: one metrics.lua call per queue part, one round trip.
+        """Send what ``finish`` tallied, the done index's new ids included: one metrics.lua
+        call per queue part, one round trip.
 
         Run by the ack writer about once a second and when it stops, and by the reaper after
         each pass. What a send cannot deliver is kept for the next one. Each call also trims
@@ -187,6 +187,7 @@ class Transitions(ProgressWrites):
                     MINUTE_TTL_MS,
                     "" if ttl_ms is None else ttl_ms,
                     *(tally.outcomes[name] for name in ("successful", "failed", "retry")),
+                    *tally.index_entries(),
                     *tally.increments(),
                 ),
             )

@@ -8,10 +8,12 @@ import redis
 
 from django_threadmill.admin.listing import Cursor, RowFilter, Stream, Walker
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Finish, Outcome
 from django_threadmill.broker.inspect import Index, Inspector
+from django_threadmill.codec.results import error_json
 from django_threadmill.codec.times import now_ms
 from testproject.example.tasks import add
-from tests.backend_support import succeed
+from tests.backend_support import WORKER, start, succeed
 
 QUEUES = ("default", "emails", "reports")
 # Finish times are set an hour back (within result_ttl, so finish.lua's trim keeps them), at
@@ -244,3 +246,29 @@ def test_several_indexes_are_read_one_after_the_other_both_ways(
     back = walk.walk(ends[2], want=4, budget=100, backward=True)
     assert back.end == ends[1]
     assert [row.id for _, row in back.rows] == seen[2][::-1]
+
+
+def test_a_done_id_requeued_before_the_index_got_it_is_not_listed_as_finished(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    """A worker's metrics send adds its finished ids to the done index about a second after
+    their outcomes (broker/metrics.py): a task requeued in between leaves its id there while
+    it waits again, and the finished list passes over it."""
+    finished = [task_id for _, _, task_id in finished_with_times(backend, redis_client, TIMES)]
+    requeued = add.enqueue(1, 1).id
+    lease = start(backend, requeued)
+    done = Finish(lease=lease, outcome=Outcome.FAILED, value=error_json(ValueError("x")),
+                  started_ms=now_ms(), finished_ms=now_ms())  # fmt: skip
+    assert backend.broker.finish(WORKER, [done]) == []
+    assert backend.broker.requeue(requeued) == "requeued"
+    backend.broker.send_metrics()
+    done_key = backend.broker.queue_keys("default").done
+    assert redis_client.zadd(done_key, {requeued: BASE + 800}, xx=True, ch=True) == 1
+    walk = walker(backend)
+
+    page = walk.walk(Cursor(as_of_ms=AS_OF), want=100, budget=100)
+    back = walk.walk(page.end, want=100, budget=100, backward=True)
+
+    assert [row.id for _, row in page.rows] == finished
+    assert [row.id for _, row in back.rows] == finished[::-1]
+    assert back.end.position == 0

@@ -38,6 +38,12 @@ def finish(lease: Lease, outcome: Outcome = Outcome.SUCCESSFUL, value: str = "1"
     )
 
 
+def redis_now_ms(client: redis.Redis) -> int:
+    """The Redis server's clock in ms, the one clock the scripts read."""
+    seconds, micros = client.time()
+    return seconds * 1000 + micros // 1000
+
+
 def start(lease: Lease) -> Start:
     return Start(lease=lease, started_ms=now_ms())
 

@@ -88,6 +88,7 @@ def test_every_transition_stays_in_its_slot(
     lease: Lease = broker.acquire("default", 1).reservations[0].lease
     expire_lease(lease.task_id)
     assert len(broker.reap("default", 10).released) == 1
+    broker.send_metrics()  # and the done index
     assert broker.purge("default") == 2
     assert broker.purge("emails") == 1
 

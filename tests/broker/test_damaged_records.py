@@ -241,6 +241,7 @@ def test_purge_deletes_every_good_result_and_sets_the_damaged_aside(
 ) -> None:
     leases = reserved(GOOD + len(UNREADABLE))
     assert broker.finish(WORKER, [finish(lease) for lease in leases]) == []
+    broker.send_metrics()  # and the done index that purge walks
     damaged = pick_damaged(rng, leases)
     plant(redis_client, keys, damaged)
 

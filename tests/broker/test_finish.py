@@ -8,14 +8,15 @@ import redis
 from django_threadmill.broker import Ack, Broker, Finish, Lease, Outcome
 from django_threadmill.broker.keys import QueueKeys
 
-from .conftest import WORKER, finish, start
+from .conftest import WORKER, finish, redis_now_ms, start
 
 ERROR = '{"exception_class_path":"ValueError","traceback":"boom"}'
 
 
-def test_success_is_stored_indexed_and_expires(
+def test_success_is_stored_expires_and_is_indexed_with_the_metrics(
     broker: Broker, running: Lease, keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
+    before_ms = redis_now_ms(redis_client)
     done = finish(running, value='{"ok":1}')._replace(finished_ms=1_700_000_000_999)
     assert broker.finish(WORKER, [done]) == []
     key = keys.record(running.task_id)
@@ -26,10 +27,14 @@ def test_success_is_stored_indexed_and_expires(
         WORKER,
     ]
     assert redis_client.zscore(keys.leases, running.task_id) is None
-    assert redis_client.zrange(keys.done, 0, -1) == [running.task_id]
     assert 0 < redis_client.pttl(key) <= broker.settings.result_ttl_ms
-    broker.send_metrics()  # counters go on the ack writer's clock
+    assert redis_client.zcard(keys.done) == 0  # the index and counters go on the ack writer's clock
+    broker.send_metrics()
     assert redis_client.hget(keys.stats, "successful") == "1"
+    # Dated on the Redis clock, back to when the outcome was recorded, not to the send.
+    [(task_id, score)] = redis_client.zrange(keys.done, 0, -1, withscores=True)
+    assert task_id == running.task_id
+    assert before_ms <= score <= redis_now_ms(redis_client)
 
 
 def test_failure_stores_the_error_of_the_attempt(
@@ -39,9 +44,9 @@ def test_failure_stores_the_error_of_the_attempt(
     key = keys.record(running.task_id)
     assert redis_client.hmget(key, "state", "nerrors", "error:1") == ["failed", "1", ERROR]
     assert redis_client.hget(key, "finished_ms") is not None
-    assert redis_client.zrange(keys.done, 0, -1) == [running.task_id]
     assert redis_client.pttl(key) > 0
-    broker.send_metrics()  # counters go on the ack writer's clock
+    broker.send_metrics()  # the index and counters go on the ack writer's clock
+    assert redis_client.zrange(keys.done, 0, -1) == [running.task_id]
     assert redis_client.hget(keys.stats, "failed") == "1"
 
 
@@ -167,6 +172,7 @@ def test_results_kept_forever_without_result_ttl(
 ) -> None:
     redis_client.zadd(keys.done, {"old@default": 1})
     broker.finish(WORKER, [finish(running)])
+    broker.send_metrics()
     assert redis_client.pttl(keys.record(running.task_id)) == -1
     assert redis_client.zcard(keys.done) == 2
 

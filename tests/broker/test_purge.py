@@ -20,6 +20,7 @@ def finished_leases(
         WORKER,
         [finish(lease, outcome, ERROR) for lease, outcome in zip(leases, outcomes, strict=True)],
     )
+    broker.send_metrics()  # and the done index that purge walks
     return leases
 
 

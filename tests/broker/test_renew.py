@@ -7,14 +7,9 @@ import redis
 from django_threadmill.broker import Broker, Lease, Outcome
 from django_threadmill.broker.keys import QueueKeys
 
-from .conftest import WORKER, finish, start
+from .conftest import WORKER, finish, redis_now_ms, start
 
 ERROR = '{"exception_class_path":"ValueError","traceback":"boom"}'
-
-
-def redis_now_ms(client: redis.Redis) -> int:
-    seconds, micros = client.time()
-    return seconds * 1000 + micros // 1000
 
 
 def test_renew_pushes_reserved_and_running_deadlines(

@@ -70,6 +70,7 @@ def test_the_inspector_sums_the_shards(backend: ThreadmillTaskBackend) -> None:
     assert len(leases) == held
     broker.renew(WORKER, leases, ["default"])
     broker.finish(WORKER, [finish(leases[0])])
+    broker.send_metrics()  # and the done index
     [overview] = Inspector(broker).overview(["default"])
     assert (overview.shards, overview.ready, overview.finished) == (SHARDS, 20 - held, 1)
     assert (overview.leased.counts, overview.outcomes.counts) == (

@@ -1,13 +1,12 @@
 -- finish.lua: record the outcome of attempts: success, failure, or failure with a retry.
 -- KEYS[1]  P:t:        record prefix; each task id is appended
 -- KEYS[2]  P:leases    zset: reserved and running ids by lease deadline in ms
--- KEYS[3]  P:done      zset: finished ids by finish time in ms (the admin's index)
--- KEYS[4]  P:delayed   zset: delayed ids by due time in ms (retries wait here)
--- KEYS[5]  P:wake      list: wake-up tokens; one is pushed when a retry was scheduled
--- KEYS[6]  P:u:        unique key prefix; a finished task's `unique` digest is appended
--- KEYS[7]  P:ready     zset: ready ids, looked at only when ARGV[3] is "1"
--- KEYS[8]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
--- KEYS[9]  P:outbox    list: workflow steps that ended, for their workflow to advance
+-- KEYS[3]  P:delayed   zset: delayed ids by due time in ms (retries wait here)
+-- KEYS[4]  P:wake      list: wake-up tokens; one is pushed when a retry was scheduled
+-- KEYS[5]  P:u:        unique key prefix; a finished task's `unique` digest is appended
+-- KEYS[6]  P:ready     zset: ready ids, looked at only when ARGV[3] is "1"
+-- KEYS[7]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[8]  P:outbox    list: workflow steps that ended, for their workflow to advance
 -- ARGV[1]  worker_id      recorded if the attempt's start notice never went out; "" means the
 --                         reaper settles, which wins only while the lease is still expired
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
@@ -21,8 +20,11 @@
 --          this token (a duplicate, or a retried call whose first try landed); 0 stale: settled
 --          or held under another owner (reaped, released, reserved again, cancelled); 3
 --          damaged: the record cannot be read, so it is set aside and its lease dropped.
---          Metrics and the done index's trim are not done here: the worker sends them on their
---          own clock (metrics.lua), so a result that arrives alone costs only what it must.
+--          Metrics and the done index are not written here: the worker sends them on their own
+--          clock (metrics.lua), so a result that arrives alone costs only what it must.
+-- Index:   a finished id enters P:done with the worker's next metrics send (about a second
+--          later, and when it stops): a worker killed before it loses that second of index
+--          entries, never an outcome (docs/observability.md, Metrics and the done index).
 -- Fence:   state must be "reserved" or "running" and token must match; anything else changes
 --          nothing. The reaper's call is also stale when the worker renewed the lease after
 --          the reaper read it, and what the reaper records keeps no token. A unique key is
@@ -30,38 +32,39 @@
 -- Types:   a key of another type fails the call (WRONGTYPE). A task's first write goes to
 --          P:outbox or P:delayed, so the task that meets such a key there is left as it was,
 --          lease held, for a call after the key is deleted. Tasks before it in the call keep
---          their recorded outcome without the index updates done last (P:leases, P:done,
---          P:wake): an outcome unindexed, never lost (the reaper drops the lease entry as a
+--          their recorded outcome without the index updates done last (P:leases, P:wake):
+--          an outcome unindexed, never lost (the reaper drops the lease entry as a
 --          ghost; a retried call answers 2). The same from P:damaged, met at a damaged record.
--- Clock:   redis.call("TIME") only, for the done index and the retry due time.
--- Cost:    per task one HMGET, one HSET, one PEXPIREAT (a workflow step that ended: and an
---          RPUSH; a retry: an HDEL of its attempt's progress instead of the PEXPIREAT); the
---          lease and index updates are one call each. The progress fields of a final outcome
---          are left as they are: the last report stays with the result.
-local now = now_ms()
-local finished_at = tostring(now)  -- the done index's score, formatted once per call
-local ttl = ARGV[2]
--- When this call's finished records expire, formatted once: PEXPIREAT is replicated as sent,
--- where Redis rewrites each PEXPIRE into a PEXPIREAT for its replicas and AOF.
-local expires_at = ttl ~= "" and tostring(now + tonumber(ttl)) or nil
+-- Clock:   redis.call("TIME") only, and only when a call needs it: a retry's due time, the
+--          reaper's deadline check, a record set aside. A success or failure needs no clock.
+-- Cost:    per call EVALSHA and the lease ZREM; per task one HMGET, one HSET, one PEXPIRE (a
+--          workflow step that ended: and an RPUSH; a retry: an HDEL of its attempt's progress
+--          instead of the PEXPIRE, and a ZADD). So a lone result costs 5 commands. The progress
+--          fields of a final outcome are left as they are: the last report stays with the result.
+local clock  -- the Redis time in ms, read at most once per call, by now()
+local function now()
+  clock = clock or now_ms()
+  return clock
+end
+local ttl = ARGV[2] ~= "" and ARGV[2] or nil
 local reaping = ARGV[1] == ""
 local retried = false
 
 local reply = {}
-local unleased, finished = {}, {}
+local unleased = {}
 local fields = {}  -- HSET arguments, reused for every task: entries past n are stale
 for i = 4, #ARGV, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
   local f, problem = read_record(key, "state", "token", "nerrors", "unique", "workflow")
   if not f then
-    set_aside(KEYS[8], id, now, "finish", problem)
+    set_aside(KEYS[7], id, now(), "finish", problem)
     f = {}
   end
   local live = f[2] == token and (f[1] == "reserved" or f[1] == "running")
   if live and reaping then
     local deadline = redis.call("ZSCORE", KEYS[2], id)
-    live = deadline ~= false and tonumber(deadline) <= now
+    live = deadline ~= false and tonumber(deadline) <= now()
   end
   if live then
     local n = 0
@@ -89,26 +92,24 @@ for i = 4, #ARGV, 7 do
     -- holds another type, the call fails with this record untouched and its lease held.
     local step_ended = f[5] and outcome ~= "retry"
     if step_ended then
-      redis.call("RPUSH", KEYS[9], id)  -- in the call that records the outcome: never lost
+      redis.call("RPUSH", KEYS[8], id)  -- in the call that records the outcome: never lost
     end
     if outcome == "retry" then
-      redis.call("ZADD", KEYS[4], now + tonumber(ARGV[i + 6]), id)
+      redis.call("ZADD", KEYS[3], now() + tonumber(ARGV[i + 6]), id)
       -- Progress is the attempt's: the next one starts without any (a final outcome keeps it).
       forget_progress(key)
       retried = true
     else
       fields[n + 1], fields[n + 2] = "finished_ms", ARGV[i + 5]
       n = n + 2
-      finished[#finished + 1] = finished_at
-      finished[#finished + 1] = id
     end
     redis.call("HSET", key, unpack(fields, 1, n))
-    if outcome ~= "retry" and expires_at then
-      redis.call("PEXPIREAT", key, expires_at)
+    if outcome ~= "retry" and ttl then
+      redis.call("PEXPIRE", key, ttl)
     end
     -- pcall: a unique key of another type names no task; it is left for enqueue to replace.
-    if f[4] and outcome ~= "retry" and redis.pcall("GET", KEYS[6] .. f[4]) == id then
-      redis.call("DEL", KEYS[6] .. f[4])
+    if f[4] and outcome ~= "retry" and redis.pcall("GET", KEYS[5] .. f[4]) == id then
+      redis.call("DEL", KEYS[5] .. f[4])
     end
     unleased[#unleased + 1] = id
     reply[#reply + 1] = step_ended and 4 or 1
@@ -122,10 +123,9 @@ for i = 4, #ARGV, 7 do
   end
 end
 call_chunked("ZREM", KEYS[2], unleased)
-call_chunked("ZADD", KEYS[3], finished)
 -- An idle fetcher learns a retry's due time only from acquire: wake one, once per call.
-local freed = ARGV[3] == "1" and #unleased > 0 and redis.call("ZCARD", KEYS[7]) > 0
-if (retried or freed) and redis.call("LLEN", KEYS[5]) == 0 then
-  redis.call("RPUSH", KEYS[5], 1)
+local freed = ARGV[3] == "1" and #unleased > 0 and redis.call("ZCARD", KEYS[6]) > 0
+if (retried or freed) and redis.call("LLEN", KEYS[4]) == 0 then
+  redis.call("RPUSH", KEYS[4], 1)
 end
 return reply

@@ -1,4 +1,5 @@
--- metrics.lua: add a worker's tally of finished attempts to a queue's counters, and trim.
+-- metrics.lua: add a worker's tally of finished attempts to a queue's counters and its done
+-- index, and trim the index.
 -- KEYS[1]  P:metrics            hash: lifetime counters and buckets per "<path>|<name>"
 -- KEYS[2]  P:metrics:           prefix of the per-minute hashes; the Redis minute is appended
 -- KEYS[3]  P:metrics:paths      set: task paths counted under their own name
@@ -8,11 +9,15 @@
 -- ARGV[2]  minute_ttl_ms  expiry of the minute hash
 -- ARGV[3]  result_ttl_ms  ids finished longer ago leave P:done ("" keeps them)
 -- ARGV[4..6] successful, failed, retry: amounts for KEYS[4]
--- ARGV[7..] per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
+-- ARGV[7]  k              finished ids for KEYS[5]; then k pairs: age_ms (how long before
+--                         this call the outcome was recorded, by the worker's monotonic
+--                         clock), id
+-- ARGV[8+2k..] per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
 -- Returns: the number of counter fields skipped because they hold something not a number
 --          (written by hand): a damaged field costs that field, not the others.
 -- Fence:   none: the worker tallies only outcomes finish.lua recorded.
--- Clock:   redis.call("TIME") only: the minute, and the done index's trim.
+-- Clock:   redis.call("TIME") only: the minute, the done index's scores (now - age_ms: one
+--          clock, and the order the outcomes were recorded in) and its trim.
 local now = now_ms()
 local skipped = 0
 local function add(hash, field, amount)
@@ -22,6 +27,14 @@ local function add(hash, field, amount)
   end
 end
 
+-- The index first: a P:done of another type fails the call before any counter moves.
+local finished = {}
+local k = tonumber(ARGV[7])
+for j = 8, 7 + 2 * k, 2 do
+  finished[#finished + 1] = now - tonumber(ARGV[j])
+  finished[#finished + 1] = ARGV[j + 1]
+end
+call_chunked("ZADD", KEYS[5], finished)
 for i, outcome in ipairs({"successful", "failed", "retry"}) do
   if ARGV[3 + i] ~= "0" then
     add(KEYS[4], outcome, ARGV[3 + i])
@@ -29,7 +42,8 @@ for i, outcome in ipairs({"successful", "failed", "retry"}) do
 end
 local minute = KEYS[2] .. math.floor(now / 60000)
 local paths, cap = KEYS[3], tonumber(ARGV[1])
-local i = 7
+local first = 8 + 2 * k
+local i = first
 while i <= #ARGV do
   local path, m, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if redis.call("SISMEMBER", paths, path) == 0 then
@@ -48,7 +62,7 @@ while i <= #ARGV do
   end
   i = i + 3 + 2 * (m + n)
 end
-if i > 7 then
+if i > first then
   redis.call("PEXPIRE", minute, ARGV[2])
 end
 -- Trim the index once per send, never per task: ids whose records have expired.
