@@ -48,17 +48,25 @@ class WorkerOptions:
 
 
 def served_queues(backend: ThreadmillTaskBackend, asked: Iterable[str] | None) -> tuple[str, ...]:
-    """Return the queues to serve: ``asked``, else every queue in QUEUES.
+    """Return the queues to serve: ``asked``, else (None) every queue in QUEUES.
 
     Raise ImproperlyConfiguredThreadmill for a name that is not valid or not in QUEUES, and
-    when nothing is asked of a backend whose empty QUEUES lets tasks go to any queue.
+    when nothing is asked of a backend whose empty QUEUES lets tasks go to any queue; raise
+    ValueError for an empty ``asked``, which names no queue (serving all would run tasks of
+    queues the caller left out).
     """
     if isinstance(asked, str | bytes):  # iterating it would serve its letters
         raise TypeError(
             f"queues={asked!r} is one string, not a list of queue names. Pass a list, e.g. "
             f"queues=[{asked!r}]."
         )
-    queues = list(asked or ()) or sorted(backend.queues)
+    if asked is None:
+        queues = sorted(backend.queues)
+    elif not (queues := list(asked)):
+        raise ValueError(
+            "queues is empty: it names no queue to serve. Name the queues, or pass "
+            "queues=None (the default) for every queue in QUEUES."
+        )
     if not queues:
         raise ImproperlyConfiguredThreadmill(
             f"TASKS[{backend.alias!r}]['QUEUES'] is empty, so tasks may be enqueued to any "

@@ -180,6 +180,16 @@ def test_bad_arguments_are_refused_naming_the_fix() -> None:
         drain(queues="emails")
 
 
+def test_an_empty_list_of_queues_is_refused_not_read_as_every_queue(
+    threadmill: Threadmill,
+) -> None:
+    """A list the caller filtered down to nothing drained every queue in QUEUES."""
+    tasks.record.enqueue("left alone")
+    with pytest.raises(ValueError, match=r"^queues is empty: it names no queue to serve\."):
+        threadmill.drain(queues=[])
+    assert threadmill.drain() == 1  # the task is still there
+
+
 async def test_it_refuses_to_run_inside_an_event_loop() -> None:
     with pytest.raises(RuntimeError, match="this thread is running an event loop"):
         drain()
