@@ -38,6 +38,12 @@ def _timing_error(schedule: Schedule) -> str | None:
     return None
 
 
+def unfireable(schedule: Schedule, alias: str) -> str | None:
+    """Say why ``schedule`` can never fire, by its timing or its task, or None: what
+    ``threadmill.E010`` and ``E011`` report, for a command run with ``--skip-checks``."""
+    return _timing_error(schedule) or _task_error(schedule, alias)
+
+
 def _task_error(schedule: Schedule, alias: str) -> str | None:
     try:
         task = scheduled_task(schedule)

@@ -74,3 +74,25 @@ def test_a_backend_of_another_kind_is_refused() -> None:
         ),
     ):
         listing()
+
+
+def test_a_schedule_that_never_fires_is_listed_with_why(redis_url: str, key_prefix: str) -> None:
+    """Under --skip-checks (call_command skips them too) a cron that does not parse, or a task
+    that does not import, made the listing end in a traceback, the good schedules unlisted."""
+    schedules = {
+        "broken": {"task": "tests.schedules.tasks.report", "cron": "every day at 3"},
+        "gone": {"task": "tests.schedules.no_such_module.report", "every": 60},
+        "tick": SCHEDULES["tick"],
+    }
+    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, schedules=schedules)):
+        broken, gone, tick = listing()
+    assert broken.startswith(
+        "broken  cron 'every day at 3'  task=tests.schedules.tasks.report  never fires: cron "
+        "'every day at 3' does not parse ("
+    )
+    assert broken.endswith("). manage.py check names the fix.")
+    assert gone.startswith(
+        "gone  every 0:01:00  task=tests.schedules.no_such_module.report  never fires: task "
+        "'tests.schedules.no_such_module.report' does not import ("
+    )
+    assert tick.startswith("tick  every 0:01:00 (UTC)  task=tests.schedules.tasks.report")

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...conf.schedules import Schedule, scheduled_task
 from ...exceptions import BrokerUnavailable
+from ...schedules.checks import unfireable
 from ...schedules.slots import next_slot, zone_of
 from ..backend_option import BACKEND_HELP, backend_option
 
@@ -40,6 +41,12 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read the schedules' slots from Redis: {exc}") from exc
 
     def _line(self, backend: ThreadmillTaskBackend, schedule: Schedule, now: datetime) -> str:
+        problem = unfireable(schedule, backend.alias)  # let through by --skip-checks
+        if problem is not None:
+            return (
+                f"{schedule.name}  {schedule.when}  task={schedule.task}  never fires: "
+                f"{problem}. manage.py check names the fix."
+            )
         zone = _shown_zone(schedule)
         queue = scheduled_task(schedule).queue_name
         last_ms = backend.broker.last_fired_ms(queue, schedule.name)
