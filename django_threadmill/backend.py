@@ -6,6 +6,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from django.utils import timezone
+
 from .broker import Broker, checked_batch_size
 from .checks import check_backend
 from .codec.ids import looked_up_id
@@ -199,10 +201,15 @@ def _check_priority_and_run_after(task: Task) -> None:
     # A time past 9999 in UTC (9999-12-31 23:00 at UTC-5) was stored, read back as no
     # run_after, and waited for ever (docs/reliability.md, Bad input: the catalogue).
     if task.run_after is not None and not reads_back(task.run_after):
+        read_in = (
+            ""
+            if timezone.is_aware(task.run_after)
+            else f" (naive: read in {timezone.get_current_timezone_name()})"
+        )
         raise InvalidTask(
-            f"Task {task.module_path!r} has run_after={task.run_after!r}, outside the years 1 "
-            "to 9999 in UTC, so it cannot be stored and read back. Pass a time within them, "
-            "e.g. timezone.now() + timedelta(days=365)."
+            f"Task {task.module_path!r} has run_after={task.run_after!r}{read_in}, outside the "
+            "years 1 to 9999 in UTC, so it cannot be stored and read back. Pass a time within "
+            "them, e.g. timezone.now() + timedelta(days=365)."
         )
 
 

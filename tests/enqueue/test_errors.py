@@ -162,12 +162,12 @@ UNREADABLE_RUN_AFTER = [
 ]
 
 
-def unreadable_run_after(run_after: datetime) -> str:
+def unreadable_run_after(run_after: datetime, read_in: str = "") -> str:
     """The message that refuses ``run_after`` on the echo task, as a pattern."""
     message = (
-        f"Task {ECHO!r} has run_after={run_after!r}, outside the years 1 to 9999 in UTC, so "
-        "it cannot be stored and read back. Pass a time within them, e.g. timezone.now() + "
-        "timedelta(days=365)."
+        f"Task {ECHO!r} has run_after={run_after!r}{read_in}, outside the years 1 to 9999 in "
+        "UTC, so it cannot be stored and read back. Pass a time within them, e.g. "
+        "timezone.now() + timedelta(days=365)."
     )
     return f"^{re.escape(message)}$"
 
@@ -185,7 +185,8 @@ def test_a_naive_run_after_that_is_in_the_year_10000_in_utc_is_refused(
     nothing_written: None,
 ) -> None:
     run_after = datetime(9999, 12, 31, 23, 0)  # 04:00 UTC the next day, without USE_TZ
-    with pytest.raises(InvalidTask, match=unreadable_run_after(run_after)):
+    message = unreadable_run_after(run_after, " (naive: read in America/New_York)")
+    with pytest.raises(InvalidTask, match=message):
         echo.using(run_after=run_after)
 
 
