@@ -151,3 +151,26 @@ def redis_counter(url: str, command: str, *args: str) -> Iterator[Callable[[], i
     """Count with one Redis command (DBSIZE, ZCARD, HLEN) on a connection of its own."""
     with redis.Redis.from_url(url) as client:
         yield lambda: int(client.execute_command(command, *args))
+
+
+@contextmanager
+def staged_counter(url: str, *holding: tuple[str, str]) -> Iterator[Callable[[], int]]:
+    """Count the tasks staged in the first of ``holding`` (a command that sizes a key, and the
+    key: ``("LLEN", queue)``), then each call the ones that left all of them.
+
+    ``holding`` lists where a task waits and then runs, in the order it moves through them, and
+    one count reads them in that order: a task moving between two is counted as not done
+    (twice), never as done early.
+    """
+    with redis.Redis.from_url(url) as client:
+        staged = int(client.execute_command(*holding[0]))
+        if not staged:  # else the watcher would wait for its timeout, counting nothing
+            raise RuntimeError(f"No task staged in {holding[0][1]}: has its key been renamed?")
+
+        def done() -> int:
+            pipe = client.pipeline(transaction=False)
+            for command, key in holding:
+                pipe.execute_command(command, key)
+            return staged - sum(int(size) for size in pipe.execute())
+
+        yield done

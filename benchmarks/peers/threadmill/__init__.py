@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django_threadmill.broker.keys import KeySpace
 
-from ..base import REPO_DIR, Peer, RunContext, WorkerSpec, redis_counter
+from ..base import REPO_DIR, Peer, RunContext, WorkerSpec, staged_counter
 
 KEY_PREFIX = "bench"
 # The LOGGING many projects start with, the root logger on the console, at -v 1: the fresh
@@ -61,7 +61,7 @@ class ThreadmillPeer(Peer):
     label = "django-threadmill"
     distribution = "django-threadmill"
     module = "django_threadmill"
-    poll_commands = ("zcard",)
+    poll_commands = ("zcard", "zcard")
     supports_pickup = True
 
     def missing(self) -> str | None:
@@ -130,8 +130,17 @@ class ThreadmillPeer(Peer):
         ]
 
     def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
-        done = KeySpace(KEY_PREFIX, "default").queue("default").done
-        return redis_counter(context.direct_redis_url, "ZCARD", done)
+        """Count the staged tasks once, then the ones out of the ready index and the leases.
+
+        A finish call records the outcome and drops the lease in one script, so a task counts
+        the moment its result is stored; the done index gets it with the worker's next
+        metrics send, about a second later (docs/observability.md, Metrics and the done index),
+        and counted there it put a second on every run's start and end.
+        """
+        keys = KeySpace(KEY_PREFIX, "default").queue("default")
+        return staged_counter(
+            context.direct_redis_url, ("ZCARD", keys.ready), ("ZCARD", keys.leases)
+        )
 
 
 class BaselinePeer(ThreadmillPeer):

@@ -5,12 +5,10 @@ removing it from its processing list (`_ack_task` is one LREM). So a task counts
 has left both the queue list and the worker's processing list.
 """
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
-import redis
-
-from ..base import Peer, RunContext, WorkerSpec
+from ..base import Peer, RunContext, WorkerSpec, staged_counter
 
 WORKER_ID = "bench"  # --id: fixes the name of the worker's processing list
 KEY_PREFIX = "{vt}:"  # the default VTASKS_VALKEY_PREFIX, with the colon the backend adds
@@ -38,21 +36,6 @@ class VtasksPeer(Peer):
             "-m", "django", "runworker", "--concurrency", str(spec.threads), "--id", WORKER_ID
         )
 
-    @contextmanager
-    def counter(self, context: RunContext) -> Iterator[Callable[[], int]]:
+    def counter(self, context: RunContext) -> AbstractContextManager[Callable[[], int]]:
         """Count the staged tasks once, then the ones no longer queued nor being processed."""
-        with redis.Redis.from_url(context.direct_redis_url) as client:
-            staged = int(client.llen(QUEUE))
-            if not staged:  # else the watcher would wait for its timeout, counting nothing
-                raise RuntimeError(f"No task staged in {QUEUE}: has django-vtasks renamed it?")
-
-            def done() -> int:
-                # The queue first: a task moving to the processing list in between is counted
-                # as not done (twice), never as done early.
-                pipe = client.pipeline(transaction=False)
-                pipe.llen(QUEUE)
-                pipe.llen(PROCESSING)
-                waiting, running = pipe.execute()
-                return staged - int(waiting) - int(running)
-
-            yield done
+        return staged_counter(context.direct_redis_url, ("LLEN", QUEUE), ("LLEN", PROCESSING))
