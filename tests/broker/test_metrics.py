@@ -6,13 +6,14 @@ pass) adds their counters. Stale items are never counted; the minute is Redis's.
 
 from collections.abc import Callable
 
+import pytest
 import redis
 
 from django_threadmill.broker import Ack, Broker, Lease, Outcome
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.broker.metrics import MAX_TASK_PATHS
 
-from .conftest import WORKER, finish
+from .conftest import WORKER, finish, redis_now_ms
 
 ECHO = "testproject.example.tasks.echo"  # the path conftest.new_task stores
 ERROR = '{"exception_class_path":"ValueError","traceback":"boom"}'
@@ -128,3 +129,27 @@ def test_the_done_index_is_trimmed_by_age_when_metrics_are_sent(
     assert redis_client.zrange(keys.done, 0, -1) == ["old@default"]
     broker.send_metrics()  # the new id comes in as the old one goes
     assert redis_client.zrange(keys.done, 0, -1) == [lease.task_id]
+
+
+def test_the_done_index_dates_each_call_by_its_age_on_the_redis_clock(
+    broker: Broker,
+    reserve: Callable[[], Lease],
+    keys: QueueKeys,
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two finish calls half a second apart by the worker's monotonic clock are half a second
+    apart in the index, dated back from the send's Redis time; a retry is not indexed."""
+    clock = iter([100.0, 100.5, 101.0])  # the first call, the second, the send
+    monkeypatch.setattr("django_threadmill.broker.metrics.monotonic", lambda: next(clock))
+    first, second, retried = reserve(), reserve(), reserve()
+    broker.finish(WORKER, [finish(first)])
+    broker.finish(WORKER, [finish(second, Outcome.FAILED), finish(retried, Outcome.RETRY)])
+    before_ms = redis_now_ms(redis_client)
+    broker.send_metrics()
+    after_ms = redis_now_ms(redis_client)
+
+    scores = dict(redis_client.zrange(keys.done, 0, -1, withscores=True))
+    assert scores.keys() == {first.task_id, second.task_id}
+    assert scores[second.task_id] - scores[first.task_id] == 500
+    assert before_ms - 500 <= scores[second.task_id] <= after_ms - 500

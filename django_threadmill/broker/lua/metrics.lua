@@ -9,15 +9,16 @@
 -- ARGV[2]  minute_ttl_ms  expiry of the minute hash
 -- ARGV[3]  result_ttl_ms  ids finished longer ago leave P:done ("" keeps them)
 -- ARGV[4..6] successful, failed, retry: amounts for KEYS[4]
--- ARGV[7]  k              finished ids for KEYS[5]; then k pairs: age_ms (how long before
---                         this call the outcome was recorded, by the worker's monotonic
---                         clock), id
--- ARGV[8+2k..] per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
+-- ARGV[7]  g              groups of finished ids for KEYS[5], one per finish call; then per
+--                         group: age_ms (how long before this call its outcomes were
+--                         recorded, by the worker's monotonic clock), n, and n ids
+-- ARGV[..]  then per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
 -- Returns: the number of counter fields skipped because they hold something not a number
 --          (written by hand): a damaged field costs that field, not the others.
 -- Fence:   none: the worker tallies only outcomes finish.lua recorded.
 -- Clock:   redis.call("TIME") only: the minute, the done index's scores (now - age_ms: one
 --          clock, and the order the outcomes were recorded in) and its trim.
+-- Cost:    one ZADD per 500 ids (call_chunked); a score is formatted once per group.
 local now = now_ms()
 local skipped = 0
 local function add(hash, field, amount)
@@ -29,10 +30,14 @@ end
 
 -- The index first: a P:done of another type fails the call before any counter moves.
 local finished = {}
-local k = tonumber(ARGV[7])
-for j = 8, 7 + 2 * k, 2 do
-  finished[#finished + 1] = now - tonumber(ARGV[j])
-  finished[#finished + 1] = ARGV[j + 1]
+local j = 8
+for _ = 1, tonumber(ARGV[7]) do
+  local score, n = tostring(now - tonumber(ARGV[j])), tonumber(ARGV[j + 1])
+  for m = j + 2, j + 1 + n do
+    finished[#finished + 1] = score
+    finished[#finished + 1] = ARGV[m]
+  end
+  j = j + 2 + n
 end
 call_chunked("ZADD", KEYS[5], finished)
 for i, outcome in ipairs({"successful", "failed", "retry"}) do
@@ -42,7 +47,7 @@ for i, outcome in ipairs({"successful", "failed", "retry"}) do
 end
 local minute = KEYS[2] .. math.floor(now / 60000)
 local paths, cap = KEYS[3], tonumber(ARGV[1])
-local first = 8 + 2 * k
+local first = j
 local i = first
 while i <= #ARGV do
   local path, m, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
