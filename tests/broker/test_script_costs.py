@@ -31,6 +31,23 @@ def test_a_lone_success_costs_five_commands(
     }  # the done index's ZADD goes with the metrics, once a second for every result
 
 
+def test_a_batch_reads_the_clock_once_and_expires_its_records_at_one_time(
+    broker: Broker, reserve: Callable[[], Lease], redis_client: redis.Redis
+) -> None:
+    broker.finish(WORKER, [finish(reserve())])  # loads the script
+    leases = [reserve() for _ in range(3)]
+    redis_client.config_resetstat()
+    assert broker.finish(WORKER, [finish(lease) for lease in leases]) == []
+    assert command_calls(redis_client) == {
+        "evalsha": 1,
+        "time": 1,  # once for the call: PEXPIREAT needs no rewrite for replicas and the AOF
+        "hmget": 3,
+        "hset": 3,
+        "pexpireat": 3,
+        "zrem": 1,
+    }
+
+
 def test_the_metrics_send_indexes_every_result_in_one_command(
     broker: Broker, reserve: Callable[[], Lease], redis_client: redis.Redis
 ) -> None:

@@ -36,17 +36,23 @@
 --          an outcome unindexed, never lost (the reaper drops the lease entry as a
 --          ghost; a retried call answers 2). The same from P:damaged, met at a damaged record.
 -- Clock:   redis.call("TIME") only, and only when a call needs it: a retry's due time, the
---          reaper's deadline check, a record set aside. A success or failure needs no clock.
--- Cost:    per call EVALSHA and the lease ZREM; per task one HMGET, one HSET, one PEXPIRE (a
---          workflow step that ended: and an RPUSH; a retry: an HDEL of its attempt's progress
---          instead of the PEXPIRE, and a ZADD). So a lone result costs 5 commands. The progress
---          fields of a final outcome are left as they are: the last report stays with the result.
+--          reaper's deadline check, a record set aside, the expiry of a call of several tasks.
+--          A lone success or failure reads no clock.
+-- Expiry:  a lone task's record gets PEXPIRE. A call of several formats one PEXPIREAT time for
+--          all of them: Redis rewrites every PEXPIRE into a PEXPIREAT for its replicas and AOF,
+--          an allocation per task (docs/design.md, Redis keys and scripts).
+-- Cost:    per call EVALSHA and the lease ZREM (several tasks: and TIME); per task one HMGET,
+--          one HSET, one PEXPIRE or PEXPIREAT (a workflow step that ended: and an RPUSH; a
+--          retry: an HDEL of its attempt's progress instead of the expiry, and a ZADD). So a
+--          lone result costs 5 commands. The progress fields of a final outcome are left as
+--          they are: the last report stays with the result.
 local clock  -- the Redis time in ms, read at most once per call, by now()
 local function now()
   clock = clock or now_ms()
   return clock
 end
 local ttl = ARGV[2] ~= "" and ARGV[2] or nil
+local expires_at = ttl and #ARGV > 10 and tostring(now() + tonumber(ttl)) or nil
 local reaping = ARGV[1] == ""
 local retried = false
 
@@ -104,7 +110,9 @@ for i = 4, #ARGV, 7 do
       n = n + 2
     end
     redis.call("HSET", key, unpack(fields, 1, n))
-    if outcome ~= "retry" and ttl then
+    if outcome ~= "retry" and expires_at then
+      redis.call("PEXPIREAT", key, expires_at)
+    elseif outcome ~= "retry" and ttl then
       redis.call("PEXPIRE", key, ttl)
     end
     -- pcall: a unique key of another type names no task; it is left for enqueue to replace.
