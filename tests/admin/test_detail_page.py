@@ -8,6 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.workflows import chain, step
 from testproject.example.tasks import add, echo
 from tests.admin.conftest import detail_url, failed_task
 from tests.backend_support import reserve, start, succeed
@@ -100,3 +101,20 @@ def test_corrupt_payload_is_shown_raw_with_the_reason(
     page = page_of(operator, task_id)
 
     assert "it was corrupted" in page
+
+
+def test_a_step_of_a_cancelled_workflow_offers_no_requeue_and_says_why(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    """The page offered "Requeue…" for it, which the action then refused."""
+    flow = chain(step(add, 1, 1), step(add, 2)).enqueue()
+    first = flow.results[0]
+    assert first is not None
+    assert flow.cancel("not needed")
+
+    page = page_of(operator, first.id)
+
+    assert '<span class="tm-state tm-state-failed">FAILED</span>' in page
+    assert 'id="tm-requeue"' not in page
+    assert "cancelled, so this step is not requeued: enqueue the task anew to run it" in page
+    assert 'id="tm-requeue"' in page_of(operator, failed_task(backend))  # a task of its own
