@@ -52,7 +52,8 @@ local function now()
   return clock
 end
 local ttl = ARGV[2] ~= "" and ARGV[2] or nil
-local expires_at = ttl and #ARGV > 10 and tostring(now() + tonumber(ttl)) or nil
+local several = #ARGV > 3 + 7  -- three call values, then seven per task
+local expires_at = ttl and several and tostring(now() + tonumber(ttl)) or nil
 local reaping = ARGV[1] == ""
 local retried = false
 
