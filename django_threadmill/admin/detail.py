@@ -63,31 +63,24 @@ def _workflow(record: dict[str, str]) -> dict[str, Any] | None:
     return None if marked is None else {"id": marked[0], "step": marked[1]}
 
 
-def _cancelled(source: Source, workflow: dict[str, Any] | None) -> bool:
-    """Tell whether the task is a step of a cancelled workflow: no worker starts one, so the
-    requeue action refuses it (``StepOfCancelledWorkflow``) and the page offers none."""
-    if workflow is None:
-        return False
-    [status] = source.broker.workflow_values(workflow["id"], ["status"])
-    return status == "cancelled"
-
-
 def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     """Return the template context of the detail page of one task."""
     record = detail.record
     payload, payload_error = ({}, "") if detail.damaged else _payload(record)
     workers = record["workers"].split("\n") if record.get("workers") else []
     state = DAMAGED if detail.damaged else record.get("state", "")
-    workflow = _workflow(record)
-    # Read for a failed step only: the one a requeue would be offered for.
-    workflow_cancelled = state == "failed" and _cancelled(source, workflow)
+    # A failed step of a cancelled workflow: no worker starts one, so the requeue action
+    # refuses it (StepOfCancelledWorkflow) and the page offers none. Read for a failed task only.
+    workflow_cancelled = (
+        state == "failed" and source.broker.cancelled_step(record.get("workflow")) is not None
+    )
     return {
         "alias": source.alias,
         "detail": detail,
         "state": state,
         "label": state_label(state),
         "progress": stored_progress(record),
-        "workflow": workflow,
+        "workflow": _workflow(record),
         "workflow_cancelled": workflow_cancelled,
         "path": payload.get("path") or task_path(record.get("payload")),
         "priority": payload.get("priority"),

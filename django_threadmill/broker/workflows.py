@@ -99,6 +99,11 @@ class Workflows(Reads):
             )
         except PayloadError:
             return None
+        return self.cancelled_step(marker)
+
+    def cancelled_step(self, marker: str | None) -> tuple[str, int, str] | None:
+        """Return (workflow id, step, why) when a record's ``workflow`` field ``marker`` names
+        a step of a cancelled workflow, else None: one HMGET of the workflow, for a step only."""
         marked = read_step_marker(marker)
         if marked is None:
             return None

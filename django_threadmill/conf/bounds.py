@@ -5,6 +5,7 @@ the option as an error names it (``option("lease_ttl")``), so a value inside
 ``connection_options`` is judged by the same rule and words as the option it stands for.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -120,3 +121,15 @@ def read_count(where: str, value: object, at_most: MaxCount) -> int:
             f"{at_most.why}."
         )
     return value
+
+
+type ValueReader = Callable[[str, object], object]  # (how an error names it, the value) -> value
+
+# The options connection_options may override too (conf/topology.py): one rule each, so an
+# override is judged by the same bounds and words as the option it stands for.
+POOL_RULES: dict[str, ValueReader] = {
+    "socket_timeout": lambda where, v: read_seconds(where, v, ONE_DAY, allow_none=True),
+    "socket_connect_timeout": lambda where, v: read_seconds(where, v, ONE_DAY, allow_none=True),
+    "pool_timeout": lambda where, v: read_seconds(where, v, ONE_DAY),
+    "max_connections": lambda where, v: read_count(where, v, MAX_CONNECTIONS),
+}

@@ -13,8 +13,8 @@ from typing import Any
 from ..exceptions import ImproperlyConfiguredThreadmill
 from .bounds import (
     MAX_BYTES,
-    MAX_CONNECTIONS,
     ONE_DAY,
+    POOL_RULES,
     SHORTEST_LEASE,
     TEN_YEARS,
     option,
@@ -108,6 +108,12 @@ class BackendSettings:
         return None if self.result_ttl_s is None else int(self.result_ttl_s * 1000)
 
 
+def _pool_option(name: str, attribute: str) -> Callable[[object], tuple[str, object]]:
+    """Read ``OPTIONS[name]`` into ``attribute`` by its rule, the one an override of it in
+    ``connection_options`` is judged by too (``bounds.POOL_RULES``)."""
+    return lambda value: (attribute, POOL_RULES[name](option(name), value))
+
+
 def _flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ImproperlyConfiguredThreadmill(f"OPTIONS[{name!r}] is {value!r}. Use True or False.")
@@ -133,22 +139,12 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
             "max_result_bytes",
             read_count(option("max_result_bytes"), v, MAX_BYTES),
         ),
-        "socket_timeout": lambda v: (
-            "socket_timeout_s",
-            read_seconds(option("socket_timeout"), v, ONE_DAY, allow_none=True),
+        "socket_timeout": _pool_option("socket_timeout", "socket_timeout_s"),
+        "socket_connect_timeout": _pool_option(
+            "socket_connect_timeout", "socket_connect_timeout_s"
         ),
-        "socket_connect_timeout": lambda v: (
-            "socket_connect_timeout_s",
-            read_seconds(option("socket_connect_timeout"), v, ONE_DAY, allow_none=True),
-        ),
-        "max_connections": lambda v: (
-            "max_connections",
-            read_count(option("max_connections"), v, MAX_CONNECTIONS),
-        ),
-        "pool_timeout": lambda v: (
-            "pool_timeout_s",
-            read_seconds(option("pool_timeout"), v, ONE_DAY),
-        ),
+        "max_connections": _pool_option("max_connections", "max_connections"),
+        "pool_timeout": _pool_option("pool_timeout", "pool_timeout_s"),
         "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),
         "connection_options": read_connection_options,
         "metrics_token": lambda v: ("metrics_token", _token(v)),

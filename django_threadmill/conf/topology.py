@@ -8,7 +8,6 @@ acknowledged enqueue or ack batch must have reached first.
 import difflib
 import inspect
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -22,7 +21,7 @@ import redis.cluster
 import redis.connection
 
 from ..exceptions import ImproperlyConfiguredThreadmill
-from .bounds import MAX_CONNECTIONS, ONE_DAY, option, read_count, read_seconds
+from .bounds import ONE_DAY, POOL_RULES, ValueReader, option, read_seconds
 
 SENTINEL_AUTH_KEYS = frozenset({"username", "password"})
 REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -49,12 +48,11 @@ POOL_TIMEOUT = "timeout"  # BlockingConnectionPool's; the broker drops it where 
 # The connection_options values judged here, by the rule of the option each overrides (the broker
 # merges them over OPTIONS), or as seconds redis-py reads: a bad one failed at the first call
 # with redis-py's bare TypeError or ValueError, or read as no timeout.
-ValueReader = Callable[[str, object], object]
 CONNECTION_VALUES: dict[str, ValueReader] = {
-    "socket_timeout": lambda where, v: read_seconds(where, v, ONE_DAY, allow_none=True),
-    "socket_connect_timeout": lambda where, v: read_seconds(where, v, ONE_DAY, allow_none=True),
-    POOL_TIMEOUT: lambda where, v: read_seconds(where, v, ONE_DAY),  # as OPTIONS['pool_timeout']
-    "max_connections": lambda where, v: read_count(where, v, MAX_CONNECTIONS),
+    "socket_timeout": POOL_RULES["socket_timeout"],
+    "socket_connect_timeout": POOL_RULES["socket_connect_timeout"],
+    POOL_TIMEOUT: POOL_RULES["pool_timeout"],
+    "max_connections": POOL_RULES["max_connections"],
     # redis-py's PING before a connection idle this long; 0 turns it off (our default is 30 s).
     "health_check_interval": lambda where, v: read_seconds(where, v, ONE_DAY, allow_zero=True),
 }

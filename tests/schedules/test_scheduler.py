@@ -144,6 +144,23 @@ def test_cron_fires_once_when_fall_back_repeats_its_time(
     assert redis_client.zcard(reports) == 1
 
 
+def fire_beside_tick(
+    redis_url: str,
+    key_prefix: str,
+    clock: Clock,
+    schedule: tuple[str, dict[str, object]],
+    **settings: object,
+) -> list[timedelta | None]:
+    """Fire ``schedule`` (name, setting) beside SCHEDULES' tick at the clock's time, then a
+    minute later, under ``settings``; return the scheduler's two waits."""
+    options = {"schedules": {schedule[0]: schedule[1], "tick": SCHEDULES["tick"]}}
+    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **options), **settings):
+        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
+        first = scheduler.fire_due()
+        clock.now = utc(2026, 3, 28, 12, 1, 0)
+        return [first, scheduler.fire_due()]
+
+
 def test_a_schedule_that_cannot_fire_is_logged_and_the_others_fire(
     redis_url: str,
     key_prefix: str,
@@ -152,12 +169,7 @@ def test_a_schedule_that_cannot_fire_is_logged_and_the_others_fire(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     broken = {"task": "tests.schedules.tasks.missing", "every": 60}
-    options = {"schedules": {"broken": broken, "tick": SCHEDULES["tick"]}}
-    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **options)):
-        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
-        scheduler.fire_due()
-        clock.now = utc(2026, 3, 28, 12, 1, 0)
-        scheduler.fire_due()
+    fire_beside_tick(redis_url, key_prefix, clock, ("broken", broken))
     assert "Schedule failed to fire schedule=broken" in caplog.text
     assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
 
@@ -172,12 +184,8 @@ def test_a_schedule_without_slots_is_logged_and_dropped_and_the_others_fire(
     """A cron that does not parse is threadmill.E010, but --skip-checks lets it through: its
     CronSimError ended the supervisor, good schedules and all."""
     bad = {"task": "tests.schedules.tasks.report", "cron": "61 * * * *"}
-    options = {"schedules": {"bad": bad, "tick": SCHEDULES["tick"]}}
-    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **options)):
-        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
-        assert scheduler.fire_due() == timedelta(seconds=30)  # tick's next slot
-        clock.now = utc(2026, 3, 28, 12, 1, 0)
-        assert scheduler.fire_due() == timedelta(seconds=60)
+    waits = fire_beside_tick(redis_url, key_prefix, clock, ("bad", bad))
+    assert waits == [timedelta(seconds=30), timedelta(seconds=60)]  # tick's next slots
     assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
     dropped = [r for r in caplog.records if "Schedule has no slots" in r.getMessage()]
     assert [r.getMessage() for r in dropped] == [
@@ -198,12 +206,8 @@ def test_a_cron_without_a_time_zone_under_time_zone_none_is_dropped_as_the_check
     """TIME_ZONE = None is the host's local time, which has no zone name: the check reports a
     cron without its own 'timezone' (threadmill.E010), and the scheduler fires the others."""
     local = {"task": "tests.schedules.tasks.report", "cron": "0 3 * * *"}
-    options = {"schedules": {"local": local, "tick": SCHEDULES["tick"]}}
-    with override_settings(TIME_ZONE=None, TASKS=tasks_setting(redis_url, key_prefix, **options)):
-        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
-        assert scheduler.fire_due() == timedelta(seconds=30)
-        clock.now = utc(2026, 3, 28, 12, 1, 0)
-        scheduler.fire_due()
+    waits = fire_beside_tick(redis_url, key_prefix, clock, ("local", local), TIME_ZONE=None)
+    assert waits[0] == timedelta(seconds=30)
     assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
     [dropped] = [r for r in caplog.records if "Schedule has no slots" in r.getMessage()]
     assert "schedule=local" in dropped.getMessage()
