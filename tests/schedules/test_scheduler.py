@@ -144,47 +144,41 @@ def test_cron_fires_once_when_fall_back_repeats_its_time(
     assert redis_client.zcard(reports) == 1
 
 
-def fire_beside_tick(
-    redis_url: str,
-    key_prefix: str,
-    clock: Clock,
-    schedule: tuple[str, dict[str, object]],
-    **settings: object,
-) -> list[timedelta | None]:
-    """Fire ``schedule`` (name, setting) beside SCHEDULES' tick at the clock's time, then a
-    minute later, under ``settings``; return the scheduler's two waits."""
-    options = {"schedules": {schedule[0]: schedule[1], "tick": SCHEDULES["tick"]}}
-    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **options), **settings):
-        scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
-        first = scheduler.fire_due()
-        clock.now = utc(2026, 3, 28, 12, 1, 0)
-        return [first, scheduler.fire_due()]
+type BesideTick = Callable[..., list[timedelta | None]]
+
+
+@pytest.fixture
+def beside_tick(redis_url: str, key_prefix: str, clock: Clock) -> BesideTick:
+    """Fire a schedule (name, setting) beside SCHEDULES' tick at the clock's time, then a
+    minute later, under the Django settings given as keywords; return the two waits."""
+
+    def fire(name: str, schedule: dict[str, object], **settings: object) -> list[timedelta | None]:
+        options = {"schedules": {name: schedule, "tick": SCHEDULES["tick"]}}
+        with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **options), **settings):
+            scheduler = Scheduler(task_backends["default"].pipeline, clock)  # type: ignore[attr-defined]
+            first = scheduler.fire_due()
+            clock.now = utc(2026, 3, 28, 12, 1, 0)
+            return [first, scheduler.fire_due()]
+
+    return fire
 
 
 def test_a_schedule_that_cannot_fire_is_logged_and_the_others_fire(
-    redis_url: str,
-    key_prefix: str,
-    clock: Clock,
-    fired: Callable[..., bool],
-    caplog: pytest.LogCaptureFixture,
+    beside_tick: BesideTick, fired: Callable[..., bool], caplog: pytest.LogCaptureFixture
 ) -> None:
     broken = {"task": "tests.schedules.tasks.missing", "every": 60}
-    fire_beside_tick(redis_url, key_prefix, clock, ("broken", broken))
+    beside_tick("broken", broken)
     assert "Schedule failed to fire schedule=broken" in caplog.text
     assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
 
 
 def test_a_schedule_without_slots_is_logged_and_dropped_and_the_others_fire(
-    redis_url: str,
-    key_prefix: str,
-    clock: Clock,
-    fired: Callable[..., bool],
-    caplog: pytest.LogCaptureFixture,
+    beside_tick: BesideTick, fired: Callable[..., bool], caplog: pytest.LogCaptureFixture
 ) -> None:
     """A cron that does not parse is threadmill.E010, but --skip-checks lets it through: its
     CronSimError ended the supervisor, good schedules and all."""
     bad = {"task": "tests.schedules.tasks.report", "cron": "61 * * * *"}
-    waits = fire_beside_tick(redis_url, key_prefix, clock, ("bad", bad))
+    waits = beside_tick("bad", bad)
     assert waits == [timedelta(seconds=30), timedelta(seconds=60)]  # tick's next slots
     assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
     dropped = [r for r in caplog.records if "Schedule has no slots" in r.getMessage()]
@@ -197,16 +191,12 @@ def test_a_schedule_without_slots_is_logged_and_dropped_and_the_others_fire(
 
 
 def test_a_cron_without_a_time_zone_under_time_zone_none_is_dropped_as_the_check_says(
-    redis_url: str,
-    key_prefix: str,
-    clock: Clock,
-    fired: Callable[..., bool],
-    caplog: pytest.LogCaptureFixture,
+    beside_tick: BesideTick, fired: Callable[..., bool], caplog: pytest.LogCaptureFixture
 ) -> None:
     """TIME_ZONE = None is the host's local time, which has no zone name: the check reports a
     cron without its own 'timezone' (threadmill.E010), and the scheduler fires the others."""
     local = {"task": "tests.schedules.tasks.report", "cron": "0 3 * * *"}
-    waits = fire_beside_tick(redis_url, key_prefix, clock, ("local", local), TIME_ZONE=None)
+    waits = beside_tick("local", local, TIME_ZONE=None)
     assert waits[0] == timedelta(seconds=30)
     assert fired("tick", "default", utc(2026, 3, 28, 12, 1))
     [dropped] = [r for r in caplog.records if "Schedule has no slots" in r.getMessage()]
