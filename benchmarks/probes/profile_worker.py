@@ -1,9 +1,11 @@
 """Where our worker's time goes: py-spy over one drain, plus Redis time per command.
 
     .venv-bench/bin/python -m benchmarks.probes.profile_worker [--tasks 40000] [--threads 1]
-        [--task-sleep-ms 0] [--settings testproject.settings_fresh]
+        [--task-sleep-ms 0] [--async-concurrency 500 --prefetch 1000]
+        [--settings testproject.settings_fresh]
 
-Pre-enqueues echo tasks (or tasks that sleep first), runs `threadmill_worker --burst` under
+Pre-enqueues echo tasks (or tasks that sleep first; `async def` ones awaiting the sleep with
+--async-concurrency, run on the event loop lane), runs `threadmill_worker --burst` under
 `py-spy record --subprocesses`, and prints busy samples per thread role, the heaviest frames of
 the worker threads, the requests Redis read per task (INFO stats: one per round trip, however
 many commands it carries) beside its CPU per task, and Redis' own microseconds per task for each
@@ -28,9 +30,10 @@ from ..peers import RunContext, WorkerSpec, peer_named
 
 # Leaf frames where a thread waits rather than works (lock, queue, socket).
 IDLE_LEAVES = ("wait (threading", "read_from_socket", "select (", "_socket_can_read", "sleep")
-# Each role's RoleThread.run calls its loop().
+# Each role's RoleThread.run calls its loop(); the first two run tasks.
 ROLES = (
     "WorkerThread.loop",
+    "EventLoopLane.loop",
     "Prefetcher.loop",
     "AckWriter.loop",
     "LeaseKeeper.loop",
@@ -38,20 +41,28 @@ ROLES = (
 )
 
 
+def python_frame(frame: str) -> bool:
+    """Tell a frame of Python code (``name (file:line)``) from py-spy's process line."""
+    return frame.endswith(")") and not frame.startswith("process ")
+
+
 def parse_folded(path: Path) -> tuple[Counter[str], Counter[str], int]:
-    """Busy samples per thread role, inclusive busy samples per frame in worker threads."""
+    """Busy samples per thread role, inclusive busy samples per frame where tasks run."""
     roles: Counter[str] = Counter()
     frames: Counter[str] = Counter()
     busy = 0
     for line in path.read_text().splitlines():
         stack, _, count_text = line.rpartition(" ")
         count, stack_frames = int(count_text), stack.split(";")
-        if any(leaf in stack_frames[-1] for leaf in IDLE_LEAVES):
+        # A stack with no Python frame (a thread inside C code py-spy cannot read) is idle too.
+        if any(leaf in stack_frames[-1] for leaf in IDLE_LEAVES) or not python_frame(
+            stack_frames[-1]
+        ):
             continue
         busy += count
         role = next((r for f in stack_frames for r in ROLES if f.startswith(r)), "other")
         roles[role] += count
-        if role == "WorkerThread.loop":
+        if role in ROLES[:2]:
             for frame in set(stack_frames):
                 frames[frame] += count
     return roles, frames, busy
@@ -83,7 +94,16 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=40_000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--task-sleep-ms", type=int, default=0, help="each task waits first")
+    parser.add_argument(
+        "--async-concurrency", type=int, help="async tasks, this many at once on the loop lane"
+    )
+    parser.add_argument("--prefetch", type=int, help="the worker's --prefetch (default: its own)")
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    parser.add_argument(
+        "--gil",
+        action="store_true",
+        help="sample only the thread holding the GIL: where the CPU goes when threads contend",
+    )
     parser.add_argument("--settings", help="the worker's settings module (default: testproject's)")
     options = parser.parse_args()
     beside = Path(sys.executable).with_name("py-spy")  # the venv's, when it is not on PATH
@@ -92,7 +112,12 @@ def main() -> None:
         raise SystemExit("py-spy is not installed: pip install py-spy (it is in the bench extra).")
     peer = peer_named("threadmill")
     spec = WorkerSpec(
-        threads=options.threads, task_sleep_ms=options.task_sleep_ms, settings=options.settings
+        threads=options.threads,
+        task_sleep_ms=options.task_sleep_ms,
+        settings=options.settings,
+        async_task=options.async_concurrency is not None,
+        async_concurrency=options.async_concurrency,
+        **({"prefetch": options.prefetch} if options.prefetch else {}),
     )
     with redis_process("--appendonly", "no") as server, tempfile.TemporaryDirectory() as tmp:
         context = RunContext(redis_url=server.url, direct_redis_url=server.url, workdir=Path(tmp))
@@ -102,14 +127,15 @@ def main() -> None:
         cpu_before_s = snapshot(client).cpu_s
         folded = Path(tmp) / "worker.folded"
         record = [py_spy, "record", "--subprocesses", "--format", "raw", "--nonblocking"]
+        record += ["--gil"] if options.gil else []
         argv = [*record, "--rate", str(options.rate), "-o", str(folded), "--"]
         subprocess.run([*argv, *peer.worker_argv(spec)], env=peer.process_env(context), check=True)
         roles, frames, busy = parse_folded(folded)
         print(f"busy samples: {busy} at {options.rate}/s")
         for role, count in roles.most_common():
             print(f"  {role:<20}{count:>7} ({100 * count / busy:.0f}%)")
-        worker_total = roles["WorkerThread.loop"] or 1
-        print("worker threads, inclusive:")
+        worker_total = sum(roles[role] for role in ROLES[:2]) or 1
+        print("task runners (worker threads, event loop), inclusive:")
         for frame, count in frames.most_common(30):
             print(f"  {100 * count / worker_total:5.1f}%  {frame[:110]}")
         print(round_trip_line(client, options.tasks, cpu_before_s))
