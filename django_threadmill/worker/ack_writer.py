@@ -101,6 +101,7 @@ class AckWriter(RoleThread):
         self._asleep = False  # True while the writer waits: only then does a submit ring
         self._asleep_until_rung = False  # ... and holds no start: only then does a start ring
         self._in_hand = 0  # taken from the inbox and not yet written; only the writer changes it
+        self._holding = 0  # of those, start notices held back until due; only the writer
         self._metrics_due = time.monotonic() + METRICS_SEND_S
 
     def pending(self) -> int:
@@ -110,6 +111,13 @@ class AckWriter(RoleThread):
         inbox, so a concurrent reader may count one twice but never misses one.
         """
         return len(self._inbox) + self._in_hand
+
+    def backlog(self) -> int:
+        """Return how many submitted items wait on Redis: ``pending`` less the start notices
+        held back on purpose (each under 20 ms old, one per running task). A bound on this,
+        not on ``pending``, is a bound on what Redis holds up: 500 async tasks in flight hold
+        500 notices, and counted in they tripped the prefetcher's bound in a healthy run."""
+        return max(0, self.pending() - self._holding)
 
     def unwritten(self) -> int:
         """Return how many starts and outcomes were dropped at shutdown or are not written
@@ -228,6 +236,7 @@ class AckWriter(RoleThread):
         ]
         for start in due:
             del held_starts[start.lease]
+        self._holding = len(held_starts)
         dropped = self._send("start", due, self.broker.start) if due else 0
         finished = [finish.lease for finish in finishes]
         # Marked before they are sent: a renewal that meets an outcome written (a retry puts the

@@ -94,7 +94,7 @@ class Crew:
             is_settled=lambda: (
                 self.buffer.is_idle() and self.writer.pending() == 0 and self.drainer.is_idle()
             ),
-            unwritten=self.writer.pending,
+            unwritten=self.writer.backlog,
             on_empty=on_empty,
             on_refused=on_refused,
             on_crash=on_crash,

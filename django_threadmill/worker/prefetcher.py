@@ -23,10 +23,11 @@ IDLE_BLOCK_S = 5.0
 # --burst still waits for delayed tasks due within this many ms, and this long for a queue whose
 # full concurrency limit holds its tasks back
 BURST_HORIZON_MS = 60_000
-# Outcomes (and start notices) waiting to be written above which nothing more is reserved: a
-# Redis that refuses or delays acks (replicas away under durability="replicated") would let
+# Outcomes (and start notices due) waiting to be written above which nothing more is reserved:
+# a Redis that refuses or delays acks (replicas away under durability="replicated") would let
 # the process run its whole backlog and hold every outcome in memory, lost in a crash. The
-# bound is this, or twice the buffer, whichever is more.
+# bound is this, or twice the buffer, whichever is more. Start notices held back until due
+# are left out (AckWriter.backlog): they are at most one per running task.
 UNWRITTEN_CAP = 1000
 UNWRITTEN_LOOK_S = 0.05  # how often a held-back prefetcher looks whether the acks caught up
 
@@ -57,7 +58,7 @@ class Prefetcher(RoleThread):
         self.held = held
         self.burst = burst
         self.is_settled = is_settled  # nothing buffered, running or waiting to be written
-        self.unwritten = unwritten  # outcomes and start notices the ack writer still holds
+        self.unwritten = unwritten  # what the ack writer has not written, less held starts
         self._waiting_for_acks = False
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
         self.on_refused = on_refused  # Redis refused the credentials or rights: no retry helps
@@ -197,7 +198,7 @@ class Prefetcher(RoleThread):
             if behind:
                 logger.warning(
                     "Reserving nothing until acks are written unwritten=%d (Redis refuses or "
-                    "delays them)",
+                    "delays them, or the ack writer is short of CPU)",
                     unwritten,
                 )
             else:

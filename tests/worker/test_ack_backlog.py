@@ -1,5 +1,5 @@
 """Outcomes that Redis refuses or delays pile up in the ack writer; past a bound the prefetcher
-reserves nothing more until they are written.
+reserves nothing more until they are written. Start notices held back until due are no such pile.
 
 It once went on reserving and running: with acks failing (replicas away under
 durability="replicated") a worker ran its whole backlog and held 40,000 outcomes in memory,
@@ -10,10 +10,14 @@ import logging
 
 import pytest
 
+from django_threadmill.broker import Lease, Start
+from django_threadmill.codec.times import now_ms
 from django_threadmill.worker import prefetcher as prefetcher_module
+from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.prefetcher import UNWRITTEN_CAP, Prefetcher
+from django_threadmill.worker.progress import PendingProgress
 from testproject.example.tasks import add
 
 from .support import WatchedBroker
@@ -56,3 +60,27 @@ def test_no_reservation_while_too_many_outcomes_wait(
     assert broker.acquires == 1
     assert buffer.waiting() == 3
     assert "Acks written, reserving again" in caplog.text
+
+
+def test_start_notices_held_back_are_not_a_backlog(watched_broker: WatchedBroker) -> None:
+    """A start notice waits up to 20 ms on purpose, one per running task: 500 async tasks in
+    flight hold 500, and counted in the bound they stopped reservations in a healthy run."""
+    writer = AckWriter(
+        watched_broker,
+        "worker-a",
+        HeldLeases(),
+        PendingProgress(),
+        on_written=lambda: None,
+        on_crash=lambda: None,
+    )
+    started_ms = now_ms()
+    for n in range(3):
+        writer.submit_start(Start(lease=Lease(f"t{n}", "default", "1"), started_ms=started_ms))
+    held: dict[Lease, tuple[Start, float]] = {}
+    writer._write(writer._take_all(), held, flush=False)  # the loop's body: none is due yet
+
+    assert len(held) == 3
+    assert writer.pending() == 3  # still unwritten: a stop flushes them
+    assert writer.backlog() == 0  # but nothing waits on Redis
+    writer.submit_start(Start(lease=Lease("t3", "default", "1"), started_ms=started_ms))
+    assert writer.backlog() == 1  # not taken yet: the writer has it to do
