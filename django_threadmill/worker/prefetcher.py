@@ -30,6 +30,9 @@ BURST_HORIZON_MS = 60_000
 # are left out (AckWriter.backlog): they are at most one per running task.
 UNWRITTEN_CAP = 1000
 UNWRITTEN_LOOK_S = 0.05  # how often a held-back prefetcher looks whether the acks caught up
+# A hold that lasts this long is a WARNING: a short one is flow control (a process short of CPU
+# for its ack writer, a burst of results), a long one means Redis refuses or delays acks.
+UNWRITTEN_WARN_S = 5.0
 
 
 class Prefetcher(RoleThread):
@@ -49,6 +52,7 @@ class Prefetcher(RoleThread):
         on_empty: Callable[[], None],
         on_refused: Callable[[], None],
         on_crash: Callable[[], None],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__("threadmill-prefetcher", on_crash)
         self.broker = broker
@@ -59,7 +63,9 @@ class Prefetcher(RoleThread):
         self.burst = burst
         self.is_settled = is_settled  # nothing buffered, running or waiting to be written
         self.unwritten = unwritten  # what the ack writer has not written, less held starts
-        self._waiting_for_acks = False
+        self.clock = clock  # monotonic seconds, injectable for tests
+        self._acks_behind_since: float | None = None  # when the hold for acks began
+        self._acks_behind_warned = False
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
         self.on_refused = on_refused  # Redis refused the credentials or rights: no retry helps
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
@@ -190,22 +196,29 @@ class Prefetcher(RoleThread):
 
     def _acks_behind(self) -> bool:
         """Tell whether too many outcomes wait to be written to reserve more; wait a moment
-        then, saying so once."""
+        then. The hold is said at INFO as it begins, at WARNING once it lasted
+        UNWRITTEN_WARN_S, and at INFO as it ends."""
         unwritten = self.unwritten()
         behind = unwritten > max(UNWRITTEN_CAP, 2 * self.buffer.capacity)
-        if behind != self._waiting_for_acks:
-            self._waiting_for_acks = behind
-            if behind:
-                logger.warning(
-                    "Reserving nothing until acks are written unwritten=%d (Redis refuses or "
-                    "delays them, or the ack writer is short of CPU)",
-                    unwritten,
-                )
-            else:
+        if not behind:
+            if self._acks_behind_since is not None:
+                self._acks_behind_since = None
                 logger.info("Acks written, reserving again")
-        if behind:
-            self.stopping.wait(UNWRITTEN_LOOK_S)
-        return behind
+            return False
+        now = self.clock()
+        if self._acks_behind_since is None:
+            self._acks_behind_since, self._acks_behind_warned = now, False
+            logger.info("Reserving nothing until acks are written unwritten=%d", unwritten)
+        elif not self._acks_behind_warned and now - self._acks_behind_since >= UNWRITTEN_WARN_S:
+            self._acks_behind_warned = True
+            logger.warning(
+                "Reserving nothing until acks are written, for %ds now, unwritten=%d (Redis "
+                "refuses or delays them, or the process is short of CPU for its ack writer)",
+                now - self._acks_behind_since,
+                unwritten,
+            )
+        self.stopping.wait(UNWRITTEN_LOOK_S)
+        return True
 
     def _wait_for_progress(self) -> None:
         """--burst with empty queues: wait locally for in-flight work to settle, then look again.

@@ -16,9 +16,10 @@ from django_threadmill.worker import prefetcher as prefetcher_module
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
-from django_threadmill.worker.prefetcher import UNWRITTEN_CAP, Prefetcher
+from django_threadmill.worker.prefetcher import UNWRITTEN_CAP, UNWRITTEN_WARN_S, Prefetcher
 from django_threadmill.worker.progress import PendingProgress
 from testproject.example.tasks import add
+from tests.support import HandClock
 
 from .support import WatchedBroker
 
@@ -34,6 +35,7 @@ def test_no_reservation_while_too_many_outcomes_wait(
         add.enqueue(n, n)
     unwritten = [UNWRITTEN_CAP + 1]
     buffer = TaskBuffer(8, lambda reservation: False)
+    clock = HandClock(100.0)
     prefetcher = Prefetcher(
         broker,
         "worker-a",
@@ -46,6 +48,7 @@ def test_no_reservation_while_too_many_outcomes_wait(
         on_empty=lambda: None,
         on_refused=lambda: None,
         on_crash=lambda: None,
+        clock=clock,
     )
     caplog.set_level(logging.INFO, "django_threadmill")
 
@@ -53,7 +56,16 @@ def test_no_reservation_while_too_many_outcomes_wait(
         prefetcher._round()  # the loop's body, run here: the thread is never started
     assert broker.acquires == 0
     assert buffer.waiting() == 0
-    assert caplog.text.count("Reserving nothing until acks are written") == 1
+    holds = [r for r in caplog.records if "Reserving nothing until acks" in r.getMessage()]
+    # Said once, as flow control: a process short of CPU for its writer holds for a moment.
+    assert [r.levelno for r in holds] == [logging.INFO]
+
+    clock.now += UNWRITTEN_WARN_S  # a hold this long means Redis refuses or delays acks
+    prefetcher._round()
+    prefetcher._round()
+    holds = [r for r in caplog.records if "Reserving nothing until acks" in r.getMessage()]
+    assert [r.levelno for r in holds] == [logging.INFO, logging.WARNING]
+    assert "Redis refuses or delays them" in holds[1].getMessage()
 
     unwritten[0] = UNWRITTEN_CAP  # written down to the bound: reserving again
     prefetcher._round()
