@@ -9,6 +9,7 @@ from collections.abc import Callable
 import redis
 
 from django_threadmill.broker import Broker, Lease
+from django_threadmill.codec.times import now_ms
 from tests.support import command_calls
 
 from .conftest import WORKER, finish, new_task
@@ -61,19 +62,39 @@ def test_the_metrics_send_indexes_every_result_in_one_command(
     assert calls["evalsha"] == 1
 
 
-def test_an_empty_queue_costs_four_commands(broker: Broker, redis_client: redis.Redis) -> None:
+def test_an_empty_queue_costs_its_two_reads(broker: Broker, redis_client: redis.Redis) -> None:
+    """A worker asks its empty queues beside a busy one every refill: with nothing delayed and
+    no limit, the two reads answer, with no clock and no pause check (an empty queue answers
+    what a paused one does)."""
     broker.acquire("default", 4)  # loads the script
     redis_client.config_resetstat()
-    assert broker.acquire("default", 4).reservations == []
+    acquired = broker.acquire("default", 4)
+    assert (acquired.reservations, acquired.next_due_ms, acquired.held_back) == ([], None, False)
     assert command_calls(redis_client) == {
         "evalsha": 1,
-        "time": 1,
-        "exists": 1,  # the pause
-        "zrange": 2,  # the delayed index's head (nothing due: no ZRANGEBYSCORE), the ready head
+        "zrange": 2,  # the delayed index's head, the ready head
     }
 
 
-def test_a_paused_queue_costs_two_commands_and_writes_nothing(
+def test_an_empty_queue_with_tasks_delayed_reads_the_clock(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    broker.enqueue("default", [new_task(run_after_ms=now_ms() + 60_000)])
+    broker.acquire("default", 4)  # loads the script
+    redis_client.config_resetstat()
+    acquired = broker.acquire("default", 4)
+    assert acquired.reservations == []
+    assert acquired.next_due_ms is not None
+    assert 0 < acquired.next_due_ms <= 60_000
+    assert command_calls(redis_client) == {
+        "evalsha": 1,
+        "time": 1,  # is the head due, and in how long
+        "exists": 1,  # the pause
+        "zrange": 2,  # the delayed index's head (not due: no ZRANGEBYSCORE), the ready head
+    }
+
+
+def test_a_paused_queue_reads_three_things_and_writes_nothing(
     broker: Broker, redis_client: redis.Redis
 ) -> None:
     broker.enqueue("default", [new_task() for _ in range(3)])
@@ -81,7 +102,8 @@ def test_a_paused_queue_costs_two_commands_and_writes_nothing(
     broker.acquire("default", 4)  # loads the script
     redis_client.config_resetstat()
     assert broker.acquire("default", 4).reservations == []
-    assert command_calls(redis_client) == {"evalsha": 1, "time": 1, "exists": 1}
+    # The two heads (tasks are ready: not an empty queue), then the pause; no clock.
+    assert command_calls(redis_client) == {"evalsha": 1, "zrange": 2, "exists": 1}
 
 
 def test_a_batch_costs_two_commands_a_task_and_nine_a_call(

@@ -19,7 +19,7 @@
 --           a wake token says a slot is free),
 --           fence token of this call's reservations ("" when none),
 --           how many records this call set aside (docs/lifecycle.md, Damaged records),
---           the Redis time of the call in ms,
+--           the Redis time of the call in ms (0 when an empty queue answered unread),
 --           then per task, flat: id, payload, workers, enqueued_ms, started_ms, workflow
 --           (a workflow step's `<workflow id>:<step>`, else ""), nerrors, and that many
 --           error_json}
@@ -40,19 +40,35 @@
 --          reserved and leased, which the reaper hands back when the lease lapses (a popped
 --          record to set aside is then out of P:ready without a note).
 -- Paused:  a paused queue hands out nothing and promotes nothing: the reply is {-1, 0, "", 0,
---          now}, what an empty queue answers, so an idle worker blocks on the wake list until
+--          0}, what an empty queue answers, so an idle worker blocks on the wake list until
 --          resume pushes a token (docs/lifecycle.md, Pausing a queue). Nothing is written.
--- Cost:    a paused queue: TIME and EXISTS. An empty queue with nothing due: TIME, EXISTS and
---          two ZRANGEs. Per batch: the same, plus GET, ZREMRANGEBYRANK, INCRBY and the lease
---          ZADD (and LLEN when tasks are left).
+-- Empty:   a queue with nothing delayed, no limit and nothing ready gives the same reply from
+--          its two reads, before the pause check and the clock: a worker asks its empty
+--          queues beside a busy one every refill, so an empty one costs those reads alone.
+-- Cost:    an empty queue (no limit): two ZRANGEs. A paused queue: the delayed head, then
+--          (with no limit and nothing delayed) the ready head, and EXISTS. Per batch: two
+--          ZRANGEs, EXISTS, TIME, GET, ZREMRANGEBYRANK, INCRBY and the lease ZADD (and LLEN
+--          when tasks are left).
 --          Per task: one HMGET and one HSET (a task with errors: one more HMGET, and an HGET
 --          per error).
 --          A limit caps what is popped, so held-back tasks stay ready, in order.
 -- Clock:   redis.call("TIME") only; the rate's token bucket (one token) too.
-local now = now_ms()
-if redis.call("EXISTS", KEYS[9]) == 1 then
-  return {-1, 0, "", 0, now}
+-- The delayed index's head: when nothing is due, as on most calls, this one read serves both
+-- the promotion check and the reply's next due time.
+local head = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
+-- With nothing delayed and no limit the ready head is read first, one id more than wanted
+-- (so whether tasks are left is known without a ZCARD); nothing there is an empty queue.
+local popped
+if not head[1] and ARGV[4] == "" and ARGV[5] == "" then
+  popped = redis.call("ZRANGE", KEYS[2], 0, tonumber(ARGV[1]))
+  if #popped == 0 then
+    return {-1, 0, "", 0, 0}
+  end
 end
+if redis.call("EXISTS", KEYS[9]) == 1 then
+  return {-1, 0, "", 0, 0}
+end
+local now = now_ms()
 
 local set_aside_count = 0
 local function put_aside(id, reason)
@@ -60,9 +76,6 @@ local function put_aside(id, reason)
   set_aside_count = set_aside_count + 1
 end
 
--- The delayed index's head: when nothing is due, as on most calls, this one read serves both
--- the promotion check and the reply's next due time.
-local head = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
 if head[2] and tonumber(head[2]) <= now then
   local due = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "LIMIT", 0, tonumber(ARGV[3]))
   local promoted = {}
@@ -98,8 +111,9 @@ local deadline = tostring(now + tonumber(ARGV[2]))
 local leased = {}
 -- ZRANGE then ZREMRANGEBYRANK rather than ZPOPMIN: ZPOPMIN formats every score as a
 -- double for its reply, about 4,800 instructions a task under callgrind. One id more than
--- wanted is read, so whether tasks are left is known without a ZCARD.
-local popped = count > 0 and redis.call("ZRANGE", KEYS[2], 0, count) or {}
+-- wanted is read, so whether tasks are left is known without a ZCARD. Read already when
+-- nothing was delayed and no limit applies (above): nothing moved since.
+popped = popped or (count > 0 and redis.call("ZRANGE", KEYS[2], 0, count) or {})
 local left = #popped > count
 popped[count + 1] = nil
 if #popped > 0 then
