@@ -156,5 +156,10 @@ class Lifecycle(BrokerCore):
             )
             for start in range(0, len(keys), FLUSH_BATCH):
                 self.client.unlink(*keys[start : start + FLUSH_BATCH])
+        self.forget()
+
+    def forget(self) -> None:
+        """Forget what this broker remembered of keys another flushed: the queues it registered
+        (else it would not register them again) and the metrics it has not sent."""
         self._known_queues.clear()
         self.tally.take()

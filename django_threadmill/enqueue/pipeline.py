@@ -188,3 +188,11 @@ def pipeline_for(sender: type, settings: BackendSettings) -> EnqueuePipeline:
         pipeline = EnqueuePipeline(settings, sender)
         same_place.append(pipeline)
         return pipeline
+
+
+def pipelines_sharing(settings: BackendSettings) -> list[EnqueuePipeline]:
+    """Return the pipelines made so far for the keys of ``settings`` (its alias, location and
+    key prefix), whatever their other settings: a flush of those keys is theirs too."""
+    place = (settings.alias, settings.location, settings.key_prefix)
+    with _pipelines_lock:
+        return [each for key, made in _pipelines.items() if key[1:] == place for each in made]

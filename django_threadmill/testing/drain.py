@@ -103,6 +103,7 @@ class _Drain:
             type(backend),
             max_result_bytes=backend.settings.max_result_bytes,
             interruptible=True,
+            commits=_as_their_own_commit,
         )
         self.held = HeldLeases()
         self.cancelled_steps = CancelledSteps(self.broker)
@@ -194,21 +195,24 @@ class _Drain:
         self._write(
             "start", self.broker.start, [Start(lease=reservation.lease, started_ms=started_ms)]
         )
-        with _as_their_own_commit():
-            finish = self.executor.run(reservation, started_ms)
+        finish = self.executor.run(reservation, started_ms)  # its commits run in its attempt
         if finish is not None:  # None only when a watchdog ended the attempt: drain has none
             self._finish([finish])
 
     def _run_async(self, reservations: list[Reservation]) -> None:
         starts = [Start(lease=r.lease, started_ms=now_ms()) for r in reservations]
         self._write("start", self.broker.start, starts)
+        waiting = _waiting_callbacks()
         try:
-            with _as_their_own_commit():
-                finishes = async_to_sync(self._gather)(reservations, starts)
+            finishes = async_to_sync(self._gather)(reservations, starts)
         except BaseException:
             self._stop_gathering()
             raise
         self._finish(finishes)
+        # Their thread-sensitive calls left these on this thread's transaction, interleaved, so
+        # which task left which is not known: they run once every outcome is written, and one
+        # that raises reaches the caller, as captureOnCommitCallbacks(execute=True) does.
+        _run_callbacks_added(waiting)
 
     async def _gather(self, reservations: list[Reservation], starts: list[Start]) -> list[Finish]:
         gathering = asyncio.gather(
@@ -262,13 +266,28 @@ class _Drain:
 
 @contextmanager
 def _as_their_own_commit() -> Iterator[None]:
-    """Run the ``on_commit`` callbacks that tasks leave waiting on the test's transaction once
-    they end, as a worker's commit would (a ``TestCase`` wraps each test in one that never
-    commits): an ``enqueue_on_commit`` from a task would otherwise never be stored. Callbacks
-    of an ``atomic()`` a task rolled back are gone already, as in a worker. An interrupt
-    leaves them waiting."""
-    waiting = {alias: len(connections[alias].run_on_commit) for alias in connections}
-    yield
+    """Run the ``on_commit`` callbacks a sync task leaves waiting on the test's transaction as
+    it ends, inside its attempt, as a worker's commit would (a ``TestCase`` wraps each test in
+    one that never commits): an ``enqueue_on_commit`` from a task would otherwise never be
+    stored, and a callback that raises fails the task. Those of a task that raised run too:
+    its blocks that completed had committed before it raised. Callbacks of an ``atomic()`` a
+    task rolled back are gone already, as in a worker. An interrupt leaves them waiting."""
+    waiting = _waiting_callbacks()
+    try:
+        yield
+    except Exception:
+        _run_callbacks_added(waiting)
+        raise
+    _run_callbacks_added(waiting)
+
+
+def _waiting_callbacks() -> dict[str, int]:
+    """How many ``on_commit`` callbacks wait on each database's transaction now."""
+    return {alias: len(connections[alias].run_on_commit) for alias in connections}
+
+
+def _run_callbacks_added(waiting: dict[str, int]) -> None:
+    """Run, and take off the transaction, the callbacks added since ``waiting`` was counted."""
     for alias, before in waiting.items():
         connection = connections[alias]
         # Read afresh each time: a callback may register more, and a rollback in one replaces

@@ -4,6 +4,7 @@ pytest fixture's value) and ``ThreadmillTestMixin`` for Django's TestCase."""
 import unittest
 
 from ..aliases import threadmill_aliases, threadmill_backend
+from ..enqueue.pipeline import pipelines_sharing
 from .drain import drain
 from .isolation import own_key_prefixes
 
@@ -15,7 +16,11 @@ def flush() -> None:
     of the tests' own.
     """
     for alias in threadmill_aliases():
-        threadmill_backend(alias).broker.flush()
+        backend = threadmill_backend(alias)
+        backend.broker.flush()
+        # A test's override of TASKS with other options made pipelines for these keys too.
+        for pipeline in pipelines_sharing(backend.settings):
+            pipeline.broker.forget()
 
 
 class Threadmill:

@@ -40,7 +40,15 @@ from .progress import PendingProgress
 logger = logging.getLogger(__name__)
 # What a task that does not take the context runs in: one shared nullcontext (it holds no
 # state), so such a task pays a with-block (about 0.25 µs), not a new object, for progress.
+# A worker's sync tasks run in it for their commits too (``Executor``'s ``commits``).
 NOT_REPORTING = nullcontext()
+
+
+def _committed_by_themselves() -> AbstractContextManager[object]:
+    """A worker's tasks commit their own transactions: nothing to add around their call."""
+    return NOT_REPORTING
+
+
 # How many forks made this process, counted in each child: an executor made before a fork is
 # a task's child after it. A global read, not a getpid() system call per task.
 _forks_seen = 0
@@ -129,11 +137,15 @@ class Executor:
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         *,
         interruptible: bool = False,
+        commits: Callable[[], AbstractContextManager[object]] = _committed_by_themselves,
     ) -> None:
         self.worker_id = worker_id
         # drain(): Ctrl-C and a test framework's outcome (pytest-timeout's failure) raised while
         # a task runs reach the caller, unrecorded; a worker records every task's exception.
         self.interruptible = interruptible
+        # drain(): what a sync task's call runs in to have its on_commit callbacks run as it
+        # ends, inside the attempt, so one that raises fails it as its commit would in a worker.
+        self.commits = commits
         self.max_result_bytes = max_result_bytes
         self.backend_alias = backend_alias
         self.backend_class = backend_class
@@ -180,7 +192,8 @@ class Executor:
         if heard(task_started, TaskResultStatus.RUNNING):
             send_guarded(task_started, self.backend_class, attempt.result)
         try:
-            with self._reporting(attempt):
+            # Its commits end after its open blocks are rolled back: theirs are dropped first.
+            with self._reporting(attempt), self.commits():
                 try:
                     called = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
                 finally:

@@ -89,3 +89,30 @@ def leaves_a_transaction_open() -> None:
     from django.db import transaction
 
     transaction.atomic().__enter__()
+
+
+class MailServerDown(Exception):
+    """What a task's ``on_commit`` callback raises: the mail it sends cannot go."""
+
+
+def _commit_a_failing_callback() -> None:
+    """Register, in a block that completes, a callback that raises once the block commits."""
+    from django.db import transaction
+
+    def send_mail() -> None:
+        raise MailServerDown("the mail server is down")
+
+    with transaction.atomic():
+        transaction.on_commit(send_mail)
+
+
+@threadmill_task(retry=ExponentialBackoff(base_delay=0.01, max_attempts=2, jitter=0))
+def commits_a_failing_callback() -> None:
+    """In a worker its commit's callback raises inside it, so it fails, and is retried."""
+    _commit_a_failing_callback()
+
+
+@task
+async def acommits_a_failing_callback() -> None:
+    """The async twin: the block commits in a thread-sensitive call."""
+    await sync_to_async(_commit_a_failing_callback)()
