@@ -15,7 +15,8 @@ from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import OUTBOX_BATCH
 from ..codec.ids import read_step_marker
 from ..codec.payloads import load_task
-from ..codec.results import parse_error
+from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, parse_error
+from ..compat import TaskError
 from ..exceptions import BrokerUnavailable, Cancelled, PayloadError
 from .failed_entries import RETRY_AFTER_S, FailedEntries
 from .launch import PreparedStep, enqueue_steps, step_task
@@ -174,7 +175,21 @@ def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:
     if state != "failed":
         return None
     error = parse_error(record.get(f"error:{record.get('nerrors', '0')}", ""))
-    last_line = error.traceback.strip().splitlines()[-1:] or [error.exception_class_path]
     if error.exception_class_path == CANCELLED_PATH:
-        return "cancelled", last_line[0]
-    return "failed", last_line[0]
+        return "cancelled", _what_stopped(error)
+    return "failed", _what_stopped(error)
+
+
+def _what_stopped(error: TaskError) -> str:
+    """Return the line of ``error``'s traceback that names the exception and starts its
+    message, cut to ``MAX_ERROR_TEXT_CHARS``: the workflow copies it into every step it leaves
+    unrun. The last line alone is the end of a message on several lines (a database error's
+    "LINE 1: ...", a note), or of one cut short, and need not name the exception."""
+    path = error.exception_class_path
+    shown = path.removeprefix("builtins.").removeprefix("__main__.")  # as Python prints it
+    lines = error.traceback.strip().splitlines()
+    found = next(
+        (line for line in reversed(lines) if line == shown or line.startswith(f"{shown}:")),
+        f"{shown}: {lines[-1]}" if lines else shown,
+    )
+    return cut_to(found, MAX_ERROR_TEXT_CHARS)

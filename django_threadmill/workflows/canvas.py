@@ -71,8 +71,11 @@ class Group(Workflow):
 type Node = Step | Chain | Group
 
 
-def step(task: Task, *args: Any, **kwargs: Any) -> Step:
-    """One task with its arguments. In a chain, the previous part's value comes first."""
+def step(task: Task, /, *args: Any, **kwargs: Any) -> Step:
+    """One task with its arguments. In a chain, the previous part's value comes first.
+
+    ``task`` is positional-only, so a task may take a keyword argument named ``task``.
+    """
     if not isinstance(task, Task):
         raise TypeError(
             f"step() takes a task (a function decorated with @task), not {task!r}. "

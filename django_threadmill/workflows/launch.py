@@ -1,6 +1,7 @@
 """Enqueue a workflow: check every step, store the workflow, enqueue the steps that wait for
 nothing. The rest is enqueued by drainers as steps end (advance.py)."""
 
+from dataclasses import replace
 from functools import partial
 
 from asgiref.sync import sync_to_async
@@ -41,6 +42,7 @@ def launch(root: Plannable) -> WorkflowResult:
     entry_tasks: list[Task] = []
     for step, task in zip(planned.steps, planned.tasks, strict=True):
         prepared = step_task(backend, workflow_id, step, task, step.args)
+        _keep_normalised(planned, step, prepared[1])
         if step.input is None:
             first.setdefault(step.queue, []).append(prepared)
             entry_tasks.append(task)
@@ -60,6 +62,13 @@ def _store(
     """Write the workflow's hash, then its first steps, marked enqueued."""
     backend.broker.create_workflow(workflow_id, workflow_fields(planned.steps))
     enqueue_steps(backend, workflow_id, first, [s for s in planned.steps if s.input is None])
+
+
+def _keep_normalised(planned: Plan, step: PlannedStep, result: TaskResult) -> None:
+    """Keep ``step``'s arguments in the plan as its task will get them: Django normalises
+    them (bytes to str, any sequence to a list, any mapping to a dict), and only that form
+    is JSON the workflow's hash can store."""
+    planned.steps[step.index] = replace(step, args=result.args, kwargs=result.kwargs)
 
 
 async def alaunch(root: Plannable) -> WorkflowResult:

@@ -172,3 +172,22 @@ def test_reports_of_several_queues_go_in_one_call_each(
         "hmget": 3,  # per task: the fence (state and token)
         "hset": 3,  # per task: the four progress fields
     }
+
+
+def test_a_reaped_reservation_goes_back_to_ready_without_its_report(
+    broker: Broker,
+    reserve: Callable[[], Lease],
+    redis_client: redis.Redis,
+    keys: QueueKeys,
+    expire_lease: Callable[[str], None],
+) -> None:
+    """A task reports while its start notice is held (its record still says reserved); its
+    worker dies before the notice goes out. The reaper puts it back in ready, as it puts back
+    any reservation: the next attempt starts without the dead one's report, as after a retry."""
+    lease = reserve()
+    assert broker.send_progress([report(lease, 9, 10, "nearly")]) == 1
+    expire_lease(lease.task_id)
+
+    assert broker.reap("default", 100).released == [lease.task_id]
+
+    assert redis_client.hmget(keys.record(lease.task_id), PROGRESS_FIELDS) == [None] * 4

@@ -100,3 +100,15 @@ async def acancels_its_workflow(context: TaskContext, log: str) -> None:
     """``cancels_its_workflow`` as an ``async def`` task (its Redis calls block the loop)."""
     _count(log, "cancels")
     _cancel_own_workflow(context)
+
+
+@task
+def named_task(value: object, task: object = None) -> list[object]:
+    """Return its input and its argument named ``task``, which step() must pass on."""
+    return [value, task]
+
+
+@task
+def boom_with(value: int, message: str) -> None:
+    """Fail with ``message``."""
+    raise ValueError(message)

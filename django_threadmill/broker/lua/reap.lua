@@ -15,7 +15,8 @@
 --           expired lease entries looked at, ghosts and set-aside records included: fewer
 --           than limit: no more expired ones wait}.
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
---          A released reservation keeps no token: a late call of the old lease is stale.
+--          A released reservation keeps no token: a late call of the old lease is stale. Nor
+--          does it keep a progress report (one may have gone out before its start notice).
 -- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:leases
 --          is read first, and P:ready written before the records (a set-aside note already
 --          made is made again by the next pass). Only P:wake comes after the moves: then the
@@ -67,6 +68,9 @@ if not dry_run then
   call_chunked("ZADD", KEYS[2], ready)
   for _, id in ipairs(released) do
     redis.call("HSET", KEYS[1] .. id, "state", "ready", "token", "")
+    -- A report may have gone out while the start notice was held: the next attempt starts
+    -- without it, as after a retry (docs/lifecycle.md, Progress).
+    forget_progress(KEYS[1] .. id)
   end
   call_chunked("ZREM", KEYS[3], dropped)
   if #released > 0 and redis.call("LLEN", KEYS[4]) == 0 then
