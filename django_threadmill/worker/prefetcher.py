@@ -10,7 +10,7 @@ from ..broker.wake import BLPOP_LATE_S
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from .backoff import REDIS_BACKOFF
 from .buffer import TaskBuffer
-from .fetch_plan import FetchPlan
+from .fetch_plan import PROBE_EVERY_S, FetchPlan
 from .held_back import HeldBackQueues
 from .leases import HeldLeases
 from .role import RoleThread
@@ -223,11 +223,25 @@ class Prefetcher(RoleThread):
     def _wait_for_progress(self) -> None:
         """--burst with empty queues: wait locally for in-flight work to settle, then look again.
 
-        No Redis call while waiting; the ack writer's nudge ends the wait as soon as results land.
+        No Redis call while waiting. Results landing end the wait (the ack writer's nudge): at
+        once once everything settled, else no sooner than PROBE_EVERY_S after the last look,
+        as an empty queue beside a busy one is probed. Looking on every landing asked every
+        queue once per lone result in a burst's last tasks. A retry, a workflow's next step or
+        a task a running task enqueued is found by the next look.
         """
+        looked_at = self.clock()
         self._progress.clear()
-        if not self.is_settled():
-            self._progress.wait(IDLE_BLOCK_S)
+        if self.is_settled():
+            return
+        self._progress.wait(IDLE_BLOCK_S)
+        while not self.stopping.is_set():
+            left_s = looked_at + PROBE_EVERY_S - self.clock()
+            if left_s <= 0:
+                return
+            self._progress.clear()
+            if self.is_settled():  # after the clear: a nudge from now on ends the wait
+                return
+            self._progress.wait(left_s)
 
     def _fetch(self, free: int) -> tuple[int, int | None]:
         """Acquire up to ``free`` tasks from the queues, all asked in one round trip."""

@@ -1,13 +1,17 @@
 """--burst stops only on a look at every queue that nothing landed during: a workflow's next
 step once waited for a process that had stopped (a workflow left unfinished)."""
 
+import threading
+import time
 from collections.abc import Callable, Mapping
 
 from django_threadmill.broker import Acquired
 from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.fetch_plan import PROBE_EVERY_S
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.prefetcher import Prefetcher
 from testproject.example.tasks import echo
+from tests.support import HandClock
 
 from .support import WatchedBroker, idle_prefetcher
 
@@ -76,3 +80,65 @@ def test_a_burst_peeks_at_every_queue_before_it_stops(watched_broker: WatchedBro
     assert not stopped
     prefetcher._round()
     assert (stopped, buffer.waiting()) == ([], 1)
+
+
+class ReadClock(HandClock[float]):
+    """A hand clock that says when it was first read."""
+
+    def __init__(self, now: float) -> None:
+        super().__init__(now)
+        self.read = threading.Event()
+
+    def __call__(self) -> float:
+        self.read.set()
+        return super().__call__()
+
+
+def test_a_burst_tail_looks_again_no_sooner_than_an_empty_queue_is_probed(
+    watched_broker: WatchedBroker,
+) -> None:
+    """Results that land while others still run do not each send the prefetcher to every
+    queue: at four threads each lone result did, three acquire calls apiece, in a burst's
+    last tasks. It looks again once PROBE_EVERY_S passed, or at once when all settled."""
+    clock = ReadClock(100.0)
+    settled = [False]
+    prefetcher = Prefetcher(
+        watched_broker,
+        "worker-a",
+        ("default",),
+        TaskBuffer(8, lambda reservation: False),
+        HeldLeases(),
+        burst=True,
+        is_settled=lambda: settled[0],
+        unwritten=lambda: 0,
+        on_empty=lambda: None,
+        on_refused=lambda: None,
+        on_crash=lambda: None,
+        clock=clock,
+    )
+    returned_at: list[float] = []
+    waiting = threading.Thread(
+        target=lambda: (prefetcher._wait_for_progress(), returned_at.append(clock.now))
+    )
+    waiting.start()
+    assert clock.read.wait(10)  # it noted when it last looked
+    for _ in range(10):
+        prefetcher.nudge()  # results land; the clock has not moved
+    clock.now += PROBE_EVERY_S
+    deadline = time.monotonic() + 10
+    while waiting.is_alive() and time.monotonic() < deadline:
+        prefetcher.nudge()
+        waiting.join(0.01)
+    assert returned_at == [100.0 + PROBE_EVERY_S]  # not at a nudge before the time came
+
+    settled[0] = True
+    returned_at.clear()
+    waiting = threading.Thread(
+        target=lambda: (prefetcher._wait_for_progress(), returned_at.append(clock.now))
+    )
+    waiting.start()
+    deadline = time.monotonic() + 10
+    while waiting.is_alive() and time.monotonic() < deadline:
+        prefetcher.nudge()  # the last result: everything settled, look at once
+        waiting.join(0.01)
+    assert returned_at == [100.0 + PROBE_EVERY_S]  # the clock did not move
