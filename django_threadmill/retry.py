@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils.module_loading import import_string
 
+from .wording import a_type
+
 if TYPE_CHECKING:
     from .compat import Task, TaskResult
 
@@ -215,9 +217,9 @@ def retry_delay(task: "Task", task_result: "TaskResult", error: BaseException) -
         return None
     if not isinstance(delay, timedelta):
         logger.error(
-            "Retry policy returned a %s, not a timedelta or None task_id=%s task=%s; recording "
+            "Retry policy returned %s, not a timedelta or None task_id=%s task=%s; recording "
             "FAILED. Return datetime.timedelta(...) to retry, None to fail.",
-            type(delay).__name__,
+            a_type(delay),
             task_result.id,
             task.module_path,
         )

@@ -16,6 +16,7 @@ from typing import Any
 from ..compat import Task, TaskError, TaskResult, TaskResultStatus, normalize_json
 from ..exceptions import PayloadError
 from ..retry import MAX_ATTEMPTS
+from ..wording import a_type
 from .jsoncodec import dumps, refuse_key_clash
 from .times import from_ms
 
@@ -264,12 +265,12 @@ def encode_result(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]
         encoded = dumps(normalized)
     except (TypeError, ValueError) as exc:
         raise TypeError(
-            f"Task {task_path!r} returned a {type(value).__name__}, which is not JSON ({exc}). "
+            f"Task {task_path!r} returned {a_type(value)}, which is not JSON ({exc}). "
             "Return strings, numbers, booleans, None, lists or dicts with string keys instead."
         ) from exc
     except RecursionError as exc:
         raise TypeError(
-            f"Task {task_path!r} returned a {type(value).__name__} nested too deeply to store "
+            f"Task {task_path!r} returned {a_type(value)} nested too deeply to store "
             "as JSON (or holding itself). Flatten it, or store the data elsewhere and return "
             "its key."
         ) from exc

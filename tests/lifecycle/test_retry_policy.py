@@ -150,6 +150,6 @@ def test_a_broken_policy_fails_the_task_not_the_caller(caplog: pytest.LogCapture
         assert retry_delay(replace(plain, retry=wrong_type), result, ValueError()) is None
     assert [r.getMessage().split(" task_id=")[0] for r in caplog.records] == [
         "Retry policy raised",
-        "Retry policy returned a int, not a timedelta or None",
+        "Retry policy returned an int, not a timedelta or None",
     ]
     assert caplog.records[0].exc_info is not None
