@@ -25,6 +25,11 @@ from .slots import next_slot, previous_slot, slot_ms
 
 logger = logging.getLogger(__name__)
 
+# The longest wait fire_due asks for: a slot further off is reckoned again on the Redis clock
+# this often. A wait past 2**31 - 1 ms (24.8 days, a monthly cron's) overflows poll(), where the
+# supervisor sleeps.
+LONGEST_WAIT = timedelta(hours=1)
+
 
 def slot_task_id(alias: str, schedule: str, slot: int, queue: str, shards: int = 1) -> str:
     """Return the id of the task of one slot: the same in every supervisor.
@@ -56,7 +61,8 @@ class Scheduler:
         self._tasks: dict[str, Task] = {}
 
     def fire_due(self) -> timedelta | None:
-        """Fire every schedule whose next slot has come; return how long until the next one.
+        """Fire every schedule whose next slot has come; return how long to wait before calling
+        again: until the next slot, at most ``LONGEST_WAIT``.
 
         At the first call, each schedule fires its latest past slot (a slot missed while no
         supervisor ran). Raises ``BrokerUnavailable``; the schedules not yet fired stay due. A
@@ -89,7 +95,7 @@ class Scheduler:
                 logger.exception("Schedule failed to fire schedule=%s", schedule.name)
             self._due[schedule.name] = following
         upcoming = [due for due in self._due.values() if due is not None]
-        return None if not upcoming else max(timedelta(0), min(upcoming) - now)
+        return None if not upcoming else max(timedelta(0), min(min(upcoming) - now, LONGEST_WAIT))
 
     def _fire(self, schedule: Schedule, slot: datetime) -> None:
         if schedule.name not in self._tasks:

@@ -17,7 +17,7 @@ from ..broker import ExpiredAttempt, Finish, Outcome, Reaped, checked_batch_size
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
 from ..compat import TaskResult, TaskResultStatus
-from ..exceptions import LeaseExpired
+from ..exceptions import BrokerUnavailable, LeaseExpired
 from ..observability.signals import said_already
 from ..workflows.advance import drain_queues
 from . import outcome
@@ -201,21 +201,44 @@ def _reap_queue(
             return
 
 
+def _reap_or_skip(
+    backend: "ThreadmillTaskBackend", queue: str, report: ReapReport, batch_size: int
+) -> BrokerUnavailable | None:
+    """Reap ``queue``; return the error that stopped it while Redis still answers.
+
+    A key of another type in one queue (docs/lifecycle.md, Keys of another type) fails every
+    pass there; raised at once, it kept the queues after it from being reaped, their dead
+    workers' tasks held, until someone deleted the key. A Redis that does not answer fails
+    every queue alike, each after its own timeout: that is raised at once.
+    """
+    try:
+        _reap_queue(backend, queue, report, batch_size)
+    except BrokerUnavailable as exc:
+        backend.broker.server_time_ms()  # raises when Redis itself is the problem
+        logger.warning("Reap of a queue failed, the others go on queue=%s error=%s", queue, exc)
+        return exc
+    return None
+
+
 def reap_once(
     backend: "ThreadmillTaskBackend", *, batch_size: int = DEFAULT_BATCH_SIZE, dry_run: bool = False
 ) -> ReapReport:
     """Settle every expired lease on every queue of ``backend``; return what was done.
 
     With ``dry_run``, change nothing and report what would be done (up to ``batch_size``
-    leases per queue).
+    leases per queue). Raises ``BrokerUnavailable``: at once when Redis does not answer; when
+    one queue failed, after the others are reaped.
     """
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
     # The configured queues too: Redis's set of queues is written at enqueue and at a worker's
     # start, so one that came back empty (or was flushed) may not name the queue of a lease.
     queues = sorted(set(backend.queues) | set(backend.broker.queues()))
-    for queue in queues:
-        _reap_queue(backend, queue, report, batch_size)
+    failures = [
+        failure
+        for queue in queues
+        if (failure := _reap_or_skip(backend, queue, report, batch_size)) is not None
+    ]
     if not dry_run:
         # The expired leases it settled; and every queue's done index is trimmed.
         backend.broker.send_metrics(trimming=queues)
@@ -232,4 +255,6 @@ def reap_once(
             report.stale,
             report.advanced,
         )
+    if failures:  # the pass failed: the command and the supervisor say so, and retry
+        raise failures[0]
     return report

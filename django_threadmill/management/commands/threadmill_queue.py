@@ -2,6 +2,8 @@
 
 import getpass
 import socket
+from argparse import SUPPRESS, ArgumentParser
+from copy import copy
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +31,20 @@ def _by() -> str:
     except (KeyError, OSError):  # no login name and no passwd entry, as in some containers
         who = host
     return f"{who} with manage.py threadmill_queue"
+
+
+def _takes_command_options(command: ArgumentParser, action: ArgumentParser) -> None:
+    """Let ``action`` take the command's own options too (``--backend``, ``-v``, ``--settings``).
+
+    argparse hands everything after ACTION to the action's parser, which refused them
+    (``pause emails --backend other``: "unrecognized arguments"). Taken there, they default to
+    nothing, so a value given before ACTION stands.
+    """
+    for option in command._actions:  # argparse keeps them here; it has no public list
+        if option.option_strings and option.dest not in ("help", "version"):
+            taken = copy(option)
+            taken.default = SUPPRESS
+            action._add_action(taken)
 
 
 class Command(BaseCommand):
@@ -79,6 +95,8 @@ class Command(BaseCommand):
             "ids", nargs="*", type=text_option, metavar="ID", help="Task ids (or guard keys)."
         )
         forget.add_argument("--all", action="store_true", help="Drop every entry of the queue.")
+        for action in (pause, resume, listing, forget):
+            _takes_command_options(parser, action)
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = backend_option(options["backend"])
