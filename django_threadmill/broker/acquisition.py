@@ -7,6 +7,7 @@ from typing import Any
 from ..codec.payloads import task_path
 from ..codec.times import now_ms
 from ..conf.limits import QueueLimit
+from ..exceptions import BrokerUnavailable
 from .core import BrokerCore
 from .damaged import log_set_aside
 from .metrics import waited_ms
@@ -95,6 +96,7 @@ def merged_acquired(one: Acquired, other: Acquired) -> Acquired:
         reservations=one.reservations + other.reservations,
         next_due_ms=min(dues, default=None),
         held_back=one.held_back or other.held_back,
+        failed=one.failed or other.failed,
     )
 
 
@@ -119,6 +121,10 @@ class Acquiring(BrokerCore):
         it holds ready tasks, the queue's reply says to look again now (``next_due_ms`` 0), so
         a worker never takes a sharded queue for empty while a shard it skipped holds tasks.
         Priority order holds within a shard, not across shards (docs/scaling.md).
+
+        A queue whose call failed while others' did not (a key of another type: docs/lifecycle.md)
+        answers with the error in ``failed``: the others' reservations were made and leased,
+        and must reach the worker. When every call failed, the first error is raised.
         """
         if not counts:
             return []
@@ -128,10 +134,12 @@ class Acquiring(BrokerCore):
             for part, n in self._split(queue, count)
         ]
         calls = [self._acquire_call(queue, part, n) for queue, part, n in asked]
-        replies = self._run_per_queue(calls, durable=False)
+        replies = self._run_each_per_queue(calls)
         acquired: dict[str, Acquired] = {}
         for (queue, part, n), reply in zip(asked, replies, strict=True):
-            if n:
+            if isinstance(reply, BrokerUnavailable):
+                got = Acquired(reservations=[], next_due_ms=None, failed=reply)
+            elif n:
                 got, token, undecodable = _acquired(queue, reply)
                 if undecodable:
                     self._set_aside(queue, part, token, undecodable)

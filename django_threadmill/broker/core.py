@@ -17,7 +17,8 @@ from redis.exceptions import NoScriptError
 from ..codec.ids import queue_of
 from ..conf.settings import BackendSettings, socket_timeout_of
 from ..conf.topology import Durability
-from .calls import send
+from ..exceptions import BrokerUnavailable
+from .calls import send, send_each
 from .connection import make_async_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_of
 from .metrics import Tally
@@ -100,6 +101,28 @@ class BrokerCore:
         if len(calls) == 1:
             return [self._run(calls[0], durable=durable)]
         return self._send(calls, durable=durable, in_order=in_order)
+
+    def _run_each_per_queue(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """As ``_run_per_queue``, but a call's own error (a key of another type in its queue)
+        is its reply, translated, where the others' replies stand: raised, it dropped what
+        they did. An error every call met (a Redis gone, a replica) is raised."""
+        if len(calls) == 1:
+            return [self._run(calls[0])]
+        with self.translated_errors():
+            _, outcomes = send_each(self.client, self._scripts, self.settings, calls)
+        errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
+        if len(errors) == len(outcomes):
+            raise self.translated(errors[0])
+        return [self.translated(o) if isinstance(o, Exception) else o for o in outcomes]
+
+    def translated(self, error: Exception) -> BrokerUnavailable:
+        """Return a call's ``error`` (one of a pipeline's replies) as ``translated_errors``
+        raises it; raise an error it leaves as it is."""
+        try:
+            with self.translated_errors():
+                raise error
+        except BrokerUnavailable as exc:
+            return exc
 
     def queue_keys(self, queue: str) -> QueueKeys:
         return self.keyspace.queue(queue)

@@ -142,11 +142,7 @@ class Enqueueing(BrokerCore):
     ) -> Enqueued | BrokerUnavailable:
         if not isinstance(reply, Exception):
             return self._enqueued(tasks, reply)
-        try:
-            with self.translated_errors():
-                raise reply
-        except BrokerUnavailable as exc:
-            return exc
+        return self.translated(reply)
 
     def _bare(self, calls: list[ScriptCall], new_queues: list[str]) -> bool:
         """Tell whether the enqueue is one plain EVALSHA: the common case, no pipeline."""

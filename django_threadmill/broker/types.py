@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
+from ..exceptions import BrokerUnavailable
+
 
 def stored_int(value: str | int | float | None) -> int | None:
     """Read a whole number Redis stored (a ms timestamp, a count, a score).
@@ -123,6 +125,9 @@ class Acquired:
     reservations: list[Reservation]
     next_due_ms: int | None  # ms until a delayed task is due or a rate token; None if neither
     held_back: bool = False  # a queue limit kept ready tasks back: skip until next_due or a wake
+    # The queue's own call failed (a key of another type), asked beside queues whose calls
+    # did not: their reservations stand (Acquiring.acquire_from).
+    failed: BrokerUnavailable | None = None
 
     @property
     def found_work(self) -> bool:

@@ -142,6 +142,9 @@ class _Drain:
             self.held.add([reservation.lease for reservation in batch])
             self.renew_at = time.monotonic() + self.keeper.interval_s
             self._run(batch)
+        if failed := next((each.failed for each in acquired if each.failed is not None), None):
+            raise failed  # a queue's call failed: the test sees it, once the others' batch ran
+        if batch:
             return True
         # Entries no finish of this drain noted (a step cancelled meanwhile), as a worker's
         # look at every outbox finds them: advancing may enqueue more steps.

@@ -33,6 +33,9 @@ UNWRITTEN_LOOK_S = 0.05  # how often a held-back prefetcher looks whether the ac
 # A hold that lasts this long is a WARNING: a short one is flow control (a process short of CPU
 # for its ack writer, a burst of results), a long one means Redis refuses or delays acks.
 UNWRITTEN_WARN_S = 5.0
+# A queue whose acquire call failed beside others that did not (a key of another type: it
+# needs an operator) is asked again after this long; the other queues go on meanwhile.
+FAILED_QUEUE_RECHECK_S = 5.0
 
 
 class Prefetcher(RoleThread):
@@ -249,7 +252,15 @@ class Prefetcher(RoleThread):
         fetched = 0
         next_due_ms: int | None = None
         for queue, acquired in zip(counts, self.broker.acquire_from(counts), strict=True):
-            if acquired.held_back:  # a limit, not an empty queue, kept its tasks back
+            if acquired.failed is not None:
+                logger.warning(
+                    "Fetch from a queue failed, the others go on queue=%s retry_in_s=%d error=%s",
+                    queue,
+                    FAILED_QUEUE_RECHECK_S,
+                    acquired.failed,
+                )
+                self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000))
+            elif acquired.held_back:  # a limit, not an empty queue, kept its tasks back
                 self._held_back.hold(queue, acquired.next_due_ms)
             else:
                 self._plan.found(queue, acquired.found_work)  # a shard may hold work

@@ -6,6 +6,7 @@ a batch in no index for good. Now each call fails with every task where it was, 
 key is deleted every task goes on (docs/lifecycle.md, Keys of another type).
 """
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -264,3 +265,31 @@ def test_a_schedule_slot_refused_by_ready_of_another_type_fires_once_it_is_delet
     redis_client.delete(keys.ready)
     assert broker.enqueue("default", [second]).stored == 1
     assert redis_client.zrange(keys.ready, 0, -1) == [second.id]
+
+
+def test_a_queue_of_another_type_beside_others_keeps_their_reservations(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    """Asked in one pipeline with a queue whose key is of another type, the other queues'
+    reservations are handed over, not dropped with the error: they were leased, and each
+    retried fetch left another batch reserved by nobody until its lease lapsed."""
+    tasks = [new_task("default") for _ in range(3)]
+    broker.enqueue("default", tasks)
+    emails = broker.queue_keys("emails")
+    redis_client.set(emails.ready, "another program's value")
+
+    default, refused = broker.acquire_from({"default": 4, "emails": 4})
+
+    assert [r.lease.task_id for r in default.reservations] == [t.id for t in tasks]
+    assert default.failed is None
+    assert refused.reservations == []
+    assert re.search(WRONG_KIND, str(refused.failed))
+
+
+def test_every_queue_of_another_type_fails_the_call(
+    broker: Broker, redis_client: redis.Redis
+) -> None:
+    for queue in ("default", "emails"):
+        redis_client.set(broker.queue_keys(queue).ready, "another program's value")
+    with pytest.raises(BrokerUnavailable, match=WRONG_KIND):
+        broker.acquire_from({"default": 4, "emails": 4})

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.exceptions import ImproperlyConfiguredThreadmill
+from django_threadmill.exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from django_threadmill.testing import Threadmill, drain
 from django_threadmill.worker.reaper import reap_once
 from tests.conftest import tasks_setting
@@ -193,3 +193,17 @@ def test_an_empty_list_of_queues_is_refused_not_read_as_every_queue(
 async def test_it_refuses_to_run_inside_an_event_loop() -> None:
     with pytest.raises(RuntimeError, match="this thread is running an event loop"):
         drain()
+
+
+def test_a_queue_of_another_type_fails_the_drain_once_the_others_ran(
+    threadmill: Threadmill,
+) -> None:
+    """Its error reaches the test, and the tasks reserved beside it in the same call run
+    first: they were leased, and would otherwise wait for a reaper a test does not have."""
+    result = tasks.record.enqueue("beside")
+    broker = result.task.get_backend().broker
+    broker.client.set(broker.queue_keys("reports").ready, "another program's value")
+    with pytest.raises(BrokerUnavailable, match="wrong kind"):
+        threadmill.drain(queues=["default", "reports"])
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
