@@ -23,8 +23,10 @@ from . import tasks
 
 
 @pytest.fixture(autouse=True)
-def no_runs_yet() -> None:
+def no_runs_yet() -> Iterator[None]:
     tasks.runs.clear()
+    yield
+    tasks.runs.clear()  # nor left for the next module's tests
 
 
 def labels() -> list[str]:
