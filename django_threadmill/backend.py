@@ -145,12 +145,15 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         Return False, changing nothing, if the task has not failed (waiting, running, or
         successful) or has run its ``MAX_ATTEMPTS`` attempts (retry.py). Raise
         ``TaskResultDoesNotExist`` for an unknown or expired id, and
-        ``StepOfCancelledWorkflow``, changing nothing, for a step of a cancelled workflow: no
-        worker starts one (docs/workflows.md, Cancel), so a new attempt would only fail again.
+        ``StepOfCancelledWorkflow``, changing nothing, for a step of a cancelled workflow, or
+        one its workflow recorded as not run: no worker starts one (docs/workflows.md, Cancel),
+        so a new attempt would only fail again.
         """
         task_id = _checked_id(result_id)
-        if (cancelled := self.broker.cancelled_workflow_of(task_id)) is not None:
-            raise StepOfCancelledWorkflow(task_id, *cancelled)
+        if (stopped := self.broker.stopped_step_of(task_id)) is not None:
+            raise StepOfCancelledWorkflow(
+                task_id, stopped.workflow_id, stopped.step, stopped.why, not_run=stopped.not_run
+            )
         state = self.broker.requeue(task_id)
         if state == "missing":
             raise TaskResultDoesNotExist(result_id)

@@ -92,16 +92,25 @@ class TransactionLeftOpen(ThreadmillError):
 
 
 class StepOfCancelledWorkflow(ThreadmillError):
-    """A requeue of a step whose workflow was cancelled, refused: a worker starts no step of a
-    cancelled workflow (docs/workflows.md, Cancel), so a new attempt would only fail again."""
+    """A requeue of a step whose workflow was cancelled, or recorded it as not run, refused: a
+    worker starts no such step (docs/workflows.md, Cancel), so a new attempt would only fail
+    again."""
 
-    def __init__(self, task_id: str, workflow_id: str, step: int, why: str) -> None:
+    def __init__(
+        self, task_id: str, workflow_id: str, step: int, why: str, *, not_run: bool = False
+    ) -> None:
+        ended = (
+            f"which ended without it ({why}), and a worker starts no step its workflow "
+            "recorded as not run"
+            if not_run
+            else f"which was cancelled ({why}), and a worker starts no step of a cancelled workflow"
+        )
         super().__init__(
             f"Task {task_id} was not requeued: it is step {step} of workflow {workflow_id}, "
-            f"which was cancelled ({why}), and a worker starts no step of a cancelled workflow. "
-            "Enqueue the task anew to run it."
+            f"{ended}. Enqueue the task anew to run it."
         )
         self.task_id, self.workflow_id, self.step, self.why = task_id, workflow_id, step, why
+        self.not_run = not_run
 
 
 class WorkflowDoesNotExist(ThreadmillError, LookupError):

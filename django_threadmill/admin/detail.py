@@ -6,6 +6,7 @@ from django.http import Http404, HttpResponse
 
 from ..broker.inspect import DAMAGED, TaskDetail, task_path
 from ..broker.inspect.source import Source
+from ..broker.workflows import StoppedStep
 from ..codec.ids import read_step_marker, worker_host_and_pid
 from ..codec.payloads import decode_payload
 from ..codec.progress import stored_progress
@@ -63,17 +64,23 @@ def _workflow(record: dict[str, str]) -> dict[str, Any] | None:
     return None if marked is None else {"id": marked[0], "step": marked[1]}
 
 
+def _stopped(stopped: StoppedStep | None) -> str:
+    """Say why the workflow keeps this step from running again ("" when it does not)."""
+    if stopped is None:
+        return ""
+    return "recorded as not run by its workflow" if stopped.not_run else "cancelled"
+
+
 def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     """Return the template context of the detail page of one task."""
     record = detail.record
     payload, payload_error = ({}, "") if detail.damaged else _payload(record)
     workers = record["workers"].split("\n") if record.get("workers") else []
     state = DAMAGED if detail.damaged else record.get("state", "")
-    # A failed step of a cancelled workflow: no worker starts one, so the requeue action
-    # refuses it (StepOfCancelledWorkflow) and the page offers none. Read for a failed task only.
-    workflow_cancelled = (
-        state == "failed" and source.broker.cancelled_step(record.get("workflow")) is not None
-    )
+    # A failed step its workflow stopped (cancelled, or recorded as not run): no worker starts
+    # one, so the requeue action refuses it (StepOfCancelledWorkflow) and the page offers none.
+    # Read for a failed task only.
+    stopped = source.broker.stopped_step(record.get("workflow")) if state == "failed" else None
     return {
         "alias": source.alias,
         "detail": detail,
@@ -81,7 +88,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "label": state_label(state),
         "progress": stored_progress(record),
         "workflow": _workflow(record),
-        "workflow_cancelled": workflow_cancelled,
+        "workflow_stopped": _stopped(stopped),
         "path": payload.get("path") or task_path(record.get("payload")),
         "priority": payload.get("priority"),
         "payload_error": payload_error,
@@ -101,7 +108,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
             ("Finished", when(record.get("finished_ms"))),
         ],
         "ttl_s": None if detail.ttl_ms is None else detail.ttl_ms // 1000,
-        "can_requeue": state == "failed" and not workflow_cancelled,
+        "can_requeue": state == "failed" and stopped is None,
         "can_cancel": state == "ready",
     }
 

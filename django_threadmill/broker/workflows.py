@@ -19,6 +19,7 @@ and a drainer (workflows/advance.py) advances the workflow from there (docs/work
 """
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from redis.typing import EncodableT, FieldT
@@ -30,6 +31,29 @@ from .scripts import ScriptCall, ScriptName
 
 OUTBOX_BATCH = 100  # outbox entries read per call
 WORKFLOWS_LISTED = 10_000  # newest workflow ids kept in the admin's list
+
+
+def stopped_reason(why: str, *, not_run: bool) -> str:
+    """Why a step of a workflow that ended is cancelled before it runs: ``why`` is the
+    workflow's (a cancel found the step enqueued), or why it recorded the step as not run.
+    Every path that stops a step says it this way, so its record ends the same whichever
+    path reached it first."""
+    return f"its workflow ended ({why})" if not_run else f"its workflow was {why}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoppedStep:
+    """A workflow step no worker starts (docs/workflows.md, Cancel)."""
+
+    workflow_id: str
+    step: int
+    why: str  # the workflow's why (a cancel), or why it recorded the step as not run
+    not_run: bool = False  # recorded as not run (``x:i``), not left enqueued by a cancel
+
+    @property
+    def reason(self) -> str:
+        """Why it is cancelled before it runs (``stopped_reason``)."""
+        return stopped_reason(self.why, not_run=self.not_run)
 
 
 class Workflows(Reads):
@@ -86,9 +110,9 @@ class Workflows(Reads):
                 list[str | None], self.client.hmget(self.keyspace.workflow(workflow_id), names)
             )
 
-    def cancelled_workflow_of(self, task_id: str) -> tuple[str, int, str] | None:
-        """Return (workflow id, step, why) when ``task_id`` is a step of a cancelled workflow,
-        else None: one HGET of its record, and for a step one HMGET of its workflow.
+    def stopped_step_of(self, task_id: str) -> StoppedStep | None:
+        """Return why no worker starts ``task_id`` when it is a workflow step that must not
+        run (``stopped_step``), else None: one HGET of its record, and for a step one HMGET.
 
         A record whose key is not a hash reads as no step: the call this check precedes
         says what it is.
@@ -99,16 +123,23 @@ class Workflows(Reads):
             )
         except PayloadError:
             return None
-        return self.cancelled_step(marker)
+        return self.stopped_step(marker)
 
-    def cancelled_step(self, marker: str | None) -> tuple[str, int, str] | None:
-        """Return (workflow id, step, why) when a record's ``workflow`` field ``marker`` names
-        a step of a cancelled workflow, else None: one HMGET of the workflow, for a step only."""
+    def stopped_step(self, marker: str | None) -> StoppedStep | None:
+        """Return why no worker starts the step a record's ``workflow`` field ``marker``
+        names: its workflow was cancelled, or ended and recorded it as not run (``x:i``, a
+        step a drainer was storing then). None when it may run, or is no step. One HMGET of
+        the workflow, for a step only: a worker asks before it starts every step."""
         marked = read_step_marker(marker)
         if marked is None:
             return None
-        status, why = self.workflow_values(marked[0], ["status", "why"])
-        return (*marked, why or "cancelled") if status == "cancelled" else None
+        workflow_id, step = marked
+        status, why, not_run = self.workflow_values(workflow_id, ["status", "why", f"x:{step}"])
+        if not_run is not None:
+            return StoppedStep(workflow_id=workflow_id, step=step, why=not_run, not_run=True)
+        if status == "cancelled":
+            return StoppedStep(workflow_id=workflow_id, step=step, why=why or "cancelled")
+        return None
 
     def workflow_fields(self, workflow_id: str) -> dict[str, str]:
         """Return a workflow's hash ({} when unknown or expired)."""

@@ -140,7 +140,7 @@ def stored_result(
     task: Task, task_id: str, payload: dict[str, Any], record: dict[str, str]
 ) -> TaskResult:
     """Return the ``TaskResult`` a stored record stands for, in the state it is in."""
-    status = STATUS_OF_STATE.get(record.get("state", ""), TaskResultStatus.READY)
+    status = record_status(record)
     stored_value = record.get("result") if status == TaskResultStatus.SUCCESSFUL else None
     try:
         return_value = json.loads(stored_value or "null")
@@ -163,6 +163,11 @@ def stored_result(
         worker_ids=record["workers"].split("\n") if record.get("workers") else [],
         return_value=return_value,
     )
+
+
+def record_status(record: dict[str, str]) -> TaskResultStatus:
+    """Return the status a stored record reads as, without its task (which may not import)."""
+    return STATUS_OF_STATE.get(record.get("state", ""), TaskResultStatus.READY)
 
 
 def attempted_ms(record: dict[str, str]) -> str | None:

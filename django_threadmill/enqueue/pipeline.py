@@ -140,20 +140,23 @@ class EnqueuePipeline:
 
     def get_result(self, result_id: str) -> TaskResult:
         """Return the result of ``result_id`` in any state, until result_ttl after it finished."""
-        return self._result(result_id, self.broker.record(result_id))
+        return self.result_from(result_id, self.broker.record(result_id))
 
     def get_results(self, result_ids: Sequence[str]) -> list[TaskResult | None]:
         """``get_result`` of each of ``result_ids`` in one round trip; None where unknown."""
         return [
-            None if record is None else self._result(result_id, record)
+            None if record is None else self.result_from(result_id, record)
             for result_id, record in zip(result_ids, self.broker.records(result_ids), strict=True)
         ]
 
     async def aget_result(self, result_id: str) -> TaskResult:
         """Async twin of ``get_result``, on the asyncio client."""
-        return self._result(result_id, await self.broker.arecord(result_id))
+        return self.result_from(result_id, await self.broker.arecord(result_id))
 
-    def _result(self, result_id: str, record: dict[str, str] | None) -> TaskResult:
+    def result_from(self, result_id: str, record: dict[str, str] | None) -> TaskResult:
+        """Return the result the record of ``result_id`` read back stands for;
+        ``TaskResultDoesNotExist`` for none, ``PayloadError`` when it cannot be built (its
+        task no longer imports, its payload is damaged)."""
         if record is None:
             raise TaskResultDoesNotExist(result_id)
         payload = decode_payload(record.get("payload"))

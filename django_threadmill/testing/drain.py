@@ -171,8 +171,8 @@ class _Drain:
             self._hand_back()
 
     def _to_run(self, reservation: Reservation) -> bool:
-        """Tell whether ``reservation`` runs now: still ours, and not a step of a cancelled
-        workflow (that is recorded as cancelled instead, as a worker does)."""
+        """Tell whether ``reservation`` runs now: still ours, and not a step its workflow
+        stopped (that is recorded as cancelled instead, as a worker does)."""
         if not self._still_held(reservation):
             return False
         cancelled = self.cancelled_steps.cancellation(reservation)

@@ -26,7 +26,7 @@ class RunnerParts:
     writer: AckWriter
     held: HeldLeases
     pacer: Pacer  # a rate-limited queue's task waits for its start turn
-    cancelled_steps: CancelledSteps  # a step of a cancelled workflow does not start
+    cancelled_steps: CancelledSteps  # a step its workflow stopped does not start
     sync_ack: bool  # --sync-ack: an outcome is written before the next task
     on_task_done: Callable[[], None]  # counts toward --max-tasks and --max-memory
 

@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker import Guard, GuardKind, NewTask
+from ..broker.workflows import stopped_reason
 from ..codec.ids import new_task_hex, step_marker
 from ..compat import InvalidTask, Task, TaskResult
 from ..enqueue.announce import announce
@@ -139,12 +140,13 @@ def mark_enqueued(
     finds them unmarked and records them as not run (``x:i``): each is cancelled here, so what
     runs is what the workflow says. The read comes with the mark, after the steps are stored:
     an end before it is seen here, and an end after it finds them marked (a cancel then cancels
-    the ones still waiting itself, ``WorkflowResult.cancel``).
+    the ones still waiting itself, ``WorkflowResult.cancel``). A worker that reserved one
+    meanwhile finds it recorded as not run before it starts it (worker/cancelled_steps.py).
     """
     not_run = backend.broker.mark_enqueued(workflow_id, [step.index for step in steps])
     for step, why in zip(steps, not_run, strict=True):
         if why:
-            backend.cancel(step_task_id(workflow_id, step), f"its workflow ended ({why})")
+            backend.cancel(step_task_id(workflow_id, step), stopped_reason(why, not_run=True))
 
 
 def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:

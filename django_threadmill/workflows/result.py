@@ -4,11 +4,13 @@ from dataclasses import dataclass, field
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
+from ..broker.workflows import stopped_reason
 from ..codec.ids import looked_up_id
+from ..codec.results import record_status
 from ..codec.text import utf8_text
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
-from ..exceptions import WorkflowDoesNotExist
+from ..exceptions import PayloadError, WorkflowDoesNotExist
 from .plan import PlannedStep, lacks, step_task_id, stored_plan
 
 STARTED = frozenset({Status.RUNNING, Status.SUCCESSFUL, Status.FAILED})
@@ -23,9 +25,15 @@ class WorkflowStep:
     task_path: str
     queue: str
     result: TaskResult | None  # None until it is enqueued, for good when it is not run,
-    # and once its record expired (result_ttl) while the workflow stayed open
+    # once its record expired (result_ttl) while the workflow stayed open, and when it
+    # cannot be read (``unreadable``)
     not_run: str  # why it will not run ("" while it may)
     settled: str = ""  # how the workflow recorded its end: "successful", "failed", "cancelled"
+    # Its task's status while it has a record (None before it is enqueued, and once it expired),
+    # read from the record: also when the result cannot be built.
+    task_status: Status | None = None
+    unreadable: str = ""  # why its result cannot be built: its task path no longer imports
+    # (renamed or deleted since), or its record's payload or result is damaged
 
     @property
     def state(self) -> str:
@@ -34,8 +42,8 @@ class WorkflowStep:
         A step whose record expired reads as the workflow recorded its end, so a workflow
         open longer than ``result_ttl`` (a delayed step, a paused queue) does not go back.
         """
-        if self.result is not None:
-            return str(self.result.status)
+        if self.task_status is not None:
+            return str(self.task_status)
         if self.settled:
             return str(Status.SUCCESSFUL if self.settled == "successful" else Status.FAILED)
         return "NOT_RUN" if self.not_run else "WAITING"
@@ -90,8 +98,8 @@ class WorkflowResult:
             return False  # it failed or succeeded before: nothing of it is ours to stop
         why = self.why or why  # the cancel that ended it, this one or an earlier one
         for step in self.steps:
-            if step.result is not None and step.result.status == Status.READY:
-                backend.cancel(step.task_id, f"its workflow was {why}")
+            if step.task_status == Status.READY:  # its task importable or not
+                backend.cancel(step.task_id, stopped_reason(why, not_run=False))
         self.refresh()
         return status == "open"
 
@@ -151,8 +159,8 @@ def workflow_from(
     its enqueued steps' records."""
     enqueued = [step for step in planned if f"e:{step.index}" in fields]
     ids = [step_task_id(workflow_id, step) for step in enqueued]
-    results = dict(zip(ids, backend.pipeline.get_results(ids), strict=True))
-    steps = [_step(workflow_id, step, fields, results) for step in planned]
+    records = dict(zip(ids, backend.broker.records(ids), strict=True))
+    steps = [_step(backend, workflow_id, step, fields, records) for step in planned]
     return WorkflowResult(
         id=workflow_id,
         backend=backend.alias,
@@ -167,27 +175,37 @@ def waiting_for_commit(
 ) -> WorkflowResult:
     """The result of a workflow whose launch waits for a transaction's commit: nothing is
     stored yet, so every step waits (``refresh()`` finds it once the commit wrote it)."""
-    steps = [_step(workflow_id, step, {}, {}) for step in planned]
+    steps = [_step(backend, workflow_id, step, {}, {}) for step in planned]
     return WorkflowResult(
         id=workflow_id, backend=backend.alias, steps=steps, _waits_for_commit=True
     )
 
 
 def _step(
+    backend: ThreadmillTaskBackend,
     workflow_id: str,
     planned: PlannedStep,
     fields: dict[str, str],
-    results: dict[str, TaskResult | None],
+    records: dict[str, dict[str, str] | None],
 ) -> WorkflowStep:
     task_id = step_task_id(workflow_id, planned)
+    record = records.get(task_id)  # None: not enqueued, or due and not stored yet, or expired
+    result, unreadable = None, ""
+    if record is not None:
+        try:
+            result = backend.pipeline.result_from(task_id, record)
+        except PayloadError as exc:  # the step still reads, as its task's admin page does
+            unreadable = str(exc)
     return WorkflowStep(
         index=planned.index,
         task_id=task_id,
         task_path=planned.path,
         queue=planned.queue,
-        result=results.get(task_id),  # None: not enqueued, or due and not stored yet, or expired
+        result=result,
         not_run=fields.get(f"x:{planned.index}", ""),
         settled=fields.get(f"s:{planned.index}", ""),
+        task_status=None if record is None else record_status(record),
+        unreadable=unreadable,
     )
 
 
@@ -197,8 +215,5 @@ def _status(stored: str, steps: list[WorkflowStep]) -> Status:
         return Status.SUCCESSFUL
     if stored in ("failed", "cancelled"):
         return Status.FAILED
-    started = any(
-        step.settled or (step.result is not None and step.result.status in STARTED)
-        for step in steps
-    )
+    started = any(step.settled or step.task_status in STARTED for step in steps)
     return Status.RUNNING if started else Status.READY
