@@ -192,20 +192,36 @@ class Transitions(ProgressWrites):
                 ),
             )
 
-        calls = [build(self.queue_keys(part), tally) for part, tally in parts.items()]
+        self._send_tallies(parts, [build(self.queue_keys(part), t) for part, t in parts.items()])
+
+    def _send_tallies(self, parts: dict[str, PartTally], calls: list[ScriptCall]) -> None:
+        """Send one metrics.lua call per part; keep for the next send only the tallies of the
+        calls that failed, then raise the first failure.
+
+        Counters are not fenced: putting back a tally whose call was counted (another part's
+        call failed in the same round trip) would count it again at every send.
+        """
         try:
-            skipped = self._run_per_queue(calls, durable=False)
+            outcomes = self._run_each_per_queue(calls)
         except BrokerUnavailable:
             self.tally.put_back(parts)
             raise
-        for part, count in zip(parts, skipped, strict=True):
-            if count:
+        failed: dict[str, PartTally] = {}
+        errors: list[BrokerUnavailable] = []
+        for (part, tally), outcome in zip(parts.items(), outcomes, strict=True):
+            if isinstance(outcome, BrokerUnavailable):
+                failed[part] = tally
+                errors.append(outcome)
+            elif outcome:
                 logger.warning(
                     "Metric fields skipped part=%s count=%d: they hold something that is not a "
                     "number (written by hand); delete the field or key to count again",
                     part,
-                    count,
+                    outcome,
                 )
+        self.tally.put_back(failed)
+        if errors:
+            raise errors[0]
 
     def renew(
         self,

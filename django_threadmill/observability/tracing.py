@@ -126,16 +126,22 @@ def traced_aenqueue[E: AsyncEnqueue](aenqueue: E) -> E:
 
 
 def _links(payload: str) -> list[Any]:
-    """Return a link to the enqueuing span stored in ``payload``, if there is one."""
+    """Return a link to the enqueuing span stored in ``payload``, if there is one.
+
+    A stored context that is not ours (another producer, a hand-written record) links to
+    nothing: the propagator takes text headers only (a number makes it raise), and this runs
+    in the worker thread before the task does.
+    """
     if f'"{CARRIER_KEY}":' not in payload:
         return []
     try:
         stored = json.loads(payload).get(CARRIER_KEY)
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # the executor says what is wrong
         return []
     if not isinstance(stored, dict):
         return []
-    context = trace.get_current_span(propagate.extract(stored)).get_span_context()
+    headers = {name: value for name, value in stored.items() if isinstance(value, str)}
+    context = trace.get_current_span(propagate.extract(headers)).get_span_context()
     return [trace.Link(context)] if context.is_valid else []
 
 
