@@ -32,7 +32,9 @@ class PartlyEnqueued(BrokerUnavailable):
     """A call to a sharded queue stored the tasks of some shards and not the others.
 
     ``written`` holds the ids certainly stored (or found to duplicate an unfinished unique
-    task, whose holder is in ``existing``); retry only the calls of the other ids.
+    task, whose holder is in ``existing``); ``maybe_written`` those whose shard's call may have
+    been applied (a ``MaybeApplied`` there): check ``get_result(id)`` before enqueuing them
+    again. Retry only the calls of the ids in neither.
     """
 
     def __init__(
@@ -40,10 +42,12 @@ class PartlyEnqueued(BrokerUnavailable):
         message: str,
         written: frozenset[str] = frozenset(),
         existing: dict[str, str] | None = None,
+        maybe_written: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(message)
         self.written = written
         self.existing = existing or {}
+        self.maybe_written = maybe_written
 
 
 class BrokerRefused(BrokerUnavailable):

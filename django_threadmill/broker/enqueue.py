@@ -7,7 +7,7 @@ from typing import Any
 import redis
 
 from ..conf.topology import Durability
-from ..exceptions import BrokerUnavailable, PartlyEnqueued
+from ..exceptions import BrokerUnavailable, MaybeApplied, PartlyEnqueued
 from .calls import Command, asend_each, send_each
 from .core import BrokerCore
 from .scripts import ScriptCall, ScriptName
@@ -37,23 +37,52 @@ def merged_outcome(
     """Return one queue's outcome from those of its parts (one part: that outcome itself)."""
     if len(outcomes) == 1:
         return outcomes[0][1]
-    stored = [(part, o) for part, o in outcomes if isinstance(o, Enqueued)]
-    errors = [o for _, o in outcomes if isinstance(o, BrokerUnavailable)]
-    existing = {i: holder for _, o in stored for i, holder in o.existing.items()}
-    if not errors:
-        return Enqueued(stored=sum(o.stored for _, o in stored), existing=existing)
-    if not stored:
-        return errors[0]
-    written = frozenset(task.id for part, _ in stored for task in part.tasks)
+    stored = [o for _, o in outcomes if isinstance(o, Enqueued)]
+    failed = [o for _, o in outcomes if isinstance(o, BrokerUnavailable)]
+    if not failed:
+        return Enqueued(stored=sum(o.stored for o in stored), existing=_existing(stored))
+    maybe = [o for o in failed if isinstance(o, MaybeApplied)]
+    if not stored and len(maybe) in (0, len(failed)):
+        return failed[0]  # every part failed alike: its error says what was written
+    return partly_enqueued(queue, outcomes)
+
+
+def _existing(stored: list[Enqueued]) -> dict[str, str]:
+    """Return the unique duplicates the parts found: id -> the id of the task it equals."""
+    return {task_id: holder for o in stored for task_id, holder in o.existing.items()}
+
+
+def partly_enqueued(
+    queue: str, outcomes: list[tuple[Part, Enqueued | BrokerUnavailable]]
+) -> PartlyEnqueued:
+    """Say which ids of a sharded queue were written, which may have been (their part's call
+    may have been applied: its error is a ``MaybeApplied``) and that the others were not."""
+
+    def ids_of(kind: type) -> frozenset[str]:
+        return frozenset(t.id for part, o in outcomes if isinstance(o, kind) for t in part.tasks)
+
+    written, maybe_written = ids_of(Enqueued), ids_of(MaybeApplied)
     total = sum(len(part.tasks) for part, _ in outcomes)
+    errors = [o for _, o in outcomes if isinstance(o, BrokerUnavailable)]
+    said = f"{len(written)} of the {total} tasks for sharded queue {queue!r} were written"
+    if maybe_written:
+        said += (
+            f", {len(maybe_written)} may have been (their ids are in this error's "
+            ".maybe_written: check get_result(id) before enqueuing them again, since a new "
+            "enqueue makes new tasks)"
+        )
+    if len(written) + len(maybe_written) < total:
+        said += " and the others were not"
+    reasons = " ".join(dict.fromkeys(str(error) for error in errors))
+    retry = "the others" if not maybe_written else "the calls of the ids in neither"
     error = PartlyEnqueued(
-        f"{len(written)} of the {total} tasks for sharded queue {queue!r} were written and the "
-        f"others were not: {errors[0]} The ids written are in this error's .written; retry "
-        "only the others.",
+        f"{said}: {reasons} The ids written are in this error's .written; retry only {retry}.",
         written,
-        existing,
+        _existing([o for _, o in outcomes if isinstance(o, Enqueued)]),
+        maybe_written,
     )
-    error.__cause__ = errors[0]
+    # A coalesced caller whose task may be stored is given that part's own error (batching.py).
+    error.__cause__ = next((o for o in errors if isinstance(o, MaybeApplied)), errors[0])
     return error
 
 

@@ -145,6 +145,8 @@ def settle(
         for pending in group:
             if isinstance(outcome, PartlyEnqueued) and pending.task.id in outcome.written:
                 pending.holder = outcome.existing.get(pending.task.id)  # its own shard stored it
+            elif isinstance(outcome, PartlyEnqueued) and pending.task.id in outcome.maybe_written:
+                pending.error = maybe_stored(_maybe_applied_part(outcome), [pending.task.id])
             elif isinstance(outcome, MaybeApplied):
                 pending.error = maybe_stored(outcome, [pending.task.id])
             elif isinstance(outcome, BaseException):
@@ -152,6 +154,13 @@ def settle(
             else:
                 pending.holder = outcome.existing.get(pending.task.id)
             pending.settled = True
+
+
+def _maybe_applied_part(error: PartlyEnqueued) -> MaybeApplied:
+    """Return the error of the shard whose call may have been applied (broker/enqueue.py
+    ``partly_enqueued`` makes it the cause)."""
+    cause = error.__cause__
+    return cause if isinstance(cause, MaybeApplied) else MaybeApplied(str(error))
 
 
 def maybe_stored(error: MaybeApplied, task_ids: Sequence[str]) -> MaybeApplied:

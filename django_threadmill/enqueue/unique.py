@@ -34,7 +34,10 @@ def unique_guard(task: Task, args: list[Any], kwargs: dict[str, Any]) -> Guard |
                 f"unique_key of task {task.module_path!r} returned {key!r}, not a string. "
                 "Return a str that names what makes two calls the same."
             )
-    digest = sha256(f"{task.module_path}\n{key}".encode()).hexdigest()[:DIGEST_CHARS]
+    # surrogatepass: a key may hold a lone surrogate (a path from os.fsdecode), which strict
+    # UTF-8 refuses; any other key hashes as before.
+    text = f"{task.module_path}\n{key}".encode("utf-8", "surrogatepass")
+    digest = sha256(text).hexdigest()[:DIGEST_CHARS]
     return Guard(
         kind=GuardKind.UNIQUE, name=digest, value_ms=int(unique_for.total_seconds() * 1000)
     )

@@ -27,3 +27,14 @@ def append_once(log_path: str) -> None:
     """Append a line to ``log_path``, so a test counts runs outside Redis."""
     with open(log_path, "a") as log:
         log.write("ran\n")
+
+
+def by_path(args: list[Any], kwargs: dict[str, Any]) -> str:
+    """The key as a file path decoded with os.fsdecode: a byte that is not UTF-8 is a lone
+    surrogate."""
+    return str(args[0]).replace("?", "\udcff")
+
+
+@task(unique_for=WINDOW, unique_key=by_path)
+def index_file(path: str) -> str:
+    return path
