@@ -17,7 +17,8 @@ def readable_sources(request: HttpRequest) -> list[Source] | None:
     """Return the backends ``request`` may read the metrics of; None if it gave no credentials.
 
     A bearer token opens the aliases whose ``OPTIONS["metrics_token"]`` it matches; without
-    one, an active staff user reads every alias.
+    one, an active staff user reads every alias. A project without Django's
+    AuthenticationMiddleware (a scrape-only deployment) has no user: a token is then the way.
     """
     header = request.headers.get("Authorization", "")
     if header.startswith(BEARER):
@@ -28,8 +29,8 @@ def readable_sources(request: HttpRequest) -> list[Source] | None:
             if (token := source.settings.metrics_token)
             and hmac.compare_digest(offered, token.encode())
         ]
-    user = request.user
-    if not user.is_authenticated:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
         return None
     return sources() if user.is_active and user.is_staff else []
 

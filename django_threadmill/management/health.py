@@ -44,7 +44,7 @@ def host_heartbeats(
     live: set[str] = set()
     elsewhere: set[str] = set()
     newest_ms: int | None = None
-    for sighting in inspector.workers(queues):
+    for sighting in inspector.workers(queues, counts=False):
         here = worker_host_and_pid(sighting.worker_id)[0] == host
         if here:
             newest_ms = max(sighting.last_renewal_ms, newest_ms or 0)

@@ -16,13 +16,14 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+import redis
 from django.core.management import CommandError, call_command
 
 from django_threadmill.codec.ids import worker_host_and_pid
 from django_threadmill.management.health import HealthCode
 from tests.backend_support import redis_with_password
 from tests.servers.redis_server import free_port
-from tests.support import ROOT, Command, command_env, running, wait_until
+from tests.support import ROOT, Command, command_calls, command_env, running, wait_until
 
 LEASE_TTL_S = 1.0
 HOST = socket.gethostname()
@@ -226,3 +227,20 @@ def test_a_timeout_of_nan_exits_2_from_the_command_line(key_prefix: str) -> None
 )
 def test_host_of_a_worker_id(worker_id: str, host: str) -> None:
     assert worker_host_and_pid(worker_id)[0] == host
+
+
+def test_the_probe_reads_the_clock_the_queues_and_the_heartbeats_only(
+    probe: Probe, redis_url: str
+) -> None:
+    """Three calls, each bounded by --timeout: the worker's held tasks and threads (two
+    HMGETs a queue, a fourth round trip) are the admin's to read, not a probe's."""
+    client = redis.Redis.from_url(redis_url)
+    client.config_resetstat()
+    assert probe("--min-processes", "1").returncode == HealthCode.TOO_FEW  # no worker runs
+    calls = command_calls(client)
+    assert {name: calls.get(name) for name in ("time", "smembers", "zrevrange", "hmget")} == {
+        "time": 1,
+        "smembers": 1,  # the queue names (none asked with --queue)
+        "zrevrange": 3,  # the sightings of default, emails and reports, one pipeline
+        "hmget": None,
+    }

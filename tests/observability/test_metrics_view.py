@@ -113,6 +113,17 @@ def test_a_wrong_token_is_refused(backend: ThreadmillTaskBackend, header: str, d
     assert b"threadmill_" not in response.content
 
 
+@override_settings(
+    MIDDLEWARE=["django.middleware.common.CommonMiddleware"]  # no sessions, no users
+)
+def test_a_project_without_the_auth_middleware_scrapes_with_a_token(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    assert Client().get(URL).status_code == 401  # no user to read: asked for a token
+    response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200
+
+
 def test_an_unreachable_redis_is_a_503_naming_the_fix(key_prefix: str) -> None:
     down = "redis://127.0.0.1:1/0"  # nothing listens on port 1
     with override_settings(TASKS=tasks_setting(down, key_prefix, metrics_token=TOKEN)):

@@ -256,13 +256,15 @@ class Inspector:
         known = [ms for ms in enqueued if ms is not None]
         return min(known) if known else None
 
-    def workers(self, queues: Sequence[str]) -> list[WorkerSighting]:
+    def workers(self, queues: Sequence[str], *, counts: bool = True) -> list[WorkerSighting]:
         """Return the workers that renewed leases in ``queues``, most recent first: at most
         MAX_SIGHTINGS per queue part, so the reads stay bounded however many processes came
         and went (each start adds a sighting, kept a day).
 
         A worker of a sharded queue renews in every shard: it is one sighting per queue, its
         held tasks summed, its latest renewal and its thread count (the same in every shard) kept.
+        Without ``counts`` the held tasks and threads are not read (0 each): one round trip,
+        all a health probe, which must answer within its timeout, asks.
         """
         parts = {queue: self.parts(queue) for queue in queues}
         every_part = [part for queue in queues for part in parts[queue]]
@@ -270,19 +272,15 @@ class Inspector:
             for part in every_part:
                 pipe.zrevrange(self._keys(part).workers, 0, MAX_SIGHTINGS - 1, withscores=True)
             latest = dict(zip(every_part, pipe.execute(), strict=True))
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for part in every_part:
-                ids = [worker_id for worker_id, _ in latest[part]] or [""]  # HMGET needs one
-                pipe.hmget(self._keys(part).held, ids)
-                pipe.hmget(self._keys(part).threads, ids)
-            replies = iter(pipe.execute())
+        replies = iter(self._held_and_threads(latest) if counts else [])
         sightings = []
         for queue in queues:
             held_by: dict[str, int] = defaultdict(int)
             threads_of: dict[str, int] = defaultdict(int)
             renewed_at: dict[str, int] = {}
             for part in parts[queue]:
-                held, threads = next(replies), next(replies)
+                unread = [None] * len(latest[part])
+                held, threads = (next(replies), next(replies)) if counts else (unread, unread)
                 for (worker_id, score), held_n, threads_n in zip(
                     latest[part], held, threads, strict=False
                 ):
@@ -300,6 +298,16 @@ class Inspector:
                 for worker_id, last_ms in renewed_at.items()
             ]
         return sorted(sightings, key=lambda s: s.last_renewal_ms, reverse=True)
+
+    def _held_and_threads(self, latest: dict[str, list[tuple[str, float]]]) -> list[Any]:
+        """Read, per part, what its sighted workers hold and their thread counts: two HMGETs
+        each, in one round trip."""
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for part, sighted in latest.items():
+                ids = [worker_id for worker_id, _ in sighted] or [""]  # HMGET needs one
+                pipe.hmget(self._keys(part).held, ids)
+                pipe.hmget(self._keys(part).threads, ids)
+            return pipe.execute()
 
     # Listing -------------------------------------------------------------------------------
 
