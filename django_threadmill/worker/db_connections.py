@@ -14,7 +14,7 @@ that thread runs one call at a time and a task awaiting the close would wait out
 task's slow call there.
 
 A worker thread that ends closes what it opened, as a request thread's connections close with
-its request.
+its request; so does asgiref's thread when the event loop stops (``OrmThreadCloser.close_all``).
 
 Inside ``connections_kept`` nothing is closed: the in-process drain (django_threadmill.testing)
 runs tasks in a test's own thread, whose connection holds the test's transaction.
@@ -151,6 +151,25 @@ class OrmThreadCloser:
             sync_to_async(close_old_connections, thread_sensitive=True)()
         )
         self._waiting.add_done_callback(_log_failure)
+
+    async def close_all(self, timeout_s: float) -> None:
+        """Close every connection that thread opened, as a worker thread does as it ends: the
+        process is stopping. Wait at most ``timeout_s``: a cancelled task's query may still
+        hold the thread."""
+        if not _opened_outside_workers.is_set() or _kept.get() is not None:
+            return
+        try:
+            await asyncio.wait_for(
+                sync_to_async(close_thread_connections, thread_sensitive=True)(), timeout_s
+            )
+        except TimeoutError:
+            logger.warning(
+                "Database connections of async tasks left open: a call still held their "
+                "thread after %gs",
+                timeout_s,
+            )
+        except Exception as exc:
+            logger.warning("Closing database connections failed error=%r", exc)
 
 
 def _log_failure(done: "asyncio.Future[None]") -> None:

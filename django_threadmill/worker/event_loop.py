@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 BEAT_S = 0.05  # the loop notes the time this often while tasks run
 BLOCKED_S = 0.1  # a loop that missed its beat this long is reported as blocked
-LEFTOVER_S = 1.0  # what tasks left running gets to end once cancelled, at shutdown
+LEFTOVER_S = 1.0  # what tasks left running (and the async ORM's close) get at shutdown
 
 
 class EventLoopLane(TaskRunner):
@@ -39,6 +39,9 @@ class EventLoopLane(TaskRunner):
         self.idle.set()
         self.busy = threading.Event()  # set while tasks run: the monitor watches then
         self.last_beat = time.monotonic()
+        # A beat is scheduled: one at a time, or each run from no task to one started another
+        # that beat as long as tasks ran (a backlog run one at a time piled up thousands).
+        self._beating = False
         # Set at the deadline: cancel, then stop; the executor hands back what is cancelled.
         self._finishing = self.executor.handing_back
         self._stopped = False  # the lane stopped the loop itself (``_stop_loop``)
@@ -55,6 +58,7 @@ class EventLoopLane(TaskRunner):
             self._run_until_stopped(event_loop)
         finally:
             _end_leftovers(event_loop)
+            event_loop.run_until_complete(self.executor.orm_thread.close_all(LEFTOVER_S))
             event_loop.run_until_complete(event_loop.shutdown_asyncgens())
             event_loop.close()
 
@@ -102,11 +106,14 @@ class EventLoopLane(TaskRunner):
             self.idle.clear()
             self.last_beat = time.monotonic()
             self.busy.set()
-            event_loop.call_later(BEAT_S, self._beat)
+            if not self._beating:
+                self._beating = True
+                event_loop.call_later(BEAT_S, self._beat)
 
     def _beat(self) -> None:
         self.last_beat = time.monotonic()
-        if self.running:
+        self._beating = bool(self.running)
+        if self._beating:
             asyncio.get_running_loop().call_later(BEAT_S, self._beat)
 
     def _ended(self, task: asyncio.Task[None]) -> None:

@@ -96,6 +96,7 @@ class PoolSizer:
     _pause_s: float = FIRST_PAUSE_S
     _spare_look: PoolSample | None = None  # when the look at spare threads began, and its size
     _most_busy: int = 0  # the most threads busy at once since then
+    _ceiling: int | None = None  # the most threads the system allowed, once it refused one
 
     def decide(self, sample: PoolSample) -> tuple[int, str]:
         """Return the change in threads and why ("" when none)."""
@@ -114,19 +115,27 @@ class PoolSizer:
         if self._backlog_since is None:
             self._backlog_since = sample.at
         waited = sample.at - self._backlog_since >= self.limits.target_wait_s
-        if (
-            not waited
-            or sample.threads >= self.limits.max_threads
-            or sample.at < self._paused_until
-        ):
+        most = self.limits.max_threads if self._ceiling is None else self._ceiling
+        if not waited or sample.threads >= most or sample.at < self._paused_until:
             return 0, ""
         cores = _cores(previous, sample) if previous is not None else None
         if cores is not None and cores >= CPU_BOUND:
             return 0, ""
-        step = min(self.limits.max_threads - sample.threads, _step(sample.threads, cores))
+        step = min(most - sample.threads, _step(sample.threads, cores))
         self._trial = _Trial(added=step, started=sample, rate_before=_rate(self._at_size, sample))
         self._backlog_since = None
         return step, "tasks waited and every thread was busy"
+
+    def refused(self, added: int) -> None:
+        """The system refused threads of the step just decided (a thread or memory limit):
+        only ``added`` of them started. Judge those alone, and grow no larger from now on."""
+        trial = self._trial
+        if trial is None:
+            return
+        self._ceiling = trial.started.threads + added
+        trial.added = added
+        if not added:
+            self._trial = None
 
     def _spare(self, sample: PoolSample) -> int:
         """Threads that were spare for the whole last ``--thread-idle``: the fewest idle at any
@@ -240,7 +249,10 @@ class WorkerPool:
         self._numbered = 0
         self._finished_by_ended = 0  # what threads no longer in the list finished
 
-    def add(self, count: int, *, start: bool = True) -> None:
+    def add(self, count: int, *, start: bool = True) -> int:
+        """Add ``count`` threads; return how many were added: fewer once the system refuses
+        one (a thread or memory limit), which is logged, not fatal (the pool works on)."""
+        added = 0
         with self._lock:
             # Forget threads that ended (retired, or abandoned and done at last): a bursty
             # worker grows and shrinks for weeks. In place: the watchdog holds this list.
@@ -250,10 +262,28 @@ class WorkerPool:
             for _ in range(count):
                 self._numbered += 1
                 thread = self.make_thread(self._numbered)
+                if start and not self._started(thread):
+                    break
                 self.threads.append(thread)
-                if start:
-                    thread.start()
+                added += 1
         self.buffer.resize(self.readahead(self.live_count()))
+        return added
+
+    def _started(self, thread: WorkerThread) -> bool:
+        """Start ``thread``; False, logged, if the system refuses it."""
+        try:
+            thread.start()
+        except RuntimeError as exc:  # "can't start new thread"
+            logger.warning(
+                "Worker thread refused, the pool stays at threads=%d error=%s: the system "
+                "allows no more threads, or no memory for their stacks. Lower --max-threads "
+                "or --processes, or raise the limit (ulimit -u, ulimit -v, a container's pids "
+                "limit).",
+                self.live_count(),
+                exc,
+            )
+            return False
+        return True
 
     def retire(self, count: int) -> None:
         """Make ``count`` threads end after their current task: the next ones to take do."""
@@ -321,8 +351,9 @@ class PoolSizing(RoleThread):
         while not self.stopping.wait(self.interval_s):
             sample = self.pool.sample(time.process_time())
             change, why = self.sizer.decide(sample)
-            if change > 0:
-                self.pool.add(change)
+            if change > 0 and (added := self.pool.add(change)) < change:
+                self.sizer.refused(added)
+                change = added
             elif change < 0:
                 self.pool.retire(-change)
             if change:

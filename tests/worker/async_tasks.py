@@ -97,6 +97,16 @@ async def connects_from_the_loop() -> None:
     await sync_to_async(connection.ensure_connection)()
 
 
+def _connect() -> None:
+    connection.ensure_connection()  # looked up in asgiref's thread, as the async ORM does
+
+
+@task
+async def connects_in_the_orm_thread() -> None:
+    """Open a database connection of asgiref's thread, as an async ORM call does."""
+    await sync_to_async(_connect)()
+
+
 @task
 async def holds_the_orm_thread(release: str, started: str) -> None:
     """A slow query: hold asgiref's one thread-sensitive thread until ``release`` exists."""

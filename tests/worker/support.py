@@ -1,6 +1,8 @@
 """What tests that build a worker's parts without the command share: WorkerOptions, a broker
-that records its acquires and idle waits."""
+that records its acquires and idle waits; and a script run as a worker's own Python."""
 
+import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -9,6 +11,7 @@ from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.options import WorkerOptions
 from django_threadmill.worker.prefetcher import Prefetcher
+from tests.support import ROOT, command_env
 
 
 def worker_options(**changes: Any) -> WorkerOptions:
@@ -71,4 +74,16 @@ def idle_prefetcher(
         on_empty=on_empty,
         on_refused=lambda: None,
         on_crash=lambda: None,
+    )
+
+
+def run_script(script: str, redis_url: str, key_prefix: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a new Python with the test project's environment; return how it ended."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=command_env(redis_url, key_prefix),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )

@@ -5,8 +5,6 @@ import ctypes
 import errno
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 from collections import Counter
@@ -21,9 +19,9 @@ from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.worker.supervisor import MAX_FAST_FAILURES, Supervisor
 from django_threadmill.worker.wakeup import WakeupPipe
-from tests.support import ROOT, Command, command_env, wait_until
+from tests.support import Command, wait_until
 from tests.worker import tasks
-from tests.worker.support import worker_options
+from tests.worker.support import run_script, worker_options
 
 
 def test_a_killed_worker_process_is_restarted_and_work_goes_on(
@@ -245,18 +243,6 @@ def test_max_tasks_with_threads_runs_no_more_than_the_tasks_already_running(
     runs_per_process, _ = recycled_runs(start_worker, 80, "--threads", "4", "--max-tasks", "10")
     # The tenth, and at most one more task on each of the three other threads.
     assert max(runs_per_process.values()) <= 10 + 3, runs_per_process
-
-
-def run_script(script: str, redis_url: str, key_prefix: str) -> subprocess.CompletedProcess[str]:
-    """Run ``script`` in a new Python with the test project's environment; return how it ended."""
-    return subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=command_env(redis_url, key_prefix),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_processes_that_keep_crashing_at_start_make_the_command_give_up(
