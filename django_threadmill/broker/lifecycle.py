@@ -127,19 +127,20 @@ class Lifecycle(BrokerCore):
 
     def _purge_part(self, part: str, state: str, batch_size: int) -> int:
         keys = self.queue_keys(part)
-        deleted = offset = 0
+        deleted, after, after_score = 0, "", ""
         while True:
-            removed, unindexed, looked_at, set_aside = self._run(
+            removed, looked_at, set_aside, kept, kept_score = self._run(
                 ScriptCall(
                     ScriptName.PURGE,
                     (keys.record_prefix, keys.done, keys.damaged),
-                    (offset, batch_size, state),
+                    (after, after_score, batch_size, state),
                 )
             )
             if set_aside:
                 log_set_aside(part, int(set_aside), "purge")
             deleted += int(removed)
-            offset += int(looked_at) - int(unindexed)
+            if kept:  # the next call resumes after it (purge.lua says why not at an offset)
+                after, after_score = kept, kept_score
             if int(looked_at) < batch_size:
                 return deleted
 

@@ -60,11 +60,12 @@ def _first_undecodable(entry: list[Any]) -> str:
     return next(
         name
         for name, value in zip(names, entry, strict=True)
-        if isinstance(value, bytes) and not _is_utf8(value)
+        if isinstance(value, bytes) and not is_utf8(value)
     )
 
 
-def _is_utf8(value: bytes) -> bool:
+def is_utf8(value: bytes) -> bool:
+    """Tell whether ``value`` is UTF-8 text, as django-threadmill writes every value."""
     try:
         value.decode()
     except UnicodeDecodeError:

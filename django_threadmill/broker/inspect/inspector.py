@@ -7,6 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
+from redis.client import NEVER_DECODE
+
 from ...codec.ids import queue_of
 from ...codec.payloads import task_path
 from ...codec.progress import PROGRESS_FIELDS, stored_progress
@@ -14,7 +16,8 @@ from ..broker import Broker
 from ..connection import wrong_type
 from ..keys import QueueKeys
 from ..pausing import QueuePause
-from ..reads import damaged_record
+from ..raw_replies import is_utf8
+from ..reads import damaged_record, undecodable_record
 from ..scripts import lua_constant
 from ..types import stored_int
 from .types import (
@@ -44,6 +47,16 @@ ROW_FIELDS = (
     *PROGRESS_FIELDS,
 )
 type Fields = list[str | None] | None  # one HMGET reply; None: the key is not a hash
+RAW = {NEVER_DECODE: True}  # record reads come back as bytes, decoded field by field (_text)
+
+
+def _text(value: bytes) -> str:
+    """Decode one stored value, each byte that is not UTF-8 as its escape (``\\xff``).
+
+    Such bytes come from something other than django-threadmill; decoded by the client, one
+    failed the whole reply, and with it the page (docs/lifecycle.md, Damaged records).
+    """
+    return value.decode("utf-8", "backslashreplace")
 
 
 def _readable(replies: list[Any]) -> list[Any]:
@@ -61,6 +74,19 @@ def _pause(note: str | Exception) -> QueuePause:
     if isinstance(note, Exception):
         return QueuePause(at_ms=None, by="", reason=f"its key holds no string ({note})")
     return QueuePause.parse(note)
+
+
+def _not_utf8(task_id: str, key: str, record: dict[bytes, bytes]) -> str:
+    """Say which fields of a record hold bytes that are not UTF-8 ("" when none do)."""
+    names = [
+        _text(name) for name, value in record.items() if not (is_utf8(name) and is_utf8(value))
+    ]
+    if not names:
+        return ""
+    return (
+        f"{undecodable_record(task_id, key)} Each such byte is shown here as \\xNN; in: "
+        f"{', '.join(names)}."
+    )
 
 
 class Inspector:
@@ -360,9 +386,12 @@ class Inspector:
             return []
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for key in keys:
-                pipe.hmget(key, fields)
+                pipe.execute_command("HMGET", key, *fields, **RAW)
             replies = _readable(pipe.execute(raise_on_error=False))
-        return [None if isinstance(reply, Exception) else reply for reply in replies]
+        return [
+            None if isinstance(reply, Exception) else [v if v is None else _text(v) for v in reply]
+            for reply in replies
+        ]
 
     def _fields(self, keys: QueueKeys, ids: Sequence[str], *fields: str) -> list[Fields]:
         return self._hmget([keys.record(task_id) for task_id in ids], fields)
@@ -421,27 +450,27 @@ class Inspector:
         keys = self._keys(part)
         key = keys.record(task_id)
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.hgetall(key)
+            pipe.execute_command("HGETALL", key, **RAW)
             pipe.pttl(key)
             pipe.zscore(keys.leases, task_id)
             pipe.zscore(keys.delayed, task_id)
             pipe.zrank(keys.ready, task_id)
             pipe.type(key)
             replies = _readable(pipe.execute(raise_on_error=False))
-        record, ttl_ms, deadline, due, position, kind = replies
-        if not record:
+        raw, ttl_ms, deadline, due, position, kind = replies
+        if not raw:
             return None
+        record = {} if isinstance(raw, Exception) else raw
         return TaskDetail(
             id=task_id,
             queue=queue,
-            record={} if isinstance(record, Exception) else record,
+            record={_text(name): _text(value) for name, value in record.items()},
             ttl_ms=int(ttl_ms) if int(ttl_ms) >= 0 else None,
             lease_deadline_ms=stored_int(deadline),
             due_ms=stored_int(due),
             ready_position=position,
-            damaged=str(damaged_record(task_id, key, kind))
-            if isinstance(record, Exception)
-            else "",
+            damaged=str(damaged_record(task_id, key, kind)) if isinstance(raw, Exception) else "",
+            not_utf8=_not_utf8(task_id, key, record),
         )
 
     def existing(self, task_ids: Sequence[str]) -> list[str]:

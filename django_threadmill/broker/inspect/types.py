@@ -107,3 +107,4 @@ class TaskDetail:
     due_ms: int | None  # when a delayed task becomes ready
     ready_position: int | None  # 0 = the next task this queue hands out
     damaged: str = ""  # why the record cannot be read (its key is not a hash); "" when it can
+    not_utf8: str = ""  # which fields hold bytes that are not UTF-8, shown escaped; "" if none
