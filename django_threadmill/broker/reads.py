@@ -9,11 +9,14 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import redis
+from redis.client import NEVER_DECODE
 
 from ..codec.progress import PROGRESS_FIELDS
+from ..conf.settings import QUEUE_NAME_PATTERN
 from ..exceptions import PayloadError
 from .connection import wrong_type
 from .core import BrokerCore
+from .raw_replies import is_utf8
 from .types import stored_int
 
 
@@ -63,9 +66,17 @@ class Reads(BrokerCore):
         return datetime.fromtimestamp(self.server_time_ms() / 1000, UTC)
 
     def queues(self) -> list[str]:
-        """Return every queue name this alias has seen, sorted."""
+        """Return every queue name this alias has seen, sorted.
+
+        Read as bytes: a name that is no queue name (not UTF-8, empty, a "/": only a
+        hand-written SADD makes one, and no key of ours names it) is left out, where it failed
+        the admin's queues page and sent the reaper to keys of no queue.
+        """
+        execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
         with self.translated_errors():
-            return sorted(cast(set[str], self.client.smembers(self.keyspace.queues)))
+            seen = execute("SMEMBERS", self.keyspace.queues, **{NEVER_DECODE: True})
+        names = (name.decode() for name in seen if is_utf8(name))
+        return sorted(name for name in names if QUEUE_NAME_PATTERN.match(name))
 
     def server_info(self) -> dict[str, Any]:
         """Return Redis INFO (server, memory, persistence, replication), whether RDB is on, and

@@ -84,3 +84,16 @@ def test_an_alias_with_a_slash_has_working_pages(
         assert f'action="{pause}"' in operator.get(QUEUES_URL).content.decode()
         assert operator.post(pause, {"post": "yes", "reason": "maintenance"}).status_code == 302
         assert Inspector(backend.broker).paused(["default"])["default"].reason == "maintenance"
+
+
+def test_a_hand_written_name_that_is_no_queue_is_left_out(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    """Only a hand-written SADD puts one there: an empty name failed the page with a 500 (no
+    pause URL), a name with a "/" linked to another queue, and bytes that are not UTF-8 failed
+    the read."""
+    add.enqueue(1, 1)
+    backend.broker.client.sadd(backend.broker.keyspace.queues, "", "a/b", b"\xff")
+
+    assert backend.broker.queues() == ["default"]
+    assert operator.get(QUEUES_URL).status_code == 200
