@@ -32,7 +32,10 @@ def test_a_worker_fetching_over_a_leases_key_of_another_type_moves_no_task(
     redis_client.set(keys.leases, "another program's value")
 
     with running(worker(redis_url, key_prefix, "--threads", "2")) as command:
-        refused = command.wait_for_log(r"Fetch failed, retrying in \S+ error=(.*)")
+        # The worker serves three queues: the others go on, this one is asked again later.
+        refused = command.wait_for_log(
+            r"Fetch from a queue failed, the others go on queue=default retry_in_s=\S+ error=(.*)"
+        )
         assert redis_client.zcard(keys.ready) == TASKS
         assert states(redis_client, backend.broker, results) == Counter({"ready": TASKS})
         assert "holds a value of the wrong kind in one of this backend's keys" in refused[1]
