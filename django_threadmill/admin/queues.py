@@ -12,7 +12,7 @@ from ..aliases import sources
 from ..broker.damaged import DamagedRecord
 from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
 from ..broker.inspect.source import Source
-from ..broker.pausing import QueuePause
+from ..broker.pausing import MAX_REASON_CHARS, QueuePause
 from ..codec.ids import queue_of, worker_host_and_pid
 from ..conf.limits import QueueLimit
 from ..conf.topology import masked_location
@@ -20,8 +20,6 @@ from ..exceptions import BrokerUnavailable
 from .activity import REFRESH_S, activity_context
 from .display import age, when
 from .results import DETAIL_URL_NAME
-
-MAX_REASON_CHARS = 200  # a pause's reason as the admin keeps it: one line on the queues page
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

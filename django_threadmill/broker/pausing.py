@@ -14,6 +14,8 @@ from .reads import Reads
 from .types import stored_note
 
 logger = logging.getLogger(__name__)
+# A pause's reason: one line on the admin's queues page and in the log line that records it.
+MAX_REASON_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -90,3 +90,24 @@ def test_a_name_that_is_no_queue_name_is_an_error_naming_the_rule(
 ) -> None:
     with pytest.raises(CommandError, match=r"Queue name 'a b' is not valid .* Use 1-64 letters"):
         queue_command("pause", "a b")
+
+
+@pytest.mark.parametrize(
+    ("reason", "problem"),
+    [
+        ("mail\nprovider down", "2 lines"),
+        ("down\n", "a line and a line break"),
+        ("x" * 201, "201 characters"),
+    ],
+)
+def test_a_reason_is_one_line_of_at_most_200_characters(
+    backend: ThreadmillTaskBackend, reason: str, problem: str
+) -> None:
+    """As the admin keeps one: a line break split the log line that records the pause (and
+    could forge a second one), and the queues page shows it on one line."""
+    with pytest.raises(CommandError, match=f"--reason is {problem}: give one line of at most 200"):
+        queue_command("pause", "emails", "--reason", reason)
+    assert Inspector(backend.broker).paused(["emails"]) == {}
+
+    queue_command("pause", "emails", "--reason", "x" * 200)
+    assert Inspector(backend.broker).paused(["emails"])["emails"].reason == "x" * 200

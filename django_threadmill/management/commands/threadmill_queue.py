@@ -2,7 +2,7 @@
 
 import getpass
 import socket
-from argparse import SUPPRESS, ArgumentParser
+from argparse import SUPPRESS, ArgumentParser, ArgumentTypeError
 from copy import copy
 from datetime import UTC, datetime
 from typing import Any
@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...aliases import source_of
 from ...backend import ThreadmillTaskBackend
+from ...broker.pausing import MAX_REASON_CHARS
 from ...conf.settings import check_queue_name
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
@@ -31,6 +32,23 @@ def _by() -> str:
     except (KeyError, OSError):  # no login name and no passwd entry, as in some containers
         who = host
     return f"{who} with manage.py threadmill_queue"
+
+
+def _reason(text: str) -> str:
+    """Return a pause's ``--reason``: UTF-8 text on one line, as long as the admin keeps one
+    (it is shown on one line there, and logged in a key=value line)."""
+    reason = text_option(text)
+    lines = reason.splitlines()
+    if reason != " ".join(lines):
+        problem = f"{len(lines)} lines" if len(lines) > 1 else "a line and a line break"
+    elif len(reason) > MAX_REASON_CHARS:
+        problem = f"{len(reason)} characters"
+    else:
+        return reason
+    raise ArgumentTypeError(
+        f"--reason is {problem}: give one line of at most {MAX_REASON_CHARS} characters (the "
+        "rest belongs in a ticket or runbook)."
+    )
 
 
 def _takes_command_options(command: ArgumentParser, action: ArgumentParser) -> None:
@@ -72,9 +90,10 @@ class Command(BaseCommand):
         pause.add_argument("queue", metavar="QUEUE", help="The queue to pause.")
         pause.add_argument(
             "--reason",
-            type=text_option,
+            type=_reason,
             default="",
-            help="Why, shown with the pause in the admin and here.",
+            help=f"Why, shown with the pause in the admin and here: one line of at most "
+            f"{MAX_REASON_CHARS} characters.",
         )
         resume = actions.add_parser(
             "resume", help="Let the workers take the queue's tasks again, waking idle ones now."
