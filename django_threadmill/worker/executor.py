@@ -38,15 +38,15 @@ from .db_connections import (
 from .progress import PendingProgress
 
 logger = logging.getLogger(__name__)
-# What a task that does not take the context runs in: one shared nullcontext (it holds no
-# state), so such a task pays a with-block (about 0.25 µs), not a new object, for progress.
-# A worker's sync tasks run in it for their commits too (``Executor``'s ``commits``).
-NOT_REPORTING = nullcontext()
+# What a task's call runs in where nothing need wrap it: one shared nullcontext (it holds no
+# state), so the task pays a with-block (about 0.25 µs), not a new object. A task that does
+# not take the context reports no progress; a worker's task commits its own transactions.
+NOTHING_AROUND = nullcontext()
 
 
 def _committed_by_themselves() -> AbstractContextManager[object]:
     """A worker's tasks commit their own transactions: nothing to add around their call."""
-    return NOT_REPORTING
+    return NOTHING_AROUND
 
 
 # How many forks made this process, counted in each child: an executor made before a fork is
@@ -312,7 +312,7 @@ class Executor:
         Only a task that takes the context can report, so no other task opens a channel.
         """
         if not attempt.task.takes_context:
-            return NOT_REPORTING
+            return NOTHING_AROUND
         return open_channel(attempt.result, attempt.lease, self.progress)
 
     @staticmethod
