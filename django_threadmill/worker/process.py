@@ -3,7 +3,7 @@
 import logging
 import os
 import random
-import select
+import selectors
 import signal
 import threading
 import time
@@ -158,9 +158,11 @@ class WorkerProcess:
         try:
             if not self._wait_for_redis():
                 return self.exit_code
-            if self._start_threads():
-                self._wait()
-            self.stop()
+            try:
+                if self._start_threads():
+                    self._wait()
+            finally:  # an error in the wait too: the threads stop in order, none left running
+                self.stop()
             return self.exit_code
         finally:
             self._wakeup.close()
@@ -221,25 +223,33 @@ class WorkerProcess:
         return False
 
     def _wait(self, timeout_s: float | None = None) -> None:
-        """Block the main thread until a stop is requested (here or by the supervisor)."""
+        """Block the main thread until a stop is requested (here or by the supervisor).
+
+        A selector, not ``select.select``, which refuses a descriptor numbered past 1023: a
+        process that runs the worker in itself (``--processes 0``, a test run) may hold that
+        many files and sockets before it makes its wake-up pipe.
+        """
         control_fd = self._control_fd
-        watched = [self._wakeup.read_fd] + ([] if control_fd is None else [control_fd])
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while not self.stop_requested.is_set():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return
-            ready, _, _ = select.select(watched, [], [], left)
-            if control_fd in ready:
-                message = os.read(control_fd, 64)
-                logger.info(
-                    "Stopping on %s worker_id=%s",
-                    "supervisor request" if message else "supervisor exit",
-                    self.worker_id,
-                )
-                self.request_stop()
-            if self._wakeup.read_fd in ready:
-                self._wakeup.drain()
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._wakeup.read_fd, selectors.EVENT_READ)
+            if control_fd is not None:
+                selector.register(control_fd, selectors.EVENT_READ)
+            while not self.stop_requested.is_set():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                ready = {key.fd for key, _ in selector.select(left)}
+                if control_fd in ready:
+                    message = os.read(control_fd, 64)
+                    logger.info(
+                        "Stopping on %s worker_id=%s",
+                        "supervisor request" if message else "supervisor exit",
+                        self.worker_id,
+                    )
+                    self.request_stop()
+                if self._wakeup.read_fd in ready:
+                    self._wakeup.drain()
 
     def stop(self) -> None:
         """Stop in the order of docs/worker.md, Shutdown, within --grace-period +

@@ -2,8 +2,9 @@
 
 import contextlib
 import os
+import resource
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,35 @@ def test_call_command_runs_the_tasks_here_and_puts_the_signal_handlers_back(
     for result in results:
         result.refresh()
         assert result.return_value == os.getpid()
+
+
+@pytest.fixture
+def descriptors_past_1023() -> Iterator[None]:
+    """Hold this process's descriptors up to past 1023, as a long test run or a project that
+    runs the worker in itself may: what it opens next is numbered beyond select()'s reach."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard limit of open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.dup(0) for _ in range(1100)]
+    try:
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.usefixtures("logging_put_back", "descriptors_past_1023")
+def test_the_command_runs_here_with_descriptors_numbered_past_1023(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """The main thread waited with select(), which refuses a descriptor past 1023: the
+    command failed with "filedescriptor out of range in select()", its threads left running."""
+    result = tasks.pid.enqueue()
+    call_command("threadmill_worker", "--processes", "0", "--burst", "--verbosity", "0")
+    result.refresh()
+    assert result.return_value == os.getpid()
 
 
 @pytest.mark.parametrize("how", ["task timeout", "grace period"])
