@@ -17,6 +17,7 @@ from django_threadmill.broker import Broker
 from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResult, task_backends, task_enqueued
 from django_threadmill.worker.logs import LOGGER_NAME
 from tests.servers.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
+from tests.support import close_pipelines
 from tests.worker.conftest import start_worker
 
 __all__ = ["start_worker"]  # every package may run the real worker command
@@ -66,6 +67,7 @@ def threadmill_settings(
 ) -> Iterator[None]:
     with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **tasks_options)):
         yield
+    close_pipelines(key_prefix)
 
 
 @pytest.fixture

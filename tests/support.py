@@ -15,6 +15,8 @@ from pathlib import Path
 
 import redis
 
+from django_threadmill.enqueue import pipeline as pipeline_module
+
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, where manage.py lives
 
 
@@ -178,3 +180,18 @@ def running(command: Command, ready: str = r"Worker process started") -> Iterato
         assert command.wait(30) == 0, command.log
     finally:
         command.close()
+
+
+def close_pipelines(key_prefix: str) -> None:
+    """Forget the enqueue pipelines made for ``key_prefix`` and close their connections.
+
+    A pipeline lives as long as its process (enqueue/pipeline.py). Each test's own key prefix
+    makes its own, and left open their sockets added up to over a thousand descriptors in one
+    run of the suite.
+    """
+    with pipeline_module._pipelines_lock:
+        ours = [key for key in pipeline_module._pipelines if key[3] == key_prefix]
+        made = [pipeline for key in ours for pipeline in pipeline_module._pipelines.pop(key)]
+    for pipeline in made:
+        if "client" in vars(pipeline.broker):  # made on first use (a cached_property)
+            pipeline.broker.client.close()
