@@ -13,7 +13,7 @@ from functools import partial
 from asgiref.sync import sync_to_async
 
 from ..compat import TaskResult, TaskResultStatus, task_enqueued
-from ..observability.signals import heard
+from ..observability.signals import heard, send_guarded
 
 # Sends task_enqueued for a batch of results in one hop; returns, per result, what a receiver
 # raised. None, with no hop, when nothing would hear them (signals.heard).
@@ -67,8 +67,26 @@ def announce_each(sender: type, results: list[TaskResult]) -> list[Exception | N
     return errors
 
 
+def announce_all(sender: type, results: list[TaskResult]) -> None:
+    """Send task_enqueued for each of the new ``results``, unless nothing would hear it; then
+    raise the first error a receiver raised. Each task is stored and will run, so one failing
+    receiver must not keep the others' task_enqueued from being sent."""
+    if results and heard(task_enqueued, TaskResultStatus.READY):  # a new task is READY
+        for error in announce_each(sender, results):
+            if error is not None:
+                raise error
+
+
 def announce(sender: type, result: TaskResult) -> None:
     """Send task_enqueued for ``result``, unless nothing would hear it (signals.heard)."""
     if heard(task_enqueued, result.status):
         with _receivers_running():
             task_enqueued.send(sender, task_result=result)
+
+
+def announce_guarded(sender: type, results: list[TaskResult]) -> None:
+    """Send task_enqueued for each of ``results`` to every receiver, logging what one raises:
+    the caller raises an error of its own, which says what was written (``PartlyEnqueued``)."""
+    with _receivers_running():
+        for result in results:
+            send_guarded(task_enqueued, sender, result)

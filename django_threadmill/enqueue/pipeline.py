@@ -17,8 +17,9 @@ from ..codec.payloads import decode_payload, load_task
 from ..codec.results import stored_result
 from ..compat import Task, TaskResult, TaskResultDoesNotExist
 from ..conf.settings import BackendSettings
-from ..exceptions import MaybeApplied
-from .announce import announce, announcer
+from ..exceptions import MaybeApplied, PartlyEnqueued
+from ..wording import a_type
+from .announce import announce, announce_all, announce_guarded, announcer
 from .batching import maybe_stored
 from .coalesce import Enqueuer
 from .on_commit import defer_to_commit
@@ -39,6 +40,20 @@ def call_of(number: int, item: object) -> Call:
         f"{number} is {reprlib.repr(item)}. Give args as a tuple or list and kwargs as a dict, "
         "empty when there are none."
     )
+
+
+def calls_of(calls: object) -> list[Call]:
+    """Return the ``(args, kwargs)`` pairs of ``enqueue_many``, or raise naming that shape:
+    Python's own error for ``None`` ("'NoneType' object is not iterable") named no fix."""
+    try:
+        items = iter(calls)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(
+            "enqueue_many() takes an iterable of (args, kwargs) pairs, such as "
+            f"[((1, 2), {{'c': 3}})]; it was given {reprlib.repr(calls)}, {a_type(calls)}. Pass "
+            "a list with one pair per call."
+        ) from None
+    return [call_of(number, item) for number, item in enumerate(items)]
 
 
 class EnqueuePipeline:
@@ -89,10 +104,7 @@ class EnqueuePipeline:
 
         Every call is encoded before anything is sent.
         """
-        prepared = [
-            prepare(task, *call_of(number, item), broker=self.broker)
-            for number, item in enumerate(calls)
-        ]
+        prepared = [prepare(task, *call, broker=self.broker) for call in calls_of(calls)]
         if not prepared:
             return []
         write = partial(self._store, prepared)
@@ -121,7 +133,11 @@ class EnqueuePipeline:
 
     def _store(self, prepared: Sequence[tuple[NewTask, TaskResult]]) -> list[str | None]:
         """Write prepared tasks of one queue (coalesced when alone), then send task_enqueued
-        for those stored; return, per task, the id of the unfinished task it duplicates."""
+        for those stored; return, per task, the id of the unfinished task it duplicates.
+
+        A receiver's error is raised once every stored task was announced; a sharded call
+        stored in part announces what it wrote, then raises ``PartlyEnqueued``.
+        """
         if len(prepared) == 1:
             [(new, result)] = prepared
             holders = [self.enqueuer.enqueue(result.task.queue_name, new)]
@@ -132,10 +148,13 @@ class EnqueuePipeline:
                 existing = self.broker.enqueue(queue, tasks).existing
             except MaybeApplied as exc:  # no results reach the caller: the error names the ids
                 raise maybe_stored(exc, [new.id for new in tasks]) from exc.__cause__
+            except PartlyEnqueued as exc:  # docs/enqueue.md, Bulk enqueue
+                written = exc.written - exc.existing.keys()
+                announce_guarded(self.sender, [r for n, r in prepared if n.id in written])
+                raise
             holders = [existing.get(new.id) for new, _ in prepared]
-        for (_, result), holder in zip(prepared, holders, strict=True):
-            if holder is None:
-                announce(self.sender, result)
+        stored = zip(prepared, holders, strict=True)
+        announce_all(self.sender, [result for (_, result), holder in stored if holder is None])
         return holders
 
     def get_result(self, result_id: str) -> TaskResult:

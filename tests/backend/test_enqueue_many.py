@@ -116,3 +116,35 @@ def test_items_that_are_not_args_kwargs_pairs_are_refused_naming_the_shape(
         backend.enqueue_many(add, [((1, 2), {}), call])  # type: ignore[list-item]
     assert enqueued == []
     assert list(redis_client.scan_iter(f"{key_prefix}:*")) == []
+
+
+def test_a_failing_receiver_is_raised_once_every_stored_task_was_announced(
+    backend: ThreadmillTaskBackend, enqueued: list[TaskResult]
+) -> None:
+    """Each task of the call is in Redis and will run: a receiver failing on the first once
+    kept the others' task_enqueued from being sent at all."""
+
+    def failing(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        raise RuntimeError(f"metrics down for {task_result.args}")
+
+    task_enqueued.connect(failing)
+    try:
+        with pytest.raises(RuntimeError, match=re.escape("metrics down for [0]")):
+            backend.enqueue_many(echo, [((n,), {}) for n in range(3)])
+    finally:
+        task_enqueued.disconnect(failing)
+    assert [result.args for result in enqueued] == [[0], [1], [2]]
+    assert [backend.get_result(result.id).args for result in enqueued] == [[0], [1], [2]]
+
+
+@pytest.mark.parametrize(("calls", "kind"), [(None, "a NoneType"), (5, "an int")], ids=repr)
+def test_calls_that_are_not_iterable_are_refused_naming_the_shape(
+    backend: ThreadmillTaskBackend, calls: object, kind: str
+) -> None:
+    """Python's own "'NoneType' object is not iterable" named neither the call nor the fix."""
+    message = (
+        "enqueue_many() takes an iterable of (args, kwargs) pairs, such as [((1, 2), {'c': 3})]; "
+        f"it was given {calls!r}, {kind}. Pass a list with one pair per call."
+    )
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        backend.enqueue_many(echo, calls)  # type: ignore[arg-type]
