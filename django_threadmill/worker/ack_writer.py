@@ -136,9 +136,14 @@ class AckWriter(RoleThread):
         if not wait:
             self._submit(finish)
             return
+        self.submit_written(finish).wait()
+
+    def submit_written(self, finish: Finish) -> threading.Event:
+        """Queue ``finish``; return an event set once it is written (or given up at
+        shutdown). The event loop waits on it in a thread, after it submitted on the loop."""
         written = _Written(finish, threading.Event())
         self._submit(written)
-        written.event.wait()
+        return written.event
 
     def wake(self) -> None:
         """Queue the end: the writer flushes everything queued before it, then ends."""

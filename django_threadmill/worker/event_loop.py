@@ -17,6 +17,7 @@ from contextlib import suppress
 from types import FrameType
 
 from ..broker import Reservation
+from .executor import await_cut_short
 from .role import RoleThread
 from .runner import RunnerParts, TaskRunner
 
@@ -45,7 +46,9 @@ class EventLoopLane(TaskRunner):
         # Set at the deadline: cancel, then stop; the executor hands back what is cancelled.
         self._finishing = self.executor.handing_back
         self._stopped = False  # the lane stopped the loop itself (``_stop_loop``)
-        self.handed_back = 0  # tasks still running at the grace period's end, cancelled
+        # Attempts the cancel at the grace period's end handed back; one whose coroutine had
+        # ended by then is recorded instead (docs/worker.md, Shutdown).
+        self.handed_back = 0
         self.buffer.on_async_work = self.nudge
 
     def loop(self) -> None:
@@ -134,14 +137,16 @@ class EventLoopLane(TaskRunner):
                 return
             finish = await self.executor.arun(reservation, started_ms)
             if self.sync_ack:
-                await asyncio.to_thread(self.writer.submit_finish, finish, wait=True)
+                # Submitted here, on the loop: a cancel now ends the wait, not the write.
+                written = self.writer.submit_written(finish)
+                await await_cut_short(asyncio.to_thread(written.wait))
             else:
                 self.writer.submit_finish(finish)
             self.on_task_done()
         except asyncio.CancelledError:
             # Handed back, as a thread still running at the deadline is: no outcome is
             # written, its lease lapses and the reaper settles it.
-            pass
+            self.handed_back += 1
         except BaseException:
             # The executor records every task error: this is the lane's own failure, fatal as
             # a worker thread's is (its lease would otherwise be renewed with no one on it).
@@ -161,16 +166,18 @@ class EventLoopLane(TaskRunner):
         self._call_soon(self._cancel_and_stop)
 
     def _cancel_and_stop(self) -> None:
-        if not self.running:
+        # A task that ended on this turn of the loop is still listed (``_ended`` runs on the
+        # next): it is not cancelled, nor counted.
+        still_running = [task for task in self.running if not task.done()]
+        if not still_running:
             self._stop_loop()
             return
-        self.handed_back = len(self.running)
         logger.warning(
             "Grace period over, cancelling async tasks count=%d (their leases lapse and the "
             "reaper settles them)",
-            self.handed_back,
+            len(still_running),
         )
-        for task in list(self.running):
+        for task in still_running:
             task.cancel()
         gathered = asyncio.gather(*self.running, return_exceptions=True)
         gathered.add_done_callback(lambda _: self._stop_loop())

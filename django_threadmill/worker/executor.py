@@ -14,7 +14,7 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from functools import cached_property
 from typing import Any
@@ -226,9 +226,12 @@ class Executor:
         """Await an ``async def`` task on the running event loop, within ``task_timeout_s``
         (the coroutine is cancelled past it: the attempt ends FAILED with ``TaskTimeout``).
 
-        ``CancelledError`` once the lane hands back (the grace period is over) is let through:
-        the attempt is handed back unrecorded (worker/event_loop.py). Before that, one is the
-        task's own (it raised it, or awaited something cancelled) and ends the attempt.
+        ``CancelledError`` once the lane hands back (the grace period is over) is let through
+        while the task's coroutine runs: the attempt is handed back unrecorded
+        (worker/event_loop.py). Once the coroutine ended, the attempt is recorded: a cancel
+        then only cuts its ``task_finished`` receivers short. Before the hand-back, a
+        ``CancelledError`` is the task's own (it raised it, or awaited something cancelled)
+        and ends the attempt.
         """
         attempt = self._attempt(reservation, started_ms)
         if isinstance(attempt, Finish):
@@ -247,12 +250,12 @@ class Executor:
             if self.interruptible and _interrupts_caller(exc):
                 raise
             finish = self._failed(attempt, exc)
-            await outcome.aannounce(self.backend_class, attempt, finish)
+            await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish))
             return finish
         finally:
             self.orm_thread.after_task()  # the ORM's thread, as a request would
         finish = self._succeeded(attempt, value)
-        await outcome.aannounce(self.backend_class, attempt, finish, returned)
+        await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish, returned))
         return finish
 
     def timed_out(self, reservation: Reservation, started_ms: int, error: TaskTimeout) -> Finish:
@@ -284,8 +287,12 @@ class Executor:
         try:
             await asyncio.wait((running,), timeout=timeout_s)
         except asyncio.CancelledError:
-            running.cancel()  # handed back: the coroutine stops with its attempt
-            raise
+            if not running.done():
+                running.cancel()  # handed back: the coroutine stops with its attempt
+                raise
+            # It ended before the cancel reached this wait (one turn of the loop later): its
+            # attempt is recorded, not handed back (docs/worker.md, Shutdown).
+            _cancel_let_go()
         # Past the deadline (a blocking call can finish the coroutine late): stopped, as a
         # thread past it is.
         if not running.done() or event_loop.time() > deadline:
@@ -378,6 +385,28 @@ async def _interrupts_held(call: Coroutine[Any, Any, Any]) -> Any:
         return await call
     except (SystemExit, KeyboardInterrupt) as exc:
         raise _HeldInterrupt(exc) from None
+
+
+async def await_cut_short(awaitable: Awaitable[object]) -> None:
+    """Await ``awaitable``; a cancel meanwhile cuts it short and is not raised.
+
+    For what an attempt awaits once its task's coroutine ended (its ``task_finished``
+    receivers, the --sync-ack wait for its write): the lane's cancel at the grace period's end
+    hands back attempts still running, and this one ran to its end, so its outcome is recorded
+    (docs/worker.md, Shutdown).
+    """
+    try:
+        await awaitable
+    except asyncio.CancelledError:
+        _cancel_let_go()
+
+
+def _cancel_let_go() -> None:
+    """Take back the cancel just caught and not raised (``Task.uncancel``), as asyncio asks of
+    code that swallows one: an ``asyncio.timeout`` entered later would count it as its own."""
+    current = asyncio.current_task()
+    if current is not None:
+        current.uncancel()
 
 
 def _drop_outcome(abandoned: "asyncio.Task[Any]") -> None:
