@@ -14,6 +14,7 @@ finish call's final outcomes are tallied with the monotonic time the call record
 the send adds them to ``P:done`` dated by their age, on the Redis clock of that call.
 """
 
+import logging
 import threading
 from bisect import bisect_left
 from collections import Counter, defaultdict
@@ -31,6 +32,11 @@ WAIT_BUCKETS_S = RUN_BUCKETS_S
 MAX_TASK_PATHS = 100  # task paths per queue labelled by name; metrics.lua counts others as "other"
 MINUTE_TTL_MS = 2 * 3600 * 1000  # minute hashes outlive the hour the admin charts
 UNNAMED_TASK = "unknown"  # a finish whose lease did not carry its path (never from acquire)
+# Done index ids a queue part keeps across failed sends (about 9 MB), the newest: counters sum
+# in place, but ids are one per task (docs/observability.md, Metrics and the done index).
+MAX_UNSENT_DONE_IDS = 100_000
+
+logger = logging.getLogger(__name__)
 
 _RUN_BUCKETS_MS = [bound * 1000 for bound in RUN_BUCKETS_S]
 _WAIT_BUCKETS_MS = [bound * 1000 for bound in WAIT_BUCKETS_S]
@@ -83,6 +89,21 @@ class PartTally:
             totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
             totals["wait_ms"] += wait_ms
 
+    def drop_oldest_ids(self, kept: int) -> int:
+        """Keep the newest ``kept`` ids of the done index and drop the others; return how
+        many were dropped."""
+        excess = sum(len(ids) for _, ids in self.finished) - kept
+        if excess <= 0:
+            return 0
+        cut, left = 0, excess  # whole groups first, oldest first, then part of the next
+        while cut < len(self.finished) and len(self.finished[cut][1]) <= left:
+            left -= len(self.finished[cut][1])
+            cut += 1
+        self.finished = self.finished[cut:]
+        if left:
+            del self.finished[0][1][:left]
+        return excess
+
     def index_entries(self) -> list[str | int]:
         """Return metrics.lua's done index arguments: the number of groups, then per group
         its age in ms (the script dates it back from its own Redis time), its size and ids."""
@@ -126,18 +147,32 @@ class Tally:
         return taken
 
     def put_back(self, parts: dict[str, PartTally]) -> None:
-        """Count again what a send could not deliver, so the next send carries it."""
+        """Count again what a send could not deliver, so the next send carries it; of the
+        done index's ids, only the newest MAX_UNSENT_DONE_IDS per part are kept."""
+        dropped: dict[str, int] = {}
         with self._lock:
             for part, tally in parts.items():
                 if not tally.outcomes:  # only a trim rode along: nothing to count again
                     continue
                 mine = self._parts[part]
                 mine.outcomes.update(tally.outcomes)
-                mine.finished += tally.finished
+                mine.finished[:0] = tally.finished  # older than what came since the take
+                if count := mine.drop_oldest_ids(MAX_UNSENT_DONE_IDS):
+                    dropped[part] = count
                 for path, counts in tally.recent.items():
                     mine.recent[path].update(counts)
                 for path, totals in tally.lifetime.items():
                     mine.lifetime[path].update(totals)
+        for part, count in dropped.items():
+            logger.warning(
+                "Metrics sends keep failing: finished tasks left out of the admin's finished "
+                "list part=%s count=%d (the oldest unsent; %d are kept). Their results are "
+                "stored and read by id and expire with result_ttl (docs/observability.md, "
+                "Metrics and the done index)",
+                part,
+                count,
+                MAX_UNSENT_DONE_IDS,
+            )
 
     def __bool__(self) -> bool:
         return bool(self._parts)
