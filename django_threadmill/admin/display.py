@@ -21,6 +21,7 @@ STATE_LABELS = {
     "failed": "FAILED",
     DAMAGED: "DAMAGED (not a hash)",  # docs/lifecycle.md, Damaged records
 }
+NOT_UTF8_ID_LABEL = "DAMAGED (id not UTF-8)"  # an index names an id that is no text: no record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

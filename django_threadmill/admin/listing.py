@@ -5,8 +5,9 @@ Each step reads one window per queue by rank (O(log N + window) in Redis; each i
 read once per walk), merges the windows in score order, keeps the prefix that is certainly in
 order, and reads only those records.
 Filters are applied to that prefix, so a filtered page reads at most ``budget`` index entries
-and says where it stopped; nothing ever scans the whole index. A record whose key is not a hash
-is a DAMAGED row when every row is kept, and counted as skipped by a filter, which cannot read it.
+and says where it stopped; nothing ever scans the whole index. A record whose key is not a hash,
+or an id that is not UTF-8, is a DAMAGED row when every row is kept, and counted as skipped by a
+filter, which cannot read it.
 Streams may walk different indexes (the "all states" list): they are then read one index after
 the other, in the order the streams' indexes are given in, each index in its own order.
 """
@@ -101,7 +102,7 @@ class Walk:
     end: Cursor
     examined: int
     exhausted: bool  # True when the walk reached the end of every index
-    damaged: int = 0  # records a filter skipped because their key is not a hash
+    damaged: int = 0  # records a filter skipped: a key that is not a hash, an id not UTF-8
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +237,7 @@ class Walker:
 
     def _accepted(self, chunk: list[_Entry], keep: RowFilter | None) -> list[bool | None]:
         """Tell which entries ``keep`` accepts, reading only the fields it names; None for a
-        record whose key is not a hash."""
+        record whose key is not a hash or whose id is not UTF-8."""
         if keep is None:
             return [True] * len(chunk)
         accepted: dict[str, bool | None] = {}

@@ -10,7 +10,13 @@ from django.urls import reverse
 
 from ..aliases import sources
 from ..broker.damaged import DamagedRecord
-from ..broker.inspect import STATE_SAMPLE, THROUGHPUT_MINUTES, QueueOverview, WorkerSighting
+from ..broker.inspect import (
+    STATE_SAMPLE,
+    THROUGHPUT_MINUTES,
+    NotUtf8Id,
+    QueueOverview,
+    WorkerSighting,
+)
 from ..broker.inspect.source import Source
 from ..broker.pausing import MAX_REASON_CHARS, QueuePause
 from ..codec.ids import queue_of, worker_host_and_pid
@@ -109,7 +115,8 @@ def _paused_title(now_ms: int, pause: QueuePause | None) -> str:
 
 def _damaged_line(alias: str, record: DamagedRecord) -> dict[str, Any]:
     """Return one line of the damaged records table; a task id links to its detail page."""
-    is_task = queue_of(record.id) is not None  # else a guard key: "u:<digest>", "fired:<name>"
+    # Else a guard key ("u:<digest>", "fired:<name>"), or an id that names no record.
+    is_task = queue_of(record.id) is not None and not isinstance(record.id, NotUtf8Id)
     return {
         "record": record,
         "at": when(record.at_ms),

@@ -12,10 +12,10 @@ from django.http import QueryDict
 from django.urls import reverse
 
 from ..aliases import sources
-from ..broker.inspect import Index, TaskRow, task_path
+from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path
 from ..broker.inspect.source import Source
 from ..codec.ids import TASK_ID_SEPARATOR, make_task_id
-from .display import named, state_label, when
+from .display import NOT_UTF8_ID_LABEL, named, state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
 
 DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
@@ -121,13 +121,17 @@ def _streams(chosen: list[Source], filters: Filters) -> list[Stream]:
 
 
 def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
-    """Return what one list row shows; URLs are built here, not by a template tag per row."""
+    """Return what one list row shows; URLs are built here, not by a template tag per row.
+
+    An id that is not UTF-8 names no record, so its row has no page to link to, no action.
+    """
+    readable = not isinstance(row.id, NotUtf8Id)
     return {
         "alias": alias,
         "row": row,
-        "url": reverse(DETAIL_URL_NAME, args=(alias, row.id)),
+        "url": reverse(DETAIL_URL_NAME, args=(alias, row.id)) if readable else "",
         "path_query": urlencode({"task": row.path}),
-        "label": state_label(row.state),
+        "label": state_label(row.state) if readable else NOT_UTF8_ID_LABEL,
         "enqueued_at": when(row.enqueued_ms),
         "finished_at": when(row.finished_ms),
         "run_after": when(row.run_after_ms),

@@ -24,6 +24,7 @@ from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_of
 from .metrics import Tally
 from .outbox import OutboxSignal
 from .per_loop import PerLoop
+from .raw_replies import RAW
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .types import Lease
@@ -68,6 +69,12 @@ class BrokerCore:
     def translated_errors(self) -> AbstractContextManager[None]:
         """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix."""
         return translated_errors(self.settings.location, self.settings.pool_timeout_s)
+
+    def raw_command(self, *args: Any, **options: Any) -> Any:
+        """Send one command with redis-py's ``options``; return its reply as bytes
+        (raw_replies.py). Errors are raised untranslated: call it in ``translated_errors``."""
+        execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
+        return execute(*args, **RAW, **options)
 
     def _run(self, call: ScriptCall, *, durable: bool = False) -> Any:
         """Send one script call; a ``durable`` one is confirmed per OPTIONS['durability']."""

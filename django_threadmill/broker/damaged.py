@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .core import BrokerCore
+from .raw_replies import RAW, escaped, stored_id
 from .types import stored_note
 
 logger = logging.getLogger(__name__)
@@ -52,15 +53,22 @@ class DamagedRecords(BrokerCore):
 
     def damaged(self, queues: Sequence[str]) -> list[DamagedRecord]:
         """Return what the scripts set aside in ``queues`` (each shard's), queue by queue and
-        oldest first, read in one round trip."""
+        oldest first, read in one round trip.
+
+        Read as bytes: acquire sets aside an id that is not UTF-8 under its own bytes; it is
+        listed escaped (``NotUtf8Id``), where decoding it failed the whole read.
+        """
         parts = [(queue, part) for queue in queues for part in self.parts(queue)]
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for _, part in parts:
-                pipe.hscan(self.queue_keys(part).damaged, 0, count=self.MAX_LISTED)
+                key = self.queue_keys(part).damaged
+                pipe.execute_command("HSCAN", key, 0, "COUNT", self.MAX_LISTED, **RAW)
             replies = pipe.execute()
         by_queue: dict[str, list[DamagedRecord]] = {queue: [] for queue in queues}
         for (queue, _), (_, found) in zip(parts, replies, strict=True):
-            by_queue[queue] += [parse_entry(queue, key, value) for key, value in found.items()]
+            by_queue[queue] += [
+                parse_entry(queue, stored_id(key), escaped(value)) for key, value in found.items()
+            ]
         return [
             entry
             for entries in by_queue.values()

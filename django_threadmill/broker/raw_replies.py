@@ -1,4 +1,5 @@
-"""Acquire's reply, read as bytes and decoded field by field.
+"""Replies read as bytes and decoded field by field: acquire's, and the ids and records the
+admin reads.
 
 django-threadmill writes records in ASCII (JSON with ASCII escapes, ids, numbers), but a
 record edited by hand may hold bytes that are not UTF-8. Decoded by the client, one such field
@@ -11,6 +12,10 @@ and is decoded here: a field that does not decode marks its one task, which is s
 
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from redis.client import NEVER_DECODE
+
+RAW = {NEVER_DECODE: True}  # a redis-py command option: its reply comes back as bytes
 
 
 class Undecodable(NamedTuple):
@@ -71,3 +76,25 @@ def is_utf8(value: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def escaped(value: bytes) -> str:
+    """Decode one stored value, each byte that is not UTF-8 as its escape (``\\xff``).
+
+    Such bytes come from something other than django-threadmill; decoded by the client, one
+    failed the whole reply, and with it the page (docs/lifecycle.md, Damaged records).
+    """
+    return value.decode("utf-8", "backslashreplace")
+
+
+class NotUtf8Id(str):
+    """An id read from an index or the damaged set that is not UTF-8, its bytes escaped
+    (``\\xff``): it names no record of ours (every id is ASCII), so a reader shows it as it is
+    and reads nothing for it (docs/lifecycle.md, Damaged records)."""
+
+    __slots__ = ()
+
+
+def stored_id(value: bytes) -> str:
+    """Decode an id read as bytes: a ``NotUtf8Id`` when it is not UTF-8."""
+    return value.decode() if is_utf8(value) else NotUtf8Id(escaped(value))

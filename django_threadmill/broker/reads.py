@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import redis
-from redis.client import NEVER_DECODE
 
 from ..codec.progress import PROGRESS_FIELDS
 from ..conf.settings import QUEUE_NAME_PATTERN
@@ -72,9 +71,8 @@ class Reads(BrokerCore):
         hand-written SADD makes one, and no key of ours names it) is left out, where it failed
         the admin's queues page and sent the reaper to keys of no queue.
         """
-        execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
         with self.translated_errors():
-            seen = execute("SMEMBERS", self.keyspace.queues, **{NEVER_DECODE: True})
+            seen = self.raw_command("SMEMBERS", self.keyspace.queues)
         names = (name.decode() for name in seen if is_utf8(name))
         return sorted(name for name in names if QUEUE_NAME_PATTERN.match(name))
 

@@ -11,8 +11,9 @@ from functools import cache
 from importlib.resources import files
 
 import redis
-from redis.client import NEVER_DECODE
 from redis.commands.core import Script
+
+from .raw_replies import RAW
 
 
 class ScriptName(StrEnum):
@@ -111,4 +112,4 @@ class ScriptCall:
     @property
     def options(self) -> dict[str, bool]:
         """The options redis-py is given with the call: how to read its reply."""
-        return {NEVER_DECODE: True} if self.raw else {}
+        return RAW if self.raw else {}

@@ -26,6 +26,7 @@ from redis.typing import EncodableT, FieldT
 
 from ..codec.ids import read_step_marker
 from ..exceptions import PayloadError
+from .raw_replies import escaped
 from .reads import Reads
 from .scripts import ScriptCall, ScriptName
 
@@ -160,9 +161,14 @@ class Workflows(Reads):
         ]
 
     def recent_workflows(self, count: int) -> list[str]:
-        """Return the ids of the ``count`` newest workflows still listed, newest first."""
+        """Return the ids of the ``count`` newest workflows still listed, newest first.
+
+        Read as bytes: an id that is not UTF-8 (only written by hand) comes back escaped
+        (``\\xff``), names no workflow, and lists as expired, where it failed the page.
+        """
         with self.translated_errors():
-            return cast(list[str], self.client.zrevrange(self.keyspace.workflows, 0, count - 1))
+            found = self.raw_command("ZREVRANGE", self.keyspace.workflows, 0, count - 1)
+        return [escaped(workflow_id) for workflow_id in found]
 
     # Outboxes ------------------------------------------------------------------------------
 

@@ -76,8 +76,8 @@ def test_a_filtered_task_list_skips_damaged_records_and_says_how_many(
     assert damaged["failed"] not in listed
     skipped = {"failed": 1, "successful": 1, "ready": 1}[status]  # the done index holds two
     assert (
-        f"Skipped {skipped} damaged record{'s' if skipped > 1 else ''} whose key is not a hash: "
-        "no filter can read them (docs/lifecycle.md, Damaged records)."
+        f"Skipped {skipped} damaged record{'s' if skipped > 1 else ''} no filter can read (a key "
+        "that is not a hash, or an id that is not UTF-8: docs/lifecycle.md, Damaged records)."
     ) in listed
 
 

@@ -6,6 +6,7 @@ one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writ
 """
 
 from ...codec.payloads import task_path
+from ..raw_replies import NotUtf8Id
 from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
 from .types import (
     DAMAGED,
@@ -23,6 +24,7 @@ __all__ = [
     "THROUGHPUT_MINUTES",
     "Index",
     "Inspector",
+    "NotUtf8Id",
     "QueueOverview",
     "StateSplit",
     "TaskDetail",

@@ -5,9 +5,7 @@ See the package docstring for the rules every query here follows.
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
-
-from redis.client import NEVER_DECODE
+from typing import Any
 
 from ...codec.ids import queue_of
 from ...codec.payloads import task_path
@@ -16,7 +14,7 @@ from ..broker import Broker
 from ..connection import wrong_type
 from ..keys import QueueKeys
 from ..pausing import QueuePause
-from ..raw_replies import is_utf8
+from ..raw_replies import RAW, NotUtf8Id, escaped, is_utf8, stored_id
 from ..reads import damaged_record, undecodable_record
 from ..scripts import lua_constant
 from ..types import stored_int
@@ -47,16 +45,14 @@ ROW_FIELDS = (
     *PROGRESS_FIELDS,
 )
 type Fields = list[str | None] | None  # one HMGET reply; None: the key is not a hash
-RAW = {NEVER_DECODE: True}  # record reads come back as bytes, decoded field by field (_text)
+# Ids and records come back as bytes, decoded one by one (raw_replies.py): one that is not
+# UTF-8, decoded by the client, failed the whole reply, and with it the page.
+SCORED = {"withscores": True, **RAW}  # a sorted set's ids with their scores, as bytes
 
 
-def _text(value: bytes) -> str:
-    """Decode one stored value, each byte that is not UTF-8 as its escape (``\\xff``).
-
-    Such bytes come from something other than django-threadmill; decoded by the client, one
-    failed the whole reply, and with it the page (docs/lifecycle.md, Damaged records).
-    """
-    return value.decode("utf-8", "backslashreplace")
+def _scored(reply: list[tuple[bytes, float]]) -> list[tuple[str, float]]:
+    """Return the ids of a raw ``WITHSCORES`` reply decoded (``stored_id``), with their scores."""
+    return [(stored_id(member), score) for member, score in reply]
 
 
 def _readable(replies: list[Any]) -> list[Any]:
@@ -79,7 +75,7 @@ def _pause(note: str | Exception) -> QueuePause:
 def _not_utf8(task_id: str, key: str, record: dict[bytes, bytes]) -> str:
     """Say which fields of a record hold bytes that are not UTF-8 ("" when none do)."""
     names = [
-        _text(name) for name, value in record.items() if not (is_utf8(name) and is_utf8(value))
+        escaped(name) for name, value in record.items() if not (is_utf8(name) and is_utf8(value))
     ]
     if not names:
         return ""
@@ -240,8 +236,8 @@ class Inspector:
         with self.broker.translated_errors():
             if total is None:
                 total = int(self.client.zcard(key))
-            # The client decodes replies (decode_responses): ids are str.
-            ids = cast(list[str], self.client.zrevrange(key, 0, STATE_SAMPLE - 1)) if total else []
+            newest = self.broker.raw_command("ZREVRANGE", key, 0, STATE_SAMPLE - 1)
+            ids = [stored_id(task_id) for task_id in newest] if total else []
             states = self._fields(keys, ids, "state")
         counts: dict[str, int] = defaultdict(int)
         for fields in states:
@@ -269,10 +265,8 @@ class Inspector:
         low: float | str = "-inf"
         with self.broker.translated_errors():
             for _ in range(MAX_PRIORITY_BANDS):
-                head = cast(
-                    list[tuple[str, float]],  # decoded ids, scores as floats
-                    self.client.zrangebyscore(keys.ready, low, "+inf", 0, 1, withscores=True),
-                )
+                first = ("ZRANGEBYSCORE", keys.ready, low, "+inf", "WITHSCORES", "LIMIT", 0, 1)
+                head = _scored(self.broker.raw_command(*first, withscores=True))
                 if not head:
                     break
                 task_id, score = head[0]
@@ -296,8 +290,12 @@ class Inspector:
         every_part = [part for queue in queues for part in parts[queue]]
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for part in every_part:
-                pipe.zrevrange(self._keys(part).workers, 0, MAX_SIGHTINGS - 1, withscores=True)
-            latest = dict(zip(every_part, pipe.execute(), strict=True))
+                key = self._keys(part).workers
+                pipe.execute_command("ZREVRANGE", key, 0, MAX_SIGHTINGS - 1, "WITHSCORES", **SCORED)
+            latest = {
+                part: [(escaped(worker_id), score) for worker_id, score in sighted]
+                for part, sighted in zip(every_part, pipe.execute(), strict=True)
+            }
         replies = iter(self._held_and_threads(latest) if counts else [])
         sightings = []
         for queue in queues:
@@ -374,11 +372,9 @@ class Inspector:
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for queue, (start, stop) in ranges.items():
                 key = getattr(self._keys(queue), index.value)
-                if index.newest_first:
-                    pipe.zrevrange(key, start, stop, withscores=True)
-                else:
-                    pipe.zrange(key, start, stop, withscores=True)
-            return dict(zip(ranges, pipe.execute(), strict=True))
+                command = "ZREVRANGE" if index.newest_first else "ZRANGE"
+                pipe.execute_command(command, key, start, stop, "WITHSCORES", **SCORED)
+            return {q: _scored(found) for q, found in zip(ranges, pipe.execute(), strict=True)}
 
     def _hmget(self, keys: Sequence[str], fields: Sequence[str]) -> list[Fields]:
         """Return ``fields`` of each record key, None where the key is not a hash: one pipeline."""
@@ -389,31 +385,40 @@ class Inspector:
                 pipe.execute_command("HMGET", key, *fields, **RAW)
             replies = _readable(pipe.execute(raise_on_error=False))
         return [
-            None if isinstance(reply, Exception) else [v if v is None else _text(v) for v in reply]
+            None
+            if isinstance(reply, Exception)
+            else [None if v is None else escaped(v) for v in reply]
             for reply in replies
         ]
 
     def _fields(self, keys: QueueKeys, ids: Sequence[str], *fields: str) -> list[Fields]:
         return self._hmget([keys.record(task_id) for task_id in ids], fields)
 
+    def _listed_fields(self, ids: Sequence[str], fields: Sequence[str]) -> list[Fields]:
+        """Return ``fields`` of the record of each of ``ids``: None where its key is not a hash,
+        and for an id that is not UTF-8 (``NotUtf8Id``), which names no record and is not read."""
+        readable = [task_id for task_id in ids if not isinstance(task_id, NotUtf8Id)]
+        found = iter(self._hmget([self._record(task_id) for task_id in readable], fields))
+        return [None if isinstance(task_id, NotUtf8Id) else next(found) for task_id in ids]
+
     def probe(
         self, ids: Sequence[str], fields: Sequence[str]
     ) -> list[dict[str, str | None] | None]:
         """Return ``fields`` of each record of ``ids`` (all None where it is gone, None where
-        its key is not a hash): one pipeline.
+        its key is not a hash or its id is not UTF-8): one pipeline.
 
         A filtered listing reads only what its filter needs, then whole rows for the matches.
         """
-        replies = self._hmget([self._record(task_id) for task_id in ids], fields)
+        replies = self._listed_fields(ids, fields)
         return [
             None if values is None else dict(zip(fields, values, strict=True)) for values in replies
         ]
 
     def rows(self, ids: Iterable[str]) -> dict[str, TaskRow | None]:
         """Return the listing fields of each id (None where the record is gone, a ``DAMAGED``
-        row where its key is not a hash): one pipeline."""
+        row where its key is not a hash or its id is not UTF-8): one pipeline."""
         wanted = list(ids)
-        replies = self._hmget([self._record(task_id) for task_id in wanted], ROW_FIELDS)
+        replies = self._listed_fields(wanted, ROW_FIELDS)
         return {
             task_id: self._row(task_id, values)
             for task_id, values in zip(wanted, replies, strict=True)
@@ -464,7 +469,7 @@ class Inspector:
         return TaskDetail(
             id=task_id,
             queue=queue,
-            record={_text(name): _text(value) for name, value in record.items()},
+            record={escaped(name): escaped(value) for name, value in record.items()},
             ttl_ms=int(ttl_ms) if int(ttl_ms) >= 0 else None,
             lease_deadline_ms=stored_int(deadline),
             due_ms=stored_int(due),
