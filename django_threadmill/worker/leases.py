@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from ..broker import Broker, Lease
@@ -9,6 +10,7 @@ from ..exceptions import BrokerUnavailable
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
+REGISTER_EVERY_S = 60.0  # how often a heartbeat checks that Redis still names the queues served
 
 
 class HeldLeases:
@@ -99,6 +101,7 @@ class LeaseKeeper(RoleThread):
         self.queues = queues
         self.held = held
         self.interval_s = interval_s
+        self._register_at = 0.0  # monotonic time of the next check of the queue names
 
     def loop(self) -> None:
         # The first renewal at start: the admin, the metrics and threadmill_health see a new
@@ -130,3 +133,17 @@ class LeaseKeeper(RoleThread):
         gone = [lease for lease in leases if lease.task_id in lost_ids]
         for lease in self.held.forget_lost(gone):
             logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", lease.task_id)
+        self._register_if_due()
+
+    def _register_if_due(self) -> None:
+        """Put the served queues back in the backend's set of queues if Redis lost them, at
+        most every REGISTER_EVERY_S: the admin and the reaper find a queue there (docs/worker.md,
+        Leases), and enqueue and a process's start write it only once."""
+        if time.monotonic() < self._register_at:
+            return
+        try:
+            self.broker.register_queues(self.queues)
+        except BrokerUnavailable as exc:
+            logger.warning("Queue names not checked error=%s", exc)
+            return
+        self._register_at = time.monotonic() + REGISTER_EVERY_S
