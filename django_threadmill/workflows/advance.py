@@ -161,7 +161,8 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
             index,
             exc,
         )
-        broker.advance_workflow(workflow_id, index, "failed", f"not enqueued: {exc}")
+        why = cut_to(f"not enqueued: {exc}", MAX_ERROR_TEXT_CHARS)  # copied: as _what_stopped
+        broker.advance_workflow(workflow_id, index, "failed", why)
         return
     enqueue_steps(backend, workflow_id, groups, [steps[index] for index in due])
 

@@ -8,13 +8,15 @@ from asgiref.sync import sync_to_async
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
-from ..broker import Guard, GuardKind, NewTask
+from ..broker import Enqueued, Guard, GuardKind, NewTask
 from ..broker.workflows import stopped_reason
 from ..codec.ids import new_task_hex, step_marker
+from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to
 from ..compat import InvalidTask, Task, TaskResult
-from ..enqueue.announce import announce
+from ..enqueue.announce import announce_all, announce_guarded
 from ..enqueue.on_commit import defer_to_commit
 from ..enqueue.prepare import prepare
+from ..exceptions import BrokerUnavailable, PartlyEnqueued
 from .plan import (
     Plan,
     Plannable,
@@ -60,9 +62,29 @@ def _store(
     planned: Plan,
     first: dict[str, list[PreparedStep]],
 ) -> None:
-    """Write the workflow's hash, then its first steps, marked enqueued."""
+    """Write the workflow's hash, then its first steps, marked enqueued.
+
+    A queue that refuses its steps while others are stored would leave a workflow open for
+    good, since only the launch stores its first steps, and running although ``enqueue()``
+    raised: it is cancelled, with the steps that were stored (docs/workflows.md, Semantics).
+    """
     backend.broker.create_workflow(workflow_id, workflow_fields(planned.steps))
-    enqueue_steps(backend, workflow_id, first, [s for s in planned.steps if s.input is None])
+    first_steps = [s for s in planned.steps if s.input is None]
+    refused = store_steps(backend, workflow_id, first, first_steps)
+    if refused is None:
+        return
+    why = str(refused.__cause__ if isinstance(refused, PartlyEnqueued) else refused)
+    try:
+        read_workflow(backend, workflow_id).cancel(
+            f"not enqueued whole: {cut_to(why, MAX_ERROR_TEXT_CHARS)}"
+        )
+    except BrokerUnavailable as gone:  # the store's own error says what was written
+        refused.add_note(f"Workflow {workflow_id!r} stays open: its cancel failed too ({gone})")
+        raise refused from refused.__cause__
+    raise BrokerUnavailable(
+        f"Workflow {workflow_id!r} was not enqueued whole: {why} It is cancelled, with any "
+        "step that was stored; enqueue the workflow again."
+    ) from refused
 
 
 def _keep_normalised(planned: Plan, step: PlannedStep, result: TaskResult) -> None:
@@ -102,33 +124,67 @@ def enqueue_steps(
     groups: dict[str, list[PreparedStep]],
     steps: list[PlannedStep],
 ) -> None:
-    """Store the encoded ``steps``, grouped by queue (all queues in one round trip), mark them
-    enqueued, then send task_enqueued for the steps this call stored; raise the error of the
-    first queue that was refused (then nothing is marked), else the first a receiver raised.
+    """``store_steps``, raising the error of the first queue that refused its steps: a
+    drainer keeps its outbox entry, and its next look stores the steps not marked."""
+    refused = store_steps(backend, workflow_id, groups, steps)
+    if refused is not None:
+        raise refused
 
-    A queue's steps are stored by one atomic call, so a repeated advance (a drainer that died
-    before taking its outbox entry out, or two drainers at once) finds them all stored and
-    announces none of them: each step is announced once, by the call that stored it. A sharded
-    queue stored only in part does not say which ids it wrote; its steps are not announced.
-    Receivers hear of steps the workflow already counts as enqueued, and one that raises keeps
-    no other step from being announced: its error is raised once every step is.
+
+def store_steps(
+    backend: ThreadmillTaskBackend,
+    workflow_id: str,
+    groups: dict[str, list[PreparedStep]],
+    steps: list[PlannedStep],
+) -> BrokerUnavailable | None:
+    """Store the encoded ``steps``, grouped by queue (all queues in one round trip), mark
+    those in Redis enqueued, then send task_enqueued for those this call stored; return the
+    error of the first queue that refused its steps, else None.
+
+    A queue's steps are stored by one atomic call (per shard), so a repeated advance (a
+    drainer that died before taking its outbox entry out, or two drainers at once) finds them
+    all stored and announces none of them: each step is announced once, by the call that
+    stored it. A sharded queue stored in part (``PartlyEnqueued``) marks and announces the
+    steps it wrote; the next advance stores the rest. Receivers hear of steps the workflow
+    already counts as enqueued, and one that raises keeps no other step from being announced:
+    its error is raised once every step is, or logged when a queue refused its steps.
     """
     outcomes = backend.broker.enqueue_groups(
         {queue: [new for new, _ in prepared] for queue, prepared in groups.items()}
     )
-    errors: list[Exception] = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
-    if not errors:
-        mark_enqueued(backend, workflow_id, steps)
+    refused = next((o for o in outcomes if isinstance(o, BrokerUnavailable)), None)
+    in_redis: set[str] = set()
+    stored: list[TaskResult] = []
     for prepared, outcome in zip(groups.values(), outcomes, strict=True):
-        if isinstance(outcome, Exception) or outcome.stored != len(prepared):
-            continue
-        for _, result in prepared:
-            try:
-                announce(backend.pipeline.sender, result)
-            except Exception as exc:  # the caller's own error, as Signal.send would raise it
-                errors.append(exc)
-    if errors:
-        raise errors[0]
+        there, new = _written(prepared, outcome)
+        in_redis |= there
+        stored += new
+    mark_enqueued(
+        backend, workflow_id, [s for s in steps if step_task_id(workflow_id, s) in in_redis]
+    )
+    if refused is None:
+        announce_all(backend.pipeline.sender, stored)
+    else:  # docs/enqueue.md, Bulk enqueue: the refusal says what was not written
+        announce_guarded(backend.pipeline.sender, stored)
+    return refused
+
+
+def _written(
+    prepared: list[PreparedStep], outcome: Enqueued | BrokerUnavailable
+) -> tuple[set[str], list[TaskResult]]:
+    """Return the ids of ``prepared`` that are in Redis after the call whose ``outcome``
+    this is, and the results of those it stored: all when its queue's call stored them all,
+    none when it found some stored (a repeat does not say which are new). Of a sharded queue
+    stored in part, those of the shards that wrote, which hold a step stored before only when
+    no call marked it (its drainer died, or its shard may have been written): none announced
+    it, short of two drainers repeating one advance at once. A call that may have been applied
+    counts as none."""
+    if isinstance(outcome, Enqueued):
+        fresh = outcome.stored == len(prepared)
+        return {new.id for new, _ in prepared}, [r for _, r in prepared] if fresh else []
+    if isinstance(outcome, PartlyEnqueued):  # a step is never a unique duplicate
+        return set(outcome.written), [r for n, r in prepared if n.id in outcome.written]
+    return set(), []
 
 
 def mark_enqueued(

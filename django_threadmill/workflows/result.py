@@ -6,7 +6,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import stopped_reason
 from ..codec.ids import looked_up_id
-from ..codec.results import record_status
+from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, record_status
 from ..codec.text import utf8_text
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
@@ -88,7 +88,8 @@ class WorkflowResult:
         """
         reason = utf8_text(reason, "WorkflowResult.cancel() reason")
         backend = threadmill_backend(self.backend)
-        why = "cancelled" + (f": {reason}" if reason else "")
+        # Each step it leaves unrun keeps a copy (docs/workflows.md, Semantics): cut it.
+        why = cut_to("cancelled" + (f": {reason}" if reason else ""), MAX_ERROR_TEXT_CHARS)
         status, _ = backend.broker.advance_workflow(self.id, None, "cancelled", why)
         if status == "missing":
             self._refuse_before_commit("cancelled")
