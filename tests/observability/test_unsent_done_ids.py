@@ -26,20 +26,28 @@ def finish_some(broker: Broker, queue: str, count: int) -> list[str]:
     return [r.lease.task_id for r in reservations]
 
 
+def finished_while_sends_fail(
+    broker: Broker, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """With the bound lowered to KEPT and the emails queue's done index of another type, finish
+    4 tasks before each of 5 metrics sends, which fail; return the finished ids in order."""
+    monkeypatch.setattr(metrics, "MAX_UNSENT_DONE_IDS", KEPT)
+    redis_client.set(broker.queue_keys("emails").done, "another program's value")
+    finished: list[str] = []
+    for _ in range(5):
+        finished += finish_some(broker, "emails", 4)
+        with pytest.raises(BrokerUnavailable, match="holds a value of the wrong kind"):
+            broker.send_metrics()
+    return finished
+
+
 def test_failing_sends_keep_the_newest_ids_up_to_the_bound_and_count_every_outcome(
     broker: Broker,
     redis_client: redis.Redis,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(metrics, "MAX_UNSENT_DONE_IDS", KEPT)
-    emails = broker.queue_keys("emails")
-    redis_client.set(emails.done, "another program's value")
-    finished: list[str] = []
-    for _ in range(5):
-        finished += finish_some(broker, "emails", 4)
-        with pytest.raises(BrokerUnavailable, match="holds a value of the wrong kind"):
-            broker.send_metrics()
+    finished = finished_while_sends_fail(broker, redis_client, monkeypatch)
 
     kept = [
         task_id
@@ -57,14 +65,8 @@ def test_failing_sends_keep_the_newest_ids_up_to_the_bound_and_count_every_outco
 def test_counters_go_on_summing_past_the_bound(
     broker: Broker, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(metrics, "MAX_UNSENT_DONE_IDS", KEPT)
+    finished = finished_while_sends_fail(broker, redis_client, monkeypatch)
     emails = broker.queue_keys("emails")
-    redis_client.set(emails.done, "another program's value")
-    finished: list[str] = []
-    for _ in range(5):
-        finished += finish_some(broker, "emails", 4)
-        with pytest.raises(BrokerUnavailable):
-            broker.send_metrics()
 
     redis_client.delete(emails.done)
     broker.send_metrics()
