@@ -87,6 +87,19 @@ def escaped(value: bytes) -> str:
     return value.decode("utf-8", "backslashreplace")
 
 
+def stored_counters(reply: dict[bytes, bytes]) -> dict[str, int]:
+    """Read a hash of counters read as bytes (``P:stats``, the metric hashes): a field whose
+    name or value is not UTF-8, or whose value is not a whole number, is skipped, so one field
+    written by hand costs its own count and not the page (docs/observability.md)."""
+    found = {}
+    for name, value in reply.items():
+        try:
+            found[name.decode()] = int(value.decode())
+        except (UnicodeDecodeError, ValueError):
+            continue
+    return found
+
+
 class NotUtf8Id(str):
     """An id read from an index or the damaged set that is not UTF-8, its bytes escaped
     (``\\xff``): it names no record of ours (every id is ASCII), so a reader shows it as it is

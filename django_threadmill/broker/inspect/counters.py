@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..metrics import RUN_BUCKETS_S, WAIT_BUCKETS_S
+from ..raw_replies import RAW, stored_counters
 from .inspector import Inspector
 
 type PathCounters = dict[str, dict[str, int]]  # task path -> field name -> value
@@ -37,16 +38,14 @@ class Histogram:
         return None
 
 
-def parse(raw: dict[str, str]) -> PathCounters:
-    """Split "<path>|<name>" fields into per-path counters; a malformed field is skipped."""
-    counters: PathCounters = defaultdict(dict)
-    for field, value in raw.items():
+def parse(raw: dict[bytes, bytes]) -> PathCounters:
+    """Split the "<path>|<name>" fields of a hash read as bytes into per-path counters; a
+    field that is not UTF-8 or not a number is skipped (``stored_counters``)."""
+    by_path: PathCounters = defaultdict(dict)
+    for field, value in stored_counters(raw).items():
         path, _, name = field.rpartition("|")
-        try:
-            counters[path][name] = int(value)
-        except ValueError:
-            continue
-    return dict(counters)
+        by_path[path][name] = value
+    return dict(by_path)
 
 
 def histogram(counters: dict[str, int], name: str) -> Histogram:
@@ -71,7 +70,7 @@ def lifetime(inspector: Inspector, queues: Sequence[str]) -> dict[str, PathCount
     parts = {queue: inspector.parts(queue) for queue in queues}
     with inspector.broker.translated_errors(), inspector.client.pipeline(False) as pipe:
         for part in (part for queue in queues for part in parts[queue]):
-            pipe.hgetall(inspector.broker.queue_keys(part).metrics)
+            pipe.execute_command("HGETALL", inspector.broker.queue_keys(part).metrics, **RAW)
         replies = iter(pipe.execute())
     return {queue: merged([parse(next(replies)) for _ in parts[queue]]) for queue in queues}
 
@@ -87,7 +86,7 @@ def per_minute(
         for part in (part for queue in queues for part in parts[queue]):
             keys = inspector.broker.queue_keys(part)
             for minute in span:
-                pipe.hgetall(keys.metrics_minute(minute))
+                pipe.execute_command("HGETALL", keys.metrics_minute(minute), **RAW)
         replies = iter(pipe.execute())
     summed = {}
     for queue in queues:

@@ -14,7 +14,7 @@ from ..broker import Broker
 from ..connection import wrong_type
 from ..keys import QueueKeys
 from ..pausing import QueuePause
-from ..raw_replies import RAW, NotUtf8Id, escaped, is_utf8, stored_id
+from ..raw_replies import RAW, NotUtf8Id, escaped, is_utf8, stored_counters, stored_id
 from ..reads import damaged_record, undecodable_record
 from ..scripts import lua_constant
 from ..types import stored_int
@@ -65,11 +65,17 @@ def _readable(replies: list[Any]) -> list[Any]:
     return replies
 
 
-def _pause(note: str | Exception) -> QueuePause:
-    """Read a ``P:paused`` value; a key of another type is a pause that says what it holds."""
+def _stored_ints(values: list[bytes | None]) -> list[int | None]:
+    """Read numbers read as bytes (``stored_int``): one that is not UTF-8 reads as unknown."""
+    return [None if value is None else stored_int(escaped(value)) for value in values]
+
+
+def _pause(note: bytes | Exception) -> QueuePause:
+    """Read a ``P:paused`` value read as bytes, each byte that is not UTF-8 as its escape
+    (``\\xff``); a key of another type is a pause that says what it holds."""
     if isinstance(note, Exception):
         return QueuePause(at_ms=None, by="", reason=f"its key holds no string ({note})")
-    return QueuePause.parse(note)
+    return QueuePause.parse(escaped(note))
 
 
 def _not_utf8(task_id: str, key: str, record: dict[bytes, bytes]) -> str:
@@ -132,7 +138,7 @@ class Inspector:
                 pipe.zcard(keys.ready)
                 pipe.zcard(keys.delayed)
                 pipe.zcard(keys.done)
-                pipe.hgetall(keys.stats)
+                pipe.execute_command("HGETALL", keys.stats, **RAW)
                 for minutes in THROUGHPUT_MINUTES:
                     pipe.zcount(keys.done, now - minutes * 60_000, "+inf")
             replies = iter(pipe.execute())
@@ -145,8 +151,8 @@ class Inspector:
                 ready += int(next(replies))
                 delayed += int(next(replies))
                 finished += int(next(replies))
-                for name, value in next(replies).items():
-                    stats[name] += stored_int(value) or 0
+                for name, value in stored_counters(next(replies)).items():
+                    stats[name] += value
                 for minutes in THROUGHPUT_MINUTES:
                     since[minutes] += int(next(replies))
             counted.append((queue, ready, delayed, finished, stats, since))
@@ -191,7 +197,7 @@ class Inspector:
         parts = {queue: self.parts(queue) for queue in queues}
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for part in (part for queue in queues for part in parts[queue]):
-                pipe.get(self._keys(part).paused)
+                pipe.execute_command("GET", self._keys(part).paused, **RAW)
             replies = iter(_readable(pipe.execute(raise_on_error=False)))
         found = {}
         for queue in queues:
@@ -205,13 +211,13 @@ class Inspector:
         later of its next reservation (acquire) and its next start turn (pace)."""
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
-                pipe.get(self._keys(queue).rate)
-                pipe.get(self._keys(queue).paced)
-            replies = iter(pipe.execute())
+                pipe.execute_command("GET", self._keys(queue).rate, **RAW)
+                pipe.execute_command("GET", self._keys(queue).paced, **RAW)
+            replies = iter(_stored_ints(pipe.execute()))
             found = {}
             # Two replies a queue, taken in turn from one iterator.
             for queue, reservation, start in zip(queues, replies, replies, strict=False):
-                times = [t for t in (stored_int(reservation), stored_int(start)) if t is not None]
+                times = [t for t in (reservation, start) if t is not None]
                 found[queue] = max(times) if times else None
             return found
 
@@ -308,8 +314,8 @@ class Inspector:
                 for (worker_id, score), held_n, threads_n in zip(
                     latest[part], held, threads, strict=False
                 ):
-                    held_by[worker_id] += stored_int(held_n) or 0
-                    threads_of[worker_id] = max(stored_int(threads_n) or 0, threads_of[worker_id])
+                    held_by[worker_id] += held_n or 0
+                    threads_of[worker_id] = max(threads_n or 0, threads_of[worker_id])
                     renewed_at[worker_id] = max(int(score), renewed_at.get(worker_id, 0))
             sightings += [
                 WorkerSighting(
@@ -329,9 +335,9 @@ class Inspector:
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for part, sighted in latest.items():
                 ids = [worker_id for worker_id, _ in sighted] or [""]  # HMGET needs one
-                pipe.hmget(self._keys(part).held, ids)
-                pipe.hmget(self._keys(part).threads, ids)
-            return pipe.execute()
+                pipe.execute_command("HMGET", self._keys(part).held, *ids, **RAW)
+                pipe.execute_command("HMGET", self._keys(part).threads, *ids, **RAW)
+            return [_stored_ints(counts) for counts in pipe.execute()]
 
     # Listing -------------------------------------------------------------------------------
 
