@@ -66,10 +66,11 @@ class Scheduler:
 
         At the first call, each schedule fires its latest past slot (a slot missed while no
         supervisor ran). Raises ``BrokerUnavailable``; the schedules not yet fired stay due. A
-        schedule that cannot fire (its task fails to import or enqueue) is logged and skipped
-        until its next slot; one whose slots cannot be reckoned (its cron does not parse, its
-        time zone is unknown: ``threadmill.E010``, which ``--skip-checks`` lets through) is
-        logged and dropped, and the others fire on.
+        schedule that cannot fire (its task fails to import, its module exits as it is
+        imported, or its enqueue fails) is logged and skipped until its next slot; one whose
+        slots cannot be reckoned (its cron does not parse, its time zone is unknown:
+        ``threadmill.E010``, which ``--skip-checks`` lets through) is logged and dropped, and
+        the others fire on.
         """
         now = self.clock()
         for schedule in list(self.schedules):
@@ -91,7 +92,7 @@ class Scheduler:
                 self._fire(schedule, latest)
             except BrokerUnavailable:
                 raise
-            except Exception:
+            except (Exception, SystemExit):  # a task module may exit as it is imported
                 logger.exception("Schedule failed to fire schedule=%s", schedule.name)
             self._due[schedule.name] = following
         upcoming = [due for due in self._due.values() if due is not None]
