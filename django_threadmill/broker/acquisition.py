@@ -72,7 +72,8 @@ def _acquired(queue: str, reply: list[Any]) -> tuple[Acquired, str, list[Undecod
     acquired = Acquired(
         reservations=reservations,
         next_due_ms=None if int(next_due_ms) < 0 else int(next_due_ms),
-        held_back=held_back == 1,
+        held_back=held_back != 0,
+        by_rate=held_back == 2,
     )
     return acquired, token, undecodable
 
@@ -96,6 +97,7 @@ def merged_acquired(one: Acquired, other: Acquired) -> Acquired:
         reservations=one.reservations + other.reservations,
         next_due_ms=min(dues, default=None),
         held_back=one.held_back or other.held_back,
+        by_rate=one.by_rate or other.by_rate,
         failed=one.failed or other.failed,
     )
 

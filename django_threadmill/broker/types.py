@@ -125,6 +125,7 @@ class Acquired:
     reservations: list[Reservation]
     next_due_ms: int | None  # ms until a delayed task is due or a rate token; None if neither
     held_back: bool = False  # a queue limit kept ready tasks back: skip until next_due or a wake
+    by_rate: bool = False  # the rate held them: its next start comes at next_due, surely
     # The queue's own call failed (a key of another type), asked beside queues whose calls
     # did not: their reservations stand (Acquiring.acquire_from).
     failed: BrokerUnavailable | None = None

@@ -1,8 +1,17 @@
 """Queues a limit held back, so the prefetcher neither spins on them nor slows other queues."""
 
 import time
+from enum import Enum
 
 LIMIT_RECHECK_S = 0.1  # a busy prefetcher looks at a queue whose concurrency is full this often
+
+
+class Hold(Enum):
+    """Why a queue is not asked for a while."""
+
+    SLOT = "slot"  # its concurrency limit is full: a finish frees a slot (pushing a wake token)
+    START = "start"  # its rate holds its ready tasks: the next start comes at the due time
+    RECHECK = "recheck"  # its call failed: asked again later
 
 
 class HeldBackQueues:
@@ -13,11 +22,12 @@ class HeldBackQueues:
     """
 
     def __init__(self) -> None:
-        self._until: dict[str, tuple[float, bool]] = {}  # queue -> (monotonic s, timed)
+        # queue -> (until, on the monotonic clock in s; whether a due time set it; why)
+        self._until: dict[str, tuple[float, bool, Hold]] = {}
 
-    def hold(self, queue: str, next_due_ms: int | None) -> None:
+    def hold(self, queue: str, next_due_ms: int | None, why: Hold) -> None:
         delay_s = LIMIT_RECHECK_S if next_due_ms is None else next_due_ms / 1000
-        self._until[queue] = (time.monotonic() + delay_s, next_due_ms is not None)
+        self._until[queue] = (time.monotonic() + delay_s, next_due_ms is not None, why)
 
     def is_held(self, queue: str) -> bool:
         held = self._until.get(queue)
@@ -28,13 +38,13 @@ class HeldBackQueues:
 
     def next_due_ms(self) -> int | None:
         """Return ms until the first timed hold ends: an idle wait must not outlast it."""
-        ends = [until for until, timed in self._until.values() if timed]
+        ends = [until for until, timed, _ in self._until.values() if timed]
         return None if not ends else max(0, round((min(ends) - time.monotonic()) * 1000))
 
-    def waiting_for_a_slot(self) -> list[str]:
-        """Return the queues whose full concurrency limit holds their ready tasks back: not
-        empty, and their holders' finishes free slots (--burst must not stop on them)."""
-        return [queue for queue, (_, timed) in self._until.items() if not timed]
+    def held_for(self, why: Hold) -> list[str]:
+        """Return the queues held for ``why``. A limit holds ready tasks back, so --burst must
+        not stop on them: a rate's next start comes, a holder's finish frees a slot."""
+        return [queue for queue, (_, _, held) in self._until.items() if held is why]
 
     def clear(self) -> None:
         """Forget every hold: a wake token may mean a slot was freed."""

@@ -11,7 +11,7 @@ from ..exceptions import BrokerRefused, BrokerUnavailable
 from .backoff import REDIS_BACKOFF
 from .buffer import TaskBuffer
 from .fetch_plan import PROBE_EVERY_S, FetchPlan
-from .held_back import HeldBackQueues
+from .held_back import HeldBackQueues, Hold
 from .leases import HeldLeases
 from .role import RoleThread
 
@@ -75,6 +75,7 @@ class Prefetcher(RoleThread):
         self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
         self._slot_wait_began: float | None = None  # --burst: when a full limit began to hold
+        self._start_wait_said = False  # --burst: the wait for a rate's next start was logged
 
     def nudge(self) -> None:
         """Tell a --burst prefetcher that results were written, so it looks again at once."""
@@ -120,7 +121,7 @@ class Prefetcher(RoleThread):
         settled = self.burst and self.is_settled()
         fetched, next_due_ms = self._fetch(free)
         if fetched:
-            self._slot_wait_began = None
+            self._slot_wait_began, self._start_wait_said = None, False
         if fetched or self._plan.unasked:
             # Queues left out for want of slots may hold tasks: ask them before waiting, or
             # --burst would stop with work left (the refill just marked the others empty).
@@ -176,11 +177,21 @@ class Prefetcher(RoleThread):
 
     def _nothing_left(self, next_due_ms: int | None) -> bool:
         """--burst with nothing in flight: tell whether the queues hold nothing left to run
-        soon: no task due within the horizon, and no queue whose full concurrency limit (held
-        by another process, whose finish frees a slot) has held its tasks back for less."""
+        soon: no task due within the horizon, no queue whose rate holds ready tasks (its next
+        start comes, however far), and no queue whose full concurrency limit (held by another
+        process, whose finish frees a slot) has held its tasks back for less."""
         if next_due_ms is not None and next_due_ms <= BURST_HORIZON_MS:
             return False
-        held = self._held_back.waiting_for_a_slot()
+        paced = self._held_back.held_for(Hold.START)
+        if paced:
+            if not self._start_wait_said:
+                self._start_wait_said = True
+                logger.info(
+                    "Burst waits for the next start of a rate-limited queue queues=%s",
+                    ",".join(paced),
+                )
+            return False
+        held = self._held_back.held_for(Hold.SLOT)
         if not held:
             self._slot_wait_began = None
             return True
@@ -259,9 +270,14 @@ class Prefetcher(RoleThread):
                     FAILED_QUEUE_RECHECK_S,
                     acquired.failed,
                 )
-                self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000))
+                self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000), Hold.RECHECK)
             elif acquired.held_back:  # a limit, not an empty queue, kept its tasks back
-                self._held_back.hold(queue, acquired.next_due_ms)
+                # A full concurrency limit is looked at again soon, not at the queue's next
+                # delayed task, which may be hours off (docs/schedules.md, Per-queue limits).
+                if acquired.by_rate:
+                    self._held_back.hold(queue, acquired.next_due_ms, Hold.START)
+                else:
+                    self._held_back.hold(queue, None, Hold.SLOT)
             else:
                 self._plan.found(queue, acquired.found_work)  # a shard may hold work
             if acquired.reservations:

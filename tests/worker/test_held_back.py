@@ -1,12 +1,12 @@
 """HeldBackQueues: the prefetcher skips a limited queue until its token or a wake, not longer."""
 
-from django_threadmill.worker.held_back import HeldBackQueues
+from django_threadmill.worker.held_back import HeldBackQueues, Hold
 from tests.support import wait_until
 
 
 def test_a_rate_hold_lasts_until_its_token_and_bounds_the_idle_wait() -> None:
     held = HeldBackQueues()
-    held.hold("emails", 50)
+    held.hold("emails", 50, Hold.START)
     assert held.is_held("emails")
     assert not held.is_held("default")
     due = held.next_due_ms()
@@ -18,7 +18,7 @@ def test_a_rate_hold_lasts_until_its_token_and_bounds_the_idle_wait() -> None:
 
 def test_a_full_concurrency_hold_does_not_shorten_the_idle_wait() -> None:
     held = HeldBackQueues()
-    held.hold("reports", None)
+    held.hold("reports", None, Hold.SLOT)
     assert held.is_held("reports")
     assert held.next_due_ms() is None  # an idle prefetcher waits for the finish's wake token
     wait_until(lambda: not held.is_held("reports"), "a busy prefetcher looks again", 5)
@@ -26,8 +26,8 @@ def test_a_full_concurrency_hold_does_not_shorten_the_idle_wait() -> None:
 
 def test_a_wake_clears_every_hold() -> None:
     held = HeldBackQueues()
-    held.hold("reports", None)
-    held.hold("emails", 10_000)
+    held.hold("reports", None, Hold.SLOT)
+    held.hold("emails", 10_000, Hold.START)
     held.clear()
     assert not held.is_held("reports")
     assert not held.is_held("emails")

@@ -15,8 +15,9 @@
 -- ARGV[5]  token_ms        ms between two starts under a rate limit ("" for no limit)
 -- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited, or the queue
 --           is paused; 0 when records set aside took places of tasks still ready),
---           held_back (1 when a limit kept ready tasks back: look again at next_due, or when
---           a wake token says a slot is free),
+--           held_back (0 when no limit kept ready tasks back; 1 when the concurrency limit
+--           did: look again when a wake token says a slot is free, or at next_due; 2 when the
+--           rate did: its next token comes at next_due),
 --           fence token of this call's reservations ("" when none),
 --           how many records this call set aside (docs/lifecycle.md, Damaged records),
 --           the Redis time of the call in ms (0 when an empty queue answered unread),
@@ -130,7 +131,8 @@ if #popped > 0 then
   -- per-record counts of earlier versions, so no old lease can match a new reservation.
   token = tostring(redis.call("INCRBY", KEYS[7], fence and "1" or tostring(now + 1)))
 end
-local reply = {-1, held_back and 1 or 0, token, 0, now}
+-- A token_wait of -1 means the rate was not asked: the concurrency limit held, or there is no rate.
+local reply = {-1, held_back and (token_wait >= 0 and 2 or 1) or 0, token, 0, now}
 local aside = {}  -- popped ids that cannot be reserved, and why: set aside once the rest are leased
 for _, id in ipairs(popped) do
   local key = KEYS[1] .. id
