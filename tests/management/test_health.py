@@ -18,10 +18,14 @@ from pathlib import Path
 import pytest
 import redis
 from django.core.management import CommandError, call_command
+from django.test import override_settings
 
+from django_threadmill.aliases import threadmill_backend
 from django_threadmill.codec.ids import worker_host_and_pid
+from django_threadmill.management.commands.threadmill_health import Command as HealthCommand
 from django_threadmill.management.health import HealthCode
 from tests.backend_support import redis_with_password
+from tests.conftest import tasks_setting
 from tests.servers.redis_server import free_port
 from tests.support import ROOT, Command, command_calls, command_env, running, wait_until
 
@@ -32,13 +36,18 @@ Probe = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def probe_at(
-    url: str, key_prefix: str, *args: str, lease_ttl_s: float = LEASE_TTL_S
+    url: str,
+    key_prefix: str,
+    *args: str,
+    lease_ttl_s: float = LEASE_TTL_S,
+    options: dict[str, object] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``manage.py threadmill_health`` once against ``url``; return its exit and output."""
+    """Run ``manage.py threadmill_health`` once against ``url`` (with these OPTIONS); return
+    its exit and output."""
     return subprocess.run(
         [sys.executable, "manage.py", "threadmill_health", *args],
         cwd=ROOT,
-        env=command_env(url, key_prefix, lease_ttl_s),
+        env=command_env(url, key_prefix, lease_ttl_s, options),
         capture_output=True,
         text=True,
         timeout=60,
@@ -193,6 +202,42 @@ def test_timeout_bounds_a_redis_that_never_answers(silent_redis: str, key_prefix
     assert hung.returncode == HealthCode.UNREACHABLE
     assert "Timeout reading from" in one_line(hung.stderr)
     assert time.monotonic() - began < 10  # the backend's own 10 s read timeout would not be
+
+
+# redis-py's own timeouts, which override the backend's socket_timeout and pool_timeout
+PROJECT_TIMEOUTS = {"socket_timeout": 600, "socket_connect_timeout": 600, "timeout": 600}
+
+
+def test_timeout_bounds_the_probe_where_connection_options_set_longer_ones(
+    silent_redis: str, key_prefix: str
+) -> None:
+    """Left in force, the project's 600 s would hold the probe past this run's own 60 s (an
+    orchestrator kills it at its timeoutSeconds and counts a failure, --redis-down-ok or not)."""
+    hung = probe_at(
+        silent_redis,
+        key_prefix,
+        "--timeout",
+        "0.3",
+        options={"connection_options": PROJECT_TIMEOUTS},
+    )
+    assert hung.returncode == HealthCode.UNREACHABLE
+    assert "Timeout reading from" in one_line(hung.stderr)
+
+
+def test_the_probes_redis_waits_are_timeout_each(redis_url: str, key_prefix: str) -> None:
+    """Each of the three: the connect, a reply, a free pooled connection."""
+    with override_settings(
+        TASKS=tasks_setting(redis_url, key_prefix, connection_options=PROJECT_TIMEOUTS)
+    ):
+        backend = threadmill_backend("default")
+        client = HealthCommand._probe_broker(backend, 0.3).client
+        assert backend.settings.connection_options == PROJECT_TIMEOUTS  # the backend keeps its own
+    assert isinstance(client, redis.Redis)
+    pool = client.connection_pool
+    assert isinstance(pool, redis.BlockingConnectionPool)
+    assert pool.connection_kwargs["socket_timeout"] == 0.3
+    assert pool.connection_kwargs["socket_connect_timeout"] == 0.3
+    assert pool.timeout == 0.3
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ from ..health import HealthCode, HostHeartbeats, host_heartbeats
 from ..seconds_option import seconds_option
 
 DEFAULT_TIMEOUT_S = 2.0
+# redis-py's names of the waits --timeout bounds: connect, each reply, a free pooled connection
+REDIS_WAITS = ("socket_timeout", "socket_connect_timeout", "timeout")
 
 
 def one_line(error: BaseException) -> str:
@@ -128,14 +130,20 @@ class Command(BaseCommand):
     def _probe_broker(backend: ThreadmillTaskBackend, timeout_s: float) -> Broker:
         """Return a broker whose connect, reads and pool wait each give up after ``timeout_s``.
 
-        The backend's own timeouts (10 s reads by default) are longer than a probe may take.
+        The backend's own timeouts (10 s reads by default) are longer than a probe may take;
+        those ``connection_options`` sets override the options, so they are replaced there too.
         """
+        settings = backend.settings
         return Broker(
             replace(
-                backend.settings,
+                settings,
                 socket_timeout_s=timeout_s,
                 socket_connect_timeout_s=timeout_s,
                 pool_timeout_s=timeout_s,
+                connection_options={
+                    **settings.connection_options,
+                    **dict.fromkeys(REDIS_WAITS, timeout_s),
+                },
             )
         )
 
