@@ -312,6 +312,11 @@ class WorkerPool:
             if not thread.abandoned:
                 join_until(thread, deadline)
 
+    def settled(self) -> bool:
+        """Tell whether every started thread has ended or been abandoned: what ``join`` waits
+        for, without waiting."""
+        return all(thread.settled.is_set() for thread in list(self.threads) if thread.ident)
+
     def joinable(self) -> list[WorkerThread]:
         """Threads to wait for at shutdown: those the watchdog abandoned cannot be joined."""
         return [thread for thread in self.threads if not thread.abandoned]

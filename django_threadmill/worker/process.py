@@ -34,6 +34,7 @@ WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at s
 # The stop ends this long after the grace period at the latest, whatever Redis does: the ack
 # writer's flush, then its second chance (docs/deploy.md, Kubernetes, "Stopping").
 STOP_MARGIN_S = 2 * WRITER_MIN_FLUSH_S
+RECYCLE_LOOK_S = 0.1  # how often a recycling process looks whether its running tasks ended
 
 
 class WorkerProcess:
@@ -55,7 +56,10 @@ class WorkerProcess:
         self.memory = None if options.max_memory_mb is None else ResidentMemory()
         self.max_memory_bytes = (options.max_memory_mb or 0) * MIB
         self._recycling = False
-        self.stop_requested = threading.Event()
+        self.stop_requested = threading.Event()  # asked for (request_stop), or recycling
+        # Asked for from outside a recycle: a signal, the supervisor, --burst, a failure. A
+        # recycle's running tasks finish unbounded until then (docs/worker.md, Recycling).
+        self.stop_asked = threading.Event()
         self._wakeup = WakeupPipe()  # the main thread sleeps on it; signals and stops wake it
         self._signals = 0
         self._control_fd: int | None = None
@@ -85,9 +89,12 @@ class WorkerProcess:
         return self.crew.finished
 
     def request_stop(self, exit_code: ExitCode = ExitCode.OK) -> None:
-        """Ask the main thread to stop the process (from any thread)."""
+        """Ask the main thread to stop the process (from any thread); ``RECYCLE`` is the
+        process's own, whose running tasks are not held to --grace-period."""
         if exit_code != ExitCode.OK and self.exit_code == ExitCode.OK:
             self.exit_code = exit_code
+        if exit_code != ExitCode.RECYCLE:
+            self.stop_asked.set()
         self.stop_requested.set()
         self._wakeup.poke()
 
@@ -222,20 +229,22 @@ class WorkerProcess:
             return True
         return False
 
-    def _wait(self, timeout_s: float | None = None) -> None:
-        """Block the main thread until a stop is requested (here or by the supervisor).
+    def _wait(self, timeout_s: float | None = None, until: threading.Event | None = None) -> None:
+        """Block the main thread until ``until`` is set (default: a stop is requested, here or
+        by the supervisor), or ``timeout_s`` has passed.
 
         A selector, not ``select.select``, which refuses a descriptor numbered past 1023: a
         process that runs the worker in itself (``--processes 0``, a test run) may hold that
         many files and sockets before it makes its wake-up pipe.
         """
         control_fd = self._control_fd
+        done = self.stop_requested if until is None else until
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with selectors.DefaultSelector() as selector:
             selector.register(self._wakeup.read_fd, selectors.EVENT_READ)
             if control_fd is not None:
                 selector.register(control_fd, selectors.EVENT_READ)
-            while not self.stop_requested.is_set():
+            while not done.is_set():
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return
@@ -278,7 +287,12 @@ class WorkerProcess:
         releasing = start_call("release", partial(self._release, unstarted), self._crashed)
         join_until(releasing, deadline)
         # 3. Let running tasks finish, bounded by the grace period; then the event loop
-        # cancels what it still runs (handed back: leases lapse, the reaper settles them).
+        # cancels what it still runs (handed back: leases lapse, the reaper settles them). A
+        # recycle's grace period starts once they ended, or once a stop is asked for.
+        if not self.stop_asked.is_set():
+            self._let_running_finish()
+            deadline = time.monotonic() + self.options.grace_period_s
+            end = deadline + STOP_MARGIN_S
         self._say_what_runs()
         crew.pool.join(deadline)
         if crew.watchdog is not None:  # before the flush: what it timed out is written
@@ -316,9 +330,28 @@ class WorkerProcess:
             writer.give_up.set()
             join_until(writer, end)
 
+    def _let_running_finish(self) -> None:
+        """Wait, for a recycle, until the tasks running now have ended, however long they take:
+        nothing outside waits for the process to go, and --grace-period would cut them short
+        (run again or failed by the reaper). A signal or the supervisor's stop ends the wait."""
+        if running := self._running():
+            logger.info(
+                "Recycling once %d running task%s finish worker_id=%s",
+                running,
+                "" if running == 1 else "s",
+                self.worker_id,
+            )
+        crew = self.crew
+        while not (self.stop_asked.is_set() or (crew.pool.settled() and not crew.lane.running)):
+            self._wait(RECYCLE_LOOK_S, until=self.stop_asked)
+
+    def _running(self) -> int:
+        """How many tasks run now, in worker threads and on the event loop."""
+        return sum(t.busy for t in self.crew.pool.joinable()) + len(self.crew.lane.running)
+
     def _say_what_runs(self) -> None:
         """Say what the stop waits for, and how to cut it short (a second signal)."""
-        running = sum(t.busy for t in self.crew.pool.joinable()) + len(self.crew.lane.running)
+        running = self._running()
         if running:
             logger.info(
                 "Waiting up to %gs for %d running task%s to finish; a second signal stops at "
