@@ -3,10 +3,12 @@
 import os
 import signal
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import redis
+from django.utils import timezone
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
@@ -96,15 +98,23 @@ def test_a_killed_holders_slots_come_back_once_its_leases_are_reaped(
     assert worker.wait() == 0, worker.log
 
 
+@pytest.mark.parametrize("far_delayed", [False, True], ids=["alone", "beside-a-far-delayed-task"])
 def test_a_burst_waits_for_the_slots_another_process_holds(
-    backend: ThreadmillTaskBackend, start_worker: Callable[..., Command], tmp_path: Path
+    backend: ThreadmillTaskBackend,
+    start_worker: Callable[..., Command],
+    tmp_path: Path,
+    far_delayed: bool,
 ) -> None:
     """A queue at its concurrency limit is not empty: a burst run beside the holder waits for a
-    slot, runs the queue's tasks, and only then exits (it once exited 0 leaving them ready)."""
+    slot, runs the queue's tasks, and only then exits; a task of the queue delayed by hours
+    does not make it wait for that task instead (it once exited 0 leaving them ready)."""
     markers, release = [tmp_path / "a", tmp_path / "b"], tmp_path / "release"
     held = [hold_until.enqueue(str(marker), str(release)) for marker in markers]
     holder = start_worker("--queue", "reports", "--threads", "2", options=LIMITS)
     wait_until(lambda: all(m.exists() for m in markers), "both slots taken")
+    if far_delayed:
+        later = timezone.now() + timedelta(hours=2)
+        timed.using(run_after=later).enqueue(str(tmp_path / "later.log"), 0)
     waiting = timed.enqueue(str(tmp_path / "after.log"), 0)
     burst = start_worker("--processes", "0", "--burst", "--queue", "reports", options=LIMITS)
     burst.wait_for_log(r"Burst waits for a slot .* queues=reports")
