@@ -22,6 +22,8 @@ type SyncClient = redis.Redis | redis.RedisCluster
 type AsyncClient = redis.asyncio.Redis | redis.asyncio.RedisCluster
 
 POOL_TIMEOUT = "timeout"  # the option only a BlockingConnectionPool takes
+# What parse_url reads from LOCATION that Sentinel gives for the primary instead.
+SENTINEL_GIVES = frozenset({"host", "port", "path", "connection_class"})
 
 
 def _without_pool_timeout(options: dict[str, Any]) -> dict[str, Any]:
@@ -29,9 +31,10 @@ def _without_pool_timeout(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _primary_options(location: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Return the primary's credentials, db and TLS from LOCATION; Sentinel gives its address."""
+    """Return what LOCATION says of the primary (credentials, db, TLS, its query arguments)
+    but its address, which Sentinel gives."""
     parsed = parse_url(location)
-    found = {key: parsed[key] for key in ("username", "password", "db") if key in parsed}
+    found = {key: value for key, value in parsed.items() if key not in SENTINEL_GIVES}
     if parsed.get("connection_class") is SSLConnection:
         found["ssl"] = True
     return {**found, **_without_pool_timeout(options)}

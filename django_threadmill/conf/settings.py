@@ -200,7 +200,7 @@ def read_settings(alias: str, params: dict[str, Any]) -> BackendSettings:
             f"TASKS[{alias!r}]['OPTIONS'] is {options!r}. Use a dict."
         )
     settings = BackendSettings(alias=alias, location=location, **_read_options(options))
-    check_connection_options(location, settings.connection_options, cluster=settings.cluster)
+    check_connection_options(alias, location, settings.connection_options, cluster=settings.cluster)
     _check_durability_timeout(settings)
     return settings
 

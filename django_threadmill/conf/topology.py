@@ -19,6 +19,7 @@ import redis.asyncio
 import redis.asyncio.connection
 import redis.cluster
 import redis.connection
+from redis.connection import parse_url
 
 from ..exceptions import ImproperlyConfiguredThreadmill
 from .bounds import ONE_DAY, POOL_RULES, ValueReader, option, read_seconds
@@ -31,6 +32,16 @@ URL_EXAMPLES = (
 PORTS = range(1, 65536)  # TCP ports; urlsplit reads 0, which redis-py takes as "no port"
 # Query arguments of a Redis URL that hold a secret: password, ssl_password.
 SECRET_QUERY_ARGUMENT = re.compile(r"([^&=]*password=)[^&]*", re.IGNORECASE)
+# Query arguments of LOCATION that redis-py applies over the keyword arguments the backend passes
+# (from_url lets the URL win), and the setting each belongs in: there it is read, bounded and
+# known to the worker, whose idle wait must fit in the socket timeout (README, Settings).
+QUERY_OVERRIDES = {
+    "socket_timeout": option("socket_timeout"),
+    "socket_connect_timeout": option("socket_connect_timeout"),
+    "max_connections": option("max_connections"),
+    "timeout": option("pool_timeout"),
+    "health_check_interval": option("connection_options", "health_check_interval"),
+}
 # Connection classes per LOCATION scheme, sync and asyncio: the keyword arguments they take.
 CONNECTION_CLASSES = {
     "redis": (redis.connection.Connection, redis.asyncio.connection.Connection),
@@ -167,13 +178,22 @@ def check_topology(options: dict[str, Any]) -> None:
 def read_location(alias: str, location: object) -> str:
     """Return ``location`` if redis-py can connect with it as meant, else raise with the fix.
 
-    redis-py raises a bare ValueError for a port past 65535, takes port 0 for "no port" and
-    ignores a database path that is not a number (db 0 then): each is refused here instead.
+    redis-py raises a bare ValueError for a port past 65535 or a query value it cannot read,
+    takes port 0 for "no port", ignores a database path that is not a number (db 0 then), and
+    lets a query argument override the backend's own timeouts and pool size: each is refused
+    here instead. Query keys are checked against the client in ``check_connection_options``.
     """
-    where = f"TASKS[{alias!r}]['LOCATION']"
+    where = _where(alias)
     if not isinstance(location, str) or not location.startswith(REDIS_URL_SCHEMES):
         raise ImproperlyConfiguredThreadmill(
             f"{where} is {location!r}. Use a Redis URL such as {URL_EXAMPLES}."
+        )
+    if _userinfo_cut_short(location):  # first: the other errors would show the password
+        cut = location.partition("=")[0].rindex("@")
+        raise ImproperlyConfiguredThreadmill(
+            f"{where} is '{urlsplit(location).scheme}://***{location[cut:]}', whose user or "
+            "password holds '#', '/' or '?', which end the address in a URL. Percent-encode "
+            "them, e.g. urllib.parse.quote(password, safe='') gives 'p%23ss' for 'p#ss'."
         )
     shown = f"{where} is {masked_location(location)!r}"
     try:
@@ -189,7 +209,31 @@ def read_location(alias: str, location: object) -> str:
                 f"{shown}, whose database {db!r} is not a whole number. Use a database number "
                 "from 0 up, e.g. 'redis://localhost:6379/0' or 'unix:///run/redis.sock?db=0'."
             )
+    for argument in parse_qs(urlsplit(location).query):  # as redis-py reads it: blanks dropped
+        if argument in QUERY_OVERRIDES:
+            raise ImproperlyConfiguredThreadmill(
+                f"{shown}, whose query sets {argument!r}, which redis-py would apply over the "
+                f"backend's own setting. Set {QUERY_OVERRIDES[argument]} instead and drop it "
+                "from LOCATION."
+            )
+    try:
+        parse_url(location)
+    except ValueError as exc:  # "Invalid value for 'socket_keepalive' in connection URL."
+        raise ImproperlyConfiguredThreadmill(
+            f"{shown}: {exc} Fix that query argument or drop it."
+        ) from exc
     return location
+
+
+def _where(alias: str) -> str:
+    return f"TASKS[{alias!r}]['LOCATION']"
+
+
+def _userinfo_cut_short(location: str) -> bool:
+    """Tell whether a '#', '/' or '?' in the user or password ended the address: an '@' comes
+    after it, before any query value (which may hold one), and the host is what came before."""
+    address = urlsplit(location).netloc
+    return bool(address) and "@" not in address and "@" in location.partition("=")[0]
 
 
 def _databases(location: str) -> list[str]:
@@ -237,25 +281,31 @@ def read_connection_options(value: object) -> tuple[str, dict[str, Any]]:
     return "connection_options", options
 
 
-def check_connection_options(location: str, options: dict[str, Any], *, cluster: bool) -> None:
-    """Refuse a ``connection_options`` key redis-py's client for this LOCATION does not take.
+def check_connection_options(
+    alias: str, location: str, options: dict[str, Any], *, cluster: bool
+) -> None:
+    """Refuse a ``connection_options`` key or LOCATION query argument redis-py's client for
+    this LOCATION does not take.
 
     redis-py would raise a bare TypeError for it at the first call (a sync Redis Cluster
     would drop it unsaid), so the key is named here, with the closest valid one.
     """
-    if not options:  # as in most projects: no need to read redis-py's signatures
+    query = parse_qs(urlsplit(location).query)
+    if not options and not query:  # as in most projects: no need to read redis-py's signatures
         return
     scheme = urlsplit(location).scheme
     valid = _cluster_keys() if cluster else _connection_keys(scheme)
-    for key in options:
-        if key not in valid:
-            client = "RedisCluster" if cluster else f"connection pools for {scheme}://"
-            close = difflib.get_close_matches(str(key), valid, n=1, cutoff=CLOSE_MATCH)
-            fix = f"Did you mean {close[0]!r}?" if close else f"Use one of {', '.join(valid)}."
-            raise ImproperlyConfiguredThreadmill(
-                f"OPTIONS['connection_options'] has {key!r}, which is no argument of both "
-                f"redis-py's sync and asyncio {client}. {fix}"
-            )
+    client = "RedisCluster" if cluster else f"connection pools for {scheme}://"
+    in_query = f"{_where(alias)} is {masked_location(location)!r}, whose query"
+    for holder, keys in ((in_query, list(query)), (option("connection_options"), list(options))):
+        for key in keys:
+            if key not in valid:
+                close = difflib.get_close_matches(str(key), valid, n=1, cutoff=CLOSE_MATCH)
+                fix = f"Did you mean {close[0]!r}?" if close else f"Use one of {', '.join(valid)}."
+                raise ImproperlyConfiguredThreadmill(
+                    f"{holder} has {key!r}, which is no argument of both redis-py's sync and "
+                    f"asyncio {client}. {fix}"
+                )
 
 
 @cache
