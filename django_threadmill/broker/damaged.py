@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .core import BrokerCore
-from .raw_replies import RAW, escaped, stored_id
+from .raw_replies import RAW, escaped, stored_id, unescaped
 from .types import stored_note
 
 logger = logging.getLogger(__name__)
@@ -75,16 +75,47 @@ class DamagedRecords(BrokerCore):
             for entry in sorted(entries, key=lambda entry: (entry.at_ms or 0, entry.id))
         ]
 
-    def forget_damaged(self, queue: str, ids: Sequence[str] | None = None) -> int:
-        """Drop entries of ``queue``'s damaged set (every one when ``ids`` is None); the keys
-        themselves are left as they are. Return how many entries were dropped."""
+    def damaged_counts(self, queues: Sequence[str]) -> dict[str, int]:
+        """Return how many entries each of ``queues`` has set aside, every shard's, in one
+        round trip: ``damaged`` reads at most MAX_LISTED a part, and a listing says what it
+        left out."""
+        parts = [(queue, part) for queue in queues for part in self.parts(queue)]
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for _, part in parts:
+                pipe.hlen(self.queue_keys(part).damaged)
+            sizes = pipe.execute()
+        counts = dict.fromkeys(queues, 0)
+        for (queue, _), size in zip(parts, sizes, strict=True):
+            counts[queue] += int(size)
+        return counts
+
+    def forget_all_damaged(self, queue: str) -> int:
+        """Drop every entry of ``queue``'s damaged set (every shard's); the keys themselves are
+        left as they are. Return how many entries were dropped."""
         forgotten = 0
         with self.translated_errors():
             for part in self.parts(queue):
                 key = self.queue_keys(part).damaged
-                if ids is None:
-                    forgotten += int(self.client.hlen(key))
-                    self.client.delete(key)
-                elif ids:
-                    forgotten += int(self.client.hdel(key, *ids))
+                forgotten += int(self.client.hlen(key))
+                self.client.delete(key)
         return forgotten
+
+    def forget_damaged(self, queue: str, ids: Sequence[str]) -> list[str]:
+        """Drop the entries ``ids`` of ``queue``'s damaged set (every shard's), in one round
+        trip; the keys themselves are left as they are. Return the ids that were not in it.
+
+        An id is taken as ``damaged`` lists it: one listed escaped (``\\xff``, a byte that is
+        not UTF-8) names the entry stored under that byte.
+        """
+        keys = [self.queue_keys(part).damaged for part in self.parts(queue)]
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for task_id in ids:
+                for key in keys:
+                    pipe.hdel(key, *{task_id.encode(), unescaped(task_id)})
+            dropped = pipe.execute()
+        per_id = len(keys)
+        return [
+            task_id
+            for n, task_id in enumerate(ids)
+            if not any(dropped[n * per_id : (n + 1) * per_id])
+        ]

@@ -10,6 +10,7 @@ and is decoded here: a field that does not decode marks its one task, which is s
 (set_aside.lua), and the others run (docs/lifecycle.md, Damaged records).
 """
 
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -85,6 +86,11 @@ def escaped(value: bytes) -> str:
     failed the whole reply, and with it the page (docs/lifecycle.md, Damaged records).
     """
     return value.decode("utf-8", "backslashreplace")
+
+
+def unescaped(text: str) -> bytes:
+    """Return the bytes ``escaped`` shows as ``text``: each ``\\xNN`` back to its byte."""
+    return re.sub(rb"\\x([0-9a-f]{2})", lambda byte: bytes.fromhex(byte[1].decode()), text.encode())
 
 
 def stored_counters(reply: dict[bytes, bytes]) -> dict[str, int]:

@@ -48,6 +48,9 @@ class ReapReport:
     queues: dict[str, QueueReap] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     advanced: int = 0  # workflow steps whose outbox entry this pass drained
+    # Queues whose part of the pass failed while Redis answered, with why; the others were
+    # reaped (docs/lifecycle.md, Keys of another type).
+    failures: dict[str, BrokerUnavailable] = field(default_factory=dict)
 
     @property
     def released(self) -> int:
@@ -203,8 +206,9 @@ def _reap_queue(
 
 def _reap_or_skip(
     backend: "ThreadmillTaskBackend", queue: str, report: ReapReport, batch_size: int
-) -> BrokerUnavailable | None:
-    """Reap ``queue``; return the error that stopped it while Redis still answers.
+) -> None:
+    """Reap ``queue``; note in ``report.failures`` the error that stopped it while Redis still
+    answers.
 
     A key of another type in one queue (docs/lifecycle.md, Keys of another type) fails every
     pass there; raised at once, it kept the queues after it from being reaped, their dead
@@ -216,8 +220,7 @@ def _reap_or_skip(
     except BrokerUnavailable as exc:
         backend.broker.server_time_ms()  # raises when Redis itself is the problem
         logger.warning("Reap of a queue failed, the others go on queue=%s error=%s", queue, exc)
-        return exc
-    return None
+        report.failures[queue] = exc
 
 
 def reap_once(
@@ -227,18 +230,26 @@ def reap_once(
 
     With ``dry_run``, change nothing and report what would be done (up to ``batch_size``
     leases per queue). Raises ``BrokerUnavailable``: at once when Redis does not answer; when
-    one queue failed, after the others are reaped.
+    one queue failed, after the others are reaped (``reap_pass`` returns the report instead).
     """
+    report = reap_pass(backend, batch_size=batch_size, dry_run=dry_run)
+    if report.failures:  # the pass failed: the supervisor says so, and retries
+        raise next(iter(report.failures.values()))
+    return report
+
+
+def reap_pass(
+    backend: "ThreadmillTaskBackend", *, batch_size: int = DEFAULT_BATCH_SIZE, dry_run: bool = False
+) -> ReapReport:
+    """``reap_once``, but a queue whose part failed while Redis answered is noted in the
+    report's ``failures``, not raised: what the other queues settled is still reported."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
     # The configured queues too: Redis's set of queues is written at enqueue and at a worker's
     # start, so one that came back empty (or was flushed) may not name the queue of a lease.
     queues = sorted(set(backend.queues) | set(backend.broker.queues()))
-    failures = [
-        failure
-        for queue in queues
-        if (failure := _reap_or_skip(backend, queue, report, batch_size)) is not None
-    ]
+    for queue in queues:
+        _reap_or_skip(backend, queue, report, batch_size)
     if not dry_run:
         # The expired leases it settled; and every queue's done index is trimmed.
         backend.broker.send_metrics(trimming=queues)
@@ -255,6 +266,4 @@ def reap_once(
             report.stale,
             report.advanced,
         )
-    if failures:  # the pass failed: the command and the supervisor say so, and retry
-        raise failures[0]
     return report

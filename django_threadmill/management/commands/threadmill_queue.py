@@ -3,6 +3,7 @@
 import getpass
 import socket
 from argparse import SUPPRESS, ArgumentParser, ArgumentTypeError
+from collections import Counter
 from copy import copy
 from datetime import UTC, datetime
 from typing import Any
@@ -111,7 +112,11 @@ class Command(BaseCommand):
         )
         forget.add_argument("queue", metavar="QUEUE", help="The queue whose list to change.")
         forget.add_argument(
-            "ids", nargs="*", type=text_option, metavar="ID", help="Task ids (or guard keys)."
+            "ids",
+            nargs="*",
+            type=text_option,
+            metavar="ID",
+            help="Task ids (or guard keys), as 'damaged' lists them.",
         )
         forget.add_argument("--all", action="store_true", help="Drop every entry of the queue.")
         for action in (pause, resume, listing, forget):
@@ -171,6 +176,14 @@ class Command(BaseCommand):
                 f"queue={record.queue} id={record.id} at={_when(record.at_ms)} "
                 f"script={record.script or '?'} reason={record.reason}"
             )
+        listed = Counter(record.queue for record in found)
+        for queue, count in backend.broker.damaged_counts(names).items():
+            if count > listed[queue]:  # a listing reads a bounded number per queue part
+                self.stdout.write(
+                    f"queue={queue}: {count - listed[queue]:,} more damaged record(s) not listed "
+                    f"(at most {backend.broker.MAX_LISTED:,} are read per queue or shard); "
+                    "forget the ones listed once fixed, then list again."
+                )
 
     def _forget(
         self, backend: ThreadmillTaskBackend, queue: str, ids: list[str], *, every: bool
@@ -179,5 +192,16 @@ class Command(BaseCommand):
             raise CommandError(
                 "Name the entries to drop (forget-damaged QUEUE ID ...) or pass --all, not both."
             )
-        dropped = backend.broker.forget_damaged(self._queue(queue), None if every else ids)
-        self.stdout.write(f"Forgot {dropped} damaged record(s) of queue {queue}.")
+        queue = self._queue(queue)
+        if every:
+            dropped = backend.broker.forget_all_damaged(queue)
+            self.stdout.write(f"Forgot {dropped} damaged record(s) of queue {queue}.")
+            return
+        missing = backend.broker.forget_damaged(queue, ids)
+        forgot = f"Forgot {len(set(ids) - set(missing))} damaged record(s) of queue {queue}"
+        if missing:  # a typo, or an id forgotten already: say which, with where to look
+            raise CommandError(
+                f"{forgot}; not in its damaged list: {', '.join(missing)}. Give each id as "
+                f"'manage.py threadmill_queue damaged {queue}' lists it."
+            )
+        self.stdout.write(f"{forgot}.")

@@ -14,7 +14,7 @@ from ...backend import ThreadmillTaskBackend
 from ...broker import checked_batch_size
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ...worker.logs import configure_logging
-from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_once
+from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_pass
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import checks_at_start
 from ..log_format_option import add_log_format_option
@@ -92,24 +92,37 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if options["once"] or options["dry_run"]:
-            self._report(self._pass(backend, options), dry_run=options["dry_run"])
+            self._pass(backend, options, report=True)
             return
         self._loop(backend, options)
 
-    def _pass(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> ReapReport:
+    def _pass(
+        self, backend: ThreadmillTaskBackend, options: dict[str, Any], *, report: bool = False
+    ) -> None:
+        """Run one pass, printing its counts when ``report``; a pass that failed, on every
+        queue or on some (after the others' counts), raises CommandError naming the queues."""
         try:
-            return reap_once(backend, batch_size=options["batch_size"], dry_run=options["dry_run"])
+            done = reap_pass(backend, batch_size=options["batch_size"], dry_run=options["dry_run"])
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
+        if report:
+            self._report(done)
+        if done.failures:
+            first = next(iter(done.failures.values()))
+            raise CommandError(
+                f"Reap of queue {', '.join(done.failures)} failed, the other queues were "
+                f"reaped: {first}"
+            ) from first
 
-    def _report(self, report: ReapReport, *, dry_run: bool) -> None:
+    def _report(self, report: ReapReport) -> None:
         for line in report.lines:
             self.stdout.write(line)
-        verb = "Would settle" if dry_run else "Settled"
+        verb = "Would settle" if report.dry_run else "Settled"
         for queue, counts in report.queues.items():
+            failed = " incomplete=yes" if queue in report.failures else ""
             self.stdout.write(
                 f"{verb} queue={queue} released={counts.released} failed={counts.failed} "
-                f"retried={counts.retried} stale={counts.stale}"
+                f"retried={counts.retried} stale={counts.stale}{failed}"
             )
 
     def _loop(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> None:
