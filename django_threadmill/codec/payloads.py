@@ -8,6 +8,7 @@ need only those).
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import fields
 from functools import lru_cache, partial
 from typing import Any
@@ -27,14 +28,17 @@ def encode_payload(
     kwargs: dict[str, Any],
     run_after_ms: int | None,
     trace: dict[str, str] | None = None,
+    *,
+    given: tuple[Sequence[Any], dict[str, Any]],
 ) -> str:
-    """Return the payload JSON of one enqueue; ``args`` and ``kwargs`` are already normalised.
+    """Return the payload JSON of one enqueue; ``args`` and ``kwargs`` are already normalised
+    from ``given``, the call's arguments as passed, whose dict keys are checked for a clash.
 
     ``trace`` is the enqueuing span's context (observability/tracing.py), stored only when
     there is one. The path stays first and run_after_ms last: ``task_path`` and
     ``run_after_ms`` read them in place.
     """
-    refuse_key_clash(args, kwargs)
+    refuse_key_clash(given)
     payload: dict[str, Any] = {"path": task.module_path, "args": args, "kwargs": kwargs}
     if trace:
         payload["trace"] = trace

@@ -76,13 +76,16 @@ def task_result(
     errors: list[TaskError] | None = None,
     worker_ids: list[str] | None = None,
     return_value: Any = None,
+    decoded: bool = False,
 ) -> TaskResult:
     """Return the ``TaskResult`` Django's constructor would build.
 
     TaskResult normalises its arguments (``normalize_json``) in ``__post_init__``. Flat
-    arguments are normalised already, so for them the result is built field by field, without
-    that pass: it was a sixth of the time of 10,000 concurrent aenqueue calls, and about a
-    tenth of a worker thread's time per echo task.
+    arguments are normalised already, and so are ``decoded`` ones (just read from JSON), so for
+    them the result is built field by field, without that pass: it was a sixth of the time of
+    10,000 concurrent aenqueue calls, and about a tenth of a worker thread's time per echo task.
+    For decoded ones it also recursed in Python, one frame per level, where JSON had decoded
+    them in C (docs/enqueue.md, One call, one round trip).
     """
     result = object.__new__(TaskResult)
     set_field = object.__setattr__  # TaskResult is frozen
@@ -99,7 +102,7 @@ def task_result(
     set_field(result, "errors", [] if errors is None else errors)
     set_field(result, "worker_ids", [] if worker_ids is None else worker_ids)
     set_field(result, "_return_value", return_value)
-    if _BY_FIELD and _flat(args, kwargs):
+    if _BY_FIELD and (decoded or _flat(args, kwargs)):
         return result
     # Anything else TaskResult normalises itself (or refuses), as Django builds it.
     built: TaskResult = TaskResult(**{name: getattr(result, name) for name in RESULT_FIELDS})
@@ -162,6 +165,7 @@ def stored_result(
         errors=errors_of(record),
         worker_ids=record["workers"].split("\n") if record.get("workers") else [],
         return_value=return_value,
+        decoded=True,
     )
 
 
@@ -266,7 +270,7 @@ def encode_result(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]
     with the fix for a value that is not JSON, or whose JSON is longer than ``max_bytes``."""
     try:
         normalized = normalize_json(value)
-        refuse_key_clash(normalized)
+        refuse_key_clash(value)
         encoded = dumps(normalized)
     except (TypeError, ValueError) as exc:
         raise TypeError(

@@ -38,7 +38,9 @@ def prepare(
     run_after_ms = None if task.run_after is None else to_ms(task.run_after)
     try:
         result = new_result(task, task_id, enqueued_ms, args, kwargs, settings.alias)
-        payload = encode_payload(task, result.args, result.kwargs, run_after_ms, carrier())
+        payload = encode_payload(
+            task, result.args, result.kwargs, run_after_ms, carrier(), given=(args, kwargs)
+        )
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "

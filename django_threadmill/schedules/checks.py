@@ -68,8 +68,9 @@ def _arguments_error(schedule: Schedule) -> str | None:
     except TypeError as exc:
         return f"kwargs would fail every slot ({str(exc).rstrip('.')})"
     try:
-        arguments = normalize_json({"args": schedule.args, "kwargs": schedule.kwargs})
-        refuse_key_clash(arguments)
+        given = {"args": schedule.args, "kwargs": schedule.kwargs}
+        arguments = normalize_json(given)
+        refuse_key_clash(given)
         dumps(arguments)
     except (TypeError, ValueError) as exc:
         return f"args or kwargs are not JSON ({exc})"

@@ -99,6 +99,7 @@ class Attempt:
             last_attempted_at=attempted_at,
             errors=[parse_error(raw) for raw in reservation.errors],
             worker_ids=[*reservation.workers, self.worker_id],
+            decoded=True,  # read from the payload's JSON: normalised already
         )
 
     def call_args(self) -> list[Any]:

@@ -105,6 +105,7 @@ def _expired_result(backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt) -
             backend=task.backend,
             errors=[parse_error(raw) for raw in attempt.errors],
             worker_ids=list(attempt.workers),
+            decoded=True,  # read from the payload's JSON: normalised already
         )
     except Exception as exc:  # PayloadError, InvalidTask, or whatever the task module raises
         logger.warning("Expired task cannot be loaded task_id=%s problem=%r", task_id, exc)

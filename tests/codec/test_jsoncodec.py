@@ -56,6 +56,8 @@ def test_a_changed_private_constructor_falls_back_to_the_public_encoder(
         ({"a": [0, {None: 1, "null": 2}]}, None, "null", "null"),
         ({1.5: "a", "1.5": "b"}, 1.5, "1.5", "1.5"),
         ({-0.0: "a", "-0.0": "b"}, -0.0, "-0.0", "-0.0"),
+        ((0, {b"1": "a", 1: "b"}), b"1", 1, "1"),  # bytes keys are decoded: "1" and 1
+        ({"x": {b"a": 1, "a": 2}}, b"a", "a", "a"),  # normalize_json made them one key, silently
     ],
 )
 def test_values_whose_keys_json_would_merge_are_refused(
