@@ -11,9 +11,11 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from io import StringIO
 from pathlib import Path
 
 import redis
+from django.core.management import call_command
 
 from django_threadmill.enqueue import pipeline as pipeline_module
 
@@ -195,3 +197,10 @@ def close_pipelines(key_prefix: str) -> None:
     for pipeline in made:
         if "client" in vars(pipeline.broker):  # made on first use (a cached_property)
             pipeline.broker.client.close()
+
+
+def output_of(command: str, *args: str) -> str:
+    """Run the management command ``command`` in this process; return what it printed."""
+    out = StringIO()
+    call_command(command, *args, stdout=out)
+    return out.getvalue()

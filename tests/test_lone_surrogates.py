@@ -3,10 +3,9 @@ not UTF-8) is refused, or reads as unknown, at the call that brings it: it never
 Redis client, whose encoding failed with a bare UnicodeEncodeError far from its cause."""
 
 from collections.abc import Callable
-from io import StringIO
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Inspector
@@ -14,6 +13,7 @@ from django_threadmill.compat import TaskResultDoesNotExist, TaskResultStatus
 from django_threadmill.exceptions import WorkflowDoesNotExist
 from django_threadmill.workflows import chain, get_workflow, step
 from testproject.example.tasks import add, echo
+from tests.support import output_of
 
 NOT_UTF8 = "\udcff"  # the byte 0xff, as Python decodes it with errors="surrogateescape"
 
@@ -59,18 +59,12 @@ def test_a_workflow_cancel_reason_utf8_cannot_hold_is_refused_and_nothing_change
     assert flow.steps[0].state == "READY"
 
 
-def queue_command(*args: str) -> str:
-    out = StringIO()
-    call_command("threadmill_queue", *args, stdout=out)
-    return out.getvalue()
-
-
 def test_a_pause_reason_typed_in_another_encoding_is_refused_naming_the_fix(
     backend: ThreadmillTaskBackend,
 ) -> None:
     # What a Latin-1 terminal sends for "café": Python makes the 0xe9 byte a lone surrogate.
     with pytest.raises(CommandError, match=r'"caf\\udce9" holds bytes that are not UTF-8'):
-        queue_command("pause", "emails", "--reason", "caf\udce9")
+        output_of("threadmill_queue", "pause", "emails", "--reason", "caf\udce9")
     assert Inspector(backend.broker).paused(["emails"]) == {}
 
 
@@ -79,4 +73,4 @@ def test_forget_damaged_refuses_an_id_typed_in_another_encoding(
 ) -> None:
     echo.enqueue(1)
     with pytest.raises(CommandError, match=r"argument ID: .* holds bytes that are not UTF-8"):
-        queue_command("forget-damaged", "default", f"{NOT_UTF8}@default")
+        output_of("threadmill_queue", "forget-damaged", "default", f"{NOT_UTF8}@default")

@@ -1,7 +1,6 @@
 """get_result on a record it cannot rebuild raises PayloadError naming the problem and the fix;
 fields a read can do without (times, the error count) read as unknown when they are garbage."""
 
-import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -11,18 +10,11 @@ import redis
 from django.core.exceptions import SuspiciousOperation
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResult, TaskResultStatus
+from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import PayloadError
 from testproject.example.tasks import echo
+from tests.backend.conftest import Read
 from tests.backend_support import fail, succeed
-
-type Read = Callable[[str], TaskResult]
-
-
-def read_one_of_many(backend: ThreadmillTaskBackend, result_id: str) -> TaskResult:
-    [found] = backend.pipeline.get_results([result_id])
-    assert found is not None
-    return found
 
 
 def failed_record(backend: ThreadmillTaskBackend) -> tuple[str, str]:
@@ -32,16 +24,6 @@ def failed_record(backend: ThreadmillTaskBackend) -> tuple[str, str]:
     key = backend.broker.record_key(task_id)
     assert key is not None
     return task_id, key
-
-
-@pytest.fixture(params=["get_result", "aget_result", "get_results"])
-def read(request: pytest.FixtureRequest, backend: ThreadmillTaskBackend) -> Read:
-    """Read a result through the sync API, the native async one, or a batch read."""
-    if request.param == "get_result":
-        return backend.get_result
-    if request.param == "get_results":
-        return lambda result_id: read_one_of_many(backend, result_id)
-    return lambda result_id: asyncio.run(backend.aget_result(result_id))
 
 
 @pytest.fixture

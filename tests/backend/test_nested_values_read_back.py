@@ -6,19 +6,14 @@ arguments enqueued from a shallow stack raised a bare ``RecursionError`` when re
 deeper one (a view under its middleware, ``aget_result`` under ``asyncio.run``).
 """
 
-import asyncio
 import json
-from collections.abc import Callable
 
-import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult
 from testproject.example.tasks import echo
-from tests.backend.test_corrupt_records import read_one_of_many
-
-type Read = Callable[[str], TaskResult]
+from tests.backend.conftest import Read
 
 DEEP = 900  # as deep as enqueue takes from a test's stack (a script's top level takes ~990)
 
@@ -35,15 +30,6 @@ def beneath(frames: int, read: Read, result_id: str) -> TaskResult:
     if frames:
         return beneath(frames - 1, read, result_id)
     return read(result_id)
-
-
-@pytest.fixture(params=["get_result", "aget_result", "get_results"])
-def read(request: pytest.FixtureRequest, backend: ThreadmillTaskBackend) -> Read:
-    if request.param == "get_result":
-        return backend.get_result
-    if request.param == "get_results":
-        return lambda result_id: read_one_of_many(backend, result_id)
-    return lambda result_id: asyncio.run(backend.aget_result(result_id))
 
 
 def test_arguments_nested_as_deep_as_enqueue_takes_read_back_from_a_deep_stack(

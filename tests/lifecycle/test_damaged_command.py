@@ -1,20 +1,14 @@
 """manage.py threadmill_queue damaged / forget-damaged: see what was set aside, then clear it."""
 
 import re
-from io import StringIO
 
 import pytest
 import redis
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import echo
-
-
-def queue_command(*args: str) -> str:
-    out = StringIO()
-    call_command("threadmill_queue", *args, stdout=out)
-    return out.getvalue()
+from tests.support import output_of
 
 
 @pytest.fixture
@@ -31,7 +25,7 @@ def set_aside(backend: ThreadmillTaskBackend, redis_client: redis.Redis) -> list
 
 
 def test_damaged_lists_each_record_with_its_script_and_reason(set_aside: list[str]) -> None:
-    lines = queue_command("damaged").splitlines()
+    lines = output_of("threadmill_queue", "damaged").splitlines()
     assert len(lines) == 2
     for task_id, line in zip(sorted(set_aside), sorted(lines), strict=True):
         assert re.fullmatch(
@@ -43,25 +37,25 @@ def test_damaged_lists_each_record_with_its_script_and_reason(set_aside: list[st
 
 def test_nothing_damaged_says_so(backend: ThreadmillTaskBackend) -> None:
     echo.enqueue(1)
-    assert queue_command("damaged", "default") == "No damaged records in default.\n"
+    assert output_of("threadmill_queue", "damaged", "default") == "No damaged records in default.\n"
 
 
 def test_forget_damaged_drops_the_named_entries_then_all(set_aside: list[str]) -> None:
     first, second = set_aside
-    assert queue_command("forget-damaged", "default", first) == (
+    assert output_of("threadmill_queue", "forget-damaged", "default", first) == (
         "Forgot 1 damaged record(s) of queue default.\n"
     )
-    listed = queue_command("damaged")
+    listed = output_of("threadmill_queue", "damaged")
     assert first not in listed
     assert second in listed
-    assert queue_command("forget-damaged", "default", "--all") == (
+    assert output_of("threadmill_queue", "forget-damaged", "default", "--all") == (
         "Forgot 1 damaged record(s) of queue default.\n"
     )
-    assert queue_command("damaged", "default") == "No damaged records in default.\n"
+    assert output_of("threadmill_queue", "damaged", "default") == "No damaged records in default.\n"
 
 
 @pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("args", [["default"], ["default", "some-id", "--all"]])
 def test_forget_damaged_needs_ids_or_all_not_both(args: list[str]) -> None:
     with pytest.raises(CommandError, match=r"Name the entries to drop .* or pass --all"):
-        queue_command("forget-damaged", *args)
+        output_of("threadmill_queue", "forget-damaged", *args)

@@ -5,20 +5,13 @@ Before, a mistyped id answered "Forgot 0 damaged record(s)" with exit 0, and an 
 UTF-8 could only be dropped with --all, which drops every other entry too.
 """
 
-from io import StringIO
-
 import pytest
 import redis
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
-
-
-def queue_command(*args: str) -> str:
-    out = StringIO()
-    call_command("threadmill_queue", *args, stdout=out)
-    return out.getvalue()
+from tests.support import output_of
 
 
 def test_an_id_not_in_the_list_is_named_and_the_others_are_forgotten(
@@ -28,7 +21,7 @@ def test_an_id_not_in_the_list_is_named_and_the_others_are_forgotten(
     redis_client.hset(key, mapping={"known": "1700000000000 acquire: why", "other": "1 reap: x"})
 
     with pytest.raises(CommandError) as refused:
-        queue_command("forget-damaged", "default", "known", "typo")
+        output_of("threadmill_queue", "forget-damaged", "default", "known", "typo")
 
     assert str(refused.value) == (
         "Forgot 1 damaged record(s) of queue default; not in its damaged list: typo. Give each "
@@ -43,11 +36,15 @@ def test_an_id_that_is_not_utf8_is_forgotten_as_the_listing_shows_it(
     key = broker.queue_keys("default").damaged
     redis_client.hset(key, mapping={b"bad\xff\xfeid": "1700000000000 acquire: id not UTF-8"})
     redis_client.hset(key, mapping={"kept": "1700000000000 acquire: why"})
-    [listed] = [line for line in queue_command("damaged", "default").splitlines() if "bad" in line]
+    [listed] = [
+        line
+        for line in output_of("threadmill_queue", "damaged", "default").splitlines()
+        if "bad" in line
+    ]
     shown = listed.split()[1].removeprefix("id=")
     assert shown == "bad\\xff\\xfeid"
 
-    assert queue_command("forget-damaged", "default", shown) == (
+    assert output_of("threadmill_queue", "forget-damaged", "default", shown) == (
         "Forgot 1 damaged record(s) of queue default.\n"
     )
     assert redis_client.hkeys(key) == ["kept"]

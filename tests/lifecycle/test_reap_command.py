@@ -1,17 +1,16 @@
 """manage.py threadmill_reap: one pass, dry run, option errors, and the loop with SIGTERM."""
 
 import signal
-from io import StringIO
 
 import pytest
 import redis
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from tests.servers.redis_server import free_port, redis_process
-from tests.support import Command, run_to_completion, wait_until
+from tests.support import Command, output_of, run_to_completion, wait_until
 
 from .support import run, wait_for_expiry
 from .tasks import plain
@@ -25,19 +24,15 @@ def reap_loop(redis_url: str, key_prefix: str) -> Command:
     return Command(redis_url, key_prefix, "threadmill_reap", "--interval", "0.05", lease_ttl_s=1.0)
 
 
-def reap(*args: str) -> str:
-    out = StringIO()
-    call_command("threadmill_reap", *args, stdout=out)
-    return out.getvalue()
-
-
 def test_once_settles_and_prints_counts_per_queue(
     backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
 ) -> None:
     task_id = plain.enqueue().id
     run(broker)
     wait_for_expiry(broker, redis_client)
-    assert "Settled queue=default released=0 failed=1 retried=0 stale=0" in reap("--once")
+    assert "Settled queue=default released=0 failed=1 retried=0 stale=0" in output_of(
+        "threadmill_reap", "--once"
+    )
     assert backend.get_result(task_id).status == TaskResultStatus.FAILED
 
 
@@ -47,7 +42,7 @@ def test_dry_run_prints_lines_and_changes_nothing(
     task_id = plain.enqueue().id
     run(broker)
     wait_for_expiry(broker, redis_client)
-    output = reap("--dry-run", "--batch-size", "10")
+    output = output_of("threadmill_reap", "--dry-run", "--batch-size", "10")
     assert f"queue=default task_id={task_id} action=fail worker=test-worker-1" in output
     assert "Would settle queue=default released=0 failed=1" in output
     assert backend.get_result(task_id).status == TaskResultStatus.RUNNING
@@ -66,7 +61,7 @@ def test_dry_run_prints_lines_and_changes_nothing(
 @pytest.mark.usefixtures("backend")
 def test_bad_options_name_the_fix(args: list[str], message: str) -> None:
     with pytest.raises(CommandError, match=message):
-        reap("--once", *args)
+        output_of("threadmill_reap", "--once", *args)
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)

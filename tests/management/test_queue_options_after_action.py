@@ -1,18 +1,11 @@
 """manage.py threadmill_queue takes its own options after ACTION too, where users type them."""
 
-from io import StringIO
-
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Inspector
-
-
-def queue_command(*args: str) -> str:
-    out = StringIO()
-    call_command("threadmill_queue", *args, stdout=out)
-    return out.getvalue()
+from tests.support import output_of
 
 
 @pytest.mark.parametrize(
@@ -29,13 +22,15 @@ def test_backend_is_read_before_or_after_the_action(args: list[str]) -> None:
     """After ACTION it was "unrecognized arguments: --backend nope": a command naming its
     backend the way every other command takes it could not pause or resume at all."""
     with pytest.raises(CommandError) as raised:
-        queue_command(*args)
+        output_of("threadmill_queue", *args)
 
     assert str(raised.value).startswith("--backend nope: TASKS has no backend 'nope'.")
 
 
 def test_django_options_after_the_action_are_taken(backend: ThreadmillTaskBackend) -> None:
-    out = queue_command("pause", "emails", "--backend", "default", "-v", "0", "--traceback")
+    out = output_of(
+        "threadmill_queue", "pause", "emails", "--backend", "default", "-v", "0", "--traceback"
+    )
 
     assert out.startswith("Paused queue emails of backend default:")
     assert "emails" in Inspector(backend.broker).paused(["emails"])

@@ -5,26 +5,20 @@ A running worker obeying it is tests/worker/test_paused_queue.py.
 
 import logging
 import re
-from io import StringIO
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Inspector
-
-
-def queue_command(*args: str) -> str:
-    out = StringIO()
-    call_command("threadmill_queue", *args, stdout=out)
-    return out.getvalue()
+from tests.support import output_of
 
 
 def test_pause_says_what_it_does_and_records_who_and_why(
     backend: ThreadmillTaskBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger="django_threadmill.broker.pausing"):
-        out = queue_command("pause", "emails", "--reason", "mail provider down")
+        out = output_of("threadmill_queue", "pause", "emails", "--reason", "mail provider down")
 
     assert out == (
         "Paused queue emails of backend default: workers take none of its tasks until "
@@ -44,7 +38,7 @@ def test_pausing_a_paused_queue_says_since_when_and_changes_nothing(
 ) -> None:
     backend.broker.pause("emails", "ada in the admin", "deploy")
 
-    out = queue_command("pause", "emails", "--reason", "another")
+    out = output_of("threadmill_queue", "pause", "emails", "--reason", "another")
 
     assert re.fullmatch(
         r"The queue emails of backend default was paused already since "
@@ -58,16 +52,16 @@ def test_pausing_a_paused_queue_says_since_when_and_changes_nothing(
 def test_resume_says_so_and_a_second_resume_changes_nothing(
     backend: ThreadmillTaskBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
-    queue_command("pause", "emails")
+    output_of("threadmill_queue", "pause", "emails")
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="django_threadmill.broker.pausing"):
-        assert queue_command("resume", "emails") == (
+        assert output_of("threadmill_queue", "resume", "emails") == (
             "Resumed queue emails of backend default: idle workers were woken to take its tasks.\n"
         )
     [logged] = caplog.messages
     assert logged.startswith("Queue resumed backend=default queue=emails by=")
     assert Inspector(backend.broker).paused(["emails"]) == {}
-    assert queue_command("resume", "emails") == (
+    assert output_of("threadmill_queue", "resume", "emails") == (
         "The queue emails of backend default was not paused; nothing changed.\n"
     )
 
@@ -77,7 +71,7 @@ def test_a_queue_not_in_queues_is_an_error_naming_them(
     backend: ThreadmillTaskBackend, action: str
 ) -> None:
     with pytest.raises(CommandError) as raised:
-        queue_command(action, "emials")
+        output_of("threadmill_queue", action, "emials")
     assert str(raised.value) == (
         "Queue 'emials' is not in TASKS['default']['QUEUES'] (default, emails, reports). Add it "
         "there or pick one of those."
@@ -89,7 +83,7 @@ def test_a_name_that_is_no_queue_name_is_an_error_naming_the_rule(
     backend: ThreadmillTaskBackend,
 ) -> None:
     with pytest.raises(CommandError, match=r"Queue name 'a b' is not valid .* Use 1-64 letters"):
-        queue_command("pause", "a b")
+        output_of("threadmill_queue", "pause", "a b")
 
 
 @pytest.mark.parametrize(
@@ -106,8 +100,8 @@ def test_a_reason_is_one_line_of_at_most_200_characters(
     """As the admin keeps one: a line break split the log line that records the pause (and
     could forge a second one), and the queues page shows it on one line."""
     with pytest.raises(CommandError, match=f"--reason is {problem}: give one line of at most 200"):
-        queue_command("pause", "emails", "--reason", reason)
+        output_of("threadmill_queue", "pause", "emails", "--reason", reason)
     assert Inspector(backend.broker).paused(["emails"]) == {}
 
-    queue_command("pause", "emails", "--reason", "x" * 200)
+    output_of("threadmill_queue", "pause", "emails", "--reason", "x" * 200)
     assert Inspector(backend.broker).paused(["emails"])["emails"].reason == "x" * 200
