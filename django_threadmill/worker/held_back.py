@@ -22,12 +22,13 @@ class HeldBackQueues:
     """
 
     def __init__(self) -> None:
-        # queue -> (until, on the monotonic clock in s; whether a due time set it; why)
-        self._until: dict[str, tuple[float, bool, Hold]] = {}
+        self._until: dict[str, tuple[float, Hold]] = {}  # queue -> (monotonic s, why)
 
     def hold(self, queue: str, next_due_ms: int | None, why: Hold) -> None:
+        """Skip ``queue`` for ``next_due_ms``, or LIMIT_RECHECK_S when None (a full slot,
+        which has no due time: a finish's wake token ends it)."""
         delay_s = LIMIT_RECHECK_S if next_due_ms is None else next_due_ms / 1000
-        self._until[queue] = (time.monotonic() + delay_s, next_due_ms is not None, why)
+        self._until[queue] = (time.monotonic() + delay_s, why)
 
     def is_held(self, queue: str) -> bool:
         held = self._until.get(queue)
@@ -38,13 +39,13 @@ class HeldBackQueues:
 
     def next_due_ms(self) -> int | None:
         """Return ms until the first timed hold ends: an idle wait must not outlast it."""
-        ends = [until for until, timed, _ in self._until.values() if timed]
+        ends = [until for until, why in self._until.values() if why is not Hold.SLOT]
         return None if not ends else max(0, round((min(ends) - time.monotonic()) * 1000))
 
     def held_for(self, why: Hold) -> list[str]:
         """Return the queues held for ``why``. A limit holds ready tasks back, so --burst must
         not stop on them: a rate's next start comes, a holder's finish frees a slot."""
-        return [queue for queue, (_, _, held) in self._until.items() if held is why]
+        return [queue for queue, (_, held) in self._until.items() if held is why]
 
     def clear(self) -> None:
         """Forget every hold: a wake token may mean a slot was freed."""

@@ -101,7 +101,8 @@ class LeaseKeeper(RoleThread):
         self.queues = queues
         self.held = held
         self.interval_s = interval_s
-        self._register_at = 0.0  # monotonic time of the next check of the queue names
+        # When the heartbeat next checks the queue names: the process's start just wrote them.
+        self._register_at = time.monotonic() + REGISTER_EVERY_S
 
     def loop(self) -> None:
         # The first renewal at start: the admin, the metrics and threadmill_health see a new

@@ -15,6 +15,7 @@ from django.test import Client, override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus, task_backends
+from django_threadmill.worker import leases
 from django_threadmill.worker.leases import HeldLeases, LeaseKeeper
 from django_threadmill.worker.reaper import reap_once
 from testproject.example.tasks import add
@@ -38,8 +39,12 @@ def any_queue(redis_url: str, key_prefix: str) -> Iterator[ThreadmillTaskBackend
 
 
 def test_a_queue_name_redis_lost_is_registered_again_by_a_worker_heartbeat(
-    any_queue: ThreadmillTaskBackend, operator: Client, redis_client: redis.Redis
+    any_queue: ThreadmillTaskBackend,
+    operator: Client,
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(leases, "REGISTER_EVERY_S", 0.0)  # the minute after its start is over
     task_id = add.using(queue_name=QUEUE).enqueue(1, 2).id
     start(any_queue, task_id)  # its worker dies: nothing renews the lease
     redis_client.delete(any_queue.broker.keyspace.queues)  # Redis loses the set alone
