@@ -4,7 +4,7 @@ The clients decode every reply (``decode_responses``, connection.py): the casts 
 redis-py's types, which allow bytes.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -64,17 +64,20 @@ class Reads(BrokerCore):
         """Return Redis ``TIME`` as an aware UTC datetime (to the ms)."""
         return datetime.fromtimestamp(self.server_time_ms() / 1000, UTC)
 
-    def queues(self) -> list[str]:
-        """Return every queue name this alias has seen, sorted.
+    def queues(self, configured: Iterable[str] = ()) -> list[str]:
+        """Return every queue name this alias has seen, and the ``configured`` ones, sorted.
 
+        Pass the alias's ``QUEUES``: Redis's set of queues is written at enqueue and at a
+        worker's start, so one that came back empty (a restart from an older snapshot, a
+        ``DEL``) may not name a queue that still holds tasks, leases or damaged records.
         Read as bytes: a name that is no queue name (not UTF-8, empty, a "/": only a
         hand-written SADD makes one, and no key of ours names it) is left out, where it failed
         the admin's queues page and sent the reaper to keys of no queue.
         """
         with self.translated_errors():
             seen = self.raw_command("SMEMBERS", self.keyspace.queues)
-        names = (name.decode() for name in seen if is_utf8(name))
-        return sorted(name for name in names if QUEUE_NAME_PATTERN.match(name))
+        names = {name.decode() for name in seen if is_utf8(name)}
+        return sorted({name for name in names if QUEUE_NAME_PATTERN.match(name)} | set(configured))
 
     def server_info(self) -> dict[str, Any]:
         """Return Redis INFO (server, memory, persistence, replication), whether RDB is on, and

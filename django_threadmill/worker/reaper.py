@@ -246,9 +246,7 @@ def reap_pass(
     report's ``failures``, not raised: what the other queues settled is still reported."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
-    # The configured queues too: Redis's set of queues is written at enqueue and at a worker's
-    # start, so one that came back empty (or was flushed) may not name the queue of a lease.
-    queues = sorted(set(backend.queues) | set(backend.broker.queues()))
+    queues = backend.broker.queues(backend.queues)
     for queue in queues:
         _reap_or_skip(backend, queue, report, batch_size)
     if not dry_run:

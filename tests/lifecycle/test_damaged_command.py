@@ -59,3 +59,16 @@ def test_forget_damaged_drops_the_named_entries_then_all(set_aside: list[str]) -
 def test_forget_damaged_needs_ids_or_all_not_both(args: list[str]) -> None:
     with pytest.raises(CommandError, match=r"Name the entries to drop .* or pass --all"):
         output_of("threadmill_queue", "forget-damaged", *args)
+
+
+def test_damaged_lists_a_configured_queue_whose_name_redis_lost(
+    set_aside: list[str], backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    """Redis's set of queues can lose a name (a restart from an older snapshot, a DEL): the
+    listing read only that set, so it answered "No damaged records in any queue" while a
+    QUEUES entry held two; the admin and the reaper read QUEUES too."""
+    redis_client.delete(backend.broker.keyspace.queues)
+
+    lines = output_of("threadmill_queue", "damaged").splitlines()
+
+    assert sorted(line.split(" id=")[1].split()[0] for line in lines) == sorted(set_aside)

@@ -122,10 +122,6 @@ class Inspector:
         """Return Redis server time in ms: the clock every score was written with."""
         return self.broker.server_time_ms()
 
-    def queues(self) -> list[str]:
-        """Return every queue name this alias has seen, sorted."""
-        return self.broker.queues()
-
     # Queues page ---------------------------------------------------------------------------
 
     def overview(self, queues: Sequence[str]) -> list[QueueOverview]:

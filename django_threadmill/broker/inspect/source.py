@@ -36,4 +36,4 @@ class Source:
 
     @cached_property
     def _queues(self) -> list[str]:  # read once per page view: a Source lives for one request
-        return sorted(self.configured | set(self.inspector.queues()))
+        return self.broker.queues(self.configured)

@@ -167,7 +167,7 @@ class Command(BaseCommand):
             self.stdout.write(f"The {where} was not paused; nothing changed.")
 
     def _list(self, backend: ThreadmillTaskBackend, queues: list[str]) -> None:
-        names = [self._queue(q) for q in queues] or backend.broker.queues()
+        names = [self._queue(q) for q in queues] or backend.broker.queues(backend.queues)
         found = backend.broker.damaged(names)
         if not found:
             self.stdout.write(f"No damaged records in {', '.join(names) or 'any queue'}.")
