@@ -3,6 +3,7 @@
 from ..backend import ThreadmillTaskBackend
 from ..codec.progress import Progress, stored_progress
 from ..compat import TaskResult, task_backends
+from ..wording import a_type
 
 
 def progress_of(result: TaskResult) -> Progress | None:
@@ -11,8 +12,13 @@ def progress_of(result: TaskResult) -> Progress | None:
     A finished task keeps its last report with its result; a retry or a requeue starts
     without one. A result of another backend has none (``report_progress`` does nothing
     there). Raise ``PayloadError`` when the task's record cannot be read (docs/lifecycle.md,
-    Damaged records).
+    Damaged records), and ``TypeError`` for anything but a TaskResult (an id, say).
     """
+    if not isinstance(result, TaskResult):
+        raise TypeError(
+            f"progress_of() takes a TaskResult, not {a_type(result)}. Pass the result "
+            "enqueue() returned, or the_task.get_result(id) for an id."
+        )
     backend = task_backends[result.backend]
     if not isinstance(backend, ThreadmillTaskBackend):
         return None

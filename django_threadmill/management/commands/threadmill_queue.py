@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...aliases import source_of
 from ...backend import ThreadmillTaskBackend
 from ...broker.pausing import MAX_REASON_CHARS
+from ...codec.text import printable
 from ...conf.settings import check_queue_name
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
@@ -26,13 +27,17 @@ def _when(at_ms: int | None) -> str:
 
 
 def _by() -> str:
-    """Return who pauses or resumes, for the pause note and the log: user@host and how."""
+    """Return who pauses or resumes, for the pause note and the log: user@host and how.
+
+    A login name (``$LOGNAME``, the passwd entry) or host name that is not UTF-8 comes as lone
+    surrogates, which Redis cannot be sent: each is kept as its escape (``\\udce9``).
+    """
     host = socket.gethostname()
     try:
         who = f"{getpass.getuser()}@{host}"
     except (KeyError, OSError):  # no login name and no passwd entry, as in some containers
         who = host
-    return f"{who} with manage.py threadmill_queue"
+    return f"{printable(who)} with manage.py threadmill_queue"
 
 
 def _reason(text: str) -> str:
