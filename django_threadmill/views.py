@@ -10,7 +10,7 @@ from .aliases import sources
 from .broker.inspect.source import Source
 from .exceptions import BrokerUnavailable
 
-BEARER = "Bearer "
+BEARER = "bearer"
 
 
 def readable_sources(request: HttpRequest) -> list[Source] | None:
@@ -20,9 +20,9 @@ def readable_sources(request: HttpRequest) -> list[Source] | None:
     one, an active staff user reads every alias. A project without Django's
     AuthenticationMiddleware (a scrape-only deployment) has no user: a token is then the way.
     """
-    header = request.headers.get("Authorization", "")
-    if header.startswith(BEARER):
-        offered = header.removeprefix(BEARER).strip().encode()
+    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == BEARER:  # HTTP's auth schemes are case-insensitive
+        offered = credentials.strip().encode()
         return [
             source
             for source in sources()

@@ -188,6 +188,15 @@ def _token(value: object) -> str:
             f"OPTIONS['metrics_token'] must be a string of at least {MIN_TOKEN_CHARS} "
             "characters (e.g. secrets.token_urlsafe()); leave it out to allow staff users only."
         )
+    # A scraper trims the token it sends, and servers read header bytes as Latin-1: any other
+    # token could never match. The message leaves the secret out, as repr does.
+    if value != value.strip() or not (value.isascii() and value.isprintable()):
+        raise ImproperlyConfiguredThreadmill(
+            "OPTIONS['metrics_token'] has whitespace at an end or a character that is not "
+            "printable ASCII: no Authorization header carries it as written, so every scrape "
+            "would be refused. Use printable ASCII with nothing to strip (e.g. "
+            "secrets.token_urlsafe()); strip a token read from a file."
+        )
     return value
 
 

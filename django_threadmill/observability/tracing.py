@@ -20,13 +20,17 @@ except ImportError:  # pragma: no cover - the test extra installs it
     trace = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from ..broker import Finish, Reservation
+    from ..broker import Finish, Lease, Reservation
     from ..compat import TaskResult
+    from ..exceptions import TaskTimeout
 
 TRACER_NAME = "django_threadmill"
 CARRIER_KEY = "trace"  # payload key of the enqueuing span's context
 ATTRIBUTE_PREFIX = "threadmill."
 _sdk_seen = False  # set once a real tracer provider is found: one can never be unset
+# The run span of each sync attempt running, by its lease: the thread that runs it and the
+# watchdog that gives up on it both end it, whichever comes first.
+_open_runs: dict["Lease", Any] = {}
 
 
 def _tracing() -> bool:
@@ -46,6 +50,7 @@ type Enqueue = Callable[..., Enqueued]
 type AsyncEnqueue = Callable[..., Awaitable["TaskResult"]]
 type Run = Callable[..., "Finish | None"]  # (executor, reservation, started_ms, claim=...)
 type AsyncRun = Callable[[Any, "Reservation", int], Awaitable["Finish"]]
+type TimedOut = Callable[[Any, "Reservation", int, "TaskTimeout"], "Finish"]
 
 
 def _attributes(path: str, queue: str, **more: str | int) -> dict[str, str | int]:
@@ -145,7 +150,7 @@ def _links(payload: str) -> list[Any]:
     return [trace.Link(context)] if context.is_valid else []
 
 
-def _execution_span(reservation: "Reservation") -> Any:
+def _execution_span(reservation: "Reservation", *, end_on_exit: bool = True) -> Any:
     lease = reservation.lease
     return trace.get_tracer(TRACER_NAME).start_as_current_span(
         f"run {lease.task_path}",
@@ -157,6 +162,7 @@ def _execution_span(reservation: "Reservation") -> Any:
             task_id=lease.task_id,
             attempt=len(reservation.workers) + 1,
         ),
+        end_on_exit=end_on_exit,
     )
 
 
@@ -171,9 +177,24 @@ def _record_outcome(span: Any, finish: "Finish | None") -> None:
         span.set_status(trace.StatusCode.ERROR)
 
 
+def _end_run(lease: "Lease", finish: "Finish | None", *, raised: bool = False) -> None:
+    """End the run span of ``lease``'s attempt once, with its outcome (or the exception the
+    run raised, which the span holds already); a second call does nothing."""
+    span = _open_runs.pop(lease, None)
+    if span is None:
+        return
+    if not raised:
+        _record_outcome(span, finish)
+    span.end()
+
+
 def traced_execution(run: Run) -> Run:
     """Wrap an executor's ``run(reservation, started_ms, ...)`` in a consumer span linked to
-    the enqueue; it records the attempt and its outcome."""
+    the enqueue; it records the attempt and its outcome.
+
+    An attempt the watchdog gives up on has its span ended then (``traced_timeout``): its
+    thread may never return.
+    """
     if trace is None:
         return run
 
@@ -183,10 +204,33 @@ def traced_execution(run: Run) -> Run:
     ) -> "Finish | None":
         if not _tracing():
             return run(executor, reservation, started_ms, **options)
-        with _execution_span(reservation) as span:
-            finish = run(executor, reservation, started_ms, **options)
-            _record_outcome(span, finish)
-            return finish
+        lease = reservation.lease
+        try:
+            with _execution_span(reservation, end_on_exit=False) as span:
+                _open_runs[lease] = span
+                finish = run(executor, reservation, started_ms, **options)
+        except BaseException:  # drain()'s Ctrl-C: the span holds it
+            _end_run(lease, None, raised=True)
+            raise
+        _end_run(lease, finish)
+        return finish
+
+    return traced
+
+
+def traced_timeout(timed_out: TimedOut) -> TimedOut:
+    """Wrap an executor's ``timed_out``, the watchdog's: the abandoned attempt's run span ends
+    now, as failed, not when (if ever) its thread returns."""
+    if trace is None:
+        return timed_out
+
+    @wraps(timed_out)
+    def traced(
+        executor: Any, reservation: "Reservation", started_ms: int, error: "TaskTimeout"
+    ) -> "Finish":
+        finish = timed_out(executor, reservation, started_ms, error)
+        _end_run(reservation.lease, None)
+        return finish
 
     return traced
 

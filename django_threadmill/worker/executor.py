@@ -27,7 +27,7 @@ from ..compat import Task, TaskContext, TaskResult, TaskResultStatus, task_start
 from ..conf.settings import DEFAULT_MAX_RESULT_BYTES
 from ..exceptions import PayloadError, TaskTimeout, TransactionLeftOpen
 from ..observability.signals import asend_guarded, heard, send_guarded
-from ..observability.tracing import traced_aexecution, traced_execution
+from ..observability.tracing import traced_aexecution, traced_execution, traced_timeout
 from ..progress.channels import open_channel
 from . import outcome
 from .db_connections import (
@@ -259,6 +259,7 @@ class Executor:
         await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish, returned))
         return finish
 
+    @traced_timeout
     def timed_out(self, reservation: Reservation, started_ms: int, error: TaskTimeout) -> Finish:
         """Return the FAILED outcome of a sync attempt the watchdog ended, and send
         ``task_finished`` for it as the thread would have (the thread, abandoned, says nothing
