@@ -6,6 +6,7 @@ attempt's lease expires, so a lost worker and a raised exception reach one polic
 """
 
 import logging
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,18 +47,26 @@ type RetryPolicy = Callable[[RetryContext], timedelta | None]
 
 
 def _as_timedelta(name: str, value: object) -> timedelta:
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
+    if isinstance(value, bool) or not isinstance(value, timedelta | int | float):
         raise TypeError(
             f"ExponentialBackoff({name}={value!r}) is not a duration. Pass a timedelta or a "
             "number of seconds."
         )
-    if seconds < 0:
+    if (value.total_seconds() if isinstance(value, timedelta) else value) < 0:
         raise ValueError(f"ExponentialBackoff({name}={value!r}) is negative. Use 0 or more.")
-    return timedelta(seconds=seconds)
+    return value if isinstance(value, timedelta) else _seconds(name, value)
+
+
+def _seconds(name: str, value: float) -> timedelta:
+    """Return ``value`` seconds as a timedelta, or raise naming ``name``: Python's own errors
+    for NaN, infinity or a number past timedelta's range name neither."""
+    try:
+        return timedelta(seconds=value)
+    except (OverflowError, ValueError):
+        raise ValueError(
+            f"ExponentialBackoff({name}={value!r}) is not a duration a timedelta can hold. Pass "
+            f"a finite number of seconds, at most {timedelta.max.days:,} days, or a timedelta."
+        ) from None
 
 
 def _check_number(
@@ -73,6 +82,8 @@ def _check_number(
     if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
         kind = "a whole number" if whole else "a number"
         raise TypeError(f"ExponentialBackoff({name}={value!r}) must be {kind}.")
+    if isinstance(value, float) and not math.isfinite(value):  # NaN passes every bound
+        raise ValueError(f"ExponentialBackoff({name}={value!r}) must be a finite number.")
     if value < low or (high is not None and value > high):
         bounds = f"{low:g} or more" if high is None else f"between {low:g} and {high:g}"
         raise ValueError(f"ExponentialBackoff({name}={value!r}) must be {bounds}{hint}.")
@@ -140,10 +151,16 @@ class ExponentialBackoff:
 
     def delay_for(self, attempt: int) -> timedelta:
         """Return the wait after failed attempt number ``attempt`` (1-based), jitter included."""
-        seconds = self.base_delay.total_seconds() * self.factor ** max(attempt - 1, 0)
+        try:
+            growth = float(self.factor) ** max(attempt - 1, 0)
+        except OverflowError:  # past a float's range well before MAX_ATTEMPTS (3.0 ** 647)
+            growth = math.inf
+        seconds = self.base_delay.total_seconds() * growth if self.base_delay else 0.0
         if self.jitter:
             seconds *= 1 + random.uniform(-self.jitter, self.jitter)
-        return timedelta(seconds=min(seconds, self.max_delay.total_seconds()))
+        if seconds >= self.max_delay.total_seconds():  # timedelta.max in seconds rounds past it
+            return self.max_delay
+        return timedelta(seconds=seconds)
 
     def __call__(self, context: RetryContext) -> timedelta | None:
         """Return the wait before the next attempt, or None when the task should fail."""

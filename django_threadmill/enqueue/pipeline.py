@@ -27,6 +27,10 @@ from .prepare import prepare
 
 type Call = tuple[Sequence[Any], dict[str, Any]]
 
+# Stores of one unique call whose holder was gone when its result was read back (it finished
+# and expired meanwhile): each try met a holder the one before did not, so 3 is plenty.
+READ_BACK_TRIES = 3
+
 
 def call_of(number: int, item: object) -> Call:
     """Return one item of ``enqueue_many`` as ``(args, kwargs)``, or raise naming that shape:
@@ -81,11 +85,10 @@ class EnqueuePipeline:
         unique task equal to an unfinished one returns that task's result and stores nothing.
         """
         new, result = prepare(task, args, kwargs, broker=self.broker)
-        write = partial(self._store, [(new, result)])
-        if self.waits_for_commit(task) and defer_to_commit(write):
+        if self.waits_for_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
             return result
-        [holder] = write()
-        return result if holder is None else self.get_result(holder)
+        [stored] = self._stored_or_held([(new, result)])
+        return stored
 
     async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Async twin of ``enqueue``, on the asyncio client (no thread hop).
@@ -96,8 +99,13 @@ class EnqueuePipeline:
         new, result = prepare(task, args, kwargs, broker=self.broker)
         if self.waits_for_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
             return result
-        holder = await self.enqueuer.aenqueue(task.queue_name, new, result)
-        return result if holder is None else await self.aget_result(holder)
+        tries = READ_BACK_TRIES  # as in _stored_or_held
+        while (holder := await self.enqueuer.aenqueue(task.queue_name, new, result)) is not None:
+            record = await self.broker.arecord(holder)
+            tries -= 1
+            if record is not None or not tries:
+                return self.result_from(holder, record)
+        return result
 
     def enqueue_many(self, task: Task, calls: Iterable[Call]) -> list[TaskResult]:
         """Store many calls of one task in one atomic script call: all are stored, or none.
@@ -107,15 +115,9 @@ class EnqueuePipeline:
         prepared = [prepare(task, *call, broker=self.broker) for call in calls_of(calls)]
         if not prepared:
             return []
-        write = partial(self._store, prepared)
-        if self.waits_for_commit(task) and defer_to_commit(write):
+        if self.waits_for_commit(task) and defer_to_commit(partial(self._store, prepared)):
             return [result for _, result in prepared]
-        holders = write()
-        existing = {holder: self.get_result(holder) for holder in set(holders) if holder}
-        return [
-            result if holder is None else existing[holder]
-            for (_, result), holder in zip(prepared, holders, strict=True)
-        ]
+        return self._stored_or_held(prepared)
 
     def enqueue_guarded(
         self, task: Task, args: Sequence[Any], kwargs: dict[str, Any], *, task_id: str, guard: Guard
@@ -130,6 +132,33 @@ class EnqueuePipeline:
             return None
         announce(self.sender, result)
         return result
+
+    def _stored_or_held(
+        self, prepared: Sequence[tuple[NewTask, TaskResult]], tries: int = READ_BACK_TRIES
+    ) -> list[TaskResult]:
+        """Store prepared tasks of one queue; return, per task, its own result, or the result
+        of the unfinished task it duplicates, read back in one round trip.
+
+        A duplicate's holder may finish and expire (a short ``result_ttl``) between the
+        script's reply and that read: the key is free then, so the call is stored again.
+        """
+        holders = self._store(prepared)
+        held_ids = list(dict.fromkeys(holder for holder in holders if holder))
+        if not held_ids:  # the usual case: no read back
+            return [result for _, result in prepared]
+        held = dict(zip(held_ids, self.get_results(held_ids), strict=True))
+        gone = [
+            (each, holder)
+            for each, holder in zip(prepared, holders, strict=True)
+            if holder and held[holder] is None
+        ]
+        if gone and tries == 1:
+            raise TaskResultDoesNotExist(gone[0][1])
+        again = iter(self._stored_or_held([each for each, _ in gone], tries - 1) if gone else [])
+        return [
+            result if holder is None else held[holder] or next(again)
+            for (_, result), holder in zip(prepared, holders, strict=True)
+        ]
 
     def _store(self, prepared: Sequence[tuple[NewTask, TaskResult]]) -> list[str | None]:
         """Write prepared tasks of one queue (coalesced when alone), then send task_enqueued
