@@ -73,6 +73,18 @@ class NotATask(PayloadError, SuspiciousOperation):
     """
 
 
+class DrainDidNotEmpty(ThreadmillError):
+    """``drain()`` ran its ``max_tasks`` and tasks were still queued: a task that enqueues
+    itself, or tasks that enqueue each other, would have kept it running for good.
+
+    ``ran`` holds how many attempts it ran; those it had reserved beyond go back to READY.
+    """
+
+    def __init__(self, message: str, ran: int) -> None:
+        super().__init__(message)
+        self.ran = ran
+
+
 class LeaseExpired(ThreadmillError):
     """The worker running this attempt stopped renewing its lease (it died or lost Redis)."""
 

@@ -15,6 +15,7 @@ up there: its database transaction, its mocks, its log capture.
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import timedelta
@@ -30,7 +31,7 @@ from ..broker import Finish, Rejected, Reservation, Start
 from ..codec.ids import make_worker_id
 from ..codec.times import now_ms
 from ..conf.durations import seconds_of
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, DrainDidNotEmpty
 from ..worker.ack_writer import log_not_recorded
 from ..worker.cancelled_steps import CancelledSteps
 from ..worker.db_connections import connections_kept
@@ -46,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 BATCH = 16  # tasks reserved per queue per round, like a small prefetch
 DEFAULT_WAIT_FOR_DELAYED_S = 5.0  # delayed tasks and retries due this soon are waited for
+DEFAULT_MAX_TASKS = 1000  # attempts one drain runs before it calls its queues endless
 
 
 def drain(
@@ -53,6 +55,7 @@ def drain(
     queues: Iterable[str] | None = None,
     *,
     wait_for_delayed: float | timedelta = DEFAULT_WAIT_FOR_DELAYED_S,
+    max_tasks: int = DEFAULT_MAX_TASKS,
 ) -> int:
     """Run the tasks of ``queues`` (default: the backend's QUEUES) in this thread until the
     queues are empty; return how many attempts ran (a task retried twice counts three).
@@ -62,6 +65,9 @@ def drain(
     sooner are waited for and run; later ones stay queued, READY, as they would in Redis.
     Tasks enqueued by the tasks run too. A task's exception is its outcome, as in a worker:
     look at its result.
+
+    Raise ``DrainDidNotEmpty`` rather than run more than ``max_tasks`` attempts (1000 by
+    default): a task that enqueues itself would otherwise keep the drain running for good.
     """
     try:
         asyncio.get_running_loop()
@@ -72,8 +78,11 @@ def drain(
             "drain() runs tasks in the calling thread, and this thread is running an event "
             "loop (an async test?). Call it from a sync test or function."
         )
+    _check_max_tasks(max_tasks)
     found = threadmill_backend(backend)
-    return _Drain(found, served_queues(found, queues), _horizon_ms(wait_for_delayed)).run()
+    return _Drain(
+        found, served_queues(found, queues), _horizon_ms(wait_for_delayed), max_tasks
+    ).run()
 
 
 def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
@@ -86,16 +95,34 @@ def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
     return int(seconds * 1000)
 
 
+def _check_max_tasks(max_tasks: int) -> None:
+    if not isinstance(max_tasks, int) or isinstance(max_tasks, bool):
+        raise TypeError(
+            f"max_tasks={max_tasks!r} is not a number of tasks. Pass a whole number, 1 or more."
+        )
+    if max_tasks < 1:
+        raise ValueError(
+            f"max_tasks={max_tasks!r} is not a number of tasks to run. Pass 1 or more."
+        )
+
+
 class _Drain:
     """One drain: reserve a batch from every queue, run it, write it, until nothing is due."""
 
     def __init__(
-        self, backend: ThreadmillTaskBackend, queues: tuple[str, ...], horizon_ms: int
+        self,
+        backend: ThreadmillTaskBackend,
+        queues: tuple[str, ...],
+        horizon_ms: int,
+        max_tasks: int,
     ) -> None:
         self.backend = backend
         self.broker = backend.broker
         self.queues = queues
         self.horizon_ms = horizon_ms
+        self.max_tasks = max_tasks
+        self.runs_of: Counter[str] = Counter()  # attempts begun, by task path
+        self.over_max_tasks = False  # a task was due past max_tasks: it was handed back
         self.worker_id = make_worker_id()
         self.executor = Executor(
             self.worker_id,
@@ -144,6 +171,8 @@ class _Drain:
             self._run(batch)
         if failed := next((each.failed for each in acquired if each.failed is not None), None):
             raise failed  # a queue's call failed: the test sees it, once the others' batch ran
+        if self.over_max_tasks:
+            raise self._did_not_empty()
         if batch:
             return True
         # Entries no finish of this drain noted (a step cancelled meanwhile), as a worker's
@@ -171,15 +200,34 @@ class _Drain:
             self._hand_back()
 
     def _to_run(self, reservation: Reservation) -> bool:
-        """Tell whether ``reservation`` runs now: still ours, and not a step its workflow
-        stopped (that is recorded as cancelled instead, as a worker does)."""
+        """Tell whether ``reservation`` runs now: still ours, not a step its workflow stopped
+        (that is recorded as cancelled instead, as a worker does), and within ``max_tasks``
+        (past it, it stays held, to be handed back)."""
         if not self._still_held(reservation):
             return False
         cancelled = self.cancelled_steps.cancellation(reservation)
-        if cancelled is None:
-            return True
-        self._record([cancelled])
-        return False
+        if cancelled is not None:
+            self._record([cancelled])
+            return False
+        if self.runs_of.total() >= self.max_tasks:
+            self.over_max_tasks = True
+            return False
+        self.runs_of[reservation.lease.task_path] += 1
+        return True
+
+    def _did_not_empty(self) -> DrainDidNotEmpty:
+        """The error of a drain that ran ``max_tasks`` and still found tasks to run."""
+        most_run = ", ".join(
+            f"{path!r} ran {count} times" for path, count in self.runs_of.most_common(3)
+        )
+        return DrainDidNotEmpty(
+            f"drain() ran max_tasks={self.max_tasks} tasks and the queues {list(self.queues)} "
+            f"are still not empty: {most_run}. A task that enqueues itself, or tasks that "
+            "enqueue each other, never empty their queues. Break the loop in the test (mock "
+            "the enqueue, or give the task a condition to stop on), or pass "
+            "drain(max_tasks=...) a higher bound if the test means to run that many.",
+            ran=self.ran,
+        )
 
     def _still_held(self, reservation: Reservation) -> bool:
         """Renew the leases when due; tell whether ``reservation`` is still ours to run."""

@@ -46,5 +46,8 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
+        # Again for the test: a class's @override_settings(TASKS=...), entered by the
+        # TestCase's setUpClass after the mixin's, replaced the prefixes suffixed there.
+        self.enterContext(own_key_prefixes())
         flush()
         self.addCleanup(flush)

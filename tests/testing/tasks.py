@@ -116,3 +116,20 @@ def commits_a_failing_callback() -> None:
 async def acommits_a_failing_callback() -> None:
     """The async twin: the block commits in a thread-sensitive call."""
     await sync_to_async(_commit_a_failing_callback)()
+
+
+@task
+def enqueues_itself() -> None:
+    """Enqueue itself again every time it runs: its queue never empties."""
+    enqueues_itself.enqueue()
+
+
+@task
+def ping() -> None:
+    """Enqueue ``pong``, which enqueues this again: the two never empty their queue."""
+    pong.enqueue()
+
+
+@task
+def pong() -> None:
+    ping.enqueue()
