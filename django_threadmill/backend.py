@@ -12,7 +12,7 @@ from .broker import Broker, checked_batch_size
 from .checks import check_backend
 from .codec.ids import looked_up_id
 from .codec.results import error_json
-from .codec.times import now_ms, reads_back
+from .codec.times import naive_zone_name, now_ms, reads_back
 from .compat import (
     TASK_MAX_PRIORITY,
     TASK_MIN_PRIORITY,
@@ -80,6 +80,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 f"{dotted_name(task)!r} is {a_type(task)}, not a task. Decorate it with @task "
                 "and enqueue the task it returns."
             )
+        _check_alias(task, self.alias)
         _check_priority_and_run_after(task)
         super().validate_task(task)
         try:
@@ -179,6 +180,18 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         return [*super().check(**kwargs), *check_backend(self)]
 
 
+def _check_alias(task: Task, alias: str) -> None:
+    """Refuse a task of another backend alias (``backend.enqueue_many(task, ...)`` called on
+    the wrong backend): stored under ``alias``, its result and ``task.get_result(id)`` were
+    looked up in the task's own backend, and not found."""
+    if task.backend != alias:
+        raise InvalidTask(
+            f"Task {task.module_path!r} is for backend {task.backend!r}, not {alias!r}: its "
+            "result would be looked up there. Enqueue it with task.enqueue(...) (or "
+            f"task.get_backend()), or make it this backend's with task.using(backend={alias!r})."
+        )
+
+
 def _check_priority_and_run_after(task: Task) -> None:
     """Refuse the values Django's own checks would fail on with a bare ``TypeError``,
     ``ValueError`` (a NaN priority) or ``AttributeError``, let through to fail Redis's
@@ -205,9 +218,7 @@ def _check_priority_and_run_after(task: Task) -> None:
     # run_after, and waited for ever (docs/reliability.md, Bad input: the catalogue).
     if task.run_after is not None and not reads_back(task.run_after):
         read_in = (
-            ""
-            if timezone.is_aware(task.run_after)
-            else f" (naive: read in {timezone.get_current_timezone_name()})"
+            "" if timezone.is_aware(task.run_after) else f" (naive: read in {naive_zone_name()})"
         )
         raise InvalidTask(
             f"Task {task.module_path!r} has run_after={task.run_after!r}{read_in}, outside the "

@@ -5,7 +5,7 @@ time is taken on Redis ``TIME`` inside the scripts (docs/design.md, One clock).
 """
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from functools import cache
 from typing import Any
 
@@ -28,12 +28,26 @@ FLOAT_EXACT_MS = 2**31 * 1000
 
 
 def to_ms(value: datetime) -> int:
-    """Return ``value`` in whole ms since the epoch, rounded down; a naive datetime is in the
-    current time zone. Exact: through a float, 9999-12-31 23:59:59.999999 rounded up into
-    the year 10000, which no datetime can show."""
+    """Return ``value`` in whole ms since the epoch, rounded down; a naive datetime is in
+    ``TIME_ZONE``, as ``timezone.now()`` gives it without USE_TZ (not in a zone a request
+    activated for its user). Exact: through a float, 9999-12-31 23:59:59.999999 rounded up
+    into the year 10000, which no datetime can show."""
     if timezone.is_naive(value):
-        value = timezone.make_aware(value)
+        zone = naive_zone()
+        value = value.astimezone() if zone is None else value.replace(tzinfo=zone)
     return (value - EPOCH) // ONE_MS
+
+
+def naive_zone() -> tzinfo | None:
+    """Return the zone naive datetimes are in: ``TIME_ZONE``'s, or None for the host's (Django
+    reads ``TIME_ZONE = None`` so, where ``get_default_timezone()`` raises ``TypeError``)."""
+    return timezone.get_default_timezone() if settings.TIME_ZONE else None
+
+
+def naive_zone_name() -> str:
+    """Return the name of ``naive_zone``, for messages."""
+    zone = naive_zone()
+    return "the host's local time" if zone is None else str(zone)
 
 
 @cache
@@ -50,7 +64,8 @@ def _forget_use_tz(*, setting: str, **kwargs: Any) -> None:
 
 
 def from_ms(value: int | str | None) -> datetime | None:
-    """Return the stored ms timestamp as the datetime Django would use (aware under USE_TZ).
+    """Return the stored ms timestamp as the datetime Django would use: aware under USE_TZ,
+    else naive in ``TIME_ZONE``, comparable with ``timezone.now()``.
 
     Absent reads as None, and so does a field written by hand that is no time ("garbage", or
     past the year 9999): a display time must not make a read fail, as the scripts read it.
@@ -67,7 +82,7 @@ def from_ms(value: int | str | None) -> datetime | None:
             moment = EPOCH + timedelta(0, 0, 0, ms)
         # Without USE_TZ, the local time of the first or last hours a datetime holds in UTC
         # may fall outside them too.
-        return moment if _use_tz() else timezone.make_naive(moment)
+        return moment if _use_tz() else moment.astimezone(naive_zone()).replace(tzinfo=None)
     except (ValueError, OverflowError, OSError):
         return None
 
@@ -75,4 +90,7 @@ def from_ms(value: int | str | None) -> datetime | None:
 def reads_back(value: datetime) -> bool:
     """Whether ``value`` stored as ms (``to_ms``) reads back as a datetime (``from_ms``), not as
     None: its UTC time is in the years 1 to 9999 (and its local one too, without USE_TZ)."""
-    return from_ms(to_ms(value)) is not None
+    try:
+        return from_ms(to_ms(value)) is not None
+    except (ValueError, OverflowError):  # a naive one at the edges, in the host's local time
+        return False
