@@ -17,6 +17,7 @@ from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.source import Source
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
 from ..exceptions import StepOfCancelledWorkflow
+from ..retry import MAX_ATTEMPTS
 from .display import named, state_label
 
 SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
@@ -67,6 +68,7 @@ class Selected:
     alias: str
     task_id: str
     state: str
+    errors: int = 0  # failed attempts its record counts
 
     @property
     def value(self) -> str:
@@ -77,10 +79,18 @@ class Selected:
         return state_label(self.state) if self.state else "gone"
 
 
+def too_many_selected(action: TaskAction, count: int) -> str:
+    """Return the message refusing an action on ``count`` posted tasks, past MAX_SELECTION."""
+    return (
+        f"Nothing was {action.done}: {count} tasks were selected, and one action names at most "
+        f"{MAX_SELECTION}. Select fewer, or use “Go, on every task this filter matches”."
+    )
+
+
 def parse_selection(values: Iterable[str], sources: dict[str, Source]) -> list[tuple[str, str]]:
     """Return (alias, task id) pairs from posted values; unknown aliases are dropped."""
     pairs = []
-    for value in list(values)[:MAX_SELECTION]:
+    for value in values:
         alias, _, task_id = value.rpartition(SELECTION_SEPARATOR)
         if alias in sources and task_id and (alias, task_id) not in pairs:
             pairs.append((alias, task_id))
@@ -89,12 +99,21 @@ def parse_selection(values: Iterable[str], sources: dict[str, Source]) -> list[t
 
 def current_states(pairs: list[tuple[str, str]], sources: dict[str, Source]) -> list[Selected]:
     """Read the state each selected task is in now: one pipeline per alias."""
-    states: dict[tuple[str, str], str] = {}
+    found: dict[tuple[str, str], Selected] = {}
     for alias in {alias for alias, _ in pairs}:
         ids = [task_id for a, task_id in pairs if a == alias]
         for task_id, row in sources[alias].inspector.rows(ids).items():
-            states[(alias, task_id)] = row.state if row else ""
-    return [Selected(alias=a, task_id=t, state=states.get((a, t), "")) for a, t in pairs]
+            if row is not None:
+                found[(alias, task_id)] = Selected(
+                    alias=alias, task_id=task_id, state=row.state, errors=row.errors
+                )
+    return [found.get((a, t), Selected(alias=a, task_id=t, state="")) for a, t in pairs]
+
+
+def ran_every_attempt(state: str, errors: int) -> bool:
+    """Whether a task is FAILED after its MAX_ATTEMPTS attempts (retry.py): requeue refuses
+    it, changing nothing (docs/lifecycle.md, Retries)."""
+    return state == "failed" and errors >= MAX_ATTEMPTS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +123,7 @@ class Outcome:
     changed: int
     skipped: list[Selected]  # in another state than the action's, as they are now
     in_cancelled_workflows: list[Selected]  # steps a requeue refused: they would never run
+    exhausted: list[Selected]  # FAILED tasks a requeue refused: they ran every attempt
 
 
 def run_task_action(
@@ -128,10 +148,16 @@ def run_task_action(
             changed += 1
         else:
             skipped.append(item)
+    now = current_states([(s.alias, s.task_id) for s in skipped], sources)
+    # FAILED now and refused by a requeue: not changed meanwhile, but out of attempts.
+    exhausted = [
+        s for s in now if s.state == action.applies_to and ran_every_attempt(s.state, s.errors)
+    ]
     return Outcome(
         changed=changed,
-        skipped=current_states([(s.alias, s.task_id) for s in skipped], sources),
+        skipped=[s for s in now if s not in exhausted],
         in_cancelled_workflows=in_cancelled,
+        exhausted=exhausted,
     )
 
 
@@ -146,6 +172,13 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
             f"{len(refused)} left alone: a cancelled workflow's step, which no worker starts, so "
             "a requeue would only fail it again; enqueue the task anew to run it "
             f"(docs/workflows.md, Cancel): {ids}."
+        )
+    if exhausted := outcome.exhausted:
+        ids = get_text_list([item.task_id for item in exhausted], "and")
+        messages.append(
+            f"{len(exhausted)} left alone: FAILED after {MAX_ATTEMPTS:,} attempts, the most a "
+            "task runs, so a requeue would not run it again; enqueue the task anew to run it "
+            f"(docs/lifecycle.md, Retries): {ids}."
         )
     by_state = Counter(item.label for item in skipped)
     for label, count in sorted(by_state.items()):

@@ -6,6 +6,7 @@ from django.http import Http404, HttpResponse
 
 from ..broker.inspect import DAMAGED, TaskDetail, task_path
 from ..broker.inspect.source import Source
+from ..broker.types import stored_int
 from ..broker.workflows import StoppedStep
 from ..codec.ids import read_step_marker, worker_host_and_pid
 from ..codec.payloads import decode_payload
@@ -13,7 +14,15 @@ from ..codec.progress import stored_progress
 from ..codec.results import attempted_ms, errors_of, parse_error
 from ..codec.text import printable
 from ..exceptions import PayloadError
+from ..retry import MAX_ATTEMPTS
+from .actions import ran_every_attempt
 from .display import pretty_json, pretty_value, shown, state_label, when
+
+# Said on the page of a task requeue refuses for having run every attempt (retry.py).
+EXHAUSTED = (
+    f"after its {MAX_ATTEMPTS:,} attempts, the most a task runs, so it is not requeued: "
+    "enqueue the task anew to run it (docs/lifecycle.md, Retries)"
+)
 
 
 def detail_or_404(source: Source, task_id: str) -> TaskDetail:
@@ -81,6 +90,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     # one, so the requeue action refuses it (StepOfCancelledWorkflow) and the page offers none.
     # Read for a failed task only.
     stopped = source.broker.stopped_step(record.get("workflow")) if state == "failed" else None
+    exhausted = ran_every_attempt(state, stored_int(record.get("nerrors")) or 0)
     return {
         "alias": source.alias,
         "detail": detail,
@@ -108,7 +118,8 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
             ("Finished", when(record.get("finished_ms"))),
         ],
         "ttl_s": None if detail.ttl_ms is None else detail.ttl_ms // 1000,
-        "can_requeue": state == "failed" and stopped is None,
+        "exhausted": EXHAUSTED if exhausted else "",
+        "can_requeue": state == "failed" and stopped is None and not exhausted,
         "can_cancel": state == "ready",
     }
 

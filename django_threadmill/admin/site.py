@@ -233,8 +233,14 @@ class TaskAdmin(ThreadmillModelAdmin):
         action = actions.TASK_ACTIONS.get(request.POST.get("action", ""))
         if action is not None and request.POST.get("across") == "1":
             return self.bulk_action(request, action, back)
+        values = request.POST.getlist("_selected_action")
+        if action is not None and len(values) > actions.MAX_SELECTION:  # hand-made: refused
+            self.message_user(
+                request, actions.too_many_selected(action, len(values)), messages.ERROR
+            )
+            return HttpResponseRedirect(back)
         by_alias = {source.alias: source for source in sources()}
-        pairs = actions.parse_selection(request.POST.getlist("_selected_action"), by_alias)
+        pairs = actions.parse_selection(values, by_alias)
         if action is None or not pairs:
             self.message_user(
                 request,
