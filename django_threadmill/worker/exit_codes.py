@@ -14,7 +14,8 @@ class ExitCode(IntEnum):
     OK = 0
     FORCED = 1  # a second signal, or threads still running after the grace period
     GAVE_UP = 2  # the command: worker processes kept dying right after start
-    RECYCLE = 3  # a process reached --max-tasks: the supervisor starts a fresh one at once
+    RECYCLE = 3  # a process reached --max-tasks or --max-memory: its replacement runs already
+    # (the process said RECYCLING as it began: docs/worker.md, Recycling)
     REFUSED = 4  # Redis refused the credentials or ACL rights: restarting cannot help
     CRASHED = 5  # a process: a thread's own loop failed; the supervisor restarts it with backoff.
     # The command, with --burst: a worker process died during the burst.

@@ -7,6 +7,7 @@ import selectors
 import signal
 import threading
 import time
+from contextlib import suppress
 from functools import partial
 from types import FrameType
 from typing import Any
@@ -29,6 +30,7 @@ from .wakeup import WakeupPipe
 logger = logging.getLogger(__name__)
 
 STOP = b"s"  # control message from the supervisor: stop gracefully
+RECYCLING = b"r"  # control message to the supervisor: recycling, start the replacement now
 STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})  # blocked while the supervisor forks
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 # The stop ends this long after the grace period at the latest, whatever Redis does: the ack
@@ -116,8 +118,9 @@ class WorkerProcess:
                 self._recycle(resident)
 
     def _recycle(self, resident: int | None = None) -> None:
-        """Start no more tasks, finish the running ones and exit RECYCLE: the supervisor starts
-        a fresh process at once. ``resident``: the RSS that passed --max-memory, logged."""
+        """Start no more tasks, finish the running ones and exit RECYCLE; tell the supervisor
+        now, so the fresh process that replaces this one takes tasks while they finish.
+        ``resident``: the RSS that passed --max-memory, logged."""
         with self._count_lock:
             if self._recycling:
                 return
@@ -137,6 +140,13 @@ class WorkerProcess:
         self.crew.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
         self._release(unstarted)
         self.request_stop(ExitCode.RECYCLE)
+        self._tell_supervisor(RECYCLING)
+
+    def _tell_supervisor(self, message: bytes) -> None:
+        """Send ``message`` on the control socket, if a supervisor forked this process."""
+        if self._control_fd is not None:
+            with suppress(OSError):  # the supervisor is gone: this process stops on its own
+                os.write(self._control_fd, message)
 
     def _crashed(self) -> None:
         """A role thread's own loop failed: stop, so the supervisor starts a fresh process."""

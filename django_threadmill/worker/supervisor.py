@@ -1,26 +1,26 @@
-"""The supervisor: starts worker processes, restarts the ones that die, relays stop requests."""
+"""The supervisor: starts worker processes, restarts the ones that die, replaces the ones that
+recycle, relays stop requests."""
 
 import logging
 import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
-from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..exceptions import BrokerUnavailable
 from ..schedules.scheduler import Scheduler
 from .backoff import RESTART_BACKOFF
 from .exit_codes import ExitCode
 from .options import WorkerOptions
-from .process import STOP, STOP_SIGNALS, WorkerProcess
+from .process import RECYCLING, STOP, WorkerProcess
 from .reaper import reap_once
+from .slots import Slot
 from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
@@ -30,53 +30,6 @@ MAX_FAST_FAILURES = 5  # consecutive fast failures before the supervisor gives u
 SCHEDULE_RETRY_S = 1.0  # wait before firing schedules again after Redis failed
 
 
-def run_worker_process(
-    options: WorkerOptions, control_fd: int, supervisor_fds: tuple[int, ...] = ()
-) -> None:
-    """Entry point of a forked worker process.
-
-    It starts with SIGTERM and SIGINT blocked (``_stop_signals_blocked``): WorkerProcess.run
-    unblocks them once its own handlers are set.
-    """
-    # Close the supervisor's ends of the control pipes that fork handed down: otherwise this
-    # process holds its own pipe open, never reads EOF when the supervisor dies, and lives on
-    # as an orphan.
-    for fd in supervisor_fds:
-        os.close(fd)
-    code = WorkerProcess(options, threadmill_backend(options.backend_alias)).run(control_fd)
-    logging.shutdown()
-    os._exit(code)  # threads that outlived the grace period must not hold the exit
-
-
-@contextmanager
-def _stop_signals_blocked() -> Iterator[None]:
-    """Hold SIGTERM and SIGINT back while a worker process is forked.
-
-    The child starts with them blocked and unblocks them once its own handlers are set
-    (WorkerProcess.run), so one sent to it in between waits for them. Until then it has the
-    supervisor's handler, handed down by the fork, which stops nothing there: such a SIGTERM
-    was lost and the process ran on. The supervisor gets its own once the fork is done.
-    """
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-
-@dataclass(slots=True)
-class _Slot:
-    """One of the N process slots: the process in it and its restart bookkeeping."""
-
-    index: int
-    process: BaseProcess | None = None
-    control_fd: int | None = None
-    started_at: float = 0.0
-    crashes: int = 0
-    restart_at: float | None = None
-    done: bool = False
-
-
 class Supervisor:
     """Keep ``options.processes`` worker processes running until told to stop."""
 
@@ -84,7 +37,7 @@ class Supervisor:
         self.options = options
         self.backend = backend
         self.context = multiprocessing.get_context("fork")
-        self.slots = [_Slot(index) for index in range(options.processes)]
+        self.slots = [Slot(index) for index in range(options.processes)]
         self.signals = 0
         self._relayed = 0  # the signals acted on
         self._on_redis = False  # True while the main thread waits on Redis (reaps, schedules)
@@ -140,9 +93,10 @@ class Supervisor:
         for slot in self.slots:
             if not self.signals:  # stopped during the first pass: nothing to start
                 self._spawn(slot)
-        while not all(slot.done for slot in self.slots):
-            self._wait_for_event(wakeup)
+        while not all(slot.ended() for slot in self.slots):
+            ready = self._wait_for_event(wakeup)
             self._act_on_signals()
+            self._hear(ready)
             self._collect_exits()
             self._restart_due()
             self._reap_if_due()
@@ -167,28 +121,35 @@ class Supervisor:
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
 
-    def _spawn(self, slot: _Slot) -> None:
-        read_fd, write_fd = os.pipe()
-        held = tuple(other.control_fd for other in self.slots if other.control_fd is not None)
-        process = self.context.Process(
-            target=run_worker_process,
-            args=(self.options, read_fd, (write_fd, *held)),
-            name=f"threadmill-process-{slot.index}",
-        )
-        with _stop_signals_blocked():
-            process.start()
-        os.close(read_fd)
-        slot.process, slot.control_fd = process, write_fd
-        slot.started_at, slot.restart_at = time.monotonic(), None
-        logger.info("Worker process spawned slot=%d pid=%s", slot.index, process.pid)
+    def _spawn(self, slot: Slot) -> None:
+        held = tuple(fd for other in self.slots for fd in other.control_fds())
+        try:
+            slot.start(self.context, self.options, held)
+        except OSError as exc:  # a pids limit (a container's, ulimit -u), no memory, no fds
+            self._fork_refused(slot, exc)
+            return
+        logger.info("Worker process spawned slot=%d pid=%s", slot.index, slot.pid)
+
+    def _fork_refused(self, slot: Slot, exc: OSError) -> None:
+        """Try a fork the system refused again with backoff, as a process that died at start
+        (it counts toward giving up); the processes running meanwhile run on."""
+        slot.started_at = time.monotonic()  # the attempt: it failed at start
+        delay = self._count_failure(slot, f"fork refused ({exc})")
+        if delay is not None:
+            logger.error(
+                "Worker process not started slot=%d error=%s restart_in_s=%.1f: the system "
+                "refused a new process (a container's pids limit, ulimit -u, memory). Lower "
+                "--processes or --max-threads, or raise the limit.",
+                slot.index,
+                exc,
+                delay,
+            )
 
     def _relay(self) -> None:
         """Tell every live process to stop gracefully (the first signal)."""
         logger.info("Stopping worker processes count=%d", self._live_count())
         for slot in self.slots:
-            if slot.control_fd is not None:
-                with suppress(OSError):  # already gone: _collect_exits will see it
-                    os.write(slot.control_fd, STOP)
+            slot.tell(STOP)
             if slot.process is None:
                 slot.done = True
 
@@ -197,15 +158,19 @@ class Supervisor:
         logger.warning("Second signal: killing worker processes count=%d", self._live_count())
         self.exit_code = ExitCode.FORCED
         for slot in self.slots:
-            if slot.process is not None:
-                slot.process.kill()
+            for process in slot.processes():
+                process.kill()
 
     def _live_count(self) -> int:
-        return sum(1 for slot in self.slots if slot.process is not None)
+        return sum(len(slot.processes()) for slot in self.slots)
 
-    def _wait_for_event(self, wakeup: WakeupPipe) -> None:
-        """Sleep until a process exits, a signal arrives, a restart or a reap is due."""
-        sentinels = [slot.process.sentinel for slot in self.slots if slot.process is not None]
+    def _wait_for_event(self, wakeup: WakeupPipe) -> Collection[object]:
+        """Sleep until a process exits or says it recycles, a signal arrives, a restart or a
+        reap is due; return what is ready."""
+        sentinels = [process.sentinel for slot in self.slots for process in slot.processes()]
+        sockets = [
+            slot.control_fd for slot in self.slots if slot.listening and slot.control_fd is not None
+        ]
         timers: list[float] = []
         # Once stopping, nothing is restarted, reaped or fired: a timer of theirs that fell due
         # would wake this loop at once, again and again, for the whole grace period.
@@ -216,42 +181,113 @@ class Supervisor:
             if self.next_schedule is not None:
                 timers.append(self.next_schedule)
         timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
-        if wakeup.read_fd in wait([*sentinels, wakeup.read_fd], timeout):
+        ready = wait([*sentinels, *sockets, wakeup.read_fd], timeout)
+        if wakeup.read_fd in ready:
             wakeup.drain()
+        return ready
+
+    def _hear(self, ready: Collection[object]) -> None:
+        """Read what the processes said: one that recycles is replaced now, not once it exits,
+        so new tasks run while it finishes its own (docs/worker.md, Recycling)."""
+        for slot in self.slots:
+            if not slot.listening or slot.control_fd not in ready:
+                continue
+            if RECYCLING in slot.hear() and not self.signals:
+                logger.info("Worker process recycling slot=%d pid=%s", slot.index, slot.pid)
+                slot.crashes = 0
+                if slot.retiring is None:
+                    self._retire(slot)
+                else:  # one extra process per slot at most: replaced once that one has ended
+                    slot.recycling = True
+
+    def _retire(self, slot: Slot) -> None:
+        """Move the slot's recycling process aside to finish its tasks; start a fresh one."""
+        slot.retire()
+        self._spawn(slot)
 
     def _collect_exits(self) -> None:
-        stopping = self.signals > 0
         for slot in self.slots:
+            stopping = self.signals > 0  # a slot before this one may have stopped them all
+            if slot.retiring is not None and not slot.retiring.process.is_alive():
+                self._collect_retired(slot, stopping)
             process = slot.process
             if process is None or process.is_alive():
                 continue
-            process.join()
-            code = process.exitcode
-            os.close(slot.control_fd)  # type: ignore[arg-type]
-            slot.process, slot.control_fd = None, None
-            if stopping or (self.options.burst and code in (ExitCode.OK, ExitCode.DROPPED)):
-                slot.done = True
-                if code not in (ExitCode.OK, ExitCode.RECYCLE):
-                    self.exit_code = self.exit_code or _stopped_with(code)
-                continue
-            if code == ExitCode.REFUSED:  # the process logged why; every other one would too
+            code = slot.collect()
+            if stopping:
+                self._stopped(slot, code)
+            elif self.options.burst and code in (ExitCode.OK, ExitCode.DROPPED):
+                self._burst_ended(slot, code)
+            elif code == ExitCode.REFUSED:  # the process logged why; every other one would too
                 self._stop_all(slot, ExitCode.REFUSED)
-                continue
-            if code == ExitCode.RECYCLE:
+            elif code == ExitCode.RECYCLE:
                 logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
                 slot.crashes = 0
                 self._spawn(slot)
-                continue
-            if code in (ExitCode.OK, ExitCode.DROPPED):
+            elif code in (ExitCode.OK, ExitCode.DROPPED):
                 self._replace_stopped(slot, process, code)
-                continue
-            if self.options.burst:
-                # What the dead process held stays leased until the reaper settles it, after
-                # the burst: the queues may look empty, but the burst did not run them all.
-                self.exit_code = self.exit_code or ExitCode.CRASHED
-            self._schedule_restart(slot, process, code)
+            else:
+                self._died(slot, process, code)
 
-    def _replace_stopped(self, slot: _Slot, process: BaseProcess, code: int) -> None:
+    def _stopped(self, slot: Slot, code: int | None) -> None:
+        """Mark the slot done once its process stopped as asked; say how in the exit code."""
+        slot.done = True
+        self.exit_code = self.exit_code or _stopped_with(code)
+
+    def _burst_ended(self, slot: Slot, code: int) -> None:
+        """The slot's process found the queues empty (--burst): the slot is done, unless a
+        recycled process of it ended after this one started. What that one's last tasks
+        enqueued (a retry, a workflow's next step) is then for a fresh process to find."""
+        if slot.started_at < slot.retired_at:
+            self._spawn(slot)
+        else:
+            self._stopped(slot, code)
+
+    def _died(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
+        """Restart a process that died (crashed, killed) with backoff."""
+        if self.options.burst:
+            # What the dead process held stays leased until the reaper settles it, after
+            # the burst: the queues may look empty, but the burst did not run them all.
+            self.exit_code = self.exit_code or ExitCode.CRASHED
+        self._schedule_restart(slot, process, code)
+
+    def _collect_retired(self, slot: Slot, stopping: bool) -> None:
+        """Account for a recycled process that ended beside its replacement; then replace the
+        one that said it recycles meanwhile, or let a --burst slot look again."""
+        process, code = slot.collect_retired()
+        if stopping:
+            self.exit_code = self.exit_code or _stopped_with(code)
+            return
+        self._report_retired(slot, process, code)
+        if slot.recycling and slot.process is not None:
+            self._retire(slot)
+        elif self.options.burst and slot.done:
+            slot.done = False
+            self._spawn(slot)
+
+    def _report_retired(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
+        """Log how a recycled process ended; its replacement runs already, so nothing restarts
+        and nothing counts toward giving up."""
+        if code in (ExitCode.OK, ExitCode.RECYCLE):
+            logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
+        elif code == ExitCode.DROPPED:
+            logger.warning(
+                "Recycled worker process stopped with work left to the reaper slot=%d pid=%s "
+                "(Redis did not take its last writes in time)",
+                slot.index,
+                process.pid,
+            )
+        else:
+            logger.error(
+                "Recycled worker process died slot=%d pid=%s status=%s; its replacement runs on",
+                slot.index,
+                process.pid,
+                _status(code),
+            )
+            if self.options.burst:  # what it held waits for the reaper, as after any death
+                self.exit_code = self.exit_code or ExitCode.CRASHED
+
+    def _replace_stopped(self, slot: Slot, process: BaseProcess, code: int) -> None:
         """Start a fresh process in place of one asked to stop by something other than this
         supervisor (a SIGTERM sent to its pid), or one that stopped (asked, or recycled) with
         work left to the reaper (DROPPED): a stop, not a crash, so it is not counted toward
@@ -267,11 +303,25 @@ class Supervisor:
         )
         self._spawn(slot)
 
-    def _schedule_restart(self, slot: _Slot, process: BaseProcess, code: int | None) -> None:
+    def _schedule_restart(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
         """Restart a dead process with backoff; give up if processes keep dying at start."""
+        status = _status(code)
+        delay = self._count_failure(slot, status)
+        if delay is not None:
+            logger.error(
+                "Worker process died slot=%d pid=%s status=%s restart_in_s=%.1f",
+                slot.index,
+                process.pid,
+                status,
+                delay,
+            )
+
+    def _count_failure(self, slot: Slot, status: str) -> float | None:
+        """Count a failure of the slot's process toward giving up, and schedule its restart
+        with backoff; return the wait, or None once given up (processes keep failing at start).
+        """
         fast = time.monotonic() - slot.started_at < FAST_FAILURE_S
         slot.crashes = slot.crashes + 1 if fast else 1
-        status = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         if slot.crashes >= MAX_FAST_FAILURES:
             logger.critical(
                 "Worker processes keep dying at start slot=%d status=%s crashes=%d; giving up. "
@@ -281,18 +331,12 @@ class Supervisor:
                 slot.crashes,
             )
             self._stop_all(slot, ExitCode.GAVE_UP)
-            return
+            return None
         delay = RESTART_BACKOFF.after(slot.crashes)
-        logger.error(
-            "Worker process died slot=%d pid=%s status=%s restart_in_s=%.1f",
-            slot.index,
-            process.pid,
-            status,
-            delay,
-        )
         slot.restart_at = time.monotonic() + delay
+        return delay
 
-    def _stop_all(self, slot: _Slot, exit_code: ExitCode) -> None:
+    def _stop_all(self, slot: Slot, exit_code: ExitCode) -> None:
         """Stop every process and exit with ``exit_code``, as if signalled."""
         self.exit_code = exit_code
         self.signals = max(self.signals, 1)
@@ -332,7 +376,14 @@ class Supervisor:
         self.next_schedule = None if wait is None else time.monotonic() + wait.total_seconds()
 
 
+def _status(code: int | None) -> str:
+    """Say how a process ended: its exit code, or the signal that killed it."""
+    return f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+
+
 def _stopped_with(code: int | None) -> ExitCode:
     """Return the command's exit code for a process that ended with ``code`` while it stopped:
-    work left to the reaper says so; anything else was forced."""
+    as asked (or recycled), OK; work left to the reaper says so; anything else was forced."""
+    if code in (ExitCode.OK, ExitCode.RECYCLE):
+        return ExitCode.OK
     return ExitCode.DROPPED if code == ExitCode.DROPPED else ExitCode.FORCED

@@ -75,3 +75,12 @@ def wait_for_file(path: str) -> str:
     while not Path(path).exists():
         time.sleep(0.01)  # the task's own wait, polled; the test creates the file
     return "done"
+
+
+@task
+def wait_then_enqueue(path: str) -> str:
+    """Hold a worker thread until ``path`` exists, then enqueue a follow-up (``pid``): work a
+    task leaves behind as it ends, as a retry or a workflow's next step is."""
+    while not Path(path).exists():
+        time.sleep(0.01)  # the task's own wait, polled; the test creates the file
+    return pid.enqueue().id
