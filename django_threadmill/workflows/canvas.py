@@ -94,7 +94,7 @@ def group(*members: Node, then: Step | None = None) -> Group:
     with the list of their values, in member order, as its first argument."""
     if then is not None and not isinstance(then, Step):
         raise TypeError(
-            f"group(then=...) takes one step, not {then!r}: wrap it as then=step(task, ...), "
+            f"group(then=...) takes one step, not {_shown(then)}: wrap it as then=step(task, ...), "
             "or chain(group(...), ...) to run more after the group."
         )
     return Group(_nodes("group", members), then)

@@ -7,9 +7,11 @@ chains and groups compose to any depth and the Redis side needs only these lists
 """
 
 import hashlib
+import inspect
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
 from ..broker.types import stored_int
@@ -74,6 +76,7 @@ class Plan:
         self, task: Task, args: tuple[Any, ...], kwargs: dict[str, Any], given: Input
     ) -> int:
         """Add one step taking ``given`` as its input; return its index."""
+        _check_call(task, len(self.steps), args, kwargs, takes_input=given is not None)
         self.steps.append(
             PlannedStep(
                 index=len(self.steps),
@@ -88,6 +91,50 @@ class Plan:
         )
         self.tasks.append(task)
         return len(self.steps) - 1
+
+
+# What a step's task is called with, and the fix when it cannot take it, by whether the step
+# takes an input (the value of the part before it).
+_CALLED_WITH = {
+    True: (
+        "the value of the part before it as its first argument, then the arguments given to step()",
+        "Make its function take that value first (and ignore it if it needs none), or enqueue "
+        "it outside the workflow.",
+    ),
+    False: ("the arguments given to step()", "Pass step() the arguments its function takes."),
+}
+
+
+def _check_call(
+    task: Task, index: int, args: tuple[Any, ...], kwargs: dict[str, Any], *, takes_input: bool
+) -> None:
+    """Refuse step ``index`` if its task's function cannot be called with its arguments.
+
+    Unchecked, it fails only when it runs, after the steps before it, and for a step given
+    nothing with Python's "takes 0 positional arguments but 1 was given": the input goes unsaid.
+    """
+    signature = _signature(task.func)
+    if signature is None:
+        return
+    leading = [None] * (int(task.takes_context) + int(takes_input))  # the context, the input
+    try:
+        signature.bind(*leading, *args, **kwargs)
+    except TypeError as exc:
+        gets, fix = _CALLED_WITH[takes_input]
+        raise TypeError(
+            f"Task {task.module_path!r} cannot be step {index} of this workflow: it gets "
+            f"{gets} ({exc}). {fix}"
+        ) from exc
+
+
+@cache
+def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
+    """``func``'s signature, read once (a group of 10,000 steps is often of one task); None
+    for a callable that has none to read (some built in C): its calls go unchecked."""
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
 
 
 def plan(root: Plannable) -> Plan:

@@ -112,3 +112,38 @@ def named_task(value: object, task: object = None) -> list[object]:
 def boom_with(value: int, message: str) -> None:
     """Fail with ``message``."""
     raise ValueError(message)
+
+
+@task(takes_context=True)
+def attempt_and_value(context: TaskContext, value: object) -> list[object]:
+    """Return the attempt number and the input: a step may take the task context."""
+    return [context.attempt, value]
+
+
+@task
+def not_json(n: int) -> set[int]:
+    """Return a set, which JSON cannot hold."""
+    return {n}
+
+
+# The tasks of docs/workflows.md's first example, with its names.
+@task
+def fetch(url: str) -> str:
+    """Return what a download of ``url`` would be named."""
+    return url.rsplit("/", 1)[-1]
+
+
+@task
+def resize(image: str, size: int) -> str:
+    return f"{image}@{size}"
+
+
+@task
+def publish(images: list[str]) -> str:
+    return " ".join(images)
+
+
+@task
+def notify() -> str:
+    """Take no argument, as a Celery ``si()`` signature's task may."""
+    return "notified"

@@ -7,7 +7,7 @@ from django_threadmill.compat import TaskResultStatus
 from django_threadmill.testing import drain
 from django_threadmill.workflows import WorkflowResult, chain, group, step
 
-from .tasks import boom_with, number
+from .tasks import add, boom_with, number
 
 
 def ended_by(message: str) -> WorkflowResult:
@@ -16,7 +16,7 @@ def ended_by(message: str) -> WorkflowResult:
     flow = chain(
         step(number, 1),
         step(boom_with, message),
-        group(*(step(number, n) for n in range(20))),
+        group(*(step(add, n) for n in range(20))),
     ).enqueue()
     assert drain() == 2
     flow.refresh()
