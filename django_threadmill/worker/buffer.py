@@ -36,6 +36,7 @@ class TaskBuffer:
         self._room = threading.Event()  # set when the prefetcher may refill
         self._outstanding = 0  # put in and not yet done: waiting or running
         self._outstanding_lock = threading.Lock()
+        self._retiring = 0  # RETIRE turns put and not yet taken (under _outstanding_lock)
         self._closed = False
         # Puts and the close take turns: a put after the close would land behind the CLOSED
         # turn, where the threads that pass it on would run it (past --max-tasks). Held once
@@ -59,7 +60,9 @@ class TaskBuffer:
         return self._waiting.qsize() + len(self._async_waiting)
 
     def sync_waiting(self) -> int:
-        return self._waiting.qsize()
+        """Return how many sync tasks wait: retire turns are no work. Counted as tasks, those
+        waiting behind busy threads made the pool grow with no task waiting."""
+        return max(0, self._waiting.qsize() - self._retiring)
 
     def free_slots(self, stop: threading.Event) -> int:
         """Block until half the buffer is free (or ``stop`` is set, or it closes); return room."""
@@ -104,6 +107,9 @@ class TaskBuffer:
         if item is Turn.CLOSED:
             self._waiting.put(Turn.CLOSED)
             return item
+        if item is Turn.RETIRE:
+            with self._outstanding_lock:
+                self._retiring -= 1
         self._taken()
         return item
 
@@ -121,6 +127,8 @@ class TaskBuffer:
 
     def retire_one(self) -> None:
         """Make the next worker thread that takes end (the pool shrinks by one)."""
+        with self._outstanding_lock:  # counted first: sync_waiting may undercount, never over
+            self._retiring += 1
         self._waiting.put(Turn.RETIRE)
 
     def done(self) -> None:

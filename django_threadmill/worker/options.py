@@ -8,6 +8,9 @@ from ..conf.settings import check_queue_name
 from ..exceptions import ImproperlyConfiguredThreadmill
 
 MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a crash strands too much
+# Worker threads one process may start with (--threads): each costs about 8 MB of address space
+# and all start at once, so past this a process fails at the system's thread or memory limit.
+MAX_THREADS = 10_000
 READAHEAD_PER_THREAD = 4  # tasks reserved ahead per live worker thread, without --prefetch
 DEFAULT_ASYNC_CONCURRENCY = 100  # async tasks one process's event loop runs at once
 DEFAULT_TARGET_WAIT_S = 0.05  # how long tasks may wait for a busy pool before it grows

@@ -4,7 +4,7 @@ import logging
 import os
 import sys
 import threading
-from argparse import ArgumentParser
+from argparse import ArgumentParser, ArgumentTypeError
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -17,6 +17,7 @@ from ...worker.options import (
     DEFAULT_TARGET_WAIT_S,
     DEFAULT_THREAD_IDLE_S,
     MAX_PREFETCH,
+    MAX_THREADS,
     WorkerOptions,
 )
 from ...worker.supervisor import Supervisor
@@ -33,6 +34,18 @@ def _positive(name: str, value: int | None, *, allow_none: bool = False) -> None
         return
     if value is None or value < 1:
         raise CommandError(f"{name} must be 1 or more, got {value}.")
+
+
+def _mebibytes(text: str) -> int:
+    """Return ``--max-memory`` as whole MiB, refusing a unit or a fraction with the number to
+    give (argparse's own "invalid int value" said neither)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ArgumentTypeError(
+            f"{text!r} is not a whole number of MiB. Give the number alone: --max-memory 512 "
+            "for 512 MiB, 1024 for 1 GiB."
+        ) from None
 
 
 def _check_max_memory(max_memory_mb: int | None) -> None:
@@ -114,12 +127,12 @@ class Command(BaseCommand):
             "--prefetch",
             type=int,
             help="Tasks reserved ahead per process (default: 4 per live thread, plus "
-            "--async-concurrency once async tasks come; 1 disables read-ahead).",
+            "--async-concurrency once async tasks come; 1, the fewest, keeps one task waiting).",
         )
         parser.add_argument("--max-tasks", type=int, help="Recycle a process after N tasks.")
         parser.add_argument(
             "--max-memory",
-            type=int,
+            type=_mebibytes,
             metavar="MB",
             help="Recycle a process once its resident memory (RSS) passes MB MiB: it takes no "
             "more tasks, finishes the ones it holds and is replaced.",
@@ -211,6 +224,12 @@ class Command(BaseCommand):
 
     @staticmethod
     def _check_pool(threads: int, options: dict[str, Any]) -> None:
+        if threads > MAX_THREADS:
+            raise CommandError(
+                f"--threads {threads} is above the ceiling of {MAX_THREADS} threads per process: "
+                "each process would start them all at once, past what the system lets it run. "
+                "Use more processes, or async def tasks (--async-concurrency) for many waits."
+            )
         max_threads = options["max_threads"]
         if max_threads is not None and max_threads < threads:
             raise CommandError(
