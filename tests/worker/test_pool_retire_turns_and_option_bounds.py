@@ -1,4 +1,5 @@
-"""Edge cases of the worker's options and of the elastic pool found by a hunt for bugs."""
+"""The elastic pool does not grow on its own retire turns, and option values no process could
+run with are refused at start."""
 
 import dataclasses
 import re
