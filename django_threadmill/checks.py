@@ -164,7 +164,8 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
     where = f"TASKS[{backend.alias!r}] at {masked_location(backend.settings.location)}"
     try:
         info = backend.broker.server_info()
-        backend.broker.queues()  # reads a key of ours: an ACL user kept off our prefix fails here
+        # Reads keys of ours: an ACL user kept off our prefix fails here.
+        left = backend.broker.left_behind(backend.broker.queues(backend.queues))
     except BrokerRefused as exc:
         # Commands that wait for Redis must not wait for this: no retry fixes a password.
         return [
@@ -191,7 +192,37 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         *_durability_messages(where, info),
         *_durability_mode_messages(where, backend.settings, info),
         *_size_messages(where, backend.settings, info),
+        *_layout_messages(where, backend.settings, left),
     ]
+
+
+def _layout_messages(
+    where: str, settings: BackendSettings, left: dict[str, dict[int, int]]
+) -> list[CheckMessage]:
+    """Warn of tasks ``left`` under a shard count ``queue_shards`` no longer gives their queue
+    (``Broker.left_behind``): workers, the reaper and ``get_result`` never look there."""
+    return [
+        Warning(
+            f"{where}: queue {queue!r} holds {held} waiting, delayed or running task(s) stored "
+            f"under {_shard_count(stored)}, but OPTIONS['queue_shards'] gives it "
+            f"{_shard_count(settings.shards_of(queue))}: no worker or reaper with these "
+            "settings runs or reaps them, and get_result does not find them.",
+            hint=f"Keep a worker and threadmill_reap running with OPTIONS['queue_shards'] "
+            f"{_shard_setting(queue, stored)} until this warning is gone (docs/scaling.md, "
+            "Changing the shard count).",
+            id="threadmill.W008",
+        )
+        for queue, by_count in left.items()
+        for stored, held in by_count.items()
+    ]
+
+
+def _shard_count(shards: int) -> str:
+    return "no shards" if shards == 1 else f"{shards} shards"
+
+
+def _shard_setting(queue: str, shards: int) -> str:
+    return f"without {queue!r}" if shards == 1 else f"{{{queue!r}: {shards}}}"
 
 
 def _size_messages(

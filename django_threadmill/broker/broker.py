@@ -8,6 +8,7 @@ Redis. The class is joined from one part per section, each in its own module.
 from .acquisition import Acquiring
 from .damaged import DamagedRecords
 from .enqueue import Enqueueing
+from .layouts import Layouts
 from .lifecycle import Lifecycle
 from .pausing import Pausing
 from .reads import Reads
@@ -16,6 +17,14 @@ from .workflows import Workflows
 
 
 class Broker(
-    Enqueueing, Workflows, Pausing, Reads, Acquiring, Transitions, Lifecycle, DamagedRecords
+    Enqueueing,
+    Workflows,
+    Pausing,
+    Reads,
+    Acquiring,
+    Transitions,
+    Lifecycle,
+    DamagedRecords,
+    Layouts,
 ):
     """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""

@@ -20,7 +20,7 @@ from ..conf.topology import Durability
 from ..exceptions import BrokerUnavailable
 from .calls import send, send_each
 from .connection import make_async_client, make_client, translated_errors
-from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_of
+from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_layout, shard_of
 from .metrics import Tally
 from .outbox import OutboxSignal
 from .per_loop import PerLoop
@@ -137,6 +137,14 @@ class BrokerCore:
     def parts(self, queue: str) -> list[str]:
         """Return the names whose keys hold ``queue``: itself, or one per shard (keys.py)."""
         return list(queue_parts(self.settings.alias, queue, self.settings.shards_of(queue)))
+
+    def sharded_layouts(self, queues: Iterable[str]) -> list[str]:
+        """Return the ``KeySpace.layouts`` members of those ``queues`` that are sharded."""
+        return [
+            shard_layout(queue, shards)
+            for queue in queues
+            if (shards := self.settings.shards_of(queue)) > 1
+        ]
 
     def part_in(self, queue: str, key: str) -> str:
         """Return the part of ``queue`` that ``key`` (a task id, or a route) lives in."""

@@ -145,8 +145,14 @@ class Enqueueing(BrokerCore):
         )
 
     def _registration(self, new_queues: list[str]) -> list[Command]:
-        """Return the SADD that makes ``new_queues`` known, sent before their first tasks."""
-        return [("SADD", self.keyspace.queues, *new_queues)] if new_queues else []
+        """Return the SADDs that make ``new_queues`` (and their shard counts) known, sent
+        before their first tasks."""
+        if not new_queues:
+            return []
+        commands: list[Command] = [("SADD", self.keyspace.queues, *new_queues)]
+        if layouts := self.sharded_layouts(new_queues):
+            commands.append(("SADD", self.keyspace.layouts, *layouts))
+        return commands
 
     def _enqueue_replies(
         self,
@@ -246,8 +252,11 @@ class Enqueueing(BrokerCore):
             try:
                 if missing:
                     self.client.sadd(self.keyspace.queues, *missing)
+                if layouts := self.sharded_layouts(queues):
+                    self.client.sadd(self.keyspace.layouts, *layouts)
             except redis.exceptions.OutOfMemoryError:
                 # A worker restarting while Redis is full must still start: a queue missing
                 # here holds no task yet (enqueue adds its name first), so nothing is hidden.
-                queues = [queue for queue in queues if queue not in missing]
+                # Its first enqueue records it then, with the shard count of a sharded one.
+                queues = [q for q in queues if q not in missing and self.settings.shards_of(q) == 1]
         self._known_queues.update(queues)

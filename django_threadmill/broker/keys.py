@@ -5,9 +5,10 @@ One queue is the unit of atomicity and of sharding: all keys of a queue share th
 touches two queues. The few keys that span queues sit under the alias tag ``{alias}``.
 
 A queue split by ``OPTIONS["queue_shards"]`` into N shards keeps N sets of those keys, one per
-*part* ``queue#k.s`` (tag ``{alias:queue#k.s}``, see ``queue_parts``); a task lives in shard
-``crc32(task id) % N``, so its record key follows from its id alone. With N = 1 the part is the
-queue: today's keys exactly.
+*part* ``queue#kofN.s`` (tag ``{alias:queue#kofN.s}``, see ``queue_parts``); a task lives in
+shard ``crc32(task id) % N``, so its record key follows from its id alone. With N = 1 the part is
+the queue: today's keys exactly. N is in the name, so no two shard counts share a part: a task
+stored under another N is never half-served (docs/scaling.md, Changing the shard count).
 """
 
 import zlib
@@ -173,6 +174,12 @@ class KeySpace:
         return f"{self.key_prefix}:{{{self.alias}:{WORKFLOW_TAG}{workflow_id}}}"
 
     @property
+    def layouts(self) -> str:
+        """Set of ``queue#N``: each shard count N > 1 a queue's tasks were stored under, so the
+        checks find tasks left under an earlier ``queue_shards`` (``shard_layout``)."""
+        return f"{self.key_prefix}:{{{self.alias}}}:layouts"
+
+    @property
     def workflows(self) -> str:
         """Sorted set of workflow ids by creation time in ms, for the admin's list."""
         return f"{self.key_prefix}:{{{self.alias}}}:workflows"
@@ -183,14 +190,19 @@ def shard_of(task_id: str, shards: int) -> int:
     return zlib.crc32(task_id.encode()) % shards
 
 
+def shard_layout(queue_name: str, shards: int) -> str:
+    """Return the member of ``KeySpace.layouts`` saying ``queue_name`` was split ``shards`` ways."""
+    return f"{queue_name}{SHARD_SEPARATOR}{shards}"
+
+
 @cache
 def queue_parts(alias: str, queue_name: str, shards: int) -> tuple[str, ...]:
     """Return the names whose keys hold ``queue_name``: itself, or one per shard.
 
-    Shard k's name is ``queue#k.s`` with the first salt ``s`` whose hash slot lies in the k-th
-    of ``shards`` equal slot ranges. A cluster made by ``redis-cli --cluster create`` gives
-    each primary one contiguous range of equal size, so the shards spread evenly over the
-    primaries (``shards`` a multiple of their number: the same count on each); plain names
+    Shard k's name is ``queue#kofN.s`` (N = ``shards``) with the first salt ``s`` whose hash
+    slot lies in the k-th of N equal slot ranges. A cluster made by ``redis-cli --cluster
+    create`` gives each primary one contiguous range of equal size, so the shards spread evenly
+    over the primaries (N a multiple of their number: the same count on each); plain names
     landed 4, 1 and 1 of 6 shards on three primaries.
     """
     if shards == 1:
@@ -200,7 +212,7 @@ def queue_parts(alias: str, queue_name: str, shards: int) -> tuple[str, ...]:
 
 def _spread_part(alias: str, queue_name: str, k: int, shards: int) -> str:
     for salt in count():
-        part = f"{queue_name}{SHARD_SEPARATOR}{k}.{salt}"
+        part = f"{queue_name}{SHARD_SEPARATOR}{k}of{shards}.{salt}"
         # The hash tag of a part's keys is "{alias:part}": its slot is that text's.
         if key_slot(f"{alias}:{part}".encode()) * shards // CLUSTER_SLOTS == k:
             return part

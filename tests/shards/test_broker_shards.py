@@ -23,7 +23,7 @@ def test_each_task_is_stored_under_its_shard_and_found_by_id(
         assert redis_client.zscore(keys.ready, task.id) is not None
         assert broker.record(task.id)["state"] == "ready"  # type: ignore[index]
     assert [part.split(".")[0] for part in broker.parts("default")] == [
-        f"default#{k}" for k in range(SHARDS)
+        f"default#{k}of{SHARDS}" for k in range(SHARDS)
     ]
     assert not redis_client.exists(broker.queue_keys("default").ready)  # no unsharded keys
     assert (

@@ -1,0 +1,60 @@
+"""Tasks left under another shard count: what changing ``queue_shards`` leaves behind.
+
+A task lives in the shard its id picks among the queue's N (keys.py), so workers, the reaper,
+``get_result`` and the admin with another N never look where it is. The checks ask this section
+before a worker or reaper starts (docs/scaling.md, Changing the shard count).
+"""
+
+from collections.abc import Iterable
+
+from .core import BrokerCore
+from .keys import SHARD_SEPARATOR, queue_parts
+
+
+class Layouts(BrokerCore):
+    """The shard-count section of the Broker: which queues hold tasks under another N."""
+
+    def left_behind(self, queues: Iterable[str]) -> dict[str, dict[int, int]]:
+        """Return, per queue of ``queues`` that has any, the shard counts other than the
+        configured one that hold waiting, delayed or held tasks, and how many each.
+
+        Looked at: N = 1 (the queue's own keys, also those of data older than sharding) and
+        every N recorded at enqueue (``KeySpace.layouts``). One SMEMBERS, then one pipeline of
+        ZCARDs; a key of another type counts as nothing here (its queue's scripts say it).
+        """
+        candidates = self._other_layouts(queues)
+        parts = [
+            (queue, shards, part)
+            for queue, layouts in candidates.items()
+            for shards in layouts
+            for part in queue_parts(self.settings.alias, queue, shards)
+        ]
+        if not parts:
+            return {}
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for *_, part in parts:
+                keys = self.queue_keys(part)
+                for key in (keys.ready, keys.delayed, keys.leases):
+                    pipe.zcard(key)
+            replies = iter(pipe.execute(raise_on_error=False))
+        found: dict[str, dict[int, int]] = {}
+        for queue, shards, _ in parts:
+            held = sum(n for n in (next(replies) for _ in range(3)) if isinstance(n, int))
+            if held:
+                by_count = found.setdefault(queue, {})
+                by_count[shards] = by_count.get(shards, 0) + held
+        return found
+
+    def _other_layouts(self, queues: Iterable[str]) -> dict[str, list[int]]:
+        """Return the shard counts each queue may hold tasks under, besides its configured one."""
+        with self.translated_errors():
+            recorded = self.raw_command("SMEMBERS", self.keyspace.layouts)
+        counts: dict[str, set[int]] = {queue: {1} for queue in queues}
+        for member in recorded:
+            queue, _, shards = member.decode(errors="replace").rpartition(SHARD_SEPARATOR)
+            if queue in counts and shards.isdigit() and int(shards) > 1:
+                counts[queue].add(int(shards))
+        return {
+            queue: sorted(shards - {self.settings.shards_of(queue)})
+            for queue, shards in counts.items()
+        }
