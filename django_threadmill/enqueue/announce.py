@@ -77,16 +77,10 @@ def announce_all(sender: type, results: list[TaskResult]) -> None:
                 raise error
 
 
-def announce(sender: type, result: TaskResult) -> None:
-    """Send task_enqueued for ``result``, unless nothing would hear it (signals.heard)."""
-    if heard(task_enqueued, result.status):
-        with _receivers_running():
-            task_enqueued.send(sender, task_result=result)
-
-
 def announce_guarded(sender: type, results: list[TaskResult]) -> None:
     """Send task_enqueued for each of ``results`` to every receiver, logging what one raises:
-    the caller raises an error of its own, which says what was written (``PartlyEnqueued``)."""
+    the caller raises an error of its own, which says what was written (``PartlyEnqueued``),
+    or has nobody to raise it to (a commit, the scheduler)."""
     with _receivers_running():
         for result in results:
             send_guarded(task_enqueued, sender, result)

@@ -6,7 +6,7 @@ event loop of a process (``pipeline_for``).
 """
 
 import reprlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from threading import Lock
 from typing import Any
@@ -19,13 +19,16 @@ from ..compat import Task, TaskResult, TaskResultDoesNotExist
 from ..conf.settings import BackendSettings
 from ..exceptions import MaybeApplied, PartlyEnqueued
 from ..wording import a_type
-from .announce import announce, announce_all, announce_guarded, announcer
+from .announce import announce_all, announce_guarded, announcer
 from .batching import maybe_stored
 from .coalesce import Enqueuer
 from .on_commit import defer_to_commit
 from .prepare import prepare
 
 type Call = tuple[Sequence[Any], dict[str, Any]]
+# Sends task_enqueued for the stored results of a write (announce.py): raising a receiver's
+# error to the caller, or logging it where no caller can act on it.
+type Announcer = Callable[[type, list[TaskResult]], None]
 
 # Stores of one unique call whose holder was gone when its result was read back (it finished
 # and expired meanwhile): each try met a holder the one before did not, so 3 is plenty.
@@ -85,7 +88,7 @@ class EnqueuePipeline:
         unique task equal to an unfinished one returns that task's result and stores nothing.
         """
         new, result = prepare(task, args, kwargs, broker=self.broker)
-        if self.waits_for_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
+        if self._stored_at_commit(task, [(new, result)]):
             return result
         [stored] = self._stored_or_held([(new, result)])
         return stored
@@ -97,7 +100,7 @@ class EnqueuePipeline:
         one anyway (DJANGO_ALLOW_ASYNC_UNSAFE): then, with enqueue_on_commit, it waits for it.
         """
         new, result = prepare(task, args, kwargs, broker=self.broker)
-        if self.waits_for_commit(task) and defer_to_commit(partial(self._store, [(new, result)])):
+        if self._stored_at_commit(task, [(new, result)]):
             return result
         tries = READ_BACK_TRIES  # as in _stored_or_held
         while (holder := await self.enqueuer.aenqueue(task.queue_name, new, result)) is not None:
@@ -115,7 +118,7 @@ class EnqueuePipeline:
         prepared = [prepare(task, *call, broker=self.broker) for call in calls_of(calls)]
         if not prepared:
             return []
-        if self.waits_for_commit(task) and defer_to_commit(partial(self._store, prepared)):
+        if self._stored_at_commit(task, prepared):
             return [result for _, result in prepared]
         return self._stored_or_held(prepared)
 
@@ -125,13 +128,26 @@ class EnqueuePipeline:
         """Store one call under a given id and guard; return None if the script skipped it.
 
         Schedules use it (docs/schedules.md): the id derives from the slot, and the guard makes
-        the script skip a slot at or before the last one fired.
+        the script skip a slot at or before the last one fired. A receiver's error is logged,
+        not raised: the slot is fired, and the scheduler has nobody to raise it to.
         """
         new, result = prepare(task, args, kwargs, broker=self.broker, task_id=task_id, guard=guard)
         if not self.broker.enqueue(task.queue_name, [new]).stored:
             return None
-        announce(self.sender, result)
+        announce_guarded(self.sender, [result])
         return result
+
+    def _stored_at_commit(self, task: Task, prepared: Sequence[tuple[NewTask, TaskResult]]) -> bool:
+        """Store ``prepared`` when the open transaction commits, if ``task`` waits for it;
+        return False when the caller is to store them now.
+
+        At the commit a receiver's error is logged, not raised: the tasks are stored, and
+        Django runs none of the transaction's later on_commit callbacks (its other enqueues)
+        after one that raised. A write Redis refuses still raises there (docs/enqueue.md).
+        """
+        return self.waits_for_commit(task) and defer_to_commit(
+            partial(self._store, prepared, announce_guarded)
+        )
 
     def _stored_or_held(
         self, prepared: Sequence[tuple[NewTask, TaskResult]], tries: int = READ_BACK_TRIES
@@ -160,12 +176,17 @@ class EnqueuePipeline:
             for (_, result), holder in zip(prepared, holders, strict=True)
         ]
 
-    def _store(self, prepared: Sequence[tuple[NewTask, TaskResult]]) -> list[str | None]:
+    def _store(
+        self,
+        prepared: Sequence[tuple[NewTask, TaskResult]],
+        announce_stored: Announcer = announce_all,
+    ) -> list[str | None]:
         """Write prepared tasks of one queue (coalesced when alone), then send task_enqueued
         for those stored; return, per task, the id of the unfinished task it duplicates.
 
-        A receiver's error is raised once every stored task was announced; a sharded call
-        stored in part announces what it wrote, then raises ``PartlyEnqueued``.
+        A receiver's error is raised once every stored task was announced (``announce_all``;
+        ``announce_guarded`` logs it instead); a sharded call stored in part announces what
+        it wrote, then raises ``PartlyEnqueued``.
         """
         if len(prepared) == 1:
             [(new, result)] = prepared
@@ -183,7 +204,7 @@ class EnqueuePipeline:
                 raise
             holders = [existing.get(new.id) for new, _ in prepared]
         stored = zip(prepared, holders, strict=True)
-        announce_all(self.sender, [result for (_, result), holder in stored if holder is None])
+        announce_stored(self.sender, [result for (_, result), holder in stored if holder is None])
         return holders
 
     def get_result(self, result_id: str) -> TaskResult:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from ..broker import ExpiredAttempt, Finish, Outcome, Reaped, checked_batch_size
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
-from ..compat import TaskResult, TaskResultStatus
+from ..compat import TaskResult, TaskResultStatus, task_finished
 from ..exceptions import BrokerUnavailable, LeaseExpired
-from ..observability.signals import said_already
+from ..observability.signals import heard, said_already
 from ..workflows.advance import drain_queues
 from . import outcome
 
@@ -141,6 +141,7 @@ def _settle(
         return
     rejected = backend.broker.finish("", [f for f, _ in settled])
     stale = {finish.lease.task_id for finish, _ in rejected}
+    failed: list[tuple[Finish, TaskResult]] = []
     for attempt, (finish, result) in zip(attempts, settled, strict=True):
         task_id = attempt.lease.task_id
         if task_id in stale:
@@ -159,9 +160,32 @@ def _settle(
         logger.error(
             "Lease expired, task FAILED task_id=%s worker=%s", task_id, _worker_of(attempt)
         )
-        if result is not None:  # task_finished, as a worker sends it; the line above said it
-            with said_already():
-                outcome.announce(type(backend), outcome.Built(result), finish)
+        if result is not None:
+            failed.append((finish, result))
+    _announce_failed(backend, failed)
+
+
+def _announce_failed(
+    backend: "ThreadmillTaskBackend", failed: list[tuple[Finish, TaskResult]]
+) -> None:
+    """Send task_finished for the attempts a pass failed, as a worker sends it; the pass's
+    log line said it already.
+
+    Each result is read back as stored, in one round trip: the reap reply carries neither
+    the task's enqueue nor its start time, and a receiver that times the attempt
+    (``finished_at - started_at``) needs both. Should that read fail, the results built from
+    the reply are sent: the attempts are settled, and would never be announced again.
+    """
+    if not failed or not heard(task_finished, TaskResultStatus.FAILED):
+        return
+    try:
+        stored = backend.pipeline.get_results([result.id for _, result in failed])
+    except BrokerUnavailable as exc:
+        logger.warning("Failed leases not read back, sent as reaped error=%s", exc)
+        stored = [None] * len(failed)
+    with said_already():
+        for (finish, built), found in zip(failed, stored, strict=True):
+            outcome.announce(type(backend), outcome.Built(found or built), finish)
 
 
 def _dry_run(
