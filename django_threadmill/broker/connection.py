@@ -1,6 +1,6 @@
 """Create Redis clients from settings and turn redis-py errors into ones that say the fix."""
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -60,6 +60,30 @@ def make_client(settings: BackendSettings) -> SyncClient:
     return connect(settings, _client_options(settings))
 
 
+class RetryOnFreshConnection(AsyncRetry):
+    """Try a call once more on a fresh connection; if that fails too, raise the error of the
+    try that had its connection open, if one had: that call may have been applied, whereas the
+    last error, a fresh connection refused, would say nothing was written."""
+
+    async def call_with_retry[T](
+        self, do: Callable[[], Awaitable[T]], fail: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> T:
+        # The rest of the arguments passed on as given: redis-py 5 takes none, 8 two more.
+        dropped: list[Exception] = []
+
+        async def failed(error: Exception, *count: int) -> Any:
+            if _connected(error):
+                dropped.append(error)
+            return await fail(error, *count)
+
+        try:
+            return await super().call_with_retry(do, failed, *args, **kwargs)
+        except Exception as error:
+            if not dropped or _connected(error):
+                raise
+            raise dropped[0] from error  # the try that may have reached Redis, and the retry
+
+
 def make_async_client(settings: BackendSettings) -> AsyncClient:
     """Return a pooled asyncio client for ``settings.location``; it connects on first use.
 
@@ -68,7 +92,8 @@ def make_async_client(settings: BackendSettings) -> AsyncClient:
     looking at each connection it hands out: the asyncio pool does not. Only enqueue runs on
     this client, and a retried enqueue stores nothing twice (ids are fixed before the call).
     """
-    return aconnect(settings, {"retry": AsyncRetry(NoBackoff(), 1), **_client_options(settings)})
+    retry = RetryOnFreshConnection(NoBackoff(), 1)
+    return aconnect(settings, {"retry": retry, **_client_options(settings)})
 
 
 def _connected(error: BaseException) -> bool:

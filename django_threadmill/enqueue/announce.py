@@ -5,12 +5,14 @@ logs at DEBUG, and sending to it alone, with a quiet logger, was 3 µs of each e
 burst; for an event loop it also saves the hop to asgiref's sync thread.
 """
 
+import os
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 
 from ..compat import TaskResult, TaskResultStatus, task_enqueued
 from ..observability.signals import heard, send_guarded
@@ -23,6 +25,17 @@ type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]] |
 # on the caller's event loop, through async_to_sync) inherits it. Such an aenqueue announces
 # its task itself (docs/enqueue.md, Coalescing).
 _sending: ContextVar[bool] = ContextVar("threadmill_sending_task_enqueued", default=False)
+
+
+def _fresh_sync_thread_after_fork() -> None:
+    """Give asgiref a sync thread of its own in a forked child (gunicorn --preload, a
+    multiprocessing pool): the parent's did not come along, but its executor, still counting
+    it as idle, would queue each hop for it, and every ``aenqueue`` whose task_enqueued is
+    heard would wait forever."""
+    SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
+
+
+os.register_at_fork(after_in_child=_fresh_sync_thread_after_fork)
 
 
 def in_a_receiver() -> bool:
