@@ -234,7 +234,7 @@ class _Drain:
         if time.monotonic() >= self.renew_at:
             self.keeper.renew()
             self.renew_at = time.monotonic() + self.keeper.interval_s
-        if self.held.holds(reservation.lease.task_id):
+        if self.held.holds(reservation.lease):
             return True
         logger.warning(
             "Skipped task whose reservation was lost task_id=%s", reservation.lease.task_id

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from ..broker import Broker, Lease
 from ..exceptions import BrokerUnavailable
+from .backoff import REDIS_BACKOFF
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
@@ -64,13 +65,15 @@ class HeldLeases:
             if self._leases.get(lease.task_id) == lease:
                 del self._leases[lease.task_id]
 
-    def holds(self, task_id: str) -> bool:
-        """Tell whether the lease on ``task_id`` is still ours (not lost to the reaper).
+    def holds(self, lease: Lease) -> bool:
+        """Tell whether ``lease`` is still ours (not lost to the reaper).
 
-        Asked once per task, so it takes no lock: a dict lookup is atomic, and writers hold
-        the lock only against each other.
+        The lease itself, not its task id: once lost, the task may be released and reserved
+        again by this very process, and the old reservation, still in the buffer, must not run
+        beside the new one. Asked once per task, so it takes no lock: a dict lookup is atomic,
+        and writers hold the lock only against each other.
         """
-        return task_id in self._leases
+        return self._leases.get(lease.task_id) == lease
 
     def snapshot(self) -> list[Lease]:
         with self._lock:
@@ -103,14 +106,24 @@ class LeaseKeeper(RoleThread):
         self.interval_s = interval_s
         # When the heartbeat next checks the queue names: the process's start just wrote them.
         self._register_at = time.monotonic() + REGISTER_EVERY_S
+        self._failures = 0  # renewals failed in a row
 
     def loop(self) -> None:
         # The first renewal at start: the admin, the metrics and threadmill_health see a new
         # process at once, not an interval later.
         self.renew()
-        while not self.stopping.wait(self.interval_s):
+        while not self.stopping.wait(self._wait_s()):
             self.renew()
         self._sign_off()
+
+    def _wait_s(self) -> float:
+        """Return the wait before the next renewal: the interval, or a capped backoff after a
+        failed one, so a renewal missed as Redis went away is tried again soon after it is back:
+        the leases then ride out an outage of up to two thirds of lease_ttl, where a whole
+        interval's wait left one third (docs/worker.md, Leases)."""
+        if not self._failures:
+            return self.interval_s
+        return min(REDIS_BACKOFF.after(self._failures), self.interval_s)
 
     def _sign_off(self) -> None:
         """Say this process stopped: it is no longer counted live (a probe would otherwise
@@ -128,8 +141,10 @@ class LeaseKeeper(RoleThread):
         try:
             lost = self.broker.renew(self.worker_id, leases, self.queues, threads=self.threads())
         except BrokerUnavailable as exc:
+            self._failures += 1
             logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
             return
+        self._failures = 0
         lost_ids = set(lost)
         gone = [lease for lease in leases if lease.task_id in lost_ids]
         for lease in self.held.forget_lost(gone):

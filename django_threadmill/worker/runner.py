@@ -67,7 +67,7 @@ class TaskRunner(RoleThread):
         """Start an attempt: return its start (ms) once its start notice is queued, or None
         if the lease keeper lost the reservation meanwhile (then it must not run)."""
         lease = reservation.lease
-        if not self.held.holds(lease.task_id):
+        if not self.held.holds(lease):
             logger.warning("Skipped task whose reservation was lost task_id=%s", lease.task_id)
             return None
         started_ms = now_ms()

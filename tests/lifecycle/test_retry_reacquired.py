@@ -12,7 +12,8 @@ def test_writing_the_old_attempts_ack_keeps_the_new_lease_held() -> None:
     held.add([old])
     held.add([new])  # the retry, re-acquired with a bumped token
     held.discard([old])  # the ack writer forgets the attempt it just wrote
-    assert held.holds("t@default")
+    assert held.holds(new)
+    assert not held.holds(old)
     assert held.snapshot() == [new]
     held.discard([new])
-    assert not held.holds("t@default")
+    assert not held.holds(new)

@@ -212,5 +212,5 @@ def test_a_lease_reaped_and_reserved_again_is_still_reported_lost(
     assert lease_lost_lines(caplog) == [
         f"Lease lost task_id={lost.task_id} (reaped or settled elsewhere)"
     ]
-    assert not held.holds(lost.task_id)
-    assert held.holds(kept.task_id)
+    assert not held.holds(lost)
+    assert held.holds(kept)
