@@ -9,12 +9,11 @@ notices and names it (docs/worker.md, What blocks the loop).
 
 import asyncio
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from types import FrameType
+from contextvars import ContextVar
 
 from ..broker import Reservation
 from .executor import await_cut_short
@@ -26,6 +25,10 @@ logger = logging.getLogger(__name__)
 BEAT_S = 0.05  # the loop notes the time this often while tasks run
 BLOCKED_S = 0.1  # a loop that missed its beat this long is reported as blocked
 LEFTOVER_S = 1.0  # what tasks left running (and the async ORM's close) get at shutdown
+# The attempt a lane task runs, set in its context: the asyncio task the task's coroutine runs
+# in under --task-timeout, and work it starts and leaves running, copy that context, so the
+# monitor finds the attempt from whichever of them holds the loop.
+_attempt_of: ContextVar[Reservation | None] = ContextVar("threadmill_attempt_of", default=None)
 
 
 class EventLoopLane(TaskRunner):
@@ -127,6 +130,7 @@ class EventLoopLane(TaskRunner):
         self._admit()
 
     async def _run_one(self, reservation: Reservation) -> None:
+        _attempt_of.set(reservation)  # in this lane task's own context (``blocked_task``)
         try:
             if self.looks_before_start(reservation) and not await asyncio.to_thread(
                 self.admit, reservation
@@ -183,14 +187,11 @@ class EventLoopLane(TaskRunner):
         gathered.add_done_callback(lambda _: self._stop_loop())
 
     def blocked_task(self) -> Reservation | None:
-        """Return the task the loop's thread is inside of, from its stack (another thread)."""
-        frame: FrameType | None = sys._current_frames().get(self.ident or -1)
-        while frame is not None:
-            if frame.f_code is EventLoopLane._run_one.__code__:
-                found = frame.f_locals.get("reservation")
-                return found if isinstance(found, Reservation) else None
-            frame = frame.f_back
-        return None
+        """Return the task whose code the loop runs now (from another thread): the attempt
+        whose asyncio task is current, or that started it; None between tasks."""
+        event_loop = self.event_loop
+        current = None if event_loop is None else asyncio.current_task(event_loop)
+        return None if current is None else current.get_context().get(_attempt_of)
 
 
 def _end_leftovers(event_loop: asyncio.AbstractEventLoop) -> None:
@@ -217,9 +218,10 @@ def _end_leftovers(event_loop: asyncio.AbstractEventLoop) -> None:
 class LoopMonitor(RoleThread):
     """Report an event loop that stopped turning: a task in it made a blocking call.
 
-    It wakes only while async tasks run. When the loop misses its beat by ``BLOCKED_S``, the
-    task it is stuck in is read from its stack; once the loop turns again, one WARNING names
-    that task and how long every other async task was held.
+    It wakes only while async tasks run. When the loop misses its beat by ``BLOCKED_S``, it
+    notes which task the loop runs, and again as it waits for the loop to turn: tasks started
+    on one turn can block it each in turn. Once the loop turns, one WARNING names each task
+    that held it ``BLOCKED_S`` or more (or the one that held it longest), and for how long.
     """
 
     def __init__(self, lane: EventLoopLane, on_crash: Callable[[], None]) -> None:
@@ -238,19 +240,29 @@ class LoopMonitor(RoleThread):
                 self._follow_stall()
 
     def _follow_stall(self) -> None:
-        """Name the task holding the loop, wait for the loop to turn, then say how long."""
-        culprit = self.lane.blocked_task()
+        """Note each task seen holding the loop until it turns, then name those that held it."""
         since = self.lane.last_beat
+        holds = [(self.lane.blocked_task(), since)]  # (task, since when), in turn
         while self.lane.last_beat == since and not self.stopping.wait(BEAT_S / 5):
-            pass
+            culprit = self.lane.blocked_task()
+            if culprit is not None and culprit is not holds[-1][0]:
+                holds.append((culprit, time.monotonic()))
         turned = self.lane.last_beat if self.lane.last_beat != since else time.monotonic()
-        lease = culprit.lease if culprit is not None else None
-        logger.warning(
-            "Event loop blocked task_id=%s path=%s for_ms=%d: a blocking call inside an "
-            "async task (time.sleep, a sync ORM query, a sync client) held every other async "
-            "task; await an async call or use sync_to_async (docs/worker.md, What blocks the "
-            "loop)",
-            lease.task_id if lease else "unknown",
-            lease.task_path if lease else "unknown",
-            (turned - since) * 1000,
-        )
+        ends = [start for _, start in holds[1:]] + [turned]
+        held = [(culprit, end - start) for (culprit, start), end in zip(holds, ends, strict=True)]
+        named = [hold for hold in held if hold[1] >= BLOCKED_S] or [max(held, key=lambda h: h[1])]
+        for culprit, held_s in named:
+            _report_blocked(culprit, held_s)
+
+
+def _report_blocked(culprit: Reservation | None, held_s: float) -> None:
+    lease = culprit.lease if culprit is not None else None
+    logger.warning(
+        "Event loop blocked task_id=%s path=%s for_ms=%d: a blocking call inside an "
+        "async task (time.sleep, a sync ORM query, a sync client) held every other async "
+        "task; await an async call or use sync_to_async (docs/worker.md, What blocks the "
+        "loop)",
+        lease.task_id if lease else "unknown",
+        lease.task_path if lease else "unknown",
+        held_s * 1000,
+    )
