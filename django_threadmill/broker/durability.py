@@ -27,7 +27,7 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
     """Raise ``MaybeApplied`` when a WAIT or WAITAOF reply falls short of the mode."""
     if isinstance(reply, Exception):
         # E.g. the node became a replica in a failover: the write went elsewhere, unconfirmed.
-        raise unconfirmed(settings, f"the confirmation failed: {reply}") from reply
+        raise unconfirmed(settings, f"the confirmation failed: {reply}{_fix(reply)}") from reply
     reached = int(reply[0]) if settings.durability is Durability.FSYNC else int(reply)
     if reached < 1:
         what = (
@@ -40,6 +40,17 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
             f"it was not {what} within {settings.durability_timeout_s:g}s. Check that a "
             "replica is connected (INFO replication) or raise OPTIONS['durability_timeout']",
         )
+
+
+def _fix(error: Exception) -> str:
+    """Return what to do about a confirmation Redis refused for good, else ""."""
+    if "unknown command" in str(error).lower() and "waitaof" in str(error).lower():
+        # Every call would store its tasks and fail: a retry would enqueue them twice.
+        return (
+            ". This Redis has no WAITAOF (Redis and Valkey have it from 7.2): upgrade it, or "
+            "set OPTIONS['durability'] to 'replicated' or 'local'"
+        )
+    return ""
 
 
 def unconfirmed(settings: BackendSettings, why: str) -> MaybeApplied:

@@ -19,7 +19,8 @@
 --          Redis about 1.5 µs more per call than a number: plain calls keep the number.)
 -- Fence:   an id that exists already is skipped, never overwritten: ids are fresh uuids (or
 --          derived from a schedule slot), so it is a retry of a call whose reply was lost, or a
---          second supervisor firing the same slot; that makes enqueue idempotent. A unique key
+--          second supervisor firing the same slot; that makes enqueue idempotent (a call that
+--          stores nothing then rewrites P:seq as it is, for WAIT: see there). A unique key
 --          held by an unfinished task makes the task a duplicate; a schedule slot at or before
 --          the last one fired is skipped, so a finished, expired slot never fires again. A
 --          unique key or schedule marker of another type (written by hand) is set aside and
@@ -126,13 +127,15 @@ local function undo(unready)
 end
 
 -- The FIFO counter moves only once a task is stored: a call that stores nothing (a duplicate,
--- a retried call, a slot fired already) writes nothing.
+-- a retried call, a slot fired already) writes nothing, but for the retry below.
 local seq
+local resent = false  -- an id stored already was met: the retry of a call whose reply was lost
 for i = first, #ARGV, 4 do
   local id, priority, run_after_ms = ARGV[i], tonumber(ARGV[i + 2]), ARGV[i + 3]
   local position = (i - first) / 4 + 1
   local guard = guard_at[position]
   local fresh = redis.call("EXISTS", KEYS[1] .. id) == 0
+  resent = resent or not fresh
   if fresh and (not guard or claim(guard, id, position)) then
     if not seq then
       local count = (#ARGV - i + 1) / 4  -- at most the tasks left
@@ -177,6 +180,13 @@ if refused then
   return redis.error_reply(refused .. " in " .. KEYS[3])
 end
 
+-- A WAIT confirms only its connection's writes: a retry on a fresh connection that wrote
+-- nothing would be confirmed at once while the first try's write may still be short of a
+-- replica. Rewriting the counter as it is makes the call propagate (docs/scaling.md,
+-- Durability modes).
+if resent and stored == 0 then
+  redis.pcall("INCRBY", KEYS[4], 0)
+end
 local missing = tonumber(ARGV[1]) - redis.call("LLEN", KEYS[5])
 for _ = 1, math.min(missing, stored) do
   redis.call("RPUSH", KEYS[5], 1)

@@ -26,9 +26,10 @@
 --          later, and when it stops): a worker killed before it loses that second of index
 --          entries, never an outcome (docs/observability.md, Metrics and the done index).
 -- Fence:   state must be "reserved" or "running" and token must match; anything else changes
---          nothing. The reaper's call is also stale when the worker renewed the lease after
---          the reaper read it, and what the reaper records keeps no token. A unique key is
---          released only while it still names the task.
+--          nothing (an answer 2 rewrites the token as it is: see there). The reaper's call is
+--          also stale when the worker renewed the lease after the reaper read it, and what the
+--          reaper records keeps no token. A unique key is released only while it still names
+--          the task.
 -- Types:   a key of another type fails the call (WRONGTYPE). A task's first write goes to
 --          P:outbox or P:delayed, so the task that meets such a key there is left as it was,
 --          lease held, for a call after the key is deleted. Tasks before it in the call keep
@@ -126,6 +127,11 @@ for i = 4, #ARGV, 7 do
     unleased[#unleased + 1] = id
     reply[#reply + 1] = 3
   elseif f[2] == token and (f[1] == "successful" or f[1] == "failed" or f[1] == "ready") then
+    -- Rewritten as it is, so the call propagates: a WAIT confirms only its connection's
+    -- writes, and a retry on a fresh connection that wrote nothing would be confirmed at once
+    -- while the first try's write may still be short of a replica (docs/scaling.md,
+    -- Durability modes).
+    redis.call("HSET", key, "token", token)
     reply[#reply + 1] = 2  -- only this lease's outcome leaves its token on a settled record
   else
     reply[#reply + 1] = 0
