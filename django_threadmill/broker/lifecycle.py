@@ -66,6 +66,7 @@ class Lifecycle(BrokerCore):
                 )
                 for task_id, token, payload, workers, deadline_ms, errors in expired
             ],
+            set_aside=set_aside,
             looked_at=sum(int(looked_at) for *_, looked_at in replies),
         )
 

@@ -201,6 +201,9 @@ class Reaped:
 
     released: list[str]
     expired: list[ExpiredAttempt]
+    # Records set aside as damaged (docs/lifecycle.md, Damaged records); in a dry run, those
+    # that would be.
+    set_aside: int
     # Expired lease entries the call looked at: besides those two, ghosts (no record, or one
     # already settled) and records set aside, which it dropped from the leases.
     looked_at: int

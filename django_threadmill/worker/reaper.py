@@ -38,6 +38,7 @@ class QueueReap:
     failed: int = 0  # expired running attempts recorded FAILED
     retried: int = 0  # expired running attempts scheduled for another attempt
     stale: int = 0  # expired attempts another reaper or a late ack settled first
+    set_aside: int = 0  # records that cannot be read, set aside as damaged
 
 
 @dataclass(slots=True)
@@ -51,6 +52,9 @@ class ReapReport:
     # Queues whose part of the pass failed while Redis answered, with why; the others were
     # reaped (docs/lifecycle.md, Keys of another type).
     failures: dict[str, BrokerUnavailable] = field(default_factory=dict)
+    # Why Redis stopped answering part-way: the queue it stopped at is in ``failures``, the
+    # queues after it were not reaped. What the pass did before is in the counts all the same.
+    unreachable: BrokerUnavailable | None = None
 
     @property
     def released(self) -> int:
@@ -67,6 +71,10 @@ class ReapReport:
     @property
     def stale(self) -> int:
         return sum(counts.stale for counts in self.queues.values())
+
+    @property
+    def set_aside(self) -> int:
+        return sum(counts.set_aside for counts in self.queues.values())
 
 
 def _iso(ms: int) -> str:
@@ -213,6 +221,7 @@ def _reap_queue(
     while True:
         reaped = backend.broker.reap(queue, batch_size, dry_run=report.dry_run)
         counts.released += len(reaped.released)
+        counts.set_aside += reaped.set_aside
         if report.dry_run:
             # A dry run changes nothing, so a second call would return the same batch.
             report.lines += _dry_run(backend, queue, reaped, counts)
@@ -243,9 +252,9 @@ def _reap_or_skip(
     try:
         _reap_queue(backend, queue, report, batch_size)
     except BrokerUnavailable as exc:
+        report.failures[queue] = exc
         backend.broker.server_time_ms()  # raises when Redis itself is the problem
         logger.warning("Reap of a queue failed, the others go on queue=%s error=%s", queue, exc)
-        report.failures[queue] = exc
 
 
 def reap_once(
@@ -258,7 +267,9 @@ def reap_once(
     one queue failed, after the others are reaped (``reap_pass`` returns the report instead).
     """
     report = reap_pass(backend, batch_size=batch_size, dry_run=dry_run)
-    if report.failures:  # the pass failed: the supervisor says so, and retries
+    if report.unreachable:  # the pass failed: the supervisor says so, and retries
+        raise report.unreachable
+    if report.failures:
         raise next(iter(report.failures.values()))
     return report
 
@@ -266,27 +277,32 @@ def reap_once(
 def reap_pass(
     backend: "ThreadmillTaskBackend", *, batch_size: int = DEFAULT_BATCH_SIZE, dry_run: bool = False
 ) -> ReapReport:
-    """``reap_once``, but a queue whose part failed while Redis answered is noted in the
-    report's ``failures``, not raised: what the other queues settled is still reported."""
+    """``reap_once``, but a queue whose part failed is noted in the report's ``failures``, and
+    Redis going away part-way in its ``unreachable``, not raised: what the pass settled before
+    is still reported. Raises ``BrokerUnavailable`` when Redis does not answer at the start."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
     queues = backend.broker.queues(backend.queues)
-    for queue in queues:
-        _reap_or_skip(backend, queue, report, batch_size)
-    if not dry_run:
+    try:
+        for queue in queues:
+            _reap_or_skip(backend, queue, report, batch_size)
+    except BrokerUnavailable as exc:  # Redis itself: the queues after this one wait
+        report.unreachable = exc
+    if not dry_run and report.unreachable is None:
         # The expired leases it settled; and every queue's done index is trimmed.
         backend.broker.send_metrics(trimming=queues)
         # Workflows advance from steps whose drainer died, or that the reaper just settled.
         report.advanced = drain_queues(backend, queues)
-    if report.released or report.failed or report.retried or report.advanced:
+    if report.released or report.failed or report.retried or report.set_aside or report.advanced:
         logger.info(
-            "Reap pass dry_run=%s released=%d failed=%d retried=%d stale=%d "
+            "Reap pass dry_run=%s released=%d failed=%d retried=%d stale=%d set_aside=%d "
             "workflow_steps_advanced=%d",
             dry_run,
             report.released,
             report.failed,
             report.retried,
             report.stale,
+            report.set_aside,
             report.advanced,
         )
     return report

@@ -34,9 +34,9 @@ def test_once_prints_what_the_other_queues_settled_and_names_the_queue_that_fail
         call_command("threadmill_reap", "--once", stdout=out)
 
     assert "Settled queue=emails released=0 failed=1 retried=0 stale=0" in out.getvalue()
-    assert "Settled queue=default released=0 failed=0 retried=0 stale=0 incomplete=yes" in (
-        out.getvalue()
-    )
+    assert (
+        "Settled queue=default released=0 failed=0 retried=0 stale=0 set_aside=0 incomplete=yes"
+    ) in out.getvalue()
     assert str(failed.value).startswith(
         "Reap of queue default failed, the other queues were reaped: Redis at "
     )

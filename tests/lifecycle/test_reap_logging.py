@@ -55,7 +55,7 @@ def test_the_loop_logs_start_each_pass_and_stop_in_key_value_lines(
         ("ERROR", f"Lease expired, task FAILED task_id={expired} worker=test-worker-1"),
         (
             "INFO",
-            "Reap pass dry_run=False released=0 failed=1 retried=0 stale=0 "
+            "Reap pass dry_run=False released=0 failed=1 retried=0 stale=0 set_aside=0 "
             "workflow_steps_advanced=0",
         ),
         ("INFO", "Reaper stopping signal=SIGTERM"),

@@ -100,13 +100,18 @@ class Command(BaseCommand):
         self, backend: ThreadmillTaskBackend, options: dict[str, Any], *, report: bool = False
     ) -> None:
         """Run one pass, printing its counts when ``report``; a pass that failed, on every
-        queue or on some (after the others' counts), raises CommandError naming the queues."""
+        queue, on some or part-way (after the counts of what it did), raises CommandError."""
         try:
             done = reap_pass(backend, batch_size=options["batch_size"], dry_run=options["dry_run"])
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
         if report:
             self._report(done)
+        if done.unreachable:
+            raise CommandError(
+                "Reap pass stopped part-way, Redis stopped answering (the queues not reaped "
+                f"wait for the next pass): {done.unreachable}"
+            ) from done.unreachable
         if done.failures:
             first = next(iter(done.failures.values()))
             raise CommandError(
@@ -122,7 +127,8 @@ class Command(BaseCommand):
             failed = " incomplete=yes" if queue in report.failures else ""
             self.stdout.write(
                 f"{verb} queue={queue} released={counts.released} failed={counts.failed} "
-                f"retried={counts.retried} stale={counts.stale}{failed}"
+                f"retried={counts.retried} stale={counts.stale} set_aside={counts.set_aside}"
+                f"{failed}"
             )
 
     def _loop(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> None:
