@@ -81,7 +81,9 @@ class PartTally:
         if reaping:
             totals["expired"] += 1
             return  # the reaper knows neither when the attempt started nor how long it ran
-        run_ms = max(0, finish.finished_ms - finish.started_ms)
+        run_ms = finish.run_ms
+        if run_ms is None:  # not measured (a Finish built outside a worker): its wall clocks
+            run_ms = max(0, finish.finished_ms - finish.started_ms)
         counts[_RUN_FIELDS[bisect_left(_RUN_BUCKETS_MS, run_ms)]] += 1
         totals["run_ms"] += run_ms
         if finish.lease.waited_ms is not None:

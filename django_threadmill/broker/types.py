@@ -179,9 +179,10 @@ class Finish(NamedTuple):
     lease: Lease
     outcome: Outcome
     value: str
-    started_ms: int
+    started_ms: int  # wall clocks, for display: an NTP step can put finished before started
     finished_ms: int
     retry_delay_ms: int = 0
+    run_ms: int | None = None  # how long it ran, on the monotonic clock; None: not measured
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from functools import cached_property
+from time import monotonic
 from typing import Any
 
 from ..broker import Finish, Outcome, Reservation
@@ -81,6 +82,12 @@ class Attempt:
         self.kwargs: dict[str, Any] = payload.get("kwargs", {})
         self.started_ms = started_ms
         self.worker_id = worker_id
+        self.began_s = monotonic()  # what its run time is measured from
+
+    def run_ms(self) -> int:
+        """Return how long the attempt has run, in ms, on the monotonic clock: the wall
+        clock's ``started_ms`` is for display, and an NTP step moves it."""
+        return int((monotonic() - self.began_s) * 1000)
 
     @cached_property
     def result(self) -> TaskResult:
@@ -118,6 +125,11 @@ class Attempt:
 def _own() -> bool:
     """The claim of an attempt nothing else can end (drain(), a thread with no watchdog)."""
     return True
+
+
+def _kept() -> bool:
+    """Tell that nothing gave up on the attempt: nothing else can end it."""
+    return False
 
 
 def _interrupts_caller(exc: BaseException) -> bool:
@@ -178,14 +190,20 @@ class Executor:
 
     @traced_execution
     def run(
-        self, reservation: Reservation, started_ms: int, claim: Callable[[], bool] = _own
+        self,
+        reservation: Reservation,
+        started_ms: int,
+        claim: Callable[[], bool] = _own,
+        given_up: Callable[[], bool] = _kept,
     ) -> Finish | None:
         """Run a sync task; any exception, SystemExit and KeyboardInterrupt included, is
         recorded.
 
         ``claim`` is asked once the task returned or raised, before its outcome is logged,
         signalled or returned: False (the watchdog timed the attempt out meanwhile and
-        recorded it) returns None, and nothing more is said of the attempt.
+        recorded it) returns None, and nothing more is said of the attempt. ``given_up`` is
+        asked once before the task is called, claiming nothing: True (the watchdog timed the
+        attempt out already, in its ``task_started`` receivers) returns None, the task unrun.
         """
         close_stale_connections()  # per task, as Django does per request: CONN_MAX_AGE
         attempt = self._attempt(reservation, started_ms)
@@ -193,6 +211,9 @@ class Executor:
             return attempt if claim() else None
         if heard(task_started, TaskResultStatus.RUNNING):
             send_guarded(task_started, self.backend_class, attempt.result)
+        if given_up():
+            self._log_not_run(attempt)
+            return None
         try:
             # Its commits end after its open blocks are rolled back: theirs are dropped first.
             with self._reporting(attempt), self.commits():
@@ -222,6 +243,17 @@ class Executor:
         finish = self._succeeded(attempt, value)
         outcome.announce(self.backend_class, attempt, finish, returned)
         return finish
+
+    def _log_not_run(self, attempt: Attempt) -> None:
+        """Say why an attempt recorded as timed out before its task was called is not run."""
+        logger.warning(
+            "Skipped task the watchdog timed out before it began task_id=%s path=%s "
+            "timeout_s=%s (its task_started receivers ran past --task-timeout; recorded "
+            "FAILED, the task not run)",
+            attempt.lease.task_id,
+            attempt.task.module_path,
+            self.task_timeout_s,
+        )
 
     @traced_aexecution
     async def arun(self, reservation: Reservation, started_ms: int) -> Finish:
@@ -325,12 +357,13 @@ class Executor:
 
     @staticmethod
     def _succeeded(attempt: Attempt, value: str) -> Finish:
-        finish = outcome.succeeded(attempt.lease, value, attempt.started_ms, now_ms())
+        run_ms = attempt.run_ms()
+        finish = outcome.succeeded(attempt.lease, value, attempt.started_ms, now_ms(), run_ms)
         logger.debug(  # -v 2: one line per task (docs/worker.md, "Verbosity")
             "Task succeeded task_id=%s path=%s duration_ms=%d",
             attempt.lease.task_id,
             attempt.task.module_path,
-            finish.finished_ms - attempt.started_ms,
+            run_ms,
         )
         return finish
 
@@ -350,6 +383,7 @@ class Executor:
             attempt.started_ms,
             result,
             retry=not isinstance(exc, TaskTimeout),
+            run_ms=attempt.run_ms(),
         )
         if finish.outcome is Outcome.RETRY:
             logger.warning(

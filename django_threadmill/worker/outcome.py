@@ -19,14 +19,15 @@ from ..observability.signals import asend_guarded, heard, send_guarded
 from ..retry import retry_delay
 
 
-def succeeded(lease: Lease, value: str, started_ms: int, finished_ms: int) -> Finish:
-    """Return the outcome of an attempt that returned ``value`` (its JSON)."""
+def succeeded(lease: Lease, value: str, started_ms: int, finished_ms: int, run_ms: int) -> Finish:
+    """Return the outcome of an attempt that returned ``value`` (its JSON) after ``run_ms``."""
     return Finish(
         lease=lease,
         outcome=Outcome.SUCCESSFUL,
         value=value,
         started_ms=started_ms,
         finished_ms=finished_ms,
+        run_ms=run_ms,
     )
 
 
@@ -37,6 +38,7 @@ def failed(
     result: TaskResult | None,
     *,
     retry: bool = True,
+    run_ms: int | None = None,
 ) -> Finish:
     """Return the outcome of an attempt that raised ``error``: a retry if the task's policy
     gives one, else FAILED.
@@ -44,7 +46,7 @@ def failed(
     ``error`` joins ``result.errors`` first, so the policy sees every error so far, as Django's
     receivers will. Without a result (the task cannot be loaded) there is no policy to ask;
     an attempt stopped for running too long (``retry=False``) ends FAILED, as the watchdog
-    ends a thread's.
+    ends a thread's. ``run_ms`` is how long it ran (None where it did not run, or is unknown).
     """
     value = error_json(error)
     delay = None
@@ -59,6 +61,7 @@ def failed(
         started_ms=started_ms,
         finished_ms=now_ms(),
         retry_delay_ms=0 if delay is None else int(delay.total_seconds() * 1000),
+        run_ms=run_ms,
     )
 
 

@@ -61,7 +61,9 @@ class WorkerThread(TaskRunner):
         with self._lock:
             self._current, self._current_since = reservation, time.monotonic()
             self._current_started_ms = started_ms
-        finish = self.executor.run(reservation, started_ms, claim=self._claim)
+        finish = self.executor.run(
+            reservation, started_ms, claim=self._claim, given_up=self._given_up
+        )
         if finish is None:
             return  # the watchdog recorded this attempt as timed out and took over
         self.writer.submit_finish(finish, wait=self.sync_ack)
@@ -78,15 +80,21 @@ class WorkerThread(TaskRunner):
             self._current = None
             return True
 
-    def abandon_if_overdue(self, timeout_s: float) -> tuple[Reservation, int] | None:
+    def _given_up(self) -> bool:
+        """Tell whether the watchdog timed out the running attempt already (it must not
+        start); unlike ``_claim``, this leaves it to be timed out later."""
+        return self.abandoned
+
+    def abandon_if_overdue(self, timeout_s: float) -> tuple[Reservation, int, int] | None:
         """Give up on the running task if it exceeded ``timeout_s``.
 
-        Return the task and its start (ms), or None if nothing is overdue.
+        Return the task, its start (ms, wall clock) and how long it ran (ms, monotonic), or
+        None if nothing is overdue.
         """
         with self._lock:
-            overdue = time.monotonic() - self._current_since > timeout_s
-            if self._current is None or self.abandoned or not overdue:
+            ran_s = time.monotonic() - self._current_since
+            if self._current is None or self.abandoned or ran_s <= timeout_s:
                 return None
             self.abandoned = True
             self.settled.set()
-            return self._current, self._current_started_ms
+            return self._current, self._current_started_ms, int(ran_s * 1000)

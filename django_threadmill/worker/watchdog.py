@@ -13,6 +13,9 @@ from .threads import WorkerThread
 logger = logging.getLogger(__name__)
 
 MAX_CHECK_INTERVAL_S = 1.0  # how often running tasks are checked, at most
+# How often they are checked, at least: a quarter of a tiny --task-timeout (1e-6) spun the
+# watchdog on a CPU; a task then times out up to 10 ms late.
+MIN_CHECK_INTERVAL_S = 0.01
 
 
 class Watchdog(RoleThread):
@@ -45,13 +48,13 @@ class Watchdog(RoleThread):
         self.replacing = True  # the stop turns it off: no thread is started from then on
 
     def loop(self) -> None:
-        interval_s = min(MAX_CHECK_INTERVAL_S, self.timeout_s / 4)
+        interval_s = min(MAX_CHECK_INTERVAL_S, max(MIN_CHECK_INTERVAL_S, self.timeout_s / 4))
         while not self.stopping.wait(interval_s):
             for thread in list(self.threads):
                 overdue = thread.abandon_if_overdue(self.timeout_s)
                 if overdue is None:
                     continue
-                reservation, started_ms = overdue
+                reservation, started_ms, run_ms = overdue
                 task_id = reservation.lease.task_id
                 logger.error(
                     "Task timed out task_id=%s timeout_s=%s thread=%s (abandoned, replaced)",
@@ -63,7 +66,9 @@ class Watchdog(RoleThread):
                     f"Task {task_id} ran longer than --task-timeout={self.timeout_s}s; the "
                     "worker stopped waiting for it. Make it faster or raise the timeout."
                 )
-                self.writer.submit_finish(self.executor.timed_out(reservation, started_ms, error))
+                finish = self.executor.timed_out(reservation, started_ms, error)
+                # Its run time is its thread's: timed_out loaded the attempt again just now.
+                self.writer.submit_finish(finish._replace(run_ms=run_ms))
                 self.buffer.done()
                 if self.replacing:
                     self.replace()
