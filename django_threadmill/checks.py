@@ -164,6 +164,8 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
     where = f"TASKS[{backend.alias!r}] at {masked_location(backend.settings.location)}"
     try:
         info = backend.broker.server_info()
+        if misrouted := _cluster_messages(where, backend.settings, info):
+            return misrouted  # reading our keys would fail MOVED, or pass by luck of the slot
         # Reads keys of ours: an ACL user kept off our prefix fails here.
         left = backend.broker.left_behind(backend.broker.queues(backend.queues))
     except BrokerRefused as exc:
@@ -171,8 +173,8 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         return [
             Error(
                 f"{where}: Redis refused this backend: {exc}",
-                hint="Fix LOCATION (user, password, database number), or the ACL rules of "
-                "that user.",
+                hint="Fix what the message names: LOCATION (user, password, database "
+                "number), OPTIONS['cluster'], or the ACL rules of that user.",
                 id=REFUSED,
             )
         ]
@@ -276,6 +278,23 @@ def _role_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
             hint="Point LOCATION at the primary, or use OPTIONS['sentinel'] to follow the "
             "primary through failovers.",
             id="threadmill.E013",
+        )
+    ]
+
+
+def _cluster_messages(
+    where: str, settings: BackendSettings, info: dict[str, Any]
+) -> list[CheckMessage]:
+    """A node of a Redis Cluster serves only its own slots: without OPTIONS['cluster'], the
+    queues whose slots live elsewhere fail every call with MOVED, the others seem to work."""
+    if settings.cluster or str(info.get("cluster_enabled", "0")) != "1":
+        return []
+    return [
+        Error(
+            f"{where}: Redis is a node of a Redis Cluster, but OPTIONS['cluster'] is not set: "
+            "every call for a key of another node's slots fails (MOVED).",
+            hint="Set OPTIONS['cluster'] = True for this backend.",
+            id="threadmill.E015",
         )
     ]
 

@@ -36,6 +36,8 @@ DAMAGED_DATA_ERRORS = (
 )
 
 MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxclients is reached
+# redis-py's words when OPTIONS['cluster'] names a server that is not a cluster node.
+NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
 
 
 def _client_options(settings: BackendSettings) -> dict[str, Any]:
@@ -141,18 +143,44 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
     except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse) as exc:
         raise _no_reply(location, pool_timeout_s, exc) from exc
     except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
-        # redis-py already followed MOVED/ASK and refreshed its slot map; what is left is a
-        # cluster without a primary for the slot (mid-failover) or no node reachable at all.
-        raise _with_what_was_written(
-            exc,
-            f"The Redis Cluster at {where} cannot serve this call now ({exc}). Wait for the "
-            "failover to finish (CLUSTER INFO: cluster_state:ok), or fix LOCATION; ",
-        ) from exc
+        raise _cluster_error(where, exc) from exc
+    except redis.exceptions.AskError as exc:  # MOVED or ASK (MovedError is an AskError)
+        raise _misrouted(where, exc) from exc
     except redis.ResponseError as exc:
         translated = _translated_reply(where, exc)
         if translated is None:
             raise
         raise translated from exc
+
+
+def _cluster_error(where: str, exc: Exception) -> BrokerUnavailable:
+    """Return the error for what redis-py's cluster client could not do."""
+    if NOT_A_CLUSTER in str(exc):
+        # No slot map could be read, so no call was sent; no wait fixes the setting.
+        return BrokerRefused(
+            f"Redis at {where} is not a Redis Cluster ({exc}), but OPTIONS['cluster'] is "
+            "True. Remove 'cluster' from OPTIONS for a single Redis, or point LOCATION at a "
+            "node of the cluster; nothing was written."
+        )
+    # redis-py already followed MOVED/ASK and refreshed its slot map; what is left is a
+    # cluster without a primary for the slot (mid-failover) or no node reachable at all.
+    return _with_what_was_written(
+        exc,
+        f"The Redis Cluster at {where} cannot serve this call now ({exc}). Wait for the "
+        "failover to finish (CLUSTER INFO: cluster_state:ok), or fix LOCATION; ",
+    )
+
+
+def _misrouted(where: str, exc: redis.exceptions.AskError) -> BrokerUnavailable:
+    """Return the error for a key a Redis Cluster node sent elsewhere: only a plain client
+    meets it (redis-py's cluster client follows MOVED and ASK itself), so the call was not
+    applied and OPTIONS['cluster'] is missing."""
+    redirect = "MOVED" if isinstance(exc, redis.exceptions.MovedError) else "ASK"
+    return BrokerUnavailable(
+        f"Redis at {where} is a node of a Redis Cluster, which serves this key on another node "
+        f"({redirect} {reply_of(exc)}). Set OPTIONS['cluster'] = True, so that each key is "
+        "sent to its node."
+    )
 
 
 def reply_of(exc: redis.ResponseError) -> str:

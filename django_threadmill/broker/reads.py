@@ -80,15 +80,15 @@ class Reads(BrokerCore):
         return sorted({name for name in names if QUEUE_NAME_PATTERN.match(name)} | set(configured))
 
     def server_info(self) -> dict[str, Any]:
-        """Return Redis INFO (server, memory, persistence, replication), whether RDB is on, and
-        the largest argument and request Redis takes (``proto_max_bulk_len``,
+        """Return Redis INFO (server, memory, persistence, replication, cluster), whether RDB
+        is on, and the largest argument and request Redis takes (``proto_max_bulk_len``,
         ``client_query_buffer_limit``, in bytes).
 
         Each of the last three is None when CONFIG is not allowed (managed Redis): unknown.
         """
         with self.translated_errors():
             info: dict[str, Any] = {}
-            for section in ("server", "memory", "persistence", "replication"):
+            for section in ("server", "memory", "persistence", "replication", "cluster"):
                 info.update(self.client.info(section))
             try:
                 config = {
