@@ -1,4 +1,5 @@
-"""Metrics tokens no scraper can send, the bearer scheme in any case, and run spans of timed-out tasks."""
+"""Metrics tokens no scraper can send, the bearer scheme in any case, and run spans of
+timed-out tasks."""
 
 import json
 import re
@@ -12,7 +13,7 @@ from django.test import Client
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.conf.settings import read_settings
-from tests.support import Command, run_to_completion
+from tests.support import Command, run_to_completion, wait_until
 from tests.worker import tasks
 
 URL = "/threadmill/metrics"
@@ -100,7 +101,11 @@ def test_the_run_span_of_a_timed_out_task_ends_when_the_worker_gives_up_on_it(
     command = Command(redis_url, key_prefix, code=SPAN_PRINTING_WORKER)
     try:
         command.wait_for_log(f'span-ended {{"name": "run {WAIT_FOR_FILE}"')
-        assert backend.get_result(result.id).status == TaskResultStatus.FAILED
+        # The span ends as the watchdog gives up, before the ack writer writes FAILED.
+        wait_until(
+            lambda: backend.get_result(result.id).status == TaskResultStatus.FAILED,
+            "the timed-out attempt recorded FAILED",
+        )
     finally:
         release.touch()  # the abandoned thread returns; the burst worker exits
     output = run_to_completion(command)
