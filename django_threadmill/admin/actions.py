@@ -166,20 +166,26 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
     changed, skipped = outcome.changed, outcome.skipped
     noun = "task" if changed == 1 else "tasks"
     messages = [f"{changed} {noun} {action.done}."]
-    if refused := outcome.in_cancelled_workflows:
-        ids = get_text_list([item.task_id for item in refused], "and")
-        messages.append(
-            f"{len(refused)} left alone: a cancelled workflow's step, which no worker starts, so "
-            "a requeue would only fail it again; enqueue the task anew to run it "
-            f"(docs/workflows.md, Cancel): {ids}."
-        )
-    if exhausted := outcome.exhausted:
-        ids = get_text_list([item.task_id for item in exhausted], "and")
-        messages.append(
-            f"{len(exhausted)} left alone: FAILED after {MAX_ATTEMPTS:,} attempts, the most a "
-            "task runs, so a requeue would not run it again; enqueue the task anew to run it "
-            f"(docs/lifecycle.md, Retries): {ids}."
-        )
+    for refused, why, where in (
+        (
+            outcome.in_cancelled_workflows,
+            "a cancelled workflow's step, which no worker starts, so a requeue would only fail "
+            "it again",
+            "docs/workflows.md, Cancel",
+        ),
+        (
+            outcome.exhausted,
+            f"FAILED after {MAX_ATTEMPTS:,} attempts, the most a task runs, so a requeue would "
+            "not run it again",
+            "docs/lifecycle.md, Retries",
+        ),
+    ):
+        if refused:
+            ids = get_text_list([item.task_id for item in refused], "and")
+            messages.append(
+                f"{len(refused)} left alone: {why}; enqueue the task anew to run it ({where}): "
+                f"{ids}."
+            )
     by_state = Counter(item.label for item in skipped)
     for label, count in sorted(by_state.items()):
         ids = get_text_list([item.task_id for item in skipped if item.label == label], "and")
