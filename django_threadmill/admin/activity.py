@@ -4,11 +4,13 @@ The workers count outcomes and run-time buckets per task path and minute (broker
 sent by metrics.lua); this reads 60 small hashes per queue, bounded like every admin read.
 """
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..broker.inspect.counters import PathCounters, histogram, merged, per_minute
 from ..broker.inspect.source import Source
+from ..broker.metrics import RUN_BUCKETS_S
 from .charts import Chart, throughput_chart
 
 ACTIVITY_MINUTES = 60  # the window of the charts and the task path table
@@ -24,12 +26,30 @@ class PathLine:
     finished: int
     failed: int
     retried: int
-    p50_s: float | None  # upper bound of the bucket holding the median; None: none or > 1 h
+    p50_s: float | None  # upper bound of the bucket holding the median; inf: > 1 h; None: none
     p95_s: float | None
 
     @property
     def failure_percent(self) -> float | None:
         return 100 * self.failed / self.finished if self.finished else None
+
+    @property
+    def p50(self) -> str:
+        return run_time_label(self.p50_s)
+
+    @property
+    def p95(self) -> str:
+        return run_time_label(self.p95_s)
+
+
+def run_time_label(bound_s: float | None) -> str:
+    """Show a quantile's bucket bound: "≤ 0.25 s", "> 3600 s" past the last bound (runs over
+    an hour), "" with no run time (none finished, or only leases the reaper settled)."""
+    if bound_s is None:
+        return ""
+    if math.isinf(bound_s):
+        return f"> {RUN_BUCKETS_S[-1]} s"
+    return f"≤ {bound_s} s"
 
 
 def _outcomes(counters: PathCounters) -> tuple[int, int]:
@@ -38,10 +58,14 @@ def _outcomes(counters: PathCounters) -> tuple[int, int]:
 
 
 def _path_lines(queue: str, hour: PathCounters) -> list[PathLine]:
+    """Return a line per task path that finished or retried an attempt in ``hour`` (a path
+    with only fields written by hand, which count nothing here, gets none)."""
     lines = []
     for path, fields in hour.items():
         run = histogram(fields, "run")
         failed = fields.get("failed", 0)
+        if not (fields.get("successful", 0) or failed or fields.get("retry", 0)):
+            continue
         lines.append(
             PathLine(
                 queue=queue,

@@ -6,6 +6,8 @@ variables (base.html), so the chart follows the light and dark themes.
 
 from dataclasses import dataclass
 
+from django.utils.formats import number_format
+
 CHART_WIDTH = 360  # px of the drawing area; a bar per minute
 CHART_HEIGHT = 80  # px of the tallest bar
 LABEL_HEIGHT = 14  # px under the bars for the time labels
@@ -42,6 +44,11 @@ class Chart:
         return 100 * self.failed / total if total else None
 
 
+def grouped(count: int) -> str:
+    """Show a count with the locale's thousands separator, as the tables' ``floatformat:"0g"``."""
+    return number_format(count, force_grouping=True)
+
+
 def throughput_chart(per_minute: list[tuple[int, int]], minutes_ago: list[int]) -> Chart:
     """Return the chart of ``per_minute`` (successful, failed), one pair per minute."""
     peak = max((ok + failed for ok, failed in per_minute), default=0)
@@ -59,7 +66,7 @@ def throughput_chart(per_minute: list[tuple[int, int]], minutes_ago: list[int]) 
                 failed_height=round(failed_height, 2),
                 ok_y=round(failed_y - ok_height, 2),
                 ok_height=round(ok_height, 2),
-                title=f"{ago} min ago: {ok} successful, {failed} failed",
+                title=f"{ago} min ago: {grouped(ok)} successful, {grouped(failed)} failed",
             )
         )
     return Chart(

@@ -77,11 +77,36 @@ def _limit_line(overview: QueueOverview, limit: QueueLimit, next_token_ms: int |
     return " · ".join(parts)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DonePerMinute:
+    """One Done/min cell: the rate over a window, or None and why there is none."""
+
+    rate: float | None
+    why_none: str = ""
+
+
+def _done_per_minute(overview: QueueOverview, result_ttl_s: float | None) -> list[DonePerMinute]:
+    """Return the Done/min cells of a queue, one per window of ``THROUGHPUT_MINUTES``.
+
+    They count the results index, which keeps a result for ``result_ttl``: a longer window
+    would be divided by minutes whose results are gone, and read too low.
+    """
+    cells = []
+    for minutes in THROUGHPUT_MINUTES:
+        if result_ttl_s is not None and result_ttl_s < minutes * 60:
+            why = f"Results are kept {result_ttl_s:g} s (result_ttl): too short to count "
+            cells.append(DonePerMinute(rate=None, why_none=f"{why}{minutes} minutes."))
+        else:
+            cells.append(DonePerMinute(rate=overview.finished_since[minutes] / minutes))
+    return cells
+
+
 def _queue_line(
     overview: QueueOverview,
     limit: QueueLimit,
     next_token_ms: int | None,
     pause: QueuePause | None,
+    result_ttl_s: float | None,
 ) -> dict[str, Any]:
     return {
         "overview": overview,
@@ -92,9 +117,7 @@ def _queue_line(
         "running": overview.leased.counts.get("running", 0),
         "successful": overview.outcomes.counts.get("successful", 0),
         "failed": overview.outcomes.counts.get("failed", 0),
-        "per_minute": [
-            (minutes, overview.finished_since[minutes] / minutes) for minutes in THROUGHPUT_MINUTES
-        ],
+        "per_minute": _done_per_minute(overview, result_ttl_s),
         "lifetime_title": "All time in this queue: {} successful, {} failed, {} retried.".format(
             *(overview.lifetime.get(name, 0) for name in ("successful", "failed", "retry"))
         ),
@@ -140,9 +163,10 @@ def alias_context(source: Source) -> dict[str, Any]:
         tokens = source.inspector.next_tokens_ms([q for q in queues if settings.limit_of(q).rate])
         paused = source.inspector.paused(queues)
         damaged = source.broker.damaged(queues)
+        now_ms = overviews[0].now_ms if overviews else source.inspector.now_ms()
+        activity = activity_context(source, queues, now_ms)
     except BrokerUnavailable as exc:
         return {**block, "error": str(exc)}
-    now_ms = overviews[0].now_ms if overviews else source.inspector.now_ms()
     workers = _worker_lines(sightings, now_ms, settings.lease_ttl_ms)
     return {
         **block,
@@ -152,6 +176,7 @@ def alias_context(source: Source) -> dict[str, Any]:
                 settings.limit_of(overview.queue),
                 tokens.get(overview.queue),
                 paused.get(overview.queue),
+                settings.result_ttl_s,
             )
             for overview in overviews
         ],
@@ -161,7 +186,7 @@ def alias_context(source: Source) -> dict[str, Any]:
         ],
         "damaged": [_damaged_line(source.alias, record) for record in damaged],
         "now": when(now_ms),
-        "activity": activity_context(source, queues, now_ms),
+        "activity": activity,
         "throughput_minutes": THROUGHPUT_MINUTES,
     }
 

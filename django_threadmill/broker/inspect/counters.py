@@ -4,6 +4,7 @@ Each queue has one lifetime hash and one hash per minute (two hours kept); both 
 ``MAX_TASK_PATHS`` + 1 task paths times a fixed set of names, so an HGETALL is bounded.
 """
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,23 +29,26 @@ class Histogram:
         return sum(self.counts)
 
     def quantile_s(self, q: float) -> float | None:
-        """Return the upper bound of the bucket holding quantile ``q``; None if empty or +Inf."""
+        """Return the upper bound of the bucket holding quantile ``q``: ``math.inf`` when it is
+        past the last bound (not None, which says there is no value at all)."""
         rank = q * self.count
         seen = 0
         for bound, n in zip(self.bounds_s, self.counts, strict=False):
             seen += n
             if n and seen >= rank:
                 return bound
-        return None
+        return math.inf if self.count else None
 
 
 def parse(raw: dict[bytes, bytes]) -> PathCounters:
     """Split the "<path>|<name>" fields of a hash read as bytes into per-path counters; a
-    field that is not UTF-8 or not a number is skipped (``stored_counters``)."""
+    field that is not UTF-8 or not a number (``stored_counters``), or names no task path
+    (written by hand: metrics.lua always writes one), is skipped."""
     by_path: PathCounters = defaultdict(dict)
     for field, value in stored_counters(raw).items():
         path, _, name = field.rpartition("|")
-        by_path[path][name] = value
+        if path:
+            by_path[path][name] = value
     return dict(by_path)
 
 
