@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from time import monotonic
 
 from ..codec.payloads import run_after_ms
+from ..forks import renew_after_fork
 from .types import Finish, Outcome
 
 # Upper bounds of the histogram buckets in seconds; bucket i counts values <= bound i, and
@@ -134,6 +135,13 @@ class Tally:
     def __init__(self) -> None:
         self._parts: defaultdict[str, PartTally] = defaultdict(PartTally)
         self._lock = threading.Lock()
+        renew_after_fork(self)
+
+    def after_fork(self) -> None:
+        """Start a forked child's tally empty: what the parent counted is the parent's to send
+        (a supervisor whose reap pass could not send its counts handed them to the next worker
+        process it forked, and both sent them), with a lock no parent thread holds."""
+        self._parts, self._lock = defaultdict(PartTally), threading.Lock()
 
     def add(self, recorded: Iterable[tuple[str, Finish]], *, reaping: bool) -> None:
         """Count outcomes recorded just now, each with the queue part its task lives in."""

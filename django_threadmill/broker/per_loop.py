@@ -10,12 +10,11 @@ alive.
 """
 
 import asyncio
-import os
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import suppress
-from typing import Any
-from weakref import WeakSet
+
+from ..forks import renew_after_fork
 
 
 class PerLoop[T]:
@@ -30,7 +29,7 @@ class PerLoop[T]:
         # loop -> its value, and the async generator that closes it with the loop
         self._values: dict[asyncio.AbstractEventLoop, tuple[T, AsyncGenerator[None]]] = {}
         self._lock = threading.Lock()  # loops of other threads add and drop values too
-        _made.add(self)
+        renew_after_fork(self)
 
     def get(self) -> T:
         """Return the running loop's value, made now if this loop has none."""
@@ -58,18 +57,10 @@ class PerLoop[T]:
     def __len__(self) -> int:
         return len(self._values)
 
-
-_made: WeakSet[PerLoop[Any]] = WeakSet()
-
-
-def _free_locks_after_fork() -> None:
-    """Give every PerLoop a fresh lock in a forked child: a thread of the parent that held one
-    (making its loop's value) did not come along, and each ``aenqueue`` of the child would wait
-    for it forever. The parent's values stay: their loops never run here, and closing their
-    connections from the child would unregister them from the epoll it shares with the parent.
-    """
-    for per_loop in _made:
-        per_loop._lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_free_locks_after_fork)
+    def after_fork(self) -> None:
+        """Take a fresh lock in a forked child: a thread of the parent that held one (making
+        its loop's value) did not come along, and each ``aenqueue`` of the child would wait for
+        it forever. The parent's values stay: their loops never run here, and closing their
+        connections from the child would unregister them from the epoll it shares with the
+        parent."""
+        self._lock = threading.Lock()

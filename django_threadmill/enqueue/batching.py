@@ -5,17 +5,15 @@ batch by queue and give each caller its own outcome. No I/O and no waiting happe
 """
 
 import copy
-import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from threading import Lock
-from typing import Any
-from weakref import WeakSet
 
 from ..broker import Enqueued, NewTask
 from ..exceptions import MaybeApplied, PartlyEnqueued
+from ..forks import renew_after_fork
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -64,29 +62,17 @@ class Latch:
         self._lock.release()
 
 
-_lines: WeakSet["Line[Any]"] = WeakSet()
-
-
-def _reset_lines_after_fork() -> None:
-    """Free every line in a forked child: the threads that were sending did not come along,
-    and a line left busy would make each enqueue of the child wait forever (the worker's
-    supervisor forks its processes)."""
-    for line in _lines:
-        line.reset()
-
-
-os.register_at_fork(after_in_child=_reset_lines_after_fork)
-
-
 class Line[P: Pending]:
     """The calls waiting to be sent and whether a batch is in flight."""
 
     def __init__(self) -> None:
-        self.reset()
-        _lines.add(self)
+        self.after_fork()
+        renew_after_fork(self)
 
-    def reset(self) -> None:
-        """Start empty and free, with a fresh lock."""
+    def after_fork(self) -> None:
+        """Start empty and free, with a fresh lock: in a forked child too, where the threads
+        that were sending did not come along, and a line left busy would make each enqueue
+        wait forever."""
         self._lock = Lock()  # threads join while the sender takes; uncontended in a loop
         self._waiting: list[P] = []
         self._busy = False
