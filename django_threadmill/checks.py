@@ -174,7 +174,8 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
             Error(
                 f"{where}: Redis refused this backend: {exc}",
                 hint="Fix what the message names: LOCATION (user, password, database "
-                "number), OPTIONS['cluster'], or the ACL rules of that user.",
+                "number), OPTIONS['cluster'] or OPTIONS['sentinel'], or the ACL rules of that "
+                "user.",
                 id=REFUSED,
             )
         ]
@@ -190,9 +191,9 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         ]
     return [
         *_version_messages(where, info),
-        *_role_messages(where, info),
+        *_role_messages(where, backend.settings, info),
         *_durability_messages(where, info),
-        *_durability_mode_messages(where, backend.settings, info),
+        *durability_mode_messages(where, backend.settings, info),
         *_size_messages(where, backend.settings, info),
         *_layout_messages(where, backend.settings, left),
     ]
@@ -266,17 +267,28 @@ def _version_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
     ]
 
 
-def _role_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
+def _role_messages(
+    where: str, settings: BackendSettings, info: dict[str, Any]
+) -> list[CheckMessage]:
     """A read-only replica refuses every write: every enqueue, acquire and ack would fail."""
     if info.get("role") != "slave" or not info.get("slave_read_only", 1):
         return []
     primary = f"{info.get('master_host', '?')}:{info.get('master_port', '?')}"
+    hint = (
+        "Point LOCATION at the primary, or use OPTIONS['sentinel'] to follow the primary "
+        "through failovers."
+    )
+    if settings.sentinel is not None:  # the sentinels named it: LOCATION's host is not used
+        hint = (
+            "The sentinels name this replica as the primary: wait for the failover to finish; "
+            "if it lasts, it was made a replica behind their back: make it a primary again "
+            f"(REPLICAOF NO ONE) or run SENTINEL FAILOVER {settings.sentinel.service_name}."
+        )
     return [
         Error(
             f"{where}: Redis is a read-only replica of {primary}, which refuses every enqueue "
             "and every worker's writes.",
-            hint="Point LOCATION at the primary, or use OPTIONS['sentinel'] to follow the "
-            "primary through failovers.",
+            hint=hint,
             id="threadmill.E013",
         )
     ]
@@ -332,7 +344,7 @@ def _durability_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]
     return messages
 
 
-def _durability_mode_messages(
+def durability_mode_messages(
     where: str, settings: BackendSettings, info: dict[str, Any]
 ) -> list[CheckMessage]:
     """Check that the server can confirm writes the way OPTIONS['durability'] asks."""

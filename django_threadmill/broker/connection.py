@@ -8,11 +8,11 @@ import redis
 import redis.asyncio
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
-from redis.sentinel import MasterNotFoundError
 
 from ..conf.settings import BackendSettings
-from ..conf.topology import masked_location
+from ..conf.topology import SentinelSettings, masked_location
 from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
+from .no_primary import translated_sentinel_errors
 from .topology import AsyncClient, SyncClient, aconnect, connect
 from .wrong_server import wrong_server
 
@@ -38,6 +38,8 @@ DAMAGED_DATA_ERRORS = (
 MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxclients is reached
 # redis-py's words when OPTIONS['cluster'] names a server that is not a cluster node.
 NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
+# redis-py's words when the primary the sentinels named answered READONLY: it refused the call.
+DEMOTED_PRIMARY = "The previous master is now a slave"
 
 
 def _client_options(settings: BackendSettings) -> dict[str, Any]:
@@ -114,11 +116,15 @@ def _with_what_was_written(error: BaseException, problem: str) -> BrokerUnavaila
 
 
 @contextmanager
-def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
-    """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors."""
+def translated_errors(
+    location: str, pool_timeout_s: float, sentinel: SentinelSettings | None = None
+) -> Iterator[None]:
+    """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors;
+    ``sentinel``: the sentinels that name the primary, asked why when they named none."""
     where = masked_location(location)
     try:
-        yield
+        with translated_sentinel_errors(sentinel, where):
+            yield
     except redis.AuthenticationError as exc:
         raise BrokerRefused(
             f"Redis at {where} refused the credentials ({exc}). Put the right user and "
@@ -128,12 +134,6 @@ def translated_errors(location: str, pool_timeout_s: float) -> Iterator[None]:
         raise BrokerRefused(
             f"Redis at {where} refused a command for lack of permission ({exc}). Grant the ACL "
             "user '+@all -@dangerous +info' on this backend's keys, e.g. '~<key_prefix>:*'."
-        ) from exc
-    except MasterNotFoundError as exc:  # a ConnectionError: before it, with its own fix
-        raise BrokerUnavailable(
-            f"No sentinel named a primary for Redis at {where} ({exc}). Wait if a failover is "
-            "under way; else start the sentinels and the primary, or fix OPTIONS['sentinel'] "
-            "(service_name, sentinels); nothing was written."
         ) from exc
     except redis.exceptions.BusyLoadingError as exc:  # a ConnectionError, but Redis answered
         raise BrokerUnavailable(
@@ -198,6 +198,14 @@ def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUna
     """Return the error for a call that got no Redis reply: the pool was exhausted, the server
     is no Redis of the kind LOCATION names, or it cannot be reached."""
     where = masked_location(location)
+    if str(exc) == DEMOTED_PRIMARY:  # checked before: READONLY is not a dropped connection
+        return BrokerUnavailable(
+            f"The primary the sentinels named for Redis at {where} is a read-only replica "
+            f"({exc}), which refused the call. During a failover this passes once the "
+            "sentinels name the new primary; if it lasts, that server was made a replica "
+            "behind the sentinels' back: make it a primary again (REPLICAOF NO ONE) or "
+            "SENTINEL FAILOVER <service_name>; nothing was written."
+        )
     if str(exc) == POOL_TIMED_OUT:  # raised by the client's own pool, before any I/O
         return BrokerUnavailable(
             f"Every pooled connection to Redis at {where} stayed in use for "

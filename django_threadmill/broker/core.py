@@ -68,7 +68,8 @@ class BrokerCore:
 
     def translated_errors(self) -> AbstractContextManager[None]:
         """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix."""
-        return translated_errors(self.settings.location, self.settings.pool_timeout_s)
+        settings = self.settings
+        return translated_errors(settings.location, settings.pool_timeout_s, settings.sentinel)
 
     def raw_command(self, *args: Any, **options: Any) -> Any:
         """Send one command with redis-py's ``options``; return its reply as bytes

@@ -12,7 +12,10 @@ import redis
 import redis.asyncio
 import redis.asyncio.sentinel
 import redis.sentinel
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
 from redis.connection import SSLConnection, parse_url
+from redis.retry import Retry
 
 from ..conf.settings import BackendSettings
 from ..conf.topology import SentinelSettings
@@ -40,10 +43,18 @@ def _primary_options(location: str, options: dict[str, Any]) -> dict[str, Any]:
     return {**found, **_without_pool_timeout(options)}
 
 
-def _sentinel_options(sentinel: SentinelSettings, options: dict[str, Any]) -> dict[str, Any]:
-    """Return the options for the connections to the sentinels themselves."""
+def _sentinel_options(
+    sentinel: SentinelSettings, options: dict[str, Any], retry: Retry | AsyncRetry
+) -> dict[str, Any]:
+    """Return the options for the connections to the sentinels themselves.
+
+    ``retry`` must retry nothing: redis-py's Sentinel asks the next sentinel itself, and
+    redis-py's default retry (up to ten more tries in redis-py 8) asks a dead or hung one
+    again first, each try up to the socket timeout, while the healthy sentinels wait.
+    """
     timeouts = ("socket_timeout", "socket_connect_timeout")
-    return {**{key: options[key] for key in timeouts if key in options}, **sentinel.auth}
+    found = {key: options[key] for key in timeouts if key in options}
+    return {**found, "retry": retry, **sentinel.auth}
 
 
 def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
@@ -55,7 +66,7 @@ def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
     if settings.sentinel is not None:
         manager = redis.sentinel.Sentinel(
             settings.sentinel.sentinels,
-            sentinel_kwargs=_sentinel_options(settings.sentinel, options),
+            sentinel_kwargs=_sentinel_options(settings.sentinel, options, Retry(NoBackoff(), 0)),
         )
         primary = _primary_options(settings.location, options)
         # master_for is unannotated; it returns its default redis_class, Redis.
@@ -75,7 +86,9 @@ def aconnect(settings: BackendSettings, options: dict[str, Any]) -> AsyncClient:
     if settings.sentinel is not None:
         manager = redis.asyncio.sentinel.Sentinel(
             settings.sentinel.sentinels,
-            sentinel_kwargs=_sentinel_options(settings.sentinel, options),
+            sentinel_kwargs=_sentinel_options(
+                settings.sentinel, options, AsyncRetry(NoBackoff(), 0)
+            ),
         )
         primary = _primary_options(settings.location, options)
         # master_for is unannotated; it returns its default redis_class, Redis.

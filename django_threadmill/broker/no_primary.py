@@ -1,0 +1,168 @@
+"""Say why the sentinels named no primary: each one asked again, once, and its answer named.
+
+redis-py's ``MasterNotFoundError`` lists every sentinel as its client's repr (a screenful each)
+and files refused credentials, a service name no sentinel monitors and a plain Redis listed as
+a sentinel under one "No master found", which read like an outage. After such a failure (never
+on the way of a call that works), each sentinel is asked ``SENTINEL MASTERS`` with the
+backend's sentinel credentials, and its answer says what to fix. A setting every sentinel
+refuses is ``BrokerRefused``: commands that wait for Redis stop at start, as for a password.
+"""
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from redis.asyncio.sentinel import MasterNotFoundError as AsyncMasterNotFoundError
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from redis.sentinel import MasterNotFoundError
+
+from ..conf.topology import SentinelSettings
+from ..exceptions import BrokerRefused, BrokerUnavailable
+
+PROBE_TIMEOUT_S = 1.0  # each sentinel is given this long to connect and answer
+NOT_A_SENTINEL = "unknown command 'SENTINEL'"  # a Redis server's reply to SENTINEL MASTERS
+SENTINEL_COMMAND = "'sentinel"  # in an error reply (lowercased) that names a SENTINEL command
+WAIT_OR_FIX = (
+    "Wait if a failover is under way; else start the sentinels and the primary, or fix "
+    "OPTIONS['sentinel'] (service_name, sentinels, username, password); nothing was written."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What one sentinel said, as a phrase after its address."""
+
+    said: str
+    settled: bool  # a setting is wrong: no wait fixes it
+
+
+@contextmanager
+def translated_sentinel_errors(sentinel: SentinelSettings | None, where: str) -> Iterator[None]:
+    """Raise the error ``no_primary`` returns for the sentinels' failures inside the block.
+
+    redis-py raises ``MasterNotFoundError`` when no sentinel named a primary, but lets a
+    sentinel's error reply through (a Redis server's "unknown command 'SENTINEL'", an ACL
+    user's NOPERM), which would read as the primary's: the backend sends it no SENTINEL.
+    """
+    try:
+        yield
+    except (MasterNotFoundError, AsyncMasterNotFoundError) as exc:
+        # The asyncio client's is a class of its own: both are ConnectionErrors, which read
+        # as a call that may have been applied, though no primary was found to send it to.
+        assert sentinel is not None  # only a Sentinel-managed client raises it
+        raise no_primary(sentinel, where) from exc
+    except redis.ResponseError as exc:
+        if sentinel is None or SENTINEL_COMMAND not in str(exc).lower():
+            raise
+        raise no_primary(sentinel, where) from exc
+
+
+def no_primary(sentinel: SentinelSettings, where: str) -> BrokerUnavailable:
+    """Return the error for sentinels that named no primary of ``sentinel.service_name``;
+    ``where`` is LOCATION as it may be shown (without its password).
+
+    Inside a running event loop (``aenqueue`` in an ASGI view) the sentinels are not asked:
+    the sync probe, up to ``PROBE_TIMEOUT_S`` each, would hold every other coroutine of the
+    loop on each failed call of an outage. The worker's check and a sync call name the setting.
+    """
+    if _in_event_loop():
+        return BrokerUnavailable(
+            f"No sentinel named a primary for Redis at {where} (No master found for "
+            f"{sentinel.service_name!r}). {WAIT_OR_FIX}"
+        )
+    answers = {f"{host}:{port}": _ask(sentinel, host, port) for host, port in sentinel.sentinels}
+    found = {address: answer for address, answer in answers.items() if answer is not None}
+    if not found:  # every sentinel names it now: a failover ended meanwhile
+        return BrokerUnavailable(
+            f"No sentinel named a primary for Redis at {where} (No master found for "
+            f"{sentinel.service_name!r}), but they do now: retry; nothing was written."
+        )
+    said = "; ".join(f"{address} {answer.said}" for address, answer in found.items())
+    problem = (
+        f"No sentinel named a primary for Redis at {where} (No master found for "
+        f"{sentinel.service_name!r}: {said})."
+    )
+    if len(found) == len(answers) and all(answer.settled for answer in found.values()):
+        return BrokerRefused(f"{problem} Fix OPTIONS['sentinel']; nothing was written.")
+    return BrokerUnavailable(f"{problem} {WAIT_OR_FIX}")
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _ask(sentinel: SentinelSettings, host: str, port: int) -> Answer | None:
+    """Return what the sentinel at ``host:port`` says is wrong, or None if it names a primary."""
+    client = redis.Redis(
+        host,
+        port,
+        socket_timeout=PROBE_TIMEOUT_S,
+        socket_connect_timeout=PROBE_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 0),
+        decode_responses=True,
+        username=sentinel.auth.get("username"),
+        password=sentinel.auth.get("password"),
+    )
+    try:
+        # A dict by service name (RESP2, redis-py's default); typed as any reply.
+        masters: dict[str, dict[str, Any]] = client.sentinel_masters()  # type: ignore[assignment]
+    except redis.AuthenticationError as exc:  # a ConnectionError: first
+        return Answer(_refused(sentinel, exc), settled=True)
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        return Answer(f"is unreachable ({exc})", settled=False)
+    except redis.exceptions.NoPermissionError as exc:
+        return Answer(
+            f"refused SENTINEL MASTERS to OPTIONS['sentinel']['username'] ({exc}): grant that "
+            "ACL user '+sentinel' in sentinel.conf",
+            settled=True,
+        )
+    except redis.ResponseError as exc:
+        if NOT_A_SENTINEL not in str(exc):
+            return Answer(f"answered SENTINEL MASTERS with an error ({exc})", settled=False)
+        return Answer(
+            f"is a Redis server, not a sentinel ({exc}): list the sentinels' addresses (port "
+            "26379 by default) in OPTIONS['sentinel']['sentinels']",
+            settled=True,
+        )
+    finally:
+        client.close()
+    return _state(sentinel.service_name, masters)
+
+
+def _refused(sentinel: SentinelSettings, exc: Exception) -> str:
+    if not sentinel.auth:
+        return (
+            f"needs credentials ({exc}): set OPTIONS['sentinel']['password'] (and 'username' "
+            "for an ACL user) to the sentinels' own, from sentinel.conf"
+        )
+    return (
+        f"refused the credentials of OPTIONS['sentinel'] ({exc}): set its 'username' and "
+        "'password' to the sentinels' own, from sentinel.conf (or drop them if the sentinels "
+        "need none); the primary's go in LOCATION"
+    )
+
+
+def _state(service_name: str, masters: dict[str, dict[str, Any]]) -> Answer | None:
+    """Return what is wrong with ``service_name`` in a sentinel's SENTINEL MASTERS reply."""
+    state = masters.get(service_name)
+    if state is None:
+        monitored = ", ".join(repr(name) for name in sorted(masters)) or "nothing"
+        return Answer(
+            f"monitors no {service_name!r} (it monitors {monitored}): set "
+            "OPTIONS['sentinel']['service_name'] to the name of its 'sentinel monitor' line",
+            settled=True,
+        )
+    if state["is_master"] and not state["is_sdown"] and not state["is_odown"]:
+        return None
+    return Answer(
+        f"reports the primary {state['ip']}:{state['port']} as {state['flags']}",
+        settled=False,
+    )
