@@ -33,7 +33,7 @@ def stored_note(text: str) -> tuple[int | None, str, str]:
     as ``(None, "", text)``."""
     stamp, _, rest = text.partition(" ")
     who, separator, what = rest.partition(": ")
-    if not stamp.isdigit() or not separator:
+    if not (stamp.isascii() and stamp.isdigit()) or not separator:  # int() refuses "²"
         return None, "", text
     return int(stamp), who, what
 

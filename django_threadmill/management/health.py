@@ -11,8 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from ..broker import Broker
 from ..broker.inspect import Inspector
+from ..checks import durability_mode_messages
 from ..codec.ids import worker_host_and_pid
+from ..conf.topology import Durability, masked_location
 
 
 class HealthCode(IntEnum):
@@ -57,3 +60,18 @@ def host_heartbeats(
         last_seen_ms_ago=None if newest_ms is None else max(0, now_ms - newest_ms),
         live_elsewhere=len(elsewhere),
     )
+
+
+def unconfirmed_writes(broker: Broker) -> str | None:
+    """Return why Redis cannot confirm writes as OPTIONS['durability'] asks, else None.
+
+    A worker then retries its first ack batch until Redis can, and renews its leases all
+    along, so its heartbeat alone reads healthy while no outcome is written.
+    One INFO call, made only for a durability other than "local".
+    """
+    settings = broker.settings
+    if settings.durability is Durability.LOCAL:
+        return None
+    where = f"TASKS[{settings.alias!r}] at {masked_location(settings.location)}"
+    problems = durability_mode_messages(where, settings, broker.durability_info())
+    return " ".join(f"{problem.msg} {problem.hint}" for problem in problems) or None

@@ -6,8 +6,9 @@ stderr when it exits non-zero.
 """
 
 import socket
+import sys
 from dataclasses import replace
-from typing import Any
+from typing import Any, TextIO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -16,7 +17,8 @@ from ...broker import Broker
 from ...broker.inspect.source import Source
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
-from ..health import HealthCode, HostHeartbeats, host_heartbeats
+from ..health import HealthCode, HostHeartbeats, host_heartbeats, unconfirmed_writes
+from ..probe_output import probe_stream
 from ..seconds_option import seconds_option
 
 DEFAULT_TIMEOUT_S = 2.0
@@ -37,12 +39,22 @@ class Command(BaseCommand):
     help = (
         "Exit 0 when at least --min-processes worker processes of this host renewed their "
         "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "
-        "2 (bad option or setting), 3 (Redis unreachable) or 4 (Redis refused the "
-        "credentials), with the reason in one line on stderr. For liveness and readiness probes."
+        "2 (bad option or setting), 3 (Redis unreachable, or unable to confirm writes as "
+        "OPTIONS['durability'] asks) or 4 (Redis refused the credentials), with the reason in "
+        "one line on stderr. For liveness and readiness probes."
     )
     # A probe runs every few seconds: the system checks would add a Redis round trip and
     # warnings that are not its answer.
     requires_system_checks: list[str] = []
+
+    def __init__(
+        self, stdout: TextIO | None = None, stderr: TextIO | None = None, **kwargs: Any
+    ) -> None:
+        """Write the lines where no failed write can change the exit code, the probe's answer
+        (management/probe_output.py)."""
+        super().__init__(
+            probe_stream(stdout or sys.stdout), probe_stream(stderr or sys.stderr), **kwargs
+        )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--backend", default="default", help=BACKEND_HELP)
@@ -77,8 +89,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--redis-down-ok",
             action="store_true",
-            help="Exit 0 when Redis cannot be reached (a liveness probe: restarting workers "
-            "does not bring Redis back). Refused credentials still fail.",
+            help="Exit 0 when Redis cannot be reached or cannot confirm writes (a liveness "
+            "probe: restarting workers does not bring Redis or its replica back). Refused "
+            "credentials still fail.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -97,20 +110,19 @@ class Command(BaseCommand):
         try:
             queues = asked or source.queues() or ["default"]
             beats = host_heartbeats(source.inspector, queues, host, broker.settings.lease_ttl_ms)
+            facts = self._enough(beats, queues, options["min_processes"])
+            unconfirmed = unconfirmed_writes(broker)
         except BrokerRefused as exc:
             raise CommandError(
                 f"Unhealthy host={host}: {one_line(exc)}", returncode=HealthCode.REFUSED
             ) from exc
         except BrokerUnavailable as exc:
-            if not options["redis_down_ok"]:
-                raise CommandError(
-                    f"Unhealthy host={host}: {one_line(exc)}", returncode=HealthCode.UNREACHABLE
-                ) from exc
-            self.stderr.write(
-                f"Redis unavailable, passing (--redis-down-ok) host={host}: {one_line(exc)}"
-            )
+            self._unavailable(f"host={host}: {one_line(exc)}", options["redis_down_ok"])
             return
-        self._judge(beats, queues, options["min_processes"], options["verbosity"])
+        if unconfirmed is not None:
+            self._unavailable(f"{facts}: {unconfirmed}", options["redis_down_ok"])
+        elif options["verbosity"] >= 1:
+            self.stdout.write(f"Healthy {facts}")
 
     def _backend(self, alias: str) -> ThreadmillTaskBackend:
         try:
@@ -147,16 +159,20 @@ class Command(BaseCommand):
             )
         )
 
-    def _judge(self, beats: HostHeartbeats, queues: list[str], needed: int, verbosity: int) -> None:
-        """Print the healthy line, or raise the unhealthy one with what to check."""
+    def _unavailable(self, reason: str, redis_down_ok: bool) -> None:
+        """Raise the unhealthy line of a Redis that cannot serve now, or say it is passed."""
+        if not redis_down_ok:
+            raise CommandError(f"Unhealthy {reason}", returncode=HealthCode.UNREACHABLE)
+        self.stderr.write(f"Redis unavailable, passing (--redis-down-ok) {reason}")
+
+    def _enough(self, beats: HostHeartbeats, queues: list[str], needed: int) -> str:
+        """Return the facts of the answer, or raise the unhealthy line with what to check."""
         facts = (
             f"host={beats.host} live={len(beats.live)} min_processes={needed} "
             f"queues={','.join(queues)} lease_ttl_s={beats.lease_ttl_ms / 1000:g}"
         )
         if len(beats.live) >= needed:
-            if verbosity >= 1:
-                self.stdout.write(f"Healthy {facts}")
-            return
+            return facts
         last_seen = (
             "never"
             if beats.last_seen_ms_ago is None

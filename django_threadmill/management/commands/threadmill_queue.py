@@ -21,9 +21,14 @@ from ..text_option import text_option
 
 
 def _when(at_ms: int | None) -> str:
+    """Return ``at_ms`` (Redis time) in ISO 8601, UTC; "unknown time" for none, and for a time
+    written by hand past the year 9999, which no datetime holds."""
     if at_ms is None:
         return "unknown time"
-    return datetime.fromtimestamp(at_ms / 1000, UTC).isoformat(timespec="seconds")
+    try:
+        return datetime.fromtimestamp(at_ms / 1000, UTC).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):
+        return "unknown time"
 
 
 def _by() -> str:
@@ -202,8 +207,9 @@ class Command(BaseCommand):
             dropped = backend.broker.forget_all_damaged(queue)
             self.stdout.write(f"Forgot {dropped} damaged record(s) of queue {queue}.")
             return
+        ids = list(dict.fromkeys(ids))  # given twice, an id was dropped once, then "missing"
         missing = backend.broker.forget_damaged(queue, ids)
-        forgot = f"Forgot {len(set(ids) - set(missing))} damaged record(s) of queue {queue}"
+        forgot = f"Forgot {len(ids) - len(missing)} damaged record(s) of queue {queue}"
         if missing:  # a typo, or an id forgotten already: say which, with where to look
             raise CommandError(
                 f"{forgot}; not in its damaged list: {', '.join(missing)}. Give each id as "

@@ -1,0 +1,59 @@
+"""Output that cannot change a probe's answer: ``threadmill_health`` answers with its exit code.
+
+An orchestrator or a script reads the exit code; the line is for a person. Written to a stdout
+or stderr that is closed (``>&-``), whose reader has gone (``| head -c0``) or that is full
+(``/dev/full``), the line failed the probe: a healthy host exited 1 ("too few") or, at Python's
+last flush, 120, and Redis down exited 1 instead of 3.
+"""
+
+import os
+from typing import TextIO, cast
+
+
+class ProbeStream:
+    """A text stream that drops what it cannot write, instead of raising."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream  # None: Python started with that descriptor closed
+
+    def write(self, text: str) -> int:
+        stream = self._stream
+        if stream is not None:
+            try:
+                stream.write(text)
+                stream.flush()  # fail now, where it is caught, not at Python's exit
+            except (OSError, ValueError):  # ValueError: a file object closed already
+                self._stream = None
+                _silence(stream)
+        return len(text)
+
+    def flush(self) -> None:
+        """Do nothing: ``write`` flushed already."""
+
+    def isatty(self) -> bool:
+        try:
+            return self._stream is not None and self._stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+
+def probe_stream(stream: TextIO | None) -> TextIO:
+    """Return ``stream`` wrapped in a ProbeStream, typed as the stream Django's commands take
+    (they call its ``write``, ``flush`` and ``isatty`` only)."""
+    return cast(TextIO, ProbeStream(stream))
+
+
+def _silence(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at /dev/null.
+
+    Python flushes stdout and stderr again as it exits, what the failed write left in the
+    buffer included, and a failure there turns any exit code into 120.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):  # no descriptor (a StringIO): nothing is flushed at exit
+        pass
