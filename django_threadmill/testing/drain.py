@@ -124,6 +124,7 @@ class _Drain:
         self.runs_of: Counter[str] = Counter()  # attempts begun, by task path
         self.over_max_tasks = False  # a task was due past max_tasks: it was handed back
         self.worker_id = make_worker_id()
+        self.cancelled_steps = CancelledSteps(self.broker)
         self.executor = Executor(
             self.worker_id,
             backend.alias,
@@ -131,9 +132,9 @@ class _Drain:
             max_result_bytes=backend.settings.max_result_bytes,
             interruptible=True,
             commits=_as_their_own_commit,
+            stops_retry=self.cancelled_steps.stops_retry,
         )
         self.held = HeldLeases()
-        self.cancelled_steps = CancelledSteps(self.broker)
         # Outbox entries whose advance raised: tried again a minute later, not in each look.
         self.failed_entries = FailedEntries()
         # Never started: its renew() is called between tasks, once lease_ttl / 3 has passed.

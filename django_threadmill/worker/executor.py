@@ -132,6 +132,11 @@ def _kept() -> bool:
     return False
 
 
+def _never_stopped(reservation: Reservation) -> bool:
+    """Tell that no workflow stopped ``reservation`` (an executor told of no workflows)."""
+    return False
+
+
 def _interrupts_caller(exc: BaseException) -> bool:
     """Tell whether ``exc`` stops whoever runs the task rather than the task alone: what is no
     ``Exception`` (Ctrl-C, ``SystemExit``, a test framework's outcome), except the task's own
@@ -152,8 +157,11 @@ class Executor:
         *,
         interruptible: bool = False,
         commits: Callable[[], AbstractContextManager[object]] = _committed_by_themselves,
+        stops_retry: Callable[[Reservation], bool] = _never_stopped,
     ) -> None:
         self.worker_id = worker_id
+        # A failed step its workflow stopped gets no retry (worker/cancelled_steps.py).
+        self.stops_retry = stops_retry
         # drain(): Ctrl-C and a test framework's outcome (pytest-timeout's failure) raised while
         # a task runs reach the caller, unrecorded; a worker records every task's exception.
         self.interruptible = interruptible
@@ -281,7 +289,13 @@ class Executor:
                 raise
             if self.interruptible and _interrupts_caller(exc):
                 raise
-            finish = self._failed(attempt, exc)
+            finish = self._decided(attempt, exc)
+            # Off the loop, as a step's look before it starts: a round trip, or a Redis away.
+            if finish.outcome is Outcome.RETRY and await asyncio.to_thread(
+                self.stops_retry, attempt.reservation
+            ):
+                finish = _not_retried(finish)
+            _log_failed(attempt, finish, exc)
             await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish))
             return finish
         finally:
@@ -367,9 +381,18 @@ class Executor:
         )
         return finish
 
+    def _failed(self, attempt: Attempt, exc: BaseException) -> Finish:
+        """Record a raised attempt: a retry if the task's policy says so and its workflow, if
+        it is a step, did not stop it; else FAILED."""
+        finish = self._decided(attempt, exc)
+        if finish.outcome is Outcome.RETRY and self.stops_retry(attempt.reservation):
+            finish = _not_retried(finish)
+        _log_failed(attempt, finish, exc)
+        return finish
+
     @staticmethod
-    def _failed(attempt: Attempt, exc: BaseException) -> Finish:
-        """Record a raised attempt: a retry if the task's policy says so, else FAILED.
+    def _decided(attempt: Attempt, exc: BaseException) -> Finish:
+        """Return a raised attempt's outcome as the task's retry policy decides it.
 
         The policy reads the TaskResult, so a failed attempt always builds it. Its worker ids
         are set again from the reservation first: the policy counts attempts by them, and the
@@ -377,7 +400,7 @@ class Executor:
         """
         result = attempt.result
         result.worker_ids[:] = [*attempt.reservation.workers, attempt.worker_id]
-        finish = outcome.failed(
+        return outcome.failed(
             attempt.lease,
             exc,
             attempt.started_ms,
@@ -385,23 +408,32 @@ class Executor:
             retry=not isinstance(exc, TaskTimeout),
             run_ms=attempt.run_ms(),
         )
-        if finish.outcome is Outcome.RETRY:
-            logger.warning(
-                "Task retry scheduled task_id=%s attempt=%d delay_s=%.3f error=%s",
-                result.id,
-                len(result.worker_ids),
-                finish.retry_delay_ms / 1000,
-                type(exc).__name__,
-            )
-        else:
-            logger.error(
-                "Task failed task_id=%s path=%s error=%s: %s",
-                result.id,
-                attempt.task.module_path,
-                type(exc).__name__,
-                error_text(exc),  # its own __str__ may raise, inside logging's formatting
-            )
-        return finish
+
+
+def _not_retried(finish: Finish) -> Finish:
+    """Return ``finish``, a retry, as FAILED: a workflow step its workflow stopped (cancelled)
+    gets no more attempts (docs/workflows.md, Cancel)."""
+    return finish._replace(outcome=Outcome.FAILED, retry_delay_ms=0)
+
+
+def _log_failed(attempt: Attempt, finish: Finish, exc: BaseException) -> None:
+    """Log a raised attempt's outcome: a retry scheduled, or FAILED."""
+    if finish.outcome is Outcome.RETRY:
+        logger.warning(
+            "Task retry scheduled task_id=%s attempt=%d delay_s=%.3f error=%s",
+            attempt.lease.task_id,
+            len(attempt.result.worker_ids),
+            finish.retry_delay_ms / 1000,
+            type(exc).__name__,
+        )
+    else:
+        logger.error(
+            "Task failed task_id=%s path=%s error=%s: %s",
+            attempt.lease.task_id,
+            attempt.task.module_path,
+            type(exc).__name__,
+            error_text(exc),  # its own __str__ may raise, inside logging's formatting
+        )
 
 
 def _encoded(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]:

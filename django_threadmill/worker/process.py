@@ -19,6 +19,7 @@ from ..exceptions import BrokerRefused, BrokerUnavailable
 from ..workflows.advance import drain
 from ..workflows.failed_entries import FailedEntries
 from .backoff import REDIS_BACKOFF
+from .cancelled_steps import CancelledSteps
 from .crew import Crew
 from .executor import Executor
 from .exit_codes import ExitCode
@@ -71,6 +72,7 @@ class WorkerProcess:
             type(backend),
             task_timeout_s=options.task_timeout_s,
             max_result_bytes=backend.settings.max_result_bytes,
+            stops_retry=CancelledSteps(self.broker).stops_retry,
         )
         self.crew = Crew(
             options,

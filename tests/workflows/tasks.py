@@ -2,6 +2,7 @@
 
 import os
 import threading
+from datetime import timedelta
 
 from django_threadmill.codec.ids import read_step_marker
 from django_threadmill.compat import TaskContext, task, task_backends
@@ -11,6 +12,10 @@ from django_threadmill.workflows import get_workflow
 
 # Attempts follow one another at once: the tests run at the speed of the worker.
 AT_ONCE_AGAIN = ExponentialBackoff(base_delay=0, max_delay=0, jitter=0, max_attempts=3)
+# A retry due in an hour: longer than a short result_ttl keeps an ended workflow.
+IN_AN_HOUR = ExponentialBackoff(
+    base_delay=timedelta(hours=1), max_delay=timedelta(hours=1), jitter=0, max_attempts=3
+)
 
 
 def _count(log: str, what: str) -> None:
@@ -86,6 +91,49 @@ def cancels_its_workflow_then_fails(context: TaskContext, log: str) -> None:
     _count(log, "cancels and fails")
     _cancel_own_workflow(context)
     raise ValueError("fails after the cancel")
+
+
+@threadmill_task(takes_context=True, retry=IN_AN_HOUR)
+def cancels_its_workflow_then_fails_for_later(context: TaskContext, log: str) -> None:
+    """Cancel the workflow this step belongs to and fail, under a policy that would retry in
+    an hour."""
+    _count(log, "cancels and fails")
+    _cancel_own_workflow(context)
+    raise ValueError("fails after the cancel")
+
+
+@threadmill_task(takes_context=True, retry=IN_AN_HOUR)
+async def acancels_its_workflow_then_fails_for_later(context: TaskContext, log: str) -> None:
+    """``cancels_its_workflow_then_fails_for_later`` as an ``async def`` task."""
+    _count(log, "cancels and fails")
+    _cancel_own_workflow(context)
+    raise ValueError("fails after the cancel")
+
+
+@threadmill_task(takes_context=True, retry=AT_ONCE_AGAIN)
+def fails_first(context: TaskContext, value: int, log: str) -> int:
+    """Fail the first attempt, return ``value`` times ten on the next; counted in ``log``."""
+    _count(log, f"fails_first attempt {context.attempt}")
+    if context.attempt < 2:
+        raise ValueError(f"attempt {context.attempt}")
+    return value * 10
+
+
+@threadmill_task(takes_context=True, retry=AT_ONCE_AGAIN)
+def always_fails(context: TaskContext, value: int) -> None:
+    """Fail every attempt, naming it."""
+    raise ValueError(f"attempt {context.attempt} of {value}")
+
+
+@task
+def text_of(value: object, size: int) -> str:
+    """Return ``size`` characters: a value as large as the test needs."""
+    return "x" * size
+
+
+@task
+def length(value: str) -> int:
+    return len(value)
 
 
 @task
