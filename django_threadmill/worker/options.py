@@ -11,6 +11,9 @@ MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a cras
 # Worker threads one process may start with (--threads): each costs about 8 MB of address space
 # and all start at once, so past this a process fails at the system's thread or memory limit.
 MAX_THREADS = 10_000
+# Worker processes one supervisor keeps (--processes): it forks each and waits on each one's
+# socket and sentinel; past this a typo (an extra digit or twenty) built its slots for ever.
+MAX_PROCESSES = 1_000
 READAHEAD_PER_THREAD = 4  # tasks reserved ahead per live worker thread, without --prefetch
 DEFAULT_ASYNC_CONCURRENCY = 100  # async tasks one process's event loop runs at once
 DEFAULT_TARGET_WAIT_S = 0.05  # how long tasks may wait for a busy pool before it grows

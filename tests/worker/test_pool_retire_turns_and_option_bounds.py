@@ -68,6 +68,10 @@ def no_supervisor(monkeypatch: pytest.MonkeyPatch) -> None:
             ["--threads", "10001", "--max-threads", "20000"],
             "--threads 10001 is above the ceiling of 10000 threads per process",
         ),
+        (  # the supervisor built a slot per process first: this one never finished
+            ["--processes", "99999999999999999999"],
+            "--processes 99999999999999999999 is above the ceiling of 1000 worker processes",
+        ),
     ],
 )
 @pytest.mark.usefixtures("logging_put_back", "no_supervisor")

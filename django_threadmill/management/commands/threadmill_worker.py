@@ -17,6 +17,7 @@ from ...worker.options import (
     DEFAULT_TARGET_WAIT_S,
     DEFAULT_THREAD_IDLE_S,
     MAX_PREFETCH,
+    MAX_PROCESSES,
     MAX_THREADS,
     WorkerOptions,
 )
@@ -207,6 +208,11 @@ class Command(BaseCommand):
         processes = options["processes"]
         if processes < 0:
             raise CommandError(f"--processes must be 0 or more, got {processes}.")
+        if processes > MAX_PROCESSES:
+            raise CommandError(
+                f"--processes {processes} is above the ceiling of {MAX_PROCESSES} worker "
+                "processes per supervisor. Run more supervisors (hosts or containers) instead."
+            )
         if processes:
             return
         if not options["burst"]:
