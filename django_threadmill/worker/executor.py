@@ -17,21 +17,20 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
-from functools import cached_property
-from time import monotonic
 from typing import Any
 
 from ..broker import Finish, Outcome, Reservation
 from ..codec.payloads import decode_payload, load_task
-from ..codec.results import encode_result, error_text, parse_error, task_result
-from ..codec.times import from_ms, now_ms
-from ..compat import Task, TaskContext, TaskResult, TaskResultStatus, task_started
+from ..codec.results import encode_result, error_text
+from ..codec.times import now_ms
+from ..compat import TaskResultStatus, task_started
 from ..conf.settings import DEFAULT_MAX_RESULT_BYTES
 from ..exceptions import PayloadError, TaskTimeout, TransactionLeftOpen
 from ..observability.signals import asend_guarded, heard, send_guarded
 from ..observability.tracing import traced_aexecution, traced_execution, traced_timeout
 from ..progress.channels import open_channel
 from . import outcome
+from .attempt import Attempt
 from .db_connections import (
     OrmThreadCloser,
     close_stale_connections,
@@ -62,64 +61,6 @@ def _count_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_count_fork)
-
-
-class Attempt:
-    """One attempt of a task, loaded from its reservation; its TaskResult made on demand."""
-
-    def __init__(
-        self,
-        reservation: Reservation,
-        payload: dict[str, Any],
-        task: Task,
-        started_ms: int,
-        worker_id: str,
-    ) -> None:
-        self.reservation = reservation
-        self.lease = reservation.lease
-        self.task = task
-        self.args: list[Any] = payload.get("args", [])
-        self.kwargs: dict[str, Any] = payload.get("kwargs", {})
-        self.started_ms = started_ms
-        self.worker_id = worker_id
-        self.began_s = monotonic()  # what its run time is measured from
-
-    def run_ms(self) -> int:
-        """Return how long the attempt has run, in ms, on the monotonic clock: the wall
-        clock's ``started_ms`` is for display, and an NTP step moves it."""
-        return int((monotonic() - self.began_s) * 1000)
-
-    @cached_property
-    def result(self) -> TaskResult:
-        """The RUNNING TaskResult of this attempt, as Django's receivers and policies see it."""
-        reservation = self.reservation
-        attempted_at = from_ms(self.started_ms)
-        first_started_ms = reservation.started_ms
-        return task_result(
-            self.task,
-            self.lease.task_id,
-            status=TaskResultStatus.RUNNING,
-            args=self.args,
-            kwargs=self.kwargs,
-            backend=self.task.backend,
-            enqueued_at=from_ms(reservation.enqueued_ms),
-            started_at=attempted_at if first_started_ms is None else from_ms(first_started_ms),
-            last_attempted_at=attempted_at,
-            errors=[parse_error(raw) for raw in reservation.errors],
-            worker_ids=[*reservation.workers, self.worker_id],
-            decoded=True,  # read from the payload's JSON: normalised already
-        )
-
-    def call_args(self) -> list[Any]:
-        """The positional arguments of the call: the context first, if the task takes it."""
-        if self.task.takes_context:
-            return [TaskContext(task_result=self.result), *self.args]
-        return self.args
-
-    def built_result(self) -> TaskResult | None:
-        """The TaskResult if something built it already (it is cached on first use)."""
-        found: TaskResult | None = self.__dict__.get("result")
-        return found
 
 
 def _own() -> bool:

@@ -1,0 +1,70 @@
+"""One attempt of a task as a worker runs it: the task loaded from its reservation, its call's
+arguments, its run time on the monotonic clock, and the TaskResult Django's receivers, retry
+policies and ``takes_context`` tasks see, built only when one of them asks."""
+
+from functools import cached_property
+from time import monotonic
+from typing import Any
+
+from ..broker import Reservation
+from ..codec.results import parse_error, task_result
+from ..codec.times import from_ms
+from ..compat import Task, TaskContext, TaskResult, TaskResultStatus
+
+
+class Attempt:
+    """One attempt of a task, loaded from its reservation; its TaskResult made on demand."""
+
+    def __init__(
+        self,
+        reservation: Reservation,
+        payload: dict[str, Any],
+        task: Task,
+        started_ms: int,
+        worker_id: str,
+    ) -> None:
+        self.reservation = reservation
+        self.lease = reservation.lease
+        self.task = task
+        self.args: list[Any] = payload.get("args", [])
+        self.kwargs: dict[str, Any] = payload.get("kwargs", {})
+        self.started_ms = started_ms
+        self.worker_id = worker_id
+        self.began_s = monotonic()  # what its run time is measured from
+
+    def run_ms(self) -> int:
+        """Return how long the attempt has run, in ms, on the monotonic clock: the wall
+        clock's ``started_ms`` is for display, and an NTP step moves it."""
+        return int((monotonic() - self.began_s) * 1000)
+
+    @cached_property
+    def result(self) -> TaskResult:
+        """The RUNNING TaskResult of this attempt, as Django's receivers and policies see it."""
+        reservation = self.reservation
+        attempted_at = from_ms(self.started_ms)
+        first_started_ms = reservation.started_ms
+        return task_result(
+            self.task,
+            self.lease.task_id,
+            status=TaskResultStatus.RUNNING,
+            args=self.args,
+            kwargs=self.kwargs,
+            backend=self.task.backend,
+            enqueued_at=from_ms(reservation.enqueued_ms),
+            started_at=attempted_at if first_started_ms is None else from_ms(first_started_ms),
+            last_attempted_at=attempted_at,
+            errors=[parse_error(raw) for raw in reservation.errors],
+            worker_ids=[*reservation.workers, self.worker_id],
+            decoded=True,  # read from the payload's JSON: normalised already
+        )
+
+    def call_args(self) -> list[Any]:
+        """The positional arguments of the call: the context first, if the task takes it."""
+        if self.task.takes_context:
+            return [TaskContext(task_result=self.result), *self.args]
+        return self.args
+
+    def built_result(self) -> TaskResult | None:
+        """The TaskResult if something built it already (it is cached on first use)."""
+        found: TaskResult | None = self.__dict__.get("result")
+        return found
