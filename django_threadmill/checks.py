@@ -9,6 +9,7 @@ reaper at start (docs/reliability.md, Redis settings we require).
 from collections.abc import Callable, Iterable, Iterator, Set
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
@@ -29,8 +30,29 @@ REFUSED = "threadmill.E004"  # Redis refused our credentials or ACL rights: neve
 MIN_REDIS_VERSION = (6, 2)
 MIN_WAITAOF_VERSION = (7, 2)  # Redis and Valkey both added WAITAOF in 7.2
 # Policies that may evict keys with a TTL only: pending tasks are safe, finished results are not.
-REQUEST_OVERHEAD_BYTES = 2**20  # a finish call's keys and other arguments, besides its results
+REQUEST_OVERHEAD_BYTES = 2**20  # a call's keys and other arguments, besides its payloads or results
 VOLATILE_POLICIES = {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refused:
+    """What a call past Redis's limits carried, what follows, and the option that allowed it."""
+
+    carrier: str
+    outcome: str
+    option: str
+
+
+RESULT_REFUSED = Refused(
+    carrier="a finish call",
+    outcome="a task returning that much would fail its finish call for good and run again",
+    option="max_result_bytes",
+)
+PAYLOAD_REFUSED = Refused(
+    carrier="an enqueue",
+    outcome="enqueuing a task with a payload that large would fail, nothing stored",
+    option="max_payload_bytes",
+)
 
 
 class RedisChecks(Enum):
@@ -231,25 +253,32 @@ def _shard_setting(queue: str, shards: int) -> str:
 def _size_messages(
     where: str, settings: BackendSettings, info: dict[str, Any]
 ) -> list[CheckMessage]:
-    """Warn when Redis refuses a result or a finish call the limits here allow: the call fails
-    for good, and its task runs again once its lease lapses (unknown without CONFIG: nothing)."""
+    """Warn when Redis refuses a payload, a result or a finish call the limits here allow: an
+    enqueue fails, and a finish call fails for good, its task running again once its lease
+    lapses (unknown without CONFIG: nothing)."""
+    bulk, buffer = info.get("proto_max_bulk_len"), info.get("client_query_buffer_limit")
+    finish_call = max(settings.max_result_bytes, FINISH_CALL_CHARS) + REQUEST_OVERHEAD_BYTES
+    # A payload is one argument of an enqueue: Redis reads each large one into a buffer of
+    # its own, so client-query-buffer-limit bounds the largest, not their sum.
     limits = (
-        ("proto-max-bulk-len", info.get("proto_max_bulk_len"), settings.max_result_bytes),
+        ("proto-max-bulk-len", bulk, settings.max_result_bytes, RESULT_REFUSED),
+        ("client-query-buffer-limit", buffer, finish_call, RESULT_REFUSED),
+        ("proto-max-bulk-len", bulk, settings.max_payload_bytes, PAYLOAD_REFUSED),
         (
             "client-query-buffer-limit",
-            info.get("client_query_buffer_limit"),
-            max(settings.max_result_bytes, FINISH_CALL_CHARS) + REQUEST_OVERHEAD_BYTES,
+            buffer,
+            settings.max_payload_bytes + REQUEST_OVERHEAD_BYTES,
+            PAYLOAD_REFUSED,
         ),
     )
     return [
         Warning(
-            f"{where}: Redis takes nothing over {name} {limit} bytes, and a finish call may "
-            f"carry {carried}: a task returning that much would fail its finish call for good "
-            "and run again.",
-            hint=f"Raise {name} in redis.conf, or lower OPTIONS['max_result_bytes'] below it.",
+            f"{where}: Redis takes nothing over {name} {limit} bytes, and {refused.carrier} may "
+            f"carry {carried}: {refused.outcome}.",
+            hint=f"Raise {name} in redis.conf, or lower OPTIONS[{refused.option!r}] below it.",
             id="threadmill.W006",
         )
-        for name, limit, carried in limits
+        for name, limit, carried, refused in limits
         if limit is not None and limit < carried
     ]
 

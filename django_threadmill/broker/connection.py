@@ -278,8 +278,9 @@ def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable
         return BrokerUnavailable(
             f"Redis at {where} refused a request as too large ({exc}): an argument past its "
             "proto-max-bulk-len, or a request past its client-query-buffer-limit. Raise them "
-            "in redis.conf, or lower OPTIONS['max_result_bytes'] (threadmill.W006); nothing "
-            "was written."
+            "in redis.conf, or lower OPTIONS['max_payload_bytes'] for an enqueue, "
+            "OPTIONS['max_result_bytes'] for a worker's finish call (threadmill.W006); "
+            "nothing was written."
         )
     if message.startswith(("MISCONF", "NOREPLICAS")):
         return BrokerUnavailable(
