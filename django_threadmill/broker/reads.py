@@ -77,7 +77,7 @@ class Reads(BrokerCore):
         with self.translated_errors():
             seen = self.raw_command("SMEMBERS", self.keyspace.queues)
         names = {name.decode() for name in seen if is_utf8(name)}
-        return sorted({name for name in names if QUEUE_NAME_PATTERN.match(name)} | set(configured))
+        return sorted({name for name in names if QUEUE_NAME_PATTERN.fullmatch(name)} | set(configured))
 
     def server_info(self) -> dict[str, Any]:
         """Return Redis INFO (server, memory, persistence, replication, cluster), whether RDB

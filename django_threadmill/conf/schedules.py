@@ -18,7 +18,8 @@ from ..wording import a_type
 from .durations import seconds_of
 
 # A schedule's name is part of a Redis key (its last-fired marker) and of its tasks' ids.
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# Matched whole (fullmatch): a "$" would let a name ending in a line break by.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_EVERY_S = 3650 * 86400  # ten years: past Python's datetimes, far enough, slots overflow
 KNOWN = ("task", "cron", "every", "args", "kwargs", "queue_name", "priority", "timezone")
 
@@ -61,7 +62,7 @@ def _every_ms(name: str, value: object) -> int:
 
 
 def _schedule(name: object, entry: object) -> Schedule:
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise _fail(str(name), "has an unusable name", "Use 1-64 letters, digits, '_', '.' or '-'.")
     if not isinstance(entry, dict) or set(entry) - set(KNOWN):
         raise _fail(name, f"is {entry!r}", f"Use a dict with keys among: {', '.join(KNOWN)}.")

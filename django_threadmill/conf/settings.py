@@ -39,8 +39,9 @@ from .topology import (
 )
 
 DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
-QUEUE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-KEY_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+# Matched whole (fullmatch): a "$" would let a name ending in a line break by.
+QUEUE_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+KEY_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 # A task payload above this many bytes is refused at enqueue (Redis itself allows 512 MB).
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 # A larger result is refused: Redis takes no string past 512 MB (proto-max-bulk-len), and a
@@ -174,7 +175,7 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _key_prefix(value: object) -> tuple[str, str]:
-    if not isinstance(value, str) or not KEY_PREFIX_PATTERN.match(value):
+    if not isinstance(value, str) or not KEY_PREFIX_PATTERN.fullmatch(value):
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS['key_prefix'] is {value!r}. Use 1-64 letters, digits or '_.:-' "
             "(no braces: the prefix sits outside the Redis Cluster hash tag)."
@@ -242,7 +243,7 @@ def socket_timeout_of(settings: BackendSettings) -> tuple[str, float | None]:
 
 def check_queue_name(name: object) -> str:
     """Return ``name`` if it is a usable queue name, else raise with the rule."""
-    if not isinstance(name, str) or not QUEUE_NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not QUEUE_NAME_PATTERN.fullmatch(name):
         raise ImproperlyConfiguredThreadmill(
             f"Queue name {name!r} is not valid for ThreadmillTaskBackend. Use 1-64 letters, "
             "digits, '_', '.' or '-'."

@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfoNotFoundError
 
 from django.core.checks import CheckMessage, Error, Warning
 
+from ..codec.calls import call_misfit
 from ..codec.jsoncodec import dumps, refuse_key_clash
 from ..compat import InvalidTask, normalize_json
 from ..conf.schedules import Schedule, scheduled_task
@@ -16,7 +17,7 @@ from .slots import NoTimeZone, next_slot, zone_of
 BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or its time zone is not known
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
 UNKNOWN_QUEUE = "threadmill.E012"  # queue_name is not in the backend's QUEUES
-BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would fail every slot's enqueue
+BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would fail every slot's enqueue or call
 UNIQUE_SCHEDULED = "threadmill.W007"  # the task is unique, which a slot's enqueue does not claim
 
 
@@ -77,6 +78,13 @@ def _arguments_error(schedule: Schedule) -> str | None:
     return None
 
 
+def _call_error(schedule: Schedule) -> str | None:
+    """Say why the task's function cannot be called with ``args`` and ``kwargs``: each slot's
+    task would fail as it ran, with Python's TypeError, the next night rather than at deploy."""
+    misfit = call_misfit(scheduled_task(schedule), schedule.args, schedule.kwargs)
+    return misfit and f"task {schedule.task!r} cannot take its args and kwargs ({misfit})"
+
+
 def _queue_error(schedule: Schedule, queues: Set[str]) -> str | None:
     """Say that ``queue_name`` is not in QUEUES (an empty QUEUES takes any)."""
     if schedule.queue_name is None or not queues or schedule.queue_name in queues:
@@ -88,7 +96,7 @@ def _queue_error(schedule: Schedule, queues: Set[str]) -> str | None:
 
 
 def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[CheckMessage]:
-    """Return one error per schedule whose timing, queue or task cannot work."""
+    """Return one error per problem of each schedule's timing, arguments, queue or task."""
     alias = settings.alias
     messages: list[CheckMessage] = []
     for schedule in settings.schedules.values():
@@ -124,26 +132,46 @@ def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[Check
                 )
             )
             continue  # the task cannot be rebuilt for that queue: one error says why
-        problem = _task_error(schedule, alias)
-        if problem:
-            messages.append(
-                Error(
-                    f"{where}: {problem}.",
-                    hint=f"Point 'task' at a @task bound to backend {alias!r} "
-                    "(its backend= argument), e.g. 'myapp.tasks.report'.",
-                    id=BAD_TASK,
-                )
+        messages += _task_messages(schedule, alias, where, check_call=not arguments)
+    return messages
+
+
+def _task_messages(
+    schedule: Schedule, alias: str, where: str, *, check_call: bool
+) -> list[CheckMessage]:
+    """Return the errors of the schedule's task: it cannot be scheduled here, or (when its
+    arguments encode, ``check_call``) cannot take them; and the warning of a unique task."""
+    problem = _task_error(schedule, alias)
+    if problem:
+        return [
+            Error(
+                f"{where}: {problem}.",
+                hint=f"Point 'task' at a @task bound to backend {alias!r} "
+                "(its backend= argument), e.g. 'myapp.tasks.report'.",
+                id=BAD_TASK,
             )
-        elif getattr(scheduled_task(schedule), "unique_for", None) is not None:
-            messages.append(
-                Warning(
-                    f"{where}: its task is unique (unique_for), but a slot's enqueue does not "
-                    "claim the unique key: each slot is a task of its own, so a run still going "
-                    "when the next slot comes runs beside it, and an equal enqueue made "
-                    "meanwhile is stored too.",
-                    hint="Make the task skip work another run is doing (a lock, a database "
-                    "row), or give the schedule an interval longer than a run.",
-                    id=UNIQUE_SCHEDULED,
-                )
+        ]
+    messages: list[CheckMessage] = []
+    misfit = _call_error(schedule) if check_call else None
+    if misfit:
+        messages.append(
+            Error(
+                f"{where}: {misfit}.",
+                hint="Give 'args' and 'kwargs' the parameters the task's function takes "
+                "(after its context, if it takes one).",
+                id=BAD_ARGUMENTS,
             )
+        )
+    if getattr(scheduled_task(schedule), "unique_for", None) is not None:
+        messages.append(
+            Warning(
+                f"{where}: its task is unique (unique_for), but a slot's enqueue does not "
+                "claim the unique key: each slot is a task of its own, so a run still going "
+                "when the next slot comes runs beside it, and an equal enqueue made "
+                "meanwhile is stored too.",
+                hint="Make the task skip work another run is doing (a lock, a database "
+                "row), or give the schedule an interval longer than a run.",
+                id=UNIQUE_SCHEDULED,
+            )
+        )
     return messages

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 # look-back spans a cron's longest gap (29 February, when a century year skips it: 8 years).
 FIRST_LOOK_BACK = timedelta(minutes=1)
 LONGEST_LOOK_BACK = timedelta(days=366 * 16)
+CRON_FIELDS = 5  # minute, hour, day of month, month, day of week
 
 
 def cron_class() -> "type[CronSim]":
@@ -55,10 +56,26 @@ def zone_of(name: str | None) -> ZoneInfo:
     return ZoneInfo(zone)  # zoneinfo caches instances by key itself
 
 
+def _five_fields(cron: str) -> str:
+    """Return ``cron``, or refuse one without five fields.
+
+    cronsim reads six fields as seconds first, and then follows no daylight saving time:
+    ``0 30 2 * * *`` in Europe/Berlin ran twice on the fall-back night and not at all on the
+    spring-forward one (docs/schedules.md, Daylight saving time).
+    """
+    count = len(cron.split())
+    if count != CRON_FIELDS:
+        raise ValueError(
+            f"it has {count} field{'s' if count != 1 else ''}, not the five of minute, hour, "
+            "day of month, month and day of week: seconds and years are not supported"
+        )
+    return cron
+
+
 def _cron_after(schedule: Schedule, moment: datetime) -> datetime:
     """Return the forward walk's first slot after ``moment``, in UTC."""
     local = moment.astimezone(zone_of(schedule.timezone))
-    return next(cron_class()(schedule.cron or "", local)).astimezone(UTC)
+    return next(cron_class()(_five_fields(schedule.cron or ""), local)).astimezone(UTC)
 
 
 def previous_slot(schedule: Schedule, now: datetime) -> datetime:

@@ -7,14 +7,13 @@ chains and groups compose to any depth and the Redis side needs only these lists
 """
 
 import hashlib
-import inspect
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Protocol
 
 from ..broker.types import stored_int
+from ..codec.calls import call_misfit
 from ..codec.ids import make_task_id
 from ..codec.times import to_ms
 from ..compat import Task
@@ -113,28 +112,13 @@ def _check_call(
     Unchecked, it fails only when it runs, after the steps before it, and for a step given
     nothing with Python's "takes 0 positional arguments but 1 was given": the input goes unsaid.
     """
-    signature = _signature(task.func)
-    if signature is None:
-        return
-    leading = [None] * (int(task.takes_context) + int(takes_input))  # the context, the input
-    try:
-        signature.bind(*leading, *args, **kwargs)
-    except TypeError as exc:
+    misfit = call_misfit(task, args, kwargs, leading=int(takes_input))
+    if misfit:
         gets, fix = _CALLED_WITH[takes_input]
         raise TypeError(
             f"Task {task.module_path!r} cannot be step {index} of this workflow: it gets "
-            f"{gets} ({exc}). {fix}"
-        ) from exc
-
-
-@cache
-def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
-    """``func``'s signature, read once (a group of 10,000 steps is often of one task); None
-    for a callable that has none to read (some built in C): its calls go unchecked."""
-    try:
-        return inspect.signature(func)
-    except (TypeError, ValueError):
-        return None
+            f"{gets} ({misfit}). {fix}"
+        )
 
 
 def plan(root: Plannable) -> Plan:
