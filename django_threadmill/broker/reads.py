@@ -76,8 +76,9 @@ class Reads(BrokerCore):
         """
         with self.translated_errors():
             seen = self.raw_command("SMEMBERS", self.keyspace.queues)
-        names = {name.decode() for name in seen if is_utf8(name)}
-        return sorted({name for name in names if QUEUE_NAME_PATTERN.fullmatch(name)} | set(configured))
+        names = (name.decode() for name in seen if is_utf8(name))
+        known = {name for name in names if QUEUE_NAME_PATTERN.fullmatch(name)}
+        return sorted(known | set(configured))
 
     def server_info(self) -> dict[str, Any]:
         """Return Redis INFO (server, memory, persistence, replication, cluster), whether RDB
