@@ -33,6 +33,7 @@ DAMAGED_DATA_ERRORS = (
     "value is not an integer",
     "hash value is not an integer",
     "value is not a valid float",
+    "increment or decrement would overflow",  # a counter set by hand near 2**63 (P:seq)
 )
 
 MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxclients is reached

@@ -19,8 +19,10 @@ class FetchPlan:
     probe) by a refill at most every ``PROBE_EVERY_S``, so a task enqueued there is reserved
     soon even while a busy queue fills the buffer, and one that has tasks again gets its share
     from the refill after. A probe per refill cost a busy worker of three queues two acquire
-    calls per refill (about two Redis commands per task at four threads).
-    Used by the prefetcher thread only.
+    calls per refill (about two Redis commands per task at four threads). A probe the busy
+    queues leave no slot for is a peek (a count of 0): it reserves nothing but tells whether
+    tasks wait there; not asked at all, such a queue starved beside a busy one under
+    ``--prefetch 1``. Used by the prefetcher thread only.
     """
 
     def __init__(
@@ -34,22 +36,28 @@ class FetchPlan:
         self.unasked: list[str] = []  # queues the last refill left out that may hold tasks
 
     def counts(self, free: int, is_held: Callable[[str], bool]) -> dict[str, int]:
-        """Return how many tasks to ask each queue for, in turn order; at most ``free`` in all."""
+        """Return how many tasks to ask each queue for, in turn order (0: a peek at a queue
+        found empty); at most ``free`` in all."""
         turn = self.queues[self._first :] + self.queues[: self._first]
         self._first = (self._first + 1) % len(self.queues)
         open_queues = [queue for queue in turn if not is_held(queue)]
         busy = [queue for queue in open_queues if queue not in self._empty] or open_queues
-        probed = [queue for queue in open_queues if queue not in busy][: max(0, free - len(busy))]
+        probed = [queue for queue in open_queues if queue not in busy]
         if probed:  # the clock is read only when there is an empty queue to probe
             now = self.clock()
             if now < self._next_probe:
                 probed = []
             else:
                 self._next_probe = now + PROBE_EVERY_S
-        share, remainder = divmod(free - len(probed), len(busy)) if busy else (0, 0)
+        slots = max(0, min(len(probed), free - len(busy)))  # probes that reserve, the rest peek
+        share, remainder = divmod(free - slots, len(busy)) if busy else (0, 0)
         counts = {queue: share + (index < remainder) for index, queue in enumerate(busy)}
-        counts.update((queue, 1) for queue in probed)
-        asked = {queue: counts[queue] for queue in open_queues if counts.get(queue, 0) > 0}
+        counts.update((queue, int(index < slots)) for index, queue in enumerate(probed))
+        asked = {
+            queue: counts[queue]
+            for queue in open_queues
+            if counts.get(queue, 0) > 0 or queue in probed
+        }
         # Fewer slots than queues not known to be empty: some are left for the next refill.
         self.unasked = [q for q in open_queues if q not in asked and q not in self._empty]
         return asked

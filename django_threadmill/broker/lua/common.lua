@@ -2,7 +2,8 @@
 -- no state).
 
 -- A ready task's score is (100 - priority) * PRIORITY_STEP + seq: higher priority first, FIFO
--- within one (seq from P:seq). 2^40: room for a trillion enqueues per priority.
+-- within one (seq from P:seq, one counter per queue). 2^40: priority order holds between tasks
+-- enqueued fewer than a trillion enqueues apart (docs/design.md, Rules of the Redis data model).
 local PRIORITY_STEP = 1099511627776
 
 -- A task runs at most MAX_ATTEMPTS attempts (retry.py), and every attempt's error is read back
@@ -48,10 +49,15 @@ local function set_aside(damaged, id, now, script, reason)
   redis.call("HSET", damaged, id, now .. " " .. script .. ": " .. reason)
 end
 
--- A ready score as stored, or the lowest priority's band for one that is not a number: a score
--- written by hand must not stop the task from running.
+-- A ready score as stored, or the head of the lowest priority's band (-100) for one that is not
+-- a finite number: a score written by hand must not stop the task from running ("nan", which
+-- ZADD refuses, failed every acquire of its queue), nor jump the line ("-inf").
 local function ready_score(stored)
-  return tonumber(stored) or 100 * PRIORITY_STEP
+  local score = tonumber(stored)
+  if score and score > -math.huge and score < math.huge then  -- false for nan too
+    return score
+  end
+  return 200 * PRIORITY_STEP
 end
 
 -- Read the record at `key` if its state is `wanted`: returns its fields (state, then the
