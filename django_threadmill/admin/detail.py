@@ -13,16 +13,20 @@ from ..codec.payloads import decode_payload
 from ..codec.progress import stored_progress
 from ..codec.results import attempted_ms, errors_of, parse_error
 from ..codec.text import printable
+from ..compat import TaskError
 from ..exceptions import PayloadError
 from ..retry import MAX_ATTEMPTS
 from .actions import ran_every_attempt
-from .display import pretty_json, pretty_value, shown, state_label, when
+from .display import pretty_json, pretty_value, shown, shown_end, state_label, when
 
 # Said on the page of a task requeue refuses for having run every attempt (retry.py).
 EXHAUSTED = (
     f"after its {MAX_ATTEMPTS:,} attempts, the most a task runs, so it is not requeued: "
     "enqueue the task anew to run it (docs/lifecycle.md, Retries)"
 )
+# Attempts whose error the page shows with its traceback, the newest; earlier ones get a line
+# each. A task may fail 1,000 times, and showing every traceback made a page of megabytes.
+ERRORS_SHOWN = 10
 
 
 def detail_or_404(source: Source, task_id: str) -> TaskDetail:
@@ -43,16 +47,22 @@ def _payload(record: dict[str, str]) -> tuple[dict[str, Any], str]:
         return {}, str(exc)
 
 
-def _errors(record: dict[str, str]) -> list[dict[str, Any]]:
-    return [
-        {
-            "number": n,
-            "field": f"traceback:{n}",
-            "exception_class_path": error.exception_class_path,
-            "traceback": shown(error.traceback),
-        }
-        for n, error in enumerate(errors_of(record), start=1)
-    ]
+def _error(number: int, error: TaskError, *, full: bool) -> dict[str, Any]:
+    return {
+        "number": number,
+        "field": f"traceback:{number}",
+        "exception_class_path": error.exception_class_path,
+        "traceback": shown_end(error.traceback) if full else None,
+    }
+
+
+def _errors(record: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return the earlier attempts' errors (a line each), then the newest ``ERRORS_SHOWN`` with
+    the end of their traceback, where the exception and its message are; oldest first."""
+    errors = errors_of(record)
+    first_shown = max(0, len(errors) - ERRORS_SHOWN)
+    listed = [_error(n, error, full=n > first_shown) for n, error in enumerate(errors, start=1)]
+    return listed[:first_shown], listed[first_shown:]
 
 
 def _lease(detail: TaskDetail, workers: list[str]) -> dict[str, Any] | None:
@@ -91,6 +101,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     # Read for a failed task only.
     stopped = source.broker.stopped_step(record.get("workflow")) if state == "failed" else None
     exhausted = ran_every_attempt(state, stored_int(record.get("nerrors")) or 0)
+    earlier_errors, errors = _errors(record)
     return {
         "alias": source.alias,
         "detail": detail,
@@ -106,7 +117,8 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "args": shown(pretty_value(payload.get("args", []))),
         "kwargs": shown(pretty_value(payload.get("kwargs", {}))),
         "result": shown(pretty_json(record["result"])) if "result" in record else None,
-        "errors": _errors(record),
+        "earlier_errors": earlier_errors,
+        "errors": errors,
         "workers": [(w, *worker_host_and_pid(w)) for w in workers],
         "lease": _lease(detail, workers),
         "times": [

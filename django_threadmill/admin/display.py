@@ -31,10 +31,18 @@ class Shown:
     text: str
     length: int
     truncated: bool
+    from_end: bool = False  # the text is the value's end, not its start
 
 
 def shown(text: str, limit: int = PREVIEW_CHARS) -> Shown:
     return Shown(text=text[:limit], length=len(text), truncated=len(text) > limit)
+
+
+def shown_end(text: str, limit: int = PREVIEW_CHARS) -> Shown:
+    """Return ``text`` cut to its last ``limit`` characters: a traceback ends with the exception
+    and its message, which the start of a long one would leave out."""
+    cut = len(text) > limit
+    return Shown(text=text[-limit:] if cut else text, length=len(text), truncated=cut, from_end=cut)
 
 
 def pretty_json(raw: str | None) -> str:

@@ -219,8 +219,7 @@ class TaskAdmin(ThreadmillModelAdmin):
         return self.render(request, "workflows.html", "Workflows", workflows_context(sources()))
 
     def workflow_view(self, request: HttpRequest, alias: str, workflow_id: str) -> HttpResponse:
-        source_or_404(alias)
-        context = workflow_context(alias, workflow_id)
+        context = workflow_context(source_or_404(alias), workflow_id, request.GET.get("page"))
         return self.render(request, "workflow.html", f"Workflow {workflow_id}", context)
 
     def raw_view(self, request: HttpRequest, alias: str, task_id: str, field: str) -> HttpResponse:

@@ -4,17 +4,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.core.paginator import Paginator
 from django.http import Http404
 
 from ..aliases import threadmill_backend
 from ..broker.inspect.source import Source
 from ..broker.types import stored_int
+from ..codec.results import record_status
+from ..compat import TaskResultStatus as Status
 from ..exceptions import BrokerUnavailable, PayloadError, WorkflowDoesNotExist
-from ..workflows.plan import Input
-from ..workflows.result import planned_steps, workflow_from
+from ..workflows.plan import Input, PlannedStep, step_task_id
+from ..workflows.result import STARTED, planned_steps, workflow_from
 from .display import when
 
 LISTED = 50  # newest workflows shown per backend
+STEPS_PER_PAGE = 200  # steps one page of a workflow shows; a group may hold thousands
+INPUTS_NAMED = 5  # steps a step's input list names before it says how many more there are
 
 STATUS_STATES = {  # a workflow's stored status -> the state class of its badge
     "open": "running",
@@ -75,27 +80,49 @@ def _block(source: Source) -> WorkflowBlock:
     return WorkflowBlock(alias=source.alias, lines=lines)
 
 
-def workflow_context(alias: str, workflow_id: str) -> dict[str, Any]:
-    """One workflow: its status and each step with its state, input and task link."""
-    backend = threadmill_backend(alias)
+def workflow_context(source: Source, workflow_id: str, page_number: str | None) -> dict[str, Any]:
+    """One page of a workflow: its status, and ``STEPS_PER_PAGE`` steps with their state, input
+    and task link. Only the shown steps' records are read: a group of 10,000 steps read whole
+    made a page of 3 MB."""
+    backend = threadmill_backend(source.alias)
     fields = backend.broker.workflow_fields(workflow_id)  # read once: the page agrees with itself
     try:
         planned = planned_steps(backend, workflow_id, fields)
     except (WorkflowDoesNotExist, PayloadError) as exc:  # PayloadError: its hash is damaged
         raise Http404(str(exc)) from exc
-    workflow = workflow_from(backend, workflow_id, fields, planned)
-    inputs = [_describe(step.input) for step in planned]
+    page = Paginator(planned, STEPS_PER_PAGE).get_page(page_number)
+    shown = list(page.object_list)
+    workflow = workflow_from(backend, workflow_id, fields, shown)
+    status = workflow.status  # READY: none of the steps shown started, but others may have
+    if status is Status.READY and _started(source, workflow_id, fields, planned):
+        status = Status.RUNNING
     return {
-        "alias": alias,
+        "alias": source.alias,
         "workflow": workflow,
+        "status": status,
         "stored_status": fields.get("status", ""),
         "badge": STATUS_STATES.get(fields.get("status", ""), ""),
         "created": when(fields.get("created_ms")),
+        "page": page if page.paginator.num_pages > 1 else None,
         "rows": [
-            {"step": step, "input": inputs[step.index], "state": _state(step.state)}
-            for step in workflow.steps
+            {"step": step, "input": _describe(plan.input), "state": _state(step.state)}
+            for step, plan in zip(workflow.steps, shown, strict=True)
         ],
     }
+
+
+def _started(
+    source: Source, workflow_id: str, fields: dict[str, str], planned: list[PlannedStep]
+) -> bool:
+    """Whether any step of the workflow started, as ``get_workflow()`` reads it: settled, or
+    its record's state says so (the state alone is read, not the whole record)."""
+    if any(fields.get(f"s:{step.index}") for step in planned):
+        return True
+    enqueued = [step_task_id(workflow_id, step) for step in planned if f"e:{step.index}" in fields]
+    return any(
+        found is not None and record_status({"state": found["state"] or ""}) in STARTED
+        for found in source.inspector.probe(enqueued, ("state",))
+    )
 
 
 def _state(state: str) -> str:
@@ -112,10 +139,11 @@ def _describe(source: Input) -> str:
 
 
 def _list(source: list[Input]) -> str:
-    return (
-        "["
-        + ", ".join(
-            f"step {part}" if isinstance(part, int) else _list(part or []) for part in source
-        )
-        + "]"
-    )
+    """Name the steps of an input list, the first ``INPUTS_NAMED`` of a long one."""
+    named = [
+        f"step {part}" if isinstance(part, int) else _list(part or [])
+        for part in source[:INPUTS_NAMED]
+    ]
+    if len(source) > INPUTS_NAMED:
+        named.append(f"… {len(source) - INPUTS_NAMED:,} more")
+    return "[" + ", ".join(named) + "]"
