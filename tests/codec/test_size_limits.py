@@ -61,16 +61,15 @@ def test_a_payload_limit_above_what_redis_takes_warns_naming_max_payload_bytes(
     )
 
 
-def test_an_enqueue_past_proto_max_bulk_len_names_max_payload_bytes(
+def test_an_enqueue_past_proto_max_bulk_len_stores_nothing(
     small_bulk_redis: RedisProcess, key_prefix: str
 ) -> None:
-    """The error told an enqueue to lower max_result_bytes, which plays no part in it."""
+    """Redis replies "Protocol error" and closes the connection: the client reads that reply,
+    or meets the closed connection first, a race (its wording is tested in
+    tests/faults/test_busy_redis.py). Either way the call raises, and nothing is stored."""
     setting = tasks_setting(small_bulk_redis.url, key_prefix, max_payload_bytes=4 * MIB)
-    with override_settings(TASKS=setting), pytest.raises(BrokerUnavailable) as raised:
+    with override_settings(TASKS=setting), pytest.raises(BrokerUnavailable):
         echo.enqueue("x" * 2 * MIB)
-    message = str(raised.value)
-    assert "refused a request as too large (Protocol error" in message
-    assert "lower OPTIONS['max_payload_bytes'] for an enqueue" in message
     client = redis.Redis.from_url(small_bulk_redis.url)
     assert list(client.scan_iter(f"{key_prefix}:*:t:*")) == []
     client.close()

@@ -62,5 +62,7 @@ def test_a_request_past_the_servers_limits_is_named_with_the_fix() -> None:
     assert str(raised.value).startswith(
         "Redis at redis://127.0.0.1:6379/0 refused a request as too large (Protocol error: "
         "invalid bulk length): an argument past its proto-max-bulk-len, or a request past its "
-        "client-query-buffer-limit. Raise them in redis.conf"
+        "client-query-buffer-limit. Raise them in redis.conf, or lower "
+        "OPTIONS['max_payload_bytes'] for an enqueue, OPTIONS['max_result_bytes'] for a "
+        "worker's finish call (threadmill.W006)"
     )
