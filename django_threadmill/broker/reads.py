@@ -80,17 +80,18 @@ class Reads(BrokerCore):
         known = {name for name in names if QUEUE_NAME_PATTERN.fullmatch(name)}
         return sorted(known | set(configured))
 
-    def server_info(self) -> dict[str, Any]:
-        """Return Redis INFO (server, memory, persistence, replication, cluster), whether RDB
-        is on, and the largest argument and request Redis takes (``proto_max_bulk_len``,
-        ``client_query_buffer_limit``, in bytes).
+    def server_info(self, *, with_config: bool = True) -> dict[str, Any]:
+        """Return Redis INFO's default sections (server, memory, persistence, replication and
+        cluster among them) in one call; ``with_config``, also whether RDB is on and the largest
+        argument and request Redis takes (``proto_max_bulk_len``, ``client_query_buffer_limit``,
+        in bytes), three CONFIG calls a health probe goes without.
 
         Each of the last three is None when CONFIG is not allowed (managed Redis): unknown.
         """
         with self.translated_errors():
-            info: dict[str, Any] = {}
-            for section in ("server", "memory", "persistence", "replication", "cluster"):
-                info.update(self.client.info(section))
+            info: dict[str, Any] = self.client.info()
+            if not with_config:
+                return info
             try:
                 config = {
                     name: self.client.config_get(name).get(name)
@@ -102,13 +103,6 @@ class Reads(BrokerCore):
             info["proto_max_bulk_len"] = stored_int(config.get("proto-max-bulk-len"))
             info["client_query_buffer_limit"] = stored_int(config.get("client-query-buffer-limit"))
         return info
-
-    def durability_info(self) -> dict[str, Any]:
-        """Return Redis INFO's default sections, in one call: its version, AOF and replicas
-        say whether it can confirm writes as OPTIONS['durability'] asks (a health probe's
-        question, which ``server_info`` answers in eight calls)."""
-        with self.translated_errors():
-            return self.client.info()
 
     def _read_record[T](self, task_id: str, read: Callable[[str], T]) -> T | None:
         """Return ``read(key)`` of the record key of ``task_id``, None if the id is not ours.

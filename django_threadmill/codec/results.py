@@ -6,6 +6,7 @@ expired attempt the reaper settles. ``finish_result`` is the one place a built r
 to its final state (``TaskResult`` is frozen).
 """
 
+import inspect
 import json
 import traceback
 from collections.abc import Sequence
@@ -273,6 +274,14 @@ def encode_result(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]
         refuse_key_clash(value)
         encoded = dumps(normalized)
     except (TypeError, ValueError) as exc:
+        if inspect.iscoroutine(value):
+            # Closed, so Python does not print "never awaited" outside the worker's log.
+            value.close()
+            raise TypeError(
+                f"Task {task_path!r} returned a coroutine it never awaited. Await it inside an "
+                "async def task (return await ...), make the task async def, or call it with "
+                "asgiref's async_to_sync."
+            ) from None
         raise TypeError(
             f"Task {task_path!r} returned {a_type(value)}, which is not JSON ({exc}). "
             "Return strings, numbers, booleans, None, lists or dicts with string keys instead."

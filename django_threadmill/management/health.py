@@ -73,5 +73,5 @@ def unconfirmed_writes(broker: Broker) -> str | None:
     if settings.durability is Durability.LOCAL:
         return None
     where = f"TASKS[{settings.alias!r}] at {masked_location(settings.location)}"
-    problems = durability_mode_messages(where, settings, broker.durability_info())
+    problems = durability_mode_messages(where, settings, broker.server_info(with_config=False))
     return " ".join(f"{problem.msg} {problem.hint}" for problem in problems) or None

@@ -11,7 +11,6 @@ async task (docs/design.md, Worker).
 """
 
 import asyncio
-import inspect
 import logging
 import os
 import threading
@@ -177,7 +176,7 @@ class Executor:
                     f"block it never left (database {', '.join(left_open)}); it was rolled "
                     "back, so its writes are undone. Use atomic() as a with-block or decorator."
                 )
-            returned, value = _encoded(called, attempt.task.module_path, self.max_result_bytes)
+            returned, value = encode_result(called, attempt.task.module_path, self.max_result_bytes)
         except BaseException as exc:
             if self.interruptible and _interrupts_caller(exc):
                 raise
@@ -224,7 +223,9 @@ class Executor:
         try:
             with self._reporting(attempt):
                 awaited = await self._awaited(attempt)
-            returned, value = _encoded(awaited, attempt.task.module_path, self.max_result_bytes)
+            returned, value = encode_result(
+                awaited, attempt.task.module_path, self.max_result_bytes
+            )
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError) and self.handing_back.is_set():
                 raise
@@ -375,19 +376,6 @@ def _log_failed(attempt: Attempt, finish: Finish, exc: BaseException) -> None:
             type(exc).__name__,
             error_text(exc),  # its own __str__ may raise, inside logging's formatting
         )
-
-
-def _encoded(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]:
-    """Return ``encode_result(value, ...)``; a coroutine is refused naming the ``await`` it
-    missed, and closed, so Python does not print "never awaited" outside the worker's log."""
-    if inspect.iscoroutine(value):
-        value.close()
-        raise TypeError(
-            f"Task {task_path!r} returned a coroutine it never awaited. Await it inside an "
-            "async def task (return await ...), make the task async def, or call it with "
-            "asgiref's async_to_sync."
-        )
-    return encode_result(value, task_path, max_bytes)
 
 
 class _HeldInterrupt(Exception):

