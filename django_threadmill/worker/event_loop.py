@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 BEAT_S = 0.05  # the loop notes the time this often while tasks run
 BLOCKED_S = 0.1  # a loop that missed its beat this long is reported as blocked
+# Of tasks that held a stalled loop in turn, the longest is named only if it held it this long:
+# a task stays current while the loop's thread waits for the GIL (tens of ms at start-up).
+SHARED_BLOCK_S = 0.05
 LEFTOVER_S = 1.0  # what tasks left running (and the async ORM's close) get at shutdown
 # The attempt a lane task runs, set in its context: the asyncio task the task's coroutine runs
 # in under --task-timeout, and work it starts and leaves running, copy that context, so the
@@ -221,7 +224,8 @@ class LoopMonitor(RoleThread):
     It wakes only while async tasks run. When the loop misses its beat by ``BLOCKED_S``, it
     notes which task the loop runs, and again as it waits for the loop to turn: tasks started
     on one turn can block it each in turn. Once the loop turns, one WARNING names each task
-    that held it ``BLOCKED_S`` or more (or the one that held it longest), and for how long.
+    that held it ``BLOCKED_S`` or more (or the one that held it longest, if that was
+    ``SHARED_BLOCK_S``), and for how long.
     """
 
     def __init__(self, lane: EventLoopLane, on_crash: Callable[[], None]) -> None:
@@ -240,19 +244,56 @@ class LoopMonitor(RoleThread):
                 self._follow_stall()
 
     def _follow_stall(self) -> None:
-        """Note each task seen holding the loop until it turns, then name those that held it."""
-        since = self.lane.last_beat
-        holds = [(self.lane.blocked_task(), since)]  # (task, since when), in turn
-        while self.lane.last_beat == since and not self.stopping.wait(BEAT_S / 5):
+        """Note each task seen holding the loop until it turns, then name those that held it.
+
+        One task seen is taken to have held the loop since its last beat. With several seen,
+        the first is credited only from when it was seen: many tasks started or ended on one
+        turn (hundreds at a time under a high ``--async-concurrency``) hold the loop a moment
+        each, and crediting the first with the whole stall accused a task that blocked nothing.
+        A stall through which the monitor itself woke late, by over half its length, is the
+        process waiting for CPU or the GIL, whichever task was current: nobody is named.
+        """
+        since, look_s = self.lane.last_beat, BEAT_S / 5
+        holds = [(self.lane.blocked_task(), time.monotonic())]  # (task, since when), in turn
+        late_s = 0.0  # how much later than it asked the monitor itself woke, in all
+        while self.lane.last_beat == since:
+            asked = time.monotonic()
+            if self.stopping.wait(look_s):
+                break
+            late_s += max(0.0, time.monotonic() - asked - look_s)
             culprit = self.lane.blocked_task()
             if culprit is not None and culprit is not holds[-1][0]:
                 holds.append((culprit, time.monotonic()))
         turned = self.lane.last_beat if self.lane.last_beat != since else time.monotonic()
+        if late_s > (turned - holds[0][1]) / 2:
+            logger.debug(
+                "Event loop stalled for_ms=%d while its monitor woke late_ms=%d: the process "
+                "was short of CPU (a CPU quota, a busy host) or of the GIL, no task held it",
+                (turned - since) * 1000,
+                late_s * 1000,
+            )
+            return
+        seen = [culprit for culprit, _ in holds if culprit is not None]
+        tasks_seen = len({id(culprit) for culprit in seen})
+        if tasks_seen <= 1:
+            _report_blocked(seen[0] if seen else None, turned - since)
+            return
         ends = [start for _, start in holds[1:]] + [turned]
         held = [(culprit, end - start) for (culprit, start), end in zip(holds, ends, strict=True)]
-        named = [hold for hold in held if hold[1] >= BLOCKED_S] or [max(held, key=lambda h: h[1])]
+        longest = max(held, key=lambda hold: hold[1])
+        named = [hold for hold in held if hold[1] >= BLOCKED_S] or (
+            [longest] if longest[1] >= SHARED_BLOCK_S else []
+        )
         for culprit, held_s in named:
             _report_blocked(culprit, held_s)
+        if not named:
+            logger.debug(
+                "Event loop busy for_ms=%d running tasks=%d in turn, none held it %d ms: "
+                "no blocking call, many tasks started or ended at once",
+                (turned - since) * 1000,
+                tasks_seen,
+                SHARED_BLOCK_S * 1000,
+            )
 
 
 def _report_blocked(culprit: Reservation | None, held_s: float) -> None:
