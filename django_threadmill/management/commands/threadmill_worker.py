@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from ...backend import ThreadmillTaskBackend
+from ...worker.cpus import default_processes
 from ...worker.logs import configure_logging
 from ...worker.memory import MIB, ResidentMemory
 from ...worker.options import (
@@ -68,6 +69,31 @@ def _check_max_memory(max_memory_mb: int | None) -> None:
         )
 
 
+def _check_pool_tuning(threads: int, max_threads: int | None, options: dict[str, Any]) -> None:
+    """Refuse a --target-wait or --thread-idle that is not more than 0 seconds, or that would
+    be ignored: they tune the elastic pool, which only --max-threads above --threads makes."""
+    for flag, name, does in (
+        ("--target-wait", "target_wait", "how soon the elastic pool grows"),
+        ("--thread-idle", "thread_idle", "how soon the elastic pool shrinks"),
+    ):
+        value = options[name]
+        if value is None:
+            continue
+        if value <= 0:
+            raise CommandError(f"{flag} must be more than 0 seconds, got {value:g}.")
+        if max_threads is None:
+            raise CommandError(
+                f"{flag} sets {does}, but without --max-threads the pool stays at --threads "
+                f"{threads}. Give --max-threads to let the pool grow, or drop {flag}."
+            )
+        if max_threads == threads:
+            raise CommandError(
+                f"{flag} sets {does}, but --max-threads {max_threads} equal to --threads "
+                f"{threads} keeps the pool fixed. Raise --max-threads above --threads to let "
+                f"the pool grow, or drop {flag}."
+            )
+
+
 class Command(BaseCommand):
     help = (
         "Run tasks from the queues of a ThreadmillTaskBackend: a supervisor with worker "
@@ -86,9 +112,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--processes",
             type=int,
-            default=os.cpu_count() or 1,
-            help="Worker processes the supervisor keeps running (default: one per CPU core); "
-            "0 with --burst runs the worker in this process, without forking.",
+            help="Worker processes the supervisor keeps running (default: one per CPU this "
+            "process may use: its CPU affinity, or fewer under a container's CPU quota, "
+            "rounded up); 0 with --burst runs the worker in this process, without forking.",
         )
         parser.add_argument(
             "--threads",
@@ -106,16 +132,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--target-wait",
             type=seconds_option,
-            default=DEFAULT_TARGET_WAIT_S,
-            help=f"Seconds tasks may wait for a busy pool before it grows (default: "
-            f"{DEFAULT_TARGET_WAIT_S:g}).",
+            help=f"With --max-threads: seconds tasks may wait for a busy pool before it grows "
+            f"(default: {DEFAULT_TARGET_WAIT_S:g}).",
         )
         parser.add_argument(
             "--thread-idle",
             type=seconds_option,
-            default=DEFAULT_THREAD_IDLE_S,
-            help=f"Seconds threads may sit spare (never all busy at once) before the pool "
-            f"retires them, down to --threads (default: {DEFAULT_THREAD_IDLE_S:g}).",
+            help=f"With --max-threads: seconds threads may sit spare (never all busy at once) "
+            f"before the pool retires them, down to --threads (default: "
+            f"{DEFAULT_THREAD_IDLE_S:g}).",
         )
         parser.add_argument(
             "--async-concurrency",
@@ -242,14 +267,14 @@ class Command(BaseCommand):
                 f"--max-threads {max_threads} is below --threads {threads}. The pool floats "
                 "between them: raise --max-threads, or drop it for a fixed pool."
             )
-        for flag, name in (("--target-wait", "target_wait"), ("--thread-idle", "thread_idle")):
-            if options[name] <= 0:
-                raise CommandError(f"{flag} must be more than 0 seconds, got {options[name]:g}.")
+        _check_pool_tuning(threads, max_threads, options)
 
     def _worker_options(
         self, backend: ThreadmillTaskBackend, options: dict[str, Any]
     ) -> WorkerOptions:
         threads, prefetch = options["threads"], options["prefetch"]
+        if options["processes"] is None:
+            options["processes"] = default_processes()
         self._check_processes(options)
         _positive("--threads", threads)
         _positive("--prefetch", prefetch, allow_none=True)
@@ -282,8 +307,8 @@ class Command(BaseCommand):
             processes=options["processes"],
             threads=threads,
             max_threads=options["max_threads"],
-            target_wait_s=options["target_wait"],
-            thread_idle_s=options["thread_idle"],
+            target_wait_s=_or_default(options["target_wait"], DEFAULT_TARGET_WAIT_S),
+            thread_idle_s=_or_default(options["thread_idle"], DEFAULT_THREAD_IDLE_S),
             async_concurrency=options["async_concurrency"],
             prefetch=prefetch,
             max_tasks=options["max_tasks"],
@@ -295,6 +320,11 @@ class Command(BaseCommand):
             task_timeout_s=options["task_timeout"],
             reap_interval_s=reap_interval,
         )
+
+
+def _or_default(given: float | None, default: float) -> float:
+    """Return an option's value, or its default where it was not given."""
+    return default if given is None else given
 
 
 def _threads_left() -> bool:

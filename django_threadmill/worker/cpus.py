@@ -1,0 +1,97 @@
+"""How many CPUs this process may use: the default of ``threadmill_worker --processes``.
+
+``os.cpu_count()`` counts the host's CPUs. A process pinned to some of them (``taskset``, a
+cpuset) or in a container with a CPU quota (``docker --cpus 2``, a Kubernetes CPU limit) gets
+fewer: a worker sized by the host's count on a 64-core host then started 64 processes for two
+CPUs' worth of time. The quota is read from the cgroup files (v2 ``cpu.max``; v1
+``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``) of the process's own cgroup and each of its
+parents, the tightest winning. A file that is missing, unreadable or garbled counts as no quota.
+"""
+
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+OWN_CGROUPS = Path("/proc/self/cgroup")  # "hierarchy:controllers:path" lines, one per hierarchy
+
+
+def default_processes(cgroup_root: Path = CGROUP_ROOT, own_cgroups: Path = OWN_CGROUPS) -> int:
+    """Return the CPUs this process may run on, capped by its cgroup's CPU quota; at least 1."""
+    usable = usable_cpus()
+    quota = cgroup_cpu_quota(cgroup_root, own_cgroups)
+    return max(1, usable if quota is None else min(usable, quota))
+
+
+def usable_cpus() -> int:
+    """Return the CPUs this process may run on (its affinity), else the host's count."""
+    process_cpu_count = getattr(os, "process_cpu_count", None)  # 3.13+: also PYTHON_CPU_COUNT
+    if process_cpu_count is not None:
+        return int(process_cpu_count() or 1)
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity on macOS
+        return os.cpu_count() or 1
+
+
+def cgroup_cpu_quota(cgroup_root: Path, own_cgroups: Path) -> int | None:
+    """Return the tightest CPU quota of this process's cgroups, in whole CPUs rounded up; None
+    when none is set or none can be read."""
+    quotas = (
+        quota
+        for folder in _cgroup_folders(cgroup_root, own_cgroups)
+        if (quota := _v2_quota(folder) or _v1_quota(folder)) is not None
+    )
+    return min(quotas, default=None)
+
+
+def _cgroup_folders(cgroup_root: Path, own_cgroups: Path) -> Iterator[Path]:
+    """Yield the folders of this process's CPU cgroups and their parents, up to each mount.
+
+    In a container with its own cgroup namespace the path is ``/`` and the mount is the
+    container's cgroup; without one the path may name a folder the container cannot see, and
+    the walk up reaches the mount, which is the container's cgroup there.
+    """
+    try:
+        lines = own_cgroups.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = ["0::/", "1:cpu:/", "2:cpu,cpuacct:/"]
+    for line in lines:
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hierarchy == "0" and not controllers:  # cgroup v2: one tree
+            mount = cgroup_root
+        elif "cpu" in controllers.split(","):  # cgroup v1: the cpu controller's own tree
+            mount = cgroup_root / controllers
+        else:
+            continue
+        relative = Path(path.strip().lstrip("/"))
+        folder = mount if ".." in relative.parts else mount / relative  # outside the namespace
+        yield from (folder, *(parent for parent in folder.parents if parent.is_relative_to(mount)))
+
+
+def _v2_quota(folder: Path) -> int | None:
+    """Read ``cpu.max`` ("quota period", or "max period" for no quota)."""
+    try:
+        quota, period = (folder / "cpu.max").read_text().split()
+        return _whole_cpus(int(quota), int(period))
+    except (OSError, UnicodeDecodeError, ValueError):  # missing, or "max": no quota
+        return None
+
+
+def _v1_quota(folder: Path) -> int | None:
+    """Read ``cpu.cfs_quota_us`` (-1 for no quota) over ``cpu.cfs_period_us``."""
+    try:
+        quota = int((folder / "cpu.cfs_quota_us").read_text())
+        period = int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return _whole_cpus(quota, period)
+
+
+def _whole_cpus(quota: int, period: int) -> int | None:
+    """Return ``quota / period`` rounded up (1.5 CPUs of time keep 2 processes busy)."""
+    if quota <= 0 or period <= 0:
+        return None
+    return max(1, math.ceil(quota / period))
