@@ -63,6 +63,19 @@ def calls_of(calls: object) -> list[Call]:
     return [call_of(number, item) for number, item in enumerate(items)]
 
 
+def _refused_call(
+    error: TypeError | ValueError, task: Task, number: int, total: int
+) -> TypeError | ValueError:
+    """Return ``error``, raised by call ``number`` of an ``enqueue_many`` (counted from 0, as
+    ``call_of`` counts), naming that call and saying that none of the batch was stored."""
+    # The base type: a subclass may take other constructor arguments (UnicodeError does).
+    kind = TypeError if isinstance(error, TypeError) else ValueError
+    return kind(
+        f"Call {number} (counting from 0) of enqueue_many() for task {task.module_path!r} "
+        f"was refused, so none of its {total} calls were stored: {error}"
+    )
+
+
 class EnqueuePipeline:
     """Store tasks for one ``TASKS`` entry and read their results back.
 
@@ -115,12 +128,25 @@ class EnqueuePipeline:
 
         Every call is encoded before anything is sent.
         """
-        prepared = [prepare(task, *call, broker=self.broker) for call in calls_of(calls)]
+        prepared = self._prepared_calls(task, calls_of(calls))
         if not prepared:
             return []
         if self._stored_at_commit(task, prepared):
             return [result for _, result in prepared]
         return self._stored_or_held(prepared)
+
+    def _prepared_calls(
+        self, task: Task, calls: Sequence[Call]
+    ) -> list[tuple[NewTask, TaskResult]]:
+        """Encode every call of an ``enqueue_many`` before anything is sent; a refused call's
+        error says which it was, since its task's name is the same for every call."""
+        prepared: list[tuple[NewTask, TaskResult]] = []
+        for number, (args, kwargs) in enumerate(calls):
+            try:
+                prepared.append(prepare(task, args, kwargs, broker=self.broker))
+            except (TypeError, ValueError) as exc:
+                raise _refused_call(exc, task, number, len(calls)) from exc
+        return prepared
 
     def enqueue_guarded(
         self, task: Task, args: Sequence[Any], kwargs: dict[str, Any], *, task_id: str, guard: Guard

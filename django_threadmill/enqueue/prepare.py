@@ -51,13 +51,7 @@ def prepare(
             f"Arguments of task {task.module_path!r} are nested too deeply to store as JSON. "
             "Flatten them, or store the data elsewhere and pass its key."
         ) from exc
-    if len(payload) > settings.max_payload_bytes:
-        raise ValueError(
-            f"Task {task.module_path!r} payload is {len(payload)} bytes, above "
-            f"max_payload_bytes={settings.max_payload_bytes}. Store large data "
-            "elsewhere (a file or a model) and pass its key, or raise OPTIONS"
-            "['max_payload_bytes']."
-        )
+    check_payload_size(task.module_path, payload, settings.max_payload_bytes)
     guard = guard or unique_guard(task, result.args, result.kwargs)
     routed_id = None if given_id else _unique_task_id(broker, task.queue_name, guard)
     if routed_id is not None:
@@ -84,6 +78,21 @@ def check_keyword_names(task_path: str, kwargs: dict[Any, Any]) -> None:
                 f"Keyword argument {name!r} of task {task_path!r} is named by "
                 f"{a_type(name)}, not a str. Name keyword arguments by str."
             )
+
+
+def check_payload_size(task_path: str, payload: str, max_payload_bytes: int) -> None:
+    """Raise ``ValueError`` for a payload above ``max_payload_bytes``.
+
+    A schedule's checks apply the same rule, since its arguments would fail every slot
+    (schedules/checks.py).
+    """
+    if len(payload) > max_payload_bytes:
+        raise ValueError(
+            f"Task {task_path!r} payload is {len(payload)} bytes, above "
+            f"max_payload_bytes={max_payload_bytes}. Store large data "
+            "elsewhere (a file or a model) and pass its key, or raise OPTIONS"
+            "['max_payload_bytes']."
+        )
 
 
 def _whole_priority(task: Task) -> Task:

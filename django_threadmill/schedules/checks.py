@@ -8,16 +8,18 @@ from django.core.checks import CheckMessage, Error, Warning
 
 from ..codec.calls import call_misfit
 from ..codec.jsoncodec import dumps, refuse_key_clash
+from ..codec.payloads import encode_payload
 from ..compat import InvalidTask, normalize_json
 from ..conf.schedules import Schedule, scheduled_task
 from ..conf.settings import BackendSettings
-from ..enqueue.prepare import check_keyword_names
+from ..enqueue.prepare import check_keyword_names, check_payload_size
 from .slots import NoTimeZone, next_slot, zone_of
 
 BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or its time zone is not known
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
 UNKNOWN_QUEUE = "threadmill.E012"  # queue_name is not in the backend's QUEUES
 BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would fail every slot's enqueue or call
+TOO_LARGE = "threadmill.E016"  # args and kwargs make a payload above max_payload_bytes
 UNIQUE_SCHEDULED = "threadmill.W007"  # the task is unique, which a slot's enqueue does not claim
 
 
@@ -75,6 +77,11 @@ def _arguments_error(schedule: Schedule) -> str | None:
         dumps(arguments)
     except (TypeError, ValueError) as exc:
         return f"args or kwargs are not JSON ({exc})"
+    except RecursionError:
+        return (
+            "args or kwargs are nested too deeply to store as JSON; flatten them, or store "
+            "the data elsewhere and give its key"
+        )
     return None
 
 
@@ -83,6 +90,20 @@ def _call_error(schedule: Schedule) -> str | None:
     task would fail as it ran, with Python's TypeError, the next night rather than at deploy."""
     misfit = call_misfit(scheduled_task(schedule), schedule.args, schedule.kwargs)
     return misfit and f"task {schedule.task!r} cannot take its args and kwargs ({misfit})"
+
+
+def _size_error(schedule: Schedule, max_payload_bytes: int) -> str | None:
+    """Say that a slot's payload, encoded as its enqueue encodes it, is above
+    ``max_payload_bytes``: each slot's enqueue would refuse it, by the enqueue's own rule."""
+    task = scheduled_task(schedule)
+    args = [normalize_json(value) for value in schedule.args]  # as TaskResult stores them
+    kwargs = {name: normalize_json(value) for name, value in schedule.kwargs.items()}
+    payload = encode_payload(task, args, kwargs, None, given=(schedule.args, schedule.kwargs))
+    try:
+        check_payload_size(task.module_path, payload, max_payload_bytes)
+    except ValueError as exc:
+        return f"args and kwargs would fail every slot ({str(exc).rstrip('.')})"
+    return None
 
 
 def _queue_error(schedule: Schedule, queues: Set[str]) -> str | None:
@@ -132,15 +153,17 @@ def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[Check
                 )
             )
             continue  # the task cannot be rebuilt for that queue: one error says why
-        messages += _task_messages(schedule, alias, where, check_call=not arguments)
+        messages += _task_messages(schedule, settings, where, check_call=not arguments)
     return messages
 
 
 def _task_messages(
-    schedule: Schedule, alias: str, where: str, *, check_call: bool
+    schedule: Schedule, settings: BackendSettings, where: str, *, check_call: bool
 ) -> list[CheckMessage]:
     """Return the errors of the schedule's task: it cannot be scheduled here, or (when its
-    arguments encode, ``check_call``) cannot take them; and the warning of a unique task."""
+    arguments encode, ``check_call``) a slot's call of it would fail; and the warning of a
+    unique task."""
+    alias = settings.alias
     problem = _task_error(schedule, alias)
     if problem:
         return [
@@ -151,17 +174,7 @@ def _task_messages(
                 id=BAD_TASK,
             )
         ]
-    messages: list[CheckMessage] = []
-    misfit = _call_error(schedule) if check_call else None
-    if misfit:
-        messages.append(
-            Error(
-                f"{where}: {misfit}.",
-                hint="Give 'args' and 'kwargs' the parameters the task's function takes "
-                "(after its context, if it takes one).",
-                id=BAD_ARGUMENTS,
-            )
-        )
+    messages = _call_messages(schedule, settings, where) if check_call else []
     if getattr(scheduled_task(schedule), "unique_for", None) is not None:
         messages.append(
             Warning(
@@ -172,6 +185,34 @@ def _task_messages(
                 hint="Make the task skip work another run is doing (a lock, a database "
                 "row), or give the schedule an interval longer than a run.",
                 id=UNIQUE_SCHEDULED,
+            )
+        )
+    return messages
+
+
+def _call_messages(schedule: Schedule, settings: BackendSettings, where: str) -> list[CheckMessage]:
+    """Return the errors of a slot's call of the schedule's task: its function cannot take the
+    arguments, or their payload is above ``max_payload_bytes``."""
+    messages: list[CheckMessage] = []
+    misfit = _call_error(schedule)
+    if misfit:
+        messages.append(
+            Error(
+                f"{where}: {misfit}.",
+                hint="Give 'args' and 'kwargs' the parameters the task's function takes "
+                "(after its context, if it takes one).",
+                id=BAD_ARGUMENTS,
+            )
+        )
+    too_large = _size_error(schedule, settings.max_payload_bytes)
+    if too_large:
+        messages.append(
+            Error(
+                f"{where}: {too_large}.",
+                hint="Keep large data out of the schedule: store it elsewhere (a file or a "
+                "model) and give 'args' or 'kwargs' its key, or raise "
+                f"TASKS[{settings.alias!r}]['OPTIONS']['max_payload_bytes'].",
+                id=TOO_LARGE,
             )
         )
     return messages
