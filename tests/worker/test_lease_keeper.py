@@ -77,8 +77,10 @@ def held() -> HeldLeases:
 
 
 @pytest.fixture
-def interleaved(broker: Broker) -> Interleaved:
-    return Interleaved(broker)
+def interleaved(broker: Broker) -> Iterator[Interleaved]:
+    interleaved = Interleaved(broker)
+    yield interleaved
+    interleaved.client.close()  # a broker of its own: its pool is its own too
 
 
 @pytest.fixture
@@ -92,6 +94,7 @@ def held_after_finish(broker: Broker) -> Iterator[HeldAfterFinish]:
     paused = HeldAfterFinish(broker)
     yield paused
     paused.go.set()
+    paused.client.close()
 
 
 @pytest.fixture
