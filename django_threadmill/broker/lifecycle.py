@@ -63,8 +63,9 @@ class Lifecycle(BrokerCore):
                     workers=stored_lines(workers),
                     deadline_ms=int(deadline_ms),
                     errors=list(errors),
+                    workflow=workflow,
                 )
-                for task_id, token, payload, workers, deadline_ms, errors in expired
+                for task_id, token, payload, workers, deadline_ms, errors, workflow in expired
             ],
             set_aside=set_aside,
             looked_at=sum(int(looked_at) for *_, looked_at in replies),

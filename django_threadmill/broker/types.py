@@ -194,6 +194,7 @@ class ExpiredAttempt:
     workers: list[str]
     deadline_ms: int
     errors: list[str] = field(default_factory=list)
+    workflow: str = ""  # a workflow step's ``<workflow id>:<step>`` (its record's field)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -132,7 +132,7 @@ class _Drain:
             max_result_bytes=backend.settings.max_result_bytes,
             interruptible=True,
             commits=_as_their_own_commit,
-            stops_retry=self.cancelled_steps.stops_retry,
+            retry_checked=self.cancelled_steps.retry_checked,
         )
         self.held = HeldLeases()
         # Outbox entries whose advance raised: tried again a minute later, not in each look.

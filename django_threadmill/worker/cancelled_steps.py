@@ -8,19 +8,31 @@ workflow step it reads the step's workflow (one HMGET, for workflow steps only),
 step as cancelled instead when the workflow was cancelled or recorded the step as not run
 (docs/workflows.md, Cancel). It reads it too when a step's attempt fails and its retry policy
 would try it again: the retry is then not scheduled, since the workflow's record may expire
-(``result_ttl``) before the retry is due, and a step whose workflow is gone starts. A workflow
+(``result_ttl``) before the retry is due, and a step whose workflow is gone starts. The reaper
+asks the same of a step whose worker died while running it (worker/reaper.py). A workflow
 that failed does not stop its steps already enqueued: they still run, as documented.
 """
 
 import logging
+from typing import Protocol
 
-from ..broker import Broker, Finish, Reservation
+from ..broker import Broker, Finish, Lease, Outcome, Reservation
 from ..broker.workflows import StoppedStep
 from ..codec.times import now_ms
 from ..exceptions import BrokerUnavailable, Cancelled
 from . import outcome
 
 logger = logging.getLogger(__name__)
+
+
+class HeldStep(Protocol):
+    """An attempt a worker or the reaper holds: a reservation, or an expired attempt."""
+
+    @property
+    def lease(self) -> Lease: ...
+
+    @property
+    def workflow(self) -> str: ...  # a step's ``<workflow id>:<step>``, else ""
 
 
 class CancelledSteps:
@@ -44,22 +56,25 @@ class CancelledSteps:
         error = Cancelled.before_it_ran(stopped.reason)
         return outcome.failed(reservation.lease, error, now_ms(), None)
 
-    def stops_retry(self, reservation: Reservation) -> bool:
-        """Tell whether the workflow of ``reservation``, whose attempt failed and would be
-        retried, stopped it: the attempt is then recorded FAILED, with its own error."""
-        return self._stopped(reservation) is not None
+    def retry_checked(self, finish: Finish, held: HeldStep) -> Finish:
+        """Return ``finish``, the outcome of ``held``'s failed attempt; a retry as FAILED, with
+        the attempt's own error, when ``held`` is a step its workflow stopped: it gets no more
+        attempts (docs/workflows.md, Cancel). The worker and the reaper both decide so."""
+        if finish.outcome is Outcome.RETRY and self._stopped(held) is not None:
+            return finish._replace(outcome=Outcome.FAILED, retry_delay_ms=0)
+        return finish
 
-    def _stopped(self, reservation: Reservation) -> StoppedStep | None:
-        """Return why ``reservation``'s workflow stopped it; None when it did not, when it is
-        no step, and when that cannot be read now."""
-        if not reservation.workflow:
+    def _stopped(self, held: HeldStep) -> StoppedStep | None:
+        """Return why ``held``'s workflow stopped it; None when it did not, when it is no
+        step, and when that cannot be read now."""
+        if not held.workflow:
             return None
         try:
-            return self.broker.stopped_step(reservation.workflow)
+            return self.broker.stopped_step(held.workflow)
         except BrokerUnavailable as exc:
             logger.warning(
                 "Workflow of a step unreadable, the step goes on task_id=%s error=%s",
-                reservation.lease.task_id,
+                held.lease.task_id,
                 exc,
             )
             return None

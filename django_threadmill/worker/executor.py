@@ -72,9 +72,9 @@ def _kept() -> bool:
     return False
 
 
-def _never_stopped(reservation: Reservation) -> bool:
-    """Tell that no workflow stopped ``reservation`` (an executor told of no workflows)."""
-    return False
+def _as_decided(finish: Finish, reservation: Reservation) -> Finish:
+    """Return ``finish`` as the retry policy decided it (an executor told of no workflows)."""
+    return finish
 
 
 def _interrupts_caller(exc: BaseException) -> bool:
@@ -97,11 +97,11 @@ class Executor:
         *,
         interruptible: bool = False,
         commits: Callable[[], AbstractContextManager[object]] = _committed_by_themselves,
-        stops_retry: Callable[[Reservation], bool] = _never_stopped,
+        retry_checked: Callable[[Finish, Reservation], Finish] = _as_decided,
     ) -> None:
         self.worker_id = worker_id
         # A failed step its workflow stopped gets no retry (worker/cancelled_steps.py).
-        self.stops_retry = stops_retry
+        self.retry_checked = retry_checked
         # drain(): Ctrl-C and a test framework's outcome (pytest-timeout's failure) raised while
         # a task runs reach the caller, unrecorded; a worker records every task's exception.
         self.interruptible = interruptible
@@ -233,10 +233,8 @@ class Executor:
                 raise
             finish = self._decided(attempt, exc)
             # Off the loop, as a step's look before it starts: a round trip, or a Redis away.
-            if finish.outcome is Outcome.RETRY and await asyncio.to_thread(
-                self.stops_retry, attempt.reservation
-            ):
-                finish = _not_retried(finish)
+            if finish.outcome is Outcome.RETRY:
+                finish = await asyncio.to_thread(self.retry_checked, finish, attempt.reservation)
             _log_failed(attempt, finish, exc)
             await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish))
             return finish
@@ -326,9 +324,7 @@ class Executor:
     def _failed(self, attempt: Attempt, exc: BaseException) -> Finish:
         """Record a raised attempt: a retry if the task's policy says so and its workflow, if
         it is a step, did not stop it; else FAILED."""
-        finish = self._decided(attempt, exc)
-        if finish.outcome is Outcome.RETRY and self.stops_retry(attempt.reservation):
-            finish = _not_retried(finish)
+        finish = self.retry_checked(self._decided(attempt, exc), attempt.reservation)
         _log_failed(attempt, finish, exc)
         return finish
 
@@ -350,12 +346,6 @@ class Executor:
             retry=not isinstance(exc, TaskTimeout),
             run_ms=attempt.run_ms(),
         )
-
-
-def _not_retried(finish: Finish) -> Finish:
-    """Return ``finish``, a retry, as FAILED: a workflow step its workflow stopped (cancelled)
-    gets no more attempts (docs/workflows.md, Cancel)."""
-    return finish._replace(outcome=Outcome.FAILED, retry_delay_ms=0)
 
 
 def _log_failed(attempt: Attempt, finish: Finish, exc: BaseException) -> None:

@@ -72,7 +72,7 @@ class WorkerProcess:
             type(backend),
             task_timeout_s=options.task_timeout_s,
             max_result_bytes=backend.settings.max_result_bytes,
-            stops_retry=CancelledSteps(self.broker).stops_retry,
+            retry_checked=CancelledSteps(self.broker).retry_checked,
         )
         self.crew = Crew(
             options,

@@ -3,8 +3,9 @@
 An expired *reservation* (prefetched, never started) goes back to READY in its place; the
 broker's reap script does that. An expired *running* attempt is settled here through the
 fenced finish script with the attempt's own token, as FAILED with a ``LeaseExpired`` error or
-as a retry when the task's policy says so (docs/design.md, Reserved is not running). Several
-reapers and a late ack may race: the token check lets exactly one of them record the
+as a retry when the task's policy says so (docs/design.md, Reserved is not running), but
+never as a retry for a workflow step whose workflow was cancelled (worker/cancelled_steps.py).
+Several reapers and a late ack may race: the token check lets exactly one of them record the
 attempt's outcome. Each pass then drains every queue's workflow outbox (workflows/advance.py).
 """
 
@@ -21,6 +22,7 @@ from ..exceptions import BrokerUnavailable, LeaseExpired
 from ..observability.signals import heard, said_already
 from ..workflows.advance import drain_queues
 from . import outcome
+from .cancelled_steps import CancelledSteps
 
 if TYPE_CHECKING:
     from ..backend import ThreadmillTaskBackend
@@ -128,9 +130,11 @@ def _finish_for(
     backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt
 ) -> tuple[Finish, TaskResult | None]:
     """Return the fenced outcome of ``attempt`` (FAILED with the lease error, or a retry the
-    task's policy gives it) and its TaskResult."""
+    task's policy gives it, unless it is a step its workflow cancelled, as a worker decides
+    a failed attempt's) and its TaskResult."""
     result = _expired_result(backend, attempt)
-    return outcome.failed(attempt.lease, lease_error(attempt), 0, result), result
+    finish = outcome.failed(attempt.lease, lease_error(attempt), 0, result)
+    return CancelledSteps(backend.broker).retry_checked(finish, attempt), result
 
 
 def _count(counts: QueueReap, finish: Finish) -> None:

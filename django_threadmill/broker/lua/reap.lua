@@ -7,8 +7,10 @@
 -- ARGV[1]  limit       most expired lease entries looked at
 -- ARGV[2]  dry_run     "1" reports without changing anything
 -- Returns: {{id...} reservations released (or that would be),
---           {{id, token, payload, workers, deadline_ms, {error_json...}}...} expired running
---           attempts, which the client settles through finish.lua with that token,
+--           {{id, token, payload, workers, deadline_ms, {error_json...}, workflow}...} expired
+--           running attempts, which the client settles through finish.lua with that token
+--           (workflow: a step's `<workflow id>:<step>`, else ""; a step its workflow
+--           cancelled gets no retry, docs/workflows.md, Cancel),
 --           records set aside (or that would be): their record cannot be read, or a
 --           running one counts more errors than a task has attempts (common.lua) or has no
 --           lease token to fence its settlement,
@@ -31,7 +33,8 @@ local released, running, ready, dropped, set_aside_count = {}, {}, {}, {}, 0
 for i = 1, #expired, 2 do
   local id, deadline = expired[i], expired[i + 1]
   local key = KEYS[1] .. id
-  local f, problem = read_record(key, "state", "token", "score", "payload", "workers", "nerrors")
+  local f, problem = read_record(key, "state", "token", "score", "payload", "workers", "nerrors",
+    "workflow")
   local nerrors
   if f and f[1] == "running" then
     nerrors, problem = error_count(f[6])
@@ -57,7 +60,7 @@ for i = 1, #expired, 2 do
     for n = 1, nerrors do
       errors[n] = redis.call("HGET", key, "error:" .. n) or ""
     end
-    running[#running + 1] = {id, f[2], f[4], f[5] or "", deadline, errors}
+    running[#running + 1] = {id, f[2], f[4], f[5] or "", deadline, errors, f[7] or ""}
   else
     dropped[#dropped + 1] = id  -- a ghost: the record is gone or already settled
   end
