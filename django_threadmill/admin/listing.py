@@ -1,6 +1,8 @@
 """Page through the per-queue indexes of several queues and aliases as one ordered list.
 
-A page starts at a ``Cursor``: per queue, how many ranks of its index lie before the page.
+A page starts at a ``Cursor``: per queue, the last entry of its index walked before the page
+(a ``Mark``), whose rank is looked up when the page is read: tasks that left the index or
+arrived in it before that entry move no other task onto a page it was not on, or off one.
 Each step reads one window per queue by rank (O(log N + window) in Redis; each index entry is
 read once per walk), merges the windows in score order, keeps the prefix that is certainly in
 order, and reads only those records.
@@ -16,11 +18,13 @@ import base64
 import binascii
 import heapq
 import json
+import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..broker.inspect import Index, Inspector, TaskRow
+from ..broker.inspect.marks import Mark, ranks_through
 
 type StreamKey = tuple[str, str, str]  # (alias, queue, index)
 SCAN_CHUNK = 500  # index entries a filtered walk reads per round trip
@@ -48,17 +52,26 @@ class Stream:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Cursor:
-    """Where a page starts: the snapshot time of a newest-first listing, and ranks walked."""
+    """Where a page starts: the snapshot time of a newest-first listing, ranks walked, and
+    the entry each rank counts through (a cursor without one, made by hand, keeps the rank)."""
 
     as_of_ms: int | None = None
     offsets: dict[StreamKey, int] = field(default_factory=dict)
+    marks: dict[StreamKey, Mark] = field(default_factory=dict)
 
     @property
     def position(self) -> int:
         return sum(self.offsets.values())
 
     def encode(self) -> str:
-        data = {"t": self.as_of_ms, "o": [[*key, n] for key, n in self.offsets.items() if n]}
+        data = {
+            "t": self.as_of_ms,
+            "o": [
+                [*key, n, *((mark.score, mark.task_id) if (mark := self.marks.get(key)) else ())]
+                for key, n in self.offsets.items()
+                if n
+            ],
+        }
         raw = json.dumps(data, separators=(",", ":")).encode()
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -70,14 +83,28 @@ class Cursor:
         try:
             data = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
             as_of = data["t"]
-            offsets = {(str(a), str(q), str(i)): n for a, q, i, n in data["o"]}
-        except (ValueError, TypeError, KeyError, binascii.Error, RecursionError):
+            offsets, marks = {}, {}
+            for alias, queue, index, n, *mark in data["o"]:
+                key = (str(alias), str(queue), str(index))
+                offsets[key] = n
+                if mark:
+                    marks[key] = _mark(*mark)
+        except (ValueError, TypeError, KeyError, OverflowError, binascii.Error, RecursionError):
             return None
         if (as_of is not None and not _cursor_number(as_of)) or not all(
             map(_cursor_number, offsets.values())
         ):
             return None
-        return cls(as_of_ms=as_of, offsets=offsets)
+        return cls(as_of_ms=as_of, offsets=offsets, marks=marks)
+
+
+def _mark(score: object, task_id: object) -> Mark:
+    """Read a cursor's mark from a URL: a score Redis can compare (not NaN) and an id."""
+    if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score):
+        raise ValueError("a mark's score is not a number")
+    if not isinstance(task_id, str):
+        raise ValueError("a mark's id is not text")
+    return Mark(float(score), task_id)
 
 
 def _cursor_number(value: object) -> bool:
@@ -99,6 +126,7 @@ class Walk:
     """What one walk found: rows in listing order and the cursor just past the last one read."""
 
     rows: list[tuple[str, TaskRow]]  # (alias, row)
+    start: Cursor  # where the walk started, its ranks as the indexes hold them now
     end: Cursor
     examined: int
     exhausted: bool  # True when the walk reached the end of every index
@@ -109,6 +137,7 @@ class Walk:
 class _Entry:
     stream: int
     task_id: str
+    score: float
     order: tuple[int, float]  # (index position, signed score): merged ascending
 
 
@@ -173,9 +202,8 @@ class Walker:
         Pages start right after such a row (or at the very start), so this is where the previous
         page started, unless the page before it stopped at the budget among those misses.
         """
-        offsets = [start.offsets.get(s.key, 0) for s in self.streams]
-        if backward:
-            offsets = self._within_indexes(offsets)
+        offsets, marks = self._resolved(start, backward)
+        begun, begun_at = self._cursor(offsets, marks), list(offsets)
         frontier = _Frontier(self, offsets, backward)
         taken: list[tuple[str, TaskRow]] = []
         examined, damaged, exhausted = 0, 0, False
@@ -199,6 +227,8 @@ class Walker:
                     break
                 walked.append(entry)
                 offsets[entry.stream] += -1 if backward else 1
+                if not backward:
+                    marks[entry.stream] = Mark(entry.score, entry.task_id)
                 damaged += ok is None
                 if row is not None:
                     taken.append((self.streams[entry.stream].alias, row))
@@ -206,22 +236,67 @@ class Walker:
             frontier.consume(walked)
             if len(walked) < len(chunk):  # stopped before the page before's row
                 break
-        end = Cursor(
+        if backward:  # a stream's mark is the entry just before where the walk stopped
+            moved = {n for n, o in enumerate(offsets) if o != begun_at[n]}
+            marks = {n: m for n, m in marks.items() if n not in moved} | frontier.ahead(moved)
+        end = self._cursor(offsets, marks)
+        return Walk(
+            rows=taken,
+            start=begun,
+            end=end,
+            examined=examined,
+            exhausted=exhausted,
+            damaged=damaged,
+        )
+
+    def _resolved(self, start: Cursor, backward: bool) -> tuple[list[int], dict[int, Mark]]:
+        """Return each stream's rank at ``start`` and its mark, by position: a marked rank is
+        where its entry lies in the index now (one pipeline per alias and index); a rank
+        without one is kept, capped at the index's end when walking back."""
+        offsets = [start.offsets.get(s.key, 0) for s in self.streams]
+        marks = {
+            n: mark
+            for n, s in enumerate(self.streams)
+            if offsets[n] and (mark := start.marks.get(s.key))
+        }
+        for inspector, members in self.by_inspector().items():
+            for index in self.indexes:
+                marked = {
+                    self.streams[n].queue: n
+                    for n in members
+                    if n in marks and self.streams[n].index is index
+                }
+                if not marked:
+                    continue
+                through = ranks_through(inspector, index, {q: marks[n] for q, n in marked.items()})
+                for queue, n in marked.items():
+                    offsets[n] = max(0, through[queue] - self.bases[n])
+        if backward:
+            offsets = self._within_indexes(offsets, set(marks))
+        return offsets, marks
+
+    def _cursor(self, offsets: list[int], marks: dict[int, Mark]) -> Cursor:
+        return Cursor(
             as_of_ms=self.as_of_ms,
             offsets={s.key: o for s, o in zip(self.streams, offsets, strict=True)},
+            marks={self.streams[n].key: mark for n, mark in marks.items() if offsets[n]},
         )
-        return Walk(rows=taken, end=end, examined=examined, exhausted=exhausted, damaged=damaged)
 
-    def _within_indexes(self, offsets: list[int]) -> list[int]:
-        """Cap each offset at how many ids its index holds now (one read per alias and index).
+    def _within_indexes(self, offsets: list[int], marked: set[int]) -> list[int]:
+        """Cap each unmarked offset at how many ids its index holds now (one read per alias
+        and index).
 
-        A cursor written before results expired or were purged may lie past the end of an
-        index; walking back from there read nothing and stayed where it was.
+        A cursor made by hand may lie past the end of an index; walking back from there read
+        nothing and stayed where it was.
         """
         capped = list(offsets)
         for inspector, members in self.by_inspector().items():
             for index in self.indexes:
-                moved = [n for n in members if self.streams[n].index is index and offsets[n]]
+                moved = [
+                    n
+                    for n in members
+                    if self.streams[n].index is index and offsets[n] and n not in marked
+                ]
                 if not moved:
                     continue
                 as_of = self.as_of_ms if index.newest_first else None
@@ -289,17 +364,25 @@ class _Frontier:
         self._refill(size)
         return _merge_prefix(self.buffers, self.more, backward=self.backward)
 
+    def ahead(self, streams: set[int]) -> dict[int, Mark]:
+        """Return the next entry of each of ``streams`` that has one, reading one entry each
+        where none is read ahead."""
+        self._refill(1, streams)
+        return {n: Mark(b[0].score, b[0].task_id) for n in streams if (b := self.buffers[n])}
+
     def consume(self, walked: list[_Entry]) -> None:
         for n in {entry.stream for entry in walked}:
             del self.buffers[n][: sum(1 for entry in walked if entry.stream == n)]
 
-    def _refill(self, size: int) -> None:
+    def _refill(self, size: int, only: set[int] | None = None) -> None:
         streams, bases = self.walker.streams, self.walker.bases
         for inspector, members in self.walker.by_inspector().items():
             for index in self.walker.indexes:
                 ranges = {}
                 for n in members:
                     if streams[n].index is not index or self.buffers[n] or not self.more[n]:
+                        continue
+                    if only is not None and n not in only:
                         continue
                     rank = self.next_rank[n]
                     first, last = (
@@ -319,7 +402,7 @@ class _Frontier:
             if streams[n].index is not index or streams[n].queue not in found:
                 continue
             window = [
-                _Entry(n, task_id, self.walker.order(n, score, self.backward))
+                _Entry(n, task_id, score, self.walker.order(n, score, self.backward))
                 for task_id, score in found[streams[n].queue]
             ]
             if self.backward:
