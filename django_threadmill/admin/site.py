@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 from ..aliases import source_of, sources, threadmill_aliases, threadmill_backend
 from ..broker.inspect.source import Source
 from ..codec.text import printable
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..models import Queue, Task
 from . import actions, bulk
 from .detail import detail_context, detail_or_404, raw_response, raw_value
@@ -48,10 +48,13 @@ def source_or_404(alias: str) -> Source:
 
 
 def queue_source_or_404(alias: str, queue: str) -> Source:
-    """Return the Source of ``alias``, or 404 if it has no queue ``queue``."""
+    """Return the Source of ``alias``, or 404 if it has no queue ``queue`` (the rule
+    ``manage.py threadmill_queue`` applies: in QUEUES, or one Redis knows)."""
     source = source_or_404(alias)
-    if queue not in source.queues():
-        raise Http404(f"Backend {alias!r} has no queue {queue!r}.")
+    try:
+        source.known_queue(queue)
+    except ImproperlyConfiguredThreadmill as exc:
+        raise Http404(str(exc)) from exc
     return source
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .core import BrokerCore
 from .raw_replies import RAW, escaped, stored_id, unescaped
+from .scripts import ScriptCall, ScriptName
 from .types import stored_note
 
 logger = logging.getLogger(__name__)
@@ -89,16 +90,30 @@ class DamagedRecords(BrokerCore):
             counts[queue] += int(size)
         return counts
 
-    def forget_all_damaged(self, queue: str) -> int:
+    def forget_all_damaged(self, queue: str) -> list[DamagedRecord]:
         """Drop every entry of ``queue``'s damaged set (every shard's); the keys themselves are
-        left as they are. Return how many entries were dropped."""
-        forgotten = 0
-        with self.translated_errors():
-            for part in self.parts(queue):
-                key = self.queue_keys(part).damaged
-                forgotten += int(self.client.hlen(key))
-                self.client.delete(key)
-        return forgotten
+        left as they are. Return the entries dropped, oldest first.
+
+        Each forget_damaged.lua call reads and drops a batch in one step, so the entries
+        returned are exactly those dropped: one set aside meanwhile is dropped and returned,
+        never dropped unseen.
+        """
+        dropped = []
+        for part in self.parts(queue):
+            call = ScriptCall(
+                ScriptName.FORGET_DAMAGED,
+                (self.queue_keys(part).damaged,),
+                (self.MAX_LISTED,),
+                raw=True,
+            )
+            left = 1  # until a call answers that the set holds no more
+            while left:
+                left, *entries = self._run(call)
+                dropped += [
+                    parse_entry(queue, stored_id(key), escaped(value))
+                    for key, value in zip(entries[::2], entries[1::2], strict=True)
+                ]
+        return sorted(dropped, key=lambda entry: (entry.at_ms or 0, entry.id))
 
     def forget_damaged(self, queue: str, ids: Sequence[str]) -> list[str]:
         """Drop the entries ``ids`` of ``queue``'s damaged set (every shard's), in one round

@@ -32,6 +32,7 @@ class ScriptName(StrEnum):
     PROGRESS = "progress"
     PACE = "pace"
     SET_ASIDE = "set_aside"
+    FORGET_DAMAGED = "forget_damaged"
 
 
 # Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back work

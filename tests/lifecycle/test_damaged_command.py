@@ -48,8 +48,9 @@ def test_forget_damaged_drops_the_named_entries_then_all(set_aside: list[str]) -
     listed = output_of("threadmill_queue", "damaged")
     assert first not in listed
     assert second in listed
-    assert output_of("threadmill_queue", "forget-damaged", "default", "--all") == (
-        "Forgot 1 damaged record(s) of queue default.\n"
+    assert output_of("threadmill_queue", "forget-damaged", "default", "--all").endswith(
+        "\nForgot 1 damaged record(s) of queue default: those listed above, read and dropped "
+        "in one step.\n"
     )
     assert output_of("threadmill_queue", "damaged", "default") == "No damaged records in default.\n"
 

@@ -3,7 +3,8 @@
 from dataclasses import dataclass
 from functools import cached_property
 
-from ...conf.settings import BackendSettings
+from ...conf.settings import BackendSettings, check_queue_name
+from ...exceptions import ImproperlyConfiguredThreadmill
 from ..broker import Broker
 from .inspector import Inspector
 
@@ -33,6 +34,25 @@ class Source:
     def queues(self) -> list[str]:
         """Return the configured queues and every queue Redis has seen, sorted."""
         return self._queues
+
+    def known_queue(self, name: str) -> str:
+        """Return ``name`` if the alias has that queue: one QUEUES allows (any, when empty),
+        or one Redis knows (it was enqueued to).
+
+        A queue Redis knows but QUEUES no longer names (renamed in the settings, or enqueued
+        to by another deploy) still holds tasks, so an operator may pause, resume and inspect
+        it. Raise ImproperlyConfiguredThreadmill naming the queues the alias has otherwise.
+        """
+        check_queue_name(name)
+        if not self.configured or name in self.configured or name in self.queues():
+            return name
+        configured = ", ".join(sorted(self.configured))
+        seen = ", ".join(queue for queue in self.queues() if queue not in self.configured)
+        also = f" nor one Redis knows ({seen})" if seen else ""
+        raise ImproperlyConfiguredThreadmill(
+            f"Queue {name!r} is not in TASKS[{self.alias!r}]['QUEUES'] ({configured}){also}. "
+            "Add it there or pick one of those."
+        )
 
     @cached_property
     def _queues(self) -> list[str]:  # read once per page view: a Source lives for one request

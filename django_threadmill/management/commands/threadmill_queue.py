@@ -11,12 +11,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...aliases import source_of
-from ...backend import ThreadmillTaskBackend
+from ...broker.damaged import DamagedRecord
+from ...broker.inspect.source import Source
 from ...broker.pausing import MAX_REASON_CHARS
 from ...codec.text import printable
-from ...conf.settings import check_queue_name
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
-from ..backend_option import BACKEND_HELP, backend_option, queues_option
+from ..backend_option import BACKEND_HELP, backend_option
 from ..text_option import text_option
 
 
@@ -29,6 +29,14 @@ def _when(at_ms: int | None) -> str:
         return datetime.fromtimestamp(at_ms / 1000, UTC).isoformat(timespec="seconds")
     except (ValueError, OverflowError, OSError):
         return "unknown time"
+
+
+def _line(record: DamagedRecord) -> str:
+    """Return one damaged record as ``damaged`` lists it (and ``forget-damaged --all``)."""
+    return (
+        f"queue={record.queue} id={record.id} at={_when(record.at_ms)} "
+        f"script={record.script or '?'} reason={record.reason}"
+    )
 
 
 def _by() -> str:
@@ -98,7 +106,9 @@ class Command(BaseCommand):
             help="Stop every worker taking the queue's tasks; running tasks finish and enqueue "
             "still accepts new ones. Kept across worker and Redis restarts until 'resume'.",
         )
-        pause.add_argument("queue", metavar="QUEUE", help="The queue to pause.")
+        pause.add_argument(
+            "queue", metavar="QUEUE", help="The queue to pause: in QUEUES, or one Redis knows."
+        )
         pause.add_argument(
             "--reason",
             type=_reason,
@@ -109,7 +119,9 @@ class Command(BaseCommand):
         resume = actions.add_parser(
             "resume", help="Let the workers take the queue's tasks again, waking idle ones now."
         )
-        resume.add_argument("queue", metavar="QUEUE", help="The queue to resume.")
+        resume.add_argument(
+            "queue", metavar="QUEUE", help="The queue to resume: in QUEUES, or one Redis knows."
+        )
         listing = actions.add_parser(
             "damaged", help="List the records set aside, with when, by which script and why."
         )
@@ -128,87 +140,89 @@ class Command(BaseCommand):
             metavar="ID",
             help="Task ids (or guard keys), as 'damaged' lists them.",
         )
-        forget.add_argument("--all", action="store_true", help="Drop every entry of the queue.")
+        forget.add_argument(
+            "--all",
+            action="store_true",
+            help="Drop every entry of the queue, printing each one dropped.",
+        )
         for action in (pause, resume, listing, forget):
             _takes_command_options(parser, action)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        backend = backend_option(options["backend"])
+        source = source_of(backend_option(options["backend"]))
         try:
             match options["action"]:
                 case "pause":
-                    self._pause(backend, options["queue"], options["reason"])
+                    self._pause(source, options["queue"], options["reason"])
                 case "resume":
-                    self._resume(backend, options["queue"])
+                    self._resume(source, options["queue"])
                 case "damaged":
-                    self._list(backend, options["queues"])
+                    self._list(source, options["queues"])
                 case _:
-                    self._forget(backend, options["queue"], options["ids"], every=options["all"])
+                    self._forget(source, options["queue"], options["ids"], every=options["all"])
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
 
-    def _queue(self, name: str) -> str:
+    def _queue(self, source: Source, name: str) -> str:
+        """Return ``name`` if the backend has that queue: in QUEUES, or one Redis knows
+        (the admin's rule), so a queue renamed in the settings can still be handled."""
         try:
-            return check_queue_name(name)
+            return source.known_queue(name)
         except ImproperlyConfiguredThreadmill as exc:
             raise CommandError(str(exc)) from exc
 
-    def _pause(self, backend: ThreadmillTaskBackend, name: str, reason: str) -> None:
-        [queue] = queues_option(backend, [name])
-        where = f"queue {queue} of backend {backend.alias}"
-        if backend.broker.pause(queue, _by(), reason):
+    def _pause(self, source: Source, name: str, reason: str) -> None:
+        queue = self._queue(source, name)
+        where = f"queue {queue} of backend {source.alias}"
+        if source.broker.pause(queue, _by(), reason):
             self.stdout.write(
                 f"Paused {where}: workers take none of its tasks until 'manage.py "
                 f"threadmill_queue resume {queue}'. Tasks a worker holds already (running, or "
                 "reserved in its buffer) still run; enqueue still accepts new ones."
             )
             return
-        pause = source_of(backend).inspector.paused([queue]).get(queue)
+        pause = source.inspector.paused([queue]).get(queue)
         since = "" if pause is None else f" since {_when(pause.at_ms)} by {pause.by or '?'}"
         why = f" ({pause.reason})" if pause and pause.reason else ""
         self.stdout.write(f"The {where} was paused already{since}{why}; nothing changed.")
 
-    def _resume(self, backend: ThreadmillTaskBackend, name: str) -> None:
-        [queue] = queues_option(backend, [name])
-        where = f"queue {queue} of backend {backend.alias}"
-        if backend.broker.resume(queue, _by()):
+    def _resume(self, source: Source, name: str) -> None:
+        queue = self._queue(source, name)
+        where = f"queue {queue} of backend {source.alias}"
+        if source.broker.resume(queue, _by()):
             self.stdout.write(f"Resumed {where}: idle workers were woken to take its tasks.")
         else:
             self.stdout.write(f"The {where} was not paused; nothing changed.")
 
-    def _list(self, backend: ThreadmillTaskBackend, queues: list[str]) -> None:
-        names = [self._queue(q) for q in queues] or backend.broker.queues(backend.queues)
-        found = backend.broker.damaged(names)
+    def _list(self, source: Source, queues: list[str]) -> None:
+        # Each queue once: one named twice would be read twice, its records listed twice.
+        names = list(dict.fromkeys(self._queue(source, q) for q in queues)) or source.queues()
+        broker = source.broker
+        found = broker.damaged(names)
         if not found:
             self.stdout.write(f"No damaged records in {', '.join(names) or 'any queue'}.")
         for record in found:
-            self.stdout.write(
-                f"queue={record.queue} id={record.id} at={_when(record.at_ms)} "
-                f"script={record.script or '?'} reason={record.reason}"
-            )
+            self.stdout.write(_line(record))
         listed = Counter(record.queue for record in found)
-        for queue, count in backend.broker.damaged_counts(names).items():
+        for queue, count in broker.damaged_counts(names).items():
             if count > listed[queue]:  # a listing reads a bounded number per queue part
                 self.stdout.write(
                     f"queue={queue}: {count - listed[queue]:,} more damaged record(s) not listed "
-                    f"(at most {backend.broker.MAX_LISTED:,} are read per queue or shard); "
+                    f"(at most {broker.MAX_LISTED:,} are read per queue or shard); "
                     "forget the ones listed once fixed, then list again."
                 )
 
-    def _forget(
-        self, backend: ThreadmillTaskBackend, queue: str, ids: list[str], *, every: bool
-    ) -> None:
+    def _forget(self, source: Source, name: str, ids: list[str], *, every: bool) -> None:
         if every == bool(ids):
             raise CommandError(
                 "Name the entries to drop (forget-damaged QUEUE ID ...) or pass --all, not both."
             )
-        queue = self._queue(queue)
+        queue = self._queue(source, name)
         if every:
-            dropped = backend.broker.forget_all_damaged(queue)
-            self.stdout.write(f"Forgot {dropped} damaged record(s) of queue {queue}.")
+            self._forget_all(source, queue)
             return
         ids = list(dict.fromkeys(ids))  # given twice, an id was dropped once, then "missing"
-        missing = backend.broker.forget_damaged(queue, ids)
+        missing = source.broker.forget_damaged(queue, ids)
         forgot = f"Forgot {len(ids) - len(missing)} damaged record(s) of queue {queue}"
         if missing:  # a typo, or an id forgotten already: say which, with where to look
             raise CommandError(
@@ -216,3 +230,12 @@ class Command(BaseCommand):
                 f"'manage.py threadmill_queue damaged {queue}' lists it."
             )
         self.stdout.write(f"{forgot}.")
+
+    def _forget_all(self, source: Source, queue: str) -> None:
+        """Drop every entry of ``queue``'s list, and list exactly the ones dropped: read and
+        dropped in one step, so one set aside since the operator's last listing is shown too."""
+        dropped = source.broker.forget_all_damaged(queue)
+        for record in dropped:
+            self.stdout.write(_line(record))
+        what = "those listed above, read and dropped in one step" if dropped else "it had none"
+        self.stdout.write(f"Forgot {len(dropped)} damaged record(s) of queue {queue}: {what}.")
