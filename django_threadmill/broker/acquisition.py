@@ -69,6 +69,10 @@ def _acquired(queue: str, reply: list[Any]) -> tuple[Acquired, str, list[Undecod
     token = raw_token.decode()
     call = _Call(queue, token, int(redis_now_ms), now_ms())
     reservations, undecodable = read_tasks(reply[5:], call.reservation)
+    if undecodable and held_back == 1:
+        # Set aside by the caller, they give back the slots they took: what the concurrency
+        # limit held back is looked at now, not after a finish's wake token that may never come.
+        return Acquired(reservations=reservations, next_due_ms=0), token, undecodable
     acquired = Acquired(
         reservations=reservations,
         next_due_ms=None if int(next_due_ms) < 0 else int(next_due_ms),

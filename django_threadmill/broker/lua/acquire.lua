@@ -17,7 +17,8 @@
 --           is paused; 0 when records set aside took places of tasks still ready),
 --           held_back (0 when no limit kept ready tasks back; 1 when the concurrency limit
 --           did: look again when a wake token says a slot is free, or at next_due; 2 when the
---           rate did: its next token comes at next_due),
+--           rate did: its next token comes at next_due; 0 too when popped records were
+--           set aside in places the limit allowed),
 --           fence token of this call's reservations ("" when none),
 --           how many records this call set aside (docs/lifecycle.md, Damaged records),
 --           the Redis time of the call in ms (0 when an empty queue answered unread),
@@ -186,6 +187,13 @@ for i = 2, #leased, 2 do
 end
 put_popped_aside()
 reply[4] = set_aside_count
+if #aside > 0 then
+  -- Popped records set aside took places the limit allowed and left them unused (its slots,
+  -- or its token, kept for the next call): it held nothing back, so the tasks left are
+  -- looked at now (below), not after a finish's wake token that may never come.
+  held_back = false
+  reply[2] = 0
+end
 if token_wait == 0 and #leased > 0 then
   redis.call("SET", KEYS[6], now + tonumber(ARGV[5]))
   token_wait = tonumber(ARGV[5])
