@@ -18,13 +18,13 @@ import logging
 import threading
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from time import monotonic
 
 from ..codec.payloads import run_after_ms
 from ..forks import renew_after_fork
-from .types import Finish, Outcome
+from .types import Finish, Lease, Outcome
 
 # Upper bounds of the histogram buckets in seconds; bucket i counts values <= bound i, and
 # bucket len(bounds) is +Inf. From 5 ms (an echo task) to an hour (a report).
@@ -134,6 +134,8 @@ class Tally:
 
     def __init__(self) -> None:
         self._parts: defaultdict[str, PartTally] = defaultdict(PartTally)
+        # Leases whose finish call raised: it may have recorded them, and counted nothing.
+        self._unanswered: set[Lease] = set()
         self._lock = threading.Lock()
         renew_after_fork(self)
 
@@ -142,6 +144,7 @@ class Tally:
         (a supervisor whose reap pass could not send its counts handed them to the next worker
         process it forked, and both sent them), with a lock no parent thread holds."""
         self._parts, self._lock = defaultdict(PartTally), threading.Lock()
+        self._unanswered = set()
 
     def add(self, recorded: Iterable[tuple[str, Finish]], *, reaping: bool) -> None:
         """Count outcomes recorded just now, each with the queue part its task lives in."""
@@ -149,6 +152,27 @@ class Tally:
         with self._lock:
             for part, finish in recorded:
                 self._parts[part].add(finish, reaping=reaping, recorded_at=recorded_at)
+
+    def unanswered(self, finishes: Iterable[Finish]) -> None:
+        """Note outcomes whose finish call raised: it may have recorded them (a reply lost, a
+        write not confirmed), and counted none of them."""
+        with self._lock:
+            self._unanswered.update(finish.lease for finish in finishes)
+
+    def answered(self, finishes: Sequence[Finish], already: Iterable[Finish]) -> list[Finish]:
+        """Forget ``finishes`` as unanswered; return those of ``already`` (answered "already
+        recorded") that were unanswered: a try that raised recorded them uncounted, so they
+        count now, once. A duplicate of an outcome whose call answered counts nothing."""
+        if not self._unanswered:  # the usual case: no lock taken
+            return []
+        landed = []
+        with self._lock:
+            for finish in already:  # each lease once, even if the call held it twice
+                if finish.lease in self._unanswered:
+                    self._unanswered.discard(finish.lease)
+                    landed.append(finish)
+            self._unanswered.difference_update(finish.lease for finish in finishes)
+        return landed
 
     def take(self) -> dict[str, PartTally]:
         """Return everything counted so far and start again from nothing."""

@@ -112,7 +112,8 @@ class Transitions(ProgressWrites):
         """Record attempt outcomes; return the ones not recorded, with why.
 
         What the metrics count of the recorded ones goes into ``self.tally``, sent by
-        ``send_metrics`` on the caller's clock. A ``worker_id`` of "" is the reaper.
+        ``send_metrics`` on the caller's clock, with those a call that raised recorded (the
+        retry answers them "already recorded"). A ``worker_id`` of "" is the reaper.
         ``progress`` reports ride along, written first in the same round trip, so an attempt's
         last report is in its record before its outcome is.
         """
@@ -146,10 +147,19 @@ class Transitions(ProgressWrites):
                 tuple(args),
             )
 
-        # An acknowledged result must survive a failover too (OPTIONS['durability']).
-        rejected, recorded = self._fenced_out(
-            finishes, build, durable=True, before=self.progress_calls(progress)
-        )
+        try:  # an acknowledged result must survive a failover too (OPTIONS['durability'])
+            rejected, recorded = self._fenced_out(
+                finishes, build, durable=True, before=self.progress_calls(progress)
+            )
+        except BrokerUnavailable:
+            # The caller sends them again; what this try recorded then answers "already".
+            # Not the reaper's: its retry of a landed settlement reads as stale (no token).
+            if worker_id:
+                self.tally.unanswered(finishes)
+            raise
+        already = [item for item, ack in rejected if ack is Ack.ALREADY]
+        for finish in self.tally.answered(finishes, already):
+            recorded.append((self.part_in(finish.lease.queue, finish.lease.task_id), finish))
         self.tally.add(recorded, reaping=worker_id == "")
         return rejected
 

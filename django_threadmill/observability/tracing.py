@@ -4,11 +4,14 @@ The enqueue span's context travels in the task's payload (``"trace"``, W3C trace
 written by the client, so no Lua reads it), and the execution span links to it: a trace
 viewer goes from the request that enqueued to the run, however long the task waited.
 Without opentelemetry-api the decorators hand back the function they were given: no cost; with
-the API but no SDK they call it straight away.
+the API but no SDK they call it straight away. A tracer that raises (a span processor, sampler
+or propagator of the project's SDK) is logged and left out: it fails no enqueue and no task.
 """
 
 import json
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from functools import wraps
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
     from ..broker import Finish, Lease, Reservation
     from ..compat import TaskResult
     from ..exceptions import TaskTimeout
+
+logger = logging.getLogger(__name__)
 
 TRACER_NAME = "django_threadmill"
 CARRIER_KEY = "trace"  # payload key of the enqueuing span's context
@@ -63,15 +68,63 @@ def carrier() -> dict[str, str]:
     if trace is None or not _tracing():
         return {}
     found: dict[str, str] = {}
-    propagate.inject(found)
+    try:
+        propagate.inject(found)
+    except Exception:
+        _log_failure("storing the enqueue span's context")
+        return {}
     return found
 
 
-def _enqueue_span(task: "Task") -> Any:
-    return trace.get_tracer(TRACER_NAME).start_as_current_span(
-        f"enqueue {task.module_path}",
-        kind=trace.SpanKind.PRODUCER,
-        attributes=_attributes(task.module_path, task.queue_name),
+def _log_failure(doing: str) -> None:
+    logger.error(
+        "OpenTelemetry raised while %s: the enqueue or task goes on untraced. Fix the span "
+        "processor, sampler or propagator of the tracer provider the project set",
+        doing,
+        exc_info=True,
+    )
+
+
+@contextmanager
+def _guarded(open_span: Callable[[], AbstractContextManager[Any]], name: str) -> Iterator[Any]:
+    """Run the block in the span ``open_span`` opens (``name``, for the log): without one if
+    opening it raises, and on if closing it raises; whatever the block raises passes as is."""
+    try:
+        opened = open_span()
+        span = opened.__enter__()
+    except Exception:
+        _log_failure(f"opening the span {name!r}")
+        yield trace.INVALID_SPAN  # takes attributes and an end, and keeps none
+        return
+    try:
+        yield span
+    except BaseException as exc:
+        _close(opened, name, exc)
+        raise
+    _close(opened, name, None)
+
+
+def _close(opened: AbstractContextManager[Any], name: str, raised: BaseException | None) -> None:
+    """Leave a span's context, with the exception its block ``raised`` if any."""
+    try:
+        if raised is None:
+            opened.__exit__(None, None, None)
+        else:
+            opened.__exit__(type(raised), raised, raised.__traceback__)
+    except Exception as failure:
+        if failure is not raised:
+            _log_failure(f"ending the span {name!r}")
+
+
+def _enqueue_span(task: "Task") -> AbstractContextManager[Any]:
+    name = f"enqueue {task.module_path}"
+    return _guarded(
+        lambda: trace.get_tracer(TRACER_NAME).start_as_current_span(
+            name,
+            kind=trace.SpanKind.PRODUCER,
+            attributes=_attributes(task.module_path, task.queue_name),
+        ),
+        name,
     )
 
 
@@ -150,19 +203,25 @@ def _links(payload: str) -> list[Any]:
     return [trace.Link(context)] if context.is_valid else []
 
 
-def _execution_span(reservation: "Reservation", *, end_on_exit: bool = True) -> Any:
+def _execution_span(
+    reservation: "Reservation", *, end_on_exit: bool = True
+) -> AbstractContextManager[Any]:
     lease = reservation.lease
-    return trace.get_tracer(TRACER_NAME).start_as_current_span(
-        f"run {lease.task_path}",
-        kind=trace.SpanKind.CONSUMER,
-        links=_links(reservation.payload),
-        attributes=_attributes(
-            lease.task_path,
-            lease.queue,
-            task_id=lease.task_id,
-            attempt=len(reservation.workers) + 1,
+    name = f"run {lease.task_path}"
+    return _guarded(
+        lambda: trace.get_tracer(TRACER_NAME).start_as_current_span(
+            name,
+            kind=trace.SpanKind.CONSUMER,
+            links=_links(reservation.payload),
+            attributes=_attributes(
+                lease.task_path,
+                lease.queue,
+                task_id=lease.task_id,
+                attempt=len(reservation.workers) + 1,
+            ),
+            end_on_exit=end_on_exit,
         ),
-        end_on_exit=end_on_exit,
+        name,
     )
 
 
@@ -183,9 +242,12 @@ def _end_run(lease: "Lease", finish: "Finish | None", *, raised: bool = False) -
     span = _open_runs.pop(lease, None)
     if span is None:
         return
-    if not raised:
-        _record_outcome(span, finish)
-    span.end()
+    try:
+        if not raised:
+            _record_outcome(span, finish)
+        span.end()
+    except Exception:
+        _log_failure(f"ending the span 'run {lease.task_path}'")
 
 
 def traced_execution(run: Run) -> Run:
