@@ -1,28 +1,67 @@
 """The system checks of the commands that wait for Redis themselves (worker, reaper), and of
-``check``: what they say when a TASKS setting is refused."""
+``check``: what they say when a TASKS setting is refused, and a stop while they read Redis."""
 
-from collections.abc import Iterator
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
+from types import FrameType
 
 from django.core.management.base import CommandError, SystemCheckError
 
 from ..checks import REFUSED, redis_may_be_down
 from ..exceptions import ImproperlyConfiguredThreadmill
 from ..worker.exit_codes import ExitCode
+from ..worker.interruptible import Interrupted, call_unless_stopped, stop_signals_heard
+from ..worker.wakeup import WakeupPipe
+
+logger = logging.getLogger(__name__)
 
 
-@contextmanager
-def checks_at_start() -> Iterator[None]:
-    """Run a command's checks with Redis allowed to be down (the command waits for it), and
+def checks_at_start(check: Callable[[], None]) -> None:
+    """Run a command's ``check`` with Redis allowed to be down (the command waits for it), and
     end it with exit code 4 (REFUSED) when Redis refused the credentials or ACL rights: a
-    service manager must not restart it (docs/worker.md, Exit codes), as it would after 1."""
+    service manager must not restart it (docs/worker.md, Exit codes), as it would after 1.
+
+    A SIGTERM or SIGINT while the checks wait on a Redis that does not answer ends the command
+    at once, exit code 0 (docs/worker.md, Stopping during start-up).
+    """
     with redis_may_be_down(), settings_refused_plainly():
         try:
-            yield
+            _stoppable(check)
         except SystemCheckError as exc:
             if REFUSED not in str(exc):
                 raise
             raise SystemCheckError(*exc.args, returncode=ExitCode.REFUSED) from exc
+
+
+def _stoppable(check: Callable[[], None]) -> None:
+    """Run ``check`` in a thread of its own while the main thread listens for a stop; raise
+    SystemExit(0) on one, the checks left behind (the command exits without them)."""
+    if threading.current_thread() is not threading.main_thread():  # no signal reaches it
+        check()
+        return
+    heard: list[int] = []
+
+    def hear(signum: int, frame: FrameType | None) -> None:
+        heard.append(signum)
+
+    wakeup = WakeupPipe()
+    try:
+        with stop_signals_heard(wakeup, hear):
+            stopped = partial(bool, heard)
+            call_unless_stopped("checks", check, wakeup.sleep_until, wakeup.poke, stopped)
+    except Interrupted:
+        logger.info(
+            "Start-up interrupted on %s: the system checks wait for Redis, which has not "
+            "answered (not waited for)",
+            signal.Signals(heard[0]).name,
+        )
+        raise SystemExit(ExitCode.OK) from None
+    finally:
+        wakeup.close()
 
 
 @contextmanager

@@ -7,6 +7,7 @@ import selectors
 import signal
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from functools import partial
 from types import FrameType
@@ -23,6 +24,7 @@ from .cancelled_steps import CancelledSteps
 from .crew import Crew
 from .executor import Executor
 from .exit_codes import ExitCode
+from .interruptible import STOP_SIGNALS, Interrupted, call_unless_stopped
 from .memory import MIB, ResidentMemory
 from .options import WorkerOptions
 from .stop_calls import StopCall, join_until, start_call
@@ -32,7 +34,6 @@ logger = logging.getLogger(__name__)
 
 STOP = b"s"  # control message from the supervisor: stop gracefully
 RECYCLING = b"r"  # control message to the supervisor: recycling, start the replacement now
-STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})  # blocked while the supervisor forks
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 # The stop ends this long after the grace period at the latest, whatever Redis does: the ack
 # writer's flush, then its second chance (docs/deploy.md, Kubernetes, "Stopping").
@@ -211,8 +212,20 @@ class WorkerProcess:
         failures = 0
         while not self.stop_requested.is_set():
             try:
-                info = self.broker.server_info()
-                self.broker.register_queues(self.options.queues)
+                info = call_unless_stopped(
+                    "start",
+                    self._look_at_redis,
+                    lambda done: self._wait(until=done),
+                    self._wakeup.poke,
+                    self.stop_requested.is_set,
+                )
+            except Interrupted:
+                logger.info(
+                    "Start-up interrupted worker_id=%s: stopped while Redis had not answered "
+                    "(not waited for)",
+                    self.worker_id,
+                )
+                return False
             except BrokerRefused as exc:
                 logger.critical("Redis refused this worker, stopping error=%s", exc)
                 self.exit_code = ExitCode.REFUSED
@@ -241,22 +254,30 @@ class WorkerProcess:
             return True
         return False
 
-    def _wait(self, timeout_s: float | None = None, until: threading.Event | None = None) -> None:
-        """Block the main thread until ``until`` is set (default: a stop is requested, here or
-        by the supervisor), or ``timeout_s`` has passed.
+    def _look_at_redis(self) -> dict[str, Any]:
+        """Read the server's INFO and register the queues served: the process's first calls."""
+        info = self.broker.server_info()
+        self.broker.register_queues(self.options.queues)
+        return info
+
+    def _wait(
+        self, timeout_s: float | None = None, until: Callable[[], bool] | None = None
+    ) -> None:
+        """Block the main thread until ``until()`` holds (default: a stop is requested, here
+        or by the supervisor), or ``timeout_s`` has passed.
 
         A selector, not ``select.select``, which refuses a descriptor numbered past 1023: a
         process that runs the worker in itself (``--processes 0``, a test run) may hold that
         many files and sockets before it makes its wake-up pipe.
         """
         control_fd = self._control_fd
-        done = self.stop_requested if until is None else until
+        done = self.stop_requested.is_set if until is None else until
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with selectors.DefaultSelector() as selector:
             selector.register(self._wakeup.read_fd, selectors.EVENT_READ)
             if control_fd is not None:
                 selector.register(control_fd, selectors.EVENT_READ)
-            while not done.is_set():
+            while not done():
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return
@@ -355,7 +376,7 @@ class WorkerProcess:
             )
         crew = self.crew
         while not (self.stop_asked.is_set() or (crew.pool.settled() and not crew.lane.running)):
-            self._wait(RECYCLE_LOOK_S, until=self.stop_asked)
+            self._wait(RECYCLE_LOOK_S, until=self.stop_asked.is_set)
 
     def _running(self) -> int:
         """How many tasks run now, in worker threads and on the event loop."""

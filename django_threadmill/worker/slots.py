@@ -13,8 +13,9 @@ from multiprocessing.context import ForkContext
 from multiprocessing.process import BaseProcess
 
 from ..aliases import threadmill_backend
+from .interruptible import STOP_SIGNALS
 from .options import WorkerOptions
-from .process import STOP_SIGNALS, WorkerProcess
+from .process import WorkerProcess
 
 logger = logging.getLogger(__name__)
 

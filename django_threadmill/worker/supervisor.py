@@ -6,8 +6,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -17,6 +16,7 @@ from ..exceptions import BrokerUnavailable
 from ..schedules.scheduler import Scheduler
 from .backoff import RESTART_BACKOFF
 from .exit_codes import ExitCode
+from .interruptible import Interrupted, call_unless_stopped, stop_signals_heard
 from .options import WorkerOptions
 from .process import RECYCLING, STOP, WorkerProcess
 from .reaper import reap_once
@@ -40,7 +40,7 @@ class Supervisor:
         self.slots = [Slot(index) for index in range(options.processes)]
         self.signals = 0
         self._relayed = 0  # the signals acted on
-        self._on_redis = False  # True while the main thread waits on Redis (reaps, schedules)
+        self.wakeup = WakeupPipe()  # the main thread sleeps on it; signals wake it
         self.exit_code = ExitCode.OK
         self.next_reap = time.monotonic()
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
@@ -48,10 +48,6 @@ class Supervisor:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1  # the signal woke the main thread already: through its pipe
-        if self._on_redis:
-            # The loop acts once the call returns, which a silent Redis holds for the socket
-            # timeout; the processes are told now (the call leaves the slots alone meanwhile).
-            self._act_on_signals()
 
     def _act_on_signals(self) -> None:
         """Relay the first stop signal not acted on yet; kill at the second."""
@@ -59,42 +55,55 @@ class Supervisor:
             self._relayed = self.signals
             self._relay() if self.signals == 1 else self._kill()
 
-    @contextmanager
-    def _waiting_on_redis(self) -> Iterator[None]:
-        """Mark a call to Redis from the main thread: a signal meanwhile is relayed at once."""
-        self._on_redis = True
+    def _call_redis[T](self, role: str, call: Callable[[], T]) -> T:
+        """Make a call to Redis from the main thread (a reap pass, the schedules) that a stop
+        does not wait for: ``Interrupted`` once a signal came first, the call left behind (the
+        command exits without it). A signal meanwhile is acted on once the wait ends."""
         try:
-            yield
+            return call_unless_stopped(
+                role, call, self.wakeup.sleep_until, self.wakeup.poke, lambda: self.signals > 0
+            )
+        except Interrupted:
+            logger.info(
+                "Stopping without waiting for Redis call=%s (it has not answered; the "
+                "command exits without it)",
+                role,
+            )
+            raise
         finally:
-            self._on_redis = False
+            self._act_on_signals()
 
     def run(self) -> ExitCode:
-        wakeup = WakeupPipe()
         try:
-            return self._supervise(wakeup)
+            with stop_signals_heard(self.wakeup, self._on_signal):
+                return self._supervise()
         finally:
-            wakeup.close()
+            self.wakeup.close()
 
-    def _supervise(self, wakeup: WakeupPipe) -> ExitCode:
-        wakeup.install()  # before the handlers: every signal they count writes to the pipe
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+    def _first_pass(self) -> bool:
+        """Reap and fire due schedules before any process starts; False if a stop came
+        meanwhile (start-up interrupted: nothing is started)."""
+        # A reap pass advances workflows too, and beside a --burst just started it could
+        # enqueue a step the burst has already looked past, ending the burst with the workflow
+        # still running.
+        self._reap_if_due()
+        self._fire_schedules_if_due()
+        if self.signals:
+            logger.info("Start-up interrupted pid=%d: no worker process started", os.getpid())
+        return not self.signals
+
+    def _supervise(self) -> ExitCode:
         logger.info(
             "Supervisor started pid=%d processes=%d backend=%s",
             os.getpid(),
             self.options.processes,
             self.options.backend_alias,
         )
-        # The first pass before the processes start: a reap pass advances workflows too, and
-        # beside a --burst just started it could enqueue a step the burst has already looked
-        # past, ending the burst with the workflow still running.
-        self._reap_if_due()
-        self._fire_schedules_if_due()
-        for slot in self.slots:
-            if not self.signals:  # stopped during the first pass: nothing to start
+        if self._first_pass():
+            for slot in self.slots:
                 self._spawn(slot)
         while not all(slot.ended() for slot in self.slots):
-            ready = self._wait_for_event(wakeup)
+            ready = self._wait_for_event()
             self._act_on_signals()
             self._hear(ready)
             self._collect_exits()
@@ -109,11 +118,16 @@ class Supervisor:
 
         Only with ``--burst``: nothing restarts the worker here, so it runs until the queues
         are empty. The supervisor's first pass comes first, as with processes: a reap pass and
-        the schedules' due slots. The signal handlers the worker sets are put
-        back after it, for a caller that goes on (``call_command``).
+        the schedules' due slots; a stop meanwhile ends the command there. The signal handlers
+        the worker sets are put back after it, for a caller that goes on (``call_command``).
         """
-        self._reap_if_due()
-        self._fire_schedules_if_due()
+        try:
+            with stop_signals_heard(self.wakeup, self._on_signal):
+                started = self._first_pass()
+        finally:
+            self.wakeup.close()  # before the worker makes its own: it puts back what it found
+        if not started:
+            return ExitCode.OK
         handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
         try:
             return WorkerProcess(self.options, self.backend).run()
@@ -164,7 +178,7 @@ class Supervisor:
     def _live_count(self) -> int:
         return sum(len(slot.processes()) for slot in self.slots)
 
-    def _wait_for_event(self, wakeup: WakeupPipe) -> Collection[object]:
+    def _wait_for_event(self) -> Collection[object]:
         """Sleep until a process exits or says it recycles, a signal arrives, a restart or a
         reap is due; return what is ready."""
         sentinels = [process.sentinel for slot in self.slots for process in slot.processes()]
@@ -181,9 +195,9 @@ class Supervisor:
             if self.next_schedule is not None:
                 timers.append(self.next_schedule)
         timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
-        ready = wait([*sentinels, *sockets, wakeup.read_fd], timeout)
-        if wakeup.read_fd in ready:
-            wakeup.drain()
+        ready = wait([*sentinels, *sockets, self.wakeup.read_fd], timeout)
+        if self.wakeup.read_fd in ready:
+            self.wakeup.drain()
         return ready
 
     def _hear(self, ready: Collection[object]) -> None:
@@ -356,8 +370,9 @@ class Supervisor:
             return
         self.next_reap = time.monotonic() + interval
         try:
-            with self._waiting_on_redis():
-                reap_once(self.backend)
+            self._call_redis("reap", lambda: reap_once(self.backend))
+        except Interrupted:
+            return
         except BrokerUnavailable as exc:
             logger.warning("Reap pass failed error=%s", exc)
 
@@ -367,8 +382,9 @@ class Supervisor:
         if self.scheduler is None or due is None or time.monotonic() < due or self.signals:
             return
         try:
-            with self._waiting_on_redis():
-                wait = self.scheduler.fire_due()
+            wait = self._call_redis("schedules", self.scheduler.fire_due)
+        except Interrupted:
+            return
         except BrokerUnavailable as exc:
             logger.warning("Schedules not fired retry_in_s=%.1f error=%s", SCHEDULE_RETRY_S, exc)
             self.next_schedule = time.monotonic() + SCHEDULE_RETRY_S

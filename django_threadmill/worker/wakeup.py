@@ -9,7 +9,9 @@ main thread wakes to run the handler (docs/worker.md, Signals reach the main thr
 """
 
 import os
+import selectors
 import signal
+from collections.abc import Callable
 from contextlib import suppress
 
 
@@ -39,11 +41,27 @@ class WakeupPipe:
         with suppress(BlockingIOError):
             os.read(self.read_fd, 4096)
 
-    def close(self) -> None:
-        """Put the earlier wakeup fd back (if installed) and close both ends."""
-        self.closed = True
+    def sleep_until(self, done: Callable[[], bool]) -> None:
+        """Block until ``done()`` holds, looked at each time a signal or a poke wakes the pipe.
+
+        A selector, not ``select.select``, which refuses a descriptor numbered past 1023 (a
+        process that runs the worker in itself may hold that many before it makes the pipe).
+        """
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.read_fd, selectors.EVENT_READ)
+            while not done():
+                selector.select()
+                self.drain()
+
+    def uninstall(self) -> None:
+        """Put the earlier wakeup fd back, if installed."""
         if self._previous is not None:
             signal.set_wakeup_fd(self._previous)
             self._previous = None
+
+    def close(self) -> None:
+        """Put the earlier wakeup fd back (if installed) and close both ends."""
+        self.closed = True
+        self.uninstall()
         os.close(self.read_fd)
         os.close(self._write_fd)

@@ -1,7 +1,11 @@
-"""Helpers for the fault tests: executions counted outside Redis, results read back."""
+"""Helpers for the fault tests: executions counted outside Redis, results read back, Redis
+paused."""
 
 import os
+import signal
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import redis
@@ -9,6 +13,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResult, TaskResultStatus
+from tests.servers.redis_server import RedisProcess
 
 from . import tasks
 
@@ -66,3 +71,14 @@ def _link(fd: Path) -> str:
         return os.readlink(fd)
     except OSError:  # closed since the listing
         return ""
+
+
+@contextmanager
+def paused(server: RedisProcess) -> Iterator[None]:
+    """Pause ``server`` for the block (SIGSTOP); it always goes on after (SIGCONT)."""
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)

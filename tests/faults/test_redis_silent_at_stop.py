@@ -6,7 +6,6 @@ import os
 import re
 import signal
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import Command, wait_until, worker
 
 from . import tasks
-from .support import request_unread_from
+from .support import paused, request_unread_from
 
 GRACE_S = 0.5
 LEASE_TTL_S = 2.0  # the lapsed lease is reaped soon after Redis answers again
@@ -37,17 +36,6 @@ def own_redis() -> Iterator[RedisProcess]:
 @pytest.fixture
 def redis_url(own_redis: RedisProcess) -> str:
     return own_redis.url
-
-
-@contextmanager
-def paused(server: RedisProcess) -> Iterator[None]:
-    """Pause ``server`` for the block (SIGSTOP); it always goes on after (SIGCONT)."""
-    assert server.process is not None
-    os.kill(server.process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(server.process.pid, signal.SIGCONT)
 
 
 def running_worker(

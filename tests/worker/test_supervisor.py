@@ -18,7 +18,6 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.worker.supervisor import MAX_FAST_FAILURES, Supervisor
-from django_threadmill.worker.wakeup import WakeupPipe
 from tests.support import Command, wait_until
 from tests.worker import tasks
 from tests.worker.support import run_script, worker_options
@@ -308,12 +307,11 @@ def test_a_stopping_supervisor_waits_for_its_processes_not_for_timers_past_due(
         "django_threadmill.worker.supervisor.wait",
         lambda objects, timeout: timeouts.append(timeout) or [],
     )
-    wakeup = WakeupPipe()
     try:
-        supervisor._wait_for_event(wakeup)
+        supervisor._wait_for_event()
         supervisor.signals = 1
-        supervisor._wait_for_event(wakeup)
+        supervisor._wait_for_event()
     finally:
-        wakeup.close()
+        supervisor.wakeup.close()
 
     assert timeouts == [0.0, None]

@@ -5,6 +5,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from types import FrameType
 from typing import Any
 
@@ -17,6 +18,7 @@ from ...worker.logs import configure_logging
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_pass
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import checks_at_start
+from ..ending import run_then_exit
 from ..log_format_option import add_log_format_option
 from ..seconds_option import seconds_option
 
@@ -74,13 +76,21 @@ class Command(BaseCommand):
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Run the system checks, except "Redis unreachable": the loop waits for Redis."""
-        with checks_at_start():
-            super().check(*args, **kwargs)
+        checks_at_start(partial(super().check, *args, **kwargs))
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        """Run as ``manage.py threadmill_reap``, and end the process without waiting for a
+        call to a silent Redis that a stop cut short."""
+        run_then_exit(partial(super().run_from_argv, argv))
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """Set up logging before the system checks, as the worker does: a project whose
+        LOGGING leaves django_threadmill alone would otherwise see no start, pass or stop
+        line, and bare warnings."""
+        configure_logging(options["log_format"], options["verbosity"])
+        return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # As the worker does: a project whose LOGGING leaves django_threadmill alone would
-        # otherwise see no start, pass or stop line, and bare warnings.
-        configure_logging(options["log_format"], options["verbosity"])
         backend = backend_option(options["backend"])
         if options["interval"] <= 0:
             raise CommandError(

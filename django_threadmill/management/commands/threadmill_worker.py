@@ -1,10 +1,7 @@
 """``manage.py threadmill_worker``: run tasks from a ThreadmillTaskBackend's queues."""
 
-import logging
-import os
-import sys
-import threading
 from argparse import ArgumentParser, ArgumentTypeError
+from functools import partial
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -25,6 +22,7 @@ from ...worker.options import (
 from ...worker.supervisor import Supervisor
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..checks_at_start import checks_at_start
+from ..ending import run_then_exit
 from ..log_format_option import add_log_format_option
 from ..seconds_option import seconds_option
 
@@ -198,29 +196,21 @@ class Command(BaseCommand):
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Run the system checks, except "Redis unreachable": every process waits for Redis."""
-        with checks_at_start():
-            super().check(*args, **kwargs)
+        checks_at_start(partial(super().check, *args, **kwargs))
 
     def run_from_argv(self, argv: list[str]) -> None:
-        """Run as ``manage.py threadmill_worker``, and end the process once the worker stopped
-        even where a task it gave up on (past the grace period or ``--task-timeout``) still runs
-        in a thread of this process (``--processes 0``): Python would wait for that thread
-        before exiting, for as long as the task runs. A forked worker process ends the same way
+        """Run as ``manage.py threadmill_worker``, and end the process once the worker stopped,
+        without waiting for a thread left behind (a task given up on, with ``--processes 0``; a
+        call to a silent Redis cut short by a stop). A forked worker process ends the same way
         (``os._exit``). ``call_command`` is left to return as usual."""
-        try:
-            super().run_from_argv(argv)
-            code = 0
-        except SystemExit as stopped:  # a CommandError's returncode, or argparse's usage
-            code = stopped.code if isinstance(stopped.code, int) else int(stopped.code is not None)
-        if _threads_left():
-            logging.shutdown()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-        sys.exit(code)
+        run_then_exit(partial(super().run_from_argv, argv))
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """Set up logging before the system checks: a stop during them says so."""
+        configure_logging(options["log_format"], options["verbosity"])
+        return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        configure_logging(options["log_format"], options["verbosity"])
         backend = backend_option(options["backend"])
         worker_options = self._worker_options(backend, options)
         supervisor = Supervisor(worker_options, backend)
@@ -325,9 +315,3 @@ class Command(BaseCommand):
 def _or_default(given: float | None, default: float) -> float:
     """Return an option's value, or its default where it was not given."""
     return default if given is None else given
-
-
-def _threads_left() -> bool:
-    """Whether a thread Python would wait for at exit runs besides this one."""
-    here = threading.current_thread()
-    return any(not thread.daemon and thread is not here for thread in threading.enumerate())

@@ -1,0 +1,94 @@
+"""Calls to Redis that the main thread makes and a stop signal must not wait for.
+
+A Redis that takes connections and never answers (paused, a frozen host, a proxy whose far
+side is gone) holds a call for ``socket_timeout``. The worker's start-up made such calls on
+its main thread: the system checks, the supervisor's first reap pass and schedules, a worker
+process's first look at Redis; the supervisor's later passes too. A SIGTERM or SIGINT then
+waited for the call, 60 s with ``socket_timeout`` 60, while systemd or Kubernetes counted
+down to SIGKILL. Made in a thread of its own, the call is waited for on the main thread's
+wake-up pipe, which a signal wakes: a stop leaves the call behind, and the process exits
+without it (docs/worker.md, Stopping during start-up).
+"""
+
+import contextvars
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from .wakeup import WakeupPipe
+
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+type Sleep = Callable[[Callable[[], bool]], None]  # block until the predicate holds
+
+
+class Interrupted(Exception):
+    """A stop came while the main thread waited for a call; the call runs on, left behind."""
+
+
+class WaitedCall[T](threading.Thread):
+    """Make one call in a thread named ``threadmill-wait-<role>``, in the caller's context
+    (its context variables), keep what it returned or raised, then ``wake`` the waiter."""
+
+    def __init__(self, role: str, call: Callable[[], T], wake: Callable[[], None]) -> None:
+        super().__init__(name=f"threadmill-wait-{role}")
+        self._call = call
+        self._wake = wake
+        self._context = contextvars.copy_context()
+        self._returned: T | None = None
+        self._raised: BaseException | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self._returned = self._context.run(self._call)
+        except BaseException as exc:  # handed to the waiter, who raises it
+            self._raised = exc
+        finally:
+            self.done.set()
+            self._wake()
+
+    def outcome(self) -> T:
+        """Return what the call returned, or raise what it raised."""
+        if self._raised is not None:
+            raise self._raised
+        return self._returned  # type: ignore[return-value]
+
+
+def call_unless_stopped[T](
+    role: str,
+    call: Callable[[], T],
+    sleep: Sleep,
+    wake: Callable[[], None],
+    stopped: Callable[[], bool],
+) -> T:
+    """Make ``call`` in a thread of its own while this thread sleeps (``sleep``, woken by
+    ``wake`` and by signals); return what it returned or raise what it raised. Raise
+    ``Interrupted`` once ``stopped()`` holds first: the call is left behind."""
+    waited = WaitedCall(role, call, wake)
+    try:
+        waited.start()
+    except RuntimeError:  # "can't start new thread": the call is made here, as it was before
+        return call()
+    sleep(lambda: waited.done.is_set() or stopped())
+    if not waited.done.is_set():
+        raise Interrupted(role)
+    waited.join()  # it is ending: none is left to outlive the caller's look at its threads
+    return waited.outcome()
+
+
+@contextmanager
+def stop_signals_heard(
+    wakeup: WakeupPipe, handler: Callable[[int, FrameType | None], None]
+) -> Iterator[None]:
+    """Hand SIGTERM and SIGINT to ``handler`` for the block, each waking the main thread
+    through ``wakeup`` whichever thread the kernel gave it to; put back what was there."""
+    wakeup.install()  # before the handlers: every signal they hear writes to the pipe
+    handlers = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, previous in handlers.items():
+            signal.signal(signum, previous)
+        wakeup.uninstall()
