@@ -75,6 +75,20 @@ def command_env(
     }
 
 
+def run_python(*args: str, redis_url: str, key_prefix: str) -> subprocess.CompletedProcess[str]:
+    """Run a new Python with ``args`` (``-c``, ``-m``) in the test project's environment;
+    return how it ended, its output captured."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=command_env(redis_url, key_prefix),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 class Command:
     """A ``manage.py`` command running in a subprocess, its stderr captured to a file.
 

@@ -31,6 +31,13 @@ def new_task(
     )
 
 
+def fill(broker: Broker, queue: str, n: int) -> list[str]:
+    """Enqueue ``n`` tasks to ``queue``; return their ids."""
+    tasks = [new_task(queue) for _ in range(n)]
+    broker.enqueue(queue, tasks)
+    return [task.id for task in tasks]
+
+
 def finish(lease: Lease, outcome: Outcome = Outcome.SUCCESSFUL, value: str = "1") -> Finish:
     """Return a finish of ``lease`` with ``value`` as its result or error JSON."""
     return Finish(

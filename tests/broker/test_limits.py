@@ -7,7 +7,7 @@ from django_threadmill.broker import Broker, Outcome
 from django_threadmill.worker.reaper import reap_once
 from tests.support import wait_until
 
-from .conftest import finish, new_task, start
+from .conftest import fill, finish, start
 
 LIMITS = {"reports": {"concurrency": 2}, "emails": {"rate": "10/s"}}
 TOKEN_MS = 100  # "10/s"
@@ -16,12 +16,6 @@ TOKEN_MS = 100  # "10/s"
 @pytest.fixture
 def tasks_options() -> dict[str, object]:
     return {"queue_limits": LIMITS}
-
-
-def fill(broker: Broker, queue: str, n: int) -> list[str]:
-    tasks = [new_task(queue) for _ in range(n)]
-    broker.enqueue(queue, tasks)
-    return [task.id for task in tasks]
 
 
 def acquired_ids(broker: Broker, queue: str, count: int = 10) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker
-from tests.broker.conftest import new_task
+from tests.broker.conftest import fill
 
 LIMITS = {"reports": {"concurrency": 2}, "emails": {"rate": "10/s"}}
 
@@ -19,12 +19,6 @@ LIMITS = {"reports": {"concurrency": 2}, "emails": {"rate": "10/s"}}
 @pytest.fixture
 def tasks_options() -> dict[str, object]:
     return {"queue_limits": LIMITS}
-
-
-def fill(broker: Broker, queue: str, n: int) -> list[str]:
-    tasks = [new_task(queue) for _ in range(n)]
-    broker.enqueue(queue, tasks)
-    return [task.id for task in tasks]
 
 
 def no_payload(client: redis.Redis, key: str) -> None:

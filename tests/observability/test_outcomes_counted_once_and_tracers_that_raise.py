@@ -14,7 +14,6 @@ this file is that probe (the tracer provider is set once per process).
 """
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -29,7 +28,7 @@ from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.progress import PendingProgress
 from tests.broker.conftest import WORKER, finish, new_task
-from tests.support import ROOT, command_env
+from tests.support import run_python
 
 
 @pytest.fixture
@@ -115,15 +114,7 @@ def test_an_outcome_is_counted_once_however_often_its_call_is_retried(
 def test_a_span_processor_that_raises_fails_no_enqueue_and_no_task(
     where: str, redis_url: str, key_prefix: str
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", __name__, where],
-        cwd=ROOT,
-        env=command_env(redis_url, key_prefix),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_python("-m", __name__, where, redis_url=redis_url, key_prefix=key_prefix)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [["SUCCESSFUL", 3], ["SUCCESSFUL", 5]]
     doing = "opening" if where == "start" else "ending"

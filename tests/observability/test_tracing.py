@@ -3,8 +3,6 @@
 import asyncio
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -12,7 +10,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import BaseTaskBackend, InvalidTask, TaskResultStatus
 from django_threadmill.observability import tracing
 from testproject.example.tasks import add
-from tests.support import ROOT, command_env
+from tests.support import run_python
 
 ADD, ECHO = "testproject.example.tasks.add", "testproject.example.tasks.echo"
 SEND_WELCOME, SLOW = "testproject.example.tasks.send_welcome", "testproject.example.tasks.slow"
@@ -20,14 +18,8 @@ SEND_WELCOME, SLOW = "testproject.example.tasks.send_welcome", "testproject.exam
 
 def spans(redis_url: str, key_prefix: str) -> dict[str, list[dict]]:
     """Run the probe in its own process; return its spans by name, oldest first."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.observability.trace_probe"],
-        cwd=ROOT,
-        env=command_env(redis_url, key_prefix),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = run_python(
+        "-m", "tests.observability.trace_probe", redis_url=redis_url, key_prefix=key_prefix
     )
     assert done.returncode == 0, done.stderr
     found: dict[str, list[dict]] = {}

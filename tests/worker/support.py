@@ -2,7 +2,6 @@
 that records its acquires and idle waits; and a script run as a worker's own Python."""
 
 import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -11,7 +10,7 @@ from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.options import WorkerOptions
 from django_threadmill.worker.prefetcher import Prefetcher
-from tests.support import ROOT, command_env
+from tests.support import run_python
 
 
 def worker_options(**changes: Any) -> WorkerOptions:
@@ -79,11 +78,4 @@ def idle_prefetcher(
 
 def run_script(script: str, redis_url: str, key_prefix: str) -> subprocess.CompletedProcess[str]:
     """Run ``script`` in a new Python with the test project's environment; return how it ended."""
-    return subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=command_env(redis_url, key_prefix),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_python("-c", script, redis_url=redis_url, key_prefix=key_prefix)
