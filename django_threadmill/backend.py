@@ -7,6 +7,7 @@ from functools import cached_property
 from typing import Any
 
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from .broker import Broker, checked_batch_size
 from .checks import check_backend
@@ -53,6 +54,8 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         super().__init__(alias, params)
         self.settings = read_settings(alias, params)
         self._valid_tasks: dict[int, Task] = {}
+        # The function found at each task path checked so far: a task's path is its code's.
+        self._found_at: dict[str, object] = {}
         for queue in [*self.queues, *self.settings.queue_limits, *self.settings.queue_shards]:
             check_queue_name(queue)
 
@@ -93,6 +96,32 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             # Keyed by id, holding the task: the id stays its own while it is kept here.
             self._valid_tasks[id(task)] = task
 
+    def _check_found_at_its_path(self, task: Task) -> None:
+        """Refuse a task a worker would not find: it imports the task at ``task.module_path``.
+
+        Not part of ``validate_task``: that runs as ``@task`` builds the task, before its
+        module has bound it to its name. A path found right is remembered, so this is one
+        dict lookup per enqueue.
+        """
+        path = task.module_path
+        if self._found_at.get(path) is task.func:
+            return
+        try:
+            found: object = import_string(path)
+        except ImportError as exc:
+            why = f"it does not import: {exc}"
+        else:
+            if isinstance(found, Task) and found.func is task.func:
+                self._found_at[path] = task.func
+                return
+            why = f"it names {a_type(found)}, not this task"
+        raise InvalidTask(
+            f"Task {path!r} is not found at its own path ({why}), so no worker could run it. "
+            "Decorate the function itself with @task at module level, so the task keeps the "
+            "function's name; a task made with task(func) and kept under another name is not "
+            "found."
+        )
+
     @traced_enqueue
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Queue up the Task to be executed: one Redis call, shared with concurrent callers.
@@ -101,12 +130,14 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         unique task equal to an unfinished one returns that task's result and stores nothing.
         """
         self.validate_task(task)
+        self._check_found_at_its_path(task)
         return self.pipeline.enqueue(task, args, kwargs)
 
     @traced_aenqueue
     async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Queue up the Task to be executed, on the asyncio client (no thread hop)."""
         self.validate_task(task)
+        self._check_found_at_its_path(task)
         return await self.pipeline.aenqueue(task, args, kwargs)
 
     @traced_enqueue
@@ -116,6 +147,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         Every call is validated and encoded before anything is sent.
         """
         self.validate_task(task)
+        self._check_found_at_its_path(task)
         return self.pipeline.enqueue_many(task, calls)
 
     def get_result(self, result_id: str) -> TaskResult:

@@ -38,3 +38,13 @@ def by_path(args: list[Any], kwargs: dict[str, Any]) -> str:
 @task(unique_for=WINDOW, unique_key=by_path)
 def index_file(path: str) -> str:
     return path
+
+
+def by_number(args: list[Any], kwargs: dict[str, Any]) -> str:
+    """A key function that breaks its contract: it returns an int."""
+    return 5  # type: ignore[return-value]
+
+
+@task(unique_for=WINDOW, unique_key=by_number)
+def keyed_by_a_number(value: int) -> int:
+    return value

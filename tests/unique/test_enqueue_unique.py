@@ -14,7 +14,7 @@ from django_threadmill.compat import InvalidTask, TaskResult, TaskResultStatus, 
 from django_threadmill.task import task
 from tests.backend_support import fail, start, succeed
 
-from .tasks import by_account, refresh, refresh_account
+from .tasks import by_account, keyed_by_a_number, refresh, refresh_account
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -123,9 +123,10 @@ def test_unique_key_needs_unique_for() -> None:
 
 
 def test_unique_key_must_return_a_string() -> None:
-    numbered = task(unique_for=timedelta(seconds=5), unique_key=lambda args, kwargs: 5)(double)
-    with pytest.raises(TypeError, match=r"unique_key of task '.*double' returned 5, not a string"):
-        numbered.enqueue(1)
+    with pytest.raises(
+        TypeError, match=r"unique_key of task '.*keyed_by_a_number' returned 5, not a string"
+    ):
+        keyed_by_a_number.enqueue(1)
 
 
 def test_unique_on_a_backend_without_it_says_which_backend_to_use() -> None:
