@@ -1,5 +1,6 @@
 """The task detail page and the "show all" view of one stored value."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.http import Http404, HttpResponse
@@ -17,7 +18,7 @@ from ..compat import TaskError
 from ..exceptions import PayloadError
 from ..retry import MAX_ATTEMPTS
 from .actions import ran_every_attempt
-from .display import pretty_json, pretty_value, shown, shown_end, state_label, when
+from .display import byte_size, pretty_json, pretty_value, shown, shown_end, state_label, when
 
 # Said on the page of a task requeue refuses for having run every attempt (retry.py).
 EXHAUSTED = (
@@ -29,8 +30,9 @@ EXHAUSTED = (
 ERRORS_SHOWN = 10
 
 
-def detail_or_404(source: Source, task_id: str) -> TaskDetail:
-    detail = source.inspector.detail(task_id)
+def detail_or_404(source: Source, task_id: str, whole: Sequence[str] = ()) -> TaskDetail:
+    """Return the record of ``task_id`` (the fields in ``whole`` read whatever their size)."""
+    detail = source.inspector.detail(task_id, whole=whole)
     if detail is None:
         raise Http404(
             f"No task {task_id!r} in backend {source.alias!r}: it never existed, or its result "
@@ -47,22 +49,50 @@ def _payload(record: dict[str, str]) -> tuple[dict[str, Any], str]:
         return {}, str(exc)
 
 
-def _error(number: int, error: TaskError, *, full: bool) -> dict[str, Any]:
+def _error(number: int, error: TaskError, *, full: bool, unread: int | None) -> dict[str, Any]:
+    """Return one attempt's error as the page shows it; ``unread``: the size of one too big to
+    read for the page (``TaskDetail.unread``), which the page names with a link to it."""
     return {
         "number": number,
         "field": f"traceback:{number}",
+        "unread": None if unread is None else byte_size(unread),
         "exception_class_path": error.exception_class_path,
-        "traceback": shown_end(error.traceback) if full else None,
+        "traceback": shown_end(error.traceback) if full and unread is None else None,
     }
 
 
-def _errors(record: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _errors(detail: TaskDetail) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Return the earlier attempts' errors (a line each), then the newest ``ERRORS_SHOWN`` with
     the end of their traceback, where the exception and its message are; oldest first."""
-    errors = errors_of(record)
+    errors = errors_of(detail.record)
     first_shown = max(0, len(errors) - ERRORS_SHOWN)
-    listed = [_error(n, error, full=n > first_shown) for n, error in enumerate(errors, start=1)]
+    listed = [
+        _error(n, error, full=n > first_shown, unread=detail.unread.get(f"error:{n}"))
+        for n, error in enumerate(errors, start=1)
+    ]
     return listed[:first_shown], listed[first_shown:]
+
+
+def _other_unread(unread: dict[str, int]) -> str:
+    """Name the values left unread that the page shows nowhere else with their size ("" if
+    none): only a hand-written record holds such a big state, time or worker list."""
+    others = [
+        f"{name} ({byte_size(size)})"
+        for name, size in sorted(unread.items())
+        if name not in ("payload", "result") and not name.startswith("error:")
+    ]
+    return f"Too big to read for this page: {', '.join(others)}." if others else ""
+
+
+def raw_fields(field: str) -> tuple[str, ...]:
+    """Return the record field the "show all" view of ``field`` reads whole (none for a field
+    it does not serve, which answers 404)."""
+    kind, _, number = field.partition(":")
+    if field in ("payload", "args", "kwargs"):
+        return ("payload",)
+    if field == "result":
+        return ("result",)
+    return (f"error:{number}",) if kind in ("error", "traceback") else ()
 
 
 def _lease(detail: TaskDetail, workers: list[str]) -> dict[str, Any] | None:
@@ -93,7 +123,9 @@ def _stopped(stopped: StoppedStep | None) -> str:
 def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     """Return the template context of the detail page of one task."""
     record = detail.record
-    payload, payload_error = ({}, "") if detail.damaged else _payload(record)
+    payload_unread = detail.unread.get("payload")
+    unreadable = detail.damaged or payload_unread is not None
+    payload, payload_error = ({}, "") if unreadable else _payload(record)
     workers = record["workers"].split("\n") if record.get("workers") else []
     state = DAMAGED if detail.damaged else record.get("state", "")
     # A failed step its workflow stopped (cancelled, or recorded as not run): no worker starts
@@ -101,7 +133,8 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     # Read for a failed task only.
     stopped = source.broker.stopped_step(record.get("workflow")) if state == "failed" else None
     exhausted = ran_every_attempt(state, stored_int(record.get("nerrors")) or 0)
-    earlier_errors, errors = _errors(record)
+    earlier_errors, errors = _errors(detail)
+    result_unread = detail.unread.get("result")
     return {
         "alias": source.alias,
         "detail": detail,
@@ -114,9 +147,12 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "priority": payload.get("priority"),
         "payload_error": payload_error,
         "payload_raw": shown(record.get("payload", "")) if payload_error else None,
+        "payload_unread": None if payload_unread is None else byte_size(payload_unread),
         "args": shown(pretty_value(payload.get("args", []))),
         "kwargs": shown(pretty_value(payload.get("kwargs", {}))),
         "result": shown(pretty_json(record["result"])) if "result" in record else None,
+        "result_unread": None if result_unread is None else byte_size(result_unread),
+        "other_unread": _other_unread(detail.unread),
         "earlier_errors": earlier_errors,
         "errors": errors,
         "workers": [(w, *worker_host_and_pid(w)) for w in workers],

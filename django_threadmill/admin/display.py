@@ -45,6 +45,11 @@ def shown_end(text: str, limit: int = PREVIEW_CHARS) -> Shown:
     return Shown(text=text[-limit:] if cut else text, length=len(text), truncated=cut, from_end=cut)
 
 
+def byte_size(size: int) -> str:
+    """Return a size in bytes as the pages write it: "4,194,306 bytes"."""
+    return f"{size:,} bytes"
+
+
 def pretty_json(raw: str | None) -> str:
     """Return stored JSON indented for reading, or the raw text if it is not JSON."""
     if raw is None:

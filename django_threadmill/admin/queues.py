@@ -11,6 +11,7 @@ from django.urls import reverse
 from ..aliases import sources
 from ..broker.damaged import DamagedRecord
 from ..broker.inspect import (
+    BAND_SAMPLE,
     STATE_SAMPLE,
     THROUGHPUT_MINUTES,
     NotUtf8Id,
@@ -121,8 +122,8 @@ def _queue_line(
         "lifetime_title": "All time in this queue: {} successful, {} failed, {} retried.".format(
             *(overview.lifetime.get(name, 0) for name in ("successful", "failed", "retry"))
         ),
-        "oldest_ready_age": age(overview.now_ms, overview.oldest_ready_enqueued_ms),
-        "oldest_ready_at": when(overview.oldest_ready_enqueued_ms),
+        "oldest_ready_age": age(overview.now_ms, overview.oldest_ready_since_ms),
+        "oldest_ready_at": when(overview.oldest_ready_since_ms),
     }
 
 
@@ -196,6 +197,7 @@ def queues_context() -> dict[str, Any]:
     return {
         "backends": [alias_context(source) for source in sources()],
         "sample": STATE_SAMPLE,
+        "band_sample": BAND_SAMPLE,
         "refresh_s": REFRESH_S,
     }
 

@@ -23,7 +23,7 @@ from ..codec.text import printable
 from ..exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..models import Queue, Task
 from . import actions, bulk
-from .detail import detail_context, detail_or_404, raw_response, raw_value
+from .detail import detail_context, detail_or_404, raw_fields, raw_response, raw_value
 from .queues import pause_confirmation, pause_or_resume, queues_context
 from .results import UnknownFilter, results_context
 from .workflows import workflow_context, workflows_context
@@ -227,7 +227,8 @@ class TaskAdmin(ThreadmillModelAdmin):
 
     def raw_view(self, request: HttpRequest, alias: str, task_id: str, field: str) -> HttpResponse:
         source = source_or_404(alias)
-        return raw_response(raw_value(detail_or_404(source, task_id), field))
+        detail = detail_or_404(source, task_id, whole=raw_fields(field))
+        return raw_response(raw_value(detail, field))
 
     def action_view(self, request: HttpRequest) -> HttpResponse:
         """Confirm an action on the posted tasks, then (on ``post=yes``) apply it."""

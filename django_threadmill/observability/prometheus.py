@@ -36,7 +36,8 @@ class _Families:
         )
         self.oldest_ready = GaugeMetricFamily(
             "threadmill_oldest_ready_seconds",
-            "Age of the oldest READY task (0 when none waits).",
+            "How long the longest-waiting READY task has waited since it became ready (0 when "
+            "none waits).",
             labels=queue_labels,
         )
         self.queue_paused = GaugeMetricFamily(
@@ -141,7 +142,7 @@ class ThreadmillCollector:
         paused = inspector.paused(queues)
         for queue, (ready, delayed) in inspector.waiting(queues).items():
             leased = inspector.state_split(queue, Index.LEASES).counts
-            oldest = inspector.oldest_ready_enqueued_ms(queue) if ready else None
+            oldest = inspector.oldest_ready_since_ms(queue) if ready else None
             age_s = 0.0 if oldest is None else max(0, now_ms - oldest) / 1000
             counts = {"ready": ready, "delayed": delayed, **leased}
             families.add_queue(source.alias, queue, counts, age_s, paused=queue in paused)

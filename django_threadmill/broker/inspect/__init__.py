@@ -7,7 +7,7 @@ one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writ
 
 from ...codec.payloads import task_path
 from ..raw_replies import NotUtf8Id
-from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
+from .inspector import BAND_SAMPLE, STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
 from .types import (
     DAMAGED,
     Index,
@@ -19,6 +19,7 @@ from .types import (
 )
 
 __all__ = [
+    "BAND_SAMPLE",
     "DAMAGED",
     "STATE_SAMPLE",
     "THROUGHPUT_MINUTES",

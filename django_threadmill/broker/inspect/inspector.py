@@ -4,7 +4,7 @@ See the package docstring for the rules every query here follows.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from ...codec.ids import queue_of
@@ -30,9 +30,17 @@ from .types import (
 # A ready score is (100 - priority) * PRIORITY_STEP + seq (common.lua, enqueue.lua).
 PRIORITY_STEP = lua_constant("PRIORITY_STEP")
 MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
+BAND_SAMPLE = 100  # ready ids read from the head of each priority band for the oldest-ready age
+# Where a ready task's wait began: ready_ms (a retry's due time, a requeue) when written, else
+# the later of its enqueue and its run_after.
+READY_SINCE_FIELDS = ("enqueued_ms", "run_after_ms", "ready_ms")
 STATE_SAMPLE = 1000  # ids whose state is read to split finished/leased counts; above: estimate
 MAX_SIGHTINGS = 1000  # latest worker sightings read per queue part (admin, health, metrics)
 THROUGHPUT_MINUTES = (1, 5, 15)  # windows of the throughput figures on the queues page
+# The most bytes of stored values one task's page reads: a record may hold a 64 MB result
+# and 1,000 tracebacks of 64K characters, and reading them all made each view read and decode
+# tens of MB. A value left out is named with its size (TaskDetail.unread).
+DETAIL_READ_BYTES = 2 * 1024 * 1024
 ROW_FIELDS = (
     "state",
     "payload",
@@ -70,6 +78,18 @@ def _stored_ints(values: list[bytes | None]) -> list[int | None]:
     return [None if value is None else stored_int(escaped(value)) for value in values]
 
 
+def _ready_since(fields: Fields) -> int | None:
+    """Return when a ready task's wait began (``READY_SINCE_FIELDS`` read), None if unknown."""
+    if not fields:
+        return None
+    enqueued, run_after, ready = (stored_int(value) for value in fields)
+    if ready is not None:
+        return ready
+    if enqueued is None or run_after is None:
+        return enqueued
+    return max(enqueued, run_after)
+
+
 def _pause(note: bytes | Exception) -> QueuePause:
     """Read a ``P:paused`` value read as bytes, each byte that is not UTF-8 as its escape
     (``\\xff``); a key of another type is a pause that says what it holds."""
@@ -89,6 +109,33 @@ def _not_utf8(task_id: str, key: str, record: dict[bytes, bytes]) -> str:
         f"{undecodable_record(task_id, key)} Each such byte is shown here as \\xNN; in: "
         f"{', '.join(names)}."
     )
+
+
+def _error_number(name: bytes) -> int | None:
+    """Return the attempt number of an ``error:<n>`` field name, None for any other field."""
+    kind, _, number = name.partition(b":")
+    return int(number) if kind == b"error" and number.isdigit() else None
+
+
+def _within_budget(sizes: dict[bytes, int], whole: set[bytes], budget: int) -> list[bytes]:
+    """Return the fields to read: those in ``whole``, then others while they fit ``budget``.
+
+    Fields other than errors come first, smallest first (states, times, then the payload and
+    the result), then the errors, newest first: the page shows the latest tracebacks whole and
+    earlier attempts a line each. A value too big for what is left is passed over, not cut.
+    """
+    chosen = [name for name in sizes if name in whole]
+    left = budget - sum(sizes[name] for name in chosen)
+
+    def order(name: bytes) -> tuple[int, int]:
+        number = _error_number(name)
+        return (0, sizes[name]) if number is None else (1, -number)
+
+    for name in sorted(set(sizes) - whole, key=order):
+        if sizes[name] <= left:
+            chosen.append(name)
+            left -= sizes[name]
+    return chosen
 
 
 class Inspector:
@@ -162,7 +209,7 @@ class Inspector:
                 finished=finished,
                 outcomes=self.state_split(queue, Index.DONE, total=finished),
                 finished_since=since,
-                oldest_ready_enqueued_ms=self.oldest_ready_enqueued_ms(queue) if ready else None,
+                oldest_ready_since_ms=self.oldest_ready_since_ms(queue) if ready else None,
                 lifetime=dict(stats),
                 shards=len(parts[queue]),
             )
@@ -252,31 +299,58 @@ class Inspector:
             counts={state: round(n * total / seen) for state, n in counts.items()}, exact=False
         )
 
-    def oldest_ready_enqueued_ms(self, queue: str) -> int | None:
-        """Return the earliest enqueue time among ready tasks (of every shard).
+    def oldest_ready_since_ms(self, queue: str) -> int | None:
+        """Return when the longest-waiting ready task (of every shard) became ready.
 
-        The ready set is FIFO within a priority, so only the head of each priority band is read:
-        one ZRANGEBYSCORE per band present, never a scan of the set.
+        That is its ``ready_ms`` (a retry's due time, a requeue), else the later of its enqueue
+        and its run_after. A band's ids are in enqueue order, but a retried or requeued task
+        keeps its place while its wait starts again, so the first BAND_SAMPLE ids of each
+        priority band are read, never a scan of the set. A band holding more counts its
+        unread ids from the enqueue time of its last id read: none of them became ready
+        before that, so the figure may be older than the truth, never younger.
         """
         found = [self._oldest_ready(part) for part in self.parts(queue)]
         return min((ms for ms in found if ms is not None), default=None)
 
     def _oldest_ready(self, part: str) -> int | None:
         keys = self._keys(part)
-        heads: list[str] = []
+        sampled, truncated = self._band_heads(keys)
+        with self.broker.translated_errors():
+            fields = self._fields(keys, sampled, *READY_SINCE_FIELDS)
+        by_id = dict(zip(sampled, fields, strict=True))
+        since = [_ready_since(values) for values in fields]
+        # A truncated band's unread ids were enqueued after its last id read (enqueued_ms).
+        floors = [by_id[task_id] for task_id in truncated]
+        since += [stored_int(values[0]) for values in floors if values]
+        known = [ms for ms in since if ms is not None]
+        return min(known) if known else None
+
+    def _band_heads(self, keys: QueueKeys) -> tuple[list[str], list[str]]:
+        """Return the first BAND_SAMPLE ids of each priority band of the ready set, and the
+        last id read of each band holding more: one ZRANGEBYSCORE a band at most."""
+        sampled: list[str] = []
+        truncated: list[str] = []
         low: float | str = "-inf"
         with self.broker.translated_errors():
             for _ in range(MAX_PRIORITY_BANDS):
-                first = ("ZRANGEBYSCORE", keys.ready, low, "+inf", "WITHSCORES", "LIMIT", 0, 1)
-                head = _scored(self.broker.raw_command(*first, withscores=True))
-                if not head:
+                read = ("ZRANGEBYSCORE", keys.ready, low, "+inf", "WITHSCORES")
+                chunk = _scored(
+                    self.broker.raw_command(*read, "LIMIT", 0, BAND_SAMPLE, withscores=True)
+                )
+                bands = [int(score) // PRIORITY_STEP for _, score in chunk]
+                ids = [task_id for task_id, _ in chunk]
+                if len(chunk) < BAND_SAMPLE:  # the rest of the set
+                    sampled += ids
                     break
-                task_id, score = head[0]
-                heads.append(task_id)
-                low = (int(score) // PRIORITY_STEP + 1) * PRIORITY_STEP
-            enqueued = [stored_int(f[0]) for f in self._fields(keys, heads, "enqueued_ms") if f]
-        known = [ms for ms in enqueued if ms is not None]
-        return min(known) if known else None
+                if bands[0] == bands[-1]:  # one band, with more ids than the sample
+                    sampled += ids
+                    truncated.append(ids[-1])
+                    low = (bands[-1] + 1) * PRIORITY_STEP
+                else:  # the last band read may go on: read it again from its head
+                    cut = bands.index(bands[-1])
+                    sampled += ids[:cut]
+                    low = bands[-1] * PRIORITY_STEP
+        return sampled, truncated
 
     def workers(self, queues: Sequence[str], *, counts: bool = True) -> list[WorkerSighting]:
         """Return the workers that renewed leases in ``queues``, most recent first: at most
@@ -449,36 +523,65 @@ class Inspector:
 
     # One task ------------------------------------------------------------------------------
 
-    def detail(self, task_id: str) -> TaskDetail | None:
-        """Return the record of ``task_id`` with its TTL and index positions, or None."""
+    def detail(self, task_id: str, *, whole: Collection[str] = ()) -> TaskDetail | None:
+        """Return the record of ``task_id`` with its TTL and index positions, or None.
+
+        Its values are read up to DETAIL_READ_BYTES in all (``_read_values``); the fields in
+        ``whole`` are read whatever their size, for a page that serves one value whole.
+        """
         queue, part = queue_of(task_id), self.broker.part_of(task_id)
         if queue is None or part is None:
             return None
         keys = self._keys(part)
         key = keys.record(task_id)
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.execute_command("HGETALL", key, **RAW)
+            pipe.execute_command("HKEYS", key, **RAW)
             pipe.pttl(key)
             pipe.zscore(keys.leases, task_id)
             pipe.zscore(keys.delayed, task_id)
             pipe.zrank(keys.ready, task_id)
             pipe.type(key)
             replies = _readable(pipe.execute(raise_on_error=False))
-        raw, ttl_ms, deadline, due, position, kind = replies
-        if not raw:
+        names, ttl_ms, deadline, due, position, kind = replies
+        if not names:
             return None
-        record = {} if isinstance(raw, Exception) else raw
+        damaged = isinstance(names, Exception)
+        record, unread = ({}, {}) if damaged else self._read_values(key, names, whole)
+        if not (damaged or record or unread):
+            return None  # it expired between the reads
         return TaskDetail(
             id=task_id,
             queue=queue,
             record={escaped(name): escaped(value) for name, value in record.items()},
+            unread={escaped(name): size for name, size in unread.items()},
             ttl_ms=int(ttl_ms) if int(ttl_ms) >= 0 else None,
             lease_deadline_ms=stored_int(deadline),
             due_ms=stored_int(due),
             ready_position=position,
-            damaged=str(damaged_record(task_id, key, kind)) if isinstance(raw, Exception) else "",
-            not_utf8=_not_utf8(task_id, key, record),
+            damaged=str(damaged_record(task_id, key, kind)) if damaged else "",
+            not_utf8=_not_utf8(task_id, key, {**dict.fromkeys(unread, b""), **record}),
         )
+
+    def _read_values(
+        self, key: str, names: list[bytes], whole: Collection[str]
+    ) -> tuple[dict[bytes, bytes], dict[bytes, int]]:
+        """Return the values of record ``key`` that fit the read budget, and the size in bytes
+        of each value left out: two round trips, ``HSTRLEN`` of each field, then ``HMGET``."""
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.hstrlen(key, name)
+            sizes = dict(zip(names, (int(size) for size in pipe.execute()), strict=True))
+        wanted = _within_budget(sizes, {name.encode() for name in whole}, DETAIL_READ_BYTES)
+        if not wanted:
+            return {}, sizes
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            pipe.execute_command("HMGET", key, *wanted, **RAW)
+            [values] = pipe.execute()
+        record = {
+            name: value for name, value in zip(wanted, values, strict=True) if value is not None
+        }
+        read = set(wanted)
+        return record, {name: size for name, size in sizes.items() if name not in read}
 
     def existing(self, task_ids: Sequence[str]) -> list[str]:
         """Return those of ``task_ids`` that have a record (one pipelined EXISTS each)."""

@@ -1,6 +1,6 @@
 """What the admin's read-only queries return: index names, counts, rows and one record."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ...codec.progress import Progress
@@ -41,7 +41,7 @@ class QueueOverview:
     finished: int  # ids in the done index, i.e. within result_ttl
     outcomes: StateSplit  # "successful" / "failed" among them
     finished_since: dict[int, int]  # minutes -> results finished in the last that many minutes
-    oldest_ready_enqueued_ms: int | None
+    oldest_ready_since_ms: int | None  # when the longest-waiting READY task became ready
     lifetime: dict[str, int]  # P:stats counters: successful, failed, retry
     shards: int = 1  # OPTIONS["queue_shards"]: the counts above are summed over them
 
@@ -101,10 +101,11 @@ class TaskDetail:
 
     id: str
     queue: str
-    record: dict[str, str]
+    record: dict[str, str]  # the values read: all but those in ``unread``
     ttl_ms: int | None  # None: the record does not expire
     lease_deadline_ms: int | None
     due_ms: int | None  # when a delayed task becomes ready
     ready_position: int | None  # 0 = the next task this queue hands out
     damaged: str = ""  # why the record cannot be read (its key is not a hash); "" when it can
     not_utf8: str = ""  # which fields hold bytes that are not UTF-8, shown escaped; "" if none
+    unread: dict[str, int] = field(default_factory=dict)  # values too big to read: their bytes

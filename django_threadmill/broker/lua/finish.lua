@@ -44,9 +44,10 @@
 --          an allocation per task (docs/design.md, Redis keys and scripts).
 -- Cost:    per call EVALSHA and the lease ZREM (several tasks: and TIME); per task one HMGET,
 --          one HSET, one PEXPIRE or PEXPIREAT (a workflow step that ended: and an RPUSH; a
---          retry: an HDEL of its attempt's progress instead of the expiry, and a ZADD). So a
---          lone result costs 5 commands. The progress fields of a final outcome are left as
---          they are: the last report stays with the result.
+--          retry: an HDEL of its attempt's progress instead of the expiry, and a ZADD; its due
+--          time goes in the HSET as `ready_ms`). So a lone result costs 5 commands. The
+--          progress fields of a final outcome are left as they are: the last report stays with
+--          the result.
 local clock  -- the Redis time in ms, read at most once per call, by now()
 local function now()
   clock = clock or now_ms()
@@ -103,7 +104,12 @@ for i = 4, #ARGV, 7 do
       redis.call("RPUSH", KEYS[8], id)  -- in the call that records the outcome: never lost
     end
     if outcome == "retry" then
-      redis.call("ZADD", KEYS[3], now() + tonumber(ARGV[i + 6]), id)
+      local due = now() + tonumber(ARGV[i + 6])
+      redis.call("ZADD", KEYS[3], due, id)
+      -- It is ready again from its due time: the queue's oldest-READY age counts from there
+      -- (docs/admin.md, Queues), not from its first enqueue.
+      fields[n + 1], fields[n + 2] = "ready_ms", due
+      n = n + 2
       -- Progress is the attempt's: the next one starts without any (a final outcome keeps it).
       forget_progress(key)
       retried = true

@@ -17,7 +17,8 @@
 --          leaves one index for another; P:damaged is written only to set a record aside, as
 --          the call's first write, and a unique key of another type is left as it is (SET NX
 --          keeps any key). Once the key is deleted, a requeue again works.
--- Clock:   redis.call("TIME") only, to date a record set aside.
+-- Clock:   redis.call("TIME") only: the time the task is ready again (`ready_ms`, where the
+--          queue's oldest-READY age counts from), or the date of a record set aside.
 local wrong = wrong_kind(KEYS[3], "zset", KEYS[2], "zset", KEYS[4], "list")
 if wrong then
   return redis.error_reply(wrong)
@@ -36,7 +37,7 @@ if (tonumber(f[5]) or 0) >= MAX_ATTEMPTS then
   return "exhausted"
 end
 redis.call("PERSIST", key)
-redis.call("HSET", key, "state", "ready")
+redis.call("HSET", key, "state", "ready", "ready_ms", now_ms())  -- its wait starts again now
 forget_progress(key, "finished_ms")
 redis.call("ZREM", KEYS[3], id)
 redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
