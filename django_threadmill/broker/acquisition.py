@@ -160,7 +160,9 @@ class Acquiring(BrokerCore):
         keys = self.queue_keys(part)
         entries = [value for task in tasks for value in task]
         call = ScriptCall(
-            ScriptName.SET_ASIDE, (keys.record_prefix, keys.leases, keys.damaged), (token, *entries)
+            ScriptName.SET_ASIDE,
+            (keys.record_prefix, keys.leases, keys.damaged, keys.ready, keys.wake),
+            (token, self.wake_on_free(queue), *entries),
         )
         log_set_aside(queue, int(self._run(call)), "acquire")
 

@@ -135,6 +135,12 @@ class BrokerCore:
     def queue_keys(self, queue: str) -> QueueKeys:
         return self.keyspace.queue(queue)
 
+    def wake_on_free(self, queue: str) -> int:
+        """Return 1 when ``queue`` has a concurrency limit, else 0: the scripts' flag to wake
+        an idle fetcher when they free one of its slots (acquire held its ready tasks back
+        without passing a baton, docs/schedules.md, Per-queue limits)."""
+        return int(self.settings.limit_of(queue).concurrency is not None)
+
     def parts(self, queue: str) -> list[str]:
         """Return the names whose keys hold ``queue``: itself, or one per shard (keys.py)."""
         return list(queue_parts(self.settings.alias, queue, self.settings.shards_of(queue)))

@@ -125,6 +125,11 @@ class QueueKeys:
         """Hash of the same counters for one minute (epoch minutes), kept for two hours."""
         return f"{self.metrics_minute_prefix}{minute}"
 
+    def metrics_sent(self, sender: str) -> str:
+        """String: the number of ``sender``'s last metrics send counted in this queue, so a
+        send whose reply was lost is counted once when sent again (metrics.lua)."""
+        return f"{self.prefix}:metrics-sent:{sender}"
+
     @property
     def outbox(self) -> str:
         """List of workflow steps of this queue that ended, for their workflow to advance."""

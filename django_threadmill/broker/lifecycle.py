@@ -43,7 +43,7 @@ class Lifecycle(BrokerCore):
                 ScriptCall(
                     ScriptName.REAP,
                     (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
-                    (limit, "1" if dry_run else "0"),
+                    (limit, "1" if dry_run else "0", self.wake_on_free(queue)),
                 )
             )
         replies = self._run_per_queue(calls, durable=False)
@@ -165,4 +165,4 @@ class Lifecycle(BrokerCore):
         """Forget what this broker remembered of keys another flushed: the queues it registered
         (else it would not register them again) and the metrics it has not sent."""
         self._known_queues.clear()
-        self.tally.take()
+        self.tally.forget()

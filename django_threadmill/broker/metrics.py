@@ -12,9 +12,17 @@ histogram buckets ``run:<i>`` and ``wait:<i>`` (not cumulative) with their sums 
 The done index (the admin's list of finished tasks) is upkeep of the same kind: the ids of a
 finish call's final outcomes are tallied with the monotonic time the call recorded them, and
 the send adds them to ``P:done`` dated by their age, on the Redis clock of that call.
+
+Counters are not idempotent, so each send is numbered per sender (one ``Tally``: a process's
+broker) and metrics.lua records the last number it counted per sender and queue part. A send
+whose reply was lost (``MaybeApplied``) is sent again as it was, under its number, and skipped
+if it was counted; what the part counts meanwhile waits behind it (docs/observability.md,
+What it costs).
 """
 
+import itertools
 import logging
+import secrets
 import threading
 from bisect import bisect_left
 from collections import Counter, defaultdict
@@ -36,6 +44,9 @@ UNNAMED_TASK = "unknown"  # a finish whose lease did not carry its path (never f
 # Done index ids a queue part keeps across failed sends (about 9 MB), the newest: counters sum
 # in place, but ids are one per task (docs/observability.md, Metrics and the done index).
 MAX_UNSENT_DONE_IDS = 100_000
+# How long metrics.lua remembers a sender's last send (ms): a send whose reply was lost is
+# counted once if sent again within this; the ack writer tries again every second.
+SENT_TTL_MS = 3600 * 1000
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +78,8 @@ class PartTally:
     # P:done: per finish call, when it recorded its outcomes (monotonic) and their ids. One
     # group per call, not a tuple per task: a busy worker tallies ten thousand ids a second.
     finished: list[tuple[float, list[str]]] = field(default_factory=list)
+    number: int = 0  # of the send that carries it, for metrics.lua's fence (0: none yet)
+    maybe_counted: bool = False  # a send of it raised MaybeApplied: sent again as it is
 
     def add(self, finish: Finish, *, reaping: bool, recorded_at: float) -> None:
         """Count one outcome recorded at ``recorded_at`` (``monotonic()``); by the reaper:
@@ -92,10 +105,14 @@ class PartTally:
             totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
             totals["wait_ms"] += wait_ms
 
+    def id_count(self) -> int:
+        """Return how many ids of the done index this holds."""
+        return sum(len(ids) for _, ids in self.finished)
+
     def drop_oldest_ids(self, kept: int) -> int:
         """Keep the newest ``kept`` ids of the done index and drop the others; return how
         many were dropped."""
-        excess = sum(len(ids) for _, ids in self.finished) - kept
+        excess = self.id_count() - kept
         if excess <= 0:
             return 0
         cut, left = 0, excess  # whole groups first, oldest first, then part of the next
@@ -133,18 +150,40 @@ class Tally:
     """The counters finished attempts add, per queue part, until they are sent. Thread-safe."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sending = threading.Lock()
+        self._start_afresh()
+        renew_after_fork(self)
+
+    def _start_afresh(self) -> None:
+        """Start with nothing counted or waiting, as a new sender."""
         self._parts: defaultdict[str, PartTally] = defaultdict(PartTally)
         # Leases whose finish call raised: it may have recorded them, and counted nothing.
         self._unanswered: set[Lease] = set()
-        self._lock = threading.Lock()
-        renew_after_fork(self)
+        # Per part, a send whose reply was lost: the next send carries it again, alone.
+        self._unsure: dict[str, PartTally] = {}
+        # Who numbers the sends (metrics.lua's fence): each tally by itself, as a Django
+        # backend (and its broker) may be one per thread.
+        self.sender = secrets.token_hex(8)
+        self._numbers = itertools.count(1)
 
     def after_fork(self) -> None:
         """Start a forked child's tally empty: what the parent counted is the parent's to send
         (a supervisor whose reap pass could not send its counts handed them to the next worker
-        process it forked, and both sent them), with a lock no parent thread holds."""
-        self._parts, self._lock = defaultdict(PartTally), threading.Lock()
-        self._unanswered = set()
+        process it forked, and both sent them), with locks no parent thread holds, and as a
+        sender of its own: its sends, numbered as its parent's, would be skipped as counted."""
+        self._lock, self._sending = threading.Lock(), threading.Lock()
+        self._start_afresh()
+
+    def forget(self) -> None:
+        """Drop everything counted and not sent (its keys were deleted)."""
+        with self._lock:
+            self._start_afresh()
+
+    def sending(self) -> threading.Lock:
+        """Return the lock a send holds from ``take`` to its answer: the sends of one sender
+        must reach Redis in the order they are numbered, or metrics.lua would skip the lower."""
+        return self._sending
 
     def add(self, recorded: Iterable[tuple[str, Finish]], *, reaping: bool) -> None:
         """Count outcomes recorded just now, each with the queue part its task lives in."""
@@ -175,18 +214,48 @@ class Tally:
         return landed
 
     def take(self) -> dict[str, PartTally]:
-        """Return everything counted so far and start again from nothing."""
+        """Return what to send now per queue part, each numbered, and start again from nothing.
+
+        A part whose last send may have been counted (its reply was lost) gets that send
+        again, under its number; what the part counted since waits for the next send: counted
+        first under a higher number, it would have the lost one skipped.
+        """
         with self._lock:
-            taken, self._parts = dict(self._parts), defaultdict(PartTally)
+            number = next(self._numbers)
+            taken, self._unsure = self._unsure, {}
+            waiting: defaultdict[str, PartTally] = defaultdict(PartTally)
+            for part, tally in self._parts.items():
+                if part in taken:
+                    waiting[part] = tally
+                else:
+                    tally.number = number
+                    taken[part] = tally
+            self._parts = waiting
+            dropped = {
+                part: count
+                for part, tally in waiting.items()
+                if (count := tally.drop_oldest_ids(_room_beside(taken[part])))
+            }
+        _warn_dropped(dropped)
         return taken
 
-    def put_back(self, parts: dict[str, PartTally]) -> None:
-        """Count again what a send could not deliver, so the next send carries it; of the
-        done index's ids, only the newest MAX_UNSENT_DONE_IDS per part are kept."""
+    def put_back(self, parts: dict[str, PartTally], *, maybe_counted: bool = False) -> None:
+        """Keep what a send did not deliver for the next send.
+
+        A send that may have been counted (``maybe_counted``: its reply was lost), or that is
+        such a send again, is kept apart as it is and sent again under its number (metrics.lua
+        skips it if it was counted). Any other counted nothing and is counted again with what
+        came since; of the done index's ids, only the newest MAX_UNSENT_DONE_IDS per part are
+        kept.
+        """
         dropped: dict[str, int] = {}
         with self._lock:
             for part, tally in parts.items():
                 if not tally.outcomes:  # only a trim rode along: nothing to count again
+                    continue
+                if maybe_counted or tally.maybe_counted:
+                    tally.maybe_counted = True
+                    self._unsure[part] = tally
                     continue
                 mine = self._parts[part]
                 mine.outcomes.update(tally.outcomes)
@@ -197,16 +266,29 @@ class Tally:
                     mine.recent[path].update(counts)
                 for path, totals in tally.lifetime.items():
                     mine.lifetime[path].update(totals)
-        for part, count in dropped.items():
-            logger.warning(
-                "Metrics sends keep failing: finished tasks left out of the admin's finished "
-                "list part=%s count=%d (the oldest unsent; %d are kept). Their results are "
-                "stored and read by id and expire with result_ttl (docs/observability.md, "
-                "Metrics and the done index)",
-                part,
-                count,
-                MAX_UNSENT_DONE_IDS,
-            )
+        _warn_dropped(dropped)
+
+    def unsure(self) -> bool:
+        """Tell whether a send whose reply was lost waits to be sent again."""
+        return bool(self._unsure)
 
     def __bool__(self) -> bool:
-        return bool(self._parts)
+        return bool(self._parts or self._unsure)
+
+
+def _room_beside(unsure: PartTally) -> int:
+    """Return how many done index ids a part may hold beside a send whose reply was lost."""
+    return max(0, MAX_UNSENT_DONE_IDS - unsure.id_count())
+
+
+def _warn_dropped(dropped: dict[str, int]) -> None:
+    for part, count in dropped.items():
+        logger.warning(
+            "Metrics sends keep failing: finished tasks left out of the admin's finished "
+            "list part=%s count=%d (the oldest unsent; %d are kept). Their results are "
+            "stored and read by id and expire with result_ttl (docs/observability.md, "
+            "Metrics and the done index)",
+            part,
+            count,
+            MAX_UNSENT_DONE_IDS,
+        )

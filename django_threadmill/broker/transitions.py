@@ -8,10 +8,10 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, MaybeApplied
 from .damaged import log_set_aside
 from .keys import QueueKeys
-from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, PartTally
+from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, SENT_TTL_MS, PartTally
 from .progress import ProgressWrites
 from .scripts import ScriptCall, ScriptName
 from .types import Ack, Finish, Lease, ProgressReport, Rejected, Start
@@ -24,6 +24,7 @@ FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from
 # client-query-buffer-limit (1 GiB by default), and one big batch that keeps failing would hold
 # up every outcome behind it (checks.py warns of a lower limit, threadmill.W006).
 FINISH_CALL_CHARS = 64 * 2**20
+COUNTED_ALREADY = -1  # metrics.lua's reply to a send it counted before (its reply was lost)
 
 
 def fences(leases: Iterable[Lease]) -> list[str]:
@@ -93,11 +94,14 @@ class Transitions(ProgressWrites):
         """Mark reserved tasks running; return the notices that were not, with why."""
 
         def build(keys: QueueKeys, group: list[Start]) -> ScriptCall:
-            args: list[str | int] = [self.settings.lease_ttl_ms, worker_id]
+            limited = self.wake_on_free(group[0].lease.queue)
+            args: list[str | int] = [self.settings.lease_ttl_ms, worker_id, limited]
             for start in group:
                 args += [start.lease.task_id, start.lease.token, start.started_ms]
             return ScriptCall(
-                ScriptName.START, (keys.record_prefix, keys.leases, keys.damaged), tuple(args)
+                ScriptName.START,
+                (keys.record_prefix, keys.leases, keys.damaged, keys.ready, keys.wake),
+                tuple(args),
             )
 
         rejected, _ = self._fenced_out(starts, build)
@@ -120,8 +124,8 @@ class Transitions(ProgressWrites):
         ttl_ms = self.settings.result_ttl_ms
 
         def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
-            limited = self.settings.limit_of(group[0].lease.queue).concurrency is not None
-            args: list[str | int] = [worker_id, "" if ttl_ms is None else ttl_ms, int(limited)]
+            limited = self.wake_on_free(group[0].lease.queue)
+            args: list[str | int] = [worker_id, "" if ttl_ms is None else ttl_ms, limited]
             for f in group:
                 args += [
                     f.lease.task_id,
@@ -168,60 +172,72 @@ class Transitions(ProgressWrites):
         call per queue part, one round trip.
 
         Run by the ack writer about once a second and when it stops, and by the reaper after
-        each pass. What a send cannot deliver is kept for the next one. Each call also trims
+        each pass. What a send cannot deliver is kept for the next one; a send whose reply was
+        lost is sent again as it was, and counted once (metrics.py). Each call also trims
         its part's done index of ids whose records expired; the parts of the ``trimming``
         queues get a call for that even with nothing tallied (the reaper's pass: an idle
         queue's index would keep them until its next outcome, a cancel-only one for good).
         """
-        parts = self.tally.take()
-        ttl_ms = self.settings.result_ttl_ms
-        if ttl_ms is not None:
-            for queue in trimming:
-                for part in self.parts(queue):
-                    parts.setdefault(part, PartTally())
-        if not parts:
-            return
+        with self.tally.sending():
+            parts = self.tally.take()
+            ttl_ms = self.settings.result_ttl_ms
+            if ttl_ms is not None:
+                for queue in trimming:
+                    for part in self.parts(queue):
+                        parts.setdefault(part, PartTally())
+            if parts:
+                calls = [self._metrics_call(part, tally) for part, tally in parts.items()]
+                self._send_tallies(parts, calls)
 
-        def build(keys: QueueKeys, tally: PartTally) -> ScriptCall:
-            return ScriptCall(
-                ScriptName.METRICS,
-                (
-                    keys.metrics,
-                    keys.metrics_minute_prefix,
-                    keys.metrics_paths,
-                    keys.stats,
-                    keys.done,
-                ),
-                (
-                    MAX_TASK_PATHS,
-                    MINUTE_TTL_MS,
-                    "" if ttl_ms is None else ttl_ms,
-                    *(tally.outcomes[name] for name in ("successful", "failed", "retry")),
-                    *tally.index_entries(),
-                    *tally.increments(),
-                ),
-            )
-
-        self._send_tallies(parts, [build(self.queue_keys(part), t) for part, t in parts.items()])
+    def _metrics_call(self, part: str, tally: PartTally) -> ScriptCall:
+        """Return the metrics.lua call that sends ``tally`` to ``part``; one that carries
+        nothing to count (a trim) goes unnumbered."""
+        keys, ttl_ms = self.queue_keys(part), self.settings.result_ttl_ms
+        return ScriptCall(
+            ScriptName.METRICS,
+            (
+                keys.metrics,
+                keys.metrics_minute_prefix,
+                keys.metrics_paths,
+                keys.stats,
+                keys.done,
+                keys.metrics_sent(self.tally.sender),
+            ),
+            (
+                MAX_TASK_PATHS,
+                MINUTE_TTL_MS,
+                "" if ttl_ms is None else ttl_ms,
+                tally.number if tally.outcomes else "",
+                SENT_TTL_MS,
+                *(tally.outcomes[name] for name in ("successful", "failed", "retry")),
+                *tally.index_entries(),
+                *tally.increments(),
+            ),
+        )
 
     def _send_tallies(self, parts: dict[str, PartTally], calls: list[ScriptCall]) -> None:
         """Send one metrics.lua call per part; keep for the next send only the tallies of the
         calls that failed, then raise the first failure.
 
-        Counters are not fenced: putting back a tally whose call was counted (another part's
-        call failed in the same round trip) would count it again at every send.
+        Putting back a tally whose call was counted (another part's call failed in the same
+        round trip) would count it again at every send; one whose reply was lost is put back
+        to be sent again under its number, which metrics.lua skips if it was counted.
         """
         try:
             outcomes = self._run_each_per_queue(calls)
-        except BrokerUnavailable:
-            self.tally.put_back(parts)
+        except BrokerUnavailable as exc:
+            self.tally.put_back(parts, maybe_counted=isinstance(exc, MaybeApplied))
             raise
-        failed: dict[str, PartTally] = {}
         errors: list[BrokerUnavailable] = []
         for (part, tally), outcome in zip(parts.items(), outcomes, strict=True):
             if isinstance(outcome, BrokerUnavailable):
-                failed[part] = tally
+                self.tally.put_back({part: tally}, maybe_counted=isinstance(outcome, MaybeApplied))
                 errors.append(outcome)
+            elif outcome == COUNTED_ALREADY:
+                logger.info(
+                    "Metrics send already counted part=%s (sent again after its reply was lost)",
+                    part,
+                )
             elif outcome:
                 logger.warning(
                     "Metric fields skipped part=%s count=%d: they hold something that is not a "
@@ -229,7 +245,6 @@ class Transitions(ProgressWrites):
                     part,
                     outcome,
                 )
-        self.tally.put_back(failed)
         if errors:
             raise errors[0]
 
@@ -258,12 +273,15 @@ class Transitions(ProgressWrites):
                     keys.held,
                     keys.damaged,
                     keys.threads,
+                    keys.ready,
+                    keys.wake,
                 ),
                 (
                     self.settings.lease_ttl_ms,
                     worker_id,
                     FORGET_WORKER_MS,
                     threads,
+                    self.wake_on_free(group[0].queue) if group else 0,
                     *fences(group),
                 ),
             )
@@ -294,7 +312,7 @@ class Transitions(ProgressWrites):
             return ScriptCall(
                 ScriptName.RELEASE,
                 (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
-                tuple(fences(group)),
+                (self.wake_on_free(group[0].queue), *fences(group)),
             )
 
         released = 0

@@ -29,7 +29,8 @@ def _concurrency(queue: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS['queue_limits'][{queue!r}]['concurrency'] is {value!r}. Use a positive "
-            "whole number: the most tasks of that queue running at once across all workers."
+            "whole number: the most tasks of that queue running at once across all workers; "
+            "leave 'concurrency' out for no limit."
         )
     return value
 
@@ -40,7 +41,7 @@ def _token_interval_ms(queue: str, value: object) -> int:
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS['queue_limits'][{queue!r}]['rate'] is {value!r}. Use 'N/s', 'N/m' or "
             "'N/h' with N a positive whole number of starts, at most one per millisecond "
-            "(e.g. '600/m')."
+            "(e.g. '600/m'); leave 'rate' out for no limit."
         )
     return -(-PERIOD_MS[match[2]] // int(match[1]))  # rounded up: never faster than asked
 
@@ -54,19 +55,35 @@ def read_queue_limits(value: object) -> dict[str, QueueLimit]:
         )
     limits = {}
     for queue, limit in value.items():
-        if not isinstance(limit, dict) or not limit or set(limit) - set(KNOWN):
+        if not isinstance(limit, dict) or not limit:
             raise ImproperlyConfiguredThreadmill(
                 f"OPTIONS['queue_limits'][{queue!r}] is {limit!r}. Use a dict with 'concurrency' "
                 "and/or 'rate', e.g. {'concurrency': 2, 'rate': '600/m'}."
             )
+        _refuse_unknown_keys(queue, limit)
         limits[queue] = _limit(queue, limit)
     return limits
 
 
+def _refuse_unknown_keys(queue: str, limit: dict[Any, Any]) -> None:
+    """Name each key of one queue's limits that is no limit: a typo would limit nothing."""
+    unknown = sorted(set(limit) - set(KNOWN), key=repr)
+    if unknown:
+        paths = ", ".join(f"OPTIONS['queue_limits'][{queue!r}][{key!r}]" for key in unknown)
+        verb, pronoun = (
+            ("is not a limit", "it") if len(unknown) == 1 else ("are not limits", "them")
+        )
+        raise ImproperlyConfiguredThreadmill(
+            f"{paths} {verb}. The limits are 'concurrency' and 'rate': rename or remove "
+            f"{pronoun}, e.g. {{'concurrency': 2, 'rate': '600/m'}}."
+        )
+
+
 def _limit(queue: str, limit: dict[str, Any]) -> QueueLimit:
-    rate, concurrency = limit.get("rate"), limit.get("concurrency")
+    """Read one queue's limits; a key given is checked even when None (it would limit nothing)."""
+    rate = limit.get("rate")
     return QueueLimit(
-        concurrency=None if concurrency is None else _concurrency(queue, concurrency),
+        concurrency=_concurrency(queue, limit["concurrency"]) if "concurrency" in limit else None,
         rate=rate,
-        token_interval_ms=None if rate is None else _token_interval_ms(queue, rate),
+        token_interval_ms=_token_interval_ms(queue, rate) if "rate" in limit else None,
     )

@@ -170,7 +170,9 @@ class AckWriter(RoleThread):
             if self.give_up.is_set():
                 continue  # past the stop's deadline: no wait for progress or metrics either
             self._send_progress(flush=stopping)  # what is due and rode no finish call
-            if stopping or time.monotonic() >= self._metrics_due:
+            if stopping:
+                self._send_last_metrics()
+            elif time.monotonic() >= self._metrics_due:
                 self._send_metrics()
 
     def _sleep_until_work(self, held_starts: dict[Lease, tuple[Start, float]]) -> None:
@@ -209,13 +211,30 @@ class AckWriter(RoleThread):
                 exc,
             )
 
-    def _send_metrics(self) -> None:
-        """Send the metrics of what was written (a failure keeps them for the next send)."""
+    def _send_metrics(self) -> bool:
+        """Send the metrics of what was written; return whether Redis took them all (a
+        failure keeps them for the next send)."""
         self._metrics_due = time.monotonic() + METRICS_SEND_S
         try:
             self.broker.send_metrics()
         except BrokerUnavailable as exc:
             logger.warning("Metrics not sent, keeping them for the next try error=%s", exc)
+            return False
+        return True
+
+    def _send_last_metrics(self) -> None:
+        """Send the metrics at the stop until none is left: a send whose reply was lost is
+        sent again (with backoff, until ``give_up``), then what waited behind it. One that
+        Redis refused, or that never reached it, is not tried again."""
+        failures = 0
+        while self.broker.tally and not self.give_up.is_set():
+            if self._send_metrics():
+                failures = 0
+            elif self.broker.tally.unsure():
+                failures += 1
+                self.give_up.wait(ACK_BACKOFF.after(failures))
+            else:
+                return
 
     def _take_all(self) -> list[_Item]:
         """Take everything in the inbox, counting it in hand first (see ``pending``)."""

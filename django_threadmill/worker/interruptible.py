@@ -21,6 +21,8 @@ from .wakeup import WakeupPipe
 
 STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 type Sleep = Callable[[Callable[[], bool]], None]  # block until the predicate holds
+# What a reap pass (or the schedules) gets to end after a stop: enough for one Redis answers.
+PASS_GRACE_S = 1.0
 
 
 class Interrupted(Exception):
@@ -62,17 +64,21 @@ def call_unless_stopped[T](
     sleep: Sleep,
     wake: Callable[[], None],
     stopped: Callable[[], bool],
+    *,
+    grace_s: float = 0.0,
 ) -> T:
     """Make ``call`` in a thread of its own while this thread sleeps (``sleep``, woken by
     ``wake`` and by signals); return what it returned or raise what it raised. Raise
-    ``Interrupted`` once ``stopped()`` holds first: the call is left behind."""
+    ``Interrupted`` once ``stopped()`` holds first and the call did not end within ``grace_s``
+    more: the call is left behind. A grace lets a call Redis answers end (a reap pass's last
+    settlements get their log lines and signals); a silent Redis holds it past the grace."""
     waited = WaitedCall(role, call, wake)
     try:
         waited.start()
     except RuntimeError:  # "can't start new thread": the call is made here, as it was before
         return call()
     sleep(lambda: waited.done.is_set() or stopped())
-    if not waited.done.is_set():
+    if not waited.done.wait(grace_s):
         raise Interrupted(role)
     waited.join()  # it is ending: none is left to outlive the caller's look at its threads
     return waited.outcome()

@@ -30,7 +30,7 @@ def test_a_queue_without_limits_has_none() -> None:
     [
         ([], r"OPTIONS\['queue_limits'\] is \[\]\. Use a dict of queue name to limits"),
         ({"reports": {}}, r"\['reports'\] is \{\}\. Use a dict with 'concurrency' and/or 'rate'"),
-        ({"reports": {"burst": 3}}, r"is \{'burst': 3\}\. Use a dict with 'concurrency'"),
+        ({"reports": {"burst": 3}}, r"\['reports'\]\['burst'\] is not a limit\. The limits"),
         ({"reports": {"concurrency": 0}}, r"\['concurrency'\] is 0\. Use a positive whole number"),
         ({"reports": {"concurrency": True}}, r"\['concurrency'\] is True\."),
         ({"reports": {"rate": "10/d"}}, r"\['rate'\] is '10/d'\. Use 'N/s', 'N/m' or 'N/h'"),

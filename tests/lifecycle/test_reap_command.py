@@ -81,6 +81,8 @@ def test_loop_settles_leases_as_they_expire_and_stops_cleanly_on_a_signal(
             lambda: backend.get_result(task_id).status == TaskResultStatus.FAILED,
             "the looping reaper failing the expired attempt",
         )
+        # The pass logs once it settled; a stop before that leaves the pass behind.
+        reaper.wait_for_log("Lease expired, task FAILED")
         reaper.signal(stop_signal)
         assert reaper.wait() == 0, reaper.log
         log = reaper.log

@@ -19,7 +19,11 @@ from .support import run, wait_for_expiry
 from .tasks import plain
 
 FRESH_PROJECT = {"DJANGO_SETTINGS_MODULE": "testproject.settings_fresh"}
-PREFIX = r"^\S+ \S+ (?P<level>[A-Z]+) django_threadmill\.worker\.reaper pid=\d+ MainThread "
+# A looping pass runs in a thread of its own, so a stop need not wait for it.
+PREFIX = (
+    r"^\S+ \S+ (?P<level>[A-Z]+) django_threadmill\.worker\.reaper pid=\d+ "
+    r"(?:MainThread|threadmill-wait-reap) "
+)
 
 
 def reaper_lines(log: str) -> list[tuple[str, str]]:

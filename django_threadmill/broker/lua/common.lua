@@ -94,6 +94,21 @@ local function call_chunked(command, key, items)
   end
 end
 
+-- Whether dropping `dropped` lease entries of a queue freed a slot a fetcher must hear of:
+-- `limited` is the call's "1" for a queue with a concurrency limit, whose acquire holds its
+-- ready tasks back without passing a baton, so an idle fetcher learns of a free slot only from
+-- a wake token. Reads P:ready (`ready`) only when an entry was dropped from such a queue.
+local function slot_freed(limited, dropped, ready)
+  return limited == "1" and dropped > 0 and redis.call("ZCARD", ready) > 0
+end
+
+-- Push a wake token onto the list at `wake` for one idle fetcher, unless one waits there.
+local function wake_one(wake)
+  if redis.call("LLEN", wake) == 0 then
+    redis.call("RPUSH", wake, 1)
+  end
+end
+
 -- call_chunked, but the error of a refused chunk is returned instead of raised (a key of
 -- another type refuses the first chunk, before anything was written to it), so the caller can
 -- undo what it wrote before; nil when every chunk went through.

@@ -145,8 +145,8 @@ for i = 4, #ARGV, 7 do
 end
 call_chunked("ZREM", KEYS[2], unleased)
 -- An idle fetcher learns a retry's due time only from acquire: wake one, once per call.
-local freed = ARGV[3] == "1" and #unleased > 0 and redis.call("ZCARD", KEYS[6]) > 0
-if (retried or freed) and redis.call("LLEN", KEYS[4]) == 0 then
-  redis.call("RPUSH", KEYS[4], 1)
+local freed = slot_freed(ARGV[3], #unleased, KEYS[6])
+if retried or freed then
+  wake_one(KEYS[4])
 end
 return reply

@@ -6,6 +6,8 @@
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- ARGV[1]  limit       most expired lease entries looked at
 -- ARGV[2]  dry_run     "1" reports without changing anything
+-- ARGV[3]  wake_on_free  "1" for a queue with a concurrency limit: a ghost or a record set
+--                        aside gives back its slot, and a fetcher is woken for it
 -- Returns: {{id...} reservations released (or that would be),
 --           {{id, token, payload, workers, deadline_ms, {error_json...}, workflow}...} expired
 --           running attempts, which the client settles through finish.lua with that token
@@ -76,8 +78,8 @@ if not dry_run then
     forget_progress(KEYS[1] .. id)
   end
   call_chunked("ZREM", KEYS[3], dropped)
-  if #released > 0 and redis.call("LLEN", KEYS[4]) == 0 then
-    redis.call("RPUSH", KEYS[4], 1)
+  if #released > 0 or slot_freed(ARGV[3], #dropped, KEYS[2]) then
+    wake_one(KEYS[4])
   end
 end
 return {released, running, set_aside_count, #expired / 2}

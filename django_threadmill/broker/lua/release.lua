@@ -4,7 +4,9 @@
 -- KEYS[3]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[4]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
--- ARGV[1..] per task, 2 values: id, token
+-- ARGV[1]  wake_on_free  "1" for a queue with a concurrency limit: a record set aside gives
+--                        back its slot, and a fetcher is woken for it
+-- ARGV[2..] per task, 2 values: id, token
 -- Returns: {tasks released, records set aside (they cannot be read; their leases dropped)}.
 -- Fence:   state must be "reserved" and token must match; a started or reaped task stays.
 --          A released record keeps no token: a late call of the old lease is stale.
@@ -12,7 +14,7 @@
 --          then the tasks are back in P:ready and no idle fetcher was woken for them.
 -- Clock:   redis.call("TIME") only, and only to date a record set aside.
 local released, ready, dropped = 0, {}, {}
-for i = 1, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   local id = ARGV[i]
   local key = KEYS[1] .. id
   local f, problem = read_record(key, "state", "token", "score")
@@ -33,7 +35,7 @@ for i = 2, #ready, 2 do
   redis.call("HSET", KEYS[1] .. ready[i], "state", "ready", "token", "")
 end
 call_chunked("ZREM", KEYS[3], dropped)
-if released > 0 and redis.call("LLEN", KEYS[4]) == 0 then
-  redis.call("RPUSH", KEYS[4], 1)
+if released > 0 or slot_freed(ARGV[1], #dropped, KEYS[2]) then
+  wake_one(KEYS[4])
 end
 return {released, #dropped - released}

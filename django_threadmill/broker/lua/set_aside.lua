@@ -4,16 +4,20 @@
 -- KEYS[1]  P:t:        record prefix; each task id is appended
 -- KEYS[2]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[3]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[4]  P:ready     zset: ready ids, looked at only when ARGV[2] is "1"
+-- KEYS[5]  P:wake      list: wake-up tokens; one is pushed when a slot freed lets a task run
 -- ARGV[1]  token of the acquire call that reserved them
--- ARGV[2..] per task, 2 values: id (the bytes acquire answered), reason
+-- ARGV[2]  wake_on_free  "1" for a queue with a concurrency limit (finish.lua says why)
+-- ARGV[3..] per task, 2 values: id (the bytes acquire answered), reason
 -- Returns: how many were set aside.
 -- Fence:   state must be "reserved" and the token the call's; a record another call holds
 --          stays. One set aside reads as acquire found it: state "ready", no token.
--- Types:   P:damaged of another type fails the call before any record changes.
+-- Types:   P:damaged of another type fails the call before any record changes; P:ready or
+--          P:wake, after: the records stay set aside, and no idle fetcher was woken.
 -- Clock:   redis.call("TIME") only, to date the entries.
 local now = now_ms()
 local taken = {}
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local id = ARGV[i]
   local f = read_record(KEYS[1] .. id, "state", "token")
   if f and f[1] == "reserved" and f[2] == ARGV[1] then
@@ -26,5 +30,8 @@ end
 for i = 1, #taken, 2 do
   redis.call("HSET", KEYS[1] .. taken[i], "state", "ready", "token", "")
   redis.call("ZREM", KEYS[2], taken[i])
+end
+if slot_freed(ARGV[2], #taken, KEYS[4]) then
+  wake_one(KEYS[5])
 end
 return #taken / 2

@@ -2,9 +2,12 @@
 -- KEYS[1]  P:t:        record prefix; each task id is appended
 -- KEYS[2]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[3]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[4]  P:ready     zset: ready ids, looked at only when a damaged record's lease is dropped
+-- KEYS[5]  P:wake      list: wake-up tokens; one is pushed when that frees a slot (ARGV[3])
 -- ARGV[1]  lease_ttl_ms   running lease length
 -- ARGV[2]  worker_id      appended to the record's workers, one line per attempt
--- ARGV[3..] per task, 3 values: id, token, started_ms (the worker's wall clock, for display)
+-- ARGV[3]  wake_on_free   "1" for a queue with a concurrency limit (finish.lua says why)
+-- ARGV[4..] per task, 3 values: id, token, started_ms (the worker's wall clock, for display)
 -- Returns: {1 started | 0 stale | 3 damaged, ...} in argument order; a damaged record (one
 --          that cannot be read) is set aside and its lease dropped.
 -- Fence:   state must be "reserved" and token must match; otherwise nothing changes.
@@ -15,7 +18,7 @@ local deadline = tostring(now + tonumber(ARGV[1]))  -- formatted once per call
 local reply = {}
 local leased, dropped = {}, {}
 local fields = {}  -- HSET arguments, reused for every task: entries past the count are stale
-for i = 3, #ARGV, 3 do
+for i = 4, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local key = KEYS[1] .. id
   local f, problem = read_record(key, "state", "token", "nerrors")
@@ -36,4 +39,7 @@ for i = 3, #ARGV, 3 do
 end
 call_chunked("ZADD", KEYS[2], leased)
 call_chunked("ZREM", KEYS[2], dropped)
+if slot_freed(ARGV[3], #dropped, KEYS[4]) then
+  wake_one(KEYS[5])
+end
 return reply

@@ -3,8 +3,6 @@
 import logging
 import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from types import FrameType
 from typing import Any
@@ -14,8 +12,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...broker import checked_batch_size
 from ...exceptions import BrokerRefused, BrokerUnavailable
+from ...worker.interruptible import (
+    PASS_GRACE_S,
+    Interrupted,
+    call_unless_stopped,
+    stop_signals_heard,
+)
 from ...worker.logs import configure_logging
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_pass
+from ...worker.wakeup import WakeupPipe
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import checks_at_start
 from ..ending import run_then_exit
@@ -27,22 +32,12 @@ logger = logging.getLogger("django_threadmill.worker.reaper")
 DEFAULT_INTERVAL_S = 10.0  # seconds between passes; a lost lease waits lease_ttl + this at most
 
 
-@contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+def stop_on_first_signal(stop: threading.Event, signum: int, frame: FrameType | None) -> None:
     """Set ``stop`` on the first SIGTERM or SIGINT; exit at once on the second."""
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise SystemExit(128 + signum)
-        logger.info("Reaper stopping signal=%s", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    if stop.is_set():
+        raise SystemExit(128 + signum)
+    logger.info("Reaper stopping signal=%s", signal.Signals(signum).name)
+    stop.set()
 
 
 class Command(BaseCommand):
@@ -147,6 +142,7 @@ class Command(BaseCommand):
         Refused credentials or ACL rights stop the loop: waiting cannot fix them.
         """
         stop = threading.Event()
+        wakeup = WakeupPipe()  # the main thread sleeps on it during a pass; signals wake it
         logger.info(
             "Reaper started backend=%s interval_s=%g batch_size=%d",
             backend.alias,
@@ -154,14 +150,42 @@ class Command(BaseCommand):
             options["batch_size"],
         )
         passes = 0
-        with stop_on_signals(stop):
-            while not stop.is_set():
-                try:
-                    self._pass(backend, options)
-                except CommandError as exc:
-                    if isinstance(exc.__cause__, BrokerRefused):
-                        raise  # no wait fixes a password or an ACL rule: stop now
-                    logger.warning("Reap pass failed, retrying next interval error=%s", exc)
-                passes += 1
-                stop.wait(options["interval"])
+        try:
+            with stop_signals_heard(wakeup, partial(stop_on_first_signal, stop)):
+                while not stop.is_set() and self._pass_unless_stopped(
+                    backend, options, wakeup, stop
+                ):
+                    passes += 1
+                    stop.wait(options["interval"])
+        finally:
+            wakeup.close()
         logger.info("Reaper stopped backend=%s passes=%d", backend.alias, passes)
+
+    def _pass_unless_stopped(
+        self,
+        backend: ThreadmillTaskBackend,
+        options: dict[str, Any],
+        wakeup: WakeupPipe,
+        stop: threading.Event,
+    ) -> bool:
+        """Run one pass of the loop in a thread of its own while this one sleeps on
+        ``wakeup``; False once a stop came first: the pass is left behind, and the command
+        exits without it, not after a Redis that takes connections and never answers held
+        each of its calls for ``socket_timeout`` (docs/lifecycle.md, ``manage.py
+        threadmill_reap``)."""
+        reap = partial(self._pass, backend, options)
+        try:
+            call_unless_stopped(
+                "reap", reap, wakeup.sleep_until, wakeup.poke, stop.is_set, grace_s=PASS_GRACE_S
+            )
+        except Interrupted:
+            logger.info(
+                "Reaper stopping without waiting for Redis call=reap (it has not answered; "
+                "the command exits without it)"
+            )
+            return False
+        except CommandError as exc:
+            if isinstance(exc.__cause__, BrokerRefused):
+                raise  # no wait fixes a password or an ACL rule: stop now
+            logger.warning("Reap pass failed, retrying next interval error=%s", exc)
+        return True
