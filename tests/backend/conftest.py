@@ -2,13 +2,15 @@
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResult
+from django_threadmill.compat import Task, TaskResult
 
 type Read = Callable[[str], TaskResult]
+type Enqueue = Callable[..., TaskResult]
 
 
 def read_one_of_many(backend: ThreadmillTaskBackend, result_id: str) -> TaskResult:
@@ -25,3 +27,15 @@ def read(request: pytest.FixtureRequest, backend: ThreadmillTaskBackend) -> Read
     if request.param == "get_results":
         return lambda result_id: read_one_of_many(backend, result_id)
     return lambda result_id: asyncio.run(backend.aget_result(result_id))
+
+
+@pytest.fixture(params=["enqueue", "aenqueue"])
+def enqueue(request: pytest.FixtureRequest) -> Enqueue:
+    """Enqueue through the sync API or the native async one: both must behave alike."""
+
+    def through(task: Task, *args: Any, **kwargs: Any) -> TaskResult:
+        if request.param == "enqueue":
+            return task.enqueue(*args, **kwargs)
+        return asyncio.run(task.aenqueue(*args, **kwargs))
+
+    return through

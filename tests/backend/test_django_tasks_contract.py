@@ -31,9 +31,8 @@ from django_threadmill.compat import (
     task_started,
 )
 from django_threadmill.testing import drain
+from tests.backend.conftest import Enqueue
 from tests.conftest import tasks_setting
-
-Enqueue = Callable[..., TaskResult]
 
 
 @task
@@ -88,18 +87,6 @@ class Holder:
 
 # Module level too (Django checks for "<locals>" only), but its path does not import.
 in_a_class = task(Holder.run)
-
-
-@pytest.fixture(params=["enqueue", "aenqueue"])
-def enqueue(request: pytest.FixtureRequest) -> Enqueue:
-    """Enqueue through the sync API or the native async one: both keep the contract."""
-
-    def through(task: Task, *args: Any, **kwargs: Any) -> TaskResult:
-        if request.param == "enqueue":
-            return task.enqueue(*args, **kwargs)
-        return asyncio.run(task.aenqueue(*args, **kwargs))
-
-    return through
 
 
 @pytest.fixture(params=["refresh", "arefresh"])

@@ -1,33 +1,17 @@
 """ThreadmillTaskBackend.enqueue / aenqueue: validate, store once, send task_enqueued."""
 
-import asyncio
 import json
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
 
 import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.codec.ids import queue_of
-from django_threadmill.compat import Task, TaskResult, TaskResultStatus
+from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.testing import drain
 from testproject.example.tasks import add, async_add, attempt_info, echo, send_welcome
-
-Enqueue = Callable[..., TaskResult]
-
-
-@pytest.fixture(params=["enqueue", "aenqueue"])
-def enqueue(request: pytest.FixtureRequest) -> Enqueue:
-    """Enqueue through the sync API or the native async one: both must behave alike."""
-
-    def through(task: Task, *args: Any, **kwargs: Any) -> TaskResult:
-        if request.param == "enqueue":
-            return task.enqueue(*args, **kwargs)
-        return asyncio.run(task.aenqueue(*args, **kwargs))
-
-    return through
+from tests.backend.conftest import Enqueue
 
 
 def stored(
