@@ -10,6 +10,7 @@ supervisor and every process with it.
 """
 
 import os
+import re
 import signal
 import textwrap
 from collections.abc import Callable
@@ -143,7 +144,8 @@ def test_a_second_sigterm_during_a_recycle_kills_both(
     worker.signal(signal.SIGTERM)
 
     assert worker.wait() == ExitCode.FORCED, worker.log
-    assert "Second signal: killing worker processes count=2" in worker.log
+    # count=1 when the idle replacement had already stopped at the first signal.
+    assert re.search(r"Second signal: killing worker processes count=[12]\b", worker.log)
     assert not alive(recycled)
     assert not alive(replacement)
     assert status(long) == TaskResultStatus.RUNNING  # its lease lapses; the reaper settles it
