@@ -14,6 +14,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from tests.servers.redis_server import RedisProcess
+from tests.support import wait_until
 
 from . import tasks
 
@@ -82,3 +83,14 @@ def paused(server: RedisProcess) -> Iterator[None]:
         yield
     finally:
         os.kill(server.process.pid, signal.SIGCONT)
+
+
+@contextmanager
+def waiting_on_paused(server: RedisProcess, pid: int) -> Iterator[None]:
+    """Pause ``server`` and return once process ``pid`` has sent it a request it has not read
+    (a call waiting on the silent Redis); resume it when the block ends."""
+    with paused(server):
+        wait_until(
+            lambda: request_unread_from(pid, server.port), "a call waiting on the paused Redis"
+        )
+        yield

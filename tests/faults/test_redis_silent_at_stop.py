@@ -17,7 +17,7 @@ from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import Command, wait_until, worker
 
 from . import tasks
-from .support import paused, request_unread_from
+from .support import paused, waiting_on_paused
 
 GRACE_S = 0.5
 LEASE_TTL_S = 2.0  # the lapsed lease is reaped soon after Redis answers again
@@ -129,12 +129,7 @@ def test_a_stop_signal_reaches_the_processes_while_a_reap_pass_waits_on_silent_r
     command = worker(own_redis.url, key_prefix, *args, options={"socket_timeout": 120})
     try:
         command.wait_for_log(r"Worker process started", 30)
-        supervisor = command.process.pid
-        with paused(own_redis):
-            wait_until(
-                lambda: request_unread_from(supervisor, own_redis.port),
-                "a reap pass waiting on the paused Redis",
-            )
+        with waiting_on_paused(own_redis, command.process.pid):
             command.signal(signal.SIGTERM)
             command.wait_for_log(r"Stopping on supervisor request", 30)
         assert command.wait(30) == 0, command.log

@@ -5,9 +5,9 @@ threadmill_reap``)."""
 
 import signal
 
-from tests.faults.support import paused, request_unread_from
+from tests.faults.support import waiting_on_paused
 from tests.servers.redis_server import redis_process
-from tests.support import Command, wait_until
+from tests.support import Command
 
 # Far past the deadline below: a stop that waits for the pass fails the test, whatever the load.
 SILENT = {"socket_timeout": 120}
@@ -24,11 +24,7 @@ def test_a_sigterm_while_a_reap_pass_waits_on_a_paused_redis_exits_0_at_once(
         )
         try:
             loop.wait_for_log("Reaper started")
-            with paused(server):
-                wait_until(
-                    lambda: request_unread_from(loop.process.pid, server.port),
-                    "a reap pass waiting on the paused Redis",
-                )
+            with waiting_on_paused(server, loop.process.pid):
                 loop.signal(signal.SIGTERM)
                 code = loop.wait(EXIT_DEADLINE_S)
             log = loop.log

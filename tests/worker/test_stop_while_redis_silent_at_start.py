@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from django_threadmill.worker.exit_codes import ExitCode
-from tests.faults.support import paused, request_unread_from
+from tests.faults.support import waiting_on_paused
 from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import Command, wait_until, worker
 
@@ -146,11 +146,7 @@ def test_the_supervisor_exits_while_its_reap_pass_waits_on_silent_redis(
     command = worker(own_redis.url, key_prefix, *args, options=SILENT)
     try:
         command.wait_for_log(r"Worker process started", 30)
-        with paused(own_redis):
-            wait_until(
-                lambda: request_unread_from(command.process.pid, own_redis.port),
-                "a reap pass waiting on the paused Redis",
-            )
+        with waiting_on_paused(own_redis, command.process.pid):
             command.signal(signal.SIGTERM)
             code = command.wait(EXIT_DEADLINE_S)
         assert code in (ExitCode.OK, ExitCode.DROPPED), command.log
