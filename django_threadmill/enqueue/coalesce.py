@@ -7,6 +7,7 @@ own outcome. No timer, so a lone call on an idle process is sent at once, in one
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import Context
 from dataclasses import dataclass, field
@@ -53,13 +54,31 @@ class ThreadCoalescer:
     def __init__(self, send: Callable[[Groups], Outcomes]) -> None:
         self._send = send
         self._line: Line[Waiter] = Line()
+        self._in_line = threading.local()  # .joined: this thread has a call on the line
 
     def enqueue(self, queue: str, task: NewTask) -> str | None:
         """Store ``task``, alone or with the calls waiting beside it; raise its own error.
 
-        Return the id of the unfinished task a unique ``task`` duplicates, or None.
+        Return the id of the unfinished task a unique ``task`` duplicates, or None. A call made
+        while its thread is itself on the line (by a signal handler or a finaliser that runs
+        in the middle of an enqueue) is sent alone: the line waits on that very thread, so
+        joining it would wait forever (docs/enqueue.md, Coalescing).
         """
         waiter = Waiter(queue=queue, task=task)
+        if getattr(self._in_line, "joined", False):
+            self._store(grouped([waiter]))
+        else:
+            self._in_line.joined = True
+            try:
+                self._wait_in_line(waiter)
+            finally:
+                self._in_line.joined = False
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.holder
+
+    def _wait_in_line(self, waiter: Waiter) -> None:
+        """Join the line with ``waiter``; send its batch, or wait until another caller did."""
         if self._line.join(waiter):
             self._send_batch(waiter)
         else:
@@ -71,9 +90,11 @@ class ThreadCoalescer:
                 self._send_batch(waiter)
             if interrupted is not None:
                 raise interrupted
-        if waiter.error is not None:
-            raise waiter.error
-        return waiter.holder
+
+    def _store(self, groups: Mapping[str, Sequence[Waiter]]) -> None:
+        """Send a grouped batch and settle each of its callers."""
+        with settling(groups) as settle:
+            settle(self._send(tasks_by_queue(groups)))
 
     def _send_batch(self, sender: Waiter) -> None:
         """Send what is waiting (``sender``'s own call among it), then wake the other callers
@@ -81,8 +102,7 @@ class ThreadCoalescer:
         the first that arrived meanwhile, which sends the next batch."""
         groups = grouped(self._line.take())
         try:
-            with settling(groups) as settle:
-                settle(self._send(tasks_by_queue(groups)))
+            self._store(groups)
         finally:
             following = self._line.release()
             woken = [waiter for group in groups.values() for waiter in group]

@@ -10,6 +10,7 @@ from ..codec.ids import make_task_id, new_task_hex
 from ..codec.payloads import encode_payload
 from ..codec.results import new_result
 from ..codec.times import now_ms, to_ms
+from ..codec.unstorable import unstorable_at
 from ..compat import Task, TaskResult
 from ..observability.tracing import carrier
 from ..wording import a_type
@@ -42,8 +43,10 @@ def prepare(
             task, result.args, result.kwargs, run_after_ms, carrier(), given=(args, kwargs)
         )
     except (TypeError, ValueError) as exc:
+        where = unstorable_at(args, kwargs)
         raise TypeError(
-            f"Arguments of task {task.module_path!r} cannot be stored as JSON ({exc}). "
+            f"Arguments of task {task.module_path!r} cannot be stored as JSON"
+            f"{'' if where is None else f': {where}'} ({exc}). "
             "Pass strings, numbers, booleans, None, lists and dicts with string keys only."
         ) from exc
     except RecursionError as exc:

@@ -40,26 +40,58 @@ def enqueue(request: pytest.FixtureRequest) -> Callable[..., object]:
 
 
 @pytest.mark.parametrize(
-    ("value", "problem"),
+    ("value", "what", "problem"),
     [
-        (datetime(2030, 1, 1, tzinfo=UTC), "Unsupported type: <class 'datetime.datetime'>"),
-        (date(2030, 1, 1), "Unsupported type: <class 'datetime.date'>"),
-        ({1, 2}, "Unsupported type: <class 'set'>"),
-        (Decimal("1.5"), "Unsupported type: <class 'decimal.Decimal'>"),
-        (b"\xff\xfe", "Unsupported value: <class 'bytes'>"),
+        (
+            datetime(2030, 1, 1, tzinfo=UTC),
+            "is a datetime",
+            "Unsupported type: <class 'datetime.datetime'>",
+        ),
+        (date(2030, 1, 1), "is a date", "Unsupported type: <class 'datetime.date'>"),
+        ({1, 2}, "is a set", "Unsupported type: <class 'set'>"),
+        (Decimal("1.5"), "is a Decimal", "Unsupported type: <class 'decimal.Decimal'>"),
+        (b"\xff\xfe", "is bytes that are not UTF-8", "Unsupported value: <class 'bytes'>"),
     ],
 )
 def test_unsupported_argument_types(
-    enqueue: Callable[..., object], nothing_written: None, value: object, problem: str
+    enqueue: Callable[..., object], nothing_written: None, value: object, what: str, problem: str
 ) -> None:
     message = (
-        f"Arguments of task {ECHO!r} cannot be stored as JSON ({problem}). Pass strings, "
-        "numbers, booleans, None, lists and dicts with string keys only."
+        f"Arguments of task {ECHO!r} cannot be stored as JSON: args[0] {what} ({problem}). "
+        "Pass strings, numbers, booleans, None, lists and dicts with string keys only."
     )
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         enqueue(echo, value)
-    with pytest.raises(TypeError, match=re.escape(problem)):
+    with pytest.raises(TypeError, match=re.escape(f": kwargs['value'][0]['nested'] {what} (")):
         enqueue(echo, value=[{"nested": value}])
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "where"),
+    [
+        # Before, only the type was named: finding the one datetime among many rows was the
+        # caller's work.
+        (
+            (1, [2, {"a": [3, 4]}]),
+            {"rows": [{"id": 1}, {"id": 2, "at": date(2030, 1, 1)}]},
+            "kwargs['rows'][1]['at'] is a date",
+        ),
+        # Before: "unhashable type: 'list'", naming neither the key nor where it was.
+        (({"ok": {(1, 2): "x"}},), {}, "args[0]['ok'] has the key (1, 2), a tuple, not a JSON key"),
+        ((), {"total": 10**5000}, "kwargs['total'] is an int of about 5000 digits"),
+    ],
+    ids=["nested-value", "key", "huge-int"],
+)
+def test_an_unstorable_value_is_named_by_its_place_in_the_arguments(
+    enqueue: Callable[..., object],
+    nothing_written: None,
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    where: str,
+) -> None:
+    prefix = f"Arguments of task {ECHO!r} cannot be stored as JSON: {where} ("
+    with pytest.raises(TypeError, match=f"^{re.escape(prefix)}"):
+        enqueue(echo, *args, **kwargs)
 
 
 def test_keys_that_json_would_merge(enqueue: Callable[..., object], nothing_written: None) -> None:
@@ -79,9 +111,9 @@ def test_non_finite_floats(
     enqueue: Callable[..., object], nothing_written: None, value: float
 ) -> None:
     message = (
-        f"Arguments of task {ECHO!r} cannot be stored as JSON (Out of range float values are "
-        f"not JSON compliant: {value!r}). Pass strings, numbers, booleans, None, lists and "
-        "dicts with string keys only."
+        f"Arguments of task {ECHO!r} cannot be stored as JSON: args[0]['x'][0] is {value!r} "
+        f"(Out of range float values are not JSON compliant: {value!r}). Pass strings, numbers, "
+        "booleans, None, lists and dicts with string keys only."
     )
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         enqueue(echo, {"x": [value]})

@@ -1,0 +1,65 @@
+"""Find where, in a call's arguments, the value that JSON cannot store is.
+
+Django's ``normalize_json`` names only the type it refused ("Unsupported type: <class
+'datetime.datetime'>"); in a large argument the value was hard to find. The rules are its
+rules, then JSON's: mappings and sequences are walked, bytes must be UTF-8, floats finite,
+ints short enough for Python to write, and dict keys str, int, float, bool or None.
+"""
+
+import math
+import reprlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..wording import a_type
+
+JSON_KEYS = (str, bytes, int, float, bool, type(None))  # bytes keys are decoded first
+
+
+def unstorable_at(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+    """Return where the first value JSON cannot store is, and what it is, as
+    "kwargs['rows'][3]['when'] is a datetime"; None if every value can be stored on its own."""
+    pending: list[tuple[str, Any]] = [("kwargs", kwargs), ("args", list(args))]
+    walked: set[int] = set()  # containers already walked: a shared one once, a cycle ends
+    while pending:  # depth first, in order: a stack, children pushed in reverse
+        path, value = pending.pop()
+        problem = _problem(value)
+        if problem is not None:
+            return f"{path} {problem}"
+        if id(value) in walked:
+            continue
+        walked.add(id(value))
+        children: list[tuple[str, Any]] = []
+        if isinstance(value, Mapping):
+            for key, child in value.items():
+                if not isinstance(key, JSON_KEYS) or _problem(key) is not None:
+                    return f"{path} has the key {reprlib.repr(key)}, {a_type(key)}, not a JSON key"
+                children.append((f"{path}[{reprlib.repr(key)}]", child))
+        elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
+            children = [(f"{path}[{index}]", child) for index, child in enumerate(value)]
+        pending.extend(reversed(children))
+    return None
+
+
+def _problem(value: Any) -> str | None:
+    """Say what makes ``value`` itself unstorable ("is a set"); None for a value JSON writes,
+    and for a mapping or sequence, whose values are walked."""
+    if value is None or isinstance(value, str | bool | Mapping):
+        return None
+    if isinstance(value, bytes):
+        try:
+            value.decode()
+        except UnicodeDecodeError:
+            return "is bytes that are not UTF-8"
+        return None
+    if isinstance(value, int):
+        try:
+            int.__repr__(value)
+        except ValueError:  # sys.get_int_max_str_digits()
+            return f"is an int of about {int(value.bit_length() * math.log10(2))} digits"
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"is {value!r}"
+    if isinstance(value, Sequence):
+        return None
+    return f"is {a_type(value)}"
