@@ -7,6 +7,8 @@ package, with two exceptions renamed. Nothing else in the package imports either
 from importlib.util import find_spec
 from typing import TYPE_CHECKING
 
+import django
+
 # mypy checks the first branch only (django-stubs types django.tasks; the backport has no types).
 if TYPE_CHECKING or find_spec("django.tasks") is not None:
     from django.tasks import (
@@ -69,7 +71,13 @@ else:  # Django 5.2 with the django-tasks backport.
 # Django's own receivers of the task signals: each only logs one line to TASKS_LOGGER_NAME.
 TASK_LOG_RECEIVERS = (log_task_enqueued, log_task_started, log_task_finished)
 
+# Django 5.2's Signal.asend_robust runs the sync receivers in an asyncio task of their own, where
+# the exception the sender handles is not seen (sys.exc_info() is empty); 6.0 awaits them in
+# the sender's task, and asgiref raises that exception again in their thread.
+ASEND_SHOWS_EXCEPTION = django.VERSION >= (6, 0)
+
 __all__ = [
+    "ASEND_SHOWS_EXCEPTION",
     "DEFAULT_TASK_BACKEND_ALIAS",
     "DEFAULT_TASK_QUEUE_NAME",
     "TASKS_LOGGER_NAME",

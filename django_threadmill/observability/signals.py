@@ -11,12 +11,21 @@ Django's own line does not say it a second time.
 
 import asyncio
 import logging
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ..compat import TASK_LOG_RECEIVERS, TASKS_LOGGER_NAME, TaskResult, TaskResultStatus
+from asgiref.sync import sync_to_async
+
+from ..compat import (
+    ASEND_SHOWS_EXCEPTION,
+    TASK_LOG_RECEIVERS,
+    TASKS_LOGGER_NAME,
+    TaskResult,
+    TaskResultStatus,
+)
 
 logger = logging.getLogger(__name__)
 _tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
@@ -62,7 +71,16 @@ def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
 
 async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
     """Async twin of ``send_guarded``, for the event loop: async receivers are awaited there,
-    sync ones run in a thread (Django's ``asend_robust``)."""
+    sync ones run in a thread (Django's ``asend_robust``).
+
+    On Django 5.2, sent while the task's exception is handled (``task_finished`` of a raised
+    attempt), the whole send runs in that thread, where asgiref raises the exception again:
+    that ``asend_robust`` hid it from sync receivers, and the backport's receiver logged the
+    failure with ``NoneType: None`` for its traceback (docs/observability.md, Signals).
+    """
+    if not ASEND_SHOWS_EXCEPTION and sys.exception() is not None:
+        await sync_to_async(send_guarded)(signal, sender, result)
+        return
     if heard(signal, result.status):
         try:
             _log_failures(await signal.asend_robust(sender, task_result=result), result)
