@@ -6,15 +6,18 @@ fewer: a worker sized by the host's count on a 64-core host then started 64 proc
 CPUs' worth of time. The quota is read from the cgroup files (v2 ``cpu.max``; v1
 ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``) of the process's own cgroup and each of its
 parents, the tightest winning. A file that is missing, unreadable or garbled counts as no quota.
+Each version's files are read in its own tree: the v2 tree is the mount itself, or ``unified/``
+under it in systemd's "hybrid" layout, where the v1 controllers have folders at the mount.
 """
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 OWN_CGROUPS = Path("/proc/self/cgroup")  # "hierarchy:controllers:path" lines, one per hierarchy
+type QuotaReader = Callable[[Path], int | None]  # one cgroup folder's quota in whole CPUs
 
 
 def default_processes(cgroup_root: Path = CGROUP_ROOT, own_cgroups: Path = OWN_CGROUPS) -> int:
@@ -40,14 +43,15 @@ def cgroup_cpu_quota(cgroup_root: Path, own_cgroups: Path) -> int | None:
     when none is set or none can be read."""
     quotas = (
         quota
-        for folder in _cgroup_folders(cgroup_root, own_cgroups)
-        if (quota := _v2_quota(folder) or _v1_quota(folder)) is not None
+        for folder, read in _cgroup_folders(cgroup_root, own_cgroups)
+        if (quota := read(folder)) is not None
     )
     return min(quotas, default=None)
 
 
-def _cgroup_folders(cgroup_root: Path, own_cgroups: Path) -> Iterator[Path]:
-    """Yield the folders of this process's CPU cgroups and their parents, up to each mount.
+def _cgroup_folders(cgroup_root: Path, own_cgroups: Path) -> Iterator[tuple[Path, QuotaReader]]:
+    """Yield the folders of this process's CPU cgroups and their parents, up to each mount,
+    each with the reader of its cgroup version's files.
 
     In a container with its own cgroup namespace the path is ``/`` and the mount is the
     container's cgroup; without one the path may name a folder the container cannot see, and
@@ -60,15 +64,24 @@ def _cgroup_folders(cgroup_root: Path, own_cgroups: Path) -> Iterator[Path]:
     for line in lines:
         hierarchy, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
+        read: QuotaReader
         if hierarchy == "0" and not controllers:  # cgroup v2: one tree
-            mount = cgroup_root
+            mount, read = _v2_mount(cgroup_root), _v2_quota
         elif "cpu" in controllers.split(","):  # cgroup v1: the cpu controller's own tree
-            mount = cgroup_root / controllers
+            mount, read = cgroup_root / controllers, _v1_quota
         else:
             continue
         relative = Path(path.strip().lstrip("/"))
         folder = mount if ".." in relative.parts else mount / relative  # outside the namespace
-        yield from (folder, *(parent for parent in folder.parents if parent.is_relative_to(mount)))
+        for each in (folder, *(up for up in folder.parents if up.is_relative_to(mount))):
+            yield each, read
+
+
+def _v2_mount(cgroup_root: Path) -> Path:
+    """Return where the v2 tree is: ``unified/`` under the mount in the hybrid layout (a v2
+    tree there holds ``cgroup.controllers``), else the mount itself."""
+    unified = cgroup_root / "unified"
+    return unified if os.path.exists(unified / "cgroup.controllers") else cgroup_root
 
 
 def _v2_quota(folder: Path) -> int | None:

@@ -8,9 +8,13 @@ from ..conf.settings import check_queue_name
 from ..exceptions import ImproperlyConfiguredThreadmill
 
 MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a crash strands too much
-# Worker threads one process may start with (--threads): each costs about 8 MB of address space
-# and all start at once, so past this a process fails at the system's thread or memory limit.
+# Worker threads one process may start with (--threads) or grow to (--max-threads): each costs
+# about 8 MB of address space, so past this a process meets the system's thread or memory limit.
 MAX_THREADS = 10_000
+# Async tasks one process's event loop may run at once (--async-concurrency): each holds its
+# lease, so past this a crash strands too much, as MAX_PREFETCH says, and one renewal call holds
+# Redis for too long.
+MAX_ASYNC_CONCURRENCY = 10_000
 # Worker processes one supervisor keeps (--processes): it forks each and waits on each one's
 # socket and sentinel; past this a typo (an extra digit or twenty) built its slots for ever.
 MAX_PROCESSES = 1_000

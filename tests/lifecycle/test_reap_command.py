@@ -134,6 +134,6 @@ def test_each_failed_lease_is_logged_once(
     log = run_to_completion(once)
     [line] = [line for line in log.splitlines() if task_id in line]
     assert line.endswith(
-        f" ERROR django_threadmill.worker.reaper pid={once.process.pid} MainThread "
+        f" ERROR django_threadmill.worker.reaper pid={once.process.pid} threadmill-wait-reap "
         f"Lease expired, task FAILED task_id={task_id} worker=test-worker-1"
     )

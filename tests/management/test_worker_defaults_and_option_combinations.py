@@ -129,6 +129,30 @@ def test_the_mount_itself_counts_where_the_cgroup_path_is_not_under_it(
     assert cgroup_cpu_quota(tmp_path / "cgroup", own_cgroups) == 2
 
 
+@pytest.mark.parametrize(
+    ("v1_quota_us", "v2_cpu_max", "quota"),
+    [("-1\n", "200000 100000\n", 2), ("300000\n", None, 3), ("-1\n", None, None)],
+    ids=["cpu on the v2 tree", "cpu on its v1 tree", "no quota"],
+)
+def test_a_hybrid_layout_reads_v2_under_unified_and_v1_in_the_controllers_tree(
+    tmp_path: Path, v1_quota_us: str, v2_cpu_max: str | None, quota: int | None
+) -> None:
+    """systemd's "hybrid" layout mounts the v1 controllers in folders at the root and the v2
+    tree under ``unified/``. The v2 cgroup's path was looked up at the root, where no cgroup
+    is: a quota of the cpu controller on the v2 tree was missed."""
+    root = tmp_path / "cgroup"
+    (root / "unified" / "app.slice").mkdir(parents=True)
+    (root / "unified" / "cgroup.controllers").write_text("cpu memory\n")
+    (root / "cpu" / "app.slice").mkdir(parents=True)
+    (root / "cpu" / "app.slice" / "cpu.cfs_period_us").write_text("100000\n")
+    (root / "cpu" / "app.slice" / "cpu.cfs_quota_us").write_text(v1_quota_us)
+    if v2_cpu_max is not None:
+        (root / "unified" / "app.slice" / "cpu.max").write_text(v2_cpu_max)
+    own_cgroups = tmp_path / "self-cgroup"
+    own_cgroups.write_text("2:name=systemd:/app.slice\n1:cpu:/app.slice\n0::/app.slice\n")
+    assert cgroup_cpu_quota(root, own_cgroups) == quota
+
+
 def test_unreadable_cgroup_files_count_as_no_quota(tmp_path: Path) -> None:
     root = tmp_path / "cgroup"
     (root / "cpu.max").mkdir(parents=True)  # reading it raises IsADirectoryError

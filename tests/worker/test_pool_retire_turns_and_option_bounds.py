@@ -68,6 +68,14 @@ def no_supervisor(monkeypatch: pytest.MonkeyPatch) -> None:
             ["--threads", "10001", "--max-threads", "20000"],
             "--threads 10001 is above the ceiling of 10000 threads per process",
         ),
+        (  # the pool grew until the system refused threads, leaving none for the rest
+            ["--threads", "4", "--max-threads", "10000000"],
+            "--max-threads 10000000 is above the ceiling of 10000 threads per process",
+        ),
+        (  # the loop took every ready async task of its queues, each holding a lease
+            ["--async-concurrency", "10000000"],
+            "--async-concurrency 10000000 is above the ceiling of 10000 async tasks at once",
+        ),
         (  # the supervisor built a slot per process first: this one never finished
             ["--processes", "99999999999999999999"],
             "--processes 99999999999999999999 is above the ceiling of 1000 worker processes",
@@ -75,12 +83,12 @@ def no_supervisor(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 @pytest.mark.usefixtures("logging_put_back", "no_supervisor")
-def test_a_thread_count_no_process_can_start_is_refused_before_anything_starts(
+def test_a_count_past_its_ceiling_is_refused_before_anything_starts(
     args: list[str], message: str
 ) -> None:
-    """Every process built that many threads at once (3 KB of objects each: 3 GB for a
-    million), failed to start them at the system's limit, and was restarted to fail again,
-    until the supervisor gave up minutes later."""
+    """--threads: every process built that many threads at once (3 KB of objects each: 3 GB
+    for a million), failed to start them at the system's limit, and was restarted to fail
+    again, until the supervisor gave up minutes later. The others were taken without a word."""
     with pytest.raises(CommandError, match=re.escape(message)):
         call_command("threadmill_worker", *args)
 

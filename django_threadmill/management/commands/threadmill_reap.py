@@ -96,10 +96,20 @@ class Command(BaseCommand):
             checked_batch_size(options["batch_size"], f"--batch-size {options['batch_size']}")
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        if options["once"] or options["dry_run"]:
-            self._pass(backend, options, report=True)
+        single = options["once"] or options["dry_run"]
+        if single and threading.current_thread() is not threading.main_thread():
+            self._pass(backend, options, report=True)  # call_command in a thread: no signal
             return
-        self._loop(backend, options)
+        stop = threading.Event()
+        wakeup = WakeupPipe()  # the main thread sleeps on it during a pass; signals wake it
+        try:
+            with stop_signals_heard(wakeup, partial(stop_on_first_signal, stop)):
+                if single:
+                    self._pass_unless_stopped(backend, options, wakeup, stop, report=True)
+                else:
+                    self._loop(backend, options, wakeup, stop)
+        finally:
+            wakeup.close()
 
     def _pass(
         self, backend: ThreadmillTaskBackend, options: dict[str, Any], *, report: bool = False
@@ -136,13 +146,17 @@ class Command(BaseCommand):
                 f"{failed}"
             )
 
-    def _loop(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> None:
+    def _loop(
+        self,
+        backend: ThreadmillTaskBackend,
+        options: dict[str, Any],
+        wakeup: WakeupPipe,
+        stop: threading.Event,
+    ) -> None:
         """Reap every ``--interval`` seconds until a signal; a Redis outage is retried.
 
         Refused credentials or ACL rights stop the loop: waiting cannot fix them.
         """
-        stop = threading.Event()
-        wakeup = WakeupPipe()  # the main thread sleeps on it during a pass; signals wake it
         logger.info(
             "Reaper started backend=%s interval_s=%g batch_size=%d",
             backend.alias,
@@ -150,16 +164,27 @@ class Command(BaseCommand):
             options["batch_size"],
         )
         passes = 0
-        try:
-            with stop_signals_heard(wakeup, partial(stop_on_first_signal, stop)):
-                while not stop.is_set() and self._pass_unless_stopped(
-                    backend, options, wakeup, stop
-                ):
-                    passes += 1
-                    stop.wait(options["interval"])
-        finally:
-            wakeup.close()
+        while not stop.is_set() and self._loop_pass(backend, options, wakeup, stop):
+            passes += 1
+            stop.wait(options["interval"])
         logger.info("Reaper stopped backend=%s passes=%d", backend.alias, passes)
+
+    def _loop_pass(
+        self,
+        backend: ThreadmillTaskBackend,
+        options: dict[str, Any],
+        wakeup: WakeupPipe,
+        stop: threading.Event,
+    ) -> bool:
+        """Run one pass of the loop; False once a stop came first. A failed pass is logged
+        and tried again the next interval, unless Redis refused this backend."""
+        try:
+            return self._pass_unless_stopped(backend, options, wakeup, stop)
+        except CommandError as exc:
+            if isinstance(exc.__cause__, BrokerRefused):
+                raise  # no wait fixes a password or an ACL rule: stop now
+            logger.warning("Reap pass failed, retrying next interval error=%s", exc)
+        return True
 
     def _pass_unless_stopped(
         self,
@@ -167,13 +192,15 @@ class Command(BaseCommand):
         options: dict[str, Any],
         wakeup: WakeupPipe,
         stop: threading.Event,
+        *,
+        report: bool = False,
     ) -> bool:
-        """Run one pass of the loop in a thread of its own while this one sleeps on
-        ``wakeup``; False once a stop came first: the pass is left behind, and the command
-        exits without it, not after a Redis that takes connections and never answers held
-        each of its calls for ``socket_timeout`` (docs/lifecycle.md, ``manage.py
-        threadmill_reap``)."""
-        reap = partial(self._pass, backend, options)
+        """Run one pass in a thread of its own while this one sleeps on ``wakeup``; False
+        once a stop came first: the pass is left behind, and the command exits without it,
+        not after a Redis that takes connections and never answers held each of its calls
+        for ``socket_timeout`` (docs/lifecycle.md, ``manage.py threadmill_reap``). The loop's
+        passes and the one of ``--once`` and ``--dry-run`` alike."""
+        reap = partial(self._pass, backend, options, report=report)
         try:
             call_unless_stopped(
                 "reap", reap, wakeup.sleep_until, wakeup.poke, stop.is_set, grace_s=PASS_GRACE_S
@@ -184,8 +211,4 @@ class Command(BaseCommand):
                 "the command exits without it)"
             )
             return False
-        except CommandError as exc:
-            if isinstance(exc.__cause__, BrokerRefused):
-                raise  # no wait fixes a password or an ACL rule: stop now
-            logger.warning("Reap pass failed, retrying next interval error=%s", exc)
         return True

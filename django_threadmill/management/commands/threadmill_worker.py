@@ -14,6 +14,7 @@ from ...worker.options import (
     DEFAULT_ASYNC_CONCURRENCY,
     DEFAULT_TARGET_WAIT_S,
     DEFAULT_THREAD_IDLE_S,
+    MAX_ASYNC_CONCURRENCY,
     MAX_PREFETCH,
     MAX_PROCESSES,
     MAX_THREADS,
@@ -34,6 +35,13 @@ def _positive(name: str, value: int | None, *, allow_none: bool = False) -> None
         return
     if value is None or value < 1:
         raise CommandError(f"{name} must be 1 or more, got {value}.")
+
+
+def _at_most(flag: str, value: int | None, ceiling: int, what: str) -> None:
+    """Refuse a ``value`` above ``ceiling``, saying what the ceiling counts, the harm and the
+    fix (``what``): past it a worker starts, then fails at a system limit or holds too much."""
+    if value is not None and value > ceiling:
+        raise CommandError(f"{flag} {value} is above the ceiling of {ceiling} {what}")
 
 
 def _mebibytes(text: str) -> int:
@@ -223,11 +231,12 @@ class Command(BaseCommand):
         processes = options["processes"]
         if processes < 0:
             raise CommandError(f"--processes must be 0 or more, got {processes}.")
-        if processes > MAX_PROCESSES:
-            raise CommandError(
-                f"--processes {processes} is above the ceiling of {MAX_PROCESSES} worker "
-                "processes per supervisor. Run more supervisors (hosts or containers) instead."
-            )
+        _at_most(
+            "--processes",
+            processes,
+            MAX_PROCESSES,
+            "worker processes per supervisor. Run more supervisors (hosts or containers) instead.",
+        )
         if processes:
             return
         if not options["burst"]:
@@ -245,13 +254,23 @@ class Command(BaseCommand):
 
     @staticmethod
     def _check_pool(threads: int, options: dict[str, Any]) -> None:
-        if threads > MAX_THREADS:
-            raise CommandError(
-                f"--threads {threads} is above the ceiling of {MAX_THREADS} threads per process: "
-                "each process would start them all at once, past what the system lets it run. "
-                "Use more processes, or async def tasks (--async-concurrency) for many waits."
-            )
+        more = "Use more processes, or async def tasks (--async-concurrency) for many waits."
+        _at_most(
+            "--threads",
+            threads,
+            MAX_THREADS,
+            "threads per process: each process would start them all at once, past what the "
+            f"system lets it run. {more}",
+        )
         max_threads = options["max_threads"]
+        _at_most(
+            "--max-threads",
+            max_threads,
+            MAX_THREADS,
+            "threads per process: the pool would grow until the system refused threads, "
+            "leaving none for the process's other threads, its sibling processes or the "
+            f"supervisor's forks. {more}",
+        )
         if max_threads is not None and max_threads < threads:
             raise CommandError(
                 f"--max-threads {max_threads} is below --threads {threads}. The pool floats "
@@ -271,12 +290,22 @@ class Command(BaseCommand):
         _positive("--max-tasks", options["max_tasks"], allow_none=True)
         _check_max_memory(options["max_memory"])
         _positive("--async-concurrency", options["async_concurrency"])
+        _at_most(
+            "--async-concurrency",
+            options["async_concurrency"],
+            MAX_ASYNC_CONCURRENCY,
+            "async tasks at once per process: its event loop would take that many of the "
+            "queues' tasks, each holding its lease, and a crashed process would strand them "
+            "all until their leases lapse. Use more processes instead.",
+        )
         self._check_pool(threads, options)
-        if prefetch is not None and prefetch > MAX_PREFETCH:
-            raise CommandError(
-                f"--prefetch {prefetch} is above the ceiling of {MAX_PREFETCH}: a crashed process "
-                "would hold that many tasks until their leases lapse. Use more processes instead."
-            )
+        _at_most(
+            "--prefetch",
+            prefetch,
+            MAX_PREFETCH,
+            "tasks reserved ahead per process: a crashed process would hold that many tasks "
+            "until their leases lapse. Use more processes instead.",
+        )
         if options["max_tasks_jitter"] < 0:
             raise CommandError("--max-tasks-jitter must be 0 or more.")
         if options["max_tasks_jitter"] and options["max_tasks"] is None:
