@@ -11,7 +11,8 @@ asyncio client, redis-py packs as before.
 from functools import cache
 from typing import Any
 
-from redis.connection import HiredisRespSerializer
+from redis._parsers import Encoder
+from redis.connection import PythonRespSerializer
 
 try:  # the optional ``hiredis`` extra
     import hiredis
@@ -19,6 +20,7 @@ except ImportError:  # pragma: no cover - the test extra installs it
     hiredis = None  # type: ignore[assignment]
 
 UTF8 = ("utf-8", "utf8")
+BUFFER_CUTOFF = 6000  # redis-py's own: longer arguments are sent as buffers of their own
 
 
 def _hiredis_packed(args: tuple[Any, ...]) -> list[bytes] | None:
@@ -33,10 +35,13 @@ def _hiredis_packed(args: tuple[Any, ...]) -> list[bytes] | None:
 
 
 class HiredisPacker:
-    """A sync connection's ``command_packer``; redis-py's own packs what hiredis refuses."""
+    """A sync connection's ``command_packer``; redis-py's Python packer, with its default
+    encoder, packs what hiredis refuses, so such a value is refused in redis-py's words (its
+    hiredis packer has no encoder of its own from redis-py 8.2)."""
 
     def __init__(self) -> None:
-        self._fallback = HiredisRespSerializer()
+        encode = Encoder(encoding="utf-8", encoding_errors="strict", decode_responses=False).encode
+        self._fallback = PythonRespSerializer(BUFFER_CUTOFF, encode)
 
     def pack(self, *args: Any) -> list[bytes]:
         return _hiredis_packed(args) or self._fallback.pack(*args)
