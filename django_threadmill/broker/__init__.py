@@ -2,6 +2,7 @@
 
 from .broker import Broker
 from .lifecycle import MAX_BATCH_SIZE, checked_batch_size
+from .transitions import reap_mark
 from .types import (
     Ack,
     Acquired,
@@ -39,4 +40,5 @@ __all__ = [
     "Reservation",
     "Start",
     "checked_batch_size",
+    "reap_mark",
 ]

@@ -113,7 +113,8 @@ class QueueKeys:
 
     @property
     def metrics_paths(self) -> str:
-        """Set of the task paths counted under their own name; later ones count as "other"."""
+        """Sorted set of the task paths counted under their own name, by when one was last
+        counted (ms); later ones count as "other", and one unseen for PATH_TTL_MS is dropped."""
         return f"{self.prefix}:metrics:paths"
 
     @property

@@ -32,13 +32,16 @@ from time import monotonic
 
 from ..codec.payloads import run_after_ms
 from ..forks import renew_after_fork
-from .types import Finish, Lease, Outcome
+from .types import ExpiredAttempt, Finish, Lease, Outcome
 
 # Upper bounds of the histogram buckets in seconds; bucket i counts values <= bound i, and
 # bucket len(bounds) is +Inf. From 5 ms (an echo task) to an hour (a report).
 RUN_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 WAIT_BUCKETS_S = RUN_BUCKETS_S
 MAX_TASK_PATHS = 100  # task paths per queue labelled by name; metrics.lua counts others as "other"
+# A task path no send counted for this long (ms) gives its label back and its lifetime series
+# end (docs/observability.md, Families): five weeks, so a monthly task keeps its own.
+PATH_TTL_MS = 35 * 24 * 3600 * 1000
 MINUTE_TTL_MS = 2 * 3600 * 1000  # minute hashes outlive the hour the admin charts
 UNNAMED_TASK = "unknown"  # a finish whose lease did not carry its path (never from acquire)
 # Done index ids a queue part keeps across failed sends (about 9 MB), the newest: counters sum
@@ -160,6 +163,10 @@ class Tally:
         self._parts: defaultdict[str, PartTally] = defaultdict(PartTally)
         # Leases whose finish call raised: it may have recorded them, and counted nothing.
         self._unanswered: set[Lease] = set()
+        # The reaper's expired attempts whose finish call raised, per queue and by that call's
+        # mark: its next pass settles them again under the same mark, and counts those the
+        # first call recorded (``answered``).
+        self._unsettled: defaultdict[str, dict[str, list[ExpiredAttempt]]] = defaultdict(dict)
         # Per part, a send whose reply was lost: the next send carries it again, alone.
         self._unsure: dict[str, PartTally] = {}
         # Who numbers the sends (metrics.lua's fence): each tally by itself, as a Django
@@ -212,6 +219,22 @@ class Tally:
                     landed.append(finish)
             self._unanswered.difference_update(finish.lease for finish in finishes)
         return landed
+
+    def settle_later(self, queue: str, mark: str, attempts: Sequence[ExpiredAttempt]) -> None:
+        """Keep the reaper's ``attempts`` of ``queue`` whose finish call, marked ``mark``,
+        raised: it may have recorded them, and their leases are then gone from the next reap."""
+        with self._lock:
+            self._unsettled[queue][mark] = list(attempts)
+
+    def to_settle_again(self, queue: str) -> list[tuple[str, list[ExpiredAttempt]]]:
+        """Return the calls of ``queue`` kept by ``settle_later``: each mark, its attempts."""
+        with self._lock:
+            return list(self._unsettled[queue].items())
+
+    def settled(self, queue: str, mark: str) -> None:
+        """Forget the attempts kept under ``mark``: a call with that mark was answered."""
+        with self._lock:
+            self._unsettled[queue].pop(mark, None)
 
     def take(self) -> dict[str, PartTally]:
         """Return what to send now per queue part, each numbered, and start again from nothing.

@@ -5,13 +5,14 @@ Hot-path budget).
 """
 
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..exceptions import BrokerUnavailable, MaybeApplied
 from .damaged import log_set_aside
 from .keys import QueueKeys
-from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, SENT_TTL_MS, PartTally
+from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, PATH_TTL_MS, SENT_TTL_MS, PartTally
 from .progress import ProgressWrites
 from .scripts import ScriptCall, ScriptName
 from .types import Ack, Finish, Lease, ProgressReport, Rejected, Start
@@ -25,6 +26,11 @@ FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from
 # up every outcome behind it (checks.py warns of a lower limit, threadmill.W006).
 FINISH_CALL_CHARS = 64 * 2**20
 COUNTED_ALREADY = -1  # metrics.lua's reply to a send it counted before (its reply was lost)
+
+
+def reap_mark() -> str:
+    """Return a new mark for a reaper's finish call (finish.lua, ARGV[4])."""
+    return f"~reaped-{uuid.uuid4().hex}"
 
 
 def fences(leases: Iterable[Lease]) -> list[str]:
@@ -112,20 +118,27 @@ class Transitions(ProgressWrites):
         worker_id: str,
         finishes: Sequence[Finish],
         progress: Sequence[ProgressReport] = (),
+        *,
+        mark: str = "",
     ) -> list[Rejected[Finish]]:
         """Record attempt outcomes; return the ones not recorded, with why.
 
         What the metrics count of the recorded ones goes into ``self.tally``, sent by
         ``send_metrics`` on the caller's clock, with those a call that raised recorded (the
-        retry answers them "already recorded"). A ``worker_id`` of "" is the reaper.
-        ``progress`` reports ride along, written first in the same round trip, so an attempt's
-        last report is in its record before its outcome is.
+        retry answers them "already recorded"). A ``worker_id`` of "" is the reaper: every
+        reaper settles with the attempt's own token, so what it records keeps the token with
+        its call's ``mark`` appended (a new one unless given), and only a retry with the same
+        mark answers "already" (finish.lua, ARGV[4]). ``progress`` reports ride along, written
+        first in the same round trip, so an attempt's last report is in its record before its
+        outcome is.
         """
         ttl_ms = self.settings.result_ttl_ms
+        if not worker_id:
+            mark = mark or reap_mark()
 
         def build(keys: QueueKeys, group: list[Finish]) -> ScriptCall:
             limited = self.wake_on_free(group[0].lease.queue)
-            args: list[str | int] = [worker_id, "" if ttl_ms is None else ttl_ms, limited]
+            args: list[str | int] = [worker_id, "" if ttl_ms is None else ttl_ms, limited, mark]
             for f in group:
                 args += [
                     f.lease.task_id,
@@ -157,9 +170,7 @@ class Transitions(ProgressWrites):
             )
         except BrokerUnavailable:
             # The caller sends them again; what this try recorded then answers "already".
-            # Not the reaper's: its retry of a landed settlement reads as stale (no token).
-            if worker_id:
-                self.tally.unanswered(finishes)
+            self.tally.unanswered(finishes)
             raise
         already = [item for item, ack in rejected if ack is Ack.ALREADY]
         for finish in self.tally.answered(finishes, already):
@@ -209,6 +220,7 @@ class Transitions(ProgressWrites):
                 "" if ttl_ms is None else ttl_ms,
                 tally.number if tally.outcomes else "",
                 SENT_TTL_MS,
+                PATH_TTL_MS,
                 *(tally.outcomes[name] for name in ("successful", "failed", "retry")),
                 *tally.index_entries(),
                 *tally.increments(),

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ..broker import ExpiredAttempt, Finish, Outcome, Reaped, checked_batch_size
+from ..broker import (
+    Ack,
+    ExpiredAttempt,
+    Finish,
+    Outcome,
+    Reaped,
+    checked_batch_size,
+    reap_mark,
+)
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
 from ..compat import TaskResult, TaskResultStatus, task_finished
@@ -145,14 +153,31 @@ def _count(counts: QueueReap, finish: Finish) -> None:
 
 
 def _settle(
-    backend: "ThreadmillTaskBackend", attempts: list[ExpiredAttempt], counts: QueueReap
+    backend: "ThreadmillTaskBackend",
+    queue: str,
+    attempts: list[ExpiredAttempt],
+    counts: QueueReap,
+    mark: str = "",
 ) -> None:
-    """Record each expired attempt as FAILED or retried, fenced by its token."""
+    """Record each expired attempt of ``queue`` as FAILED or retried, fenced by its token.
+
+    The call leaves ``mark`` (a new one unless given) on what it records. A call that raised
+    may have recorded them (its reply lost), and their leases are gone: they are kept with
+    the mark for the next pass, which settles them first under it. An attempt answered
+    "already" then is one this call recorded: settled here, and counted once.
+    """
     settled = [_finish_for(backend, attempt) for attempt in attempts]
     if not settled:
         return
-    rejected = backend.broker.finish("", [f for f, _ in settled])
-    stale = {finish.lease.task_id for finish, _ in rejected}
+    mark = mark or reap_mark()
+    tally = backend.broker.tally
+    try:
+        rejected = backend.broker.finish("", [f for f, _ in settled], mark=mark)
+    except BrokerUnavailable:
+        tally.settle_later(queue, mark, attempts)
+        raise
+    tally.settled(queue, mark)
+    stale = {finish.lease.task_id for finish, ack in rejected if ack is not Ack.ALREADY}
     failed: list[tuple[Finish, TaskResult]] = []
     for attempt, (finish, result) in zip(attempts, settled, strict=True):
         task_id = attempt.lease.task_id
@@ -222,6 +247,9 @@ def _reap_queue(
     backend: "ThreadmillTaskBackend", queue: str, report: ReapReport, batch_size: int
 ) -> None:
     counts = report.queues.setdefault(queue, QueueReap())
+    if not report.dry_run:
+        for mark, attempts in backend.broker.tally.to_settle_again(queue):
+            _settle(backend, queue, attempts, counts, mark)
     while True:
         reaped = backend.broker.reap(queue, batch_size, dry_run=report.dry_run)
         counts.released += len(reaped.released)
@@ -231,7 +259,7 @@ def _reap_queue(
             report.lines += _dry_run(backend, queue, reaped, counts)
             return
         stale_before = counts.stale
-        _settle(backend, reaped.expired, counts)
+        _settle(backend, queue, reaped.expired, counts)
         # Counted from every entry looked at: a batch holding ghosts or damaged records
         # releases fewer than it looked at, yet more may wait behind it. A batch whose every
         # entry was an attempt left unsettled is not asked for again: it would come back the

@@ -56,7 +56,7 @@ def test_a_batch_adds_outcomes_and_buckets_per_task_path(
     assert counted[f"{ECHO}|wait_ms"] >= 0
     assert 0 < redis_client.pttl(keys.metrics_minute(redis_minute(redis_client))) <= 7_200_000
     assert redis_client.hgetall(keys.stats) == {"successful": "2", "failed": "1"}
-    assert redis_client.smembers(keys.metrics_paths) == {ECHO}
+    assert redis_client.zrange(keys.metrics_paths, 0, -1) == [ECHO]
 
 
 def test_a_late_ack_is_not_counted_but_its_batch_mates_are(
@@ -73,11 +73,15 @@ def test_a_late_ack_is_not_counted_but_its_batch_mates_are(
 def test_paths_past_the_cap_count_as_other(
     broker: Broker, reserve: Callable[[], Lease], keys: QueueKeys, redis_client: redis.Redis
 ) -> None:
-    redis_client.sadd(keys.metrics_paths, *(f"app.tasks.t{n}" for n in range(MAX_TASK_PATHS)))
+    seconds, micros = redis_client.time()  # seen just now: none is forgotten
+    seen_ms = seconds * 1000 + micros // 1000
+    redis_client.zadd(
+        keys.metrics_paths, {f"app.tasks.t{n}": seen_ms for n in range(MAX_TASK_PATHS)}
+    )
     assert broker.finish(WORKER, [finish(reserve())]) == []
     broker.send_metrics()
     assert metrics(redis_client, keys)["other|successful"] == 1
-    assert redis_client.scard(keys.metrics_paths) == MAX_TASK_PATHS
+    assert redis_client.zcard(keys.metrics_paths) == MAX_TASK_PATHS
 
 
 def test_the_reaper_counts_expired_leases_without_run_times(

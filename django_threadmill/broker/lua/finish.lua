@@ -12,14 +12,19 @@
 -- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
 -- ARGV[3]  wake_on_free   "1" for a queue with a concurrency limit: a freed slot wakes a
 --                         fetcher, since acquire held its ready tasks back without a baton
--- ARGV[4..] per task, 7 values: id, token, outcome ("successful" | "failed" | "retry"),
+-- ARGV[4]  mark           the reaper's mark for this call, appended to the token of what it
+--                         records: its retry of a call whose reply was lost passes the same
+--                         mark and reads its outcome as recorded before (2), any other call as
+--                         stale; "" from a worker, whose outcome keeps its token as it is
+-- ARGV[5..] per task, 7 values: id, token, outcome ("successful" | "failed" | "retry"),
 --           value (result JSON, or error JSON), started_ms, finished_ms (worker wall clock,
 --           for display), retry_delay_ms (used by "retry" only)
 -- Returns: per task in argument order: 1 recorded; 4 recorded, a workflow step that ended:
 --          its id is in P:outbox (docs/workflows.md, Exactly once); 2 already recorded under
---          this token (a duplicate, or a retried call whose first try landed); 0 stale: settled
---          or held under another owner (reaped, released, reserved again, cancelled); 3
---          damaged: the record cannot be read, so it is set aside and its lease dropped.
+--          this token and mark (a duplicate, or a retried call whose first try landed); 0
+--          stale: settled or held under another owner (reaped, released, reserved again,
+--          cancelled); 3 damaged: the record cannot be read, so it is set aside and its
+--          lease dropped.
 --          Metrics and the done index are not written here: the worker sends them on their own
 --          clock (metrics.lua), so a result that arrives alone costs only what it must.
 -- Index:   a finished id enters P:done with the worker's next metrics send (about a second
@@ -28,8 +33,9 @@
 -- Fence:   state must be "reserved" or "running" and token must match; anything else changes
 --          nothing (an answer 2 rewrites the token as it is: see there). The reaper's call is
 --          also stale when the worker renewed the lease after the reaper read it, and what the
---          reaper records keeps no token. A unique key is released only while it still names
---          the task.
+--          reaper records keeps the token with its call's mark appended: a worker's late
+--          call is stale, the reaper's retry under the same mark answers 2. A unique key is
+--          released only while it still names the task.
 -- Types:   a key of another type fails the call (WRONGTYPE). A task's first write goes to
 --          P:outbox or P:delayed, so the task that meets such a key there is left as it was,
 --          lease held, for a call after the key is deleted. Tasks before it in the call keep
@@ -54,7 +60,7 @@ local function now()
   return clock
 end
 local ttl = ARGV[2] ~= "" and ARGV[2] or nil
-local several = #ARGV > 3 + 7  -- three call values, then seven per task
+local several = #ARGV > 4 + 7  -- four call values, then seven per task
 local expires_at = ttl and several and tostring(now() + tonumber(ttl)) or nil
 local reaping = ARGV[1] == ""
 local retried = false
@@ -62,9 +68,10 @@ local retried = false
 local reply = {}
 local unleased = {}
 local fields = {}  -- HSET arguments, reused for every task: entries past n are stale
-for i = 4, #ARGV, 7 do
+for i = 5, #ARGV, 7 do
   local id, token, outcome, value = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = KEYS[1] .. id
+  local left = token .. ARGV[4]  -- the token the outcome leaves on the record
   local f, problem = read_record(key, "state", "token", "nerrors", "unique", "workflow")
   if not f then
     set_aside(KEYS[7], id, now(), "finish", problem)
@@ -92,9 +99,9 @@ for i = 4, #ARGV, 7 do
       n = n + 6
     end
     if reaping then
-      -- The reaper settles with the attempt's own token; clearing it makes the worker's late
+      -- The reaper settles with the attempt's own token; marking it makes the worker's late
       -- call read as another owner's settlement, not as its own outcome recorded before.
-      fields[n + 1], fields[n + 2] = "token", ""
+      fields[n + 1], fields[n + 2] = "token", left
       n = n + 2
     end
     -- The task's first write goes to the index it enters (P:outbox, P:delayed): when that key
@@ -132,12 +139,12 @@ for i = 4, #ARGV, 7 do
   elseif problem then
     unleased[#unleased + 1] = id
     reply[#reply + 1] = 3
-  elseif f[2] == token and (f[1] == "successful" or f[1] == "failed" or f[1] == "ready") then
+  elseif f[2] == left and (f[1] == "successful" or f[1] == "failed" or f[1] == "ready") then
     -- Rewritten as it is, so the call propagates: a WAIT confirms only its connection's
     -- writes, and a retry on a fresh connection that wrote nothing would be confirmed at once
     -- while the first try's write may still be short of a replica (docs/scaling.md,
     -- Durability modes).
-    redis.call("HSET", key, "token", token)
+    redis.call("HSET", key, "token", left)
     reply[#reply + 1] = 2  -- only this lease's outcome leaves its token on a settled record
   else
     reply[#reply + 1] = 0

@@ -2,7 +2,9 @@
 -- index, and trim the index.
 -- KEYS[1]  P:metrics            hash: lifetime counters and buckets per "<path>|<name>"
 -- KEYS[2]  P:metrics:           prefix of the per-minute hashes; the Redis minute is appended
--- KEYS[3]  P:metrics:paths      set: task paths counted under their own name
+-- KEYS[3]  P:metrics:paths      zset: task paths counted under their own name, by the Redis
+--                               time in ms a send last counted one (to the hour; a set, as
+--                               earlier versions kept it, is converted)
 -- KEYS[4]  P:stats              hash: lifetime outcome counters
 -- KEYS[5]  P:done               zset: finished ids by finish time in ms
 -- KEYS[6]  P:metrics-sent:<sender>  string: the number of the sender's last send counted here
@@ -11,8 +13,10 @@
 -- ARGV[3]  result_ttl_ms  ids finished longer ago leave P:done ("" keeps them)
 -- ARGV[4]  number         this send's number, above any the sender sent before ("": a trim only)
 -- ARGV[5]  sent_ttl_ms    expiry of KEYS[6]
--- ARGV[6..8] successful, failed, retry: amounts for KEYS[4]
--- ARGV[9]  g              groups of finished ids for KEYS[5], one per finish call; then per
+-- ARGV[6]  path_ttl_ms    a path no send counted for this long leaves KEYS[3], and its fields
+--                         leave KEYS[1] (its series end; the minute hashes expire on their own)
+-- ARGV[7..9] successful, failed, retry: amounts for KEYS[4]
+-- ARGV[10] g              groups of finished ids for KEYS[5], one per finish call; then per
 --                         group: age_ms (how long before this call its outcomes were
 --                         recorded, by the worker's monotonic clock), n, and n ids
 -- ARGV[..]  then per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
@@ -21,15 +25,38 @@
 --          not a number (written by hand): a damaged field costs that field, not the others.
 -- Fence:   KEYS[6]: a send numbered no higher than the sender's last one counted is skipped.
 --          The worker tallies only outcomes finish.lua recorded.
+-- Types:   P:done and P:metrics:paths are checked (TYPE) before the first write: one of another
+--          type fails the call with nothing counted, so the send kept and sent again counts
+--          once. The hashes are written through pcall: a field there that is no number, or a
+--          hash of another type, costs its fields, not the call.
 -- Clock:   redis.call("TIME") only: the minute, the done index's scores (now - age_ms: one
---          clock, and the order the outcomes were recorded in) and its trim.
+--          clock, and the order the outcomes were recorded in), its trim and the paths' ages.
 -- Cost:    one ZADD per 500 ids (call_chunked); a score is formatted once per group; a GET
---          and a SET of KEYS[6] per numbered send.
+--          and a SET of KEYS[6] per numbered send; three TYPEs and a ZRANGEBYSCORE of KEYS[3]
+--          per send, a ZSCORE per task path in it (a ZADD when new or last written an hour
+--          ago), an HKEYS of KEYS[1] when a path is forgotten: nothing per task.
 local number = tonumber(ARGV[4])
 if number and (tonumber(redis.call("GET", KEYS[6])) or 0) >= number then
   return -1
 end
+local paths, cap = KEYS[3], tonumber(ARGV[1])
+-- A path's time is written again once an hour (ms), not at every send: a read per path and send.
+local SEEN_EVERY_MS = 3600 * 1000
+local legacy = redis.call("TYPE", paths).ok == "set"  -- as earlier versions kept the paths
+local wrong = wrong_kind(KEYS[5], "zset") or (not legacy and wrong_kind(paths, "zset"))
+if wrong then
+  return redis.error_reply(wrong)
+end
 local now = now_ms()
+if legacy then  -- each path counts as seen now
+  local seen = {}
+  for _, path in ipairs(redis.call("SMEMBERS", paths)) do
+    seen[#seen + 1] = now
+    seen[#seen + 1] = path
+  end
+  redis.call("DEL", paths)
+  call_chunked("ZADD", paths, seen)
+end
 local skipped = 0
 local function add(hash, field, amount)
   local added = redis.pcall("HINCRBY", hash, field, amount)
@@ -38,10 +65,31 @@ local function add(hash, field, amount)
   end
 end
 
--- The index first: a P:done of another type fails the call before any counter moves.
+-- Paths unseen for path_ttl_ms give their label back, with their lifetime series: a renamed or
+-- generated task path does not hold one of the cap's labels, nor export stale series, for good.
+local forgotten = redis.call("ZRANGEBYSCORE", paths, "-inf", now - tonumber(ARGV[6]))
+if #forgotten > 0 then
+  call_chunked("ZREM", paths, forgotten)
+  local gone = {}
+  for _, path in ipairs(forgotten) do
+    gone[path] = true
+  end
+  local fields = redis.pcall("HKEYS", KEYS[1])
+  if not fields.err then
+    local dropped = {}
+    for _, name in ipairs(fields) do
+      local path = string.match(name, "^(.*)|[^|]*$")
+      if path and gone[path] then
+        dropped[#dropped + 1] = name
+      end
+    end
+    call_chunked("HDEL", KEYS[1], dropped)
+  end
+end
+
 local finished = {}
-local j = 10
-for _ = 1, tonumber(ARGV[9]) do
+local j = 11
+for _ = 1, tonumber(ARGV[10]) do
   local score, n = tostring(now - tonumber(ARGV[j])), tonumber(ARGV[j + 1])
   for m = j + 2, j + 1 + n do
     finished[#finished + 1] = score
@@ -51,22 +99,20 @@ for _ = 1, tonumber(ARGV[9]) do
 end
 call_chunked("ZADD", KEYS[5], finished)
 for i, outcome in ipairs({"successful", "failed", "retry"}) do
-  if ARGV[5 + i] ~= "0" then
-    add(KEYS[4], outcome, ARGV[5 + i])
+  if ARGV[6 + i] ~= "0" then
+    add(KEYS[4], outcome, ARGV[6 + i])
   end
 end
 local minute = KEYS[2] .. math.floor(now / 60000)
-local paths, cap = KEYS[3], tonumber(ARGV[1])
 local first = j
 local i = first
 while i <= #ARGV do
   local path, m, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  if redis.call("SISMEMBER", paths, path) == 0 then
-    if redis.call("SCARD", paths) < cap then
-      redis.call("SADD", paths, path)
-    else
-      path = "other"
-    end
+  local seen = redis.call("ZSCORE", paths, path)
+  if not seen and redis.call("ZCARD", paths) >= cap then
+    path = "other"
+  elseif not seen or now - tonumber(seen) >= SEEN_EVERY_MS then
+    redis.call("ZADD", paths, now, path)
   end
   for j = i + 3, i + 1 + 2 * (m + n), 2 do
     local name = path .. "|" .. ARGV[j]
