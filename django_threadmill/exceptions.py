@@ -50,6 +50,12 @@ class PartlyEnqueued(BrokerUnavailable):
         self.maybe_written = maybe_written
 
 
+class ResumedNotWoken(BrokerUnavailable):
+    """A queue was resumed, but Redis refused its wake tokens: a key the resume reads holds a
+    value of another type, so idle workers were not woken (docs/lifecycle.md, Keys of another
+    type)."""
+
+
 class BrokerRefused(BrokerUnavailable):
     """Redis refused our credentials or a command for lack of ACL rights: waiting cannot help."""
 

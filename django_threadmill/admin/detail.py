@@ -3,9 +3,9 @@
 from collections.abc import Sequence
 from typing import Any
 
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 
-from ..broker.inspect import DAMAGED, TaskDetail, task_path
+from ..broker.inspect import DAMAGED, SHOW_ALL_BYTES, TaskDetail, task_path
 from ..broker.inspect.source import Source
 from ..broker.types import stored_int
 from ..broker.workflows import StoppedStep
@@ -18,7 +18,16 @@ from ..compat import TaskError
 from ..exceptions import PayloadError
 from ..retry import MAX_ATTEMPTS
 from .actions import ran_every_attempt
-from .display import byte_size, pretty_json, pretty_value, shown, shown_end, state_label, when
+from .display import (
+    INDENT_CHARS,
+    byte_size,
+    pretty_json,
+    pretty_value,
+    shown,
+    shown_end,
+    state_label,
+    when,
+)
 
 # Said on the page of a task requeue refuses for having run every attempt (retry.py).
 EXHAUSTED = (
@@ -28,6 +37,11 @@ EXHAUSTED = (
 # Attempts whose error the page shows with its traceback, the newest; earlier ones get a line
 # each. A task may fail 1,000 times, and showing every traceback made a page of megabytes.
 ERRORS_SHOWN = 10
+STREAM_CHUNK_CHARS = 1024 * 1024  # characters "Show all" escapes and sends at a time
+
+
+class TooBigToShow(Exception):
+    """A value "Show all" does not read: one above SHOW_ALL_BYTES."""
 
 
 def detail_or_404(source: Source, task_id: str, whole: Sequence[str] = ()) -> TaskDetail:
@@ -49,13 +63,26 @@ def _payload(record: dict[str, str]) -> tuple[dict[str, Any], str]:
         return {}, str(exc)
 
 
-def _error(number: int, error: TaskError, *, full: bool, unread: int | None) -> dict[str, Any]:
-    """Return one attempt's error as the page shows it; ``unread``: the size of one too big to
-    read for the page (``TaskDetail.unread``), which the page names with a link to it."""
+def _refused(detail: TaskDetail, name: str) -> str:
+    """Say where to read field ``name`` of the record if "Show all" does not ("" if it does)."""
+    if detail.unread.get(name, 0) <= SHOW_ALL_BYTES:
+        return ""
+    return (
+        f"That is more than Show all reads ({byte_size(SHOW_ALL_BYTES)}): read it with "
+        f"redis-cli --raw HGET {detail.key!r} {name!r}"
+    )
+
+
+def _error(detail: TaskDetail, number: int, error: TaskError, *, full: bool) -> dict[str, Any]:
+    """Return one attempt's error as the page shows it: one too big to read for the page
+    (``TaskDetail.unread``) by its size, with a link to it, or where to read it if "Show all"
+    does not."""
+    unread = detail.unread.get(f"error:{number}")
     return {
         "number": number,
         "field": f"traceback:{number}",
         "unread": None if unread is None else byte_size(unread),
+        "refused": _refused(detail, f"error:{number}"),
         "exception_class_path": error.exception_class_path,
         "traceback": shown_end(error.traceback) if full and unread is None else None,
     }
@@ -67,8 +94,7 @@ def _errors(detail: TaskDetail) -> tuple[list[dict[str, Any]], list[dict[str, An
     errors = errors_of(detail.record)
     first_shown = max(0, len(errors) - ERRORS_SHOWN)
     listed = [
-        _error(n, error, full=n > first_shown, unread=detail.unread.get(f"error:{n}"))
-        for n, error in enumerate(errors, start=1)
+        _error(detail, n, error, full=n > first_shown) for n, error in enumerate(errors, start=1)
     ]
     return listed[:first_shown], listed[first_shown:]
 
@@ -148,10 +174,12 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "payload_error": payload_error,
         "payload_raw": shown(record.get("payload", "")) if payload_error else None,
         "payload_unread": None if payload_unread is None else byte_size(payload_unread),
+        "payload_refused": _refused(detail, "payload"),
         "args": shown(pretty_value(payload.get("args", []))),
         "kwargs": shown(pretty_value(payload.get("kwargs", {}))),
         "result": shown(pretty_json(record["result"])) if "result" in record else None,
         "result_unread": None if result_unread is None else byte_size(result_unread),
+        "result_refused": _refused(detail, "result"),
         "other_unread": _other_unread(detail.unread),
         "earlier_errors": earlier_errors,
         "errors": errors,
@@ -173,16 +201,26 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
 
 
 def raw_value(detail: TaskDetail, field: str) -> str:
-    """Return the whole text of one stored value, for "show all"; 404 for an unknown field."""
+    """Return the whole text of one stored value, for "show all"; 404 for an unknown field.
+
+    Raise TooBigToShow for a value above SHOW_ALL_BYTES, which was not read.
+    """
     record = detail.record
     if detail.damaged:
         raise Http404(detail.damaged)
+    for name in raw_fields(field):
+        if refused := _refused(detail, name):
+            raise TooBigToShow(
+                f"Task {detail.id!r} stores {name} of {byte_size(detail.unread[name])}, so "
+                f"it was not read. {refused}."
+            )
     kind, _, number = field.partition(":")
     if field == "payload" and "payload" in record:
         return pretty_json(record["payload"])
     if field in ("args", "kwargs"):
         payload, _ = _payload(record)
-        return pretty_value(payload.get(field, [] if field == "args" else {}))
+        indent = len(record.get("payload", "")) <= INDENT_CHARS
+        return pretty_value(payload.get(field, [] if field == "args" else {}), indent=indent)
     if field == "result" and "result" in record:
         return pretty_json(record["result"])
     if kind in ("error", "traceback") and f"error:{number}" in record:
@@ -191,9 +229,19 @@ def raw_value(detail: TaskDetail, field: str) -> str:
     raise Http404(f"Task {detail.id!r} stores no value {field!r}.")
 
 
-def raw_response(text: str) -> HttpResponse:
-    """Serve stored text as plain text: the browser never reads it as HTML or script."""
-    response = HttpResponse(printable(text), content_type="text/plain; charset=utf-8")
+def raw_response(text: str) -> HttpResponse | StreamingHttpResponse:
+    """Serve stored text as plain text: the browser never reads it as HTML or script.
+
+    A long text is escaped and sent a chunk at a time, not copied whole twice more.
+    """
+    content_type = "text/plain; charset=utf-8"
+    response: HttpResponse | StreamingHttpResponse
+    if len(text) > STREAM_CHUNK_CHARS:
+        chunks = range(0, len(text), STREAM_CHUNK_CHARS)
+        sent = (printable(text[at : at + STREAM_CHUNK_CHARS]) for at in chunks)
+        response = StreamingHttpResponse(sent, content_type=content_type)
+    else:
+        response = HttpResponse(printable(text), content_type=content_type)
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response

@@ -12,6 +12,9 @@ from ..broker.inspect import DAMAGED
 from ..codec.times import from_ms
 
 PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves the rest as text
+# The longest stored JSON shown indented. json.dumps encodes with an indent in Python, a string
+# per token, GBs for a 64 MB value of small numbers: a longer one is shown as stored.
+INDENT_CHARS = 2 * 1024 * 1024
 
 STATE_LABELS = {
     "ready": "READY",
@@ -51,17 +54,21 @@ def byte_size(size: int) -> str:
 
 
 def pretty_json(raw: str | None) -> str:
-    """Return stored JSON indented for reading, or the raw text if it is not JSON."""
+    """Return stored JSON indented for reading, or the raw text if it is not JSON or is longer
+    than INDENT_CHARS."""
     if raw is None:
         return ""
+    if len(raw) > INDENT_CHARS:
+        return raw
     try:
         return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
     except (ValueError, RecursionError):  # nested too deep (by hand) to read or to indent
         return raw
 
 
-def pretty_value(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+def pretty_value(value: Any, *, indent: bool = True) -> str:
+    """Return ``value`` as JSON, indented unless ``indent`` is False (a value too long to)."""
+    return json.dumps(value, indent=2 if indent else None, ensure_ascii=False)
 
 
 def when(ms: int | str | None) -> datetime | None:

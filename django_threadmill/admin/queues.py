@@ -19,11 +19,11 @@ from ..broker.inspect import (
     WorkerSighting,
 )
 from ..broker.inspect.source import Source
-from ..broker.pausing import MAX_REASON_CHARS, QueuePause
+from ..broker.pausing import MAX_REASON_CHARS, QueuePause, checked_reason
 from ..codec.ids import queue_of, worker_host_and_pid
 from ..conf.limits import QueueLimit
 from ..conf.topology import masked_location
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, ResumedNotWoken
 from .activity import REFRESH_S, activity_context
 from .display import age, when
 from .results import DETAIL_URL_NAME
@@ -202,8 +202,21 @@ def queues_context() -> dict[str, Any]:
     }
 
 
-def pause_confirmation(source: Source, queue: str, *, resume: bool) -> dict[str, Any]:
-    """Return what the pause (or resume) confirmation page shows: the queue's state now."""
+def reason_error(reason: str) -> str:
+    """Return why the command would refuse a pause's ``reason``, or "" if it would take it: one
+    check for both (docs/lifecycle.md, Pausing a queue)."""
+    try:
+        checked_reason(reason, "The reason")
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
+def pause_confirmation(
+    source: Source, queue: str, *, resume: bool, reason: str = "", error: str = ""
+) -> dict[str, Any]:
+    """Return what the pause (or resume) confirmation page shows: the queue's state now, and
+    the ``reason`` typed with the ``error`` that refused it."""
     ready, delayed = source.inspector.waiting([queue])[queue]
     pause = source.inspector.paused([queue]).get(queue)
     return {
@@ -214,6 +227,8 @@ def pause_confirmation(source: Source, queue: str, *, resume: bool) -> dict[str,
         "delayed": delayed,
         "paused_title": _paused_title(source.inspector.now_ms(), pause),
         "max_reason_chars": MAX_REASON_CHARS,
+        "reason": reason,
+        "reason_error": error,
     }
 
 
@@ -226,14 +241,18 @@ def pause_or_resume(
     reason: str = "",
 ) -> tuple[str, int]:
     """Pause or resume ``queue`` for ``user`` (the broker logs who); return the message and
-    its level."""
+    its level. ``reason`` is one ``reason_error`` passed."""
     by = f"{user.get_username() or 'staff'} in the admin"
     where = f"{source.alias} / {queue}"
     if resume:
-        if source.broker.resume(queue, by):
+        try:
+            resumed = source.broker.resume(queue, by)
+        except ResumedNotWoken as exc:  # resumed all the same: say so, and what to fix
+            return str(exc), messages.ERROR
+        if resumed:
             return f"Resumed {where}: idle workers were woken to take its tasks.", messages.SUCCESS
         return f"{where} was not paused; nothing changed.", messages.WARNING
-    if source.broker.pause(queue, by, reason.strip()[:MAX_REASON_CHARS]):
+    if source.broker.pause(queue, by, reason):
         return (
             f"Paused {where}: workers take none of its tasks until it is resumed.",
             messages.SUCCESS,

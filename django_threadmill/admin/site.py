@@ -11,7 +11,14 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
+from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -23,12 +30,19 @@ from ..codec.text import printable
 from ..exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..models import Queue, Task
 from . import actions, bulk
-from .detail import detail_context, detail_or_404, raw_fields, raw_response, raw_value
-from .queues import pause_confirmation, pause_or_resume, queues_context
+from .detail import (
+    TooBigToShow,
+    detail_context,
+    detail_or_404,
+    raw_fields,
+    raw_response,
+    raw_value,
+)
+from .queues import pause_confirmation, pause_or_resume, queues_context, reason_error
 from .results import UnknownFilter, results_context
 from .workflows import workflow_context, workflows_context
 
-type View = Callable[..., HttpResponse]
+type View = Callable[..., HttpResponseBase]
 
 
 class PrintablePage(TemplateResponse):
@@ -73,7 +87,7 @@ class ThreadmillModelAdmin(admin.ModelAdmin):
     def guarded(self, view: View, *, change: bool = False) -> View:
         """Wrap ``view`` in admin_view, require the view (or change) permission, show outages."""
 
-        def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             allowed = (
                 self.has_change_permission(request) if change else self.has_view_permission(request)
             )
@@ -164,13 +178,15 @@ class QueueAdmin(ThreadmillModelAdmin):
     def pause_view(
         self, request: HttpRequest, alias: str, queue: str, *, resume: bool
     ) -> HttpResponse:
-        """Confirm pausing (or resuming) a queue, then (on ``post=yes``) do it."""
+        """Confirm pausing (or resuming) a queue, then (on ``post=yes``) do it; a reason the
+        command would refuse is shown on the form again with the error, nothing paused."""
         source = queue_source_or_404(alias, queue)
-        if request.POST.get("post") != "yes":
-            context = pause_confirmation(source, queue, resume=resume)
+        reason = request.POST.get("reason", "").strip()  # as Django's form fields trim
+        error = "" if resume else reason_error(reason)
+        if request.POST.get("post") != "yes" or error:
+            context = pause_confirmation(source, queue, resume=resume, reason=reason, error=error)
             title = "Resume a queue" if resume else "Pause a queue"
             return self.render(request, "pause_confirm.html", title, context)
-        reason = request.POST.get("reason", "")
         text, level = pause_or_resume(source, queue, request.user, resume=resume, reason=reason)
         self.message_user(request, text, level)
         return HttpResponseRedirect(reverse(f"admin:{self.url_name('changelist')}"))
@@ -225,10 +241,17 @@ class TaskAdmin(ThreadmillModelAdmin):
         context = workflow_context(source_or_404(alias), workflow_id, request.GET.get("page"))
         return self.render(request, "workflow.html", f"Workflow {workflow_id}", context)
 
-    def raw_view(self, request: HttpRequest, alias: str, task_id: str, field: str) -> HttpResponse:
+    def raw_view(
+        self, request: HttpRequest, alias: str, task_id: str, field: str
+    ) -> HttpResponse | StreamingHttpResponse:
         source = source_or_404(alias)
         detail = detail_or_404(source, task_id, whole=raw_fields(field))
-        return raw_response(raw_value(detail, field))
+        try:
+            return raw_response(raw_value(detail, field))
+        except TooBigToShow as exc:  # not read: the task's page says where to read it
+            self.message_user(request, str(exc), messages.ERROR)
+            url = reverse(f"admin:{self.url_name('detail')}", args=[alias, task_id])
+            return HttpResponseRedirect(url)
 
     def action_view(self, request: HttpRequest) -> HttpResponse:
         """Confirm an action on the posted tasks, then (on ``post=yes``) apply it."""

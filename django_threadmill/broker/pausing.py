@@ -9,6 +9,10 @@ the queue, when and why, for the admin and the command; nothing decides on its v
 import logging
 from dataclasses import dataclass
 
+import redis
+
+from ..exceptions import ResumedNotWoken
+from .connection import wrong_type
 from .enqueue import WAKE_TOKEN_CAP
 from .reads import Reads
 from .types import stored_note
@@ -16,6 +20,27 @@ from .types import stored_note
 logger = logging.getLogger(__name__)
 # A pause's reason: one line on the admin's queues page and in the log line that records it.
 MAX_REASON_CHARS = 200
+
+
+def checked_reason(reason: str, what: str) -> str:
+    """Return ``reason`` if it is one line of at most MAX_REASON_CHARS characters; else raise
+    ValueError naming ``what`` (the option or field it came from) and the fix.
+
+    The command and the admin both check with this: a line break (``\\n``, U+2028, ...) would
+    split the log line that records the pause, or forge a second one, and the queues page
+    shows the reason on one line.
+    """
+    lines = reason.splitlines()
+    if reason != " ".join(lines):
+        problem = f"{len(lines)} lines" if len(lines) > 1 else "a line and a line break"
+    elif len(reason) > MAX_REASON_CHARS:
+        problem = f"{len(reason)} characters"
+    else:
+        return reason
+    raise ValueError(
+        f"{what} is {problem}: give one line of at most {MAX_REASON_CHARS} characters (the "
+        "rest belongs in a ticket or runbook)."
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,25 +91,53 @@ class Pausing(Reads):
         Each part that was paused gets a wake token per READY task, up to the cap enqueue keeps,
         and at least one: delayed tasks that came due meanwhile are promoted by the first
         acquire, which passes the baton if more are left (docs/design.md, Idle workers block,
-        they do not poll).
+        they do not poll). A part whose ``ready`` or ``wake`` key holds another type gets none,
+        the others get theirs, and ``ResumedNotWoken`` names the key once the queue is resumed
+        (docs/lifecycle.md, Keys of another type).
         """
+        parts = self.parts(queue)
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            wakes = []
-            for part in self.parts(queue):
+            for part in parts:
                 keys = self.queue_keys(part)
                 pipe.delete(keys.paused)
                 pipe.zcard(keys.ready)
                 pipe.llen(keys.wake)
-                wakes.append(keys.wake)
-            replies = pipe.execute()
-            resumed = False
-            for index, wake in enumerate(wakes):
+            replies = pipe.execute(raise_on_error=False)
+            for reply in replies:
+                if isinstance(reply, redis.ResponseError) and not wrong_type(reply):
+                    raise reply
+            resumed, refused = False, []
+            for index, part in enumerate(parts):
+                keys = self.queue_keys(part)
                 deleted, ready, waiting = replies[3 * index : 3 * index + 3]
-                tokens = min(WAKE_TOKEN_CAP - waiting, max(1, ready)) if deleted else 0
-                if tokens > 0:
-                    pipe.rpush(wake, *[1] * tokens)
                 resumed = resumed or bool(deleted)
+                if not deleted:
+                    continue
+                read = ((keys.ready, "zset", ready), (keys.wake, "list", waiting))
+                wrong = [(key, kind) for key, kind, reply in read if wrong_type(reply)]
+                refused += wrong
+                tokens = 0 if wrong else min(WAKE_TOKEN_CAP - waiting, max(1, ready))
+                if tokens > 0:
+                    pipe.rpush(keys.wake, *[1] * tokens)
             pipe.execute()
         if resumed:
             logger.info("Queue resumed backend=%s queue=%s by=%s", self.settings.alias, queue, by)
+        if refused:
+            raise self._not_woken(queue, refused)
         return resumed
+
+    def _not_woken(self, queue: str, refused: list[tuple[str, str]]) -> ResumedNotWoken:
+        """Return the error of a resume whose wake-up the keys ``refused`` (each with the type
+        it should hold) held another type."""
+        with self.translated_errors():
+            types = [str(self.client.type(key)) for key, _ in refused]
+        held = "; ".join(
+            f"key {key} holds a {found}, not a {kind}"
+            for (key, kind), found in zip(refused, types, strict=True)
+        )
+        return ResumedNotWoken(
+            f"Resumed queue {queue} of backend {self.settings.alias}, but its idle workers "
+            f"were not woken (WRONGTYPE): {held}. Something other than django-threadmill wrote "
+            "to it: delete that key, or give each project its own OPTIONS['key_prefix']. The "
+            "queue stays resumed; once the key is gone, idle workers look at it again within 5 s."
+        )

@@ -2,8 +2,10 @@
 
 from collections.abc import Iterator
 from importlib.util import find_spec
+from typing import Any
 
 import pytest
+import redis
 from django.contrib.auth.models import Permission, User
 from django.test import Client, override_settings
 
@@ -89,3 +91,29 @@ def two_aliases(redis_url: str, key_prefix: str) -> Iterator[None]:
     tasks["dummy"] = {"BACKEND": DUMMY_BACKEND}
     with override_settings(TASKS=tasks):
         yield
+
+
+def size_of(reply: Any) -> int:
+    """Return the bytes of text in one parsed reply, however nested."""
+    if isinstance(reply, bytes | str):
+        return len(reply)
+    if isinstance(reply, dict):
+        return sum(size_of(name) + size_of(value) for name, value in reply.items())
+    if isinstance(reply, list | tuple):
+        return sum(size_of(item) for item in reply)
+    return 0
+
+
+@pytest.fixture
+def bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the bytes of every reply this process reads from Redis, pipelines included."""
+    read = [0]
+    parse = redis.Redis.parse_response
+
+    def counted(self: redis.Redis, *args: Any, **options: Any) -> Any:
+        reply = parse(self, *args, **options)
+        read[0] += size_of(reply)
+        return reply
+
+    monkeypatch.setattr(redis.Redis, "parse_response", counted)
+    return read

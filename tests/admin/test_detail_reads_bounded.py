@@ -3,14 +3,13 @@ served whole on "Show all", not read and decoded on every view (docs/admin.md, C
 view)."""
 
 import json
-from typing import Any
 
 import pytest
 import redis
 from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker.inspect import inspector
+from django_threadmill.broker.inspect import record
 from testproject.example.tasks import echo
 from tests.admin.conftest import detail_url, page
 from tests.backend_support import fail, succeed
@@ -18,36 +17,10 @@ from tests.backend_support import fail, succeed
 BIG = 4 * 1024 * 1024  # characters of a big stored value: twice what a page reads
 
 
-def size_of(reply: Any) -> int:
-    """Return the bytes of text in one parsed reply, however nested."""
-    if isinstance(reply, bytes | str):
-        return len(reply)
-    if isinstance(reply, dict):
-        return sum(size_of(name) + size_of(value) for name, value in reply.items())
-    if isinstance(reply, list | tuple):
-        return sum(size_of(item) for item in reply)
-    return 0
-
-
-@pytest.fixture
-def bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the bytes of every reply this process reads from Redis, pipelines included."""
-    read = [0]
-    parse = redis.Redis.parse_response
-
-    def counted(self: redis.Redis, *args: Any, **options: Any) -> Any:
-        reply = parse(self, *args, **options)
-        read[0] += size_of(reply)
-        return reply
-
-    monkeypatch.setattr(redis.Redis, "parse_response", counted)
-    return read
-
-
 @pytest.fixture
 def small_budget(monkeypatch: pytest.MonkeyPatch) -> int:
     """A read budget of 20,000 bytes, so records of a few tens of KB exceed it."""
-    monkeypatch.setattr(inspector, "DETAIL_READ_BYTES", 20_000)
+    monkeypatch.setattr(record, "DETAIL_READ_BYTES", 20_000)
     return 20_000
 
 
@@ -67,7 +40,7 @@ def test_a_big_result_is_named_with_its_size_and_not_read(
     assert "[\n  &quot;hello&quot;\n]" in body  # the arguments, read as before
     unread = f"Not read: {BIG + 2:,} bytes, more than this page reads."
     assert f'{unread} <a href="{detail_url(task_id)}raw/result/">Show all</a>' in body
-    whole = operator.get(detail_url(task_id) + "raw/result/").content.decode()
+    whole = operator.get(detail_url(task_id) + "raw/result/").getvalue().decode()
     assert whole == '"' + "y" * BIG + '"'
 
 

@@ -160,3 +160,17 @@ def test_only_a_post_with_a_csrf_token_pauses(
 )
 def test_an_unknown_queue_or_alias_is_404(operator: Client, url: str) -> None:
     assert operator.post(url, {"post": "yes"}).status_code == 404
+
+
+def test_a_resume_whose_wake_up_redis_refuses_says_it_resumed_and_what_to_fix(
+    operator: Client, backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    """Not the "Redis is unavailable" page: the queue is resumed (docs/lifecycle.md, Keys of
+    another type)."""
+    backend.broker.pause("default", "ada in the admin")
+    wake = backend.broker.queue_keys("default").wake
+    redis_client.set(wake, "another program's value")
+    [message] = confirmed(operator, RESUME_URL)
+    assert message.startswith("Resumed queue default of backend default, but its idle workers")
+    assert f"key {wake} holds a string, not a list. Something other than" in message
+    assert pause_of(backend) is None

@@ -3,6 +3,8 @@
 import asyncio
 import threading
 import time
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 from django_threadmill.compat import TaskContext, task
@@ -54,6 +56,14 @@ def reports_a_note(context: TaskContext, note: str) -> None:
 @task(takes_context=True)
 def reports_unknown_total(context: TaskContext, done: float) -> None:
     report_progress(context, done, note="counting")
+
+
+@task(takes_context=True)
+def reports_as(context: TaskContext, kind: str, done: str, total: str) -> None:
+    """Report ``done`` of ``total``, written as text and read as ``kind``: "Decimal",
+    "Fraction" or "float" (a task's arguments are JSON, which has none of the first two)."""
+    number = {"Decimal": Decimal, "Fraction": Fraction, "float": float}[kind]
+    report_progress(context, number(done), number(total))
 
 
 @task

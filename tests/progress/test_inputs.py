@@ -29,12 +29,20 @@ def context(backend: object) -> TaskContext:
     ("arguments", "error", "message"),
     [
         ((None, 1), TypeError, "report_progress() takes the task's context first, not a NoneType"),
-        (("ctx", "3"), TypeError, "report_progress() done='3' is a str, not a number"),
-        (("ctx", True), TypeError, "report_progress() done=True is a bool, not a number"),
+        (("ctx", "3"), TypeError, "report_progress() done='3' is a str, not a count or an amount"),
+        (
+            ("ctx", True),
+            TypeError,
+            "report_progress() done=True is a bool, not a count or an amount",
+        ),
         (("ctx", -1), ValueError, "report_progress() done=-1 is not a finite number of 0 or more"),
         (("ctx", float("nan")), ValueError, "done=nan is not a finite number of 0 or more"),
         (("ctx", 1, float("inf")), ValueError, "total=inf is not a finite number of 0 or more"),
-        (("ctx", 1, "10"), TypeError, "report_progress() total='10' is a str, not a number"),
+        (
+            ("ctx", 1, "10"),
+            TypeError,
+            "report_progress() total='10' is a str, not a count or an amount",
+        ),
         (("ctx", 11, 10), ValueError, "report_progress() done=11 is more than total=10"),
         (("ctx", 1, 2, 3), TypeError, "report_progress() note=3 is an int. Pass a str."),
         # A byte that is not UTF-8, as os.fsdecode leaves it: Redis cannot be sent it.

@@ -8,6 +8,7 @@ one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writ
 from ...codec.payloads import task_path
 from ..raw_replies import NotUtf8Id
 from .inspector import BAND_SAMPLE, STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
+from .record import SHOW_ALL_BYTES
 from .types import (
     DAMAGED,
     Index,
@@ -21,6 +22,7 @@ from .types import (
 __all__ = [
     "BAND_SAMPLE",
     "DAMAGED",
+    "SHOW_ALL_BYTES",
     "STATE_SAMPLE",
     "THROUGHPUT_MINUTES",
     "Index",

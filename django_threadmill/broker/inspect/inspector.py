@@ -14,10 +14,11 @@ from ..broker import Broker
 from ..connection import wrong_type
 from ..keys import QueueKeys
 from ..pausing import QueuePause
-from ..raw_replies import RAW, NotUtf8Id, escaped, is_utf8, stored_counters, stored_id
-from ..reads import damaged_record, undecodable_record
+from ..raw_replies import RAW, NotUtf8Id, escaped, stored_counters, stored_id
+from ..reads import damaged_record
 from ..scripts import lua_constant
 from ..types import stored_int
+from .record import RecordValues, not_utf8, read_values
 from .types import (
     Index,
     QueueOverview,
@@ -30,6 +31,9 @@ from .types import (
 # A ready score is (100 - priority) * PRIORITY_STEP + seq (common.lua, enqueue.lua).
 PRIORITY_STEP = lua_constant("PRIORITY_STEP")
 MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
+# Enqueue writes ready scores in [0, BANDS_END); one outside (negative, past the last band, or
+# ±inf: by hand) is read apart, as it has no band (docs/admin.md, Queues).
+BANDS_END = MAX_PRIORITY_BANDS * PRIORITY_STEP
 BAND_SAMPLE = 100  # ready ids read from the head of each priority band for the oldest-ready age
 # Where a ready task's wait began: ready_ms (a retry's due time, a requeue) when written, else
 # the later of its enqueue and its run_after.
@@ -37,10 +41,6 @@ READY_SINCE_FIELDS = ("enqueued_ms", "run_after_ms", "ready_ms")
 STATE_SAMPLE = 1000  # ids whose state is read to split finished/leased counts; above: estimate
 MAX_SIGHTINGS = 1000  # latest worker sightings read per queue part (admin, health, metrics)
 THROUGHPUT_MINUTES = (1, 5, 15)  # windows of the throughput figures on the queues page
-# The most bytes of stored values one task's page reads: a record may hold a 64 MB result
-# and 1,000 tracebacks of 64K characters, and reading them all made each view read and decode
-# tens of MB. A value left out is named with its size (TaskDetail.unread).
-DETAIL_READ_BYTES = 2 * 1024 * 1024
 ROW_FIELDS = (
     "state",
     "payload",
@@ -96,46 +96,6 @@ def _pause(note: bytes | Exception) -> QueuePause:
     if isinstance(note, Exception):
         return QueuePause(at_ms=None, by="", reason=f"its key holds no string ({note})")
     return QueuePause.parse(escaped(note))
-
-
-def _not_utf8(task_id: str, key: str, record: dict[bytes, bytes]) -> str:
-    """Say which fields of a record hold bytes that are not UTF-8 ("" when none do)."""
-    names = [
-        escaped(name) for name, value in record.items() if not (is_utf8(name) and is_utf8(value))
-    ]
-    if not names:
-        return ""
-    return (
-        f"{undecodable_record(task_id, key)} Each such byte is shown here as \\xNN; in: "
-        f"{', '.join(names)}."
-    )
-
-
-def _error_number(name: bytes) -> int | None:
-    """Return the attempt number of an ``error:<n>`` field name, None for any other field."""
-    kind, _, number = name.partition(b":")
-    return int(number) if kind == b"error" and number.isdigit() else None
-
-
-def _within_budget(sizes: dict[bytes, int], whole: set[bytes], budget: int) -> list[bytes]:
-    """Return the fields to read: those in ``whole``, then others while they fit ``budget``.
-
-    Fields other than errors come first, smallest first (states, times, then the payload and
-    the result), then the errors, newest first: the page shows the latest tracebacks whole and
-    earlier attempts a line each. A value too big for what is left is passed over, not cut.
-    """
-    chosen = [name for name in sizes if name in whole]
-    left = budget - sum(sizes[name] for name in chosen)
-
-    def order(name: bytes) -> tuple[int, int]:
-        number = _error_number(name)
-        return (0, sizes[name]) if number is None else (1, -number)
-
-    for name in sorted(set(sizes) - whole, key=order):
-        if sizes[name] <= left:
-            chosen.append(name)
-            left -= sizes[name]
-    return chosen
 
 
 class Inspector:
@@ -327,13 +287,18 @@ class Inspector:
 
     def _band_heads(self, keys: QueueKeys) -> tuple[list[str], list[str]]:
         """Return the first BAND_SAMPLE ids of each priority band of the ready set, and the
-        last id read of each band holding more: one ZRANGEBYSCORE a band at most."""
-        sampled: list[str] = []
+        last id read of each band holding more: one ZRANGEBYSCORE a band at most.
+
+        Ids scored outside the bands are among the first, BAND_SAMPLE from each end
+        (``_outliers``), none of them a band's last: an infinite score has no band, and
+        stepping past it failed the queues page.
+        """
+        sampled = self._outliers(keys)
         truncated: list[str] = []
-        low: float | str = "-inf"
+        low = 0
         with self.broker.translated_errors():
             for _ in range(MAX_PRIORITY_BANDS):
-                read = ("ZRANGEBYSCORE", keys.ready, low, "+inf", "WITHSCORES")
+                read = ("ZRANGEBYSCORE", keys.ready, low, f"({BANDS_END}", "WITHSCORES")
                 chunk = _scored(
                     self.broker.raw_command(*read, "LIMIT", 0, BAND_SAMPLE, withscores=True)
                 )
@@ -351,6 +316,18 @@ class Inspector:
                     sampled += ids[:cut]
                     low = bands[-1] * PRIORITY_STEP
         return sampled, truncated
+
+    def _outliers(self, keys: QueueKeys) -> list[str]:
+        """Return the BAND_SAMPLE lowest ready ids scored below the bands and the BAND_SAMPLE
+        highest scored past them: one round trip."""
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            pipe.execute_command(
+                "ZRANGEBYSCORE", keys.ready, "-inf", "(0", "LIMIT", 0, BAND_SAMPLE, **RAW
+            )
+            pipe.execute_command(
+                "ZREVRANGEBYSCORE", keys.ready, "+inf", BANDS_END, "LIMIT", 0, BAND_SAMPLE, **RAW
+            )
+            return [stored_id(task_id) for reply in pipe.execute() for task_id in reply]
 
     def workers(self, queues: Sequence[str], *, counts: bool = True) -> list[WorkerSighting]:
         """Return the workers that renewed leases in ``queues``, most recent first: at most
@@ -526,8 +503,8 @@ class Inspector:
     def detail(self, task_id: str, *, whole: Collection[str] = ()) -> TaskDetail | None:
         """Return the record of ``task_id`` with its TTL and index positions, or None.
 
-        Its values are read up to DETAIL_READ_BYTES in all (``_read_values``); the fields in
-        ``whole`` are read whatever their size, for a page that serves one value whole.
+        Its values are read up to DETAIL_READ_BYTES in all (``read_values``); the fields in
+        ``whole`` are read up to SHOW_ALL_BYTES each, for a page that serves one value whole.
         """
         queue, part = queue_of(task_id), self.broker.part_of(task_id)
         if queue is None or part is None:
@@ -535,53 +512,34 @@ class Inspector:
         keys = self._keys(part)
         key = keys.record(task_id)
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.execute_command("HKEYS", key, **RAW)
+            pipe.hlen(key)
             pipe.pttl(key)
             pipe.zscore(keys.leases, task_id)
             pipe.zscore(keys.delayed, task_id)
             pipe.zrank(keys.ready, task_id)
             pipe.type(key)
             replies = _readable(pipe.execute(raise_on_error=False))
-        names, ttl_ms, deadline, due, position, kind = replies
-        if not names:
+        count, ttl_ms, deadline, due, position, kind = replies
+        if not count:
             return None
-        damaged = isinstance(names, Exception)
-        record, unread = ({}, {}) if damaged else self._read_values(key, names, whole)
-        if not (damaged or record or unread):
+        damaged = isinstance(count, Exception)
+        read = RecordValues({}, {}, "") if damaged else read_values(self.broker, key, count, whole)
+        if not (damaged or read.values or read.unread):
             return None  # it expired between the reads
         return TaskDetail(
             id=task_id,
             queue=queue,
-            record={escaped(name): escaped(value) for name, value in record.items()},
-            unread={escaped(name): size for name, size in unread.items()},
+            key=key,
+            record={escaped(name): escaped(value) for name, value in read.values.items()},
+            unread={escaped(name): size for name, size in read.unread.items()},
             ttl_ms=int(ttl_ms) if int(ttl_ms) >= 0 else None,
             lease_deadline_ms=stored_int(deadline),
             due_ms=stored_int(due),
             ready_position=position,
             damaged=str(damaged_record(task_id, key, kind)) if damaged else "",
-            not_utf8=_not_utf8(task_id, key, {**dict.fromkeys(unread, b""), **record}),
+            not_utf8=not_utf8(task_id, key, {**dict.fromkeys(read.unread, b""), **read.values}),
+            fields_left_out=read.fields_left_out,
         )
-
-    def _read_values(
-        self, key: str, names: list[bytes], whole: Collection[str]
-    ) -> tuple[dict[bytes, bytes], dict[bytes, int]]:
-        """Return the values of record ``key`` that fit the read budget, and the size in bytes
-        of each value left out: two round trips, ``HSTRLEN`` of each field, then ``HMGET``."""
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.hstrlen(key, name)
-            sizes = dict(zip(names, (int(size) for size in pipe.execute()), strict=True))
-        wanted = _within_budget(sizes, {name.encode() for name in whole}, DETAIL_READ_BYTES)
-        if not wanted:
-            return {}, sizes
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.execute_command("HMGET", key, *wanted, **RAW)
-            [values] = pipe.execute()
-        record = {
-            name: value for name, value in zip(wanted, values, strict=True) if value is not None
-        }
-        read = set(wanted)
-        return record, {name: size for name, size in sizes.items() if name not in read}
 
     def existing(self, task_ids: Sequence[str]) -> list[str]:
         """Return those of ``task_ids`` that have a record (one pipelined EXISTS each)."""

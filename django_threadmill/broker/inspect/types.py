@@ -101,6 +101,7 @@ class TaskDetail:
 
     id: str
     queue: str
+    key: str  # its record's key, for a message that says where to look
     record: dict[str, str]  # the values read: all but those in ``unread``
     ttl_ms: int | None  # None: the record does not expire
     lease_deadline_ms: int | None
@@ -109,3 +110,4 @@ class TaskDetail:
     damaged: str = ""  # why the record cannot be read (its key is not a hash); "" when it can
     not_utf8: str = ""  # which fields hold bytes that are not UTF-8, shown escaped; "" if none
     unread: dict[str, int] = field(default_factory=dict)  # values too big to read: their bytes
+    fields_left_out: str = ""  # why fields were not looked at (too many of them); "" if none

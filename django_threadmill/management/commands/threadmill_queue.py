@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...aliases import source_of
 from ...broker.damaged import DamagedRecord
 from ...broker.inspect.source import Source
-from ...broker.pausing import MAX_REASON_CHARS
+from ...broker.pausing import MAX_REASON_CHARS, checked_reason
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option
@@ -56,18 +56,10 @@ def _by() -> str:
 def _reason(text: str) -> str:
     """Return a pause's ``--reason``: UTF-8 text on one line, as long as the admin keeps one
     (it is shown on one line there, and logged in a key=value line)."""
-    reason = text_option(text)
-    lines = reason.splitlines()
-    if reason != " ".join(lines):
-        problem = f"{len(lines)} lines" if len(lines) > 1 else "a line and a line break"
-    elif len(reason) > MAX_REASON_CHARS:
-        problem = f"{len(reason)} characters"
-    else:
-        return reason
-    raise ArgumentTypeError(
-        f"--reason is {problem}: give one line of at most {MAX_REASON_CHARS} characters (the "
-        "rest belongs in a ticket or runbook)."
-    )
+    try:
+        return checked_reason(text_option(text), "--reason")
+    except ValueError as exc:
+        raise ArgumentTypeError(str(exc)) from exc
 
 
 def _takes_command_options(command: ArgumentParser, action: ArgumentParser) -> None:
