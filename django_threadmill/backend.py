@@ -96,12 +96,12 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             # Keyed by id, holding the task: the id stays its own while it is kept here.
             self._valid_tasks[id(task)] = task
 
-    def _check_found_at_its_path(self, task: Task) -> None:
+    def check_found_at_its_path(self, task: Task) -> None:
         """Refuse a task a worker would not find: it imports the task at ``task.module_path``.
 
         Not part of ``validate_task``: that runs as ``@task`` builds the task, before its
         module has bound it to its name. A path found right is remembered, so this is one
-        dict lookup per enqueue.
+        dict lookup per enqueue. A workflow's launch checks each of its steps' tasks too.
         """
         path = task.module_path
         if self._found_at.get(path) is task.func:
@@ -130,14 +130,14 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         unique task equal to an unfinished one returns that task's result and stores nothing.
         """
         self.validate_task(task)
-        self._check_found_at_its_path(task)
+        self.check_found_at_its_path(task)
         return self.pipeline.enqueue(task, args, kwargs)
 
     @traced_aenqueue
     async def aenqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Queue up the Task to be executed, on the asyncio client (no thread hop)."""
         self.validate_task(task)
-        self._check_found_at_its_path(task)
+        self.check_found_at_its_path(task)
         return await self.pipeline.aenqueue(task, args, kwargs)
 
     @traced_enqueue
@@ -147,7 +147,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         Every call is validated and encoded before anything is sent.
         """
         self.validate_task(task)
-        self._check_found_at_its_path(task)
+        self.check_found_at_its_path(task)
         return self.pipeline.enqueue_many(task, calls)
 
     def get_result(self, result_id: str) -> TaskResult:

@@ -157,7 +157,9 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     # A failed step its workflow stopped (cancelled, or recorded as not run): no worker starts
     # one, so the requeue action refuses it (StepOfCancelledWorkflow) and the page offers none.
     # Read for a failed task only.
-    stopped = source.broker.stopped_step(record.get("workflow")) if state == "failed" else None
+    stopped = (
+        source.broker.stopped_step(detail.id, record.get("workflow")) if state == "failed" else None
+    )
     exhausted = ran_every_attempt(state, stored_int(record.get("nerrors")) or 0)
     earlier_errors, errors = _errors(detail)
     result_unread = detail.unread.get("result")

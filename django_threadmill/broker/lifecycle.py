@@ -9,6 +9,7 @@ from .damaged import log_set_aside
 from .keys import QueueKeys
 from .scripts import ScriptCall, ScriptName
 from .types import ExpiredAttempt, Lease, Reaped, stored_lines
+from .workflows import StoppedStep
 
 FLUSH_BATCH = 1000  # keys per SCAN step and per UNLINK when flushing
 # Entries one reap or purge script call may take: Redis serves no other client while a script
@@ -87,11 +88,19 @@ class Lifecycle(BrokerCore):
             log_set_aside(part, 1, script)
         return answer
 
-    def cancel(self, task_id: str, error_json: str, finished_ms: int) -> str:
+    def cancel(
+        self, task_id: str, error_json: str, finished_ms: int, stopped: StoppedStep | None = None
+    ) -> str:
         """Fail a waiting task with ``error_json``; return "cancelled" or the state it was in
         ("missing"; "damaged" when its record cannot be read, which is then set aside). A
-        workflow step cancelled leaves its id in the outbox, as a finish does."""
+        workflow step cancelled leaves its id in the outbox, as a finish does.
+
+        ``stopped``: the task is that workflow step, and its record keeps why, cancelled or
+        held by a worker (reserved, running), so that no worker starts it, nor retries it,
+        once the workflow's hash expired (docs/workflows.md, Cancel).
+        """
         ttl_ms = self.settings.result_ttl_ms
+        stop = ("", "") if stopped is None else stopped.noted()
         return self._on_one_task(
             ScriptName.CANCEL,
             task_id,
@@ -103,7 +112,7 @@ class Lifecycle(BrokerCore):
                 keys.damaged,
                 keys.outbox,
             ),
-            (task_id, error_json, finished_ms, "" if ttl_ms is None else ttl_ms),
+            (task_id, error_json, finished_ms, "" if ttl_ms is None else ttl_ms, *stop),
         )
 
     def requeue(self, task_id: str) -> str:

@@ -16,6 +16,8 @@ by advance.lua. Its fields:
 A step's record carries ``workflow`` = ``<workflow id>:<step>``; finish.lua and cancel.lua
 push the id of such a step that ended onto its queue's outbox in the call that records it,
 and a drainer (workflows/advance.py) advances the workflow from there (docs/workflows.md).
+A step its workflow stopped keeps why in its own record too (``stop``, ``stop_why``: written
+by cancel.lua), which outlives the workflow's hash while the step is held or waits.
 """
 
 from collections.abc import Mapping, Sequence
@@ -55,6 +57,10 @@ class StoppedStep:
     def reason(self) -> str:
         """Why it is cancelled before it runs (``stopped_reason``)."""
         return stopped_reason(self.why, not_run=self.not_run)
+
+    def noted(self) -> tuple[str, str]:
+        """The values of the step record's ``stop`` and ``stop_why`` fields (cancel.lua)."""
+        return ("not_run" if self.not_run else "cancelled", self.why)
 
 
 class Workflows(Reads):
@@ -124,13 +130,18 @@ class Workflows(Reads):
             )
         except PayloadError:
             return None
-        return self.stopped_step(marker)
+        return self.stopped_step(task_id, marker)
 
-    def stopped_step(self, marker: str | None) -> StoppedStep | None:
-        """Return why no worker starts the step a record's ``workflow`` field ``marker``
-        names: its workflow was cancelled, or ended and recorded it as not run (``x:i``, a
-        step a drainer was storing then). None when it may run, or is no step. One HMGET of
-        the workflow, for a step only: a worker asks before it starts every step."""
+    def stopped_step(self, task_id: str, marker: str | None) -> StoppedStep | None:
+        """Return why no worker starts ``task_id``, the step a record's ``workflow`` field
+        ``marker`` names: its workflow was cancelled, or ended and recorded it as not run
+        (``x:i``, a step a drainer was storing then). None when it may run, or is no step.
+        One HMGET of the workflow, for a step only: a worker asks before it starts every step.
+
+        A workflow's hash expires ``result_ttl`` after it ended, and a step a worker held then
+        may wait longer (its buffer, its retry): without the hash, the step's own record says
+        whether its workflow stopped it (``stop``), one HMGET more.
+        """
         marked = read_step_marker(marker)
         if marked is None:
             return None
@@ -140,7 +151,26 @@ class Workflows(Reads):
             return StoppedStep(workflow_id=workflow_id, step=step, why=not_run, not_run=True)
         if status == "cancelled":
             return StoppedStep(workflow_id=workflow_id, step=step, why=why or "cancelled")
+        if status is None:  # expired: every launch writes it
+            return self._noted_stop(task_id, workflow_id, step)
         return None
+
+    def _noted_stop(self, task_id: str, workflow_id: str, step: int) -> StoppedStep | None:
+        """Return the stop cancel.lua noted on step ``task_id``'s record, None for none (nor
+        for a record that cannot be read: the call this check precedes says what it is)."""
+        try:
+            noted = self._read_record(
+                task_id,
+                lambda key: cast(list[str | None], self.client.hmget(key, ["stop", "stop_why"])),
+            )
+        except PayloadError:
+            return None
+        kind, why = noted or (None, None)
+        if kind is None:
+            return None
+        return StoppedStep(
+            workflow_id=workflow_id, step=step, why=why or "cancelled", not_run=kind == "not_run"
+        )
 
     def workflow_fields(self, workflow_id: str) -> dict[str, str]:
         """Return a workflow's hash ({} when unknown or expired)."""

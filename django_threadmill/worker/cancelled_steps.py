@@ -7,10 +7,11 @@ of one that was running (a retry), is not waiting there for either. So before a 
 workflow step it reads the step's workflow (one HMGET, for workflow steps only), and records the
 step as cancelled instead when the workflow was cancelled or recorded the step as not run
 (docs/workflows.md, Cancel). It reads it too when a step's attempt fails and its retry policy
-would try it again: the retry is then not scheduled, since the workflow's record may expire
-(``result_ttl``) before the retry is due, and a step whose workflow is gone starts. The reaper
-asks the same of a step whose worker died while running it (worker/reaper.py). A workflow
-that failed does not stop its steps already enqueued: they still run, as documented.
+would try it again: the retry is then not scheduled. The reaper asks the same of a step whose
+worker died while running it (worker/reaper.py). The workflow's hash expires ``result_ttl``
+after it ended, sooner than a held step may wait: the step's own record says it then
+(``Workflows.stopped_step``). A workflow that failed does not stop its steps already enqueued:
+they still run, as documented.
 """
 
 import logging
@@ -70,7 +71,7 @@ class CancelledSteps:
         if not held.workflow:
             return None
         try:
-            return self.broker.stopped_step(held.workflow)
+            return self.broker.stopped_step(held.lease.task_id, held.workflow)
         except BrokerUnavailable as exc:
             logger.warning(
                 "Workflow of a step unreadable, the step goes on task_id=%s error=%s",

@@ -32,6 +32,11 @@ class Workflow(ABC):
         return await alaunch(self)
 
 
+# The classes check what they are given, as the functions below build them: built directly
+# (they are exported), a group of no members left its callback waiting for good, and a chain
+# of no parts failed with IndexError.
+
+
 @dataclass(frozen=True, slots=True)
 class Step(Workflow):
     """One task with its arguments; the task's own ``using()`` options hold."""
@@ -39,6 +44,13 @@ class Step(Workflow):
     task: Task
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.task, Task):
+            raise TypeError(
+                f"step() takes a task (a function decorated with @task), not {_shown(self.task)}. "
+                "Decorate it with @task, or pass the task it returns."
+            )
 
     def plan_into(self, plan: Plan, given: Input) -> Input:
         return plan.add_step(self.task, self.args, self.kwargs, given)
@@ -49,6 +61,9 @@ class Chain(Workflow):
     """Parts run in order; each part's value is the next part's first positional argument."""
 
     parts: tuple["Node", ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", _nodes("chain", self.parts))
 
     def plan_into(self, plan: Plan, given: Input) -> Input:
         for part in self.parts:
@@ -63,6 +78,14 @@ class Group(Workflow):
     members: tuple["Node", ...]
     then: Step | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", _nodes("group", self.members))
+        if self.then is not None and not isinstance(self.then, Step):
+            raise TypeError(
+                f"group(then=...) takes one step, not {_shown(self.then)}: wrap it as "
+                "then=step(task, ...), or chain(group(...), ...) to run more after the group."
+            )
+
     def plan_into(self, plan: Plan, given: Input) -> Input:
         values: Input = [member.plan_into(plan, given) for member in self.members]
         return values if self.then is None else self.then.plan_into(plan, values)
@@ -76,31 +99,27 @@ def step(task: Task, /, *args: Any, **kwargs: Any) -> Step:
 
     ``task`` is positional-only, so a task may take a keyword argument named ``task``.
     """
-    if not isinstance(task, Task):
-        raise TypeError(
-            f"step() takes a task (a function decorated with @task), not {task!r}. "
-            "Decorate it with @task, or pass the task it returns."
-        )
     return Step(task, args, kwargs)
 
 
 def chain(*parts: Node) -> Chain:
     """Run ``parts`` in order, passing each one's value to the next as its first argument."""
-    return Chain(_nodes("chain", parts))
+    return Chain(parts)
 
 
 def group(*members: Node, then: Step | None = None) -> Group:
     """Run ``members`` in parallel; ``then`` (a step) runs once after every member succeeded,
     with the list of their values, in member order, as its first argument."""
-    if then is not None and not isinstance(then, Step):
+    return Group(members, then)
+
+
+def _nodes(kind: str, given: object) -> tuple[Node, ...]:
+    """Return ``given`` as a tuple of at least one step, chain or group; refuse anything else."""
+    if not isinstance(given, tuple | list):
         raise TypeError(
-            f"group(then=...) takes one step, not {_shown(then)}: wrap it as then=step(task, ...), "
-            "or chain(group(...), ...) to run more after the group."
+            f"{kind.capitalize()}() takes a tuple of steps, chains and groups, not "
+            f"{_shown(given)}. Write {kind}(*steps) instead."
         )
-    return Group(_nodes("group", members), then)
-
-
-def _nodes(kind: str, given: tuple[Any, ...]) -> tuple[Node, ...]:
     if not given:
         raise ValueError(f"{kind}() needs at least one step: {kind}(step(task), ...).")
     for node in given:
@@ -108,7 +127,7 @@ def _nodes(kind: str, given: tuple[Any, ...]) -> tuple[Node, ...]:
             raise TypeError(
                 f"{kind}() takes steps, chains and groups, not {_shown(node)}.{_hint(kind, node)}"
             )
-    return given
+    return tuple(given)
 
 
 def _shown(value: object) -> str:

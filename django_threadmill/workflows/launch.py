@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker import Enqueued, Guard, GuardKind, NewTask
-from ..broker.workflows import stopped_reason
+from ..broker.workflows import StoppedStep
 from ..codec.ids import new_task_hex, step_marker
 from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to
 from ..compat import InvalidTask, Task, TaskResult
@@ -26,6 +26,7 @@ from .plan import (
     workflow_fields,
 )
 from .result import WorkflowResult, read_workflow, waiting_for_commit
+from .stopping import stop_step
 
 type PreparedStep = tuple[NewTask, TaskResult]  # a step's stored form, and its result
 
@@ -33,10 +34,11 @@ type PreparedStep = tuple[NewTask, TaskResult]  # a step's stored form, and its 
 def launch(root: Plannable) -> WorkflowResult:
     """Store the workflow of ``root`` and enqueue its first steps; return its result.
 
-    Every step is checked (its task, its backend, its own arguments as JSON) before anything
-    is stored. The workflow's hash is written before any step is enqueued, so a step that ends
-    at once finds it. With ``enqueue_on_commit`` (OPTIONS, or a first step's task), inside a
-    transaction all of it waits for the commit, and the result says READY until then.
+    Every step is checked (its task, found at its path, its backend, its own arguments as
+    JSON) before anything is stored. The workflow's hash is written before any step is
+    enqueued, so a step that ends at once finds it. With ``enqueue_on_commit`` (OPTIONS, or a
+    first step's task), inside a transaction all of it waits for the commit, and the result
+    says READY until then.
     """
     planned = plan(root)
     backend = _backend_of(planned.tasks)
@@ -197,12 +199,14 @@ def mark_enqueued(
     runs is what the workflow says. The read comes with the mark, after the steps are stored:
     an end before it is seen here, and an end after it finds them marked (a cancel then cancels
     the ones still waiting itself, ``WorkflowResult.cancel``). A worker that reserved one
-    meanwhile finds it recorded as not run before it starts it (worker/cancelled_steps.py).
+    meanwhile finds it recorded as not run before it starts it (worker/cancelled_steps.py), in
+    the workflow's hash, or once that expired in the step's record (``stop_step``).
     """
     not_run = backend.broker.mark_enqueued(workflow_id, [step.index for step in steps])
     for step, why in zip(steps, not_run, strict=True):
         if why:
-            backend.cancel(step_task_id(workflow_id, step), stopped_reason(why, not_run=True))
+            stopped = StoppedStep(workflow_id=workflow_id, step=step.index, why=why, not_run=True)
+            stop_step(backend, step_task_id(workflow_id, step), stopped)
 
 
 def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:
@@ -216,6 +220,8 @@ def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:
     backend = threadmill_backend(aliases[0])
     for task in tasks:
         backend.validate_task(task)
+        # Else stored, and failed only once due, in a worker, after the steps before it ran.
+        backend.check_found_at_its_path(task)
         if getattr(task, "unique_for", None) is not None:
             raise InvalidTask(
                 f"Task {task.module_path!r} is unique (unique_for), and a workflow step cannot "

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
-from ..broker.workflows import stopped_reason
+from ..broker.workflows import StoppedStep
 from ..codec.ids import looked_up_id
 from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, record_status
 from ..codec.text import utf8_text
@@ -12,6 +12,7 @@ from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
 from ..exceptions import PayloadError, WorkflowDoesNotExist
 from .plan import PlannedStep, lacks, step_task_id, stored_plan
+from .stopping import stop_step
 
 STARTED = frozenset({Status.RUNNING, Status.SUCCESSFUL, Status.FAILED})
 
@@ -78,8 +79,9 @@ class WorkflowResult:
         self._waits_for_commit = False
 
     def cancel(self, reason: str = "") -> bool:
-        """Stop the workflow: nothing more is enqueued, and its steps still waiting in a
-        queue are cancelled. Return False if it had ended already (expired included).
+        """Stop the workflow: nothing more is enqueued, its steps still waiting in a queue
+        are cancelled, and those a worker holds are noted so on their records (``stop_step``).
+        Return False if it had ended already (expired included).
 
         A workflow that had failed or succeeded is left as it is: its enqueued steps still run
         (docs/workflows.md, Semantics). One an earlier cancel ended has its waiting steps
@@ -99,8 +101,10 @@ class WorkflowResult:
             return False  # it failed or succeeded before: nothing of it is ours to stop
         why = self.why or why  # the cancel that ended it, this one or an earlier one
         for step in self.steps:
-            if step.task_status == Status.READY:  # its task importable or not
-                backend.cancel(step.task_id, stopped_reason(why, not_run=False))
+            # Waiting (its task importable or not), held by a worker, or running (a retry).
+            if step.task_status in (Status.READY, Status.RUNNING):
+                stopped = StoppedStep(workflow_id=self.id, step=step.index, why=why)
+                stop_step(backend, step.task_id, stopped)
         self.refresh()
         return status == "open"
 

@@ -69,13 +69,14 @@ def boom(value: int) -> None:
     raise ValueError(f"boom after {value}")
 
 
-def _cancel_own_workflow(context: TaskContext) -> None:
-    """Cancel the workflow the running step belongs to (its record names it)."""
+def _cancel_own_workflow(context: TaskContext) -> str:
+    """Cancel the workflow the running step belongs to (its record names it); return its id."""
     result = context.task_result
     record = task_backends[result.backend].broker.record(result.id)
     marked = read_step_marker(record.get("workflow"))
     assert marked is not None, "not a workflow step"
     assert get_workflow(marked[0], result.backend).cancel("from a step")
+    return marked[0]
 
 
 @task(takes_context=True)
@@ -108,6 +109,19 @@ async def acancels_its_workflow_then_fails_for_later(context: TaskContext, log: 
     _count(log, "cancels and fails")
     _cancel_own_workflow(context)
     raise ValueError("fails after the cancel")
+
+
+@threadmill_task(takes_context=True, retry=IN_AN_HOUR)
+def cancels_its_workflow_which_expires(context: TaskContext, log: str, fail: bool = False) -> None:
+    """Cancel the workflow this step belongs to, then delete its hash, as ``result_ttl``
+    passing would while steps a worker holds wait; fail after that when ``fail``, under a
+    policy that would retry in an hour."""
+    _count(log, "cancels")
+    workflow_id = _cancel_own_workflow(context)
+    broker = task_backends[context.task_result.backend].broker
+    broker.client.delete(broker.keyspace.workflow(workflow_id))
+    if fail:
+        raise ValueError("fails after its workflow expired")
 
 
 @threadmill_task(takes_context=True, retry=AT_ONCE_AGAIN)

@@ -1,4 +1,5 @@
--- cancel.lua: fail a task that is still waiting (ready or delayed) with a cancellation error.
+-- cancel.lua: fail a task that is still waiting (ready or delayed) with a cancellation error;
+-- note on a workflow step its workflow stopped why, held by a worker or not.
 -- KEYS[1]  P:t:        record prefix; the id is appended
 -- KEYS[2]  P:ready     zset: ready ids by score
 -- KEYS[3]  P:delayed   zset: delayed ids by due time in ms
@@ -9,10 +10,16 @@
 -- ARGV[2]  error_json    the Cancelled error, built by the client
 -- ARGV[3]  finished_ms   wall clock of the request, for display
 -- ARGV[4]  result_ttl_ms finished records expire after this ("" keeps them forever)
+-- ARGV[5]  stop          "" (a task cancelled), or for a workflow step its workflow stopped:
+--                        "cancelled" (the workflow was) or "not_run" (it recorded the step so)
+-- ARGV[6]  stop_why      the workflow's why (ARGV[5] set)
 -- Returns: "cancelled" (a workflow step: its id is pushed onto P:outbox), or the state the
---          task was in (nothing changes), "missing", or "damaged" (its record cannot be read:
---          set aside and taken out of the queue).
--- Fence:   state must be "ready"; a reserved or running attempt is never cancelled here.
+--          task was in (nothing changes, but the stop noted), "missing", or "damaged" (its
+--          record cannot be read: set aside and taken out of the queue).
+-- Fence:   state must be "ready"; a reserved or running attempt is never cancelled here. A
+--          stop is noted on a ready, reserved or running step (fields stop, stop_why), for the
+--          worker's look before it starts it, or retries it, once the workflow's hash expired
+--          (docs/workflows.md, Cancel): it never creates a record.
 -- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
 --          is written: P:ready, P:delayed, P:done and P:outbox are checked first (TYPE), as
 --          the task leaves one index for others; P:damaged is written only to set a record
@@ -29,12 +36,20 @@ if f or refused == "damaged" then  -- a record set aside leaves the indexes too
   redis.call("ZREM", KEYS[2], id)
   redis.call("ZREM", KEYS[3], id)
 end
+local stops = ARGV[5] ~= ""
 if not f then
+  if stops and (refused == "reserved" or refused == "running") then
+    redis.call("HSET", key, "stop", ARGV[5], "stop_why", ARGV[6])
+  end
   return refused
 end
 local attempt = (tonumber(f[2]) or 0) + 1
-redis.call("HSET", key, "state", "failed", "error:" .. attempt, ARGV[2], "nerrors", attempt,
-  "finished_ms", ARGV[3])
+local fields = {"state", "failed", "error:" .. attempt, ARGV[2], "nerrors", attempt,
+  "finished_ms", ARGV[3]}
+if stops then  -- a requeue reads it once the workflow's hash expired
+  fields[9], fields[10], fields[11], fields[12] = "stop", ARGV[5], "stop_why", ARGV[6]
+end
+redis.call("HSET", key, unpack(fields))
 redis.call("ZADD", KEYS[4], now_ms(), id)
 if ARGV[4] ~= "" then
   redis.call("PEXPIRE", key, ARGV[4])
