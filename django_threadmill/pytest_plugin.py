@@ -17,12 +17,12 @@ if TYPE_CHECKING:
 @pytest.fixture
 def threadmill() -> Iterator["Threadmill"]:
     """Run the test's tasks with ``threadmill.drain()``, in its own thread; the project's Redis
-    keys (every ThreadmillTaskBackend's key_prefix) are flushed before and after it. Under
-    pytest-xdist each worker gets keys of its own (testing/isolation.py)."""
+    keys (every ThreadmillTaskBackend's key_prefix) are flushed before and after it, and those
+    of a ``TASKS`` the test set itself after it. Under pytest-xdist each worker gets keys of
+    its own (testing/isolation.py)."""
     from .testing import Threadmill
+    from .testing.flushing import flushed_around
     from .testing.isolation import own_key_prefixes
 
-    with own_key_prefixes():
-        Threadmill.flush()
+    with own_key_prefixes(), flushed_around():
         yield Threadmill()
-        Threadmill.flush()

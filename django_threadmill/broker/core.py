@@ -52,6 +52,14 @@ class BrokerCore:
         with self.translated_errors():  # a Redis Cluster client reads the slot map when built
             return make_client(self.settings)
 
+    def close(self) -> None:
+        """Close the sync client's pooled connections, if it was made: for a broker made for
+        one call (a test's flush); the shared brokers live as long as their process."""
+        self.__dict__.pop("_scripts", None)  # registered on that client
+        client = self.__dict__.pop("client", None)
+        if client is not None:
+            client.close()
+
     @cached_property
     def _scripts(self) -> dict[ScriptName, Script]:
         return register_scripts(self.client)

@@ -7,7 +7,7 @@ option, a wrong type or a value out of bounds raises with the fix.
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..exceptions import ImproperlyConfiguredThreadmill
@@ -51,6 +51,8 @@ DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
 # enqueues need few; a call that finds all in use waits up to pool_timeout.
 DEFAULT_MAX_CONNECTIONS = 50
 MIN_TOKEN_CHARS = 16  # a metrics token shorter than this is too easy to guess
+# redis-py's names of a client's waits: to connect, for each reply, for a free pooled connection.
+REDIS_WAITS = ("socket_timeout", "socket_connect_timeout", "timeout")
 NO_LIMIT = QueueLimit()
 
 
@@ -239,6 +241,25 @@ def socket_timeout_of(settings: BackendSettings) -> tuple[str, float | None]:
         given = settings.connection_options["socket_timeout"]
         return "OPTIONS['connection_options']['socket_timeout']", seconds_of(given)
     return "OPTIONS['socket_timeout']", settings.socket_timeout_s
+
+
+def waiting_at_most(settings: BackendSettings, timeout_s: float) -> BackendSettings:
+    """Return ``settings`` whose clients give up connecting, waiting for a reply and waiting
+    for a free pooled connection after ``timeout_s`` each.
+
+    For a call that must not wait as long as the backend's own timeouts (10 s reads by
+    default); those ``connection_options`` set override the options, so they go there too.
+    """
+    return replace(
+        settings,
+        socket_timeout_s=timeout_s,
+        socket_connect_timeout_s=timeout_s,
+        pool_timeout_s=timeout_s,
+        connection_options={
+            **settings.connection_options,
+            **dict.fromkeys(REDIS_WAITS, timeout_s),
+        },
+    )
 
 
 def check_queue_name(name: object) -> str:

@@ -6,7 +6,8 @@ event loop of a process (``pipeline_for``).
 """
 
 import reprlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from threading import Lock
 from typing import Any
@@ -267,6 +268,8 @@ class EnqueuePipeline:
 
 _pipelines: dict[tuple[type, str, str, str], list[EnqueuePipeline]] = {}
 _pipelines_lock = Lock()
+# The sets of the open ``pipelines_handed_out`` blocks: empty outside a test's isolation.
+_watches: list[set[EnqueuePipeline]] = []
 
 
 def pipeline_for(sender: type, settings: BackendSettings) -> EnqueuePipeline:
@@ -280,12 +283,31 @@ def pipeline_for(sender: type, settings: BackendSettings) -> EnqueuePipeline:
     key = (sender, settings.alias, settings.location, settings.key_prefix)
     with _pipelines_lock:
         same_place = _pipelines.setdefault(key, [])
-        for pipeline in same_place:
-            if pipeline.settings == settings:
-                return pipeline
-        pipeline = EnqueuePipeline(settings, sender)
-        same_place.append(pipeline)
-        return pipeline
+        found = next((each for each in same_place if each.settings == settings), None)
+        if found is None:
+            found = EnqueuePipeline(settings, sender)
+            same_place.append(found)
+        for seen in _watches:
+            seen.add(found)
+        return found
+
+
+@contextmanager
+def pipelines_handed_out() -> Iterator[set[EnqueuePipeline]]:
+    """Collect every pipeline ``pipeline_for`` hands out inside the block, in any thread.
+
+    A test's isolation (django_threadmill.testing) flushes their keys after the test: a
+    ``TASKS`` the test set itself wrote keys its settings no longer name then. Only it opens
+    one; a backend asks ``pipeline_for`` once, not per enqueue.
+    """
+    seen: set[EnqueuePipeline] = set()
+    with _pipelines_lock:
+        _watches.append(seen)
+    try:
+        yield seen
+    finally:
+        with _pipelines_lock:  # by identity: two sets of the same pipelines are equal
+            _watches[:] = [each for each in _watches if each is not seen]
 
 
 def pipelines_sharing(settings: BackendSettings) -> list[EnqueuePipeline]:

@@ -2,10 +2,11 @@
 
 ``drain()`` runs the queued tasks here until the queues are empty; the ``threadmill`` pytest
 fixture (django_threadmill.pytest_plugin, registered on install) and ``ThreadmillTestMixin``
-give it to tests, with the project's keys flushed around each one.
+give it to tests, with the project's keys flushed around each one (testing/flushing.py).
 """
 
 from .drain import drain
-from .helpers import Threadmill, ThreadmillTestMixin, flush
+from .flushing import flush
+from .helpers import Threadmill, ThreadmillTestMixin
 
 __all__ = ["Threadmill", "ThreadmillTestMixin", "drain", "flush"]

@@ -7,7 +7,6 @@ stderr when it exits non-zero.
 
 import socket
 import sys
-from dataclasses import replace
 from typing import Any, TextIO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -15,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...broker import Broker
 from ...broker.inspect.source import Source
+from ...conf.settings import waiting_at_most
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..health import HealthCode, HostHeartbeats, host_heartbeats, unconfirmed_writes
@@ -22,8 +22,6 @@ from ..probe_output import probe_stream
 from ..seconds_option import seconds_option
 
 DEFAULT_TIMEOUT_S = 2.0
-# redis-py's names of the waits --timeout bounds: connect, each reply, a free pooled connection
-REDIS_WAITS = ("socket_timeout", "socket_connect_timeout", "timeout")
 
 
 def one_line(error: BaseException) -> str:
@@ -140,24 +138,9 @@ class Command(BaseCommand):
 
     @staticmethod
     def _probe_broker(backend: ThreadmillTaskBackend, timeout_s: float) -> Broker:
-        """Return a broker whose connect, reads and pool wait each give up after ``timeout_s``.
-
-        The backend's own timeouts (10 s reads by default) are longer than a probe may take;
-        those ``connection_options`` sets override the options, so they are replaced there too.
-        """
-        settings = backend.settings
-        return Broker(
-            replace(
-                settings,
-                socket_timeout_s=timeout_s,
-                socket_connect_timeout_s=timeout_s,
-                pool_timeout_s=timeout_s,
-                connection_options={
-                    **settings.connection_options,
-                    **dict.fromkeys(REDIS_WAITS, timeout_s),
-                },
-            )
-        )
+        """Return a broker whose connect, reads and pool wait each give up after ``timeout_s``:
+        the backend's own timeouts (10 s reads by default) are longer than a probe may take."""
+        return Broker(waiting_at_most(backend.settings, timeout_s))
 
     def _unavailable(self, reason: str, redis_down_ok: bool) -> None:
         """Raise the unhealthy line of a Redis that cannot serve now, or say it is passed."""
