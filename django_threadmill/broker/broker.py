@@ -10,6 +10,7 @@ from .damaged import DamagedRecords
 from .enqueue import Enqueueing
 from .layouts import Layouts
 from .lifecycle import Lifecycle
+from .metrics_sending import MetricsSending
 from .pausing import Pausing
 from .reads import Reads
 from .transitions import Transitions
@@ -23,6 +24,7 @@ class Broker(
     Reads,
     Acquiring,
     Transitions,
+    MetricsSending,
     Lifecycle,
     DamagedRecords,
     Layouts,

@@ -1,0 +1,100 @@
+"""Sending what ``finish`` tallied: the metrics and the done index's new ids, one metrics.lua
+call per queue part, on the caller's clock (docs/observability.md, What it costs)."""
+
+import logging
+from collections.abc import Sequence
+
+from ..exceptions import BrokerUnavailable, MaybeApplied
+from .core import BrokerCore
+from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, PATH_TTL_MS, SENT_TTL_MS, PartTally
+from .scripts import ScriptCall, ScriptName
+
+logger = logging.getLogger(__name__)
+
+COUNTED_ALREADY = -1  # metrics.lua's reply to a send it counted before (its reply was lost)
+
+
+class MetricsSending(BrokerCore):
+    """The metrics sends of a broker's tally."""
+
+    def send_metrics(self, *, trimming: Sequence[str] = ()) -> None:
+        """Send what ``finish`` tallied, the done index's new ids included: one metrics.lua
+        call per queue part, one round trip.
+
+        Run by the ack writer about once a second and when it stops, and by the reaper after
+        each pass. What a send cannot deliver is kept for the next one; a send whose reply was
+        lost is sent again as it was, and counted once (metrics.py). Each call also trims
+        its part's done index of ids whose records expired; the parts of the ``trimming``
+        queues get a call for that even with nothing tallied (the reaper's pass: an idle
+        queue's index would keep them until its next outcome, a cancel-only one for good).
+        """
+        with self.tally.sending():
+            parts = self.tally.take()
+            ttl_ms = self.settings.result_ttl_ms
+            if ttl_ms is not None:
+                for queue in trimming:
+                    for part in self.parts(queue):
+                        parts.setdefault(part, PartTally())
+            if parts:
+                calls = [self._metrics_call(part, tally) for part, tally in parts.items()]
+                self._send_tallies(parts, calls)
+
+    def _metrics_call(self, part: str, tally: PartTally) -> ScriptCall:
+        """Return the metrics.lua call that sends ``tally`` to ``part``; one that carries
+        nothing to count (a trim) goes unnumbered."""
+        keys, ttl_ms = self.queue_keys(part), self.settings.result_ttl_ms
+        return ScriptCall(
+            ScriptName.METRICS,
+            (
+                keys.metrics,
+                keys.metrics_minute_prefix,
+                keys.metrics_paths,
+                keys.stats,
+                keys.done,
+                keys.metrics_sent(self.tally.sender),
+            ),
+            (
+                MAX_TASK_PATHS,
+                MINUTE_TTL_MS,
+                "" if ttl_ms is None else ttl_ms,
+                tally.number if tally.outcomes else "",
+                SENT_TTL_MS,
+                PATH_TTL_MS,
+                *(tally.outcomes[name] for name in ("successful", "failed", "retry")),
+                *tally.index_entries(),
+                *tally.increments(),
+            ),
+        )
+
+    def _send_tallies(self, parts: dict[str, PartTally], calls: list[ScriptCall]) -> None:
+        """Send one metrics.lua call per part; keep for the next send only the tallies of the
+        calls that failed, then raise the first failure.
+
+        Putting back a tally whose call was counted (another part's call failed in the same
+        round trip) would count it again at every send; one whose reply was lost is put back
+        to be sent again under its number, which metrics.lua skips if it was counted.
+        """
+        try:
+            outcomes = self._run_each_per_queue(calls)
+        except BrokerUnavailable as exc:
+            self.tally.put_back(parts, maybe_counted=isinstance(exc, MaybeApplied))
+            raise
+        errors: list[BrokerUnavailable] = []
+        for (part, tally), outcome in zip(parts.items(), outcomes, strict=True):
+            if isinstance(outcome, BrokerUnavailable):
+                self.tally.put_back({part: tally}, maybe_counted=isinstance(outcome, MaybeApplied))
+                errors.append(outcome)
+            elif outcome == COUNTED_ALREADY:
+                logger.info(
+                    "Metrics send already counted part=%s (sent again after its reply was lost)",
+                    part,
+                )
+            elif outcome:
+                logger.warning(
+                    "Metric fields skipped part=%s count=%d: they hold something that is not a "
+                    "number (written by hand); delete the field or key to count again",
+                    part,
+                    outcome,
+                )
+        if errors:
+            raise errors[0]
