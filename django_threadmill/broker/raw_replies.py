@@ -117,3 +117,8 @@ class NotUtf8Id(str):
 def stored_id(value: bytes) -> str:
     """Decode an id read as bytes: a ``NotUtf8Id`` when it is not UTF-8."""
     return value.decode() if is_utf8(value) else NotUtf8Id(escaped(value))
+
+
+def stored_scored_ids(reply: list[tuple[bytes, float]]) -> list[tuple[str, float]]:
+    """Return the ids of a raw ``WITHSCORES`` reply decoded (``stored_id``), with their scores."""
+    return [(stored_id(member), score) for member, score in reply]

@@ -117,7 +117,7 @@ def test_each_band_is_read_from_its_head_and_a_long_band_errs_older(
 ) -> None:
     """Past BAND_SAMPLE ids in a band, the unread ones count from the last id read's enqueue:
     none of them became ready before it, so the figure is older than the truth, never younger."""
-    monkeypatch.setattr("django_threadmill.broker.inspect.inspector.BAND_SAMPLE", 2)
+    monkeypatch.setattr("django_threadmill.broker.inspect.ready_walk.BAND_SAMPLE", 2)
     now = inspector.now_ms()
     high = add.using(priority=10).enqueue(0, 0).id
     band = [add.enqueue(n, n).id for n in range(3)]
@@ -128,7 +128,7 @@ def test_each_band_is_read_from_its_head_and_a_long_band_errs_older(
 
     assert oldest(inspector) == 2_001  # the last one read of the priority-0 band
 
-    monkeypatch.setattr("django_threadmill.broker.inspect.inspector.BAND_SAMPLE", 100)
+    monkeypatch.setattr("django_threadmill.broker.inspect.ready_walk.BAND_SAMPLE", 100)
     assert oldest(inspector) == 5_000
 
 

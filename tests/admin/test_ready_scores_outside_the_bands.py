@@ -56,7 +56,7 @@ def test_many_ids_scored_outside_the_bands_read_one_sample_each_and_end_the_walk
 ) -> None:
     """More ids at one far score than a band's sample: stepping one band past -1e300 left
     the score where it was, so the walk read the same ids again, band after band."""
-    monkeypatch.setattr("django_threadmill.broker.inspect.inspector.BAND_SAMPLE", 2)
+    monkeypatch.setattr("django_threadmill.broker.inspect.ready_walk.BAND_SAMPLE", 2)
     inspector = Inspector(backend.broker)
     now = inspector.now_ms()
     add.enqueue(1, 1)

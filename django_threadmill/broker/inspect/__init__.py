@@ -7,7 +7,8 @@ one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writ
 
 from ...codec.payloads import task_path
 from ..raw_replies import NotUtf8Id
-from .inspector import BAND_SAMPLE, STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
+from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
+from .ready_walk import BAND_SAMPLE
 from .record import SHOW_ALL_BYTES
 from .types import (
     DAMAGED,

@@ -14,12 +14,13 @@ from ..broker import Broker
 from ..connection import wrong_type
 from ..keys import QueueKeys
 from ..pausing import QueuePause
-from ..raw_replies import RAW, NotUtf8Id, escaped, stored_counters, stored_id
+from ..raw_replies import RAW, NotUtf8Id, escaped, stored_counters, stored_id, stored_scored_ids
 from ..reads import damaged_record
-from ..scripts import lua_constant
 from ..types import stored_int
+from .ready_walk import READY_SINCE_FIELDS, band_heads, oldest_ready_since
 from .record import RecordValues, not_utf8, read_values
 from .types import (
+    Fields,
     Index,
     QueueOverview,
     StateSplit,
@@ -28,16 +29,6 @@ from .types import (
     WorkerSighting,
 )
 
-# A ready score is (100 - priority) * PRIORITY_STEP + seq (common.lua, enqueue.lua).
-PRIORITY_STEP = lua_constant("PRIORITY_STEP")
-MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
-# Enqueue writes ready scores in [0, BANDS_END); one outside (negative, past the last band, or
-# ±inf: by hand) is read apart, as it has no band (docs/admin.md, Queues).
-BANDS_END = MAX_PRIORITY_BANDS * PRIORITY_STEP
-BAND_SAMPLE = 100  # ready ids read from the head of each priority band for the oldest-ready age
-# Where a ready task's wait began: ready_ms (a retry's due time, a requeue) when written, else
-# the later of its enqueue and its run_after.
-READY_SINCE_FIELDS = ("enqueued_ms", "run_after_ms", "ready_ms")
 STATE_SAMPLE = 1000  # ids whose state is read to split finished/leased counts; above: estimate
 MAX_SIGHTINGS = 1000  # latest worker sightings read per queue part (admin, health, metrics)
 THROUGHPUT_MINUTES = (1, 5, 15)  # windows of the throughput figures on the queues page
@@ -52,15 +43,9 @@ ROW_FIELDS = (
     "nerrors",
     *PROGRESS_FIELDS,
 )
-type Fields = list[str | None] | None  # one HMGET reply; None: the key is not a hash
 # Ids and records come back as bytes, decoded one by one (raw_replies.py): one that is not
 # UTF-8, decoded by the client, failed the whole reply, and with it the page.
 SCORED = {"withscores": True, **RAW}  # a sorted set's ids with their scores, as bytes
-
-
-def _scored(reply: list[tuple[bytes, float]]) -> list[tuple[str, float]]:
-    """Return the ids of a raw ``WITHSCORES`` reply decoded (``stored_id``), with their scores."""
-    return [(stored_id(member), score) for member, score in reply]
 
 
 def _readable(replies: list[Any]) -> list[Any]:
@@ -76,18 +61,6 @@ def _readable(replies: list[Any]) -> list[Any]:
 def _stored_ints(values: list[bytes | None]) -> list[int | None]:
     """Read numbers read as bytes (``stored_int``): one that is not UTF-8 reads as unknown."""
     return [None if value is None else stored_int(escaped(value)) for value in values]
-
-
-def _ready_since(fields: Fields) -> int | None:
-    """Return when a ready task's wait began (``READY_SINCE_FIELDS`` read), None if unknown."""
-    if not fields:
-        return None
-    enqueued, run_after, ready = (stored_int(value) for value in fields)
-    if ready is not None:
-        return ready
-    if enqueued is None or run_after is None:
-        return enqueued
-    return max(enqueued, run_after)
 
 
 def _pause(note: bytes | Exception) -> QueuePause:
@@ -274,60 +247,9 @@ class Inspector:
 
     def _oldest_ready(self, part: str) -> int | None:
         keys = self._keys(part)
-        sampled, truncated = self._band_heads(keys)
-        with self.broker.translated_errors():
-            fields = self._fields(keys, sampled, *READY_SINCE_FIELDS)
-        by_id = dict(zip(sampled, fields, strict=True))
-        since = [_ready_since(values) for values in fields]
-        # A truncated band's unread ids were enqueued after its last id read (enqueued_ms).
-        floors = [by_id[task_id] for task_id in truncated]
-        since += [stored_int(values[0]) for values in floors if values]
-        known = [ms for ms in since if ms is not None]
-        return min(known) if known else None
-
-    def _band_heads(self, keys: QueueKeys) -> tuple[list[str], list[str]]:
-        """Return the first BAND_SAMPLE ids of each priority band of the ready set, and the
-        last id read of each band holding more: one ZRANGEBYSCORE a band at most.
-
-        Ids scored outside the bands are among the first, BAND_SAMPLE from each end
-        (``_outliers``), none of them a band's last: an infinite score has no band, and
-        stepping past it failed the queues page.
-        """
-        sampled = self._outliers(keys)
-        truncated: list[str] = []
-        low = 0
-        with self.broker.translated_errors():
-            for _ in range(MAX_PRIORITY_BANDS):
-                read = ("ZRANGEBYSCORE", keys.ready, low, f"({BANDS_END}", "WITHSCORES")
-                chunk = _scored(
-                    self.broker.raw_command(*read, "LIMIT", 0, BAND_SAMPLE, withscores=True)
-                )
-                bands = [int(score) // PRIORITY_STEP for _, score in chunk]
-                ids = [task_id for task_id, _ in chunk]
-                if len(chunk) < BAND_SAMPLE:  # the rest of the set
-                    sampled += ids
-                    break
-                if bands[0] == bands[-1]:  # one band, with more ids than the sample
-                    sampled += ids
-                    truncated.append(ids[-1])
-                    low = (bands[-1] + 1) * PRIORITY_STEP
-                else:  # the last band read may go on: read it again from its head
-                    cut = bands.index(bands[-1])
-                    sampled += ids[:cut]
-                    low = bands[-1] * PRIORITY_STEP
-        return sampled, truncated
-
-    def _outliers(self, keys: QueueKeys) -> list[str]:
-        """Return the BAND_SAMPLE lowest ready ids scored below the bands and the BAND_SAMPLE
-        highest scored past them: one round trip."""
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.execute_command(
-                "ZRANGEBYSCORE", keys.ready, "-inf", "(0", "LIMIT", 0, BAND_SAMPLE, **RAW
-            )
-            pipe.execute_command(
-                "ZREVRANGEBYSCORE", keys.ready, "+inf", BANDS_END, "LIMIT", 0, BAND_SAMPLE, **RAW
-            )
-            return [stored_id(task_id) for reply in pipe.execute() for task_id in reply]
+        sampled, truncated = band_heads(self.broker, keys)
+        fields = self._fields(keys, sampled, *READY_SINCE_FIELDS)
+        return oldest_ready_since(dict(zip(sampled, fields, strict=True)), truncated)
 
     def workers(self, queues: Sequence[str], *, counts: bool = True) -> list[WorkerSighting]:
         """Return the workers that renewed leases in ``queues``, most recent first: at most
@@ -427,7 +349,9 @@ class Inspector:
                 key = getattr(self._keys(queue), index.value)
                 command = "ZREVRANGE" if index.newest_first else "ZRANGE"
                 pipe.execute_command(command, key, start, stop, "WITHSCORES", **SCORED)
-            return {q: _scored(found) for q, found in zip(ranges, pipe.execute(), strict=True)}
+            return {
+                q: stored_scored_ids(found) for q, found in zip(ranges, pipe.execute(), strict=True)
+            }
 
     def _hmget(self, keys: Sequence[str], fields: Sequence[str]) -> list[Fields]:
         """Return ``fields`` of each record key, None where the key is not a hash: one pipeline."""

@@ -6,6 +6,7 @@ from enum import StrEnum
 from ...codec.progress import Progress
 
 DAMAGED = "damaged"  # the state a reader shows for a record key that is not a hash
+type Fields = list[str | None] | None  # one HMGET reply; None: the key is not a hash
 
 
 class Index(StrEnum):

@@ -1,0 +1,89 @@
+"""The oldest-ready walk: when the longest-waiting READY task of a queue part became ready,
+read from the heads of its priority bands, never a scan of the set (docs/admin.md, Queues)."""
+
+from ..broker import Broker
+from ..keys import QueueKeys
+from ..raw_replies import RAW, stored_id, stored_scored_ids
+from ..scripts import lua_constant
+from ..types import stored_int
+from .types import Fields
+
+# A ready score is (100 - priority) * PRIORITY_STEP + seq (common.lua, enqueue.lua).
+PRIORITY_STEP = lua_constant("PRIORITY_STEP")
+MAX_PRIORITY_BANDS = 201  # priorities -100..100: the most bands the oldest-ready walk visits
+# Enqueue writes ready scores in [0, BANDS_END); one outside (negative, past the last band, or
+# ±inf: by hand) is read apart, as it has no band (docs/admin.md, Queues).
+BANDS_END = MAX_PRIORITY_BANDS * PRIORITY_STEP
+BAND_SAMPLE = 100  # ready ids read from the head of each priority band for the oldest-ready age
+# Where a ready task's wait began: ready_ms (a retry's due time, a requeue) when written, else
+# the later of its enqueue and its run_after.
+READY_SINCE_FIELDS = ("enqueued_ms", "run_after_ms", "ready_ms")
+
+
+def oldest_ready_since(fields_by_id: dict[str, Fields], truncated: list[str]) -> int | None:
+    """Return the earliest wait start of the ids read (``READY_SINCE_FIELDS`` of each), and of
+    the ids after each ``truncated`` band's last one read; None if none is known."""
+    since = [_ready_since(values) for values in fields_by_id.values()]
+    # A truncated band's unread ids were enqueued after its last id read (enqueued_ms).
+    floors = [fields_by_id[task_id] for task_id in truncated]
+    since += [stored_int(values[0]) for values in floors if values]
+    known = [ms for ms in since if ms is not None]
+    return min(known) if known else None
+
+
+def _ready_since(fields: Fields) -> int | None:
+    """Return when a ready task's wait began (``READY_SINCE_FIELDS`` read), None if unknown."""
+    if not fields:
+        return None
+    enqueued, run_after, ready = (stored_int(value) for value in fields)
+    if ready is not None:
+        return ready
+    if enqueued is None or run_after is None:
+        return enqueued
+    return max(enqueued, run_after)
+
+
+def band_heads(broker: Broker, keys: QueueKeys) -> tuple[list[str], list[str]]:
+    """Return the first BAND_SAMPLE ids of each priority band of the ready set, and the
+    last id read of each band holding more: one ZRANGEBYSCORE a band at most.
+
+    Ids scored outside the bands are among the first, BAND_SAMPLE from each end
+    (``_outliers``), none of them a band's last: an infinite score has no band, and
+    stepping past it failed the queues page.
+    """
+    sampled = _outliers(broker, keys)
+    truncated: list[str] = []
+    low = 0
+    with broker.translated_errors():
+        for _ in range(MAX_PRIORITY_BANDS):
+            read = ("ZRANGEBYSCORE", keys.ready, low, f"({BANDS_END}", "WITHSCORES")
+            chunk = stored_scored_ids(
+                broker.raw_command(*read, "LIMIT", 0, BAND_SAMPLE, withscores=True)
+            )
+            bands = [int(score) // PRIORITY_STEP for _, score in chunk]
+            ids = [task_id for task_id, _ in chunk]
+            if len(chunk) < BAND_SAMPLE:  # the rest of the set
+                sampled += ids
+                break
+            if bands[0] == bands[-1]:  # one band, with more ids than the sample
+                sampled += ids
+                truncated.append(ids[-1])
+                low = (bands[-1] + 1) * PRIORITY_STEP
+            else:  # the last band read may go on: read it again from its head
+                cut = bands.index(bands[-1])
+                sampled += ids[:cut]
+                low = bands[-1] * PRIORITY_STEP
+    return sampled, truncated
+
+
+def _outliers(broker: Broker, keys: QueueKeys) -> list[str]:
+    """Return the BAND_SAMPLE lowest ready ids scored below the bands and the BAND_SAMPLE
+    highest scored past them: one round trip."""
+    with broker.translated_errors(), broker.client.pipeline(transaction=False) as pipe:
+        pipe.execute_command(
+            "ZRANGEBYSCORE", keys.ready, "-inf", "(0", "LIMIT", 0, BAND_SAMPLE, **RAW
+        )
+        pipe.execute_command(
+            "ZREVRANGEBYSCORE", keys.ready, "+inf", BANDS_END, "LIMIT", 0, BAND_SAMPLE, **RAW
+        )
+        return [stored_id(task_id) for reply in pipe.execute() for task_id in reply]
