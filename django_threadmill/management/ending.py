@@ -1,12 +1,12 @@
 """How the worker and reaper commands end their process: without waiting for a thread that
 still waits on Redis, or runs a task the worker gave up on."""
 
-import logging
-import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import NoReturn
+
+from ..worker.exit_codes import exit_now
 
 
 def run_then_exit(run: Callable[[], None]) -> NoReturn:
@@ -21,10 +21,7 @@ def run_then_exit(run: Callable[[], None]) -> NoReturn:
     except SystemExit as stopped:  # a CommandError's returncode, or argparse's usage
         code = stopped.code if isinstance(stopped.code, int) else int(stopped.code is not None)
     if _threads_left():
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exit_now(code)
     sys.exit(code)
 
 

@@ -94,9 +94,15 @@ def _closes_its_own() -> bool:
 
 
 def close_stale_connections() -> None:
-    """Close this thread's connections that are too old or unusable; none opened, no work."""
+    """Close this thread's connections that are too old or unusable; none opened, no work.
+
+    A close that fails is logged, not raised: Django drops the connection either way, and the
+    outcome of the task that just ran must still be written."""
     if _closes_its_own():
-        close_old_connections()
+        try:
+            close_old_connections()
+        except Exception as exc:
+            logger.warning("Closing stale database connections failed error=%r", exc)
 
 
 def roll_back_open_transactions() -> list[str]:

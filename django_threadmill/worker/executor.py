@@ -153,7 +153,22 @@ class Executor:
         asked once before the task is called, claiming nothing: True (the watchdog timed the
         attempt out already, in its ``task_started`` receivers) returns None, the task unrun.
         """
-        close_stale_connections()  # per task, as Django does per request: CONN_MAX_AGE
+        # Before and after each task, as Django does around each request: CONN_MAX_AGE holds,
+        # and a thread waiting for its next task holds no connection (docs/worker.md, Sizing).
+        close_stale_connections()
+        try:
+            return self._run(reservation, started_ms, claim, given_up)
+        finally:
+            close_stale_connections()
+
+    def _run(
+        self,
+        reservation: Reservation,
+        started_ms: int,
+        claim: Callable[[], bool],
+        given_up: Callable[[], bool],
+    ) -> Finish | None:
+        """Load the attempt, run it and return its outcome, as ``run`` describes."""
         attempt = self._attempt(reservation, started_ms)
         if isinstance(attempt, Finish):
             return attempt if claim() else None

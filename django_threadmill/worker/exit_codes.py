@@ -1,6 +1,11 @@
 """How a worker process, and the whole ``threadmill_worker`` command, end."""
 
+import logging
+import os
+import sys
+from contextlib import suppress
 from enum import IntEnum
+from typing import NoReturn
 
 
 class ExitCode(IntEnum):
@@ -22,3 +27,18 @@ class ExitCode(IntEnum):
     DROPPED = 6  # stopped, but Redis did not take its last writes in time: outcomes not written
     # or tasks not handed back are left to lease expiry and the reaper. Not a crash: the
     # supervisor replaces such a process at once.
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` without waiting for its threads (a task given up on, a
+    call to a silent Redis), once what it logged and printed is written.
+
+    ``os._exit`` writes no buffer: a task's ``print`` lines, held in ``sys.stdout``'s buffer
+    wherever it is no terminal (a pipe to Docker's or systemd's log, a file), were lost with
+    every worker process that ended (docs/worker.md, Shutdown).
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):  # None, closed or replaced by a task: nothing to write then
+            stream.flush()
+    os._exit(code)

@@ -13,6 +13,7 @@ from multiprocessing.context import ForkContext
 from multiprocessing.process import BaseProcess
 
 from ..aliases import threadmill_backend
+from .exit_codes import exit_now
 from .interruptible import STOP_SIGNALS
 from .options import WorkerOptions
 from .process import WorkerProcess
@@ -34,8 +35,7 @@ def run_worker_process(
     for fd in supervisor_fds:
         os.close(fd)
     code = WorkerProcess(options, threadmill_backend(options.backend_alias)).run(control_fd)
-    logging.shutdown()
-    os._exit(code)  # threads that outlived the grace period must not hold the exit
+    exit_now(code)  # threads that outlived the grace period must not hold the exit
 
 
 @contextmanager

@@ -84,3 +84,8 @@ def wait_then_enqueue(path: str) -> str:
     while not Path(path).exists():
         time.sleep(0.01)  # the task's own wait, polled; the test creates the file
     return pid.enqueue().id
+
+
+@task
+def prints(line: str) -> None:
+    print(line)  # buffered where stdout is no terminal: a pipe to a log collector, a file

@@ -81,7 +81,8 @@ def test_a_thread_without_a_connection_never_looks_for_stale_ones(
     assert looked == []
     # A new thread, with connections of its own: the first task opens one.
     assert run_each(backend, [touch_database, record_pid, record_pid]) == [True, True, True]
-    assert len(looked) == 2  # before each task after the one that connected
+    # After each task from the one that connected on, and before each task after it.
+    assert len(looked) == 5
 
 
 def test_a_worker_thread_that_ends_closes_the_connections_it_opened(
