@@ -13,6 +13,7 @@ from ..conf.settings import BackendSettings
 from ..conf.topology import SentinelSettings, masked_location
 from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
 from .no_primary import translated_sentinel_errors
+from .tls import tls_refusal
 from .topology import AsyncClient, SyncClient, aconnect, connect
 from .wrong_server import wrong_server
 
@@ -220,6 +221,9 @@ def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUna
             "maxclients, or lower OPTIONS['max_connections'] (per process) or the number of "
             "processes; nothing was written."
         )
+    refused = tls_refusal(location, where, exc)
+    if refused is not None:  # before the probe: our own TLS set-up, no wrong server
+        return refused
     garbled = isinstance(exc, redis.exceptions.InvalidResponse)
     dropped = isinstance(exc, redis.ConnectionError) and _connected(exc)
     handshake = location.startswith("rediss://") and not _connected(exc)

@@ -1,0 +1,59 @@
+"""Say what is wrong with a rediss:// connection's TLS set-up, which no wait fixes.
+
+redis-py reports a certificate it does not trust, or a certificate or key file it cannot read,
+as "Error 1 connecting to host:port" or "Error 2 connecting to host:port. No such file or
+directory." (the file unnamed), which read like a Redis that is down. The cause it chains says
+which: the server's certificate, or a file named by ``ssl_ca_certs``, ``ssl_certfile`` or
+``ssl_keyfile`` (LOCATION's query or OPTIONS['connection_options']).
+"""
+
+import ssl
+
+from ..exceptions import BrokerRefused
+
+TLS_FILES = "ssl_ca_certs, ssl_certfile or ssl_keyfile"
+WHERE_SET = "in LOCATION's query or OPTIONS['connection_options']"
+# OpenSSL libraries whose errors come from reading a certificate or key file, not from the peer.
+FILE_LIBRARIES = frozenset({"X509", "PEM"})
+FILE_REASONS = ("PEM lib", "KEY_VALUES_MISMATCH")  # the same, where the library is "SSL"
+
+
+def tls_refusal(location: str, where: str, error: BaseException) -> BrokerRefused | None:
+    """Return the error for a rediss:// connection that failed on its own TLS set-up, or None
+    for any other failure; ``where`` is ``location`` as it may be shown."""
+    if not location.startswith("rediss://"):
+        return None
+    cause = _first_cause(error)
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return BrokerRefused(
+            f"Redis at {where} presented a TLS certificate this client does not trust "
+            f"(certificate verify failed: {cause.verify_message}). Set ssl_ca_certs {WHERE_SET} "
+            "to the CA file that signed it (e.g. '?ssl_ca_certs=/etc/redis/ca.crt'), name the "
+            "host in LOCATION as the certificate does, or renew the certificate if it expired; "
+            "nothing was written."
+        )
+    if isinstance(cause, ssl.SSLError) and _from_a_file(cause):
+        return BrokerRefused(
+            f"A TLS file for Redis at {where} holds no usable certificate or key ({cause}). "
+            f"Point {TLS_FILES} {WHERE_SET} at PEM files, the key matching the certificate; "
+            "nothing was written."
+        )
+    if isinstance(cause, FileNotFoundError | PermissionError | IsADirectoryError):
+        return BrokerRefused(
+            f"A TLS file for Redis at {where} cannot be read ({cause.strerror}). Check the "
+            f"paths of {TLS_FILES} {WHERE_SET}, and that this process's user may read them; "
+            "nothing was written."
+        )
+    return None
+
+
+def _first_cause(error: BaseException) -> BaseException | None:
+    """Return the exception redis-py's ConnectionError was raised from, if any."""
+    return error.__cause__ or error.__context__
+
+
+def _from_a_file(error: ssl.SSLError) -> bool:
+    """Tell whether OpenSSL raised ``error`` reading a local file rather than talking to Redis."""
+    return getattr(error, "library", None) in FILE_LIBRARIES or any(
+        reason in str(error) for reason in FILE_REASONS
+    )
