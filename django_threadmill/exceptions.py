@@ -57,7 +57,8 @@ class ResumedNotWoken(BrokerUnavailable):
 
 
 class BrokerRefused(BrokerUnavailable):
-    """Redis refused our credentials or a command for lack of ACL rights: waiting cannot help."""
+    """Redis refused our credentials or a command for lack of ACL rights, or our TLS set-up is
+    wrong (broker/tls.py): waiting cannot help."""
 
 
 class PayloadError(ThreadmillError):
