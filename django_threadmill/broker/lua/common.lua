@@ -60,6 +60,16 @@ local function ready_score(stored)
   return 200 * PRIORITY_STEP
 end
 
+-- Whether the task `holder` a unique key names has not finished (ready, delayed, reserved or
+-- running), so the key is still its; false for one that finished by a path that does not
+-- release keys (cancel), is gone, or cannot be read (then also why): a claim takes such a
+-- key over (docs/schedules.md, Unique tasks). enqueue.lua's and requeue.lua's claims.
+local function holds_unique(prefix, holder)
+  local f, problem = read_record(prefix .. holder, "state")
+  local state = f and f[1]
+  return state == "ready" or state == "reserved" or state == "running", problem
+end
+
 -- Read the record at `key` if its state is `wanted`: returns its fields (state, then the
 -- `...` fields asked for), or nil and what to reply instead: "missing" when there is no
 -- record, "damaged" when it cannot be read (set aside as `script`, dated by TIME: the only

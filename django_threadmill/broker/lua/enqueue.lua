@@ -77,15 +77,14 @@ local function claim(guard, id, position)
   end
   if not redis.call("SET", key, id, "NX", "PX", value) then
     local holder = guard_value(key)
-    local state = nil
+    local held, problem = false, nil
     if holder then
-      local f, problem = read_record(KEYS[1] .. holder, "state")
-      if not f then
+      held, problem = holds_unique(KEYS[1], holder)
+      if problem then
         set_aside(KEYS[8], holder, now, "enqueue", problem)
       end
-      state = f and f[1]
     end
-    if state == "ready" or state == "reserved" or state == "running" then
+    if held then
       duplicates = duplicates or {}
       duplicates[#duplicates + 1] = position
       duplicates[#duplicates + 1] = holder

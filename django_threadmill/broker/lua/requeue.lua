@@ -11,12 +11,14 @@
 --          (its record cannot be read: set aside and taken out of the done index).
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires), and
 --          forgets the failed attempt's finish time and progress. A unique task claims its
---          key again for a new window, unless another task holds it (docs/schedules.md).
+--          key again for a new window, unless another task that has not finished holds it;
+--          a key naming this task, or a finished, missing or unreadable one, is taken over
+--          (docs/schedules.md, Unique tasks).
 -- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
 --          is written: P:done, P:ready and P:wake are checked first (TYPE), as the task
 --          leaves one index for another; P:damaged is written only to set a record aside, as
---          the call's first write, and a unique key of another type is left as it is (SET NX
---          keeps any key). Once the key is deleted, a requeue again works.
+--          the call's first write, and a unique key of another type is left as it is. Once
+--          the key is deleted, a requeue again works.
 -- Clock:   redis.call("TIME") only: the time the task is ready again (`ready_ms`, where the
 --          queue's oldest-READY age counts from), or the date of a record set aside.
 local wrong = wrong_kind(KEYS[3], "zset", KEYS[2], "zset", KEYS[4], "list")
@@ -42,7 +44,15 @@ forget_progress(key, "finished_ms")
 redis.call("ZREM", KEYS[3], id)
 redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
 if f[3] and tonumber(f[4]) then  -- records stored before the window was kept have no unique_ms
-  redis.call("SET", KEYS[6] .. f[3], id, "NX", "PX", f[4])
+  local unique = KEYS[6] .. f[3]
+  local holder = redis.pcall("GET", unique)
+  -- A key of another type (a table) is left as it is. Its own key (a cancel keeps it) starts
+  -- a new window too, and a holder that finished without releasing the key holds nothing, as
+  -- for an enqueue: the next equal enqueue then meets this task instead of running beside it.
+  local free = not holder or holder == id
+  if free or (type(holder) == "string" and not holds_unique(KEYS[1], holder)) then
+    redis.call("SET", unique, id, "PX", f[4])
+  end
 end
 if redis.call("LLEN", KEYS[4]) == 0 then
   redis.call("RPUSH", KEYS[4], 1)
