@@ -22,6 +22,13 @@ from .durations import seconds_of
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_EVERY_S = 3650 * 86400  # ten years: past Python's datetimes, far enough, slots overflow
 KNOWN = ("task", "cron", "every", "args", "kwargs", "queue_name", "priority", "timezone")
+# The type each optional key takes, and the fix its error gives.
+EXPECTED: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "args": ((list, tuple), "Use a list of positional arguments, e.g. [7, 'daily']."),
+    "kwargs": (dict, "Use a dict of keyword arguments, e.g. {'kind': 'daily'}."),
+    "queue_name": (str, "Use a queue name (a str), or leave 'queue_name' out for the task's own."),
+    "timezone": (str, "Use a time zone's name (a str) such as 'Europe/Berlin', not a tzinfo."),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,15 +79,9 @@ def _schedule(name: object, entry: object) -> Schedule:
         raise _fail(name, "needs exactly one of 'cron' and 'every'", "Give one, e.g. 'every'.")
     if "cron" in entry and not isinstance(entry["cron"], str):
         raise _fail(name, f"has cron={entry['cron']!r}", "Use a string such as '0 3 * * *'.")
-    expected: dict[str, type | tuple[type, ...]] = {
-        "args": (list, tuple),
-        "kwargs": dict,
-        "queue_name": str,
-        "timezone": str,
-    }
-    for key, kind in expected.items():
+    for key, (kind, fix) in EXPECTED.items():
         if key in entry and not isinstance(entry[key], kind):
-            raise _fail(name, f"has {key}={entry[key]!r}", f"Use a {kind!r} there.")
+            raise _fail(name, f"has {key}={entry[key]!r}", fix)
     if "timezone" in entry:
         _check_timezone(name, entry)
     priority = entry.get("priority")

@@ -65,7 +65,9 @@ class Scheduler:
         again: until the next slot, at most ``LONGEST_WAIT``.
 
         At the first call, each schedule fires its latest past slot (a slot missed while no
-        supervisor ran). Raises ``BrokerUnavailable``; the schedules not yet fired stay due. A
+        supervisor ran). Raises the first ``BrokerUnavailable`` once every due schedule was
+        tried: a schedule Redis refused stays due, and one queue's failure (a key of another
+        type, a Cluster node down) does not hold back the schedules of the others. A
         schedule that cannot fire (its task fails to import, its module exits as it is
         imported, or its enqueue fails) is logged and skipped until its next slot; one whose
         slots cannot be reckoned (its cron does not parse, its time zone is unknown:
@@ -73,6 +75,7 @@ class Scheduler:
         the others fire on.
         """
         now = self.clock()
+        refused: BrokerUnavailable | None = None
         for schedule in list(self.schedules):
             due = self._due[schedule.name]
             if due is not None and due > now:
@@ -90,11 +93,14 @@ class Scheduler:
                 continue
             try:
                 self._fire(schedule, latest)
-            except BrokerUnavailable:
-                raise
+            except BrokerUnavailable as exc:
+                refused = refused or exc
+                continue
             except (Exception, SystemExit):  # a task module may exit as it is imported
                 logger.exception("Schedule failed to fire schedule=%s", schedule.name)
             self._due[schedule.name] = following
+        if refused is not None:
+            raise refused
         upcoming = [due for due in self._due.values() if due is not None]
         return None if not upcoming else max(timedelta(0), min(min(upcoming) - now, LONGEST_WAIT))
 

@@ -81,6 +81,21 @@ def test_a_wildcard_hour_runs_in_both_passes_of_a_repeated_hour() -> None:
         assert local(2026, 10, 25, 2, 0, fold=1) in slots
 
 
+def test_a_wildcard_minute_follows_the_clock_through_both_changes() -> None:
+    # Debian cron's rule for a job with a wildcard or step in its minute (or hour) field: it
+    # runs by the clock, so twice in a repeated hour and not in a skipped one (no 03:00 run).
+    job = cron("*/20 2 * * *")
+    # 29 March: 02:00-02:59 does not exist, so the next slot after the 28th is on the 30th.
+    assert next_slot(job, local(2026, 3, 28, 12, 0)) == local(2026, 3, 30, 2, 0)
+    autumn, slot = [], local(2026, 10, 25, 1, 0)
+    while (slot := next_slot(job, slot)) < local(2026, 10, 26, 0, 0):
+        autumn.append(slot)
+    passes = [
+        local(2026, 10, 25, 2, minute, fold=fold) for fold in (0, 1) for minute in (0, 20, 40)
+    ]
+    assert autumn == passes
+
+
 def test_the_next_slot_from_the_second_pass_of_a_repeated_hour_is_after_it() -> None:
     # 2026-10-25 in Berlin: 02:30 ran at 02:30 CEST. A supervisor (re)started at 02:05 CET was
     # told 02:30 CEST, already past, so it found the slot due at once, over and over.

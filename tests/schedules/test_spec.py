@@ -1,6 +1,7 @@
 """OPTIONS["schedules"]: shapes are read at the settings edge, with the fix in the error."""
 
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -45,9 +46,15 @@ def test_cron_and_every_schedules_are_read() -> None:
         ({"a": {"task": "x.y", "every": True}}, r"has every=True\."),
         ({"a": {"task": "x.y", "every": 1e300}}, r"has every=1e\+300\. .* at most 10 years"),
         ({"a": {"task": "x.y", "every": float("nan")}}, r"has every=nan\."),
-        ({"a": {"task": "x.y", "every": 1, "args": "abc"}}, r"has args='abc'\. Use a"),
-        ({"a": {"task": "x.y", "every": 1, "kwargs": []}}, r"has kwargs=\[\]\. Use a"),
-        ({"a": {"task": "x.y", "every": 1, "timezone": 1}}, r"has timezone=1\. Use a"),
+        ({"a": {"task": "x.y", "every": 1, "args": "abc"}}, r"has args='abc'\. Use a list of"),
+        ({"a": {"task": "x.y", "every": 1, "kwargs": []}}, r"has kwargs=\[\]\. Use a dict of"),
+        ({"a": {"task": "x.y", "every": 1, "queue_name": None}}, r"None\. Use a queue name"),
+        ({"a": {"task": "x.y", "every": 1, "timezone": 1}}, r"has timezone=1\. Use a time zone"),
+        (  # the type's repr, "Use a <class 'str'> there.", named no fix
+            {"a": {"task": "x.y", "cron": "0 3 * * *", "timezone": ZoneInfo("Europe/Berlin")}},
+            r"timezone=zoneinfo.ZoneInfo\(key='Europe/Berlin'\)\. Use a time zone's name \(a "
+            r"str\) such as 'Europe/Berlin', not a tzinfo\.",
+        ),
         ({"a": {"task": "x.y", "every": 1, "priority": "1"}}, r"has priority='1'\. Use a whole"),
         (
             {"a": {"task": "x.y", "cron": "0 3 * * *", "timezone": ""}},
