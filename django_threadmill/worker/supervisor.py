@@ -6,20 +6,18 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
 from ..backend import ThreadmillTaskBackend
-from ..exceptions import BrokerUnavailable
-from ..schedules.scheduler import Scheduler
 from .backoff import RESTART_BACKOFF
+from .chores import Chores
 from .exit_codes import ExitCode
-from .interruptible import Interrupted, call_unless_stopped, stop_signals_heard
+from .interruptible import stop_signals_heard
 from .options import WorkerOptions
 from .process import RECYCLING, STOP, WorkerProcess
-from .reaper import reap_once
 from .slots import Slot
 from .wakeup import WakeupPipe
 
@@ -27,7 +25,6 @@ logger = logging.getLogger(__name__)
 
 FAST_FAILURE_S = 10.0  # a process that dies this soon after start counts as failing at start
 MAX_FAST_FAILURES = 5  # consecutive fast failures before the supervisor gives up
-SCHEDULE_RETRY_S = 1.0  # wait before firing schedules again after Redis failed
 
 
 class Supervisor:
@@ -42,9 +39,9 @@ class Supervisor:
         self._relayed = 0  # the signals acted on
         self.wakeup = WakeupPipe()  # the main thread sleeps on it; signals wake it
         self.exit_code = ExitCode.OK
-        self.next_reap = time.monotonic()
-        self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
-        self.next_schedule: float | None = time.monotonic() if self.scheduler else None
+        self.chores = Chores(
+            options, backend, self.wakeup, lambda: self.signals > 0, self._act_on_signals
+        )
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1  # the signal woke the main thread already: through its pipe
@@ -54,24 +51,6 @@ class Supervisor:
         if self.signals > self._relayed:
             self._relayed = self.signals
             self._relay() if self.signals == 1 else self._kill()
-
-    def _call_redis[T](self, role: str, call: Callable[[], T]) -> T:
-        """Make a call to Redis from the main thread (a reap pass, the schedules) that a stop
-        does not wait for: ``Interrupted`` once a signal came first, the call left behind (the
-        command exits without it). A signal meanwhile is acted on once the wait ends."""
-        try:
-            return call_unless_stopped(
-                role, call, self.wakeup.sleep_until, self.wakeup.poke, lambda: self.signals > 0
-            )
-        except Interrupted:
-            logger.info(
-                "Stopping without waiting for Redis call=%s (it has not answered; the "
-                "command exits without it)",
-                role,
-            )
-            raise
-        finally:
-            self._act_on_signals()
 
     def run(self) -> ExitCode:
         try:
@@ -86,8 +65,7 @@ class Supervisor:
         # A reap pass advances workflows too, and beside a --burst just started it could
         # enqueue a step the burst has already looked past, ending the burst with the workflow
         # still running.
-        self._reap_if_due()
-        self._fire_schedules_if_due()
+        self.chores.run_due()
         if self.signals:
             logger.info("Start-up interrupted pid=%d: no worker process started", os.getpid())
         return not self.signals
@@ -108,8 +86,7 @@ class Supervisor:
             self._hear(ready)
             self._collect_exits()
             self._restart_due()
-            self._reap_if_due()
-            self._fire_schedules_if_due()
+            self.chores.run_due()
         logger.info("Supervisor stopped exit_code=%d", self.exit_code)
         return self.exit_code
 
@@ -190,10 +167,7 @@ class Supervisor:
         # would wake this loop at once, again and again, for the whole grace period.
         if not self.signals:
             timers += [slot.restart_at for slot in self.slots if slot.restart_at is not None]
-            if self.options.reap_interval_s:
-                timers.append(self.next_reap)
-            if self.next_schedule is not None:
-                timers.append(self.next_schedule)
+            timers += self.chores.due_times()
         timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
         ready = wait([*sentinels, *sockets, self.wakeup.read_fd], timeout)
         if self.wakeup.read_fd in ready:
@@ -362,34 +336,6 @@ class Supervisor:
         for slot in self.slots:
             if slot.restart_at is not None and slot.restart_at <= now and not self.signals:
                 self._spawn(slot)
-
-    def _reap_if_due(self) -> None:
-        """Settle expired leases now and then, so a deployment without threadmill_reap is safe."""
-        interval = self.options.reap_interval_s
-        if not interval or time.monotonic() < self.next_reap or self.signals:
-            return
-        self.next_reap = time.monotonic() + interval
-        try:
-            self._call_redis("reap", lambda: reap_once(self.backend))
-        except Interrupted:
-            return
-        except BrokerUnavailable as exc:
-            logger.warning("Reap pass failed error=%s", exc)
-
-    def _fire_schedules_if_due(self) -> None:
-        """Enqueue the schedules' due slots: every supervisor may, each slot is stored once."""
-        due = self.next_schedule
-        if self.scheduler is None or due is None or time.monotonic() < due or self.signals:
-            return
-        try:
-            wait = self._call_redis("schedules", self.scheduler.fire_due)
-        except Interrupted:
-            return
-        except BrokerUnavailable as exc:
-            logger.warning("Schedules not fired retry_in_s=%.1f error=%s", SCHEDULE_RETRY_S, exc)
-            self.next_schedule = time.monotonic() + SCHEDULE_RETRY_S
-            return
-        self.next_schedule = None if wait is None else time.monotonic() + wait.total_seconds()
 
 
 def _status(code: int | None) -> str:

@@ -300,7 +300,7 @@ def test_a_stopping_supervisor_waits_for_its_processes_not_for_timers_past_due(
     period is not done; its timer must not make the wait return at once (a busy loop)."""
     options = worker_options(backend_alias=backend.alias, grace_period_s=30.0, reap_interval_s=1.0)
     supervisor = Supervisor(options, backend)
-    supervisor.next_reap = supervisor.next_schedule = time.monotonic() - 5
+    supervisor.chores.next_reap = supervisor.chores.next_schedule = time.monotonic() - 5
     supervisor.slots[0].restart_at = time.monotonic() - 5
     timeouts: list[float | None] = []
     monkeypatch.setattr(
