@@ -7,7 +7,7 @@ and an operator's tools read and clear the set.
 """
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .core import BrokerCore
@@ -47,6 +47,11 @@ def parse_entry(queue: str, task_id: str, text: str) -> DamagedRecord:
     return DamagedRecord(queue=queue, id=task_id, at_ms=at_ms, script=script, reason=reason)
 
 
+def oldest_first(entries: list[DamagedRecord]) -> list[DamagedRecord]:
+    """Return ``entries`` oldest first, ties (and entries of no time) by id."""
+    return sorted(entries, key=lambda entry: (entry.at_ms or 0, entry.id))
+
+
 class DamagedRecords(BrokerCore):
     """The damaged-records section of the Broker: read and forget what scripts set aside."""
 
@@ -70,11 +75,7 @@ class DamagedRecords(BrokerCore):
             by_queue[queue] += [
                 parse_entry(queue, stored_id(key), escaped(value)) for key, value in found.items()
             ]
-        return [
-            entry
-            for entries in by_queue.values()
-            for entry in sorted(entries, key=lambda entry: (entry.at_ms or 0, entry.id))
-        ]
+        return [entry for entries in by_queue.values() for entry in oldest_first(entries)]
 
     def damaged_counts(self, queues: Sequence[str]) -> dict[str, int]:
         """Return how many entries each of ``queues`` has set aside, every shard's, in one
@@ -90,15 +91,16 @@ class DamagedRecords(BrokerCore):
             counts[queue] += int(size)
         return counts
 
-    def forget_all_damaged(self, queue: str) -> list[DamagedRecord]:
-        """Drop every entry of ``queue``'s damaged set (every shard's); the keys themselves are
-        left as they are. Return the entries dropped, oldest first.
+    def forget_all_damaged(self, queue: str) -> Iterator[list[DamagedRecord]]:
+        """Drop every entry of ``queue``'s damaged set (every shard's), a batch of at most
+        MAX_LISTED a call; the keys themselves are left as they are. Yield each batch dropped,
+        oldest first, as soon as it is dropped.
 
         Each forget_damaged.lua call reads and drops a batch in one step, so the entries
-        returned are exactly those dropped: one set aside meanwhile is dropped and returned,
-        never dropped unseen.
+        yielded are exactly those dropped: one set aside meanwhile is dropped and yielded,
+        never dropped unseen. A caller that stops iterating (its output was closed, Redis
+        failed) stops the dropping: what it was given is all that was dropped.
         """
-        dropped = []
         for part in self.parts(queue):
             call = ScriptCall(
                 ScriptName.FORGET_DAMAGED,
@@ -109,11 +111,12 @@ class DamagedRecords(BrokerCore):
             left = 1  # until a call answers that the set holds no more
             while left:
                 left, *entries = self._run(call)
-                dropped += [
+                dropped = [
                     parse_entry(queue, stored_id(key), escaped(value))
                     for key, value in zip(entries[::2], entries[1::2], strict=True)
                 ]
-        return sorted(dropped, key=lambda entry: (entry.at_ms or 0, entry.id))
+                if dropped:
+                    yield oldest_first(dropped)
 
     def forget_damaged(self, queue: str, ids: Sequence[str]) -> list[str]:
         """Drop the entries ``ids`` of ``queue``'s damaged set (every shard's), in one round

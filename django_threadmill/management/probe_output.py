@@ -24,7 +24,7 @@ class ProbeStream:
                 stream.flush()  # fail now, where it is caught, not at Python's exit
             except (OSError, ValueError):  # ValueError: a file object closed already
                 self._stream = None
-                _silence(stream)
+                silence(stream)
         return len(text)
 
     def flush(self) -> None:
@@ -43,7 +43,7 @@ def probe_stream(stream: TextIO | None) -> TextIO:
     return cast(TextIO, ProbeStream(stream))
 
 
-def _silence(stream: TextIO) -> None:
+def silence(stream: TextIO) -> None:
     """Point ``stream``'s descriptor at /dev/null.
 
     Python flushes stdout and stderr again as it exits, what the failed write left in the

@@ -2,11 +2,12 @@
 
 import getpass
 import socket
+import sys
 from argparse import SUPPRESS, ArgumentParser, ArgumentTypeError
 from collections import Counter
 from copy import copy
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -17,6 +18,8 @@ from ...broker.pausing import MAX_REASON_CHARS, checked_reason
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option
+from ..probe_output import probe_stream
+from ..report_output import OutputClosed, report_stream
 from ..text_option import text_option
 
 
@@ -36,6 +39,21 @@ def _line(record: DamagedRecord) -> str:
     return (
         f"queue={record.queue} id={record.id} at={_when(record.at_ms)} "
         f"script={record.script or '?'} reason={record.reason}"
+    )
+
+
+def _stopped(queue: str, forgot: int, why: BaseException) -> str:
+    """Return what ``forget-damaged --all`` says when ``why`` stopped it midway."""
+    match why:
+        case OutputClosed():
+            shown = "the output was closed, so the last of them may not show"
+        case KeyboardInterrupt():
+            shown = "interrupted; a batch being dropped then may be dropped unlisted too"
+        case _:
+            shown = f"those listed above; the next batch failed: {str(why).rstrip('.')}"
+    return (
+        f"Forgot {forgot} damaged record(s) of queue {queue}, then stopped: {shown}. The rest "
+        f"are kept: 'manage.py threadmill_queue damaged {queue}' lists them."
     )
 
 
@@ -84,6 +102,16 @@ class Command(BaseCommand):
         "Damaged records); 'forget-damaged' drops entries of that list once you have fixed or "
         "deleted their keys."
     )
+
+    def __init__(
+        self, stdout: TextIO | None = None, stderr: TextIO | None = None, **kwargs: Any
+    ) -> None:
+        """Stop where stdout takes no more lines (``damaged | head``), and write the error
+        line where a failed write cannot turn it into a traceback (management/report_output.py).
+        """
+        super().__init__(
+            report_stream(stdout or sys.stdout), probe_stream(stderr or sys.stderr), **kwargs
+        )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--backend", default="default", help=BACKEND_HELP)
@@ -154,6 +182,8 @@ class Command(BaseCommand):
                     self._forget(source, options["queue"], options["ids"], every=options["all"])
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
+        except OutputClosed:  # its reader has gone (| head): it read what it wanted
+            raise SystemExit(1) from None
 
     def _queue(self, source: Source, name: str) -> str:
         """Return ``name`` if the backend has that queue: in QUEUES, or one Redis knows
@@ -224,10 +254,19 @@ class Command(BaseCommand):
         self.stdout.write(f"{forgot}.")
 
     def _forget_all(self, source: Source, queue: str) -> None:
-        """Drop every entry of ``queue``'s list, and list exactly the ones dropped: read and
-        dropped in one step, so one set aside since the operator's last listing is shown too."""
-        dropped = source.broker.forget_all_damaged(queue)
-        for record in dropped:
-            self.stdout.write(_line(record))
-        what = "those listed above, read and dropped in one step" if dropped else "it had none"
-        self.stdout.write(f"Forgot {len(dropped)} damaged record(s) of queue {queue}: {what}.")
+        """Drop every entry of ``queue``'s list, and list exactly the ones dropped: each batch
+        is read and dropped in one step (one set aside since the operator's last listing is
+        shown too), and listed before the next is dropped, so a stop midway (Redis failing,
+        the output closed, Ctrl-C) drops no more than was listed, but for that batch."""
+        forgot = 0
+        try:
+            for batch in source.broker.forget_all_damaged(queue):
+                forgot += len(batch)
+                for record in batch:
+                    self.stdout.write(_line(record))
+        except (BrokerUnavailable, OutputClosed, KeyboardInterrupt) as exc:
+            if not forgot and isinstance(exc, BrokerUnavailable):
+                raise  # its message says nothing was written
+            raise CommandError(_stopped(queue, forgot, exc)) from exc
+        what = "those listed above, read and dropped in one step" if forgot else "it had none"
+        self.stdout.write(f"Forgot {forgot} damaged record(s) of queue {queue}: {what}.")
