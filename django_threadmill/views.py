@@ -4,7 +4,8 @@ import hmac
 
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
 
 from .aliases import sources
 from .broker.inspect.source import Source
@@ -35,7 +36,8 @@ def readable_sources(request: HttpRequest) -> list[Source] | None:
     return sources() if user.is_active and user.is_staff else []
 
 
-@require_GET
+@require_safe  # HEAD too: every HTTP server must take it where it takes GET
+@never_cache  # a scrape reads Redis now: a cache (the site-wide one) would freeze the gauges
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """Serve the metrics of the readable backends in the Prometheus text format."""
     readable = readable_sources(request)

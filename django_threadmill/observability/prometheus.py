@@ -5,6 +5,7 @@ admin inspector's bounded reads; counters and histograms are those the workers' 
 (broker/metrics.py, sent by metrics.lua). docs/observability.md lists every family.
 """
 
+import logging
 from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -18,7 +19,9 @@ from prometheus_client.core import (
 from ..broker.inspect import Index
 from ..broker.inspect.counters import PathCounters, histogram, lifetime
 from ..broker.inspect.source import Source
+from ..exceptions import BrokerUnavailable
 
+logger = logging.getLogger(__name__)
 QUEUE_STATES = ("ready", "delayed", "reserved", "running")
 OUTCOMES = ("successful", "failed")
 
@@ -28,6 +31,12 @@ class _Families:
 
     def __init__(self) -> None:
         queue_labels, task_labels = ["backend", "queue"], ["backend", "queue", "task"]
+        self.backend_up = GaugeMetricFamily(
+            "threadmill_backend_up",
+            "1 when the scrape read the backend's Redis, 0 when it could not (its other "
+            "families are then left out).",
+            labels=["backend"],
+        )
         self.queue_tasks = GaugeMetricFamily(
             "threadmill_queue_tasks",
             "Tasks in the queue now, by state (reserved and running are estimated above "
@@ -82,6 +91,7 @@ class _Families:
 
     def all(self) -> list[Metric]:
         return [
+            self.backend_up,
             self.queue_tasks,
             self.oldest_ready,
             self.queue_paused,
@@ -93,6 +103,11 @@ class _Families:
             self.run,
             self.wait,
         ]
+
+    def add(self, other: "_Families") -> None:
+        """Add the samples ``other`` holds, family by family."""
+        for mine, theirs in zip(self.all(), other.all(), strict=True):
+            mine.samples.extend(theirs.samples)
 
     def add_queue(
         self, alias: str, queue: str, counts: dict[str, int], age_s: float, *, paused: bool
@@ -123,15 +138,32 @@ def _le(bound: float) -> str:
 
 
 class ThreadmillCollector:
-    """Collect the families of ``sources`` at scrape time (a prometheus_client collector)."""
+    """Collect the families of ``sources`` at scrape time (a prometheus_client collector).
+
+    A backend whose Redis cannot be read is left out, its ``threadmill_backend_up`` 0, so
+    that the others are still exported; ``unreachable`` holds its error for the view.
+    """
 
     def __init__(self, sources: Sequence[Source]) -> None:
         self.sources = list(sources)
+        self.unreachable: list[BrokerUnavailable] = []
 
     def collect(self) -> Iterator[Metric]:
         families = _Families()
+        self.unreachable = []
         for source in self.sources:
-            self._collect_source(source, families)
+            read = _Families()  # all of one backend or none: a read failing midway adds nothing
+            try:
+                self._collect_source(source, read)
+            except BrokerUnavailable as exc:
+                logger.warning(
+                    "Metrics of backend %r left out of the scrape: %s", source.alias, exc
+                )
+                self.unreachable.append(exc)
+                families.backend_up.add_metric([source.alias], 0)
+                continue
+            families.add(read)
+            families.backend_up.add_metric([source.alias], 1)
         yield from families.all()
 
     @staticmethod
@@ -159,7 +191,12 @@ class ThreadmillCollector:
 
 
 def exposition(sources: Sequence[Source]) -> bytes:
-    """Return the Prometheus text format of ``sources``' metrics."""
+    """Return the Prometheus text format of ``sources``' metrics; raise BrokerUnavailable,
+    naming each Redis, when none of them could be read (the scrape then fails)."""
+    collector = ThreadmillCollector(sources)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ThreadmillCollector(sources))
-    return generate_latest(registry)
+    registry.register(collector)
+    body = generate_latest(registry)
+    if collector.unreachable and len(collector.unreachable) == len(collector.sources):
+        raise BrokerUnavailable("\n".join(map(str, collector.unreachable)))
+    return body
