@@ -11,6 +11,9 @@ from ..conf.settings import BackendSettings
 from ..conf.topology import Durability, masked_location
 from ..exceptions import MaybeApplied
 
+# The way out of a confirmation the server refuses for good, short of fixing the server.
+_OTHER_MODE = "set OPTIONS['durability'] to 'replicated' or 'local'"
+
 
 def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
     """Return the command that waits for the durability mode, or None for "local"."""
@@ -27,7 +30,8 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
     """Raise ``MaybeApplied`` when a WAIT or WAITAOF reply falls short of the mode."""
     if isinstance(reply, Exception):
         # E.g. the node became a replica in a failover: the write went elsewhere, unconfirmed.
-        raise unconfirmed(settings, f"the confirmation failed: {reply}{_fix(reply)}") from reply
+        why = f"the confirmation failed: {str(reply).rstrip('.')}{_fix(reply)}"
+        raise unconfirmed(settings, why) from reply
     reached = int(reply[0]) if settings.durability is Durability.FSYNC else int(reply)
     if reached < 1:
         what = (
@@ -44,11 +48,17 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
 
 def _fix(error: Exception) -> str:
     """Return what to do about a confirmation Redis refused for good, else ""."""
-    if "unknown command" in str(error).lower() and "waitaof" in str(error).lower():
-        # Every call would store its tasks and fail: a retry would enqueue them twice.
+    # Either way every call would store its tasks and fail: a retry would enqueue them twice.
+    message = str(error).lower()
+    if "unknown command" in message and "waitaof" in message:
         return (
             ". This Redis has no WAITAOF (Redis and Valkey have it from 7.2): upgrade it, or "
-            "set OPTIONS['durability'] to 'replicated' or 'local'"
+            f"{_OTHER_MODE}"
+        )
+    if "appendonly is disabled" in message:  # turned off at runtime: CONFIG SET appendonly no
+        return (
+            ". Set appendonly yes on the server (CONFIG SET appendonly yes, and in redis.conf "
+            f"so that it stays on after a restart), or {_OTHER_MODE}"
         )
     return ""
 

@@ -147,6 +147,7 @@ class Ack(IntEnum):
     ALREADY = 2  # this lease's outcome was recorded before: a duplicate, or a retried call
     DAMAGED = 3  # the record cannot be read: set aside (docs/lifecycle.md, Damaged records)
     OUTBOX = 4  # recorded, and a workflow step that ended: its id waits in the queue's outbox
+    MISSING = 5  # no record at all: Redis lost its data, or it was deleted or expired
 
 
 class Rejected[T](NamedTuple):

@@ -21,6 +21,10 @@ from ..observability.signals import heard, send_guarded
 # raised. None, with no hop, when nothing would hear them (signals.heard).
 type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]] | None]
 
+# What a thread pool raises, asgiref's sync thread's included, once the interpreter shuts down
+# (atexit handlers run then): the hop never started, so no receiver ran.
+_REFUSED_AT_SHUTDOWN = "cannot schedule new futures after interpreter shutdown"
+
 # Set while task_enqueued is sent, in the sending context: what a receiver runs (an async one
 # on the caller's event loop, through async_to_sync) inherits it. Such an aenqueue announces
 # its task itself (docs/enqueue.md, Coalescing).
@@ -58,10 +62,22 @@ def announcer(sender: type) -> Announce:
     to a sync thread, and no hop when nothing would hear it (signals.heard)."""
     hop = sync_to_async(partial(announce_each, sender))
 
+    async def hop_or_inline(results: list[TaskResult]) -> list[Exception | None]:
+        try:
+            return await hop(results)
+        except RuntimeError as refused:
+            if _REFUSED_AT_SHUTDOWN not in str(refused):
+                raise
+        # An atexit handler's aenqueue: the receivers run in this thread instead, what they
+        # raise logged, since the tasks are stored: raised, it would read as not stored, and
+        # be enqueued again (docs/enqueue.md, Coalescing).
+        announce_guarded(sender, results)
+        return [None] * len(results)
+
     def announce_batch(results: list[TaskResult]) -> Awaitable[list[Exception | None]] | None:
         if not heard(task_enqueued, TaskResultStatus.READY):  # a new task is READY
             return None
-        return hop(results)
+        return hop_or_inline(results)
 
     return announce_batch
 
@@ -93,7 +109,8 @@ def announce_all(sender: type, results: list[TaskResult]) -> None:
 def announce_guarded(sender: type, results: list[TaskResult]) -> None:
     """Send task_enqueued for each of ``results`` to every receiver, logging what one raises:
     the caller raises an error of its own, which says what was written (``PartlyEnqueued``),
-    or has nobody to raise it to (a commit, the scheduler)."""
+    or has nobody to raise it to (a commit, the scheduler), or must not raise it (an
+    ``aenqueue`` at interpreter shutdown, its task stored)."""
     with _receivers_running():
         for result in results:
             send_guarded(task_enqueued, sender, result)

@@ -56,7 +56,8 @@ class _Stop:
 type _Item = Start | Finish | _Written | _Stop
 
 # How each item a call did not record is logged: a retried batch whose first try landed is no
-# news; another owner settling the task is worth a look; a damaged record needs an operator.
+# news; another owner settling the task, or its record gone, is worth a look; a damaged record
+# needs an operator.
 REJECTIONS = {
     Ack.ALREADY: (
         logging.INFO,
@@ -70,6 +71,10 @@ REJECTIONS = {
     Ack.DAMAGED: (
         logging.ERROR,
         "its record cannot be read and was set aside (docs/lifecycle.md, Damaged records)",
+    ),
+    Ack.MISSING: (
+        logging.WARNING,
+        "its record is gone (Redis lost its data, or it was deleted or expired)",
     ),
 }
 

@@ -155,7 +155,7 @@ def test_start_and_finish_record_every_good_task_once(
 
     unreadable = unreadable_of(damaged)
     assert {item.lease.task_id: ack for item, ack in rejected} == {
-        task_id: Ack.DAMAGED if task_id in unreadable else Ack.STALE for task_id in damaged
+        task_id: Ack.DAMAGED if task_id in unreadable else Ack.MISSING for task_id in damaged
     }
     good = [lease.task_id for lease in leases if lease.task_id not in damaged]
     assert [redis_client.hget(keys.record(task_id), "state") for task_id in good] == (

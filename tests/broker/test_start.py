@@ -55,9 +55,9 @@ def test_second_start_of_one_attempt_is_stale(
     assert redis_client.hget(keys.record(lease.task_id), "workers") == WORKER
 
 
-def test_start_of_a_missing_task_is_stale(broker: Broker) -> None:
+def test_start_of_a_missing_task_says_its_record_is_gone(broker: Broker) -> None:
     notice = start(Lease(task_id="0" * 32 + "@default", queue="default", token="1"))
-    assert broker.start(WORKER, [notice]) == [(notice, Ack.STALE)]
+    assert broker.start(WORKER, [notice]) == [(notice, Ack.MISSING)]
 
 
 def test_batch_reports_only_the_stale_notices(

@@ -134,29 +134,36 @@ def test_an_ack_not_recorded_is_logged_by_why(
     broker: Broker, writer: AckWriter, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A retried call whose first try landed is no news (INFO); another owner settling the
-    task is worth a look (WARNING); a damaged record needs an operator (ERROR)."""
-    for n in range(3):
+    task, or its record gone (a Redis that lost its data), is worth a look (WARNING), each
+    saying which; a damaged record needs an operator (ERROR)."""
+    for n in range(4):
         tasks.square.enqueue(n)
-    landed, released, damaged = [r.lease for r in broker.acquire("default", 3).reservations]
+    leases = [r.lease for r in broker.acquire("default", 4).reservations]
+    landed, released, damaged, gone = leases
     assert broker.finish(WORKER, [finish(landed)]) == []  # the first try landed
     assert broker.release([released]) == 1  # handed back: another owner's now
     broker.client.delete(broker.queue_keys("default").record(damaged.task_id))
     broker.client.set(broker.queue_keys("default").record(damaged.task_id), "garbage")
+    broker.client.delete(broker.queue_keys("default").record(gone.task_id))
 
     with caplog.at_level("INFO", logger="django_threadmill.worker.ack_writer"):
-        for lease in (landed, released, damaged):
+        for lease in leases:
             writer.submit_finish(finish(lease))
         writer.start()
         writer.stop()
         writer.join(5)
 
-    levels = {
-        record.getMessage().split("task_id=")[1].split(":")[0]: record.levelname
+    said = {
+        record.getMessage().split("task_id=")[1].split(":")[0]: (
+            record.levelname,
+            record.getMessage().split(": ", 1)[1].split(" (")[0],
+        )
         for record in caplog.records
         if record.getMessage().startswith("Ack not recorded")
     }
-    assert levels == {
-        landed.task_id: "INFO",
-        released.task_id: "WARNING",
-        damaged.task_id: "ERROR",
+    assert said == {
+        landed.task_id: ("INFO", "already recorded under this lease"),
+        released.task_id: ("WARNING", "settled or held by another owner"),
+        damaged.task_id: ("ERROR", "its record cannot be read and was set aside"),
+        gone.task_id: ("WARNING", "its record is gone"),
     }

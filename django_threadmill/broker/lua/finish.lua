@@ -24,7 +24,8 @@
 --          this token and mark (a duplicate, or a retried call whose first try landed); 0
 --          stale: settled or held under another owner (reaped, released, reserved again,
 --          cancelled); 3 damaged: the record cannot be read, so it is set aside and its
---          lease dropped.
+--          lease dropped; 5 missing: there is no record (Redis lost its data, or it was
+--          deleted or expired), and nothing changes.
 --          Metrics and the done index are not written here: the worker sends them on their own
 --          clock (metrics.lua), so a result that arrives alone costs only what it must.
 -- Index:   a finished id enters P:done with the worker's next metrics send (about a second
@@ -147,7 +148,7 @@ for i = 5, #ARGV, 7 do
     redis.call("HSET", key, "token", left)
     reply[#reply + 1] = 2  -- only this lease's outcome leaves its token on a settled record
   else
-    reply[#reply + 1] = 0
+    reply[#reply + 1] = f[1] and 0 or 5  -- a record has a state; no state, no record
   end
 end
 call_chunked("ZREM", KEYS[2], unleased)

@@ -8,8 +8,9 @@
 -- ARGV[2]  worker_id      appended to the record's workers, one line per attempt
 -- ARGV[3]  wake_on_free   "1" for a queue with a concurrency limit (finish.lua says why)
 -- ARGV[4..] per task, 3 values: id, token, started_ms (the worker's wall clock, for display)
--- Returns: {1 started | 0 stale | 3 damaged, ...} in argument order; a damaged record (one
---          that cannot be read) is set aside and its lease dropped.
+-- Returns: {1 started | 0 stale | 3 damaged | 5 missing, ...} in argument order; a damaged
+--          record (one that cannot be read) is set aside and its lease dropped; a missing one
+--          (Redis lost its data, or it was deleted or expired) changes nothing.
 -- Fence:   state must be "reserved" and token must match; otherwise nothing changes.
 -- Clock:   redis.call("TIME") only, for the lease deadline.
 local now = now_ms()
@@ -34,7 +35,7 @@ for i = 4, #ARGV, 3 do
     leased[#leased + 1] = id
     reply[#reply + 1] = 1
   else
-    reply[#reply + 1] = 0
+    reply[#reply + 1] = f[1] and 0 or 5  -- a record has a state; no state, no record
   end
 end
 call_chunked("ZADD", KEYS[2], leased)
