@@ -14,9 +14,6 @@
   A path no send counted for PATH_TTL_MS is dropped with its lifetime series.
 """
 
-from dataclasses import dataclass
-from typing import Any
-
 import pytest
 import redis
 
@@ -29,35 +26,19 @@ from django_threadmill.worker.reaper import reap_pass
 from tests.broker.conftest import WORKER, finish, new_task, redis_now_ms
 from tests.lifecycle.support import run
 from tests.lifecycle.tasks import plain
+from tests.observability.lost_replies import Losses, lose_replies
 
 PLAIN = "tests.lifecycle.tasks.plain"
 ECHO = "testproject.example.tasks.echo"  # the path tests.broker.conftest.new_task stores
 
 
-@dataclass
-class Loss:
-    """Lose the reply of the next finish call; Redis runs it first if ``ran``."""
-
-    ran: bool = True
-    left: int = 1
-
-
 @pytest.fixture
-def loss(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> Loss:
-    loss = Loss()
-    execute = broker.client.execute_command
-    outbox = broker.queue_keys("default").outbox  # only finish.lua of the calls made here
-
-    def execute_command(*args: Any, **options: Any) -> Any:
-        if not (loss.left and outbox in args):
-            return execute(*args, **options)
-        if loss.ran:
-            execute(*args, **options)
-        loss.left -= 1
-        raise redis.ConnectionError("Connection closed by server.")
-
-    monkeypatch.setattr(broker.client, "execute_command", execute_command)
-    return loss
+def losses(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> Losses:
+    """Lose the reply of the next finish call (the only script of these calls that names the
+    outbox); Redis runs it first if ``ran``."""
+    losses = lose_replies(broker, monkeypatch, broker.queue_keys("default").outbox)
+    losses.left = 1
+    return losses
 
 
 def expired(broker: Broker, redis_client: redis.Redis, count: int) -> list[Lease]:
@@ -80,12 +61,12 @@ def test_a_reap_pass_whose_reply_was_lost_is_counted_once(
     ran: bool,
     backend: ThreadmillTaskBackend,
     broker: Broker,
-    loss: Loss,
+    losses: Losses,
     redis_client: redis.Redis,
 ) -> None:
     keys = broker.queue_keys("default")
     expired(broker, redis_client, 2)
-    loss.ran = ran
+    losses.ran = ran
     first = reap_pass(backend)
     assert list(first.failures) == ["default"]
     assert (first.failed, counted(redis_client, keys)) == (0, ({}, {}, 0))
@@ -100,11 +81,11 @@ def test_a_reap_pass_whose_reply_was_lost_is_counted_once(
 
 
 def test_what_another_reaper_settled_meanwhile_is_not_counted_again(
-    backend: ThreadmillTaskBackend, broker: Broker, loss: Loss, redis_client: redis.Redis
+    backend: ThreadmillTaskBackend, broker: Broker, losses: Losses, redis_client: redis.Redis
 ) -> None:
     keys = broker.queue_keys("default")
     expired(broker, redis_client, 2)
-    loss.ran = False
+    losses.ran = False
     assert list(reap_pass(backend).failures) == ["default"]
     other = Broker(broker.settings)  # another process's reaper settles them
     attempts = other.reap("default", 10).expired

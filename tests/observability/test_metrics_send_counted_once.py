@@ -9,8 +9,6 @@ its number, and metrics.lua skips a number it already counted.
 """
 
 import os
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import redis
@@ -20,6 +18,7 @@ from django_threadmill.broker.metrics import SENT_TTL_MS
 from django_threadmill.exceptions import MaybeApplied
 from django_threadmill.worker.ack_writer import AckWriter
 from tests.broker.conftest import WORKER, finish
+from tests.observability.lost_replies import Losses, lose_replies
 from tests.observability.test_outcomes_counted_once_and_tracers_that_raise import (
     counted,
     reserved,
@@ -31,35 +30,10 @@ __all__ = ["writer"]  # the ack writer of a test, joined at its end
 ECHO = "testproject.example.tasks.echo"  # the path new_task stores
 
 
-@dataclass
-class Losses:
-    """What happens to the next metrics sends to "default": ``left`` of them lose their reply;
-    Redis runs them first if ``ran``. ``lost`` counts those lost so far."""
-
-    left: int = 0
-    ran: bool = True
-    lost: int = 0
-
-
 @pytest.fixture
 def losses(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> Losses:
-    """Lose the replies of metrics sends as ``Losses`` says: the connection drops after the
-    call was written, so the broker cannot tell whether Redis ran it."""
-    losses = Losses()
-    execute = broker.client.execute_command
-    stats = broker.queue_keys("default").stats  # only metrics.lua of the calls made here
-
-    def execute_command(*args: Any, **options: Any) -> Any:
-        if not (losses.left and stats in args):
-            return execute(*args, **options)
-        if losses.ran:
-            execute(*args, **options)  # NOSCRIPT raises here: the script is loaded, sent again
-        losses.left -= 1
-        losses.lost += 1
-        raise redis.ConnectionError("Connection closed by server.")
-
-    monkeypatch.setattr(broker.client, "execute_command", execute_command)
-    return losses
+    """Lose the replies of metrics sends as ``Losses`` says."""
+    return lose_replies(broker, monkeypatch, broker.queue_keys("default").stats)
 
 
 def finished(broker: Broker, count: int) -> list[str]:

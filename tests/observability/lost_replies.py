@@ -1,0 +1,39 @@
+"""Lose the replies of chosen script calls: the connection drops after a call was written, so
+the broker cannot tell whether Redis ran it."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import redis
+
+from django_threadmill.broker import Broker
+
+
+@dataclass
+class Losses:
+    """What happens to the next calls that name the chosen key: ``left`` of them lose their
+    reply; Redis runs them first if ``ran``. ``lost`` counts those lost so far."""
+
+    left: int = 0
+    ran: bool = True
+    lost: int = 0
+
+
+def lose_replies(broker: Broker, monkeypatch: pytest.MonkeyPatch, key: str) -> Losses:
+    """Make ``broker``'s calls that name ``key`` lose their replies as the returned ``Losses``
+    says (a key only one script of the test's calls names picks that script's calls)."""
+    losses = Losses()
+    execute = broker.client.execute_command
+
+    def execute_command(*args: Any, **options: Any) -> Any:
+        if not (losses.left and key in args):
+            return execute(*args, **options)
+        if losses.ran:
+            execute(*args, **options)  # NOSCRIPT raises here: the script is loaded, sent again
+        losses.left -= 1
+        losses.lost += 1
+        raise redis.ConnectionError("Connection closed by server.")
+
+    monkeypatch.setattr(broker.client, "execute_command", execute_command)
+    return losses
