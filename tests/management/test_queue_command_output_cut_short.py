@@ -82,6 +82,12 @@ def test_a_listing_whose_output_is_closed_exits_1_without_a_traceback(
     assert (cut.returncode, cut.stderr) == (1, "")
 
 
+def _interruptible() -> None:
+    """Let Ctrl-C reach the command as from a terminal: a shell's background job (a CI
+    runner's ``cmd &``) starts with SIGINT ignored, and Python keeps it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_forget_all_interrupted_midway_keeps_the_batches_not_listed(
     backend: ThreadmillTaskBackend, redis_client: redis.Redis, redis_url: str, key_prefix: str
 ) -> None:
@@ -94,6 +100,7 @@ def test_forget_all_interrupted_midway_keeps_the_batches_not_listed(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_interruptible,
     )
     try:
         assert command.stdout is not None
