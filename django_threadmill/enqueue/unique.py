@@ -1,6 +1,7 @@
 """Unique tasks: the digest that makes two enqueues equal, as a guard for the enqueue script."""
 
 import json
+from datetime import timedelta
 from hashlib import sha256
 from typing import Any
 
@@ -39,5 +40,5 @@ def unique_guard(task: Task, args: list[Any], kwargs: dict[str, Any]) -> Guard |
     text = f"{task.module_path}\n{key}".encode("utf-8", "surrogatepass")
     digest = sha256(text).hexdigest()[:DIGEST_CHARS]
     return Guard(
-        kind=GuardKind.UNIQUE, name=digest, value_ms=int(unique_for.total_seconds() * 1000)
+        kind=GuardKind.UNIQUE, name=digest, value_ms=unique_for // timedelta(milliseconds=1)
     )

@@ -5,9 +5,12 @@ with a BrokenPipeError traceback, and ``forget-damaged --all`` went on dropping 
 nobody saw. Here such a write raises OutputClosed, which the command handles where it stops.
 """
 
-from typing import TextIO, cast
+import sys
+from typing import Any, TextIO, cast
 
-from .probe_output import ProbeStream, silence
+from django.core.management.base import BaseCommand
+
+from .probe_output import ProbeStream, probe_stream, silence
 
 
 class OutputClosed(Exception):
@@ -36,3 +39,22 @@ def report_stream(stream: TextIO | None) -> TextIO:
     """Return ``stream`` wrapped in a ReportStream, typed as the stream Django's commands take
     (they call its ``write``, ``flush`` and ``isatty`` only)."""
     return cast(TextIO, ReportStream(stream))
+
+
+class CutShortCommand(BaseCommand):
+    """A command whose listing an operator may cut short (``| head``): a line goes out as it is
+    written, or the command ends there with exit code 1 and no traceback; its error line is
+    written where a failed write cannot turn it into one either."""
+
+    def __init__(
+        self, stdout: TextIO | None = None, stderr: TextIO | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            report_stream(stdout or sys.stdout), probe_stream(stderr or sys.stderr), **kwargs
+        )
+
+    def execute(self, *args: Any, **options: Any) -> str | None:
+        try:
+            return super().execute(*args, **options)
+        except OutputClosed:  # its reader has gone (| head): it read what it wanted
+            raise SystemExit(1) from None

@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 FIRST_LOOK_BACK = timedelta(minutes=1)
 LONGEST_LOOK_BACK = timedelta(days=366 * 16)
 CRON_FIELDS = 5  # minute, hour, day of month, month, day of week
+# cron's nicknames, which cronsim does not read, as the five fields each stands for.
+NICKNAMES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 
 
 def cron_class() -> "type[CronSim]":
@@ -61,8 +71,17 @@ def _five_fields(cron: str) -> str:
 
     cronsim reads six fields as seconds first, and then follows no daylight saving time:
     ``0 30 2 * * *`` in Europe/Berlin ran twice on the fall-back night and not at all on the
-    spring-forward one (docs/schedules.md, Daylight saving time).
+    spring-forward one (docs/schedules.md, Daylight saving time). A nickname such as
+    ``@daily`` is refused with the five fields it stands for, not as one field.
     """
+    nickname = cron.strip().lower()
+    if nickname in NICKNAMES:
+        raise ValueError(f"{cron.strip()!r} is a nickname: write {NICKNAMES[nickname]!r}")
+    if nickname == "@reboot":
+        raise ValueError(
+            "'@reboot' has no five-field form: schedules run on slots of the clock, not when a "
+            "worker starts. Enqueue the task from your deploy instead"
+        )
     count = len(cron.split())
     if count != CRON_FIELDS:
         raise ValueError(

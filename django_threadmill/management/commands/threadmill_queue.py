@@ -2,14 +2,13 @@
 
 import getpass
 import socket
-import sys
 from argparse import SUPPRESS, ArgumentParser, ArgumentTypeError
 from collections import Counter
 from copy import copy
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from ...aliases import source_of
 from ...broker.damaged import DamagedRecord
@@ -18,8 +17,7 @@ from ...broker.pausing import MAX_REASON_CHARS, checked_reason
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option
-from ..probe_output import probe_stream
-from ..report_output import OutputClosed, report_stream
+from ..report_output import CutShortCommand, OutputClosed
 from ..text_option import text_option
 
 
@@ -94,7 +92,7 @@ def _takes_command_options(command: ArgumentParser, action: ArgumentParser) -> N
             action._add_action(taken)
 
 
-class Command(BaseCommand):
+class Command(CutShortCommand):
     help = (
         "Operator actions on the queues of a threadmill backend. 'pause' stops the workers "
         "taking a queue's tasks and 'resume' lets them take them again (docs/lifecycle.md, "
@@ -102,16 +100,6 @@ class Command(BaseCommand):
         "Damaged records); 'forget-damaged' drops entries of that list once you have fixed or "
         "deleted their keys."
     )
-
-    def __init__(
-        self, stdout: TextIO | None = None, stderr: TextIO | None = None, **kwargs: Any
-    ) -> None:
-        """Stop where stdout takes no more lines (``damaged | head``), and write the error
-        line where a failed write cannot turn it into a traceback (management/report_output.py).
-        """
-        super().__init__(
-            report_stream(stdout or sys.stdout), probe_stream(stderr or sys.stderr), **kwargs
-        )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--backend", default="default", help=BACKEND_HELP)
@@ -182,8 +170,6 @@ class Command(BaseCommand):
                     self._forget(source, options["queue"], options["ids"], every=options["all"])
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
-        except OutputClosed:  # its reader has gone (| head): it read what it wanted
-            raise SystemExit(1) from None
 
     def _queue(self, source: Source, name: str) -> str:
         """Return ``name`` if the backend has that queue: in QUEUES, or one Redis knows

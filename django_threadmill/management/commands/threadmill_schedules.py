@@ -8,7 +8,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...conf.schedules import Schedule, scheduled_task
@@ -16,9 +16,10 @@ from ...exceptions import BrokerUnavailable
 from ...schedules.checks import unfireable
 from ...schedules.slots import next_slot, zone_of
 from ..backend_option import BACKEND_HELP, backend_option
+from ..report_output import CutShortCommand
 
 
-class Command(BaseCommand):
+class Command(CutShortCommand):
     help = (
         "List the schedules in OPTIONS['schedules'] of a threadmill backend: when each fires, "
         "its next slot (on the Redis clock), and the last slot any worker fired."
