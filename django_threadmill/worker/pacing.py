@@ -36,13 +36,19 @@ class Pacer:
         """Tell whether ``reservation``'s queue has a rate (its task must wait for a turn)."""
         return reservation.lease.queue in self._paced
 
-    def take_turn(self, reservation: Reservation) -> bool:
-        """Block until the task may start (True at once for a queue without a rate); release
-        it and return False if the worker stops first."""
-        if not self.paces(reservation):
-            return True
+    def take_turn(self, reservation: Reservation, may_start: Callable[[Reservation], bool]) -> bool:
+        """Block until the task of ``reservation``, of a queue with a rate, may start; False
+        when it must not: ``may_start`` said no, or the worker stopped first (then it is handed
+        back).
+
+        ``may_start`` is asked before each try for a turn, not once after the turn came: a turn
+        taken is then never spent on a task that does not start (its lease was lost while it
+        waited, its workflow stopped it), which would cost the queue a whole interval.
+        """
         failures = 0
         while not self.stopping.is_set():
+            if not may_start(reservation):
+                return False
             try:
                 wait_ms = self.broker.start_turn(reservation.lease.queue)
             except BrokerUnavailable as exc:

@@ -4,7 +4,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..broker import Reservation, Start
+from ..broker import Lease, Reservation, Start
 from ..codec.times import now_ms
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
@@ -53,22 +53,40 @@ class TaskRunner(RoleThread):
 
     def admit(self, reservation: Reservation) -> bool:
         """Block until ``reservation`` may start; False when it must not: the worker stopped
-        while it waited for its start turn (handed back), or it is a step of a cancelled
-        workflow (recorded as cancelled)."""
-        if not self.pacer.take_turn(reservation):
-            return False
+        while it waited for its start turn (handed back), its lease was lost meanwhile, or it
+        is a step of a cancelled workflow (recorded as cancelled)."""
+        if self.pacer.paces(reservation):
+            # Checked before each try for a turn: a turn is not spent on a task that does not
+            # start (docs/schedules.md, Per-queue limits).
+            return self.pacer.take_turn(reservation, self._may_start)
+        return self._not_cancelled(reservation)
+
+    def _may_start(self, reservation: Reservation) -> bool:
+        """Tell whether ``reservation`` may still start: its lease is ours and its workflow did
+        not stop it."""
+        return self._holds(reservation.lease) and self._not_cancelled(reservation)
+
+    def _not_cancelled(self, reservation: Reservation) -> bool:
+        """Tell whether ``reservation`` may run; record it as cancelled when its workflow
+        stopped it."""
         cancelled = self.cancelled_steps.cancellation(reservation)
         if cancelled is None:
             return True
         self.writer.submit_finish(cancelled, wait=self.sync_ack)
         return False
 
+    def _holds(self, lease: Lease) -> bool:
+        """Tell whether ``lease`` is still ours; say so when the lease keeper lost it."""
+        if self.held.holds(lease):
+            return True
+        logger.warning("Skipped task whose reservation was lost task_id=%s", lease.task_id)
+        return False
+
     def begin(self, reservation: Reservation) -> int | None:
         """Start an attempt: return its start (ms) once its start notice is queued, or None
         if the lease keeper lost the reservation meanwhile (then it must not run)."""
         lease = reservation.lease
-        if not self.held.holds(lease):
-            logger.warning("Skipped task whose reservation was lost task_id=%s", lease.task_id)
+        if not self._holds(lease):
             return None
         started_ms = now_ms()
         self.writer.submit_start(Start(lease=lease, started_ms=started_ms))
