@@ -204,12 +204,12 @@ def cut_to(text: str, most: int) -> str:
     return f"{text[:kept]}\n[... {len(text) - 2 * kept} characters cut ...]\n{text[-kept:]}"
 
 
-def error_text(exc: BaseException) -> str:
-    """Return ``str(exc)`` (cut to MAX_ERROR_TEXT_CHARS), or what stopped it: an exception's
+def error_text(exc: BaseException, most: int = MAX_ERROR_TEXT_CHARS) -> str:
+    """Return ``str(exc)`` (cut to ``most`` characters), or what stopped it: an exception's
     own ``__str__`` may raise anything (a ``RecursionError``, a ``SystemExit``), and the worker
     must still record it."""
     try:
-        return cut_to(str(exc), MAX_ERROR_TEXT_CHARS)
+        return cut_to(str(exc), most)
     except BaseException as failure:  # whatever it raised, the task's error wins
         return f"<str() of the exception raised {type(failure).__name__}>"
 

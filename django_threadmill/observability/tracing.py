@@ -2,19 +2,23 @@
 
 The enqueue span's context travels in the task's payload (``"trace"``, W3C trace context
 written by the client, so no Lua reads it), and the execution span links to it: a trace
-viewer goes from the request that enqueued to the run, however long the task waited.
-Without opentelemetry-api the decorators hand back the function they were given: no cost; with
-the API but no SDK they call it straight away. A tracer that raises (a span processor, sampler
-or propagator of the project's SDK) is logged and left out: it fails no enqueue and no task.
+viewer goes from the request that enqueued to the run, however long the task waited. A failed
+attempt's run span names its exception (``record_failure``, called where every failed outcome
+is built). Without opentelemetry-api the decorators hand back the function they were given: no
+cost; with the API but no SDK they call it straight away. A tracer that raises (a span
+processor, sampler or propagator of the project's SDK) is logged and left out: it fails no
+enqueue and no task.
 """
 
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, cast
 
+from ..codec.results import error_text
 from ..compat import Task
 
 try:  # tried once, at import: the extra is optional
@@ -33,9 +37,23 @@ TRACER_NAME = "django_threadmill"
 CARRIER_KEY = "trace"  # payload key of the enqueuing span's context
 ATTRIBUTE_PREFIX = "threadmill."
 _sdk_seen = False  # set once a real tracer provider is found: one can never be unset
-# The run span of each sync attempt running, by its lease: the thread that runs it and the
-# watchdog that gives up on it both end it, whichever comes first.
-_open_runs: dict["Lease", Any] = {}
+# The most characters of a failed run span's status description: a trace viewer shows it in a
+# list, where the whole message (up to MAX_ERROR_TEXT_CHARS) is the exception event's.
+MAX_DESCRIPTION_CHARS = 200
+
+
+@dataclass(slots=True)
+class _OpenRun:
+    """An attempt's run span, and the status description of the error it failed with."""
+
+    span: Any
+    failure: str | None = None  # "<exception type>: <message>", once recorded
+
+
+# The run span of each attempt running, by its lease: the worker records a failed attempt's
+# error on it (record_failure), and a sync attempt's thread and the watchdog that gives up on
+# it both end it, whichever comes first.
+_open_runs: dict["Lease", _OpenRun] = {}
 
 
 def _tracing() -> bool:
@@ -225,29 +243,58 @@ def _execution_span(
     )
 
 
-def _record_outcome(span: Any, finish: "Finish | None") -> None:
-    """Put the attempt's outcome on its span; None: the watchdog ended it (timed out)."""
-    if finish is None:
-        span.set_attribute(ATTRIBUTE_PREFIX + "outcome", "failed")
-        span.set_status(trace.StatusCode.ERROR, "ran past --task-timeout")
+def record_failure(lease: "Lease", error: BaseException, traceback: str) -> None:
+    """Record the exception a failed attempt ended with on its run span: an ``exception``
+    event with ``traceback`` (the one stored with the attempt, already cut to size), and the
+    type and start of its message for the span's ERROR status. No run span open for ``lease``
+    (no SDK, or the reaper's attempt): nothing to do."""
+    run = _open_runs.get(lease)
+    if run is None:
         return
-    span.set_attribute(ATTRIBUTE_PREFIX + "outcome", finish.outcome.value)
-    if finish.outcome.value != "successful":
-        span.set_status(trace.StatusCode.ERROR)
+    run.failure = f"{type(error).__name__}: {error_text(error, MAX_DESCRIPTION_CHARS)}"
+    try:
+        run.span.record_exception(
+            error,
+            attributes={"exception.message": error_text(error), "exception.stacktrace": traceback},
+        )
+    except Exception:
+        _log_failure(f"recording the exception on the span 'run {lease.task_path}'")
+
+
+def _record_outcome(run: _OpenRun, finish: "Finish | None") -> None:
+    """Put the attempt's outcome on its span; None: the watchdog ended it (timed out)."""
+    outcome = "failed" if finish is None else finish.outcome.value
+    run.span.set_attribute(ATTRIBUTE_PREFIX + "outcome", outcome)
+    if outcome != "successful":
+        run.span.set_status(trace.StatusCode.ERROR, run.failure)
 
 
 def _end_run(lease: "Lease", finish: "Finish | None", *, raised: bool = False) -> None:
     """End the run span of ``lease``'s attempt once, with its outcome (or the exception the
     run raised, which the span holds already); a second call does nothing."""
-    span = _open_runs.pop(lease, None)
-    if span is None:
+    run = _open_runs.pop(lease, None)
+    if run is None:
         return
     try:
         if not raised:
-            _record_outcome(span, finish)
-        span.end()
+            _record_outcome(run, finish)
+        run.span.end()
     except Exception:
         _log_failure(f"ending the span 'run {lease.task_path}'")
+
+
+@contextmanager
+def _open_run(reservation: "Reservation") -> Iterator[None]:
+    """Run the block in the attempt's run span, kept open by lease for ``_end_run``; an
+    exception out of the block (drain()'s Ctrl-C) ends the span at once, holding it."""
+    lease = reservation.lease
+    try:
+        with _execution_span(reservation, end_on_exit=False) as span:
+            _open_runs[lease] = _OpenRun(span)
+            yield
+    except BaseException:
+        _end_run(lease, None, raised=True)
+        raise
 
 
 def traced_execution(run: Run) -> Run:
@@ -266,15 +313,9 @@ def traced_execution(run: Run) -> Run:
     ) -> "Finish | None":
         if not _tracing():
             return run(executor, reservation, started_ms, **options)
-        lease = reservation.lease
-        try:
-            with _execution_span(reservation, end_on_exit=False) as span:
-                _open_runs[lease] = span
-                finish = run(executor, reservation, started_ms, **options)
-        except BaseException:  # drain()'s Ctrl-C: the span holds it
-            _end_run(lease, None, raised=True)
-            raise
-        _end_run(lease, finish)
+        with _open_run(reservation):
+            finish = run(executor, reservation, started_ms, **options)
+        _end_run(reservation.lease, finish)
         return finish
 
     return traced
@@ -306,9 +347,9 @@ def traced_aexecution(arun: AsyncRun) -> AsyncRun:
     async def traced(executor: Any, reservation: "Reservation", started_ms: int) -> "Finish":
         if not _tracing():
             return await arun(executor, reservation, started_ms)
-        with _execution_span(reservation) as span:
+        with _open_run(reservation):
             finish = await arun(executor, reservation, started_ms)
-            _record_outcome(span, finish)
-            return finish
+        _end_run(reservation.lease, finish)
+        return finish
 
     return traced

@@ -16,6 +16,7 @@ from ..codec.results import error_json, finish_result, parse_error
 from ..codec.times import now_ms
 from ..compat import TaskResult, TaskResultStatus, task_finished
 from ..observability.signals import asend_guarded, heard, send_guarded
+from ..observability.tracing import record_failure
 from ..retry import retry_delay
 
 
@@ -44,14 +45,17 @@ def failed(
     gives one, else FAILED.
 
     ``error`` joins ``result.errors`` first, so the policy sees every error so far, as Django's
-    receivers will. Without a result (the task cannot be loaded) there is no policy to ask;
-    an attempt stopped for running too long (``retry=False``) ends FAILED, as the watchdog
-    ends a thread's. ``run_ms`` is how long it ran (None where it did not run, or is unknown).
+    receivers will, and goes on the attempt's run span, if it is traced. Without a result (the
+    task cannot be loaded) there is no policy to ask; an attempt stopped for running too long
+    (``retry=False``) ends FAILED, as the watchdog ends a thread's. ``run_ms`` is how long it
+    ran (None where it did not run, or is unknown).
     """
     value = error_json(error)
+    stored = parse_error(value)
+    record_failure(lease, error, stored.traceback)
     delay = None
     if result is not None:
-        result.errors.append(parse_error(value))
+        result.errors.append(stored)
         if retry:
             delay = retry_delay(result.task, result, error)
     return Finish(

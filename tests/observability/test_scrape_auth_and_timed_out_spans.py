@@ -113,6 +113,7 @@ def test_the_run_span_of_a_timed_out_task_ends_when_the_worker_gives_up_on_it(
     [line] = [line for line in output.splitlines() if f"run {WAIT_FOR_FILE}" in line]
     run = json.loads(line.removeprefix("span-ended "))
     assert run["status"] == "ERROR"
-    assert run["description"] == "ran past --task-timeout"
+    assert run["description"].startswith("TaskTimeout: Task ")
+    assert "ran longer than --task-timeout=0.5s; the worker stopped waiting" in run["description"]
     assert run["attributes"]["threadmill.outcome"] == "failed"
     assert "Calling end() on an ended span" not in output
