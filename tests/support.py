@@ -75,13 +75,15 @@ def command_env(
     }
 
 
-def run_python(*args: str, redis_url: str, key_prefix: str) -> subprocess.CompletedProcess[str]:
-    """Run a new Python with ``args`` (``-c``, ``-m``) in the test project's environment;
-    return how it ended, its output captured."""
+def run_python(
+    *args: str, redis_url: str, key_prefix: str, options: dict[str, object] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a new Python with ``args`` (``-c``, ``-m``, ``manage.py``) in the test project's
+    environment, with ``options`` as its OPTIONS; return how it ended, its output captured."""
     return subprocess.run(
         [sys.executable, *args],
         cwd=ROOT,
-        env=command_env(redis_url, key_prefix),
+        env=command_env(redis_url, key_prefix, options=options),
         capture_output=True,
         text=True,
         timeout=60,

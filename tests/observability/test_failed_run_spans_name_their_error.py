@@ -108,17 +108,9 @@ def probe(folder: Path) -> None:
     with a 0.2 s task timeout; print each run span (the long message's as "long")."""
     import asyncio
 
-    import django
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from tests.observability.trace_probe import spans_in_memory
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
-    django.setup()
+    exporter = spans_in_memory()
 
     from django_threadmill.codec.times import now_ms
     from django_threadmill.compat import task_backends

@@ -17,12 +17,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from django_threadmill.compat import BaseTaskBackend
 
 
-def main() -> None:
+def spans_in_memory() -> InMemorySpanExporter:
+    """Set this process's tracer provider to keep every finished span in memory, then set
+    Django up; return what holds the spans."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     django.setup()
+    return exporter
+
+
+def main() -> None:
+    exporter = spans_in_memory()
 
     from django_threadmill.codec.times import now_ms
     from django_threadmill.compat import task_backends

@@ -9,7 +9,7 @@ import pytest
 
 from tests.management.test_health_and_queue_commands_edges import HOW, unwritable
 from tests.schedules.test_command import SCHEDULES
-from tests.support import ROOT, command_env
+from tests.support import ROOT, command_env, run_python
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -33,14 +33,12 @@ def test_a_listing_whose_output_is_closed_exits_1_without_a_traceback(
 
 def test_a_listing_read_to_its_end_exits_0(redis_url: str, key_prefix: str) -> None:
     """The same command, its output read, lists each schedule."""
-    read = subprocess.run(
-        [sys.executable, "manage.py", "threadmill_schedules"],
-        cwd=ROOT,
-        env=command_env(redis_url, key_prefix, options={"schedules": SCHEDULES}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    read = run_python(
+        "manage.py",
+        "threadmill_schedules",
+        redis_url=redis_url,
+        key_prefix=key_prefix,
+        options={"schedules": SCHEDULES},
     )
     assert (read.returncode, read.stderr) == (0, "")
     assert [line.split()[0] for line in read.stdout.splitlines()] == list(SCHEDULES)
