@@ -145,7 +145,7 @@ def translated_errors(
     except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse) as exc:
         raise _no_reply(location, pool_timeout_s, exc) from exc
     except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
-        raise _cluster_error(where, exc) from exc
+        raise _cluster_error(location, where, exc) from exc
     except redis.exceptions.AskError as exc:  # MOVED or ASK (MovedError is an AskError)
         raise _misrouted(where, exc) from exc
     except redis.ResponseError as exc:
@@ -155,8 +155,11 @@ def translated_errors(
         raise translated from exc
 
 
-def _cluster_error(where: str, exc: Exception) -> BrokerUnavailable:
+def _cluster_error(location: str, where: str, exc: Exception) -> BrokerUnavailable:
     """Return the error for what redis-py's cluster client could not do."""
+    refused = tls_refusal(location, where, exc)
+    if refused is not None:  # no node reachable because of our own TLS set-up
+        return refused
     if NOT_A_CLUSTER in str(exc):
         # No slot map could be read, so no call was sent; no wait fixes the setting.
         return BrokerRefused(

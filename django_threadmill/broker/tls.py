@@ -4,7 +4,9 @@ redis-py reports a certificate it does not trust, or a certificate or key file i
 as "Error 1 connecting to host:port" or "Error 2 connecting to host:port. No such file or
 directory." (the file unnamed), which read like a Redis that is down. The cause it chains says
 which: the server's certificate, or a file named by ``ssl_ca_certs``, ``ssl_certfile`` or
-``ssl_keyfile`` (LOCATION's query or OPTIONS['connection_options']).
+``ssl_keyfile`` (LOCATION's query or OPTIONS['connection_options']). redis-py's cluster client
+wraps that ConnectionError once more ("Redis Cluster cannot be connected"), so the cause is
+looked for down the chain.
 """
 
 import ssl
@@ -23,7 +25,7 @@ def tls_refusal(location: str, where: str, error: BaseException) -> BrokerRefuse
     for any other failure; ``where`` is ``location`` as it may be shown."""
     if not location.startswith("rediss://"):
         return None
-    cause = _first_cause(error)
+    cause = _os_error_beneath(error)
     if isinstance(cause, ssl.SSLCertVerificationError):
         return BrokerRefused(
             f"Redis at {where} presented a TLS certificate this client does not trust "
@@ -47,9 +49,17 @@ def tls_refusal(location: str, where: str, error: BaseException) -> BrokerRefuse
     return None
 
 
-def _first_cause(error: BaseException) -> BaseException | None:
-    """Return the exception redis-py's ConnectionError was raised from, if any."""
-    return error.__cause__ or error.__context__
+def _os_error_beneath(error: BaseException) -> OSError | None:
+    """Return the first ``OSError`` (an ``ssl.SSLError`` is one) that ``error`` was raised
+    from, however many of redis-py's own errors lie between, or None."""
+    seen: set[int] = set()
+    cause = error.__cause__ or error.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, OSError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _from_a_file(error: ssl.SSLError) -> bool:

@@ -67,6 +67,24 @@ def test_enqueue_names_the_tls_problem(bad_setup: tuple[str, str], key_prefix: s
         asyncio.run(backend.aenqueue(tasks.touch, ["x"], {}))
 
 
+# Not "other-host-name": redis-py's cluster client connects to "localhost" as 127.0.0.1.
+@pytest.mark.parametrize("setup", ["no-ca", "missing-ca-file", "garbage-ca-file",
+                                   "key-of-another-certificate"])  # fmt: skip
+def test_a_cluster_client_names_the_tls_problem(
+    setup: str, tls_server: TlsRedis, key_prefix: str
+) -> None:
+    """redis-py's cluster client wraps the connection error once more ("Redis Cluster cannot
+    be connected"): that read as a failover to wait for. No TLS handshake succeeds, so a plain
+    TLS server stands in for a cluster node."""
+    location, message = bad_setups(tls_server)[setup]
+    backend = ThreadmillTaskBackend(
+        "default", {"LOCATION": location, "OPTIONS": {"key_prefix": key_prefix, "cluster": True}}
+    )
+    with pytest.raises(BrokerRefused, match=message) as refused:
+        backend.enqueue(tasks.touch, ["x"], {})
+    assert "failover" not in str(refused.value)
+
+
 def test_the_worker_stops_at_start_instead_of_waiting(
     tls_server: TlsRedis, key_prefix: str
 ) -> None:
