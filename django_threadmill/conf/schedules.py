@@ -15,7 +15,7 @@ from django.utils.module_loading import import_string
 from ..compat import InvalidTask, Task
 from ..exceptions import ImproperlyConfiguredThreadmill
 from ..wording import a_type
-from .durations import seconds_of
+from .durations import seconds_of, whole_ms
 
 # A schedule's name is part of a Redis key (its last-fired marker) and of its tasks' ids.
 # Matched whole (fullmatch): a "$" would let a name ending in a line break by.
@@ -65,7 +65,7 @@ def _every_ms(name: str, value: object) -> int:
             f"has every={value!r}",
             "Use a timedelta or a positive number of seconds, at most 10 years.",
         )
-    return round(seconds * 1000)
+    return whole_ms(seconds)
 
 
 def _schedule(name: object, entry: object) -> Schedule:

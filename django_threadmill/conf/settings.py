@@ -21,7 +21,7 @@ from .bounds import (
     read_count,
     read_seconds,
 )
-from .durations import seconds_of
+from .durations import seconds_of, whole_ms
 from .limits import QueueLimit, read_queue_limits
 from .schedules import Schedule, read_schedules
 from .shards import check_sharded_limits, read_queue_shards
@@ -92,7 +92,7 @@ class BackendSettings:
 
     @property
     def lease_ttl_ms(self) -> int:
-        return int(self.lease_ttl_s * 1000)
+        return whole_ms(self.lease_ttl_s)
 
     def limit_of(self, queue: str) -> QueueLimit:
         """Return the limits of ``queue``: none unless ``OPTIONS["queue_limits"]`` names it."""
@@ -104,11 +104,11 @@ class BackendSettings:
 
     @property
     def durability_timeout_ms(self) -> int:
-        return int(self.durability_timeout_s * 1000)
+        return whole_ms(self.durability_timeout_s)
 
     @property
     def result_ttl_ms(self) -> int | None:
-        return None if self.result_ttl_s is None else int(self.result_ttl_s * 1000)
+        return None if self.result_ttl_s is None else whole_ms(self.result_ttl_s)
 
 
 def _pool_option(name: str, attribute: str) -> Callable[[object], tuple[str, object]]:

@@ -1,13 +1,13 @@
 """Unique tasks: the digest that makes two enqueues equal, as a guard for the enqueue script."""
 
 import json
-from datetime import timedelta
 from hashlib import sha256
 from typing import Any
 
 from ..broker import Guard, GuardKind
 from ..codec.jsoncodec import dumps
 from ..compat import Task
+from ..conf.durations import whole_ms
 
 DIGEST_CHARS = 32  # hex characters of sha256 kept in the key: 128 bits, no accidental collision
 SORTED_KEYS = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
@@ -39,6 +39,4 @@ def unique_guard(task: Task, args: list[Any], kwargs: dict[str, Any]) -> Guard |
     # UTF-8 refuses; any other key hashes as before.
     text = f"{task.module_path}\n{key}".encode("utf-8", "surrogatepass")
     digest = sha256(text).hexdigest()[:DIGEST_CHARS]
-    return Guard(
-        kind=GuardKind.UNIQUE, name=digest, value_ms=unique_for // timedelta(milliseconds=1)
-    )
+    return Guard(kind=GuardKind.UNIQUE, name=digest, value_ms=whole_ms(unique_for))

@@ -30,7 +30,7 @@ from ..backend import ThreadmillTaskBackend
 from ..broker import Finish, Rejected, Reservation, Start
 from ..codec.ids import make_worker_id
 from ..codec.times import now_ms
-from ..conf.durations import seconds_of
+from ..conf.durations import seconds_of, whole_ms
 from ..exceptions import BrokerUnavailable, DrainDidNotEmpty
 from ..worker.ack_writer import log_not_recorded
 from ..worker.cancelled_steps import CancelledSteps
@@ -92,7 +92,7 @@ def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
             f"wait_for_delayed={wait_for_delayed!r} is not a wait. Pass 0 or more seconds, or "
             "a timedelta."
         )
-    return int(seconds * 1000)
+    return whole_ms(seconds)
 
 
 def _check_max_tasks(max_tasks: int) -> None:

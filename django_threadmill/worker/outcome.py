@@ -15,6 +15,7 @@ from ..broker import Finish, Lease, Outcome
 from ..codec.results import error_json, finish_result, parse_error
 from ..codec.times import now_ms
 from ..compat import TaskResult, TaskResultStatus, task_finished
+from ..conf.durations import whole_ms
 from ..observability.signals import asend_guarded, heard, send_guarded
 from ..observability.tracing import record_failure
 from ..retry import retry_delay
@@ -64,7 +65,7 @@ def failed(
         value=value,
         started_ms=started_ms,
         finished_ms=now_ms(),
-        retry_delay_ms=0 if delay is None else int(delay.total_seconds() * 1000),
+        retry_delay_ms=0 if delay is None else whole_ms(delay),
         run_ms=run_ms,
     )
 
