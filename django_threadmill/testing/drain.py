@@ -42,6 +42,7 @@ from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
 from ..workflows.advance import drain_queues
 from ..workflows.failed_entries import FailedEntries
+from .savepoints import rolled_back_if_broken
 
 logger = logging.getLogger(__name__)
 
@@ -256,7 +257,8 @@ class _Drain:
         self._write("start", self.broker.start, starts)
         waiting = _waiting_callbacks()
         try:
-            finishes = async_to_sync(self._gather)(reservations, starts)
+            with rolled_back_if_broken():  # their calls interleave: one savepoint for all
+                finishes = async_to_sync(self._gather)(reservations, starts)
         except BaseException:
             self._stop_gathering()
             raise
@@ -323,10 +325,13 @@ def _as_their_own_commit() -> Iterator[None]:
     one that never commits): an ``enqueue_on_commit`` from a task would otherwise never be
     stored, and a callback that raises fails the task. Those of a task that raised run too:
     its blocks that completed had committed before it raised. Callbacks of an ``atomic()`` a
-    task rolled back are gone already, as in a worker. An interrupt leaves them waiting."""
+    task rolled back are gone already, as in a worker. An interrupt leaves them waiting. A
+    task whose database error left the test's transaction unusable is rolled back first
+    (testing/savepoints.py), so the callbacks, the tasks after it and the test can query."""
     waiting = _waiting_callbacks()
     try:
-        yield
+        with rolled_back_if_broken():
+            yield
     except Exception:
         _run_callbacks_added(waiting)
         raise
