@@ -22,13 +22,6 @@ from tests.conftest import tasks_setting
 from . import tasks
 
 
-@pytest.fixture(autouse=True)
-def no_runs_yet() -> Iterator[None]:
-    tasks.runs.clear()
-    yield
-    tasks.runs.clear()  # nor left for the next module's tests
-
-
 def labels() -> list[str]:
     return [label for label, _ in tasks.runs]
 

@@ -7,7 +7,6 @@ the test hung until its timeout, with no word of which task kept its queue from 
 
 import re
 import unittest
-from collections.abc import Iterator
 
 import pytest
 from django.test import SimpleTestCase, override_settings
@@ -20,13 +19,6 @@ from django_threadmill.testing import Threadmill, ThreadmillTestMixin, drain
 from tests.conftest import tasks_setting
 
 from . import tasks
-
-
-@pytest.fixture(autouse=True)
-def no_runs_yet() -> Iterator[None]:
-    tasks.runs.clear()
-    yield
-    tasks.runs.clear()
 
 
 def test_a_task_that_enqueues_itself_stops_the_drain_naming_it(threadmill: Threadmill) -> None:

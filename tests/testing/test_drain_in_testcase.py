@@ -15,10 +15,6 @@ from . import tasks
 
 
 class TasksEnqueuedOnCommitByTasks(ThreadmillTestMixin, TestCase):
-    def setUp(self) -> None:
-        super().setUp()
-        tasks.runs.clear()
-
     def test_a_childs_enqueue_waiting_for_the_commit_runs_in_the_same_drain(self) -> None:
         tasks.spawns_on_commit.enqueue("parent")
         assert self.drain() == 2
