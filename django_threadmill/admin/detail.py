@@ -20,7 +20,10 @@ from ..retry import MAX_ATTEMPTS
 from .actions import ran_every_attempt
 from .display import (
     INDENT_CHARS,
+    PAGE_INDENT_CHARS,
     byte_size,
+    page_json,
+    page_value,
     pretty_json,
     pretty_value,
     shown,
@@ -163,6 +166,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     exhausted = ran_every_attempt(state, stored_int(record.get("nerrors")) or 0)
     earlier_errors, errors = _errors(detail)
     result_unread = detail.unread.get("result")
+    payload_chars = len(record.get("payload", ""))
     return {
         "alias": source.alias,
         "detail": detail,
@@ -177,9 +181,10 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "payload_raw": shown(record.get("payload", "")) if payload_error else None,
         "payload_unread": None if payload_unread is None else byte_size(payload_unread),
         "payload_refused": _refused(detail, "payload"),
-        "args": shown(pretty_value(payload.get("args", []))),
-        "kwargs": shown(pretty_value(payload.get("kwargs", {}))),
-        "result": shown(pretty_json(record["result"])) if "result" in record else None,
+        "args": page_value(payload.get("args", []), stored_chars=payload_chars),
+        "kwargs": page_value(payload.get("kwargs", {}), stored_chars=payload_chars),
+        "result": page_json(record["result"]) if "result" in record else None,
+        "page_indent_chars": PAGE_INDENT_CHARS,
         "result_unread": None if result_unread is None else byte_size(result_unread),
         "result_refused": _refused(detail, "result"),
         "other_unread": _other_unread(detail.unread),

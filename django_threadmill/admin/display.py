@@ -15,6 +15,11 @@ PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves th
 # The longest stored JSON shown indented. json.dumps encodes with an indent in Python, a string
 # per token, GBs for a 64 MB value of small numbers: a longer one is shown as stored.
 INDENT_CHARS = 2 * 1024 * 1024
+# The longest stored JSON the task page shows indented. Indenting costs some 35 bytes of memory
+# per character of JSON of small numbers (63 MB for a result of 1.8 MB) to show its first
+# PREVIEW_CHARS: past 64 KiB (about 2 MB of memory), the page shows the start as stored and
+# "Show all" serves the whole value (docs/admin.md, Task detail).
+PAGE_INDENT_CHARS = 64 * 1024
 
 STATE_LABELS = {
     "ready": "READY",
@@ -35,10 +40,11 @@ class Shown:
     length: int
     truncated: bool
     from_end: bool = False  # the text is the value's end, not its start
+    compact: bool = False  # JSON too long for the page to indent (PAGE_INDENT_CHARS)
 
 
-def shown(text: str, limit: int = PREVIEW_CHARS) -> Shown:
-    return Shown(text=text[:limit], length=len(text), truncated=len(text) > limit)
+def shown(text: str, limit: int = PREVIEW_CHARS, *, compact: bool = False) -> Shown:
+    return Shown(text=text[:limit], length=len(text), truncated=len(text) > limit, compact=compact)
 
 
 def shown_end(text: str, limit: int = PREVIEW_CHARS) -> Shown:
@@ -69,6 +75,20 @@ def pretty_json(raw: str | None) -> str:
 def pretty_value(value: Any, *, indent: bool = True) -> str:
     """Return ``value`` as JSON, indented unless ``indent`` is False (a value too long to)."""
     return json.dumps(value, indent=2 if indent else None, ensure_ascii=False)
+
+
+def page_json(raw: str) -> Shown:
+    """Return stored JSON as the task page shows it: indented if at most PAGE_INDENT_CHARS
+    long, else as stored, not decoded at all."""
+    compact = len(raw) > PAGE_INDENT_CHARS
+    return shown(raw if compact else pretty_json(raw), compact=compact)
+
+
+def page_value(value: Any, *, stored_chars: int) -> Shown:
+    """Return a decoded value as the task page shows it: indented if the JSON it was read
+    from is at most PAGE_INDENT_CHARS long, else on one line (json's fast C encoder)."""
+    compact = stored_chars > PAGE_INDENT_CHARS
+    return shown(pretty_value(value, indent=not compact), compact=compact)
 
 
 def when(ms: int | str | None) -> datetime | None:
