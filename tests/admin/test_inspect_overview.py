@@ -45,11 +45,11 @@ def test_oldest_ready_looks_at_the_head_of_every_priority_band(
     record = backend.broker.queue_keys("default").record(old_low.id)
     redis_client.hset(record, "enqueued_ms", 1_000)
 
-    assert inspector.oldest_ready_since_ms("default") == 1_000
+    assert inspector.oldest_ready_times(["default"])["default"] == 1_000
 
 
 def test_oldest_ready_of_an_empty_queue_is_none(backend: ThreadmillTaskBackend) -> None:
-    assert Inspector(backend.broker).oldest_ready_since_ms("default") is None
+    assert Inspector(backend.broker).oldest_ready_times(["default"])["default"] is None
 
 
 def test_split_above_the_sample_is_estimated(
@@ -59,7 +59,7 @@ def test_split_above_the_sample_is_estimated(
     for n in range(4):
         succeed(backend, add.enqueue(n, n).id, n)
 
-    split = Inspector(backend.broker).state_split("default", Index.DONE)
+    split = Inspector(backend.broker).state_splits(["default"], Index.DONE)["default"]
 
     assert split.counts == {"successful": 4}
     assert not split.exact

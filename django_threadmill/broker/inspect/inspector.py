@@ -3,7 +3,7 @@
 See the package docstring for the rules every query here follows.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
@@ -61,6 +61,26 @@ def _readable(replies: list[Any]) -> list[Any]:
 def _stored_ints(values: list[bytes | None]) -> list[int | None]:
     """Read numbers read as bytes (``stored_int``): one that is not UTF-8 reads as unknown."""
     return [None if value is None else stored_int(escaped(value)) for value in values]
+
+
+def _split(total: int, states: list[Fields]) -> StateSplit:
+    """Count the ``states`` read of the newest ids of an index holding ``total``; scale them
+    to ``total`` when it holds more than were read."""
+    counts = Counter(fields[0] for fields in states if fields and fields[0])
+    seen = sum(counts.values())
+    if total <= len(states) or not seen:
+        return StateSplit(counts=dict(counts), exact=total <= len(states))
+    return StateSplit(
+        counts={state: round(n * total / seen) for state, n in counts.items()}, exact=False
+    )
+
+
+def _summed(splits: list[StateSplit]) -> StateSplit:
+    """Sum the splits of a queue's parts (one, unless it is sharded)."""
+    counts: Counter[str] = Counter()
+    for split in splits:
+        counts.update(split.counts)
+    return StateSplit(counts=dict(counts), exact=all(split.exact for split in splits))
 
 
 def _pause(note: bytes | Exception) -> QueuePause:
@@ -132,17 +152,20 @@ class Inspector:
                 for minutes in THROUGHPUT_MINUTES:
                     since[minutes] += int(next(replies))
             counted.append((queue, ready, delayed, finished, stats, since))
+        leased = self.state_splits(queues, Index.LEASES)
+        outcomes = self.state_splits(queues, Index.DONE)
+        oldest = self.oldest_ready_times([queue for queue, ready, *_ in counted if ready])
         return [
             QueueOverview(
                 queue=queue,
                 now_ms=now,
                 ready=ready,
                 delayed=delayed,
-                leased=self.state_split(queue, Index.LEASES),
+                leased=leased[queue],
                 finished=finished,
-                outcomes=self.state_split(queue, Index.DONE, total=finished),
+                outcomes=outcomes[queue],
                 finished_since=since,
-                oldest_ready_since_ms=self.oldest_ready_since_ms(queue) if ready else None,
+                oldest_ready_since_ms=oldest.get(queue),
                 lifetime=dict(stats),
                 shards=len(parts[queue]),
             )
@@ -197,59 +220,67 @@ class Inspector:
                 found[queue] = max(times) if times else None
             return found
 
-    def state_split(self, queue: str, index: Index, total: int | None = None) -> StateSplit:
-        """Count the states of the ids in ``index``; estimate from the newest ids above a cap.
+    def state_splits(self, queues: Sequence[str], index: Index) -> dict[str, StateSplit]:
+        """Count the states of the ids in each queue's ``index``, summed over its shards;
+        above STATE_SAMPLE ids in a part, estimate from its newest.
 
-        A sharded queue sums its shards' splits (``total`` is then read per shard).
+        Two round trips, whatever the number of queues: the sizes and newest ids of every
+        part in one pipeline, their states in another.
         """
-        parts = self.parts(queue)
-        if len(parts) == 1:
-            return self._state_split(queue, index, total)
-        splits = [self._state_split(part, index, None) for part in parts]
-        counts: dict[str, int] = defaultdict(int)
-        for split in splits:
-            for state, n in split.counts.items():
-                counts[state] += n
-        return StateSplit(counts=dict(counts), exact=all(split.exact for split in splits))
+        parts = {queue: self.parts(queue) for queue in queues}
+        every_part = [part for queue in queues for part in parts[queue]]
+        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            for part in every_part:
+                key = getattr(self._keys(part), index.value)
+                pipe.zcard(key)
+                pipe.execute_command("ZREVRANGE", key, 0, STATE_SAMPLE - 1, **RAW)
+            replies = iter(pipe.execute())
+        newest = {
+            part: (int(next(replies)), [stored_id(task_id) for task_id in next(replies)])
+            for part in every_part
+        }
+        records = [
+            self._keys(part).record(task_id) for part in every_part for task_id in newest[part][1]
+        ]
+        states = iter(self._hmget(records, ["state"]))
+        splits = {
+            part: _split(total, [next(states) for _ in ids])
+            for part, (total, ids) in newest.items()
+        }
+        return {queue: _summed([splits[part] for part in parts[queue]]) for queue in queues}
 
-    def _state_split(self, part: str, index: Index, total: int | None) -> StateSplit:
-        keys = self._keys(part)
-        key = getattr(keys, index.value)
-        with self.broker.translated_errors():
-            if total is None:
-                total = int(self.client.zcard(key))
-            newest = self.broker.raw_command("ZREVRANGE", key, 0, STATE_SAMPLE - 1)
-            ids = [stored_id(task_id) for task_id in newest] if total else []
-            states = self._fields(keys, ids, "state")
-        counts: dict[str, int] = defaultdict(int)
-        for fields in states:
-            if fields and fields[0]:
-                counts[fields[0]] += 1
-        seen = sum(counts.values())
-        if total <= len(ids) or not seen:
-            return StateSplit(counts=dict(counts), exact=total <= len(ids))
-        return StateSplit(
-            counts={state: round(n * total / seen) for state, n in counts.items()}, exact=False
-        )
-
-    def oldest_ready_since_ms(self, queue: str) -> int | None:
-        """Return when the longest-waiting ready task (of every shard) became ready.
+    def oldest_ready_times(self, queues: Sequence[str]) -> dict[str, int | None]:
+        """Return, per queue, when its longest-waiting ready task (of every shard) became ready.
 
         That is its ``ready_ms`` (a retry's due time, a requeue), else the later of its enqueue
         and its run_after. A band's ids are in enqueue order, but a retried or requeued task
         keeps its place while its wait starts again, so the first BAND_SAMPLE ids of each
         priority band are read, never a scan of the set. A band holding more counts its
         unread ids from the enqueue time of its last id read: none of them became ready
-        before that, so the figure may be older than the truth, never younger.
+        before that, so the figure may be older than the truth, never younger. Every queue
+        walks its bands in the same round trips (``band_heads``), and their fields are read in
+        one more.
         """
-        found = [self._oldest_ready(part) for part in self.parts(queue)]
-        return min((ms for ms in found if ms is not None), default=None)
-
-    def _oldest_ready(self, part: str) -> int | None:
-        keys = self._keys(part)
-        sampled, truncated = band_heads(self.broker, keys)
-        fields = self._fields(keys, sampled, *READY_SINCE_FIELDS)
-        return oldest_ready_since(dict(zip(sampled, fields, strict=True)), truncated)
+        parts = {queue: self.parts(queue) for queue in queues}
+        every_part = [part for queue in queues for part in parts[queue]]
+        keys = [self._keys(part) for part in every_part]
+        heads = band_heads(self.broker, keys)
+        records = [
+            part_keys.record(task_id)
+            for part_keys, (sampled, _) in zip(keys, heads, strict=True)
+            for task_id in sampled
+        ]
+        fields = iter(self._hmget(records, READY_SINCE_FIELDS))
+        found = {
+            part: oldest_ready_since({task_id: next(fields) for task_id in sampled}, truncated)
+            for part, (sampled, truncated) in zip(every_part, heads, strict=True)
+        }
+        return {
+            queue: min(
+                (ms for part in parts[queue] if (ms := found[part]) is not None), default=None
+            )
+            for queue in queues
+        }
 
     def workers(self, queues: Sequence[str], *, counts: bool = True) -> list[WorkerSighting]:
         """Return the workers that renewed leases in ``queues``, most recent first: at most
@@ -367,9 +398,6 @@ class Inspector:
             else [None if v is None else escaped(v) for v in reply]
             for reply in replies
         ]
-
-    def _fields(self, keys: QueueKeys, ids: Sequence[str], *fields: str) -> list[Fields]:
-        return self._hmget([keys.record(task_id) for task_id in ids], fields)
 
     def _listed_fields(self, ids: Sequence[str], fields: Sequence[str]) -> list[Fields]:
         """Return ``fields`` of the record of each of ``ids``: None where its key is not a hash,

@@ -1,6 +1,9 @@
 """The oldest-ready walk: when the longest-waiting READY task of a queue part became ready,
 read from the heads of its priority bands, never a scan of the set (docs/admin.md, Queues)."""
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
 from ..broker import Broker
 from ..keys import QueueKeys
 from ..raw_replies import RAW, stored_id, stored_scored_ids
@@ -43,47 +46,72 @@ def _ready_since(fields: Fields) -> int | None:
     return max(enqueued, run_after)
 
 
-def band_heads(broker: Broker, keys: QueueKeys) -> tuple[list[str], list[str]]:
-    """Return the first BAND_SAMPLE ids of each priority band of the ready set, and the
-    last id read of each band holding more: one ZRANGEBYSCORE a band at most.
+@dataclass(slots=True)
+class _BandWalk:
+    """One queue part's walk down the priority bands of its ready set."""
 
-    Ids scored outside the bands are among the first, BAND_SAMPLE from each end
-    (``_outliers``), none of them a band's last: an infinite score has no band, and
-    stepping past it failed the queues page.
+    keys: QueueKeys
+    sampled: list[str] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+    low: int | None = 0  # the score the next read starts at; None once the set is read
+
+    def outlier_reads(self) -> tuple[tuple[str | int, ...], ...]:
+        """Return the reads of the BAND_SAMPLE lowest ready ids scored below the bands and of
+        the BAND_SAMPLE highest scored past them."""
+        ready = self.keys.ready
+        return (
+            ("ZRANGEBYSCORE", ready, "-inf", "(0", "LIMIT", 0, BAND_SAMPLE),
+            ("ZREVRANGEBYSCORE", ready, "+inf", BANDS_END, "LIMIT", 0, BAND_SAMPLE),
+        )
+
+    def read(self) -> tuple[str | int, ...]:
+        """Return the next ZRANGEBYSCORE: up to BAND_SAMPLE ids from ``low`` on."""
+        assert self.low is not None
+        ready, end = self.keys.ready, f"({BANDS_END}"
+        return ("ZRANGEBYSCORE", ready, self.low, end, "WITHSCORES", "LIMIT", 0, BAND_SAMPLE)
+
+    def take(self, chunk: list[tuple[str, float]]) -> None:
+        """Keep the band heads of a read, and step to the next band (``low``) or stop."""
+        bands = [int(score) // PRIORITY_STEP for _, score in chunk]
+        ids = [task_id for task_id, _ in chunk]
+        if len(chunk) < BAND_SAMPLE:  # the rest of the set
+            self.sampled += ids
+            self.low = None
+        elif bands[0] == bands[-1]:  # one band, with more ids than the sample
+            self.sampled += ids
+            self.truncated.append(ids[-1])
+            self.low = (bands[-1] + 1) * PRIORITY_STEP
+        else:  # the last band read may go on: read it again from its head
+            cut = bands.index(bands[-1])
+            self.sampled += ids[:cut]
+            self.low = bands[-1] * PRIORITY_STEP
+
+
+def band_heads(broker: Broker, parts: Sequence[QueueKeys]) -> list[tuple[list[str], list[str]]]:
+    """Return, per queue part, the first BAND_SAMPLE ids of each priority band of its ready
+    set, and the last id read of each band holding more: one ZRANGEBYSCORE a band at most.
+
+    The parts walk in step, one pipeline per step (split by node on a Redis Cluster): a
+    scrape of fifty queues makes the round trips of its longest walk, not fifty walks. Ids
+    scored outside the bands are among the first, BAND_SAMPLE from each end (read in the
+    first step), none of them a band's last: an infinite score has no band, and stepping past
+    it failed the queues page.
     """
-    sampled = _outliers(broker, keys)
-    truncated: list[str] = []
-    low = 0
-    with broker.translated_errors():
-        for _ in range(MAX_PRIORITY_BANDS):
-            read = ("ZRANGEBYSCORE", keys.ready, low, f"({BANDS_END}", "WITHSCORES")
-            chunk = stored_scored_ids(
-                broker.raw_command(*read, "LIMIT", 0, BAND_SAMPLE, withscores=True)
-            )
-            bands = [int(score) // PRIORITY_STEP for _, score in chunk]
-            ids = [task_id for task_id, _ in chunk]
-            if len(chunk) < BAND_SAMPLE:  # the rest of the set
-                sampled += ids
-                break
-            if bands[0] == bands[-1]:  # one band, with more ids than the sample
-                sampled += ids
-                truncated.append(ids[-1])
-                low = (bands[-1] + 1) * PRIORITY_STEP
-            else:  # the last band read may go on: read it again from its head
-                cut = bands.index(bands[-1])
-                sampled += ids[:cut]
-                low = bands[-1] * PRIORITY_STEP
-    return sampled, truncated
-
-
-def _outliers(broker: Broker, keys: QueueKeys) -> list[str]:
-    """Return the BAND_SAMPLE lowest ready ids scored below the bands and the BAND_SAMPLE
-    highest scored past them: one round trip."""
-    with broker.translated_errors(), broker.client.pipeline(transaction=False) as pipe:
-        pipe.execute_command(
-            "ZRANGEBYSCORE", keys.ready, "-inf", "(0", "LIMIT", 0, BAND_SAMPLE, **RAW
-        )
-        pipe.execute_command(
-            "ZREVRANGEBYSCORE", keys.ready, "+inf", BANDS_END, "LIMIT", 0, BAND_SAMPLE, **RAW
-        )
-        return [stored_id(task_id) for reply in pipe.execute() for task_id in reply]
+    walks = [_BandWalk(keys) for keys in parts]
+    for step in range(MAX_PRIORITY_BANDS):
+        walking = [walk for walk in walks if walk.low is not None]
+        if not walking:
+            break
+        with broker.translated_errors(), broker.client.pipeline(transaction=False) as pipe:
+            outliers = walks if step == 0 else []
+            for read in (read for walk in outliers for read in walk.outlier_reads()):
+                pipe.execute_command(*read, **RAW)
+            for walk in walking:
+                pipe.execute_command(*walk.read(), withscores=True, **RAW)
+            replies = iter(pipe.execute())
+        for walk in outliers:
+            lowest, highest = next(replies), next(replies)
+            walk.sampled += [stored_id(task_id) for task_id in (*lowest, *highest)]
+        for walk in walking:
+            walk.take(stored_scored_ids(next(replies)))
+    return [(walk.sampled, walk.truncated) for walk in walks]

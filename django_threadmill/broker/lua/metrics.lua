@@ -25,14 +25,15 @@
 --          not a number (written by hand): a damaged field costs that field, not the others.
 -- Fence:   KEYS[6]: a send numbered no higher than the sender's last one counted is skipped.
 --          The worker tallies only outcomes finish.lua recorded.
--- Types:   P:done and P:metrics:paths are checked (TYPE) before the first write: one of another
---          type fails the call with nothing counted, so the send kept and sent again counts
---          once. The hashes are written through pcall: a field there that is no number, or a
---          hash of another type, costs its fields, not the call.
+-- Types:   P:done and P:metrics:paths are checked (one TYPE each) before the first write: one
+--          of another type (for P:metrics:paths, neither a zset nor the set of earlier versions)
+--          fails the call with nothing counted, so the send kept and sent again counts once.
+--          The hashes are written through pcall: a field there that is no number, or a hash of
+--          another type, costs its fields, not the call.
 -- Clock:   redis.call("TIME") only: the minute, the done index's scores (now - age_ms: one
 --          clock, and the order the outcomes were recorded in), its trim and the paths' ages.
 -- Cost:    one ZADD per 500 ids (call_chunked); a score is formatted once per group; a GET
---          and a SET of KEYS[6] per numbered send; three TYPEs and a ZRANGEBYSCORE of KEYS[3]
+--          and a SET of KEYS[6] per numbered send; two TYPEs and a ZRANGEBYSCORE of KEYS[3]
 --          per send, a ZSCORE per task path in it (a ZADD when new or last written an hour
 --          ago), an HKEYS of KEYS[1] when a path is forgotten: nothing per task.
 local number = tonumber(ARGV[4])
@@ -42,8 +43,12 @@ end
 local paths, cap = KEYS[3], tonumber(ARGV[1])
 -- A path's time is written again once an hour (ms), not at every send: a read per path and send.
 local SEEN_EVERY_MS = 3600 * 1000
-local legacy = redis.call("TYPE", paths).ok == "set"  -- as earlier versions kept the paths
-local wrong = wrong_kind(KEYS[5], "zset") or (not legacy and wrong_kind(paths, "zset"))
+local kind = redis.call("TYPE", paths).ok  -- asked once: a set or a zset is ours
+local legacy = kind == "set"  -- as earlier versions kept the paths
+local wrong = wrong_kind(KEYS[5], "zset")
+if not wrong and kind ~= "none" and kind ~= "zset" and not legacy then
+  wrong = "WRONGTYPE Operation against a key holding the wrong kind of value in " .. paths
+end
 if wrong then
   return redis.error_reply(wrong)
 end
