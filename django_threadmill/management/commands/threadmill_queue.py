@@ -18,6 +18,7 @@ from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option
 from ..report_output import CutShortCommand, OutputClosed
+from ..stop_held import HeldStop, Stopped, stops_held
 from ..text_option import text_option
 
 
@@ -45,8 +46,10 @@ def _stopped(queue: str, forgot: int, why: BaseException) -> str:
     match why:
         case OutputClosed():
             shown = "the output was closed, so the last of them may not show"
-        case KeyboardInterrupt():
-            shown = "interrupted; a batch being dropped then may be dropped unlisted too"
+        case Stopped():
+            shown = f"{why.name} came, and each one dropped is listed above"
+        case KeyboardInterrupt():  # a second stop signal, which does not wait for Redis
+            shown = "interrupted twice; a batch being dropped then may be dropped unlisted too"
         case _:
             shown = f"those listed above; the next batch failed: {str(why).rstrip('.')}"
     return (
@@ -159,17 +162,29 @@ class Command(CutShortCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         source = source_of(backend_option(options["backend"]))
         try:
-            match options["action"]:
-                case "pause":
-                    self._pause(source, options["queue"], options["reason"])
-                case "resume":
-                    self._resume(source, options["queue"])
-                case "damaged":
-                    self._list(source, options["queues"])
-                case _:
-                    self._forget(source, options["queue"], options["ids"], every=options["all"])
+            if options["action"] == "damaged":  # a read: Ctrl-C ends it where it is
+                self._list(source, options["queues"])
+                return
+            # A change: a stop signal waits until what it did is said (stop_held.py).
+            with stops_held() as stop:
+                self._change(source, stop, options)
+            stop.check()
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
+        except Stopped as exc:
+            raise CommandError(
+                f"Stopped on {exc.name}, which came while the command was at work: what it did "
+                "is said above."
+            ) from exc
+
+    def _change(self, source: Source, stop: HeldStop, options: dict[str, Any]) -> None:
+        match options["action"]:
+            case "pause":
+                self._pause(source, options["queue"], options["reason"])
+            case "resume":
+                self._resume(source, options["queue"])
+            case _:
+                self._forget(source, options["queue"], options["ids"], stop, every=options["all"])
 
     def _queue(self, source: Source, name: str) -> str:
         """Return ``name`` if the backend has that queue: in QUEUES, or one Redis knows
@@ -220,14 +235,16 @@ class Command(CutShortCommand):
                     "forget the ones listed once fixed, then list again."
                 )
 
-    def _forget(self, source: Source, name: str, ids: list[str], *, every: bool) -> None:
+    def _forget(
+        self, source: Source, name: str, ids: list[str], stop: HeldStop, *, every: bool
+    ) -> None:
         if every == bool(ids):
             raise CommandError(
                 "Name the entries to drop (forget-damaged QUEUE ID ...) or pass --all, not both."
             )
         queue = self._queue(source, name)
         if every:
-            self._forget_all(source, queue)
+            self._forget_all(source, queue, stop)
             return
         ids = list(dict.fromkeys(ids))  # given twice, an id was dropped once, then "missing"
         missing = source.broker.forget_damaged(queue, ids)
@@ -239,18 +256,21 @@ class Command(CutShortCommand):
             )
         self.stdout.write(f"{forgot}.")
 
-    def _forget_all(self, source: Source, queue: str) -> None:
+    def _forget_all(self, source: Source, queue: str, stop: HeldStop) -> None:
         """Drop every entry of ``queue``'s list, and list exactly the ones dropped: each batch
         is read and dropped in one step (one set aside since the operator's last listing is
         shown too), and listed before the next is dropped, so a stop midway (Redis failing,
-        the output closed, Ctrl-C) drops no more than was listed, but for that batch."""
+        the output closed) drops no more than was listed, but for that batch. A stop signal
+        is held until the batch on its way is listed, so it ends the command with each entry
+        dropped listed."""
         forgot = 0
         try:
             for batch in source.broker.forget_all_damaged(queue):
                 forgot += len(batch)
                 for record in batch:
                     self.stdout.write(_line(record))
-        except (BrokerUnavailable, OutputClosed, KeyboardInterrupt) as exc:
+                stop.check()
+        except (BrokerUnavailable, OutputClosed, Stopped, KeyboardInterrupt) as exc:
             if not forgot and isinstance(exc, BrokerUnavailable):
                 raise  # its message says nothing was written
             raise CommandError(_stopped(queue, forgot, exc)) from exc
