@@ -52,6 +52,7 @@ class Outcome(StrEnum):
 class GuardKind(StrEnum):
     UNIQUE = "u"
     SLOT = "s"
+    AWAITED_SLOT = "a"
     STEP = "w"
 
 
@@ -60,7 +61,10 @@ class Guard:
     """What the enqueue script must claim before it stores a task (enqueue.lua header).
 
     UNIQUE: ``name`` is the unique digest, ``value_ms`` the window. SLOT: ``name`` is the
-    schedule, ``value_ms`` the slot time; a slot at or before the last one fired is skipped.
+    schedule, ``value_ms`` the slot time; a slot at or before the last one fired is skipped,
+    and one with no marker is a new schedule's first, recorded without firing. AWAITED_SLOT:
+    the same, but for a slot the supervisor waited for, which fires with no marker too (the
+    marker was lost: docs/schedules.md, Periodic tasks).
     STEP: nothing to claim (a step's id is fixed, and an id stored already is skipped);
     ``name`` is ``<workflow id>:<step>``, kept in the record so its end fills the outbox.
     """

@@ -26,9 +26,11 @@ from .slots import next_slot, previous_slot, slot_ms
 logger = logging.getLogger(__name__)
 
 # The longest wait fire_due asks for: a slot further off is reckoned again on the Redis clock
-# this often. A wait past 2**31 - 1 ms (24.8 days, a monthly cron's) overflows poll(), where the
-# supervisor sleeps.
-LONGEST_WAIT = timedelta(hours=1)
+# this often. The supervisor sleeps on the monotonic clock, which stands still while the host is
+# suspended (a laptop, a paused or migrated VM), so a slot due meanwhile fires at most this long
+# after the resume; a minute is cron's own step and costs one TIME call a minute. (A wait past
+# 2**31 - 1 ms, 24.8 days, a monthly cron's, would also overflow poll().)
+LONGEST_WAIT = timedelta(minutes=1)
 
 
 def slot_task_id(alias: str, schedule: str, slot: int, queue: str, shards: int = 1) -> str:
@@ -92,7 +94,7 @@ class Scheduler:
                 del self._due[schedule.name]
                 continue
             try:
-                self._fire(schedule, latest)
+                self._fire(schedule, latest, awaited=due is not None)
             except BrokerUnavailable as exc:
                 refused = refused or exc
                 continue
@@ -104,7 +106,13 @@ class Scheduler:
         upcoming = [due for due in self._due.values() if due is not None]
         return None if not upcoming else max(timedelta(0), min(min(upcoming) - now, LONGEST_WAIT))
 
-    def _fire(self, schedule: Schedule, slot: datetime) -> None:
+    def _fire(self, schedule: Schedule, slot: datetime, *, awaited: bool) -> None:
+        """Enqueue ``slot``'s task unless it is stored or fired already.
+
+        A slot the supervisor ``awaited`` (not its first look at the schedule) fires even when
+        Redis has no marker: the marker was lost (FLUSHDB, a restart without persistence), and
+        taking the slot for a new schedule's first would skip it (docs/schedules.md).
+        """
         if schedule.name not in self._tasks:
             self._tasks[schedule.name] = scheduled_task(schedule)
         task = self._tasks[schedule.name]
@@ -121,7 +129,11 @@ class Scheduler:
                 task.queue_name,
                 settings.shards_of(task.queue_name),
             ),
-            guard=Guard(kind=GuardKind.SLOT, name=schedule.name, value_ms=at_ms),
+            guard=Guard(
+                kind=GuardKind.AWAITED_SLOT if awaited else GuardKind.SLOT,
+                name=schedule.name,
+                value_ms=at_ms,
+            ),
         )
         if result is not None:
             logger.info(

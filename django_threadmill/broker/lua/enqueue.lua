@@ -10,8 +10,9 @@
 -- ARGV[1]  wake_cap    most tokens kept in P:wake
 -- ARGV[2]  guards      number of guarded tasks, g (0 for a plain call: nothing more to pay)
 -- ARGV[3..] per guard, 4 values: position of its task in the batch (1-based), kind ("u" unique
---           | "s" schedule slot | "w" workflow step), name (digest | schedule | "<workflow
---           id>:<step>", kept in the record's `workflow` field), window_ms (u) or slot_ms (s)
+--           | "s" schedule slot at a supervisor's start | "a" schedule slot it waited for |
+--           "w" workflow step), name (digest | schedule | "<workflow id>:<step>", kept in the
+--           record's `workflow` field), window_ms (u) or slot_ms (s, a)
 -- then per task, 4 values: id, payload (JSON, stored as is), priority,
 --           run_after_ms ("" for none)
 -- Returns: the number of tasks stored; when a unique task was a duplicate, {stored, then per
@@ -22,7 +23,8 @@
 --          second supervisor firing the same slot; that makes enqueue idempotent (a call that
 --          stores nothing then rewrites P:seq as it is, for WAIT: see there). A unique key
 --          held by an unfinished task makes the task a duplicate; a schedule slot at or before
---          the last one fired is skipped, so a finished, expired slot never fires again. A
+--          the last one fired is skipped, so a finished, expired slot never fires again; with
+--          no marker an "s" slot is only recorded (a new schedule) and an "a" slot fires. A
 --          unique key or schedule marker of another type (written by hand) is set aside and
 --          replaced, as is one whose holder's record cannot be read.
 -- Types:   an index of another type fails the call (WRONGTYPE, naming the key) with no task
@@ -64,7 +66,7 @@ local function claim(guard, id, position)
   local key, value = guard.key, guard.value
   if guard.kind == "w" then
     return true  -- a step's id is fixed: an id stored already is skipped before its guard
-  elseif guard.kind == "s" then
+  elseif guard.kind == "s" or guard.kind == "a" then
     local before = guard_value(key)
     local last = tonumber(before)
     if last and last >= value then
@@ -72,8 +74,9 @@ local function claim(guard, id, position)
     end
     redis.call("SET", key, value)
     marked[#marked + 1], marked[#marked + 2] = key, before or false
-    -- A schedule never seen before starts with its next slot (docs/schedules.md).
-    return last ~= nil
+    -- A schedule never seen before starts with its next slot; a slot a running supervisor
+    -- waited for fires even so: its marker was lost (docs/schedules.md, Periodic tasks).
+    return last ~= nil or guard.kind == "a"
   end
   if not redis.call("SET", key, id, "NX", "PX", value) then
     local holder = guard_value(key)
