@@ -106,6 +106,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         path = task.module_path
         if self._found_at.get(path) is task.func:
             return
+        _check_not_in_main(task)
         try:
             found: object = import_string(path)
         except ImportError as exc:
@@ -221,6 +222,20 @@ def _check_alias(task: Task, alias: str) -> None:
             f"Task {task.module_path!r} is for backend {task.backend!r}, not {alias!r}: its "
             "result would be looked up there. Enqueue it with task.enqueue(...) (or "
             f"task.get_backend()), or make it this backend's with task.using(backend={alias!r})."
+        )
+
+
+def _check_not_in_main(task: Task) -> None:
+    """Refuse a task defined in the script or shell being run (``python script.py``,
+    ``python -m``, IPython): its path, ``__main__.<name>``, imports here but names each
+    worker's own command there, so it was stored and every attempt failed with
+    ``TaskNotImportable``."""
+    if task.func.__module__ == "__main__":
+        raise InvalidTask(
+            f"Task {task.module_path!r} is defined in the script or shell being run (module "
+            "__main__), so no worker could run it: a worker's __main__ is its own command. "
+            "Define the task in a module of your project, e.g. myapp/tasks.py, and import it "
+            "from there."
         )
 
 

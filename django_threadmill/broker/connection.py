@@ -97,8 +97,11 @@ def make_async_client(settings: BackendSettings) -> AsyncClient:
     our health check, a restart) is tried once more on a fresh one, as the sync pool does by
     looking at each connection it hands out: the asyncio pool does not. Only enqueue runs on
     this client, and a retried enqueue stores nothing twice (ids are fixed before the call).
+    A timeout is not tried again: Redis is silent (paused, overloaded), not gone, and the
+    retry, made by connect() and again around each call, held an aenqueue for up to four
+    ``socket_timeout`` where enqueue waits one.
     """
-    retry = RetryOnFreshConnection(NoBackoff(), 1)
+    retry = RetryOnFreshConnection(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
     return aconnect(settings, {"retry": retry, **_client_options(settings)})
 
 

@@ -33,12 +33,22 @@ def unstorable_at(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
         if isinstance(value, Mapping):
             for key, child in value.items():
                 if not isinstance(key, JSON_KEYS) or _problem(key) is not None:
-                    return f"{path} has the key {reprlib.repr(key)}, {a_type(key)}, not a JSON key"
+                    return f"{path} has {_key_named(key)}, not a JSON key"
                 children.append((f"{path}[{reprlib.repr(key)}]", child))
         elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
             children = [(f"{path}[{index}]", child) for index, child in enumerate(value)]
         pending.extend(reversed(children))
     return None
+
+
+def _key_named(key: Any) -> str:
+    """Name a refused dict key: "the key (1, 2), a tuple"; by what it is when its repr fails,
+    as an int too long for Python to write fails it: "a key that is an int of about 5000
+    digits"."""
+    try:
+        return f"the key {reprlib.repr(key)}, {a_type(key)}"
+    except ValueError:  # sys.get_int_max_str_digits(), in the key or in a tuple key
+        return f"a key that {_problem(key) or f'is {a_type(key)}'}"
 
 
 def _problem(value: Any) -> str | None:
