@@ -12,7 +12,7 @@ from django.http import QueryDict
 from django.urls import reverse
 
 from ..aliases import sources
-from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path
+from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path_in_head
 from ..broker.inspect.source import Source
 from ..codec.ids import TASK_ID_SEPARATOR, make_task_id
 from .display import NOT_UTF8_ID_LABEL, named, state_label, when
@@ -104,7 +104,7 @@ class Filters:
         def accepts(fields: dict[str, str | None]) -> bool:
             if states is not None and fields["state"] not in states:
                 return False
-            return not needle or needle in task_path(fields.get("payload")).lower()
+            return not needle or needle in task_path_in_head(fields.get("payload")).lower()
 
         return RowFilter(fields=("state", "payload") if needle else ("state",), accepts=accepts)
 

@@ -8,17 +8,29 @@ from django.core.paginator import Paginator
 from django.http import Http404
 
 from ..aliases import threadmill_backend
+from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.source import Source
 from ..broker.types import stored_int
+from ..codec.jsoncodec import dumps
 from ..codec.results import record_status
 from ..compat import TaskResultStatus as Status
 from ..exceptions import BrokerUnavailable, PayloadError, WorkflowDoesNotExist
 from ..workflows.plan import Input, PlannedStep, step_task_id
-from ..workflows.result import STARTED, planned_steps, workflow_from
+from ..workflows.result import (
+    STARTED,
+    StepRead,
+    enqueued_ids,
+    planned_steps,
+    read_step,
+    workflow_from,
+)
 from .display import when
 
 LISTED = 50  # newest workflows shown per backend
 STEPS_PER_PAGE = 200  # steps one page of a workflow shows; a group may hold thousands
+# The most bytes of a step's payload, and of its result, the page reads to tell whether they
+# can be read: each step's whole record was read, 200 MB for 200 steps returning 1 MB each.
+CHECKED_BYTES = 16 * 1024
 INPUTS_NAMED = 5  # steps a step's input list names before it says how many more there are
 
 STATUS_STATES = {  # a workflow's stored status -> the state class of its badge
@@ -92,7 +104,8 @@ def workflow_context(source: Source, workflow_id: str, page_number: str | None) 
         raise Http404(str(exc)) from exc
     page = Paginator(planned, STEPS_PER_PAGE).get_page(page_number)
     shown = list(page.object_list)
-    workflow = workflow_from(backend, workflow_id, fields, shown)
+    reads = _step_reads(source, backend, workflow_id, fields, shown)
+    workflow = workflow_from(backend, workflow_id, fields, shown, reads)
     status = workflow.status  # READY: none of the steps shown started, but others may have
     if status is Status.READY and _started(source, workflow_id, fields, planned):
         status = Status.RUNNING
@@ -111,17 +124,50 @@ def workflow_context(source: Source, workflow_id: str, page_number: str | None) 
     }
 
 
+def _step_reads(
+    source: Source,
+    backend: ThreadmillTaskBackend,
+    workflow_id: str,
+    fields: dict[str, str],
+    shown: list[PlannedStep],
+) -> dict[str, StepRead]:
+    """Read what the page shows of the enqueued steps ``shown``: each one's state, and why its
+    result cannot be built, checked on its payload and result where each is at most
+    CHECKED_BYTES long. A longer one is not read (docs/admin.md, Cost per page view): the
+    task path of a payload is checked as the plan names it, a result is not checked."""
+    paths = {step_task_id(workflow_id, step): step.path for step in shown}
+    ids = enqueued_ids(workflow_id, fields, shown)
+    reads = {}
+    for task_id, found in zip(ids, source.inspector.step_records(ids, CHECKED_BYTES), strict=True):
+        if found is None:
+            continue
+        if found.damaged:
+            reads[task_id] = StepRead(None, unreadable=found.damaged)
+            continue
+        record = dict(found.values)
+        if "payload" in found.unread:  # its path as the plan names it, checked that it imports
+            record["payload"] = dumps({"path": paths[task_id]})
+        read = read_step(backend, task_id, record)
+        reads[task_id] = StepRead(read.status, unreadable=read.unreadable)  # no result: unread
+    return reads
+
+
 def _started(
     source: Source, workflow_id: str, fields: dict[str, str], planned: list[PlannedStep]
 ) -> bool:
     """Whether any step of the workflow started, as ``get_workflow()`` reads it: settled, or
-    its record's state says so (the state alone is read, not the whole record)."""
+    its record's state says so, or its errors (it waits for a retry): those two fields are
+    read, not the whole record."""
     if any(fields.get(f"s:{step.index}") for step in planned):
         return True
     enqueued = [step_task_id(workflow_id, step) for step in planned if f"e:{step.index}" in fields]
     return any(
-        found is not None and record_status({"state": found["state"] or ""}) in STARTED
-        for found in source.inspector.probe(enqueued, ("state",))
+        found is not None
+        and (
+            record_status({"state": found["state"] or ""}) in STARTED
+            or bool(stored_int(found["nerrors"]))
+        )
+        for found in source.inspector.probe(enqueued, ("state", "nerrors"))
     )
 
 

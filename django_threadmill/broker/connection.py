@@ -202,6 +202,16 @@ def wrong_type(error: BaseException) -> bool:
     return isinstance(error, redis.ResponseError) and reply_of(error).startswith("WRONGTYPE")
 
 
+def readable_replies(replies: list[Any]) -> list[Any]:
+    """Return pipeline ``replies`` (``raise_on_error=False``), raising any error but a key of
+    another type, which stays in its place: a damaged record is one row a page cannot read, not
+    a page that fails (docs/lifecycle.md, Damaged records)."""
+    for reply in replies:
+        if isinstance(reply, Exception) and not wrong_type(reply):
+            raise reply
+    return replies
+
+
 def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUnavailable:
     """Return the error for a call that got no Redis reply: the pool was exhausted, the server
     is no Redis of the kind LOCATION names, or it cannot be reached."""

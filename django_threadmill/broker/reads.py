@@ -4,6 +4,7 @@ The clients decode every reply (``decode_responses``, connection.py): the casts 
 redis-py's types, which allow bytes.
 """
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -16,6 +17,7 @@ from ..exceptions import PayloadError
 from .connection import wrong_type
 from .core import BrokerCore
 from .raw_replies import is_utf8
+from .scripts import ScriptCall, ScriptName
 from .types import stored_int
 
 
@@ -162,6 +164,34 @@ class Reads(BrokerCore):
                         raise reply
                     raise damaged_record(task_id, key, str(self.client.type(key)))
                 found.append(cast(dict[str, str], reply) or None)
+        return found
+
+    def cut_fields(
+        self, task_ids: Sequence[str], fields: Sequence[str], cut: str, cut_bytes: int
+    ) -> list[list[bytes | None] | None]:
+        """Return ``fields`` of the record of each of ``task_ids`` as bytes, the field ``cut``
+        cut to its first ``cut_bytes`` (None where its key is not a hash, all None where it is
+        gone): one row_fields.lua call per queue part, pipelined (split by node on a Redis
+        Cluster)."""
+        by_part: dict[str, list[tuple[int, str]]] = defaultdict(list)  # (position, id)
+        for n, task_id in enumerate(task_ids):
+            by_part[self.part_of(task_id) or ""].append((n, task_id))
+        calls = [
+            ScriptCall(
+                ScriptName.ROW_FIELDS,
+                (self.queue_keys(part).record_prefix,),
+                (cut_bytes, fields.index(cut) + 1, len(fields), *fields, *(i for _, i in members)),
+                raw=True,
+            )
+            for part, members in by_part.items()
+        ]
+        found: list[list[bytes | None] | None] = [None] * len(task_ids)
+        width = 1 + len(fields)  # per id: its key's type, then its fields
+        replies = self._run_per_queue(calls, durable=False) if calls else []
+        for members, reply in zip(by_part.values(), replies, strict=True):
+            for at, (n, _) in enumerate(members):
+                kind, *values = reply[at * width : (at + 1) * width]
+                found[n] = values if kind in (b"hash", b"none") else None
         return found
 
     async def arecord(self, task_id: str) -> dict[str, str] | None:

@@ -33,6 +33,7 @@ class ScriptName(StrEnum):
     PACE = "pace"
     SET_ASIDE = "set_aside"
     FORGET_DAMAGED = "forget_damaged"
+    ROW_FIELDS = "row_fields"
 
 
 # Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back work

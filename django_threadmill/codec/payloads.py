@@ -170,6 +170,21 @@ def task_path(payload: str | None) -> str:
     return path if isinstance(path, str) else ""
 
 
+# Bytes of a payload the admin's task list reads to show its task path, written first: the
+# whole payload (up to max_payload_bytes, or more written by hand) was read for each row.
+PATH_HEAD_BYTES = 1024
+CUT_PATH_MARK = "…"  # ends a task path longer than PATH_HEAD_BYTES leave room for
+
+
+def task_path_in_head(head: str | None) -> str:
+    """Return the task path from a payload's first PATH_HEAD_BYTES; one running past them
+    reads as the part read and CUT_PATH_MARK (filtering by it finds the tasks it starts)."""
+    path = task_path(head)
+    if path or not head or len(head) < PATH_HEAD_BYTES or not head.startswith(_PATH_OPENING + '"'):
+        return path
+    return head[len(_PATH_OPENING) + 1 :] + CUT_PATH_MARK
+
+
 def run_after_ms(payload: str) -> int | None:
     """Return the run_after_ms a payload stores, or None (none, or unreadable).
 

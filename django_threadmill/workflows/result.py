@@ -154,18 +154,45 @@ def planned_steps(
     return stored_plan(workflow_id, fields)
 
 
+@dataclass(frozen=True, slots=True)
+class StepRead:
+    """What was read of an enqueued step's record: its task's status, and its result or why
+    it cannot be built."""
+
+    status: Status | None  # None: its key holds no record (``unreadable`` says what)
+    result: TaskResult | None = None
+    unreadable: str = ""
+
+
+def read_step(backend: ThreadmillTaskBackend, task_id: str, record: dict[str, str]) -> StepRead:
+    """Build a step's result from its record, or say why it cannot be built."""
+    status = record_status(record)
+    try:
+        return StepRead(status, backend.pipeline.result_from(task_id, record))
+    except PayloadError as exc:  # the step still reads, as its task's admin page does
+        return StepRead(status, unreadable=str(exc))
+
+
+def enqueued_ids(workflow_id: str, fields: dict[str, str], planned: list[PlannedStep]) -> list[str]:
+    """The task ids of those of ``planned`` the workflow whose hash reads ``fields`` enqueued."""
+    return [step_task_id(workflow_id, step) for step in planned if f"e:{step.index}" in fields]
+
+
 def workflow_from(
     backend: ThreadmillTaskBackend,
     workflow_id: str,
     fields: dict[str, str],
     planned: list[PlannedStep],
+    reads: dict[str, StepRead] | None = None,
 ) -> WorkflowResult:
     """Build the workflow whose hash reads ``fields`` and holds the steps ``planned``, reading
-    its enqueued steps' records."""
-    enqueued = [step for step in planned if f"e:{step.index}" in fields]
-    ids = [step_task_id(workflow_id, step) for step in enqueued]
-    records = dict(zip(ids, backend.broker.records(ids), strict=True))
-    steps = [_step(backend, workflow_id, step, fields, records) for step in planned]
+    its enqueued steps' records whole, unless ``reads`` holds what was read of them (the
+    admin's page reads less: docs/admin.md, Cost per page view)."""
+    if reads is None:
+        ids = enqueued_ids(workflow_id, fields, planned)
+        records = zip(ids, backend.broker.records(ids), strict=True)
+        reads = {task_id: read_step(backend, task_id, r) for task_id, r in records if r}
+    steps = [_step(workflow_id, step, fields, reads) for step in planned]
     return WorkflowResult(
         id=workflow_id,
         backend=backend.alias,
@@ -180,37 +207,27 @@ def waiting_for_commit(
 ) -> WorkflowResult:
     """The result of a workflow whose launch waits for a transaction's commit: nothing is
     stored yet, so every step waits (``refresh()`` finds it once the commit wrote it)."""
-    steps = [_step(backend, workflow_id, step, {}, {}) for step in planned]
+    steps = [_step(workflow_id, step, {}, {}) for step in planned]
     return WorkflowResult(
         id=workflow_id, backend=backend.alias, steps=steps, _waits_for_commit=True
     )
 
 
 def _step(
-    backend: ThreadmillTaskBackend,
-    workflow_id: str,
-    planned: PlannedStep,
-    fields: dict[str, str],
-    records: dict[str, dict[str, str] | None],
+    workflow_id: str, planned: PlannedStep, fields: dict[str, str], reads: dict[str, StepRead]
 ) -> WorkflowStep:
     task_id = step_task_id(workflow_id, planned)
-    record = records.get(task_id)  # None: not enqueued, or due and not stored yet, or expired
-    result, unreadable = None, ""
-    if record is not None:
-        try:
-            result = backend.pipeline.result_from(task_id, record)
-        except PayloadError as exc:  # the step still reads, as its task's admin page does
-            unreadable = str(exc)
+    read = reads.get(task_id)  # None: not enqueued, or due and not stored yet, or expired
     return WorkflowStep(
         index=planned.index,
         task_id=task_id,
         task_path=planned.path,
         queue=planned.queue,
-        result=result,
+        result=None if read is None else read.result,
         not_run=fields.get(f"x:{planned.index}", ""),
         settled=fields.get(f"s:{planned.index}", ""),
-        task_status=None if record is None else record_status(record),
-        unreadable=unreadable,
+        task_status=None if read is None else read.status,
+        unreadable="" if read is None else read.unreadable,
     )
 
 
@@ -220,5 +237,14 @@ def _status(stored: str, steps: list[WorkflowStep]) -> Status:
         return Status.SUCCESSFUL
     if stored in ("failed", "cancelled"):
         return Status.FAILED
-    started = any(step.settled or step.task_status in STARTED for step in steps)
+    started = any(step.settled or _started(step) for step in steps)
     return Status.RUNNING if started else Status.READY
+
+
+def _started(step: WorkflowStep) -> bool:
+    """Tell whether an attempt of ``step`` started: it runs or ended, or it waits for a retry.
+
+    A task waiting for its retry reads READY (docs/lifecycle.md, Retries), and its workflow
+    went back from RUNNING to READY meanwhile: its errors say it ran.
+    """
+    return step.task_status in STARTED or (step.result is not None and bool(step.result.errors))

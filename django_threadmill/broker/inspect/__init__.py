@@ -2,10 +2,11 @@
 
 Every read is bounded, whatever the number of stored results: counts are ZCARD/ZCOUNT, a
 listing reads one window of one index by rank (ZRANGE/ZREVRANGE, O(log N + window)) and then
-one pipelined HMGET per window. Nothing here uses KEYS or SCAN, and nothing writes.
+the rows' fields, a payload's head only (row_fields.lua, one call per queue part, pipelined).
+Nothing here uses KEYS or SCAN, and nothing writes.
 """
 
-from ...codec.payloads import task_path
+from ...codec.payloads import task_path, task_path_in_head
 from ..raw_replies import NotUtf8Id
 from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
 from .ready_walk import BAND_SAMPLE
@@ -35,4 +36,5 @@ __all__ = [
     "TaskRow",
     "WorkerSighting",
     "task_path",
+    "task_path_in_head",
 ]

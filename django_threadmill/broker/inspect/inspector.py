@@ -8,10 +8,10 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from ...codec.ids import queue_of
-from ...codec.payloads import task_path
+from ...codec.payloads import PATH_HEAD_BYTES, task_path_in_head
 from ...codec.progress import PROGRESS_FIELDS, stored_progress
 from ..broker import Broker
-from ..connection import wrong_type
+from ..connection import readable_replies
 from ..keys import QueueKeys
 from ..pausing import QueuePause
 from ..raw_replies import RAW, NotUtf8Id, escaped, stored_counters, stored_id, stored_scored_ids
@@ -19,6 +19,7 @@ from ..reads import damaged_record
 from ..types import stored_int
 from .ready_walk import READY_SINCE_FIELDS, band_heads, oldest_ready_since
 from .record import RecordValues, not_utf8, read_values
+from .steps import StepRecord, step_records
 from .types import (
     Fields,
     Index,
@@ -46,16 +47,6 @@ ROW_FIELDS = (
 # Ids and records come back as bytes, decoded one by one (raw_replies.py): one that is not
 # UTF-8, decoded by the client, failed the whole reply, and with it the page.
 SCORED = {"withscores": True, **RAW}  # a sorted set's ids with their scores, as bytes
-
-
-def _readable(replies: list[Any]) -> list[Any]:
-    """Return pipeline ``replies`` (``raise_on_error=False``), raising any error but a key of
-    another type, which stays in its place: a damaged record is one row a page cannot read, not
-    a page that fails (docs/lifecycle.md, Damaged records)."""
-    for reply in replies:
-        if isinstance(reply, Exception) and not wrong_type(reply):
-            raise reply
-    return replies
 
 
 def _stored_ints(values: list[bytes | None]) -> list[int | None]:
@@ -197,7 +188,7 @@ class Inspector:
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for part in (part for queue in queues for part in parts[queue]):
                 pipe.execute_command("GET", self._keys(part).paused, **RAW)
-            replies = iter(_readable(pipe.execute(raise_on_error=False)))
+            replies = iter(readable_replies(pipe.execute(raise_on_error=False)))
         found = {}
         for queue in queues:
             notes = [note for _ in parts[queue] if (note := next(replies)) is not None]
@@ -391,7 +382,7 @@ class Inspector:
         with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for key in keys:
                 pipe.execute_command("HMGET", key, *fields, **RAW)
-            replies = _readable(pipe.execute(raise_on_error=False))
+            replies = readable_replies(pipe.execute(raise_on_error=False))
         return [
             None
             if isinstance(reply, Exception)
@@ -401,10 +392,25 @@ class Inspector:
 
     def _listed_fields(self, ids: Sequence[str], fields: Sequence[str]) -> list[Fields]:
         """Return ``fields`` of the record of each of ``ids``: None where its key is not a hash,
-        and for an id that is not UTF-8 (``NotUtf8Id``), which names no record and is not read."""
+        and for an id that is not UTF-8 (``NotUtf8Id``), which names no record and is not read.
+
+        A ``payload`` among them is its first PATH_HEAD_BYTES only (``task_path_in_head``).
+        """
         readable = [task_id for task_id in ids if not isinstance(task_id, NotUtf8Id)]
-        found = iter(self._hmget([self._record(task_id) for task_id in readable], fields))
+        found = iter(self._fields_of(readable, fields))
         return [None if isinstance(task_id, NotUtf8Id) else next(found) for task_id in ids]
+
+    def _fields_of(self, ids: Sequence[str], fields: Sequence[str]) -> list[Fields]:
+        """Return ``fields`` of each record of ``ids``, a payload cut to its head: a page of 50
+        rows of 2 MB payloads read 100 MB for their task paths (docs/admin.md, Cost per page
+        view)."""
+        if "payload" not in fields:
+            return self._hmget([self._record(task_id) for task_id in ids], fields)
+        replies = self.broker.cut_fields(ids, fields, "payload", PATH_HEAD_BYTES)
+        return [
+            None if reply is None else [None if v is None else escaped(v) for v in reply]
+            for reply in replies
+        ]
 
     def probe(
         self, ids: Sequence[str], fields: Sequence[str]
@@ -440,7 +446,7 @@ class Inspector:
             id=task_id,
             queue=queue_of(task_id) or "",
             state=fields["state"] or "",
-            path=task_path(fields["payload"]),
+            path=task_path_in_head(fields["payload"]),
             enqueued_ms=stored_int(fields["enqueued_ms"]),
             run_after_ms=stored_int(fields["run_after_ms"]),
             started_ms=stored_int(fields["started_ms"]),
@@ -449,6 +455,11 @@ class Inspector:
             errors=stored_int(fields["nerrors"]) or 0,
             progress=stored_progress(fields),
         )
+
+    def step_records(self, ids: Sequence[str], most_bytes: int) -> list[StepRecord | None]:
+        """Return what a workflow's page shows of its steps' records (``steps.step_records``):
+        the state, and the payload and result of at most ``most_bytes`` each."""
+        return step_records(self.broker, ids, most_bytes)
 
     # One task ------------------------------------------------------------------------------
 
@@ -470,7 +481,7 @@ class Inspector:
             pipe.zscore(keys.delayed, task_id)
             pipe.zrank(keys.ready, task_id)
             pipe.type(key)
-            replies = _readable(pipe.execute(raise_on_error=False))
+            replies = readable_replies(pipe.execute(raise_on_error=False))
         count, ttl_ms, deadline, due, position, kind = replies
         if not count:
             return None
