@@ -19,10 +19,6 @@ from .wrong_server import wrong_server
 
 # redis-py's message when a BlockingConnectionPool found no free connection within its timeout.
 POOL_TIMED_OUT = "No connection available."
-UNAVAILABLE_ERRORS = (
-    redis.exceptions.TryAgainError,
-    redis.exceptions.MasterDownError,
-)
 
 # How redis-py opens the error of one command of a pipeline: "Command # 3 (HGETALL k) of pipeline
 # caused error: WRONGTYPE ...". The reply itself follows.
@@ -147,6 +143,8 @@ def translated_errors(
         ) from exc
     except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse) as exc:
         raise _no_reply(location, pool_timeout_s, exc) from exc
+    except redis.exceptions.MasterDownError as exc:  # a ClusterError to redis-py; any replica's
+        raise _cut_off_replica(where, exc) from exc
     except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
         raise _cluster_error(location, where, exc) from exc
     except redis.exceptions.AskError as exc:  # MOVED or ASK (MovedError is an AskError)
@@ -156,6 +154,19 @@ def translated_errors(
         if translated is None:
             raise
         raise translated from exc
+
+
+def _cut_off_replica(where: str, exc: redis.exceptions.MasterDownError) -> BrokerUnavailable:
+    """Return the error for MASTERDOWN: a replica whose link to its primary is down refuses
+    reads too under ``replica-serve-stale-data no``. Redis refused the call, so nothing was
+    applied. redis-py makes it a ``ClusterDownError``: caught as one, it read as a Redis
+    Cluster mid-failover whose call may have been applied (``MaybeApplied``)."""
+    return BrokerUnavailable(
+        f"Redis at {where} is a replica cut off from its primary, and set to serve no data "
+        f"meanwhile ({exc}). It answers again once it reaches its primary (INFO replication: "
+        "master_link_status:up); if it does not, point LOCATION at the primary, or use "
+        "OPTIONS['sentinel'] to follow it; nothing was written."
+    )
 
 
 def _cluster_error(location: str, where: str, exc: Exception) -> BrokerUnavailable:
@@ -315,8 +326,8 @@ def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable
             "once a replica is promoted; otherwise point LOCATION at the primary, or use "
             "OPTIONS['sentinel'] to follow it."
         )
-    if isinstance(exc, UNAVAILABLE_ERRORS) or message.startswith(
-        ("LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN")
+    if isinstance(exc, redis.exceptions.TryAgainError) or message.startswith(
+        ("LOADING", "BUSY", "TRYAGAIN")
     ):
         return BrokerUnavailable(f"Redis at {where} cannot serve writes now ({exc}).")
     return None
