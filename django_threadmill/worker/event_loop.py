@@ -16,6 +16,7 @@ from contextlib import suppress
 from contextvars import ContextVar
 
 from ..broker import Reservation
+from ..forks import renew_after_fork
 from .executor import await_cut_short
 from .role import RoleThread
 from .runner import RunnerParts, TaskRunner
@@ -56,6 +57,15 @@ class EventLoopLane(TaskRunner):
         # ended by then is recorded instead (docs/worker.md, Shutdown).
         self.handed_back = 0
         self.buffer.on_async_work = self.nudge
+        renew_after_fork(self)  # a task that forks: its child must not go on as this lane
+
+    def after_fork(self) -> None:
+        """In a child a task forked on the loop, stop the loop: a child whose task code
+        yields to it (``await asyncio.sleep(0)``) ends at the end of that turn
+        (``_run_until_stopped``), instead of running the copies of the other tasks on it and
+        living on as an orphan. One whose task returns or raises ends before (``arun``)."""
+        if threading.current_thread() is self and self.event_loop is not None:
+            self.event_loop.stop()
 
     def loop(self) -> None:
         event_loop = self.event_loop = asyncio.new_event_loop()
@@ -74,7 +84,8 @@ class EventLoopLane(TaskRunner):
     def _run_until_stopped(self, event_loop: asyncio.AbstractEventLoop) -> None:
         """Run the loop until the lane stops it. A task's code may stop it too (``loop.stop()``)
         or raise ``SystemExit`` from work it left running (asyncio lets both out of
-        ``run_forever``): the loop runs on, so the other tasks on it are not lost."""
+        ``run_forever``): the loop runs on, so the other tasks on it are not lost. In a child a
+        task forked (``after_fork`` stopped its loop), the process ends here."""
         while not self._stopped:
             try:
                 event_loop.run_forever()
@@ -84,6 +95,8 @@ class EventLoopLane(TaskRunner):
                     type(exc).__name__,
                 )
                 continue
+            finally:
+                self.executor.end_forked_child()
             if not self._stopped:
                 logger.error("Event loop stopped by an async task (loop.stop()); it runs on")
 

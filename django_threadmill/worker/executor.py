@@ -183,7 +183,7 @@ class Executor:
                 try:
                     called = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
                 finally:
-                    self._end_forked_child()
+                    self.end_forked_child()
                     left_open = roll_back_open_transactions()
             if left_open:
                 raise TransactionLeftOpen(
@@ -237,7 +237,10 @@ class Executor:
             await asend_guarded(task_started, self.backend_class, attempt.result)
         try:
             with self._reporting(attempt):
-                awaited = await self._awaited(attempt)
+                try:
+                    awaited = await self._awaited(attempt)
+                finally:
+                    self.end_forked_child()
             returned, value = encode_result(
                 awaited, attempt.task.module_path, self.max_result_bytes
             )
@@ -309,9 +312,10 @@ class Executor:
         except _HeldInterrupt as held:
             raise held.interrupt from None
 
-    def _end_forked_child(self) -> None:
-        """End the process if this is a child the task forked and left to return here: it
-        holds a copy of the worker's buffer and leases, and would run those tasks again."""
+    def end_forked_child(self) -> None:
+        """End the process if this is a child a task forked and left to return here (into
+        either lane): it holds a copy of the worker's buffer and leases, and would run those
+        tasks again."""
         if _forks_seen != self._forks:
             os._exit(0)
 

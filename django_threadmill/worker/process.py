@@ -34,6 +34,10 @@ logger = logging.getLogger(__name__)
 
 STOP = b"s"  # control message from the supervisor: stop gracefully
 RECYCLING = b"r"  # control message to the supervisor: recycling, start the replacement now
+# Control message to the supervisor, its exit code (one byte) after it: the process ends with it
+# on purpose. A code that tells the supervisor what to do (0, 3, 4, 6) counts only if said: a
+# task's os._exit(4) had the supervisor stop every process for good (worker/slots.py).
+ENDING = b"e"
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 # The stop ends this long after the grace period at the latest, whatever Redis does: the ack
 # writer's flush, then its second chance (docs/deploy.md, Kubernetes, "Stopping").

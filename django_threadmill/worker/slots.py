@@ -13,12 +13,15 @@ from multiprocessing.context import ForkContext
 from multiprocessing.process import BaseProcess
 
 from ..aliases import threadmill_backend
-from .exit_codes import exit_now
+from .exit_codes import ExitCode, exit_now
 from .interruptible import STOP_SIGNALS
 from .options import WorkerOptions
-from .process import WorkerProcess
+from .process import ENDING, WorkerProcess
 
 logger = logging.getLogger(__name__)
+
+# The exit codes that tell the supervisor what to do rather than that the process died.
+SAID_CODES = frozenset({ExitCode.OK, ExitCode.RECYCLE, ExitCode.REFUSED, ExitCode.DROPPED})
 
 
 def run_worker_process(
@@ -34,8 +37,42 @@ def run_worker_process(
     # as an orphan.
     for fd in supervisor_fds:
         os.close(fd)
-    code = WorkerProcess(options, threadmill_backend(options.backend_alias)).run(control_fd)
+    # A log line that cannot be written (a task closed sys.stderr) is dropped, as Python
+    # advises in production, instead of raising into whichever thread logged it.
+    logging.raiseExceptions = False
+    worker = WorkerProcess(options, threadmill_backend(options.backend_alias))
+    try:
+        code = worker.run(control_fd)
+    except BaseException:  # out of its stop too: a log handler a task added raised there
+        # Multiprocessing would print it, then wait for the threads the stop never stopped:
+        # the process hung, its lease keeper renewing what it held, for good.
+        with suppress(Exception):
+            logger.critical(
+                "Worker process failed, exiting worker_id=%s", worker.worker_id, exc_info=True
+            )
+        code = ExitCode.FORCED  # 1, as Python ends on an uncaught error (docs/worker.md)
+    with suppress(OSError):  # the supervisor is gone: nobody reads the code but the kernel
+        os.write(control_fd, ENDING + bytes([code]))
     exit_now(code)  # threads that outlived the grace period must not hold the exit
+
+
+def _unread(control_fd: int) -> bytes:
+    """Return what an ended process said on its control socket that was not read yet. It
+    never blocks: a child a task forked may hold the socket's other end open still."""
+    os.set_blocking(control_fd, False)
+    try:
+        return os.read(control_fd, 64)
+    except OSError:  # nothing to read (BlockingIOError)
+        return b""
+
+
+def as_said(code: int | None, said: bytes) -> int | None:
+    """Return the exit code ``code`` as the supervisor reads it: a code that tells it what to
+    do (``SAID_CODES``) counts only if the process said it ends with it (``ENDING``); one it
+    did not say is None, a death: a task's ``os._exit(0)`` ended the process, not the worker."""
+    if code in SAID_CODES and ENDING + bytes([code]) not in said:
+        return None
+    return code
 
 
 @contextmanager
@@ -60,6 +97,7 @@ class Retiring:
 
     process: BaseProcess
     control_fd: int
+    said: bytes  # what it said on its control socket so far
 
 
 @dataclass(slots=True)
@@ -78,6 +116,7 @@ class Slot:
     crashes: int = 0
     restart_at: float | None = None
     done: bool = False
+    said: bytes = b""  # what the process in the slot said on its control socket so far
 
     @property
     def pid(self) -> int | None:
@@ -103,17 +142,20 @@ class Slot:
         finally:
             os.close(theirs)
         self.process, self.control_fd = process, ours
-        self.listening, self.recycling = True, False
+        self.listening, self.recycling, self.said = True, False, b""
         self.started_at, self.restart_at = time.monotonic(), None
 
     def hear(self) -> bytes:
-        """Read what the process said (RECYCLING), once its socket is ready; b"" if it exited.
-        Either is the last it says: the socket is not read again."""
+        """Read what the process said (RECYCLING, or ENDING as it exits), once its socket is
+        ready; b"" if it exited. The socket is not read again until the process is collected
+        (``collect``), which reads what came after: an ENDING behind a RECYCLING."""
         self.listening = False
         try:
-            return os.read(self.control_fd, 64)  # type: ignore[arg-type]
+            heard = os.read(self.control_fd, 64)  # type: ignore[arg-type]
         except OSError:
             return b""
+        self.said += heard
+        return heard
 
     def tell(self, message: bytes) -> None:
         """Send ``message`` to every live process of the slot."""
@@ -125,26 +167,31 @@ class Slot:
         """Move the recycling process aside, to finish its tasks, leaving the slot empty."""
         assert self.process is not None
         assert self.control_fd is not None
-        self.retiring = Retiring(process=self.process, control_fd=self.control_fd)
+        self.retiring = Retiring(process=self.process, control_fd=self.control_fd, said=self.said)
         self.process = self.control_fd = None
 
     def collect(self) -> int | None:
-        """Reap the slot's exited process, leaving the slot empty; return its exit code."""
+        """Reap the slot's exited process, leaving the slot empty; return its exit code as
+        the supervisor reads it (``as_said``)."""
         assert self.process is not None
+        assert self.control_fd is not None
         self.process.join()
-        os.close(self.control_fd)  # type: ignore[arg-type]
-        code = self.process.exitcode
+        said = self.said + _unread(self.control_fd)
+        os.close(self.control_fd)
+        code = as_said(self.process.exitcode, said)
         self.process, self.control_fd, self.listening = None, None, False
         return code
 
     def collect_retired(self) -> tuple[BaseProcess, int | None]:
-        """Reap the slot's exited recycled process; return it and its exit code."""
+        """Reap the slot's exited recycled process; return it and its exit code as the
+        supervisor reads it (``as_said``)."""
         retiring = self.retiring
         assert retiring is not None
         retiring.process.join()
+        said = retiring.said + _unread(retiring.control_fd)
         os.close(retiring.control_fd)
         self.retiring, self.retired_at = None, time.monotonic()
-        return retiring.process, retiring.process.exitcode
+        return retiring.process, as_said(retiring.process.exitcode, said)
 
     def ended(self) -> bool:
         """Whether the slot is done and no recycled process of it still runs."""

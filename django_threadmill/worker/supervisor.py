@@ -270,7 +270,7 @@ class Supervisor:
                 "Recycled worker process died slot=%d pid=%s status=%s; its replacement runs on",
                 slot.index,
                 process.pid,
-                _status(code),
+                _status(process, code),
             )
             if self.options.burst:  # what it held waits for the reaper, as after any death
                 self.exit_code = self.exit_code or ExitCode.CRASHED
@@ -293,7 +293,7 @@ class Supervisor:
 
     def _schedule_restart(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
         """Restart a dead process with backoff; give up if processes keep dying at start."""
-        status = _status(code)
+        status = _status(process, code)
         delay = self._count_failure(slot, status)
         if delay is not None:
             logger.error(
@@ -338,9 +338,15 @@ class Supervisor:
                 self._spawn(slot)
 
 
-def _status(code: int | None) -> str:
-    """Say how a process ended: its exit code, or the signal that killed it."""
-    return f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+def _status(process: BaseProcess, code: int | None) -> str:
+    """Say how a process ended: its exit code, or the signal that killed it. ``code`` is the
+    code as read (``slots.as_said``): None for one the worker did not set itself."""
+    ended = process.exitcode
+    if ended is not None and ended < 0:
+        return f"signal {-ended}"
+    if code is None:
+        return f"exit code {ended}, not the worker's own (a task's os._exit(), or code it called)"
+    return f"exit code {ended}"
 
 
 def _stopped_with(code: int | None) -> ExitCode:
