@@ -19,8 +19,7 @@ SCRIPT = """
 import asyncio
 import django
 django.setup()
-from django.tasks import task, task_backends
-from django.tasks.exceptions import InvalidTask
+from django_threadmill.compat import InvalidTask, task, task_backends
 
 @task
 def greet(name):
