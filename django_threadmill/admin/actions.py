@@ -22,6 +22,8 @@ from .display import named, state_label
 
 SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
 MAX_SELECTION = 500  # tasks one action may name: the confirmation page lists them all
+MAX_LISTED_IDS = 20  # ids one message names; the rest are counted (an action on a filter
+# leaves up to 10,000 alone, whose ids made a message of 400 KB, kept in the session)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,6 +163,14 @@ def run_task_action(
     )
 
 
+def listed(items: list[Selected]) -> str:
+    """Name the first MAX_LISTED_IDS tasks of ``items`` and count the others."""
+    names = [item.task_id for item in items[:MAX_LISTED_IDS]]
+    if len(items) > MAX_LISTED_IDS:
+        names.append(f"{len(items) - MAX_LISTED_IDS:,} more")
+    return get_text_list(names, "and")
+
+
 def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
     """Return the messages after an action: the count, then what it left alone and why."""
     changed, skipped = outcome.changed, outcome.skipped
@@ -181,14 +191,14 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
         ),
     ):
         if refused:
-            ids = get_text_list([item.task_id for item in refused], "and")
+            ids = listed(refused)
             messages.append(
                 f"{len(refused)} left alone: {why}; enqueue the task anew to run it ({where}): "
                 f"{ids}."
             )
     by_state = Counter(item.label for item in skipped)
     for label, count in sorted(by_state.items()):
-        ids = get_text_list([item.task_id for item in skipped if item.label == label], "and")
+        ids = listed([item for item in skipped if item.label == label])
         messages.append(
             f"{count} left alone: the task is {label} now, not "
             f"{state_label(action.applies_to)} (it changed meanwhile, or was never so): {ids}."

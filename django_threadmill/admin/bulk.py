@@ -48,8 +48,13 @@ def matched(query: QueryDict, action: TaskAction) -> Matched:
     filters, rows, complete = matching(
         query, action.applies_to, want=MAX_BULK, budget=BULK_SCAN_BUDGET
     )
+    # A task may be read twice: READY, then delayed, after a worker ran it meanwhile and its
+    # attempt failed with a retry. It is acted on once, as it is counted once.
+    selected: dict[tuple[str, str], Selected] = {}
+    for alias, row in rows:
+        selected.setdefault((alias, row.id), Selected(alias=alias, task_id=row.id, state=row.state))
     return Matched(
-        selected=[Selected(alias=alias, task_id=row.id, state=row.state) for alias, row in rows],
+        selected=list(selected.values()),
         complete=complete,
         filters=filters.chosen(),
     )

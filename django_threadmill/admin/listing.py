@@ -359,6 +359,7 @@ class _Frontier:
         self.buffers: list[list[_Entry]] = [[] for _ in offsets]
         self.next_rank = list(offsets)  # forwards: next rank to read; backwards: one past it
         self.more = [offset > 0 for offset in offsets] if backward else [True] * len(offsets)
+        self.last: dict[int, Mark] = {}  # forwards: per stream, the last entry read
 
     def peek(self, size: int) -> list[_Entry]:
         self._refill(size)
@@ -378,12 +379,17 @@ class _Frontier:
         streams, bases = self.walker.streams, self.walker.bases
         for inspector, members in self.walker.by_inspector().items():
             for index in self.walker.indexes:
+                due = [
+                    n
+                    for n in members
+                    if streams[n].index is index
+                    and not self.buffers[n]
+                    and self.more[n]
+                    and (only is None or n in only)
+                ]
+                self._catch_up(inspector, index, due)
                 ranges = {}
-                for n in members:
-                    if streams[n].index is not index or self.buffers[n] or not self.more[n]:
-                        continue
-                    if only is not None and n not in only:
-                        continue
+                for n in due:
                     rank = self.next_rank[n]
                     first, last = (
                         (max(0, rank - size), rank - 1)
@@ -413,6 +419,22 @@ class _Frontier:
                 self.buffers[n] = window
                 self.next_rank[n] += len(window)
                 self.more[n] = len(window) == size
+                if window:
+                    self.last[n] = Mark(window[-1].score, window[-1].task_id)
+
+    def _catch_up(self, inspector: Inspector, index: Index, due: list[int]) -> None:
+        """Move each stream of ``due`` that read a window already to just after the last entry
+        it read, wherever that lies now (one pipeline): counted by rank, the next window
+        repeated a task for each one that arrived before it meanwhile, and skipped one for each
+        that left, so an action on a filter, whose walk reads many windows while workers run,
+        acted twice on one task and never on another (docs/admin.md, Actions and what they
+        promise)."""
+        marked = {self.walker.streams[n].queue: n for n in due if n in self.last}
+        if not marked:
+            return
+        through = ranks_through(inspector, index, {q: self.last[n] for q, n in marked.items()})
+        for queue, n in marked.items():
+            self.next_rank[n] = through[queue] - self.walker.bases[n]
 
 
 def _through_match(accepted: list[bool | None], need: int) -> int:
