@@ -52,7 +52,7 @@ class Crew:
             broker, worker_id, self.held, executor.progress, self._on_written, on_crash
         )
 
-        self.pacer = Pacer(broker, release)
+        self.pacer = Pacer(broker, release, self.buffer.put_many)
         parts = RunnerParts(
             buffer=self.buffer,
             executor=executor,
@@ -92,7 +92,10 @@ class Crew:
             self.held,
             burst=options.burst,
             is_settled=lambda: (
-                self.buffer.is_idle() and self.writer.pending() == 0 and self.drainer.is_idle()
+                self.buffer.is_idle()
+                and self.pacer.is_idle()
+                and self.writer.pending() == 0
+                and self.drainer.is_idle()
             ),
             unwritten=self.writer.backlog,
             on_empty=on_empty,

@@ -151,7 +151,7 @@ class EventLoopLane(TaskRunner):
             if self.looks_before_start(reservation) and not await asyncio.to_thread(
                 self.admit, reservation
             ):
-                return  # handed back (the worker stopped first), or recorded as cancelled
+                return  # handed back, recorded as cancelled, or waiting out of the way for its turn
             started_ms = self.begin(reservation)
             if started_ms is None:
                 return

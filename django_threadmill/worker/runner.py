@@ -52,9 +52,10 @@ class TaskRunner(RoleThread):
         return bool(reservation.workflow) or self.pacer.paces(reservation)
 
     def admit(self, reservation: Reservation) -> bool:
-        """Block until ``reservation`` may start; False when it must not: the worker stopped
-        while it waited for its start turn (handed back), its lease was lost meanwhile, or it
-        is a step of a cancelled workflow (recorded as cancelled)."""
+        """Block until ``reservation`` may start; False when it must not now: the worker
+        stopped while it waited for its start turn (handed back), its turn is far off (it waits
+        out of the way: worker/pacing.py), its lease was lost meanwhile, or it is a step of a
+        cancelled workflow (recorded as cancelled)."""
         if self.pacer.paces(reservation):
             # Checked before each try for a turn: a turn is not spent on a task that does not
             # start (docs/schedules.md, Per-queue limits).

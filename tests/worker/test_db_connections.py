@@ -117,7 +117,7 @@ def test_a_worker_thread_that_ends_closes_the_connections_it_opened(
         executor=executor,
         writer=writer,
         held=held,
-        pacer=Pacer(backend.broker, release=lambda reservations: None),
+        pacer=Pacer(backend.broker, lambda reservations: None, buffer.put_many),
         cancelled_steps=CancelledSteps(backend.broker),
         sync_ack=True,  # the outcome is written before the thread takes its next turn
         on_task_done=lambda: None,
