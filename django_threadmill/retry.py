@@ -205,8 +205,9 @@ def retry_delay(task: "Task", task_result: "TaskResult", error: BaseException) -
 
     ``task_result.attempts`` already counts the failed attempt. A policy that raises or
     returns something other than a timedelta or None is logged and treated as "no retry",
-    so a broken policy can fail a task but never a worker thread. The ``MAX_ATTEMPTS``th
-    error is final whatever the policy says.
+    so a broken policy can fail a task but never a worker thread, nor the reaper, which
+    asks it too: raising SystemExit, it ended a worker process, then the supervisor at its
+    reap pass, silently. The ``MAX_ATTEMPTS``th error is final whatever the policy says.
     """
     policy = getattr(task, "retry", None)
     if policy is None:
@@ -223,7 +224,7 @@ def retry_delay(task: "Task", task_result: "TaskResult", error: BaseException) -
     context = RetryContext(task=task, task_result=task_result, error=error)
     try:
         delay = policy(context)
-    except Exception:
+    except (Exception, SystemExit):  # a policy's sys.exit() too; a Ctrl-C still interrupts
         logger.exception(
             "Retry policy raised task_id=%s task=%s; recording FAILED",
             task_result.id,

@@ -8,7 +8,7 @@ from .core import BrokerCore
 from .damaged import log_set_aside
 from .keys import QueueKeys
 from .scripts import ScriptCall, ScriptName
-from .types import ExpiredAttempt, Lease, Reaped, stored_lines
+from .types import ExpiredAttempt, Lease, Reaped, stored_int, stored_lines
 from .workflows import StoppedStep
 
 FLUSH_BATCH = 1000  # keys per SCAN step and per UNLINK when flushing
@@ -62,7 +62,8 @@ class Lifecycle(BrokerCore):
                     ),
                     payload=payload,
                     workers=stored_lines(workers),
-                    deadline_ms=int(deadline_ms),
+                    # A score set by hand ("-inf" to reap it now) failed every pass here.
+                    deadline_ms=stored_int(deadline_ms),
                     errors=list(errors),
                     workflow=workflow,
                 )

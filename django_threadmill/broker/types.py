@@ -197,7 +197,8 @@ class ExpiredAttempt:
     lease: Lease
     payload: str
     workers: list[str]
-    deadline_ms: int
+    # The lease's score: None for one written by hand that is no number of ms ("-inf").
+    deadline_ms: int | None
     errors: list[str] = field(default_factory=list)
     workflow: str = ""  # a workflow step's ``<workflow id>:<step>`` (its record's field)
 

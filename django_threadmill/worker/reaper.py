@@ -87,8 +87,15 @@ class ReapReport:
         return sum(counts.set_aside for counts in self.queues.values())
 
 
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+def _iso(ms: int | None) -> str:
+    """Return a lease deadline (Redis time, ms) in ISO 8601, UTC; "unknown" for a score set
+    by hand that is no time ("-inf", before the year 1): its lease lapsed all the same."""
+    if ms is None:
+        return "unknown"
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+    except (ValueError, OverflowError, OSError):
+        return "unknown"
 
 
 def lease_error(attempt: ExpiredAttempt) -> LeaseExpired:
@@ -266,7 +273,14 @@ def _reap_queue(
         # same, and the loop would hold the supervisor's main thread (docs/lifecycle.md, When
         # a worker dies: leases and the reaper).
         moved = reaped.looked_at - (counts.stale - stale_before)
-        if reaped.looked_at < batch_size or moved == 0:
+        last = reaped.looked_at < batch_size or moved == 0
+        # Each batch's outcomes go out as it ends, the last with the queue's done index
+        # trimmed. Sent once after the pass, 100,000 ids held Redis a third of a second in
+        # one script call, a pass cut short by a stop sent none, and a send failing in one
+        # queue failed the whole pass, the counts of --once unprinted (docs/observability.md,
+        # What it costs).
+        backend.broker.send_metrics(trimming=[queue] if last else [])
+        if last:
             return
 
 
@@ -321,8 +335,6 @@ def reap_pass(
     except BrokerUnavailable as exc:  # Redis itself: the queues after this one wait
         report.unreachable = exc
     if not dry_run and report.unreachable is None:
-        # The expired leases it settled; and every queue's done index is trimmed.
-        backend.broker.send_metrics(trimming=queues)
         # Workflows advance from steps whose drainer died, or that the reaper just settled.
         report.advanced = drain_queues(backend, queues)
     if report.released or report.failed or report.retried or report.set_aside or report.advanced:

@@ -59,9 +59,10 @@ def test_once_prints_what_it_settled_before_redis_went_away(
     finally:
         task_finished.disconnect(kill_redis)
 
+    # Redis went away before default's metrics send, which ends each batch: the pass stops
+    # there, with what it settled counted.
     assert out.getvalue().splitlines() == [
-        "Settled queue=default released=0 failed=1 retried=0 stale=0 set_aside=0",
-        "Settled queue=emails released=0 failed=0 retried=0 stale=0 set_aside=0 incomplete=yes",
+        "Settled queue=default released=0 failed=1 retried=0 stale=0 set_aside=0 incomplete=yes",
     ]
     assert str(failed.value).startswith(
         "Reap pass stopped part-way, Redis stopped answering (the queues not reaped wait for "
