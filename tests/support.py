@@ -24,11 +24,18 @@ ROOT = Path(__file__).resolve().parents[1]  # the checkout, where manage.py live
 
 def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
     """Poll ``condition`` until it holds; fail naming ``what`` never happened."""
+    if not holds_within(condition, timeout_s):
+        raise AssertionError(f"{what} did not happen within {timeout_s}s")
+
+
+def holds_within(condition: Callable[[], object], timeout_s: float) -> bool:
+    """Poll ``condition`` until it holds or ``timeout_s`` passed; tell whether it held."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout_s}s")
+            return False
         time.sleep(0.01)  # polling with a deadline, not synchronising
+    return True
 
 
 class HandClock[T]:

@@ -3,6 +3,7 @@ paused."""
 
 import os
 import signal
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,9 +15,12 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from tests.servers.redis_server import RedisProcess
-from tests.support import wait_until
+from tests.support import holds_within
 
 from . import tasks
+
+CALL_WAIT_S = 30.0  # for a call of the process watched to wait on the paused Redis
+PAUSE_TRY_S = 1.0  # paused this long with nothing unread, Redis goes on a moment
 
 
 def enqueue_counted(backend: ThreadmillTaskBackend, log: Path, count: int) -> list[TaskResult]:
@@ -88,9 +92,17 @@ def paused(server: RedisProcess) -> Iterator[None]:
 @contextmanager
 def waiting_on_paused(server: RedisProcess, pid: int) -> Iterator[None]:
     """Pause ``server`` and return once process ``pid`` has sent it a request it has not read
-    (a call waiting on the silent Redis); resume it when the block ends."""
-    with paused(server):
-        wait_until(
-            lambda: request_unread_from(pid, server.port), "a call waiting on the paused Redis"
-        )
-        yield
+    (a call waiting on the silent Redis); resume it when the block ends.
+
+    A pause that lands after Redis read a request, before it answered, leaves that call
+    waiting with nothing unread, for good: Redis then goes on a moment and is paused again,
+    until a request of ``pid`` lies unread (a reap loop on a loaded CI machine met it).
+    """
+    deadline = time.monotonic() + CALL_WAIT_S
+    while True:
+        with paused(server):
+            if holds_within(lambda: request_unread_from(pid, server.port), PAUSE_TRY_S):
+                yield
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no call waited on the paused Redis within {CALL_WAIT_S}s")
