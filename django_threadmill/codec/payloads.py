@@ -178,7 +178,11 @@ CUT_PATH_MARK = "…"  # ends a task path longer than PATH_HEAD_BYTES leave room
 
 def task_path_in_head(head: str | None) -> str:
     """Return the task path from a payload's first PATH_HEAD_BYTES; one running past them
-    reads as the part read and CUT_PATH_MARK (filtering by it finds the tasks it starts)."""
+    reads as the part read and CUT_PATH_MARK (filtering by it finds the tasks it starts).
+
+    A payload is ASCII (the codec escapes the rest), so the head's length in characters is
+    its length in bytes (one written by hand in other bytes, its path cut, shows no path).
+    """
     path = task_path(head)
     if path or not head or len(head) < PATH_HEAD_BYTES or not head.startswith(_PATH_OPENING + '"'):
         return path
