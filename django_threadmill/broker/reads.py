@@ -43,6 +43,15 @@ def undecodable_record(task_id: str, key: str) -> PayloadError:
     )
 
 
+def unreadable_payload(task_id: str, key: str | None, problem: PayloadError) -> PayloadError:
+    """Return the error for a task whose record holds a payload that names no task to run
+    (``problem`` says what is wrong with it)."""
+    return PayloadError(
+        f"Task {task_id!r} cannot be read. {problem} Look at its record (redis-cli HGETALL "
+        f"{key!r}), then delete it or restore the payload (docs/lifecycle.md, Damaged records)."
+    )
+
+
 class Reads(BrokerCore):
     """The read-only section of the Broker (the admin's own queries are in ``inspect/``)."""
 

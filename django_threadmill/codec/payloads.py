@@ -49,8 +49,13 @@ def encode_payload(
 
 def decode_payload(raw: str | None) -> dict[str, Any]:
     """Parse a stored payload, raising ``PayloadError`` that says what is wrong with it."""
+    if raw is None:
+        raise PayloadError(
+            "Stored record has no payload; it was corrupted or written by something other "
+            "than django-threadmill."
+        )
     try:
-        payload = json.loads(raw or "")
+        payload = json.loads(raw)
     except ValueError as exc:
         raise PayloadError(f"Stored payload is not valid JSON ({exc}); it was corrupted.") from exc
     except RecursionError as exc:  # written by hand: enqueue refuses arguments nested this deep

@@ -13,12 +13,13 @@ from threading import Lock
 from typing import Any
 
 from ..broker import Broker, Guard, NewTask
+from ..broker.reads import unreadable_payload
 from ..codec.ids import queue_of
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import stored_result
 from ..compat import Task, TaskResult, TaskResultDoesNotExist
 from ..conf.settings import BackendSettings
-from ..exceptions import MaybeApplied, PartlyEnqueued
+from ..exceptions import MaybeApplied, PartlyEnqueued, PayloadError
 from ..wording import a_type
 from .announce import announce_all, announce_guarded, announcer
 from .batching import maybe_stored
@@ -255,7 +256,10 @@ class EnqueuePipeline:
         task no longer imports, its payload is damaged)."""
         if record is None:
             raise TaskResultDoesNotExist(result_id)
-        payload = decode_payload(record.get("payload"))
+        try:
+            payload = decode_payload(record.get("payload"))
+        except PayloadError as exc:
+            raise unreadable_payload(result_id, self.broker.record_key(result_id), exc) from exc
         task = load_task(
             payload["path"],
             backend=self.settings.alias,

@@ -40,13 +40,35 @@ def stored_with(backend: ThreadmillTaskBackend, redis_client: redis.Redis) -> Ca
     return store
 
 
+def unreadable(backend: ThreadmillTaskBackend, task_id: str, problem: str) -> str:
+    """Return the pattern of get_result's error for a payload ``problem`` (a pattern) names."""
+    key = backend.broker.record_key(task_id)
+    return (
+        f"^Task {re.escape(repr(task_id))} cannot be read\\. {problem} Look at its record "
+        f"\\(redis-cli HGETALL {re.escape(repr(key))}\\), then delete it or restore the payload "
+        "\\(docs/lifecycle\\.md, Damaged records\\)\\.$"
+    )
+
+
 def test_payload_that_is_not_json(
     backend: ThreadmillTaskBackend, stored_with: Callable[[str], str]
 ) -> None:
     task_id = stored_with("{not json")
-    with pytest.raises(
-        PayloadError, match=r"^Stored payload is not valid JSON \(.+\); it was corrupted\.$"
-    ):
+    problem = r"Stored payload is not valid JSON \(.+\); it was corrupted\."
+    with pytest.raises(PayloadError, match=unreadable(backend, task_id, problem)):
+        backend.get_result(task_id)
+
+
+def test_record_without_a_payload(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    task_id = echo.enqueue(1).id
+    redis_client.hdel(backend.broker.record_key(task_id) or "", "payload")
+    problem = re.escape(
+        "Stored record has no payload; it was corrupted or written by something other than "
+        "django-threadmill."
+    )
+    with pytest.raises(PayloadError, match=unreadable(backend, task_id, problem)):
         backend.get_result(task_id)
 
 
@@ -58,11 +80,11 @@ def test_payload_without_the_expected_shape(
     backend: ThreadmillTaskBackend, stored_with: Callable[[str], str], payload: object
 ) -> None:
     task_id = stored_with(json.dumps(payload))
-    message = (
+    problem = re.escape(
         "Stored payload lacks a task path, a list of args or a dict of kwargs; it was "
         "corrupted or written by something other than django-threadmill."
     )
-    with pytest.raises(PayloadError, match=f"^{re.escape(message)}$"):
+    with pytest.raises(PayloadError, match=unreadable(backend, task_id, problem)):
         backend.get_result(task_id)
 
 
