@@ -24,7 +24,8 @@ class MetricsSending(BrokerCore):
         Run by the ack writer about once a second and when it stops, and by the reaper after
         each pass. What a send cannot deliver is kept for the next one; a send whose reply was
         lost is sent again as it was, and counted once (metrics.py). Each call also trims
-        its part's done index of ids whose records expired; the parts of the ``trimming``
+        its part's done index of ids whose records expired, a bounded number per call
+        (docs/observability.md, Metrics and the done index); the parts of the ``trimming``
         queues get a call for that even with nothing tallied (the reaper's pass: an idle
         queue's index would keep them until its next outcome, a cancel-only one for good).
         """

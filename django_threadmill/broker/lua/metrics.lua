@@ -10,7 +10,8 @@
 -- KEYS[6]  P:metrics-sent:<sender>  string: the number of the sender's last send counted here
 -- ARGV[1]  cap            most task paths in KEYS[3]; later ones are counted as "other"
 -- ARGV[2]  minute_ttl_ms  expiry of the minute hash
--- ARGV[3]  result_ttl_ms  ids finished longer ago leave P:done ("" keeps them)
+-- ARGV[3]  result_ttl_ms  ids finished longer ago leave P:done, the oldest first, at most
+--                         TRIM_IDS more than the send adds ("" keeps them)
 -- ARGV[4]  number         this send's number, above any the sender sent before ("": a trim only)
 -- ARGV[5]  sent_ttl_ms    expiry of KEYS[6]
 -- ARGV[6]  path_ttl_ms    a path no send counted for this long leaves KEYS[3], and its fields
@@ -35,7 +36,10 @@
 -- Cost:    one ZADD per 500 ids (call_chunked); a score is formatted once per group; a GET
 --          and a SET of KEYS[6] per numbered send; two TYPEs and a ZRANGEBYSCORE of KEYS[3]
 --          per send, a ZSCORE per task path in it (a ZADD when new or last written an hour
---          ago), an HKEYS of KEYS[1] when a path is forgotten: nothing per task.
+--          ago), an HKEYS of KEYS[1] when a path is forgotten: nothing per task. The trim: a
+--          ZCOUNT of KEYS[5], and a ZREMRANGEBYRANK of at most TRIM_IDS ids (about a
+--          millisecond) more than the send adds, however many expired: the next sends take
+--          the rest.
 local number = tonumber(ARGV[4])
 if number and (tonumber(redis.call("GET", KEYS[6])) or 0) >= number then
   return -1
@@ -43,6 +47,9 @@ end
 local paths, cap = KEYS[3], tonumber(ARGV[1])
 -- A path's time is written again once an hour (ms), not at every send: a read per path and send.
 local SEEN_EVERY_MS = 3600 * 1000
+-- Most expired ids a send trims from P:done beyond as many as it adds (ids): removing a million
+-- in one call held Redis for seconds (docs/observability.md, Metrics and the done index).
+local TRIM_IDS = 1000
 local kind = redis.call("TYPE", paths).ok  -- asked once: a set or a zset is ours
 local legacy = kind == "set"  -- as earlier versions kept the paths
 local wrong = wrong_kind(KEYS[5], "zset")
@@ -131,9 +138,15 @@ end
 if i > first then
   redis.call("PEXPIRE", minute, ARGV[2])
 end
--- Trim the index once per send, never per task: ids whose records have expired.
+-- Trim the index once per send, never per task: ids whose records have expired, the oldest
+-- first (the lowest ranks). As many more as the send adds, so a part finishing more than
+-- TRIM_IDS tasks a second is trimmed as fast as it fills.
 if ARGV[3] ~= "" then
-  redis.call("ZREMRANGEBYSCORE", KEYS[5], "-inf", now - tonumber(ARGV[3]))
+  local expired = redis.call("ZCOUNT", KEYS[5], "-inf", now - tonumber(ARGV[3]))
+  local trimmed = math.min(expired, TRIM_IDS + #finished / 2)
+  if trimmed > 0 then
+    redis.call("ZREMRANGEBYRANK", KEYS[5], 0, trimmed - 1)
+  end
 end
 -- Last: a call that failed part-way is not taken for counted when sent again.
 if number then
