@@ -242,6 +242,13 @@ def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUna
             "Raise OPTIONS['pool_timeout'] or OPTIONS['max_connections'], or find what "
             "holds the connections (a slow Redis?); nothing was written."
         )
+    if isinstance(exc, redis.exceptions.MaxConnectionsError):  # a pool that does not wait
+        return BrokerUnavailable(
+            f"Every pooled connection to Redis at {where} is in use, and redis-py's asyncio "
+            f"Redis Cluster client does not wait for one ({type(exc).__name__}). Raise "
+            "OPTIONS['max_connections'] (per node and event loop), or find what holds the "
+            "connections (a slow Redis?); nothing was written."
+        )
     if MAX_CLIENTS_REPLY in str(exc):  # Redis answered, at connect: refused, not dropped
         return BrokerUnavailable(
             f"Redis at {where} has as many clients as its maxclients allows ({exc}). Raise "

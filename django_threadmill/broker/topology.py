@@ -3,7 +3,7 @@
 No routing of our own: ``RedisCluster`` maps each key to its node and follows MOVED/ASK and
 failovers, ``Sentinel.master_for`` finds the current primary and reconnects after a failover.
 Every client waits up to ``pool_timeout`` for a free connection where redis-py's pool for it
-can: one Redis and the sync cluster's per-node pools.
+can: one Redis, a Sentinel-managed primary and the sync cluster's per-node pools.
 """
 
 from typing import Any
@@ -29,18 +29,41 @@ POOL_TIMEOUT = "timeout"  # the option only a BlockingConnectionPool takes
 SENTINEL_GIVES = frozenset({"host", "port", "path", "connection_class"})
 
 
+class BlockingSentinelConnectionPool(
+    redis.sentinel.SentinelConnectionPool, redis.BlockingConnectionPool
+):
+    """redis-py's Sentinel pool, waiting up to ``timeout`` for a free connection as one
+    Redis's pool does; redis-py's own raised "Too many connections" at once, which read as a
+    call that may have been applied."""
+
+    def disconnect(self, inuse_connections: bool = True) -> None:
+        """Disconnect every connection, or only the idle ones (what Sentinel asks for when the
+        primary changed): redis-py's sync blocking pool takes no argument before redis-py 7."""
+        if inuse_connections:
+            super().disconnect()
+            return
+        for connection in [found for found in self.pool.queue if found is not None]:
+            connection.disconnect()
+
+
+class AsyncBlockingSentinelConnectionPool(
+    redis.asyncio.sentinel.SentinelConnectionPool, redis.asyncio.BlockingConnectionPool
+):
+    """Asyncio twin of ``BlockingSentinelConnectionPool``."""
+
+
 def _without_pool_timeout(options: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in options.items() if key != POOL_TIMEOUT}
 
 
 def _primary_options(location: str, options: dict[str, Any]) -> dict[str, Any]:
     """Return what LOCATION says of the primary (credentials, db, TLS, its query arguments)
-    but its address, which Sentinel gives."""
+    but its address, which Sentinel gives, and ``options``."""
     parsed = parse_url(location)
     found = {key: value for key, value in parsed.items() if key not in SENTINEL_GIVES}
     if parsed.get("connection_class") is SSLConnection:
         found["ssl"] = True
-    return {**found, **_without_pool_timeout(options)}
+    return {**found, **options}
 
 
 def _sentinel_options(
@@ -70,7 +93,11 @@ def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
         )
         primary = _primary_options(settings.location, options)
         # master_for is unannotated; it returns its default redis_class, Redis.
-        client: redis.Redis = manager.master_for(settings.sentinel.service_name, **primary)
+        client: redis.Redis = manager.master_for(
+            settings.sentinel.service_name,
+            connection_pool_class=BlockingSentinelConnectionPool,
+            **primary,
+        )
         return client
     pool = redis.BlockingConnectionPool.from_url(settings.location, **options, **sync_packing())
     return redis.Redis.from_pool(pool)
@@ -92,7 +119,11 @@ def aconnect(settings: BackendSettings, options: dict[str, Any]) -> AsyncClient:
         )
         primary = _primary_options(settings.location, options)
         # master_for is unannotated; it returns its default redis_class, Redis.
-        client: redis.asyncio.Redis = manager.master_for(settings.sentinel.service_name, **primary)
+        client: redis.asyncio.Redis = manager.master_for(
+            settings.sentinel.service_name,
+            connection_pool_class=AsyncBlockingSentinelConnectionPool,
+            **primary,
+        )
         return client
     pool = redis.asyncio.BlockingConnectionPool.from_url(settings.location, **options)
     # TCP, TLS or Unix socket. mypy takes any type[X] for unhashable (it checks X's own __hash__).
