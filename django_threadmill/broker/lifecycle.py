@@ -2,11 +2,13 @@
 flush a test's Redis (django_threadmill.testing)."""
 
 from collections.abc import Callable
+from functools import partial
 
 from ..codec.payloads import task_path
 from .core import BrokerCore
 from .damaged import log_set_aside
 from .keys import QueueKeys
+from .raw_replies import UndecodableAttempt, read_expired, stored_id
 from .scripts import ScriptCall, ScriptName
 from .types import ExpiredAttempt, Lease, Reaped, stored_int, stored_lines
 from .workflows import StoppedStep
@@ -28,6 +30,28 @@ def checked_batch_size(value: object, given_as: str) -> int:
     return value
 
 
+def _expired_attempt(
+    queue: str,
+    task_id: str,
+    token: str,
+    payload: str,
+    workers: str,
+    deadline_ms: str,
+    errors: list[str],
+    workflow: str,
+) -> ExpiredAttempt:
+    """Return one expired running attempt of a reap reply, decoded."""
+    return ExpiredAttempt(
+        lease=Lease(task_id=task_id, queue=queue, token=token, task_path=task_path(payload)),
+        payload=payload,
+        workers=stored_lines(workers),
+        # A score set by hand ("-inf" to reap it now) failed every pass here.
+        deadline_ms=stored_int(deadline_ms),
+        errors=errors,
+        workflow=workflow,
+    )
+
+
 class Lifecycle(BrokerCore):
     """The reap, cancel, requeue and purge section of the Broker."""
 
@@ -36,42 +60,55 @@ class Lifecycle(BrokerCore):
 
         ``limit`` applies per shard of a sharded queue, whose shards go in one round trip:
         fewer than ``limit`` lease entries looked at in all means every shard is done.
+
+        The reply is read as bytes and decoded field by field: an attempt with a field that
+        is not UTF-8 is set aside (counted in ``set_aside``), where decoded as a whole it
+        failed every pass (broker/raw_replies.py). A released id that is not UTF-8 is a
+        ``NotUtf8Id``: back in ready, acquire sets it aside.
         """
+        parts = self.parts(queue)
         calls = []
-        for part in self.parts(queue):
+        for part in parts:
             keys = self.queue_keys(part)
             calls.append(
                 ScriptCall(
                     ScriptName.REAP,
                     (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
                     (limit, "1" if dry_run else "0", self.wake_on_free(queue)),
+                    raw=True,
                 )
             )
         replies = self._run_per_queue(calls, durable=False)
-        released = [task_id for part_released, _, _, _ in replies for task_id in part_released]
-        expired = [entry for _, part_expired, _, _ in replies for entry in part_expired]
-        set_aside = sum(int(count) for _, _, count, _ in replies)
+        released: list[str] = []
+        expired: list[ExpiredAttempt] = []
+        set_aside = looked_at = 0
+        for part, (part_released, part_expired, count, part_looked_at) in zip(
+            parts, replies, strict=True
+        ):
+            released += [stored_id(task_id) for task_id in part_released]
+            attempts, undecodable = read_expired(part_expired, partial(_expired_attempt, queue))
+            expired += attempts
+            set_aside += int(count)
+            set_aside += (
+                len(undecodable) if dry_run else self._set_aside_expired(queue, part, undecodable)
+            )
+            looked_at += int(part_looked_at)
         if set_aside and not dry_run:
             log_set_aside(queue, set_aside, "reap")
-        return Reaped(
-            released=released,
-            expired=[
-                ExpiredAttempt(
-                    lease=Lease(
-                        task_id=task_id, queue=queue, token=str(token), task_path=task_path(payload)
-                    ),
-                    payload=payload,
-                    workers=stored_lines(workers),
-                    # A score set by hand ("-inf" to reap it now) failed every pass here.
-                    deadline_ms=stored_int(deadline_ms),
-                    errors=list(errors),
-                    workflow=workflow,
-                )
-                for task_id, token, payload, workers, deadline_ms, errors, workflow in expired
-            ],
-            set_aside=set_aside,
-            looked_at=sum(int(looked_at) for *_, looked_at in replies),
+        return Reaped(released=released, expired=expired, set_aside=set_aside, looked_at=looked_at)
+
+    def _set_aside_expired(self, queue: str, part: str, attempts: list[UndecodableAttempt]) -> int:
+        """Set aside the expired running attempts of one reap reply that did not decode
+        (broker/raw_replies.py), fenced by each one's token; return how many were."""
+        if not attempts:
+            return 0
+        keys = self.queue_keys(part)
+        call = ScriptCall(
+            ScriptName.SET_ASIDE_EXPIRED,
+            (keys.record_prefix, keys.leases, keys.damaged, keys.ready, keys.wake),
+            (self.wake_on_free(queue), *(value for attempt in attempts for value in attempt)),
         )
+        return int(self._run(call))
 
     def _on_one_task(
         self,

@@ -1,5 +1,5 @@
-"""Replies read as bytes and decoded field by field: acquire's, and the ids and records the
-admin reads.
+"""Replies read as bytes and decoded field by field: acquire's, reap's, and the ids and
+records the admin reads.
 
 django-threadmill writes records in ASCII (JSON with ASCII escapes, ids, numbers), but a
 record edited by hand may hold bytes that are not UTF-8. Decoded by the client, one such field
@@ -7,7 +7,9 @@ failed the whole reply: the batch it reserved was lost to the worker until its l
 then came back at the head of the queue, again and again. Checking every payload in the script
 cost Redis a third of acquire's work, so the reply comes back undecoded (``ScriptCall.raw``)
 and is decoded here: a field that does not decode marks its one task, which is set aside
-(set_aside.lua), and the others run (docs/lifecycle.md, Damaged records).
+(set_aside.lua), and the others run (docs/lifecycle.md, Damaged records). Reap's reply is read
+the same way: decoded as a whole, one expired attempt holding such bytes failed every reap
+pass, and the other expired leases were never settled (set_aside_expired.lua).
 """
 
 import re
@@ -58,6 +60,56 @@ def read_tasks[T](
             built.append(task)
         at = errors_end
     return built, undecodable
+
+
+class UndecodableAttempt(NamedTuple):
+    """An expired running attempt of reap's reply with a field that is not UTF-8."""
+
+    task_id: bytes  # as Redis sent it: set_aside_expired.lua finds the record by these bytes
+    token: bytes  # the attempt's lease token, which fences setting it aside
+    reason: str  # "<field> not UTF-8", what P:damaged says
+
+
+def read_expired[T](
+    entries: list[Any], build: Callable[[str, str, str, str, str, list[str], str], T]
+) -> tuple[list[T], list[UndecodableAttempt]]:
+    """Read reap.lua's expired running attempts, as bytes (id, token, payload, workers,
+    deadline, error texts, workflow): ``build(...)`` with them decoded for each attempt that
+    decodes, and the ones that do not. An absent field reads as ""."""
+    built: list[T] = []
+    undecodable: list[UndecodableAttempt] = []
+    for entry in entries:
+        raw_id, token, payload, workers, deadline, errors, workflow = entry
+        try:
+            attempt = build(
+                raw_id.decode(),
+                _text(token),
+                _text(payload),
+                _text(workers),
+                _text(deadline),
+                [_text(error) for error in errors],
+                _text(workflow),
+            )
+        except UnicodeDecodeError:
+            named = [
+                ("id", raw_id),
+                ("token", token),
+                ("payload", payload),
+                ("workers", workers),
+                ("deadline", deadline),
+                *((f"error:{n}", error) for n, error in enumerate(errors, 1)),
+                ("workflow", workflow),
+            ]
+            field = next(name for name, value in named if value and not is_utf8(value))
+            undecodable.append(UndecodableAttempt(raw_id, token or b"", f"{field} not UTF-8"))
+        else:
+            built.append(attempt)
+    return built, undecodable
+
+
+def _text(value: bytes | None) -> str:
+    """Decode one field of a raw reply; an absent one (Lua's false) reads as ""."""
+    return value.decode() if value else ""
 
 
 def _first_undecodable(entry: list[Any]) -> str:

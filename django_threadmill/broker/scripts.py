@@ -32,6 +32,7 @@ class ScriptName(StrEnum):
     PROGRESS = "progress"
     PACE = "pace"
     SET_ASIDE = "set_aside"
+    SET_ASIDE_EXPIRED = "set_aside_expired"
     FORGET_DAMAGED = "forget_damaged"
     ROW_FIELDS = "row_fields"
 
@@ -56,6 +57,7 @@ ALLOW_OOM = frozenset(
         ScriptName.PROGRESS,
         ScriptName.PACE,
         ScriptName.SET_ASIDE,
+        ScriptName.SET_ASIDE_EXPIRED,
     }
 )
 ALLOW_OOM_SHEBANG = "#!lua flags=allow-oom\n"  # Redis 7+ only: 6.2 reads it as a syntax error
