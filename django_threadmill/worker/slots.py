@@ -37,6 +37,8 @@ def run_worker_process(
     # as an orphan.
     for fd in supervisor_fds:
         os.close(fd)
+    # The supervisor's SIGCHLD handler (Supervisor.run) is not this process's: the default.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # A log line that cannot be written (a task closed sys.stderr) is dropped, as Python
     # advises in production, instead of raising into whichever thread logged it.
     logging.raiseExceptions = False

@@ -6,7 +6,8 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -54,7 +55,7 @@ class Supervisor:
 
     def run(self) -> ExitCode:
         try:
-            with stop_signals_heard(self.wakeup, self._on_signal):
+            with stop_signals_heard(self.wakeup, self._on_signal), _exits_heard():
                 return self._supervise()
         finally:
             self.wakeup.close()
@@ -336,6 +337,25 @@ class Supervisor:
         for slot in self.slots:
             if slot.restart_at is not None and slot.restart_at <= now and not self.signals:
                 self._spawn(slot)
+
+
+@contextmanager
+def _exits_heard() -> Iterator[None]:
+    """Wake the main thread, through the wake-up pipe, each time a worker process exits.
+
+    A process's sentinel and control socket close only once every copy of them does: a child
+    a task forked holds copies until it ends, and a killed process went unnoticed until then
+    (docs/worker.md, How the loop works). SIGCHLD comes as it exits, whatever it left behind.
+    """
+    previous = signal.signal(signal.SIGCHLD, _on_exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+
+
+def _on_exit(signum: int, frame: FrameType | None) -> None:
+    """Nothing to do: the signal woke the main thread, which collects what exited."""
 
 
 def _status(process: BaseProcess, code: int | None) -> str:
