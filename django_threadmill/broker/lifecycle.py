@@ -1,7 +1,8 @@
 """Lifecycle: reap expired leases, cancel, requeue and purge (the reaper and the admin), and
 flush a test's Redis (django_threadmill.testing)."""
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from ..codec.payloads import task_path
@@ -110,21 +111,31 @@ class Lifecycle(BrokerCore):
         )
         return int(self._run(call))
 
-    def _on_one_task(
+    def _on_tasks(
         self,
         script: ScriptName,
-        task_id: str,
         keys_of: Callable[[QueueKeys], tuple[str, ...]],
-        args: tuple[str | int, ...],
-    ) -> str:
-        """Run an operator's script on one task; return its answer (a state, or "missing")."""
-        part = self.part_of(task_id)
-        if part is None:
-            return "missing"
-        answer = str(self._run(ScriptCall(script, keys_of(self.queue_keys(part)), args)))
-        if answer == "damaged":
-            log_set_aside(part, 1, script)
-        return answer
+        tasks: Sequence[tuple[str, tuple[str | int, ...]]],
+    ) -> list[str]:
+        """Run an operator's script on each (task id, its args) of ``tasks``, in one round
+        trip (split by node on a Redis Cluster); return the answers (a state, or "missing")."""
+        answers = ["missing"] * len(tasks)
+        sent: list[tuple[int, str]] = []  # per call: its task's place in tasks, its part
+        calls: list[ScriptCall] = []
+        for n, (task_id, args) in enumerate(tasks):
+            part = self.part_of(task_id)
+            if part is not None:
+                calls.append(ScriptCall(script, keys_of(self.queue_keys(part)), args))
+                sent.append((n, part))
+        replies = self._run_per_queue(calls, durable=False) if calls else []
+        set_aside: Counter[str] = Counter()
+        for (n, part), reply in zip(sent, replies, strict=True):
+            answers[n] = str(reply)
+            set_aside[part] += answers[n] == "damaged"
+        for part, count in set_aside.items():
+            if count:
+                log_set_aside(part, count, script)
+        return answers
 
     def cancel(
         self, task_id: str, error_json: str, finished_ms: int, stopped: StoppedStep | None = None
@@ -137,11 +148,21 @@ class Lifecycle(BrokerCore):
         held by a worker (reserved, running), so that no worker starts it, nor retries it,
         once the workflow's hash expired (docs/workflows.md, Cancel).
         """
-        ttl_ms = self.settings.result_ttl_ms
-        stop = ("", "") if stopped is None else stopped.noted()
-        return self._on_one_task(
+        [answer] = self.cancel_each([(task_id, error_json, stopped)], finished_ms)
+        return answer
+
+    def cancel_each(
+        self, cancels: Sequence[tuple[str, str, StoppedStep | None]], finished_ms: int
+    ) -> list[str]:
+        """``cancel`` each (task id, error JSON, stop) of ``cancels``; return their answers.
+
+        They go in one round trip: a workflow's cancel stops each of its steps still waiting,
+        thousands in a large group, where one round trip each held the caller for seconds
+        (docs/workflows.md, What it costs).
+        """
+        ttl = "" if self.settings.result_ttl_ms is None else self.settings.result_ttl_ms
+        return self._on_tasks(
             ScriptName.CANCEL,
-            task_id,
             lambda keys: (
                 keys.record_prefix,
                 keys.ready,
@@ -150,15 +171,17 @@ class Lifecycle(BrokerCore):
                 keys.damaged,
                 keys.outbox,
             ),
-            (task_id, error_json, finished_ms, "" if ttl_ms is None else ttl_ms, *stop),
+            [
+                (task_id, (task_id, error, finished_ms, ttl, *(stop.noted() if stop else ("", ""))))
+                for task_id, error, stop in cancels
+            ],
         )
 
     def requeue(self, task_id: str) -> str:
         """Give a failed task a new attempt; return "requeued" or the state it was in
         ("missing"; "damaged" when its record cannot be read, which is then set aside)."""
-        return self._on_one_task(
+        [answer] = self._on_tasks(
             ScriptName.REQUEUE,
-            task_id,
             lambda keys: (
                 keys.record_prefix,
                 keys.ready,
@@ -167,8 +190,9 @@ class Lifecycle(BrokerCore):
                 keys.damaged,
                 keys.unique_prefix,
             ),
-            (task_id,),
+            [(task_id, (task_id,))],
         )
+        return answer
 
     def purge(self, queue: str, *, state: str = "", batch_size: int = 500) -> int:
         """Delete the finished results of ``queue`` (optionally one final state only)."""

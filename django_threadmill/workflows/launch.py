@@ -26,7 +26,7 @@ from .plan import (
     workflow_fields,
 )
 from .result import WorkflowResult, read_workflow, waiting_for_commit
-from .stopping import stop_step
+from .stopping import stop_steps
 
 type PreparedStep = tuple[NewTask, TaskResult]  # a step's stored form, and its result
 
@@ -200,13 +200,18 @@ def mark_enqueued(
     an end before it is seen here, and an end after it finds them marked (a cancel then cancels
     the ones still waiting itself, ``WorkflowResult.cancel``). A worker that reserved one
     meanwhile finds it recorded as not run before it starts it (worker/cancelled_steps.py), in
-    the workflow's hash, or once that expired in the step's record (``stop_step``).
+    the workflow's hash, or once that expired in the step's record (``stop_steps``).
     """
     not_run = backend.broker.mark_enqueued(workflow_id, [step.index for step in steps])
-    for step, why in zip(steps, not_run, strict=True):
-        if why:
-            stopped = StoppedStep(workflow_id=workflow_id, step=step.index, why=why, not_run=True)
-            stop_step(backend, step_task_id(workflow_id, step), stopped)
+    stopped = [
+        (
+            step_task_id(workflow_id, step),
+            StoppedStep(workflow_id=workflow_id, step=step.index, why=why, not_run=True),
+        )
+        for step, why in zip(steps, not_run, strict=True)
+        if why
+    ]
+    stop_steps(backend, stopped)
 
 
 def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:

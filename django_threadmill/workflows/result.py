@@ -12,7 +12,7 @@ from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
 from ..exceptions import PayloadError, WorkflowDoesNotExist
 from .plan import PlannedStep, lacks, step_task_id, stored_plan
-from .stopping import stop_step
+from .stopping import stop_steps
 
 STARTED = frozenset({Status.RUNNING, Status.SUCCESSFUL, Status.FAILED})
 
@@ -80,7 +80,7 @@ class WorkflowResult:
 
     def cancel(self, reason: str = "") -> bool:
         """Stop the workflow: nothing more is enqueued, its steps still waiting in a queue
-        are cancelled, and those a worker holds are noted so on their records (``stop_step``).
+        are cancelled, and those a worker holds are noted so on their records (``stop_steps``).
         Return False if it had ended already (expired included).
 
         A workflow that had failed or succeeded is left as it is: its enqueued steps still run
@@ -100,11 +100,15 @@ class WorkflowResult:
         if status not in ("open", "cancelled"):
             return False  # it failed or succeeded before: nothing of it is ours to stop
         why = self.why or why  # the cancel that ended it, this one or an earlier one
-        for step in self.steps:
-            # Waiting (its task importable or not), held by a worker, or running (a retry).
-            if step.task_status in (Status.READY, Status.RUNNING):
-                stopped = StoppedStep(workflow_id=self.id, step=step.index, why=why)
-                stop_step(backend, step.task_id, stopped)
+        stop_steps(
+            backend,
+            [
+                (step.task_id, StoppedStep(workflow_id=self.id, step=step.index, why=why))
+                for step in self.steps
+                # Waiting (its task importable or not), held by a worker, or running (a retry).
+                if step.task_status in (Status.READY, Status.RUNNING)
+            ],
+        )
         self.refresh()
         return status == "open"
 
