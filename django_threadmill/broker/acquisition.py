@@ -203,20 +203,20 @@ class Acquiring(BrokerCore):
                 self.settings.lease_ttl_ms,
                 PROMOTE_LIMIT,
                 "" if limit.concurrency is None else limit.concurrency,
-                "" if limit.token_interval_ms is None else limit.token_interval_ms,
+                "" if limit.token_interval_us is None else limit.token_interval_us,
             ),
             raw=True,
         )
 
-    def start_turn(self, queue: str) -> int:
+    def start_turn(self, queue: str) -> float:
         """Take the next start of ``queue`` under its rate: 0 when its task may start now, else
-        the ms until the next start comes (pace.lua). A queue without a rate always has one."""
-        interval_ms = self.settings.limit_of(queue).token_interval_ms
-        if interval_ms is None:
+        the ms until the next start comes, to the µs (pace.lua). A queue without a rate always
+        has one."""
+        interval_us = self.settings.limit_of(queue).token_interval_us
+        if interval_us is None:
             return 0
-        return int(
-            self._run(ScriptCall(ScriptName.PACE, (self.queue_keys(queue).paced,), (interval_ms,)))
-        )
+        call = ScriptCall(ScriptName.PACE, (self.queue_keys(queue).paced,), (interval_us,))
+        return int(self._run(call)) / 1000
 
     def _wake_groups(self, queues: Sequence[str], worker_id: str) -> list[list[str]]:
         parts = [part for queue in queues for part in self.parts(queue)]

@@ -3,6 +3,8 @@
 Both are enforced by the acquire script (docs/schedules.md, Per-queue limits): concurrency against
 what the queue holds (its leases: reserved and running), the rate as a one-token bucket on Redis
 ``TIME``, so "600/m" starts at most one task every 100 ms and never more than 600 in any minute.
+The interval is kept in microseconds: in whole milliseconds "750/s" was one start every 2 ms,
+500 a second (docs/schedules.md, Per-queue limits).
 """
 
 import re
@@ -22,7 +24,7 @@ class QueueLimit:
 
     concurrency: int | None = None
     rate: str | None = None  # as written, e.g. "600/m", for display
-    token_interval_ms: int | None = None  # ms between two starts under ``rate``
+    token_interval_us: int | None = None  # µs between two starts under ``rate``
 
 
 def _concurrency(queue: str, value: object) -> int:
@@ -35,7 +37,7 @@ def _concurrency(queue: str, value: object) -> int:
     return value
 
 
-def _token_interval_ms(queue: str, value: object) -> int:
+def _token_interval_us(queue: str, value: object) -> int:
     match = RATE_PATTERN.match(value) if isinstance(value, str) else None
     if match is None or int(match[1]) == 0 or PERIOD_MS[match[2]] < int(match[1]):
         raise ImproperlyConfiguredThreadmill(
@@ -43,7 +45,8 @@ def _token_interval_ms(queue: str, value: object) -> int:
             "'N/h' with N a positive whole number of starts, at most one per millisecond "
             "(e.g. '600/m'); leave 'rate' out for no limit."
         )
-    return -(-PERIOD_MS[match[2]] // int(match[1]))  # rounded up: never faster than asked
+    period_us = PERIOD_MS[match[2]] * 1000
+    return -(-period_us // int(match[1]))  # rounded up: never faster than asked
 
 
 def read_queue_limits(value: object) -> dict[str, QueueLimit]:
@@ -85,5 +88,5 @@ def _limit(queue: str, limit: dict[str, Any]) -> QueueLimit:
     return QueueLimit(
         concurrency=_concurrency(queue, limit["concurrency"]) if "concurrency" in limit else None,
         rate=rate,
-        token_interval_ms=_token_interval_ms(queue, rate) if "rate" in limit else None,
+        token_interval_us=_token_interval_us(queue, rate) if "rate" in limit else None,
     )

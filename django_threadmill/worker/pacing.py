@@ -46,7 +46,7 @@ class Pacer:
         self._paced = frozenset(
             queue
             for queue, limit in broker.settings.queue_limits.items()
-            if limit.token_interval_ms is not None
+            if limit.token_interval_us is not None
         )
         self._lock = threading.Lock()
         self._waiting: dict[Lease, tuple[Reservation, threading.Timer]] = {}
@@ -90,7 +90,7 @@ class Pacer:
         self.release([reservation])
         return False
 
-    def _wait_out_of_the_way(self, reservation: Reservation, wait_ms: int) -> bool:
+    def _wait_out_of_the_way(self, reservation: Reservation, wait_ms: float) -> bool:
         """Put ``reservation`` back in the buffer in ``wait_ms``, when its turn is due; False
         if the worker stopped meanwhile (the caller hands it back)."""
         with self._lock:

@@ -14,15 +14,15 @@ def limits(value: object) -> dict[str, QueueLimit]:
 def test_limits_are_read_per_queue() -> None:
     read = limits({"reports": {"concurrency": 2, "rate": "600/m"}, "emails": {"rate": "3/s"}})
     assert read == {
-        "reports": QueueLimit(concurrency=2, rate="600/m", token_interval_ms=100),
-        "emails": QueueLimit(rate="3/s", token_interval_ms=334),  # rounded up, never faster
+        "reports": QueueLimit(concurrency=2, rate="600/m", token_interval_us=100_000),
+        "emails": QueueLimit(rate="3/s", token_interval_us=333_334),  # rounded up, never faster
     }
 
 
 def test_a_queue_without_limits_has_none() -> None:
     settings = read_settings("default", {"OPTIONS": {"queue_limits": {"reports": {"rate": "1/h"}}}})
     assert settings.limit_of("default") == QueueLimit()
-    assert settings.limit_of("reports").token_interval_ms == 3_600_000
+    assert settings.limit_of("reports").token_interval_us == 3_600_000_000
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ class TurnBroker(Broker):
         self.meanwhile: Callable[[], None] | None = None
         self.waiting = threading.Event()  # set once a task was told to wait for its turn
 
-    def start_turn(self, queue: str) -> int:
+    def start_turn(self, queue: str) -> float:
         wait_ms = super().start_turn(queue)
         if wait_ms and self.meanwhile is not None:
             self.meanwhile()

@@ -4,7 +4,7 @@
 -- KEYS[3]  P:delayed   zset: delayed ids by due time in ms
 -- KEYS[4]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
--- KEYS[6]  P:rate      string: when the rate limit's next token is available, in ms
+-- KEYS[6]  P:rate      string: when the rate limit's next token is available, in ms to the µs
 -- KEYS[7]  P:fence     string: the queue's reservation counter
 -- KEYS[8]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- KEYS[9]  P:paused    string: present while the queue is paused (broker/pausing.py)
@@ -12,9 +12,10 @@
 -- ARGV[2]  reserve_ttl_ms  reservation lease length
 -- ARGV[3]  promote_limit   most due delayed tasks moved to ready per call
 -- ARGV[4]  concurrency     most ids the queue may hold in P:leases ("" for no limit)
--- ARGV[5]  token_ms        ms between two starts under a rate limit ("" for no limit)
+-- ARGV[5]  token_us        µs between two starts under a rate limit ("" for no limit)
 -- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited, or the queue
---           is paused; 0 when records set aside took places of tasks still ready),
+--           is paused; 0 when records set aside took places of tasks still ready; a token
+--           awaited in whole ms rounded down, so 0 when it comes within the ms),
 --           held_back (0 when no limit kept ready tasks back; 1 when the concurrency limit
 --           did: look again when a wake token says a slot is free, or at next_due; 2 when the
 --           rate did: its next token comes at next_due; 0 too when popped records were
@@ -54,7 +55,7 @@
 --          Per task: one HMGET and one HSET (a task with errors: one more HMGET, and an HGET
 --          per error).
 --          A limit caps what is popped, so held-back tasks stay ready, in order.
--- Clock:   redis.call("TIME") only; the rate's token bucket (one token) too.
+-- Clock:   redis.call("TIME") only, read once; the rate's token bucket (one token) in µs.
 -- The delayed index's head: when nothing is due, as on most calls, this one read serves both
 -- the promotion check and the reply's next due time.
 local head = redis.call("ZRANGE", KEYS[3], 0, 0, "WITHSCORES")
@@ -70,7 +71,8 @@ end
 if redis.call("EXISTS", KEYS[9]) == 1 then
   return {-1, 0, "", 0, 0}
 end
-local now = now_ms()
+local clock_us = now_us()
+local now = math.floor(clock_us / 1000)
 
 local set_aside_count = 0
 local function put_aside(id, reason)
@@ -101,9 +103,9 @@ local count = tonumber(ARGV[1])
 if ARGV[4] ~= "" then
   count = math.max(0, math.min(count, tonumber(ARGV[4]) - redis.call("ZCARD", KEYS[4])))
 end
-local token_wait = -1
+local token_wait = -1  -- µs
 if ARGV[5] ~= "" and count > 0 then
-  token_wait = math.max(0, next_token_ms(KEYS[6], now, tonumber(ARGV[5])) - now)
+  token_wait = math.max(0, next_token_us(KEYS[6], clock_us, tonumber(ARGV[5])) - clock_us)
   count = token_wait == 0 and 1 or 0  -- a bucket of one token: starts are evenly spaced
 end
 local held_back = count < tonumber(ARGV[1]) and redis.call("ZCARD", KEYS[2]) > count
@@ -195,15 +197,18 @@ if #aside > 0 then
   reply[2] = 0
 end
 if token_wait == 0 and #leased > 0 then
-  redis.call("SET", KEYS[6], now + tonumber(ARGV[5]))
+  set_token_us(KEYS[6], clock_us + tonumber(ARGV[5]))
   token_wait = tonumber(ARGV[5])
 end
 
 if head[2] then
   reply[1] = math.max(0, tonumber(head[2]) - now)
 end
-if held_back and token_wait >= 0 and (reply[1] < 0 or token_wait < reply[1]) then
-  reply[1] = token_wait
+-- Rounded down: a fetcher told to look again a whole ms late lost that ms from every interval
+-- ("750/s" reserved 500 a second), so it looks again at once for a token due within the ms.
+local token_wait_ms = math.floor(token_wait / 1000)
+if held_back and token_wait >= 0 and (reply[1] < 0 or token_wait_ms < reply[1]) then
+  reply[1] = token_wait_ms
 end
 -- Pass the baton: tasks are left, so make sure one more idle fetcher wakes up (unless a limit
 -- holds them: then a finish or the next token lets them go, and a woken fetcher would spin).

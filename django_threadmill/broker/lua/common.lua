@@ -17,14 +17,27 @@ local function now_ms()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
--- When the one token of a rate's bucket at `key` comes (ms), `interval` ms apart: a time set
+-- The same clock in microseconds, for the rate buckets: an interval in whole ms ran "750/s" at
+-- 500/s (docs/schedules.md, Per-queue limits). Below 2^53, exact in a Lua number, until 2255.
+local function now_us()
+  local time = redis.call("TIME")
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
+-- A rate bucket's key holds when its token comes in ms, to the µs ("1700000000123.456"), and
+-- reads as whole ms as earlier versions wrote it: a worker of either version can read the other's.
+local function set_token_us(key, at)
+  redis.call("SET", key, string.format("%.3f", at / 1000))
+end
+
+-- When the one token of a rate's bucket at `key` comes (µs), `interval` µs apart: a time set
 -- under a slower rate (a deploy raised it) is brought to one interval from `now`, and kept so.
 -- acquire.lua's reservations and pace.lua's starts each have such a bucket.
-local function next_token_ms(key, now, interval)
-  local stored = tonumber(redis.call("GET", key)) or 0
+local function next_token_us(key, now, interval)
+  local stored = math.floor((tonumber(redis.call("GET", key)) or 0) * 1000 + 0.5)
   if stored - now > interval then
     stored = now + interval
-    redis.call("SET", key, stored)
+    set_token_us(key, stored)
   end
   return stored
 end

@@ -1,21 +1,22 @@
 -- pace.lua: take a rate-limited queue's next start, or say how long until it comes.
--- KEYS[1]  P:paced     string: the Redis time in ms before which no task of the queue starts
--- ARGV[1]  interval_ms ms between two starts under the queue's rate
+-- KEYS[1]  P:paced     string: the Redis time in ms, to the µs, before which no task of the
+--                      queue starts (whole ms as earlier versions wrote it read the same)
+-- ARGV[1]  interval_us µs between two starts under the queue's rate
 -- Returns: 0 when the caller may start its task now (the next start is then one interval
---          away), else the ms to wait before asking again.
+--          away), else the µs to wait before asking again.
 -- Why:     acquire.lua spaces reservations, but a reserved task can wait in a worker's buffer
 --          while its threads are busy, and tasks reserved apart would then start together; a
 --          worker asks here right before a task of such a queue starts (docs/schedules.md,
 --          Per-queue limits).
 -- Fence:   none: a turn is taken only by its caller, right before its task starts; a turn
 --          taken by a worker that then dies goes unused.
--- Clock:   redis.call("TIME") only. A time set under a slower rate (a deploy raised it) is
---          brought to one interval of this rate from now (common.lua, next_token_ms).
-local now = now_ms()
+-- Clock:   redis.call("TIME") only, in µs. A time set under a slower rate (a deploy raised it)
+--          is brought to one interval of this rate from now (common.lua, next_token_us).
+local now = now_us()
 local interval = tonumber(ARGV[1])
-local next_start = next_token_ms(KEYS[1], now, interval)
+local next_start = next_token_us(KEYS[1], now, interval)
 if next_start > now then
   return next_start - now
 end
-redis.call("SET", KEYS[1], now + interval)
+set_token_us(KEYS[1], now + interval)
 return 0
