@@ -7,7 +7,6 @@ Runs on Django 6.x and on Django 5.2 with the django-tasks backport alike.
 import asyncio
 import logging
 import re
-import uuid
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timedelta
@@ -244,7 +243,11 @@ def test_a_task_found_at_its_path_is_enqueued_in_any_of_its_variants(enqueue: En
 # Reading results ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("result_id", ["123", str(uuid.uuid4()), f"{uuid.uuid4().hex}@default"])
+# Fixed ids, not uuid4(): each pytest-xdist process must collect the same parameters.
+@pytest.mark.parametrize(
+    "result_id",
+    ["123", "3f2b8c1e-7d4a-4e9b-a6c5-0d1e2f3a4b5c", "3f2b8c1e7d4a4e9ba6c50d1e2f3a4b5c@default"],
+)
 def test_an_unknown_id_does_not_exist_and_says_which(result_id: str) -> None:
     for read in [
         noop.get_backend().get_result,

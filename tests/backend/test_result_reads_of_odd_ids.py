@@ -3,7 +3,6 @@ cannot serve the read: ``TaskResultDoesNotExist``, or an error naming the proble
 
 import asyncio
 import re
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -41,7 +40,7 @@ def read(request: pytest.FixtureRequest, backend: ThreadmillTaskBackend) -> Read
         "@",
         "x@",
         "@default",
-        str(uuid.uuid4()),  # Django's DummyBackend and ImmediateBackend: no queue
+        "3f2b8c1e-7d4a-4e9b-a6c5-0d1e2f3a4b5c",  # Django's Dummy and Immediate backends: no queue
         "0" * 32 + "@default#0of4.0",  # the name of a shard's keys, not a queue
         "0" * 32 + "@{default}",
     ],
