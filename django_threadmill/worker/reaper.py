@@ -63,7 +63,8 @@ class ReapReport:
     # reaped (docs/lifecycle.md, Keys of another type).
     failures: dict[str, BrokerUnavailable] = field(default_factory=dict)
     # Why Redis stopped answering part-way: the queue it stopped at is in ``failures``, the
-    # queues after it were not reaped. What the pass did before is in the counts all the same.
+    # queues after it were not reaped; or, every queue reaped, why draining the outboxes
+    # stopped (``advanced`` then reads 0). What the pass did before is in the counts all the same.
     unreachable: BrokerUnavailable | None = None
 
     @property
@@ -336,7 +337,10 @@ def reap_pass(
         report.unreachable = exc
     if not dry_run and report.unreachable is None:
         # Workflows advance from steps whose drainer died, or that the reaper just settled.
-        report.advanced = drain_queues(backend, queues)
+        try:
+            report.advanced = drain_queues(backend, queues)
+        except BrokerUnavailable as exc:  # every queue was reaped: the entries left wait
+            report.unreachable = exc
     if report.released or report.failed or report.retried or report.set_aside or report.advanced:
         logger.info(
             "Reap pass dry_run=%s released=%d failed=%d retried=%d stale=%d set_aside=%d "

@@ -1,8 +1,9 @@
 """Advance workflows from the outboxes: whoever finds an entry enqueues what it made due.
 
 finish.lua (and cancel.lua) push a workflow step that ended onto its queue's outbox in the call
-that records how it ended, so the entry exists exactly when the outcome does. A drainer (the
-worker's, the reaper's, ``manage.py threadmill_queue drain``) then, per entry: records the
+that records how it ended, so the entry exists exactly when the outcome does. A drainer (a
+worker's ``threadmill-workflows`` thread, every reap pass of ``threadmill_reap`` or of a
+worker's supervisor, ``testing.drain()``) then, per entry: records the
 outcome in the workflow (advance.lua), enqueues the steps it made due under their fixed ids,
 marks them enqueued, and only then takes the entry out. A drainer that dies anywhere in
 between leaves the entry for the next one, which repeats the same calls: enqueue skips an id
@@ -17,7 +18,7 @@ from ..codec.ids import read_step_marker
 from ..codec.payloads import load_task
 from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, parse_error
 from ..compat import TaskError
-from ..exceptions import BrokerUnavailable, Cancelled, PayloadError
+from ..exceptions import BrokerUnavailable, Cancelled, MaybeApplied, PartlyEnqueued, PayloadError
 from .failed_entries import RETRY_AFTER_S, FailedEntries
 from .launch import PreparedStep, enqueue_steps, step_task
 from .plan import (
@@ -36,8 +37,9 @@ CANCELLED_PATH = f"{Cancelled.__module__}.{Cancelled.__qualname__}"
 def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | None = None) -> int:
     """Advance the workflow of every entry in ``part``'s outbox; return how many were.
 
-    An entry whose advance raises anything but ``BrokerUnavailable`` is logged and left in the
-    outbox, and held in ``failed`` (this call's own when None) for later drains to pass over.
+    An entry whose advance raises, while Redis answers, is logged and left in the outbox, and
+    held in ``failed`` (this call's own when None) for later drains to pass over. Raises
+    ``BrokerUnavailable`` when Redis does not answer: every entry stays for the next look.
     """
     failed = FailedEntries() if failed is None else failed
     broker, drained, passed_over = backend.broker, 0, 0
@@ -55,11 +57,29 @@ def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | Non
 
 
 def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntries) -> bool:
-    """Advance from ``task_id``; log and hold it in ``failed`` if that raised unexpectedly."""
+    """Advance from ``task_id``; log and hold it in ``failed`` if that raised while Redis
+    answers.
+
+    A key of another type (docs/lifecycle.md, Keys of another type) in the queue of a step
+    that became due refuses every advance from this entry alone; raised, it stopped the drain
+    at this entry, and every workflow whose entry came after it waited until someone deleted
+    the key.
+    """
     try:
         advance_from(backend, task_id)
-    except BrokerUnavailable:
-        raise  # Redis is away: this entry and the rest stay for the next look
+    except (MaybeApplied, PartlyEnqueued):
+        raise  # a call whose fate is unknown (a dropped connection, a failover): looked at again
+    except BrokerUnavailable as exc:
+        backend.broker.server_time_ms()  # raises when Redis itself is away: every entry stays
+        logger.warning(
+            "Workflow not advanced from a step, Redis refused a key it needs; its outbox entry "
+            "stays and is tried again in %ds task_id=%s error=%s",
+            RETRY_AFTER_S,
+            task_id,
+            exc,
+        )
+        failed.failed(task_id)
+        return False
     except Exception:
         logger.exception(
             "Workflow not advanced from a step, its outbox entry stays and is tried again in "
