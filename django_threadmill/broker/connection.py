@@ -38,6 +38,8 @@ MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxcli
 NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
 # redis-py's words when the primary the sentinels named answered READONLY: it refused the call.
 DEMOTED_PRIMARY = "The previous master is now a slave"
+# How the error of a failed read ends: whatever Redis did with it, it changed nothing.
+READ_CHANGED_NOTHING = "nothing was changed: retry the read."
 
 
 def _client_options(settings: BackendSettings) -> dict[str, Any]:
@@ -106,11 +108,15 @@ def _connected(error: BaseException) -> bool:
     return "connecting to" not in str(error).lower()  # redis-py's wording when connect() failed
 
 
-def _with_what_was_written(error: BaseException, problem: str) -> BrokerUnavailable:
+def _with_what_was_written(
+    error: BaseException, problem: str, *, read: bool = False
+) -> BrokerUnavailable:
     """Return the error for ``problem``, saying whether the failed call can have reached
-    Redis: only if the connection was open."""
+    Redis: only if the connection was open, and a ``read`` changes nothing even then."""
     if not _connected(error):
         return BrokerUnavailable(problem + "nothing was written.")
+    if read:
+        return BrokerUnavailable(problem + READ_CHANGED_NOTHING)
     # The connection dropped mid-call (seen in the chaos runs): Redis may have applied the call
     # before it went away, e.g. stored an enqueued task whose reply never arrived.
     return MaybeApplied(problem + "the call may have been applied before the connection dropped.")
@@ -118,10 +124,19 @@ def _with_what_was_written(error: BaseException, problem: str) -> BrokerUnavaila
 
 @contextmanager
 def translated_errors(
-    location: str, pool_timeout_s: float, sentinel: SentinelSettings | None = None
+    location: str,
+    pool_timeout_s: float,
+    sentinel: SentinelSettings | None = None,
+    *,
+    read: bool = False,
+    socket_timeout_s: float | None = None,
 ) -> Iterator[None]:
     """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors;
-    ``sentinel``: the sentinels that name the primary, asked why when they named none."""
+    ``sentinel``: the sentinels that name the primary, asked why when they named none.
+
+    A ``read`` (the block changes nothing) is never ``MaybeApplied``, and its errors say to
+    retry it (docs/enqueue.md, What each error means, and what was written).
+    """
     where = masked_location(location)
     try:
         with translated_sentinel_errors(sentinel, where):
@@ -142,15 +157,17 @@ def translated_errors(
             "loaded, which takes longer the larger the data; nothing was written."
         ) from exc
     except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse) as exc:
-        raise _no_reply(location, pool_timeout_s, exc) from exc
+        raise _no_reply(
+            location, pool_timeout_s, exc, read=read, socket_timeout_s=socket_timeout_s
+        ) from exc
     except redis.exceptions.MasterDownError as exc:  # a ClusterError to redis-py; any replica's
         raise _cut_off_replica(where, exc) from exc
     except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
-        raise _cluster_error(location, where, exc) from exc
+        raise _cluster_error(location, where, exc, read=read) from exc
     except redis.exceptions.AskError as exc:  # MOVED or ASK (MovedError is an AskError)
         raise _misrouted(where, exc) from exc
     except redis.ResponseError as exc:
-        translated = _translated_reply(where, exc)
+        translated = _translated_reply(where, exc, read=read)
         if translated is None:
             raise
         raise translated from exc
@@ -169,7 +186,9 @@ def _cut_off_replica(where: str, exc: redis.exceptions.MasterDownError) -> Broke
     )
 
 
-def _cluster_error(location: str, where: str, exc: Exception) -> BrokerUnavailable:
+def _cluster_error(
+    location: str, where: str, exc: Exception, *, read: bool = False
+) -> BrokerUnavailable:
     """Return the error for what redis-py's cluster client could not do."""
     refused = tls_refusal(location, where, exc)
     if refused is not None:  # no node reachable because of our own TLS set-up
@@ -187,6 +206,7 @@ def _cluster_error(location: str, where: str, exc: Exception) -> BrokerUnavailab
         exc,
         f"The Redis Cluster at {where} cannot serve this call now ({exc}). Wait for the "
         "failover to finish (CLUSTER INFO: cluster_state:ok), or fix LOCATION; ",
+        read=read,
     )
 
 
@@ -223,9 +243,17 @@ def readable_replies(replies: list[Any]) -> list[Any]:
     return replies
 
 
-def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUnavailable:
+def _no_reply(
+    location: str,
+    pool_timeout_s: float,
+    exc: Exception,
+    *,
+    read: bool = False,
+    socket_timeout_s: float | None = None,
+) -> BrokerUnavailable:
     """Return the error for a call that got no Redis reply: the pool was exhausted, the server
-    is no Redis of the kind LOCATION names, or it cannot be reached."""
+    is no Redis of the kind LOCATION names, it cannot be reached, or (a ``read``) it did not
+    answer within ``socket_timeout_s``."""
     where = masked_location(location)
     if str(exc) == DEMOTED_PRIMARY:  # checked before: READONLY is not a dropped connection
         return BrokerUnavailable(
@@ -273,12 +301,23 @@ def _no_reply(location: str, pool_timeout_s: float, exc: Exception) -> BrokerUna
             f"The server at {where} answered with something that is not the Redis protocol "
             f"({exc}). Point LOCATION at Redis; nothing was written."
         )
+    timed_out = isinstance(exc, redis.TimeoutError) and _connected(exc)
+    if read and timed_out and socket_timeout_s is not None:  # a Redis busy, not one gone
+        return BrokerUnavailable(
+            f"Redis at {where} did not answer within socket_timeout={socket_timeout_s:g}s "
+            f"({exc}): it is busy (a long script or command: SLOWLOG GET), overloaded or "
+            f"frozen; {READ_CHANGED_NOTHING}"
+        )
     return _with_what_was_written(
-        exc, f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
+        exc,
+        f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; ",
+        read=read,
     )
 
 
-def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable | None:
+def _translated_reply(
+    where: str, exc: redis.ResponseError, *, read: bool = False
+) -> BrokerUnavailable | None:
     """Return the error to raise for an error reply from Redis, or None to let it through.
 
     The message keeps redis-py's whole text: inside a pipeline it names the command and key.
@@ -336,5 +375,15 @@ def _translated_reply(where: str, exc: redis.ResponseError) -> BrokerUnavailable
     if isinstance(exc, redis.exceptions.TryAgainError) or message.startswith(
         ("LOADING", "BUSY", "TRYAGAIN")
     ):
-        return BrokerUnavailable(f"Redis at {where} cannot serve writes now ({exc}).")
+        return _not_now(where, exc, read=read)
     return None
+
+
+def _not_now(where: str, exc: redis.ResponseError, *, read: bool) -> BrokerUnavailable:
+    """Return the error for a call Redis refused for now (BUSY running a script, LOADING its
+    data, TRYAGAIN mid-resharding): it did not run it."""
+    if not read:
+        return BrokerUnavailable(f"Redis at {where} cannot serve writes now ({exc}).")
+    busy = reply_of(exc).startswith("BUSY")
+    problem = "is busy running a script" if busy else "cannot serve this read now"
+    return BrokerUnavailable(f"Redis at {where} {problem} ({exc}); {READ_CHANGED_NOTHING}")

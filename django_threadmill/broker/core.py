@@ -30,6 +30,9 @@ from .topology import AsyncClient, SyncClient
 from .types import Lease
 from .wake import IdleWaits
 
+# Scripts that write nothing: a call of theirs that fails is a read to retry (connection.py).
+READ_ONLY_SCRIPTS = frozenset({ScriptName.ROW_FIELDS})
+
 
 class BrokerCore:
     """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""
@@ -74,10 +77,17 @@ class BrokerCore:
         scripts = {name: client.register_script(script_source(name)) for name in ScriptName}
         return client, scripts
 
-    def translated_errors(self) -> AbstractContextManager[None]:
-        """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix."""
+    def translated_errors(self, *, read: bool = False) -> AbstractContextManager[None]:
+        """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix; a
+        ``read``'s never into ``MaybeApplied``: the block changes nothing."""
         settings = self.settings
-        return translated_errors(settings.location, settings.pool_timeout_s, settings.sentinel)
+        return translated_errors(
+            settings.location,
+            settings.pool_timeout_s,
+            settings.sentinel,
+            read=read,
+            socket_timeout_s=socket_timeout_of(settings)[1] if read else None,
+        )
 
     def raw_command(self, *args: Any, **options: Any) -> Any:
         """Send one command with redis-py's ``options``; return its reply as bytes
@@ -91,7 +101,8 @@ class BrokerCore:
             return self._send([call], durable=True)[0]
         # redis-py's Script cannot pass options (a raw call's NEVER_DECODE), so the call is
         # sent here, as Script does: a script Redis lost (NOSCRIPT) is loaded, then sent again.
-        with self.translated_errors():  # the first call registers the scripts: an INFO
+        # The first call registers the scripts: an INFO.
+        with self.translated_errors(read=call.name in READ_ONLY_SCRIPTS):
             script = self._scripts[call.name]
             command = ("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
             execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
@@ -104,7 +115,7 @@ class BrokerCore:
     def _send(self, calls: Sequence[ScriptCall], *, durable: bool, in_order: int = 0) -> list[Any]:
         """Send ``calls`` as one pipeline (split by node on a Redis Cluster), the first
         ``in_order`` sure to run before the others; raise any error."""
-        with self.translated_errors():
+        with self.translated_errors(read=all(c.name in READ_ONLY_SCRIPTS for c in calls)):
             return send(
                 self.client, self._scripts, self.settings, calls, confirm=durable, in_order=in_order
             )

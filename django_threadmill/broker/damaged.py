@@ -65,7 +65,7 @@ class DamagedRecords(BrokerCore):
         listed escaped (``NotUtf8Id``), where decoding it failed the whole read.
         """
         parts = [(queue, part) for queue in queues for part in self.parts(queue)]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for _, part in parts:
                 key = self.queue_keys(part).damaged
                 pipe.execute_command("HSCAN", key, 0, "COUNT", self.MAX_LISTED, **RAW)
@@ -82,7 +82,7 @@ class DamagedRecords(BrokerCore):
         round trip: ``damaged`` reads at most MAX_LISTED a part, and a listing says what it
         left out."""
         parts = [(queue, part) for queue in queues for part in self.parts(queue)]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for _, part in parts:
                 pipe.hlen(self.queue_keys(part).damaged)
             sizes = pipe.execute()

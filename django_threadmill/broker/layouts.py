@@ -31,7 +31,7 @@ class Layouts(BrokerCore):
         ]
         if not parts:
             return {}
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for *_, part in parts:
                 keys = self.queue_keys(part)
                 for key in (keys.ready, keys.delayed, keys.leases):
@@ -47,7 +47,7 @@ class Layouts(BrokerCore):
 
     def _other_layouts(self, queues: Iterable[str]) -> dict[str, list[int]]:
         """Return the shard counts each queue may hold tasks under, besides its configured one."""
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             recorded = self.raw_command("SMEMBERS", self.keyspace.layouts)
         counts: dict[str, set[int]] = {queue: {1} for queue in queues}
         for member in recorded:

@@ -61,13 +61,13 @@ class Reads(BrokerCore):
         On a sharded queue the marker sits in the shard the schedule's tasks are routed to.
         """
         keys = self.queue_keys(self.part_in(queue, schedule))
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             return stored_int(cast(str | None, self.client.get(keys.fired(schedule))))
 
     def server_time_ms(self) -> int:
         """Return Redis ``TIME`` in ms: the one clock time is decided on, whatever the host's
         own (docs/design.md, One clock)."""
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             seconds, micros = self.client.time()
         return int(seconds) * 1000 + int(micros) // 1000
 
@@ -85,7 +85,7 @@ class Reads(BrokerCore):
         hand-written SADD makes one, and no key of ours names it) is left out, where it failed
         the admin's queues page and sent the reaper to keys of no queue.
         """
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             seen = self.raw_command("SMEMBERS", self.keyspace.queues)
         names = (name.decode() for name in seen if is_utf8(name))
         known = {name for name in names if QUEUE_NAME_PATTERN.fullmatch(name)}
@@ -99,7 +99,7 @@ class Reads(BrokerCore):
 
         Each of the last three is None when CONFIG is not allowed (managed Redis): unknown.
         """
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             info: dict[str, Any] = self.client.info()
             if not with_config:
                 return info
@@ -124,7 +124,7 @@ class Reads(BrokerCore):
         key = self.record_key(task_id)
         if key is None:
             return None
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             try:
                 return read(key)
             except UnicodeDecodeError as exc:
@@ -157,7 +157,7 @@ class Reads(BrokerCore):
         """``record`` of each of ``task_ids``, in one round trip."""
         keys = [self.record_key(task_id) for task_id in task_ids]
         found: list[dict[str, str] | None] = []
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             with self.client.pipeline(transaction=False) as pipe:
                 for key in keys:
                     if key is not None:
@@ -209,7 +209,7 @@ class Reads(BrokerCore):
         if key is None:
             return None
         client = self._async_client()[0]
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             try:
                 return cast(dict[str, str], await client.hgetall(key)) or None
             except UnicodeDecodeError as exc:

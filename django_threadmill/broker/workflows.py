@@ -112,7 +112,7 @@ class Workflows(Reads):
         """Return the fields ``names`` of a workflow's hash, None for each one absent."""
         if not names:
             return []
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             return cast(
                 list[str | None], self.client.hmget(self.keyspace.workflow(workflow_id), names)
             )
@@ -174,14 +174,14 @@ class Workflows(Reads):
 
     def workflow_fields(self, workflow_id: str) -> dict[str, str]:
         """Return a workflow's hash ({} when unknown or expired)."""
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             return cast(dict[str, str], self.client.hgetall(self.keyspace.workflow(workflow_id)))
 
     def workflow_summaries(self, workflow_ids: Sequence[str]) -> list[dict[str, str]]:
         """Return the summary fields of each workflow ({} for one that expired), one round
         trip: status, n, succeeded, created_ms, why."""
         names = ("status", "n", "succeeded", "created_ms", "why")
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for workflow_id in workflow_ids:
                 pipe.hmget(self.keyspace.workflow(workflow_id), names)
             replies = pipe.execute()
@@ -196,7 +196,7 @@ class Workflows(Reads):
         Read as bytes: an id that is not UTF-8 (only written by hand) comes back escaped
         (``\\xff``), names no workflow, and lists as expired, where it failed the page.
         """
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             found = self.raw_command("ZREVRANGE", self.keyspace.workflows, 0, count - 1)
         return [escaped(workflow_id) for workflow_id in found]
 
@@ -206,7 +206,7 @@ class Workflows(Reads):
         """Return the oldest ids in ``part``'s outbox after the first ``start`` (at most
         ``OUTBOX_BATCH``)."""
         outbox = self.queue_keys(part).outbox
-        with self.translated_errors():
+        with self.translated_errors(read=True):
             return cast(list[str], self.client.lrange(outbox, start, start + OUTBOX_BATCH - 1))
 
     def forget_outbox_entry(self, part: str, task_id: str) -> None:
@@ -217,7 +217,7 @@ class Workflows(Reads):
     def parts_with_outbox(self, queues: Sequence[str]) -> list[str]:
         """Return the parts of ``queues`` whose outbox holds entries (one round trip)."""
         parts = [part for queue in queues for part in self.parts(queue)]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for part in parts:
                 pipe.llen(self.queue_keys(part).outbox)
             sizes = pipe.execute()

@@ -47,7 +47,10 @@ def host_heartbeats(
     live: set[str] = set()
     elsewhere: set[str] = set()
     newest_ms: int | None = None
-    for sighting in inspector.workers(queues, counts=False):
+    # Every live sighting, not only the newest MAX_SIGHTINGS: on a fleet of more, this host's
+    # processes rank past them for part of each renewal interval.
+    live_from_ms = now_ms - lease_ttl_ms
+    for sighting in inspector.workers(queues, counts=False, live_from_ms=live_from_ms):
         here = worker_host_and_pid(sighting.worker_id)[0] == host
         if here:
             newest_ms = max(sighting.last_renewal_ms, newest_ms or 0)

@@ -185,7 +185,7 @@ class ThreadmillCollector:
         lease_ms = source.settings.lease_ttl_ms
         alive = {
             sighting.worker_id: sighting.threads
-            for sighting in inspector.workers(queues)
+            for sighting in inspector.workers(queues, live_from_ms=now_ms - lease_ms)
             if sighting.live(now_ms, lease_ms)
         }
         families.workers.add_metric([source.alias], len(alive))

@@ -283,9 +283,12 @@ def test_the_probe_reads_the_clock_the_queues_and_the_heartbeats_only(
     client.config_resetstat()
     assert probe("--min-processes", "1").returncode == HealthCode.TOO_FEW  # no worker runs
     calls = command_calls(client)
-    assert {name: calls.get(name) for name in ("time", "smembers", "zrevrange", "hmget")} == {
+    names = ("time", "smembers", "zrevrange", "zrevrangebyscore", "hmget")
+    assert {name: calls.get(name) for name in names} == {
         "time": 1,
         "smembers": 1,  # the queue names (none asked with --queue)
-        "zrevrange": 3,  # the sightings of default, emails and reports, one pipeline
+        "zrevrange": None,
+        # the live and the newest silent sightings of default, emails and reports, one pipeline
+        "zrevrangebyscore": 6,
         "hmget": None,
     }

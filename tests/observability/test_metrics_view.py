@@ -9,6 +9,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.inspect.inspector import MAX_SIGHTINGS
 from testproject.example.tasks import add, fail, send_welcome
 from tests.backend_support import reserve, start
 from tests.conftest import tasks_setting
@@ -150,6 +151,25 @@ def test_worker_threads_sum_the_live_pools_of_workers_heard_from(
 
     found = scrape()
     assert value(found, "threadmill_workers", backend="default") == 2
+    assert value(found, "threadmill_worker_threads", backend="default") == 11
+
+
+def test_every_live_worker_counts_on_a_fleet_past_the_sightings_a_listing_reads(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """The gauges read every process renewed within lease_ttl, not only the newest 1,000 a
+    queue's listing shows (MAX_SIGHTINGS): 1,000 newer ones hid these two."""
+    broker = backend.broker
+    broker.renew("web1:10:aa", [], ["default"], threads=4)
+    broker.renew("web2:20:bb", [], ["default"], threads=7)
+    later = broker.server_time_ms() + 1_000
+    broker.client.zadd(
+        broker.queue_keys("default").workers,
+        {f"fleet{n}:1:cc": later for n in range(MAX_SIGHTINGS)},
+    )
+
+    found = scrape()
+    assert value(found, "threadmill_workers", backend="default") == MAX_SIGHTINGS + 2
     assert value(found, "threadmill_worker_threads", backend="default") == 11
 
 

@@ -72,7 +72,7 @@ def merged(many: Sequence[PathCounters]) -> PathCounters:
 def lifetime(inspector: Inspector, queues: Sequence[str]) -> dict[str, PathCounters]:
     """Return the lifetime counters of ``queues``: one pipelined HGETALL each (and shard)."""
     parts = {queue: inspector.parts(queue) for queue in queues}
-    with inspector.broker.translated_errors(), inspector.client.pipeline(False) as pipe:
+    with inspector.broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
         for part in (part for queue in queues for part in parts[queue]):
             pipe.execute_command("HGETALL", inspector.broker.queue_keys(part).metrics, **RAW)
         replies = iter(pipe.execute())
@@ -86,7 +86,7 @@ def per_minute(
     (oldest first): one pipelined HGETALL per queue and minute."""
     span = range(last_minute - minutes + 1, last_minute + 1)
     parts = {queue: inspector.parts(queue) for queue in queues}
-    with inspector.broker.translated_errors(), inspector.client.pipeline(False) as pipe:
+    with inspector.broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
         for part in (part for queue in queues for part in parts[queue]):
             keys = inspector.broker.queue_keys(part)
             for minute in span:

@@ -3,6 +3,7 @@
 See the package docstring for the rules every query here follows.
 """
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
@@ -119,7 +120,7 @@ class Inspector:
         """Return the counts of ``queues``: a fixed number of round trips per queue."""
         now = self.now_ms()
         parts = {queue: self.parts(queue) for queue in queues}
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part in (part for queue in queues for part in parts[queue]):
                 keys = self._keys(part)
                 pipe.zcard(keys.ready)
@@ -166,7 +167,7 @@ class Inspector:
     def waiting(self, queues: Sequence[str]) -> dict[str, tuple[int, int]]:
         """Return (ready, delayed) of each queue, summed over shards: one pipeline of ZCARDs."""
         parts = {queue: self.parts(queue) for queue in queues}
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part in (part for queue in queues for part in parts[queue]):
                 keys = self._keys(part)
                 pipe.zcard(keys.ready)
@@ -185,7 +186,7 @@ class Inspector:
         of another type, written by hand, pauses too (acquire.lua asks EXISTS) and says so.
         """
         parts = {queue: self.parts(queue) for queue in queues}
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part in (part for queue in queues for part in parts[queue]):
                 pipe.execute_command("GET", self._keys(part).paused, **RAW)
             replies = iter(readable_replies(pipe.execute(raise_on_error=False)))
@@ -199,7 +200,7 @@ class Inspector:
     def next_tokens_ms(self, queues: Sequence[str]) -> dict[str, int | None]:
         """Return when each queue's rate limit allows its next start (Redis ms; None: now): the
         later of its next reservation (acquire) and its next start turn (pace)."""
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for queue in queues:
                 pipe.execute_command("GET", self._keys(queue).rate, **RAW)
                 pipe.execute_command("GET", self._keys(queue).paced, **RAW)
@@ -220,7 +221,7 @@ class Inspector:
         """
         parts = {queue: self.parts(queue) for queue in queues}
         every_part = [part for queue in queues for part in parts[queue]]
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part in every_part:
                 key = getattr(self._keys(part), index.value)
                 pipe.zcard(key)
@@ -273,10 +274,15 @@ class Inspector:
             for queue in queues
         }
 
-    def workers(self, queues: Sequence[str], *, counts: bool = True) -> list[WorkerSighting]:
+    def workers(
+        self, queues: Sequence[str], *, counts: bool = True, live_from_ms: int | None = None
+    ) -> list[WorkerSighting]:
         """Return the workers that renewed leases in ``queues``, most recent first: at most
         MAX_SIGHTINGS per queue part, so the reads stay bounded however many processes came
-        and went (each start adds a sighting, kept a day).
+        and went (each start adds a sighting, kept a day). With ``live_from_ms``, every
+        sighting renewed since then too, however many: a count of the live processes of one
+        host (threadmill_health) must not miss those ranked past MAX_SIGHTINGS by a larger
+        fleet (docs/deploy.md, Health).
 
         A worker of a sharded queue renews in every shard: it is one sighting per queue, its
         held tasks summed, its latest renewal and its thread count (the same in every shard) kept.
@@ -284,15 +290,7 @@ class Inspector:
         all a health probe, which must answer within its timeout, asks.
         """
         parts = {queue: self.parts(queue) for queue in queues}
-        every_part = [part for queue in queues for part in parts[queue]]
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for part in every_part:
-                key = self._keys(part).workers
-                pipe.execute_command("ZREVRANGE", key, 0, MAX_SIGHTINGS - 1, "WITHSCORES", **SCORED)
-            latest = {
-                part: [(escaped(worker_id), score) for worker_id, score in sighted]
-                for part, sighted in zip(every_part, pipe.execute(), strict=True)
-            }
+        latest = self._sighted([part for queue in queues for part in parts[queue]], live_from_ms)
         replies = iter(self._held_and_threads(latest) if counts else [])
         sightings = []
         for queue in queues:
@@ -320,10 +318,40 @@ class Inspector:
             ]
         return sorted(sightings, key=lambda s: s.last_renewal_ms, reverse=True)
 
+    def _sighted(
+        self, parts: Sequence[str], live_from_ms: int | None
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Read the sightings of ``parts`` in one round trip: the newest MAX_SIGHTINGS, or with
+        ``live_from_ms`` every one since then and the newest MAX_SIGHTINGS before it."""
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
+            for part in parts:
+                key = self._keys(part).workers
+                if live_from_ms is None:
+                    pipe.execute_command(
+                        "ZREVRANGE", key, 0, MAX_SIGHTINGS - 1, "WITHSCORES", **SCORED
+                    )
+                    continue
+                pipe.execute_command(
+                    "ZREVRANGEBYSCORE", key, "+inf", live_from_ms, "WITHSCORES", **SCORED
+                )
+                silent = (f"({live_from_ms}", "-inf", "WITHSCORES", "LIMIT", 0, MAX_SIGHTINGS)
+                pipe.execute_command("ZREVRANGEBYSCORE", key, *silent, **SCORED)
+            replies = iter(pipe.execute())
+        per_part = 1 if live_from_ms is None else 2
+        return {
+            part: [
+                (escaped(worker_id), score)
+                for _ in range(per_part)
+                for worker_id, score in next(replies)
+                if math.isfinite(score)  # a score written by hand (inf) is no renewal time
+            ]
+            for part in parts
+        }
+
     def _held_and_threads(self, latest: dict[str, list[tuple[str, float]]]) -> list[Any]:
         """Read, per part, what its sighted workers hold and their thread counts: two HMGETs
         each, in one round trip."""
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part, sighted in latest.items():
                 ids = [worker_id for worker_id, _ in sighted] or [""]  # HMGET needs one
                 pipe.execute_command("HMGET", self._keys(part).held, *ids, **RAW)
@@ -342,7 +370,7 @@ class Inspector:
 
         A listing walking back from a cursor caps the cursor's ranks at these.
         """
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part in parts:
                 key = getattr(self._keys(part), index.value)
                 if as_of_ms is None:
@@ -357,7 +385,7 @@ class Inspector:
         A listing counts its positions from there, so results finishing while someone pages
         do not shift the pages.
         """
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for queue in queues:
                 pipe.zcount(getattr(self._keys(queue), index.value), f"({as_of_ms}", "+inf")
             return {q: int(n) for q, n in zip(queues, pipe.execute(), strict=True)}
@@ -366,7 +394,7 @@ class Inspector:
         self, index: Index, ranges: dict[str, tuple[int, int]]
     ) -> dict[str, list[tuple[str, float]]]:
         """Return ids and scores at ranks ``start..stop`` (inclusive) of each queue's index."""
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for queue, (start, stop) in ranges.items():
                 key = getattr(self._keys(queue), index.value)
                 command = "ZREVRANGE" if index.newest_first else "ZRANGE"
@@ -379,7 +407,7 @@ class Inspector:
         """Return ``fields`` of each record key, None where the key is not a hash: one pipeline."""
         if not keys:
             return []
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for key in keys:
                 pipe.execute_command("HMGET", key, *fields, **RAW)
             replies = readable_replies(pipe.execute(raise_on_error=False))
@@ -474,7 +502,7 @@ class Inspector:
             return None
         keys = self._keys(part)
         key = keys.record(task_id)
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             pipe.hlen(key)
             pipe.pttl(key)
             pipe.zscore(keys.leases, task_id)
@@ -506,7 +534,7 @@ class Inspector:
 
     def existing(self, task_ids: Sequence[str]) -> list[str]:
         """Return those of ``task_ids`` that have a record (one pipelined EXISTS each)."""
-        with self.broker.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for task_id in task_ids:
                 pipe.exists(self._record(task_id))
             found = pipe.execute()

@@ -40,7 +40,7 @@ def ranks_through(inspector: Inspector, index: Index, marks: Mapping[str, Mark])
     scores by id).
     """
     parts = list(marks)
-    with inspector.broker.translated_errors(), inspector.client.pipeline(False) as pipe:
+    with inspector.broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
         for part in parts:
             key, mark = getattr(inspector.broker.queue_keys(part), index.value), marks[part]
             pipe.zscore(key, mark.member)
@@ -66,7 +66,7 @@ def _among_ties(
     """Return how many entries sort before ``mark`` (ascending), given that ``low`` have a
     lower score and ``high`` a score no higher."""
     key = getattr(inspector.broker.queue_keys(part), index.value)
-    with inspector.broker.translated_errors():
+    with inspector.broker.translated_errors(read=True):
         while low < high:
             middle = (low + high) // 2
             [member] = inspector.broker.raw_command("ZRANGE", key, middle, middle) or [None]

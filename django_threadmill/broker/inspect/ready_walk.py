@@ -102,7 +102,7 @@ def band_heads(broker: Broker, parts: Sequence[QueueKeys]) -> list[tuple[list[st
         walking = [walk for walk in walks if walk.low is not None]
         if not walking:
             break
-        with broker.translated_errors(), broker.client.pipeline(transaction=False) as pipe:
+        with broker.translated_errors(read=True), broker.client.pipeline(transaction=False) as pipe:
             outliers = walks if step == 0 else []
             for read in (read for walk in outliers for read in walk.outlier_reads()):
                 pipe.execute_command(*read, **RAW)

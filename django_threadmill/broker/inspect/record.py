@@ -119,7 +119,7 @@ def read_values(broker: Broker, key: str, count: int, whole: Collection[str]) ->
     ``HSTRLEN`` of each field, then ``HMGET``.
     """
     oversized = count > MAX_RECORD_FIELDS
-    with broker.translated_errors():
+    with broker.translated_errors(read=True):
         if oversized:
             names = [name.encode() for name in WRITTEN_FIELDS]
         else:

@@ -82,7 +82,7 @@ def step_records(
     one ``HMGET`` of those short enough per record.
     """
     keys = [broker.record_key(task_id) or "" for task_id in task_ids]
-    with broker.translated_errors():
+    with broker.translated_errors(read=True):
         looks = _looks(broker, keys)
         wanted = [
             [name for name, size in zip(CHECKED, sizes, strict=True) if 0 < size <= most_bytes]
