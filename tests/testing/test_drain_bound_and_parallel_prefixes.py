@@ -81,6 +81,7 @@ def test_a_testcase_overriding_tasks_for_its_class_gets_its_own_keys_in_a_parall
     """Its override replaced the settings the mixin had suffixed, so two processes running
     classes with one override shared keys: one's flush deleted the tasks of the other's test."""
     monkeypatch.setattr(django_runner, "_worker_id", 3)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this suite's own, under xdist
     seen: list[str] = []
 
     @override_settings(TASKS=tasks_setting(redis_url, f"{key_prefix}-class"))

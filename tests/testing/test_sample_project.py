@@ -21,7 +21,13 @@ TESTS_PER_LANE = 6  # in each of test_with_pytest.py and test_with_testcase.py
 
 def run_sample(redis_url: str, key_prefix: str, *args: str, test_db: str = "") -> str:
     """Run ``args`` in the sample project's directory; fail with its output unless it passed."""
-    env = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
+    # Neither this suite's settings nor its pytest-xdist worker name, which would suffix the
+    # sample's key prefix (docs/testing.md, Keys are flushed around each test).
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name != "DJANGO_SETTINGS_MODULE" and not name.startswith("PYTEST_XDIST_")
+    }
     env |= {"REDIS_URL": redis_url, "SAMPLE_KEY_PREFIX": key_prefix, "PYTHONDONTWRITEBYTECODE": "1"}
     if test_db:
         env["SAMPLE_TEST_DB"] = test_db
