@@ -115,7 +115,7 @@ class Crew:
             else Watchdog(
                 options.task_timeout_s,
                 self.pool.threads,
-                self.pool.replace,
+                self.pool.abandon_if_overdue,
                 executor,
                 self.writer,
                 self.buffer,

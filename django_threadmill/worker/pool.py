@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .buffer import TaskBuffer
 from .role import RoleThread
 from .stop_calls import join_until
-from .threads import WorkerThread
+from .threads import Overdue, WorkerThread
 
 logger = logging.getLogger(__name__)
 
@@ -252,21 +252,26 @@ class WorkerPool:
     def add(self, count: int, *, start: bool = True) -> int:
         """Add ``count`` threads; return how many were added: fewer once the system refuses
         one (a thread or memory limit), which is logged, not fatal (the pool works on)."""
-        added = 0
         with self._lock:
-            # Forget threads that ended (retired, or abandoned and done at last): a bursty
-            # worker grows and shrinks for weeks. In place: the watchdog holds this list.
-            ended = [t for t in self.threads if t.ident and not t.is_alive()]
-            self._finished_by_ended += sum(t.finished for t in ended)
-            self.threads[:] = [t for t in self.threads if t not in ended]
-            for _ in range(count):
-                self._numbered += 1
-                thread = self.make_thread(self._numbered)
-                if start and not self._started(thread):
-                    break
-                self.threads.append(thread)
-                added += 1
+            added = self._add(count, start=start)
         self.buffer.resize(self.readahead(self.live_count()))
+        return added
+
+    def _add(self, count: int, *, start: bool) -> int:
+        """``add``, under ``self._lock``."""
+        added = 0
+        # Forget threads that ended (retired, or abandoned and done at last): a bursty
+        # worker grows and shrinks for weeks. In place: the watchdog holds this list.
+        ended = [t for t in self.threads if t.ident and not t.is_alive()]
+        self._finished_by_ended += sum(t.finished for t in ended)
+        self.threads[:] = [t for t in self.threads if t not in ended]
+        for _ in range(count):
+            self._numbered += 1
+            thread = self.make_thread(self._numbered)
+            if start and not self._started(thread):
+                break
+            self.threads.append(thread)
+            added += 1
         return added
 
     def _started(self, thread: WorkerThread) -> bool:
@@ -291,9 +296,23 @@ class WorkerPool:
             self.buffer.retire_one()
         self.buffer.resize(self.readahead(self.live_count() - count))
 
-    def replace(self) -> None:
-        """Start a fresh thread in place of one the watchdog abandoned (no longer live)."""
-        self.add(1)
+    def abandon_if_overdue(
+        self, thread: WorkerThread, timeout_s: float, *, replace: bool
+    ) -> Overdue | None:
+        """Abandon ``thread`` if its task outlived ``timeout_s`` (the watchdog), and start a
+        fresh thread in its place if ``replace``; return what ``thread`` ran, or None.
+
+        One step under the pool's lock, which its looks take too: a look between the two saw
+        the pool a thread short, grew it into the gap, and the replacement then took it past
+        --max-threads (docs/worker.md, The elastic pool).
+        """
+        with self._lock:
+            overdue = thread.abandon_if_overdue(timeout_s)
+            if overdue is None or not replace:
+                return overdue
+            self._add(1, start=True)
+        self.buffer.resize(self.readahead(self.live_count()))
+        return overdue
 
     def live(self) -> list[WorkerThread]:
         """Threads that may still take tasks (not abandoned, not retired)."""
@@ -324,16 +343,22 @@ class WorkerPool:
     def finished(self) -> int:
         """The tasks this pool's threads finished, those that ended included."""
         with self._lock:
-            return self._finished_by_ended + sum(t.finished for t in self.threads)
+            return self._finished()
+
+    def _finished(self) -> int:
+        """``finished``, under ``self._lock``."""
+        return self._finished_by_ended + sum(t.finished for t in self.threads)
 
     def sample(self, cpu_s: float) -> PoolSample:
-        live = self.live()
+        with self._lock:  # never between an abandoned thread and its replacement
+            live = self.live()
+            finished = self._finished()
         return PoolSample(
             at=time.monotonic(),
             threads=len(live),
             busy=sum(t.busy for t in live),
             waiting=self.buffer.sync_waiting(),
-            finished=self.finished(),
+            finished=finished,
             cpu_s=cpu_s,
         )
 

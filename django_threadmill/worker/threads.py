@@ -9,6 +9,9 @@ from .buffer import Turn
 from .db_connections import close_thread_connections, mark_worker_thread
 from .runner import RunnerParts, TaskRunner
 
+# A task the watchdog gave up on: it, its start (ms, wall clock), how long it ran (ms, monotonic).
+type Overdue = tuple[Reservation, int, int]
+
 
 class WorkerThread(TaskRunner):
     """Run tasks until the buffer closes. Task errors never end this thread.
@@ -85,7 +88,7 @@ class WorkerThread(TaskRunner):
         start); unlike ``_claim``, this leaves it to be timed out later."""
         return self.abandoned
 
-    def abandon_if_overdue(self, timeout_s: float) -> tuple[Reservation, int, int] | None:
+    def abandon_if_overdue(self, timeout_s: float) -> Overdue | None:
         """Give up on the running task if it exceeded ``timeout_s``.
 
         Return the task, its start (ms, wall clock) and how long it ran (ms, monotonic), or

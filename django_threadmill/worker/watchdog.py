@@ -2,13 +2,14 @@
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from ..exceptions import TaskTimeout
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
 from .executor import Executor
 from .role import RoleThread
-from .threads import WorkerThread
+from .threads import Overdue, WorkerThread
 
 logger = logging.getLogger(__name__)
 
@@ -16,6 +17,14 @@ MAX_CHECK_INTERVAL_S = 1.0  # how often running tasks are checked, at most
 # How often they are checked, at least: a quarter of a tiny --task-timeout (1e-6) spun the
 # watchdog on a CPU; a task then times out up to 10 ms late.
 MIN_CHECK_INTERVAL_S = 0.01
+
+
+class Abandon(Protocol):
+    """Abandon a thread whose task is overdue, and replace it if asked (``WorkerPool``)."""
+
+    def __call__(
+        self, thread: WorkerThread, timeout_s: float, *, replace: bool
+    ) -> Overdue | None: ...
 
 
 class Watchdog(RoleThread):
@@ -30,7 +39,7 @@ class Watchdog(RoleThread):
         self,
         timeout_s: float,
         threads: list[WorkerThread],
-        replace: Callable[[], None],
+        abandon: Abandon,
         executor: Executor,
         writer: AckWriter,
         buffer: TaskBuffer,
@@ -40,7 +49,7 @@ class Watchdog(RoleThread):
         super().__init__("threadmill-watchdog", on_crash)
         self.timeout_s = timeout_s
         self.threads = threads
-        self.replace = replace
+        self.abandon = abandon  # the pool's: it starts a thread in the abandoned one's place
         self.executor = executor
         self.writer = writer
         self.buffer = buffer
@@ -51,7 +60,7 @@ class Watchdog(RoleThread):
         interval_s = min(MAX_CHECK_INTERVAL_S, max(MIN_CHECK_INTERVAL_S, self.timeout_s / 4))
         while not self.stopping.wait(interval_s):
             for thread in list(self.threads):
-                overdue = thread.abandon_if_overdue(self.timeout_s)
+                overdue = self.abandon(thread, self.timeout_s, replace=self.replacing)
                 if overdue is None:
                     continue
                 reservation, started_ms, run_ms = overdue
@@ -70,8 +79,6 @@ class Watchdog(RoleThread):
                 # Its run time is its thread's: timed_out loaded the attempt again just now.
                 self.writer.submit_finish(finish._replace(run_ms=run_ms))
                 self.buffer.done()
-                if self.replacing:
-                    self.replace()
                 # Counted, so --max-tasks and --max-memory recycle a process whose abandoned
                 # threads pile up.
                 self.on_task_done()

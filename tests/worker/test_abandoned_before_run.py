@@ -133,7 +133,7 @@ def test_a_tiny_task_timeout_does_not_make_the_watchdog_spin() -> None:
     watchdog = Watchdog(
         1e-6,
         [],
-        replace=lambda: None,
+        abandon=lambda thread, timeout_s, *, replace: None,
         executor=unused,
         writer=unused,
         buffer=unused,
