@@ -98,6 +98,7 @@ class Crew:
                 and self.drainer.is_idle()
             ),
             unwritten=self.writer.backlog,
+            unwritten_chars=self.writer.backlog_chars,
             on_empty=on_empty,
             on_refused=on_refused,
             on_crash=on_crash,

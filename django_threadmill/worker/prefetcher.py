@@ -29,6 +29,10 @@ BURST_HORIZON_MS = 60_000
 # bound is this, or twice the buffer, whichever is more. Start notices held back until due
 # are left out (AckWriter.backlog): they are at most one per running task.
 UNWRITTEN_CAP = 1000
+# Characters of results and errors waiting to be written above which nothing more is reserved
+# either: outcomes of up to max_result_bytes each, a thousand of them held gigabytes
+# (docs/worker.md, Durability window of the ack writer). JSON as stored is ASCII, a byte each.
+UNWRITTEN_CHARS_CAP = 64 * 2**20
 UNWRITTEN_LOOK_S = 0.05  # how often a held-back prefetcher looks whether the acks caught up
 # A hold that lasts this long is a WARNING: a short one is flow control (a process short of CPU
 # for its ack writer, a burst of results), a long one means Redis refuses or delays acks.
@@ -52,6 +56,7 @@ class Prefetcher(RoleThread):
         burst: bool,
         is_settled: Callable[[], bool],
         unwritten: Callable[[], int],
+        unwritten_chars: Callable[[], int] = lambda: 0,
         on_empty: Callable[[], None],
         on_refused: Callable[[], None],
         on_crash: Callable[[], None],
@@ -66,6 +71,7 @@ class Prefetcher(RoleThread):
         self.burst = burst
         self.is_settled = is_settled  # nothing buffered, running or waiting to be written
         self.unwritten = unwritten  # what the ack writer has not written, less held starts
+        self.unwritten_chars = unwritten_chars  # the characters of its results and errors
         self.clock = clock  # monotonic seconds, injectable for tests
         self._acks_behind_since: float | None = None  # when the hold for acks began
         self._acks_behind_warned = False
@@ -212,8 +218,11 @@ class Prefetcher(RoleThread):
         """Tell whether too many outcomes wait to be written to reserve more; wait a moment
         then. The hold is said at INFO as it begins, at WARNING once it lasted
         UNWRITTEN_WARN_S, and at INFO as it ends."""
-        unwritten = self.unwritten()
-        behind = unwritten > max(UNWRITTEN_CAP, 2 * self.buffer.capacity)
+        unwritten, unwritten_chars = self.unwritten(), self.unwritten_chars()
+        behind = (
+            unwritten > max(UNWRITTEN_CAP, 2 * self.buffer.capacity)
+            or unwritten_chars > UNWRITTEN_CHARS_CAP
+        )
         if not behind:
             if self._acks_behind_since is not None:
                 self._acks_behind_since = None
@@ -222,14 +231,20 @@ class Prefetcher(RoleThread):
         now = self.clock()
         if self._acks_behind_since is None:
             self._acks_behind_since, self._acks_behind_warned = now, False
-            logger.info("Reserving nothing until acks are written unwritten=%d", unwritten)
+            logger.info(
+                "Reserving nothing until acks are written unwritten=%d unwritten_chars=%d",
+                unwritten,
+                unwritten_chars,
+            )
         elif not self._acks_behind_warned and now - self._acks_behind_since >= UNWRITTEN_WARN_S:
             self._acks_behind_warned = True
             logger.warning(
-                "Reserving nothing until acks are written, for %ds now, unwritten=%d (Redis "
-                "refuses or delays them, or the process is short of CPU for its ack writer)",
+                "Reserving nothing until acks are written, for %ds now, unwritten=%d "
+                "unwritten_chars=%d (Redis refuses or delays them, or the process is short of "
+                "CPU for its ack writer)",
                 now - self._acks_behind_since,
                 unwritten,
+                unwritten_chars,
             )
         self.stopping.wait(UNWRITTEN_LOOK_S)
         return True

@@ -89,3 +89,9 @@ def wait_then_enqueue(path: str) -> str:
 @task
 def prints(line: str) -> None:
     print(line)  # buffered where stdout is no terminal: a pipe to a log collector, a file
+
+
+@task
+def chars(count: int) -> str:
+    """Return ``count`` characters: a large result built by the task, not passed to it."""
+    return "x" * count
