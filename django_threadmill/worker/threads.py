@@ -53,14 +53,19 @@ class WorkerThread(TaskRunner):
                 self.retired = True
                 return
             self.busy = True
-            self._run_one(item)
+            ran = self._run_one(item)
             self.busy = False
+            if ran:  # counted once this thread is free: a recycle it sets off counts it out
+                self.finished += 1
+                self.on_task_done()
 
-    def _run_one(self, reservation: Reservation) -> None:
+    def _run_one(self, reservation: Reservation) -> bool:
+        """Run ``reservation`` and hand its outcome to the writer; False if it did not run
+        here (not admitted, or the watchdog took it over)."""
         started_ms = self.begin(reservation) if self.admit(reservation) else None
         if started_ms is None:
             self.buffer.done()
-            return
+            return False
         with self._lock:
             self._current, self._current_since = reservation, time.monotonic()
             self._current_started_ms = started_ms
@@ -68,11 +73,10 @@ class WorkerThread(TaskRunner):
             reservation, started_ms, claim=self._claim, given_up=self._given_up
         )
         if finish is None:
-            return  # the watchdog recorded this attempt as timed out and took over
+            return False  # the watchdog recorded this attempt as timed out and took over
         self.writer.submit_finish(finish, wait=self.sync_ack)
         self.buffer.done()
-        self.finished += 1
-        self.on_task_done()
+        return True
 
     def _claim(self) -> bool:
         """End the running attempt here, before anything is said of its outcome; False if the

@@ -98,9 +98,15 @@ def test_a_task_ending_its_process_with_a_code_of_the_workers_own_is_a_death(
     assert worker.wait(60) == 5, worker.log  # a worker process died during the burst
 
     assert f"status=exit code {code}, not the worker's own (a task's os._exit()" in worker.log
+    ran = []
     for n, result in enumerate(after):
         result.refresh()
-        assert result.return_value == n * n
+        if result.status == TaskResultStatus.SUCCESSFUL:
+            assert result.return_value == n * n
+            ran.append(n)
+    # The dying process may have reserved one (--prefetch 1) before the exit: it waits for its
+    # lease, as exit code 5 says; the replacement ran the others.
+    assert len(ran) >= len(after) - 1, worker.log
     exiting.refresh()  # reserved or running: its lease lapses and the reaper settles it
     assert exiting.status in (TaskResultStatus.READY, TaskResultStatus.RUNNING)
 
