@@ -8,14 +8,19 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
+import pytest
 import redis
 from django.core.management import call_command
+from redis.connection import AbstractConnection
 
 from django_threadmill.enqueue import pipeline as pipeline_module
 
@@ -46,6 +51,34 @@ class HandClock[T]:
 
     def __call__(self) -> T:
         return self.now
+
+
+def read_at_once[T](read: Callable[[], T], threads: int = 16, reads: int = 20) -> set[T]:
+    """Call ``read`` ``reads`` times in each of ``threads`` threads started together; return
+    what the calls returned: more threads than pooled connections must wait for one."""
+    start = threading.Barrier(threads)
+
+    def reads_of_one(_: int) -> list[T]:
+        start.wait()
+        return [read() for _ in range(reads)]
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="test-pool") as pool:
+        return {found for founds in pool.map(reads_of_one, range(threads)) for found in founds}
+
+
+@contextmanager
+def round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Count what the clients write to Redis: one write per command or per pipeline."""
+    writes: list[int] = []
+    send = AbstractConnection.send_packed_command
+
+    def counted(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
+        writes.append(1)
+        send(self, command, check_health)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(AbstractConnection, "send_packed_command", counted)
+        yield writes
 
 
 def command_calls(client: redis.Redis) -> dict[str, int]:

@@ -2,8 +2,6 @@
 
 import asyncio
 import re
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
@@ -12,6 +10,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import BrokerUnavailable
 from testproject.example.tasks import echo
+from tests.support import read_at_once
 
 ONE_CONNECTION = pytest.mark.parametrize("tasks_options", [{"max_connections": 1}])
 
@@ -33,14 +32,7 @@ def test_concurrent_thread_reads_wait_for_the_one_connection(
     backend: ThreadmillTaskBackend,
 ) -> None:
     task_id = echo.enqueue("x").id
-    start = threading.Barrier(16)
-
-    def read(_: int) -> list[object]:
-        start.wait()
-        return [backend.get_result(task_id).status for _ in range(20)]
-
-    with ThreadPoolExecutor(16, thread_name_prefix="test-pool") as pool:
-        statuses = {status for statuses in pool.map(read, range(16)) for status in statuses}
+    statuses = read_at_once(lambda: backend.get_result(task_id).status)
     assert statuses == {TaskResultStatus.READY}
 
 

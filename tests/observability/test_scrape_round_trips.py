@@ -10,14 +10,9 @@
   the send with nothing counted.
 """
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
-from redis.connection import AbstractConnection
 
 from django_threadmill.broker import Broker, Outcome
 from django_threadmill.broker.inspect import Inspector
@@ -25,7 +20,7 @@ from django_threadmill.broker.inspect.source import Source
 from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.observability.prometheus import exposition
 from tests.broker.conftest import WORKER, finish, new_task
-from tests.support import command_calls
+from tests.support import command_calls, round_trips
 
 QUEUES = [f"q{n}" for n in range(20)]
 HOUR_MS = 3_600_000
@@ -39,21 +34,6 @@ def fill(broker: Broker, queue: str) -> None:
     assert broker.finish(WORKER, [finish(first)]) == []
     broker.send_metrics()
     assert broker.renew(WORKER, [held], [queue], threads=2) == []
-
-
-@contextmanager
-def round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Count what the clients write to Redis: one write per command or per pipeline."""
-    writes: list[int] = []
-    send = AbstractConnection.send_packed_command
-
-    def counted(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
-        writes.append(1)
-        send(self, command, check_health)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(AbstractConnection, "send_packed_command", counted)
-        yield writes
 
 
 def scrape(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> tuple[int, set[str]]:

@@ -6,33 +6,14 @@ round trip of 1 ms. Its steps' cancels now go as one pipeline (split by node on 
 Cluster), with the same outcome for each step (docs/workflows.md, What it costs).
 """
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytest
-from redis.connection import AbstractConnection
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.workflows import WorkflowResult, group, step
+from tests.support import round_trips
 
 from .tasks import collect, number
-
-
-@contextmanager
-def round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Count what the clients write to Redis: one write per command or per pipeline."""
-    writes: list[int] = []
-    send = AbstractConnection.send_packed_command
-
-    def counted(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
-        writes.append(1)
-        send(self, command, check_health)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(AbstractConnection, "send_packed_command", counted)
-        yield writes
 
 
 def cancelled(members: int, monkeypatch: pytest.MonkeyPatch) -> tuple[WorkflowResult, int]:
