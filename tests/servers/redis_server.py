@@ -37,9 +37,23 @@ def _ephemeral_floor() -> int:
         return LISTEN_PORTS.stop  # Linux's default floor
 
 
+def _ports_of_this_process(ports: range) -> range:
+    """Return this pytest-xdist process's share of ``ports`` (all of them outside xdist): a
+    port one process found free could be handed out by another before its server bound it."""
+    worker = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if worker is None or count < 2:
+        return ports
+    share = len(ports) // count
+    start = ports.start + int(worker[1]) % count * share
+    return range(start, start + share)
+
+
 def free_port() -> int:
     """Return a loopback port nothing listens on, outside the ephemeral range if possible."""
-    candidates = range(LISTEN_PORTS.start, min(LISTEN_PORTS.stop, _ephemeral_floor()))
+    candidates = _ports_of_this_process(
+        range(LISTEN_PORTS.start, min(LISTEN_PORTS.stop, _ephemeral_floor()))
+    )
     for port in random.sample(candidates, min(50, len(candidates))):
         if port in _handed_out:
             continue
