@@ -75,12 +75,16 @@ end
 
 -- Whether the task `holder` a unique key names has not finished (ready, delayed, reserved or
 -- running), so the key is still its; false for one that finished by a path that does not
--- release keys (cancel), is gone, or cannot be read (then also why): a claim takes such a
--- key over (docs/schedules.md, Unique tasks). enqueue.lua's and requeue.lua's claims.
-local function holds_unique(prefix, holder)
+-- release keys (cancel), is gone, or cannot be read (then also why), and for one set aside in
+-- `damaged` (P:damaged): left ready or running in no index, it never runs. A claim takes such
+-- a key over (docs/schedules.md, Unique tasks). enqueue.lua's and requeue.lua's claims; the
+-- HEXISTS is paid only for an unfinished holder, a would-be duplicate. A P:damaged of another
+-- type lists no one (pcall): the holder holds, and a duplicate does not fail on that key.
+local function holds_unique(prefix, holder, damaged)
   local f, problem = read_record(prefix .. holder, "state")
   local state = f and f[1]
-  return state == "ready" or state == "reserved" or state == "running", problem
+  local unfinished = state == "ready" or state == "reserved" or state == "running"
+  return unfinished and redis.pcall("HEXISTS", damaged, holder) ~= 1, problem
 end
 
 -- Read the record at `key` if its state is `wanted`: returns its fields (state, then the

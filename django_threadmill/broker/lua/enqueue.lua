@@ -6,7 +6,8 @@
 -- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[6]  P:u:        unique key prefix; a digest is appended (string: the id holding it)
 -- KEYS[7]  P:fired:    schedule marker prefix; a schedule name is appended (string: last slot ms)
--- KEYS[8]  P:damaged   hash: ids and keys set aside -> "<ms> <script>: <reason>"
+-- KEYS[8]  P:damaged   hash: ids and keys set aside -> "<ms> <script>: <reason>"; read
+--                       (HEXISTS) only for a unique key held by a task that has not finished
 -- ARGV[1]  wake_cap    most tokens kept in P:wake
 -- ARGV[2]  guards      number of guarded tasks, g (0 for a plain call: nothing more to pay)
 -- ARGV[3..] per guard, 4 values: position of its task in the batch (1-based), kind ("u" unique
@@ -26,7 +27,8 @@
 --          the last one fired is skipped, so a finished, expired slot never fires again; with
 --          no marker an "s" slot is only recorded (a new schedule) and an "a" slot fires. A
 --          unique key or schedule marker of another type (written by hand) is set aside and
---          replaced, as is one whose holder's record cannot be read.
+--          replaced, as is one whose holder's record cannot be read; one whose holder is set
+--          aside in P:damaged (it never runs) is replaced.
 -- Types:   an index of another type fails the call (WRONGTYPE, naming the key) with no task
 --          stored: a refused P:ready or P:delayed ZADD deletes the records just written, takes
 --          its P:ready entries back and puts back the schedule markers it moved, so a retry
@@ -82,7 +84,7 @@ local function claim(guard, id, position)
     local holder = guard_value(key)
     local held, problem = false, nil
     if holder then
-      held, problem = holds_unique(KEYS[1], holder)
+      held, problem = holds_unique(KEYS[1], holder, KEYS[8])
       if problem then
         set_aside(KEYS[8], holder, now, "enqueue", problem)
       end
@@ -93,8 +95,8 @@ local function claim(guard, id, position)
       duplicates[#duplicates + 1] = holder
       return false
     end
-    -- The holder finished by a path that does not release keys (cancel), is gone, or cannot
-    -- be read: take over.
+    -- The holder finished by a path that does not release keys (cancel), is gone, cannot be
+    -- read, or was set aside: take over.
     redis.call("SET", key, id, "PX", value)
   end
   return true

@@ -3,7 +3,8 @@
 -- KEYS[2]  P:ready     zset: ready ids by score
 -- KEYS[3]  P:done      zset: finished ids by finish time in ms
 -- KEYS[4]  P:wake      list: wake-up tokens for idle fetchers
--- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"; also read (HEXISTS)
+--                       for a unique key held by another task that has not finished
 -- KEYS[6]  P:u:        unique key prefix; a unique task's digest is appended
 -- ARGV[1]  id
 -- Returns: "requeued", or the state the task was in (nothing changes), "missing",
@@ -12,8 +13,8 @@
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires), and
 --          forgets the failed attempt's finish time and progress. A unique task claims its
 --          key again for a new window, unless another task that has not finished holds it;
---          a key naming this task, or a finished, missing or unreadable one, is taken over
---          (docs/schedules.md, Unique tasks).
+--          a key naming this task, or a finished, missing, unreadable or set-aside one
+--          (listed in P:damaged), is taken over (docs/schedules.md, Unique tasks).
 -- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
 --          is written: P:done, P:ready and P:wake are checked first (TYPE), as the task
 --          leaves one index for another; P:damaged is written only to set a record aside, as
@@ -47,10 +48,11 @@ if f[3] and tonumber(f[4]) then  -- records stored before the window was kept ha
   local unique = KEYS[6] .. f[3]
   local holder = redis.pcall("GET", unique)
   -- A key of another type (a table) is left as it is. Its own key (a cancel keeps it) starts
-  -- a new window too, and a holder that finished without releasing the key holds nothing, as
-  -- for an enqueue: the next equal enqueue then meets this task instead of running beside it.
+  -- a new window too, and a holder that finished without releasing the key, or was set aside,
+  -- holds nothing, as for an enqueue: the next equal enqueue then meets this task instead of
+  -- running beside it.
   local free = not holder or holder == id
-  if free or (type(holder) == "string" and not holds_unique(KEYS[1], holder)) then
+  if free or (type(holder) == "string" and not holds_unique(KEYS[1], holder, KEYS[5])) then
     redis.call("SET", unique, id, "PX", f[4])
   end
 end
