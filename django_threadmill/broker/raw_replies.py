@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 from redis.client import NEVER_DECODE
 
 RAW = {NEVER_DECODE: True}  # a redis-py command option: its reply comes back as bytes
+# What a Redis counter holds: HINCRBY takes a signed 64-bit integer, and nothing else.
+COUNTER_RANGE = range(-(2**63), 2**63)
 
 
 class Undecodable(NamedTuple):
@@ -147,14 +149,17 @@ def unescaped(text: str) -> bytes:
 
 def stored_counters(reply: dict[bytes, bytes]) -> dict[str, int]:
     """Read a hash of counters read as bytes (``P:stats``, the metric hashes): a field whose
-    name or value is not UTF-8, or whose value is not a whole number, is skipped, so one field
-    written by hand costs its own count and not the page (docs/observability.md)."""
+    name or value is not UTF-8, or whose value is not a whole number HINCRBY could count to
+    (one past a float's range failed the whole scrape), is skipped, so one field written by
+    hand costs its own count and not the page (docs/observability.md)."""
     found = {}
     for name, value in reply.items():
         try:
-            found[name.decode()] = int(value.decode())
+            field, count = name.decode(), int(value.decode())
         except (UnicodeDecodeError, ValueError):
             continue
+        if count in COUNTER_RANGE:
+            found[field] = count
     return found
 
 

@@ -84,10 +84,18 @@ async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
     if heard(signal, result.status):
         try:
             _log_failures(await signal.asend_robust(sender, task_result=result), result)
-        except asyncio.CancelledError:
-            raise  # the lane hands the task back
         except BaseException as failure:  # the event loop must go on
+            if isinstance(failure, asyncio.CancelledError) and _handed_back():
+                raise  # the lane hands the task back
             _log_undelivered(result, failure)
+
+
+def _handed_back() -> bool:
+    """Tell whether the lane cancelled the sending task to hand it back, rather than a receiver
+    raising ``CancelledError`` of its own, which is a receiver's failure: Django 5.2's
+    ``asend_robust`` lets it through (docs/observability.md, Signals)."""
+    current = asyncio.current_task()
+    return current is None or current.cancelling() > 0
 
 
 def _log_undelivered(result: TaskResult, failure: BaseException) -> None:

@@ -29,6 +29,12 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
+def named_timeout(message: str, timeout_s: float) -> str:
+    """Return ``message`` naming --timeout where it names the socket_timeout the probe set to
+    it (``waiting_at_most``): the probe's user sets the option, not that setting."""
+    return message.replace(f"socket_timeout={timeout_s:g}s", f"--timeout={timeout_s:g}s")
+
+
 def usage_error(message: str) -> CommandError:
     return CommandError(message, returncode=HealthCode.USAGE)
 
@@ -115,7 +121,8 @@ class Command(BaseCommand):
                 f"Unhealthy host={host}: {one_line(exc)}", returncode=HealthCode.REFUSED
             ) from exc
         except BrokerUnavailable as exc:
-            self._unavailable(f"host={host}: {one_line(exc)}", options["redis_down_ok"])
+            reason = named_timeout(one_line(exc), options["timeout"])
+            self._unavailable(f"host={host}: {reason}", options["redis_down_ok"])
             return
         if unconfirmed is not None:
             self._unavailable(f"{facts}: {unconfirmed}", options["redis_down_ok"])
