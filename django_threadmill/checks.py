@@ -45,7 +45,7 @@ class Refused:
 
 RESULT_REFUSED = Refused(
     carrier="a finish call",
-    outcome="a task returning that much would fail its finish call for good and run again",
+    outcome="a task returning more would end FAILED, Redis refusing its result",
     option="max_result_bytes",
 )
 PAYLOAD_REFUSED = Refused(
@@ -254,8 +254,8 @@ def _size_messages(
     where: str, settings: BackendSettings, info: dict[str, Any]
 ) -> list[CheckMessage]:
     """Warn when Redis refuses a payload, a result or a finish call the limits here allow: an
-    enqueue fails, and a finish call fails for good, its task running again once its lease
-    lapses (unknown without CONFIG: nothing)."""
+    enqueue fails, and a task whose result Redis refuses ends FAILED (unknown without
+    CONFIG: nothing; docs/reliability.md, Redis settings we require)."""
     bulk, buffer = info.get("proto_max_bulk_len"), info.get("client_query_buffer_limit")
     finish_call = max(settings.max_result_bytes, FINISH_CALL_CHARS) + REQUEST_OVERHEAD_BYTES
     # A payload is one argument of an enqueue: Redis reads each large one into a buffer of

@@ -212,8 +212,9 @@ def test_queue_limits_naming_a_queue_not_in_queues_is_an_error(
 def test_redis_limits_below_what_a_finish_call_carries_warn(
     config: tuple[str, str], name: str
 ) -> None:
-    """A 2 MB result against proto-max-bulk-len 1mb failed its finish call for good: the ack
-    writer died, and the task and the results beside it ran again and again."""
+    """A 2 MB result against proto-max-bulk-len 1mb failed its finish call for good, holding
+    up the ack writer (tests/worker/test_result_past_proto_max_bulk_len.py); it now ends its
+    task FAILED, which the warning says ahead."""
     with (
         redis_process("--appendonly", "yes", *config) as server,
         backend_at(server.url, "tmcheck") as backend,
@@ -222,7 +223,7 @@ def test_redis_limits_below_what_a_finish_call_carries_warn(
     assert isinstance(message, Warning)
     assert message.id == "threadmill.W006"
     assert f"Redis takes nothing over {name} " in message.msg
-    assert "would fail its finish call for good and run again" in message.msg
+    assert "a task returning more would end FAILED, Redis refusing its result" in message.msg
     assert message.hint == (
         f"Raise {name} in redis.conf, or lower OPTIONS['max_result_bytes'] below it."
     )

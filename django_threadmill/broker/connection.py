@@ -233,6 +233,17 @@ def wrong_type(error: BaseException) -> bool:
     return isinstance(error, redis.ResponseError) and reply_of(error).startswith("WRONGTYPE")
 
 
+def maybe_too_large(error: BrokerUnavailable) -> bool:
+    """Tell whether ``error`` may be Redis refusing a request as too large: its "Protocol
+    error" reply, or the connection it closes after it, which a client still writing the
+    request meets first, mostly. A connection dropped for any other reason looks the same."""
+    cause = error.__cause__
+    if isinstance(cause, redis.ResponseError):
+        return reply_of(cause).startswith("Protocol error")
+    loading = isinstance(cause, redis.exceptions.BusyLoadingError)  # Redis answered
+    return isinstance(cause, redis.ConnectionError) and not loading and _connected(cause)
+
+
 def readable_replies(replies: list[Any]) -> list[Any]:
     """Return pipeline ``replies`` (``raise_on_error=False``), raising any error but a key of
     another type, which stays in its place: a damaged record is one row a page cannot read, not

@@ -115,6 +115,11 @@ class Reads(BrokerCore):
             info["client_query_buffer_limit"] = stored_int(config.get("client-query-buffer-limit"))
         return info
 
+    def ping(self) -> None:
+        """Ask Redis for a reply; raise ``BrokerUnavailable`` if none comes."""
+        with self.translated_errors(read=True):
+            self.client.ping()
+
     def _read_record[T](self, task_id: str, read: Callable[[str], T]) -> T | None:
         """Return ``read(key)`` of the record key of ``task_id``, None if the id is not ours.
 

@@ -4,7 +4,8 @@ Worker threads hand over and move on (docs/worker.md, How the loop works). With 
 takes what is waiting and sends it: a burst collapses into one call, a lone ack goes out at once. A
 start notice is held for 20 ms first: if its result arrives meanwhile the notice is dropped, so fast
 tasks never cost a start call, and a start never follows its result. Transient Redis errors retry
-the same batch with capped backoff.
+the same batch with capped backoff; a result Redis refuses as too large ends its task FAILED, and
+the rest of its batch is written (worker/refused.py).
 
 Hand-over waits for nobody and wakes nobody while the writer is busy: items go on a
 deque, and the writer's doorbell rings only when it sleeps (an outcome's size is added to the
@@ -24,12 +25,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from ..broker import Ack, Broker, Finish, Lease, Rejected, Start
+from ..broker import Ack, Broker, Finish, Lease, ProgressReport, Rejected, Start
 from ..broker.transitions import FINISH_CALL_CHARS
 from ..exceptions import BrokerUnavailable
 from .backoff import ACK_BACKOFF
 from .leases import HeldLeases
 from .progress import PendingProgress
+from .refused import finish_apart, may_carry_refused
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
@@ -296,7 +298,7 @@ class AckWriter(RoleThread):
         # The finishing attempts' last reports, and every waiting one if due, ride the first call.
         riders = self.progress.take(finished, flush=flush) if finishes else []
         for group in _by_size(finishes):
-            dropped += self._send("finish", group, partial(self.broker.finish, progress=riders))
+            dropped += self._send("finish", group, partial(self._finish, progress=riders))
             riders = []
         if finishes:
             self.held.discard(finished)
@@ -309,6 +311,18 @@ class AckWriter(RoleThread):
         self._in_hand -= len(due) + elided
         for event in waiters:
             event.set()
+
+    def _finish(
+        self, worker_id: str, finishes: Sequence[Finish], progress: Sequence[ProgressReport]
+    ) -> list[Rejected[Finish]]:
+        """Send one finish call; if it failed as Redis refusing a result too large, send its
+        outcomes apart, so that only the refused one ends FAILED (worker/refused.py)."""
+        try:
+            return self.broker.finish(worker_id, finishes, progress)
+        except BrokerUnavailable as exc:
+            if not may_carry_refused(exc, finishes):
+                raise
+        return finish_apart(self.broker, worker_id, finishes, progress)
 
     def _send[T: (Start, Finish)](
         self,
