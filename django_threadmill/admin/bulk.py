@@ -22,6 +22,7 @@ class Matched:
 
     selected: list[Selected]
     complete: bool  # False: the walk stopped at MAX_BULK or the scan budget
+    budget_spent: bool  # it stopped at the scan budget, with fewer than MAX_BULK tasks
     filters: dict[str, str]  # as the walk read them: what the confirmation names and sends
 
     @property
@@ -56,5 +57,7 @@ def matched(query: QueryDict, action: TaskAction) -> Matched:
     return Matched(
         selected=list(selected.values()),
         complete=complete,
+        # The walk stops at MAX_BULK rows or at the budget: with fewer rows, at the budget.
+        budget_spent=not complete and len(rows) < MAX_BULK,
         filters=filters.chosen(),
     )

@@ -185,6 +185,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "kwargs": page_value(payload.get("kwargs", {}), stored_chars=payload_chars),
         "result": page_json(record["result"]) if "result" in record else None,
         "page_indent_chars": PAGE_INDENT_CHARS,
+        "indent_chars": INDENT_CHARS,
         "result_unread": None if result_unread is None else byte_size(result_unread),
         "result_refused": _refused(detail, "result"),
         "other_unread": _other_unread(detail.unread),

@@ -12,9 +12,11 @@ from ..broker.inspect import DAMAGED
 from ..codec.times import from_ms
 
 PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves the rest as text
-# The longest stored JSON shown indented. json.dumps encodes with an indent in Python, a string
-# per token, GBs for a 64 MB value of small numbers: a longer one is shown as stored.
-INDENT_CHARS = 2 * 1024 * 1024
+# The longest stored JSON "Show all" serves indented. json.dumps encodes with an indent in
+# Python, a string per token, some 35 bytes of memory per character of JSON of small numbers
+# (63 MB per view for 1.8 MB): past 256 KiB (about 9 MB) it serves the value as stored,
+# and the task page says so (docs/admin.md, Task detail).
+INDENT_CHARS = 256 * 1024
 # The longest stored JSON the task page shows indented. Indenting costs some 35 bytes of memory
 # per character of JSON of small numbers (63 MB for a result of 1.8 MB) to show its first
 # PREVIEW_CHARS: past 64 KiB (about 2 MB of memory), the page shows the start as stored and
@@ -41,10 +43,19 @@ class Shown:
     truncated: bool
     from_end: bool = False  # the text is the value's end, not its start
     compact: bool = False  # JSON too long for the page to indent (PAGE_INDENT_CHARS)
+    served_compact: bool = False  # too long for "Show all" to indent (INDENT_CHARS)
 
 
-def shown(text: str, limit: int = PREVIEW_CHARS, *, compact: bool = False) -> Shown:
-    return Shown(text=text[:limit], length=len(text), truncated=len(text) > limit, compact=compact)
+def shown(
+    text: str, limit: int = PREVIEW_CHARS, *, compact: bool = False, served_compact: bool = False
+) -> Shown:
+    return Shown(
+        text=text[:limit],
+        length=len(text),
+        truncated=len(text) > limit,
+        compact=compact,
+        served_compact=served_compact,
+    )
 
 
 def shown_end(text: str, limit: int = PREVIEW_CHARS) -> Shown:
@@ -81,14 +92,16 @@ def page_json(raw: str) -> Shown:
     """Return stored JSON as the task page shows it: indented if at most PAGE_INDENT_CHARS
     long, else as stored, not decoded at all."""
     compact = len(raw) > PAGE_INDENT_CHARS
-    return shown(raw if compact else pretty_json(raw), compact=compact)
+    text = raw if compact else pretty_json(raw)
+    return shown(text, compact=compact, served_compact=len(raw) > INDENT_CHARS)
 
 
 def page_value(value: Any, *, stored_chars: int) -> Shown:
     """Return a decoded value as the task page shows it: indented if the JSON it was read
     from is at most PAGE_INDENT_CHARS long, else on one line (json's fast C encoder)."""
     compact = stored_chars > PAGE_INDENT_CHARS
-    return shown(pretty_value(value, indent=not compact), compact=compact)
+    text = pretty_value(value, indent=not compact)
+    return shown(text, compact=compact, served_compact=stored_chars > INDENT_CHARS)
 
 
 def when(ms: int | str | None) -> datetime | None:

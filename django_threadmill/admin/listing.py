@@ -306,8 +306,12 @@ class Walker:
         return capped
 
     def has_more(self, cursor: Cursor) -> bool:
-        """Tell whether any index holds an id past ``cursor`` (one small read per alias)."""
-        offsets = [cursor.offsets.get(s.key, 0) for s in self.streams]
+        """Tell whether any index holds an id past ``cursor`` (one small read per alias).
+
+        Past its marks, wherever they lie now: a walk's end counts by position the ids it
+        walked, and tasks that left the index meanwhile put it past ids still there.
+        """
+        offsets, _ = self._resolved(cursor, backward=False)
         return bool(_Frontier(self, offsets, backward=False).peek(1))
 
     def _accepted(self, chunk: list[_Entry], keep: RowFilter | None) -> list[bool | None]:

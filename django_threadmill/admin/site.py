@@ -291,7 +291,13 @@ class TaskAdmin(ThreadmillModelAdmin):
             self.message_user(request, f"Nothing was {action.done}: {exc}", messages.ERROR)
             return HttpResponseRedirect(back)
         if request.POST.get("post") != "yes":
-            context = {"action": action, "found": found, "next": back, "limit": bulk.MAX_BULK}
+            context = {
+                "action": action,
+                "found": found,
+                "next": back,
+                "limit": bulk.MAX_BULK,
+                "budget": bulk.BULK_SCAN_BUDGET,
+            }
             every = f"every {action.applies_to.upper()} task a filter matches"
             title = f"{action.name.capitalize()} {every}"
             return self.render(request, "bulk_confirm.html", title, context)
