@@ -11,13 +11,13 @@ from .scripts import ScriptCall, ScriptName
 
 logger = logging.getLogger(__name__)
 
-COUNTED_ALREADY = -1  # metrics.lua's reply to a send it counted before (its reply was lost)
+COUNTED_ALREADY = -1  # metrics.lua's skipped count for a send it counted before (reply lost)
 
 
 class MetricsSending(BrokerCore):
     """The metrics sends of a broker's tally."""
 
-    def send_metrics(self, *, trimming: Sequence[str] = ()) -> None:
+    def send_metrics(self, *, trimming: Sequence[str] = ()) -> list[str]:
         """Send what ``finish`` tallied, the done index's new ids included: one metrics.lua
         call per queue part, one round trip.
 
@@ -28,6 +28,7 @@ class MetricsSending(BrokerCore):
         (docs/observability.md, Metrics and the done index); the parts of the ``trimming``
         queues get a call for that even with nothing tallied (the reaper's pass: an idle
         queue's index would keep them until its next outcome, a cancel-only one for good).
+        Return those of the ``trimming`` queues whose index still holds expired ids.
         """
         with self.tally.sending():
             parts = self.tally.take()
@@ -36,9 +37,11 @@ class MetricsSending(BrokerCore):
                 for queue in trimming:
                     for part in self.parts(queue):
                         parts.setdefault(part, PartTally())
-            if parts:
-                calls = [self._metrics_call(part, tally) for part, tally in parts.items()]
-                self._send_tallies(parts, calls)
+            if not parts:
+                return []
+            calls = [self._metrics_call(part, tally) for part, tally in parts.items()]
+            left = self._send_tallies(parts, calls)
+        return [queue for queue in trimming if not left.isdisjoint(self.parts(queue))]
 
     def _metrics_call(self, part: str, tally: PartTally) -> ScriptCall:
         """Return the metrics.lua call that sends ``tally`` to ``part``; one that carries
@@ -67,9 +70,10 @@ class MetricsSending(BrokerCore):
             ),
         )
 
-    def _send_tallies(self, parts: dict[str, PartTally], calls: list[ScriptCall]) -> None:
+    def _send_tallies(self, parts: dict[str, PartTally], calls: list[ScriptCall]) -> set[str]:
         """Send one metrics.lua call per part; keep for the next send only the tallies of the
-        calls that failed, then raise the first failure.
+        calls that failed, then raise the first failure; else return the parts whose done
+        index the trim left expired ids in.
 
         Putting back a tally whose call was counted (another part's call failed in the same
         round trip) would count it again at every send; one whose reply was lost is put back
@@ -81,21 +85,27 @@ class MetricsSending(BrokerCore):
             self.tally.put_back(parts, maybe_counted=isinstance(exc, MaybeApplied))
             raise
         errors: list[BrokerUnavailable] = []
+        left: set[str] = set()
         for (part, tally), outcome in zip(parts.items(), outcomes, strict=True):
             if isinstance(outcome, BrokerUnavailable):
                 self.tally.put_back({part: tally}, maybe_counted=isinstance(outcome, MaybeApplied))
                 errors.append(outcome)
-            elif outcome == COUNTED_ALREADY:
+                continue
+            skipped, expired_left = outcome
+            if expired_left:
+                left.add(part)
+            if skipped == COUNTED_ALREADY:
                 logger.info(
                     "Metrics send already counted part=%s (sent again after its reply was lost)",
                     part,
                 )
-            elif outcome:
+            elif skipped:
                 logger.warning(
                     "Metric fields skipped part=%s count=%d: they hold something that is not a "
                     "number (written by hand); delete the field or key to count again",
                     part,
-                    outcome,
+                    skipped,
                 )
         if errors:
             raise errors[0]
+        return left

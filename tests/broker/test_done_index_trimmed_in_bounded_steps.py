@@ -2,17 +2,16 @@
 
 An index filled while ``result_ttl`` was None, then given one (or a fleet down for days), was
 trimmed by one unbounded ZREMRANGEBYSCORE: millions of ids in one script call, Redis held for
-seconds. The next sends take the rest (docs/observability.md, Metrics and the done index).
+seconds. The next sends take the rest (docs/observability.md, Metrics and the done index);
+a reaper's pass calls again while ids are left (test_reap_pass_trims_the_done_index_until_empty).
 """
 
 from collections.abc import Callable
 
 import redis
 
-from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease
 from django_threadmill.broker.keys import QueueKeys
-from django_threadmill.worker.reaper import reap_once
 from tests.support import command_calls
 
 from .conftest import WORKER, finish, redis_now_ms
@@ -62,13 +61,3 @@ def test_a_send_that_adds_ids_trims_as_many_more(
     left = redis_client.zrange(keys.done, 0, EXPIRED - TRIM_IDS - 3 - 1)
     assert left == expired[TRIM_IDS + 3 :]
     assert redis_client.zcard(keys.done) == EXPIRED - TRIM_IDS - 3 + 1 + 3
-
-
-def test_reap_passes_empty_the_index_a_bound_at_a_time(
-    backend: ThreadmillTaskBackend, redis_client: redis.Redis
-) -> None:
-    keys = backend.broker.queue_keys("default")
-    fill_expired(redis_client, keys)
-    for left in (EXPIRED - TRIM_IDS, EXPIRED - 2 * TRIM_IDS, 0):
-        reap_once(backend)
-        assert redis_client.zcard(keys.done) == left + 1  # the id finished now stays

@@ -120,9 +120,10 @@ def test_each_batch_sends_its_own_outcomes(
     indexed: list[int] = []
     send = broker.send_metrics
 
-    def counted(*, trimming: Sequence[str] = ()) -> None:
-        send(trimming=trimming)
+    def counted(*, trimming: Sequence[str] = ()) -> list[str]:
+        left = send(trimming=trimming)
         indexed.append(redis_client.zcard(done))
+        return left
 
     monkeypatch.setattr(broker, "send_metrics", counted)
 

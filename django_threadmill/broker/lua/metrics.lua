@@ -21,9 +21,12 @@
 --                         group: age_ms (how long before this call its outcomes were
 --                         recorded, by the worker's monotonic clock), n, and n ids
 -- ARGV[..]  then per task path: path, m, n, then m pairs for both hashes and n for KEYS[1] only
--- Returns: -1 if the send was counted already (sent again after its reply was lost): nothing
---          is done; else the number of counter fields skipped because they hold something
---          not a number (written by hand): a damaged field costs that field, not the others.
+-- Returns: {skipped, left}. skipped: -1 if the send was counted already (sent again after its
+--          reply was lost): nothing is done; else the number of counter fields skipped because
+--          they hold something not a number (written by hand): a damaged field costs that
+--          field, not the others. left: the expired ids the trim left in KEYS[5] for the next
+--          call (0 when ARGV[3] is "" or the send was counted already). A worker of an earlier
+--          version, which read one number, runs its own copy of this script (by its SHA).
 -- Fence:   KEYS[6]: a send numbered no higher than the sender's last one counted is skipped.
 --          The worker tallies only outcomes finish.lua recorded.
 -- Types:   P:done and P:metrics:paths are checked (one TYPE each) before the first write: one
@@ -39,10 +42,11 @@
 --          ago), an HKEYS of KEYS[1] when a path is forgotten: nothing per task. The trim: a
 --          ZCOUNT of KEYS[5], and a ZREMRANGEBYRANK of at most TRIM_IDS ids (about a
 --          millisecond) more than the send adds, however many expired: the next sends take
---          the rest.
+--          the rest (a reaper's pass calls again while left is above 0, a bounded number of
+--          times: worker/reaper.py).
 local number = tonumber(ARGV[4])
 if number and (tonumber(redis.call("GET", KEYS[6])) or 0) >= number then
-  return -1
+  return {-1, 0}
 end
 local paths, cap = KEYS[3], tonumber(ARGV[1])
 -- A path's time is written again once an hour (ms), not at every send: a read per path and send.
@@ -141,15 +145,17 @@ end
 -- Trim the index once per send, never per task: ids whose records have expired, the oldest
 -- first (the lowest ranks). As many more as the send adds, so a part finishing more than
 -- TRIM_IDS tasks a second is trimmed as fast as it fills.
+local left = 0
 if ARGV[3] ~= "" then
   local expired = redis.call("ZCOUNT", KEYS[5], "-inf", now - tonumber(ARGV[3]))
   local trimmed = math.min(expired, TRIM_IDS + #finished / 2)
   if trimmed > 0 then
     redis.call("ZREMRANGEBYRANK", KEYS[5], 0, trimmed - 1)
   end
+  left = expired - trimmed
 end
 -- Last: a call that failed part-way is not taken for counted when sent again.
 if number then
   redis.call("SET", KEYS[6], number, "PX", ARGV[5])
 end
-return skipped
+return {skipped, left}
