@@ -20,20 +20,25 @@ A step its workflow stopped keeps why in its own record too (``stop``, ``stop_wh
 by cancel.lua), which outlives the workflow's hash while the step is held or waits.
 """
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+import redis
 from redis.typing import EncodableT, FieldT
 
 from ..codec.ids import read_step_marker
 from ..exceptions import PayloadError
+from .connection import readable_replies, reply_of
 from .raw_replies import escaped
 from .reads import Reads
 from .scripts import ScriptCall, ScriptName
 
 OUTBOX_BATCH = 100  # outbox entries read per call
 WORKFLOWS_LISTED = 10_000  # newest workflow ids kept in the admin's list
+
+logger = logging.getLogger(__name__)
 
 
 def stopped_reason(why: str, *, not_run: bool) -> str:
@@ -215,10 +220,27 @@ class Workflows(Reads):
             self.client.lrem(self.queue_keys(part).outbox, 1, task_id)
 
     def parts_with_outbox(self, queues: Sequence[str]) -> list[str]:
-        """Return the parts of ``queues`` whose outbox holds entries (one round trip)."""
+        """Return the parts of ``queues`` whose outbox holds entries (one round trip).
+
+        An outbox key of another type is left out, with a WARNING naming it, and the others
+        are returned: raised, it failed this one round trip, and with it every queue's drain
+        (docs/lifecycle.md, Keys of another type).
+        """
         parts = [part for queue in queues for part in self.parts(queue)]
         with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for part in parts:
                 pipe.llen(self.queue_keys(part).outbox)
-            sizes = pipe.execute()
-        return [part for part, size in zip(parts, sizes, strict=True) if size]
+            sizes = readable_replies(pipe.execute(raise_on_error=False))
+        found: list[str] = []
+        for part, size in zip(parts, sizes, strict=True):
+            if isinstance(size, redis.ResponseError):  # only WRONGTYPE is left in its place
+                logger.warning(
+                    "Workflow outbox skipped, its key holds another type (delete it, or give "
+                    "each project its own OPTIONS['key_prefix']); the other outboxes are "
+                    "drained key=%s error=%s",
+                    self.queue_keys(part).outbox,
+                    reply_of(size),
+                )
+            elif size:
+                found.append(part)
+        return found

@@ -249,10 +249,15 @@ class WorkerPool:
         self._numbered = 0
         self._finished_by_ended = 0  # what threads no longer in the list finished
 
-    def add(self, count: int, *, start: bool = True) -> int:
+    def add(
+        self, count: int, *, start: bool = True, unless: threading.Event | None = None
+    ) -> int | None:
         """Add ``count`` threads; return how many were added: fewer once the system refuses
-        one (a thread or memory limit), which is logged, not fatal (the pool works on)."""
+        one (a thread or memory limit), which is logged, not fatal (the pool works on). None,
+        and none added, when ``unless`` is set: checked under the lock the add takes."""
         with self._lock:
+            if unless is not None and unless.is_set():
+                return None
             added = self._add(count, start=start)
         self.buffer.resize(self.readahead(self.live_count()))
         return added
@@ -381,9 +386,15 @@ class PoolSizing(RoleThread):
         while not self.stopping.wait(self.interval_s):
             sample = self.pool.sample(time.process_time())
             change, why = self.sizer.decide(sample)
-            if change > 0 and (added := self.pool.add(change)) < change:
-                self.sizer.refused(added)
-                change = added
+            if change > 0:
+                # The stop may have begun since the look: a pool never grows once it did
+                # (docs/worker.md, The elastic pool).
+                added = self.pool.add(change, unless=self.stopping)
+                if added is None:
+                    return
+                if added < change:
+                    self.sizer.refused(added)
+                    change = added
             elif change < 0:
                 self.pool.retire(-change)
             if change:
