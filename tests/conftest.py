@@ -92,6 +92,15 @@ def redis_client(redis_url: str, key_prefix: str) -> Iterator[redis.Redis]:
     client.close()
 
 
+@pytest.fixture
+def raw_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client that writes bytes as given and reads them back undecoded: for records holding
+    bytes that are not UTF-8, which only something other than django-threadmill writes."""
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_sync_thread() -> None:
     """Start asgiref's process-wide sync thread before any test, so the leak guard below never

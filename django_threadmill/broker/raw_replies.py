@@ -13,7 +13,7 @@ pass, and the other expired leases were never settled (set_aside_expired.lua).
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from redis.client import NEVER_DECODE
@@ -56,7 +56,9 @@ def read_tasks[T](
                 [error.decode() for error in flat[at + 7 : errors_end]],
             )
         except UnicodeDecodeError:
-            field = _first_undecodable(flat[at:errors_end])
+            entry = flat[at:errors_end]
+            names = [*FIELDS, "nerrors", *(f"error:{n}" for n in range(1, len(entry) - 6))]
+            field = _first_undecodable(zip(names, entry, strict=True))
             undecodable.append(Undecodable(raw_id, f"{field} not UTF-8"))
         else:
             built.append(task)
@@ -93,16 +95,17 @@ def read_expired[T](
                 _text(workflow),
             )
         except UnicodeDecodeError:
-            named = [
-                ("id", raw_id),
-                ("token", token),
-                ("payload", payload),
-                ("workers", workers),
-                ("deadline", deadline),
-                *((f"error:{n}", error) for n, error in enumerate(errors, 1)),
-                ("workflow", workflow),
-            ]
-            field = next(name for name, value in named if value and not is_utf8(value))
+            field = _first_undecodable(
+                [
+                    ("id", raw_id),
+                    ("token", token),
+                    ("payload", payload),
+                    ("workers", workers),
+                    ("deadline", deadline),
+                    *((f"error:{n}", error) for n, error in enumerate(errors, 1)),
+                    ("workflow", workflow),
+                ]
+            )
             undecodable.append(UndecodableAttempt(raw_id, token or b"", f"{field} not UTF-8"))
         else:
             built.append(attempt)
@@ -114,14 +117,9 @@ def _text(value: bytes | None) -> str:
     return value.decode() if value else ""
 
 
-def _first_undecodable(entry: list[Any]) -> str:
-    """Name the first field of one task's entry that is not UTF-8."""
-    names = [*FIELDS, "nerrors", *(f"error:{n}" for n in range(1, len(entry) - 6))]
-    return next(
-        name
-        for name, value in zip(names, entry, strict=True)
-        if isinstance(value, bytes) and not is_utf8(value)
-    )
+def _first_undecodable(named: Iterable[tuple[str, Any]]) -> str:
+    """Name the first of the (name, value) fields of one entry whose value is not UTF-8."""
+    return next(name for name, value in named if isinstance(value, bytes) and not is_utf8(value))
 
 
 def is_utf8(value: bytes) -> bool:

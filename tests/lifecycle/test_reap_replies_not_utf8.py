@@ -46,13 +46,6 @@ class Planted:
 
 
 @pytest.fixture
-def raw_client(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def planted(
     broker: Broker, redis_client: redis.Redis, raw_client: redis.Redis
 ) -> Iterator[Planted]:

@@ -7,7 +7,7 @@ equal enqueue got back the task that would never run, with no new task stored; w
 ``unique_for=timedelta.max``, until an operator deleted the key.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,14 +32,6 @@ def payload_not_utf8(client: redis.Redis, key: str) -> None:
 
 
 DAMAGE = [(no_payload, "no payload field"), (payload_not_utf8, "payload not UTF-8")]
-
-
-@pytest.fixture
-def raw_client(redis_url: str) -> Iterator[redis.Redis]:
-    """A client that writes bytes as given (and reads them back undecoded)."""
-    client = redis.Redis.from_url(redis_url)
-    yield client
-    client.close()
 
 
 def unique_key(backend: ThreadmillTaskBackend, redis_client: redis.Redis, task_id: str) -> str:

@@ -6,10 +6,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django_threadmill.broker import Acquired, Broker
+from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.buffer import TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.options import WorkerOptions
 from django_threadmill.worker.prefetcher import Prefetcher
+from django_threadmill.worker.progress import PendingProgress
 from tests.support import run_python
 
 
@@ -72,6 +74,18 @@ def idle_prefetcher(
         unwritten=lambda: 0,
         on_empty=on_empty,
         on_refused=lambda: None,
+        on_crash=lambda: None,
+    )
+
+
+def unstarted_writer(broker: Broker) -> AckWriter:
+    """An ack writer whose thread never runs: a test calls its loop's body (``_write``)."""
+    return AckWriter(
+        broker,
+        "worker-a",
+        HeldLeases(),
+        PendingProgress(),
+        on_written=lambda: None,
         on_crash=lambda: None,
     )
 

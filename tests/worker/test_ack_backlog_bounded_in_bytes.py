@@ -13,14 +13,12 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Finish, Outcome
-from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.memory import MIB
 from django_threadmill.worker.prefetcher import UNWRITTEN_CAP, UNWRITTEN_CHARS_CAP
-from django_threadmill.worker.progress import PendingProgress
 from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import Command, wait_until
 
+from .support import unstarted_writer
 from .tasks import chars, square
 
 RESULT_CHARS = 2 * MIB
@@ -68,14 +66,7 @@ def test_unwritten_results_hold_reservations_by_their_size(
 
 
 def test_backlog_chars_count_results_until_written(broker: Broker) -> None:
-    writer = AckWriter(
-        broker,
-        "worker-a",
-        HeldLeases(),
-        PendingProgress(),
-        on_written=lambda: None,
-        on_crash=lambda: None,
-    )
+    writer = unstarted_writer(broker)
     square.enqueue(3)
     square.enqueue(4)
     first, second = [r.lease for r in broker.acquire("default", 2).reservations]

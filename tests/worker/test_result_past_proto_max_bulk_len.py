@@ -13,12 +13,10 @@ import pytest
 
 from django_threadmill.broker import Broker, Finish, Outcome
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.leases import HeldLeases
-from django_threadmill.worker.progress import PendingProgress
 from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import Command
 
+from .support import unstarted_writer
 from .tasks import chars, square
 
 MIB = 2**20
@@ -73,14 +71,7 @@ def test_a_result_past_proto_max_bulk_len_fails_its_task_and_the_rest_are_writte
 
 def test_a_call_carrying_a_refused_result_writes_the_others(broker: Broker) -> None:
     """One call carries the three outcomes, as a burst of them arrives at the writer."""
-    writer = AckWriter(
-        broker,
-        "worker-a",
-        HeldLeases(),
-        PendingProgress(),
-        on_written=lambda: None,
-        on_crash=lambda: None,
-    )
+    writer = unstarted_writer(broker)
     results = [square.enqueue(3), chars.enqueue(2 * MIB), chars.enqueue(LONGEST)]
     leases = {r.lease.task_id: r.lease for r in broker.acquire("default", 3).reservations}
     values = ["9", '"' + "x" * 2 * MIB + '"', '"' + "x" * LONGEST + '"']
