@@ -56,7 +56,7 @@ class Prefetcher(RoleThread):
         burst: bool,
         is_settled: Callable[[], bool],
         unwritten: Callable[[], int],
-        unwritten_chars: Callable[[], int] = lambda: 0,
+        unwritten_chars: Callable[[], int],
         on_empty: Callable[[], None],
         on_refused: Callable[[], None],
         on_crash: Callable[[], None],

@@ -72,6 +72,7 @@ def idle_prefetcher(
         burst=burst,
         is_settled=lambda: True,
         unwritten=lambda: 0,
+        unwritten_chars=lambda: 0,
         on_empty=on_empty,
         on_refused=lambda: None,
         on_crash=lambda: None,

@@ -45,6 +45,7 @@ def test_no_reservation_while_too_many_outcomes_wait(
         burst=False,
         is_settled=lambda: False,
         unwritten=lambda: unwritten[0],
+        unwritten_chars=lambda: 0,
         on_empty=lambda: None,
         on_refused=lambda: None,
         on_crash=lambda: None,
