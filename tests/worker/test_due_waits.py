@@ -4,6 +4,7 @@ next cron tick, up to 100 ms late, and a rate of 50/s started about 10 tasks a s
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from django_threadmill.broker.wake import BLPOP_LATE_S
@@ -15,10 +16,14 @@ from .support import WatchedBroker, idle_prefetcher
 def test_a_task_due_within_a_tick_is_waited_for_here_not_in_redis(
     watched_broker: WatchedBroker,
 ) -> None:
-    add.using(run_after=timezone.now() + timedelta(milliseconds=50)).enqueue(1, 2)
-    prefetcher = idle_prefetcher(watched_broker)
-
-    prefetcher._round()  # nothing due yet: it waits for the task here
+    for _attempt in range(20):  # a loaded machine may reach the first round after it is due
+        add.using(run_after=timezone.now() + timedelta(milliseconds=50)).enqueue(1, 2)
+        prefetcher = idle_prefetcher(watched_broker)
+        prefetcher._round()  # nothing due yet: it waits for the task here
+        if prefetcher.buffer.waiting() == 0:
+            break
+    else:
+        pytest.fail("every first round came after its task was due")
     assert watched_broker.waits_s == []
     prefetcher._round()  # due now
 
