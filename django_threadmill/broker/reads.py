@@ -148,15 +148,22 @@ class Reads(BrokerCore):
             task_id, lambda key: cast(dict[str, str], self.client.hgetall(key)) or None
         )
 
-    def progress_fields(self, task_id: str) -> dict[str, str | None]:
-        """Return the progress fields of ``task_id`` (None where absent): one HMGET.
+    def progress_fields(self, task_id: str) -> dict[str, str | None] | None:
+        """Return the progress fields of ``task_id`` (None where absent), or None if there is
+        no such task (unknown, expired or purged): one HMGET, and an EXISTS only when the
+        record has no ``state``, as a record that is gone has none.
 
         Raise ``PayloadError`` (``damaged_record``) when its key is not a hash.
         """
-        values = self._read_record(
-            task_id, lambda key: cast(list[str | None], self.client.hmget(key, PROGRESS_FIELDS))
-        )
-        return dict(zip(PROGRESS_FIELDS, values or [None] * len(PROGRESS_FIELDS), strict=True))
+
+        def read(key: str) -> list[str | None] | None:
+            state, *values = cast(
+                list[str | None], self.client.hmget(key, ("state", *PROGRESS_FIELDS))
+            )
+            return None if state is None and not self.client.exists(key) else values
+
+        values = self._read_record(task_id, read)
+        return None if values is None else dict(zip(PROGRESS_FIELDS, values, strict=True))
 
     def records(self, task_ids: Sequence[str]) -> list[dict[str, str] | None]:
         """``record`` of each of ``task_ids``, in one round trip."""

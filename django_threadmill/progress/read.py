@@ -2,7 +2,7 @@
 
 from ..backend import ThreadmillTaskBackend
 from ..codec.progress import Progress, stored_progress
-from ..compat import TaskResult, task_backends
+from ..compat import TaskResult, TaskResultDoesNotExist, task_backends
 from ..wording import a_type
 
 
@@ -11,8 +11,10 @@ def progress_of(result: TaskResult) -> Progress | None:
 
     A finished task keeps its last report with its result; a retry or a requeue starts
     without one. A result of another backend has none (``report_progress`` does nothing
-    there). Raise ``PayloadError`` when the task's record cannot be read (docs/lifecycle.md,
-    Damaged records), and ``TypeError`` for anything but a TaskResult (an id, say).
+    there). Raise ``TaskResultDoesNotExist`` once the task's record is gone (expired or
+    purged), as ``get_result`` does: None would say it has not reported yet, for ever.
+    Raise ``PayloadError`` when the record cannot be read (docs/lifecycle.md, Damaged
+    records), and ``TypeError`` for anything but a TaskResult (an id, say).
     """
     if not isinstance(result, TaskResult):
         raise TypeError(
@@ -22,4 +24,7 @@ def progress_of(result: TaskResult) -> Progress | None:
     backend = task_backends[result.backend]
     if not isinstance(backend, ThreadmillTaskBackend):
         return None
-    return stored_progress(backend.broker.progress_fields(result.id))
+    fields = backend.broker.progress_fields(result.id)
+    if fields is None:
+        raise TaskResultDoesNotExist(result.id)
+    return stored_progress(fields)
