@@ -315,8 +315,9 @@ def pipelines_handed_out() -> Iterator[set[EnqueuePipeline]]:
 
 
 def pipelines_sharing(settings: BackendSettings) -> list[EnqueuePipeline]:
-    """Return the pipelines made so far for the keys of ``settings`` (its alias, location and
-    key prefix), whatever their other settings: a flush of those keys is theirs too."""
-    place = (settings.alias, settings.location, settings.key_prefix)
+    """Return the pipelines made so far for the keys under the location and key prefix of
+    ``settings``, whatever their alias and other settings: a flush deletes every alias's keys
+    under the prefix, so it is theirs too."""
+    place = (settings.location, settings.key_prefix)
     with _pipelines_lock:
-        return [each for key, made in _pipelines.items() if key[1:] == place for each in made]
+        return [each for key, made in _pipelines.items() if key[2:] == place for each in made]

@@ -123,6 +123,7 @@ class _Drain:
         self.horizon_ms = horizon_ms
         self.max_tasks = max_tasks
         self.runs_of: Counter[str] = Counter()  # attempts begun, by task path
+        self.retries_of: Counter[str] = Counter()  # of those, the attempts after a failed one
         self.over_max_tasks = False  # a task was due past max_tasks: it was handed back
         self.worker_id = make_worker_id()
         self.cancelled_steps = CancelledSteps(self.broker)
@@ -215,12 +216,15 @@ class _Drain:
             self.over_max_tasks = True
             return False
         self.runs_of[reservation.lease.task_path] += 1
+        if reservation.errors:
+            self.retries_of[reservation.lease.task_path] += 1
         return True
 
     def _did_not_empty(self) -> DrainDidNotEmpty:
         """The error of a drain that ran ``max_tasks`` and still found tasks to run."""
         most_run = ", ".join(
-            f"{path!r} ran {count} times" for path, count in self.runs_of.most_common(3)
+            f"{path!r} ran {count} times{self._of_them_retries(path)}"
+            for path, count in self.runs_of.most_common(3)
         )
         return DrainDidNotEmpty(
             f"drain() ran max_tasks={self.max_tasks} tasks and the queues {list(self.queues)} "
@@ -229,6 +233,17 @@ class _Drain:
             "the enqueue, or give the task a condition to stop on), or pass "
             "drain(max_tasks=...) a higher bound if the test means to run that many.",
             ran=self.ran,
+        )
+
+    def _of_them_retries(self, path: str) -> str:
+        """Say how many of ``path``'s attempts were retries: its retry policy, not an enqueue,
+        ran it again, and the advice about enqueues would point nowhere."""
+        retries = self.retries_of[path]
+        if not retries:
+            return ""
+        return (
+            f" ({retries} of them retries under its retry policy: its result's errors say "
+            "why each attempt failed)"
         )
 
     def _still_held(self, reservation: Reservation) -> bool:

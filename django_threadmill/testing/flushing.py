@@ -81,7 +81,8 @@ def _flush_if_reachable(settings: BackendSettings) -> None:
 
 
 def _forget(settings: BackendSettings) -> None:
-    """Make every pipeline writing the keys of ``settings`` forget what it remembered of them:
-    a test's override with other options (the same key prefix) made one of its own."""
+    """Make every pipeline writing keys under the location and key prefix of ``settings``
+    forget what it remembered of them: a test's override with other options or another alias
+    (the same key prefix) made one of its own."""
     for pipeline in pipelines_sharing(settings):
         pipeline.broker.forget()
