@@ -5,14 +5,15 @@ logs at DEBUG, and sending to it alone, with a quiet logger, was 3 µs of each e
 burst; for an event loop it also saves the hop to asgiref's sync thread.
 """
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 from functools import partial
 
-from asgiref.sync import SyncToAsync, sync_to_async
+from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 
 from ..compat import TaskResult, TaskResultStatus, task_enqueued
 from ..observability.signals import heard, send_guarded
@@ -42,9 +43,13 @@ def _fresh_sync_thread_after_fork() -> None:
 os.register_at_fork(after_in_child=_fresh_sync_thread_after_fork)
 
 
-def in_a_receiver() -> bool:
-    """Tell whether this runs in a task_enqueued receiver, whose sender waits for it."""
-    return _sending.get()
+def a_thread_waits() -> bool:
+    """Tell whether a sync thread waits for this call: it runs in a task_enqueued receiver,
+    whose sender waits for it, or under ``async_to_sync`` (asgiref keeps the waiting thread's
+    executor in ``AsyncToSync.executors``; ``_sending`` says it for receivers whatever asgiref
+    keeps there). A batch's hop could queue behind that very thread (docs/enqueue.md,
+    Coalescing)."""
+    return _sending.get() or getattr(AsyncToSync.executors, "current", None) is not None
 
 
 @contextmanager
@@ -62,12 +67,20 @@ def announcer(sender: type) -> Announce:
     to a sync thread, and no hop when nothing would hear it (signals.heard)."""
     hop = sync_to_async(partial(announce_each, sender))
 
-    async def hop_or_inline(results: list[TaskResult]) -> list[Exception | None]:
+    async def hop_or_inline(
+        results: list[TaskResult], afresh: bool = False
+    ) -> list[Exception | None]:
         try:
             return await hop(results)
         except RuntimeError as refused:
             if _REFUSED_AT_SHUTDOWN not in str(refused):
-                raise
+                if afresh:
+                    raise
+                # asgiref refused before any receiver ran: the sync thread this context
+                # hops to waits no more (its async_to_sync returned, a call it started and
+                # left running). A fresh context hops to one that takes work.
+                fresh = hop_or_inline(results, afresh=True)
+                return await asyncio.get_running_loop().create_task(fresh, context=Context())
         # An atexit handler's aenqueue: the receivers run in this thread instead, what they
         # raise logged, since the tasks are stored: raised, it would read as not stored, and
         # be enqueued again (docs/enqueue.md, Coalescing).

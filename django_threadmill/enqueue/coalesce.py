@@ -9,7 +9,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextvars import Context
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -17,7 +16,7 @@ from ..broker import Broker, Enqueued, NewTask
 from ..broker.per_loop import PerLoop
 from ..compat import TaskResult
 from ..exceptions import BrokerUnavailable
-from .announce import Announce, in_a_receiver
+from .announce import Announce, a_thread_waits
 from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settling, tasks_by_queue
 
 logger = logging.getLogger(__name__)
@@ -45,7 +44,7 @@ class Announced(Pending):
 
     result: TaskResult
     future: asyncio.Future[str | None]
-    by_caller: bool = False  # made by a task_enqueued receiver: its caller announces it
+    by_caller: bool = False  # a sync thread waits for its caller, which announces it
 
 
 class ThreadCoalescer:
@@ -158,15 +157,15 @@ class LoopCoalescer:
         Return an awaitable of the id of the unfinished task a unique ``task`` duplicates (then
         nothing was stored or announced), or None. A plain function returning a future, not a
         coroutine: 10,000 waiting calls are 10,000 fewer objects for the garbage collector to
-        walk. Only a call made in a task_enqueued receiver gets a coroutine, which announces
-        its task itself.
+        walk. Only a call a sync thread waits for (made in a task_enqueued receiver, or under
+        ``async_to_sync``) gets a coroutine, which announces its task itself.
         """
         pending = Announced(
             queue=queue,
             task=task,
             result=result,
             future=loop.create_future(),
-            by_caller=in_a_receiver(),
+            by_caller=a_thread_waits(),
         )
         if self._line.join(pending):
             self._flusher = loop.create_task(self._flush(), name="threadmill-enqueue")
@@ -176,21 +175,15 @@ class LoopCoalescer:
     async def _announced_by_caller(self, pending: Announced) -> str | None:
         """Wait until ``pending`` is stored, then announce it from the caller's own context.
 
-        The caller runs in a task_enqueued receiver, whose sending thread waits for it: a hop
-        from the flusher's context could queue behind that very thread; one from the caller's
+        A sync thread waits for the caller (a task_enqueued receiver's sending thread, or the
+        thread in ``async_to_sync``): a hop from the flusher's context could queue behind that
+        very thread, and the batch's other callers with it, for good; one from the caller's
         reaches it (asgiref runs it there while it waits), as ``Signal.asend`` would.
         """
         holder = await pending.future
         if holder is not None:
             return holder
-        try:
-            [error] = await self._hop([pending.result])
-        except RuntimeError:
-            # asgiref refused: the sending thread waits no more (the receiver started this
-            # call and returned), so it is free to take the hop a fresh context makes.
-            [error] = await asyncio.get_running_loop().create_task(
-                self._hop([pending.result]), context=Context()
-            )
+        [error] = await self._hop([pending.result])
         if error is not None:
             raise error
         return holder
