@@ -58,11 +58,19 @@ class Reads(BrokerCore):
     def last_fired_ms(self, queue: str, schedule: str) -> int | None:
         """Return the last slot ``schedule`` fired into ``queue`` (ms), or None if it never did.
 
-        On a sharded queue the marker sits in the shard the schedule's tasks are routed to.
+        On a sharded queue the marker sits in the shard the schedule's tasks are routed to. A
+        marker of another type (written by hand) reads as None, as the enqueue script reads it:
+        that script sets it aside and replaces it at the next slot (docs/lifecycle.md, Keys of
+        another type), so the listing need not fail on it meanwhile.
         """
         keys = self.queue_keys(self.part_in(queue, schedule))
         with self.translated_errors(read=True):
-            return stored_int(cast(str | None, self.client.get(keys.fired(schedule))))
+            try:
+                return stored_int(cast(str | None, self.client.get(keys.fired(schedule))))
+            except redis.ResponseError as exc:
+                if wrong_type(exc):
+                    return None
+                raise
 
     def server_time_ms(self) -> int:
         """Return Redis ``TIME`` in ms: the one clock time is decided on, whatever the host's
