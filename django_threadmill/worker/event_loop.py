@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from contextvars import ContextVar
+from typing import Any
 
 from ..broker import Reservation
 from ..forks import renew_after_fork
@@ -69,6 +70,7 @@ class EventLoopLane(TaskRunner):
 
     def loop(self) -> None:
         event_loop = self.event_loop = asyncio.new_event_loop()
+        event_loop.set_exception_handler(_report_loop_error)
         asyncio.set_event_loop(event_loop)
         try:
             event_loop.call_soon(self._admit)  # what came before the loop did
@@ -208,6 +210,23 @@ class EventLoopLane(TaskRunner):
         event_loop = self.event_loop
         current = None if event_loop is None else asyncio.current_task(event_loop)
         return None if current is None else current.get_context().get(_attempt_of)
+
+
+def _report_loop_error(event_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Log what asyncio reports on the lane's loop (work a task left running failed, its error
+    never read) in the worker's log, naming the task that started it: asyncio's own handler
+    printed it bare to stderr, outside the log format (a JSON log's lines broken), naming no
+    task."""
+    future = context.get("future")
+    culprit = future.get_context().get(_attempt_of) if isinstance(future, asyncio.Task) else None
+    lease = culprit.lease if culprit is not None else None
+    logger.error(
+        "Event loop error task_id=%s path=%s: %s",
+        lease.task_id if lease else "unknown",
+        lease.task_path if lease else "unknown",
+        context.get("message", "an error in a callback"),
+        exc_info=context.get("exception"),
+    )
 
 
 def _end_leftovers(event_loop: asyncio.AbstractEventLoop) -> None:

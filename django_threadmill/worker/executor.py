@@ -281,6 +281,8 @@ class Executor:
         deadline even if the coroutine ignores the cancel (it is left to end on its own, as
         the watchdog leaves a thread), and a ``TimeoutError`` the task raises itself (an
         ``asyncio.wait_for``, a client's timeout) stays its own error, retried by its policy.
+        A coroutine is judged by when it ended, not by when this wait woke: another task's
+        blocking call in between had one that returned in time recorded as a ``TaskTimeout``.
         """
         call = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
         timeout_s = self.task_timeout_s
@@ -288,7 +290,8 @@ class Executor:
             return await call
         event_loop = asyncio.get_running_loop()
         deadline = event_loop.time() + timeout_s
-        running = event_loop.create_task(_interrupts_held(call))
+        timed = _Timed()
+        running = event_loop.create_task(timed.run(call))
         try:
             await asyncio.wait((running,), timeout=timeout_s)
         except asyncio.CancelledError:
@@ -298,9 +301,9 @@ class Executor:
             # It ended before the cancel reached this wait (one turn of the loop later): its
             # attempt is recorded, not handed back (docs/worker.md, Shutdown).
             _cancel_let_go()
-        # Past the deadline (a blocking call can finish the coroutine late): stopped, as a
-        # thread past it is.
-        if not running.done() or event_loop.time() > deadline:
+        # Ended past the deadline (its own blocking call kept this wait from waking): stopped,
+        # as a thread past it is.
+        if not running.done() or timed.ended_at > deadline:
             running.cancel()
             running.add_done_callback(_drop_outcome)
             raise TaskTimeout(
@@ -398,11 +401,19 @@ class _HeldInterrupt(Exception):
         self.interrupt = interrupt
 
 
-async def _interrupts_held(call: Coroutine[Any, Any, Any]) -> Any:
-    try:
-        return await call
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise _HeldInterrupt(exc) from None
+class _Timed:
+    """A task's coroutine run under ``--task-timeout``: when it ended, on the loop's clock, and
+    a ``SystemExit`` or ``KeyboardInterrupt`` it raised held (``_HeldInterrupt``)."""
+
+    ended_at = 0.0  # never ran (cancelled before it started): not past any deadline
+
+    async def run(self, call: Coroutine[Any, Any, Any]) -> Any:
+        try:
+            return await call
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise _HeldInterrupt(exc) from None
+        finally:
+            self.ended_at = asyncio.get_running_loop().time()
 
 
 async def await_cut_short(awaitable: Awaitable[object]) -> None:
