@@ -32,6 +32,8 @@ from .plan import (
 logger = logging.getLogger(__name__)
 
 CANCELLED_PATH = f"{Cancelled.__module__}.{Cancelled.__qualname__}"
+# Python prints an exception group inside this margin, and its members deeper in.
+GROUP_MARGIN = "  | "
 
 
 def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | None = None) -> int:
@@ -205,10 +207,11 @@ def _what_stopped(error: TaskError) -> str:
     """Return the line of ``error``'s traceback that names the exception and starts its
     message, cut to ``MAX_ERROR_TEXT_CHARS``: the workflow copies it into every step it leaves
     unrun. The last line alone is the end of a message on several lines (a database error's
-    "LINE 1: ...", a note), or of one cut short, and need not name the exception."""
+    "LINE 1: ...", a note), or of one cut short, and need not name the exception; an exception
+    group's (an ``asyncio.TaskGroup``'s) is the border under its members."""
     path = error.exception_class_path
     shown = path.removeprefix("builtins.").removeprefix("__main__.")  # as Python prints it
-    lines = error.traceback.strip().splitlines()
+    lines = [line.removeprefix(GROUP_MARGIN) for line in error.traceback.strip().splitlines()]
     found = next(
         (line for line in reversed(lines) if line == shown or line.startswith(f"{shown}:")),
         f"{shown}: {lines[-1]}" if lines else shown,
