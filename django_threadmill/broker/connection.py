@@ -64,6 +64,17 @@ def make_client(settings: BackendSettings) -> SyncClient:
     return connect(settings, _client_options(settings))
 
 
+def make_blocking_client(settings: BackendSettings, waiters: int) -> SyncClient:
+    """Return a client of their own for ``waiters`` threads that each block in a BLPOP.
+
+    Sharing the pool of ``make_client``, they held every connection to a node once a worker's
+    queues sat in ``max_connections`` of its slots, and no other call of the worker got one: a
+    worker of a queue split in 160 shards over 3 primaries ran nothing. One connection more than
+    the waiters is for redis-py's own slot map refresh.
+    """
+    return connect(settings, {**_client_options(settings), "max_connections": waiters + 1})
+
+
 class RetryOnFreshConnection(AsyncRetry):
     """Try a call once more on a fresh connection; if that fails too, raise the error of the
     try that had its connection open, if one had: that call may have been applied, whereas the

@@ -19,7 +19,7 @@ from ..conf.settings import BackendSettings, socket_timeout_of
 from ..conf.topology import Durability
 from ..exceptions import BrokerUnavailable
 from .calls import send, send_each
-from .connection import make_async_client, make_client, translated_errors
+from .connection import make_async_client, make_blocking_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_layout, shard_of
 from .metrics import Tally
 from .outbox import OutboxSignal
@@ -44,7 +44,10 @@ class BrokerCore:
         # Per sharded queue, whose turn it is to be acquired from first (acquisition.py).
         self._turns: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
         self._idle = IdleWaits(
-            lambda: self.client, self.translated_errors, socket_timeout_of(settings)[1]
+            lambda: self.client,
+            self._blocking_client,
+            self.translated_errors,
+            socket_timeout_of(settings)[1],
         )
         self.tally = Tally()  # metrics of recorded outcomes, until send_metrics sends them
         self.outbox_signal = OutboxSignal()  # outboxes finish filled (broker/workflows.py)
@@ -54,6 +57,11 @@ class BrokerCore:
     def client(self) -> SyncClient:
         with self.translated_errors():  # a Redis Cluster client reads the slot map when built
             return make_client(self.settings)
+
+    def _blocking_client(self, waiters: int) -> SyncClient:
+        """Return a new client for ``waiters`` waiter threads (broker/wake.py)."""
+        with self.translated_errors():  # a Redis Cluster client reads the slot map when built
+            return make_blocking_client(self.settings, waiters)
 
     def close(self) -> None:
         """Close the sync client's pooled connections, if it was made: for a broker made for

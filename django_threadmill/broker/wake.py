@@ -68,17 +68,21 @@ class SlotWaiters:
     """One thread per slot group, blocking on its lists until closed; any token wakes ``wait``.
 
     A token taken while nobody waits leaves the event set, so the next ``wait`` returns at once:
-    the same as a token left in the list for a single BLPOP.
+    the same as a token left in the list for a single BLPOP. The threads block on ``blocking``,
+    a client of their own, closed with them; ``client``, the process's, pushes the tokens that
+    stop them (``blocking``'s connections are all held in BLPOPs then).
     """
 
     def __init__(
         self,
         client: SyncClient,
+        blocking: SyncClient,
         groups: Sequence[Sequence[str]],
         translated_errors: Callable[[], AbstractContextManager[None]],
         block_s: float,
     ) -> None:
         self.client = client
+        self.blocking = blocking
         self.groups = groups
         self.block_s = block_s  # one BLPOP (idle_block_s)
         self.translated_errors = translated_errors
@@ -96,7 +100,7 @@ class SlotWaiters:
         while not self.closing.is_set():
             try:
                 with self.translated_errors():
-                    woke = self.client.blpop(list(keys), timeout=self.block_s) is not None
+                    woke = self.blocking.blpop(list(keys), timeout=self.block_s) is not None
             except BrokerUnavailable as exc:
                 self.error = exc  # the fetcher logs it and backs off; this waiter tries again
                 self.woken.set()
@@ -120,12 +124,14 @@ class SlotWaiters:
         return True
 
     def close(self) -> None:
-        """Stop and join every waiter; their BLPOPs return on the pushed tokens."""
+        """Stop and join every waiter, their BLPOPs returning on the pushed tokens; close
+        their client."""
         self.closing.set()
         with suppress(BrokerUnavailable), self.translated_errors():
             push_process_tokens(self.client, self.groups)
         for thread in self.threads:
             thread.join()
+        self.blocking.close()
 
 
 type WaitKey = tuple[tuple[str, ...], str]  # (queues, worker_id)
@@ -137,10 +143,12 @@ class IdleWaits:
     def __init__(
         self,
         client: Callable[[], SyncClient],
+        blocking_client: Callable[[int], SyncClient],
         translated_errors: Callable[[], AbstractContextManager[None]],
         socket_timeout_s: float | None,
     ) -> None:
         self.client = client  # the broker's lazily built client
+        self.blocking_client = blocking_client  # a new client for that many waiter threads
         self.translated_errors = translated_errors
         self.block_s = idle_block_s(socket_timeout_s)
         self._waiters: dict[WaitKey, SlotWaiters] = {}
@@ -162,7 +170,11 @@ class IdleWaits:
                 return True  # the process is stopping: its fetcher must not block again
             if key not in self._waiters:
                 self._waiters[key] = SlotWaiters(
-                    self.client(), groups, self.translated_errors, self.block_s
+                    self.client(),
+                    self.blocking_client(len(groups)),
+                    groups,
+                    self.translated_errors,
+                    self.block_s,
                 )
             waiters = self._waiters[key]
         return waiters.wait(timeout_s)

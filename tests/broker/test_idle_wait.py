@@ -50,7 +50,9 @@ def test_waiter_threads_block_within_the_socket_timeout(
 ) -> None:
     """Queues in several slots of a cluster get one waiter thread each: their BLPOPs blocked
     for BLOCK_S, and the first read to time out ended the wait as an error."""
-    waits = IdleWaits(lambda: short_client, broker.translated_errors, SHORT_S)
+    waits = IdleWaits(
+        lambda: short_client, lambda _: short_client, broker.translated_errors, SHORT_S
+    )
     key = (("a", "b"), WORKER)
     groups = [[f"{key_prefix}:wake-a"], [f"{key_prefix}:wake-b"]]
     try:
