@@ -36,13 +36,21 @@ class Supervisor:
         self.backend = backend
         self.context = multiprocessing.get_context("fork")
         self.slots = [Slot(index) for index in range(options.processes)]
-        self.signals = 0
+        self.signals = 0  # stop signals heard; only the second of them kills
         self._relayed = 0  # the signals acted on
+        # It stops every process on its own (giving up, Redis refusing): a stop, not a signal.
+        self._stopping_itself = False
         self.wakeup = WakeupPipe()  # the main thread sleeps on it; signals wake it
         self.exit_code = ExitCode.OK
         self.chores = Chores(
-            options, backend, self.wakeup, lambda: self.signals > 0, self._act_on_signals
+            options, backend, self.wakeup, lambda: self.stopping, self._act_on_signals
         )
+
+    @property
+    def stopping(self) -> bool:
+        """Whether every process is being stopped: a signal came, or the supervisor stops
+        them itself. Nothing is started, restarted, reaped or fired from then on."""
+        return self.signals > 0 or self._stopping_itself
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1  # the signal woke the main thread already: through its pipe
@@ -166,7 +174,7 @@ class Supervisor:
         timers: list[float] = []
         # Once stopping, nothing is restarted, reaped or fired: a timer of theirs that fell due
         # would wake this loop at once, again and again, for the whole grace period.
-        if not self.signals:
+        if not self.stopping:
             timers += [slot.restart_at for slot in self.slots if slot.restart_at is not None]
             timers += self.chores.due_times()
         timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
@@ -181,7 +189,7 @@ class Supervisor:
         for slot in self.slots:
             if not slot.listening or slot.control_fd not in ready:
                 continue
-            if RECYCLING in slot.hear() and not self.signals:
+            if RECYCLING in slot.hear() and not self.stopping:
                 logger.info("Worker process recycling slot=%d pid=%s", slot.index, slot.pid)
                 slot.crashes = 0
                 if slot.retiring is None:
@@ -196,7 +204,7 @@ class Supervisor:
 
     def _collect_exits(self) -> None:
         for slot in self.slots:
-            stopping = self.signals > 0  # a slot before this one may have stopped them all
+            stopping = self.stopping  # a slot before this one may have stopped them all
             if slot.retiring is not None and not slot.retiring.process.is_alive():
                 self._collect_retired(slot, stopping)
             process = slot.process
@@ -326,16 +334,17 @@ class Supervisor:
         return delay
 
     def _stop_all(self, slot: Slot, exit_code: ExitCode) -> None:
-        """Stop every process and exit with ``exit_code``, as if signalled."""
+        """Stop every process and exit with ``exit_code``, as the first signal would: the
+        operator's first signal after it lets the stop go on; only a second one kills."""
         self.exit_code = exit_code
-        self.signals = max(self.signals, 1)
+        self._stopping_itself = True
         slot.done = True
         self._relay()
 
     def _restart_due(self) -> None:
         now = time.monotonic()
         for slot in self.slots:
-            if slot.restart_at is not None and slot.restart_at <= now and not self.signals:
+            if slot.restart_at is not None and slot.restart_at <= now and not self.stopping:
                 self._spawn(slot)
 
 
