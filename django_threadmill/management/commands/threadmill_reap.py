@@ -7,7 +7,7 @@ from functools import partial
 from types import FrameType
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...broker import checked_batch_size
@@ -25,6 +25,7 @@ from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import checks_at_start
 from ..ending import run_then_exit
 from ..log_format_option import add_log_format_option
+from ..report_output import CutShortCommand
 from ..seconds_option import seconds_option
 
 logger = logging.getLogger("django_threadmill.worker.reaper")
@@ -40,7 +41,17 @@ def stop_on_first_signal(stop: threading.Event, signum: int, frame: FrameType | 
     stop.set()
 
 
-class Command(BaseCommand):
+def _failed(report: ReapReport) -> str:
+    """Say which queues of a pass failed while Redis answered, and whether any was reaped:
+    with none left (a read-only replica at LOCATION, a single queue), "the other queues were
+    reaped" told the operator of a reap that settled nothing."""
+    failed = ", ".join(report.failures)
+    if len(report.failures) < len(report.queues):
+        return f"Reap of queue {failed} failed, the other queues were reaped"
+    return f"Reap of every queue failed ({failed}), none was reaped"
+
+
+class Command(CutShortCommand):
     help = (
         "Settle expired leases on every queue of a threadmill backend: expired reservations "
         "go back to READY, expired running attempts become FAILED (or are retried by their "
@@ -129,10 +140,7 @@ class Command(BaseCommand):
             ) from done.unreachable
         if done.failures:
             first = next(iter(done.failures.values()))
-            raise CommandError(
-                f"Reap of queue {', '.join(done.failures)} failed, the other queues were "
-                f"reaped: {first}"
-            ) from first
+            raise CommandError(f"{_failed(done)}: {first}") from first
 
     def _report(self, report: ReapReport) -> None:
         for line in report.lines:
