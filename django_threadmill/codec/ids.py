@@ -70,6 +70,11 @@ def step_marker(workflow_id: str, index: int) -> str:
 
 
 def read_step_marker(marker: str | None) -> tuple[str, int] | None:
-    """Return the workflow id and step index a record's ``workflow`` field names, or None."""
+    """Return the workflow id and step index a record's ``workflow`` field names, or None.
+
+    The index must be ASCII digits: ``int()`` refuses "²", which ``isdigit`` takes, and one
+    such field written by hand killed the worker thread and every reap pass that read it.
+    """
     workflow_id, _, index = (marker or "").partition(":")
-    return (workflow_id, int(index)) if workflow_id and index.isdigit() else None
+    whole = index.isascii() and index.isdigit()
+    return (workflow_id, int(index)) if workflow_id and whole else None

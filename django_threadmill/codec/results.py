@@ -183,7 +183,8 @@ def attempted_ms(record: dict[str, str]) -> str | None:
 def errors_of(record: dict[str, str]) -> list[TaskError]:
     """Return the stored errors of a record, one per failed attempt, oldest first."""
     stored = record.get("nerrors", "")
-    count = int(stored) if stored.isdecimal() else 0  # garbage reads as none, as scripts do
+    whole = stored.isascii() and stored.isdigit()  # as the scripts read it (common.lua)
+    count = int(stored) if whole else 0  # garbage reads as none, as scripts do
     if count > MAX_ATTEMPTS:  # damage, which the scripts set aside: not a million reads here
         count = 0
     return [parse_error(record.get(f"error:{n}", "")) for n in range(1, count + 1)]

@@ -43,7 +43,7 @@ if not f then
   end
   return refused
 end
-local attempt = (tonumber(f[2]) or 0) + 1
+local attempt = stored_count(f[2]) + 1
 local fields = {"state", "failed", "error:" .. attempt, ARGV[2], "nerrors", attempt,
   "finished_ms", ARGV[3]}
 if stops then  -- a requeue reads it once the workflow's hash expired

@@ -164,10 +164,18 @@ local function wrong_kind(...)
   end
 end
 
--- The error count a record's `nerrors` field says (0 for none or garbage), or nil and why the
--- record is damaged when it is past MAX_ATTEMPTS.
+-- The count a record's `nerrors` field says: a whole number in ASCII digits, as the scripts
+-- write it; absent or anything else ("garbage", "-1", "2.5", "nan") reads as 0, as
+-- codec/results.py errors_of reads it. Read by tonumber, "-1" made acquire answer -1 error
+-- texts, a reply the worker could not read: its fetcher died with the batch reserved.
+local function stored_count(nerrors)
+  return nerrors and string.find(nerrors, "^%d+$") and tonumber(nerrors) or 0
+end
+
+-- The error count a record's `nerrors` field says (stored_count), or nil and why the record is
+-- damaged when it is past MAX_ATTEMPTS.
 local function error_count(nerrors)
-  local count = tonumber(nerrors) or 0
+  local count = stored_count(nerrors)
   if count > MAX_ATTEMPTS then
     return nil, "nerrors " .. nerrors .. " is past " .. MAX_ATTEMPTS .. ", the most attempts"
   end

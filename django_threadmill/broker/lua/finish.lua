@@ -93,7 +93,7 @@ for i = 5, #ARGV, 7 do
       fields[n + 3], fields[n + 4] = "result", value
       n = n + 4
     else
-      local attempt = (tonumber(f[3]) or 0) + 1
+      local attempt = stored_count(f[3]) + 1
       fields[n + 1], fields[n + 2] = "error:" .. attempt, value
       fields[n + 3], fields[n + 4] = "nerrors", attempt
       fields[n + 5], fields[n + 6] = "state", outcome == "retry" and "ready" or "failed"

@@ -36,7 +36,7 @@ end
 if not f then
   return refused
 end
-if (tonumber(f[5]) or 0) >= MAX_ATTEMPTS then
+if stored_count(f[5]) >= MAX_ATTEMPTS then
   return "exhausted"
 end
 redis.call("PERSIST", key)
