@@ -52,7 +52,7 @@ class Layouts(BrokerCore):
         counts: dict[str, set[int]] = {queue: {1} for queue in queues}
         for member in recorded:
             queue, _, shards = member.decode(errors="replace").rpartition(SHARD_SEPARATOR)
-            if queue in counts and shards.isdigit() and int(shards) > 1:
+            if queue in counts and shards.isascii() and shards.isdigit() and int(shards) > 1:
                 counts[queue].add(int(shards))
         return {
             queue: sorted(shards - {self.settings.shards_of(queue)})

@@ -120,3 +120,13 @@ def test_a_worker_start_records_its_count(redis_url: str, key_prefix: str) -> No
         old.broker.enqueue("default", [new_task("default")])
     with configured(redis_url, key_prefix, None) as new:
         assert len(layout_warnings(new)) == 1
+
+
+def test_a_recorded_count_int_refuses_is_no_count(redis_url: str, key_prefix: str) -> None:
+    """A layout written by hand whose count is a digit ``int()`` refuses ("²", which
+    ``isdigit`` takes) failed ``manage.py check`` with a ValueError."""
+    with configured(redis_url, key_prefix, 4) as old:
+        old.broker.enqueue("default", [new_task("default")])
+        old.broker.client.sadd(old.broker.keyspace.layouts, "default#²")
+    with configured(redis_url, key_prefix, 2) as new:
+        assert len(layout_warnings(new)) == 1
