@@ -33,6 +33,13 @@ STATUSES: dict[str, tuple[str, tuple[Index, ...], frozenset[str] | None]] = {
     "delayed": ("Delayed (run_after or retry)", (Index.DELAYED,), None),
     "running": ("RUNNING or reserved", (Index.LEASES,), None),
 }
+# The indexes holding a task in the state an action applies to (actions.TaskAction.applies_to):
+# an action walks only those of its filter. On "All states" it read the running and waiting
+# tasks before the first FAILED one, and a backlog filled its read limit before any.
+HOLDING: dict[str, frozenset[Index]] = {
+    "failed": frozenset({Index.DONE}),
+    "ready": frozenset({Index.READY, Index.DELAYED}),
+}
 
 
 class UnknownFilter(ValueError):
@@ -109,10 +116,10 @@ class Filters:
         return RowFilter(fields=("state", "payload") if needle else ("state",), accepts=accepts)
 
 
-def _streams(chosen: list[Source], filters: Filters) -> list[Stream]:
+def _streams(chosen: list[Source], filters: Filters, indexes: tuple[Index, ...]) -> list[Stream]:
     return [
         Stream(source.alias, part, source.inspector, index)
-        for index in STATUSES[filters.status][1]
+        for index in indexes
         for source in chosen
         for queue in source.queues()
         if not filters.queue or queue == filters.queue
@@ -191,9 +198,9 @@ def matching(
     query: QueryDict, state: str, *, want: int, budget: int
 ) -> tuple[Filters, list[tuple[str, TaskRow]], bool]:
     """Return the list's filters in ``query``, (alias, row) of the first ``want`` tasks in
-    ``state`` they match, reading at most ``budget`` index entries, and whether that is every
-    match. The id search is ignored; a backend or status the form never sends raises
-    UnknownFilter, as an action walks this."""
+    ``state`` they match, reading at most ``budget`` entries of the indexes that hold such
+    tasks (``HOLDING``), and whether that is every match. The id search is ignored; a backend
+    or status the form never sends raises UnknownFilter, as an action walks this."""
     _, filters, chosen = _filtered(query, strict=True)
     listed = filters.keep()
 
@@ -201,7 +208,8 @@ def matching(
         return fields["state"] == state and (listed is None or listed.accepts(fields))
 
     keep = RowFilter(fields=listed.fields if listed else ("state",), accepts=accepts)
-    walker = Walker(_streams(chosen, filters), None)
+    indexes = tuple(index for index in STATUSES[filters.status][1] if index in HOLDING[state])
+    walker = Walker(_streams(chosen, filters, indexes), None)
     walk = walker.walk(Cursor(), want=want, budget=budget, keep=keep)
     return filters, walk.rows, walk.exhausted or not walker.has_more(walk.end)
 
@@ -221,7 +229,7 @@ def _total(chosen: list[Source], streams: list[Stream], as_of: int | None) -> in
 
 def _page(chosen: list[Source], filters: Filters, query: QueryDict) -> dict[str, Any]:
     indexes = STATUSES[filters.status][1]
-    streams = _streams(chosen, filters)
+    streams = _streams(chosen, filters, indexes)
     start = Cursor.decode(query.get("cursor"))
     before = Cursor.decode(query.get("before"))
     as_of = (start or before or Cursor()).as_of_ms
