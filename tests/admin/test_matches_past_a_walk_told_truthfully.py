@@ -4,6 +4,7 @@ position, tasks that workers took while it walked made the tasks behind it look 
 "at least" names the limit that stopped it (docs/admin.md, Actions and what they promise)."""
 
 import pytest
+import redis
 from django.test import Client
 
 from django_threadmill.admin import bulk
@@ -44,15 +45,20 @@ def test_a_confirmation_says_at_least_when_tasks_left_while_it_walked(
 def test_a_confirmation_stopped_by_the_read_limit_says_so(
     operator: Client,
     backend: ThreadmillTaskBackend,
+    redis_client: redis.Redis,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Newer results filled the entries one action reads: the page said "0 tasks (at least:
     one action changes at most 10000; run it again for the rest)", and running it again read
     the same entries and never reached the FAILED task behind them."""
     monkeypatch.setattr(bulk, "BULK_SCAN_BUDGET", 3)
-    failed_task(backend)
+    failed_id = failed_task(backend)
     for _ in range(3):
         successful_task(backend)
+    # Behind them for sure: results of one millisecond are ordered by id.
+    done = backend.broker.queue_keys("default").done
+    oldest = min(score for _, score in redis_client.zrange(done, 0, -1, withscores=True))
+    redis_client.zadd(done, {failed_id: oldest - 1000}, xx=True)
 
     confirm = operator.post(
         ACTION_URL, {"action": "requeue", "across": "1", "status": "failed", "next": TASKS_URL}
