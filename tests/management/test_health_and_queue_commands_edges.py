@@ -51,6 +51,22 @@ def unwritable(how: str, channel: str) -> Iterator[tuple[list[str], IO[bytes] | 
                 yield [], full
 
 
+def cut_short(how: str, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run ``manage.py argv`` in ``env`` with a stdout no line can be written to, as ``how``
+    says; its stderr is read."""
+    with unwritable(how, "stdout") as (shell, stream):
+        return subprocess.run(
+            [*shell, sys.executable, "manage.py", *argv],
+            cwd=ROOT,
+            env=env,
+            stdout=stream,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+
 def probe(
     url: str, key_prefix: str, how: str, *args: str, channel: str, buffered: bool = False
 ) -> subprocess.CompletedProcess[bytes]:

@@ -20,7 +20,7 @@ from django.core.management import CommandError, call_command
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.exceptions import BrokerUnavailable
-from tests.management.test_health_and_queue_commands_edges import HOW, unwritable
+from tests.management.test_health_and_queue_commands_edges import HOW, cut_short
 from tests.support import ROOT, command_env
 
 ENTRY = "1700000000000 acquire: its key holds no hash " + "x" * 300  # a long line each
@@ -38,17 +38,7 @@ def queue_command(
     redis_url: str, key_prefix: str, how: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
     """Run ``threadmill_queue args`` with a stdout no line can be written to, as ``how`` says."""
-    with unwritable(how, "stdout") as (shell, stream):
-        return subprocess.run(
-            [*shell, sys.executable, "manage.py", "threadmill_queue", *args],
-            cwd=ROOT,
-            env=command_env(redis_url, key_prefix),
-            stdout=stream,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    return cut_short(how, command_env(redis_url, key_prefix), "threadmill_queue", *args)
 
 
 @pytest.mark.parametrize("how", HOW)

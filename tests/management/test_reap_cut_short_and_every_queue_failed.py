@@ -8,7 +8,6 @@ reaped" of a pass that reaped none.
 """
 
 import subprocess
-import sys
 
 import pytest
 import redis
@@ -16,8 +15,8 @@ from django.core.management import CommandError
 
 from django_threadmill.broker import Broker
 from testproject.example.tasks import echo
-from tests.management.test_health_and_queue_commands_edges import HOW, unwritable
-from tests.support import ROOT, command_env, output_of
+from tests.management.test_health_and_queue_commands_edges import HOW, cut_short
+from tests.support import command_env, output_of
 
 # call_command runs the command's logging setup in the test's own process.
 pytestmark = pytest.mark.usefixtures("logging_put_back")
@@ -36,17 +35,8 @@ def reap_command(
     redis_url: str, key_prefix: str, how: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
     """Run ``threadmill_reap args`` with a stdout no line can be written to, as ``how`` says."""
-    with unwritable(how, "stdout") as (shell, stream):
-        return subprocess.run(
-            [*shell, sys.executable, "manage.py", "threadmill_reap", "--skip-checks", *args],
-            cwd=ROOT,
-            env=command_env(redis_url, key_prefix),
-            stdout=stream,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    env = command_env(redis_url, key_prefix)
+    return cut_short(how, env, "threadmill_reap", "--skip-checks", *args)
 
 
 @pytest.mark.parametrize("args", [["--dry-run"], ["--once"]])

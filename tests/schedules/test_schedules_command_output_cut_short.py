@@ -2,14 +2,11 @@
 (``>&-``) or full. It ended in a BrokenPipeError traceback (or, closed, an AttributeError on
 None); now it stops, exit code 1, with nothing on stderr, as threadmill_queue does."""
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.management.test_health_and_queue_commands_edges import HOW, unwritable
+from tests.management.test_health_and_queue_commands_edges import HOW, cut_short
 from tests.schedules.test_command import SCHEDULES
-from tests.support import ROOT, command_env, run_python
+from tests.support import command_env, run_python
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -17,17 +14,7 @@ def test_a_listing_whose_output_is_closed_exits_1_without_a_traceback(
     redis_url: str, key_prefix: str, how: str
 ) -> None:
     env = command_env(redis_url, key_prefix, options={"schedules": SCHEDULES})
-    with unwritable(how, "stdout") as (shell, stream):
-        cut = subprocess.run(
-            [*shell, sys.executable, "manage.py", "threadmill_schedules"],
-            cwd=ROOT,
-            env=env,
-            stdout=stream,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    cut = cut_short(how, env, "threadmill_schedules")
     assert (cut.returncode, cut.stderr) == (1, "")
 
 
