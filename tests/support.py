@@ -162,7 +162,7 @@ class Command:
     def log(self) -> str:
         return Path(self._log.name).read_text()
 
-    def wait_for_log(self, pattern: str, timeout_s: float = 15.0) -> re.Match[str]:
+    def wait_for_log(self, pattern: str, timeout_s: float = 60.0) -> re.Match[str]:
         """Wait until the output matches ``pattern``; return the last match. A failure shows
         the log's last lines: what the command did instead is the clue."""
         try:

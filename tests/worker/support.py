@@ -1,9 +1,12 @@
 """What tests that build a worker's parts without the command share: WorkerOptions, a broker
-that records its acquires and idle waits; and a script run as a worker's own Python."""
+that records its acquires and idle waits; a script run as a worker's own Python, and a burst
+worker run over tasks that block its event loop."""
 
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import pytest
 
 from django_threadmill.broker import Acquired, Broker
 from django_threadmill.worker.ack_writer import AckWriter
@@ -12,7 +15,9 @@ from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.options import WorkerOptions
 from django_threadmill.worker.prefetcher import Prefetcher
 from django_threadmill.worker.progress import PendingProgress
-from tests.support import run_python
+from tests.support import run_python, run_to_completion, worker
+
+MONITOR_WOKE_LATE = "while its monitor woke late_ms="
 
 
 def worker_options(**changes: Any) -> WorkerOptions:
@@ -94,3 +99,18 @@ def unstarted_writer(broker: Broker) -> AckWriter:
 def run_script(script: str, redis_url: str, key_prefix: str) -> subprocess.CompletedProcess[str]:
     """Run ``script`` in a new Python with the test project's environment; return how it ended."""
     return run_python("-c", script, redis_url=redis_url, key_prefix=key_prefix)
+
+
+def run_loop_blockers[T](
+    enqueue: Callable[[], T], redis_url: str, key_prefix: str, *args: str
+) -> tuple[T, str]:
+    """Enqueue tasks that block the event loop and run them in a ``--burst`` worker logging at
+    DEBUG; return what ``enqueue`` returned and the log. Again, with new tasks, while the loop
+    monitor woke late: starved of CPU on a loaded machine, it then names no task, by design."""
+    for _attempt in range(5):
+        enqueued = enqueue()
+        command = worker(redis_url, key_prefix, "--burst", "-v", "2", *args)
+        output = run_to_completion(command, timeout_s=60)
+        if MONITOR_WOKE_LATE not in output:
+            return enqueued, output
+    pytest.fail("the loop monitor woke late in every run: the machine was short of CPU")

@@ -34,12 +34,18 @@ def test_a_task_due_within_a_tick_is_waited_for_here_not_in_redis(
 def test_a_later_task_is_waited_for_in_redis_but_for_the_last_tick(
     watched_broker: WatchedBroker,
 ) -> None:
-    add.using(run_after=timezone.now() + timedelta(seconds=0.4)).enqueue(1, 2)
-    prefetcher = idle_prefetcher(watched_broker)
-
-    prefetcher._round()  # the recorded BLPOP returns at once; the rest is waited here
-    [acquired] = watched_broker.acquired
-    assert acquired.next_due_ms is not None
+    for _attempt in range(20):  # a loaded machine may reach the first round within a tick of due
+        watched_broker.acquired.clear()
+        watched_broker.waits_s.clear()
+        add.using(run_after=timezone.now() + timedelta(seconds=0.4)).enqueue(1, 2)
+        prefetcher = idle_prefetcher(watched_broker)
+        prefetcher._round()  # the recorded BLPOP returns at once; the rest is waited here
+        [acquired] = watched_broker.acquired
+        if acquired.next_due_ms is not None and acquired.next_due_ms / 1000 > BLPOP_LATE_S:
+            break
+        prefetcher._round()  # takes that task, due by now, out of the next attempt's way
+    else:
+        pytest.fail("every first round came within a tick of its task being due")
     assert watched_broker.waits_s == [acquired.next_due_ms / 1000 - BLPOP_LATE_S]
     prefetcher._round()
 

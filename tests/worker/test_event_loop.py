@@ -14,6 +14,8 @@ from django_threadmill.worker.reaper import reap_once
 from tests.support import Command, run_to_completion, wait_until, worker
 from tests.worker import async_tasks, tasks
 
+from .support import run_loop_blockers
+
 IN_FLIGHT = 500
 
 
@@ -103,8 +105,9 @@ def test_coroutines_still_running_at_the_deadline_are_handed_back_not_run_twice(
 def test_a_task_that_blocks_the_loop_is_named_with_how_long(
     backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str
 ) -> None:
-    blocker = async_tasks.blocks_the_loop.enqueue(0.5)
-    output = run_to_completion(worker(redis_url, key_prefix, "--burst"), timeout_s=60)
+    blocker, output = run_loop_blockers(
+        lambda: async_tasks.blocks_the_loop.enqueue(0.5), redis_url, key_prefix
+    )
     assert backend.get_result(blocker.id).status == TaskResultStatus.SUCCESSFUL
     assert (
         f"Event loop blocked task_id={blocker.id} "

@@ -11,6 +11,8 @@ from django_threadmill.compat import TaskResultStatus
 from tests.support import run_to_completion, worker
 from tests.worker import async_tasks, loop_misuse_tasks
 
+from .support import run_loop_blockers
+
 BLOCKED = r"Event loop blocked task_id=(\S+) path=(\S+) for_ms=(\d+)"
 
 
@@ -24,9 +26,12 @@ def test_a_task_blocking_the_loop_under_a_task_timeout_is_named(
 ) -> None:
     """Under --task-timeout the coroutine runs in an asyncio task of its own, whose stack holds
     no frame of the lane: the warning said task_id=unknown path=unknown."""
-    blocker = async_tasks.blocks_the_loop.enqueue(0.5)
-    output = run_to_completion(
-        worker(redis_url, key_prefix, "--burst", "--task-timeout", "30"), timeout_s=60
+    blocker, output = run_loop_blockers(
+        lambda: async_tasks.blocks_the_loop.enqueue(0.5),
+        redis_url,
+        key_prefix,
+        "--task-timeout",
+        "30",
     )
     assert backend.get_result(blocker.id).status == TaskResultStatus.SUCCESSFUL
     assert (blocker.id, "tests.worker.async_tasks.blocks_the_loop") in blocked(output)
@@ -36,8 +41,9 @@ def test_a_task_blocking_the_loop_in_a_coroutine_it_gathers_is_named(
     backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str
 ) -> None:
     """gather() runs each coroutine in an asyncio task of its own: unknown, as above."""
-    leaving = loop_misuse_tasks.gathers_a_blocking_call.enqueue(0.5)
-    output = run_to_completion(worker(redis_url, key_prefix, "--burst"), timeout_s=60)
+    leaving, output = run_loop_blockers(
+        lambda: loop_misuse_tasks.gathers_a_blocking_call.enqueue(0.5), redis_url, key_prefix
+    )
     assert backend.get_result(leaving.id).status == TaskResultStatus.SUCCESSFUL
     assert (leaving.id, "tests.worker.loop_misuse_tasks.gathers_a_blocking_call") in blocked(output)
 
@@ -47,8 +53,9 @@ def test_tasks_blocking_the_loop_in_turn_are_each_named(
 ) -> None:
     """Started on one turn of the loop, each blocked it in turn before the loop could beat:
     the first was named, with the whole stall as its own, and the others never."""
-    blockers = [async_tasks.blocks_the_loop.enqueue(0.3) for _ in range(3)]
-    output = run_to_completion(worker(redis_url, key_prefix, "--burst"), timeout_s=60)
+    blockers, output = run_loop_blockers(
+        lambda: [async_tasks.blocks_the_loop.enqueue(0.3) for _ in range(3)], redis_url, key_prefix
+    )
     path = "tests.worker.async_tasks.blocks_the_loop"
     assert {(b.id, path) for b in blockers} <= blocked(output)
 
