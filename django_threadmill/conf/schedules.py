@@ -68,11 +68,24 @@ def _every_ms(name: str, value: object) -> int:
     return whole_ms(seconds)
 
 
+def _known_keys(name: str, entry: object) -> dict[Any, Any]:
+    """Return ``entry``, a dict of known keys only, or raise naming what is wrong with it."""
+    if not isinstance(entry, dict):
+        raise _fail(name, f"is {entry!r}", f"Use a dict with keys among: {', '.join(KNOWN)}.")
+    unknown = sorted(set(entry) - set(KNOWN), key=repr)
+    if unknown:
+        raise _fail(
+            name,
+            f"has {', '.join(map(repr, unknown))}, no key of a schedule",
+            f"Use keys among: {', '.join(KNOWN)}.",
+        )
+    return entry
+
+
 def _schedule(name: object, entry: object) -> Schedule:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise _fail(str(name), "has an unusable name", "Use 1-64 letters, digits, '_', '.' or '-'.")
-    if not isinstance(entry, dict) or set(entry) - set(KNOWN):
-        raise _fail(name, f"is {entry!r}", f"Use a dict with keys among: {', '.join(KNOWN)}.")
+    entry = _known_keys(name, entry)
     if not isinstance(entry.get("task"), str):
         raise _fail(name, "has no 'task'", "Give the dotted path of a @task, e.g. 'app.tasks.x'.")
     if ("cron" in entry) == ("every" in entry):

@@ -35,7 +35,7 @@ def _timing_error(schedule: Schedule) -> str | None:
     try:
         next_slot(schedule, datetime.now(UTC))
     except ImportError as exc:
-        return str(exc)
+        return str(exc).rstrip(".")  # a sentence of its own, ended where it is quoted
     except Exception as exc:  # cronsim raises its own CronSimError
         return f"cron {schedule.cron!r} does not parse ({exc})"
     return None

@@ -1,5 +1,7 @@
 """System checks name each schedule whose timing or task cannot work."""
 
+import sys
+
 import pytest
 from django.test import override_settings
 
@@ -137,3 +139,13 @@ def test_a_unique_task_on_a_schedule_warns_that_slots_do_not_claim_it(
     )
     assert found_id == UNIQUE_SCHEDULED
     assert "its task is unique (unique_for), but a slot's enqueue does not claim" in found
+
+
+def test_a_cron_without_its_extra_is_named_in_one_sentence(
+    redis_url: str, key_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import error's own full stop was quoted before the check's: "[cron].."."""
+    monkeypatch.setitem(sys.modules, "cronsim", None)  # import cronsim raises ImportError
+    [(check_id, message)] = problems(redis_url, key_prefix)
+    assert check_id == BAD_TIMING
+    assert message.endswith("need the cronsim package. Install django-threadmill[cron].")

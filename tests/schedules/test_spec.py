@@ -37,7 +37,10 @@ def test_cron_and_every_schedules_are_read() -> None:
         ([], r"OPTIONS\['schedules'\] is \[\]\. Use a dict of schedule name"),
         ({"a b": {}}, r"\['a b'\] has an unusable name\. Use 1-64 letters"),
         ({"a": "x"}, r"\['a'\] is 'x'\. Use a dict with keys among: task, cron"),
-        ({"a": {"task": "x.y", "every": 1, "when": 3}}, r"\['a'\] is .*Use a dict with keys"),
+        (
+            {"a": {"task": "x.y", "every": 1, "when": 3, "queue": "q"}},
+            r"\['a'\] has 'queue', 'when', no key of a schedule\. Use keys among: task, cron",
+        ),
         ({"a": {"every": 1}}, r"\['a'\] has no 'task'\. Give the dotted path of a @task"),
         ({"a": {"task": "x.y"}}, r"needs exactly one of 'cron' and 'every'"),
         ({"a": {"task": "x.y", "cron": "* * * * *", "every": 1}}, r"exactly one of"),
