@@ -76,7 +76,9 @@ def _alone(
         "error=%s",
         finish.lease.task_id,
         len(finish.value),
-        refusal,
+        # What redis-py said: ours reads "unreachable … Start Redis" for the dropped connection
+        # a refusal mostly is, though Redis has just answered a PING.
+        repr(refusal.__cause__ or refusal),
     )
     return broker.finish(worker_id, [refused(finish)], progress)
 

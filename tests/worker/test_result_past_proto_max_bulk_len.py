@@ -93,3 +93,19 @@ def test_a_call_carrying_a_refused_result_writes_the_others(broker: Broker) -> N
     assert refused.errors[0].traceback == REFUSED
     taken.refresh()
     assert taken.return_value == "x" * LONGEST
+
+
+def test_a_refusal_redis_answers_by_closing_the_connection_is_not_logged_as_unreachable(
+    start_worker: Callable[..., Command],
+) -> None:
+    """Redis closes the connection while a value far past the limit is still being written:
+    the log line read "Redis at … is unreachable … Start Redis", though it answered a PING."""
+    refused = chars.enqueue(8 * MIB)
+
+    worker = start_worker("--burst")
+    assert worker.wait(60) == 0, worker.log
+
+    refused.refresh()
+    assert refused.status == TaskResultStatus.FAILED
+    [logged] = [line for line in worker.log.splitlines() if "Result refused by Redis" in line]
+    assert "unreachable" not in logged
