@@ -62,7 +62,7 @@ def _alone(
 ) -> list[Rejected[Finish]]:
     """Send ``finish`` alone; once it failed as refused ``TRIES`` times, Redis answering a
     ping after each, record it FAILED instead."""
-    refusal = None
+    refusal: Exception | None = None
     for _ in range(TRIES):
         try:
             return broker.finish(worker_id, [finish], progress)
@@ -70,15 +70,15 @@ def _alone(
             if not maybe_too_large(exc):
                 raise
             broker.ping()  # raises if Redis is away: a dropped connection, not a refusal
-            refusal = exc
+            # What redis-py said: ours reads "unreachable … Start Redis" for the dropped
+            # connection a refusal mostly is, though Redis has just answered a PING.
+            refusal = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
     logger.error(
         "Result refused by Redis as too large, recording the task FAILED task_id=%s chars=%d "
         "error=%s",
         finish.lease.task_id,
         len(finish.value),
-        # What redis-py said: ours reads "unreachable … Start Redis" for the dropped connection
-        # a refusal mostly is, though Redis has just answered a PING.
-        repr(refusal.__cause__ or refusal),
+        repr(refusal),
     )
     return broker.finish(worker_id, [refused(finish)], progress)
 
