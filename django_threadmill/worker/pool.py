@@ -248,6 +248,9 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._numbered = 0
         self._finished_by_ended = 0  # what threads no longer in the list finished
+        # The system refused the thread that was to replace an abandoned one (set by the
+        # process: it recycles, as only a fresh process gets back the room they hold).
+        self.on_replacement_refused: Callable[[], None] = lambda: None
 
     def add(
         self, count: int, *, start: bool = True, unless: threading.Event | None = None
@@ -309,14 +312,18 @@ class WorkerPool:
 
         One step under the pool's lock, which its looks take too: a look between the two saw
         the pool a thread short, grew it into the gap, and the replacement then took it past
-        --max-threads (docs/worker.md, The elastic pool).
+        --max-threads (docs/worker.md, The elastic pool). A replacement the system refuses is
+        said (``on_replacement_refused``): the abandoned thread keeps its room while its task
+        runs, so the pool stayed a thread short for good; with none left, it ran nothing.
         """
         with self._lock:
             overdue = thread.abandon_if_overdue(timeout_s)
             if overdue is None or not replace:
                 return overdue
-            self._add(1, start=True)
+            replaced = self._add(1, start=True)
         self.buffer.resize(self.readahead(self.live_count()))
+        if not replaced:
+            self.on_replacement_refused()
         return overdue
 
     def live(self) -> list[WorkerThread]:

@@ -92,6 +92,7 @@ class WorkerProcess:
             on_crash=self._crashed,
             release=self._release,
         )
+        self.crew.pool.on_replacement_refused = self._replacement_refused
 
     @property
     def finished_count(self) -> int:
@@ -148,6 +149,21 @@ class WorkerProcess:
         self._release(unstarted)
         self.request_stop(ExitCode.RECYCLE)
         self._tell_supervisor(RECYCLING)
+
+    def _replacement_refused(self) -> None:
+        """The system refused the thread that was to replace one --task-timeout abandoned: the
+        pool stays a thread short while that task runs, maybe for good. Recycle: the fresh
+        process gets a whole pool, and the abandoned threads end with this one. Once the pool
+        had none left, the process held its reserved tasks, renewing their leases, and ran none.
+        """
+        if self.stop_requested.is_set():
+            return
+        logger.warning(
+            "Worker thread refused in place of one --task-timeout abandoned, recycling "
+            "worker_id=%s (the abandoned threads end with this process)",
+            self.worker_id,
+        )
+        self._recycle()
 
     def _tell_supervisor(self, message: bytes) -> None:
         """Send ``message`` on the control socket, if a supervisor forked this process."""
