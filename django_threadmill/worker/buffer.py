@@ -35,6 +35,9 @@ class TaskBuffer:
         self._async_waiting: deque[Reservation] = deque()  # append and popleft are atomic
         self._room = threading.Event()  # set when the prefetcher may refill
         self._outstanding = 0  # put in and not yet done: waiting or running
+        # Set at each task done, once the prefetcher serves a queue with a concurrency limit:
+        # it reserves such a queue's tasks only for runners that are free (prefetcher.py).
+        self.runner_freed: threading.Event | None = None
         self._outstanding_lock = threading.Lock()
         self._retiring = 0  # RETIRE turns put and not yet taken (under _outstanding_lock)
         self._closed = False
@@ -135,6 +138,12 @@ class TaskBuffer:
         """Mark one taken task as finished."""
         with self._outstanding_lock:
             self._outstanding -= 1
+        if self.runner_freed is not None:
+            self.runner_freed.set()
+
+    def outstanding(self) -> int:
+        """Return how many tasks were put in and are not done: waiting or running."""
+        return self._outstanding
 
     def is_idle(self) -> bool:
         """Tell whether nothing waits and nothing runs."""

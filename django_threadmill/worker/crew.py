@@ -102,6 +102,12 @@ class Crew:
             on_empty=on_empty,
             on_refused=on_refused,
             on_crash=on_crash,
+            limited=frozenset(
+                queue
+                for queue in options.queues
+                if broker.settings.limit_of(queue).concurrency is not None
+            ),
+            runners=self._runners,
         )
         limits = PoolLimits(
             min_threads=options.threads,
@@ -125,6 +131,12 @@ class Crew:
             )
         )
         self.finished = 0  # tasks the pool and the lane finished (counted by the process)
+
+    def _runners(self) -> int:
+        """Return how many tasks this process can run at once: its threads (those an elastic
+        pool may grow to) and, once async tasks came, the event loop's."""
+        threads = max(self.pool.live_count(), self.options.max_threads or 0)
+        return threads + (self.options.async_concurrency if self.buffer.saw_async else 0)
 
     def _readahead(self, live_threads: int) -> int:
         return self.options.readahead(live_threads, async_tasks=self.buffer.saw_async)

@@ -60,6 +60,8 @@ class Prefetcher(RoleThread):
         on_empty: Callable[[], None],
         on_refused: Callable[[], None],
         on_crash: Callable[[], None],
+        limited: frozenset[str],
+        runners: Callable[[], int],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__("threadmill-prefetcher", on_crash)
@@ -73,6 +75,11 @@ class Prefetcher(RoleThread):
         self.unwritten = unwritten  # what the ack writer has not written, less held starts
         self.unwritten_chars = unwritten_chars  # the characters of its results and errors
         self.clock = clock  # monotonic seconds, injectable for tests
+        self.limited = limited  # the queues with a concurrency limit
+        self.runners = runners  # how many tasks this process can run at once
+        if limited:
+            buffer.runner_freed = threading.Event()
+        self._awaiting_runner = False  # a limited queue's tasks wait for a runner to be free
         self._acks_behind_since: float | None = None  # when the hold for acks began
         self._acks_behind_warned = False
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
@@ -88,9 +95,11 @@ class Prefetcher(RoleThread):
         self._progress.set()
 
     def wake(self) -> None:
-        """Wake the thread whether it waits for room or for work."""
+        """Wake the thread whether it waits for room, for a runner or for work."""
         self.buffer.wake()
         self._progress.set()
+        if self.buffer.runner_freed is not None:
+            self.buffer.runner_freed.set()
         # Whatever Redis answers, the stop goes on: unwoken, the thread waits at most
         # IDLE_BLOCK_S, or is failing anyway.
         try:
@@ -128,9 +137,9 @@ class Prefetcher(RoleThread):
         fetched, next_due_ms = self._fetch(free)
         if fetched:
             self._slot_wait_began, self._start_wait_said = None, False
-        if fetched or self._plan.unasked:
-            # Queues left out for want of slots may hold tasks: ask them before waiting, or
-            # --burst would stop with work left (the refill just marked the others empty).
+        # Queues left out for want of slots may hold tasks: ask them before waiting, or
+        # --burst would stop with work left (the refill just marked the others empty).
+        if fetched or self._plan.unasked or self._waited_for_a_runner():
             return
         if self.burst and not settled:
             self._wait_for_progress()
@@ -150,6 +159,16 @@ class Prefetcher(RoleThread):
             self._wait_for_work(IDLE_BLOCK_S)
         else:
             self._wait_until_due(next_due_ms / 1000)
+
+    def _waited_for_a_runner(self) -> bool:
+        """If tasks of a queue with a concurrency limit wait for a runner of this process to
+        be free, wait until a task of it is done (or the stop), and say so. Here, not in
+        Redis: the finish's wake token could come before the runner counts as free."""
+        if not self._awaiting_runner:
+            return False
+        assert self.buffer.runner_freed is not None  # set for a process with limited queues
+        self.buffer.runner_freed.wait(IDLE_BLOCK_S)
+        return True
 
     def _wait_for_work(self, timeout_s: float) -> bool:
         """Block for a wake token up to ``timeout_s``; True if one came."""
@@ -172,6 +191,23 @@ class Prefetcher(RoleThread):
         if blocking_s > 0 and self._wait_for_work(blocking_s):
             return
         self.stopping.wait(max(0.0, deadline - time.monotonic()))
+
+    def _within_free_runners(self, counts: dict[str, int]) -> dict[str, int]:
+        """Ask a queue with a concurrency limit for no more tasks than this process has runners
+        free: its slots are its leases, so a task reserved to wait in the buffer behind busy
+        runners held a slot an idle process could have run it in (a queue of ``concurrency:
+        2`` served by two processes of one thread ran one task at a time). A count cut to 0
+        peeks: whether tasks wait there (docs/schedules.md, Per-queue limits)."""
+        self._awaiting_runner = False
+        if not self.limited.intersection(counts):
+            return counts
+        assert self.buffer.runner_freed is not None  # set for a process with limited queues
+        self.buffer.runner_freed.clear()  # before the count: a task done after it sets it
+        room = max(0, self.runners() - self.buffer.outstanding())
+        for queue in counts.keys() & self.limited:
+            counts[queue] = min(counts[queue], room)
+            room -= counts[queue]
+        return counts
 
     def _peek_every_queue(self) -> int | None:
         """--burst, before it stops: peek at every queue no limit holds back, as a refill asks
@@ -274,7 +310,7 @@ class Prefetcher(RoleThread):
 
     def _fetch(self, free: int) -> tuple[int, int | None]:
         """Acquire up to ``free`` tasks from the queues, all asked in one round trip."""
-        counts = self._plan.counts(free, self._held_back.is_held)
+        counts = self._within_free_runners(self._plan.counts(free, self._held_back.is_held))
         fetched = 0
         next_due_ms: int | None = None
         for queue, acquired in zip(counts, self.broker.acquire_from(counts), strict=True):
@@ -295,6 +331,8 @@ class Prefetcher(RoleThread):
                     self._held_back.hold(queue, None, Hold.SLOT)
             else:
                 self._plan.found(queue, acquired.found_work)  # a shard may hold work
+                if queue in self.limited and counts[queue] == 0 and acquired.found_work:
+                    self._awaiting_runner = True
             if acquired.reservations:
                 self.held.add([r.lease for r in acquired.reservations])
                 self.buffer.put_many(acquired.reservations)

@@ -81,6 +81,8 @@ def idle_prefetcher(
         on_empty=on_empty,
         on_refused=lambda: None,
         on_crash=lambda: None,
+        limited=frozenset(),
+        runners=lambda: 8,
     )
 
 

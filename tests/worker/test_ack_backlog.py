@@ -49,6 +49,8 @@ def test_no_reservation_while_too_many_outcomes_wait(
         on_empty=lambda: None,
         on_refused=lambda: None,
         on_crash=lambda: None,
+        limited=frozenset(),
+        runners=lambda: 8,
         clock=clock,
     )
     caplog.set_level(logging.INFO, "django_threadmill")

@@ -70,6 +70,8 @@ def test_a_burst_peeks_at_every_queue_before_it_stops(watched_broker: WatchedBro
         on_empty=lambda: stopped.append(True),
         on_refused=lambda: None,
         on_crash=lambda: None,
+        limited=frozenset(),
+        runners=lambda: 8,
     )
     prefetcher.stopping.wait = lambda timeout=None: True  # type: ignore[method-assign]
     plan = prefetcher._plan
@@ -116,6 +118,8 @@ def test_a_burst_tail_looks_again_no_sooner_than_an_empty_queue_is_probed(
         on_empty=lambda: None,
         on_refused=lambda: None,
         on_crash=lambda: None,
+        limited=frozenset(),
+        runners=lambda: 8,
         clock=clock,
     )
     returned_at: list[float] = []
