@@ -5,6 +5,7 @@
 option, a wrong type or a value out of bounds raises with the fix.
 """
 
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -26,8 +27,10 @@ from .limits import QueueLimit, read_queue_limits
 from .schedules import Schedule, read_schedules
 from .shards import check_sharded_limits, read_queue_shards
 from .topology import (
+    CLOSE_MATCH,
     Durability,
     SentinelSettings,
+    check_cluster_location,
     check_connection_options,
     check_topology,
     masked_location,
@@ -39,6 +42,7 @@ from .topology import (
 )
 
 DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
+ENTRY_KEYS = ("BACKEND", "LOCATION", "QUEUES", "OPTIONS")  # what a TASKS entry may hold
 # Matched whole (fullmatch): a "$" would let a name ending in a line break by.
 QUEUE_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 KEY_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
@@ -123,53 +127,54 @@ def _flag(name: str, value: object) -> bool:
     return value
 
 
+# Each OPTIONS key's reader: the value -> the BackendSettings field and what it holds.
+OPTION_READERS: dict[str, Callable[[object], tuple[str, object]]] = {
+    "key_prefix": lambda v: _key_prefix(v),
+    "lease_ttl": lambda v: (
+        "lease_ttl_s",
+        read_seconds(option("lease_ttl"), v, ONE_DAY, at_least=SHORTEST_LEASE),
+    ),
+    "result_ttl": lambda v: (
+        "result_ttl_s",
+        read_seconds(option("result_ttl"), v, TEN_YEARS, allow_none=True),
+    ),
+    "max_payload_bytes": lambda v: (
+        "max_payload_bytes",
+        read_count(option("max_payload_bytes"), v, MAX_BYTES),
+    ),
+    "max_result_bytes": lambda v: (
+        "max_result_bytes",
+        read_count(option("max_result_bytes"), v, MAX_BYTES),
+    ),
+    "socket_timeout": _pool_option("socket_timeout", "socket_timeout_s"),
+    "socket_connect_timeout": _pool_option("socket_connect_timeout", "socket_connect_timeout_s"),
+    "max_connections": _pool_option("max_connections", "max_connections"),
+    "pool_timeout": _pool_option("pool_timeout", "pool_timeout_s"),
+    "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),
+    "connection_options": read_connection_options,
+    "metrics_token": lambda v: ("metrics_token", _token(v)),
+    "queue_limits": lambda v: ("queue_limits", read_queue_limits(v)),
+    "queue_shards": lambda v: ("queue_shards", read_queue_shards(v)),
+    "schedules": lambda v: ("schedules", read_schedules(v)),
+    "cluster": read_cluster,
+    "sentinel": read_sentinel,
+    "durability": read_durability,
+    "durability_timeout": lambda v: (
+        "durability_timeout_s",
+        read_seconds(option("durability_timeout"), v, ONE_DAY),
+    ),
+}
+
+
 def _read_options(options: dict[str, Any]) -> dict[str, Any]:
-    readers: dict[str, Callable[[object], tuple[str, object]]] = {
-        "key_prefix": lambda v: _key_prefix(v),
-        "lease_ttl": lambda v: (
-            "lease_ttl_s",
-            read_seconds(option("lease_ttl"), v, ONE_DAY, at_least=SHORTEST_LEASE),
-        ),
-        "result_ttl": lambda v: (
-            "result_ttl_s",
-            read_seconds(option("result_ttl"), v, TEN_YEARS, allow_none=True),
-        ),
-        "max_payload_bytes": lambda v: (
-            "max_payload_bytes",
-            read_count(option("max_payload_bytes"), v, MAX_BYTES),
-        ),
-        "max_result_bytes": lambda v: (
-            "max_result_bytes",
-            read_count(option("max_result_bytes"), v, MAX_BYTES),
-        ),
-        "socket_timeout": _pool_option("socket_timeout", "socket_timeout_s"),
-        "socket_connect_timeout": _pool_option(
-            "socket_connect_timeout", "socket_connect_timeout_s"
-        ),
-        "max_connections": _pool_option("max_connections", "max_connections"),
-        "pool_timeout": _pool_option("pool_timeout", "pool_timeout_s"),
-        "enqueue_on_commit": lambda v: ("enqueue_on_commit", _flag("enqueue_on_commit", v)),
-        "connection_options": read_connection_options,
-        "metrics_token": lambda v: ("metrics_token", _token(v)),
-        "queue_limits": lambda v: ("queue_limits", read_queue_limits(v)),
-        "queue_shards": lambda v: ("queue_shards", read_queue_shards(v)),
-        "schedules": lambda v: ("schedules", read_schedules(v)),
-        "cluster": read_cluster,
-        "sentinel": read_sentinel,
-        "durability": read_durability,
-        "durability_timeout": lambda v: (
-            "durability_timeout_s",
-            read_seconds(option("durability_timeout"), v, ONE_DAY),
-        ),
-    }
     read: dict[str, Any] = {}
     for name, value in options.items():
-        if name not in readers:
-            known = ", ".join(sorted(readers))
+        if name not in OPTION_READERS:
+            known = ", ".join(sorted(OPTION_READERS))
             raise ImproperlyConfiguredThreadmill(
                 f"Unknown OPTIONS key {name!r} for ThreadmillTaskBackend. Known keys: {known}."
             )
-        attribute, converted = readers[name](value)
+        attribute, converted = OPTION_READERS[name](value)
         read[attribute] = converted
     check_topology(read)
     check_sharded_limits(read)
@@ -205,6 +210,7 @@ def _token(value: object) -> str:
 
 def read_settings(alias: str, params: dict[str, Any]) -> BackendSettings:
     """Build ``BackendSettings`` from one ``TASKS`` entry, raising on anything unusable."""
+    _check_entry_keys(alias, params)
     location = read_location(alias, params.get("LOCATION", DEFAULT_LOCATION))
     options = params.get("OPTIONS", {})
     if not isinstance(options, dict):
@@ -212,9 +218,31 @@ def read_settings(alias: str, params: dict[str, Any]) -> BackendSettings:
             f"TASKS[{alias!r}]['OPTIONS'] is {options!r}. Use a dict."
         )
     settings = BackendSettings(alias=alias, location=location, **_read_options(options))
+    if settings.cluster:
+        check_cluster_location(alias, location)
     check_connection_options(alias, location, settings.connection_options, cluster=settings.cluster)
     _check_durability_timeout(settings)
     return settings
+
+
+def _check_entry_keys(alias: str, params: dict[str, Any]) -> None:
+    """Refuse a key of the ``TASKS`` entry the backend does not read: a misspelt ``LOCATION``
+    sent tasks to the Redis on 127.0.0.1, and an option written beside ``OPTIONS`` (as
+    ``KEY_PREFIX`` is in ``CACHES``) was dropped unsaid."""
+    for key in params:
+        if key in ENTRY_KEYS:
+            continue
+        name = str(key).lower()
+        close = difflib.get_close_matches(str(key).upper(), ENTRY_KEYS, n=1, cutoff=CLOSE_MATCH)
+        if name in OPTION_READERS:
+            fix = f"Put it in OPTIONS, as {name!r}."
+        elif close:
+            fix = f"Did you mean {close[0]!r}?"
+        else:
+            fix = f"Use {', '.join(ENTRY_KEYS)}; tuning goes in OPTIONS."
+        raise ImproperlyConfiguredThreadmill(
+            f"TASKS[{alias!r}] has {key!r}, which ThreadmillTaskBackend does not read. {fix}"
+        )
 
 
 def _check_durability_timeout(settings: BackendSettings) -> None:

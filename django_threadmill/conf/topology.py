@@ -56,6 +56,10 @@ KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYW
 # 'socket_keepalive' would suggest 'socket_read_size'.
 CLOSE_MATCH = 0.8
 POOL_TIMEOUT = "timeout"  # BlockingConnectionPool's; the broker drops it where a client has none
+# What the backend sets itself and relies on: it reads every reply as text, decoded strictly from
+# UTF-8. decode_responses=False made each result read as a damaged record, to delete; another
+# encoding failed the first enqueue with redis-py's NoScriptError.
+SET_BY_BACKEND = frozenset({"decode_responses", "encoding", "encoding_errors"})
 # The connection_options values judged here, by the rule of the option each overrides (the broker
 # merges them over OPTIONS), or as seconds redis-py reads: a bad one failed at the first call
 # with redis-py's bare TypeError or ValueError, or read as no timeout.
@@ -188,6 +192,7 @@ def read_location(alias: str, location: object) -> str:
         raise ImproperlyConfiguredThreadmill(
             f"{where} is {location!r}. Use a Redis URL such as {URL_EXAMPLES}."
         )
+    _check_brackets(where, location)
     if _userinfo_cut_short(location):  # first: the other errors would show the password
         cut = location.partition("=")[0].rindex("@")
         raise ImproperlyConfiguredThreadmill(
@@ -225,8 +230,43 @@ def read_location(alias: str, location: object) -> str:
     return location
 
 
+def check_cluster_location(alias: str, location: str) -> None:
+    """Refuse a LOCATION a Redis Cluster client cannot use: a Unix socket, or a database but 0.
+
+    redis-py refuses either when it builds the client, at the first call, which read as a
+    cluster mid-failover whose call may have been applied.
+    """
+    shown = f"{_where(alias)} is {masked_location(location)!r}"
+    if urlsplit(location).scheme == "unix":
+        raise ImproperlyConfiguredThreadmill(
+            f"{shown}, a Unix socket, but OPTIONS['cluster'] is True: redis-py reaches the "
+            "nodes of a Redis Cluster over TCP only. Name a node, e.g. 'redis://node1:7000'."
+        )
+    for db in _databases(location)[:1]:  # the one redis-py reads; read_location checked it
+        if int(db) != 0:
+            raise ImproperlyConfiguredThreadmill(
+                f"{shown}, whose database is {db}, but OPTIONS['cluster'] is True: a Redis "
+                "Cluster has database 0 only. Use 0, e.g. 'redis://node1:7000/0', and give "
+                "each project sharing the cluster its own OPTIONS['key_prefix']."
+            )
+
+
 def _where(alias: str) -> str:
     return f"TASKS[{alias!r}]['LOCATION']"
+
+
+def _check_brackets(where: str, location: str) -> None:
+    """Refuse a '[' or ']' that encloses no IPv6 host, a password's most often: urllib raised
+    a bare ValueError for it ("Invalid IPv6 URL"), whose words may quote the password, so
+    neither they nor LOCATION are shown."""
+    try:
+        urlsplit(location)
+    except ValueError:
+        raise ImproperlyConfiguredThreadmill(
+            f"{where} holds a '[' or ']' that does not enclose an IPv6 host. Write an IPv6 "
+            "host in brackets, e.g. 'redis://[::1]:6379/0', and percent-encode them in a user "
+            "or password: urllib.parse.quote(password, safe='') gives 'p%5Bss' for 'p[ss'."
+        ) from None
 
 
 def _userinfo_cut_short(location: str) -> bool:
@@ -237,7 +277,8 @@ def _userinfo_cut_short(location: str) -> bool:
 
 
 def _databases(location: str) -> list[str]:
-    """Return the database numbers ``location`` gives, as written: in its path and query."""
+    """Return the database numbers ``location`` gives, as written: in its query, the one
+    redis-py uses, then in its path."""
     parts = urlsplit(location)
     found = parse_qs(parts.query).get("db", [])[:1]  # redis-py reads the first
     path = unquote(parts.path).replace("/", "")  # as redis-py reads it; a unix path is the socket
@@ -299,6 +340,11 @@ def check_connection_options(
     in_query = f"{_where(alias)} is {masked_location(location)!r}, whose query"
     for holder, keys in ((in_query, list(query)), (option("connection_options"), list(options))):
         for key in keys:
+            if key in SET_BY_BACKEND:
+                raise ImproperlyConfiguredThreadmill(
+                    f"{holder} has {key!r}, which the backend sets itself: it reads every Redis "
+                    "reply as text decoded from UTF-8. Drop it."
+                )
             if key not in valid:
                 close = difflib.get_close_matches(str(key), valid, n=1, cutoff=CLOSE_MATCH)
                 fix = f"Did you mean {close[0]!r}?" if close else f"Use one of {', '.join(valid)}."
@@ -311,20 +357,21 @@ def check_connection_options(
 @cache
 def _connection_keys(scheme: str) -> tuple[str, ...]:
     """Return the keyword arguments both redis-py pools (sync, asyncio) and their connections
-    for ``scheme`` take, sorted."""
+    for ``scheme`` take, but those the backend sets itself, sorted."""
     sync_class, async_class = CONNECTION_CLASSES[scheme]
     sync = _init_keys(redis.BlockingConnectionPool) | _init_keys(sync_class)
     asyncio = _init_keys(redis.asyncio.BlockingConnectionPool) | _init_keys(async_class)
-    return tuple(sorted(sync & asyncio))
+    return tuple(sorted((sync & asyncio) - SET_BY_BACKEND))
 
 
 @cache
 def _cluster_keys() -> tuple[str, ...]:
-    """Return the keyword arguments both redis-py RedisCluster clients take, sorted."""
+    """Return the keyword arguments both redis-py RedisCluster clients take, but those the
+    backend sets itself, sorted."""
     allowed = set(redis.cluster.REDIS_ALLOWED_KEYS) - set(redis.cluster.KWARGS_DISABLED_KEYS)
     sync = _init_keys(redis.RedisCluster) | allowed  # it passes these on to its node pools
     asyncio = _init_keys(redis.asyncio.RedisCluster) | {POOL_TIMEOUT}
-    return tuple(sorted(sync & asyncio))
+    return tuple(sorted((sync & asyncio) - SET_BY_BACKEND))
 
 
 def _init_keys(cls: type) -> set[str]:
