@@ -398,7 +398,8 @@ def _translated_reply(
         ("LOADING", "BUSY", "TRYAGAIN")
     ):
         return _not_now(where, exc, read=read)
-    return None
+    lost_again = isinstance(exc, redis.exceptions.NoScriptError)  # a first one is reloaded
+    return _scripts_lost_again(where, exc) if lost_again else None
 
 
 def _not_now(where: str, exc: redis.ResponseError, *, read: bool) -> BrokerUnavailable:
@@ -409,3 +410,17 @@ def _not_now(where: str, exc: redis.ResponseError, *, read: bool) -> BrokerUnava
     busy = reply_of(exc).startswith("BUSY")
     problem = "is busy running a script" if busy else "cannot serve this read now"
     return BrokerUnavailable(f"Redis at {where} {problem} ({exc}); {READ_CHANGED_NOTHING}")
+
+
+def _scripts_lost_again(where: str, exc: redis.ResponseError) -> BrokerUnavailable:
+    """Return the error for a call that met NOSCRIPT after its script was loaded again.
+
+    A first NOSCRIPT is not seen here: the script is loaded and the call sent once more
+    (core.py, calls.py). A second one means the scripts went again in between; the call did
+    not run.
+    """
+    return BrokerUnavailable(
+        f"Redis at {where} lost this backend's Lua scripts again just after they were "
+        f"loaded ({exc}): a SCRIPT FLUSH, a restart or a failover came in between; the "
+        "call did not run, so nothing was written: try it again."
+    )
