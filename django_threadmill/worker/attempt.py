@@ -8,7 +8,7 @@ from typing import Any
 
 from ..broker import Reservation
 from ..codec.results import parse_error, task_result
-from ..codec.times import from_ms
+from ..codec.times import from_ms, run_time_ms
 from ..compat import Task, TaskContext, TaskResult, TaskResultStatus
 
 
@@ -35,7 +35,7 @@ class Attempt:
     def run_ms(self) -> int:
         """Return how long the attempt has run, in ms, on the monotonic clock: the wall
         clock's ``started_ms`` is for display, and an NTP step moves it."""
-        return int((monotonic() - self.began_s) * 1000)
+        return run_time_ms(monotonic() - self.began_s)
 
     @cached_property
     def result(self) -> TaskResult:

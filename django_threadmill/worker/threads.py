@@ -5,6 +5,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Reservation
+from ..codec.times import run_time_ms
 from .buffer import Turn
 from .db_connections import close_thread_connections, mark_worker_thread
 from .runner import RunnerParts, TaskRunner
@@ -104,4 +105,4 @@ class WorkerThread(TaskRunner):
                 return None
             self.abandoned = True
             self.settled.set()
-            return self._current, self._current_started_ms, int(ran_s * 1000)
+            return self._current, self._current_started_ms, run_time_ms(ran_s)

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import override_settings
 
-from django_threadmill.codec.times import from_ms, to_ms
+from django_threadmill.codec.times import from_ms, run_time_ms, to_ms
 
 
 @pytest.mark.parametrize(
@@ -38,3 +38,11 @@ def test_a_stored_time_that_is_no_time_reads_as_none(value: str) -> None:
 def test_a_time_whose_local_time_is_past_9999_reads_as_none_without_use_tz() -> None:
     # 9999-12-31 23:00 UTC is 08:00 in the year 10000 in Tokyo: make_naive raised OverflowError.
     assert from_ms(to_ms(datetime(9999, 12, 31, 23, 0, tzinfo=UTC))) is None
+
+
+@pytest.mark.parametrize(
+    ("seconds", "ms"), [(0.0, 0), (0.005, 5), (0.0051, 6), (0.0059, 6), (0.25, 250), (2.5001, 2501)]
+)
+def test_a_run_time_is_rounded_up_to_the_bucket_it_belongs_to(seconds: float, ms: int) -> None:
+    """Cut down, a run of 5.9 ms was counted as 5 ms, in the histogram's le="0.005" bucket."""
+    assert run_time_ms(seconds) == ms
