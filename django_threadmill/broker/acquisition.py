@@ -18,6 +18,10 @@ from .wake import wake_groups
 
 PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
 PEEK = QueueLimit(concurrency=0)  # reserves nothing: see Acquiring._acquire_call
+# Characters of payloads and earlier errors one acquire call replies with at most (its first
+# task whatever its size): counted in tasks alone, a refill of 500 tasks of max_payload_bytes
+# held 500 MiB in Redis's reply and in the worker (docs/worker.md, Memory a process keeps).
+ACQUIRE_CHARS = 16 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +208,7 @@ class Acquiring(BrokerCore):
                 PROMOTE_LIMIT,
                 "" if limit.concurrency is None else limit.concurrency,
                 "" if limit.token_interval_us is None else limit.token_interval_us,
+                ACQUIRE_CHARS,
             ),
             raw=True,
         )

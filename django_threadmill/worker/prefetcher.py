@@ -33,6 +33,11 @@ UNWRITTEN_CAP = 1000
 # either: outcomes of up to max_result_bytes each, a thousand of them held gigabytes
 # (docs/worker.md, Durability window of the ack writer). JSON as stored is ASCII, a byte each.
 UNWRITTEN_CHARS_CAP = 64 * 2**20
+# Characters of payloads and earlier errors of reserved tasks waiting in the buffer at or above
+# which nothing more is reserved: read-ahead is counted in tasks, and 500 of max_payload_bytes
+# held 500 MiB unstarted. A refill then adds at most ACQUIRE_CHARS per queue asked (one task
+# at least), so a process holds under 64 MiB of them reserving from one queue.
+READAHEAD_CHARS_CAP = 48 * 2**20
 UNWRITTEN_LOOK_S = 0.05  # how often a held-back prefetcher looks whether the acks caught up
 # A hold that lasts this long is a WARNING: a short one is flow control (a process short of CPU
 # for its ack writer, a burst of results), a long one means Redis refuses or delays acks.
@@ -82,6 +87,7 @@ class Prefetcher(RoleThread):
         self._awaiting_runner = False  # a limited queue's tasks wait for a runner to be free
         self._acks_behind_since: float | None = None  # when the hold for acks began
         self._acks_behind_warned = False
+        self._readahead_held = False  # the last look found the read-ahead's characters full
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
         self.on_refused = on_refused  # Redis refused the credentials or rights: no retry helps
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
@@ -128,7 +134,7 @@ class Prefetcher(RoleThread):
     def _round(self) -> None:
         """Fill free buffer slots from the queues; block for a wake token if all are empty."""
         free = self.buffer.free_slots(self.stopping)
-        if free == 0 or self.stopping.is_set() or self._acks_behind():
+        if free == 0 or self.stopping.is_set() or self._acks_behind() or self._readahead_full():
             return
         # Checked before fetching: a retry written after the fetch must not be missed. What
         # lands meanwhile (results written, workflow steps drained) nudges: look again then.
@@ -249,6 +255,23 @@ class Prefetcher(RoleThread):
         # A holder that died keeps its slot until a reaper settles its lease, which a burst in
         # one process does only at its start: the wait is bounded as a delayed task's is.
         return (now - self._slot_wait_began) * 1000 > BURST_HORIZON_MS
+
+    def _readahead_full(self) -> bool:
+        """Tell whether the tasks waiting hold too many characters to reserve more; wait a
+        moment then (a worker thread's take makes room, without a wake-up). The hold is flow
+        control, said at -v 2 as it begins."""
+        waiting_chars = self.buffer.waiting_chars()
+        full = waiting_chars >= READAHEAD_CHARS_CAP
+        if full and not self._readahead_held:
+            logger.debug(
+                "Reserving nothing until tasks waiting are taken waiting=%d waiting_chars=%d",
+                self.buffer.waiting(),
+                waiting_chars,
+            )
+        self._readahead_held = full
+        if full:
+            self.stopping.wait(UNWRITTEN_LOOK_S)
+        return full
 
     def _acks_behind(self) -> bool:
         """Tell whether too many outcomes wait to be written to reserve more; wait a moment

@@ -13,6 +13,9 @@
 -- ARGV[3]  promote_limit   most due delayed tasks moved to ready per call
 -- ARGV[4]  concurrency     most ids the queue may hold in P:leases ("" for no limit)
 -- ARGV[5]  token_us        µs between two starts under a rate limit ("" for no limit)
+-- ARGV[6]  most_chars      most characters of payloads and errors to reply with: a task past
+--                          them goes back to P:ready unchanged, in its place (the first task
+--                          is reserved whatever its size)
 -- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited, or the queue
 --           is paused; 0 when records set aside took places of tasks still ready; a token
 --           awaited in whole ms rounded down, so 0 when it comes within the ms),
@@ -53,7 +56,7 @@
 --          ZRANGEs, EXISTS, TIME, GET, ZREMRANGEBYRANK, INCRBY and the lease ZADD (and LLEN
 --          when tasks are left).
 --          Per task: one HMGET and one HSET (a task with errors: one more HMGET, and an HGET
---          per error).
+--          per error). A task past most_chars: one HGET, and its place in one ZADD.
 --          A limit caps what is popped, so held-back tasks stay ready, in order.
 -- Clock:   redis.call("TIME") only, read once; the rate's token bucket (one token) in µs.
 -- The delayed index's head: when nothing is due, as on most calls, this one read serves both
@@ -137,7 +140,10 @@ end
 -- A token_wait of -1 means the rate was not asked: the concurrency limit held, or there is no rate.
 local reply = {-1, held_back and (token_wait >= 0 and 2 or 1) or 0, token, 0, now}
 local aside = {}  -- popped ids that cannot be reserved, and why: set aside once the rest are leased
-for _, id in ipairs(popped) do
+local most_chars = tonumber(ARGV[6])
+local chars = 0  -- of the payloads and errors in the reply
+local past_budget = 0  -- where in popped the tasks past most_chars begin (0: none were)
+for i, id in ipairs(popped) do
   local key = KEYS[1] .. id
   local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors", "workflow")
   if f and f[1] ~= "ready" then
@@ -153,16 +159,36 @@ for _, id in ipairs(popped) do
   if problem then
     aside[#aside + 1], aside[#aside + 2] = id, problem
   else
-    leased[#leased + 1] = deadline
-    leased[#leased + 1] = id
     local n = #reply
     reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
     reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", f[5] or ""
     reply[n + 7] = nerrors
+    local size = #f[2]
     for e = 1, nerrors do
       reply[n + 7 + e] = redis.call("HGET", key, "error:" .. e) or ""
+      size = size + #reply[n + 7 + e]
     end
+    if #leased > 0 and chars + size > most_chars then
+      for k = #reply, n + 1, -1 do
+        reply[k] = nil
+      end
+      past_budget = i
+      break
+    end
+    chars = chars + size
+    leased[#leased + 1] = deadline
+    leased[#leased + 1] = id
   end
+end
+if past_budget > 0 then
+  -- Not reserved: back in P:ready at their scores, so their order is as it was.
+  local back = {}
+  for i = past_budget, #popped do
+    back[#back + 1] = ready_score(redis.call("HGET", KEYS[1] .. popped[i], "score"))
+    back[#back + 1] = popped[i]
+  end
+  call_chunked("ZADD", KEYS[2], back)
+  left = true
 end
 local function put_popped_aside()
   for i = 1, #aside, 2 do
