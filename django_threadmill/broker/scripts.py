@@ -29,6 +29,7 @@ class ScriptName(StrEnum):
     PURGE = "purge"
     METRICS = "metrics"
     ADVANCE = "advance"
+    MARK = "mark"
     PROGRESS = "progress"
     PACE = "pace"
     SET_ASIDE = "set_aside"

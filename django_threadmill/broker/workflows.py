@@ -1,7 +1,8 @@
 """The Redis side of workflows: each workflow's hash, and each queue's outbox of ended steps.
 
-A workflow is one hash (``KeySpace.workflow``) written once when it is enqueued and then only
-by advance.lua. Its fields:
+A workflow is one hash (``KeySpace.workflow``) written once when it is enqueued, with a TTL
+that mark.lua takes away once its first steps are stored, and then only by advance.lua and
+mark.lua. Its fields:
 
 - ``n``: how many steps, ``created_ms``;
 - ``status``: ``open``, then ``successful``, ``failed`` or ``cancelled``; ``why`` says why it
@@ -37,6 +38,10 @@ from .scripts import ScriptCall, ScriptName
 
 OUTBOX_BATCH = 100  # outbox entries read per call
 WORKFLOWS_LISTED = 10_000  # newest workflow ids kept in the admin's list
+# A new workflow's hash expires after this unless its first steps are marked: far longer than
+# a launch takes, and short enough that one interrupted before it stored them does not linger.
+LAUNCH_TTL_MS = 10 * 60 * 1000
+GONE = "its record expired before its steps were marked enqueued"  # mark.lua found no hash
 
 logger = logging.getLogger(__name__)
 
@@ -72,13 +77,22 @@ class Workflows(Reads):
     """Workflow hashes and outboxes, one key per call."""
 
     def create_workflow(self, workflow_id: str, fields: Mapping[str, str | int]) -> None:
-        """Store a new workflow's hash with its creation time (Redis clock), then list it
-        for the admin, which keeps the newest ``WORKFLOWS_LISTED`` (two slots, two calls)."""
+        """Store a new workflow's hash with its creation time (Redis clock), expiring after
+        ``LAUNCH_TTL_MS`` until its first steps are marked (mark.lua), then list it for the
+        admin, which keeps the newest ``WORKFLOWS_LISTED`` (two slots, two calls).
+
+        A launch interrupted before it stored a step (Redis gone, its process killed) cancels
+        nothing, and its workflow, open with no step to advance it, would stay so for good.
+        """
         created_ms = self.server_time_ms()
         stored: dict[FieldT, EncodableT] = {"created_ms": created_ms}
         stored.update(fields.items())
+        key = self.keyspace.workflow(workflow_id)
         with self.translated_errors():
-            self.client.hset(self.keyspace.workflow(workflow_id), mapping=stored)
+            with self.client.pipeline(transaction=True) as pipe:  # no hash without its TTL
+                pipe.hset(key, mapping=stored)
+                pipe.pexpire(key, LAUNCH_TTL_MS)
+                pipe.execute()
             with self.client.pipeline(transaction=False) as pipe:
                 pipe.zadd(self.keyspace.workflows, {workflow_id: created_ms})
                 pipe.zremrangebyrank(self.keyspace.workflows, 0, -WORKFLOWS_LISTED - 1)
@@ -101,17 +115,16 @@ class Workflows(Reads):
         return str(status), [int(step) for step in due]
 
     def mark_enqueued(self, workflow_id: str, steps: Sequence[int]) -> list[str | None]:
-        """Note that ``steps`` are stored, so no later drain enqueues them again; return, in
-        the same round trip, why each was recorded as not run meanwhile (None: it was not)."""
+        """Note that ``steps`` are stored, so no later drain enqueues them again, and keep an
+        open workflow for good (mark.lua); return, in the same round trip, why each was
+        recorded as not run meanwhile (None: it was not), or ``GONE`` for each when the
+        workflow's hash is gone (a launch that outlived ``LAUNCH_TTL_MS``)."""
         if not steps:
             return []
-        key = self.keyspace.workflow(workflow_id)
-        mapping: dict[FieldT, EncodableT] = {f"e:{step}": "enqueued" for step in steps}
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            pipe.hset(key, mapping=mapping)
-            pipe.hmget(key, [f"x:{step}" for step in steps])
-            _, not_run = pipe.execute()
-        return cast(list[str | None], not_run)
+        exists, *not_run = self._run(
+            ScriptCall(ScriptName.MARK, (self.keyspace.workflow(workflow_id),), tuple(steps))
+        )
+        return cast(list[str | None], not_run) if exists else [GONE] * len(steps)
 
     def workflow_values(self, workflow_id: str, names: Sequence[str]) -> list[str | None]:
         """Return the fields ``names`` of a workflow's hash, None for each one absent."""

@@ -9,14 +9,14 @@ from asgiref.sync import sync_to_async
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker import Enqueued, Guard, GuardKind, NewTask
-from ..broker.workflows import StoppedStep
+from ..broker.workflows import LAUNCH_TTL_MS, StoppedStep
 from ..codec.ids import new_task_hex, step_marker
 from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to
 from ..compat import InvalidTask, Task, TaskResult
 from ..enqueue.announce import announce_all, announce_guarded
 from ..enqueue.on_commit import defer_to_commit
 from ..enqueue.prepare import prepare
-from ..exceptions import BrokerUnavailable, PartlyEnqueued
+from ..exceptions import BrokerUnavailable, PartlyEnqueued, WorkflowDoesNotExist
 from .plan import (
     Plan,
     Plannable,
@@ -66,13 +66,18 @@ def _store(
 ) -> None:
     """Write the workflow's hash, then its first steps, marked enqueued.
 
-    A queue that refuses its steps while others are stored would leave a workflow open for
-    good, since only the launch stores its first steps, and running although ``enqueue()``
-    raised: it is cancelled, with the steps that were stored (docs/workflows.md, Semantics).
+    A queue that refuses its steps while others are stored, or a store whose round trip was
+    lost (its steps may be stored or not), would leave a workflow open for good, since only
+    the launch stores its first steps, or running although ``enqueue()`` raised: it is
+    cancelled, with the steps that were stored. Should the cancel fail too, the hash expires
+    unless a first step was stored (docs/workflows.md, Semantics).
     """
     backend.broker.create_workflow(workflow_id, workflow_fields(planned.steps))
     first_steps = [s for s in planned.steps if s.input is None]
-    refused = store_steps(backend, workflow_id, first, first_steps)
+    try:
+        refused = store_steps(backend, workflow_id, first, first_steps)
+    except BrokerUnavailable as lost:  # a dropped connection (MaybeApplied), Redis gone
+        refused = lost
     if refused is None:
         return
     why = str(refused.__cause__ if isinstance(refused, PartlyEnqueued) else refused)
@@ -80,8 +85,13 @@ def _store(
         read_workflow(backend, workflow_id).cancel(
             f"not enqueued whole: {cut_to(why, MAX_ERROR_TEXT_CHARS)}"
         )
-    except BrokerUnavailable as gone:  # the store's own error says what was written
-        refused.add_note(f"Workflow {workflow_id!r} stays open: its cancel failed too ({gone})")
+    # The store's own error says what was written; a hash gone (its TTL outlived) was not.
+    except (BrokerUnavailable, WorkflowDoesNotExist) as gone:
+        refused.add_note(
+            f"Workflow {workflow_id!r} is not cancelled: its cancel failed too ({gone}). The "
+            "steps stored run; if none was, the workflow expires within "
+            f"{LAUNCH_TTL_MS // 1000}s."
+        )
         raise refused from refused.__cause__
     raise BrokerUnavailable(
         f"Workflow {workflow_id!r} was not enqueued whole: {why} It is cancelled, with any "

@@ -141,8 +141,9 @@ def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowR
 
 def no_such_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowDoesNotExist:
     return WorkflowDoesNotExist(
-        f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, or it "
-        "ended more than result_ttl ago and expired."
+        f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, it "
+        "ended more than result_ttl ago and expired, or its launch did not store its first "
+        "steps (interrupted, or Redis away) and it expired."
     )
 
 

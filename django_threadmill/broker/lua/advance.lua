@@ -21,6 +21,10 @@
 -- Types:   one key: a W of another type answers "damaged" before anything is written, so no
 --          workflow is left half advanced (nor any task: a step is enqueued by the caller).
 -- Clock:   none: a workflow's times are its steps' (their records), and its expiry a TTL.
+-- Expiry:  a launch creates W with a TTL, made persistent once its first steps are marked
+--          (mark.lua); an open W is made persistent here too, since a step that ended was
+--          stored, so a launch that died between storing its steps and marking them leaves a
+--          workflow that goes on (docs/workflows.md, Semantics).
 -- Cost:    whether a step's inputs all succeeded is read on from where the last look stopped
 --          (cur:j), so a group of N members costs its members about N reads in all, where
 --          reading every input on each report cost N^2/2. Only s:i is trusted, which every
@@ -39,6 +43,9 @@ if not n then
   return {"damaged"}
 end
 local step, outcome, value = ARGV[1], ARGV[2], ARGV[3]
+if status == "open" then
+  redis.call("PERSIST", w)
+end
 
 -- Give the workflow its final status; it expires after ttl_ms from now.
 local function finish(final)
