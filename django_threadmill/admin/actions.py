@@ -34,6 +34,9 @@ class TaskAction:
     label: str
     done: str  # past tense for the message, e.g. "requeued"
     applies_to: str  # the state the task must be in
+    # That state as the pages name it: a cancel applies to delayed tasks too, and its pages
+    # said it changed "only tasks that are READY".
+    applies_to_label: str
     run: Callable[[ThreadmillTaskBackend, str, str], bool]
 
 
@@ -51,6 +54,7 @@ TASK_ACTIONS = {
         label="Requeue selected FAILED tasks",
         done="requeued",
         applies_to="failed",
+        applies_to_label="FAILED",
         run=_requeue,
     ),
     "cancel": TaskAction(
@@ -58,6 +62,7 @@ TASK_ACTIONS = {
         label="Cancel selected READY or delayed tasks",
         done="cancelled",
         applies_to="ready",
+        applies_to_label="READY or delayed",
         run=_cancel,
     ),
 }
@@ -201,7 +206,7 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
         ids = listed([item for item in skipped if item.label == label])
         messages.append(
             f"{count} left alone: the task is {label} now, not "
-            f"{state_label(action.applies_to)} (it changed meanwhile, or was never so): {ids}."
+            f"{action.applies_to_label} (it changed meanwhile, or was never so): {ids}."
             if label != "gone"
             else f"{count} left alone: no such task any more (expired or purged): {ids}."
         )

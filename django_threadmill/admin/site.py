@@ -298,7 +298,7 @@ class TaskAdmin(ThreadmillModelAdmin):
                 "limit": bulk.MAX_BULK,
                 "budget": bulk.BULK_SCAN_BUDGET,
             }
-            every = f"every {action.applies_to.upper()} task a filter matches"
+            every = f"every {action.applies_to_label} task a filter matches"
             title = f"{action.name.capitalize()} {every}"
             return self.render(request, "bulk_confirm.html", title, context)
         return self._apply(request, action, found.selected, back)

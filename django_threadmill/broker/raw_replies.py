@@ -21,6 +21,7 @@ from redis.client import NEVER_DECODE
 RAW = {NEVER_DECODE: True}  # a redis-py command option: its reply comes back as bytes
 # What a Redis counter holds: HINCRBY takes a signed 64-bit integer, and nothing else.
 COUNTER_RANGE = range(-(2**63), 2**63)
+CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: ``controls_escaped``
 
 
 class Undecodable(NamedTuple):
@@ -143,6 +144,13 @@ def escaped(value: bytes) -> str:
 def unescaped(text: str) -> bytes:
     """Return the bytes ``escaped`` shows as ``text``: each ``\\xNN`` back to its byte."""
     return re.sub(rb"\\x([0-9a-f]{2})", lambda byte: bytes.fromhex(byte[1].decode()), text.encode())
+
+
+def controls_escaped(text: str) -> str:
+    """Return ``text`` with each control character (a line break, a terminal's escape
+    sequence) as the ``\\xNN`` escapes of its UTF-8 bytes, which ``unescaped`` reads back: one
+    written by hand in an id or a reason, printed as is, broke a listing's line or forged one."""
+    return CONTROLS.sub(lambda char: "".join(f"\\x{b:02x}" for b in char[0].encode()), text)
 
 
 def stored_counters(reply: dict[bytes, bytes]) -> dict[str, int]:

@@ -306,9 +306,10 @@ class WorkerPool:
 
     def abandon_if_overdue(
         self, thread: WorkerThread, timeout_s: float, *, replace: bool
-    ) -> Overdue | None:
+    ) -> tuple[Overdue, bool] | None:
         """Abandon ``thread`` if its task outlived ``timeout_s`` (the watchdog), and start a
-        fresh thread in its place if ``replace``; return what ``thread`` ran, or None.
+        fresh thread in its place if ``replace``; return what ``thread`` ran and whether a
+        thread took its place, or None.
 
         One step under the pool's lock, which its looks take too: a look between the two saw
         the pool a thread short, grew it into the gap, and the replacement then took it past
@@ -318,13 +319,15 @@ class WorkerPool:
         """
         with self._lock:
             overdue = thread.abandon_if_overdue(timeout_s)
-            if overdue is None or not replace:
-                return overdue
-            replaced = self._add(1, start=True)
+            if overdue is None:
+                return None
+            if not replace:
+                return overdue, False
+            replaced = self._add(1, start=True) == 1
         self.buffer.resize(self.readahead(self.live_count()))
         if not replaced:
             self.on_replacement_refused()
-        return overdue
+        return overdue, replaced
 
     def live(self) -> list[WorkerThread]:
         """Threads that may still take tasks (not abandoned, not retired)."""

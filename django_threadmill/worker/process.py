@@ -22,12 +22,14 @@ from ..workflows.failed_entries import FailedEntries
 from .backoff import REDIS_BACKOFF
 from .cancelled_steps import CancelledSteps
 from .crew import Crew
+from .event_loop import EventLoopLane
 from .executor import Executor
 from .exit_codes import ExitCode
 from .interruptible import STOP_SIGNALS, Interrupted, call_unless_stopped
 from .memory import MIB, ResidentMemory
 from .options import WorkerOptions
 from .stop_calls import StopCall, join_until, start_call
+from .threads import WorkerThread
 from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
@@ -459,15 +461,23 @@ class WorkerProcess:
             )
             if self.exit_code in (ExitCode.OK, ExitCode.RECYCLE):
                 self.exit_code = ExitCode.DROPPED
-        running = [thread for thread in (*crew.pool.joinable(), crew.lane) if thread.is_alive()]
+        runners: list[WorkerThread | EventLoopLane] = [*crew.pool.joinable(), crew.lane]
+        running = [thread for thread in runners if thread.is_alive()]
         if running:
+            held = [task for thread in running if (task := _running_task(thread))]
             logger.error(
-                "Threads still running after the grace period names=%s (their leases will "
-                "expire and the reaper settles them)",
+                "Threads still running after the grace period names=%s tasks=%s (their leases "
+                "will expire and the reaper settles them)",
                 ",".join(thread.name for thread in running),
+                ",".join(f"{task.lease.task_id}:{task.lease.task_path}" for task in held) or "none",
             )
         if running or crew.lane.handed_back:  # cancelled coroutines are handed back as well
             self.exit_code = ExitCode.FORCED
+
+
+def _running_task(thread: WorkerThread | EventLoopLane) -> Reservation | None:
+    """Return the task ``thread`` runs now: the event loop's, the one whose code holds it."""
+    return thread.current_task() if isinstance(thread, WorkerThread) else thread.blocked_task()
 
 
 def _flush_until(deadline: float, end: float) -> float:

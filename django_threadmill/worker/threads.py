@@ -93,6 +93,11 @@ class WorkerThread(TaskRunner):
         start); unlike ``_claim``, this leaves it to be timed out later."""
         return self.abandoned
 
+    def current_task(self) -> Reservation | None:
+        """Return the task this thread runs now (from another thread); None between tasks."""
+        with self._lock:
+            return self._current
+
     def abandon_if_overdue(self, timeout_s: float) -> Overdue | None:
         """Give up on the running task if it exceeded ``timeout_s``.
 

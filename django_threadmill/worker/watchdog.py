@@ -20,11 +20,12 @@ MIN_CHECK_INTERVAL_S = 0.01
 
 
 class Abandon(Protocol):
-    """Abandon a thread whose task is overdue, and replace it if asked (``WorkerPool``)."""
+    """Abandon a thread whose task is overdue, and replace it if asked (``WorkerPool``): what
+    it ran and whether a thread took its place, or None."""
 
     def __call__(
         self, thread: WorkerThread, timeout_s: float, *, replace: bool
-    ) -> Overdue | None: ...
+    ) -> tuple[Overdue, bool] | None: ...
 
 
 class Watchdog(RoleThread):
@@ -60,16 +61,18 @@ class Watchdog(RoleThread):
         interval_s = min(MAX_CHECK_INTERVAL_S, max(MIN_CHECK_INTERVAL_S, self.timeout_s / 4))
         while not self.stopping.wait(interval_s):
             for thread in list(self.threads):
-                overdue = self.abandon(thread, self.timeout_s, replace=self.replacing)
-                if overdue is None:
+                replace = self.replacing
+                abandoned = self.abandon(thread, self.timeout_s, replace=replace)
+                if abandoned is None:
                     continue
-                reservation, started_ms, run_ms = overdue
+                (reservation, started_ms, run_ms), replaced = abandoned
                 task_id = reservation.lease.task_id
                 logger.error(
-                    "Task timed out task_id=%s timeout_s=%s thread=%s (abandoned, replaced)",
+                    "Task timed out task_id=%s timeout_s=%s thread=%s (abandoned, %s)",
                     task_id,
                     self.timeout_s,
                     thread.name,
+                    _fate(replace=replace, replaced=replaced),
                 )
                 error = TaskTimeout(
                     f"Task {task_id} ran longer than --task-timeout={self.timeout_s}s; the "
@@ -82,3 +85,13 @@ class Watchdog(RoleThread):
                 # Counted, so --max-tasks and --max-memory recycle a process whose abandoned
                 # threads pile up.
                 self.on_task_done()
+
+
+def _fate(*, replace: bool, replaced: bool) -> str:
+    """Say what became of an abandoned thread's place: the log said "replaced" of one the
+    stop or the system left empty."""
+    if replaced:
+        return "replaced"
+    if not replace:
+        return "not replaced: the worker is stopping"
+    return "not replaced: the system refused a new thread"

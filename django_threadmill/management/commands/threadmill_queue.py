@@ -14,6 +14,7 @@ from ...aliases import source_of
 from ...broker.damaged import DamagedRecord
 from ...broker.inspect.source import Source
 from ...broker.pausing import MAX_REASON_CHARS, checked_reason
+from ...broker.raw_replies import controls_escaped
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option
@@ -34,10 +35,12 @@ def _when(at_ms: int | None) -> str:
 
 
 def _line(record: DamagedRecord) -> str:
-    """Return one damaged record as ``damaged`` lists it (and ``forget-damaged --all``)."""
+    """Return one damaged record as ``damaged`` lists it (and ``forget-damaged --all``), on one
+    line: what was written by hand has its control characters escaped (``\\x0a``), as
+    ``forget-damaged`` takes an id."""
     return (
-        f"queue={record.queue} id={record.id} at={_when(record.at_ms)} "
-        f"script={record.script or '?'} reason={record.reason}"
+        f"queue={record.queue} id={controls_escaped(record.id)} at={_when(record.at_ms)} "
+        f"script={controls_escaped(record.script) or '?'} reason={controls_escaped(record.reason)}"
     )
 
 
