@@ -1,4 +1,4 @@
-"""Small edges other hunts noticed: what the worker's shutdown and timeout lines say, the admin's
+"""What logs and pages say at the edges: the worker's shutdown and timeout lines, the admin's
 cancel wording, and a damaged listing of ids written by hand with control characters."""
 
 import re
