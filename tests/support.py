@@ -27,8 +27,10 @@ from django_threadmill.enqueue import pipeline as pipeline_module
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, where manage.py lives
 
 
-def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
-    """Poll ``condition`` until it holds; fail naming ``what`` never happened."""
+def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 60.0) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` never happened. The default
+    deadline is wait_for_log's: on a loaded 2-core machine a worker command just started took
+    24 s of the 30 s it had to take its first tasks."""
     if not holds_within(condition, timeout_s):
         raise AssertionError(f"{what} did not happen within {timeout_s}s")
 

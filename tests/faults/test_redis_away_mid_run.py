@@ -44,7 +44,7 @@ def test_nothing_lost_while_redis_is_away(
         "--reap-interval", "1", lease_ttl_s=LEASE_TTL_S,
     )  # fmt: skip
     try:
-        wait_until(lambda: len(executions(log)) > 300, "some tasks running", 30)
+        wait_until(lambda: len(executions(log)) > 300, "some tasks running")
         durable_redis.kill()
         went_away = time.monotonic()
         with pytest.raises(BrokerUnavailable, match=r"is unreachable .* Start Redis or fix TASKS"):

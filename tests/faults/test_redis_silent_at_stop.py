@@ -47,9 +47,7 @@ def running_worker(
     args = ("--threads", "1", "--grace-period", str(GRACE_S), "--reap-interval", "0")
     command = worker(server.url, key_prefix, *args, lease_ttl_s=LEASE_TTL_S, options=options)
     wait_until(
-        lambda: result.refresh() or result.status == TaskResultStatus.RUNNING,
-        "the task running",
-        30,
+        lambda: result.refresh() or result.status == TaskResultStatus.RUNNING, "the task running"
     )
     return command, result
 
@@ -81,7 +79,7 @@ def test_a_stop_with_redis_silent_ends_in_its_bound_and_says_what_it_left(
     # Its outcome, written once Redis took the call, or its lease reaped and the task run again.
     again = worker(own_redis.url, key_prefix, "--threads", "1", lease_ttl_s=LEASE_TTL_S)
     try:
-        wait_until(lambda: result.refresh() or result.is_finished, "the task finishing", 30)
+        wait_until(lambda: result.refresh() or result.is_finished, "the task finishing")
         again.signal(signal.SIGTERM)
         assert again.wait(30) == 0, again.log
     finally:
@@ -110,7 +108,7 @@ def test_a_process_that_left_work_to_the_reaper_is_replaced_at_once_not_as_a_cra
             )
         wait_until(lambda: len(command.child_pids()) == 2, "a fresh process")
         fresh = command.child_pids()[1]
-        command.wait_for_log(rf"Worker process started worker_id=\S+ pid={fresh} ", 30)
+        command.wait_for_log(rf"Worker process started worker_id=\S+ pid={fresh} ")
         command.signal(signal.SIGTERM)
         assert command.wait(30) == 0, command.log
         assert "Worker process died" not in command.log
@@ -128,7 +126,7 @@ def test_a_stop_signal_reaches_the_processes_while_a_reap_pass_waits_on_silent_r
     args = ("--threads", "1", "--reap-interval", "0.1")
     command = worker(own_redis.url, key_prefix, *args, options={"socket_timeout": 120})
     try:
-        command.wait_for_log(r"Worker process started", 30)
+        command.wait_for_log(r"Worker process started")
         with waiting_on_paused(own_redis, command.process.pid):
             command.signal(signal.SIGTERM)
             command.wait_for_log(r"Stopping on supervisor request", 30)

@@ -36,7 +36,7 @@ def test_a_task_past_its_timeout_gives_its_slot_to_the_next_task(
     args = ("--queue", "reports", "--threads", "2", "--task-timeout", "1")
     worker = start_worker(*args, options=ONE_SLOT)
     done = lambda: waiting.refresh() or waiting.status == TaskResultStatus.SUCCESSFUL  # noqa: E731
-    wait_until(done, "the task behind the overdue one ran", 20)
+    wait_until(done, "the task behind the overdue one ran")
     overdue.refresh()
     assert overdue.status == TaskResultStatus.FAILED
     assert [error.exception_class_path for error in overdue.errors] == [TASK_TIMEOUT]
@@ -58,7 +58,7 @@ def test_a_process_reserves_no_more_of_a_limited_queue_than_it_can_run(
     worker = start_worker(*args, options=TWO_SLOTS)
     try:
         holding = lambda: len(list(tmp_path.glob("holding-*")))  # noqa: E731
-        wait_until(lambda: holding() == 2, "two tasks of the queue ran at once", 30)
+        wait_until(lambda: holding() == 2, "two tasks of the queue ran at once")
     finally:
         release.touch()
         worker.signal(signal.SIGTERM)

@@ -95,7 +95,7 @@ def assert_failover_loses_nothing(
     )  # fmt: skip
     enqueuer = Enqueuer(queues, TOTAL, log)
     try:
-        command.wait_for_log(r"Worker process started", 30)
+        command.wait_for_log(r"Worker process started")
         enqueuer.start()
         wait_until(lambda: len(executions(log)) >= TOTAL // 3, "a third of the tasks ran", 60)
         fail_over()
