@@ -84,6 +84,7 @@ class Prefetcher(RoleThread):
         self.runners = runners  # how many tasks this process can run at once
         if limited:
             buffer.runner_freed = threading.Event()
+        self._no_runner_for: set[str] = set()  # limited queues the last refill had no runner for
         self._awaiting_runner = False  # a limited queue's tasks wait for a runner to be free
         self._acks_behind_since: float | None = None  # when the hold for acks began
         self._acks_behind_warned = False
@@ -205,12 +206,15 @@ class Prefetcher(RoleThread):
         2`` served by two processes of one thread ran one task at a time). A count cut to 0
         peeks: whether tasks wait there (docs/schedules.md, Per-queue limits)."""
         self._awaiting_runner = False
+        self._no_runner_for.clear()
         if not self.limited.intersection(counts):
             return counts
         assert self.buffer.runner_freed is not None  # set for a process with limited queues
         self.buffer.runner_freed.clear()  # before the count: a task done after it sets it
         room = max(0, self.runners() - self.buffer.outstanding())
         for queue in counts.keys() & self.limited:
+            if room == 0:
+                self._no_runner_for.add(queue)
             counts[queue] = min(counts[queue], room)
             room -= counts[queue]
         return counts
@@ -354,7 +358,7 @@ class Prefetcher(RoleThread):
                     self._held_back.hold(queue, None, Hold.SLOT)
             else:
                 self._plan.found(queue, acquired.found_work)  # a shard may hold work
-                if queue in self.limited and counts[queue] == 0 and acquired.found_work:
+                if queue in self._no_runner_for and acquired.found_work:
                     self._awaiting_runner = True
             if acquired.reservations:
                 self.held.add([r.lease for r in acquired.reservations])
