@@ -65,7 +65,10 @@ def test_cancel_on_every_state_is_not_told_at_least_for_the_finished_results(
 
     confirm = operator.post(ACTION_URL, {"action": "cancel", "across": "1", "next": TASKS_URL})
 
-    assert summary(confirm.content.decode()) == "1 task is READY now and matches status All states."
+    assert (
+        summary(confirm.content.decode())
+        == "1 task is READY or delayed now and matches status All states."
+    )
     assert backend.get_result(ready).status == TaskResultStatus.READY
 
 
