@@ -7,6 +7,7 @@ before a worker or reaper starts (docs/scaling.md, Changing the shard count).
 
 from collections.abc import Iterable
 
+from ..codec.text import digits_int
 from .core import BrokerCore
 from .keys import SHARD_SEPARATOR, queue_parts
 
@@ -52,8 +53,9 @@ class Layouts(BrokerCore):
         counts: dict[str, set[int]] = {queue: {1} for queue in queues}
         for member in recorded:
             queue, _, shards = member.decode(errors="replace").rpartition(SHARD_SEPARATOR)
-            if queue in counts and shards.isascii() and shards.isdigit() and int(shards) > 1:
-                counts[queue].add(int(shards))
+            count = digits_int(shards)
+            if queue in counts and count is not None and count > 1:
+                counts[queue].add(count)
         return {
             queue: sorted(shards - {self.settings.shards_of(queue)})
             for queue, shards in counts.items()

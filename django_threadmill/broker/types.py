@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
+from ..codec.text import digits_int
 from ..exceptions import BrokerUnavailable
 
 
@@ -33,9 +34,10 @@ def stored_note(text: str) -> tuple[int | None, str, str]:
     as ``(None, "", text)``."""
     stamp, _, rest = text.partition(" ")
     who, separator, what = rest.partition(": ")
-    if not (stamp.isascii() and stamp.isdigit()) or not separator:  # int() refuses "²"
+    written_ms = digits_int(stamp)
+    if written_ms is None or not separator:
         return None, "", text
-    return int(stamp), who, what
+    return written_ms, who, what
 
 
 def stored_lines(value: str | None) -> list[str]:

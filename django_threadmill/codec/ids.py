@@ -11,6 +11,7 @@ import socket
 from secrets import token_hex
 
 from ..wording import a_type
+from .text import digits_int
 
 TASK_ID_SEPARATOR = "@"  # outside the queue-name alphabet (conf/settings.py)
 WORKER_ID_PATTERN = re.compile(r"^(?P<host>[^:]+):(?P<pid>\d+):[^:]*$")
@@ -76,5 +77,5 @@ def read_step_marker(marker: str | None) -> tuple[str, int] | None:
     such field written by hand killed the worker thread and every reap pass that read it.
     """
     workflow_id, _, index = (marker or "").partition(":")
-    whole = index.isascii() and index.isdigit()
-    return (workflow_id, int(index)) if workflow_id and whole else None
+    step = digits_int(index)
+    return (workflow_id, step) if workflow_id and step is not None else None

@@ -19,6 +19,7 @@ from ..exceptions import PayloadError
 from ..retry import MAX_ATTEMPTS
 from ..wording import a_type
 from .jsoncodec import dumps, refuse_key_clash
+from .text import digits_int
 from .times import from_ms
 
 STATUS_OF_STATE = {
@@ -182,9 +183,7 @@ def attempted_ms(record: dict[str, str]) -> str | None:
 
 def errors_of(record: dict[str, str]) -> list[TaskError]:
     """Return the stored errors of a record, one per failed attempt, oldest first."""
-    stored = record.get("nerrors", "")
-    whole = stored.isascii() and stored.isdigit()  # as the scripts read it (common.lua)
-    count = int(stored) if whole else 0  # garbage reads as none, as scripts do
+    count = digits_int(record.get("nerrors", "")) or 0  # garbage reads as none (common.lua)
     if count > MAX_ATTEMPTS:  # damage, which the scripts set aside: not a million reads here
         count = 0
     return [parse_error(record.get(f"error:{n}", "")) for n in range(1, count + 1)]

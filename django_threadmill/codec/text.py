@@ -9,6 +9,13 @@ refused where it comes in (docs/reliability.md, Text that UTF-8 cannot hold).
 from ..wording import a_type
 
 
+def digits_int(text: str) -> int | None:
+    """Return ``text`` as a whole number if it is ASCII digits only, as Redis scripts write
+    numbers, else None: ``isdigit`` takes "²", which ``int()`` refuses, and ``int()`` takes "٣",
+    which no script reads (a field written by hand)."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def utf8_text(value: object, what: str) -> str:
     """Return ``value`` if it is a str UTF-8 can encode, else raise naming ``what`` and the fix."""
     if not isinstance(value, str):

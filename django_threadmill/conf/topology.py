@@ -21,6 +21,7 @@ import redis.cluster
 import redis.connection
 from redis.connection import parse_url
 
+from ..codec.text import digits_int
 from ..exceptions import ImproperlyConfiguredThreadmill
 from .bounds import ONE_DAY, POOL_RULES, ValueReader, option, read_seconds
 
@@ -209,7 +210,7 @@ def read_location(alias: str, location: object) -> str:
     if not port_usable:
         raise _bad_port(shown, "e.g. 'redis://localhost:6379/0'")
     for db in _databases(location):
-        if not (db.isascii() and db.isdigit()):
+        if digits_int(db) is None:
             raise ImproperlyConfiguredThreadmill(
                 f"{shown}, whose database {db!r} is not a whole number. Use a database number "
                 "from 0 up, e.g. 'redis://localhost:6379/0' or 'unix:///run/redis.sock?db=0'."

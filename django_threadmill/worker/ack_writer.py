@@ -8,8 +8,8 @@ the same batch with capped backoff; a result Redis refuses as too large ends its
 the rest of its batch is written (worker/refused.py).
 
 Hand-over waits for nobody and wakes nobody while the writer is busy: items go on a
-deque, and the writer's doorbell rings only when it sleeps (an outcome's size is added to the
-backlog's under a lock held for that addition only, about 0.2 µs). Waking the writer once per item
+deque, and the writer's doorbell rings only when it sleeps (an outcome's size is counted on a
+deque too: worker/held_chars.py). Waking the writer once per item
 handed the GIL to it once per task, so at four threads it sent ten times smaller batches.
 
 Progress reports (worker/progress.py) ride along: the waiting ones go with the first finish
@@ -29,6 +29,7 @@ from ..broker import Ack, Broker, Finish, Lease, ProgressReport, Rejected, Start
 from ..broker.transitions import FINISH_CALL_CHARS
 from ..exceptions import BrokerUnavailable
 from .backoff import ACK_BACKOFF
+from .held_chars import HeldChars
 from .leases import HeldLeases
 from .progress import PendingProgress
 from .refused import finish_apart, may_carry_refused
@@ -110,11 +111,9 @@ class AckWriter(RoleThread):
         self._asleep_until_rung = False  # ... and holds no start: only then does a start ring
         self._in_hand = 0  # taken from the inbox and not yet written; only the writer changes it
         self._holding = 0  # of those, start notices held back until due; only the writer
-        # Characters of results and errors submitted (by any thread, under the lock) and
-        # written or given up (only the writer): what the backlog holds in memory.
-        self._chars_lock = threading.Lock()
-        self._chars_in = 0
-        self._chars_out = 0
+        # Characters of results and errors submitted (+, any thread) and written or given up
+        # (-, the writer): what the backlog holds in memory.
+        self._chars = HeldChars()
         self._metrics_due = time.monotonic() + METRICS_SEND_S
 
     def pending(self) -> int:
@@ -135,11 +134,9 @@ class AckWriter(RoleThread):
     def backlog_chars(self) -> int:
         """Return how many characters of results and errors were submitted and not written
         (or given up) yet: the memory the backlog holds, which its count does not bound, as
-        one result may be up to ``max_result_bytes``. Read without the lock: both counts
-        only grow, and the written one is read first, so a reader may count one twice but
-        never misses one."""
-        written = self._chars_out
-        return self._chars_in - written
+        one result may be up to ``max_result_bytes``. One reader only (the prefetcher): a
+        result is counted in before it is queued, and out only once written."""
+        return self._chars.total()
 
     def unwritten(self) -> int:
         """Return how many starts and outcomes were dropped at shutdown or are not written
@@ -171,8 +168,7 @@ class AckWriter(RoleThread):
 
     def _count_in(self, finish: Finish) -> None:
         """Count ``finish``'s value in the backlog's characters, before it is queued."""
-        with self._chars_lock:  # several threads submit; uncontended, it wakes nobody
-            self._chars_in += len(finish.value)
+        self._chars.add(len(finish.value))
 
     def wake(self) -> None:
         """Queue the end: the writer flushes everything queued before it, then ends."""
@@ -306,7 +302,7 @@ class AckWriter(RoleThread):
         # Starts taken in this batch stay in hand while held; everything else is done now
         # (counted dropped first: ``unwritten`` may count one twice, never miss one).
         self.dropped += dropped
-        self._chars_out += sum(len(finish.value) for finish in finishes)
+        self._chars.add(-sum(len(finish.value) for finish in finishes))
         self._in_hand -= len(batch) - sum(isinstance(item, Start) for item in batch)
         self._in_hand -= len(due) + elided
         for event in waiters:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from enum import Enum
 
 from ..broker import Reservation
+from .held_chars import HeldChars
 
 
 class Turn(Enum):
@@ -33,10 +34,7 @@ class TaskBuffer:
         self.saw_async = False  # an async task came: read-ahead covers the event loop too
         self._waiting: queue.SimpleQueue[Reservation | Turn] = queue.SimpleQueue()
         self._async_waiting: deque[Reservation] = deque()  # append and popleft are atomic
-        # Characters put in (+) and taken (-), summed by ``waiting_chars``: an append per task
-        # and no lock, as for the tasks themselves.
-        self._char_changes: deque[int] = deque()
-        self._waiting_chars = 0  # the sum so far; only ``waiting_chars`` changes it
+        self._chars = HeldChars()  # of the tasks waiting: put in (+) and taken (-)
         self._room = threading.Event()  # set when the prefetcher may refill
         self._outstanding = 0  # put in and not yet done: waiting or running
         # Set at each task done, once the prefetcher serves a queue with a concurrency limit:
@@ -75,9 +73,7 @@ class TaskBuffer:
         """Return the characters of payloads and earlier errors of the tasks waiting: the
         memory the read-ahead holds, which its count does not bound. One reader only (the
         prefetcher)."""
-        while self._char_changes:
-            self._waiting_chars += self._char_changes.popleft()
-        return self._waiting_chars
+        return self._chars.total()
 
     def free_slots(self, stop: threading.Event) -> int:
         """Block until half the buffer is free (or ``stop`` is set, or it closes); return room."""
@@ -100,7 +96,7 @@ class TaskBuffer:
         with self._outstanding_lock:
             self._outstanding += len(reservations)
         to_loop = False
-        self._char_changes.append(sum(map(chars_of, reservations)))
+        self._chars.add(sum(map(chars_of, reservations)))
         for reservation in reservations:
             if self.is_async(reservation):
                 self._async_waiting.append(reservation)
@@ -127,7 +123,7 @@ class TaskBuffer:
             with self._outstanding_lock:
                 self._retiring -= 1
         else:
-            self._char_changes.append(-chars_of(item))
+            self._chars.add(-chars_of(item))
         self._taken()
         return item
 
@@ -140,7 +136,7 @@ class TaskBuffer:
             except IndexError:
                 break
         if taken:
-            self._char_changes.append(-sum(map(chars_of, taken)))
+            self._chars.add(-sum(map(chars_of, taken)))
             self._taken()
         return taken
 
@@ -187,7 +183,7 @@ class TaskBuffer:
             unstarted.append(self._async_waiting.popleft())
         with self._outstanding_lock:
             self._outstanding -= len(unstarted)
-        self._char_changes.append(-sum(map(chars_of, unstarted)))
+        self._chars.add(-sum(map(chars_of, unstarted)))
         self._waiting.put(Turn.CLOSED)
         self._room.set()
         return unstarted + late
