@@ -3,12 +3,14 @@
 The commands, the worker's processes, the admin and the metrics view all look aliases up here.
 """
 
+import reprlib
+
 from django.conf import settings
 from django.utils.module_loading import import_string
 
 from .backend import ThreadmillTaskBackend
 from .broker.inspect.source import Source
-from .compat import task_backends
+from .compat import BaseTaskBackend, task_backends
 from .exceptions import ImproperlyConfiguredThreadmill
 from .wording import a_type
 
@@ -32,6 +34,12 @@ def threadmill_aliases() -> list[str]:
 
 def threadmill_backend(alias: str) -> ThreadmillTaskBackend:
     """Return the backend of ``alias``; raise, naming the aliases that would do, if it is none."""
+    if not isinstance(alias, str):  # a list failed as "unhashable type"; a backend, as no alias
+        named = alias.alias if isinstance(alias, BaseTaskBackend) else "default"
+        raise TypeError(
+            f"A backend is named by its alias in TASKS, a str, not {a_type(alias)}: "
+            f"{reprlib.repr(alias)}. Pass e.g. {named!r}."
+        )
     if alias not in getattr(settings, "TASKS", {}):
         raise ImproperlyConfiguredThreadmill(
             f"TASKS has no backend {alias!r}. Use an alias of a ThreadmillTaskBackend in TASKS "

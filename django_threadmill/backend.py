@@ -10,9 +10,11 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .broker import Broker, checked_batch_size
+from .broker.inspect.source import Source
 from .checks import check_backend
 from .codec.ids import looked_up_id
 from .codec.results import error_json
+from .codec.text import utf8_text
 from .codec.times import naive_zone_name, now_ms, reads_back
 from .compat import (
     TASK_MAX_PRIORITY,
@@ -167,6 +169,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         Return False, changing nothing, if the task is reserved, running or finished.
         Raise ``TaskResultDoesNotExist`` for an unknown id.
         """
+        reason = utf8_text(reason, "cancel() reason")
         error = error_json(Cancelled.before_it_ran(reason))
         state = self.broker.cancel(_checked_id(result_id), error, now_ms())
         if state == "missing":
@@ -199,15 +202,24 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         """Delete the finished results of ``queue_name`` (SUCCESSFUL, FAILED, or both).
 
         Waiting and running tasks are never touched. Return how many results were deleted.
+        ``queue_name`` is a queue of QUEUES (any, when it is empty) or one Redis knows, as in
+        the admin; any other raises ``ImproperlyConfiguredThreadmill`` naming them, so a
+        misspelt one is not read as a queue with nothing to delete.
         """
         if status not in (None, TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED):
+            why = (
+                "cannot purge unfinished tasks"
+                if status in TaskResultStatus.values
+                else "names no task status"
+            )
             raise ValueError(
-                f"purge_finished(status={status!r}) cannot purge unfinished tasks. Pass "
-                "TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED or None for both."
+                f"purge_finished(status={status!r}) {why}. Pass TaskResultStatus.SUCCESSFUL, "
+                "TaskResultStatus.FAILED or None for both."
             )
         state = "" if status is None else str(status).lower()
         batch_size = checked_batch_size(batch_size, f"purge_finished(batch_size={batch_size!r})")
-        return self.broker.purge(check_queue_name(queue_name), state=state, batch_size=batch_size)
+        queue = Source(self.broker, frozenset(self.queues)).known_queue(queue_name)
+        return self.broker.purge(queue, state=state, batch_size=batch_size)
 
     def check(self, **kwargs: Any) -> list[Any]:
         return [*super().check(**kwargs), *check_backend(self)]

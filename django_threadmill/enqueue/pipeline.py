@@ -37,12 +37,30 @@ type Announcer = Callable[[type, list[TaskResult]], None]
 READ_BACK_TRIES = 3
 
 
+def is_call(args: object, kwargs: object) -> bool:
+    """Tell whether ``args`` is a tuple or list and ``kwargs`` a dict: a str given as args
+    would be stored as its letters, one argument each, and a dict as its keys."""
+    return isinstance(args, tuple | list) and isinstance(kwargs, dict)
+
+
+def checked_call(args: object, kwargs: object) -> Call:
+    """Return the arguments of ``enqueue(task, args, kwargs)``, or raise naming the fix."""
+    if is_call(args, kwargs):
+        return args, kwargs  # type: ignore[return-value]
+    raise TypeError(
+        f"enqueue() takes args as a tuple or list and kwargs as a dict; it was given "
+        f"args={reprlib.repr(args)}, {a_type(args)}, and kwargs={reprlib.repr(kwargs)}, "
+        f"{a_type(kwargs)}. Pass e.g. backend.enqueue(task, (1, 2), {{'c': 3}}), or call "
+        "task.enqueue(1, 2, c=3)."
+    )
+
+
 def call_of(number: int, item: object) -> Call:
     """Return one item of ``enqueue_many`` as ``(args, kwargs)``, or raise naming that shape:
     a tuple of one string would otherwise be unpacked into its letters."""
     if isinstance(item, tuple | list) and len(item) == 2:
         args, kwargs = item
-        if isinstance(args, tuple | list) and isinstance(kwargs, dict):
+        if is_call(args, kwargs):
             return args, kwargs
     raise TypeError(
         "enqueue_many() takes (args, kwargs) pairs, such as ((1, 2), {'c': 3}); call "
@@ -102,7 +120,7 @@ class EnqueuePipeline:
         With ``enqueue_on_commit``, inside a transaction the write waits for its commit. A
         unique task equal to an unfinished one returns that task's result and stores nothing.
         """
-        new, result = prepare(task, args, kwargs, broker=self.broker)
+        new, result = prepare(task, *checked_call(args, kwargs), broker=self.broker)
         if self._stored_at_commit(task, [(new, result)]):
             return result
         [stored] = self._stored_or_held([(new, result)])
@@ -114,7 +132,7 @@ class EnqueuePipeline:
         Django refuses atomic() in async code, so this writes at once unless a project entered
         one anyway (DJANGO_ALLOW_ASYNC_UNSAFE): then, with enqueue_on_commit, it waits for it.
         """
-        new, result = prepare(task, args, kwargs, broker=self.broker)
+        new, result = prepare(task, *checked_call(args, kwargs), broker=self.broker)
         if self._stored_at_commit(task, [(new, result)]):
             return result
         tries = READ_BACK_TRIES  # as in _stored_or_held

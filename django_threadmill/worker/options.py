@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ..backend import ThreadmillTaskBackend
 from ..conf.settings import check_queue_name
 from ..exceptions import ImproperlyConfiguredThreadmill
+from ..wording import a_type
 
 MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a crash strands too much
 # Worker threads one process may start with (--threads) or grow to (--max-threads): each costs
@@ -69,6 +70,11 @@ def served_queues(backend: ThreadmillTaskBackend, asked: Iterable[str] | None) -
         raise TypeError(
             f"queues={asked!r} is one string, not a list of queue names. Pass a list, e.g. "
             f"queues=[{asked!r}]."
+        )
+    if asked is not None and not isinstance(asked, Iterable):
+        raise TypeError(
+            f"queues={asked!r} is {a_type(asked)}, not a list of queue names. Pass a list, e.g. "
+            "queues=['default'], or None for every queue in QUEUES."
         )
     if asked is None:
         queues = sorted(backend.queues)

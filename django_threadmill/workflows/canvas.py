@@ -11,6 +11,7 @@ from typing import Any
 
 from ..codec.results import cut_to
 from ..compat import Task
+from ..enqueue.pipeline import is_call
 from .launch import alaunch, launch
 from .plan import Input, Plan
 from .result import WorkflowResult
@@ -50,6 +51,12 @@ class Step(Workflow):
             raise TypeError(
                 f"step() takes a task (a function decorated with @task), not {_shown(self.task)}. "
                 "Decorate it with @task, or pass the task it returns."
+            )
+        if not is_call(self.args, self.kwargs):  # a str would be stored as its letters
+            raise TypeError(
+                f"Step() takes args as a tuple or list and kwargs as a dict, not "
+                f"args={_shown(self.args)} and kwargs={_shown(self.kwargs)}. Write "
+                "step(task, *args, **kwargs) instead."
             )
 
     def plan_into(self, plan: Plan, given: Input) -> Input:
