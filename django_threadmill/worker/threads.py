@@ -3,11 +3,13 @@
 import threading
 import time
 from collections.abc import Callable
+from contextvars import copy_context
 
 from ..broker import Reservation
 from ..codec.times import run_time_ms
 from .buffer import Turn
 from .db_connections import close_thread_connections, mark_worker_thread
+from .isolation import keep_thread_caches
 from .runner import RunnerParts, TaskRunner
 
 # A task the watchdog gave up on: it, its start (ms, wall clock), how long it ran (ms, monotonic).
@@ -37,6 +39,7 @@ class WorkerThread(TaskRunner):
 
     def loop(self) -> None:
         mark_worker_thread()
+        keep_thread_caches()
         try:
             self._take_and_run()
         finally:
@@ -54,7 +57,9 @@ class WorkerThread(TaskRunner):
                 self.retired = True
                 return
             self.busy = True
-            ran = self._run_one(item)
+            # In a fresh copy of this thread's context, which no task runs in: what one task
+            # sets there is not the next one's (worker/isolation.py).
+            ran = copy_context().run(self._run_one, item)
             self.busy = False
             if ran:  # counted once this thread is free: a recycle it sets off counts it out
                 self.finished += 1
