@@ -83,17 +83,22 @@ def calls_of(calls: object) -> list[Call]:
     return [call_of(number, item) for number, item in enumerate(items)]
 
 
+def _refusal(task: Task, number: int, total: int) -> str:
+    """Say that call ``number`` of an ``enqueue_many`` (counted from 0, as ``call_of``
+    counts) was refused, and that none of the batch was stored."""
+    return (
+        f"Call {number} (counting from 0) of enqueue_many() for task {task.module_path!r} "
+        f"was refused, so none of its {total} calls were stored"
+    )
+
+
 def _refused_call(
     error: TypeError | ValueError, task: Task, number: int, total: int
 ) -> TypeError | ValueError:
-    """Return ``error``, raised by call ``number`` of an ``enqueue_many`` (counted from 0, as
-    ``call_of`` counts), naming that call and saying that none of the batch was stored."""
+    """Return ``error``, raised by call ``number`` of an ``enqueue_many``, naming that call."""
     # The base type: a subclass may take other constructor arguments (UnicodeError does).
     kind = TypeError if isinstance(error, TypeError) else ValueError
-    return kind(
-        f"Call {number} (counting from 0) of enqueue_many() for task {task.module_path!r} "
-        f"was refused, so none of its {total} calls were stored: {error}"
-    )
+    return kind(f"{_refusal(task, number, total)}: {error}")
 
 
 class EnqueuePipeline:
@@ -166,6 +171,9 @@ class EnqueuePipeline:
                 prepared.append(prepare(task, args, kwargs, broker=self.broker))
             except (TypeError, ValueError) as exc:
                 raise _refused_call(exc, task, number, len(calls)) from exc
+            except Exception as exc:  # from the task's unique_key: its own error, kept as is
+                exc.add_note(f"{_refusal(task, number, len(calls))}.")
+                raise
         return prepared
 
     def enqueue_guarded(
