@@ -85,7 +85,8 @@ class ThreadmillModelAdmin(admin.ModelAdmin):
         return f"{self.opts.app_label}_{self.opts.model_name}_{suffix}"
 
     def guarded(self, view: View, *, change: bool = False) -> View:
-        """Wrap ``view`` in admin_view, require the view (or change) permission, show outages."""
+        """Wrap ``view`` in admin_view, require the view (or change) permission, show outages
+        and what was not found."""
 
         def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             allowed = (
@@ -98,6 +99,12 @@ class ThreadmillModelAdmin(admin.ModelAdmin):
             except BrokerUnavailable as exc:
                 return self.render(
                     request, "unavailable.html", "Redis is unavailable", {"error": str(exc)}, 503
+                )
+            except Http404 as exc:
+                # Django's own 404 page drops the message unless DEBUG is on: an operator
+                # following a link to a result that expired meanwhile read a bare "Not Found".
+                return self.render(
+                    request, "unavailable.html", "Not found", {"error": str(exc)}, 404
                 )
 
         return self.admin_site.admin_view(update_wrapper(inner, view))
