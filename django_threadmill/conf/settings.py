@@ -44,7 +44,9 @@ from .topology import (
 DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
 ENTRY_KEYS = ("BACKEND", "LOCATION", "QUEUES", "OPTIONS")  # what a TASKS entry may hold
 # Matched whole (fullmatch): a "$" would let a name ending in a line break by.
-QUEUE_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+# Not "." or "..": the admin puts a queue's name in its URLs' paths, where browsers read those
+# as "here" and "up" (a queue ".." could not be paused from a browser).
+QUEUE_NAME_PATTERN = re.compile(r"(?!\.\.?\Z)[A-Za-z0-9_.-]{1,64}")
 KEY_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 # A task payload above this many bytes is refused at enqueue (Redis itself allows 512 MB).
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -295,6 +297,6 @@ def check_queue_name(name: object) -> str:
     if not isinstance(name, str) or not QUEUE_NAME_PATTERN.fullmatch(name):
         raise ImproperlyConfiguredThreadmill(
             f"Queue name {name!r} is not valid for ThreadmillTaskBackend. Use 1-64 letters, "
-            "digits, '_', '.' or '-'."
+            "digits, '_', '.' or '-', other than '.' or '..' (URLs read those as paths)."
         )
     return name

@@ -133,7 +133,7 @@ def test_bad_queue_name_is_refused(redis_url: str, key_prefix: str, nothing_writ
     setting = tasks_setting(redis_url, key_prefix)
     message = (
         "Queue name 'a b' is not valid for ThreadmillTaskBackend. Use 1-64 letters, digits, "
-        "'_', '.' or '-'."
+        "'_', '.' or '-', other than '.' or '..' (URLs read those as paths)."
     )
     with (
         override_settings(TASKS={"default": {**setting["default"], "QUEUES": []}}),
