@@ -216,6 +216,11 @@ def queue_parts(alias: str, queue_name: str, shards: int) -> tuple[str, ...]:
     return tuple(_spread_part(alias, queue_name, k, shards) for k in range(shards))
 
 
+def queue_of_part(part: str) -> str:
+    """Return the queue whose keys ``part`` (one of ``queue_parts``) names."""
+    return part.partition(SHARD_SEPARATOR)[0]
+
+
 def _spread_part(alias: str, queue_name: str, k: int, shards: int) -> str:
     for salt in count():
         part = f"{queue_name}{SHARD_SEPARATOR}{k}of{shards}.{salt}"

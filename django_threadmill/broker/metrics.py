@@ -22,6 +22,7 @@ What it costs).
 
 import itertools
 import logging
+import math
 import secrets
 import threading
 from bisect import bisect_left
@@ -50,6 +51,9 @@ MAX_UNSENT_DONE_IDS = 100_000
 # How long metrics.lua remembers a sender's last send (ms): a send whose reply was lost is
 # counted once if sent again within this; the ack writer tries again every second.
 SENT_TTL_MS = 3600 * 1000
+# How often a sender marks a task path it counts in one shard of a queue as seen in the queue's
+# other shards (s): as often as metrics.lua writes a path's time, far within PATH_TTL_MS.
+SHARE_PATHS_EVERY_S = 3600
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +177,9 @@ class Tally:
         # backend (and its broker) may be one per thread.
         self.sender = secrets.token_hex(8)
         self._numbers = itertools.count(1)
+        # (queue, path) pairs marked seen in every shard of their queue since _shared_from.
+        self._shared: set[tuple[str, str]] = set()
+        self._shared_from = -math.inf
 
     def after_fork(self) -> None:
         """Start a forked child's tally empty: what the parent counted is the parent's to send
@@ -261,6 +268,17 @@ class Tally:
             }
         _warn_dropped(dropped)
         return taken
+
+    def unshared(self, counted: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Return the (queue, path) pairs of ``counted`` not marked seen in every shard of
+        their queue within SHARE_PATHS_EVERY_S, and take them as marked now."""
+        now = monotonic()
+        with self._lock:
+            if now - self._shared_from >= SHARE_PATHS_EVERY_S:
+                self._shared, self._shared_from = set(), now
+            fresh = [pair for pair in counted if pair not in self._shared]
+            self._shared.update(fresh)
+        return fresh
 
     def put_back(self, parts: dict[str, PartTally], *, maybe_counted: bool = False) -> None:
         """Keep what a send did not deliver for the next send.

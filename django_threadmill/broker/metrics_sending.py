@@ -2,10 +2,12 @@
 call per queue part, on the caller's clock (docs/observability.md, What it costs)."""
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 
 from ..exceptions import BrokerUnavailable, MaybeApplied
 from .core import BrokerCore
+from .keys import queue_of_part
 from .metrics import MAX_TASK_PATHS, MINUTE_TTL_MS, PATH_TTL_MS, SENT_TTL_MS, PartTally
 from .scripts import ScriptCall, ScriptName
 
@@ -32,6 +34,7 @@ class MetricsSending(BrokerCore):
         """
         with self.tally.sending():
             parts = self.tally.take()
+            self._share_paths(parts)
             ttl_ms = self.settings.result_ttl_ms
             if ttl_ms is not None:
                 for queue in trimming:
@@ -42,6 +45,26 @@ class MetricsSending(BrokerCore):
             calls = [self._metrics_call(part, tally) for part, tally in parts.items()]
             left = self._send_tallies(parts, calls)
         return [queue for queue in trimming if not left.isdisjoint(self.parts(queue))]
+
+    def _share_paths(self, parts: dict[str, PartTally]) -> None:
+        """Mark each task path ``parts`` count in a shard of a queue as seen in every shard.
+
+        metrics.lua forgets a path per part, once no send counted it there for PATH_TTL_MS;
+        a sharded queue spreads a path's runs over its shards, so a shard the path had not
+        landed in for that long dropped its series while it ran in the others, and the
+        queue's sum of them fell (docs/observability.md, Families). Marked once an hour per
+        sender (``Tally.unshared``): an entry with no counts, riding the shard's send if it
+        has one, else a call of its own.
+        """
+        counted = {
+            (queue, path)
+            for part, tally in parts.items()
+            if self.settings.shards_of(queue := queue_of_part(part)) > 1
+            for path in tally.recent
+        }
+        for queue, path in self.tally.unshared(counted) if counted else ():
+            for part in self.parts(queue):
+                parts.setdefault(part, PartTally()).recent.setdefault(path, Counter())
 
     def _metrics_call(self, part: str, tally: PartTally) -> ScriptCall:
         """Return the metrics.lua call that sends ``tally`` to ``part``; one that carries
