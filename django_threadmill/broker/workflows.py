@@ -12,7 +12,9 @@ mark.lua. Its fields:
   found them all succeeded, so a group's members do not each read every member before them),
   ``next:i`` (the steps whose input takes its value), ``e:i`` (``due``, then ``enqueued``),
   ``s:i`` (how it ended), ``v:i`` (its result JSON), ``x:i`` (why it was not run);
-- ``succeeded``: how many steps succeeded.
+- ``succeeded``: how many steps succeeded;
+- ``trace``: the launch span's context (W3C trace context as JSON, as a payload's ``trace``),
+  written only when the launch was traced: the later steps are enqueued in its trace.
 
 A step's record carries ``workflow`` = ``<workflow id>:<step>``; finish.lua and cancel.lua
 push the id of such a step that ended onto its queue's outbox in the call that records it,

@@ -4,20 +4,23 @@ The enqueue span's context travels in the task's payload (``"trace"``, W3C trace
 written by the client, so no Lua reads it), and the execution span links to it: a trace
 viewer goes from the request that enqueued to the run, however long the task waited. A failed
 attempt's run span names its exception (``record_failure``, called where every failed outcome
-is built). Without opentelemetry-api the decorators hand back the function they were given: no
-cost; with the API but no SDK they call it straight away. A tracer that raises (a span
-processor, sampler or propagator of the project's SDK) is logged and left out: it fails no
-enqueue and no task.
+is built). A workflow is one trace: its launch span's context is kept in its hash too, a
+drainer's enqueue span of each later step is a child of it, and a step's run span is a child
+of the span that enqueued it (docs/observability.md, Workflows). Without opentelemetry-api the
+decorators hand back the function they were given: no cost; with the API but no SDK they call
+it straight away. A tracer that raises (a span processor, sampler or propagator of the
+project's SDK) is logged and left out: it fails no enqueue and no task.
 """
 
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, cast
 
+from ..codec.ids import read_step_marker
 from ..codec.results import error_text
 from ..compat import Task
 
@@ -36,6 +39,7 @@ logger = logging.getLogger(__name__)
 TRACER_NAME = "django_threadmill"
 CARRIER_KEY = "trace"  # payload key of the enqueuing span's context
 ATTRIBUTE_PREFIX = "threadmill."
+WORKFLOW_SPAN = "enqueue workflow"  # the span of a workflow's launch
 _sdk_seen = False  # set once a real tracer provider is found: one can never be unset
 # The most characters of a failed run span's status description: a trace viewer shows it in a
 # list, where the whole message (up to MAX_ERROR_TEXT_CHARS) is the exception event's.
@@ -74,6 +78,7 @@ type AsyncEnqueue = Callable[..., Awaitable["TaskResult"]]
 type Run = Callable[..., "Finish | None"]  # (executor, reservation, started_ms, claim=...)
 type AsyncRun = Callable[[Any, "Reservation", int], Awaitable["Finish"]]
 type TimedOut = Callable[[Any, "Reservation", int, "TaskTimeout"], "Finish"]
+type Launch = Callable[[Any], Any]  # workflows/launch.py: (root) -> WorkflowResult
 
 
 def _attributes(path: str, queue: str, **more: str | int) -> dict[str, str | int]:
@@ -201,6 +206,65 @@ def traced_aenqueue[E: AsyncEnqueue](aenqueue: E) -> E:
     return cast(E, traced)  # called as ``aenqueue`` is, returning what it returns
 
 
+def traced_launch[L: Launch](launch: L) -> L:
+    """Wrap a workflow's launch in a producer span ``enqueue workflow``: its first steps, and
+    the workflow's hash (for the later ones, ``enqueue_step_span``), carry its context."""
+    if trace is None:
+        return launch
+
+    @wraps(launch)
+    def traced(root: Any) -> Any:
+        if not _tracing():
+            return launch(root)
+        with _guarded(
+            lambda: trace.get_tracer(TRACER_NAME).start_as_current_span(
+                WORKFLOW_SPAN, kind=trace.SpanKind.PRODUCER
+            ),
+            WORKFLOW_SPAN,
+        ) as span:
+            launched = launch(root)
+            span.set_attribute(ATTRIBUTE_PREFIX + "workflow.id", launched.id)
+            span.set_attribute(ATTRIBUTE_PREFIX + "task.count", len(launched.steps))
+            return launched
+
+    return cast(L, traced)  # called as ``launch`` is, returning what it returns
+
+
+def stored_carrier() -> str | None:
+    """Return the current span's context as the JSON a workflow's hash keeps (``trace``),
+    or None when there is none to keep (no OpenTelemetry, no SDK, no span)."""
+    found = carrier()
+    return json.dumps(found, separators=(",", ":")) if found else None
+
+
+def enqueue_step_span(
+    launch: str | None, path: str, queue: str, *, task_id: str, workflow_id: str, step: int
+) -> AbstractContextManager[Any]:
+    """Open the producer span of a workflow step a drainer enqueues, a child of the span that
+    launched the workflow (``launch``: the hash's ``trace``), whatever span is current; the
+    step carries its context. Nothing when the workflow was launched untraced, as before."""
+    if trace is None or launch is None or not _tracing():
+        return nullcontext()
+    try:
+        launched = _read_carrier(json.loads(launch))
+    except (ValueError, RecursionError):  # not written by a launch: the step goes untraced
+        launched = None
+    if launched is None:
+        return nullcontext()
+    name = f"enqueue {path}"
+    return _guarded(
+        lambda: trace.get_tracer(TRACER_NAME).start_as_current_span(
+            name,
+            context=_child_of(launched),
+            kind=trace.SpanKind.PRODUCER,
+            attributes=_attributes(
+                path, queue, task_id=task_id, workflow_id=workflow_id, workflow_step=step
+            ),
+        ),
+        name,
+    )
+
+
 def _links(payload: str) -> list[Any]:
     """Return a link to the enqueuing span stored in ``payload``, if there is one.
 
@@ -208,17 +272,37 @@ def _links(payload: str) -> list[Any]:
     nothing: the propagator takes text headers only (a number makes it raise), and this runs
     in the worker thread before the task does.
     """
+    context = _enqueued_by(payload)
+    return [] if context is None else [trace.Link(context)]
+
+
+def _enqueued_by(payload: str) -> Any | None:
+    """Return the span context of the enqueue stored in ``payload``, None when there is none
+    or it cannot be read (``_links``)."""
     if f'"{CARRIER_KEY}":' not in payload:
-        return []
+        return None
     try:
         stored = json.loads(payload).get(CARRIER_KEY)
     except (ValueError, AttributeError, RecursionError):  # the executor says what is wrong
-        return []
+        return None
+    return _read_carrier(stored)
+
+
+def _child_of(span_context: Any | None) -> Any | None:
+    """Return the context a span opened as a child of ``span_context`` is given (None: the
+    current one)."""
+    if span_context is None:
+        return None
+    return trace.set_span_in_context(trace.NonRecordingSpan(span_context))
+
+
+def _read_carrier(stored: object) -> Any | None:
+    """Return the valid span context in a stored carrier (text headers only), else None."""
     if not isinstance(stored, dict):
-        return []
+        return None
     headers = {name: value for name, value in stored.items() if isinstance(value, str)}
     context = trace.get_current_span(propagate.extract(headers)).get_span_context()
-    return [trace.Link(context)] if context.is_valid else []
+    return context if context.is_valid else None
 
 
 def _execution_span(
@@ -226,17 +310,28 @@ def _execution_span(
 ) -> AbstractContextManager[Any]:
     lease = reservation.lease
     name = f"run {lease.task_path}"
+    step = read_step_marker(reservation.workflow)
+    of_step: dict[str, str | int] = (
+        {} if step is None else {"workflow_id": step[0], "workflow_step": step[1]}
+    )
+    attributes = _attributes(
+        lease.task_path,
+        lease.queue,
+        task_id=lease.task_id,
+        attempt=len(reservation.workers) + 1,
+        **of_step,
+    )
+    if step is None:
+        context, links = None, _links(reservation.payload)
+    else:  # in its workflow's trace, a child of its enqueue (docs/observability.md, Workflows)
+        context, links = _child_of(_enqueued_by(reservation.payload)), []
     return _guarded(
         lambda: trace.get_tracer(TRACER_NAME).start_as_current_span(
             name,
+            context=context,
             kind=trace.SpanKind.CONSUMER,
-            links=_links(reservation.payload),
-            attributes=_attributes(
-                lease.task_path,
-                lease.queue,
-                task_id=lease.task_id,
-                attempt=len(reservation.workers) + 1,
-            ),
+            links=links,
+            attributes=attributes,
             end_on_exit=end_on_exit,
         ),
         name,

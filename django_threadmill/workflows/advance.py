@@ -11,6 +11,8 @@ that exists, so each step is stored exactly once (docs/workflows.md, Exactly onc
 """
 
 import logging
+from contextlib import AbstractContextManager, ExitStack
+from typing import Any
 
 from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import OUTBOX_BATCH
@@ -19,11 +21,14 @@ from ..codec.payloads import load_task
 from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, parse_error
 from ..compat import TaskError
 from ..exceptions import BrokerUnavailable, Cancelled, MaybeApplied, PartlyEnqueued, PayloadError
+from ..observability.tracing import enqueue_step_span
 from .failed_entries import RETRY_AFTER_S, FailedEntries
 from .launch import PreparedStep, enqueue_steps, step_task
 from .plan import (
+    PlannedStep,
     input_value,
     step_field,
+    step_task_id,
     stored_step,
     stored_value,
     value_field,
@@ -143,7 +148,9 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
     """
     broker = backend.broker
     # The due steps and their inputs' values only: a chain of N steps reads N in all.
-    status, *step_texts = broker.workflow_values(workflow_id, ["status", *map(step_field, due)])
+    status, launch, *step_texts = broker.workflow_values(
+        workflow_id, ["status", "trace", *map(step_field, due)]
+    )
     if status is None:
         logger.error(
             "Workflow is gone while steps were due, nothing more is enqueued workflow_id=%s",
@@ -154,39 +161,63 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
         return
     index = due[0]  # the step named when the workflow's own fields cannot be read
     groups: dict[str, list[PreparedStep]] = {}
-    try:
-        steps = {
-            j: stored_step(workflow_id, j, text) for j, text in zip(due, step_texts, strict=True)
-        }
-        inputs = list(dict.fromkeys(i for j in due for i in steps[j].waits_for()))
-        value_texts = broker.workflow_values(workflow_id, [value_field(i) for i in inputs])
-        values = {
-            i: stored_value(workflow_id, i, text)
-            for i, text in zip(inputs, value_texts, strict=True)
-        }
-        for index in due:
-            step = steps[index]
-            task = load_task(
-                step.path,
-                backend=backend.alias,
-                queue=step.queue,
-                payload={"priority": step.priority, "run_after_ms": step.run_after_ms},
+    # Each step's enqueue span, in the launch's trace, stays open until the step is stored.
+    with ExitStack() as spans:
+        try:
+            steps = {
+                j: stored_step(workflow_id, j, text)
+                for j, text in zip(due, step_texts, strict=True)
+            }
+            inputs = list(dict.fromkeys(i for j in due for i in steps[j].waits_for()))
+            value_texts = broker.workflow_values(workflow_id, [value_field(i) for i in inputs])
+            values = {
+                i: stored_value(workflow_id, i, text)
+                for i, text in zip(inputs, value_texts, strict=True)
+            }
+            for index in due:
+                step = steps[index]
+                spans.enter_context(_enqueue_span(workflow_id, step, launch))
+                prepared = _prepare(backend, workflow_id, step, values)
+                groups.setdefault(step.queue, []).append(prepared)
+        except (PayloadError, TypeError, ValueError) as exc:
+            logger.error(
+                "Workflow step cannot be enqueued, the workflow fails workflow_id=%s step=%d: %s",
+                workflow_id,
+                index,
+                exc,
             )
-            prepared = step_task(
-                backend, workflow_id, step, task, [input_value(step, values), *step.args]
-            )
-            groups.setdefault(step.queue, []).append(prepared)
-    except (PayloadError, TypeError, ValueError) as exc:
-        logger.error(
-            "Workflow step cannot be enqueued, the workflow fails workflow_id=%s step=%d: %s",
-            workflow_id,
-            index,
-            exc,
-        )
-        why = cut_to(f"not enqueued: {exc}", MAX_ERROR_TEXT_CHARS)  # copied: as _what_stopped
-        broker.advance_workflow(workflow_id, index, "failed", why)
-        return
-    enqueue_steps(backend, workflow_id, groups, [steps[index] for index in due])
+            why = cut_to(f"not enqueued: {exc}", MAX_ERROR_TEXT_CHARS)  # as _what_stopped
+            broker.advance_workflow(workflow_id, index, "failed", why)
+            return
+        enqueue_steps(backend, workflow_id, groups, [steps[index] for index in due])
+
+
+def _enqueue_span(
+    workflow_id: str, step: PlannedStep, launch: str | None
+) -> AbstractContextManager[object]:
+    """The producer span of a due ``step``, a child of its workflow's ``launch`` span (the
+    hash's ``trace``); none for a workflow launched untraced."""
+    return enqueue_step_span(
+        launch,
+        step.path,
+        step.queue,
+        task_id=step_task_id(workflow_id, step),
+        workflow_id=workflow_id,
+        step=step.index,
+    )
+
+
+def _prepare(
+    backend: ThreadmillTaskBackend, workflow_id: str, step: PlannedStep, values: dict[int, Any]
+) -> PreparedStep:
+    """Encode the due ``step`` with its input, built from ``values``, under its fixed id."""
+    task = load_task(
+        step.path,
+        backend=backend.alias,
+        queue=step.queue,
+        payload={"priority": step.priority, "run_after_ms": step.run_after_ms},
+    )
+    return step_task(backend, workflow_id, step, task, [input_value(step, values), *step.args])
 
 
 def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:

@@ -17,6 +17,7 @@ from ..enqueue.announce import announce_all, announce_guarded
 from ..enqueue.on_commit import defer_to_commit
 from ..enqueue.prepare import prepare
 from ..exceptions import BrokerUnavailable, PartlyEnqueued, WorkflowDoesNotExist
+from ..observability.tracing import stored_carrier, traced_launch
 from .plan import (
     Plan,
     Plannable,
@@ -31,6 +32,7 @@ from .stopping import stop_steps
 type PreparedStep = tuple[NewTask, TaskResult]  # a step's stored form, and its result
 
 
+@traced_launch
 def launch(root: Plannable) -> WorkflowResult:
     """Store the workflow of ``root`` and enqueue its first steps; return its result.
 
@@ -51,7 +53,9 @@ def launch(root: Plannable) -> WorkflowResult:
         if step.input is None:
             first.setdefault(step.queue, []).append(prepared)
             entry_tasks.append(task)
-    write = partial(_store, backend, workflow_id, planned, first)
+    # The launch span's context (traced_launch): the drainers enqueue the later steps in it.
+    fields = workflow_fields(planned.steps, trace=stored_carrier())
+    write = partial(_store, backend, workflow_id, planned, fields, first)
     if any(map(backend.pipeline.waits_for_commit, entry_tasks)) and defer_to_commit(write):
         return waiting_for_commit(backend, workflow_id, planned.steps)
     write()
@@ -62,9 +66,10 @@ def _store(
     backend: ThreadmillTaskBackend,
     workflow_id: str,
     planned: Plan,
+    fields: dict[str, str | int],
     first: dict[str, list[PreparedStep]],
 ) -> None:
-    """Write the workflow's hash, then its first steps, marked enqueued.
+    """Write the workflow's hash (``fields``), then its first steps, marked enqueued.
 
     A queue that refuses its steps while others are stored, or a store whose round trip was
     lost (its steps may be stored or not), would leave a workflow open for good, since only
@@ -72,7 +77,7 @@ def _store(
     cancelled, with the steps that were stored. Should the cancel fail too, the hash expires
     unless a first step was stored (docs/workflows.md, Semantics).
     """
-    backend.broker.create_workflow(workflow_id, workflow_fields(planned.steps))
+    backend.broker.create_workflow(workflow_id, fields)
     first_steps = [s for s in planned.steps if s.input is None]
     try:
         refused = store_steps(backend, workflow_id, first, first_steps)

@@ -149,9 +149,12 @@ def step_field(index: int) -> str:
     return f"p:{index}"
 
 
-def workflow_fields(steps: list[PlannedStep]) -> dict[str, str | int]:
-    """The fields of a new workflow's hash (broker/workflows.py lists them)."""
+def workflow_fields(steps: list[PlannedStep], trace: str | None = None) -> dict[str, str | int]:
+    """The fields of a new workflow's hash (broker/workflows.py lists them); ``trace`` is the
+    launch span's context, kept only when there is one."""
     fields: dict[str, str | int] = {"n": len(steps), "status": "open", "succeeded": 0}
+    if trace:
+        fields["trace"] = trace
     dependents: dict[int, list[int]] = {}
     for step in steps:
         fields[step_field(step.index)] = json.dumps(step.as_json(), separators=(",", ":"))
