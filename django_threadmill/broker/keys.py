@@ -149,6 +149,13 @@ class QueueKeys:
         """Hash of each worker process's live worker threads at its last renewal."""
         return f"{self.prefix}:threads"
 
+    @property
+    def stopped(self) -> str:
+        """Sorted set of hosts by when a worker process of theirs last signed off (ms, Redis
+        clock): ``threadmill_health`` says when a host whose processes all stopped was last
+        seen."""
+        return f"{self.prefix}:stopped"
+
     def process_wake(self, worker_id: str) -> str:
         """List a worker process blocks on besides the queues' own, so its stop wakes it.
 

@@ -36,6 +36,7 @@ class ScriptName(StrEnum):
     SET_ASIDE_EXPIRED = "set_aside_expired"
     FORGET_DAMAGED = "forget_damaged"
     ROW_FIELDS = "row_fields"
+    SIGN_OFF = "sign_off"
 
 
 # Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back work
@@ -44,6 +45,8 @@ class ScriptName(StrEnum):
 # require). Progress only overwrites four short fields of a record that is there (its note is
 # capped), and rides the finish calls: refused, it would hold up the acks it travels with. Pace
 # overwrites one short string, and a refused pace would keep reserved tasks from starting.
+# Sign-off drops a stopping process's sighting and adds one host's time: refused, the stopped
+# process would be counted live for a lease.
 # Enqueue, acquire and requeue add work, so they keep failing with a clear OOM error.
 ALLOW_OOM = frozenset(
     {
@@ -59,6 +62,7 @@ ALLOW_OOM = frozenset(
         ScriptName.PACE,
         ScriptName.SET_ASIDE,
         ScriptName.SET_ASIDE_EXPIRED,
+        ScriptName.SIGN_OFF,
     }
 )
 ALLOW_OOM_SHEBANG = "#!lua flags=allow-oom\n"  # Redis 7+ only: 6.2 reads it as a syntax error

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..codec.ids import worker_host_and_pid
 from ..exceptions import BrokerUnavailable
 from .damaged import log_set_aside
 from .keys import QueueKeys
@@ -15,7 +16,9 @@ from .progress import ProgressWrites
 from .scripts import ScriptCall, ScriptName
 from .types import Ack, Finish, Lease, ProgressReport, Rejected, Start
 
-FORGET_WORKER_MS = 24 * 3600 * 1000  # a worker silent this long is dropped from the admin list
+# A worker silent this long is dropped from the admin list; a host whose processes last signed
+# off this long ago is no longer last seen by threadmill_health.
+FORGET_WORKER_MS = 24 * 3600 * 1000
 # Most characters of results and errors one finish call carries, as the ack writer splits them (a
 # larger one goes alone; JSON as stored is ASCII, a byte each): Redis refuses a request past its
 # client-query-buffer-limit (1 GiB by default), and one big batch that keeps failing would hold
@@ -220,15 +223,20 @@ class Transitions(ProgressWrites):
     def sign_off(self, worker_id: str, served: Iterable[str]) -> None:
         """Drop ``worker_id``'s sightings from the queues in ``served``: a process that stopped
         is not counted live (the admin, ``threadmill_workers``, ``threadmill_health``) for the
-        lease_ttl its last renewal would otherwise cover."""
-        parts = [part for queue in served for part in self.parts(queue)]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for part in parts:
-                keys = self.queue_keys(part)
-                pipe.zrem(keys.workers, worker_id)
-                pipe.hdel(keys.held, worker_id)
-                pipe.hdel(keys.threads, worker_id)
-            pipe.execute()
+        lease_ttl its last renewal would otherwise cover. Its host keeps the time it signed
+        off, so ``threadmill_health`` still says when the host was last seen."""
+        host = worker_host_and_pid(worker_id)[0]
+        calls = [
+            ScriptCall(
+                ScriptName.SIGN_OFF,
+                (keys.workers, keys.held, keys.threads, keys.stopped),
+                (worker_id, host, FORGET_WORKER_MS),
+            )
+            for queue in served
+            for keys in map(self.queue_keys, self.parts(queue))
+        ]
+        if calls:
+            self._run_per_queue(calls, durable=False)
 
     def release(self, leases: Sequence[Lease]) -> int:
         """Put reserved, never-started tasks back in their place; return how many went back."""

@@ -35,32 +35,41 @@ class HostHeartbeats:
     host: str
     lease_ttl_ms: int  # how recent a renewal must be to count
     live: frozenset[str]  # worker ids of this host renewed within lease_ttl
-    last_seen_ms_ago: int | None  # this host's newest renewal, live or not; None: none kept
+    last_seen_ms_ago: int | None  # this host's newest renewal or sign-off; None: none kept
+    signed_off: bool  # the newest of those is a process signing off as it stopped
     live_elsewhere: int  # live worker processes of other hosts (a --host mismatch shows here)
 
 
 def host_heartbeats(
     inspector: Inspector, queues: Sequence[str], host: str, lease_ttl_ms: int
 ) -> HostHeartbeats:
-    """Read the sightings of ``queues`` and keep what they say about ``host``."""
+    """Read the sightings of ``queues`` and keep what they say about ``host``.
+
+    A process that stopped took its sighting with it (it signs off), so the time its host
+    signed off stands in for it in ``last_seen``.
+    """
     now_ms = inspector.now_ms()
     live: set[str] = set()
     elsewhere: set[str] = set()
     newest_ms: int | None = None
     # Every live sighting, not only the newest MAX_SIGHTINGS: on a fleet of more, this host's
     # processes rank past them for part of each renewal interval.
-    live_from_ms = now_ms - lease_ttl_ms
-    for sighting in inspector.workers(queues, counts=False, live_from_ms=live_from_ms):
+    sightings, signed_off_ms = inspector.host_sightings(queues, host, now_ms - lease_ttl_ms)
+    for sighting in sightings:
         here = worker_host_and_pid(sighting.worker_id)[0] == host
         if here:
             newest_ms = max(sighting.last_renewal_ms, newest_ms or 0)
         if sighting.live(now_ms, lease_ttl_ms):
             (live if here else elsewhere).add(sighting.worker_id)
+    signed_off = signed_off_ms is not None and signed_off_ms >= (newest_ms or 0)
+    if signed_off:
+        newest_ms = signed_off_ms
     return HostHeartbeats(
         host=host,
         lease_ttl_ms=lease_ttl_ms,
         live=frozenset(live),
         last_seen_ms_ago=None if newest_ms is None else max(0, now_ms - newest_ms),
+        signed_off=signed_off,
         live_elsewhere=len(elsewhere),
     )
 

@@ -290,10 +290,33 @@ class Inspector:
         all a health probe, which must answer within its timeout, asks.
         """
         parts = {queue: self.parts(queue) for queue in queues}
-        latest = self._sighted([part for queue in queues for part in parts[queue]], live_from_ms)
+        every_part = [part for queue in queues for part in parts[queue]]
+        latest, _ = self._sighted(every_part, live_from_ms)
+        return self._sightings(parts, latest, counts)
+
+    def host_sightings(
+        self, queues: Sequence[str], host: str, live_from_ms: int
+    ) -> tuple[list[WorkerSighting], int | None]:
+        """Return ``workers(queues, counts=False, live_from_ms=live_from_ms)`` and when a
+        process of ``host`` last signed off in ``queues`` (ms, Redis clock; None: not within
+        a day), read in the same round trip: a stopped process leaves no sighting, and
+        threadmill_health still says when its host was last seen."""
+        parts = {queue: self.parts(queue) for queue in queues}
+        every_part = [part for queue in queues for part in parts[queue]]
+        latest, signed_off = self._sighted(every_part, live_from_ms, signed_off_by=host)
+        return self._sightings(parts, latest, counts=False), max(signed_off, default=None)
+
+    def _sightings(
+        self,
+        parts: dict[str, list[str]],
+        latest: dict[str, list[tuple[str, float]]],
+        counts: bool,
+    ) -> list[WorkerSighting]:
+        """Return one sighting per worker and queue of ``parts`` from ``latest``, the sightings
+        of each part, most recent first; with ``counts``, what each holds and its threads."""
         replies = iter(self._held_and_threads(latest) if counts else [])
         sightings = []
-        for queue in queues:
+        for queue in parts:
             held_by: dict[str, int] = defaultdict(int)
             threads_of: dict[str, int] = defaultdict(int)
             renewed_at: dict[str, int] = {}
@@ -319,11 +342,16 @@ class Inspector:
         return sorted(sightings, key=lambda s: s.last_renewal_ms, reverse=True)
 
     def _sighted(
-        self, parts: Sequence[str], live_from_ms: int | None
-    ) -> dict[str, list[tuple[str, float]]]:
+        self, parts: Sequence[str], live_from_ms: int | None, signed_off_by: str | None = None
+    ) -> tuple[dict[str, list[tuple[str, float]]], list[int]]:
         """Read the sightings of ``parts`` in one round trip: the newest MAX_SIGHTINGS, or with
-        ``live_from_ms`` every one since then and the newest MAX_SIGHTINGS before it."""
+        ``live_from_ms`` every one since then and the newest MAX_SIGHTINGS before it; with
+        ``signed_off_by``, when a process of that host last signed off in each part that
+        kept it too."""
         with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
+            if signed_off_by is not None:
+                for part in parts:
+                    pipe.zscore(self._keys(part).stopped, signed_off_by)
             for part in parts:
                 key = self._keys(part).workers
                 if live_from_ms is None:
@@ -337,8 +365,10 @@ class Inspector:
                 silent = (f"({live_from_ms}", "-inf", "WITHSCORES", "LIMIT", 0, MAX_SIGHTINGS)
                 pipe.execute_command("ZREVRANGEBYSCORE", key, *silent, **SCORED)
             replies = iter(pipe.execute())
+        asked = [next(replies) for _ in parts] if signed_off_by is not None else []
+        signed_off = [int(ms) for ms in asked if ms is not None and math.isfinite(ms)]
         per_part = 1 if live_from_ms is None else 2
-        return {
+        sightings = {
             part: [
                 (escaped(worker_id), score)
                 for _ in range(per_part)
@@ -347,6 +377,7 @@ class Inspector:
             ]
             for part in parts
         }
+        return sightings, signed_off
 
     def _held_and_threads(self, latest: dict[str, list[tuple[str, float]]]) -> list[Any]:
         """Read, per part, what its sighted workers hold and their thread counts: two HMGETs

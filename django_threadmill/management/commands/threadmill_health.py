@@ -107,9 +107,9 @@ class Command(BaseCommand):
             )
         if options["timeout"] <= 0:
             raise usage_error(f"--timeout {options['timeout']:g} is not positive. Use e.g. 2.")
+        host = self._host(options["host"])
         asked = [self._queue(backend, name) for name in options["queues"] or []]
         broker = self._probe_broker(backend, options["timeout"])
-        host = options["host"]
         source = Source(broker, frozenset(backend.queues))
         try:
             queues = asked or source.queues() or ["default"]
@@ -134,6 +134,18 @@ class Command(BaseCommand):
             return backend_option(alias)
         except CommandError as exc:
             raise usage_error(str(exc)) from exc
+
+    @staticmethod
+    def _host(host: str) -> str:
+        """Return ``host`` if a worker id can name it (``<host>:<pid>:<tag>``), else raise: a
+        probe for any other never counts a process, and would read as workers gone."""
+        if not host or ":" in host:
+            raise usage_error(
+                f"--host {host!r} cannot be a worker's host: worker ids name it before their "
+                "first ':'. Give the host name alone, as socket.gethostname() on the worker's "
+                "host returns it, e.g. --host worker-7c9f, or leave --host out on that host."
+            )
+        return host
 
     def _queue(self, backend: ThreadmillTaskBackend, name: str) -> str:
         """Return ``name`` if the worker could serve it, else raise naming the queues that do."""
@@ -163,10 +175,11 @@ class Command(BaseCommand):
         )
         if len(beats.live) >= needed:
             return facts
+        how = "_stopped" if beats.signed_off else ""  # stopped, not silent (docs/deploy.md)
         last_seen = (
             "never"
             if beats.last_seen_ms_ago is None
-            else f"{beats.last_seen_ms_ago / 1000:.1f}s_ago"
+            else f"{beats.last_seen_ms_ago / 1000:.1f}s_ago{how}"
         )
         raise CommandError(
             f"Unhealthy {facts} last_seen={last_seen} live_elsewhere={beats.live_elsewhere}: "
