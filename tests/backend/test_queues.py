@@ -67,7 +67,8 @@ def test_unusable_queue_name_is_refused(redis_url: str, key_prefix: str, name: s
             InvalidTask,
             match=re.escape(
                 f"Queue name {name!r} is not valid for ThreadmillTaskBackend. Use 1-64 "
-                "letters, digits, '_', '.' or '-'."
+                "letters, digits, '_', '.' or '-', other than '.' or '..' (URLs read those as "
+                "paths)."
             ),
         ),
     ):
