@@ -13,6 +13,8 @@ from dataclasses import fields
 from functools import lru_cache, partial
 from typing import Any
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from ..compat import InvalidTask, Task
@@ -125,6 +127,15 @@ def _rebuilt_task(
         raise PayloadError(
             f"Task {path!r} cannot run as stored ({exc}). Fix the task's settings, or cancel it."
         ) from exc
+
+
+@receiver(setting_changed)
+def _forget_rebuilt_tasks(*, setting: str, **kwargs: Any) -> None:
+    """Rebuild tasks afresh once USE_TZ or TIME_ZONE changed (a test's override): a cached
+    task kept the run_after read under the old ones, naive where it must now be aware, or
+    hours off in another TIME_ZONE."""
+    if setting in ("USE_TZ", "TIME_ZONE"):
+        _rebuilt_task.cache_clear()
 
 
 def _unvalidated(found: Task, **stored: Any) -> Task:
