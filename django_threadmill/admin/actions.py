@@ -18,6 +18,7 @@ from ..broker.inspect.source import Source
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
 from ..exceptions import StepOfCancelledWorkflow
 from ..retry import MAX_ATTEMPTS
+from .audit import admin_user
 from .display import named, state_label
 
 SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
@@ -37,7 +38,7 @@ class TaskAction:
     # That state as the pages name it: a cancel applies to delayed tasks too, and its pages
     # said it changed "only tasks that are READY".
     applies_to_label: str
-    run: Callable[[ThreadmillTaskBackend, str, str], bool]
+    run: Callable[[ThreadmillTaskBackend, str, str], bool]  # (backend, task id, "ada in the admin")
 
 
 def _requeue(backend: ThreadmillTaskBackend, task_id: str, user: str) -> bool:
@@ -45,7 +46,7 @@ def _requeue(backend: ThreadmillTaskBackend, task_id: str, user: str) -> bool:
 
 
 def _cancel(backend: ThreadmillTaskBackend, task_id: str, user: str) -> bool:
-    return backend.cancel(task_id, reason=f"cancelled by {user} in the admin")
+    return backend.cancel(task_id, reason=f"cancelled by {user}")
 
 
 TASK_ACTIONS = {
@@ -132,6 +133,11 @@ class Outcome:
     in_cancelled_workflows: list[Selected]  # steps a requeue refused: they would never run
     exhausted: list[Selected]  # FAILED tasks a requeue refused: they ran every attempt
 
+    @property
+    def left_alone(self) -> int:
+        """How many tasks it did not change, for whatever reason."""
+        return len(self.skipped) + len(self.in_cancelled_workflows) + len(self.exhausted)
+
 
 def run_task_action(
     action: TaskAction,
@@ -141,7 +147,7 @@ def run_task_action(
 ) -> Outcome:
     """Apply ``action`` to each task; say how many it changed and which it left alone."""
     changed, skipped, in_cancelled = 0, [], []
-    who = user.get_username() or "staff"
+    who = admin_user(user)
     backends = {alias: threadmill_backend(alias) for alias in {item.alias for item in selected}}
     for item in selected:
         try:

@@ -25,6 +25,7 @@ from ..conf.limits import QueueLimit
 from ..conf.topology import masked_location
 from ..exceptions import BrokerUnavailable, ResumedNotWoken
 from .activity import REFRESH_S, activity_context
+from .audit import admin_user
 from .display import age, when
 from .results import DETAIL_URL_NAME
 
@@ -242,7 +243,7 @@ def pause_or_resume(
 ) -> tuple[str, int]:
     """Pause or resume ``queue`` for ``user`` (the broker logs who); return the message and
     its level. ``reason`` is one ``reason_error`` passed."""
-    by = f"{user.get_username() or 'staff'} in the admin"
+    by = admin_user(user)
     where = f"{source.alias} / {queue}"
     if resume:
         try:

@@ -176,11 +176,15 @@ def _filtered(
 def results_context(query: QueryDict) -> dict[str, Any]:
     """Return the template context of one page of the task list."""
     everything, filters, chosen = _filtered(query)
+    queues = sorted({q for s in chosen for q in s.queues()})
     context: dict[str, Any] = {
         "filters": filters,
         "row_query": f"{kept}&" if (kept := filters.query(task="")) else "",
         "aliases": [s.alias for s in everything],
-        "queues": sorted({q for s in chosen for q in s.queues()}),
+        "queues": queues,
+        # A queue the chosen backends do not have still filters (nothing matches): the menu
+        # shows it, where it showed "All queues" and filtering again dropped it.
+        "queue_unknown": bool(filters.queue) and filters.queue not in queues,
         "statuses": [(value, label) for value, (label, _, _) in STATUSES.items()],
         "filter_fields": [
             ("backend", filters.backend),

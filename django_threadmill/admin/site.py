@@ -8,6 +8,7 @@ the view/change permissions; their admins replace every URL with pages that read
 from collections.abc import Callable
 from functools import update_wrapper
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -29,7 +30,7 @@ from ..broker.inspect.source import Source
 from ..codec.text import printable
 from ..exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..models import Queue, Task
-from . import actions, bulk
+from . import actions, audit, bulk
 from .detail import (
     TooBigToShow,
     detail_context,
@@ -166,6 +167,14 @@ class QueueAdmin(ThreadmillModelAdmin):
             state = ""  # a link's choice the form does not offer: it opens on both
         if confirmed:
             deleted = actions.purge(source, queue, state)
+            audit.record(
+                request.user,
+                "purge",
+                alias,
+                queue=queue,
+                state=state or "finished",
+                deleted=deleted,
+            )
             label = actions.PURGE_STATES[state][0]
             self.message_user(
                 request,
@@ -285,7 +294,12 @@ class TaskAdmin(ThreadmillModelAdmin):
         if request.POST.get("post") != "yes":
             context = {"action": action, "selected": selected, "next": back}
             return self.render(request, "action_confirm.html", action.label, context)
-        return self._apply(request, action, selected, back)
+        # One task (its detail page's button, or one ticked row) is named; more are counted.
+        backend = ",".join(sorted({item.alias for item in selected}))
+        applied_to: dict[str, str | int] = (
+            {"task": selected[0].task_id} if len(selected) == 1 else {"selected": len(selected)}
+        )
+        return self._apply(request, action, selected, back, backend, applied_to)
 
     def bulk_action(
         self, request: HttpRequest, action: actions.TaskAction, back: str
@@ -308,7 +322,10 @@ class TaskAdmin(ThreadmillModelAdmin):
             every = f"every {action.applies_to_label} task a filter matches"
             title = f"{action.name.capitalize()} {every}"
             return self.render(request, "bulk_confirm.html", title, context)
-        return self._apply(request, action, found.selected, back)
+        backend = found.filters.get("backend") or ",".join(threadmill_aliases())
+        # The filter as the list's query string; "all" when nothing was chosen.
+        applied_to: dict[str, str | int] = {"filter": urlencode(found.filters) or "all"}
+        return self._apply(request, action, found.selected, back, backend, applied_to)
 
     def _apply(
         self,
@@ -316,10 +333,21 @@ class TaskAdmin(ThreadmillModelAdmin):
         action: actions.TaskAction,
         selected: list[actions.Selected],
         back: str,
+        backend: str,
+        applied_to: dict[str, str | int],
     ) -> HttpResponse:
-        """Run ``action`` on ``selected`` (fenced per task) and say what it did."""
+        """Run ``action`` on ``selected`` (fenced per task), log it with ``applied_to`` (what
+        was chosen, in ``backend``) and say what it did."""
         by_alias = {source.alias: source for source in sources()}
         outcome = actions.run_task_action(action, selected, by_alias, request.user)
+        audit.record(
+            request.user,
+            action.name,
+            backend,
+            **applied_to,
+            changed=outcome.changed,
+            left_alone=outcome.left_alone,
+        )
         count, *left_alone = actions.outcome_messages(action, outcome)
         self.message_user(request, count, messages.SUCCESS if outcome.changed else messages.WARNING)
         for text in left_alone:

@@ -3,11 +3,13 @@
 from datetime import timedelta
 
 import pytest
+import redis
 from django.test import Client
 from django.utils import timezone
 
+from django_threadmill.admin import results
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import task_backends
+from django_threadmill.compat import TaskResultStatus, task_backends
 from testproject.example.tasks import add, send_welcome
 from tests.admin.conftest import TASKS_URL, failed_task, successful_task
 from tests.backend_support import start, succeed
@@ -100,3 +102,38 @@ def test_backend_filter_covers_each_alias(
     assert default_id not in only_bulk
     assert '<option value="bulk">bulk</option>' in everything
     assert '<option value="dummy">' not in everything
+
+
+def test_a_queue_the_backend_does_not_have_stays_chosen(
+    operator: Client, tasks: dict[str, str]
+) -> None:
+    page = listed(operator, backend="default", queue="nowhere")
+
+    assert '<option value="nowhere" selected>nowhere (no such queue in default)</option>' in page
+    assert '<option value="">All queues</option>' in page  # offered, not chosen
+    assert not shown(page, tasks)
+
+
+def test_a_filtered_page_without_matches_still_offers_the_whole_filter(
+    operator: Client,
+    backend: ThreadmillTaskBackend,
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A filtered page reads at most SCAN_BUDGET entries: the FAILED task past the two newer
+    results is on a later page, and the action on the whole filter reaches it."""
+    monkeypatch.setattr(results, "SCAN_BUDGET", 2)
+    older = failed_task(backend)
+    newer = [successful_task(backend), successful_task(backend)]
+    done = backend.broker.queue_keys("default").done
+    redis_client.zadd(done, {task_id: n for n, task_id in enumerate([older, *newer])}, xx=True)
+
+    page = listed(operator, status="failed")
+
+    assert older not in page
+    assert "No task matches in the 2 index entries read; the index holds more: Search on" in page
+    assert 'id="tm-across"' in page
+    assert 'name="index" value="0"' not in page  # no row to tick, so no "Go"
+    across = {"action": "requeue", "across": "1", "status": "failed", "post": "yes"}
+    assert operator.post(TASKS_URL + "action/", across).status_code == 302
+    assert backend.get_result(older).status == TaskResultStatus.READY
