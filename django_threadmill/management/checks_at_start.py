@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from types import FrameType
+from typing import Any
 
-from django.core.management.base import CommandError, SystemCheckError
+from django.core.management.base import BaseCommand, CommandError, SystemCheckError
 
 from ..checks import REFUSED, redis_may_be_down
 from ..exceptions import ImproperlyConfiguredThreadmill
@@ -73,3 +74,12 @@ def settings_refused_plainly() -> Iterator[None]:
         yield
     except ImproperlyConfiguredThreadmill as exc:
         raise CommandError(f"TASKS: {exc}") from exc
+
+
+class SettingsRefusedPlainly(BaseCommand):
+    """A command whose system checks say a refused TASKS setting in one line, as the worker's
+    and the reaper's do (``checks_at_start``), where Django's own check printed a traceback."""
+
+    def check(self, *args: Any, **kwargs: Any) -> None:
+        with settings_refused_plainly():
+            super().check(*args, **kwargs)

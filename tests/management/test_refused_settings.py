@@ -7,7 +7,14 @@ from tests.support import Command
 
 
 @pytest.mark.parametrize(
-    "command", [("check",), ("threadmill_worker", "--burst"), ("threadmill_reap", "--once")]
+    "command",
+    [
+        ("check",),
+        ("threadmill_worker", "--burst"),
+        ("threadmill_reap", "--once"),
+        ("threadmill_queue", "damaged"),
+        ("threadmill_schedules",),
+    ],
 )
 def test_a_refused_option_is_one_line_naming_the_fix(
     redis_url: str, key_prefix: str, command: tuple[str, ...]

@@ -18,6 +18,7 @@ from ...broker.raw_replies import controls_escaped
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..backend_option import BACKEND_HELP, backend_option
+from ..checks_at_start import SettingsRefusedPlainly
 from ..report_output import CutShortCommand, OutputClosed
 from ..stop_held import HeldStop, Stopped, stops_held
 from ..text_option import text_option
@@ -98,7 +99,7 @@ def _takes_command_options(command: ArgumentParser, action: ArgumentParser) -> N
             action._add_action(taken)
 
 
-class Command(CutShortCommand):
+class Command(SettingsRefusedPlainly, CutShortCommand):
     help = (
         "Operator actions on the queues of a threadmill backend. 'pause' stops the workers "
         "taking a queue's tasks and 'resume' lets them take them again (docs/lifecycle.md, "

@@ -16,10 +16,11 @@ from ...exceptions import BrokerUnavailable
 from ...schedules.checks import unfireable
 from ...schedules.slots import next_slot, zone_of
 from ..backend_option import BACKEND_HELP, backend_option
+from ..checks_at_start import SettingsRefusedPlainly
 from ..report_output import CutShortCommand
 
 
-class Command(CutShortCommand):
+class Command(SettingsRefusedPlainly, CutShortCommand):
     help = (
         "List the schedules in OPTIONS['schedules'] of a threadmill backend: when each fires, "
         "its next slot (on the Redis clock), and the last slot any worker fired."
