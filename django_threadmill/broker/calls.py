@@ -5,16 +5,21 @@ meets NOSCRIPT wrote nothing, so its script is loaded and only that call is sent
 that must run before the others of their pipeline go as EVAL, with their source: they cannot
 meet NOSCRIPT, so a second round never puts them after the calls they came before. On a Redis
 Cluster the pipeline splits the calls by node itself: each call stays in its queue's slot.
+
+An error that ends the second round (its SCRIPT LOAD, which redis-py sends to every primary of
+a cluster, or its pipeline) is the outcome of the calls it carried alone: the first round's
+calls keep their replies, so a caller learns which of its calls were written.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 import redis
 import redis.asyncio
 from redis.commands.core import AsyncScript, Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, RedisClusterException
 
 from ..conf.settings import BackendSettings
 from ..exceptions import BrokerUnavailable
@@ -146,6 +151,19 @@ class Sending:
                 self.unconfirmed.setdefault(node, exc)
         return {self.calls[i].name for i in self.sent if _unloaded(self.replies[i])}
 
+    @contextmanager
+    def round_errors(self) -> Iterator[None]:
+        """Raise an error of the first round: no call has an answer yet. Make one of the
+        second round (its SCRIPT LOAD too) the outcome of the calls it carried, and theirs
+        alone: raised, it said "nothing was written" of calls the first round had written."""
+        try:
+            yield
+        except (redis.RedisError, RedisClusterException) as exc:
+            if self.rounds == 1:
+                raise
+            for i in self.sent:
+                self.replies[i] = exc
+
     def outcomes(self) -> list[Any]:
         """Return per call its reply, or the error it met or its node's failed confirmation."""
         return [
@@ -180,13 +198,16 @@ def send_each(
     Return the replies of ``before`` and per call its reply or error (errors are not raised).
     """
     sending = Sending(client, scripts, settings, calls, before, confirm, in_order)
+    unloaded: set[ScriptName] = set()
     while (batch := sending.next_batch()) is not None:
-        with client.pipeline(transaction=False) as pipe:
-            for args, options in batch.commands:
-                pipe.execute_command(*args, **options)
-            replies = pipe.execute(raise_on_error=False)
-        for name in sending.take(replies):
-            client.script_load(scripts[name].script)
+        with sending.round_errors():
+            for name in unloaded:
+                client.script_load(scripts[name].script)
+            with client.pipeline(transaction=False) as pipe:
+                for args, options in batch.commands:
+                    pipe.execute_command(*args, **options)
+                replies = pipe.execute(raise_on_error=False)
+            unloaded = sending.take(replies)
     return sending.before_replies, sending.outcomes()
 
 
@@ -203,13 +224,16 @@ async def asend_each(
     if isinstance(client, redis.asyncio.RedisCluster):
         await client.initialize()  # the node of each key is known only once connected
     sending = Sending(client, scripts, settings, calls, before, confirm)
+    unloaded: set[ScriptName] = set()
     while (batch := sending.next_batch()) is not None:
-        async with client.pipeline(transaction=False) as pipe:
-            for args, options in batch.commands:
-                pipe.execute_command(*args, **options)
-            replies = await pipe.execute(raise_on_error=False)
-        for name in sending.take(replies):
-            await client.script_load(scripts[name].script)
+        with sending.round_errors():
+            for name in unloaded:
+                await client.script_load(scripts[name].script)
+            async with client.pipeline(transaction=False) as pipe:
+                for args, options in batch.commands:
+                    pipe.execute_command(*args, **options)
+                replies = await pipe.execute(raise_on_error=False)
+            unloaded = sending.take(replies)
     return sending.before_replies, sending.outcomes()
 
 
