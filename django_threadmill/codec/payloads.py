@@ -21,6 +21,7 @@ from ..compat import InvalidTask, Task
 from ..exceptions import NotATask, PayloadError, TaskNotImportable
 from ..wording import a_type
 from .jsoncodec import dumps, refuse_key_clash
+from .task_paths import refuse_unsafe_import
 from .times import from_ms
 
 
@@ -105,6 +106,7 @@ def _rebuilt_task(
 ) -> Task:
     """Return the task as enqueued. Cached: tasks are immutable, and rebuilding one (import,
     ``using()``, validation) was a sixth of a worker thread's time per echo task."""
+    refuse_unsafe_import(path)
     try:
         found = import_string(path)
     except (Exception, SystemExit) as exc:  # ImportError, or what the module raised as it ran

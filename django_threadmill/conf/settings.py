@@ -33,6 +33,7 @@ from .topology import (
     check_cluster_location,
     check_connection_options,
     check_topology,
+    masked_connection_options,
     masked_location,
     read_cluster,
     read_connection_options,
@@ -91,9 +92,11 @@ class BackendSettings:
     durability_timeout_s: float = 2.0  # how long WAIT/WAITAOF may take before the call fails
 
     def __repr__(self) -> str:
-        """Show the fields but the metrics token, and LOCATION without its password."""
+        """Show the fields but the metrics token, and LOCATION and connection_options without
+        their passwords."""
         shown = {item.name: getattr(self, item.name) for item in fields(self) if item.repr}
         shown["location"] = masked_location(self.location)
+        shown["connection_options"] = masked_connection_options(self.connection_options)
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property

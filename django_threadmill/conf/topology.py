@@ -307,6 +307,14 @@ def masked_location(location: str) -> str:
     return base + mark + SECRET_QUERY_ARGUMENT.sub(r"\1***", query)
 
 
+def masked_connection_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Return ``options`` with each password's value (``password``, ``ssl_password``) shown as
+    ``***``, as ``masked_location`` shows LOCATION's."""
+    return {
+        key: "***" if "password" in str(key).lower() else value for key, value in options.items()
+    }
+
+
 def read_connection_options(value: object) -> tuple[str, dict[str, Any]]:
     """Return ``connection_options`` with its timeouts and pool size judged as the options they
     override are, a timedelta given as seconds (redis-py takes numbers); the keys are checked

@@ -6,6 +6,7 @@ from inspect import iscoroutinefunction
 from django.utils.module_loading import import_string
 
 from ..broker import Reservation
+from ..codec.task_paths import refuse_unsafe_import
 from ..compat import Task
 
 
@@ -17,6 +18,7 @@ def runs_async(path: str) -> bool:
     records it FAILED with the reason.
     """
     try:
+        refuse_unsafe_import(path)
         found = import_string(path)
     except (Exception, SystemExit):  # ImportError, or what the module raised as it ran
         return False
