@@ -169,7 +169,12 @@ def translated_errors(
         ) from exc
     except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse) as exc:
         raise _no_reply(
-            location, pool_timeout_s, exc, read=read, socket_timeout_s=socket_timeout_s
+            location,
+            pool_timeout_s,
+            exc,
+            read=read,
+            socket_timeout_s=socket_timeout_s,
+            sentinel_managed=sentinel is not None,
         ) from exc
     except redis.exceptions.MasterDownError as exc:  # a ClusterError to redis-py; any replica's
         raise _cut_off_replica(where, exc) from exc
@@ -272,10 +277,16 @@ def _no_reply(
     *,
     read: bool = False,
     socket_timeout_s: float | None = None,
+    sentinel_managed: bool = False,
 ) -> BrokerUnavailable:
     """Return the error for a call that got no Redis reply: the pool was exhausted, the server
     is no Redis of the kind LOCATION names, it cannot be reached, or (a ``read``) it did not
-    answer within ``socket_timeout_s``."""
+    answer within ``socket_timeout_s``.
+
+    LOCATION's host is not probed for a ``sentinel_managed`` client: the call went to the
+    primary the sentinels named, and whatever answers at that ignored host (a web server)
+    turned a connection dropped mid-call into "nothing was written", not ``MaybeApplied``.
+    """
     where = masked_location(location)
     if str(exc) == DEMOTED_PRIMARY:  # checked before: READONLY is not a dropped connection
         return BrokerUnavailable(
@@ -314,7 +325,7 @@ def _no_reply(
     # A server that garbled a reply, closed an open connection or failed a TLS handshake may
     # be no Redis; one that refused the connection is not there, and one that went silent on
     # an open connection (a slow Redis) would keep the probe waiting too.
-    if garbled or dropped or handshake:
+    if (garbled or dropped or handshake) and not sentinel_managed:
         wrong = wrong_server(location, where)
         if wrong:
             return BrokerUnavailable(wrong)

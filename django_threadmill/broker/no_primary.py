@@ -25,6 +25,9 @@ from ..exceptions import BrokerRefused, BrokerUnavailable
 
 PROBE_TIMEOUT_S = 1.0  # each sentinel is given this long to connect and answer
 NOT_A_SENTINEL = "unknown command 'SENTINEL'"  # a Redis server's reply to SENTINEL MASTERS
+LIST_SENTINELS = (
+    "list the sentinels' addresses (port 26379 by default) in OPTIONS['sentinel']['sentinels']"
+)
 SENTINEL_COMMAND = "'sentinel"  # in an error reply (lowercased) that names a SENTINEL command
 WAIT_OR_FIX = (
     "Wait if a failover is under way; else start the sentinels and the primary, or fix "
@@ -116,6 +119,12 @@ def _ask(sentinel: SentinelSettings, host: str, port: int) -> Answer | None:
         masters: dict[str, dict[str, Any]] = client.sentinel_masters()  # type: ignore[assignment]
     except redis.AuthenticationError as exc:  # a ConnectionError: first
         return Answer(_refused(sentinel, exc), settled=True)
+    except redis.exceptions.InvalidResponse as exc:  # an HTTP server, a port taken over
+        return Answer(
+            f"answered with something that is not the Redis protocol ({exc}): it is no "
+            f"sentinel; {LIST_SENTINELS}",
+            settled=True,
+        )
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         return Answer(f"is unreachable ({exc})", settled=False)
     except redis.exceptions.NoPermissionError as exc:
@@ -128,8 +137,7 @@ def _ask(sentinel: SentinelSettings, host: str, port: int) -> Answer | None:
         if NOT_A_SENTINEL not in str(exc):
             return Answer(f"answered SENTINEL MASTERS with an error ({exc})", settled=False)
         return Answer(
-            f"is a Redis server, not a sentinel ({exc}): list the sentinels' addresses (port "
-            "26379 by default) in OPTIONS['sentinel']['sentinels']",
+            f"is a Redis server, not a sentinel ({exc}): {LIST_SENTINELS}",
             settled=True,
         )
     finally:

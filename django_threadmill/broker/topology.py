@@ -10,7 +10,10 @@ from typing import Any
 
 import redis
 import redis.asyncio
+import redis.asyncio.connection
 import redis.asyncio.sentinel
+import redis.connection
+import redis.exceptions
 import redis.sentinel
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
@@ -52,6 +55,49 @@ class AsyncBlockingSentinelConnectionPool(
     """Asyncio twin of ``BlockingSentinelConnectionPool``."""
 
 
+def _no_sentinel(
+    host: str, port: int, exc: redis.exceptions.InvalidResponse
+) -> redis.ConnectionError:
+    """Return the error redis-py's Sentinel passes over, for a reply in another protocol."""
+    return redis.ConnectionError(
+        f"{host}:{port} answered with something that is not the Redis protocol ({exc})"
+    )
+
+
+class SentinelConnection(redis.connection.Connection):
+    """A connection to a sentinel on which a reply in another protocol is a ConnectionError.
+
+    redis-py's Sentinel asks the next sentinel after a ConnectionError, but its parse error
+    ended the lookup at the address where something else answered (an HTTP server, a port
+    taken over): listed first, it stopped every call while the other sentinels were healthy.
+    """
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().read_response(*args, **kwargs)
+        except redis.exceptions.InvalidResponse as exc:
+            raise _no_sentinel(self.host, self.port, exc) from exc
+
+
+class AsyncSentinelConnection(redis.asyncio.connection.Connection):
+    """Asyncio twin of ``SentinelConnection``."""
+
+    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().read_response(*args, **kwargs)
+        except redis.exceptions.InvalidResponse as exc:
+            raise _no_sentinel(self.host, self.port, exc) from exc
+
+
+def _asking_past_other_protocols(
+    manager: redis.sentinel.Sentinel | redis.asyncio.sentinel.Sentinel, connection_class: type
+) -> None:
+    """Make ``manager`` reach its sentinels through ``connection_class``: redis-py's Sentinel
+    takes no connection class for them."""
+    for client in manager.sentinels:
+        client.connection_pool.connection_class = connection_class
+
+
 def _without_pool_timeout(options: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in options.items() if key != POOL_TIMEOUT}
 
@@ -91,6 +137,7 @@ def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
             settings.sentinel.sentinels,
             sentinel_kwargs=_sentinel_options(settings.sentinel, options, Retry(NoBackoff(), 0)),
         )
+        _asking_past_other_protocols(manager, SentinelConnection)
         primary = _primary_options(settings.location, options)
         # master_for is unannotated; it returns its default redis_class, Redis.
         client: redis.Redis = manager.master_for(
@@ -117,6 +164,7 @@ def aconnect(settings: BackendSettings, options: dict[str, Any]) -> AsyncClient:
                 settings.sentinel, options, AsyncRetry(NoBackoff(), 0)
             ),
         )
+        _asking_past_other_protocols(manager, AsyncSentinelConnection)
         primary = _primary_options(settings.location, options)
         # master_for is unannotated; it returns its default redis_class, Redis.
         client: redis.asyncio.Redis = manager.master_for(
