@@ -52,9 +52,17 @@ def looked_up_id(value: object, kind: str, source: str) -> str | None:
     return value if value.isascii() else None
 
 
-def make_worker_id() -> str:
-    """Return an id for this worker process: its host, its pid, and a random tag."""
-    return f"{socket.gethostname()}:{os.getpid()}:{token_hex(2)}"
+def new_worker_tag() -> str:
+    """Return the random tag that ends a worker id: a pid the system reuses gets a new id."""
+    return token_hex(2)
+
+
+def make_worker_id(tag: str | None = None, pid: int | None = None) -> str:
+    """Return an id for a worker process: its host, its pid (this process's unless given), and
+    ``tag`` (a new one unless given). A supervisor picks a process's tag before the fork, so it
+    knows the id the process renews under and can sign off one that died."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}:{pid}:{new_worker_tag() if tag is None else tag}"
 
 
 def worker_host_and_pid(worker_id: str) -> tuple[str, str]:

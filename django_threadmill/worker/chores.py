@@ -1,6 +1,6 @@
 """The supervisor's own Redis work on its main thread: a reap pass every ``--reap-interval``,
-so a deployment without ``threadmill_reap`` is safe, and the schedules' due slots. A stop waits
-for neither (docs/worker.md, Shutdown)."""
+so a deployment without ``threadmill_reap`` is safe, the schedules' due slots, and signing off
+a worker process that died. A stop waits for none of them (docs/worker.md, Shutdown)."""
 
 import logging
 import time
@@ -71,6 +71,24 @@ class Chores:
             raise
         finally:
             self._after_call()
+
+    def sign_off(self, worker_id: str) -> None:
+        """Sign off a worker process that died (killed, crashed): it could not sign itself
+        off, and ``threadmill_health`` would count it live until its last renewal is lease_ttl
+        old. What it held stays leased, for the reaper."""
+        try:
+            self._call_redis(
+                "sign-off", lambda: self.backend.broker.sign_off(worker_id, self.options.queues)
+            )
+        except Interrupted:
+            return
+        except BrokerUnavailable as exc:
+            logger.warning(
+                "Dead worker process not signed off, counted live until its lease would end "
+                "worker_id=%s error=%s",
+                worker_id,
+                exc,
+            )
 
     def _reap_if_due(self) -> None:
         """Settle expired leases now and then, so a deployment without threadmill_reap is safe."""

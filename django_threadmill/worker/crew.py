@@ -46,7 +46,7 @@ class Crew:
         release: Callable[[list[Reservation]], object],
     ) -> None:
         self.options = options
-        self.held = HeldLeases()
+        self.held = HeldLeases(broker.settings.lease_ttl_s)
         self.buffer = TaskBuffer(options.readahead(options.threads, async_tasks=False), is_async)
         self.writer = AckWriter(
             broker, worker_id, self.held, executor.progress, self._on_written, on_crash

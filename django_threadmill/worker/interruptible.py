@@ -19,7 +19,9 @@ from types import FrameType
 
 from .wakeup import WakeupPipe
 
-STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+# SIGHUP too: a terminal's hangup (an ssh session dropped, its window closed) reaches the whole
+# process group, and its default action ended every running task at once, as a SIGKILL would.
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
 type Sleep = Callable[[Callable[[], bool]], None]  # block until the predicate holds
 # What a reap pass (or the schedules) gets to end after a stop: enough for one Redis answers.
 PASS_GRACE_S = 1.0
@@ -84,14 +86,24 @@ def call_unless_stopped[T](
     return waited.outcome()
 
 
+def stop_signals() -> list[int]:
+    """Return the stop signals to handle: all of them, but SIGHUP stays ignored where it was
+    (started under ``nohup``, which asks that a hangup not stop it)."""
+    return [
+        signum
+        for signum in STOP_SIGNALS
+        if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN
+    ]
+
+
 @contextmanager
 def stop_signals_heard(
     wakeup: WakeupPipe, handler: Callable[[int, FrameType | None], None]
 ) -> Iterator[None]:
-    """Hand SIGTERM and SIGINT to ``handler`` for the block, each waking the main thread
-    through ``wakeup`` whichever thread the kernel gave it to; put back what was there."""
+    """Hand SIGTERM, SIGINT and SIGHUP to ``handler`` for the block, each waking the main
+    thread through ``wakeup`` whichever thread the kernel gave it to; put back what was there."""
     wakeup.install()  # before the handlers: every signal they hear writes to the pipe
-    handlers = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    handlers = {signum: signal.signal(signum, handler) for signum in stop_signals()}
     try:
         yield
     finally:

@@ -15,16 +15,45 @@ REGISTER_EVERY_S = 60.0  # how often a heartbeat checks that Redis still names t
 
 
 class HeldLeases:
-    """Thread-safe set of the leases this process holds (reserved or running)."""
+    """Thread-safe set of the leases this process holds (reserved or running).
 
-    def __init__(self) -> None:
+    With ``lease_ttl_s``, it also knows when Redis last set each lease's deadline: a lease
+    not renewed for that long may have lapsed (docs/worker.md, Leases).
+    """
+
+    def __init__(self, lease_ttl_s: float | None = None) -> None:
         self._leases: dict[str, Lease] = {}
         self._ending: set[Lease] = set()  # held, and a call that ends them is on its way
+        # By task id: when the call that last reserved or renewed its lease was sent
+        # (monotonic). Redis set the deadline lease_ttl after it ran, so after that send.
+        self._confirmed: dict[str, float] = {}
+        self._lease_ttl_s = lease_ttl_s
         self._lock = threading.Lock()
 
-    def add(self, leases: list[Lease]) -> None:
+    def add(self, leases: list[Lease], sent_at: float | None = None) -> None:
+        """Hold ``leases``, reserved by a call sent at ``sent_at`` (monotonic; default now)."""
+        confirmed = time.monotonic() if sent_at is None else sent_at
         with self._lock:
-            self._leases.update((lease.task_id, lease) for lease in leases)
+            for lease in leases:
+                self._leases[lease.task_id] = lease
+                self._confirmed[lease.task_id] = confirmed
+
+    def confirm(self, leases: list[Lease], sent_at: float) -> None:
+        """Note that a renewal sent at ``sent_at`` (monotonic) pushed ``leases``' deadlines."""
+        with self._lock:
+            for lease in leases:
+                if self._leases.get(lease.task_id) == lease:
+                    self._confirmed[lease.task_id] = sent_at
+
+    def may_have_lapsed(self, lease: Lease) -> bool:
+        """Tell whether ``lease`` went unrenewed for lease_ttl by this process's clock: the
+        process was frozen (SIGSTOP, a paused VM) or cut off from Redis, and the reaper may have
+        handed its task to another worker before the lease keeper could find out. No lock, as
+        ``holds``."""
+        if self._lease_ttl_s is None:
+            return False
+        confirmed = self._confirmed.get(lease.task_id, float("-inf"))
+        return time.monotonic() - confirmed >= self._lease_ttl_s
 
     def ending(self, leases: list[Lease]) -> None:
         """Mark ``leases`` as being ended by this process: call it before their outcome or
@@ -64,6 +93,7 @@ class HeldLeases:
             self._ending.discard(lease)
             if self._leases.get(lease.task_id) == lease:
                 del self._leases[lease.task_id]
+                del self._confirmed[lease.task_id]
 
     def holds(self, lease: Lease) -> bool:
         """Tell whether ``lease`` is still ours (not lost to the reaper).
@@ -138,6 +168,7 @@ class LeaseKeeper(RoleThread):
 
     def renew(self) -> None:
         leases = self.held.snapshot()
+        sent_at = time.monotonic()
         try:
             lost = self.broker.renew(self.worker_id, leases, self.queues, threads=self.threads())
         except BrokerUnavailable as exc:
@@ -149,6 +180,7 @@ class LeaseKeeper(RoleThread):
         gone = [lease for lease in leases if lease.task_id in lost_ids]
         for lease in self.held.forget_lost(gone):
             logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", lease.task_id)
+        self.held.confirm([lease for lease in leases if lease.task_id not in lost_ids], sent_at)
         self._register_if_due()
 
     def _register_if_due(self) -> None:

@@ -340,6 +340,7 @@ class Prefetcher(RoleThread):
         counts = self._within_free_runners(self._plan.counts(free, self._held_back.is_held))
         fetched = 0
         next_due_ms: int | None = None
+        sent_at = time.monotonic()  # the leases' deadlines run from after this (HeldLeases)
         for queue, acquired in zip(counts, self.broker.acquire_from(counts), strict=True):
             if acquired.failed is not None:
                 logger.warning(
@@ -361,7 +362,7 @@ class Prefetcher(RoleThread):
                 if queue in self._no_runner_for and acquired.found_work:
                     self._awaiting_runner = True
             if acquired.reservations:
-                self.held.add([r.lease for r in acquired.reservations])
+                self.held.add([r.lease for r in acquired.reservations], sent_at)
                 self.buffer.put_many(acquired.reservations)
                 fetched += len(acquired.reservations)
             if acquired.next_due_ms is not None:

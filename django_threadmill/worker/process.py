@@ -25,7 +25,7 @@ from .crew import Crew
 from .event_loop import EventLoopLane
 from .executor import Executor
 from .exit_codes import ExitCode
-from .interruptible import STOP_SIGNALS, Interrupted, call_unless_stopped
+from .interruptible import STOP_SIGNALS, Interrupted, call_unless_stopped, stop_signals
 from .memory import MIB, ResidentMemory
 from .options import WorkerOptions
 from .stop_calls import StopCall, join_until, start_call
@@ -50,11 +50,17 @@ RECYCLE_LOOK_S = 0.1  # how often a recycling process looks whether its running 
 class WorkerProcess:
     """Run tasks until told to stop, then stop in the order docs/worker.md, Shutdown gives."""
 
-    def __init__(self, options: WorkerOptions, backend: ThreadmillTaskBackend) -> None:
+    def __init__(
+        self,
+        options: WorkerOptions,
+        backend: ThreadmillTaskBackend,
+        worker_tag: str | None = None,
+    ) -> None:
         self.options = options
         self.backend = backend
         self.broker = backend.broker
-        self.worker_id = make_worker_id()
+        # ``worker_tag``: the supervisor's pick, so it knows this id (worker/slots.py).
+        self.worker_id = make_worker_id(worker_tag)
         self.exit_code = ExitCode.OK
         self._count_lock = threading.Lock()
         self.max_tasks = (
@@ -189,10 +195,14 @@ class WorkerProcess:
         """Run until a signal, a supervisor message, --burst or --max-tasks says stop."""
         signal.signal(signal.SIGTERM, self._on_signal)
         self._wakeup.install()
-        # Ctrl-C reaches the whole process group; the supervisor relays it as a STOP message.
-        signal.signal(signal.SIGINT, signal.SIG_IGN if control_fd is not None else self._on_signal)
+        # Ctrl-C and a terminal's hangup reach the whole process group; the supervisor relays
+        # them as a STOP message.
+        relayed = signal.SIG_IGN if control_fd is not None else self._on_signal
+        for signum in stop_signals():
+            if signum != signal.SIGTERM:
+                signal.signal(signum, relayed)
         if control_fd is not None:
-            # Forked with both blocked (Supervisor._spawn): one sent since has waited for these
+            # Forked with them blocked (Supervisor._spawn): one sent since has waited for these
             # handlers, instead of running the supervisor's, which the fork handed down and
             # which stopped nothing here.
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)

@@ -77,11 +77,22 @@ class TaskRunner(RoleThread):
         return False
 
     def _holds(self, lease: Lease) -> bool:
-        """Tell whether ``lease`` is still ours; say so when the lease keeper lost it."""
-        if self.held.holds(lease):
-            return True
-        logger.warning("Skipped task whose reservation was lost task_id=%s", lease.task_id)
-        return False
+        """Tell whether ``lease`` is still ours; say so when the lease keeper lost it, or when
+        it went unrenewed for lease_ttl (then it is let go: its task goes back to READY once
+        its lease lapses and a reaper runs, and never runs here beside another worker)."""
+        if not self.held.holds(lease):
+            logger.warning("Skipped task whose reservation was lost task_id=%s", lease.task_id)
+            return False
+        if self.held.may_have_lapsed(lease):
+            self.held.discard([lease])
+            logger.warning(
+                "Skipped task whose reservation may have lapsed task_id=%s: Redis has not "
+                "renewed it for lease_ttl (the process was frozen or cut off from Redis); it "
+                "returns to READY once its lease lapses and a reaper runs",
+                lease.task_id,
+            )
+            return False
+        return True
 
     def begin(self, reservation: Reservation) -> int | None:
         """Start an attempt: return its start (ms) once its start notice is queued, or None

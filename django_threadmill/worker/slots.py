@@ -13,6 +13,7 @@ from multiprocessing.context import ForkContext
 from multiprocessing.process import BaseProcess
 
 from ..aliases import threadmill_backend
+from ..codec.ids import make_worker_id, new_worker_tag
 from .exit_codes import ExitCode, exit_now
 from .interruptible import STOP_SIGNALS
 from .options import WorkerOptions
@@ -25,11 +26,14 @@ SAID_CODES = frozenset({ExitCode.OK, ExitCode.RECYCLE, ExitCode.REFUSED, ExitCod
 
 
 def run_worker_process(
-    options: WorkerOptions, control_fd: int, supervisor_fds: tuple[int, ...] = ()
+    options: WorkerOptions,
+    control_fd: int,
+    supervisor_fds: tuple[int, ...] = (),
+    worker_tag: str | None = None,
 ) -> None:
-    """Entry point of a forked worker process.
+    """Entry point of a forked worker process; ``worker_tag`` ends its worker id.
 
-    It starts with SIGTERM and SIGINT blocked (``_stop_signals_blocked``): WorkerProcess.run
+    It starts with the stop signals blocked (``_stop_signals_blocked``): WorkerProcess.run
     unblocks them once its own handlers are set.
     """
     # Close the supervisor's ends of the control sockets that fork handed down: otherwise this
@@ -42,7 +46,7 @@ def run_worker_process(
     # A log line that cannot be written (a task closed sys.stderr) is dropped, as Python
     # advises in production, instead of raising into whichever thread logged it.
     logging.raiseExceptions = False
-    worker = WorkerProcess(options, threadmill_backend(options.backend_alias))
+    worker = WorkerProcess(options, threadmill_backend(options.backend_alias), worker_tag)
     try:
         code = worker.run(control_fd)
     except BaseException:  # out of its stop too: a log handler a task added raised there
@@ -79,7 +83,7 @@ def as_said(code: int | None, said: bytes) -> int | None:
 
 @contextmanager
 def _stop_signals_blocked() -> Iterator[None]:
-    """Hold SIGTERM and SIGINT back while a worker process is forked.
+    """Hold the stop signals (SIGTERM, SIGINT, SIGHUP) back while a worker process is forked.
 
     The child starts with them blocked and unblocks them once its own handlers are set
     (WorkerProcess.run), so one sent to it in between waits for them. Until then it has the
@@ -98,6 +102,7 @@ class Retiring:
     """A recycled process finishing its running tasks beside its slot's replacement."""
 
     process: BaseProcess
+    worker_id: str
     control_fd: int
     said: bytes  # what it said on its control socket so far
 
@@ -109,6 +114,8 @@ class Slot:
 
     index: int
     process: BaseProcess | None = None
+    # The id the slot's last process renews under: the supervisor signs off one that died.
+    worker_id: str = ""
     control_fd: int | None = None  # the supervisor's end of the process's control socket
     listening: bool = False  # the process may still say RECYCLING on its control socket
     recycling: bool = False  # it said so while ``retiring`` ran: it is replaced once that ends
@@ -130,9 +137,10 @@ class Slot:
         supervisor end, which the process closes. OSError if the system refuses the fork."""
         # A socket, not a pipe: the supervisor says STOP on it, the process says RECYCLING.
         ours, theirs = (end.detach() for end in socket.socketpair())
+        tag = new_worker_tag()
         process = context.Process(
             target=run_worker_process,
-            args=(options, theirs, (ours, *held)),
+            args=(options, theirs, (ours, *held), tag),
             name=f"threadmill-process-{self.index}",
         )
         try:
@@ -144,6 +152,7 @@ class Slot:
         finally:
             os.close(theirs)
         self.process, self.control_fd = process, ours
+        self.worker_id = make_worker_id(tag, process.pid)
         self.listening, self.recycling, self.said = True, False, b""
         self.started_at, self.restart_at = time.monotonic(), None
 
@@ -169,7 +178,12 @@ class Slot:
         """Move the recycling process aside, to finish its tasks, leaving the slot empty."""
         assert self.process is not None
         assert self.control_fd is not None
-        self.retiring = Retiring(process=self.process, control_fd=self.control_fd, said=self.said)
+        self.retiring = Retiring(
+            process=self.process,
+            worker_id=self.worker_id,
+            control_fd=self.control_fd,
+            said=self.said,
+        )
         self.process = self.control_fd = None
 
     def collect(self) -> int | None:
@@ -184,7 +198,7 @@ class Slot:
         self.process, self.control_fd, self.listening = None, None, False
         return code
 
-    def collect_retired(self) -> tuple[BaseProcess, int | None]:
+    def collect_retired(self) -> tuple[Retiring, int | None]:
         """Reap the slot's exited recycled process; return it and its exit code as the
         supervisor reads it (``as_said``)."""
         retiring = self.retiring
@@ -193,7 +207,7 @@ class Slot:
         said = retiring.said + _unread(retiring.control_fd)
         os.close(retiring.control_fd)
         self.retiring, self.retired_at = None, time.monotonic()
-        return retiring.process, as_said(retiring.process.exitcode, said)
+        return retiring, as_said(retiring.process.exitcode, said)
 
     def ended(self) -> bool:
         """Whether the slot is done and no recycled process of it still runs."""

@@ -16,10 +16,10 @@ from ..backend import ThreadmillTaskBackend
 from .backoff import RESTART_BACKOFF
 from .chores import Chores
 from .exit_codes import ExitCode
-from .interruptible import stop_signals_heard
+from .interruptible import STOP_SIGNALS, stop_signals_heard
 from .options import WorkerOptions
 from .process import RECYCLING, STOP, WorkerProcess
-from .slots import Slot
+from .slots import Retiring, Slot
 from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class Supervisor:
             self.wakeup.close()  # before the worker makes its own: it puts back what it found
         if not started:
             return ExitCode.OK
-        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+        handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
         try:
             return WorkerProcess(self.options, self.backend).run()
         finally:
@@ -241,7 +241,8 @@ class Supervisor:
             self._stopped(slot, code)
 
     def _died(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
-        """Restart a process that died (crashed, killed) with backoff."""
+        """Sign off a process that died (crashed, killed); restart it with backoff."""
+        self.chores.sign_off(slot.worker_id)
         if self.options.burst:
             # What the dead process held stays leased until the reaper settles it, after
             # the burst: the queues may look empty, but the burst did not run them all.
@@ -251,20 +252,21 @@ class Supervisor:
     def _collect_retired(self, slot: Slot, stopping: bool) -> None:
         """Account for a recycled process that ended beside its replacement; then replace the
         one that said it recycles meanwhile, or let a --burst slot look again."""
-        process, code = slot.collect_retired()
+        retired, code = slot.collect_retired()
         if stopping:
             self.exit_code = self.exit_code or _stopped_with(code)
             return
-        self._report_retired(slot, process, code)
+        self._report_retired(slot, retired, code)
         if slot.recycling and slot.process is not None:
             self._retire(slot)
         elif self.options.burst and slot.done:
             slot.done = False
             self._spawn(slot)
 
-    def _report_retired(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
-        """Log how a recycled process ended; its replacement runs already, so nothing restarts
-        and nothing counts toward giving up."""
+    def _report_retired(self, slot: Slot, retired: Retiring, code: int | None) -> None:
+        """Log how a recycled process ended, and sign off one that died; its replacement runs
+        already, so nothing restarts and nothing counts toward giving up."""
+        process = retired.process
         if code in (ExitCode.OK, ExitCode.RECYCLE):
             logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
         elif code == ExitCode.DROPPED:
@@ -275,6 +277,7 @@ class Supervisor:
                 process.pid,
             )
         else:
+            self.chores.sign_off(retired.worker_id)
             logger.error(
                 "Recycled worker process died slot=%d pid=%s status=%s; its replacement runs on",
                 slot.index,

@@ -8,7 +8,8 @@
 -- ARGV[3]  forget_ms   hosts whose last sign-off is older than this are dropped from P:stopped,
 --                      and P:stopped itself this long after the last
 -- Returns: nothing.
--- Fence:   none: a process signs off only itself, once, as it exits.
+-- Fence:   none: a process signs off itself as it exits, or its supervisor signs off one that
+--          died; either names one process, and a second sign-off only moves its host's time.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
 redis.call("ZREM", KEYS[1], ARGV[1])

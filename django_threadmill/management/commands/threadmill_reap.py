@@ -34,7 +34,7 @@ DEFAULT_INTERVAL_S = 10.0  # seconds between passes; a lost lease waits lease_tt
 
 
 def stop_on_first_signal(stop: threading.Event, signum: int, frame: FrameType | None) -> None:
-    """Set ``stop`` on the first SIGTERM or SIGINT; exit at once on the second."""
+    """Set ``stop`` on the first SIGTERM, SIGINT or SIGHUP; exit at once on the second."""
     if stop.is_set():
         raise SystemExit(128 + signum)
     logger.info("Reaper stopping signal=%s", signal.Signals(signum).name)
