@@ -1,6 +1,8 @@
 """Acquire: reserve ready tasks for a worker, and block an idle worker until work comes."""
 
-from collections.abc import Mapping, Sequence
+import logging
+import secrets
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,14 +12,20 @@ from ..conf.limits import QueueLimit
 from ..exceptions import BrokerUnavailable
 from .core import BrokerCore
 from .damaged import log_set_aside
+from .durability import confirms_reservations
 from .metrics import waited_ms
 from .raw_replies import Undecodable, read_tasks
 from .scripts import ScriptCall, ScriptName
 from .types import Acquired, Lease, Reservation, stored_int, stored_lines
 from .wake import wake_groups
 
+logger = logging.getLogger(__name__)
+
 PROMOTE_LIMIT = 1000  # due delayed tasks moved to ready per acquire call
 PEEK = QueueLimit(concurrency=0)  # reserves nothing: see Acquiring._acquire_call
+# Random digits after the fence counter in each acquire call's token (acquire.lua, Fence):
+# digits, so that a token still reads as one number that grows with the counter.
+NONCE_DIGITS = 12
 # Characters of payloads and earlier errors one acquire call replies with at most (its first
 # task whatever its size): counted in tasks alone, a refill of 500 tasks of max_payload_bytes
 # held 500 MiB in Redis's reply and in the worker (docs/worker.md, Memory a process keeps).
@@ -113,6 +121,8 @@ def merged_acquired(one: Acquired, other: Acquired) -> Acquired:
 class Acquiring(BrokerCore):
     """The acquire and idle-wait section of the Broker."""
 
+    release: Callable[[Sequence[Lease]], int]  # the Broker's, from Transitions
+
     def acquire(self, queue: str, count: int) -> Acquired:
         """Promote due delayed tasks, then reserve up to ``count`` ready ones (one call).
 
@@ -134,7 +144,9 @@ class Acquiring(BrokerCore):
 
         A queue whose call failed while others' did not (a key of another type: docs/lifecycle.md)
         answers with the error in ``failed``: the others' reservations were made and leased,
-        and must reach the worker. When every call failed, the first error is raised.
+        and must reach the worker. When every call failed, the first error is raised. Under
+        durability="replicated" a queue whose reservations no replica confirmed hands them back
+        and answers with ``failed`` too (``_handed_back``).
         """
         if not counts:
             return []
@@ -144,19 +156,47 @@ class Acquiring(BrokerCore):
             for part, n in self._split(queue, count)
         ]
         calls = [self._acquire_call(queue, part, n) for queue, part, n in asked]
-        replies = self._run_each_per_queue(calls)
+        if confirms_reservations(self.settings):
+            answers = self._run_each_confirmed(calls)
+        else:
+            answers = [(reply, None) for reply in self._run_each_per_queue(calls)]
         acquired: dict[str, Acquired] = {}
-        for (queue, part, n), reply in zip(asked, replies, strict=True):
+        for (queue, part, n), (reply, unconfirmed) in zip(asked, answers, strict=True):
             if isinstance(reply, BrokerUnavailable):
                 got = Acquired(reservations=[], next_due_ms=None, failed=reply)
             elif n:
                 got, token, undecodable = _acquired(queue, reply)
                 if undecodable:
                     self._set_aside(queue, part, token, undecodable)
+                if unconfirmed is not None and got.reservations:
+                    got = self._handed_back(queue, got.reservations, unconfirmed)
             else:
                 got = _peeked(queue, reply)
             acquired[queue] = merged_acquired(acquired[queue], got) if queue in acquired else got
         return [acquired[queue] for queue in counts]
+
+    def _handed_back(
+        self, queue: str, reservations: list[Reservation], unconfirmed: BrokerUnavailable
+    ) -> Acquired:
+        """Hand back unstarted the reservations of a call no replica confirmed; return the
+        queue's answer, failed. Run, a task could run twice: a failover now would leave it READY
+        on the promoted replica (durability.py, ``confirms_reservations``). Left on a primary
+        that can no longer write, they go back to READY when their reservation lapses."""
+        try:
+            self.release([reservation.lease for reservation in reservations])
+        except BrokerUnavailable as exc:
+            logger.warning(
+                "Unconfirmed reservations not handed back, READY again when they lapse "
+                "queue=%s count=%d error=%s",
+                queue,
+                len(reservations),
+                exc,
+            )
+        failed = BrokerUnavailable(
+            f"{unconfirmed} The tasks it reserved ({len(reservations)}) were handed back "
+            "unstarted: run, a failover could run them twice."
+        )
+        return Acquired(reservations=[], next_due_ms=None, failed=failed)
 
     def _set_aside(self, queue: str, part: str, token: str, tasks: list[Undecodable]) -> None:
         """Set aside the tasks of one acquire that did not decode (broker/raw_replies.py): were
@@ -209,6 +249,7 @@ class Acquiring(BrokerCore):
                 "" if limit.concurrency is None else limit.concurrency,
                 "" if limit.token_interval_us is None else limit.token_interval_us,
                 ACQUIRE_CHARS,
+                f"{secrets.randbelow(10**NONCE_DIGITS):0{NONCE_DIGITS}d}",
             ),
             raw=True,
         )

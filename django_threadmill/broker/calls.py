@@ -167,9 +167,13 @@ class Sending:
     def outcomes(self) -> list[Any]:
         """Return per call its reply, or the error it met or its node's failed confirmation."""
         return [
-            reply if isinstance(reply, Exception) else self.unconfirmed.get(node, reply)
-            for reply, node in zip(self.replies, self.nodes, strict=True)
+            reply if isinstance(reply, Exception) or failed is None else failed
+            for reply, failed in zip(self.replies, self.unconfirmed_calls(), strict=True)
         ]
+
+    def unconfirmed_calls(self) -> list[BrokerUnavailable | None]:
+        """Return per call its node's failed confirmation, or None where it was confirmed."""
+        return [self.unconfirmed.get(node) for node in self.nodes]
 
     def _check_still_owned(self, node: str, key: str) -> None:
         """Refuse a confirmation from a node that lost the slot during the call.
@@ -198,6 +202,25 @@ def send_each(
     Return the replies of ``before`` and per call its reply or error (errors are not raised).
     """
     sending = Sending(client, scripts, settings, calls, before, confirm, in_order)
+    return _sent(client, scripts, sending).before_replies, sending.outcomes()
+
+
+def send_confirmed_apart(
+    client: SyncClient,
+    scripts: dict[ScriptName, Script],
+    settings: BackendSettings,
+    calls: Sequence[ScriptCall],
+) -> list[tuple[Any, BrokerUnavailable | None]]:
+    """Send ``calls`` in one pipeline, confirmed per the durability mode; return per call its
+    reply or error, and apart its node's failed confirmation (None: confirmed), so that the
+    caller can undo what a replica may not have instead of losing the reply."""
+    sending = _sent(client, scripts, Sending(client, scripts, settings, calls, (), confirm=True))
+    return list(zip(sending.replies, sending.unconfirmed_calls(), strict=True))
+
+
+def _sent(client: SyncClient, scripts: dict[ScriptName, Script], sending: Sending) -> Sending:
+    """Send the rounds of ``sending`` (made with ``client`` and ``scripts``); return it, every
+    call answered."""
     unloaded: set[ScriptName] = set()
     while (batch := sending.next_batch()) is not None:
         with sending.round_errors():
@@ -208,7 +231,7 @@ def send_each(
                     pipe.execute_command(*args, **options)
                 replies = pipe.execute(raise_on_error=False)
             unloaded = sending.take(replies)
-    return sending.before_replies, sending.outcomes()
+    return sending
 
 
 async def asend_each(

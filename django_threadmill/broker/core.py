@@ -18,7 +18,7 @@ from ..codec.ids import queue_of
 from ..conf.settings import BackendSettings, socket_timeout_of
 from ..conf.topology import Durability
 from ..exceptions import BrokerUnavailable
-from .calls import send, send_each
+from .calls import send, send_confirmed_apart, send_each
 from .connection import make_async_client, make_blocking_client, make_client, translated_errors
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_layout, shard_of
 from .metrics import Tally
@@ -145,6 +145,20 @@ class BrokerCore:
             return [self._run(calls[0])]
         with self.translated_errors():
             _, outcomes = send_each(self.client, self._scripts, self.settings, calls)
+        return self._each_translated(outcomes)
+
+    def _run_each_confirmed(
+        self, calls: Sequence[ScriptCall]
+    ) -> list[tuple[Any, BrokerUnavailable | None]]:
+        """As ``_run_each_per_queue``, confirmed per OPTIONS['durability'], each call's failed
+        confirmation given apart from its reply (calls.py, ``send_confirmed_apart``)."""
+        with self.translated_errors():
+            answers = send_confirmed_apart(self.client, self._scripts, self.settings, calls)
+        replies = self._each_translated([reply for reply, _ in answers])
+        return [(reply, failed) for reply, (_, failed) in zip(replies, answers, strict=True)]
+
+    def _each_translated(self, outcomes: list[Any]) -> list[Any]:
+        """Return ``outcomes`` with their errors translated; raise when every one is an error."""
         errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
         if len(errors) == len(outcomes):
             raise self.translated(errors[0])

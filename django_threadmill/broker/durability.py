@@ -26,6 +26,17 @@ def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
     return None
 
 
+def confirms_reservations(settings: BackendSettings) -> bool:
+    """Tell whether acquire waits for a replica too: under "replicated" alone.
+
+    A reservation no replica got is READY on a promoted replica, where another worker runs the
+    task again; and a primary the sentinels demote late (10 s after a SENTINEL FAILOVER) went
+    on handing reservations out (docs/scaling.md, Tasks run twice by a failover). Under
+    "fsync" a promoted replica is no safer, and WAITAOF would hold each refill for a disk write.
+    """
+    return settings.durability is Durability.REPLICATED
+
+
 def check_confirmed(settings: BackendSettings, reply: Any) -> None:
     """Raise ``MaybeApplied`` when a WAIT or WAITAOF reply falls short of the mode."""
     if isinstance(reply, Exception):

@@ -16,6 +16,7 @@
 -- ARGV[6]  most_chars      most characters of payloads and errors to reply with: a task past
 --                          them goes back to P:ready unchanged, in its place (the first task
 --                          is reserved whatever its size)
+-- ARGV[7]  nonce           the call's random digits, appended to its fence token
 -- Returns: {next_due_in_ms (-1 when nothing is delayed and no token is awaited, or the queue
 --           is paused; 0 when records set aside took places of tasks still ready; a token
 --           awaited in whole ms rounded down, so 0 when it comes within the ms),
@@ -32,7 +33,10 @@
 --          Flat, with the lease deadline and the token formatted once per call: a table per
 --          task and a number formatted per task cost Redis more than the task's HSET.
 -- Fence:   every task reserved by one call gets the same new token, the next value of
---          P:fence: a task appears once per call, so no two reservations of a task share one.
+--          P:fence followed by the nonce: a task appears once per call, so no two
+--          reservations of a task share one. The nonce keeps a promoted replica whose counter
+--          lags (its primary's last calls never reached it) from handing out again a token the
+--          old primary gave: a late call of that lease would pass for the new one's.
 --          An id popped or promoted whose record cannot be read, is missing, is not in state
 --          "ready", has no payload field, or counts more errors than a task has attempts
 --          (common.lua MAX_ATTEMPTS) is set aside in P:damaged; every other id is handled as
@@ -135,7 +139,7 @@ if #popped > 0 then
   -- A new counter starts just above the Redis time in ms: above any token handed out before
   -- it, whether by a lost counter (unless it averaged over one call per ms) or as the small
   -- per-record counts of earlier versions, so no old lease can match a new reservation.
-  token = tostring(redis.call("INCRBY", KEYS[7], fence and "1" or tostring(now + 1)))
+  token = tostring(redis.call("INCRBY", KEYS[7], fence and "1" or tostring(now + 1))) .. ARGV[7]
 end
 -- A token_wait of -1 means the rate was not asked: the concurrency limit held, or there is no rate.
 local reply = {-1, held_back and (token_wait >= 0 and 2 or 1) or 0, token, 0, now}
