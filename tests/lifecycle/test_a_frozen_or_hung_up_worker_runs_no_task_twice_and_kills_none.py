@@ -149,12 +149,18 @@ def test_a_worker_resumed_after_its_reservations_were_reaped_does_not_run_them_a
     assert record_field(broker, redis_client, running_id, "result") is None
 
 
-# The command under ``nohup``: SIGHUP ignored from the start.
-NOHUP = (
-    "import signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
-    "from django.core.management import execute_from_command_line; "
-    "execute_from_command_line(['manage.py', *sys.argv[1:]])"
-)
+def _with_sighup(disposition: str) -> str:
+    """The command, started with SIGHUP's ``disposition`` (``SIG_DFL``, ``SIG_IGN``) whatever
+    the test runner's is: one run under ``nohup`` (CI may be) hands its ignored SIGHUP down."""
+    return (
+        f"import signal, sys; signal.signal(signal.SIGHUP, signal.{disposition}); "
+        "from django.core.management import execute_from_command_line; "
+        "execute_from_command_line(['manage.py', *sys.argv[1:]])"
+    )
+
+
+FROM_A_TERMINAL = _with_sighup("SIG_DFL")  # as a shell starts it
+NOHUP = _with_sighup("SIG_IGN")  # under ``nohup``: SIGHUP ignored from the start
 
 
 @pytest.mark.parametrize(
@@ -167,22 +173,29 @@ def test_a_hangup_stops_the_worker_gracefully_letting_its_running_task_finish(
     backend: ThreadmillTaskBackend,
     broker: Broker,
     redis_client: redis.Redis,
-    start_worker: Callable[..., Command],
+    redis_url: str,
+    key_prefix: str,
     tmp_path: Path,
 ) -> None:
     gate = tmp_path / "gate"
     task_id = held_open.enqueue(str(gate)).id
-    worker = start_worker(*processes, "--threads", "1", lease_ttl_s=1.0)
-    wait_until_running(broker, redis_client, task_id)
-    # As a terminal's hangup does: every process of the group gets it.
-    for pid in {worker.process.pid, *worker.child_pids()}:
-        os.kill(pid, signal.SIGHUP)
-    worker.wait_for_log(r"Waiting up to 30s for 1 running task to finish")
-    gate.touch()
-    assert worker.wait(30) == 0, worker.log
-    result = backend.get_result(task_id)
-    assert result.status == TaskResultStatus.SUCCESSFUL, worker.log
-    assert result.attempts == 1
+    worker = Command(
+        redis_url, key_prefix, "threadmill_worker", *processes, "--threads", "1",
+        lease_ttl_s=1.0, code=FROM_A_TERMINAL,
+    )  # fmt: skip
+    try:
+        wait_until_running(broker, redis_client, task_id)
+        # As a terminal's hangup does: every process of the group gets it.
+        for pid in {worker.process.pid, *worker.child_pids()}:
+            os.kill(pid, signal.SIGHUP)
+        worker.wait_for_log(r"Waiting up to 30s for 1 running task to finish")
+        gate.touch()
+        assert worker.wait(30) == 0, worker.log
+        result = backend.get_result(task_id)
+        assert result.status == TaskResultStatus.SUCCESSFUL, worker.log
+        assert result.attempts == 1
+    finally:
+        worker.close()
 
 
 def test_a_worker_started_under_nohup_runs_on_through_a_hangup(
