@@ -38,8 +38,11 @@ MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxcli
 NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
 # redis-py's words when the primary the sentinels named answered READONLY: it refused the call.
 DEMOTED_PRIMARY = "The previous master is now a slave"
-# How the error of a failed read ends: whatever Redis did with it, it changed nothing.
-READ_CHANGED_NOTHING = "nothing was changed: retry the read."
+# How the error of a failed read ends: whatever Redis did with it, it changed nothing. A fact,
+# not advice: what to do next is the caller's to say (a probe, a pause, a page, get_result).
+READ_CHANGED_NOTHING = "nothing was changed."
+# How the error of a write Redis did not answer in time ends: it may run it once it goes on.
+WRITE_MAYBE_APPLIED = "the call may have been applied, or may still be once Redis goes on."
 
 
 def _client_options(settings: BackendSettings) -> dict[str, Any]:
@@ -145,8 +148,9 @@ def translated_errors(
     """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors;
     ``sentinel``: the sentinels that name the primary, asked why when they named none.
 
-    A ``read`` (the block changes nothing) is never ``MaybeApplied``, and its errors say to
-    retry it (docs/enqueue.md, What each error means, and what was written).
+    A ``read`` (the block changes nothing) is never ``MaybeApplied``, and its errors say that
+    nothing was changed (docs/enqueue.md, What each error means, and what was written).
+    ``socket_timeout_s``: the clients' read timeout, named when Redis did not answer within it.
     """
     where = masked_location(location)
     try:
@@ -280,8 +284,8 @@ def _no_reply(
     sentinel_managed: bool = False,
 ) -> BrokerUnavailable:
     """Return the error for a call that got no Redis reply: the pool was exhausted, the server
-    is no Redis of the kind LOCATION names, it cannot be reached, or (a ``read``) it did not
-    answer within ``socket_timeout_s``.
+    is no Redis of the kind LOCATION names, it cannot be reached, or it did not answer within
+    ``socket_timeout_s`` (``_silent``).
 
     LOCATION's host is not probed for a ``sentinel_managed`` client: the call went to the
     primary the sentinels named, and whatever answers at that ignored host (a web server)
@@ -334,18 +338,31 @@ def _no_reply(
             f"The server at {where} answered with something that is not the Redis protocol "
             f"({exc}). Point LOCATION at Redis; nothing was written."
         )
-    timed_out = isinstance(exc, redis.TimeoutError) and _connected(exc)
-    if read and timed_out and socket_timeout_s is not None:  # a Redis busy, not one gone
-        return BrokerUnavailable(
-            f"Redis at {where} did not answer within socket_timeout={socket_timeout_s:g}s "
-            f"({exc}): it is busy (a long script or command: SLOWLOG GET), overloaded or "
-            f"frozen; {READ_CHANGED_NOTHING}"
-        )
+    silent = _silent(where, exc, socket_timeout_s, read=read)
+    if silent is not None:
+        return silent
     return _with_what_was_written(
         exc,
         f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; ",
         read=read,
     )
+
+
+def _silent(
+    where: str, exc: Exception, socket_timeout_s: float | None, *, read: bool
+) -> BrokerUnavailable | None:
+    """Return the error for a call Redis took and did not answer within ``socket_timeout_s``
+    (a Redis busy, overloaded or frozen, not one gone), or None for any other failure. A
+    write may have been applied, or may be once Redis goes on: it still holds the request."""
+    if not isinstance(exc, redis.TimeoutError) or not _connected(exc) or socket_timeout_s is None:
+        return None
+    silent = (
+        f"Redis at {where} did not answer within socket_timeout={socket_timeout_s:g}s ({exc}): "
+        "it is busy (a long script or command: SLOWLOG GET), overloaded or frozen; "
+    )
+    if read:
+        return BrokerUnavailable(silent + READ_CHANGED_NOTHING)
+    return MaybeApplied(silent + WRITE_MAYBE_APPLIED)
 
 
 def _translated_reply(

@@ -94,7 +94,7 @@ class BrokerCore:
             settings.pool_timeout_s,
             settings.sentinel,
             read=read,
-            socket_timeout_s=socket_timeout_of(settings)[1] if read else None,
+            socket_timeout_s=socket_timeout_of(settings)[1],
         )
 
     def raw_command(self, *args: Any, **options: Any) -> Any:

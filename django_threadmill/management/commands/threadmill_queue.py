@@ -16,9 +16,10 @@ from ...broker.inspect.source import Source
 from ...broker.pausing import MAX_REASON_CHARS, checked_reason
 from ...broker.raw_replies import controls_escaped
 from ...codec.text import printable
-from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
+from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill, MaybeApplied
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
+from ..failed_change import failed_change
 from ..report_output import CutShortCommand, OutputClosed
 from ..stop_held import HeldStop, Stopped, stops_held
 from ..text_option import text_option
@@ -54,12 +55,31 @@ def _stopped(queue: str, forgot: int, why: BaseException) -> str:
             shown = f"{why.name} came, and each one dropped is listed above"
         case KeyboardInterrupt():  # a second stop signal, which does not wait for Redis
             shown = "interrupted twice; a batch being dropped then may be dropped unlisted too"
+        case MaybeApplied():  # Redis may have dropped the batch it did not answer for
+            shown = (
+                "those listed above; the next batch failed, and may have been dropped "
+                f"unlisted: {str(why).rstrip('.')}"
+            )
         case _:
             shown = f"those listed above; the next batch failed: {str(why).rstrip('.')}"
     return (
         f"Forgot {forgot} damaged record(s) of queue {queue}, then stopped: {shown}. The rest "
         f"are kept: 'manage.py threadmill_queue damaged {queue}' lists them."
     )
+
+
+def _again(action: str, queue: str, otherwise: str) -> str:
+    """Return how to see whether a pause or resume Redis may have applied: run it again, which
+    changes nothing if it was (``otherwise``: what it then says)."""
+    return (
+        f"run 'manage.py threadmill_queue {action} {queue}' again once Redis answers: it "
+        f"{action}s the queue, or says it {otherwise}."
+    )
+
+
+def _listing(queue: str) -> str:
+    """Return how to see which damaged entries of ``queue`` a failed forget left."""
+    return f"list the entries left with 'manage.py threadmill_queue damaged {queue}'."
 
 
 def _by() -> str:
@@ -201,7 +221,11 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
     def _pause(self, source: Source, name: str, reason: str) -> None:
         queue = self._queue(source, name)
         where = f"queue {queue} of backend {source.alias}"
-        if source.broker.pause(queue, _by(), reason):
+        try:
+            paused = source.broker.pause(queue, _by(), reason)
+        except BrokerUnavailable as exc:
+            raise failed_change(exc, _again("pause", queue, "was paused already")) from exc
+        if paused:
             self.stdout.write(
                 f"Paused {where}: workers take none of its tasks until 'manage.py "
                 f"threadmill_queue resume {queue}'. Tasks a worker holds already (running, or "
@@ -216,7 +240,11 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
     def _resume(self, source: Source, name: str) -> None:
         queue = self._queue(source, name)
         where = f"queue {queue} of backend {source.alias}"
-        if source.broker.resume(queue, _by()):
+        try:
+            resumed = source.broker.resume(queue, _by())
+        except BrokerUnavailable as exc:
+            raise failed_change(exc, _again("resume", queue, "was not paused")) from exc
+        if resumed:
             self.stdout.write(f"Resumed {where}: idle workers were woken to take its tasks.")
         else:
             self.stdout.write(f"The {where} was not paused; nothing changed.")
@@ -251,7 +279,10 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             self._forget_all(source, queue, stop)
             return
         ids = list(dict.fromkeys(ids))  # given twice, an id was dropped once, then "missing"
-        missing = source.broker.forget_damaged(queue, ids)
+        try:
+            missing = source.broker.forget_damaged(queue, ids)
+        except BrokerUnavailable as exc:
+            raise failed_change(exc, _listing(queue)) from exc
         forgot = f"Forgot {len(ids) - len(missing)} damaged record(s) of queue {queue}"
         if missing:  # a typo, or an id forgotten already: say which, with where to look
             raise CommandError(
@@ -276,7 +307,7 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
                 stop.check()
         except (BrokerUnavailable, OutputClosed, Stopped, KeyboardInterrupt) as exc:
             if not forgot and isinstance(exc, BrokerUnavailable):
-                raise  # its message says nothing was written
+                raise failed_change(exc, _listing(queue)) from exc
             raise CommandError(_stopped(queue, forgot, exc)) from exc
         what = "those listed above, read and dropped in one step" if forgot else "it had none"
         self.stdout.write(f"Forgot {forgot} damaged record(s) of queue {queue}: {what}.")

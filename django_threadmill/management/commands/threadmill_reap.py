@@ -11,7 +11,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...broker import checked_batch_size
-from ...exceptions import BrokerRefused, BrokerUnavailable
+from ...exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
 from ...worker.interruptible import (
     PASS_GRACE_S,
     Interrupted,
@@ -44,10 +44,13 @@ def stop_on_first_signal(stop: threading.Event, signum: int, frame: FrameType | 
 def _failed(report: ReapReport) -> str:
     """Say which queues of a pass failed while Redis answered, and whether any was reaped:
     with none left (a read-only replica at LOCATION, a single queue), "the other queues were
-    reaped" told the operator of a reap that settled nothing."""
+    reaped" told the operator of a reap that settled nothing. A call Redis did not answer may
+    have settled its leases all the same: "none was reaped" would deny it."""
     failed = ", ".join(report.failures)
     if len(report.failures) < len(report.queues):
         return f"Reap of queue {failed} failed, the other queues were reaped"
+    if any(isinstance(error, MaybeApplied) for error in report.failures.values()):
+        return f"Reap of every queue failed ({failed}), some perhaps after settling leases"
     return f"Reap of every queue failed ({failed}), none was reaped"
 
 
