@@ -33,6 +33,9 @@ DAMAGED_DATA_ERRORS = (
     "increment or decrement would overflow",  # a counter set by hand near 2**63 (P:seq)
 )
 
+# Replies of a Redis that refuses every write for now, whatever the key: it cannot save to disk
+# (MISCONF), or too few replicas acknowledge it (NOREPLICAS, min-replicas-to-write).
+WRITES_REFUSED = ("MISCONF", "NOREPLICAS")
 MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxclients is reached
 # redis-py's words when OPTIONS['cluster'] names a server that is not a cluster node.
 NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
@@ -253,6 +256,14 @@ def wrong_type(error: BaseException) -> bool:
     return isinstance(error, redis.ResponseError) and reply_of(error).startswith("WRONGTYPE")
 
 
+def refuses_writes(error: BrokerUnavailable) -> bool:
+    """Tell whether ``error`` is Redis refusing every write for now, not one key: a script
+    meets it at its first write, so a call that writes nothing (an empty queue's acquire)
+    answers as usual beside it."""
+    cause = error.__cause__
+    return isinstance(cause, redis.ResponseError) and reply_of(cause).startswith(WRITES_REFUSED)
+
+
 def maybe_too_large(error: BrokerUnavailable) -> bool:
     """Tell whether ``error`` may be Redis refusing a request as too large: its "Protocol
     error" reply, or the connection it closes after it, which a client still writing the
@@ -410,12 +421,8 @@ def _translated_reply(
             "OPTIONS['max_result_bytes'] for a worker's finish call (threadmill.W006); "
             "nothing was written."
         )
-    if message.startswith(("MISCONF", "NOREPLICAS")):
-        return BrokerUnavailable(
-            f"Redis at {where} refuses writes ({exc}). MISCONF: it cannot save to disk, so fix "
-            "its disk, 'dir' or 'save' setting; NOREPLICAS: fewer replicas answer than its "
-            "min-replicas-to-write; nothing was written."
-        )
+    if message.startswith(WRITES_REFUSED):
+        return _writes_refused(where, exc)
     if isinstance(exc, redis.exceptions.ReadOnlyError) or message.startswith("READONLY"):
         return BrokerUnavailable(
             f"Redis at {where} is a read-only replica ({exc}). During a failover this passes "
@@ -428,6 +435,23 @@ def _translated_reply(
         return _not_now(where, exc, read=read)
     lost_again = isinstance(exc, redis.exceptions.NoScriptError)  # a first one is reloaded
     return _scripts_lost_again(where, exc) if lost_again else None
+
+
+def _writes_refused(where: str, exc: redis.ResponseError) -> BrokerUnavailable:
+    """Return the error for a call Redis refused as it refuses every write for now: a script
+    meets it at its first write, so it wrote nothing."""
+    if reply_of(exc).startswith("MISCONF"):
+        return BrokerUnavailable(
+            f"Redis at {where} refuses writes: it cannot save to disk ({exc}). Fix its disk, "
+            "'dir' or 'save' setting; nothing was written."
+        )
+    return BrokerUnavailable(
+        f"Redis at {where} refuses writes: fewer replicas acknowledged it within its "
+        f"min-replicas-max-lag than its min-replicas-to-write asks for ({exc}). Check its "
+        "replicas (INFO replication: connected_slaves, each one's lag): it takes writes again "
+        "once enough are back in sync, or once a failover promotes one that is; nothing was "
+        "written."
+    )
 
 
 def _not_now(where: str, exc: redis.ResponseError, *, read: bool) -> BrokerUnavailable:

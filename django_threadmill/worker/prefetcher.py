@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Broker
+from ..broker.connection import refuses_writes
 from ..broker.wake import BLPOP_LATE_S
 from ..exceptions import BrokerRefused, BrokerUnavailable
 from .backoff import REDIS_BACKOFF
@@ -341,15 +342,10 @@ class Prefetcher(RoleThread):
         fetched = 0
         next_due_ms: int | None = None
         sent_at = time.monotonic()  # the leases' deadlines run from after this (HeldLeases)
+        refused: BrokerUnavailable | None = None
         for queue, acquired in zip(counts, self.broker.acquire_from(counts), strict=True):
             if acquired.failed is not None:
-                logger.warning(
-                    "Fetch from a queue failed, the others go on queue=%s retry_in_s=%d error=%s",
-                    queue,
-                    FAILED_QUEUE_RECHECK_S,
-                    acquired.failed,
-                )
-                self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000), Hold.RECHECK)
+                refused = self._failed(queue, acquired.failed) or refused
             elif acquired.held_back:  # a limit, not an empty queue, kept its tasks back
                 # A full concurrency limit is looked at again soon, not at the queue's next
                 # delayed task, which may be hours off (docs/schedules.md, Per-queue limits).
@@ -368,7 +364,26 @@ class Prefetcher(RoleThread):
             if acquired.next_due_ms is not None:
                 due = acquired.next_due_ms
                 next_due_ms = due if next_due_ms is None else min(next_due_ms, due)
+        if refused is not None:  # raised once the other queues' reservations are buffered
+            raise refused
         held_due_ms = self._held_back.next_due_ms()
         if held_due_ms is not None:
             next_due_ms = held_due_ms if next_due_ms is None else min(next_due_ms, held_due_ms)
         return fetched, next_due_ms
+
+    def _failed(self, queue: str, error: BrokerUnavailable) -> BrokerUnavailable | None:
+        """Hold back ``queue``, whose call failed beside others that did not (a key of another
+        type in it: docs/lifecycle.md, Keys of another type). Return ``error`` instead if it is
+        Redis refusing every write (MISCONF, NOREPLICAS): only a queue with tasks meets it, as
+        an empty one's call writes nothing, and no queue can reserve, so the refill fails and
+        backs off as for a Redis away."""
+        if refuses_writes(error):
+            return error
+        logger.warning(
+            "Fetch from a queue failed, the others go on queue=%s retry_in_s=%d error=%s",
+            queue,
+            FAILED_QUEUE_RECHECK_S,
+            error,
+        )
+        self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000), Hold.RECHECK)
+        return None
