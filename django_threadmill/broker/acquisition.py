@@ -269,7 +269,15 @@ class Acquiring(BrokerCore):
         return wake_groups(self.keyspace, parts, worker_id, cluster=self.settings.cluster)
 
     def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
-        """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout.
+        """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout;
+        True if woken (``wait_for_queues`` says which queues got the tokens)."""
+        return self.wait_for_queues(queues, worker_id, timeout_s) is not None
+
+    def wait_for_queues(
+        self, queues: Sequence[str], worker_id: str, timeout_s: float
+    ) -> frozenset[str] | None:
+        """Block until an enqueue pushes a wake token, ``wake_process`` is called, or timeout;
+        return the queues whose tokens woke it (empty for the process's own token), or None.
 
         BLPOP over the queues' wake lists and the process's own list: idle workers block instead of
         polling (docs/design.md, Idle workers block, they do not poll). On a Redis Cluster, queues
@@ -277,7 +285,15 @@ class Acquiring(BrokerCore):
         slot, kept until ``wake_process``.
         """
         groups = self._wake_groups(queues, worker_id)
-        return self._idle.wait((tuple(queues), worker_id), groups, timeout_s)
+        lists = self._idle.wait((tuple(queues), worker_id), groups, timeout_s)
+        if lists is None:
+            return None
+        return frozenset(
+            queue
+            for queue in queues
+            for part in self.parts(queue)
+            if self.queue_keys(part).wake in lists
+        )
 
     def wake_process(self, queues: Sequence[str], worker_id: str) -> None:
         """Wake the process's blocked fetcher now (at shutdown); the token expires if unread."""

@@ -55,6 +55,12 @@ def wake_groups(
     ]
 
 
+def list_name(reply: tuple[str | bytes, object] | list[str | bytes]) -> str:
+    """Return the name of the list a BLPOP reply took its token from."""
+    name = reply[0]
+    return name.decode() if isinstance(name, bytes) else name
+
+
 def push_process_tokens(client: SyncClient, groups: Sequence[Sequence[str]]) -> None:
     """Push a token to each group's process list, so a BLPOP on it returns now."""
     with client.pipeline(transaction=False) as pipe:
@@ -89,6 +95,8 @@ class SlotWaiters:
         self.woken = threading.Event()
         self.closing = threading.Event()
         self.error: Exception | None = None  # raised by the next ``wait``, in the fetcher
+        self._lists: set[str] = set()  # the lists tokens were taken from, for the next wait
+        self._lock = threading.Lock()
         self.threads = [
             threading.Thread(target=self._block, args=(keys,), name=f"threadmill-wake-{index}")
             for index, keys in enumerate(groups, start=1)
@@ -100,7 +108,7 @@ class SlotWaiters:
         while not self.closing.is_set():
             try:
                 with self.translated_errors():
-                    woke = self.blocking.blpop(list(keys), timeout=self.block_s) is not None
+                    reply = self.blocking.blpop(list(keys), timeout=self.block_s)
             except BrokerUnavailable as exc:
                 self.error = exc  # the fetcher logs it and backs off; this waiter tries again
                 self.woken.set()
@@ -110,18 +118,23 @@ class SlotWaiters:
                 self.error = exc
                 self.woken.set()
                 return
-            if woke:
+            if reply is not None:
+                with self._lock:
+                    self._lists.add(list_name(reply))
                 self.woken.set()
 
-    def wait(self, timeout_s: float) -> bool:
-        """Block until a token arrives or ``timeout_s`` passes; True if woken."""
+    def wait(self, timeout_s: float) -> frozenset[str] | None:
+        """Block until a token arrives or ``timeout_s`` passes; return the lists tokens were
+        taken from since the last wait (empty after a waiter's error), None if none came."""
         if not self.woken.wait(timeout_s):
-            return False
+            return None
         self.woken.clear()  # before the caller acquires: a later token sets it again
+        with self._lock:
+            lists, self._lists = frozenset(self._lists), set()
         error, self.error = self.error, None
         if error is not None:
             raise error
-        return True
+        return lists
 
     def close(self) -> None:
         """Stop and join every waiter, their BLPOPs returning on the pushed tokens; close
@@ -155,8 +168,11 @@ class IdleWaits:
         self._closed: set[WaitKey] = set()
         self._lock = threading.Lock()
 
-    def wait(self, key: WaitKey, groups: list[list[str]], timeout_s: float) -> bool:
-        """Block until a token arrives in any group or ``timeout_s`` passes; True if woken.
+    def wait(
+        self, key: WaitKey, groups: list[list[str]], timeout_s: float
+    ) -> frozenset[str] | None:
+        """Block until a token arrives in any group or ``timeout_s`` passes; return the lists
+        the tokens came from (which queues got work), None if none came.
 
         One BLPOP blocks no longer than fits the socket timeout, so a long ``timeout_s`` may
         end early: the caller looks for work, then waits again.
@@ -164,10 +180,11 @@ class IdleWaits:
         if len(groups) == 1:
             block_s = max(SHORTEST_BLOCK_S, min(timeout_s, self.block_s))
             with self.translated_errors():
-                return self.client().blpop(groups[0], timeout=block_s) is not None
+                reply = self.client().blpop(groups[0], timeout=block_s)
+            return None if reply is None else frozenset([list_name(reply)])
         with self._lock:
             if key in self._closed:
-                return True  # the process is stopping: its fetcher must not block again
+                return frozenset()  # the process is stopping: its fetcher must not block again
             if key not in self._waiters:
                 self._waiters[key] = SlotWaiters(
                     self.client(),

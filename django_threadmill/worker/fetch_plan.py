@@ -70,5 +70,20 @@ class FetchPlan:
             self._empty.add(queue)
 
     def forget_empty(self) -> None:
-        """Treat every queue as busy again: a wake token says some queue got tasks."""
+        """Treat every queue as busy again: some queue may have got tasks."""
         self._empty.clear()
+
+    def woken(self, queues: frozenset[str]) -> None:
+        """Ask ``queues``, whose wake tokens came, before the others, which stay known empty
+        (no queue named: every queue is asked again).
+
+        With more queues than free slots, forgetting them all had refills ask the queues a
+        few at a time, in turn, one round trip each, until one held the task (docs/worker.md,
+        Several queues). The probe of the empty queues waits PROBE_EVERY_S as well: their
+        own tokens wake the worker for them.
+        """
+        if not queues:
+            self.forget_empty()
+            return
+        self._empty.difference_update(queues)
+        self._next_probe = self.clock() + PROBE_EVERY_S

@@ -179,12 +179,14 @@ class Prefetcher(RoleThread):
         return True
 
     def _wait_for_work(self, timeout_s: float) -> bool:
-        """Block for a wake token up to ``timeout_s``; True if one came."""
-        woken = self.broker.wait_for_work(self.queues, self.worker_id, timeout_s)
-        if woken:
-            self._held_back.clear()
-            self._plan.forget_empty()
-        return woken
+        """Block for a wake token up to ``timeout_s``; True if one came. The next refill asks
+        the queues the tokens came from first (docs/worker.md, Several queues)."""
+        woken = self.broker.wait_for_queues(self.queues, self.worker_id, timeout_s)
+        if woken is None:
+            return False
+        self._held_back.clear()
+        self._plan.woken(woken)
+        return True
 
     def _wait_until_due(self, due_s: float) -> None:
         """Wait until a delayed task or a rate token is due, in ``due_s``, or a wake token.

@@ -56,8 +56,8 @@ def test_waiter_threads_block_within_the_socket_timeout(
     key = (("a", "b"), WORKER)
     groups = [[f"{key_prefix}:wake-a"], [f"{key_prefix}:wake-b"]]
     try:
-        assert waits.wait(key, groups, 3 * SHORT_S) is False
+        assert waits.wait(key, groups, 3 * SHORT_S) is None
         short_client.rpush(groups[1][0], 1)
-        assert waits.wait(key, groups, 3 * SHORT_S) is True
+        assert waits.wait(key, groups, 3 * SHORT_S) == {groups[1][0]}
     finally:
         waits.wake(key, groups)  # stops and joins the waiter threads

@@ -54,9 +54,11 @@ class WatchedBroker(Broker):
         self.acquired += replies
         return replies
 
-    def wait_for_work(self, queues: Sequence[str], worker_id: str, timeout_s: float) -> bool:
+    def wait_for_queues(
+        self, queues: Sequence[str], worker_id: str, timeout_s: float
+    ) -> frozenset[str] | None:
         self.waits_s.append(timeout_s)
-        return False  # as a BLPOP that timed out
+        return None  # as a BLPOP that timed out
 
 
 def idle_prefetcher(
