@@ -147,6 +147,20 @@ class BrokerCore:
             _, outcomes = send_each(self.client, self._scripts, self.settings, calls)
         return self._each_translated(outcomes)
 
+    def _run_each(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Send ``calls`` in one pipeline (split by node on a Redis Cluster); return per call
+        its reply or its error, translated, even when every call met one (each may be its own
+        queue's key of another type). An error of the round trip itself is raised, but for a
+        single call, sent alone as ``_run`` sends it: whatever it met is its reply."""
+        if len(calls) == 1:
+            try:
+                return [self._run(calls[0])]
+            except BrokerUnavailable as exc:
+                return [exc]
+        with self.translated_errors():
+            _, outcomes = send_each(self.client, self._scripts, self.settings, calls)
+        return [self.translated(o) if isinstance(o, Exception) else o for o in outcomes]
+
     def _run_each_confirmed(
         self, calls: Sequence[ScriptCall]
     ) -> list[tuple[Any, BrokerUnavailable | None]]:

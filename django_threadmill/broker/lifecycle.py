@@ -4,8 +4,10 @@ flush a test's Redis (django_threadmill.testing)."""
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 from ..codec.payloads import task_path
+from ..exceptions import BrokerUnavailable
 from .core import BrokerCore
 from .damaged import log_set_aside
 from .keys import QueueKeys
@@ -57,35 +59,61 @@ class Lifecycle(BrokerCore):
     """The reap, cancel, requeue and purge section of the Broker."""
 
     def reap(self, queue: str, limit: int, *, dry_run: bool = False) -> Reaped:
-        """Release expired reservations of ``queue`` and report its expired running attempts.
+        """Release expired reservations of ``queue`` and report its expired running attempts
+        (``reap_each`` of one queue; its error raised)."""
+        [reaped] = self.reap_each([queue], limit, dry_run=dry_run)
+        if isinstance(reaped, BrokerUnavailable):
+            raise reaped
+        return reaped
 
-        ``limit`` applies per shard of a sharded queue, whose shards go in one round trip:
-        fewer than ``limit`` lease entries looked at in all means every shard is done.
+    def reap_each(
+        self, queues: Sequence[str], limit: int, *, dry_run: bool = False
+    ) -> list[Reaped | BrokerUnavailable]:
+        """Reap every part of ``queues`` in one round trip (split by node on a Redis Cluster);
+        return per queue what ``reap`` returns, or the error one of its parts met.
+
+        ``limit`` applies per queue part: fewer than ``limit`` lease entries looked at in all
+        of a queue's parts means every part is done. A queue's error (a key of another type)
+        is its own, the others' replies stand; an error of the round trip itself is raised.
 
         The reply is read as bytes and decoded field by field: an attempt with a field that
         is not UTF-8 is set aside (counted in ``set_aside``), where decoded as a whole it
         failed every pass (broker/raw_replies.py). A released id that is not UTF-8 is a
         ``NotUtf8Id``: back in ready, acquire sets it aside.
         """
-        parts = self.parts(queue)
-        calls = []
-        for part in parts:
-            keys = self.queue_keys(part)
-            calls.append(
-                ScriptCall(
-                    ScriptName.REAP,
-                    (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
-                    (limit, "1" if dry_run else "0", self.wake_on_free(queue)),
-                    raw=True,
-                )
-            )
-        replies = self._run_per_queue(calls, durable=False)
+        parts = {queue: self.parts(queue) for queue in queues}
+        calls = [
+            self._reap_call(queue, part, limit, dry_run)
+            for queue in queues
+            for part in parts[queue]
+        ]
+        replies = iter(self._run_each(calls))
+        outcomes: list[Reaped | BrokerUnavailable] = []
+        for queue in queues:
+            part_replies = [(part, next(replies)) for part in parts[queue]]
+            failed = [reply for _, reply in part_replies if isinstance(reply, BrokerUnavailable)]
+            try:
+                outcomes.append(failed[0] if failed else self._reaped(queue, part_replies, dry_run))
+            except BrokerUnavailable as exc:  # setting a record aside failed
+                outcomes.append(exc)
+        return outcomes
+
+    def _reap_call(self, queue: str, part: str, limit: int, dry_run: bool) -> ScriptCall:
+        keys = self.queue_keys(part)
+        return ScriptCall(
+            ScriptName.REAP,
+            (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
+            (limit, "1" if dry_run else "0", self.wake_on_free(queue)),
+            raw=True,
+        )
+
+    def _reaped(self, queue: str, part_replies: list[tuple[str, Any]], dry_run: bool) -> Reaped:
+        """Return the reap replies of ``queue``'s parts decoded as one ``Reaped``, setting aside
+        (unless ``dry_run``) the expired attempts that do not decode."""
         released: list[str] = []
         expired: list[ExpiredAttempt] = []
         set_aside = looked_at = 0
-        for part, (part_released, part_expired, count, part_looked_at) in zip(
-            parts, replies, strict=True
-        ):
+        for part, (part_released, part_expired, count, part_looked_at) in part_replies:
             released += [stored_id(task_id) for task_id in part_released]
             attempts, undecodable = read_expired(part_expired, partial(_expired_attempt, queue))
             expired += attempts

@@ -21,17 +21,29 @@ class MetricsSending(BrokerCore):
 
     def send_metrics(self, *, trimming: Sequence[str] = ()) -> list[str]:
         """Send what ``finish`` tallied, the done index's new ids included: one metrics.lua
-        call per queue part, one round trip.
+        call per queue part, one round trip; raise the first call's error, if any.
 
-        Run by the ack writer about once a second and when it stops, and by the reaper after
-        each pass. What a send cannot deliver is kept for the next one; a send whose reply was
-        lost is sent again as it was, and counted once (metrics.py). Each call also trims
-        its part's done index of ids whose records expired, a bounded number per call
-        (docs/observability.md, Metrics and the done index); the parts of the ``trimming``
-        queues get a call for that even with nothing tallied (the reaper's pass: an idle
-        queue's index would keep them until its next outcome, a cancel-only one for good).
-        Return those of the ``trimming`` queues whose index still holds expired ids.
+        Run by the ack writer about once a second and when it stops (the reaper, through
+        ``send_metrics_each``, after each round of its pass). What a send cannot deliver is
+        kept for the next one; a send whose reply was lost is sent again as it was, and
+        counted once (metrics.py). Each call also trims its part's done index of ids whose
+        records expired, a bounded number per call (docs/observability.md, Metrics and the
+        done index); the parts of the ``trimming`` queues get a call for that even with
+        nothing tallied (the reaper's pass: an idle queue's index would keep them until its
+        next outcome, a cancel-only one for good). Return those of the ``trimming`` queues
+        whose index still holds expired ids.
         """
+        left, failed = self.send_metrics_each(trimming=trimming)
+        for error in failed.values():
+            raise error
+        return left
+
+    def send_metrics_each(
+        self, *, trimming: Sequence[str] = ()
+    ) -> tuple[list[str], dict[str, BrokerUnavailable]]:
+        """``send_metrics``, but a queue whose call failed (a key of another type) is returned
+        with its error, not raised: the reaper's round trip spans every queue, and one queue's
+        key must not fail the others' part of the pass. An error of the round trip is raised."""
         with self.tally.sending():
             parts = self.tally.take()
             self._share_paths(parts)
@@ -41,10 +53,11 @@ class MetricsSending(BrokerCore):
                     for part in self.parts(queue):
                         parts.setdefault(part, PartTally())
             if not parts:
-                return []
+                return [], {}
             calls = [self._metrics_call(part, tally) for part, tally in parts.items()]
-            left = self._send_tallies(parts, calls)
-        return [queue for queue in trimming if not left.isdisjoint(self.parts(queue))]
+            left, failed = self._send_tallies(parts, calls)
+        still = [queue for queue in trimming if not left.isdisjoint(self.parts(queue))]
+        return [queue for queue in still if queue not in failed], failed
 
     def _share_paths(self, parts: dict[str, PartTally]) -> None:
         """Mark each task path ``parts`` count in a shard of a queue as seen in every shard.
@@ -93,26 +106,28 @@ class MetricsSending(BrokerCore):
             ),
         )
 
-    def _send_tallies(self, parts: dict[str, PartTally], calls: list[ScriptCall]) -> set[str]:
+    def _send_tallies(
+        self, parts: dict[str, PartTally], calls: list[ScriptCall]
+    ) -> tuple[set[str], dict[str, BrokerUnavailable]]:
         """Send one metrics.lua call per part; keep for the next send only the tallies of the
-        calls that failed, then raise the first failure; else return the parts whose done
-        index the trim left expired ids in.
+        calls that failed; return the parts whose done index the trim left expired ids in,
+        and per queue the first error its parts' calls met.
 
         Putting back a tally whose call was counted (another part's call failed in the same
         round trip) would count it again at every send; one whose reply was lost is put back
         to be sent again under its number, which metrics.lua skips if it was counted.
         """
         try:
-            outcomes = self._run_each_per_queue(calls)
+            outcomes = self._run_each(calls)
         except BrokerUnavailable as exc:
             self.tally.put_back(parts, maybe_counted=isinstance(exc, MaybeApplied))
             raise
-        errors: list[BrokerUnavailable] = []
+        failed: dict[str, BrokerUnavailable] = {}
         left: set[str] = set()
         for (part, tally), outcome in zip(parts.items(), outcomes, strict=True):
             if isinstance(outcome, BrokerUnavailable):
                 self.tally.put_back({part: tally}, maybe_counted=isinstance(outcome, MaybeApplied))
-                errors.append(outcome)
+                failed.setdefault(queue_of_part(part), outcome)
                 continue
             skipped, expired_left = outcome
             if expired_left:
@@ -129,6 +144,4 @@ class MetricsSending(BrokerCore):
                     part,
                     skipped,
                 )
-        if errors:
-            raise errors[0]
-        return left
+        return left, failed

@@ -10,6 +10,7 @@ attempt's outcome. Each pass then drains every queue's workflow outbox (workflow
 """
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -66,9 +67,11 @@ class ReapReport:
     # Queues whose part of the pass failed while Redis answered, with why; the others were
     # reaped (docs/lifecycle.md, Keys of another type).
     failures: dict[str, BrokerUnavailable] = field(default_factory=dict)
-    # Why Redis stopped answering part-way: the queue it stopped at is in ``failures``, the
-    # queues after it were not reaped; or, every queue reaped, why draining the outboxes
-    # stopped (``advanced`` then reads 0). What the pass did before is in the counts all the same.
+    # Why Redis stopped answering part-way: the queues of the round it stopped in, those the
+    # round had yet to finish, are in ``failures`` (the queues after one whose earlier
+    # settlement it stopped at were not reaped); or, every queue reaped, why draining the
+    # outboxes stopped (``advanced`` then reads 0). What the pass did before is in the counts
+    # all the same.
     unreachable: BrokerUnavailable | None = None
 
     @property
@@ -255,68 +258,143 @@ def _dry_run(
     return lines
 
 
-def _reap_queue(
-    backend: "ThreadmillTaskBackend", queue: str, report: ReapReport, batch_size: int
+def _counted(
+    backend: "ThreadmillTaskBackend", report: ReapReport, queue: str, reaped: Reaped
 ) -> None:
-    counts = report.queues.setdefault(queue, QueueReap())
-    if not report.dry_run:
-        for mark, attempts in backend.broker.tally.to_settle_again(queue):
-            _settle(backend, queue, attempts, counts, mark)
-    while True:
-        reaped = backend.broker.reap(queue, batch_size, dry_run=report.dry_run)
-        counts.released += len(reaped.released)
-        counts.set_aside += reaped.set_aside
-        if report.dry_run:
-            # A dry run changes nothing, so a second call would return the same batch.
-            report.lines += _dry_run(backend, queue, reaped, counts)
-            return
-        stale_before = counts.stale
-        _settle(backend, queue, reaped.expired, counts)
-        # Counted from every entry looked at: a batch holding ghosts or damaged records
-        # releases fewer than it looked at, yet more may wait behind it. A batch whose every
-        # entry was an attempt left unsettled is not asked for again: it would come back the
-        # same, and the loop would hold the supervisor's main thread (docs/lifecycle.md, When
-        # a worker dies: leases and the reaper).
-        moved = reaped.looked_at - (counts.stale - stale_before)
-        last = reaped.looked_at < batch_size or moved == 0
-        # Each batch's outcomes go out as it ends, the last with the queue's done index
-        # trimmed. Sent once after the pass, 100,000 ids held Redis a third of a second in
-        # one script call, a pass cut short by a stop sent none, and a send failing in one
-        # queue failed the whole pass, the counts of --once unprinted (docs/observability.md,
-        # What it costs).
-        left = backend.broker.send_metrics(trimming=[queue] if last else [])
-        if last:
-            _trim_done(backend, queue, left)
-            return
+    """Count what the reap call of ``queue`` did itself (and a dry run's lines): it is done
+    before anything is settled, and stands if the pass stops afterwards."""
+    counts = report.queues[queue]
+    counts.released += len(reaped.released)
+    counts.set_aside += reaped.set_aside
+    if report.dry_run:
+        report.lines += _dry_run(backend, queue, reaped, counts)
 
 
-def _trim_done(backend: "ThreadmillTaskBackend", queue: str, left: list[str]) -> None:
-    """Trim ``queue``'s done index again while the last call left expired ids in it, up to
-    TRIM_CALLS_PER_PASS calls counting the pass's first: one call per pass took 17 hours to
-    clear a million ids an idle queue kept (docs/observability.md, Metrics and the done index)."""
-    for _ in range(TRIM_CALLS_PER_PASS - 1):
-        if queue not in left:
-            return
-        left = backend.broker.send_metrics(trimming=[queue])
+def _settle_batch(
+    backend: "ThreadmillTaskBackend", queue: str, reaped: Reaped, counts: QueueReap, size: int
+) -> bool:
+    """Settle the expired attempts of one batch of ``queue``; return True when it was the
+    queue's last batch of the pass.
+
+    Counted from every entry looked at: a batch holding ghosts or damaged records releases
+    fewer than it looked at, yet more may wait behind it. A batch whose every entry was an
+    attempt left unsettled is not asked for again: it would come back the same, and the pass
+    would hold the supervisor's main thread (docs/lifecycle.md, When a worker dies: leases
+    and the reaper).
+    """
+    stale_before = counts.stale
+    _settle(backend, queue, reaped.expired, counts)
+    moved = reaped.looked_at - (counts.stale - stale_before)
+    return reaped.looked_at < size or moved == 0
 
 
-def _reap_or_skip(
-    backend: "ThreadmillTaskBackend", queue: str, report: ReapReport, batch_size: int
+def _skip(
+    backend: "ThreadmillTaskBackend",
+    report: ReapReport,
+    failed: dict[str, BrokerUnavailable],
+    waiting: Sequence[str] = (),
 ) -> None:
-    """Reap ``queue``; note in ``report.failures`` the error that stopped it while Redis still
-    answers.
+    """Note the ``failed`` queues in ``report.failures`` while Redis still answers; raise when
+    Redis itself is the problem, the ``waiting`` queues noted as failed too.
 
     A key of another type in one queue (docs/lifecycle.md, Keys of another type) fails every
     pass there; raised at once, it kept the queues after it from being reaped, their dead
     workers' tasks held, until someone deleted the key. A Redis that does not answer fails
     every queue alike, each after its own timeout: that is raised at once.
     """
+    if not failed:
+        return
+    for queue, error in failed.items():
+        report.failures.setdefault(queue, error)
     try:
-        _reap_queue(backend, queue, report, batch_size)
+        backend.broker.server_time_ms()
+    except BrokerUnavailable as gone:
+        for queue in waiting:
+            report.failures.setdefault(queue, gone)
+        raise
+    for queue, error in failed.items():
+        logger.warning("Reap of a queue failed, the others go on queue=%s error=%s", queue, error)
+
+
+def _settled_again(backend: "ThreadmillTaskBackend", queue: str, report: ReapReport) -> bool:
+    """Settle first the attempts of ``queue`` a finish call of an earlier pass left unsure;
+    return False when that failed: the queue's part of the pass ends there."""
+    counts = report.queues.setdefault(queue, QueueReap())
+    if report.dry_run:
+        return True
+    try:
+        for mark, attempts in backend.broker.tally.to_settle_again(queue):
+            _settle(backend, queue, attempts, counts, mark)
     except BrokerUnavailable as exc:
-        report.failures[queue] = exc
-        backend.broker.server_time_ms()  # raises when Redis itself is the problem
-        logger.warning("Reap of a queue failed, the others go on queue=%s error=%s", queue, exc)
+        _skip(backend, report, {queue: exc})
+        return False
+    return True
+
+
+def _reap_round(
+    backend: "ThreadmillTaskBackend", queues: list[str], report: ReapReport, size: int
+) -> list[str]:
+    """Reap one batch of each of ``queues`` in one round trip, settle them, and send their
+    outcomes with the done index of the queues that are done trimmed, in a second; return
+    the queues with more to reap.
+
+    Each round's outcomes go out as it ends: sent once after the pass, 100,000 ids held Redis
+    a third of a second in one script call, and a pass cut short by a stop sent none
+    (docs/observability.md, What it costs). The queues of a round share its round trips,
+    not its failures: one queue's error is that queue's (``_skip``).
+    """
+    try:
+        replies = backend.broker.reap_each(queues, size, dry_run=report.dry_run)
+    except BrokerUnavailable as exc:
+        _skip(backend, report, dict.fromkeys(queues, exc))
+        return []
+    failed: dict[str, BrokerUnavailable] = {}
+    taken: dict[str, Reaped] = {}
+    for queue, reply in zip(queues, replies, strict=True):
+        if isinstance(reply, BrokerUnavailable):
+            failed[queue] = reply
+        else:
+            taken[queue] = reply
+            _counted(backend, report, queue, reply)
+    _skip(backend, report, failed, waiting=list(taken))
+    if report.dry_run:  # a second call would return the same batch
+        return []
+    ended: list[str] = []
+    more: list[str] = []
+    for queue, batch in taken.items():
+        try:
+            last = _settle_batch(backend, queue, batch, report.queues[queue], size)
+        except BrokerUnavailable as exc:  # Redis gone: no queue of the round had its send
+            _skip(backend, report, {queue: exc}, waiting=list(taken))
+            continue
+        (ended if last else more).append(queue)
+    left = _sent(backend, report, ended, [*ended, *more])
+    _trim_done(backend, report, left)
+    return [queue for queue in more if queue not in report.failures]
+
+
+def _sent(
+    backend: "ThreadmillTaskBackend", report: ReapReport, trimming: list[str], sending: list[str]
+) -> list[str]:
+    """Send the tallied outcomes with ``trimming``'s done indexes trimmed; return the queues
+    whose index still holds expired ids. A whole send that failed fails ``sending``'s part."""
+    try:
+        left, failed = backend.broker.send_metrics_each(trimming=trimming)
+    except BrokerUnavailable as exc:
+        left, failed = [], dict.fromkeys(sending, exc)
+    _skip(backend, report, failed)
+    return left
+
+
+def _trim_done(backend: "ThreadmillTaskBackend", report: ReapReport, left: list[str]) -> None:
+    """Trim the done index of the ``left`` queues again, all in one round trip, while the
+    last call left expired ids in one, up to TRIM_CALLS_PER_PASS calls counting the round's
+    send: one call per pass took 17 hours to clear a million ids an idle queue kept
+    (docs/observability.md, Metrics and the done index)."""
+    for _ in range(TRIM_CALLS_PER_PASS - 1):
+        if not left:
+            return
+        left = _sent(backend, report, left, left)
 
 
 def reap_once(
@@ -346,9 +424,12 @@ def reap_pass(
     report = ReapReport(dry_run=dry_run)
     queues = backend.broker.queues(backend.queues)
     try:
-        for queue in queues:
-            _reap_or_skip(backend, queue, report, batch_size)
-    except BrokerUnavailable as exc:  # Redis itself: the queues after this one wait
+        # One round trip reaps a batch of every queue part, another sends their outcomes
+        # (docs/scaling.md, What idle workers cost); queues with more go round again.
+        pending = [queue for queue in queues if _settled_again(backend, queue, report)]
+        while pending:
+            pending = _reap_round(backend, pending, report, batch_size)
+    except BrokerUnavailable as exc:  # Redis itself: the queues not reaped wait
         report.unreachable = exc
     if not dry_run and report.unreachable is None:
         # Workflows advance from steps whose drainer died, or that the reaper just settled.

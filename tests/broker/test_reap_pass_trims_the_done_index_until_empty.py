@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.worker import reaper
 from django_threadmill.worker.reaper import reap_once
 
@@ -29,15 +30,15 @@ def indexed_after_each_trim(
     redis_client.zadd(done, {f"expired-{n:05d}@default": n + 1 for n in range(EXPIRED)})
     redis_client.zadd(done, {"finished-now@default": redis_now_ms(redis_client)})
     sizes: list[int] = []
-    send = backend.broker.send_metrics
+    send = backend.broker.send_metrics_each
 
-    def sent(*, trimming: Sequence[str] = ()) -> list[str]:
-        left = send(trimming=trimming)
-        if list(trimming) == ["default"]:
+    def sent(*, trimming: Sequence[str] = ()) -> tuple[list[str], dict[str, BrokerUnavailable]]:
+        answer = send(trimming=trimming)
+        if "default" in trimming:
             sizes.append(redis_client.zcard(done))
-        return left
+        return answer
 
-    monkeypatch.setattr(backend.broker, "send_metrics", sent)
+    monkeypatch.setattr(backend.broker, "send_metrics_each", sent)
     return sizes
 
 

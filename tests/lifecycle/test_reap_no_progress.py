@@ -7,12 +7,15 @@ supervisor, which reaps in its main loop, spawned no worker and ignored SIGTERM
 (docs/lifecycle.md, When a worker dies: leases and the reaper).
 """
 
+from collections.abc import Sequence
+
 import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Reaped
 from django_threadmill.broker.keys import shard_of
+from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.worker.reaper import reap_once
 
 from .support import run, wait_for_expiry
@@ -54,14 +57,17 @@ def test_a_batch_of_attempts_left_unsettled_ends_the_pass(
         if redis_client.zcard(broker.queue_keys(part).leases):
             wait_for_expiry(broker, redis_client, part)
     calls: list[str] = []
-    reap = broker.reap
+    reap_each = broker.reap_each
 
-    def counted(queue: str, limit: int, *, dry_run: bool = False) -> Reaped:
-        calls.append(queue)
-        assert calls.count(queue) <= MOST_CALLS, f"the pass asks {queue} for one batch forever"
-        return reap(queue, limit, dry_run=dry_run)
+    def counted(
+        queues: Sequence[str], limit: int, *, dry_run: bool = False
+    ) -> list[Reaped | BrokerUnavailable]:
+        calls.extend(queues)
+        for queue in queues:
+            assert calls.count(queue) <= MOST_CALLS, f"the pass asks {queue} for one batch forever"
+        return reap_each(queues, limit, dry_run=dry_run)
 
-    monkeypatch.setattr(broker, "reap", counted)
+    monkeypatch.setattr(broker, "reap_each", counted)
 
     report = reap_once(backend, batch_size=len(ids))  # the batch comes back full
 

@@ -22,6 +22,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease
 from django_threadmill.compat import TaskResultStatus
+from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.retry import RetryContext
 from django_threadmill.task import task
 from django_threadmill.worker.reaper import reap_once
@@ -118,18 +119,18 @@ def test_each_batch_sends_its_own_outcomes(
     expire_by_hand(broker, redis_client, ["0"] * 7)
     done = broker.queue_keys("default").done
     indexed: list[int] = []
-    send = broker.send_metrics
+    send = broker.send_metrics_each
 
-    def counted(*, trimming: Sequence[str] = ()) -> list[str]:
-        left = send(trimming=trimming)
+    def counted(*, trimming: Sequence[str] = ()) -> tuple[list[str], dict[str, BrokerUnavailable]]:
+        sent = send(trimming=trimming)
         indexed.append(redis_client.zcard(done))
-        return left
+        return sent
 
-    monkeypatch.setattr(broker, "send_metrics", counted)
+    monkeypatch.setattr(broker, "send_metrics_each", counted)
 
     assert reap_once(backend, batch_size=3).failed == 7
 
-    assert indexed == [3, 6, 7, 7, 7]  # default's three batches, then emails and reports
+    assert indexed == [3, 6, 7]  # default's three batches, emails and reports in the first
 
 
 def test_a_pass_cut_short_by_a_stop_has_sent_what_its_batches_settled(

@@ -46,7 +46,7 @@ def test_once_prints_what_it_settled_before_redis_went_away(
     durable_redis: RedisProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
     def kill_redis(sender: type, **kwargs: Any) -> None:
-        durable_redis.kill()  # once default's attempt is settled: emails, reports find it gone
+        durable_redis.kill()  # once default's attempt is settled: the round's send finds it gone
 
     task_finished.connect(kill_redis, weak=False)
     out = StringIO()
@@ -59,10 +59,12 @@ def test_once_prints_what_it_settled_before_redis_went_away(
     finally:
         task_finished.disconnect(kill_redis)
 
-    # Redis went away before default's metrics send, which ends each batch: the pass stops
-    # there, with what it settled counted.
+    # Redis went away before the round's metrics send, which ends each round of batches (one
+    # of every queue): the pass stops there, with what it settled counted.
     assert out.getvalue().splitlines() == [
         "Settled queue=default released=0 failed=1 retried=0 stale=0 set_aside=0 incomplete=yes",
+        "Settled queue=emails released=0 failed=0 retried=0 stale=0 set_aside=0 incomplete=yes",
+        "Settled queue=reports released=0 failed=0 retried=0 stale=0 set_aside=0 incomplete=yes",
     ]
     assert str(failed.value).startswith(
         "Reap pass stopped part-way, Redis stopped answering (the queues not reaped wait for "
