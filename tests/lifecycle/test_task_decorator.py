@@ -98,7 +98,7 @@ def test_plain_tasks_still_work_on_a_backend_without_policies() -> None:
 
 @pytest.mark.skipif(not ON_DJANGO_61, reason="@django.tasks.task forwards kwargs from 6.1 on")
 def test_django_61_task_decorator_forwards_retry() -> None:
-    from django.tasks import task as django_task
+    from django_threadmill.compat import task as django_task  # django.tasks.task
 
     policy = ExponentialBackoff(max_attempts=2)
     built = django_task(retry=policy)(double)

@@ -40,6 +40,9 @@ def make_certificates(directory: Path) -> None:
         "1",
         "-subj",
         "/CN=threadmill-test-ca",
+        # Python 3.13+ verifies strictly (ssl.VERIFY_X509_STRICT): a CA without key usage fails.
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
         "-keyout",
         "ca.key",
         "-out",
@@ -86,7 +89,9 @@ def tls_redis() -> Iterator[TlsRedis]:
             try:
                 wait_until_up(server.url, timeout_s=5)
             except redis.ConnectionError as exc:
-                output = process.stdout.read().decode() if process.poll() is not None else ""
+                if process.poll() is None:  # it runs: the client is refused, a test failure
+                    raise
+                output = process.stdout.read().decode()
                 raise RuntimeError(f"redis-server did not start with TLS: {output}") from exc
             yield server
         finally:

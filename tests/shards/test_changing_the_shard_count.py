@@ -5,13 +5,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from django.tasks import task_backends
 from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.keys import queue_parts, shard_of
 from django_threadmill.checks import check_redis
 from django_threadmill.codec.times import now_ms
+from django_threadmill.compat import task_backends
 from tests.broker.conftest import finish, new_task, start
 from tests.conftest import tasks_setting
 
