@@ -50,6 +50,11 @@ class PartlyEnqueued(BrokerUnavailable):
         self.maybe_written = maybe_written
 
 
+class ReservationsUnconfirmed(BrokerUnavailable):
+    """No replica confirmed a reservation under OPTIONS['durability'] = "replicated": the
+    tasks went back unstarted, as a failover now could have another worker run them too."""
+
+
 class ResumedNotWoken(BrokerUnavailable):
     """A queue was resumed, but Redis refused its wake tokens: a key the resume reads holds a
     value of another type, so idle workers were not woken (docs/lifecycle.md, Keys of another

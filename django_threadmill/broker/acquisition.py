@@ -9,7 +9,7 @@ from typing import Any
 from ..codec.payloads import task_path
 from ..codec.times import now_ms
 from ..conf.limits import QueueLimit
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, ReservationsUnconfirmed
 from .core import BrokerCore
 from .damaged import log_set_aside
 from .durability import confirms_reservations
@@ -192,7 +192,7 @@ class Acquiring(BrokerCore):
                 len(reservations),
                 exc,
             )
-        failed = BrokerUnavailable(
+        failed = ReservationsUnconfirmed(
             f"{unconfirmed} The tasks it reserved ({len(reservations)}) were handed back "
             "unstarted: run, a failover could run them twice."
         )

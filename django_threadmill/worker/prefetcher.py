@@ -8,7 +8,7 @@ from collections.abc import Callable
 from ..broker import Broker
 from ..broker.connection import refuses_writes
 from ..broker.wake import BLPOP_LATE_S
-from ..exceptions import BrokerRefused, BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable, ReservationsUnconfirmed
 from .backoff import REDIS_BACKOFF
 from .buffer import TaskBuffer
 from .fetch_plan import PROBE_EVERY_S, FetchPlan
@@ -376,10 +376,11 @@ class Prefetcher(RoleThread):
     def _failed(self, queue: str, error: BrokerUnavailable) -> BrokerUnavailable | None:
         """Hold back ``queue``, whose call failed beside others that did not (a key of another
         type in it: docs/lifecycle.md, Keys of another type). Return ``error`` instead if it is
-        Redis refusing every write (MISCONF, NOREPLICAS): only a queue with tasks meets it, as
-        an empty one's call writes nothing, and no queue can reserve, so the refill fails and
-        backs off as for a Redis away."""
-        if refuses_writes(error):
+        Redis refusing every write (MISCONF, NOREPLICAS), or no replica confirming reservations
+        (their hand-back's wake token cleared a hold at once): only a queue with tasks meets
+        either, as an empty one's call writes nothing, and no queue can reserve, so the refill
+        fails and backs off as for a Redis away."""
+        if refuses_writes(error) or isinstance(error, ReservationsUnconfirmed):
             return error
         logger.warning(
             "Fetch from a queue failed, the others go on queue=%s retry_in_s=%d error=%s",
