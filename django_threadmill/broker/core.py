@@ -141,11 +141,7 @@ class BrokerCore:
         """As ``_run_per_queue``, but a call's own error (a key of another type in its queue)
         is its reply, translated, where the others' replies stand: raised, it dropped what
         they did. An error every call met (a Redis gone, a replica) is raised."""
-        if len(calls) == 1:
-            return [self._run(calls[0])]
-        with self.translated_errors():
-            _, outcomes = send_each(self.client, self._scripts, self.settings, calls)
-        return self._each_translated(outcomes)
+        return _unless_every_one_failed(self._run_each(calls))
 
     def _run_each(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Send ``calls`` in one pipeline (split by node on a Redis Cluster); return per call
@@ -159,7 +155,7 @@ class BrokerCore:
                 return [exc]
         with self.translated_errors():
             _, outcomes = send_each(self.client, self._scripts, self.settings, calls)
-        return [self.translated(o) if isinstance(o, Exception) else o for o in outcomes]
+        return self._each_translated(outcomes)
 
     def _run_each_confirmed(
         self, calls: Sequence[ScriptCall]
@@ -168,14 +164,11 @@ class BrokerCore:
         confirmation given apart from its reply (calls.py, ``send_confirmed_apart``)."""
         with self.translated_errors():
             answers = send_confirmed_apart(self.client, self._scripts, self.settings, calls)
-        replies = self._each_translated([reply for reply, _ in answers])
+        replies = _unless_every_one_failed(self._each_translated([reply for reply, _ in answers]))
         return [(reply, failed) for reply, (_, failed) in zip(replies, answers, strict=True)]
 
     def _each_translated(self, outcomes: list[Any]) -> list[Any]:
-        """Return ``outcomes`` with their errors translated; raise when every one is an error."""
-        errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
-        if len(errors) == len(outcomes):
-            raise self.translated(errors[0])
+        """Return ``outcomes``, a pipeline's replies, with their errors translated."""
         return [self.translated(o) if isinstance(o, Exception) else o for o in outcomes]
 
     def translated(self, error: Exception) -> BrokerUnavailable:
@@ -247,3 +240,12 @@ class BrokerCore:
 async def _close_async_client(made: tuple[AsyncClient, dict[ScriptName, AsyncScript]]) -> None:
     """Close a loop's client as the loop shuts down: its connections end with it."""
     await made[0].aclose()
+
+
+def _unless_every_one_failed(outcomes: list[Any]) -> list[Any]:
+    """Return ``outcomes`` (translated), or raise the first error when every one is an error:
+    a Redis gone or a replica, not one queue's key."""
+    errors = [outcome for outcome in outcomes if isinstance(outcome, BrokerUnavailable)]
+    if errors and len(errors) == len(outcomes):
+        raise errors[0]
+    return outcomes

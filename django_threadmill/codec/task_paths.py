@@ -10,16 +10,19 @@ runs Python's test suite). No task is defined in either, so such a module is nev
 import importlib.util
 import os
 import sys
-import sysconfig
+from functools import cache
 
 from ..exceptions import NotATask
 
-# Where Python's own modules live, each ending in a separator. A venv's platstdlib (and
-# /usr/local's stdlib) holds site-packages, so those are told apart.
-_STDLIB_DIRS = tuple(
-    {os.path.join(sysconfig.get_path(name), "") for name in ("stdlib", "platstdlib")}
-)
-_SITE_DIRS = tuple({os.path.join(sysconfig.get_path(name), "") for name in ("purelib", "platlib")})
+
+@cache
+def _python_dirs(*names: str) -> tuple[str, ...]:
+    """Return the install paths ``names`` (sysconfig's), each ending in a separator. Read once,
+    when first asked: sysconfig takes about 4 ms to import and read, in every process that
+    imports the codec (web ones too), for a path that is seldom Python's own."""
+    import sysconfig
+
+    return tuple({os.path.join(sysconfig.get_path(name), "") for name in names})
 
 
 def refuse_unsafe_import(path: str) -> None:
@@ -63,4 +66,6 @@ def _in_stdlib(top: str) -> bool:
         where = next(iter(spec.submodule_search_locations or ()), None)
     if where is None:
         return True
-    return where.startswith(_STDLIB_DIRS) and not where.startswith(_SITE_DIRS)
+    # A venv's platstdlib (and /usr/local's stdlib) holds site-packages: told apart.
+    stdlib, site = _python_dirs("stdlib", "platstdlib"), _python_dirs("purelib", "platlib")
+    return where.startswith(stdlib) and not where.startswith(site)
