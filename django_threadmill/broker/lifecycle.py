@@ -233,7 +233,7 @@ class Lifecycle(BrokerCore):
             removed, looked_at, set_aside, kept, kept_score = self._run(
                 ScriptCall(
                     ScriptName.PURGE,
-                    (keys.record_prefix, keys.done, keys.damaged),
+                    (keys.record_prefix, keys.done, keys.damaged, keys.outbox),
                     (after, after_score, batch_size, state),
                 )
             )

@@ -48,7 +48,7 @@ def launch(root: Plannable) -> WorkflowResult:
     first: dict[str, list[PreparedStep]] = {}
     entry_tasks: list[Task] = []
     for step, task in zip(planned.steps, planned.tasks, strict=True):
-        prepared = step_task(backend, workflow_id, step, task, step.args)
+        prepared = _checked_step(backend, workflow_id, step, task)
         _keep_normalised(planned, step, prepared[1])
         if step.input is None:
             first.setdefault(step.queue, []).append(prepared)
@@ -102,6 +102,22 @@ def _store(
         f"Workflow {workflow_id!r} was not enqueued whole: {why} It is cancelled, with any "
         "step that was stored; enqueue the workflow again."
     ) from refused
+
+
+def _checked_step(
+    backend: ThreadmillTaskBackend, workflow_id: str, step: PlannedStep, task: Task
+) -> PreparedStep:
+    """Encode ``step`` with the arguments given to ``step()`` (``step_task``), its error naming
+    the step: a task may be several steps of one workflow, and the message's ``args[0]``
+    counts those arguments, not the input the step also gets when it runs."""
+    try:
+        return step_task(backend, workflow_id, step, task, step.args)
+    except (TypeError, ValueError) as exc:  # unstorable, or too large (enqueue/prepare.py)
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        raise kind(
+            f"Step {step.index} of this workflow cannot be enqueued (args and kwargs count "
+            f"the arguments given to its step()): {exc}"
+        ) from exc
 
 
 def _keep_normalised(planned: Plan, step: PlannedStep, result: TaskResult) -> None:

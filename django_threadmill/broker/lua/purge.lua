@@ -2,6 +2,7 @@
 -- KEYS[1]  P:t:        record prefix; each finished id is appended
 -- KEYS[2]  P:done      zset: finished ids by finish time in ms
 -- KEYS[3]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[4]  P:outbox    list: workflow steps that ended, for their workflow to advance
 -- ARGV[1]  after       the last id the previous call kept in P:done ("": start at the oldest)
 -- ARGV[2]  after_score its score; where to start if it left P:done meanwhile
 -- ARGV[3]  limit       most ids looked at by this call
@@ -13,12 +14,18 @@
 --          Records that cannot be read are set aside (and unindexed), never deleted: an
 --          operator looks at them first.
 -- Fence:   only records in a final state are deleted; an id whose record is gone or was
---          requeued is just unindexed.
--- Types:   a P:done of another type fails the call at its first read, before anything is
+--          requeued is just unindexed. A workflow step still in P:outbox is kept, as one of
+--          another state is: its workflow has not advanced from it, and a drainer that found
+--          its record gone could not tell which workflow to advance, which then never ended
+--          (docs/workflows.md, Exactly once). A later purge deletes it.
+-- Types:   a P:outbox of another type holds no step, so it keeps none (drainers skip it).
+--          A P:done of another type fails the call at its first read, before anything is
 --          written. A P:damaged of another type fails it at a record to set aside, after some
 --          finished records may be deleted and before their ids leave P:done: an id whose
 --          record is gone is unindexed by the next call. No task waiting or held is touched.
 -- Clock:   redis.call("TIME") only, and only to date a record set aside.
+-- Cost:    P:outbox is read whole once, at the first workflow step met: drainers empty it
+--          within seconds, so it holds a handful of ids.
 local start = 0
 if ARGV[1] ~= "" then
   -- Entries of the same score as a vanished `after` are looked at again: kept again, harmless.
@@ -26,21 +33,39 @@ if ARGV[1] ~= "" then
   start = start and start + 1 or redis.call("ZCOUNT", KEYS[2], "-inf", "(" .. ARGV[2])
 end
 local entries = redis.call("ZRANGE", KEYS[2], start, start + tonumber(ARGV[3]) - 1, "WITHSCORES")
+
+local advancing  -- the ids in P:outbox as a set, read at the first workflow step met
+-- Whether the record `f` (state, workflow) of `id` is a step its workflow has yet to advance from.
+local function not_advanced(id, f)
+  if not f[2] then
+    return false
+  end
+  if not advancing then
+    advancing = {}
+    local ids = redis.pcall("LRANGE", KEYS[4], 0, -1)
+    for _, entry in ipairs(ids.err and {} or ids) do
+      advancing[entry] = true
+    end
+  end
+  return advancing[id] == true
+end
+
 local deleted, unindexed, set_aside_count, kept, kept_score = 0, {}, 0, "", ""
 for i = 1, #entries, 2 do
   local id = entries[i]
   local key = KEYS[1] .. id
-  local f, problem = read_record(key, "state")
+  local f, problem = read_record(key, "state", "workflow")
   local state = f and f[1]
   local final = state == "successful" or state == "failed"
+  local wanted = final and (ARGV[4] == "" or ARGV[4] == state) and not not_advanced(id, f)
   if not f then
     set_aside(KEYS[3], id, now_ms(), "purge", problem)
     set_aside_count = set_aside_count + 1
-  elseif final and (ARGV[4] == "" or ARGV[4] == state) then
+  elseif wanted then
     redis.call("DEL", key)
     deleted = deleted + 1
   end
-  if not final or ARGV[4] == "" or ARGV[4] == state then
+  if not final or wanted then
     unindexed[#unindexed + 1] = id
   else
     kept, kept_score = id, entries[i + 1]
