@@ -77,7 +77,9 @@ def drain(
     else:
         raise RuntimeError(
             "drain() runs tasks in the calling thread, and this thread is running an event "
-            "loop (an async test?). Call it from a sync test or function."
+            "loop (an async test?). From async code, run it in the sync thread as Django's "
+            "async ORM does: await sync_to_async(drain)() (from asgiref.sync import "
+            "sync_to_async), or call it from a sync test."
         )
     _check_max_tasks(max_tasks)
     found = threadmill_backend(backend)

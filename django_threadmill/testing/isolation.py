@@ -31,9 +31,16 @@ def parallel_worker() -> str | None:
 def own_key_prefixes() -> AbstractContextManager[Any]:
     """Return a context in which each ThreadmillTaskBackend's key_prefix ends with this test
     process's name; nothing changes outside a parallel run."""
+    tasks = suffixed_tasks()
+    return nullcontext() if tasks is None else override_settings(TASKS=tasks)
+
+
+def suffixed_tasks() -> dict[str, dict[str, Any]] | None:
+    """Return ``TASKS`` with each ThreadmillTaskBackend's key_prefix ending with this test
+    process's name, or None outside a parallel run."""
     worker = parallel_worker()
     if worker is None:
-        return nullcontext()
+        return None
     tasks: dict[str, dict[str, Any]] = {alias: dict(p) for alias, p in settings.TASKS.items()}
     for alias in threadmill_aliases():
         prefix = threadmill_backend(alias).settings.key_prefix
@@ -41,4 +48,4 @@ def own_key_prefixes() -> AbstractContextManager[Any]:
             continue
         options = dict(tasks[alias].get("OPTIONS", {}))
         tasks[alias]["OPTIONS"] = {**options, "key_prefix": f"{prefix}-{worker}"}
-    return override_settings(TASKS=tasks)
+    return tasks
