@@ -12,48 +12,63 @@ from .role import RoleThread
 
 logger = logging.getLogger(__name__)
 REGISTER_EVERY_S = 60.0  # how often a heartbeat checks that Redis still names the queues served
+# The lease keeper's longest sleep between looks at the lease clock: a sleep runs on the
+# monotonic clock, which stands still while the host is suspended (see ``lease_clock``).
+RESUME_CHECK_S = 1.0
+_BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)  # Linux only
+
+
+def lease_clock() -> float:
+    """Return seconds on the clock leases are judged by: CLOCK_BOOTTIME where the platform has
+    it, else the monotonic clock. A lease's deadline is on the Redis clock, which runs on while
+    this host is suspended (a laptop's lid, a paused VM); CLOCK_MONOTONIC stands still then, and
+    a host resumed after a suspend past lease_ttl took its lapsed leases for fresh
+    (docs/worker.md, Leases)."""
+    if _BOOTTIME is None:
+        return time.monotonic()
+    return time.clock_gettime(_BOOTTIME)
 
 
 class HeldLeases:
     """Thread-safe set of the leases this process holds (reserved or running).
 
     With ``lease_ttl_s``, it also knows when Redis last set each lease's deadline: a lease
-    not renewed for that long may have lapsed (docs/worker.md, Leases).
+    not renewed for that long by ``lease_clock`` may have lapsed (docs/worker.md, Leases).
     """
 
     def __init__(self, lease_ttl_s: float | None = None) -> None:
         self._leases: dict[str, Lease] = {}
         self._ending: set[Lease] = set()  # held, and a call that ends them is on its way
         # By task id: when the call that last reserved or renewed its lease was sent
-        # (monotonic). Redis set the deadline lease_ttl after it ran, so after that send.
+        # (lease_clock). Redis set the deadline lease_ttl after it ran, so after that send.
         self._confirmed: dict[str, float] = {}
         self._lease_ttl_s = lease_ttl_s
         self._lock = threading.Lock()
 
     def add(self, leases: list[Lease], sent_at: float | None = None) -> None:
-        """Hold ``leases``, reserved by a call sent at ``sent_at`` (monotonic; default now)."""
-        confirmed = time.monotonic() if sent_at is None else sent_at
+        """Hold ``leases``, reserved by a call sent at ``sent_at`` (lease_clock; default now)."""
+        confirmed = lease_clock() if sent_at is None else sent_at
         with self._lock:
             for lease in leases:
                 self._leases[lease.task_id] = lease
                 self._confirmed[lease.task_id] = confirmed
 
     def confirm(self, leases: list[Lease], sent_at: float) -> None:
-        """Note that a renewal sent at ``sent_at`` (monotonic) pushed ``leases``' deadlines."""
+        """Note that a renewal sent at ``sent_at`` (lease_clock) pushed ``leases``' deadlines."""
         with self._lock:
             for lease in leases:
                 if self._leases.get(lease.task_id) == lease:
                     self._confirmed[lease.task_id] = sent_at
 
     def may_have_lapsed(self, lease: Lease) -> bool:
-        """Tell whether ``lease`` went unrenewed for lease_ttl by this process's clock: the
-        process was frozen (SIGSTOP, a paused VM) or cut off from Redis, and the reaper may have
-        handed its task to another worker before the lease keeper could find out. No lock, as
-        ``holds``."""
+        """Tell whether ``lease`` went unrenewed for lease_ttl by ``lease_clock``: the process
+        was frozen (SIGSTOP, a paused VM), its host suspended, or it was cut off from Redis, and
+        the reaper may have handed its task to another worker before the lease keeper could find
+        out. No lock, as ``holds``."""
         if self._lease_ttl_s is None:
             return False
         confirmed = self._confirmed.get(lease.task_id, float("-inf"))
-        return time.monotonic() - confirmed >= self._lease_ttl_s
+        return lease_clock() - confirmed >= self._lease_ttl_s
 
     def ending(self, leases: list[Lease]) -> None:
         """Mark ``leases`` as being ended by this process: call it before their outcome or
@@ -141,10 +156,20 @@ class LeaseKeeper(RoleThread):
     def loop(self) -> None:
         # The first renewal at start: the admin, the metrics and threadmill_health see a new
         # process at once, not an interval later.
-        self.renew()
-        while not self.stopping.wait(self._wait_s()):
-            self.renew()
+        since = self.renew()
+        while not self._stopped_before(since + self._wait_s()):
+            since = self.renew()
         self._sign_off()
+
+    def _stopped_before(self, due: float) -> bool:
+        """Wait until ``due`` (lease_clock); tell whether the process stopped first. Looked at
+        every RESUME_CHECK_S at least: a sleep stands still while the host is suspended, and a
+        host resumed with its leases nearly lapsed renews at once, not up to an interval late,
+        when a reaper elsewhere may have handed its running tasks out (docs/worker.md, Leases)."""
+        while (left_s := due - lease_clock()) > 0:
+            if self.stopping.wait(min(left_s, RESUME_CHECK_S)):
+                return True
+        return self.stopping.is_set()
 
     def _wait_s(self) -> float:
         """Return the wait before the next renewal: the interval, or a capped backoff after a
@@ -166,15 +191,18 @@ class LeaseKeeper(RoleThread):
                 exc,
             )
 
-    def renew(self) -> None:
+    def renew(self) -> float:
+        """Renew every held lease; return when the wait for the next renewal starts
+        (lease_clock): at the send of a call Redis took, as its leases' deadlines run from
+        there, or at the failure of one it did not, as the backoff does."""
         leases = self.held.snapshot()
-        sent_at = time.monotonic()
+        sent_at = lease_clock()
         try:
             lost = self.broker.renew(self.worker_id, leases, self.queues, threads=self.threads())
         except BrokerUnavailable as exc:
             self._failures += 1
             logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
-            return
+            return lease_clock()
         self._failures = 0
         lost_ids = set(lost)
         gone = [lease for lease in leases if lease.task_id in lost_ids]
@@ -182,6 +210,7 @@ class LeaseKeeper(RoleThread):
             logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", lease.task_id)
         self.held.confirm([lease for lease in leases if lease.task_id not in lost_ids], sent_at)
         self._register_if_due()
+        return sent_at
 
     def _register_if_due(self) -> None:
         """Put the served queues back in the backend's set of queues if Redis lost them, at

@@ -13,7 +13,7 @@ from .backoff import REDIS_BACKOFF
 from .buffer import TaskBuffer
 from .fetch_plan import PROBE_EVERY_S, FetchPlan
 from .held_back import HeldBackQueues, Hold
-from .leases import HeldLeases
+from .leases import HeldLeases, lease_clock
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
@@ -343,7 +343,7 @@ class Prefetcher(RoleThread):
         counts = self._within_free_runners(self._plan.counts(free, self._held_back.is_held))
         fetched = 0
         next_due_ms: int | None = None
-        sent_at = time.monotonic()  # the leases' deadlines run from after this (HeldLeases)
+        sent_at = lease_clock()  # the leases' deadlines run from after this (HeldLeases)
         refused: BrokerUnavailable | None = None
         for queue, acquired in zip(counts, self.broker.acquire_from(counts), strict=True):
             if acquired.failed is not None:
