@@ -6,7 +6,9 @@ of its thread's time on an echo task. Any other receiver, or a logger that print
 and the signal is sent as Django's ImmediateBackend sends it. Callers ask ``heard`` first, so
 that nothing is built for a signal nobody hears (the worker builds no ``TaskResult`` then).
 A sender that logged the outcome itself (the reaper) sends inside ``said_already``, so that
-Django's own line does not say it a second time.
+Django's own line does not say it a second time. A receiver that raises is logged once, here,
+with the task's id: ``send_robust`` logs it too (on ``django.dispatch``), and that line, which
+names no task, is held back during our sends (docs/observability.md, Signals).
 """
 
 import asyncio
@@ -25,13 +27,26 @@ from ..compat import (
     TASKS_LOGGER_NAME,
     TaskResult,
     TaskResultStatus,
+    task_enqueued,
+    task_finished,
+    task_started,
 )
 
 logger = logging.getLogger(__name__)
 _tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
 # How Django's dispatcher keys a function receiver: by id() (django.dispatch._make_id).
 _LOG_RECEIVER_IDS = frozenset(id(receiver) for receiver in TASK_LOG_RECEIVERS)
+_SIGNAL_NAMES = {
+    task_enqueued: "task_enqueued",
+    task_started: "task_started",
+    task_finished: "task_finished",
+}
 _said = ContextVar("threadmill_said_already", default=False)
+_dispatch_logger = logging.getLogger("django.dispatch")
+# Inside a guarded send: what django.dispatch logged meanwhile, held back until the send ends.
+_held: ContextVar[list[logging.LogRecord] | None] = ContextVar(
+    "threadmill_dispatch_lines_held", default=None
+)
 
 
 class _NotSaidAlready(logging.Filter):
@@ -41,7 +56,19 @@ class _NotSaidAlready(logging.Filter):
         return not _said.get()
 
 
+class _HeldDuringSends(logging.Filter):
+    """Hold back django.dispatch's lines logged inside a guarded send, in that context only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        held = _held.get()
+        if held is None:
+            return True
+        held.append(record)
+        return False
+
+
 _tasks_logger.addFilter(_NotSaidAlready())
+_dispatch_logger.addFilter(_HeldDuringSends())
 
 
 @contextmanager
@@ -63,10 +90,11 @@ def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
     formatted): whatever gets out is logged by its type alone, so it cannot fail again.
     """
     if heard(signal, result.status):
-        try:
-            _log_failures(signal.send_robust(sender, task_result=result), result)
-        except BaseException as failure:  # the caller is a worker thread: it must go on
-            _log_undelivered(result, failure)
+        with _failures_logged(signal, result) as responses:
+            try:
+                responses += signal.send_robust(sender, task_result=result)
+            except BaseException as failure:  # the caller is a worker thread: it must go on
+                _log_undelivered(result, failure)
 
 
 async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
@@ -82,11 +110,32 @@ async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
         await sync_to_async(send_guarded)(signal, sender, result)
         return
     if heard(signal, result.status):
+        with _failures_logged(signal, result) as responses:
+            try:
+                responses += await signal.asend_robust(sender, task_result=result)
+            except BaseException as failure:  # the event loop must go on
+                if isinstance(failure, asyncio.CancelledError) and _handed_back():
+                    raise  # the lane hands the task back
+                _log_undelivered(result, failure)
+
+
+@contextmanager
+def _failures_logged(signal: Any, result: TaskResult) -> Iterator[list[tuple[Any, Any]]]:
+    """Collect the send's responses in the list given; once the block ends, log each receiver
+    that raised. What django.dispatch logs meanwhile (in the threads and asyncio tasks the
+    receivers run in too, which carry the context) is held back until then. Logging a
+    failure can raise (an exception whose traceback cannot be formatted): that is logged by
+    its type alone, as a send that raised is."""
+    responses: list[tuple[Any, Any]] = []
+    held: list[logging.LogRecord] = []
+    reset = _held.set(held)
+    try:
+        yield responses
+    finally:
+        _held.reset(reset)
         try:
-            _log_failures(await signal.asend_robust(sender, task_result=result), result)
-        except BaseException as failure:  # the event loop must go on
-            if isinstance(failure, asyncio.CancelledError) and _handed_back():
-                raise  # the lane hands the task back
+            _log_failures(signal, responses, result, held)
+        except BaseException as failure:  # the sender's thread or loop must go on
             _log_undelivered(result, failure)
 
 
@@ -106,15 +155,42 @@ def _log_undelivered(result: TaskResult, failure: BaseException) -> None:
     )
 
 
-def _log_failures(responses: Iterable[tuple[Any, Any]], result: TaskResult) -> None:
-    for receiver, response in responses:
-        if isinstance(response, BaseException):
-            logger.error(
-                "Signal receiver failed receiver=%r task_id=%s",
-                receiver,
-                result.id,
-                exc_info=response,
-            )
+def _log_failures(
+    signal: Any,
+    responses: Iterable[tuple[Any, Any]],
+    result: TaskResult,
+    held: list[logging.LogRecord],
+) -> None:
+    """Log each receiver that raised, once, naming it and the task; let through what else
+    django.dispatch logged during the send (a receiver's own ``send_robust`` of another
+    signal)."""
+    failures = [(r, response) for r, response in responses if isinstance(response, BaseException)]
+    for receiver, failure in failures:
+        logger.error(
+            "Signal receiver failed receiver=%s signal=%s task_id=%s",
+            _name_of(receiver),
+            _SIGNAL_NAMES.get(signal, signal),
+            result.id,
+            exc_info=failure,
+        )
+    _release(held, [failure for _, failure in failures])
+
+
+def _release(held: list[logging.LogRecord], said: Iterable[BaseException]) -> None:
+    """Log the held django.dispatch lines, but those about a failure in ``said``."""
+    said_ids = {id(failure) for failure in said}
+    for record in held:
+        if record.exc_info is None or id(record.exc_info[1]) not in said_ids:
+            _dispatch_logger.handle(record)
+
+
+def _name_of(receiver: Any) -> str:
+    """Name a receiver by where it is defined, as an import path reads: a repr's address
+    finds nothing in the code."""
+    qualname = getattr(receiver, "__qualname__", None)
+    if qualname is None:
+        return repr(receiver)
+    return f"{getattr(receiver, '__module__', None) or '?'}.{qualname}"
 
 
 def heard(signal: Any, status: TaskResultStatus) -> bool:

@@ -13,12 +13,13 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from contextvars import ContextVar
+from contextvars import Context, ContextVar, copy_context
 from typing import Any
 
 from ..broker import Reservation
 from ..forks import renew_after_fork
 from .executor import await_cut_short
+from .isolation import keep_loop_caches
 from .role import RoleThread
 from .runner import RunnerParts, TaskRunner
 
@@ -59,6 +60,8 @@ class EventLoopLane(TaskRunner):
         self.handed_back = 0
         self.buffer.on_async_work = self.nudge
         renew_after_fork(self)  # a task that forks: its child must not go on as this lane
+        # What each task's context is a copy of: the loop thread's own, made in ``loop``.
+        self._tasks_context = Context()
 
     def after_fork(self) -> None:
         """In a child a task forked on the loop, stop the loop: a child whose task code
@@ -69,6 +72,8 @@ class EventLoopLane(TaskRunner):
             self.event_loop.stop()
 
     def loop(self) -> None:
+        keep_loop_caches()
+        self._tasks_context = copy_context()
         event_loop = self.event_loop = asyncio.new_event_loop()
         event_loop.set_exception_handler(_report_loop_error)
         asyncio.set_event_loop(event_loop)
@@ -123,7 +128,11 @@ class EventLoopLane(TaskRunner):
         event_loop = asyncio.get_running_loop()
         free = self.concurrency - len(self.running)
         for reservation in self.buffer.take_async(free) if free > 0 else []:
-            task = event_loop.create_task(self._run_one(reservation))
+            # From a copy of the loop thread's clean context, not of whatever context woke
+            # the loop (``nudge`` from the prefetcher's): the caches kept there are found.
+            task = event_loop.create_task(
+                self._run_one(reservation), context=self._tasks_context.copy()
+            )
             self.running[task] = reservation
             task.add_done_callback(self._ended)
         if self.running and self.idle.is_set():

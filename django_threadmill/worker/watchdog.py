@@ -1,12 +1,23 @@
-"""The watchdog: records tasks that outlive --task-timeout as FAILED and replaces their thread."""
+"""The watchdog: records tasks that outlive --task-timeout as FAILED and replaces their thread.
+
+It sends their ``task_finished`` itself, from its own thread: the task's context is still in
+use by the abandoned thread, which may run on. Each send runs in a fresh copy of the
+watchdog's clean context, as each task runs in one of its worker thread's, so what one
+timed-out task's receivers set is not the next one's; and the watchdog closes its stale
+database connections around each, as a worker thread does around each task
+(docs/observability.md, Signals).
+"""
 
 import logging
 from collections.abc import Callable
+from contextvars import copy_context
 from typing import Protocol
 
+from ..broker import Finish, Reservation
 from ..exceptions import TaskTimeout
 from .ack_writer import AckWriter
 from .buffer import TaskBuffer
+from .db_connections import close_stale_connections, close_thread_connections
 from .executor import Executor
 from .role import RoleThread
 from .threads import Overdue, WorkerThread
@@ -58,6 +69,13 @@ class Watchdog(RoleThread):
         self.replacing = True  # the stop turns it off: no thread is started from then on
 
     def loop(self) -> None:
+        try:
+            self._watch()
+        finally:  # what its receivers opened, as a worker thread closes what its tasks did
+            close_thread_connections()
+
+    def _watch(self) -> None:
+        """Check the running tasks every quarter of the timeout (within bounds) until stopped."""
         interval_s = min(MAX_CHECK_INTERVAL_S, max(MIN_CHECK_INTERVAL_S, self.timeout_s / 4))
         while not self.stopping.wait(interval_s):
             for thread in list(self.threads):
@@ -78,13 +96,22 @@ class Watchdog(RoleThread):
                     f"Task {task_id} ran longer than --task-timeout={self.timeout_s}s; the "
                     "worker stopped waiting for it. Make it faster or raise the timeout."
                 )
-                finish = self.executor.timed_out(reservation, started_ms, error)
+                finish = self._timed_out(reservation, started_ms, error)
                 # Its run time is its thread's: timed_out loaded the attempt again just now.
                 self.writer.submit_finish(finish._replace(run_ms=run_ms))
                 self.buffer.done()
                 # Counted, so --max-tasks and --max-memory recycle a process whose abandoned
                 # threads pile up.
                 self.on_task_done()
+
+    def _timed_out(self, reservation: Reservation, started_ms: int, error: TaskTimeout) -> Finish:
+        """End the attempt as timed out, its ``task_finished`` sent in a fresh context, between
+        checks of this thread's database connections (executor.run's, for a task)."""
+        close_stale_connections()
+        try:
+            return copy_context().run(self.executor.timed_out, reservation, started_ms, error)
+        finally:
+            close_stale_connections()
 
 
 def _fate(*, replace: bool, replaced: bool) -> str:

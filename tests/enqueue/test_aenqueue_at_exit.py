@@ -22,8 +22,8 @@ def test_aenqueue_at_exit_returns_its_stored_task_and_runs_the_receivers(
     assert args == ["at exit"]
     # A receiver that raises there is logged, as at a commit: its task is stored all the same.
     assert (
-        "Signal receiver failed receiver=<function probe.<locals>.failing_receiver at"
-        in done.stderr
+        "Signal receiver failed receiver=__main__.probe.<locals>.failing_receiver "
+        "signal=task_enqueued" in done.stderr
     )
     assert f"task_id={returned}\nTraceback" in done.stderr
     assert "ValueError: the receiver failed" in done.stderr
