@@ -194,10 +194,10 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         # Commands that wait for Redis must not wait for this: no retry fixes a password.
         return [
             Error(
-                f"{where}: Redis refused this backend: {exc}",
-                hint="Fix what the message names: LOCATION (user, password, database "
-                "number), OPTIONS['cluster'] or OPTIONS['sentinel'], or the ACL rules of that "
-                "user.",
+                f"{where}: cannot be used, and no wait fixes it: {exc}",
+                hint="Fix what the message names: LOCATION (scheme, host, port, user, "
+                "password, database number, TLS query), OPTIONS['cluster'] or "
+                "OPTIONS['sentinel'], or the ACL rules of that user.",
                 id=REFUSED,
             )
         ]
@@ -213,7 +213,7 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         ]
     return [
         *_version_messages(where, info),
-        *_role_messages(where, backend.settings, info),
+        *role_messages(where, backend.settings, info),
         *_durability_messages(where, info),
         *durability_mode_messages(where, backend.settings, info),
         *_size_messages(where, backend.settings, info),
@@ -296,7 +296,7 @@ def _version_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
     ]
 
 
-def _role_messages(
+def role_messages(
     where: str, settings: BackendSettings, info: dict[str, Any]
 ) -> list[CheckMessage]:
     """A read-only replica refuses every write: every enqueue, acquire and ack would fail."""

@@ -34,13 +34,24 @@ DAMAGED_DATA_ERRORS = (
 )
 
 # Replies of a Redis that refuses every write for now, whatever the key: it cannot save to disk
-# (MISCONF), or too few replicas acknowledge it (NOREPLICAS, min-replicas-to-write).
+# (MISCONF), or too few replicas acknowledge it (NOREPLICAS, min-replicas-to-write). A read-only
+# replica's READONLY is one too (``read_only``): redis-py strips that code.
 WRITES_REFUSED = ("MISCONF", "NOREPLICAS")
+# Redis's reply to a blocked BLPOP it ends: its own when it turns from primary into replica, an
+# operator's CLIENT UNBLOCK ... ERROR. It popped nothing.
+UNBLOCKED = "UNBLOCKED"
+BECAME_REPLICA = "instance state changed"  # the words of the first, e.g. "(master -> replica?)"
 MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxclients is reached
 # redis-py's words when OPTIONS['cluster'] names a server that is not a cluster node.
 NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
 # redis-py's words when the primary the sentinels named answered READONLY: it refused the call.
 DEMOTED_PRIMARY = "The previous master is now a slave"
+# What to do about a read-only replica at LOCATION. Waiting does not help: the client stays
+# connected to it. Under Sentinel, redis-py says DEMOTED_PRIMARY instead, with its own fix.
+REPLICA_FIX = (
+    "point LOCATION at the primary (after a failover: the replica promoted), or use "
+    "OPTIONS['sentinel'] to follow the primary through failovers"
+)
 # How the error of a failed read ends: whatever Redis did with it, it changed nothing. A fact,
 # not advice: what to do next is the caller's to say (a probe, a pause, a page, get_result).
 READ_CHANGED_NOTHING = "nothing was changed."
@@ -257,11 +268,19 @@ def wrong_type(error: BaseException) -> bool:
 
 
 def refuses_writes(error: BrokerUnavailable) -> bool:
-    """Tell whether ``error`` is Redis refusing every write for now, not one key: a script
-    meets it at its first write, so a call that writes nothing (an empty queue's acquire)
-    answers as usual beside it."""
+    """Tell whether ``error`` is Redis refusing every write for now, not one key (MISCONF,
+    NOREPLICAS, READONLY): a script meets it at its first write, so a call that writes nothing
+    (an empty queue's acquire) answers as usual beside it."""
     cause = error.__cause__
-    return isinstance(cause, redis.ResponseError) and reply_of(cause).startswith(WRITES_REFUSED)
+    if not isinstance(cause, redis.ResponseError):
+        return False
+    return reply_of(cause).startswith(WRITES_REFUSED) or read_only(cause)
+
+
+def read_only(exc: redis.ResponseError) -> bool:
+    """Tell whether ``exc`` is a read-only replica refusing a write: redis-py raises its
+    ``ReadOnlyError`` without the READONLY code."""
+    return isinstance(exc, redis.exceptions.ReadOnlyError) or reply_of(exc).startswith("READONLY")
 
 
 def maybe_too_large(error: BrokerUnavailable) -> bool:
@@ -342,8 +361,8 @@ def _no_reply(
     # an open connection (a slow Redis) would keep the probe waiting too.
     if (garbled or dropped or handshake) and not sentinel_managed:
         wrong = wrong_server(location, where)
-        if wrong:
-            return BrokerUnavailable(wrong)
+        if wrong is not None:
+            return wrong.error()
     if garbled:
         return BrokerUnavailable(
             f"The server at {where} answered with something that is not the Redis protocol "
@@ -423,12 +442,8 @@ def _translated_reply(
         )
     if message.startswith(WRITES_REFUSED):
         return _writes_refused(where, exc)
-    if isinstance(exc, redis.exceptions.ReadOnlyError) or message.startswith("READONLY"):
-        return BrokerUnavailable(
-            f"Redis at {where} is a read-only replica ({exc}). During a failover this passes "
-            "once a replica is promoted; otherwise point LOCATION at the primary, or use "
-            "OPTIONS['sentinel'] to follow it."
-        )
+    if read_only(exc) or message.startswith(UNBLOCKED):
+        return _replica_refusal(where, exc)
     if isinstance(exc, redis.exceptions.TryAgainError) or message.startswith(
         ("LOADING", "BUSY", "TRYAGAIN")
     ):
@@ -451,6 +466,25 @@ def _writes_refused(where: str, exc: redis.ResponseError) -> BrokerUnavailable:
         "replicas (INFO replication: connected_slaves, each one's lag): it takes writes again "
         "once enough are back in sync, or once a failover promotes one that is; nothing was "
         "written."
+    )
+
+
+def _replica_refusal(where: str, exc: redis.ResponseError) -> BrokerUnavailable:
+    """Return the error for a write a read-only replica refused (READONLY), or for a blocked
+    wait Redis ended (UNBLOCKED): raised raw, the latter killed the worker's prefetcher when
+    its Redis was made a replica (docs/reliability.md, the replica row)."""
+    if read_only(exc):
+        return BrokerUnavailable(
+            f"Redis at {where} is a read-only replica ({exc}): {REPLICA_FIX}; nothing was written."
+        )
+    if BECAME_REPLICA in reply_of(exc):
+        return BrokerUnavailable(
+            f"Redis at {where} became a read-only replica and ended a blocked wait ({exc}): "
+            f"{REPLICA_FIX}; {READ_CHANGED_NOTHING}"
+        )
+    return BrokerUnavailable(
+        f"Redis at {where} ended a blocked wait: a client ran CLIENT UNBLOCK ... ERROR on it "
+        f"({exc}); {READ_CHANGED_NOTHING}"
     )
 
 

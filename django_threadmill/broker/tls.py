@@ -9,7 +9,10 @@ wraps that ConnectionError once more ("Redis Cluster cannot be connected"), so t
 looked for down the chain.
 """
 
+import inspect
 import ssl
+
+import redis
 
 from ..exceptions import BrokerRefused
 
@@ -18,6 +21,10 @@ WHERE_SET = "in LOCATION's query or OPTIONS['connection_options']"
 # OpenSSL libraries whose errors come from reading a certificate or key file, not from the peer.
 FILE_LIBRARIES = frozenset({"X509", "PEM"})
 FILE_REASONS = ("PEM lib", "KEY_VALUES_MISMATCH")  # the same, where the library is "SSL"
+# OpenSSL 3's verify errors that only VERIFY_X509_STRICT raises (RFC 5280's rules: key usage,
+# key identifiers, critical basic constraints ...), which Python 3.13+ sets by default.
+STRICT_ONLY_CODES = range(80, 95)
+NO_STRICT = "ssl_exclude_verify_flags=VERIFY_X509_STRICT"  # redis-py's opt-out, in the query
 
 
 def tls_refusal(location: str, where: str, error: BaseException) -> BrokerRefused | None:
@@ -26,6 +33,8 @@ def tls_refusal(location: str, where: str, error: BaseException) -> BrokerRefuse
     if not location.startswith("rediss://"):
         return None
     cause = _os_error_beneath(error)
+    if isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_code in STRICT_ONLY_CODES:
+        return _not_strict_enough(where, cause)
     if isinstance(cause, ssl.SSLCertVerificationError):
         return BrokerRefused(
             f"Redis at {where} presented a TLS certificate this client does not trust "
@@ -47,6 +56,27 @@ def tls_refusal(location: str, where: str, error: BaseException) -> BrokerRefuse
             "nothing was written."
         )
     return None
+
+
+def _not_strict_enough(where: str, cause: ssl.SSLCertVerificationError) -> BrokerRefused:
+    """Return the error for a certificate refused only by strict verification: the CA file is
+    the right one, so "set ssl_ca_certs" would send the user the wrong way."""
+    return BrokerRefused(
+        f"Redis at {where} presented a TLS certificate that strict verification refuses "
+        f"(certificate verify failed: {cause.verify_message}): Python 3.13+ checks certificates "
+        "as RFC 5280 asks (ssl.VERIFY_X509_STRICT), and one of its chain lacks what that names. "
+        "Reissue that certificate with it (a CA with -addext "
+        "'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign'; "
+        f"a certificate it signs with an authorityKeyIdentifier), or {_strict_opt_out()}; "
+        "nothing was written."
+    )
+
+
+def _strict_opt_out() -> str:
+    """Return how to turn strict verification off with the installed redis-py."""
+    if "ssl_exclude_verify_flags" in inspect.signature(redis.SSLConnection).parameters:
+        return f"add {NO_STRICT} to LOCATION's query (after '?' or '&') to trust it as it is"
+    return f"upgrade redis-py (pip install -U redis) and add {NO_STRICT} to LOCATION's query"
 
 
 def _os_error_beneath(error: BaseException) -> OSError | None:

@@ -4,12 +4,23 @@ An HTTP server, a TLS port reached with ``redis://`` or a plain Redis reached wi
 each fail inside redis-py as a parse error, a dropped connection or a handshake timeout, which
 read like an outage. After such a failure (never on the way of a call that works) one fresh
 connection sends ``PING`` in plain text and reads what comes back: a Redis answers ``+PONG`` or
-an error line at once, anything else names itself by its first bytes.
+an error line at once, anything else names itself by its first bytes. A server that closes the
+connection unanswered is offered a TLS handshake: a TLS port takes it.
+
+What answered decides whether the verdict is ``settled`` (docs/reliability.md, What survives
+what, the wrong server row): a server that speaks another protocol, or TLS where LOCATION says
+none, stays so until LOCATION is fixed, and the commands stop as for a wrong password. One that
+only closes the connection may be a proxy or a forwarded port (Docker's) whose Redis is down,
+which a wait fixes.
 """
 
 import socket
+import ssl
 import time
+from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from ..exceptions import BrokerRefused, BrokerUnavailable
 
 PROBE_TIMEOUT_S = 1.0  # the probe waits no longer for a connection or an answer
 # A connection closed unanswered is looked at again after this: a Redis going down or coming
@@ -19,6 +30,18 @@ SECOND_LOOK_S = 0.2
 PING = b"PING\r\n"  # the inline command every Redis answers, with or without credentials
 SAMPLE_BYTES = 24  # how much of a foreign answer the message quotes
 TLS_RECORD_TYPES = (0x15, 0x16)  # a TLS alert or handshake record opens the answer
+
+
+@dataclass(frozen=True, slots=True)
+class WrongServer:
+    """Why the server at LOCATION is not the Redis it names, with the fix."""
+
+    message: str
+    settled: bool  # no wait fixes it: LOCATION names a server of another kind
+
+    def error(self) -> BrokerUnavailable:
+        """Return the error to raise: refused when settled, as a wrong password is."""
+        return (BrokerRefused if self.settled else BrokerUnavailable)(self.message)
 
 
 def _answer(host: str, port: int) -> bytes | None:
@@ -34,42 +57,79 @@ def _answer(host: str, port: int) -> bytes | None:
         return None
 
 
-def wrong_server(location: str, where: str) -> str | None:
+def _speaks_tls(host: str, port: int) -> bool:
+    """Tell whether the server at ``host:port`` takes a TLS handshake (its certificate not
+    checked: nothing is sent over it), or answers one with a TLS alert."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with (
+            socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S) as sock,
+            context.wrap_socket(sock),
+        ):
+            return True
+    except ssl.SSLError as exc:  # an alert: a client certificate asked for, say
+        return "ALERT" in str(exc.reason)
+    except OSError:
+        return False
+
+
+def wrong_server(location: str, where: str) -> WrongServer | None:
     """Return why the server at ``location`` is not the Redis it names, with the fix, or None
     when a Redis of the right kind answers there (or nothing does). ``where`` is ``location``
     as it may be shown (without its password)."""
     parts = urlsplit(location)
     if parts.scheme not in ("redis", "rediss") or not parts.hostname:
         return None  # a unix socket: nothing but a Redis listens on one by mistake
-    tls = parts.scheme == "rediss"
-    answer = _answer(parts.hostname, parts.port or 6379)
+    host, port = parts.hostname, parts.port or 6379
+    answer = _answer(host, port)
     if answer == b"":
         time.sleep(SECOND_LOOK_S)
-        answer = _answer(parts.hostname, parts.port or 6379)
-    if answer is None or (tls and not answer.startswith((b"+", b"-"))):
-        return None  # with TLS, anything but plain Redis fails the handshake with its reason
-    sample = answer.decode("latin-1")
+        answer = _answer(host, port)
+    if answer is None:
+        return None
+    if parts.scheme == "rediss":  # anything but plain Redis fails the handshake with its reason
+        return _plain_redis(where) if answer.startswith((b"+", b"-")) else None
     if answer.startswith((b"+", b"-")):
-        if not tls:
-            return None
-        return (
-            f"The server at {where} answered the Redis protocol without TLS, but LOCATION says "
-            "rediss://. Use redis:// for it, or the port of its TLS listener; nothing was written."
-        )
-    if not answer:  # twice: a TLS port, or a server of another protocol (PostgreSQL, MQTT)
-        return (
-            f"The server at {where} closed the connection at the first command instead of "
-            "answering it: it is no Redis, or a TLS port (then use rediss:// in LOCATION). "
-            "Point LOCATION at Redis; nothing was written."
-        )
-    if answer[0] in TLS_RECORD_TYPES:
-        return (
-            f"The server at {where} answered a TLS record ({sample!r}) at the first command "
-            "instead of answering it: is it a TLS port? Use rediss:// in LOCATION for a Redis "
-            "with TLS; nothing was written."
-        )
+        return None
+    if answer[:1] and answer[0] in TLS_RECORD_TYPES:
+        return _tls_port(where)
+    if not answer:  # twice
+        return _tls_port(where) if _speaks_tls(host, port) else _closed(where)
+    sample = answer.decode("latin-1")
     web = " Is LOCATION pointing at an HTTP server?" if answer.startswith((b"<", b"HTTP/")) else ""
-    return (
+    return WrongServer(
         f"The server at {where} answered with something that is not the Redis protocol (got "
-        f"{sample!r}).{web} Point LOCATION at Redis; nothing was written."
+        f"{sample!r}).{web} Point LOCATION at Redis; nothing was written.",
+        settled=True,
+    )
+
+
+def _plain_redis(where: str) -> WrongServer:
+    return WrongServer(
+        f"The server at {where} answered the Redis protocol without TLS, but LOCATION says "
+        "rediss://. Use redis:// for it, or the port of its TLS listener; nothing was written.",
+        settled=True,
+    )
+
+
+def _tls_port(where: str) -> WrongServer:
+    return WrongServer(
+        f"The server at {where} is a TLS port, but LOCATION says redis://. Use rediss:// for it, "
+        "with '?ssl_ca_certs=/path/ca.crt' if a private CA signed its certificate; nothing was "
+        "written.",
+        settled=True,
+    )
+
+
+def _closed(where: str) -> WrongServer:
+    """A server that closes the connection at a command and at a TLS handshake alike: a proxy
+    or forwarded port with no Redis behind it now, or another protocol (PostgreSQL, MQTT)."""
+    return WrongServer(
+        f"The server at {where} closed the connection unanswered, at a Redis command and at a "
+        "TLS handshake alike: a proxy or forwarded port (Docker's, HAProxy) whose Redis is "
+        "down or missing, or a server that is no Redis. Start that Redis, or point LOCATION "
+        "at Redis; nothing was written.",
+        settled=False,
     )

@@ -7,14 +7,18 @@ counts as live while its newest renewal is at most ``lease_ttl`` old by Redis's 
 other.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
+
+from django.core.checks import CheckMessage
 
 from ..broker import Broker
 from ..broker.inspect import Inspector
-from ..checks import durability_mode_messages
+from ..checks import durability_mode_messages, role_messages
 from ..codec.ids import worker_host_and_pid
+from ..conf.settings import BackendSettings
 from ..conf.topology import Durability, masked_location
 
 
@@ -25,7 +29,8 @@ class HealthCode(IntEnum):
     TOO_FEW = 1  # fewer live worker processes on this host than --min-processes
     USAGE = 2  # a wrong option or setting (argparse exits 2 on a bad command line too)
     UNREACHABLE = 3  # Redis could not be reached or cannot serve now
-    REFUSED = 4  # Redis refused the credentials or ACL rights (the worker's code 4 too)
+    REFUSED = 4  # Redis refused the credentials or ACL rights, or LOCATION is wrong in a way
+    # no wait fixes (TLS, another kind of server): the worker's code 4 too
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,9 +86,25 @@ def unconfirmed_writes(broker: Broker) -> str | None:
     along, so its heartbeat alone reads healthy while no outcome is written.
     One INFO call, made only for a durability other than "local".
     """
-    settings = broker.settings
-    if settings.durability is Durability.LOCAL:
+    if broker.settings.durability is Durability.LOCAL:
         return None
+    return _problems_of(broker, durability_mode_messages)
+
+
+def replica_at_location(broker: Broker) -> str | None:
+    """Return why Redis refuses every write if it is a read-only replica (a primary demoted
+    without Sentinel), else None. Its workers renew nothing there and restarting them does not
+    help, so the probe answers as for a Redis that cannot serve, not as for workers gone.
+    One INFO call, made only when too few processes are live."""
+    return _problems_of(broker, role_messages)
+
+
+def _problems_of(
+    broker: Broker,
+    check: Callable[[str, BackendSettings, dict[str, Any]], list[CheckMessage]],
+) -> str | None:
+    """Return what ``check`` says of Redis INFO, each message with its hint, or None."""
+    settings = broker.settings
     where = f"TASKS[{settings.alias!r}] at {masked_location(settings.location)}"
-    problems = durability_mode_messages(where, settings, broker.server_info(with_config=False))
+    problems = check(where, settings, broker.server_info(with_config=False))
     return " ".join(f"{problem.msg} {problem.hint}" for problem in problems) or None

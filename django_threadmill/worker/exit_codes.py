@@ -21,8 +21,8 @@ class ExitCode(IntEnum):
     GAVE_UP = 2  # the command: worker processes kept dying right after start
     RECYCLE = 3  # a process reached --max-tasks or --max-memory: its replacement runs already
     # (the process said RECYCLING as it began: docs/worker.md, Recycling)
-    REFUSED = 4  # Redis refused the credentials or ACL rights, or the TLS set-up is wrong:
-    # restarting cannot help
+    REFUSED = 4  # Redis refused the credentials or ACL rights, the TLS set-up is wrong, or
+    # LOCATION names a server of another kind (broker/wrong_server.py): restarting cannot help
     CRASHED = 5  # a process: a thread's own loop failed; the supervisor restarts it with backoff.
     # The command, with --burst: a worker process died during the burst.
     DROPPED = 6  # stopped, but Redis did not take its last writes in time: outcomes not written

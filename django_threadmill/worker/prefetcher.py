@@ -376,10 +376,10 @@ class Prefetcher(RoleThread):
     def _failed(self, queue: str, error: BrokerUnavailable) -> BrokerUnavailable | None:
         """Hold back ``queue``, whose call failed beside others that did not (a key of another
         type in it: docs/lifecycle.md, Keys of another type). Return ``error`` instead if it is
-        Redis refusing every write (MISCONF, NOREPLICAS), or no replica confirming reservations
-        (their hand-back's wake token cleared a hold at once): only a queue with tasks meets
-        either, as an empty one's call writes nothing, and no queue can reserve, so the refill
-        fails and backs off as for a Redis away."""
+        Redis refusing every write (MISCONF, NOREPLICAS, READONLY: a replica), or no replica
+        confirming reservations (their hand-back's wake token cleared a hold at once): only a
+        queue with tasks meets either, as an empty one's call writes nothing, and no queue can
+        reserve, so the refill fails and backs off as for a Redis away."""
         if refuses_writes(error) or isinstance(error, ReservationsUnconfirmed):
             return error
         logger.warning(

@@ -1,6 +1,7 @@
 """The wrong server at LOCATION (an HTTP server, a TLS port reached with redis://, a plain Redis
 reached with rediss://) is named, with the fix, by enqueue, manage.py check, the worker and the
-reaper: our BrokerUnavailable, never redis-py's parse error and its traceback."""
+reaper: our BrokerRefused, never redis-py's parse error and its traceback, and the commands that
+wait for Redis stop at start (exit 4), as no wait fixes it."""
 
 import re
 import socket
@@ -12,7 +13,7 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import wrong_server as wrong_server_module
-from django_threadmill.exceptions import BrokerUnavailable
+from django_threadmill.exceptions import BrokerRefused
 from testproject.example.tasks import echo
 from tests.security.tls import tls_redis
 from tests.servers.redis_server import free_port, redis_process
@@ -27,10 +28,9 @@ HTTP = (
     r"nothing was written\."
 )
 TLS_PORT = (
-    r"The server at {url} (closed the connection at the first command instead of answering "
-    r"it: it is no Redis, or a TLS port \(then use rediss:// in LOCATION\)\. Point LOCATION "
-    r"at Redis|answered a TLS record \(.*\) at the first command instead of answering it: is "
-    r"it a TLS port\? Use rediss:// in LOCATION for a Redis with TLS); nothing was written\."
+    r"The server at {url} is a TLS port, but LOCATION says redis://\. Use rediss:// for it, with "
+    r"'\?ssl_ca_certs=/path/ca\.crt' if a private CA signed its certificate; nothing was "
+    r"written\."
 )
 PLAIN_REDIS = (
     r"The server at {url} answered the Redis protocol without TLS, but LOCATION says "
@@ -93,39 +93,36 @@ def test_enqueue_names_the_server_and_the_fix(wrong: tuple[str, str], key_prefix
     backend = ThreadmillTaskBackend(
         "default", {"LOCATION": url, "OPTIONS": {"key_prefix": key_prefix, **OPTIONS}}
     )
-    with pytest.raises(BrokerUnavailable, match=f"^{message}$"):
+    with pytest.raises(BrokerRefused, match=f"^{message}$"):
         backend.enqueue(echo, [1], {})
 
 
 @pytest.mark.parametrize(
-    "args",
-    [("check", "--tag", "threadmill"), ("threadmill_reap", "--once")],
+    ("args", "code"),
+    [(("check", "--tag", "threadmill"), 1), (("threadmill_reap", "--once"), 4)],
     ids=["check", "reaper"],
 )
-def test_commands_exit_1_naming_it(
-    wrong: tuple[str, str], key_prefix: str, args: tuple[str, ...]
+def test_commands_exit_naming_it(
+    wrong: tuple[str, str], key_prefix: str, args: tuple[str, ...], code: int
 ) -> None:
     url, message = wrong
     command = Command(url, key_prefix, *args, options=OPTIONS)
     try:
-        assert command.wait() == 1, command.log
+        assert command.wait() == code, command.log
+        assert "threadmill.E004" in command.log
         assert re.search(message, command.log), command.log
         assert "Traceback" not in command.log
     finally:
         command.close()
 
 
-def test_the_worker_says_what_it_found_while_it_waits(
-    wrong: tuple[str, str], key_prefix: str
-) -> None:
+def test_the_worker_stops_at_start_naming_it(wrong: tuple[str, str], key_prefix: str) -> None:
     url, message = wrong
     command = worker(url, key_prefix, options=OPTIONS)
     try:
-        # redis-py retries a failed connection three times, with backoff, before it gives up
-        line = rf"Redis unavailable, retrying in [\d.]+s error={message}"
-        command.wait_for_log(line, timeout_s=45)
-        command.signal()
-        assert command.wait() == 0, command.log
+        assert command.wait() == 4, command.log  # ExitCode.REFUSED: no restart can help
+        assert re.search(message, command.log), command.log
+        assert "retrying" not in command.log
         assert "Traceback" not in command.log
     finally:
         command.close()
@@ -144,6 +141,7 @@ def test_a_connection_closed_unanswered_is_looked_at_twice(
     looks = iter(answers)
     monkeypatch.setattr(wrong_server_module, "SECOND_LOOK_S", 0)
     monkeypatch.setattr(wrong_server_module, "_answer", lambda host, port: next(looks))
+    monkeypatch.setattr(wrong_server_module, "_speaks_tls", lambda host, port: False)
     verdict = wrong_server_module.wrong_server("redis://127.0.0.1:6399/0", "here")
     assert (verdict is not None) == named
     assert next(looks, "all looked at") == "all looked at"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import redis
 
+from django_threadmill.broker.tls import NO_STRICT
 from tests.servers.redis_server import free_port, redis_server_binary, wait_until_up
 
 
@@ -27,8 +28,13 @@ def _openssl(directory: Path, *args: str) -> None:
     subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
 
 
-def make_certificates(directory: Path) -> None:
-    """Write ca.crt, redis.crt and redis.key: a CA and a server certificate for 127.0.0.1."""
+def make_certificates(directory: Path, *, ca_key_usage: bool = True) -> None:
+    """Write ca.crt, redis.crt and redis.key: a CA and a server certificate for 127.0.0.1.
+
+    ``ca_key_usage=False``: a CA as ``openssl req -x509`` makes it by default, which Python
+    3.13+ refuses (ssl.VERIFY_X509_STRICT) and older Pythons accept."""
+    # Python 3.13+ verifies strictly (ssl.VERIFY_X509_STRICT): a CA without key usage fails.
+    key_usage = ["-addext", "keyUsage=critical,keyCertSign,cRLSign"] if ca_key_usage else []
     _openssl(
         directory,
         "req",
@@ -40,9 +46,7 @@ def make_certificates(directory: Path) -> None:
         "1",
         "-subj",
         "/CN=threadmill-test-ca",
-        # Python 3.13+ verifies strictly (ssl.VERIFY_X509_STRICT): a CA without key usage fails.
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign",
+        *key_usage,
         "-keyout",
         "ca.key",
         "-out",
@@ -68,11 +72,11 @@ def make_certificates(directory: Path) -> None:
 
 
 @contextmanager
-def tls_redis() -> Iterator[TlsRedis]:
+def tls_redis(*, ca_key_usage: bool = True) -> Iterator[TlsRedis]:
     """Run a redis-server with TLS on its only port; raise RuntimeError if it has no TLS."""
     with tempfile.TemporaryDirectory(prefix="threadmill-redis-tls-") as name:
         directory = Path(name)
-        make_certificates(directory)
+        make_certificates(directory, ca_key_usage=ca_key_usage)
         server = TlsRedis(free_port(), directory / "ca.crt")
         process = subprocess.Popen(
             [
@@ -87,7 +91,8 @@ def tls_redis() -> Iterator[TlsRedis]:
         )  # fmt: skip
         try:
             try:
-                wait_until_up(server.url, timeout_s=5)
+                # Waited for without strict verification: a CA it refuses is the test's.
+                wait_until_up(f"{server.url}&{NO_STRICT}", timeout_s=5)
             except redis.ConnectionError as exc:
                 if process.poll() is None:  # it runs: the client is refused, a test failure
                     raise

@@ -17,7 +17,13 @@ from ...broker.inspect.source import Source
 from ...conf.settings import waiting_at_most
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
-from ..health import HealthCode, HostHeartbeats, host_heartbeats, unconfirmed_writes
+from ..health import (
+    HealthCode,
+    HostHeartbeats,
+    host_heartbeats,
+    replica_at_location,
+    unconfirmed_writes,
+)
 from ..probe_output import probe_stream
 from ..seconds_option import seconds_option
 
@@ -43,9 +49,10 @@ class Command(BaseCommand):
     help = (
         "Exit 0 when at least --min-processes worker processes of this host renewed their "
         "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "
-        "2 (bad option or setting), 3 (Redis unreachable, or unable to confirm writes as "
-        "OPTIONS['durability'] asks) or 4 (Redis refused the credentials), with the reason in "
-        "one line on stderr. For liveness and readiness probes."
+        "2 (bad option or setting), 3 (Redis unreachable, a read-only replica, or unable to "
+        "confirm writes as OPTIONS['durability'] asks) or 4 (Redis refused the credentials, "
+        "or LOCATION names no Redis it can use: wrong TLS set-up, another kind of server), "
+        "with the reason in one line on stderr. For liveness and readiness probes."
     )
     # A probe runs every few seconds: the system checks would add a Redis round trip and
     # warnings that are not its answer.
@@ -114,6 +121,13 @@ class Command(BaseCommand):
         try:
             queues = asked or source.queues() or ["default"]
             beats = host_heartbeats(source.inspector, queues, host, broker.settings.lease_ttl_ms)
+            if len(beats.live) < options["min_processes"] and (
+                replica := replica_at_location(broker)
+            ):
+                self._unavailable(
+                    f"host={host} live={len(beats.live)}: {replica}", options["redis_down_ok"]
+                )
+                return
             facts = self._enough(beats, queues, options["min_processes"])
             unconfirmed = unconfirmed_writes(broker)
         except BrokerRefused as exc:
