@@ -46,6 +46,19 @@ class Layouts(BrokerCore):
                 by_count[shards] = by_count.get(shards, 0) + held
         return found
 
+    def other_parts(self, queues: Iterable[str]) -> dict[str, list[str]]:
+        """Return, per queue of ``queues``, the parts of every shard count other than the
+        configured one it may have kept keys under (N = 1 and each N recorded at enqueue),
+        for the readers that sum what every count recorded: one SMEMBERS."""
+        return {
+            queue: [
+                part
+                for shards in layouts
+                for part in queue_parts(self.settings.alias, queue, shards)
+            ]
+            for queue, layouts in self._other_layouts(queues).items()
+        }
+
     def _other_layouts(self, queues: Iterable[str]) -> dict[str, list[int]]:
         """Return the shard counts each queue may hold tasks under, besides its configured one."""
         with self.translated_errors(read=True):

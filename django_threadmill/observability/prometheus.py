@@ -180,7 +180,7 @@ class ThreadmillCollector:
             age_s = 0.0 if since is None else max(0, now_ms - since) / 1000
             counts = {"ready": ready, "delayed": delayed, **leased[queue].counts}
             families.add_queue(source.alias, queue, counts, age_s, paused=queue in paused)
-        for queue, counters in lifetime(inspector, queues).items():
+        for queue, counters in lifetime(inspector, queues, now_ms).items():
             families.add_counters(source.alias, queue, counters)
         lease_ms = source.settings.lease_ttl_ms
         alive = {

@@ -9,7 +9,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..metrics import RUN_BUCKETS_S, WAIT_BUCKETS_S
+from ..connection import readable_replies
+from ..metrics import PATH_TTL_MS, RUN_BUCKETS_S, WAIT_BUCKETS_S
 from ..raw_replies import RAW, stored_counters
 from .inspector import Inspector
 
@@ -69,14 +70,67 @@ def merged(many: Sequence[PathCounters]) -> PathCounters:
     return {path: dict(fields) for path, fields in total.items()}
 
 
-def lifetime(inspector: Inspector, queues: Sequence[str]) -> dict[str, PathCounters]:
-    """Return the lifetime counters of ``queues``: one pipelined HGETALL each (and shard)."""
-    parts = {queue: inspector.parts(queue) for queue in queues}
-    with inspector.broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
-        for part in (part for queue in queues for part in parts[queue]):
-            pipe.execute_command("HGETALL", inspector.broker.queue_keys(part).metrics, **RAW)
-        replies = iter(pipe.execute())
-    return {queue: merged([parse(next(replies)) for _ in parts[queue]]) for queue in queues}
+def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[str, PathCounters]:
+    """Return the lifetime counters of ``queues``, summed over every shard count each one
+    counted under: one SMEMBERS, then one pipeline of an HGETALL per part (and, per part of
+    an earlier count, a ZRANGEBYSCORE of its paths).
+
+    No send reaches the parts of an earlier ``queue_shards`` count once its workers stop, so
+    their counters stay as they were: summed with the configured count's, a queue's series do
+    not fall at a change (read as a reset), the workers still serving the old count are seen,
+    and every web process exports the same totals whatever count its settings give
+    (docs/scaling.md, Changing the shard count).
+    """
+    broker = inspector.broker
+    parts, earlier = {q: inspector.parts(q) for q in queues}, broker.other_parts(queues)
+    stale_to = now_ms - PATH_TTL_MS
+    with broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
+        for queue in queues:
+            for part in parts[queue]:
+                pipe.execute_command("HGETALL", broker.queue_keys(part).metrics, **RAW)
+            for part in earlier[queue]:
+                keys = broker.queue_keys(part)
+                pipe.execute_command("HGETALL", keys.metrics, **RAW)
+                pipe.execute_command("ZRANGEBYSCORE", keys.metrics_paths, "-inf", stale_to, **RAW)
+        replies = iter(readable_replies(pipe.execute(raise_on_error=False)))
+        return {
+            queue: _summed(
+                [_counters(next(replies)) for _ in parts[queue]],
+                [(_counters(next(replies)), _names(next(replies))) for _ in earlier[queue]],
+            )
+            for queue in queues
+        }
+
+
+def _summed(
+    configured: list[PathCounters], earlier: list[tuple[PathCounters, set[str]]]
+) -> PathCounters:
+    """Sum the counters of a queue's configured parts and of its earlier count's parts, each
+    with the paths no send counted there for PATH_TTL_MS. Such a path is left out unless the
+    configured count has it, as metrics.lua forgets one in a part it sends to: no send forgets
+    it in an earlier count's part, and a renamed task's series would never end."""
+    current = merged(configured)
+    kept = [
+        {path: fields for path, fields in counters.items() if path in current or path not in stale}
+        for counters, stale in earlier
+    ]
+    return merged([current, *kept])
+
+
+def _counters(reply: dict[bytes, bytes] | Exception) -> PathCounters:
+    """Parse a metric hash's HGETALL; raise the error of a key of another type: the scrape
+    leaves its backend out, naming the key (docs/observability.md)."""
+    if isinstance(reply, Exception):
+        raise reply
+    return parse(reply)
+
+
+def _names(reply: list[bytes] | Exception) -> set[str]:
+    """Return the paths of a ZRANGEBYSCORE of ``metrics:paths``; none of a key of another
+    type (a set of earlier versions, whose paths metrics.lua counts as seen now)."""
+    if isinstance(reply, Exception):
+        return set()
+    return {name.decode(errors="replace") for name in reply}
 
 
 def per_minute(
