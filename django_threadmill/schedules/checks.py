@@ -41,10 +41,16 @@ def _timing_error(schedule: Schedule) -> str | None:
     return None
 
 
-def unfireable(schedule: Schedule, alias: str) -> str | None:
-    """Say why ``schedule`` can never fire, by its timing or its task, or None: what
-    ``threadmill.E010`` and ``E011`` report, for a command run with ``--skip-checks``."""
-    return _timing_error(schedule) or _task_error(schedule, alias)
+def unfireable(schedule: Schedule, settings: BackendSettings) -> str | None:
+    """Say why ``schedule`` can never fire, by its timing, its task or its arguments (each
+    slot's enqueue would refuse them), or None: what ``threadmill.E010``, ``E011``, ``E014``
+    and ``E016`` report, for a command run with ``--skip-checks``."""
+    return (
+        _timing_error(schedule)
+        or _task_error(schedule, settings.alias)
+        or _arguments_error(schedule)
+        or _size_error(schedule, settings.max_payload_bytes)
+    )
 
 
 def _task_error(schedule: Schedule, alias: str) -> str | None:

@@ -45,8 +45,13 @@ def cron_class() -> "type[CronSim]":
     return CronSim
 
 
+# The zone key zoneinfo reads from the host's /etc/localtime: a name for the host's local time.
+HOST_ZONE = "localtime"
+
+
 class NoTimeZone(ValueError):
-    """A cron schedule has no ``timezone`` and Django's ``TIME_ZONE`` is None."""
+    """A cron schedule's zone is the host's local time: it has no ``timezone`` and Django's
+    ``TIME_ZONE`` is None, or its zone is ``"localtime"``."""
 
 
 def zone_of(name: str | None) -> ZoneInfo:
@@ -54,7 +59,8 @@ def zone_of(name: str | None) -> ZoneInfo:
 
     ``TIME_ZONE = None`` leaves the process in the host's local time, which has no zone name to
     give cronsim the DST rules by, and differs from host to host: that is refused, naming the fix,
-    rather than guessed (docs/schedules.md, Periodic tasks).
+    rather than guessed (docs/schedules.md, Periodic tasks). So is ``"localtime"``, which
+    zoneinfo reads from each host's /etc/localtime.
     """
     zone = name or settings.TIME_ZONE
     if not zone:
@@ -62,6 +68,13 @@ def zone_of(name: str | None) -> ZoneInfo:
             f"it has no time zone: it sets no 'timezone' and TIME_ZONE is {settings.TIME_ZONE!r}, "
             "the host's local time, which has no zone name to follow daylight saving time by. "
             "Set TIME_ZONE, or give the schedule a 'timezone' such as 'Europe/Berlin'"
+        )
+    if zone == HOST_ZONE:
+        given = "its 'timezone'" if name else "TIME_ZONE"
+        raise NoTimeZone(
+            f"its time zone ({given}) is {zone!r}, the host's /etc/localtime, which differs from "
+            "host to host: supervisors on hosts in other zones would fire each slot at another "
+            "instant. Name the zone instead, such as 'Europe/Berlin'"
         )
     return ZoneInfo(zone)  # zoneinfo caches instances by key itself
 

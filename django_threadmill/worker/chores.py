@@ -9,14 +9,13 @@ from collections.abc import Callable
 from ..backend import ThreadmillTaskBackend
 from ..exceptions import BrokerUnavailable
 from ..schedules.scheduler import Scheduler
+from .backoff import REDIS_BACKOFF
 from .interruptible import Interrupted, call_unless_stopped
 from .options import WorkerOptions
 from .reaper import reap_once
 from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
-
-SCHEDULE_RETRY_S = 1.0  # wait before firing schedules again after Redis failed
 
 
 class Chores:
@@ -43,6 +42,7 @@ class Chores:
         self.next_reap = time.monotonic()
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
         self.next_schedule: float | None = time.monotonic() if self.scheduler else None
+        self._schedule_failures = 0  # in a row: the retry waits REDIS_BACKOFF after them
 
     def run_due(self) -> None:
         """Reap, then fire the schedules' due slots, each if its time came."""
@@ -113,7 +113,10 @@ class Chores:
         except Interrupted:
             return
         except BrokerUnavailable as exc:
-            logger.warning("Schedules not fired retry_in_s=%.1f error=%s", SCHEDULE_RETRY_S, exc)
-            self.next_schedule = time.monotonic() + SCHEDULE_RETRY_S
+            self._schedule_failures += 1
+            retry_s = REDIS_BACKOFF.after(self._schedule_failures)
+            logger.warning("Schedules not fired retry_in_s=%.1f error=%s", retry_s, exc)
+            self.next_schedule = time.monotonic() + retry_s
             return
+        self._schedule_failures = 0
         self.next_schedule = None if wait is None else time.monotonic() + wait.total_seconds()

@@ -7,14 +7,14 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
+from ...aliases import source_of
 from ...backend import ThreadmillTaskBackend
 from ...conf.schedules import Schedule, scheduled_task
 from ...exceptions import BrokerUnavailable
 from ...schedules.checks import unfireable
-from ...schedules.slots import next_slot, zone_of
+from ...schedules.slots import NoTimeZone, next_slot, zone_of
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..report_output import CutShortCommand
@@ -35,36 +35,58 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
         if not schedules:
             self.stdout.write(f"No schedules in TASKS[{backend.alias!r}]['OPTIONS'].")
             return
+        problems = {s.name: unfireable(s, backend.settings) for s in schedules}  # --skip-checks
+        queues = {s.name: scheduled_task(s).queue_name for s in schedules if not problems[s.name]}
         try:
             now = backend.broker.server_time()
+            paused = source_of(backend).inspector.paused(sorted(set(queues.values())))
             for schedule in schedules:
-                self.stdout.write(self._line(backend, schedule, now))
+                problem = problems[schedule.name]
+                if problem is not None:
+                    self.stdout.write(_unfireable_line(schedule, problem))
+                    continue
+                queue = queues[schedule.name]
+                self.stdout.write(self._line(backend, schedule, queue, now, queue in paused))
         except BrokerUnavailable as exc:
             raise CommandError(f"Cannot read the schedules' slots from Redis: {exc}") from exc
 
-    def _line(self, backend: ThreadmillTaskBackend, schedule: Schedule, now: datetime) -> str:
-        problem = unfireable(schedule, backend.alias)  # let through by --skip-checks
-        if problem is not None:
-            return (
-                f"{schedule.name}  {schedule.when}  task={schedule.task}  never fires: "
-                f"{problem}. manage.py check names the fix."
-            )
+    def _line(
+        self,
+        backend: ThreadmillTaskBackend,
+        schedule: Schedule,
+        queue: str,
+        now: datetime,
+        paused: bool,
+    ) -> str:
         zone = _shown_zone(schedule)
-        queue = scheduled_task(schedule).queue_name
         last_ms = backend.broker.last_fired_ms(queue, schedule.name)
         upcoming = next_slot(schedule, now).astimezone(zone)
         last = "never" if last_ms is None else datetime.fromtimestamp(last_ms / 1000, zone)
+        # Its slots fire on and wait READY (docs/schedules.md, A paused queue).
+        held = "  queue paused: its slots' tasks wait until it is resumed" if paused else ""
         return (
             f"{schedule.name}  {schedule.when} ({zone.key})  task={schedule.task}  "
             f"queue={queue}  next={upcoming.isoformat()}  "
-            f"last={last if isinstance(last, str) else last.isoformat()}"
+            f"last={last if isinstance(last, str) else last.isoformat()}{held}"
         )
+
+
+def _unfireable_line(schedule: Schedule, problem: str) -> str:
+    """Return the line of a schedule that can never fire, saying why (``unfireable``)."""
+    return (
+        f"{schedule.name}  {schedule.when}  task={schedule.task}  never fires: "
+        f"{problem}. manage.py check names the fix."
+    )
 
 
 def _shown_zone(schedule: Schedule) -> ZoneInfo:
     """Return the zone to show the slots in: the schedule's, else TIME_ZONE; UTC for an every
-    schedule under TIME_ZONE = None (its slots are the same in every zone, and the host's local
-    time has no zone name). A cron schedule then has none: zone_of says so (threadmill.E010)."""
-    if schedule.cron is None and not settings.TIME_ZONE:
+    schedule whose zone would be the host's local time (TIME_ZONE None or "localtime": its slots
+    are the same in every zone, and the host's time has no zone name). A cron schedule's zone
+    is then refused (threadmill.E010), and it is listed as never firing."""
+    if schedule.cron is not None:
+        return zone_of(schedule.timezone)
+    try:
+        return zone_of(None)  # an every schedule has no 'timezone' of its own
+    except NoTimeZone:
         return ZoneInfo("UTC")
-    return zone_of(schedule.timezone)
