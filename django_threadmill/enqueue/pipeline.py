@@ -200,7 +200,7 @@ class EnqueuePipeline:
         after one that raised. A write Redis refuses still raises there (docs/enqueue.md).
         """
         return self.waits_for_commit(task) and defer_to_commit(
-            partial(self._store, prepared, announce_guarded)
+            partial(self._store, prepared, announce_guarded), [task.module_path] * len(prepared)
         )
 
     def _stored_or_held(

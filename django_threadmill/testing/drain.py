@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import timedelta
 from functools import partial
-from typing import cast
 
 from asgiref.sync import AsyncSingleThreadContext, async_to_sync
 from django.db import connections
@@ -42,6 +41,7 @@ from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
 from ..workflows.advance import drain_queues
 from ..workflows.failed_entries import FailedEntries
+from .not_run import commit_hooks, say_left_for_later, say_waiting_for_commit
 from .savepoints import rolled_back_if_broken
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,9 @@ def drain(
 
     Empty means no task is ready, and none delayed, retried or held back by a rate limit is due
     within ``wait_for_delayed`` seconds (5 by default; 0: only what is due now). Those due
-    sooner are waited for and run; later ones stay queued, READY, as they would in Redis.
+    sooner are waited for and run; later ones stay queued, READY, as they would in Redis, and a
+    warning says how many and when the next is due (as it does for enqueues still waiting for
+    a commit the test never makes: docs/testing.md, What a drain leaves).
     Tasks enqueued by the tasks run too. A task's exception is its outcome, as in a worker:
     look at its result.
 
@@ -152,17 +154,23 @@ class _Drain:
         )
         self.renew_at = 0.0
         self.ran = 0
+        self.next_due_ms: int | None = None  # at the end: ms until a task left for later is due
         # The drain's event loop and the batch of async tasks running on it.
         self._gathering: tuple[asyncio.AbstractEventLoop, asyncio.Future[list[Finish]]] | None = (
             None
         )
 
     def run(self) -> int:
+        say_waiting_for_commit()
         # One thread for every event loop of this drain, joined when it ends.
         with connections_kept(), AsyncSingleThreadContext():
             while self._round():
                 pass
         self.broker.send_metrics()
+        if self.next_due_ms is not None:
+            say_left_for_later(
+                self.broker, self.queues, self.next_due_ms, self.horizon_ms, self.ran
+            )
         return self.ran
 
     def _round(self) -> bool:
@@ -188,6 +196,7 @@ class _Drain:
             (each.next_due_ms for each in acquired if each.next_due_ms is not None), default=None
         )
         if due_ms is None or due_ms > self.horizon_ms:
+            self.next_due_ms = due_ms
             return False
         time.sleep(due_ms / 1000)  # until the next delayed task, retry or rate token is due
         return True
@@ -367,9 +376,8 @@ def _run_callbacks_added(waiting: dict[str, int]) -> None:
         # Read afresh each time: a callback may register more, and a rollback in one replaces
         # the list.
         while len(connection.run_on_commit) > before:
-            hooks = connection.run_on_commit
-            # (savepoints, callback, robust) since Django 4.2; django-stubs still says pairs.
-            added = cast(list[tuple[set[str], Callable[[], object], bool]], hooks[before:])
+            hooks = commit_hooks(connection)
+            added = hooks[before:]
             del hooks[before:]
             for _savepoints, callback, robust in added:
                 if not robust:

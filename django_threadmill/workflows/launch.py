@@ -56,7 +56,8 @@ def launch(root: Plannable) -> WorkflowResult:
     # The launch span's context (traced_launch): the drainers enqueue the later steps in it.
     fields = workflow_fields(planned.steps, trace=stored_carrier())
     write = partial(_store, backend, workflow_id, planned, fields, first)
-    if any(map(backend.pipeline.waits_for_commit, entry_tasks)) and defer_to_commit(write):
+    paths = [task.module_path for task in entry_tasks]
+    if any(map(backend.pipeline.waits_for_commit, entry_tasks)) and defer_to_commit(write, paths):
         return waiting_for_commit(backend, workflow_id, planned.steps)
     write()
     return read_workflow(backend, workflow_id)

@@ -1,0 +1,96 @@
+"""Say, in a warning, what a ``drain()`` leaves unrun that the test may have meant it to run
+(docs/testing.md, What a drain leaves): its count alone would not say why it is short.
+
+- Tasks due later than ``wait_for_delayed`` (a ``run_after`` an hour away, a retry's backoff):
+  how many, when the next is due, and how to have them run.
+- Tasks enqueued with ``enqueue_on_commit`` whose write still waits for a commit the test's
+  transaction never makes (a ``TestCase``'s): they are not stored, so no drain can run them.
+"""
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import cast
+
+from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from ..broker import Broker
+from ..broker.inspect.inspector import Inspector
+from ..enqueue.on_commit import WriteAtCommit
+
+logger = logging.getLogger(__name__)
+
+
+# What waits in a connection's run_on_commit: (savepoints, callback, robust) since Django 4.2.
+CommitHook = tuple[set[str], Callable[[], object], bool]
+
+
+def commit_hooks(connection: BaseDatabaseWrapper) -> list[CommitHook]:
+    """Return the list of callbacks waiting on ``connection``'s transaction, itself: django-stubs
+    still types its items as pairs."""
+    return cast(list[CommitHook], connection.run_on_commit)
+
+
+def say_left_for_later(
+    broker: Broker, queues: Sequence[str], next_due_ms: int, horizon_ms: int, ran: int
+) -> None:
+    """Warn that tasks stay queued in ``queues``, the next due in ``next_due_ms``, past the
+    drain's ``horizon_ms``: how many, when, and the fix. A rate limit's next start with no
+    task left is no task left."""
+    left = sum(ready + delayed for ready, delayed in Inspector(broker).waiting(queues).values())
+    if not left:
+        return
+    logger.warning(
+        "drain() returned %d and left %d task%s in the queues %s, the next due in %s: later "
+        "than wait_for_delayed=%s s. Delayed tasks and retries fall due on Redis's clock, which "
+        "freezegun and time-machine do not move. Pass drain(wait_for_delayed=...) a longer "
+        "wait, or give the test a shorter run_after or retry delay.",
+        ran,
+        left,
+        "" if left == 1 else "s",
+        list(queues),
+        timedelta(seconds=round(next_due_ms / 1000)),
+        horizon_ms / 1000,
+    )
+
+
+def say_waiting_for_commit() -> None:
+    """Warn about each database whose open transaction holds enqueues waiting for its commit:
+    how many tasks, which, and the fix."""
+    for alias, paths in _waiting_for_commit().items():
+        named = ", ".join(_counted(path, count) for path, count in paths.most_common(3))
+        logger.warning(
+            "drain() cannot run %d task%s enqueued with enqueue_on_commit (%s): they are stored "
+            "when the transaction of database %r commits, and a TestCase's never does. Enqueue "
+            "inside `with self.captureOnCommitCallbacks(execute=True):` (pytest-django: the "
+            "django_capture_on_commit_callbacks fixture, execute=True) and drain after that "
+            "block, or after the atomic() block that holds them.",
+            paths.total(),
+            "" if paths.total() == 1 else "s",
+            named,
+            alias,
+        )
+
+
+def _counted(path: str, count: int) -> str:
+    return f"{path!r}" if count == 1 else f"{path!r} x{count}"
+
+
+def _waiting_for_commit() -> dict[str, Counter[str]]:
+    """Return, per database in a transaction, the paths of the tasks whose enqueue waits for
+    its commit and has not run (``captureOnCommitCallbacks`` runs them and leaves them listed)."""
+    waiting = {}
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            continue
+        paths = Counter(
+            path
+            for _savepoints, callback, _robust in commit_hooks(connection)
+            if isinstance(callback, WriteAtCommit) and not callback.ran
+            for path in callback.task_paths
+        )
+        if paths:
+            waiting[connection.alias] = paths
+    return waiting
