@@ -35,6 +35,7 @@ class ScriptName(StrEnum):
     SET_ASIDE = "set_aside"
     SET_ASIDE_EXPIRED = "set_aside_expired"
     FORGET_DAMAGED = "forget_damaged"
+    FORGET_ENTRY = "forget_entry"
     ROW_FIELDS = "row_fields"
     SIGN_OFF = "sign_off"
 

@@ -19,6 +19,8 @@ mark.lua. Its fields:
 A step's record carries ``workflow`` = ``<workflow id>:<step>``; finish.lua and cancel.lua
 push the id of such a step that ended onto its queue's outbox in the call that records it,
 and a drainer (workflows/advance.py) advances the workflow from there (docs/workflows.md).
+The record gets its ``result_ttl`` only when the drainer takes the entry out
+(forget_entry.lua): gone before, it could not say which workflow to advance.
 A step its workflow stopped keeps why in its own record too (``stop``, ``stop_why``: written
 by cancel.lua), which outlives the workflow's hash while the step is held or waits.
 """
@@ -230,9 +232,17 @@ class Workflows(Reads):
             return cast(list[str], self.client.lrange(outbox, start, start + OUTBOX_BATCH - 1))
 
     def forget_outbox_entry(self, part: str, task_id: str) -> None:
-        """Take ``task_id`` out of ``part``'s outbox: its workflow has advanced."""
-        with self.translated_errors():
-            self.client.lrem(self.queue_keys(part).outbox, 1, task_id)
+        """Take ``task_id`` out of ``part``'s outbox, its workflow has advanced, and start its
+        record's ``result_ttl``: a step's record keeps none until then (forget_entry.lua)."""
+        keys = self.queue_keys(part)
+        ttl_ms = self.settings.result_ttl_ms
+        self._run(
+            ScriptCall(
+                ScriptName.FORGET_ENTRY,
+                (keys.record_prefix, keys.outbox),
+                (task_id, "" if ttl_ms is None else ttl_ms),
+            )
+        )
 
     def parts_with_outbox(self, queues: Sequence[str]) -> list[str]:
         """Return the parts of ``queues`` whose outbox holds entries (one round trip).

@@ -63,7 +63,7 @@ class ReapReport:
     dry_run: bool = False
     queues: dict[str, QueueReap] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
-    advanced: int = 0  # workflow steps whose outbox entry this pass drained
+    advanced: int = 0  # workflows this pass advanced (an entry whose step is gone advanced none)
     # Queues whose part of the pass failed while Redis answered, with why; the others were
     # reaped (docs/lifecycle.md, Keys of another type).
     failures: dict[str, BrokerUnavailable] = field(default_factory=dict)

@@ -42,30 +42,34 @@ GROUP_MARGIN = "  | "
 
 
 def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | None = None) -> int:
-    """Advance the workflow of every entry in ``part``'s outbox; return how many were.
+    """Advance the workflow of every entry in ``part``'s outbox; return how many workflows
+    advanced (an entry that advanced none, its step's record or workflow gone, or the step
+    requeued, is taken out and not counted).
 
     An entry whose advance raises, while Redis answers, is logged and left in the outbox, and
     held in ``failed`` (this call's own when None) for later drains to pass over. Raises
     ``BrokerUnavailable`` when Redis does not answer: every entry stays for the next look.
     """
     failed = FailedEntries() if failed is None else failed
-    broker, drained, passed_over = backend.broker, 0, 0
+    broker, advanced, passed_over = backend.broker, 0, 0
     # Entries passed over stay at the outbox's head: each read starts after them.
     while entries := broker.outbox_entries(part, passed_over):
         for task_id in entries:
-            if failed.held(task_id) or not _advanced(backend, task_id, failed):
+            advanced_one = None if failed.held(task_id) else _advanced(backend, task_id, failed)
+            if advanced_one is None:
                 passed_over += 1
                 continue
             broker.forget_outbox_entry(part, task_id)
-            drained += 1
+            advanced += advanced_one
         if len(entries) < OUTBOX_BATCH:
             break
-    return drained
+    return advanced
 
 
-def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntries) -> bool:
-    """Advance from ``task_id``; log and hold it in ``failed`` if that raised while Redis
-    answers.
+def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntries) -> bool | None:
+    """Advance from ``task_id``; return whether its workflow advanced (``advance_from``), or
+    None, the entry to stay, when that raised while Redis answers: it is logged and held in
+    ``failed``.
 
     A key of another type (docs/lifecycle.md, Keys of another type) in the queue of a step
     that became due refuses every advance from this entry alone; raised, it stopped the drain
@@ -73,7 +77,7 @@ def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntrie
     the key.
     """
     try:
-        advance_from(backend, task_id)
+        advanced = advance_from(backend, task_id)
     except (MaybeApplied, PartlyEnqueued):
         raise  # a call whose fate is unknown (a dropped connection, a failover): looked at again
     except BrokerUnavailable as exc:
@@ -86,7 +90,7 @@ def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntrie
             exc,
         )
         failed.failed(task_id)
-        return False
+        return None
     except Exception:
         logger.exception(
             "Workflow not advanced from a step, its outbox entry stays and is tried again in "
@@ -95,21 +99,24 @@ def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntrie
             task_id,
         )
         failed.failed(task_id)
-        return False
+        return None
     failed.advanced(task_id)
-    return True
+    return advanced
 
 
 def drain_queues(
     backend: ThreadmillTaskBackend, queues: list[str], failed: FailedEntries | None = None
 ) -> int:
-    """Drain every outbox of ``queues`` that holds entries; return how many entries."""
+    """Drain every outbox of ``queues`` that holds entries; return how many workflows
+    advanced (``drain``)."""
     failed = FailedEntries() if failed is None else failed
     return sum(drain(backend, part, failed) for part in backend.broker.parts_with_outbox(queues))
 
 
-def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> None:
-    """Record how the step ``task_id`` ended in its workflow, and enqueue what that made due."""
+def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> bool:
+    """Record how the step ``task_id`` ended in its workflow, and enqueue what that made due;
+    return whether its workflow advanced: False when the step's record is gone or damaged, the
+    step was requeued, or its workflow is gone or damaged (nothing to advance)."""
     try:
         record = backend.broker.record(task_id)
     except PayloadError:
@@ -121,11 +128,11 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> None:
             "task_id=%s",
             task_id,
         )
-        return
+        return False
     workflow_id, index = marked
     ended = _how_it_ended(record)
     if ended is None:  # requeued before this drain: its next end fills the outbox again
-        return
+        return False
     outcome, value = ended
     status, due = backend.broker.advance_workflow(workflow_id, index, outcome, value)
     if status in ("missing", "damaged"):
@@ -135,8 +142,10 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> None:
             workflow_id,
             task_id,
         )
-    elif due:
+        return False
+    if due:
         enqueue_due(backend, workflow_id, due)
+    return True
 
 
 def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]) -> None:

@@ -9,7 +9,8 @@
 -- ARGV[1]  id
 -- ARGV[2]  error_json    the Cancelled error, built by the client
 -- ARGV[3]  finished_ms   wall clock of the request, for display
--- ARGV[4]  result_ttl_ms finished records expire after this ("" keeps them forever)
+-- ARGV[4]  result_ttl_ms finished records expire after this ("" keeps them forever); a
+--                        workflow step's from its drain (forget_entry.lua)
 -- ARGV[5]  stop          "" (a task cancelled), or for a workflow step its workflow stopped:
 --                        "cancelled" (the workflow was) or "not_run" (it recorded the step so)
 -- ARGV[6]  stop_why      the workflow's why (ARGV[5] set)
@@ -51,10 +52,9 @@ if stops then  -- a requeue reads it once the workflow's hash expired
 end
 redis.call("HSET", key, unpack(fields))
 redis.call("ZADD", KEYS[4], now_ms(), id)
-if ARGV[4] ~= "" then
-  redis.call("PEXPIRE", key, ARGV[4])
-end
-if f[3] then
+if f[3] then  -- a step expires once its workflow advanced from it (forget_entry.lua)
   redis.call("RPUSH", KEYS[6], id)
+elseif ARGV[4] ~= "" then
+  redis.call("PEXPIRE", key, ARGV[4])
 end
 return "cancelled"

@@ -9,7 +9,8 @@
 -- KEYS[8]  P:outbox    list: workflow steps that ended, for their workflow to advance
 -- ARGV[1]  worker_id      recorded if the attempt's start notice never went out; "" means the
 --                         reaper settles, which wins only while the lease is still expired
--- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever)
+-- ARGV[2]  result_ttl_ms  finished records expire after this ("" keeps them forever); a
+--                         workflow step's from its drain (Expiry, below)
 -- ARGV[3]  wake_on_free   "1" for a queue with a concurrency limit: a freed slot wakes a
 --                         fetcher, since acquire held its ready tasks back without a baton
 -- ARGV[4]  mark           the reaper's mark for this call, appended to the token of what it
@@ -48,9 +49,12 @@
 --          A lone success or failure reads no clock.
 -- Expiry:  a lone task's record gets PEXPIRE. A call of several formats one PEXPIREAT time for
 --          all of them: Redis rewrites every PEXPIRE into a PEXPIREAT for its replicas and AOF,
---          an allocation per task (docs/design.md, Redis keys and scripts).
+--          an allocation per task (docs/design.md, Redis keys and scripts). A workflow step that
+--          ended gets none here: forget_entry.lua starts it once its workflow advanced from it,
+--          since a record gone before the drain names no workflow to advance (docs/workflows.md,
+--          Exactly once).
 -- Cost:    per call EVALSHA and the lease ZREM (several tasks: and TIME); per task one HMGET,
---          one HSET, one PEXPIRE or PEXPIREAT (a workflow step that ended: and an RPUSH; a
+--          one HSET, one PEXPIRE or PEXPIREAT (a workflow step that ended: an RPUSH instead; a
 --          retry: an HDEL of its attempt's progress instead of the expiry, and a ZADD; its due
 --          time goes in the HSET as `ready_ms`). So a lone result costs 5 commands. The
 --          progress fields of a final outcome are left as they are: the last report stays with
@@ -126,9 +130,11 @@ for i = 5, #ARGV, 7 do
       n = n + 2
     end
     redis.call("HSET", key, unpack(fields, 1, n))
-    if outcome ~= "retry" and expires_at then
+    -- A step that ended expires once its workflow advanced from it (forget_entry.lua).
+    local expires = outcome ~= "retry" and not step_ended
+    if expires and expires_at then
       redis.call("PEXPIREAT", key, expires_at)
-    elseif outcome ~= "retry" and ttl then
+    elseif expires and ttl then
       redis.call("PEXPIRE", key, ttl)
     end
     -- pcall: a unique key of another type names no task; it is left for enqueue to replace.

@@ -1,0 +1,26 @@
+-- forget_entry.lua: take a workflow step's id out of its queue's outbox once its workflow has
+-- advanced from it, and start its record's expiry then.
+-- KEYS[1]  P:t:        record prefix; the id is appended
+-- KEYS[2]  P:outbox    list: workflow steps that ended, for their workflow to advance
+-- ARGV[1]  id
+-- ARGV[2]  result_ttl_ms  the record expires after this ("" keeps it forever)
+-- Returns: 1 when the entry was in P:outbox, else 0.
+-- Fence:   the record is given its expiry only while it is in a final state and no other entry
+--          for it waits in P:outbox (a step requeued and ended again before a drain): finish.lua
+--          and cancel.lua give a workflow step that ended none, since a record that expired
+--          before its entry was drained could not tell the drainer which workflow to advance,
+--          and that workflow never ended (docs/workflows.md, Exactly once). A record requeued
+--          meanwhile waits again and is left persistent; one that is gone, or is not a hash,
+--          is left as it is.
+-- Types:   a P:outbox of another type fails the call (WRONGTYPE) before anything is written.
+-- Clock:   none.
+local id = ARGV[1]
+local key = KEYS[1] .. id
+local removed = redis.call("LREM", KEYS[2], 1, id)
+if ARGV[2] ~= "" and not redis.call("LPOS", KEYS[2], id) then
+  local f = read_record(key, "state")
+  if f and (f[1] == "successful" or f[1] == "failed") then
+    redis.call("PEXPIRE", key, ARGV[2])
+  end
+end
+return removed
