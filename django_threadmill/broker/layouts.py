@@ -8,11 +8,12 @@ before a worker or reaper starts (docs/scaling.md, Changing the shard count).
 from collections.abc import Iterable
 
 from ..codec.text import digits_int
-from .core import BrokerCore
 from .keys import SHARD_SEPARATOR, queue_parts
+from .raw_replies import RAW
+from .reads import Reads, known_queues
 
 
-class Layouts(BrokerCore):
+class Layouts(Reads):
     """The shard-count section of the Broker: which queues hold tasks under another N."""
 
     def left_behind(self, queues: Iterable[str]) -> dict[str, dict[int, int]]:
@@ -50,19 +51,48 @@ class Layouts(BrokerCore):
         """Return, per queue of ``queues``, the parts of every shard count other than the
         configured one it may have kept keys under (N = 1 and each N recorded at enqueue),
         for the readers that sum what every count recorded: one SMEMBERS."""
+        return self._parts_of(self._other_layouts(queues))
+
+    def every_part(self, queue: str) -> list[str]:
+        """Return the parts of ``queue`` under its configured shard count, then those of every
+        other count it may have kept keys under (``other_parts``): one SMEMBERS."""
+        return [*self.parts(queue), *self.other_parts([queue])[queue]]
+
+    def queues_and_other_parts(
+        self, configured: Iterable[str]
+    ) -> tuple[list[str], dict[str, list[str]]]:
+        """Return ``queues(configured)`` and the ``other_parts`` of each, both sets read in one
+        round trip: the reaper's pass trims the done index of every count's parts
+        (docs/scaling.md, Changing the shard count)."""
+        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
+            pipe.execute_command("SMEMBERS", self.keyspace.queues, **RAW)
+            pipe.execute_command("SMEMBERS", self.keyspace.layouts, **RAW)
+            seen, recorded = pipe.execute()
+        queues = known_queues(seen, configured)
+        return queues, self._parts_of(self._counts_besides_configured(queues, recorded))
+
+    def _parts_of(self, layouts: dict[str, list[int]]) -> dict[str, list[str]]:
+        """Return, per queue of ``layouts``, the parts of each of its shard counts."""
         return {
             queue: [
                 part
-                for shards in layouts
+                for shards in counts
                 for part in queue_parts(self.settings.alias, queue, shards)
             ]
-            for queue, layouts in self._other_layouts(queues).items()
+            for queue, counts in layouts.items()
         }
 
     def _other_layouts(self, queues: Iterable[str]) -> dict[str, list[int]]:
         """Return the shard counts each queue may hold tasks under, besides its configured one."""
         with self.translated_errors(read=True):
             recorded = self.raw_command("SMEMBERS", self.keyspace.layouts)
+        return self._counts_besides_configured(queues, recorded)
+
+    def _counts_besides_configured(
+        self, queues: Iterable[str], recorded: Iterable[bytes]
+    ) -> dict[str, list[int]]:
+        """Return, per queue of ``queues``, the counts of ``recorded`` (the layouts set, read
+        as bytes) and N = 1, less its configured count."""
         counts: dict[str, set[int]] = {queue: {1} for queue in queues}
         for member in recorded:
             queue, _, shards = member.decode(errors="replace").rpartition(SHARD_SEPARATOR)

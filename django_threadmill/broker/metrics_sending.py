@@ -3,7 +3,7 @@ call per queue part, on the caller's clock (docs/observability.md, What it costs
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..exceptions import BrokerUnavailable, MaybeApplied
 from .core import BrokerCore
@@ -39,25 +39,37 @@ class MetricsSending(BrokerCore):
         return left
 
     def send_metrics_each(
-        self, *, trimming: Sequence[str] = ()
+        self, *, trimming: Sequence[str] | Mapping[str, Sequence[str]] = ()
     ) -> tuple[list[str], dict[str, BrokerUnavailable]]:
         """``send_metrics``, but a queue whose call failed (a key of another type) is returned
         with its error, not raised: the reaper's round trip spans every queue, and one queue's
-        key must not fail the others' part of the pass. An error of the round trip is raised."""
+        key must not fail the others' part of the pass. An error of the round trip is raised.
+
+        ``trimming`` may map each queue to the parts of its other shard counts
+        (``other_parts``), whose done index is trimmed with the queue's: no worker sends to
+        them once those of an earlier ``queue_shards`` stop (docs/scaling.md, Changing the
+        shard count).
+        """
+        trimmed = self._trimmed_parts(trimming)
         with self.tally.sending():
             parts = self.tally.take()
             self._share_paths(parts)
-            ttl_ms = self.settings.result_ttl_ms
-            if ttl_ms is not None:
-                for queue in trimming:
-                    for part in self.parts(queue):
-                        parts.setdefault(part, PartTally())
+            if self.settings.result_ttl_ms is not None:
+                for part in (part for its in trimmed.values() for part in its):
+                    parts.setdefault(part, PartTally())
             if not parts:
                 return [], {}
             calls = [self._metrics_call(part, tally) for part, tally in parts.items()]
             left, failed = self._send_tallies(parts, calls)
-        still = [queue for queue in trimming if not left.isdisjoint(self.parts(queue))]
+        still = [queue for queue, its in trimmed.items() if not left.isdisjoint(its)]
         return [queue for queue in still if queue not in failed], failed
+
+    def _trimmed_parts(
+        self, trimming: Sequence[str] | Mapping[str, Sequence[str]]
+    ) -> dict[str, list[str]]:
+        """Return, per queue of ``trimming``, the parts whose done index a send trims."""
+        other = trimming if isinstance(trimming, Mapping) else {}
+        return {queue: [*self.parts(queue), *other.get(queue, ())] for queue in trimming}
 
     def _share_paths(self, parts: dict[str, PartTally]) -> None:
         """Mark each task path ``parts`` count in a shard of a queue as seen in every shard.
@@ -81,8 +93,11 @@ class MetricsSending(BrokerCore):
 
     def _metrics_call(self, part: str, tally: PartTally) -> ScriptCall:
         """Return the metrics.lua call that sends ``tally`` to ``part``; one that carries
-        nothing to count (a trim) goes unnumbered."""
+        nothing to count (a trim) goes unnumbered. One to a part of another shard count than
+        the configured one (a trim) forgets no task path there: the scrape sums those counters
+        as they stand (inspect/counters.py)."""
         keys, ttl_ms = self.queue_keys(part), self.settings.result_ttl_ms
+        configured = part in self.parts(queue_of_part(part))
         return ScriptCall(
             ScriptName.METRICS,
             (
@@ -99,7 +114,7 @@ class MetricsSending(BrokerCore):
                 "" if ttl_ms is None else ttl_ms,
                 tally.number if tally.outcomes else "",
                 SENT_TTL_MS,
-                PATH_TTL_MS,
+                PATH_TTL_MS if configured else "",
                 *(tally.outcomes[name] for name in ("successful", "failed", "retry")),
                 *tally.index_entries(),
                 *tally.increments(),

@@ -2,8 +2,11 @@
 
 A queue is paused while its ``P:paused`` key exists, in every part of a sharded queue;
 acquire.lua checks it in the call that would reserve, so every worker obeys at once, and a
-worker or Redis restart keeps it (docs/lifecycle.md, Pausing a queue). The key holds who paused
-the queue, when and why, for the admin and the command; nothing decides on its value.
+worker or Redis restart keeps it (docs/lifecycle.md, Pausing a queue). Pause and resume also
+reach the parts of every other shard count the queue kept keys under, so the workers still
+serving an earlier ``queue_shards`` obey them (docs/scaling.md, Changing the shard count). The
+key holds who paused the queue, when and why, for the admin and the command; nothing decides
+on its value.
 """
 
 import logging
@@ -14,7 +17,7 @@ import redis
 from ..exceptions import ResumedNotWoken
 from .connection import wrong_type
 from .enqueue import WAKE_TOKEN_CAP
-from .reads import Reads
+from .layouts import Layouts
 from .types import stored_note
 
 logger = logging.getLogger(__name__)
@@ -62,17 +65,19 @@ class QueuePause:
         return cls(at_ms=at_ms, by=by, reason=reason)
 
 
-class Pausing(Reads):
+class Pausing(Layouts):
     """The pause and resume section of the Broker."""
 
     def pause(self, queue: str, by: str, reason: str = "") -> bool:
-        """Pause every part of ``queue``; return False if it was paused already.
+        """Pause every part of ``queue``, of every shard count; return False if it was paused
+        already.
 
         A pause in force is kept as it was, with its own time, author and reason.
         """
         note = QueuePause(at_ms=self.server_time_ms(), by=by, reason=reason).text()
+        parts = self.every_part(queue)
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for part in self.parts(queue):
+            for part in parts:
                 pipe.set(self.queue_keys(part).paused, note, nx=True)
             paused = any(pipe.execute())
         if paused:
@@ -86,7 +91,8 @@ class Pausing(Reads):
         return paused
 
     def resume(self, queue: str, by: str) -> bool:
-        """Resume every part of ``queue`` and wake idle workers; False if it was not paused.
+        """Resume every part of ``queue``, of every shard count, and wake idle workers; False
+        if it was not paused.
 
         Each part that was paused gets a wake token per READY task, up to the cap enqueue keeps,
         and at least one: delayed tasks that came due meanwhile are promoted by the first
@@ -95,7 +101,7 @@ class Pausing(Reads):
         the others get theirs, and ``ResumedNotWoken`` names the key once the queue is resumed
         (docs/lifecycle.md, Keys of another type).
         """
-        parts = self.parts(queue)
+        parts = self.every_part(queue)
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for part in parts:
                 keys = self.queue_keys(part)

@@ -52,6 +52,14 @@ def unreadable_payload(task_id: str, key: str | None, problem: PayloadError) -> 
     )
 
 
+def known_queues(seen: Iterable[bytes], configured: Iterable[str]) -> list[str]:
+    """Return the queue names of ``seen`` (the set of queues, read as bytes) and the
+    ``configured`` ones, sorted; a member that is no queue name is left out (``queues``)."""
+    names = (name.decode() for name in seen if is_utf8(name))
+    known = {name for name in names if QUEUE_NAME_PATTERN.fullmatch(name)}
+    return sorted(known | set(configured))
+
+
 class Reads(BrokerCore):
     """The read-only section of the Broker (the admin's own queries are in ``inspect/``)."""
 
@@ -95,9 +103,7 @@ class Reads(BrokerCore):
         """
         with self.translated_errors(read=True):
             seen = self.raw_command("SMEMBERS", self.keyspace.queues)
-        names = (name.decode() for name in seen if is_utf8(name))
-        known = {name for name in names if QUEUE_NAME_PATTERN.fullmatch(name)}
-        return sorted(known | set(configured))
+        return known_queues(seen, configured)
 
     def server_info(self, *, with_config: bool = True) -> dict[str, Any]:
         """Return Redis INFO's default sections (server, memory, persistence, replication and

@@ -10,7 +10,7 @@ attempt's outcome. Each pass then drains every queue's workflow outbox (workflow
 """
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -73,6 +73,9 @@ class ReapReport:
     # outboxes stopped (``advanced`` then reads 0). What the pass did before is in the counts
     # all the same.
     unreachable: BrokerUnavailable | None = None
+    # Queues with expired leases left when a stop asked the pass to end (``reap_pass``'s
+    # ``stopped``): it ends between two rounds, what it did counted and nothing half done.
+    stopped: list[str] = field(default_factory=list)
 
     @property
     def released(self) -> int:
@@ -332,11 +335,15 @@ def _settled_again(backend: "ThreadmillTaskBackend", queue: str, report: ReapRep
 
 
 def _reap_round(
-    backend: "ThreadmillTaskBackend", queues: list[str], report: ReapReport, size: int
+    backend: "ThreadmillTaskBackend",
+    queues: list[str],
+    report: ReapReport,
+    size: int,
+    other: Mapping[str, Sequence[str]],
 ) -> list[str]:
     """Reap one batch of each of ``queues`` in one round trip, settle them, and send their
-    outcomes with the done index of the queues that are done trimmed, in a second; return
-    the queues with more to reap.
+    outcomes with the done index of the queues that are done trimmed, in a second, with that
+    of their ``other`` parts (``Broker.other_parts``); return the queues with more to reap.
 
     Each round's outcomes go out as it ends: sent once after the pass, 100,000 ids held Redis
     a third of a second in one script call, and a pass cut short by a stop sent none
@@ -368,25 +375,37 @@ def _reap_round(
             _skip(backend, report, {queue: exc}, waiting=list(taken))
             continue
         (ended if last else more).append(queue)
-    left = _sent(backend, report, ended, [*ended, *more])
-    _trim_done(backend, report, left)
+    left = _sent(backend, report, ended, [*ended, *more], other)
+    _trim_done(backend, report, left, other)
     return [queue for queue in more if queue not in report.failures]
 
 
 def _sent(
-    backend: "ThreadmillTaskBackend", report: ReapReport, trimming: list[str], sending: list[str]
+    backend: "ThreadmillTaskBackend",
+    report: ReapReport,
+    trimming: list[str],
+    sending: list[str],
+    other: Mapping[str, Sequence[str]],
 ) -> list[str]:
-    """Send the tallied outcomes with ``trimming``'s done indexes trimmed; return the queues
-    whose index still holds expired ids. A whole send that failed fails ``sending``'s part."""
+    """Send the tallied outcomes with ``trimming``'s done indexes trimmed, those of their
+    ``other`` parts too (no worker sends there once those of an earlier ``queue_shards``
+    stop: docs/scaling.md, Changing the shard count); return the queues whose index still
+    holds expired ids. A whole send that failed fails ``sending``'s part."""
+    parts = {queue: other.get(queue, ()) for queue in trimming}
     try:
-        left, failed = backend.broker.send_metrics_each(trimming=trimming)
+        left, failed = backend.broker.send_metrics_each(trimming=parts)
     except BrokerUnavailable as exc:
         left, failed = [], dict.fromkeys(sending, exc)
     _skip(backend, report, failed)
     return left
 
 
-def _trim_done(backend: "ThreadmillTaskBackend", report: ReapReport, left: list[str]) -> None:
+def _trim_done(
+    backend: "ThreadmillTaskBackend",
+    report: ReapReport,
+    left: list[str],
+    other: Mapping[str, Sequence[str]],
+) -> None:
     """Trim the done index of the ``left`` queues again, all in one round trip, while the
     last call left expired ids in one, up to TRIM_CALLS_PER_PASS calls counting the round's
     send: one call per pass took 17 hours to clear a million ids an idle queue kept
@@ -394,7 +413,7 @@ def _trim_done(backend: "ThreadmillTaskBackend", report: ReapReport, left: list[
     for _ in range(TRIM_CALLS_PER_PASS - 1):
         if not left:
             return
-        left = _sent(backend, report, left, left)
+        left = _sent(backend, report, left, left, other)
 
 
 def reap_once(
@@ -414,24 +433,37 @@ def reap_once(
     return report
 
 
+def _never() -> bool:
+    return False
+
+
 def reap_pass(
-    backend: "ThreadmillTaskBackend", *, batch_size: int = DEFAULT_BATCH_SIZE, dry_run: bool = False
+    backend: "ThreadmillTaskBackend",
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    dry_run: bool = False,
+    stopped: Callable[[], bool] = _never,
 ) -> ReapReport:
     """``reap_once``, but a queue whose part failed is noted in the report's ``failures``, and
     Redis going away part-way in its ``unreachable``, not raised: what the pass settled before
-    is still reported. Raises ``BrokerUnavailable`` when Redis does not answer at the start."""
+    is still reported. Raises ``BrokerUnavailable`` when Redis does not answer at the start.
+
+    ``stopped`` is asked before each round: once it holds, the pass ends there, the queues
+    with more to reap in the report's ``stopped`` (a backlog of 100,000 expired leases is 200
+    rounds; docs/lifecycle.md, ``manage.py threadmill_reap``)."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
-    queues = backend.broker.queues(backend.queues)
+    queues, other = backend.broker.queues_and_other_parts(backend.queues)
     try:
         # One round trip reaps a batch of every queue part, another sends their outcomes
         # (docs/scaling.md, What idle workers cost); queues with more go round again.
         pending = [queue for queue in queues if _settled_again(backend, queue, report)]
-        while pending:
-            pending = _reap_round(backend, pending, report, batch_size)
+        while pending and not stopped():
+            pending = _reap_round(backend, pending, report, batch_size, other)
+        report.stopped = pending
     except BrokerUnavailable as exc:  # Redis itself: the queues not reaped wait
         report.unreachable = exc
-    if not dry_run and report.unreachable is None:
+    if not dry_run and report.unreachable is None and not report.stopped:
         # Workflows advance from steps whose drainer died, or that the reaper just settled.
         try:
             report.advanced = drain_queues(backend, queues)

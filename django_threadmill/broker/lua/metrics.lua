@@ -15,7 +15,8 @@
 -- ARGV[4]  number         this send's number, above any the sender sent before ("": a trim only)
 -- ARGV[5]  sent_ttl_ms    expiry of KEYS[6]
 -- ARGV[6]  path_ttl_ms    a path no send counted for this long leaves KEYS[3], and its fields
---                         leave KEYS[1] (its series end; the minute hashes expire on their own)
+--                         leave KEYS[1] (its series end; the minute hashes expire on their own);
+--                         "" forgets none (a trim of a part of an earlier shard count)
 -- ARGV[7..9] successful, failed, retry: amounts for KEYS[4]
 -- ARGV[10] g              groups of finished ids for KEYS[5], one per finish call; then per
 --                         group: age_ms (how long before this call its outcomes were
@@ -83,7 +84,10 @@ end
 
 -- Paths unseen for path_ttl_ms give their label back, with their lifetime series: a renamed or
 -- generated task path does not hold one of the cap's labels, nor export stale series, for good.
-local forgotten = redis.call("ZRANGEBYSCORE", paths, "-inf", now - tonumber(ARGV[6]))
+local forgotten = {}
+if ARGV[6] ~= "" then
+  forgotten = redis.call("ZRANGEBYSCORE", paths, "-inf", now - tonumber(ARGV[6]))
+end
 if #forgotten > 0 then
   call_chunked("ZREM", paths, forgotten)
   local gone = {}

@@ -3,6 +3,7 @@
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from functools import partial
 from types import FrameType
 from typing import Any
@@ -52,6 +53,16 @@ def _failed(report: ReapReport) -> str:
     if any(isinstance(error, MaybeApplied) for error in report.failures.values()):
         return f"Reap of every queue failed ({failed}), some perhaps after settling leases"
     return f"Reap of every queue failed ({failed}), none was reaped"
+
+
+def _stopped_part_way(report: ReapReport) -> str:
+    """Say that a stop ended a ``--once`` pass between two rounds, with expired leases left on
+    the queues whose line ends ``incomplete=yes``, and how to settle them."""
+    return (
+        "Reap pass stopped part-way by a stop signal: the counts above are what it settled, "
+        f"and queue {', '.join(report.stopped)} still holds expired leases (nothing is half "
+        "done). Run 'manage.py threadmill_reap --once' again to settle them."
+    )
 
 
 class Command(CutShortCommand):
@@ -111,10 +122,10 @@ class Command(CutShortCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         single = options["once"] or options["dry_run"]
-        if single and threading.current_thread() is not threading.main_thread():
-            self._pass(backend, options, report=True)  # call_command in a thread: no signal
-            return
         stop = threading.Event()
+        if single and threading.current_thread() is not threading.main_thread():
+            self._pass(backend, options, stop.is_set, report=True)  # in a thread: no signal
+            return
         wakeup = WakeupPipe()  # the main thread sleeps on it during a pass; signals wake it
         try:
             with stop_signals_heard(wakeup, partial(stop_on_first_signal, stop)):
@@ -126,12 +137,24 @@ class Command(CutShortCommand):
             wakeup.close()
 
     def _pass(
-        self, backend: ThreadmillTaskBackend, options: dict[str, Any], *, report: bool = False
+        self,
+        backend: ThreadmillTaskBackend,
+        options: dict[str, Any],
+        stopped: Callable[[], bool],
+        *,
+        report: bool = False,
     ) -> None:
-        """Run one pass, printing its counts when ``report``; a pass that failed, on every
-        queue, on some or part-way (after the counts of what it did), raises CommandError."""
+        """Run one pass, ending it between two rounds once ``stopped()`` holds, printing its
+        counts when ``report``; a pass that failed, on every queue, on some or part-way (after
+        the counts of what it did), raises CommandError, and so does a reported one a stop
+        ended with expired leases left."""
         try:
-            done = reap_pass(backend, batch_size=options["batch_size"], dry_run=options["dry_run"])
+            done = reap_pass(
+                backend,
+                batch_size=options["batch_size"],
+                dry_run=options["dry_run"],
+                stopped=stopped,
+            )
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
         if report:
@@ -144,13 +167,17 @@ class Command(CutShortCommand):
         if done.failures:
             first = next(iter(done.failures.values()))
             raise CommandError(f"{_failed(done)}: {first}") from first
+        if report and done.stopped:
+            raise CommandError(_stopped_part_way(done))
 
     def _report(self, report: ReapReport) -> None:
         for line in report.lines:
             self.stdout.write(line)
         verb = "Would settle" if report.dry_run else "Settled"
         for queue, counts in report.queues.items():
-            failed = " incomplete=yes" if queue in report.failures else ""
+            failed = (
+                " incomplete=yes" if queue in report.failures or queue in report.stopped else ""
+            )
             self.stdout.write(
                 f"{verb} queue={queue} released={counts.released} failed={counts.failed} "
                 f"retried={counts.retried} stale={counts.stale} set_aside={counts.set_aside}"
@@ -211,7 +238,7 @@ class Command(CutShortCommand):
         not after a Redis that takes connections and never answers held each of its calls
         for ``socket_timeout`` (docs/lifecycle.md, ``manage.py threadmill_reap``). The loop's
         passes and the one of ``--once`` and ``--dry-run`` alike."""
-        reap = partial(self._pass, backend, options, report=report)
+        reap = partial(self._pass, backend, options, stop.is_set, report=report)
         try:
             call_unless_stopped(
                 "reap", reap, wakeup.sleep_until, wakeup.poke, stop.is_set, grace_s=PASS_GRACE_S
