@@ -13,6 +13,7 @@ from ..conf.settings import BackendSettings
 from ..conf.topology import SentinelSettings, masked_location
 from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
 from .no_primary import translated_sentinel_errors
+from .reconnects import Reconnects
 from .tls import tls_refusal
 from .topology import AsyncClient, SyncClient, aconnect, connect
 from .wrong_server import wrong_server
@@ -46,8 +47,9 @@ MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxcli
 NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
 # redis-py's words when the primary the sentinels named answered READONLY: it refused the call.
 DEMOTED_PRIMARY = "The previous master is now a slave"
-# What to do about a read-only replica at LOCATION. Waiting does not help: the client stays
-# connected to it. Under Sentinel, redis-py says DEMOTED_PRIMARY instead, with its own fix.
+# What to do about a read-only replica at LOCATION. Waiting does not help, unless LOCATION's
+# address moves to the promoted replica (reconnects.py): the clients connect to it again. Under
+# Sentinel, redis-py says DEMOTED_PRIMARY instead, with its own fix.
 REPLICA_FIX = (
     "point LOCATION at the primary (after a failover: the replica promoted), or use "
     "OPTIONS['sentinel'] to follow the primary through failovers"
@@ -73,12 +75,13 @@ def _client_options(settings: BackendSettings) -> dict[str, Any]:
     return options
 
 
-def make_client(settings: BackendSettings) -> SyncClient:
-    """Return a pooled client for ``settings.location``; it connects on first use.
+def make_client(settings: BackendSettings, reconnects: Reconnects | None = None) -> SyncClient:
+    """Return a pooled client for ``settings.location``; it connects on first use, and again
+    in each round of ``reconnects`` (a backend's, shared by its clients; reconnects.py).
 
     A Redis Cluster client is the exception: it reads the slot map from LOCATION when built.
     """
-    return connect(settings, _client_options(settings))
+    return connect(settings, _client_options(settings), reconnects)
 
 
 def make_blocking_client(settings: BackendSettings, waiters: int) -> SyncClient:
@@ -116,7 +119,9 @@ class RetryOnFreshConnection(AsyncRetry):
             raise dropped[0] from error  # the try that may have reached Redis, and the retry
 
 
-def make_async_client(settings: BackendSettings) -> AsyncClient:
+def make_async_client(
+    settings: BackendSettings, reconnects: Reconnects | None = None
+) -> AsyncClient:
     """Return a pooled asyncio client for ``settings.location``; it connects on first use.
 
     A call on a connection the server closed meanwhile (its ``timeout`` setting shorter than
@@ -128,7 +133,7 @@ def make_async_client(settings: BackendSettings) -> AsyncClient:
     ``socket_timeout`` where enqueue waits one.
     """
     retry = RetryOnFreshConnection(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
-    return aconnect(settings, {"retry": retry, **_client_options(settings)})
+    return aconnect(settings, {"retry": retry, **_client_options(settings)}, reconnects)
 
 
 def _connected(error: BaseException) -> bool:
@@ -275,6 +280,16 @@ def refuses_writes(error: BrokerUnavailable) -> bool:
     if not isinstance(cause, redis.ResponseError):
         return False
     return reply_of(cause).startswith(WRITES_REFUSED) or read_only(cause)
+
+
+def demoted(error: BrokerUnavailable) -> bool:
+    """Tell whether ``error`` is the server at LOCATION refusing a write as a read-only replica,
+    or ending a blocked wait as it became one: behind an address moved to the promoted replica
+    (a managed Redis's failover), a connection made afresh reaches the new primary."""
+    cause = error.__cause__
+    if not isinstance(cause, redis.ResponseError):
+        return False
+    return read_only(cause) or BECAME_REPLICA in reply_of(cause)
 
 
 def read_only(exc: redis.ResponseError) -> bool:

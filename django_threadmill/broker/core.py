@@ -6,25 +6,34 @@ all subclasses of ``BrokerCore``; ``broker.py`` joins them into the one ``Broker
 
 import itertools
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from functools import cached_property
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from functools import cached_property, partial
 from typing import Any
 
+import redis
 from redis.commands.core import AsyncScript, Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, RedisClusterException
 
 from ..codec.ids import queue_of
 from ..conf.settings import BackendSettings, socket_timeout_of
 from ..conf.topology import Durability
 from ..exceptions import BrokerUnavailable
 from .calls import send, send_confirmed_apart, send_each
-from .connection import make_async_client, make_blocking_client, make_client, translated_errors
+from .connection import (
+    demoted,
+    make_async_client,
+    make_blocking_client,
+    make_client,
+    translated_errors,
+)
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_layout, shard_of
 from .metrics import Tally
+from .off_loop import off_the_loop
 from .outbox import OutboxSignal
 from .per_loop import PerLoop
 from .raw_replies import RAW
+from .reconnects import Reconnects
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .types import Lease
@@ -32,6 +41,8 @@ from .wake import IdleWaits
 
 # Scripts that write nothing: a call of theirs that fails is a read to retry (connection.py).
 READ_ONLY_SCRIPTS = frozenset({ScriptName.ROW_FIELDS})
+# The errors ``translated_errors`` translates: redis-py's (a cluster's are not RedisErrors).
+REDIS_ERRORS = (redis.RedisError, RedisClusterException)
 
 
 class BrokerCore:
@@ -52,11 +63,12 @@ class BrokerCore:
         self.tally = Tally()  # metrics of recorded outcomes, until send_metrics sends them
         self.outbox_signal = OutboxSignal()  # outboxes finish filled (broker/workflows.py)
         self._async_clients = PerLoop(self._new_async_client, _close_async_client)
+        self.reconnects = Reconnects()  # of every client of this backend (reconnects.py)
 
     @cached_property
     def client(self) -> SyncClient:
         with self.translated_errors():  # a Redis Cluster client reads the slot map when built
-            return make_client(self.settings)
+            return make_client(self.settings, self.reconnects)
 
     def _blocking_client(self, waiters: int) -> SyncClient:
         """Return a new client for ``waiters`` waiter threads (broker/wake.py)."""
@@ -80,22 +92,40 @@ class BrokerCore:
         return self._async_clients.get()
 
     def _new_async_client(self) -> tuple[AsyncClient, dict[ScriptName, AsyncScript]]:
-        client = make_async_client(self.settings)
+        client = make_async_client(self.settings, self.reconnects)
         # Only enqueue runs on the asyncio client, and it must not be flagged allow-oom.
         scripts = {name: client.register_script(script_source(name)) for name in ScriptName}
         return client, scripts
 
-    def translated_errors(self, *, read: bool = False) -> AbstractContextManager[None]:
+    @contextmanager
+    def translated_errors(self, *, read: bool = False) -> Iterator[None]:
         """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix; a
-        ``read``'s never into ``MaybeApplied``: the block changes nothing."""
+        ``read``'s never into ``MaybeApplied``: the block changes nothing. One from a server
+        demoted to a replica has the clients connect afresh (reconnects.py)."""
         settings = self.settings
-        return translated_errors(
-            settings.location,
-            settings.pool_timeout_s,
-            settings.sentinel,
-            read=read,
-            socket_timeout_s=socket_timeout_of(settings)[1],
-        )
+        try:
+            with translated_errors(
+                settings.location,
+                settings.pool_timeout_s,
+                settings.sentinel,
+                read=read,
+                socket_timeout_s=socket_timeout_of(settings)[1],
+            ):
+                yield
+        except BrokerUnavailable as error:
+            if demoted(error):
+                self.reconnects.demoted()
+            raise
+
+    @asynccontextmanager
+    async def atranslated_errors(self, *, read: bool = False) -> AsyncIterator[None]:
+        """Async twin of ``translated_errors``, for the asyncio client's calls. An error is
+        translated in a worker thread (off_loop.py): its translation may probe the server at
+        LOCATION or ask the sentinels on blocking sockets, for seconds."""
+        try:
+            yield
+        except REDIS_ERRORS as error:
+            raise await off_the_loop(partial(self.translated, error, read=read)) from error
 
     def raw_command(self, *args: Any, **options: Any) -> Any:
         """Send one command with redis-py's ``options``; return its reply as bytes
@@ -171,11 +201,18 @@ class BrokerCore:
         """Return ``outcomes``, a pipeline's replies, with their errors translated."""
         return [self.translated(o) if isinstance(o, Exception) else o for o in outcomes]
 
-    def translated(self, error: Exception) -> BrokerUnavailable:
+    async def _aeach_translated(self, outcomes: list[Any]) -> list[Any]:
+        """Async twin of ``_each_translated``: off the loop when one is an error, as in
+        ``atranslated_errors``."""
+        if not any(isinstance(outcome, Exception) for outcome in outcomes):
+            return outcomes
+        return await off_the_loop(partial(self._each_translated, outcomes))
+
+    def translated(self, error: Exception, *, read: bool = False) -> BrokerUnavailable:
         """Return a call's ``error`` (one of a pipeline's replies) as ``translated_errors``
         raises it; raise an error it leaves as it is."""
         try:
-            with self.translated_errors():
+            with self.translated_errors(read=read):
                 raise error
         except BrokerUnavailable as exc:
             return exc

@@ -219,7 +219,7 @@ class Enqueueing(BrokerCore):
         calls = [self._enqueue_call(part.name, part.tasks) for part in parts]
         new_queues = self._new_queues(groups)
         client, scripts = self._async_client()
-        with self.translated_errors():
+        async with self.atranslated_errors():
             if self._bare(calls, new_queues):
                 [call] = calls
                 reply = await scripts[call.name](keys=call.keys, args=call.args)
@@ -232,6 +232,7 @@ class Enqueueing(BrokerCore):
                 before=self._registration(new_queues),
                 confirm=True,
             )
+        outcomes = await self._aeach_translated(outcomes)
         return self._enqueue_replies(groups, parts, new_queues, registered, outcomes)
 
     def enqueue(self, queue: str, tasks: Sequence[NewTask]) -> Enqueued:

@@ -68,9 +68,10 @@ def no_primary(sentinel: SentinelSettings, where: str) -> BrokerUnavailable:
     """Return the error for sentinels that named no primary of ``sentinel.service_name``;
     ``where`` is LOCATION as it may be shown (without its password).
 
-    Inside a running event loop (``aenqueue`` in an ASGI view) the sentinels are not asked:
+    Inside a running event loop (a sync call made in a coroutine) the sentinels are not asked:
     the sync probe, up to ``PROBE_TIMEOUT_S`` each, would hold every other coroutine of the
-    loop on each failed call of an outage. The worker's check and a sync call name the setting.
+    loop on each failed call of an outage. ``aenqueue`` and ``aget_result`` translate their
+    errors in a worker thread (off_loop.py), where they are asked.
     """
     if _in_event_loop():
         return BrokerUnavailable(

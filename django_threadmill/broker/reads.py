@@ -235,7 +235,7 @@ class Reads(BrokerCore):
         if key is None:
             return None
         client = self._async_client()[0]
-        with self.translated_errors(read=True):
+        async with self.atranslated_errors(read=True):
             try:
                 return cast(dict[str, str], await client.hgetall(key)) or None
             except UnicodeDecodeError as exc:

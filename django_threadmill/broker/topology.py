@@ -23,6 +23,7 @@ from redis.retry import Retry
 from ..conf.settings import BackendSettings
 from ..conf.topology import SentinelSettings
 from .packing import packing_class, sync_packing
+from .reconnects import AsyncReconnectingPool, ReconnectingPool, Reconnects
 
 type SyncClient = redis.Redis | redis.RedisCluster
 type AsyncClient = redis.asyncio.Redis | redis.asyncio.RedisCluster
@@ -126,8 +127,11 @@ def _sentinel_options(
     return {**found, "retry": retry, **sentinel.auth}
 
 
-def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
-    """Return a client for one Redis, a Redis Cluster or a Sentinel-managed primary."""
+def connect(
+    settings: BackendSettings, options: dict[str, Any], reconnects: Reconnects | None = None
+) -> SyncClient:
+    """Return a client for one Redis, a Redis Cluster or a Sentinel-managed primary. One
+    Redis's pool connects again in each round of ``reconnects`` (its own if None)."""
     if settings.cluster:
         return redis.RedisCluster.from_url(
             settings.location, connection_pool_class=redis.BlockingConnectionPool, **options
@@ -146,11 +150,15 @@ def connect(settings: BackendSettings, options: dict[str, Any]) -> SyncClient:
             **primary,
         )
         return client
-    pool = redis.BlockingConnectionPool.from_url(settings.location, **options, **sync_packing())
+    pool = ReconnectingPool.from_url(
+        settings.location, reconnects=reconnects or Reconnects(), **options, **sync_packing()
+    )
     return redis.Redis.from_pool(pool)
 
 
-def aconnect(settings: BackendSettings, options: dict[str, Any]) -> AsyncClient:
+def aconnect(
+    settings: BackendSettings, options: dict[str, Any], reconnects: Reconnects | None = None
+) -> AsyncClient:
     """Asyncio twin of ``connect``."""
     if settings.cluster:
         # redis-py's asyncio cluster has no blocking pool: a full node pool raises at once.
@@ -173,7 +181,9 @@ def aconnect(settings: BackendSettings, options: dict[str, Any]) -> AsyncClient:
             **primary,
         )
         return client
-    pool = redis.asyncio.BlockingConnectionPool.from_url(settings.location, **options)
+    pool = AsyncReconnectingPool.from_url(
+        settings.location, reconnects=reconnects or Reconnects(), **options
+    )
     # TCP, TLS or Unix socket. mypy takes any type[X] for unhashable (it checks X's own __hash__).
     pool.connection_class = packing_class(pool.connection_class)  # type: ignore[arg-type]
     return redis.asyncio.Redis.from_pool(pool)
