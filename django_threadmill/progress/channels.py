@@ -5,7 +5,8 @@ A worker (or ``drain``) opens a channel around the call of each task that takes 
 process's pending reports (worker/progress.py). Looked up by task id rather than held in a
 contextvar, so a report from a thread the task started itself arrives too; the TaskResult must
 be the attempt's own, so a thread abandoned past ``--task-timeout`` cannot report as the attempt
-that followed it.
+that followed it, and ``close_channel`` shuts the attempt's channel the moment the watchdog
+abandons its thread.
 """
 
 import threading
@@ -49,6 +50,16 @@ def open_channel(result: TaskResult, lease: Lease, sink: ProgressSink) -> Iterat
         with _lock:
             if _open.get(result.id) is channel:
                 del _open[result.id]
+
+
+def close_channel(lease: Lease) -> None:
+    """Stop taking the reports of the attempt ``lease`` stands for, whose thread runs on: the
+    watchdog recorded it timed out, and what it reports now is past its end (docs/lifecycle.md,
+    Progress)."""
+    with _lock:
+        channel = _open.get(lease.task_id)
+        if channel is not None and channel.lease == lease:
+            del _open[lease.task_id]
 
 
 def channel_of(result: TaskResult) -> Channel | None:

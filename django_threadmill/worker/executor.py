@@ -27,7 +27,7 @@ from ..conf.settings import DEFAULT_MAX_RESULT_BYTES
 from ..exceptions import PayloadError, TaskTimeout, TransactionLeftOpen
 from ..observability.signals import asend_guarded, heard, send_guarded
 from ..observability.tracing import traced_aexecution, traced_execution, traced_timeout
-from ..progress.channels import open_channel
+from ..progress.channels import close_channel, open_channel
 from . import outcome
 from .attempt import Attempt
 from .db_connections import (
@@ -266,7 +266,9 @@ class Executor:
     def timed_out(self, reservation: Reservation, started_ms: int, error: TaskTimeout) -> Finish:
         """Return the FAILED outcome of a sync attempt the watchdog ended, and send
         ``task_finished`` for it as the thread would have (the thread, abandoned, says nothing
-        more). The attempt is loaded again: the thread's own is in use there."""
+        more). The attempt is loaded again: the thread's own is in use there. Its channel is
+        closed first: the thread may run on, and what it reports from now on is dropped."""
+        close_channel(reservation.lease)
         attempt = self._attempt(reservation, started_ms)
         if isinstance(attempt, Finish):  # it loaded for its thread; cannot load now
             return outcome.failed(reservation.lease, error, started_ms, None)
