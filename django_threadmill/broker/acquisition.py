@@ -30,6 +30,7 @@ NONCE_DIGITS = 12
 # task whatever its size): counted in tasks alone, a refill of 500 tasks of max_payload_bytes
 # held 500 MiB in Redis's reply and in the worker (docs/worker.md, Memory a process keeps).
 ACQUIRE_CHARS = 16 * 2**20
+PAUSED = 3  # acquire.lua's held_back code for a paused queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +74,11 @@ class _Call:
 
 def _acquired(queue: str, reply: list[Any]) -> tuple[Acquired, str, list[Undecodable]]:
     """Read acquire.lua's reply, as bytes: the reservations, when to look again, whether a
-    limit held, and how many damaged records it set aside (logged here); with the call's
-    token and the tasks whose fields did not decode, for ``set_aside``."""
+    limit or a pause held, and how many damaged records it set aside (logged here); with the
+    call's token and the tasks whose fields did not decode, for ``set_aside``."""
     next_due_ms, held_back, raw_token, set_aside, redis_now_ms = reply[:5]
+    if held_back == PAUSED:  # answered as an empty queue, nothing read or written
+        return Acquired(reservations=[], next_due_ms=None, paused=True), "", []
     if set_aside:
         log_set_aside(queue, int(set_aside), "acquire")
     token = raw_token.decode()
@@ -103,6 +106,7 @@ def _peeked(queue: str, reply: list[Any]) -> Acquired:
     return Acquired(
         reservations=[],
         next_due_ms=0 if waiting else (None if next_due_ms < 0 else next_due_ms),
+        paused=reply[1] == PAUSED,
     )
 
 
@@ -115,6 +119,7 @@ def merged_acquired(one: Acquired, other: Acquired) -> Acquired:
         held_back=one.held_back or other.held_back,
         by_rate=one.by_rate or other.by_rate,
         failed=one.failed or other.failed,
+        paused=one.paused or other.paused,
     )
 
 

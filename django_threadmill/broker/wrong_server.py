@@ -1,11 +1,12 @@
 """Say what answers at LOCATION when it is not the Redis LOCATION describes.
 
-An HTTP server, a TLS port reached with ``redis://`` or a plain Redis reached with ``rediss://``
-each fail inside redis-py as a parse error, a dropped connection or a handshake timeout, which
-read like an outage. After such a failure (never on the way of a call that works) one fresh
-connection sends ``PING`` in plain text and reads what comes back: a Redis answers ``+PONG`` or
-an error line at once, anything else names itself by its first bytes. A server that closes the
-connection unanswered is offered a TLS handshake: a TLS port takes it.
+An HTTP server, a TLS port reached with ``redis://``, or a plain Redis or any plain-text server
+reached with ``rediss://``, each fail inside redis-py as a parse error, a dropped connection or
+a failed handshake, which read like an outage. After such a failure (never on the way of a call
+that works) one fresh connection sends ``PING`` in plain text and reads what comes back: a Redis
+answers ``+PONG`` or an error line at once, anything else names itself by its first bytes. A
+server that closes the connection unanswered, or (for ``rediss://``) answers in plain text, is
+offered a TLS handshake: a TLS port takes it.
 
 What answered decides whether the verdict is ``settled`` (docs/reliability.md, What survives
 what, the wrong server row): a server that speaks another protocol, or TLS where LOCATION says
@@ -89,21 +90,62 @@ def wrong_server(location: str, where: str) -> WrongServer | None:
         answer = _answer(host, port)
     if answer is None:
         return None
-    if parts.scheme == "rediss":  # anything but plain Redis fails the handshake with its reason
-        return _plain_redis(where) if answer.startswith((b"+", b"-")) else None
+    if parts.scheme == "rediss":
+        return _not_tls(host, port, answer, where)
     if answer.startswith((b"+", b"-")):
         return None
-    if answer[:1] and answer[0] in TLS_RECORD_TYPES:
+    if _tls_record(answer):
         return _tls_port(where)
     if not answer:  # twice
         return _tls_port(where) if _speaks_tls(host, port) else _closed(where)
-    sample = answer.decode("latin-1")
-    web = " Is LOCATION pointing at an HTTP server?" if answer.startswith((b"<", b"HTTP/")) else ""
+    web = " Is LOCATION pointing at an HTTP server?" if _web(answer) else ""
     return WrongServer(
         f"The server at {where} answered with something that is not the Redis protocol (got "
-        f"{sample!r}).{web} Point LOCATION at Redis; nothing was written.",
+        f"{_sample(answer)}).{web} Point LOCATION at Redis; nothing was written.",
         settled=True,
     )
+
+
+def _not_tls(host: str, port: int, answer: bytes, where: str) -> WrongServer | None:
+    """Return why the server a ``rediss://`` LOCATION names speaks no TLS, or None when it
+    may: a TLS server's failed handshake says why in the caller's own message.
+
+    A plain Redis answers ``PING``; a server of another protocol answers it with its own
+    bytes (an HTTP server's ``400``, an SMTP or SSH banner), as it answered the handshake,
+    unless it takes a handshake too (an HTTPS server answering plain text on its port).
+    One that closes the connection, or answers with a TLS record, is a TLS server.
+    """
+    if answer.startswith((b"+", b"-")):
+        return _plain_redis(where)
+    if not answer or _tls_record(answer) or _speaks_tls(host, port):
+        return None
+    got = _sample(answer)
+    if _web(answer):
+        said = f"answered HTTP, not TLS (got {got}): is LOCATION pointing at an HTTP server?"
+    else:
+        said = (
+            f"answered neither TLS nor the Redis protocol (got {got}), but LOCATION says rediss://."
+        )
+    return WrongServer(
+        f"The server at {where} {said} Point LOCATION at the TLS port of a Redis; nothing was "
+        "written.",
+        settled=True,
+    )
+
+
+def _tls_record(answer: bytes) -> bool:
+    """Tell whether ``answer`` opens with a TLS alert or handshake record."""
+    return answer[:1] != b"" and answer[0] in TLS_RECORD_TYPES
+
+
+def _web(answer: bytes) -> bool:
+    """Tell whether ``answer`` is an HTTP server's: a status line, or a page sent bare."""
+    return answer.startswith((b"<", b"HTTP/"))
+
+
+def _sample(answer: bytes) -> str:
+    """Return the first bytes of ``answer`` as the message quotes them."""
+    return repr(answer.decode("latin-1"))
 
 
 def _plain_redis(where: str) -> WrongServer:

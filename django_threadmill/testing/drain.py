@@ -41,7 +41,7 @@ from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
 from ..workflows.advance import drain_queues
 from ..workflows.failed_entries import FailedEntries
-from .not_run import commit_hooks, say_left_for_later, say_waiting_for_commit
+from .not_run import commit_hooks, say_left_for_later, say_paused, say_waiting_for_commit
 from .savepoints import rolled_back_if_broken
 
 logger = logging.getLogger(__name__)
@@ -155,6 +155,7 @@ class _Drain:
         self.renew_at = 0.0
         self.ran = 0
         self.next_due_ms: int | None = None  # at the end: ms until a task left for later is due
+        self.paused: list[str] = []  # at the end: the queues whose last answer was "paused"
         # The drain's event loop and the batch of async tasks running on it.
         self._gathering: tuple[asyncio.AbstractEventLoop, asyncio.Future[list[Finish]]] | None = (
             None
@@ -168,9 +169,10 @@ class _Drain:
                 pass
         self.broker.send_metrics()
         if self.next_due_ms is not None:
-            say_left_for_later(
-                self.broker, self.queues, self.next_due_ms, self.horizon_ms, self.ran
-            )
+            served = [queue for queue in self.queues if queue not in self.paused]
+            say_left_for_later(self.broker, served, self.next_due_ms, self.horizon_ms, self.ran)
+        if self.paused:  # a paused queue answers as an empty one: only then is it looked at
+            say_paused(self.broker, self.paused, self.ran)
         return self.ran
 
     def _round(self) -> bool:
@@ -197,6 +199,7 @@ class _Drain:
         )
         if due_ms is None or due_ms > self.horizon_ms:
             self.next_due_ms = due_ms
+            self.paused = [q for q, each in zip(self.queues, acquired, strict=True) if each.paused]
             return False
         time.sleep(due_ms / 1000)  # until the next delayed task, retry or rate token is due
         return True

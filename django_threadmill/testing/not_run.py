@@ -5,6 +5,8 @@
   how many, when the next is due, and how to have them run.
 - Tasks enqueued with ``enqueue_on_commit`` whose write still waits for a commit the test's
   transaction never makes (a ``TestCase``'s): they are not stored, so no drain can run them.
+- Tasks in a paused queue (paused earlier in the test, or a pause an earlier test or run left
+  in Redis): a drain, like a worker, takes none of them until it is resumed.
 """
 
 import logging
@@ -54,6 +56,34 @@ def say_left_for_later(
         timedelta(seconds=round(next_due_ms / 1000)),
         horizon_ms / 1000,
     )
+
+
+def say_paused(broker: Broker, queues: Sequence[str], ran: int) -> None:
+    """Warn about each of ``queues``, which answered the drain's last look as paused, that
+    holds tasks: how many, who paused it and why, and the fix."""
+    inspector = Inspector(broker)
+    pauses = inspector.paused(queues)
+    for queue, (ready, delayed) in inspector.waiting(queues).items():
+        if queue not in pauses or not ready + delayed:
+            continue
+        pause = pauses[queue]
+        logger.warning(
+            "drain() returned %d and left %d task%s in the queue %r, which is paused (by %s%s): "
+            "a paused queue hands none of its tasks to a drain, as to a worker. Resume it "
+            "before the drain: in the test, task_backends[%r].broker.resume(%r, by='the "
+            "test'); a pause left in Redis, with `manage.py threadmill_queue resume %s "
+            "--backend %s` or the admin's Resume… button (docs/lifecycle.md, Pausing a queue).",
+            ran,
+            ready + delayed,
+            "" if ready + delayed == 1 else "s",
+            queue,
+            pause.by,
+            f", reason: {pause.reason!r}" if pause.reason else "",
+            broker.settings.alias,
+            queue,
+            queue,
+            broker.settings.alias,
+        )
 
 
 def say_waiting_for_commit() -> None:

@@ -23,7 +23,8 @@
 --           held_back (0 when no limit kept ready tasks back; 1 when the concurrency limit
 --           did: look again when a wake token says a slot is free, or at next_due; 2 when the
 --           rate did: its next token comes at next_due; 0 too when popped records were
---           set aside in places the limit allowed),
+--           set aside in places the limit allowed; 3 when the queue is paused, whatever it
+--           holds: nothing to look at again before a resume's wake token),
 --           fence token of this call's reservations ("" when none),
 --           how many records this call set aside (docs/lifecycle.md, Damaged records),
 --           the Redis time of the call in ms (0 when an empty queue answered unread),
@@ -49,9 +50,11 @@
 --          popped record is set aside) and P:wake come after: the call fails with its tasks
 --          reserved and leased, which the reaper hands back when the lease lapses (a popped
 --          record to set aside is then out of P:ready without a note).
--- Paused:  a paused queue hands out nothing and promotes nothing: the reply is {-1, 0, "", 0,
---          0}, what an empty queue answers, so an idle worker blocks on the wake list until
---          resume pushes a token (docs/lifecycle.md, Pausing a queue). Nothing is written.
+-- Paused:  a paused queue hands out nothing and promotes nothing: the reply is {-1, 3, "", 0,
+--          0}, what an empty queue answers but for the 3, so an idle worker blocks on the wake
+--          list until resume pushes a token (docs/lifecycle.md, Pausing a queue), and a drain
+--          can say why it left the queue's tasks (docs/testing.md, What a drain leaves).
+--          Nothing is written.
 -- Empty:   a queue with nothing delayed, no limit and nothing ready gives the same reply from
 --          its two reads, before the pause check and the clock: a worker asks its empty
 --          queues beside a busy one every refill, so an empty one costs those reads alone.
@@ -76,7 +79,7 @@ if not head[1] and ARGV[4] == "" and ARGV[5] == "" then
   end
 end
 if redis.call("EXISTS", KEYS[9]) == 1 then
-  return {-1, 0, "", 0, 0}
+  return {-1, 3, "", 0, 0}
 end
 local clock_us = now_us()
 local now = math.floor(clock_us / 1000)
