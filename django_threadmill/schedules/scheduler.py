@@ -62,9 +62,13 @@ class Scheduler:
         self._due: dict[str, datetime | None] = {s.name: None for s in self.schedules}
         self._tasks: dict[str, Task] = {}
 
-    def fire_due(self) -> timedelta | None:
+    def fire_due(self, stopped: Callable[[], bool] = lambda: False) -> timedelta | None:
         """Fire every schedule whose next slot has come; return how long to wait before calling
         again: until the next slot, at most ``LONGEST_WAIT``.
+
+        ``stopped`` is asked before each schedule: once it holds, the call ends there, the
+        schedules not fired yet still due (a supervisor's stop: docs/worker.md, Signals reach
+        the main thread).
 
         At the first call, each schedule fires its latest past slot (a slot missed while no
         supervisor ran). Raises the first ``BrokerUnavailable`` once every due schedule was
@@ -79,6 +83,8 @@ class Scheduler:
         now = self.clock()
         refused: BrokerUnavailable | None = None
         for schedule in list(self.schedules):
+            if stopped():
+                break
             due = self._due[schedule.name]
             if due is not None and due > now:
                 continue

@@ -1,16 +1,18 @@
 """The supervisor's own Redis work on its main thread: a reap pass every ``--reap-interval``,
 so a deployment without ``threadmill_reap`` is safe, the schedules' due slots, and signing off
-a worker process that died. A stop waits for none of them (docs/worker.md, Shutdown)."""
+a worker process that died. A stop waits for none of them past a grace that lets a pass, or
+the schedules, end between two rounds (docs/worker.md, Signals reach the main thread)."""
 
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 
 from ..backend import ThreadmillTaskBackend
 from ..exceptions import BrokerUnavailable
 from ..schedules.scheduler import Scheduler
 from .backoff import REDIS_BACKOFF
-from .interruptible import Interrupted, call_unless_stopped
+from .interruptible import PASS_GRACE_S, Interrupted, call_unless_stopped
 from .options import WorkerOptions
 from .reaper import reap_once
 from .wakeup import WakeupPipe
@@ -21,9 +23,10 @@ logger = logging.getLogger(__name__)
 class Chores:
     """When the supervisor next reaps and fires schedules, and doing so when due.
 
-    ``stopping`` says a stop signal came: nothing is done then, and a call under way is left
-    behind. ``after_call`` runs once each call's wait ended: the supervisor acts on the
-    signals that came meanwhile.
+    ``stopping`` says a stop signal came: nothing is done then, and a call under way ends
+    between two rounds, or is left behind once ``PASS_GRACE_S`` passed. ``after_call`` runs as
+    soon as a stop came, and once each call's wait ended: the supervisor acts on the signals
+    that came meanwhile.
     """
 
     def __init__(
@@ -55,12 +58,17 @@ class Chores:
         return due if self.next_schedule is None else [*due, self.next_schedule]
 
     def _call_redis[T](self, role: str, call: Callable[[], T]) -> T:
-        """Make a call to Redis from the main thread that a stop does not wait for:
-        ``Interrupted`` once a signal came first, the call left behind (the command exits
-        without it). A signal meanwhile is acted on once the wait ends."""
+        """Make a call to Redis from the main thread that a stop waits for no longer than
+        ``PASS_GRACE_S``: ``Interrupted`` once a signal came first and the call did not end
+        within it, the call left behind (the command exits without it)."""
         try:
             return call_unless_stopped(
-                role, call, self._wakeup.sleep_until, self._wakeup.poke, self._stopping
+                role,
+                call,
+                self._sleep_then_act,
+                self._wakeup.poke,
+                self._stopping,
+                grace_s=PASS_GRACE_S,
             )
         except Interrupted:
             logger.info(
@@ -71,6 +79,12 @@ class Chores:
             raise
         finally:
             self._after_call()
+
+    def _sleep_then_act(self, done: Callable[[], bool]) -> None:
+        """Sleep on the wake-up pipe until ``done``, then act on the signals that came before
+        the call's grace: the processes start their stop while a pass ends its round."""
+        self._wakeup.sleep_until(done)
+        self._after_call()
 
     def sign_off(self, worker_id: str) -> None:
         """Sign off a worker process that died (killed, crashed): it could not sign itself
@@ -97,11 +111,20 @@ class Chores:
             return
         self.next_reap = time.monotonic() + interval
         try:
-            self._call_redis("reap", lambda: reap_once(self.backend))
+            report = self._call_redis(
+                "reap", partial(reap_once, self.backend, stopped=self._stopping)
+            )
         except Interrupted:
             return
         except BrokerUnavailable as exc:
             logger.warning("Reap pass failed error=%s", exc)
+            return
+        if report.stopped:
+            logger.info(
+                "Reap pass ended between two rounds on a stop signal, expired leases left "
+                "queues=%s (the next pass settles them)",
+                ",".join(report.stopped),
+            )
 
     def _fire_schedules_if_due(self) -> None:
         """Enqueue the schedules' due slots: every supervisor may, each slot is stored once."""
@@ -109,7 +132,7 @@ class Chores:
         if self.scheduler is None or due is None or time.monotonic() < due or self._stopping():
             return
         try:
-            wait = self._call_redis("schedules", self.scheduler.fire_due)
+            wait = self._call_redis("schedules", partial(self.scheduler.fire_due, self._stopping))
         except Interrupted:
             return
         except BrokerUnavailable as exc:

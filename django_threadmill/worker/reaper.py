@@ -416,25 +416,30 @@ def _trim_done(
         left = _sent(backend, report, left, left, other)
 
 
+def _never() -> bool:
+    return False
+
+
 def reap_once(
-    backend: "ThreadmillTaskBackend", *, batch_size: int = DEFAULT_BATCH_SIZE, dry_run: bool = False
+    backend: "ThreadmillTaskBackend",
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    dry_run: bool = False,
+    stopped: Callable[[], bool] = _never,
 ) -> ReapReport:
     """Settle every expired lease on every queue of ``backend``; return what was done.
 
     With ``dry_run``, change nothing and report what would be done (up to ``batch_size``
     leases per queue). Raises ``BrokerUnavailable``: at once when Redis does not answer; when
     one queue failed, after the others are reaped (``reap_pass`` returns the report instead).
+    ``stopped`` ends the pass between two rounds, as in ``reap_pass``.
     """
-    report = reap_pass(backend, batch_size=batch_size, dry_run=dry_run)
+    report = reap_pass(backend, batch_size=batch_size, dry_run=dry_run, stopped=stopped)
     if report.unreachable:  # the pass failed: the supervisor says so, and retries
         raise report.unreachable
     if report.failures:
         raise next(iter(report.failures.values()))
     return report
-
-
-def _never() -> bool:
-    return False
 
 
 def reap_pass(
