@@ -134,13 +134,18 @@ class Reads(BrokerCore):
         with self.translated_errors(read=True):
             self.client.ping()
 
-    def _read_record[T](self, task_id: str, read: Callable[[str], T]) -> T | None:
+    def _read_record[T](
+        self, task_id: str, read: Callable[[str], T], part: str | None = None
+    ) -> T | None:
         """Return ``read(key)`` of the record key of ``task_id``, None if the id is not ours.
+
+        ``part``: the queue part that holds it, when known (an outbox entry's, of any shard
+        count); else the one the settings' count gives.
 
         Raise ``PayloadError`` (``damaged_record``) when its key is not a hash, and
         (``undecodable_record``) when it holds bytes that are not UTF-8.
         """
-        key = self.record_key(task_id)
+        key = self.record_key(task_id) if part is None else self.queue_keys(part).record(task_id)
         if key is None:
             return None
         with self.translated_errors(read=True):
@@ -153,13 +158,14 @@ class Reads(BrokerCore):
                     raise
                 raise damaged_record(task_id, key, str(self.client.type(key))) from exc
 
-    def record(self, task_id: str) -> dict[str, str] | None:
-        """Return the stored fields of ``task_id``, or None if there is no such task.
+    def record(self, task_id: str, part: str | None = None) -> dict[str, str] | None:
+        """Return the stored fields of ``task_id`` (in ``part``, when given: ``_read_record``),
+        or None if there is no such task.
 
         Raise ``PayloadError`` (``damaged_record``) when its key is not a hash.
         """
         return self._read_record(
-            task_id, lambda key: cast(dict[str, str], self.client.hgetall(key)) or None
+            task_id, lambda key: cast(dict[str, str], self.client.hgetall(key)) or None, part
         )
 
     def progress_fields(self, task_id: str) -> dict[str, str | None] | None:

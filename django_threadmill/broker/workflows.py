@@ -244,14 +244,15 @@ class Workflows(Reads):
             )
         )
 
-    def parts_with_outbox(self, queues: Sequence[str]) -> list[str]:
-        """Return the parts of ``queues`` whose outbox holds entries (one round trip).
+    def parts_with_outbox(self, queues: Sequence[str], also: Sequence[str] = ()) -> list[str]:
+        """Return the parts of ``queues``, then those of ``also`` (the parts of another shard
+        count: ``Broker.other_parts``), whose outbox holds entries (one round trip).
 
         An outbox key of another type is left out, with a WARNING naming it, and the others
         are returned: raised, it failed this one round trip, and with it every queue's drain
         (docs/lifecycle.md, Keys of another type).
         """
-        parts = [part for queue in queues for part in self.parts(queue)]
+        parts = [*(part for queue in queues for part in self.parts(queue)), *also]
         with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for part in parts:
                 pipe.llen(self.queue_keys(part).outbox)

@@ -469,9 +469,11 @@ def reap_pass(
     except BrokerUnavailable as exc:  # Redis itself: the queues not reaped wait
         report.unreachable = exc
     if not dry_run and report.unreachable is None and not report.stopped:
-        # Workflows advance from steps whose drainer died, or that the reaper just settled.
+        # Workflows advance from steps whose drainer died, or that the reaper just settled,
+        # under any shard count (docs/scaling.md, Changing the shard count).
+        earlier = [part for parts in other.values() for part in parts]
         try:
-            report.advanced = drain_queues(backend, queues)
+            report.advanced = drain_queues(backend, queues, also=earlier)
         except BrokerUnavailable as exc:  # every queue was reaped: the entries left wait
             report.unreachable = exc
     if report.released or report.failed or report.retried or report.set_aside or report.advanced:

@@ -11,6 +11,7 @@ that exists, so each step is stored exactly once (docs/workflows.md, Exactly onc
 """
 
 import logging
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
@@ -55,7 +56,8 @@ def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | Non
     # Entries passed over stay at the outbox's head: each read starts after them.
     while entries := broker.outbox_entries(part, passed_over):
         for task_id in entries:
-            advanced_one = None if failed.held(task_id) else _advanced(backend, task_id, failed)
+            held = failed.held(task_id)
+            advanced_one = None if held else _advanced(backend, part, task_id, failed)
             if advanced_one is None:
                 passed_over += 1
                 continue
@@ -66,10 +68,12 @@ def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | Non
     return advanced
 
 
-def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntries) -> bool | None:
-    """Advance from ``task_id``; return whether its workflow advanced (``advance_from``), or
-    None, the entry to stay, when that raised while Redis answers: it is logged and held in
-    ``failed``.
+def _advanced(
+    backend: ThreadmillTaskBackend, part: str, task_id: str, failed: FailedEntries
+) -> bool | None:
+    """Advance from ``task_id``, an entry of ``part``'s outbox; return whether its workflow
+    advanced (``advance_from``), or None, the entry to stay, when that raised while Redis
+    answers: it is logged and held in ``failed``.
 
     A key of another type (docs/lifecycle.md, Keys of another type) in the queue of a step
     that became due refuses every advance from this entry alone; raised, it stopped the drain
@@ -77,7 +81,7 @@ def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntrie
     the key.
     """
     try:
-        advanced = advance_from(backend, task_id)
+        advanced = advance_from(backend, task_id, part)
     except (MaybeApplied, PartlyEnqueued):
         raise  # a call whose fate is unknown (a dropped connection, a failover): looked at again
     except BrokerUnavailable as exc:
@@ -105,20 +109,28 @@ def _advanced(backend: ThreadmillTaskBackend, task_id: str, failed: FailedEntrie
 
 
 def drain_queues(
-    backend: ThreadmillTaskBackend, queues: list[str], failed: FailedEntries | None = None
+    backend: ThreadmillTaskBackend,
+    queues: list[str],
+    failed: FailedEntries | None = None,
+    also: Sequence[str] = (),
 ) -> int:
-    """Drain every outbox of ``queues`` that holds entries; return how many workflows
-    advanced (``drain``)."""
+    """Drain every outbox of ``queues``, and of the parts ``also`` (another shard count's),
+    that holds entries; return how many workflows advanced (``drain``)."""
     failed = FailedEntries() if failed is None else failed
-    return sum(drain(backend, part, failed) for part in backend.broker.parts_with_outbox(queues))
+    found = backend.broker.parts_with_outbox(queues, also)
+    return sum(drain(backend, part, failed) for part in found)
 
 
-def advance_from(backend: ThreadmillTaskBackend, task_id: str) -> bool:
+def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None = None) -> bool:
     """Record how the step ``task_id`` ended in its workflow, and enqueue what that made due;
     return whether its workflow advanced: False when the step's record is gone or damaged, the
-    step was requeued, or its workflow is gone or damaged (nothing to advance)."""
+    step was requeued, or its workflow is gone or damaged (nothing to advance).
+
+    The record is read in ``part``, whose outbox holds the entry (None: the part the settings'
+    shard count gives): under an earlier count it is not where the settings' count looks
+    (docs/scaling.md, Changing the shard count)."""
     try:
-        record = backend.broker.record(task_id)
+        record = backend.broker.record(task_id, part)
     except PayloadError:
         record = None  # set aside as damaged by the read: nothing to advance from
     marked = None if record is None else read_step_marker(record.get("workflow"))

@@ -17,7 +17,7 @@ from tests.support import HandClock
 def a_bug_in_every_advance(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every advance raise something unexpected, as a bug in a deploy would."""
 
-    def buggy(backend: ThreadmillTaskBackend, task_id: str) -> None:
+    def buggy(backend: ThreadmillTaskBackend, task_id: str, part: str | None = None) -> None:
         raise RuntimeError(f"a bug met {task_id}")
 
     monkeypatch.setattr(advance, "advance_from", buggy)
