@@ -5,6 +5,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from enum import Enum
+from typing import NamedTuple
 
 from ..broker import Reservation
 from .held_chars import HeldChars
@@ -15,6 +16,13 @@ class Turn(Enum):
 
     CLOSED = "closed"  # the buffer closed: every taker that meets it puts it back and ends
     RETIRE = "retire"  # the pool shrinks: the one taker that meets it ends
+
+
+class Runners(NamedTuple):
+    """How many tasks a process can run at once, per lane."""
+
+    threads: int  # its worker threads, or those its elastic pool may grow to
+    loop: int  # its event loop's, once async tasks came (0 before)
 
 
 class TaskBuffer:
@@ -37,6 +45,7 @@ class TaskBuffer:
         self._chars = HeldChars()  # of the tasks waiting: put in (+) and taken (-)
         self._room = threading.Event()  # set when the prefetcher may refill
         self._outstanding = 0  # put in and not yet done: waiting or running
+        self._outstanding_on_loop = 0  # of those, async tasks (the event loop's lane)
         # Set at each task done, once the prefetcher serves a queue with a concurrency limit:
         # it reserves such a queue's tasks only for runners that are free (prefetcher.py).
         self.runner_freed: threading.Event | None = None
@@ -93,12 +102,14 @@ class TaskBuffer:
             self._put_open(reservations)
 
     def _put_open(self, reservations: list[Reservation]) -> None:
-        with self._outstanding_lock:
+        lanes = [self.is_async(reservation) for reservation in reservations]
+        with self._outstanding_lock:  # counted before a taker can be done with them
             self._outstanding += len(reservations)
+            self._outstanding_on_loop += sum(lanes)
         to_loop = False
         self._chars.add(sum(map(chars_of, reservations)))
-        for reservation in reservations:
-            if self.is_async(reservation):
+        for reservation, on_loop in zip(reservations, lanes, strict=True):
+            if on_loop:
                 self._async_waiting.append(reservation)
                 to_loop = True
             else:
@@ -146,16 +157,28 @@ class TaskBuffer:
             self._retiring += 1
         self._waiting.put(Turn.RETIRE)
 
-    def done(self) -> None:
-        """Mark one taken task as finished."""
+    def done(self, *, on_loop: bool = False) -> None:
+        """Mark one taken task as finished: a worker thread's, or the event loop's."""
         with self._outstanding_lock:
             self._outstanding -= 1
+            self._outstanding_on_loop -= on_loop
         if self.runner_freed is not None:
             self.runner_freed.set()
 
     def outstanding(self) -> int:
         """Return how many tasks were put in and are not done: waiting or running."""
         return self._outstanding
+
+    def free_runners(self, runners: Runners) -> Runners:
+        """Return how many of ``runners`` no task put in and not done waits for or runs in,
+        per lane: a task waits for a runner of its own lane (docs/schedules.md, Per-queue
+        limits)."""
+        with self._outstanding_lock:
+            total, on_loop = self._outstanding, self._outstanding_on_loop
+        return Runners(
+            threads=max(0, runners.threads - (total - on_loop)),
+            loop=max(0, runners.loop - on_loop),
+        )
 
     def is_idle(self) -> bool:
         """Tell whether nothing waits and nothing runs."""
@@ -179,10 +202,12 @@ class TaskBuffer:
                 break
             if isinstance(item, Reservation):
                 unstarted.append(item)
+        sync_count = len(unstarted)
         while self._async_waiting:
             unstarted.append(self._async_waiting.popleft())
         with self._outstanding_lock:
             self._outstanding -= len(unstarted)
+            self._outstanding_on_loop -= len(unstarted) - sync_count
         self._chars.add(-sum(map(chars_of, unstarted)))
         self._waiting.put(Turn.CLOSED)
         self._room.set()

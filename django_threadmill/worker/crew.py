@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..broker import Broker, Reservation
 from .ack_writer import AckWriter
-from .buffer import TaskBuffer
+from .buffer import Runners, TaskBuffer
 from .cancelled_steps import CancelledSteps
 from .event_loop import EventLoopLane, LoopMonitor
 from .executor import Executor
@@ -132,11 +132,13 @@ class Crew:
         )
         self.finished = 0  # tasks the pool and the lane finished (counted by the process)
 
-    def _runners(self) -> int:
+    def _runners(self) -> Runners:
         """Return how many tasks this process can run at once: its threads (those an elastic
         pool may grow to) and, once async tasks came, the event loop's."""
-        threads = max(self.pool.live_count(), self.options.max_threads or 0)
-        return threads + (self.options.async_concurrency if self.buffer.saw_async else 0)
+        return Runners(
+            threads=max(self.pool.live_count(), self.options.max_threads or 0),
+            loop=self.options.async_concurrency if self.buffer.saw_async else 0,
+        )
 
     def _readahead(self, live_threads: int) -> int:
         return self.options.readahead(live_threads, async_tasks=self.buffer.saw_async)

@@ -184,7 +184,7 @@ class EventLoopLane(TaskRunner):
             logger.critical("Event loop task runner died", exc_info=True)
             self.on_crash()
         finally:
-            self.buffer.done()
+            self.buffer.done(on_loop=True)
 
     def stop(self) -> None:
         """Start no more tasks; the running ones go on (``finish_running`` bounds them)."""

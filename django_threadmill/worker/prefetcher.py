@@ -3,14 +3,15 @@
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
-from ..broker import Broker
+from ..broker import Broker, Reservation
 from ..broker.connection import refuses_writes
+from ..broker.inspect import Inspector
 from ..broker.wake import BLPOP_LATE_S
 from ..exceptions import BrokerRefused, BrokerUnavailable, ReservationsUnconfirmed
 from .backoff import REDIS_BACKOFF
-from .buffer import TaskBuffer
+from .buffer import Runners, TaskBuffer
 from .fetch_plan import PROBE_EVERY_S, FetchPlan
 from .held_back import HeldBackQueues, Hold
 from .leases import HeldLeases, lease_clock
@@ -46,6 +47,7 @@ UNWRITTEN_WARN_S = 5.0
 # A queue whose acquire call failed beside others that did not (a key of another type: it
 # needs an operator) is asked again after this long; the other queues go on meanwhile.
 FAILED_QUEUE_RECHECK_S = 5.0
+LANES = ("threads", "loop")  # a task's lane, by whether it is async (Runners' fields)
 
 
 class Prefetcher(RoleThread):
@@ -67,7 +69,7 @@ class Prefetcher(RoleThread):
         on_refused: Callable[[], None],
         on_crash: Callable[[], None],
         limited: frozenset[str],
-        runners: Callable[[], int],
+        runners: Callable[[], Runners],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__("threadmill-prefetcher", on_crash)
@@ -82,9 +84,10 @@ class Prefetcher(RoleThread):
         self.unwritten_chars = unwritten_chars  # the characters of its results and errors
         self.clock = clock  # monotonic seconds, injectable for tests
         self.limited = limited  # the queues with a concurrency limit
-        self.runners = runners  # how many tasks this process can run at once
+        self.runners = runners  # how many tasks this process can run at once, per lane
         if limited:
             buffer.runner_freed = threading.Event()
+        self._lanes_of: dict[str, set[str]] = {}  # limited queue -> the lanes its tasks took
         self._no_runner_for: set[str] = set()  # limited queues the last refill had no runner for
         self._awaiting_runner = False  # a limited queue's tasks wait for a runner to be free
         self._acks_behind_since: float | None = None  # when the hold for acks began
@@ -97,6 +100,7 @@ class Prefetcher(RoleThread):
         self._held_back = HeldBackQueues()
         self._slot_wait_began: float | None = None  # --burst: when a full limit began to hold
         self._start_wait_said = False  # --burst: the wait for a rate's next start was logged
+        self._paused: list[str] = []  # --burst: the queues the last peek at all found paused
 
     def nudge(self) -> None:
         """Tell a --burst prefetcher that results were written, so it looks again at once."""
@@ -160,6 +164,7 @@ class Prefetcher(RoleThread):
                 self._plan.forget_empty()
                 return
             if self._nothing_left(next_due_ms):
+                self._say_paused_left()
                 self.on_empty()
                 self.stopping.wait()
                 return
@@ -204,23 +209,35 @@ class Prefetcher(RoleThread):
 
     def _within_free_runners(self, counts: dict[str, int]) -> dict[str, int]:
         """Ask a queue with a concurrency limit for no more tasks than this process has runners
-        free: its slots are its leases, so a task reserved to wait in the buffer behind busy
-        runners held a slot an idle process could have run it in (a queue of ``concurrency:
-        2`` served by two processes of one thread ran one task at a time). A count cut to 0
-        peeks: whether tasks wait there (docs/schedules.md, Per-queue limits)."""
+        free in the lanes its tasks took (threads, event loop): its slots are its leases, so a
+        task reserved to wait in the buffer behind busy runners held a slot an idle process
+        could have run it in (a queue of ``concurrency: 2`` served by two processes of one
+        thread ran one task at a time; counting the event loop's runners for its sync tasks, so
+        it did again once an async task of any queue came). A queue none of whose tasks this
+        process took yet is asked for one, which shows its lane. A count cut to 0 peeks:
+        whether tasks wait there (docs/schedules.md, Per-queue limits)."""
         self._awaiting_runner = False
         self._no_runner_for.clear()
         if not self.limited.intersection(counts):
             return counts
         assert self.buffer.runner_freed is not None  # set for a process with limited queues
         self.buffer.runner_freed.clear()  # before the count: a task done after it sets it
-        room = max(0, self.runners() - self.buffer.outstanding())
+        free = self.buffer.free_runners(self.runners())._asdict()
         for queue in counts.keys() & self.limited:
+            lanes = self._lanes_of.get(queue)
+            room = sum(free[lane] for lane in lanes or LANES)
             if room == 0:
                 self._no_runner_for.add(queue)
-            counts[queue] = min(counts[queue], room)
-            room -= counts[queue]
+            counts[queue] = min(counts[queue], room if lanes else min(room, 1))
+            _take_runners(free, lanes or LANES, counts[queue])
         return counts
+
+    def _learn_lanes(self, queue: str, reservations: list[Reservation]) -> None:
+        """Note the lanes the tasks of ``queue``, if it has a concurrency limit, were put in:
+        its next reservations are only for free runners of those (_within_free_runners)."""
+        if queue in self.limited:
+            lanes = self._lanes_of.setdefault(queue, set())
+            lanes.update(LANES[self.buffer.is_async(reservation)] for reservation in reservations)
 
     def _peek_every_queue(self) -> int | None:
         """--burst, before it stops: peek at every queue no limit holds back, as a refill asks
@@ -228,7 +245,25 @@ class Prefetcher(RoleThread):
         such a queue was left behind); return the soonest due time (0: ready tasks wait)."""
         counts = {queue: 0 for queue in self.queues if not self._held_back.is_held(queue)}
         peeked = self.broker.acquire_from(counts)
+        self._paused = [queue for queue, got in zip(counts, peeked, strict=True) if got.paused]
         return min((a.next_due_ms for a in peeked if a.next_due_ms is not None), default=None)
+
+    def _say_paused_left(self) -> None:
+        """--burst, as it ends: name the paused queues it leaves tasks in, and how many. Read
+        only when the last peek found a queue paused (an empty one answers as empty): one
+        pipelined count (docs/lifecycle.md, Pausing a queue)."""
+        if not self._paused:
+            return
+        waiting = Inspector(self.broker).waiting(self._paused)
+        left = {queue: sum(counts) for queue, counts in waiting.items() if sum(counts)}
+        if left:
+            logger.warning(
+                "Burst ends with tasks left in paused queues queues=%s: they wait until it is "
+                "resumed (manage.py threadmill_queue resume <queue> --backend %s, or the "
+                "admin's Resume… button)",
+                ",".join(f"{queue}:{count}" for queue, count in left.items()),
+                self.broker.settings.alias,
+            )
 
     def _nothing_left(self, next_due_ms: int | None) -> bool:
         """--burst with nothing in flight: tell whether the queues hold nothing left to run
@@ -360,6 +395,7 @@ class Prefetcher(RoleThread):
                 if queue in self._no_runner_for and acquired.found_work:
                     self._awaiting_runner = True
             if acquired.reservations:
+                self._learn_lanes(queue, acquired.reservations)
                 self.held.add([r.lease for r in acquired.reservations], sent_at)
                 self.buffer.put_many(acquired.reservations)
                 fetched += len(acquired.reservations)
@@ -390,3 +426,11 @@ class Prefetcher(RoleThread):
         )
         self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000), Hold.RECHECK)
         return None
+
+
+def _take_runners(free: dict[str, int], lanes: Collection[str], count: int) -> None:
+    """Count ``count`` tasks out of the ``free`` runners of ``lanes``, threads first."""
+    for lane in LANES:
+        used = min(count, free[lane]) if lane in lanes else 0
+        free[lane] -= used
+        count -= used

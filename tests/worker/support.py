@@ -10,7 +10,7 @@ import pytest
 
 from django_threadmill.broker import Acquired, Broker
 from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.buffer import Runners, TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.options import WorkerOptions
 from django_threadmill.worker.prefetcher import Prefetcher
@@ -84,7 +84,7 @@ def idle_prefetcher(
         on_refused=lambda: None,
         on_crash=lambda: None,
         limited=frozenset(),
-        runners=lambda: 8,
+        runners=lambda: Runners(threads=8, loop=0),
     )
 
 

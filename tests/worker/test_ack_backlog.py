@@ -14,7 +14,7 @@ from django_threadmill.broker import Lease, Start
 from django_threadmill.codec.times import now_ms
 from django_threadmill.worker import prefetcher as prefetcher_module
 from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.buffer import Runners, TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.prefetcher import UNWRITTEN_CAP, UNWRITTEN_WARN_S, Prefetcher
 from django_threadmill.worker.progress import PendingProgress
@@ -50,7 +50,7 @@ def test_no_reservation_while_too_many_outcomes_wait(
         on_refused=lambda: None,
         on_crash=lambda: None,
         limited=frozenset(),
-        runners=lambda: 8,
+        runners=lambda: Runners(threads=8, loop=0),
         clock=clock,
     )
     caplog.set_level(logging.INFO, "django_threadmill")

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from django_threadmill.broker import Acquired
-from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.buffer import Runners, TaskBuffer
 from django_threadmill.worker.fetch_plan import PROBE_EVERY_S
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.prefetcher import Prefetcher
@@ -71,7 +71,7 @@ def test_a_burst_peeks_at_every_queue_before_it_stops(watched_broker: WatchedBro
         on_refused=lambda: None,
         on_crash=lambda: None,
         limited=frozenset(),
-        runners=lambda: 8,
+        runners=lambda: Runners(threads=8, loop=0),
     )
     prefetcher.stopping.wait = lambda timeout=None: True  # type: ignore[method-assign]
     plan = prefetcher._plan
@@ -119,7 +119,7 @@ def test_a_burst_tail_looks_again_no_sooner_than_an_empty_queue_is_probed(
         on_refused=lambda: None,
         on_crash=lambda: None,
         limited=frozenset(),
-        runners=lambda: 8,
+        runners=lambda: Runners(threads=8, loop=0),
         clock=clock,
     )
     returned_at: list[float] = []

@@ -21,7 +21,7 @@ from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.testing import drain
 from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.buffer import TaskBuffer
+from django_threadmill.worker.buffer import Runners, TaskBuffer
 from django_threadmill.worker.cancelled_steps import CancelledSteps
 from django_threadmill.worker.executor import Executor
 from django_threadmill.worker.leases import HeldLeases, LeaseKeeper
@@ -97,7 +97,7 @@ class Process:
             broker, "worker-a", ("default",), self.buffer, self.held,
             burst=False, is_settled=lambda: True, unwritten=lambda: 0,
             unwritten_chars=lambda: 0, on_empty=lambda: None, on_refused=_fail,
-            on_crash=_fail, limited=frozenset(), runners=lambda: 1,
+            on_crash=_fail, limited=frozenset(), runners=lambda: Runners(threads=1, loop=0),
         )  # fmt: skip
         self.keeper = LeaseKeeper(broker, "worker-a", ("default",), self.held, 1200.0, _fail)
         writer = AckWriter(broker, "worker-a", self.held, executor.progress, lambda: None, _fail)
