@@ -135,7 +135,8 @@ class Acquired:
     # The queue's own call failed (a key of another type), asked beside queues whose calls
     # did not: their reservations stand (Acquiring.acquire_from).
     failed: BrokerUnavailable | None = None
-    # The queue is paused: it answered as an empty one, whatever it holds (a drain says so).
+    # The queue is paused: it answered as an empty one, whatever it holds (a drain and a
+    # --burst say so).
     paused: bool = False
 
     @property

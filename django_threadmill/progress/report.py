@@ -39,7 +39,7 @@ def _amount(name: str, value: object) -> int | float:
             f"report_progress() {name}={number!r} is not a finite number of 0 or more. Pass 0 "
             "or more."
         )
-    return number
+    return abs(number)  # -0.0 passes the check: stored as is, the admin showed "-0.0 / 10"
 
 
 def _float(name: str, value: numbers.Real | Decimal) -> float:

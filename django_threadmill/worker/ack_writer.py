@@ -115,6 +115,7 @@ class AckWriter(RoleThread):
         # (-, the writer): what the backlog holds in memory.
         self._chars = HeldChars()
         self._metrics_due = time.monotonic() + METRICS_SEND_S
+        self._progress_failures = 0  # sends of progress alone failed in a row
 
     def pending(self) -> int:
         """Return how many submitted items are not written (or given up) yet.
@@ -222,19 +223,27 @@ class AckWriter(RoleThread):
 
     def _send_progress(self, *, flush: bool) -> None:
         """Send the waiting progress reports if they are due (all of them with ``flush``); a
-        failure keeps them for the next send, unless newer ones came."""
+        failure keeps them for the next send, unless newer ones came, which waits as a failed
+        ack batch does (ACK_BACKOFF), never less than the usual interval."""
         reports = self.progress.take(flush=flush)
         if not reports:
             return
         try:
             self.broker.send_progress(reports)
         except BrokerUnavailable as exc:
-            self.progress.put_back(reports)
+            self._progress_failures += 1
+            retry_in_s = max(self.progress.interval_s, ACK_BACKOFF.after(self._progress_failures))
+            self.progress.put_back(reports, retry_in_s)
             logger.warning(
-                "Progress not sent, keeping it for the next try count=%d error=%s",
+                "Progress not sent, keeping it for the next try count=%d attempt=%d "
+                "retry_in_s=%.1f error=%s",
                 len(reports),
+                self._progress_failures,
+                retry_in_s,
                 exc,
             )
+            return
+        self._progress_failures = 0
 
     def _send_metrics(self) -> bool:
         """Send the metrics of what was written; return whether Redis took them all (a

@@ -9,6 +9,9 @@ from collections.abc import Callable
 from functools import partial
 
 from ..backend import ThreadmillTaskBackend
+from ..broker.inspect import Inspector
+from ..broker.raw_replies import controls_escaped
+from ..codec.times import from_ms
 from ..exceptions import BrokerUnavailable
 from ..schedules.scheduler import Scheduler
 from .backoff import REDIS_BACKOFF
@@ -102,6 +105,25 @@ class Chores:
                 "worker_id=%s error=%s",
                 worker_id,
                 exc,
+            )
+
+    def say_paused(self) -> None:
+        """Say, at start, each queue served that is paused: who paused it, when and why, as its
+        tasks wait for a resume (docs/lifecycle.md, Pausing a queue). One pipelined read; a
+        Redis away says nothing here, as each process says so as it waits for it."""
+        inspector = Inspector(self.backend.broker)
+        try:
+            pauses = self._call_redis("paused", partial(inspector.paused, self.options.queues))
+        except (Interrupted, BrokerUnavailable):
+            return
+        for queue, pause in pauses.items():
+            at = from_ms(pause.at_ms)
+            logger.warning(
+                "Queue paused, its tasks wait until it is resumed queue=%s by=%s at=%s reason=%s",
+                queue,
+                controls_escaped(pause.by) or "unknown",
+                "unknown" if at is None else at.isoformat(timespec="seconds"),
+                controls_escaped(pause.reason),
             )
 
     def _reap_if_due(self) -> None:

@@ -258,7 +258,7 @@ class Prefetcher(RoleThread):
         left = {queue: sum(counts) for queue, counts in waiting.items() if sum(counts)}
         if left:
             logger.warning(
-                "Burst ends with tasks left in paused queues queues=%s: they wait until it is "
+                "Burst ends with tasks left in paused queues queues=%s: they wait until each is "
                 "resumed (manage.py threadmill_queue resume <queue> --backend %s, or the "
                 "admin's Resume… button)",
                 ",".join(f"{queue}:{count}" for queue, count in left.items()),

@@ -68,8 +68,11 @@ class PendingProgress:
                 if (report := self._latest.pop(lease, None)) is not None
             ]
 
-    def put_back(self, reports: Sequence[ProgressReport]) -> None:
-        """Keep ``reports`` a send could not deliver, unless a newer one came meanwhile."""
+    def put_back(self, reports: Sequence[ProgressReport], retry_in_s: float = 0.0) -> None:
+        """Keep ``reports`` a send could not deliver, unless a newer one came meanwhile; none
+        is due again sooner than ``retry_in_s`` from now (the sender's backoff), but a
+        finishing attempt's still goes with its outcome."""
         with self._lock:
             for report in reports:
                 self._latest.setdefault(report.lease, report)
+            self._next_send = max(self._next_send, self.clock() + retry_in_s)

@@ -89,6 +89,8 @@ class Supervisor:
         if self._first_pass():
             for slot in self.slots:
                 self._spawn(slot)
+            # Once the processes start: the read holds none of them up.
+            self.chores.say_paused()
         while not all(slot.ended() for slot in self.slots):
             ready = self._wait_for_event()
             self._act_on_signals()
