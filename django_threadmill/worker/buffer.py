@@ -74,8 +74,12 @@ class TaskBuffer:
         return self._waiting.qsize() + len(self._async_waiting)
 
     def sync_waiting(self) -> int:
-        """Return how many sync tasks wait: retire turns are no work. Counted as tasks, those
-        waiting behind busy threads made the pool grow with no task waiting."""
+        """Return how many sync tasks wait: retire turns are no work, and once closed none
+        waits. Counted as tasks, retire turns waiting behind busy threads made the pool grow
+        with no task waiting, and the closed turn made a recycling process's busy threads look
+        backlogged once its idle ones had ended."""
+        if self._closed:
+            return 0
         return max(0, self._waiting.qsize() - self._retiring)
 
     def waiting_chars(self) -> int:

@@ -232,6 +232,11 @@ def _cores(earlier: PoolSample, later: PoolSample) -> float:
     return (later.cpu_s - earlier.cpu_s) / span if span > 0 else 0.0
 
 
+def _ended(thread: WorkerThread) -> bool:
+    """Tell whether ``thread`` was started and has ended (one made but not started has not)."""
+    return thread.ident is not None and not thread.is_alive()
+
+
 class WorkerPool:
     """The worker threads of one process: started, added, retired, replaced."""
 
@@ -270,7 +275,7 @@ class WorkerPool:
         added = 0
         # Forget threads that ended (retired, or abandoned and done at last): a bursty
         # worker grows and shrinks for weeks. In place: the watchdog holds this list.
-        ended = [t for t in self.threads if t.ident and not t.is_alive()]
+        ended = [t for t in self.threads if _ended(t)]
         self._finished_by_ended += sum(t.finished for t in ended)
         self.threads[:] = [t for t in self.threads if t not in ended]
         for _ in range(count):
@@ -330,8 +335,11 @@ class WorkerPool:
         return overdue, replaced
 
     def live(self) -> list[WorkerThread]:
-        """Threads that may still take tasks (not abandoned, not retired)."""
-        return [t for t in self.threads if not (t.abandoned or t.retired)]
+        """Threads that may still take tasks: not abandoned, not retired, not ended (the buffer
+        closed). Threads that had ended were counted: a recycling process reported its whole
+        pool while one long task ran on, and the ``threadmill_worker_threads`` gauge counted
+        it beside its replacement's (docs/worker.md, Recycling)."""
+        return [t for t in self.threads if not (t.abandoned or t.retired or _ended(t))]
 
     def live_count(self) -> int:
         return len(self.live())
