@@ -53,6 +53,10 @@ CONNECTION_CLASSES = {
     ),
 }
 KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+# Query arguments a connection needs as a number, which redis-py before 8.0 passes on from the
+# URL as text: every sync call then failed with a bare TypeError (docs/reliability.md, Bad input:
+# the catalogue).
+NUMBERS_IN_QUERY = ("socket_read_size",)
 # How alike a key must be to a valid one to be offered as the fix (difflib's ratio, 0-1): below,
 # 'socket_keepalive' would suggest 'socket_read_size'.
 CLOSE_MATCH = 0.8
@@ -223,12 +227,25 @@ def read_location(alias: str, location: object) -> str:
                 "from LOCATION."
             )
     try:
-        parse_url(location)
+        parsed = parse_url(location)
     except ValueError as exc:  # "Invalid value for 'socket_keepalive' in connection URL."
         raise ImproperlyConfiguredThreadmill(
             f"{shown}: {exc} Fix that query argument or drop it."
         ) from exc
+    _check_numbers_read(shown, parsed)
     return location
+
+
+def _check_numbers_read(shown: str, parsed: dict[str, Any]) -> None:
+    """Refuse a query argument in ``NUMBERS_IN_QUERY`` that this redis-py left as text."""
+    for argument in NUMBERS_IN_QUERY:
+        if isinstance(parsed.get(argument), str):
+            raise ImproperlyConfiguredThreadmill(
+                f"{shown}, whose query sets {argument!r}, which redis-py {redis.__version__} "
+                "passes on as text, failing every call (redis-py 8.0+ reads it as a number). "
+                f"Set {option('connection_options', argument)} to a number instead and drop "
+                "it from LOCATION, or upgrade redis-py."
+            )
 
 
 def check_cluster_location(alias: str, location: str) -> None:

@@ -1,13 +1,16 @@
 """LOCATION is refused where redis-py would read it other than meant, and passwords stay out of
 the settings' repr."""
 
+import inspect
 import re
 
 import pytest
+import redis.asyncio
 from django.core.exceptions import ImproperlyConfigured
 
 from django_threadmill.conf.settings import read_settings
 
+ASYNC_SSL_ARGUMENTS = inspect.signature(redis.asyncio.SSLConnection).parameters
 PORT_FIX = ", whose port is not a number from 1 to 65535. Use a port in that range, e.g. "
 
 
@@ -75,6 +78,12 @@ def test_usable_locations_are_taken(location: str) -> None:
     ],
 )
 def test_location_password_stays_out_of_repr(location: str, shown: str) -> None:
+    if "ssl_password" in location and "ssl_password" not in ASYNC_SSL_ARGUMENTS:
+        with pytest.raises(ImproperlyConfigured) as refused:  # redis-py 7.2+ takes it
+            read_settings("default", {"LOCATION": location})
+        assert "s3cret" not in str(refused.value)
+        assert f"is {shown!r}, whose query has 'ssl_password'" in str(refused.value)
+        return
     settings = read_settings("default", {"LOCATION": location})
     assert "s3cret" not in repr(settings)
     assert f"location={shown!r}" in repr(settings)

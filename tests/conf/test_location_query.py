@@ -4,7 +4,9 @@ each is refused where it would be read other than meant, with the fix, when sett
 import re
 
 import pytest
+import redis
 from django.core.exceptions import ImproperlyConfigured
+from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 
 from django_threadmill.broker.connection import make_client
 from django_threadmill.conf.settings import read_settings
@@ -71,6 +73,13 @@ def test_query_argument_redis_py_cannot_read_is_refused() -> None:
         f"{WHERE} is {location!r}: Invalid value for 'socket_read_size' in connection URL. "
         "Fix that query argument or drop it."
     )
+    if "socket_read_size" not in URL_QUERY_ARGUMENT_PARSERS:  # redis-py before 8.0 reads none
+        message = (  # test_location_query_numbers.py
+            f"{WHERE} is {location!r}, whose query sets 'socket_read_size', which redis-py "
+            f"{redis.__version__} passes on as text, failing every call (redis-py 8.0+ reads it "
+            "as a number). Set OPTIONS['connection_options']['socket_read_size'] to a number "
+            "instead and drop it from LOCATION, or upgrade redis-py."
+        )
     with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}$"):
         read_settings("default", {"LOCATION": location})
 

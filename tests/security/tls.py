@@ -9,8 +9,9 @@ from pathlib import Path
 
 import redis
 
-from django_threadmill.broker.tls import NO_STRICT
 from tests.servers.redis_server import free_port, redis_server_binary, wait_until_up
+
+UNVERIFIED = "ssl_cert_reqs=none&ssl_check_hostname=false"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +92,8 @@ def tls_redis(*, ca_key_usage: bool = True) -> Iterator[TlsRedis]:
         )  # fmt: skip
         try:
             try:
-                # Waited for without strict verification: a CA it refuses is the test's.
-                wait_until_up(f"{server.url}&{NO_STRICT}", timeout_s=5)
+                # Waited for unverified: a CA it refuses is the test's (any redis-py reads these).
+                wait_until_up(f"{server.url}&{UNVERIFIED}", timeout_s=5)
             except redis.ConnectionError as exc:
                 if process.poll() is None:  # it runs: the client is refused, a test failure
                     raise
