@@ -9,7 +9,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .broker import Broker, checked_batch_size
+from .broker import DEFAULT_PURGE_BATCH_SIZE, Broker, checked_batch_size
 from .broker.inspect.source import Source
 from .checks import check_backend
 from .codec.ids import looked_up_id
@@ -197,7 +197,11 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         return state == "requeued"
 
     def purge_finished(
-        self, queue_name: str, status: TaskResultStatus | None = None, *, batch_size: int = 500
+        self,
+        queue_name: str,
+        status: TaskResultStatus | None = None,
+        *,
+        batch_size: int = DEFAULT_PURGE_BATCH_SIZE,
     ) -> int:
         """Delete the finished results of ``queue_name`` (SUCCESSFUL, FAILED, or both).
 

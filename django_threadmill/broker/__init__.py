@@ -1,7 +1,7 @@
 """The only code that talks to Redis: keys, Lua scripts and the Broker that calls them."""
 
 from .broker import Broker
-from .lifecycle import MAX_BATCH_SIZE, checked_batch_size
+from .lifecycle import DEFAULT_PURGE_BATCH_SIZE, MAX_BATCH_SIZE, checked_batch_size
 from .transitions import reap_mark
 from .types import (
     Ack,
@@ -22,6 +22,7 @@ from .types import (
 )
 
 __all__ = [
+    "DEFAULT_PURGE_BATCH_SIZE",
     "MAX_BATCH_SIZE",
     "Ack",
     "Acquired",

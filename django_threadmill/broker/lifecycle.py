@@ -2,7 +2,7 @@
 flush a test's Redis (django_threadmill.testing)."""
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -20,6 +20,7 @@ FLUSH_BATCH = 1000  # keys per SCAN step and per UNLINK when flushing
 # Entries one reap or purge script call may take: Redis serves no other client while a script
 # runs, and an expired running attempt costs about 19 µs of it (docs/lifecycle.md, Throughput).
 MAX_BATCH_SIZE = 10_000
+DEFAULT_PURGE_BATCH_SIZE = 500  # finished results one purge script call looks at
 
 
 def checked_batch_size(value: object, given_as: str) -> int:
@@ -222,13 +223,24 @@ class Lifecycle(BrokerCore):
         )
         return answer
 
-    def purge(self, queue: str, *, state: str = "", batch_size: int = 500) -> int:
+    def purge(
+        self, queue: str, *, state: str = "", batch_size: int = DEFAULT_PURGE_BATCH_SIZE
+    ) -> int:
         """Delete the finished results of ``queue`` (optionally one final state only)."""
-        return sum(self._purge_part(part, state, batch_size) for part in self.parts(queue))
+        return sum(self.purge_batches(queue, state=state, batch_size=batch_size))
 
-    def _purge_part(self, part: str, state: str, batch_size: int) -> int:
+    def purge_batches(
+        self, queue: str, *, state: str = "", batch_size: int = DEFAULT_PURGE_BATCH_SIZE
+    ) -> Iterator[int]:
+        """Delete the finished results of ``queue`` as ``purge`` does, yielding how many each
+        purge.lua call deleted as soon as it answers: a caller that stops iterating (a stop
+        signal, ``threadmill_queue purge``) stops the purge between two calls."""
+        for part in self.parts(queue):
+            yield from self._purge_part(part, state, batch_size)
+
+    def _purge_part(self, part: str, state: str, batch_size: int) -> Iterator[int]:
         keys = self.queue_keys(part)
-        deleted, after, after_score = 0, "", ""
+        after, after_score = "", ""
         while True:
             removed, looked_at, set_aside, kept, kept_score = self._run(
                 ScriptCall(
@@ -239,11 +251,11 @@ class Lifecycle(BrokerCore):
             )
             if set_aside:
                 log_set_aside(part, int(set_aside), "purge")
-            deleted += int(removed)
+            yield int(removed)
             if kept:  # the next call resumes after it (purge.lua says why not at an offset)
                 after, after_score = kept, kept_score
             if int(looked_at) < batch_size:
-                return deleted
+                return
 
     def flush(self) -> None:
         """Delete every key under this backend's ``key_prefix``, of every alias and queue, and

@@ -1,6 +1,7 @@
 """``manage.py threadmill_queue``: operator actions on the queues of a ThreadmillTaskBackend."""
 
 import getpass
+import logging
 import socket
 from argparse import SUPPRESS, ArgumentParser, ArgumentTypeError
 from collections import Counter
@@ -11,7 +12,9 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from ...aliases import source_of
+from ...broker import DEFAULT_PURGE_BATCH_SIZE, checked_batch_size
 from ...broker.damaged import DamagedRecord
+from ...broker.inspect.inspector import STATE_SAMPLE
 from ...broker.inspect.source import Source
 from ...broker.pausing import MAX_REASON_CHARS, checked_reason
 from ...broker.raw_replies import controls_escaped
@@ -23,6 +26,11 @@ from ..failed_change import failed_change
 from ..report_output import CutShortCommand, OutputClosed
 from ..stop_held import HeldStop, Stopped, stops_held
 from ..text_option import text_option
+
+logger = logging.getLogger(__name__)
+
+PURGE_STATES = ("successful", "failed")  # purge.lua's states; none given: both
+PROGRESS_EVERY = 200  # purge batches between two progress lines: 100,000 results at 500 each
 
 
 def _when(at_ms: int | None) -> str:
@@ -46,6 +54,11 @@ def _line(record: DamagedRecord) -> str:
     )
 
 
+def _said(error: BaseException) -> str:
+    """Return ``error``'s message to go mid-sentence: without its closing full stop."""
+    return str(error).rstrip(".")
+
+
 def _stopped(queue: str, forgot: int, why: BaseException) -> str:
     """Return what ``forget-damaged --all`` says when ``why`` stopped it midway."""
     match why:
@@ -58,10 +71,10 @@ def _stopped(queue: str, forgot: int, why: BaseException) -> str:
         case MaybeApplied():  # Redis may have dropped the batch it did not answer for
             shown = (
                 "those listed above; the next batch failed, and may have been dropped "
-                f"unlisted: {str(why).rstrip('.')}"
+                f"unlisted: {_said(why)}"
             )
         case _:
-            shown = f"those listed above; the next batch failed: {str(why).rstrip('.')}"
+            shown = f"those listed above; the next batch failed: {_said(why)}"
     return (
         f"Forgot {forgot} damaged record(s) of queue {queue}, then stopped: {shown}. The rest "
         f"are kept: 'manage.py threadmill_queue damaged {queue}' lists them."
@@ -96,6 +109,60 @@ def _by() -> str:
     return f"{printable(who)} with manage.py threadmill_queue"
 
 
+def _purge_command(alias: str, queue: str, state: str) -> str:
+    """Return the ``threadmill_queue purge`` command line that purges what is left."""
+    options = (f" --state {state}" if state else "") + (
+        f" --backend {alias}" if alias != "default" else ""
+    )
+    return f"manage.py threadmill_queue purge {queue}{options}"
+
+
+def _results(state: str) -> str:
+    """Return which results a purge of ``state`` deletes, as its messages name them."""
+    return f"{state.upper()} results" if state else "finished results (SUCCESSFUL and FAILED)"
+
+
+def _purge_stopped(why: BaseException) -> str:
+    """Return why ``purge`` stopped before the end, as its message says it."""
+    match why:
+        case OutputClosed():
+            return "the output was closed"
+        case Stopped():
+            return f"{why.name} came"
+        case KeyboardInterrupt():  # a second stop signal, which does not wait for Redis
+            return "interrupted twice; the batch being deleted then may be deleted too, uncounted"
+        case MaybeApplied():  # Redis may have run the batch it did not answer for
+            return f"the next batch failed, and may have deleted results uncounted: {_said(why)}"
+        case _:
+            return f"the next batch failed: {_said(why)}"
+
+
+def _log_purge(alias: str, queue: str, state: str, deleted: int, *, complete: bool) -> None:
+    """Log who purged what and how many, with the fields of the admin's purge line
+    (docs/admin.md, Who did what), ``incomplete=yes`` when it stopped before the end."""
+    logger.info(
+        "Queue purged backend=%s queue=%s state=%s deleted=%d by=%s%s",
+        controls_escaped(alias),
+        controls_escaped(queue),
+        state or "finished",
+        deleted,
+        _by(),
+        "" if complete else " incomplete=yes",
+    )
+
+
+def _batch_size(text: str) -> int:
+    """Return a ``--batch-size``: a whole number from 1 to MAX_BATCH_SIZE (one script call)."""
+    try:
+        value: object = int(text)
+    except ValueError:
+        value = text  # not a number: checked_batch_size refuses it, naming the fix
+    try:
+        return checked_batch_size(value, repr(text))
+    except ValueError as exc:
+        raise ArgumentTypeError(str(exc)) from exc
+
+
 def _reason(text: str) -> str:
     """Return a pause's ``--reason``: UTF-8 text on one line, as long as the admin keeps one
     (it is shown on one line there, and logged in a key=value line)."""
@@ -125,7 +192,8 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
         "taking a queue's tasks and 'resume' lets them take them again (docs/lifecycle.md, "
         "Pausing a queue). 'damaged' lists the records the scripts set aside (docs/lifecycle.md, "
         "Damaged records); 'forget-damaged' drops entries of that list once you have fixed or "
-        "deleted their keys."
+        "deleted their keys. 'purge' deletes a queue's finished results, batch by batch "
+        "(docs/lifecycle.md, Cancel, requeue, purge)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -134,7 +202,7 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             dest="action",
             required=True,
             metavar="ACTION",
-            help="pause, resume, damaged or forget-damaged; ACTION --help says more.",
+            help="pause, resume, damaged, forget-damaged or purge; ACTION --help says more.",
         )
         pause = actions.add_parser(
             "pause",
@@ -180,14 +248,50 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             action="store_true",
             help="Drop every entry of the queue, printing each one dropped.",
         )
-        for action in (pause, resume, listing, forget):
+        purge = self._purge_parser(actions)
+        for action in (pause, resume, listing, forget, purge):
             _takes_command_options(parser, action)
+
+    def _purge_parser(self, actions: Any) -> ArgumentParser:
+        purge: ArgumentParser = actions.add_parser(
+            "purge",
+            help="Delete the queue's finished results (SUCCESSFUL, FAILED or both), a batch per "
+            "Redis call; READY, delayed, reserved and running tasks are never touched. A "
+            "Ctrl-C or SIGTERM stops it after the batch on its way, with the count deleted.",
+        )
+        purge.add_argument(
+            "queue", metavar="QUEUE", help="The queue to purge: in QUEUES, or one Redis knows."
+        )
+        purge.add_argument(
+            "--state",
+            choices=PURGE_STATES,
+            default="",
+            help="Delete only the results in this state (default: both).",
+        )
+        purge.add_argument(
+            "--batch-size",
+            type=_batch_size,
+            default=DEFAULT_PURGE_BATCH_SIZE,
+            help=f"Results looked at per Redis call; Redis serves no other client during one "
+            f"(default: {DEFAULT_PURGE_BATCH_SIZE}).",
+        )
+        purge.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Print how many finished results the queue holds, per state (estimated from "
+            f"the newest {STATE_SAMPLE:,} above that, as the admin's purge page does), and "
+            "delete nothing.",
+        )
+        return purge
 
     def handle(self, *args: Any, **options: Any) -> None:
         source = source_of(backend_option(options["backend"]))
         try:
             if options["action"] == "damaged":  # a read: Ctrl-C ends it where it is
                 self._list(source, options["queues"])
+                return
+            if options["action"] == "purge" and options["dry_run"]:
+                self._purge_dry_run(source, options["queue"], options["state"])
                 return
             # A change: a stop signal waits until what it did is said (stop_held.py).
             with stops_held() as stop:
@@ -207,6 +311,16 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
                 self._pause(source, options["queue"], options["reason"])
             case "resume":
                 self._resume(source, options["queue"])
+            case "purge":
+                progress = options["verbosity"] > 0
+                self._purge(
+                    source,
+                    stop,
+                    options["queue"],
+                    options["state"],
+                    options["batch_size"],
+                    progress=progress,
+                )
             case _:
                 self._forget(source, options["queue"], options["ids"], stop, every=options["all"])
 
@@ -311,3 +425,61 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             raise CommandError(_stopped(queue, forgot, exc)) from exc
         what = "those listed above, read and dropped in one step" if forgot else "it had none"
         self.stdout.write(f"Forgot {forgot} damaged record(s) of queue {queue}: {what}.")
+
+    def _purge(
+        self,
+        source: Source,
+        stop: HeldStop,
+        name: str,
+        state: str,
+        batch_size: int,
+        *,
+        progress: bool,
+    ) -> None:
+        """Delete ``name``'s finished results batch by batch (``Broker.purge_batches``, the
+        path of ``purge_finished``), printing progress, and log it as the admin's purge is.
+
+        A stop signal is held until the batch on its way is counted; the command then ends
+        with the count deleted, and a rerun purges the rest. So does Redis failing or the
+        output closing midway. A purge taken in one HTTP request by the admin could outlast a
+        web server's timeout and stop without a word (docs/lifecycle.md, Cancel, requeue, purge).
+        """
+        queue = self._queue(source, name)
+        what = f"{_results(state)} from queue {queue} of backend {source.alias}"
+        rerun = _purge_command(source.alias, queue, state)
+        deleted = 0
+        try:
+            batches = source.broker.purge_batches(queue, state=state, batch_size=batch_size)
+            for done, removed in enumerate(batches, 1):
+                deleted += removed
+                if progress and done % PROGRESS_EVERY == 0:
+                    self.stdout.write(f"Purging queue {queue}: {deleted} deleted so far.")
+                stop.check()
+        except (BrokerUnavailable, OutputClosed, Stopped, KeyboardInterrupt) as exc:
+            _log_purge(source.alias, queue, state, deleted, complete=False)
+            if not deleted and isinstance(exc, BrokerUnavailable):
+                raise failed_change(exc, f"run '{rerun}' again: it purges what is left.") from exc
+            raise CommandError(
+                f"Purged {deleted} {what}, then stopped: {_purge_stopped(exc)}. Those left are "
+                f"kept: run '{rerun}' again to purge them."
+            ) from exc
+        _log_purge(source.alias, queue, state, deleted, complete=True)
+        self.stdout.write(f"Purged {deleted} {what}; waiting and running tasks were left alone.")
+
+    def _purge_dry_run(self, source: Source, name: str, state: str) -> None:
+        """Print what the admin's purge page shows (the queue's finished results, split by
+        state), and what a purge of ``state`` would delete; change nothing."""
+        queue = self._queue(source, name)
+        overview = source.inspector.overview([queue])[0]
+        split = {wanted: overview.outcomes.counts.get(wanted, 0) for wanted in PURGE_STATES}
+        exact = overview.outcomes.exact
+        about, estimated = (
+            ("", "") if exact else ("about ", f" (estimated from the newest {STATE_SAMPLE:,})")
+        )
+        would = split[state] if state else sum(split.values())
+        self.stdout.write(
+            f"Dry run, nothing deleted: queue {queue} of backend {source.alias} holds "
+            f"{overview.finished} finished results: {about}{split['successful']} SUCCESSFUL, "
+            f"{split['failed']} FAILED{estimated}. '{_purge_command(source.alias, queue, state)}' "
+            f"would delete {'at most ' if exact else about}{would}."
+        )
