@@ -47,6 +47,9 @@ STOPPED_AFTER_TWO_BATCHES = textwrap.dedent(
     from django_threadmill.management.stop_held import HeldStop
 
     signum = signal.Signals[sys.argv[1]]
+    # SIGINT as a terminal's command has it: a background job (a CI runner's) inherits it
+    # ignored, and the command leaves an ignored signal ignored (management/stop_held.py).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     heard, calls = threading.Event(), []
     run, held = Broker._run, HeldStop.heard
 

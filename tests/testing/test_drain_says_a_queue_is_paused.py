@@ -6,7 +6,6 @@ its tasks waited READY: a test that paused the queue earlier, or met a pause lef
 a count short of what it expected, and no word on why (docs/testing.md, What a drain leaves).
 """
 
-import logging
 import re
 from datetime import timedelta
 
@@ -17,16 +16,7 @@ from django_threadmill.compat import task_backends
 from django_threadmill.testing import Threadmill
 
 from . import tasks
-
-LOGGER = "django_threadmill.testing"
-
-
-def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [
-        record.getMessage()
-        for record in caplog.records
-        if record.name.startswith(LOGGER) and record.levelno == logging.WARNING
-    ]
+from .said import warnings_of
 
 
 def pause(queue: str, reason: str = "") -> None:

@@ -6,7 +6,6 @@ still waited for the commit a TestCase never makes: the test saw a number short 
 expected, and no word on why.
 """
 
-import logging
 import re
 from datetime import timedelta
 
@@ -17,16 +16,7 @@ from django.utils import timezone
 from django_threadmill.testing import Threadmill, ThreadmillTestMixin
 
 from . import tasks
-
-LOGGER = "django_threadmill.testing"
-
-
-def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [
-        record.getMessage()
-        for record in caplog.records
-        if record.name.startswith(LOGGER) and record.levelno == logging.WARNING
-    ]
+from .said import LOGGER, warnings_of
 
 
 def test_tasks_due_past_the_wait_are_counted_with_the_next_due_time_and_the_fix(
