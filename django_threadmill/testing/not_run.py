@@ -23,6 +23,7 @@ from ..broker.inspect.inspector import Inspector
 from ..enqueue.on_commit import WriteAtCommit
 
 logger = logging.getLogger(__name__)
+MOST_SECONDS = timedelta.max // timedelta(seconds=1)  # beyond, a timedelta overflows
 
 
 # What waits in a connection's run_on_commit: (savepoints, callback, robust) since Django 4.2.
@@ -53,9 +54,18 @@ def say_left_for_later(
         left,
         "" if left == 1 else "s",
         list(queues),
-        timedelta(seconds=round(next_due_ms / 1000)),
+        _due_in(next_due_ms),
         horizon_ms / 1000,
     )
+
+
+def _due_in(ms: int) -> str:
+    """Return ``ms`` to come as a ``timedelta`` reads, to the second: a retry delayed by
+    ``timedelta.max`` is due in more days than a ``timedelta`` holds."""
+    seconds = round(ms / 1000)
+    if seconds > MOST_SECONDS:
+        return f"over {timedelta.max.days:,} days"
+    return str(timedelta(seconds=seconds))
 
 
 def say_paused(broker: Broker, queues: Sequence[str], ran: int) -> None:
