@@ -77,8 +77,13 @@ class TreeMemory:
 
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds used so far by a live process and its descendants."""
+    return cpu_s(tree_processes(pid))
+
+
+def cpu_s(processes: list[psutil.Process]) -> float:
+    """CPU seconds used so far by ``processes`` (those that exited count nothing)."""
     total = 0.0
-    for process in tree_processes(pid):
+    for process in processes:
         try:
             times = process.cpu_times()
         except psutil.NoSuchProcess:

@@ -35,6 +35,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks.harness.processes import cpu_s
 from benchmarks.harness.redis_stats import cost_between, snapshot
 from tests.servers.redis_server import redis_process
 
@@ -86,17 +87,6 @@ def fleet_options(queues: list[str], lease_ttl_s: float, schedules: bool) -> dic
             name: {**entry, "queue_name": queues[0]} for name, entry in SCHEDULES.items()
         }
     return options
-
-
-def cpu_s(tree: list[psutil.Process]) -> float:
-    total = 0.0
-    for process in tree:
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
 
 
 def run_row(url: str, args: argparse.Namespace, queues: int, processes: int, variant: str) -> Row:

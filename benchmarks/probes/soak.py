@@ -17,8 +17,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import IO, Any, Protocol
 
 from testproject.settings import *  # noqa: F403 (this module doubles as the run's settings)
 from testproject.settings import TASKS as PROJECT_TASKS
@@ -151,8 +153,23 @@ def summary(samples: list[Sample]) -> dict[str, object]:
     }
 
 
-def main() -> None:
-    args = parse_args()
+class SoakRun(Protocol):
+    """What ``soaked`` drives: a run with its worker process and that worker's log."""
+
+    @property
+    def worker(self) -> subprocess.Popen[Any]: ...
+
+    @property
+    def log(self) -> IO[Any]: ...
+
+    def run(self) -> None: ...
+
+
+def soaked[S: SoakRun](
+    args: argparse.Namespace, make: Callable[[argparse.Namespace], S], *redis_args: str
+) -> S:
+    """Run the soak ``make(args)`` builds, with this module as its settings, against a
+    throwaway redis-server started with ``redis_args``; return it once its worker is gone."""
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "benchmarks.probes.soak",
@@ -161,18 +178,24 @@ def main() -> None:
     )
     from tests.servers.redis_server import redis_process
 
-    with redis_process("--appendonly", "yes", "--appendfsync", "everysec") as server:
+    with redis_process(*redis_args) as server:
         os.environ["THREADMILL_SOAK_REDIS_URL"] = server.url
         import django
 
         django.setup()
-        soak = Soak(args)
+        soak = make(args)
         try:
             soak.run()
         finally:
             if soak.worker.poll() is None:
                 soak.worker.kill()
             soak.log.close()
+    return soak
+
+
+def main() -> None:
+    args = parse_args()
+    soak = soaked(args, Soak, "--appendonly", "yes", "--appendfsync", "everysec")
     result = {"args": vars(args), "summary": summary(soak.samples),
               "samples": [asdict(s) for s in soak.samples]}  # fmt: skip
     out = ROOT / "benchmarks" / "results" / f"soak-{args.tasks}.json"

@@ -212,27 +212,10 @@ class SoakMix:
 
 def main() -> None:
     args = parse_args()
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "benchmarks.probes.soak",
-            "THREADMILL_SOAK_RESULT_TTL": str(args.result_ttl),
-        }
-    )
     sys.path.insert(0, str(ROOT))
-    from tests.servers.redis_server import redis_process
+    from benchmarks.probes.soak import soaked
 
-    with redis_process("--appendonly", "no") as server:
-        os.environ["THREADMILL_SOAK_REDIS_URL"] = server.url
-        import django
-
-        django.setup()
-        soak = SoakMix(args)
-        try:
-            soak.run()
-        finally:
-            if soak.worker.poll() is None:
-                soak.worker.kill()
-            soak.log.close()
+    soak = soaked(args, SoakMix, "--appendonly", "no")
     out = ROOT / "benchmarks" / "results" / f"soak-mix-{args.tasks}.json"
     out.write_text(json.dumps({"args": vars(args), "samples": [asdict(s) for s in soak.samples]}))
     rss = [s.worker_rss_mb for s in soak.samples]

@@ -49,9 +49,11 @@ class Reconnects:
         """Tell whether ``connection``, being handed out, was made before the current round
         began (one handed out for the first time was made just now); mark it current."""
         current = self.round
-        last = getattr(connection, MARK, current)
+        last = getattr(connection, MARK, None)
+        if last == current:  # the usual hand-out: nothing to write
+            return False
         setattr(connection, MARK, current)
-        return bool(last < current)
+        return last is not None
 
 
 class ReconnectingPool(redis.BlockingConnectionPool):

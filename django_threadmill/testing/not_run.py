@@ -42,7 +42,7 @@ def say_left_for_later(
     """Warn that tasks stay queued in ``queues``, the next due in ``next_due_ms``, past the
     drain's ``horizon_ms``: how many, when, and the fix. A rate limit's next start with no
     task left is no task left."""
-    left = sum(ready + delayed for ready, delayed in Inspector(broker).waiting(queues).values())
+    left = sum(Inspector(broker).holding(queues).values())
     if not left:
         return
     logger.warning(
@@ -73,8 +73,8 @@ def say_paused(broker: Broker, queues: Sequence[str], ran: int) -> None:
     holds tasks: how many, who paused it and why, and the fix."""
     inspector = Inspector(broker)
     pauses = inspector.paused(queues)
-    for queue, (ready, delayed) in inspector.waiting(queues).items():
-        if queue not in pauses or not ready + delayed:
+    for queue, left in inspector.holding(queues).items():
+        if queue not in pauses:
             continue
         pause = pauses[queue]
         logger.warning(
@@ -84,8 +84,8 @@ def say_paused(broker: Broker, queues: Sequence[str], ran: int) -> None:
             "test'); a pause left in Redis, with `manage.py threadmill_queue resume %s "
             "--backend %s` or the admin's Resume… button (docs/lifecycle.md, Pausing a queue).",
             ran,
-            ready + delayed,
-            "" if ready + delayed == 1 else "s",
+            left,
+            "" if left == 1 else "s",
             queue,
             pause.by,
             f", reason: {pause.reason!r}" if pause.reason else "",

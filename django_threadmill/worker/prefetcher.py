@@ -254,8 +254,7 @@ class Prefetcher(RoleThread):
         pipelined count (docs/lifecycle.md, Pausing a queue)."""
         if not self._paused:
             return
-        waiting = Inspector(self.broker).waiting(self._paused)
-        left = {queue: sum(counts) for queue, counts in waiting.items() if sum(counts)}
+        left = Inspector(self.broker).holding(self._paused)
         if left:
             logger.warning(
                 "Burst ends with tasks left in paused queues queues=%s: they wait until each is "

@@ -179,6 +179,12 @@ class Inspector:
             waiting[queue] = (sum(r for r, _ in counts), sum(d for _, d in counts))
         return waiting
 
+    def holding(self, queues: Sequence[str]) -> dict[str, int]:
+        """Return those of ``queues`` that hold waiting tasks (ready or delayed), with how
+        many: ``waiting``'s one pipeline."""
+        totals = {queue: sum(counts) for queue, counts in self.waiting(queues).items()}
+        return {queue: total for queue, total in totals.items() if total}
+
     def paused(self, queues: Sequence[str]) -> dict[str, QueuePause]:
         """Return the pause of each paused queue among ``queues``: one pipelined GET per part.
 

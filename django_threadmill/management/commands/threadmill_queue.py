@@ -163,6 +163,13 @@ def _batch_size(text: str) -> int:
         raise ArgumentTypeError(str(exc)) from exc
 
 
+def _takes_a_queue(action: ArgumentParser, verb: str) -> None:
+    """Give ``action`` its QUEUE argument: one in QUEUES, or one Redis knows."""
+    action.add_argument(
+        "queue", metavar="QUEUE", help=f"The queue to {verb}: in QUEUES, or one Redis knows."
+    )
+
+
 def _reason(text: str) -> str:
     """Return a pause's ``--reason``: UTF-8 text on one line, as long as the admin keeps one
     (it is shown on one line there, and logged in a key=value line)."""
@@ -209,9 +216,7 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             help="Stop every worker taking the queue's tasks; running tasks finish and enqueue "
             "still accepts new ones. Kept across worker and Redis restarts until 'resume'.",
         )
-        pause.add_argument(
-            "queue", metavar="QUEUE", help="The queue to pause: in QUEUES, or one Redis knows."
-        )
+        _takes_a_queue(pause, "pause")
         pause.add_argument(
             "--reason",
             type=_reason,
@@ -222,9 +227,7 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
         resume = actions.add_parser(
             "resume", help="Let the workers take the queue's tasks again, waking idle ones now."
         )
-        resume.add_argument(
-            "queue", metavar="QUEUE", help="The queue to resume: in QUEUES, or one Redis knows."
-        )
+        _takes_a_queue(resume, "resume")
         listing = actions.add_parser(
             "damaged", help="List the records set aside, with when, by which script and why."
         )
@@ -259,9 +262,7 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             "Redis call; READY, delayed, reserved and running tasks are never touched. A "
             "Ctrl-C or SIGTERM stops it after the batch on its way, with the count deleted.",
         )
-        purge.add_argument(
-            "queue", metavar="QUEUE", help="The queue to purge: in QUEUES, or one Redis knows."
-        )
+        _takes_a_queue(purge, "purge")
         purge.add_argument(
             "--state",
             choices=PURGE_STATES,
