@@ -43,6 +43,7 @@ def test_two_projects_share_a_redis_without_touching_each_other(
     reaper = Command(redis_url, key_prefix, "threadmill_reap", "--interval", "0.1")
     try:
         assert command.wait(30) == 0, command.log
+        reaper.wait_for_log("Reaper started")  # its stop handler is in place: a SIGTERM is heard
         reaper.signal(signal.SIGTERM)
         assert reaper.wait(30) == 0, reaper.log
     finally:
