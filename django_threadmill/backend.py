@@ -184,7 +184,9 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         ``TaskResultDoesNotExist`` for an unknown or expired id, and
         ``StepOfCancelledWorkflow``, changing nothing, for a step of a cancelled workflow, or
         one its workflow recorded as not run: no worker starts one (docs/workflows.md, Cancel),
-        so a new attempt would only fail again.
+        so a new attempt would only fail again; and ``UniqueKeyHeld``, changing nothing, for a
+        unique task while an equal one that has not finished holds the key, as the two would
+        run at once (docs/schedules.md, Unique tasks).
         """
         task_id = _checked_id(result_id)
         if (stopped := self.broker.stopped_step_of(task_id)) is not None:

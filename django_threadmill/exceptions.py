@@ -141,5 +141,18 @@ class StepOfCancelledWorkflow(ThreadmillError):
         self.not_run = not_run
 
 
+class UniqueKeyHeld(ThreadmillError):
+    """A requeue of a unique task refused: an equal task that has not finished holds the
+    unique key, and the two would run at once (docs/schedules.md, Unique tasks)."""
+
+    def __init__(self, task_id: str, holder_id: str) -> None:
+        super().__init__(
+            f"Task {task_id} was not requeued: an equal unique task, {holder_id}, has not "
+            f"finished, and the two would run at once. Requeue it once {holder_id} has finished "
+            "(docs/schedules.md, Unique tasks)."
+        )
+        self.task_id, self.holder_id = task_id, holder_id
+
+
 class WorkflowDoesNotExist(ThreadmillError, LookupError):
     """No workflow has this id in this backend (it never did, or it ended and expired)."""

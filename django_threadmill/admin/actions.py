@@ -16,7 +16,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.source import Source
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
-from ..exceptions import StepOfCancelledWorkflow
+from ..exceptions import StepOfCancelledWorkflow, UniqueKeyHeld
 from ..retry import MAX_ATTEMPTS
 from .audit import admin_user
 from .display import named, state_label
@@ -132,11 +132,14 @@ class Outcome:
     skipped: list[Selected]  # in another state than the action's, as they are now
     in_cancelled_workflows: list[Selected]  # steps a requeue refused: they would never run
     exhausted: list[Selected]  # FAILED tasks a requeue refused: they ran every attempt
+    # Unique tasks a requeue refused, each with the equal task holding its key, unfinished.
+    held: list[tuple[Selected, str]]
 
     @property
     def left_alone(self) -> int:
         """How many tasks it did not change, for whatever reason."""
-        return len(self.skipped) + len(self.in_cancelled_workflows) + len(self.exhausted)
+        refused = len(self.in_cancelled_workflows) + len(self.exhausted) + len(self.held)
+        return len(self.skipped) + refused
 
 
 def run_task_action(
@@ -146,7 +149,7 @@ def run_task_action(
     user: AbstractBaseUser | AnonymousUser,
 ) -> Outcome:
     """Apply ``action`` to each task; say how many it changed and which it left alone."""
-    changed, skipped, in_cancelled = 0, [], []
+    changed, skipped, in_cancelled, held = 0, [], [], []
     who = admin_user(user)
     backends = {alias: threadmill_backend(alias) for alias in {item.alias for item in selected}}
     for item in selected:
@@ -156,6 +159,9 @@ def run_task_action(
             ok = False
         except StepOfCancelledWorkflow:
             in_cancelled.append(item)
+            continue
+        except UniqueKeyHeld as refused:
+            held.append((item, refused.holder_id))
             continue
         if ok:
             changed += 1
@@ -171,15 +177,21 @@ def run_task_action(
         skipped=[s for s in now if s not in exhausted],
         in_cancelled_workflows=in_cancelled,
         exhausted=exhausted,
+        held=held,
     )
 
 
 def listed(items: list[Selected]) -> str:
     """Name the first MAX_LISTED_IDS tasks of ``items`` and count the others."""
-    names = [item.task_id for item in items[:MAX_LISTED_IDS]]
-    if len(items) > MAX_LISTED_IDS:
-        names.append(f"{len(items) - MAX_LISTED_IDS:,} more")
-    return get_text_list(names, "and")
+    return listed_names([item.task_id for item in items])
+
+
+def listed_names(names: list[str]) -> str:
+    """List the first MAX_LISTED_IDS of ``names`` and count the others."""
+    shown = names[:MAX_LISTED_IDS]
+    if len(names) > MAX_LISTED_IDS:
+        shown.append(f"{len(names) - MAX_LISTED_IDS:,} more")
+    return get_text_list(shown, "and")
 
 
 def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
@@ -207,6 +219,13 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
                 f"{len(refused)} left alone: {why}; enqueue the task anew to run it ({where}): "
                 f"{ids}."
             )
+    if outcome.held:
+        ids = listed_names([f"{item.task_id} (equal to {holder})" for item, holder in outcome.held])
+        messages.append(
+            f"{len(outcome.held)} left alone: an equal unique task has not finished, and the two "
+            "would run at once; requeue it once that task has finished (docs/schedules.md, "
+            f"Unique tasks): {ids}."
+        )
     by_state = Counter(item.label for item in skipped)
     for label, count in sorted(by_state.items()):
         ids = listed([item for item in skipped if item.label == label])

@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 from ..codec.payloads import task_path
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, UniqueKeyHeld
 from .core import BrokerCore
 from .damaged import log_set_aside
 from .keys import QueueKeys
@@ -145,10 +145,11 @@ class Lifecycle(BrokerCore):
         script: ScriptName,
         keys_of: Callable[[QueueKeys], tuple[str, ...]],
         tasks: Sequence[tuple[str, tuple[str | int, ...]]],
-    ) -> list[str]:
+    ) -> list[Any]:
         """Run an operator's script on each (task id, its args) of ``tasks``, in one round
-        trip (split by node on a Redis Cluster); return the answers (a state, or "missing")."""
-        answers = ["missing"] * len(tasks)
+        trip (split by node on a Redis Cluster); return the answers (a state, or "missing";
+        requeue's may be an array)."""
+        answers: list[Any] = ["missing"] * len(tasks)
         sent: list[tuple[int, str]] = []  # per call: its task's place in tasks, its part
         calls: list[ScriptCall] = []
         for n, (task_id, args) in enumerate(tasks):
@@ -159,7 +160,7 @@ class Lifecycle(BrokerCore):
         replies = self._run_per_queue(calls, durable=False) if calls else []
         set_aside: Counter[str] = Counter()
         for (n, part), reply in zip(sent, replies, strict=True):
-            answers[n] = str(reply)
+            answers[n] = reply if isinstance(reply, list) else str(reply)
             set_aside[part] += answers[n] == "damaged"
         for part, count in set_aside.items():
             if count:
@@ -208,7 +209,11 @@ class Lifecycle(BrokerCore):
 
     def requeue(self, task_id: str) -> str:
         """Give a failed task a new attempt; return "requeued" or the state it was in
-        ("missing"; "damaged" when its record cannot be read, which is then set aside)."""
+        ("missing"; "damaged" when its record cannot be read, which is then set aside).
+
+        Raise ``UniqueKeyHeld``, changing nothing, when an equal unique task that has not
+        finished holds the key: the two would run at once (docs/schedules.md, Unique tasks).
+        """
         [answer] = self._on_tasks(
             ScriptName.REQUEUE,
             lambda keys: (
@@ -221,7 +226,9 @@ class Lifecycle(BrokerCore):
             ),
             [(task_id, (task_id,))],
         )
-        return answer
+        if isinstance(answer, list):
+            raise UniqueKeyHeld(task_id, holder_id=answer[1])
+        return str(answer)
 
     def purge(
         self, queue: str, *, state: str = "", batch_size: int = DEFAULT_PURGE_BATCH_SIZE

@@ -8,13 +8,15 @@
 -- KEYS[6]  P:u:        unique key prefix; a unique task's digest is appended
 -- ARGV[1]  id
 -- Returns: "requeued", or the state the task was in (nothing changes), "missing",
---          "exhausted" (it had MAX_ATTEMPTS attempts already: nothing changes), or "damaged"
---          (its record cannot be read: set aside and taken out of the done index).
+--          "exhausted" (it had MAX_ATTEMPTS attempts already: nothing changes), "damaged"
+--          (its record cannot be read: set aside and taken out of the done index), or
+--          {"held", holder id} (an equal unique task that has not finished holds the key:
+--          nothing changes, as the two would run at once).
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires), and
 --          forgets the failed attempt's finish time and progress. A unique task claims its
---          key again for a new window, unless another task that has not finished holds it;
---          a key naming this task, or a finished, missing, unreadable or set-aside one
---          (listed in P:damaged), is taken over (docs/schedules.md, Unique tasks).
+--          key again for a new window; a key naming this task, or a finished, missing,
+--          unreadable or set-aside one (listed in P:damaged), is taken over (docs/schedules.md,
+--          Unique tasks).
 -- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
 --          is written: P:done, P:ready and P:wake are checked first (TYPE), as the task
 --          leaves one index for another; P:damaged is written only to set a record aside, as
@@ -39,22 +41,29 @@ end
 if stored_count(f[5]) >= MAX_ATTEMPTS then
   return "exhausted"
 end
+-- A key of another type (a table) is left as it is. Its own key (a cancel keeps it) starts a
+-- new window too, and a holder that finished without releasing the key, or was set aside,
+-- holds nothing, as for an enqueue: the next equal enqueue then meets this task instead of
+-- running beside it.
+local unique = f[3] and KEYS[6] .. f[3]
+local claim = false
+if unique then
+  local holder = redis.pcall("GET", unique)
+  claim = not holder or holder == id
+  if type(holder) == "string" and not claim then
+    if holds_unique(KEYS[1], holder, KEYS[5]) then
+      return {"held", holder}
+    end
+    claim = true
+  end
+end
 redis.call("PERSIST", key)
 redis.call("HSET", key, "state", "ready", "ready_ms", now_ms())  -- its wait starts again now
 forget_progress(key, "finished_ms")
 redis.call("ZREM", KEYS[3], id)
 redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
-if f[3] and tonumber(f[4]) then  -- records stored before the window was kept have no unique_ms
-  local unique = KEYS[6] .. f[3]
-  local holder = redis.pcall("GET", unique)
-  -- A key of another type (a table) is left as it is. Its own key (a cancel keeps it) starts
-  -- a new window too, and a holder that finished without releasing the key, or was set aside,
-  -- holds nothing, as for an enqueue: the next equal enqueue then meets this task instead of
-  -- running beside it.
-  local free = not holder or holder == id
-  if free or (type(holder) == "string" and not holds_unique(KEYS[1], holder, KEYS[5])) then
-    redis.call("SET", unique, id, "PX", f[4])
-  end
+if claim and tonumber(f[4]) then  -- records stored before the window was kept have no unique_ms
+  redis.call("SET", unique, id, "PX", f[4])
 end
 if redis.call("LLEN", KEYS[4]) == 0 then
   redis.call("RPUSH", KEYS[4], 1)
