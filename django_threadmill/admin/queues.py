@@ -160,8 +160,10 @@ def alias_context(source: Source) -> dict[str, Any]:
     }
     try:
         queues = source.queues()
-        overviews = source.inspector.overview(queues)
-        sightings = source.inspector.workers(queues)
+        # Every shard count's: what an earlier queue_shards left is still shown (docs/scaling.md,
+        # Changing the shard count).
+        overviews = source.inspector.overview(queues, every_count=True)
+        sightings = source.inspector.workers(queues, every_count=True)
         tokens = source.inspector.next_tokens_ms([q for q in queues if settings.limit_of(q).rate])
         paused = source.inspector.paused(queues)
         damaged = source.broker.damaged(queues)

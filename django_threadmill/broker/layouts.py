@@ -69,7 +69,14 @@ class Layouts(Reads):
             pipe.execute_command("SMEMBERS", self.keyspace.layouts, **RAW)
             seen, recorded = pipe.execute()
         queues = known_queues(seen, configured)
-        return queues, self._parts_of(self._counts_besides_configured(queues, recorded))
+        return queues, self.other_parts_in(queues, recorded)
+
+    def other_parts_in(
+        self, queues: Iterable[str], recorded: Iterable[bytes]
+    ) -> dict[str, list[str]]:
+        """Return ``other_parts(queues)`` from ``recorded``, the layouts set read as bytes in
+        a round trip of the caller's."""
+        return self._parts_of(self._counts_besides_configured(queues, recorded))
 
     def _parts_of(self, layouts: dict[str, list[int]]) -> dict[str, list[str]]:
         """Return, per queue of ``layouts``, the parts of each of its shard counts."""
@@ -82,11 +89,16 @@ class Layouts(Reads):
             for queue, counts in layouts.items()
         }
 
+    def recorded_layouts(self) -> Iterable[bytes]:
+        """Return the layouts set (``KeySpace.layouts``) read as bytes: one SMEMBERS, for
+        ``other_parts_in``."""
+        with self.translated_errors(read=True):
+            recorded: Iterable[bytes] = self.raw_command("SMEMBERS", self.keyspace.layouts)
+            return recorded
+
     def _other_layouts(self, queues: Iterable[str]) -> dict[str, list[int]]:
         """Return the shard counts each queue may hold tasks under, besides its configured one."""
-        with self.translated_errors(read=True):
-            recorded = self.raw_command("SMEMBERS", self.keyspace.layouts)
-        return self._counts_besides_configured(queues, recorded)
+        return self._counts_besides_configured(queues, self.recorded_layouts())
 
     def _counts_besides_configured(
         self, queues: Iterable[str], recorded: Iterable[bytes]

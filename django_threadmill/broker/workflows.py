@@ -36,8 +36,8 @@ from redis.typing import EncodableT, FieldT
 from ..codec.ids import read_step_marker
 from ..exceptions import PayloadError
 from .connection import readable_replies, reply_of
-from .raw_replies import escaped
-from .reads import Reads
+from .layouts import Layouts
+from .raw_replies import RAW, escaped
 from .scripts import ScriptCall, ScriptName
 
 OUTBOX_BATCH = 100  # outbox entries read per call
@@ -77,7 +77,7 @@ class StoppedStep:
         return ("not_run" if self.not_run else "cancelled", self.why)
 
 
-class Workflows(Reads):
+class Workflows(Layouts):
     """Workflow hashes and outboxes, one key per call."""
 
     def create_workflow(self, workflow_id: str, fields: Mapping[str, str | int]) -> None:
@@ -257,6 +257,36 @@ class Workflows(Reads):
             for part in parts:
                 pipe.llen(self.queue_keys(part).outbox)
             sizes = readable_replies(pipe.execute(raise_on_error=False))
+        return self._filled(parts, sizes)
+
+    def outboxes_of_every_count(
+        self, queues: Sequence[str], known: Sequence[str] = ()
+    ) -> tuple[list[str], list[str]]:
+        """Return the parts of ``queues`` whose outbox holds entries, under every shard count
+        they kept keys under, and the parts of their other counts (``other_parts``): the
+        ``known`` of the next call.
+
+        The layouts set is read in the round trip that reads the outboxes of the configured
+        count and of ``known``: only a count not yet known costs one more, so a look every
+        few seconds (the workflows thread's) costs what it did before there were counts
+        (docs/scaling.md, Changing the shard count).
+        """
+        parts = [*(part for queue in queues for part in self.parts(queue)), *known]
+        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
+            pipe.execute_command("SMEMBERS", self.keyspace.layouts, **RAW)
+            for part in parts:
+                pipe.llen(self.queue_keys(part).outbox)
+            recorded, *sizes = readable_replies(pipe.execute(raise_on_error=False))
+            if isinstance(recorded, Exception):  # a key of another type: as other_parts says
+                raise recorded
+        other = [part for each in self.other_parts_in(queues, recorded).values() for part in each]
+        found, seen = self._filled(parts, sizes), set(known)
+        unseen = [part for part in other if part not in seen]
+        return (found + self.parts_with_outbox([], unseen) if unseen else found), other
+
+    def _filled(self, parts: Sequence[str], sizes: Sequence[object]) -> list[str]:
+        """Return those of ``parts`` whose outbox size in ``sizes`` is not 0; warn of each
+        outbox key of another type (``parts_with_outbox``)."""
         found: list[str] = []
         for part, size in zip(parts, sizes, strict=True):
             if isinstance(size, redis.ResponseError):  # only WRONGTYPE is left in its place

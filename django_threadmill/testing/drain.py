@@ -7,9 +7,9 @@ event loop the drain runs (their thread-sensitive calls, Django's async ORM amon
 back to the calling thread); every start and outcome is written through the broker's fenced
 start and finish before the next task, as with ``--sync-ack``, workflows advance from their
 steps' outcomes at once (and, once nothing is left to run, from every entry of their queues'
-outboxes, as a worker's look does), and the metrics are sent at the end. A task's last progress
-report is written with its outcome. Running in the caller's thread, tasks see what a test set
-up there: its database transaction, its mocks, its log capture.
+outboxes under every shard count, as a worker's look does), and the metrics are sent at the
+end. A task's last progress report is written with its outcome. Running in the caller's thread,
+tasks see what a test set up there: its database transaction, its mocks, its log capture.
 """
 
 import asyncio
@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import timedelta
-from functools import partial
+from functools import cached_property, partial
 
 from asgiref.sync import AsyncSingleThreadContext, async_to_sync
 from django.db import connections
@@ -190,9 +190,10 @@ class _Drain:
             raise self._did_not_empty()
         if batch:
             return True
-        # Entries no finish of this drain noted (a step cancelled meanwhile), as a worker's
-        # look at every outbox finds them: advancing may enqueue more steps.
-        if drain_queues(self.backend, list(self.queues), self.failed_entries):
+        # Entries no finish of this drain noted (a step cancelled meanwhile, one of a worker of
+        # another shard count), as a worker's look at every outbox finds them: advancing may
+        # enqueue more steps.
+        if drain_queues(self.backend, list(self.queues), self.failed_entries, self.other_parts):
             return True
         due_ms = min(
             (each.next_due_ms for each in acquired if each.next_due_ms is not None), default=None
@@ -203,6 +204,13 @@ class _Drain:
             return False
         time.sleep(due_ms / 1000)  # until the next delayed task, retry or rate token is due
         return True
+
+    @cached_property
+    def other_parts(self) -> list[str]:
+        """The parts of every other shard count the queues kept keys under, read once: their
+        outboxes are looked at too (docs/scaling.md, Changing the shard count)."""
+        other = self.broker.other_parts(self.queues)
+        return [part for queue in self.queues for part in other[queue]]
 
     def _run(self, batch: list[Reservation]) -> None:
         """Run the sync tasks of ``batch`` one by one, then its async ones together."""

@@ -2,8 +2,10 @@
 
 Outboxes this process's own finishes filled are drained at once (the broker's outbox signal);
 every ``POLL_S`` it also looks at all its queues' outboxes, for entries a killed process or a
-cancel left, however busy its own finishes keep it. Draining is its own thread so that acks
-never wait on it (workflows/advance.py).
+cancel left, however busy its own finishes keep it: those of every shard count the queues kept
+keys under, as a worker of an earlier ``queue_shards`` may have left them (docs/scaling.md,
+Changing the shard count). Draining is its own thread so that acks never wait on it
+(workflows/advance.py).
 """
 
 import logging
@@ -40,6 +42,7 @@ class WorkflowDrainer(RoleThread):
         self.drain_part = drain_part
         self.on_drained = on_drained  # steps may have been enqueued: a --burst looks again
         self._busy = False
+        self._other_parts: list[str] = []  # of the queues' other shard counts, as last read
         self._winding_down = threading.Event()  # set by wind_down: own finishes only
 
     def loop(self) -> None:
@@ -82,10 +85,13 @@ class WorkflowDrainer(RoleThread):
 
     def _all_filled(self) -> set[str]:
         try:
-            return set(self.broker.parts_with_outbox(list(self.queues)))
+            found, self._other_parts = self.broker.outboxes_of_every_count(
+                self.queues, self._other_parts
+            )
         except BrokerUnavailable as exc:
             logger.warning("Workflow outboxes unreadable, looking again later error=%s", exc)
             return set()
+        return set(found)
 
     def _drain(self, parts: set[str]) -> None:
         for part in sorted(parts):

@@ -16,8 +16,10 @@ class Outboxes:
     def __init__(self) -> None:
         self.outbox_signal = OutboxSignal()
 
-    def parts_with_outbox(self, queues: list[str]) -> list[str]:
-        return ["other"]
+    def outboxes_of_every_count(
+        self, queues: tuple[str, ...], known: list[str]
+    ) -> tuple[list[str], list[str]]:
+        return ["other"], []
 
 
 def test_a_stream_of_its_own_finishes_does_not_put_off_the_look_at_every_outbox() -> None:

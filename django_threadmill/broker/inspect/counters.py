@@ -137,9 +137,10 @@ def per_minute(
     inspector: Inspector, queues: Sequence[str], last_minute: int, minutes: int
 ) -> dict[str, list[PathCounters]]:
     """Return, per queue, the counters of each of the ``minutes`` minutes up to ``last_minute``
-    (oldest first): one pipelined HGETALL per queue and minute."""
+    (oldest first), summed over every shard count the queue kept keys under, as ``lifetime``
+    sums them: one pipelined HGETALL per part and minute."""
     span = range(last_minute - minutes + 1, last_minute + 1)
-    parts = {queue: inspector.parts(queue) for queue in queues}
+    parts = inspector.parts_to_sum(queues, every_count=True)
     with inspector.broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
         for part in (part for queue in queues for part in parts[queue]):
             keys = inspector.broker.queue_keys(part)
@@ -149,6 +150,6 @@ def per_minute(
     summed = {}
     for queue in queues:
         shards = [[parse(next(replies)) for _ in span] for _ in parts[queue]]
-        # Sum the shards minute by minute: one list of minutes per queue, as when unsharded.
+        # Sum the parts minute by minute: one list of minutes per queue, as when unsharded.
         summed[queue] = [merged(minute) for minute in zip(*shards, strict=True)]
     return summed

@@ -6,6 +6,7 @@ See the package docstring for the rules every query here follows.
 import math
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
+from functools import cached_property
 from typing import Any
 
 from ...codec.ids import queue_of
@@ -103,6 +104,24 @@ class Inspector:
         """
         return self.broker.parts(queue)
 
+    def parts_to_sum(
+        self, queues: Sequence[str], *, every_count: bool = False
+    ) -> dict[str, list[str]]:
+        """Return, per queue, the parts a query sums: those of its configured shard count,
+        then, with ``every_count``, those of every other count it kept keys under.
+
+        The queues page sums every count, so the tasks, workers and counts of an earlier
+        ``queue_shards`` stay in view until they are gone (docs/scaling.md, Changing the shard
+        count); a purge, and what its page says it would delete, reach the configured count's.
+        """
+        other = self.broker.other_parts_in(queues, self._layouts) if every_count else {}
+        return {queue: [*self.parts(queue), *other.get(queue, ())] for queue in queues}
+
+    @cached_property
+    def _layouts(self) -> Iterable[bytes]:
+        """The shard counts recorded, read once: an Inspector serves one page view (Source)."""
+        return self.broker.recorded_layouts()
+
     def _record(self, task_id: str) -> str:
         """Return the record key of ``task_id``, building each part's prefix once."""
         part = self.broker.part_of(task_id) or ""
@@ -116,10 +135,11 @@ class Inspector:
 
     # Queues page ---------------------------------------------------------------------------
 
-    def overview(self, queues: Sequence[str]) -> list[QueueOverview]:
-        """Return the counts of ``queues``: a fixed number of round trips per queue."""
+    def overview(self, queues: Sequence[str], *, every_count: bool = False) -> list[QueueOverview]:
+        """Return the counts of ``queues``: a fixed number of round trips per queue; with
+        ``every_count``, summed over every shard count (``parts_to_sum``)."""
         now = self.now_ms()
-        parts = {queue: self.parts(queue) for queue in queues}
+        parts = self.parts_to_sum(queues, every_count=every_count)
         with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part in (part for queue in queues for part in parts[queue]):
                 keys = self._keys(part)
@@ -144,9 +164,11 @@ class Inspector:
                 for minutes in THROUGHPUT_MINUTES:
                     since[minutes] += int(next(replies))
             counted.append((queue, ready, delayed, finished, stats, since))
-        leased = self.state_splits(queues, Index.LEASES)
-        outcomes = self.state_splits(queues, Index.DONE)
-        oldest = self.oldest_ready_times([queue for queue, ready, *_ in counted if ready])
+        leased = self._state_splits(parts, Index.LEASES)
+        outcomes = self._state_splits(parts, Index.DONE)
+        oldest = self._oldest_ready_times(
+            {queue: parts[queue] for queue, ready, *_ in counted if ready}
+        )
         return [
             QueueOverview(
                 queue=queue,
@@ -159,7 +181,7 @@ class Inspector:
                 finished_since=since,
                 oldest_ready_since_ms=oldest.get(queue),
                 lifetime=dict(stats),
-                shards=len(parts[queue]),
+                shards=len(self.parts(queue)),
             )
             for queue, ready, delayed, finished, stats, since in counted
         ]
@@ -225,7 +247,11 @@ class Inspector:
         Two round trips, whatever the number of queues: the sizes and newest ids of every
         part in one pipeline, their states in another.
         """
-        parts = {queue: self.parts(queue) for queue in queues}
+        return self._state_splits({queue: self.parts(queue) for queue in queues}, index)
+
+    def _state_splits(self, parts: dict[str, list[str]], index: Index) -> dict[str, StateSplit]:
+        """``state_splits`` of the queues of ``parts``, each summed over its parts there."""
+        queues = list(parts)
         every_part = [part for queue in queues for part in parts[queue]]
         with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part in every_part:
@@ -259,7 +285,11 @@ class Inspector:
         walks its bands in the same round trips (``band_heads``), and their fields are read in
         one more.
         """
-        parts = {queue: self.parts(queue) for queue in queues}
+        return self._oldest_ready_times({queue: self.parts(queue) for queue in queues})
+
+    def _oldest_ready_times(self, parts: dict[str, list[str]]) -> dict[str, int | None]:
+        """``oldest_ready_times`` of the queues of ``parts``, each over its parts there."""
+        queues = list(parts)
         every_part = [part for queue in queues for part in parts[queue]]
         keys = [self._keys(part) for part in every_part]
         heads = band_heads(self.broker, keys)
@@ -281,7 +311,12 @@ class Inspector:
         }
 
     def workers(
-        self, queues: Sequence[str], *, counts: bool = True, live_from_ms: int | None = None
+        self,
+        queues: Sequence[str],
+        *,
+        counts: bool = True,
+        live_from_ms: int | None = None,
+        every_count: bool = False,
     ) -> list[WorkerSighting]:
         """Return the workers that renewed leases in ``queues``, most recent first: at most
         MAX_SIGHTINGS per queue part, so the reads stay bounded however many processes came
@@ -293,9 +328,10 @@ class Inspector:
         A worker of a sharded queue renews in every shard: it is one sighting per queue, its
         held tasks summed, its latest renewal and its thread count (the same in every shard) kept.
         Without ``counts`` the held tasks and threads are not read (0 each): one round trip,
-        all a health probe, which must answer within its timeout, asks.
+        all a health probe, which must answer within its timeout, asks. With ``every_count``,
+        the workers of every shard count too (``parts_to_sum``).
         """
-        parts = {queue: self.parts(queue) for queue in queues}
+        parts = self.parts_to_sum(queues, every_count=every_count)
         every_part = [part for queue in queues for part in parts[queue]]
         latest, _ = self._sighted(every_part, live_from_ms)
         return self._sightings(parts, latest, counts)
