@@ -147,10 +147,20 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None 
         return False
     outcome, value = ended
     status, due = backend.broker.advance_workflow(workflow_id, index, outcome, value)
-    if status in ("missing", "damaged"):
+    if status == "missing":
+        # Most often a step that outlived its ended workflow's result_ttl: steps already
+        # enqueued still run (docs/workflows.md, Semantics: Expiry), so this is no error.
+        logger.warning(
+            "Workflow of a step is gone, nothing more is enqueued from it: it ended more than "
+            "result_ttl ago while this step was enqueued or running, or its launch was "
+            "interrupted before it marked its first steps workflow_id=%s task_id=%s",
+            workflow_id,
+            task_id,
+        )
+        return False
+    if status == "damaged":
         logger.error(
-            "Workflow of a step is %s, nothing more is enqueued workflow_id=%s task_id=%s",
-            status,
+            "Workflow of a step is damaged, nothing more is enqueued workflow_id=%s task_id=%s",
             workflow_id,
             task_id,
         )
