@@ -28,7 +28,7 @@ from functools import partial
 from ..broker import Ack, Broker, Finish, Lease, ProgressReport, Rejected, Start
 from ..broker.transitions import FINISH_CALL_CHARS
 from ..exceptions import BrokerUnavailable
-from .backoff import ACK_BACKOFF
+from .backoff import ACK_BACKOFF, REDIS_BACKOFF
 from .held_chars import HeldChars
 from .leases import HeldLeases
 from .progress import PendingProgress
@@ -41,7 +41,8 @@ logger = logging.getLogger(__name__)
 # four threads: a thread waiting for the GIL (5 ms switch interval) let most notices go out.
 START_NOTICE_DELAY_S = 0.02
 # Metric counters of written outcomes are sent this often, never per result: a crash loses at
-# most this much of them (docs/observability.md, What it costs).
+# most this much of them (docs/observability.md, What it costs). A failed send is tried again
+# after REDIS_BACKOFF, never sooner than this.
 METRICS_SEND_S = 1.0
 
 
@@ -116,6 +117,7 @@ class AckWriter(RoleThread):
         self._chars = HeldChars()
         self._metrics_due = time.monotonic() + METRICS_SEND_S
         self._progress_failures = 0  # sends of progress alone failed in a row
+        self._metrics_failures = 0  # metrics sends failed in a row, but at the stop
 
     def pending(self) -> int:
         """Return how many submitted items are not written (or given up) yet.
@@ -199,7 +201,7 @@ class AckWriter(RoleThread):
             if stopping:
                 self._send_last_metrics()
             elif time.monotonic() >= self._metrics_due:
-                self._send_metrics()
+                self._send_due_metrics()
 
     def _sleep_until_work(self, held_starts: dict[Lease, tuple[Start, float]]) -> None:
         """Return at once if anything waits; else sleep until rung, a held start is due,
@@ -245,30 +247,52 @@ class AckWriter(RoleThread):
             return
         self._progress_failures = 0
 
-    def _send_metrics(self) -> bool:
-        """Send the metrics of what was written; return whether Redis took them all (a
-        failure keeps them for the next send)."""
-        self._metrics_due = time.monotonic() + METRICS_SEND_S
+    def _send_due_metrics(self) -> None:
+        """Send the metrics of what was written, which are due; a failure keeps them for the
+        next send, which waits longer after each failure in a row (REDIS_BACKOFF, never less
+        than METRICS_SEND_S): sent every second, a Redis away an hour was 3,600 WARNING lines
+        (docs/observability.md, Metrics and the done index)."""
+        sent_at = time.monotonic()
+        error = self._send_metrics()
+        if error is None:
+            self._metrics_failures = 0
+            self._metrics_due = sent_at + METRICS_SEND_S
+            return
+        self._metrics_failures += 1
+        retry_in_s = max(METRICS_SEND_S, REDIS_BACKOFF.after(self._metrics_failures))
+        self._metrics_due = sent_at + retry_in_s
+        logger.warning(
+            "Metrics not sent, keeping them for the next try attempt=%d retry_in_s=%.1f error=%s",
+            self._metrics_failures,
+            retry_in_s,
+            error,
+        )
+
+    def _send_metrics(self) -> BrokerUnavailable | None:
+        """Send the metrics of what was written; return the error that kept some unsent (a
+        failure keeps them for the next send), or None once Redis took them all."""
         try:
             self.broker.send_metrics()
         except BrokerUnavailable as exc:
-            logger.warning("Metrics not sent, keeping them for the next try error=%s", exc)
-            return False
-        return True
+            return exc
+        return None
 
     def _send_last_metrics(self) -> None:
-        """Send the metrics at the stop until none is left: a send whose reply was lost is
-        sent again (with backoff, until ``give_up``), then what waited behind it. One that
-        Redis refused, or that never reached it, is not tried again."""
+        """Send the metrics at the stop until none is left, at once whatever the backoff of a
+        failed send: a send whose reply was lost is sent again (with backoff, until
+        ``give_up``), then what waited behind it. One that Redis refused, or that never reached
+        it, is not tried again."""
         failures = 0
         while self.broker.tally and not self.give_up.is_set():
-            if self._send_metrics():
+            error = self._send_metrics()
+            if error is None:
                 failures = 0
-            elif self.broker.tally.unsure():
-                failures += 1
-                self.give_up.wait(ACK_BACKOFF.after(failures))
-            else:
+                continue
+            logger.warning("Metrics not sent at the stop error=%s", error)
+            if not self.broker.tally.unsure():
                 return
+            failures += 1
+            self.give_up.wait(ACK_BACKOFF.after(failures))
 
     def _take_all(self) -> list[_Item]:
         """Take everything in the inbox, counting it in hand first (see ``pending``)."""

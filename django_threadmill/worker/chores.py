@@ -27,9 +27,9 @@ class Chores:
     """When the supervisor next reaps and fires schedules, and doing so when due.
 
     ``stopping`` says a stop signal came: nothing is done then, and a call under way ends
-    between two rounds, or is left behind once ``PASS_GRACE_S`` passed. ``after_call`` runs as
-    soon as a stop came, and once each call's wait ended: the supervisor acts on the signals
-    that came meanwhile.
+    between two rounds, or is left behind once ``PASS_GRACE_S`` passed, or at once when
+    ``forced`` says a second signal came. ``after_call`` runs as soon as a stop came, and once
+    each call's wait ended: the supervisor acts on the signals that came meanwhile.
     """
 
     def __init__(
@@ -39,11 +39,14 @@ class Chores:
         wakeup: WakeupPipe,
         stopping: Callable[[], bool],
         after_call: Callable[[], None],
+        *,
+        forced: Callable[[], bool] = lambda: False,
     ) -> None:
         self.options = options
         self.backend = backend
         self._wakeup = wakeup
         self._stopping = stopping
+        self._forced = forced
         self._after_call = after_call
         self.next_reap = time.monotonic()
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
@@ -62,8 +65,9 @@ class Chores:
 
     def _call_redis[T](self, role: str, call: Callable[[], T]) -> T:
         """Make a call to Redis from the main thread that a stop waits for no longer than
-        ``PASS_GRACE_S``: ``Interrupted`` once a signal came first and the call did not end
-        within it, the call left behind (the command exits without it)."""
+        ``PASS_GRACE_S``, and a second signal not at all: ``Interrupted`` once a signal came
+        first and the call did not end within it, the call left behind (the command exits
+        without it)."""
         try:
             return call_unless_stopped(
                 role,
@@ -72,6 +76,7 @@ class Chores:
                 self._wakeup.poke,
                 self._stopping,
                 grace_s=PASS_GRACE_S,
+                forced=self._forced,
             )
         except Interrupted:
             logger.info(
@@ -83,10 +88,11 @@ class Chores:
         finally:
             self._after_call()
 
-    def _sleep_then_act(self, done: Callable[[], bool]) -> None:
-        """Sleep on the wake-up pipe until ``done``, then act on the signals that came before
-        the call's grace: the processes start their stop while a pass ends its round."""
-        self._wakeup.sleep_until(done)
+    def _sleep_then_act(self, done: Callable[[], bool], timeout_s: float | None) -> None:
+        """Sleep on the wake-up pipe until ``done`` or ``timeout_s`` passed, then act on the
+        signals that came meanwhile: the processes start their stop while a pass ends its
+        round, and are killed as a second signal comes during its grace."""
+        self._wakeup.sleep_until(done, timeout_s)
         self._after_call()
 
     def sign_off(self, worker_id: str) -> None:

@@ -22,7 +22,8 @@ from .wakeup import WakeupPipe
 # SIGHUP too: a terminal's hangup (an ssh session dropped, its window closed) reaches the whole
 # process group, and its default action ended every running task at once, as a SIGKILL would.
 STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-type Sleep = Callable[[Callable[[], bool]], None]  # block until the predicate holds
+# Block until the predicate holds, or the timeout (seconds; None for none) has passed.
+type Sleep = Callable[[Callable[[], bool], float | None], None]
 # What a reap pass (or the schedules) gets to end after a stop: enough for one Redis answers.
 PASS_GRACE_S = 1.0
 
@@ -68,19 +69,24 @@ def call_unless_stopped[T](
     stopped: Callable[[], bool],
     *,
     grace_s: float = 0.0,
+    forced: Callable[[], bool] = lambda: False,
 ) -> T:
     """Make ``call`` in a thread of its own while this thread sleeps (``sleep``, woken by
     ``wake`` and by signals); return what it returned or raise what it raised. Raise
     ``Interrupted`` once ``stopped()`` holds first and the call did not end within ``grace_s``
-    more: the call is left behind. A grace lets a call Redis answers end (a reap pass's last
-    settlements get their log lines and signals); a silent Redis holds it past the grace."""
+    more, or ``forced()`` held first (a second signal): the call is left behind. A grace lets
+    a call Redis answers end (a reap pass's last settlements get their log lines and
+    signals); a silent Redis holds it past the grace. The grace is slept on ``sleep`` too, not
+    on the call's event, so a second signal wakes the sleeper, who acts on it at once."""
     waited = WaitedCall(role, call, wake)
     try:
         waited.start()
     except RuntimeError:  # "can't start new thread": the call is made here, as it was before
         return call()
-    sleep(lambda: waited.done.is_set() or stopped())
-    if not waited.done.wait(grace_s):
+    sleep(lambda: waited.done.is_set() or stopped(), None)
+    if grace_s and not waited.done.is_set():
+        sleep(lambda: waited.done.is_set() or forced(), grace_s)
+    if not waited.done.is_set():
         raise Interrupted(role)
     waited.join()  # it is ending: none is left to outlive the caller's look at its threads
     return waited.outcome()

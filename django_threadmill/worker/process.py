@@ -247,7 +247,7 @@ class WorkerProcess:
                 info = call_unless_stopped(
                     "start",
                     self._look_at_redis,
-                    lambda done: self._wait(until=done),
+                    lambda done, timeout_s: self._wait(timeout_s, until=done),
                     self._wakeup.poke,
                     self.stop_requested.is_set,
                 )

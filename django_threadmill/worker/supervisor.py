@@ -43,7 +43,12 @@ class Supervisor:
         self.wakeup = WakeupPipe()  # the main thread sleeps on it; signals wake it
         self.exit_code = ExitCode.OK
         self.chores = Chores(
-            options, backend, self.wakeup, lambda: self.stopping, self._act_on_signals
+            options,
+            backend,
+            self.wakeup,
+            lambda: self.stopping,
+            self._act_on_signals,
+            forced=lambda: self.signals > 1,  # a second signal kills, and waits for no call
         )
 
     @property

@@ -11,6 +11,7 @@ main thread wakes to run the handler (docs/worker.md, Signals reach the main thr
 import os
 import selectors
 import signal
+import time
 from collections.abc import Callable
 from contextlib import suppress
 
@@ -41,16 +42,21 @@ class WakeupPipe:
         with suppress(BlockingIOError):
             os.read(self.read_fd, 4096)
 
-    def sleep_until(self, done: Callable[[], bool]) -> None:
-        """Block until ``done()`` holds, looked at each time a signal or a poke wakes the pipe.
+    def sleep_until(self, done: Callable[[], bool], timeout_s: float | None = None) -> None:
+        """Block until ``done()`` holds, looked at each time a signal or a poke wakes the pipe,
+        or ``timeout_s`` has passed (None: no limit).
 
         A selector, not ``select.select``, which refuses a descriptor numbered past 1023 (a
         process that runs the worker in itself may hold that many before it makes the pipe).
         """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with selectors.DefaultSelector() as selector:
             selector.register(self.read_fd, selectors.EVENT_READ)
             while not done():
-                selector.select()
+                left_s = None if deadline is None else deadline - time.monotonic()
+                if left_s is not None and left_s <= 0:
+                    return
+                selector.select(left_s)
                 self.drain()
 
     def uninstall(self) -> None:
