@@ -18,10 +18,11 @@ from .lanes import is_async
 from .leases import HeldLeases, LeaseKeeper
 from .options import WorkerOptions
 from .pacing import Pacer
-from .pool import PoolLimits, PoolSizing, WorkerPool
+from .pool import PoolSizing, WorkerPool
 from .prefetcher import Prefetcher
 from .role import RoleThread
 from .runner import RunnerParts
+from .sizer import PoolLimits
 from .threads import WorkerThread
 from .watchdog import Watchdog
 from .workflow_drainer import WorkflowDrainer

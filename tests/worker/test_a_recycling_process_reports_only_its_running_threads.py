@@ -18,7 +18,8 @@ from django_threadmill.broker.inspect.source import Source
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.observability.prometheus import exposition
 from django_threadmill.worker.buffer import TaskBuffer
-from django_threadmill.worker.pool import PoolLimits, PoolSizer, WorkerPool
+from django_threadmill.worker.pool import WorkerPool
+from django_threadmill.worker.sizer import PoolLimits, PoolSizer
 from tests.support import Command, wait_until
 
 from . import tasks

@@ -12,7 +12,8 @@ from pathlib import Path
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.worker.buffer import TaskBuffer
-from django_threadmill.worker.pool import PoolLimits, PoolSample, PoolSizer, WorkerPool
+from django_threadmill.worker.pool import WorkerPool
+from django_threadmill.worker.sizer import PoolLimits, PoolSample, PoolSizer
 from tests.support import Command, wait_until
 from tests.worker import tasks
 

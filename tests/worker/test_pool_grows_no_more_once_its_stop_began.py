@@ -8,7 +8,8 @@ from=64 to=200" in the stopping process's log.
 import threading
 
 from django_threadmill.worker.buffer import TaskBuffer
-from django_threadmill.worker.pool import PoolLimits, PoolSample, PoolSizing, WorkerPool
+from django_threadmill.worker.pool import PoolSizing, WorkerPool
+from django_threadmill.worker.sizer import PoolLimits, PoolSample
 
 LIMITS = PoolLimits(min_threads=2, max_threads=16, target_wait_s=0.02, idle_s=30.0)
 

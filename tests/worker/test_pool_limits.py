@@ -6,7 +6,7 @@ from collections import Counter
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.worker.pool import PoolLimits, PoolSample, PoolSizer
+from django_threadmill.worker.sizer import PoolLimits, PoolSample, PoolSizer
 from tests.worker import tasks
 from tests.worker.support import run_script
 

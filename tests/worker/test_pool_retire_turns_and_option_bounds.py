@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 
 from django_threadmill.management.commands import threadmill_worker
 from django_threadmill.worker.buffer import TaskBuffer
-from django_threadmill.worker.pool import PoolLimits, PoolSizer, WorkerPool
+from django_threadmill.worker.pool import WorkerPool
+from django_threadmill.worker.sizer import PoolLimits, PoolSizer
 from tests.support import Command
 
 LIMITS = PoolLimits(min_threads=2, max_threads=16, target_wait_s=0.05, idle_s=30.0)
