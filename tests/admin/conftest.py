@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 import redis
 from django.contrib.auth.models import Permission, User
+from django.contrib.messages import get_messages
 from django.test import Client, override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -15,6 +16,7 @@ from tests.backend_support import fail, succeed
 from tests.conftest import tasks_setting
 
 TASKS_URL = "/admin/django_threadmill/task/"
+ACTION_URL = TASKS_URL + "action/"
 QUEUES_URL = "/admin/django_threadmill/queue/"
 
 
@@ -117,3 +119,21 @@ def bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(redis.Redis, "parse_response", counted)
     return read
+
+
+def selection(*task_ids: str) -> list[str]:
+    """The admin's ids of ``task_ids`` of the default backend, as a selection posts them."""
+    return [f"default:{task_id}" for task_id in task_ids]
+
+
+def post_action(client: Client, data: dict[str, object]) -> list[str]:
+    """Post a confirmed action; check it went back to the list and return its messages."""
+    response = client.post(ACTION_URL, {"next": TASKS_URL, **data, "post": "yes"})
+    assert response.status_code == 302
+    assert response["Location"] == TASKS_URL
+    return [str(message) for message in get_messages(response.wsgi_request)]
+
+
+def act(client: Client, action: str, *task_ids: str) -> list[str]:
+    """Post a confirmed ``action`` on ``task_ids`` and return the messages it left."""
+    return post_action(client, {"action": action, "_selected_action": selection(*task_ids)})

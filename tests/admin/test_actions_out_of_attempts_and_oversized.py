@@ -2,7 +2,6 @@
 a selection larger than one action takes."""
 
 import pytest
-from django.contrib.messages import get_messages
 from django.test import Client
 
 from django_threadmill.admin.actions import MAX_SELECTION
@@ -10,17 +9,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.retry import MAX_ATTEMPTS
 from testproject.example.tasks import add
-from tests.admin.conftest import TASKS_URL, detail_url, failed_task, page
-
-ACTION_URL = TASKS_URL + "action/"
-
-
-def act(client: Client, data: dict[str, object]) -> list[str]:
-    """Post a confirmed action; check it went back to the list and return its messages."""
-    response = client.post(ACTION_URL, {**data, "next": TASKS_URL, "post": "yes"})
-    assert response.status_code == 302
-    assert response["Location"] == TASKS_URL
-    return [str(m) for m in get_messages(response.wsgi_request)]
+from tests.admin.conftest import detail_url, failed_task, page, post_action
 
 
 @pytest.fixture
@@ -39,7 +28,7 @@ def test_a_requeue_of_a_task_out_of_attempts_says_why_it_was_left_alone(
 ) -> None:
     other = failed_task(backend)
 
-    messages = act(
+    messages = post_action(
         operator,
         {
             "action": "requeue",
@@ -59,7 +48,7 @@ def test_a_requeue_of_a_task_out_of_attempts_says_why_it_was_left_alone(
 def test_a_bulk_requeue_reports_the_tasks_out_of_attempts(
     operator: Client, backend: ThreadmillTaskBackend, out_of_attempts: str
 ) -> None:
-    messages = act(operator, {"action": "requeue", "across": "1", "status": "failed"})
+    messages = post_action(operator, {"action": "requeue", "across": "1", "status": "failed"})
 
     assert messages[0] == "0 tasks requeued."
     assert messages[1].startswith("1 left alone: FAILED after 1,000 attempts")
@@ -93,7 +82,7 @@ def test_a_selection_larger_than_one_action_takes_is_refused_whole(
     failed = [failed_task(backend) for _ in range(2)]
     padding = [f"default:{n:032x}@default" for n in range(MAX_SELECTION)]
 
-    messages = act(
+    messages = post_action(
         operator,
         {"action": "requeue", "_selected_action": [f"default:{t}" for t in failed] + padding},
     )
@@ -111,7 +100,7 @@ def test_a_selection_of_exactly_the_most_one_action_takes_is_applied(
     failed = failed_task(backend)
     padding = [f"default:{n:032x}@default" for n in range(MAX_SELECTION - 1)]
 
-    messages = act(
+    messages = post_action(
         operator, {"action": "requeue", "_selected_action": [f"default:{failed}", *padding]}
     )
 

@@ -3,7 +3,6 @@
 from datetime import timedelta
 
 import pytest
-from django.contrib.messages import get_messages
 from django.test import Client
 from django.utils import timezone
 
@@ -12,26 +11,11 @@ from django_threadmill.compat import TaskResultStatus
 from django_threadmill.testing import drain
 from django_threadmill.workflows import chain, step
 from testproject.example.tasks import add
-from tests.admin.conftest import TASKS_URL, failed_task, successful_task
-
-ACTION_URL = TASKS_URL + "action/"
-
-
-def selection(*task_ids: str) -> list[str]:
-    return [f"default:{task_id}" for task_id in task_ids]
+from tests.admin.conftest import ACTION_URL, TASKS_URL, act, failed_task, selection, successful_task
 
 
 def form(action: str, *task_ids: str) -> dict[str, object]:
     return {"action": action, "_selected_action": selection(*task_ids), "next": TASKS_URL}
-
-
-def act(client: Client, action: str, *task_ids: str) -> list[str]:
-    """Post a confirmed ``action`` and return the messages it left."""
-    data = {**form(action, *task_ids), "post": "yes"}
-    response = client.post(ACTION_URL, data)
-    assert response.status_code == 302
-    assert response["Location"] == TASKS_URL
-    return [str(m) for m in get_messages(response.wsgi_request)]
 
 
 def status(backend: ThreadmillTaskBackend, task_id: str) -> TaskResultStatus:

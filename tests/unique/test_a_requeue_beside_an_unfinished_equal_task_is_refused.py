@@ -10,13 +10,12 @@ from collections.abc import Callable
 
 import pytest
 import redis
-from django.contrib.messages import get_messages
 from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import UniqueKeyHeld
-from tests.admin.conftest import TASKS_URL, logged_in, staff_user
+from tests.admin.conftest import act, logged_in, staff_user
 from tests.backend_support import fail, reserve, start, succeed
 
 from .tasks import refresh
@@ -48,15 +47,6 @@ def holder_of_key(backend: ThreadmillTaskBackend, redis_client: redis.Redis, tas
     keys = backend.broker.queue_keys("default")
     digest = redis_client.hget(keys.record(task_id), "unique")
     return str(redis_client.get(f"{keys.unique_prefix}{digest}"))
-
-
-def requeue_action(client: Client, *task_ids: str) -> list[str]:
-    """Post a confirmed admin requeue of ``task_ids`` and return the messages it left."""
-    selected = [f"default:{task_id}" for task_id in task_ids]
-    data = {"action": "requeue", "_selected_action": selected, "next": TASKS_URL, "post": "yes"}
-    response = client.post(TASKS_URL + "action/", data)
-    assert response.status_code == 302
-    return [str(message) for message in get_messages(response.wsgi_request)]
 
 
 @pytest.mark.parametrize("state", HOLDER_STATES)
@@ -104,7 +94,7 @@ def test_the_admin_requeues_the_others_and_names_the_equal_task(
     fail(backend, other, ValueError("boom"))
     failed, holder = failed_then_enqueued_again(backend)
 
-    messages = requeue_action(operator, failed, other)
+    messages = act(operator, "requeue", failed, other)
 
     assert messages == [
         "1 task requeued.",
@@ -122,7 +112,7 @@ def test_of_two_equal_failed_tasks_the_admin_requeues_one(
     first, second = failed_then_enqueued_again(backend)
     fail(backend, second, ValueError("boom again"))
 
-    messages = requeue_action(operator, first, second)
+    messages = act(operator, "requeue", first, second)
 
     assert messages[0] == "1 task requeued."
     assert messages[1].endswith(f": {second} (equal to {first}).")
