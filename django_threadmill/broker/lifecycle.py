@@ -21,6 +21,17 @@ FLUSH_BATCH = 1000  # keys per SCAN step and per UNLINK when flushing
 # runs, and an expired running attempt costs about 19 µs of it (docs/lifecycle.md, Throughput).
 MAX_BATCH_SIZE = 10_000
 DEFAULT_PURGE_BATCH_SIZE = 500  # finished results one purge script call looks at
+CANCEL_BATCH = 500  # tasks one cancel.lua call cancels (about 10 commands each)
+
+
+def _cancel_args(
+    cancels: Sequence[tuple[str, str, StoppedStep | None]], places: Sequence[int]
+) -> Iterator[str]:
+    """cancel.lua's per-task arguments of the ``cancels`` at ``places``: id, stop, stop_why."""
+    for n in places:
+        task_id, _, stop = cancels[n]
+        yield task_id
+        yield from stop.noted() if stop else ("", "")
 
 
 def checked_batch_size(value: object, given_as: str) -> int:
@@ -186,26 +197,58 @@ class Lifecycle(BrokerCore):
     ) -> list[str]:
         """``cancel`` each (task id, error JSON, stop) of ``cancels``; return their answers.
 
-        They go in one round trip: a workflow's cancel stops each of its steps still waiting,
-        thousands in a large group, where one round trip each held the caller for seconds
-        (docs/workflows.md, What it costs).
+        They go in one round trip, one cancel.lua call per queue part and error for at most
+        ``CANCEL_BATCH`` tasks: a workflow's cancel stops each of its steps still waiting,
+        thousands in a large group, where one round trip each held the caller for seconds,
+        and one call each cost the client as much (docs/workflows.md, What it costs).
         """
+        answers = ["missing"] * len(cancels)
+        sent, calls = self._cancel_calls(cancels, finished_ms)
+        replies = self._run_per_queue(calls, durable=False) if calls else []
+        set_aside: Counter[str] = Counter()
+        for (part, chunk), reply in zip(sent, replies, strict=True):
+            for n, answer in zip(chunk, reply, strict=True):
+                answers[n] = str(answer)
+                set_aside[part] += answer == "damaged"
+        for part, count in set_aside.items():
+            if count:
+                log_set_aside(part, count, ScriptName.CANCEL)
+        return answers
+
+    def _cancel_calls(
+        self, cancels: Sequence[tuple[str, str, StoppedStep | None]], finished_ms: int
+    ) -> tuple[list[tuple[str, list[int]]], list[ScriptCall]]:
+        """cancel.lua's calls for ``cancels``, and per call its part and its tasks' places in
+        ``cancels`` (a task of no queue part gets none: it is "missing")."""
         ttl = "" if self.settings.result_ttl_ms is None else self.settings.result_ttl_ms
-        return self._on_tasks(
-            ScriptName.CANCEL,
-            lambda keys: (
+        batches: dict[tuple[str, str], list[int]] = {}  # (part, error) -> places in cancels
+        for n, (task_id, error, _) in enumerate(cancels):
+            part = self.part_of(task_id)
+            if part is not None:
+                batches.setdefault((part, error), []).append(n)
+        sent: list[tuple[str, list[int]]] = []
+        calls: list[ScriptCall] = []
+        for (part, error), places in batches.items():
+            keys = self.queue_keys(part)
+            script_keys = (
                 keys.record_prefix,
                 keys.ready,
                 keys.delayed,
                 keys.done,
                 keys.damaged,
                 keys.outbox,
-            ),
-            [
-                (task_id, (task_id, error, finished_ms, ttl, *(stop.noted() if stop else ("", ""))))
-                for task_id, error, stop in cancels
-            ],
-        )
+            )
+            for start in range(0, len(places), CANCEL_BATCH):
+                chunk = places[start : start + CANCEL_BATCH]
+                sent.append((part, chunk))
+                calls.append(
+                    ScriptCall(
+                        ScriptName.CANCEL,
+                        script_keys,
+                        (error, finished_ms, ttl, *_cancel_args(cancels, chunk)),
+                    )
+                )
+        return sent, calls
 
     def requeue(self, task_id: str) -> str:
         """Give a failed task a new attempt; return "requeued" or the state it was in

@@ -1,7 +1,8 @@
 """Enqueue a workflow: check every step, store the workflow, enqueue the steps that wait for
 nothing. The rest is enqueued by drainers as steps end (advance.py)."""
 
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from functools import partial
 
 from asgiref.sync import sync_to_async
@@ -26,10 +27,21 @@ from .plan import (
     step_task_id,
     workflow_fields,
 )
-from .result import WorkflowResult, read_workflow, waiting_for_commit
+from .result import WorkflowResult, launched, read_workflow, waiting_for_commit
 from .stopping import stop_steps
 
 type PreparedStep = tuple[NewTask, TaskResult]  # a step's stored form, and its result
+# Steps of one queue stored (and marked) per script call: about 20 ms of Redis at 1,000.
+STORE_BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredSteps:
+    """What ``store_steps`` did."""
+
+    refused: BrokerUnavailable | None  # the error of the first queue that refused its steps
+    announced: list[TaskResult]  # the READY results of the steps this call stored
+    stopped: bool  # some were recorded as not run meanwhile, and cancelled (mark_enqueued)
 
 
 @traced_launch
@@ -59,8 +71,12 @@ def launch(root: Plannable) -> WorkflowResult:
     paths = [task.module_path for task in entry_tasks]
     if any(map(backend.pipeline.waits_for_commit, entry_tasks)) and defer_to_commit(write, paths):
         return waiting_for_commit(backend, workflow_id, planned.steps)
-    write()
-    return read_workflow(backend, workflow_id)
+    stored = write()
+    if stored.stopped or len(stored.announced) < len(entry_tasks):
+        return read_workflow(backend, workflow_id)  # it ended meanwhile: say how
+    # What the launch stored is what it returns, as a lone task's enqueue() does: reading back
+    # every step cost a large group as much as storing it (docs/workflows.md, What it costs).
+    return launched(backend, workflow_id, planned.steps, stored.announced)
 
 
 def _store(
@@ -69,8 +85,9 @@ def _store(
     planned: Plan,
     fields: dict[str, str | int],
     first: dict[str, list[PreparedStep]],
-) -> None:
-    """Write the workflow's hash (``fields``), then its first steps, marked enqueued.
+) -> StoredSteps:
+    """Write the workflow's hash (``fields``), then its first steps, marked enqueued; return
+    what the store did.
 
     A queue that refuses its steps while others are stored, or a store whose round trip was
     lost (its steps may be stored or not), would leave a workflow open for good, since only
@@ -81,11 +98,13 @@ def _store(
     backend.broker.create_workflow(workflow_id, fields)
     first_steps = [s for s in planned.steps if s.input is None]
     try:
-        refused = store_steps(backend, workflow_id, first, first_steps)
+        stored = store_steps(backend, workflow_id, first, first_steps)
     except BrokerUnavailable as lost:  # a dropped connection (MaybeApplied), Redis gone
         refused = lost
-    if refused is None:
-        return
+    else:
+        if stored.refused is None:
+            return stored
+        refused = stored.refused
     why = str(refused.__cause__ if isinstance(refused, PartlyEnqueued) else refused)
     try:
         read_workflow(backend, workflow_id).cancel(
@@ -160,7 +179,7 @@ def enqueue_steps(
 ) -> None:
     """``store_steps``, raising the error of the first queue that refused its steps: a
     drainer keeps its outbox entry, and its next look stores the steps not marked."""
-    refused = store_steps(backend, workflow_id, groups, steps)
+    refused = store_steps(backend, workflow_id, groups, steps).refused
     if refused is not None:
         raise refused
 
@@ -170,37 +189,52 @@ def store_steps(
     workflow_id: str,
     groups: dict[str, list[PreparedStep]],
     steps: list[PlannedStep],
-) -> BrokerUnavailable | None:
+) -> StoredSteps:
     """Store the encoded ``steps``, grouped by queue (all queues in one round trip), mark
-    those in Redis enqueued, then send task_enqueued for those this call stored; return the
-    error of the first queue that refused its steps, else None.
+    those in Redis enqueued, then send task_enqueued for those this call stored; say what it
+    did.
 
-    A queue's steps are stored by one atomic call (per shard), so a repeated advance (a
-    drainer that died before taking its outbox entry out, or two drainers at once) finds them
-    all stored and announces none of them: each step is announced once, by the call that
-    stored it. A sharded queue stored in part (``PartlyEnqueued``) marks and announces the
-    steps it wrote; the next advance stores the rest. Receivers hear of steps the workflow
+    A queue's steps are stored by atomic calls of at most ``STORE_BATCH`` steps (per shard),
+    so a repeated advance (a drainer that died before taking its outbox entry out, or two
+    drainers at once) finds them all stored and announces none of them: each step is
+    announced once, by the call that stored it. A call that stored in part (a sharded queue's
+    ``PartlyEnqueued``, or a queue refused after its first calls) marks and announces the
+    steps written; the next advance stores the rest. Receivers hear of steps the workflow
     already counts as enqueued, and one that raises keeps no other step from being announced:
     its error is raised once every step is, or logged when a queue refused its steps.
     """
-    outcomes = backend.broker.enqueue_groups(
-        {queue: [new for new, _ in prepared] for queue, prepared in groups.items()}
-    )
-    refused = next((o for o in outcomes if isinstance(o, BrokerUnavailable)), None)
-    in_redis: set[str] = set()
+    by_id = {step_task_id(workflow_id, step): step for step in steps}
+    refused: BrokerUnavailable | None = None
     stored: list[TaskResult] = []
-    for prepared, outcome in zip(groups.values(), outcomes, strict=True):
-        there, new = _written(prepared, outcome)
-        in_redis |= there
-        stored += new
-    mark_enqueued(
-        backend, workflow_id, [s for s in steps if step_task_id(workflow_id, s) in in_redis]
-    )
+    stopped = False
+    for batch in _batches(groups):
+        outcomes = backend.broker.enqueue_groups(
+            {queue: [new for new, _ in prepared] for queue, prepared in batch.items()}
+        )
+        refused = refused or next((o for o in outcomes if isinstance(o, BrokerUnavailable)), None)
+        in_redis: set[str] = set()
+        for prepared, outcome in zip(batch.values(), outcomes, strict=True):
+            there, new = _written(prepared, outcome)
+            in_redis |= there
+            stored += new
+        marked = sorted((by_id[i] for i in in_redis if i in by_id), key=lambda s: s.index)
+        if mark_enqueued(backend, workflow_id, marked):
+            stopped = True
     if refused is None:
         announce_all(backend.pipeline.sender, stored)
     else:  # docs/enqueue.md, Bulk enqueue: the refusal says what was not written
         announce_guarded(backend.pipeline.sender, stored)
-    return refused
+    return StoredSteps(refused=refused, announced=stored, stopped=stopped)
+
+
+def _batches(groups: dict[str, list[PreparedStep]]) -> Iterator[dict[str, list[PreparedStep]]]:
+    """Split ``groups`` into rounds of at most ``STORE_BATCH`` steps per queue: Redis serves
+    no other client while an enqueue.lua call runs, and 30,000 steps held it for half a second
+    (docs/workflows.md, What it costs)."""
+    longest = max(map(len, groups.values()), default=0)
+    for start in range(0, longest, STORE_BATCH):
+        batch = {q: prepared[start : start + STORE_BATCH] for q, prepared in groups.items()}
+        yield {queue: prepared for queue, prepared in batch.items() if prepared}
 
 
 def _written(
@@ -223,8 +257,9 @@ def _written(
 
 def mark_enqueued(
     backend: ThreadmillTaskBackend, workflow_id: str, steps: list[PlannedStep]
-) -> None:
-    """Mark the stored ``steps`` enqueued; cancel those the workflow recorded as not run.
+) -> bool:
+    """Mark the stored ``steps`` enqueued; cancel those the workflow recorded as not run, and
+    tell whether there were any.
 
     A cancel, or another step's failure, that ends the workflow while steps are being stored
     finds them unmarked and records them as not run (``x:i``): each is cancelled here, so what
@@ -244,6 +279,7 @@ def mark_enqueued(
         if why
     ]
     stop_steps(backend, stopped)
+    return bool(stopped)
 
 
 def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:

@@ -96,19 +96,8 @@ class WorkflowResult:
         if status == "missing":
             self._refuse_before_commit("cancelled")
             return False  # it ended more than result_ttl ago
-        self.refresh()
-        if status not in ("open", "cancelled"):
-            return False  # it failed or succeeded before: nothing of it is ours to stop
-        why = self.why or why  # the cancel that ended it, this one or an earlier one
-        stop_steps(
-            backend,
-            [
-                (step.task_id, StoppedStep(workflow_id=self.id, step=step.index, why=why))
-                for step in self.steps
-                # Waiting (its task importable or not), held by a worker, or running (a retry).
-                if step.task_status in (Status.READY, Status.RUNNING)
-            ],
-        )
+        if status in ("open", "cancelled"):
+            _stop_enqueued(backend, self.id, why)
         self.refresh()
         return status == "open"
 
@@ -120,6 +109,29 @@ class WorkflowResult:
                 "launched inside a transaction with enqueue_on_commit, and is stored when "
                 "that transaction commits (never, if it rolled back). Do it after the commit."
             )
+
+
+def _stop_enqueued(backend: ThreadmillTaskBackend, workflow_id: str, why: str) -> None:
+    """Stop every step the cancelled workflow ``workflow_id`` enqueued (``stop_steps``), for
+    the why of the cancel that ended it, this one (``why``) or an earlier one.
+
+    Its hash alone says which: cancel.lua leaves a step that ended as it is, so the steps'
+    records need no read first, which cost a large group seconds (docs/workflows.md, What it
+    costs).
+    """
+    fields = backend.broker.workflow_fields(workflow_id)
+    planned = planned_steps(backend, workflow_id, fields)
+    why = fields.get("why") or why
+    stop_steps(
+        backend,
+        [
+            (
+                step_task_id(workflow_id, step),
+                StoppedStep(workflow_id=workflow_id, step=step.index, why=why),
+            )
+            for step in enqueued_steps(fields, planned)
+        ],
+    )
 
 
 def get_workflow(workflow_id: str, backend: str = DEFAULT_TASK_BACKEND_ALIAS) -> WorkflowResult:
@@ -178,9 +190,14 @@ def read_step(backend: ThreadmillTaskBackend, task_id: str, record: dict[str, st
         return StepRead(status, unreadable=str(exc))
 
 
+def enqueued_steps(fields: dict[str, str], planned: list[PlannedStep]) -> list[PlannedStep]:
+    """Those of ``planned`` the workflow whose hash reads ``fields`` enqueued (or found due)."""
+    return [step for step in planned if f"e:{step.index}" in fields]
+
+
 def enqueued_ids(workflow_id: str, fields: dict[str, str], planned: list[PlannedStep]) -> list[str]:
     """The task ids of those of ``planned`` the workflow whose hash reads ``fields`` enqueued."""
-    return [step_task_id(workflow_id, step) for step in planned if f"e:{step.index}" in fields]
+    return [step_task_id(workflow_id, step) for step in enqueued_steps(fields, planned)]
 
 
 def workflow_from(
@@ -205,6 +222,19 @@ def workflow_from(
         why=fields.get("why", ""),
         steps=steps,
     )
+
+
+def launched(
+    backend: ThreadmillTaskBackend,
+    workflow_id: str,
+    planned: list[PlannedStep],
+    stored: list[TaskResult],
+) -> WorkflowResult:
+    """The result of a workflow whose launch just stored its first steps, whose READY results
+    are ``stored``: built from what the launch knows, as a lone task's ``enqueue()`` returns
+    the result it stored, not read back (``refresh()`` reads it)."""
+    reads = {result.id: StepRead(result.status, result) for result in stored}
+    return workflow_from(backend, workflow_id, {"status": "open"}, planned, reads)
 
 
 def waiting_for_commit(

@@ -19,8 +19,8 @@ def stop_steps(backend: ThreadmillTaskBackend, steps: Sequence[tuple[str, Stoppe
     or a retry, may wait: the record, which never expires while the step is pending, still
     says so then. A step that ended or expired meanwhile is left as it is.
     """
-    cancels = [
-        (task_id, error_json(Cancelled.before_it_ran(stopped.reason)), stopped)
-        for task_id, stopped in steps
-    ]
+    # Formatted once per reason: a group's steps share one.
+    reasons = {stopped.reason for _, stopped in steps}
+    errors = {reason: error_json(Cancelled.before_it_ran(reason)) for reason in reasons}
+    cancels = [(task_id, errors[stopped.reason], stopped) for task_id, stopped in steps]
     backend.broker.cancel_each(cancels, now_ms())

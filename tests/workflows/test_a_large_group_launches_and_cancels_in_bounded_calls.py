@@ -1,0 +1,102 @@
+"""Launching and cancelling a group costs calls that do not grow with each member.
+
+A launch read the whole workflow back (every step's record) to build what ``enqueue()``
+returns, and a cancel read every record twice and sent one cancel.lua call per step: a group
+of 30,000 members took seconds of client time to launch and more to cancel. A launch now
+returns what it stored, and a cancel reads the records once and cancels its steps in calls of
+at most ``CANCEL_BATCH``, as the launch stores them in calls of at most ``STORE_BATCH`` per
+queue, so no one call holds Redis for long (docs/workflows.md, What it costs).
+
+Counted from INFO commandstats, which counts the commands scripts run too.
+"""
+
+from collections.abc import Callable
+
+import pytest
+import redis
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
+from django_threadmill.workflows import WorkflowResult, get_workflow, group, step
+from tests.support import command_calls
+
+from .tasks import collect, number
+
+
+def launch_group(members: int) -> WorkflowResult:
+    """Enqueue a group of ``members`` steps on two queues, and a callback."""
+    return group(
+        *(step(number.using(queue_name=("default", "emails")[n % 2]), n) for n in range(members)),
+        then=step(collect),
+    ).enqueue()
+
+
+def counted[T](client: redis.Redis, call: Callable[[], T]) -> tuple[T, dict[str, int]]:
+    """Run ``call``; return its answer and the commands Redis ran for it."""
+    client.config_resetstat()
+    answer = call()
+    return answer, command_calls(client)
+
+
+def test_a_launch_returns_what_it_stored_without_reading_any_step_back(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    launch_group(1)  # loads the scripts and registers the queues
+    small, few = counted(redis_client, lambda: launch_group(10))
+    flow, many = counted(redis_client, lambda: launch_group(300))
+
+    assert "hgetall" not in many  # no step's record, nor the workflow's hash, is read back
+    assert many["evalsha"] == few["evalsha"]
+    assert flow.status == small.status == TaskResultStatus.READY
+    assert [s.state for s in flow.steps] == ["READY"] * 300 + ["WAITING"]
+    read_back = get_workflow(flow.id)
+    assert [(s.task_id, s.state, s.task_status) for s in flow.steps] == [
+        (s.task_id, s.state, s.task_status) for s in read_back.steps
+    ]
+    for given, stored in zip(flow.results[:300], read_back.results, strict=False):
+        assert given is not None
+        assert stored is not None
+        assert (given.id, given.args, given.status) == (stored.id, stored.args, stored.status)
+
+
+def test_a_cancel_reads_the_steps_once_and_cancels_them_in_a_few_calls(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    launch_group(1).cancel()  # loads the scripts
+    small, large = launch_group(10), launch_group(300)
+    _, few = counted(redis_client, lambda: small.cancel("too big"))
+    _, many = counted(redis_client, lambda: large.cancel("too big"))
+
+    assert many["evalsha"] == few["evalsha"]  # one cancel.lua call per queue, advance, the rest
+    assert many["hgetall"] == 300 + 2  # each step's record once, the workflow's hash twice
+    why = "Cancelled before it ran: its workflow was cancelled: too big"
+    for result in large.results[:300]:
+        assert result is not None
+        assert result.status == TaskResultStatus.FAILED
+        assert result.errors[-1].traceback.strip().endswith(why)
+    assert large.steps[-1].not_run == "cancelled: too big"
+
+
+def test_each_call_stores_or_cancels_at_most_a_batch_of_steps(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launch_group(1).cancel()  # loads the scripts and registers the queues
+    monkeypatch.setattr("django_threadmill.workflows.launch.STORE_BATCH", 100)
+    monkeypatch.setattr("django_threadmill.broker.lifecycle.CANCEL_BATCH", 100)
+    announced: list[TaskResult] = []
+
+    def heard(sender: object, task_result: TaskResult, **kwargs: object) -> None:
+        announced.append(task_result)
+
+    task_enqueued.connect(heard, weak=False)
+    try:
+        flow, launched = counted(redis_client, lambda: launch_group(500))
+    finally:
+        task_enqueued.disconnect(heard)
+    _, cancelled = counted(redis_client, lambda: flow.cancel())
+
+    # 250 steps per queue: three enqueue.lua calls each, in three rounds marked by mark.lua.
+    assert launched["evalsha"] == 2 * 3 + 3
+    assert sorted(r.id for r in announced) == sorted(s.task_id for s in flow.steps[:500])
+    assert cancelled["evalsha"] == 1 + 2 * 3  # advance.lua, then three cancel.lua per queue
+    assert [s.state for s in flow.steps] == ["FAILED"] * 500 + ["NOT_RUN"]
