@@ -260,6 +260,7 @@ def purge(source: Source, queue: str, state: str) -> int:
 
 
 def purge_preview(source: Source, queue: str) -> dict[str, Any]:
-    """Return what the purge confirmation page shows: how many results the queue holds."""
-    overview = source.inspector.overview([queue])[0]
+    """Return what the purge confirmation page shows: how many results the queue holds, under
+    every shard count, as the purge deletes them."""
+    overview = source.inspector.overview([queue], every_count=True)[0]
     return {"finished": overview.finished, "outcomes": overview.outcomes}

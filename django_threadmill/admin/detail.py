@@ -149,6 +149,19 @@ def _stopped(stopped: StoppedStep | None) -> str:
     return "recorded as not run by its workflow" if stopped.not_run else "cancelled"
 
 
+def _stored_elsewhere(source: Source, detail: TaskDetail) -> str:
+    """Say that the record lies under another shard count than the settings give ("" if
+    not): requeue and cancel go where the settings put the task, and would not find it."""
+    configured = source.settings.shards_of(detail.queue)
+    if detail.shards == configured:
+        return ""
+    return (
+        f"Stored under {detail.shards} shard{'s' if detail.shards > 1 else ''} of queue "
+        f"{detail.queue}, where the settings give {configured} (docs/scaling.md, Changing the "
+        "shard count): requeue and cancel reach it only with the settings it was stored under."
+    )
+
+
 def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     """Return the template context of the detail page of one task."""
     record = detail.record
@@ -167,6 +180,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     earlier_errors, errors = _errors(detail)
     result_unread = detail.unread.get("result")
     payload_chars = len(record.get("payload", ""))
+    elsewhere = _stored_elsewhere(source, detail)
     return {
         "alias": source.alias,
         "detail": detail,
@@ -203,8 +217,9 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         ],
         "ttl_s": None if detail.ttl_ms is None else detail.ttl_ms // 1000,
         "exhausted": EXHAUSTED if exhausted else "",
-        "can_requeue": state == "failed" and stopped is None and not exhausted,
-        "can_cancel": state == "ready",
+        "stored_elsewhere": elsewhere,
+        "can_requeue": state == "failed" and stopped is None and not exhausted and not elsewhere,
+        "can_cancel": state == "ready" and not elsewhere,
     }
 
 

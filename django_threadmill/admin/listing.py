@@ -323,7 +323,8 @@ class Walker:
         for inspector, members in self.by_inspector().items():
             wanted = set(members)
             ids = [e.task_id for e in chunk if e.stream in wanted]
-            for task_id, fields in zip(ids, inspector.probe(ids, keep.fields), strict=True):
+            probed = inspector.probe(ids, keep.fields, self._found_in(chunk))
+            for task_id, fields in zip(ids, probed, strict=True):
                 accepted[task_id] = (
                     None
                     if fields is None
@@ -345,8 +346,15 @@ class Walker:
         rows: dict[str, TaskRow | None] = {}
         for inspector, members in self.by_inspector().items():
             wanted = set(members)
-            rows.update(inspector.rows(e.task_id for e in chunk if e.stream in wanted))
+            ids = [e.task_id for e in chunk if e.stream in wanted]
+            rows.update(inspector.rows(ids, self._found_in(chunk)))
         return rows
+
+    def _found_in(self, chunk: list[_Entry]) -> dict[str, str]:
+        """Return the part each entry of ``chunk`` was read in: a stream of another shard count
+        holds its records where the configured count does not look (docs/scaling.md, Changing
+        the shard count)."""
+        return {entry.task_id: self.streams[entry.stream].queue for entry in chunk}
 
 
 class _Frontier:

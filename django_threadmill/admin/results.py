@@ -116,27 +116,36 @@ class Filters:
         return RowFilter(fields=("state", "payload") if needle else ("state",), accepts=accepts)
 
 
-def _streams(chosen: list[Source], filters: Filters, indexes: tuple[Index, ...]) -> list[Stream]:
+def _streams(
+    chosen: list[Source], filters: Filters, indexes: tuple[Index, ...], *, every_count: bool
+) -> list[Stream]:
+    """Return one stream per index and queue part the filters choose: a sharded queue has one
+    per shard; with ``every_count``, also one per part of every other shard count the queue was
+    used with, as the queues page counts them (docs/scaling.md, Changing the shard count)."""
     return [
         Stream(source.alias, part, source.inspector, index)
         for index in indexes
         for source in chosen
-        for queue in source.queues()
-        if not filters.queue or queue == filters.queue
-        for part in source.inspector.parts(queue)  # a sharded queue: one stream per shard
+        for queue, parts in source.inspector.parts_to_sum(
+            [q for q in source.queues() if not filters.queue or q == filters.queue],
+            every_count=every_count,
+        ).items()
+        for part in parts
     ]
 
 
 def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
     """Return what one list row shows; URLs are built here, not by a template tag per row.
 
-    An id that is not UTF-8 names no record, so its row has no page to link to, no action.
+    An id that is not UTF-8 names no record, so its row has no page to link to, no action; a
+    task stored under another shard count has a page but no action, which would miss it.
     """
     readable = not isinstance(row.id, NotUtf8Id)
     return {
         "alias": alias,
         "row": row,
         "url": reverse(DETAIL_URL_NAME, args=(alias, row.id)) if readable else "",
+        "selectable": readable and not row.stored_elsewhere,
         "path_query": urlencode({"task": row.path}),
         "label": state_label(row.state) if readable else NOT_UTF8_ID_LABEL,
         "enqueued_at": when(row.enqueued_ms),
@@ -154,8 +163,8 @@ def _search(chosen: list[Source], filters: Filters) -> list[dict[str, Any]]:
             candidates = [filters.search]
         else:
             candidates = [make_task_id(filters.search, queue) for queue in source.queues()]
-        hits = source.inspector.existing(candidates)
-        rows = source.inspector.rows(hits)
+        hits = source.inspector.located(candidates)
+        rows = source.inspector.rows(hits, hits)
         found += [_row_view(source.alias, row) for row in rows.values() if row is not None]
     return found
 
@@ -213,7 +222,8 @@ def matching(
 
     keep = RowFilter(fields=listed.fields if listed else ("state",), accepts=accepts)
     indexes = tuple(index for index in STATUSES[filters.status][1] if index in HOLDING[state])
-    walker = Walker(_streams(chosen, filters, indexes), None)
+    # The configured count's only: requeue and cancel reach no other (docs/scaling.md).
+    walker = Walker(_streams(chosen, filters, indexes, every_count=False), None)
     walk = walker.walk(Cursor(), want=want, budget=budget, keep=keep)
     return filters, walk.rows, walk.exhausted or not walker.has_more(walk.end)
 
@@ -233,7 +243,7 @@ def _total(chosen: list[Source], streams: list[Stream], as_of: int | None) -> in
 
 def _page(chosen: list[Source], filters: Filters, query: QueryDict) -> dict[str, Any]:
     indexes = STATUSES[filters.status][1]
-    streams = _streams(chosen, filters, indexes)
+    streams = _streams(chosen, filters, indexes, every_count=True)
     start = Cursor.decode(query.get("cursor"))
     before = Cursor.decode(query.get("before"))
     as_of = (start or before or Cursor()).as_of_ms

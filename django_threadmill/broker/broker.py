@@ -21,12 +21,12 @@ class Broker(
     Enqueueing,
     Workflows,
     Pausing,
+    Lifecycle,
+    DamagedRecords,
     Layouts,
     Reads,
     Acquiring,
     Transitions,
     MetricsSending,
-    Lifecycle,
-    DamagedRecords,
 ):
     """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from .core import BrokerCore
+from .layouts import Layouts
 from .raw_replies import RAW, escaped, stored_id, unescaped
 from .scripts import ScriptCall, ScriptName
 from .types import stored_note
@@ -52,19 +52,25 @@ def oldest_first(entries: list[DamagedRecord]) -> list[DamagedRecord]:
     return sorted(entries, key=lambda entry: (entry.at_ms or 0, entry.id))
 
 
-class DamagedRecords(BrokerCore):
-    """The damaged-records section of the Broker: read and forget what scripts set aside."""
+class DamagedRecords(Layouts):
+    """The damaged-records section of the Broker: read and forget what scripts set aside.
+
+    Each reaches every shard count a queue kept keys under (``every_part``): the reaper of any
+    count sets records aside in an earlier count's parts too (docs/scaling.md, Changing the
+    shard count).
+    """
 
     MAX_LISTED = 1000  # entries read per queue part: a listing stays bounded
 
     def damaged(self, queues: Sequence[str]) -> list[DamagedRecord]:
-        """Return what the scripts set aside in ``queues`` (each shard's), queue by queue and
-        oldest first, read in one round trip.
+        """Return what the scripts set aside in ``queues`` (each shard's, of every count),
+        queue by queue and oldest first, read in one round trip after ``every_parts``'.
 
         Read as bytes: acquire sets aside an id that is not UTF-8 under its own bytes; it is
         listed escaped (``NotUtf8Id``), where decoding it failed the whole read.
         """
-        parts = [(queue, part) for queue in queues for part in self.parts(queue)]
+        every = self.every_parts(queues)
+        parts = [(queue, part) for queue in queues for part in every[queue]]
         with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for _, part in parts:
                 key = self.queue_keys(part).damaged
@@ -78,10 +84,11 @@ class DamagedRecords(BrokerCore):
         return [entry for entries in by_queue.values() for entry in oldest_first(entries)]
 
     def damaged_counts(self, queues: Sequence[str]) -> dict[str, int]:
-        """Return how many entries each of ``queues`` has set aside, every shard's, in one
-        round trip: ``damaged`` reads at most MAX_LISTED a part, and a listing says what it
-        left out."""
-        parts = [(queue, part) for queue in queues for part in self.parts(queue)]
+        """Return how many entries each of ``queues`` has set aside, every shard's of every
+        count, in one round trip after ``every_parts``': ``damaged`` reads at most MAX_LISTED
+        a part, and a listing says what it left out."""
+        every = self.every_parts(queues)
+        parts = [(queue, part) for queue in queues for part in every[queue]]
         with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for _, part in parts:
                 pipe.hlen(self.queue_keys(part).damaged)
@@ -92,16 +99,16 @@ class DamagedRecords(BrokerCore):
         return counts
 
     def forget_all_damaged(self, queue: str) -> Iterator[list[DamagedRecord]]:
-        """Drop every entry of ``queue``'s damaged set (every shard's), a batch of at most
-        MAX_LISTED a call; the keys themselves are left as they are. Yield each batch dropped,
-        oldest first, as soon as it is dropped.
+        """Drop every entry of ``queue``'s damaged set (every shard's of every count), a batch
+        of at most MAX_LISTED a call; the keys themselves are left as they are. Yield each
+        batch dropped, oldest first, as soon as it is dropped.
 
         Each forget_damaged.lua call reads and drops a batch in one step, so the entries
         yielded are exactly those dropped: one set aside meanwhile is dropped and yielded,
         never dropped unseen. A caller that stops iterating (its output was closed, Redis
         failed) stops the dropping: what it was given is all that was dropped.
         """
-        for part in self.parts(queue):
+        for part in self.every_part(queue):
             call = ScriptCall(
                 ScriptName.FORGET_DAMAGED,
                 (self.queue_keys(part).damaged,),
@@ -119,13 +126,14 @@ class DamagedRecords(BrokerCore):
                     yield oldest_first(dropped)
 
     def forget_damaged(self, queue: str, ids: Sequence[str]) -> list[str]:
-        """Drop the entries ``ids`` of ``queue``'s damaged set (every shard's), in one round
-        trip; the keys themselves are left as they are. Return the ids that were not in it.
+        """Drop the entries ``ids`` of ``queue``'s damaged set (every shard's of every count),
+        in one round trip after ``every_part``'s; the keys themselves are left as they are.
+        Return the ids that were not in it.
 
         An id is taken as ``damaged`` lists it: one listed escaped (``\\xff``, a byte that is
         not UTF-8) names the entry stored under that byte.
         """
-        keys = [self.queue_keys(part).damaged for part in self.parts(queue)]
+        keys = [self.queue_keys(part).damaged for part in self.every_part(queue)]
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for task_id in ids:
                 for key in keys:

@@ -228,6 +228,13 @@ def queue_of_part(part: str) -> str:
     return part.partition(SHARD_SEPARATOR)[0]
 
 
+def part_shards(part: str) -> int:
+    """Return the shard count N whose parts ``part`` (one of ``queue_parts``) is among: 1 for
+    a queue's own name, N for ``queue#kofN.s``."""
+    _, separator, shard = part.partition(SHARD_SEPARATOR)
+    return int(shard.partition("of")[2].partition(".")[0]) if separator else 1
+
+
 def _spread_part(alias: str, queue_name: str, k: int, shards: int) -> str:
     for salt in count():
         part = f"{queue_name}{SHARD_SEPARATOR}{k}of{shards}.{salt}"

@@ -5,10 +5,11 @@ A task lives in the shard its id picks among the queue's N (keys.py), so workers
 before a worker or reaper starts (docs/scaling.md, Changing the shard count).
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from ..codec.ids import queue_of
 from ..codec.text import digits_int
-from .keys import SHARD_SEPARATOR, queue_parts
+from .keys import SHARD_SEPARATOR, queue_parts, shard_of
 from .raw_replies import RAW
 from .reads import Reads, known_queues
 
@@ -56,7 +57,12 @@ class Layouts(Reads):
     def every_part(self, queue: str) -> list[str]:
         """Return the parts of ``queue`` under its configured shard count, then those of every
         other count it may have kept keys under (``other_parts``): one SMEMBERS."""
-        return [*self.parts(queue), *self.other_parts([queue])[queue]]
+        return self.every_parts([queue])[queue]
+
+    def every_parts(self, queues: Sequence[str]) -> dict[str, list[str]]:
+        """Return ``every_part`` of each of ``queues``: one SMEMBERS."""
+        other = self.other_parts(queues)
+        return {queue: [*self.parts(queue), *other[queue]] for queue in queues}
 
     def queues_and_other_parts(
         self, configured: Iterable[str]
@@ -77,6 +83,22 @@ class Layouts(Reads):
         """Return ``other_parts(queues)`` from ``recorded``, the layouts set read as bytes in
         a round trip of the caller's."""
         return self._parts_of(self._counts_besides_configured(queues, recorded))
+
+    def parts_of_id(self, task_id: str, recorded: Iterable[bytes]) -> list[str]:
+        """Return the part that holds ``task_id`` under each shard count its queue may have
+        kept keys under, the configured count's first (none for an id not of ours), from
+        ``recorded``, the layouts set read as bytes: a task's shard is picked from its id
+        alone, so its page opens whichever count stored it (docs/scaling.md, Changing the
+        shard count)."""
+        queue = queue_of(task_id)
+        if queue is None:
+            return []
+        other = self._counts_besides_configured([queue], recorded)[queue]
+        alias = self.settings.alias
+        return [
+            self.part_in(queue, task_id),
+            *(queue_parts(alias, queue, shards)[shard_of(task_id, shards)] for shards in other),
+        ]
 
     def _parts_of(self, layouts: dict[str, list[int]]) -> dict[str, list[str]]:
         """Return, per queue of ``layouts``, the parts of each of its shard counts."""

@@ -8,9 +8,9 @@ from typing import Any
 
 from ..codec.payloads import task_path
 from ..exceptions import BrokerUnavailable, UniqueKeyHeld
-from .core import BrokerCore
 from .damaged import log_set_aside
 from .keys import QueueKeys
+from .layouts import Layouts
 from .raw_replies import UndecodableAttempt, read_expired, stored_id
 from .scripts import ScriptCall, ScriptName
 from .types import ExpiredAttempt, Lease, Reaped, stored_int, stored_lines
@@ -67,7 +67,7 @@ def _expired_attempt(
     )
 
 
-class Lifecycle(BrokerCore):
+class Lifecycle(Layouts):
     """The reap, cancel, requeue and purge section of the Broker."""
 
     def reap(self, queue: str, limit: int, *, dry_run: bool = False) -> Reaped:
@@ -284,8 +284,11 @@ class Lifecycle(BrokerCore):
     ) -> Iterator[int]:
         """Delete the finished results of ``queue`` as ``purge`` does, yielding how many each
         purge.lua call deleted as soon as it answers: a caller that stops iterating (a stop
-        signal, ``threadmill_queue purge``) stops the purge between two calls."""
-        for part in self.parts(queue):
+        signal, ``threadmill_queue purge``) stops the purge between two calls.
+
+        Every shard count's results go (``every_part``): those finished under an earlier
+        ``queue_shards`` are the queue's too (docs/scaling.md, Changing the shard count)."""
+        for part in self.every_part(queue):
             yield from self._purge_part(part, state, batch_size)
 
     def _purge_part(self, part: str, state: str, batch_size: int) -> Iterator[int]:

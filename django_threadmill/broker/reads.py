@@ -5,7 +5,7 @@ redis-py's types, which allow bytes.
 """
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -208,15 +208,22 @@ class Reads(BrokerCore):
         return found
 
     def cut_fields(
-        self, task_ids: Sequence[str], fields: Sequence[str], cut: str, cut_bytes: int
+        self,
+        task_ids: Sequence[str],
+        fields: Sequence[str],
+        cut: str,
+        cut_bytes: int,
+        found_in: Mapping[str, str] | None = None,
     ) -> list[list[bytes | None] | None]:
         """Return ``fields`` of the record of each of ``task_ids`` as bytes, the field ``cut``
         cut to its first ``cut_bytes`` (None where its key is not a hash, all None where it is
-        gone): one row_fields.lua call per queue part, pipelined (split by node on a Redis
+        gone), each read in its part in ``found_in`` if given there (one of another shard
+        count): one row_fields.lua call per queue part, pipelined (split by node on a Redis
         Cluster)."""
         by_part: dict[str, list[tuple[int, str]]] = defaultdict(list)  # (position, id)
         for n, task_id in enumerate(task_ids):
-            by_part[self.part_of(task_id) or ""].append((n, task_id))
+            part = (found_in or {}).get(task_id) or self.part_of(task_id) or ""
+            by_part[part].append((n, task_id))
         calls = [
             ScriptCall(
                 ScriptName.ROW_FIELDS,

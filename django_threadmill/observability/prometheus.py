@@ -169,12 +169,20 @@ class ThreadmillCollector:
     @staticmethod
     def _collect_source(source: Source, families: _Families) -> None:
         """Read one alias: queue gauges, lifetime counters and live workers, each kind of read
-        for every queue at once, so the round trips do not grow with the queues."""
+        for every queue at once, so the round trips do not grow with the queues.
+
+        Gauges and counters alike sum every shard count a queue was used with, the recorded
+        counts read once: after a change of ``queue_shards`` the tasks still waiting or running
+        under the old count, and its workers, stay in the gauges (docs/scaling.md, Changing
+        the shard count)."""
         inspector, queues = source.inspector, source.queues()
         now_ms = inspector.now_ms()
-        paused, waiting = inspector.paused(queues), inspector.waiting(queues)
-        leased = inspector.state_splits(queues, Index.LEASES)
-        oldest = inspector.oldest_ready_times([q for q, (ready, _) in waiting.items() if ready])
+        paused = inspector.paused(queues)
+        waiting = inspector.waiting(queues, every_count=True)
+        leased = inspector.state_splits(queues, Index.LEASES, every_count=True)
+        oldest = inspector.oldest_ready_times(
+            [q for q, (ready, _) in waiting.items() if ready], every_count=True
+        )
         for queue, (ready, delayed) in waiting.items():
             since = oldest.get(queue)
             age_s = 0.0 if since is None else max(0, now_ms - since) / 1000
@@ -185,7 +193,9 @@ class ThreadmillCollector:
         lease_ms = source.settings.lease_ttl_ms
         alive = {
             sighting.worker_id: sighting.threads
-            for sighting in inspector.workers(queues, live_from_ms=now_ms - lease_ms)
+            for sighting in inspector.workers(
+                queues, live_from_ms=now_ms - lease_ms, every_count=True
+            )
             if sighting.live(now_ms, lease_ms)
         }
         families.workers.add_metric([source.alias], len(alive))

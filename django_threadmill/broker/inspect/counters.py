@@ -72,8 +72,9 @@ def merged(many: Sequence[PathCounters]) -> PathCounters:
 
 def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[str, PathCounters]:
     """Return the lifetime counters of ``queues``, summed over every shard count each one
-    counted under: one SMEMBERS, then one pipeline of an HGETALL per part (and, per part of
-    an earlier count, a ZRANGEBYSCORE of its paths).
+    counted under: the inspector's one SMEMBERS (``Inspector.layouts``), then one pipeline
+    of an HGETALL per part (and, per part of an earlier count, a ZRANGEBYSCORE of its
+    paths).
 
     No send reaches the parts of an earlier ``queue_shards`` count once its workers stop, so
     their counters stay as they were: summed with the configured count's, a queue's series do
@@ -82,7 +83,8 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
     (docs/scaling.md, Changing the shard count).
     """
     broker = inspector.broker
-    parts, earlier = {q: inspector.parts(q) for q in queues}, broker.other_parts(queues)
+    parts = {queue: inspector.parts(queue) for queue in queues}
+    earlier = broker.other_parts_in(queues, inspector.layouts)
     stale_to = now_ms - PATH_TTL_MS
     with broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
         for queue in queues:

@@ -5,7 +5,7 @@ See the package docstring for the rules every query here follows.
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -14,11 +14,12 @@ from ...codec.payloads import PATH_HEAD_BYTES, task_path_in_head
 from ...codec.progress import PROGRESS_FIELDS, stored_progress
 from ..broker import Broker
 from ..connection import readable_replies
-from ..keys import QueueKeys
+from ..keys import QueueKeys, part_shards
 from ..pausing import QueuePause
 from ..raw_replies import RAW, NotUtf8Id, escaped, stored_counters, stored_id, stored_scored_ids
 from ..reads import damaged_record
 from ..types import stored_int
+from .located import located
 from .ready_walk import READY_SINCE_FIELDS, band_heads, oldest_ready_since
 from .record import RecordValues, not_utf8, read_values
 from .steps import StepRecord, step_records
@@ -110,21 +111,23 @@ class Inspector:
         """Return, per queue, the parts a query sums: those of its configured shard count,
         then, with ``every_count``, those of every other count it kept keys under.
 
-        The queues page sums every count, so the tasks, workers and counts of an earlier
-        ``queue_shards`` stay in view until they are gone (docs/scaling.md, Changing the shard
-        count); a purge, and what its page says it would delete, reach the configured count's.
+        The admin's pages and the metrics sum every count, so the tasks, workers and counts of
+        an earlier ``queue_shards`` stay in view until they are gone (docs/scaling.md,
+        Changing the shard count).
         """
-        other = self.broker.other_parts_in(queues, self._layouts) if every_count else {}
+        other = self.broker.other_parts_in(queues, self.layouts) if every_count else {}
         return {queue: [*self.parts(queue), *other.get(queue, ())] for queue in queues}
 
     @cached_property
-    def _layouts(self) -> Iterable[bytes]:
-        """The shard counts recorded, read once: an Inspector serves one page view (Source)."""
+    def layouts(self) -> Iterable[bytes]:
+        """The shard counts recorded, read once: an Inspector serves one page view or scrape
+        (Source)."""
         return self.broker.recorded_layouts()
 
-    def _record(self, task_id: str) -> str:
-        """Return the record key of ``task_id``, building each part's prefix once."""
-        part = self.broker.part_of(task_id) or ""
+    def _record(self, task_id: str, found_in: Mapping[str, str] | None = None) -> str:
+        """Return the record key of ``task_id``, in its part in ``found_in`` if given there
+        (one of another shard count), building each part's prefix once."""
+        part = (found_in or {}).get(task_id) or self.broker.part_of(task_id) or ""
         if part not in self._record_prefixes:
             self._record_prefixes[part] = self._keys(part).record_prefix
         return self._record_prefixes[part] + task_id
@@ -186,9 +189,12 @@ class Inspector:
             for queue, ready, delayed, finished, stats, since in counted
         ]
 
-    def waiting(self, queues: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """Return (ready, delayed) of each queue, summed over shards: one pipeline of ZCARDs."""
-        parts = {queue: self.parts(queue) for queue in queues}
+    def waiting(
+        self, queues: Sequence[str], *, every_count: bool = False
+    ) -> dict[str, tuple[int, int]]:
+        """Return (ready, delayed) of each queue, summed over shards (``parts_to_sum``): one
+        pipeline of ZCARDs."""
+        parts = self.parts_to_sum(queues, every_count=every_count)
         with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part in (part for queue in queues for part in parts[queue]):
                 keys = self._keys(part)
@@ -240,14 +246,16 @@ class Inspector:
                 found[queue] = max(times) if times else None
             return found
 
-    def state_splits(self, queues: Sequence[str], index: Index) -> dict[str, StateSplit]:
-        """Count the states of the ids in each queue's ``index``, summed over its shards;
-        above STATE_SAMPLE ids in a part, estimate from its newest.
+    def state_splits(
+        self, queues: Sequence[str], index: Index, *, every_count: bool = False
+    ) -> dict[str, StateSplit]:
+        """Count the states of the ids in each queue's ``index``, summed over its shards
+        (``parts_to_sum``); above STATE_SAMPLE ids in a part, estimate from its newest.
 
         Two round trips, whatever the number of queues: the sizes and newest ids of every
         part in one pipeline, their states in another.
         """
-        return self._state_splits({queue: self.parts(queue) for queue in queues}, index)
+        return self._state_splits(self.parts_to_sum(queues, every_count=every_count), index)
 
     def _state_splits(self, parts: dict[str, list[str]], index: Index) -> dict[str, StateSplit]:
         """``state_splits`` of the queues of ``parts``, each summed over its parts there."""
@@ -273,8 +281,11 @@ class Inspector:
         }
         return {queue: _summed([splits[part] for part in parts[queue]]) for queue in queues}
 
-    def oldest_ready_times(self, queues: Sequence[str]) -> dict[str, int | None]:
-        """Return, per queue, when its longest-waiting ready task (of every shard) became ready.
+    def oldest_ready_times(
+        self, queues: Sequence[str], *, every_count: bool = False
+    ) -> dict[str, int | None]:
+        """Return, per queue, when its longest-waiting ready task (of every shard,
+        ``parts_to_sum``) became ready.
 
         That is its ``ready_ms`` (a retry's due time, a requeue), else the later of its enqueue
         and its run_after. A band's ids are in enqueue order, but a retried or requeued task
@@ -285,7 +296,7 @@ class Inspector:
         walks its bands in the same round trips (``band_heads``), and their fields are read in
         one more.
         """
-        return self._oldest_ready_times({queue: self.parts(queue) for queue in queues})
+        return self._oldest_ready_times(self.parts_to_sum(queues, every_count=every_count))
 
     def _oldest_ready_times(self, parts: dict[str, list[str]]) -> dict[str, int | None]:
         """``oldest_ready_times`` of the queues of ``parts``, each over its parts there."""
@@ -433,9 +444,8 @@ class Inspector:
 
     # Listing -------------------------------------------------------------------------------
 
-    def index_size(self, index: Index, queues: Sequence[str], as_of_ms: int | None) -> int:
-        """Return how many ids ``index`` holds over ``queues`` (done: finished by ``as_of_ms``)."""
-        parts = [part for queue in queues for part in self.parts(queue)]
+    def index_size(self, index: Index, parts: Sequence[str], as_of_ms: int | None) -> int:
+        """Return how many ids ``index`` holds over ``parts`` (done: finished by ``as_of_ms``)."""
         return sum(self.sizes(index, parts, as_of_ms).values())
 
     def sizes(self, index: Index, parts: Sequence[str], as_of_ms: int | None) -> dict[str, int]:
@@ -491,53 +501,66 @@ class Inspector:
             for reply in replies
         ]
 
-    def _listed_fields(self, ids: Sequence[str], fields: Sequence[str]) -> list[Fields]:
+    def _listed_fields(
+        self, ids: Sequence[str], fields: Sequence[str], found_in: Mapping[str, str] | None
+    ) -> list[Fields]:
         """Return ``fields`` of the record of each of ``ids``: None where its key is not a hash,
         and for an id that is not UTF-8 (``NotUtf8Id``), which names no record and is not read.
 
         A ``payload`` among them is its first PATH_HEAD_BYTES only (``task_path_in_head``).
         """
         readable = [task_id for task_id in ids if not isinstance(task_id, NotUtf8Id)]
-        found = iter(self._fields_of(readable, fields))
+        found = iter(self._fields_of(readable, fields, found_in))
         return [None if isinstance(task_id, NotUtf8Id) else next(found) for task_id in ids]
 
-    def _fields_of(self, ids: Sequence[str], fields: Sequence[str]) -> list[Fields]:
+    def _fields_of(
+        self, ids: Sequence[str], fields: Sequence[str], found_in: Mapping[str, str] | None
+    ) -> list[Fields]:
         """Return ``fields`` of each record of ``ids``, a payload cut to its head: a page of 50
         rows of 2 MB payloads read 100 MB for their task paths (docs/admin.md, Cost per page
         view)."""
         if "payload" not in fields:
-            return self._hmget([self._record(task_id) for task_id in ids], fields)
-        replies = self.broker.cut_fields(ids, fields, "payload", PATH_HEAD_BYTES)
+            return self._hmget([self._record(task_id, found_in) for task_id in ids], fields)
+        replies = self.broker.cut_fields(ids, fields, "payload", PATH_HEAD_BYTES, found_in)
         return [
             None if reply is None else [None if v is None else escaped(v) for v in reply]
             for reply in replies
         ]
 
     def probe(
-        self, ids: Sequence[str], fields: Sequence[str]
+        self, ids: Sequence[str], fields: Sequence[str], found_in: Mapping[str, str] | None = None
     ) -> list[dict[str, str | None] | None]:
         """Return ``fields`` of each record of ``ids`` (all None where it is gone, None where
-        its key is not a hash or its id is not UTF-8): one pipeline.
+        its key is not a hash or its id is not UTF-8), each in its part in ``found_in`` if
+        given there: one pipeline.
 
         A filtered listing reads only what its filter needs, then whole rows for the matches.
         """
-        replies = self._listed_fields(ids, fields)
+        replies = self._listed_fields(ids, fields, found_in)
         return [
             None if values is None else dict(zip(fields, values, strict=True)) for values in replies
         ]
 
-    def rows(self, ids: Iterable[str]) -> dict[str, TaskRow | None]:
+    def rows(
+        self, ids: Iterable[str], found_in: Mapping[str, str] | None = None
+    ) -> dict[str, TaskRow | None]:
         """Return the listing fields of each id (None where the record is gone, a ``DAMAGED``
-        row where its key is not a hash or its id is not UTF-8): one pipeline."""
+        row where its key is not a hash or its id is not UTF-8), each read in its part in
+        ``found_in`` if given there (one of another shard count): one pipeline."""
         wanted = list(ids)
-        replies = self._listed_fields(wanted, ROW_FIELDS)
+        replies = self._listed_fields(wanted, ROW_FIELDS, found_in)
         return {
-            task_id: self._row(task_id, values)
+            task_id: self._row(task_id, values, self._stored_elsewhere(task_id, found_in))
             for task_id, values in zip(wanted, replies, strict=True)
         }
 
+    def _stored_elsewhere(self, task_id: str, found_in: Mapping[str, str] | None) -> bool:
+        """Whether ``found_in`` puts ``task_id`` where its configured shard count does not."""
+        part = (found_in or {}).get(task_id)
+        return part is not None and part != self.broker.part_of(task_id)
+
     @staticmethod
-    def _row(task_id: str, values: Fields) -> TaskRow | None:
+    def _row(task_id: str, values: Fields, stored_elsewhere: bool) -> TaskRow | None:
         if values is None:
             return TaskRow.unreadable(task_id, queue_of(task_id) or "")
         fields = dict(zip(ROW_FIELDS, values, strict=True))
@@ -546,6 +569,7 @@ class Inspector:
         return TaskRow(
             id=task_id,
             queue=queue_of(task_id) or "",
+            stored_elsewhere=stored_elsewhere,
             state=fields["state"] or "",
             path=task_path_in_head(fields["payload"]),
             enqueued_ms=stored_int(fields["enqueued_ms"]),
@@ -569,10 +593,20 @@ class Inspector:
 
         Its values are read up to DETAIL_READ_BYTES in all (``read_values``); the fields in
         ``whole`` are read up to SHOW_ALL_BYTES each, for a page that serves one value whole.
+        A record not in its configured shard count's part is looked for in those of the other
+        counts its queue was used with (``located``), so its page opens after a change of
+        ``queue_shards`` (docs/scaling.md, Changing the shard count).
         """
-        queue, part = queue_of(task_id), self.broker.part_of(task_id)
-        if queue is None or part is None:
-            return None
+        part = self.broker.part_of(task_id)
+        found = None if part is None else self._detail(task_id, part, whole)
+        if found is None and part is not None:
+            elsewhere = self.located([task_id]).get(task_id, part)
+            found = None if elsewhere == part else self._detail(task_id, elsewhere, whole)
+        return found
+
+    def _detail(self, task_id: str, part: str, whole: Collection[str]) -> TaskDetail | None:
+        """Return ``detail`` of ``task_id`` read in ``part``, or None if it holds no record."""
+        queue = queue_of(task_id) or ""
         keys = self._keys(part)
         key = keys.record(task_id)
         with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
@@ -603,12 +637,10 @@ class Inspector:
             damaged=str(damaged_record(task_id, key, kind)) if damaged else "",
             not_utf8=not_utf8(task_id, key, {**dict.fromkeys(read.unread, b""), **read.values}),
             fields_left_out=read.fields_left_out,
+            shards=part_shards(part),
         )
 
-    def existing(self, task_ids: Sequence[str]) -> list[str]:
-        """Return those of ``task_ids`` that have a record (one pipelined EXISTS each)."""
-        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
-            for task_id in task_ids:
-                pipe.exists(self._record(task_id))
-            found = pipe.execute()
-        return [task_id for task_id, hit in zip(task_ids, found, strict=True) if hit]
+    def located(self, task_ids: Sequence[str]) -> dict[str, str]:
+        """Return those of ``task_ids`` that have a record, each with the part holding it,
+        under any shard count its queue was used with (``located.located``)."""
+        return located(self.broker, task_ids, self.layouts)

@@ -78,6 +78,9 @@ class TaskRow:
     attempts: int
     errors: int
     progress: Progress | None = None  # the last report of a task that reported any
+    # Read in a part of another shard count than the settings give (docs/scaling.md, Changing
+    # the shard count): requeue and cancel, which go where the settings put it, miss it.
+    stored_elsewhere: bool = False
 
     @classmethod
     def unreadable(cls, task_id: str, queue: str) -> "TaskRow":
@@ -112,3 +115,4 @@ class TaskDetail:
     not_utf8: str = ""  # which fields hold bytes that are not UTF-8, shown escaped; "" if none
     unread: dict[str, int] = field(default_factory=dict)  # values too big to read: their bytes
     fields_left_out: str = ""  # why fields were not looked at (too many of them); "" if none
+    shards: int = 1  # the shard count whose part holds the record

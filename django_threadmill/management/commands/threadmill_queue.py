@@ -471,7 +471,7 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
         """Print what the admin's purge page shows (the queue's finished results, split by
         state), and what a purge of ``state`` would delete; change nothing."""
         queue = self._queue(source, name)
-        overview = source.inspector.overview([queue])[0]
+        overview = source.inspector.overview([queue], every_count=True)[0]  # as the purge reaches
         split = {wanted: overview.outcomes.counts.get(wanted, 0) for wanted in PURGE_STATES}
         exact = overview.outcomes.exact
         about, estimated = (
