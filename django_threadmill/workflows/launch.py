@@ -31,7 +31,7 @@ from .result import WorkflowResult, launched, read_workflow, waiting_for_commit
 from .stopping import stop_steps
 
 type PreparedStep = tuple[NewTask, TaskResult]  # a step's stored form, and its result
-# Steps of one queue stored (and marked) per script call: about 20 ms of Redis at 1,000.
+# Steps of one queue a drainer stores (and marks) per script call: about 20 ms of Redis at 1,000.
 STORE_BATCH = 1000
 
 
@@ -179,7 +179,7 @@ def enqueue_steps(
 ) -> None:
     """``store_steps``, raising the error of the first queue that refused its steps: a
     drainer keeps its outbox entry, and its next look stores the steps not marked."""
-    refused = store_steps(backend, workflow_id, groups, steps).refused
+    refused = store_steps(backend, workflow_id, groups, steps, batch=STORE_BATCH).refused
     if refused is not None:
         raise refused
 
@@ -189,13 +189,19 @@ def store_steps(
     workflow_id: str,
     groups: dict[str, list[PreparedStep]],
     steps: list[PlannedStep],
+    *,
+    batch: int | None = None,
 ) -> StoredSteps:
     """Store the encoded ``steps``, grouped by queue (all queues in one round trip), mark
     those in Redis enqueued, then send task_enqueued for those this call stored; say what it
     did.
 
-    A queue's steps are stored by atomic calls of at most ``STORE_BATCH`` steps (per shard),
-    so a repeated advance (a drainer that died before taking its outbox entry out, or two
+    A queue's steps are stored by atomic calls (per shard) of at most ``batch`` steps, each
+    marked before the next (None: one call for all of them). A launch stores whole: a launch
+    killed between two calls would leave its workflow open for good with the rest never
+    stored, since only a launch stores its first steps (docs/workflows.md, A launch that was
+    interrupted). A drainer stores in batches: its outbox entry stays until every step is
+    stored, and its next look stores the rest. So a repeated advance (a drainer that died before taking its outbox entry out, or two
     drainers at once) finds them all stored and announces none of them: each step is
     announced once, by the call that stored it. A call that stored in part (a sharded queue's
     ``PartlyEnqueued``, or a queue refused after its first calls) marks and announces the
@@ -207,13 +213,13 @@ def store_steps(
     refused: BrokerUnavailable | None = None
     stored: list[TaskResult] = []
     stopped = False
-    for batch in _batches(groups):
+    for chunk in _batches(groups, batch):
         outcomes = backend.broker.enqueue_groups(
-            {queue: [new for new, _ in prepared] for queue, prepared in batch.items()}
+            {queue: [new for new, _ in prepared] for queue, prepared in chunk.items()}
         )
         refused = refused or next((o for o in outcomes if isinstance(o, BrokerUnavailable)), None)
         in_redis: set[str] = set()
-        for prepared, outcome in zip(batch.values(), outcomes, strict=True):
+        for prepared, outcome in zip(chunk.values(), outcomes, strict=True):
             there, new = _written(prepared, outcome)
             in_redis |= there
             stored += new
@@ -227,14 +233,19 @@ def store_steps(
     return StoredSteps(refused=refused, announced=stored, stopped=stopped)
 
 
-def _batches(groups: dict[str, list[PreparedStep]]) -> Iterator[dict[str, list[PreparedStep]]]:
-    """Split ``groups`` into rounds of at most ``STORE_BATCH`` steps per queue: Redis serves
-    no other client while an enqueue.lua call runs, and 30,000 steps held it for half a second
-    (docs/workflows.md, What it costs)."""
+def _batches(
+    groups: dict[str, list[PreparedStep]], batch: int | None
+) -> Iterator[dict[str, list[PreparedStep]]]:
+    """Split ``groups`` into rounds of at most ``batch`` steps per queue (None: one round):
+    Redis serves no other client while an enqueue.lua call runs, and 30,000 steps held it for
+    half a second (docs/workflows.md, What it costs)."""
+    if batch is None:
+        yield groups
+        return
     longest = max(map(len, groups.values()), default=0)
-    for start in range(0, longest, STORE_BATCH):
-        batch = {q: prepared[start : start + STORE_BATCH] for q, prepared in groups.items()}
-        yield {queue: prepared for queue, prepared in batch.items() if prepared}
+    for start in range(0, longest, batch):
+        chunk = {q: prepared[start : start + batch] for q, prepared in groups.items()}
+        yield {queue: prepared for queue, prepared in chunk.items() if prepared}
 
 
 def _written(

@@ -4,8 +4,9 @@ A launch read the whole workflow back (every step's record) to build what ``enqu
 returns, and a cancel read every record twice and sent one cancel.lua call per step: a group
 of 30,000 members took seconds of client time to launch and more to cancel. A launch now
 returns what it stored, and a cancel reads the records once and cancels its steps in calls of
-at most ``CANCEL_BATCH``, as the launch stores them in calls of at most ``STORE_BATCH`` per
-queue, so no one call holds Redis for long (docs/workflows.md, What it costs).
+at most ``CANCEL_BATCH``; a drainer stores a large group in calls of at most ``STORE_BATCH``
+per queue, so no one call holds Redis for long, and a launch each queue's first steps in one,
+atomic (docs/workflows.md, What it costs).
 
 Counted from INFO commandstats, which counts the commands scripts run too.
 """
@@ -16,11 +17,14 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Broker
+from django_threadmill.broker.types import NewTask
 from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
-from django_threadmill.workflows import WorkflowResult, get_workflow, group, step
+from django_threadmill.testing import drain
+from django_threadmill.workflows import WorkflowResult, chain, get_workflow, group, step
 from tests.support import command_calls
 
-from .tasks import collect, number
+from .tasks import add, collect, number
 
 
 def launch_group(members: int) -> WorkflowResult:
@@ -77,12 +81,30 @@ def test_a_cancel_reads_the_steps_once_and_cancels_them_in_a_few_calls(
     assert large.steps[-1].not_run == "cancelled: too big"
 
 
-def test_each_call_stores_or_cancels_at_most_a_batch_of_steps(
-    backend: ThreadmillTaskBackend, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    launch_group(1).cancel()  # loads the scripts and registers the queues
+@pytest.fixture
+def stored_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, int]]:
+    """Per ``enqueue_groups`` call (one enqueue.lua call per queue), the steps sent per queue;
+    batches of 100 steps a store and a cancel call."""
     monkeypatch.setattr("django_threadmill.workflows.launch.STORE_BATCH", 100)
     monkeypatch.setattr("django_threadmill.broker.lifecycle.CANCEL_BATCH", 100)
+    calls: list[dict[str, int]] = []
+    enqueue_groups = Broker.enqueue_groups
+
+    def counting(broker: Broker, groups: dict[str, list[NewTask]]) -> list[object]:
+        calls.append({queue: len(tasks) for queue, tasks in groups.items()})
+        return enqueue_groups(broker, groups)
+
+    monkeypatch.setattr(Broker, "enqueue_groups", counting)
+    return calls
+
+
+def test_a_launch_stores_each_queues_first_steps_in_one_call_and_cancels_in_batches(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, stored_calls: list[dict[str, int]]
+) -> None:
+    """A launch killed between two calls would leave its workflow open for good, the rest of
+    its first steps never stored (docs/workflows.md, A launch that was interrupted)."""
+    launch_group(1).cancel()  # loads the scripts and registers the queues
+    stored_calls.clear()
     announced: list[TaskResult] = []
 
     def heard(sender: object, task_result: TaskResult, **kwargs: object) -> None:
@@ -95,8 +117,31 @@ def test_each_call_stores_or_cancels_at_most_a_batch_of_steps(
         task_enqueued.disconnect(heard)
     _, cancelled = counted(redis_client, lambda: flow.cancel())
 
-    # 250 steps per queue: three enqueue.lua calls each, in three rounds marked by mark.lua.
-    assert launched["evalsha"] == 2 * 3 + 3
+    assert stored_calls == [{"default": 250, "emails": 250}]
+    assert launched["evalsha"] == 2 + 1  # an enqueue.lua call per queue, then mark.lua
     assert sorted(r.id for r in announced) == sorted(s.task_id for s in flow.steps[:500])
     assert cancelled["evalsha"] == 1 + 2 * 3  # advance.lua, then three cancel.lua per queue
     assert [s.state for s in flow.steps] == ["FAILED"] * 500 + ["NOT_RUN"]
+
+
+def test_a_drainer_stores_a_large_group_in_batches(
+    backend: ThreadmillTaskBackend, stored_calls: list[dict[str, int]]
+) -> None:
+    """Its outbox entry stays until every step is stored: a drainer killed between two calls
+    leaves the rest to the next look."""
+    members = (step(add.using(queue_name=("default", "emails")[n % 2]), n) for n in range(500))
+    flow = chain(step(number, 0), group(*members, then=step(collect))).enqueue()
+
+    drain(queues=["default", "emails"], max_tasks=1000)
+
+    assert stored_calls == [
+        {"default": 1},  # the launch's first step
+        {"default": 100, "emails": 100},
+        {"default": 100, "emails": 100},
+        {"default": 50, "emails": 50},
+        {"default": 1},  # the callback
+    ]
+    flow.refresh()
+    assert flow.status == TaskResultStatus.SUCCESSFUL
+    assert flow.results[-1] is not None
+    assert flow.results[-1].return_value == list(range(500))
