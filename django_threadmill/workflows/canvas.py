@@ -4,13 +4,14 @@ Each shape adds its steps to a plan (plan.py); ``enqueue()`` hands it to launch.
 plans and stores it.
 """
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..codec.results import cut_to
-from ..compat import Task
+from ..compat import Task, TaskResult
 from ..enqueue.pipeline import is_call
 from .launch import alaunch, launch
 from .plan import Input, Plan
@@ -31,6 +32,14 @@ class Workflow(ABC):
     async def aenqueue(self) -> WorkflowResult:
         """Async twin of ``enqueue``."""
         return await alaunch(self)
+
+    def __or__(self, other: object) -> "Chain":
+        """``a | b`` is ``chain(a, b)``, as Celery writes a chain (docs/workflows.md, The API)."""
+        return Chain(_links(self) + _links(other))
+
+    def __ror__(self, other: object) -> "Chain":
+        """``other | self``, reached when ``other`` is not a shape: refused, naming the fix."""
+        return Chain(_links(other) + _links(self))
 
 
 # The classes check what they are given, as the functions below build them: built directly
@@ -137,6 +146,20 @@ def _nodes(kind: str, given: object) -> tuple[Node, ...]:
     return tuple(given)
 
 
+def _links(node: object) -> tuple[Node, ...]:
+    """The parts ``node`` brings to a chain written with ``|``: a chain's own parts, so that
+    ``chain(a, b) | c`` is ``chain(a, b, c)`` (the same plan as ``chain(chain(a, b), c)``)."""
+    if isinstance(node, Chain):
+        return node.parts
+    if isinstance(node, Step | Group):
+        return (node,)
+    hint = _hint("chain", node) or " Write step(task, ...) on each side of |."
+    raise TypeError(
+        f"a | b takes steps, chains and groups on both sides (it is chain(a, b)), not "
+        f"{_shown(node)}.{hint}"
+    )
+
+
 def _shown(value: object) -> str:
     """``repr(value)``, cut short: a list of a thousand steps must not fill the message."""
     return cut_to(repr(value), 200)
@@ -146,6 +169,10 @@ def _hint(kind: str, node: object) -> str:
     """What to write instead of ``node``, where that is clear."""
     if isinstance(node, Task):
         return " Wrap the task as step(task, ...)."
+    if isinstance(node, TaskResult):
+        return " That is a task enqueued already: wrap the task itself as step(task, ...)."
+    if inspect.isroutine(node):
+        return " Decorate the function with @task, then wrap the task as step(task, ...)."
     if isinstance(node, list | tuple | Iterator):
         return f" Pass the steps one by one: {kind}(*steps)."
     return ""
