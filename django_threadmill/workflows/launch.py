@@ -201,13 +201,14 @@ def store_steps(
     killed between two calls would leave its workflow open for good with the rest never
     stored, since only a launch stores its first steps (docs/workflows.md, A launch that was
     interrupted). A drainer stores in batches: its outbox entry stays until every step is
-    stored, and its next look stores the rest. So a repeated advance (a drainer that died before taking its outbox entry out, or two
-    drainers at once) finds them all stored and announces none of them: each step is
-    announced once, by the call that stored it. A call that stored in part (a sharded queue's
-    ``PartlyEnqueued``, or a queue refused after its first calls) marks and announces the
-    steps written; the next advance stores the rest. Receivers hear of steps the workflow
-    already counts as enqueued, and one that raises keeps no other step from being announced:
-    its error is raised once every step is, or logged when a queue refused its steps.
+    stored, and its next look stores the rest. So a repeated advance (a drainer that died
+    before taking its outbox entry out, or two drainers at once) finds them all stored and
+    announces none of them: each step is announced once, by the call that stored it. A call
+    that stored in part (a sharded queue's ``PartlyEnqueued``, or a queue refused after its
+    first calls) marks and announces the steps written; the next advance stores the rest.
+    Receivers hear of steps the workflow already counts as enqueued, and one that raises keeps
+    no other step from being announced: its error is raised once every step is, or logged
+    when a queue refused its steps.
     """
     by_id = {step_task_id(workflow_id, step): step for step in steps}
     refused: BrokerUnavailable | None = None
