@@ -6,7 +6,7 @@ from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Outcome
-from django_threadmill.broker.inspect import inspector as inspector_module
+from django_threadmill.broker.inspect import sightings as sightings_module
 from django_threadmill.broker.inspect.inspector import Inspector
 from django_threadmill.codec.times import now_ms
 from testproject.example.tasks import echo
@@ -66,7 +66,7 @@ def test_worker_sightings_are_read_to_a_bound_latest_first(
 ) -> None:
     """Each process start adds a sighting kept a day; health, scrapes and the admin read them
     all, which took seconds at 30,000 (restarts, --max-tasks recycling)."""
-    monkeypatch.setattr(inspector_module, "MAX_SIGHTINGS", 3)
+    monkeypatch.setattr(sightings_module, "MAX_SIGHTINGS", 3)
     keys = backend.broker.queue_keys("default")
     for n in range(6):
         redis_client.zadd(keys.workers, {f"worker-{n}": 1_000 + n})

@@ -55,7 +55,7 @@ def test_oldest_ready_of_an_empty_queue_is_none(backend: ThreadmillTaskBackend) 
 def test_split_above_the_sample_is_estimated(
     backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("django_threadmill.broker.inspect.inspector.STATE_SAMPLE", 2)
+    monkeypatch.setattr("django_threadmill.broker.inspect.queues.STATE_SAMPLE", 2)
     for n in range(4):
         succeed(backend, add.enqueue(n, n).id, n)
 

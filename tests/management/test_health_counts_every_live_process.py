@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker.inspect.inspector import MAX_SIGHTINGS
+from django_threadmill.broker.inspect.sightings import MAX_SIGHTINGS
 from django_threadmill.management.health import HealthCode
 from tests.support import ROOT, command_env
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker.inspect.inspector import MAX_SIGHTINGS
+from django_threadmill.broker.inspect.sightings import MAX_SIGHTINGS
 from testproject.example.tasks import add, fail, send_welcome
 from tests.backend_support import reserve, start
 from tests.conftest import tasks_setting

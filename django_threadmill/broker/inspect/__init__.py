@@ -8,7 +8,8 @@ Nothing here uses KEYS or SCAN, and nothing writes.
 
 from ...codec.payloads import task_path, task_path_in_head
 from ..raw_replies import NotUtf8Id
-from .inspector import STATE_SAMPLE, THROUGHPUT_MINUTES, Inspector
+from .inspector import Inspector
+from .queues import STATE_SAMPLE, THROUGHPUT_MINUTES
 from .ready_walk import BAND_SAMPLE
 from .record import SHOW_ALL_BYTES
 from .types import (

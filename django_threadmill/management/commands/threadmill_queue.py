@@ -14,7 +14,7 @@ from django.core.management.base import CommandError, CommandParser
 from ...aliases import source_of
 from ...broker import DEFAULT_PURGE_BATCH_SIZE, checked_batch_size
 from ...broker.damaged import DamagedRecord
-from ...broker.inspect.inspector import STATE_SAMPLE
+from ...broker.inspect.queues import STATE_SAMPLE
 from ...broker.inspect.source import Source
 from ...broker.pausing import MAX_REASON_CHARS, checked_reason
 from ...broker.raw_replies import controls_escaped
