@@ -187,7 +187,8 @@ class AckWriter(RoleThread):
             self._doorbell.set()
 
     def loop(self) -> None:
-        held_starts: dict[Lease, tuple[Start, float]] = {}  # notice and when it was taken
+        # Notice and when it was taken, in the order taken (the oldest first: see ``_due``).
+        held_starts: dict[Lease, tuple[Start, float]] = {}
         stopping = False
         while not stopping:
             self._sleep_until_work(held_starts)
@@ -213,7 +214,8 @@ class AckWriter(RoleThread):
         now = time.monotonic()
         wakes = [self._metrics_due] if self.broker.tally else []
         if held_starts:
-            wakes.append(min(taken for _, taken in held_starts.values()) + START_NOTICE_DELAY_S)
+            _, oldest = next(iter(held_starts.values()))
+            wakes.append(oldest + START_NOTICE_DELAY_S)
         if (progress_wait_s := self.progress.wait_s()) is not None:
             wakes.append(now + progress_wait_s)
         timeout_s = max(0.0, min(wakes) - now) if wakes else None
@@ -311,13 +313,7 @@ class AckWriter(RoleThread):
         now = time.monotonic()
         finishes, waiters = _sort(batch, held_starts, now)
         elided = sum(held_starts.pop(finish.lease, None) is not None for finish in finishes)
-        due = [
-            start
-            for start, taken in held_starts.values()
-            if flush or now - taken >= START_NOTICE_DELAY_S
-        ]
-        for start in due:
-            del held_starts[start.lease]
+        due = _due(held_starts, now, flush=flush)
         self._holding = len(held_starts)
         dropped = self._send("start", due, self.broker.start) if due else 0
         finished = [finish.lease for finish in finishes]
@@ -413,6 +409,23 @@ def _sort(
             finishes.append(item.finish)
             waiters.append(item.event)
     return finishes, waiters
+
+
+def _due(held_starts: dict[Lease, tuple[Start, float]], now: float, *, flush: bool) -> list[Start]:
+    """Take the held start notices that are due (all of them with ``flush``), oldest first.
+
+    They are held in the order taken, each due START_NOTICE_DELAY_S after it, so the due ones
+    come first and the look stops at the first that is not: one notice is held per running
+    task, and 32 threads had every batch walk all 32 (docs/design.md, Worker).
+    """
+    due: list[Start] = []
+    for start, taken in held_starts.values():
+        if not flush and now - taken < START_NOTICE_DELAY_S:
+            break
+        due.append(start)
+    for start in due:
+        del held_starts[start.lease]
+    return due
 
 
 def _by_size(finishes: list[Finish]) -> list[list[Finish]]:
