@@ -2,14 +2,13 @@
 flush a test's Redis (django_threadmill.testing)."""
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
 
 from ..codec.payloads import task_path
 from ..exceptions import BrokerUnavailable, UniqueKeyHeld
 from .damaged import log_set_aside
-from .keys import QueueKeys
 from .layouts import Layouts
 from .raw_replies import UndecodableAttempt, read_expired, stored_id
 from .scripts import ScriptCall, ScriptName
@@ -151,33 +150,6 @@ class Lifecycle(Layouts):
         )
         return int(self._run(call))
 
-    def _on_tasks(
-        self,
-        script: ScriptName,
-        keys_of: Callable[[QueueKeys], tuple[str, ...]],
-        tasks: Sequence[tuple[str, tuple[str | int, ...]]],
-    ) -> list[Any]:
-        """Run an operator's script on each (task id, its args) of ``tasks``, in one round
-        trip (split by node on a Redis Cluster); return the answers (a state, or "missing";
-        requeue's may be an array)."""
-        answers: list[Any] = ["missing"] * len(tasks)
-        sent: list[tuple[int, str]] = []  # per call: its task's place in tasks, its part
-        calls: list[ScriptCall] = []
-        for n, (task_id, args) in enumerate(tasks):
-            part = self.part_of(task_id)
-            if part is not None:
-                calls.append(ScriptCall(script, keys_of(self.queue_keys(part)), args))
-                sent.append((n, part))
-        replies = self._run_per_queue(calls, durable=False) if calls else []
-        set_aside: Counter[str] = Counter()
-        for (n, part), reply in zip(sent, replies, strict=True):
-            answers[n] = reply if isinstance(reply, list) else str(reply)
-            set_aside[part] += answers[n] == "damaged"
-        for part, count in set_aside.items():
-            if count:
-                log_set_aside(part, count, script)
-        return answers
-
     def cancel(
         self, task_id: str, error_json: str, finished_ms: int, stopped: StoppedStep | None = None
     ) -> str:
@@ -257,20 +229,23 @@ class Lifecycle(Layouts):
         Raise ``UniqueKeyHeld``, changing nothing, when an equal unique task that has not
         finished holds the key: the two would run at once (docs/schedules.md, Unique tasks).
         """
-        [answer] = self._on_tasks(
-            ScriptName.REQUEUE,
-            lambda keys: (
-                keys.record_prefix,
-                keys.ready,
-                keys.done,
-                keys.wake,
-                keys.damaged,
-                keys.unique_prefix,
-            ),
-            [(task_id, (task_id,))],
+        part = self.part_of(task_id)
+        if part is None:
+            return "missing"
+        keys = self.queue_keys(part)
+        script_keys = (
+            keys.record_prefix,
+            keys.ready,
+            keys.done,
+            keys.wake,
+            keys.damaged,
+            keys.unique_prefix,
         )
+        answer = self._run(ScriptCall(ScriptName.REQUEUE, script_keys, (task_id,)))
         if isinstance(answer, list):
             raise UniqueKeyHeld(task_id, holder_id=answer[1])
+        if answer == "damaged":
+            log_set_aside(part, 1, ScriptName.REQUEUE)
         return str(answer)
 
     def purge(

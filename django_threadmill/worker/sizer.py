@@ -116,6 +116,7 @@ class PoolSizer:
     _bound_since: PoolSample | None = None  # the first look of a span with work for every thread
     _bound_before: bool = False  # the span before it did too, and the process used a core
     _ceiling: int | None = None  # the most threads the system allowed, once it refused one
+    _retiring_to: int | None = None  # the size a trial shrink retires to, until it is reached
 
     def decide(self, sample: PoolSample) -> tuple[int, str]:
         """Return the change in threads and why ("" when none)."""
@@ -189,6 +190,9 @@ class PoolSizer:
         from before), and lasts until it shows a rate (two results per thread, up to
         MAX_TRIAL_S), so the trial has one to compare with.
         """
+        if self._retiring_to is not None and sample.threads > self._retiring_to:
+            return 0  # the last trial's threads still end as they take their turns
+        self._retiring_to = None
         count = min(sample.threads // 2, sample.threads - self.limits.min_threads)
         begun = self._bound_since
         had_work = sample.busy >= sample.threads or sample.waiting > 0
@@ -206,6 +210,7 @@ class PoolSizer:
         if (rate is None and span < MAX_TRIAL_S) or self._shrinking.holds(sample.at):
             return 0
         self._trial = _Trial(added=-count, started=sample, rate_before=rate)
+        self._retiring_to = sample.threads - count
         self._bound_since, self._bound_before, self._backlog_since = None, False, None
         return count
 
@@ -213,8 +218,11 @@ class PoolSizer:
         """Once the change has settled and shown a rate (or its tasks proved too long to show
         one), give the verdict on it."""
         if trial.measured_from is None:
-            settled = sample.at - trial.started.at >= min(trial.settle_s, MAX_TRIAL_S / 2)
-            if settled and trial.in_effect(sample):
+            waited = sample.at - trial.started.at
+            settled = waited >= min(trial.settle_s, MAX_TRIAL_S / 2)
+            # Retired threads end after their current task: tasks longer than MAX_TRIAL_S
+            # held every other decision (growth, idle threads) back on the trial.
+            if settled and (trial.in_effect(sample) or waited >= MAX_TRIAL_S):
                 trial.measured_from = sample
             return 0, ""
         since = trial.measured_from
@@ -279,6 +287,7 @@ class PoolSizer:
             self._shrinking.reset()
             return 0, ""
         self._shrinking.begin(sample.at)
+        self._retiring_to = None  # its threads come back
         return -trial.added, why
 
 

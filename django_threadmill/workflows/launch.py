@@ -31,7 +31,8 @@ from .result import WorkflowResult, launched, read_workflow, waiting_for_commit
 from .stopping import stop_steps
 
 type PreparedStep = tuple[NewTask, TaskResult]  # a step's stored form, and its result
-# Steps of one queue a drainer stores (and marks) per script call: about 20 ms of Redis at 1,000.
+# Steps of one queue a drainer stores (and marks) per script call: at most about 50 ms of
+# Redis at 1,000 (docs/workflows.md, What it costs).
 STORE_BATCH = 1000
 
 
@@ -214,19 +215,28 @@ def store_steps(
     refused: BrokerUnavailable | None = None
     stored: list[TaskResult] = []
     stopped = False
-    for chunk in _batches(groups, batch):
-        outcomes = backend.broker.enqueue_groups(
-            {queue: [new for new, _ in prepared] for queue, prepared in chunk.items()}
-        )
-        refused = refused or next((o for o in outcomes if isinstance(o, BrokerUnavailable)), None)
-        in_redis: set[str] = set()
-        for prepared, outcome in zip(chunk.values(), outcomes, strict=True):
-            there, new = _written(prepared, outcome)
-            in_redis |= there
-            stored += new
-        marked = sorted((by_id[i] for i in in_redis if i in by_id), key=lambda s: s.index)
-        if mark_enqueued(backend, workflow_id, marked):
-            stopped = True
+    try:
+        for chunk in _batches(groups, batch):
+            outcomes = backend.broker.enqueue_groups(
+                {queue: [new for new, _ in prepared] for queue, prepared in chunk.items()}
+            )
+            refused = refused or next(
+                (o for o in outcomes if isinstance(o, BrokerUnavailable)), None
+            )
+            in_redis: set[str] = set()
+            for prepared, outcome in zip(chunk.values(), outcomes, strict=True):
+                there, new = _written(prepared, outcome)
+                in_redis |= there
+                stored += new
+            marked = sorted((by_id[i] for i in in_redis if i in by_id), key=lambda s: s.index)
+            if mark_enqueued(backend, workflow_id, marked):
+                stopped = True
+                break  # the workflow ended: the steps left are recorded as not run
+    except BaseException:
+        # Those stored and marked before a later call failed are not due again: announced
+        # now or never.
+        announce_guarded(backend.pipeline.sender, stored)
+        raise
     if refused is None:
         announce_all(backend.pipeline.sender, stored)
     else:  # docs/enqueue.md, Bulk enqueue: the refusal says what was not written

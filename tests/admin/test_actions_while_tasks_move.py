@@ -5,7 +5,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.messages import get_messages
 from django.test import Client
 
 from django_threadmill.admin import listing
@@ -17,10 +16,9 @@ from django_threadmill.codec.results import error_json
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import add
-from tests.admin.conftest import TASKS_URL, failed_task
+from tests.admin.conftest import failed_task, post_action
 from tests.backend_support import WORKER, reserve, start
 
-ACTION_URL = TASKS_URL + "action/"
 WINDOW = 3  # index entries a walk reads at a time here: a few tasks make several windows
 HOUR_MS = 3_600_000
 
@@ -51,16 +49,8 @@ def after_read(
     monkeypatch.setattr(Inspector, "windows", moving)
 
 
-def post(client: Client, data: dict[str, object]) -> list[str]:
-    """Post a confirmed action; check it went back to the list and return its messages."""
-    response = client.post(ACTION_URL, {**data, "post": "yes", "next": TASKS_URL})
-    assert response.status_code == 302
-    assert response["Location"] == TASKS_URL
-    return [str(m) for m in get_messages(response.wsgi_request)]
-
-
 def on_filter(client: Client, action: str, status: str) -> list[str]:
-    return post(client, {"action": action, "across": "1", "status": status})
+    return post_action(client, {"action": action, "across": "1", "status": status})
 
 
 def statuses(backend: ThreadmillTaskBackend, task_ids: list[str]) -> list[TaskResultStatus]:
@@ -160,7 +150,7 @@ def test_a_message_names_at_most_twenty_tasks_it_left_alone(
     task_ids = [failed_task(backend) for _ in range(MAX_LISTED_IDS + 5)]
     backend.purge_finished("default")
 
-    messages = post(
+    messages = post_action(
         operator,
         {"action": "requeue", "_selected_action": [f"default:{t}" for t in task_ids]},
     )

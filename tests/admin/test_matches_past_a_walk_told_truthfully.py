@@ -10,8 +10,8 @@ from django.test import Client
 from django_threadmill.admin import bulk
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import add
-from tests.admin.conftest import TASKS_URL, failed_task, successful_task
-from tests.admin.test_actions_while_tasks_move import ACTION_URL, after_read, small_windows
+from tests.admin.conftest import ACTION_URL, TASKS_URL, failed_task, successful_task
+from tests.admin.test_actions_while_tasks_move import after_read, small_windows
 from tests.admin.test_results_paging import ids_on, link, small_pages
 from tests.backend_support import reserve
 

@@ -16,7 +16,7 @@ import redis
 from django_threadmill.broker import Broker
 from django_threadmill.worker import ack_writer
 from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.backoff import REDIS_BACKOFF
+from django_threadmill.worker.backoff import REDIS_BACKOFF, Backoff
 from tests.broker.conftest import finish
 from tests.observability.lost_replies import Losses, lose_replies
 from tests.observability.test_outcomes_counted_once_and_tracers_that_raise import (
@@ -60,6 +60,7 @@ def test_failed_metrics_sends_back_off_and_the_metrics_are_sent_once_redis_answe
     writer: AckWriter,
     redis_client: redis.Redis,
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     caplog.set_level(logging.WARNING, logger=ack_writer.__name__)
     keys = broker.queue_keys("default")
@@ -75,13 +76,15 @@ def test_failed_metrics_sends_back_off_and_the_metrics_are_sent_once_redis_answe
     ]
     assert counted(redis_client, keys) == ({"successful": "3"}, {x.task_id for x in leases})
 
-    # A success starts the backoff over; the stop sends what waits, whatever its backoff.
+    # A success starts the backoff over; the stop sends what waits, whatever its backoff (an
+    # hour here, so that only the stop can have sent it).
+    monkeypatch.setattr(ack_writer, "REDIS_BACKOFF", Backoff(first_s=3600.0, max_s=3600.0))
     later = reserved(broker, 2)
     losses.left = 1
     for lease in later:
         writer.submit_finish(finish(lease))
     wait_until(lambda: len(failed_sends(caplog)) > FAILED_SENDS, "a failed send after the success")
-    assert failed_sends(caplog)[FAILED_SENDS:] == [(1, pytest.approx(WAITS_S[0]))]
+    assert failed_sends(caplog)[FAILED_SENDS:] == [(1, 3600.0)]
     writer.stop()
     writer.join(5)
 

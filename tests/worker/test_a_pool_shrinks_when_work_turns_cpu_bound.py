@@ -247,3 +247,14 @@ def test_the_worker_tries_fewer_threads_at_a_core_and_restores_them_when_the_rat
         assert command.wait(30) == 0, command.log
     finally:
         command.close()
+
+
+def test_a_trial_shrink_whose_threads_run_on_holds_nothing_else_back() -> None:
+    """Retired threads end after their current task: with tasks longer than MAX_TRIAL_S the
+    sizer waited on the trial, its idle threads never retired, its growth never resumed. It
+    judges the trial once MAX_TRIAL_S passed, and tries no other shrink before the trial's
+    threads have ended."""
+    pool = SimulatedPool(cpu_bound, retire_lag_s=300.0)
+    assert sizes(pool.run_for(90.0)) == [(16, 8, SHRINK)]  # one trial, none stacked on it
+    pool.work, pool.free, pool.waiting = (lambda threads: (0.0, 0.0)), 16, 0
+    assert sizes(pool.run_for(40.0)) == [(16, 3, "idle")]

@@ -20,6 +20,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.broker.types import NewTask
 from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
+from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.testing import drain
 from django_threadmill.workflows import WorkflowResult, chain, get_workflow, group, step
 from tests.support import command_calls
@@ -145,3 +146,64 @@ def test_a_drainer_stores_a_large_group_in_batches(
     assert flow.status == TaskResultStatus.SUCCESSFUL
     assert flow.results[-1] is not None
     assert flow.results[-1].return_value == list(range(500))
+
+
+def test_steps_a_drainer_stored_before_a_later_call_failed_are_announced_once(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stored and marked, they are not due again: announced when the later call fails, or
+    never (the next look stores the rest and announces those)."""
+    monkeypatch.setattr("django_threadmill.workflows.launch.STORE_BATCH", 100)
+    enqueue_groups, calls = Broker.enqueue_groups, []
+
+    def failing_once(broker: Broker, groups: dict[str, list[NewTask]]) -> list[object]:
+        calls.append(groups)
+        if len(calls) == 3:  # the group's second batch
+            raise BrokerUnavailable("Redis went away (a test)")
+        return enqueue_groups(broker, groups)
+
+    monkeypatch.setattr(Broker, "enqueue_groups", failing_once)
+    announced: list[str] = []
+
+    def heard(sender: object, task_result: TaskResult, **kwargs: object) -> None:
+        announced.append(task_result.id)
+
+    members = (step(add, n) for n in range(300))
+    flow = chain(step(number, 0), group(*members, then=step(collect))).enqueue()
+    task_enqueued.connect(heard, weak=False)
+    try:
+        drain(max_tasks=1000)  # the entry whose advance failed stays in the outbox
+        drain(max_tasks=1000)  # and is advanced again
+    finally:
+        task_enqueued.disconnect(heard)
+
+    flow.refresh()
+    assert flow.status == TaskResultStatus.SUCCESSFUL
+    assert sorted(announced) == sorted(s.task_id for s in flow.steps[1:])
+
+
+def test_a_drainer_stores_no_more_batches_once_the_workflow_ended(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel between two batches: the rest would be stored only to be cancelled."""
+    monkeypatch.setattr("django_threadmill.workflows.launch.STORE_BATCH", 100)
+    enqueue_groups, calls = Broker.enqueue_groups, []
+
+    def cancelled_after_the_first_batch(
+        broker: Broker, groups: dict[str, list[NewTask]]
+    ) -> list[object]:
+        calls.append(groups)
+        stored = enqueue_groups(broker, groups)
+        if len(calls) == 2:  # the group's first batch
+            get_workflow(flow.id).cancel("enough")
+        return stored
+
+    monkeypatch.setattr(Broker, "enqueue_groups", cancelled_after_the_first_batch)
+    flow = chain(step(number, 0), group(*(step(add, n) for n in range(300)))).enqueue()
+
+    drain(max_tasks=1000)
+
+    assert len(calls) == 2  # the launch's first step, the group's first batch
+    flow.refresh()
+    assert flow.status == TaskResultStatus.FAILED
+    assert [s.state for s in flow.steps[1:]] == ["FAILED"] * 100 + ["NOT_RUN"] * 200

@@ -22,13 +22,14 @@
 --          worker's look before it starts it, or retries it, once the workflow's hash expired
 --          (docs/workflows.md, Cancel): it never creates a record.
 -- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
---          is written: P:ready, P:delayed, P:done and P:outbox are checked first (TYPE), as
---          the task leaves one index for others; P:damaged is written only to set a record
---          aside, as the call's first write. Once the key is deleted, a cancel again works.
--- Clock:   redis.call("TIME") only, for the done index (or to date a record set aside).
--- Cost:    the client sends at most CANCEL_BATCH tasks per call (broker/lifecycle.py), so a
---          workflow's cancel of thousands of steps holds Redis a few ms per call.
-local wrong = wrong_kind(KEYS[2], "zset", KEYS[3], "zset", KEYS[4], "zset", KEYS[6], "list")
+--          is written: P:ready, P:delayed, P:done, P:outbox and P:damaged are checked first
+--          (TYPE), as a task leaves one index for others and a call of many tasks may set one
+--          aside after others were cancelled. Once the key is deleted, a cancel again works.
+-- Clock:   redis.call("TIME"), read once per call, for the done index.
+-- Cost:    the client sends at most CANCEL_BATCH tasks per call (broker/lifecycle.py): a call
+--          of 500 steps held Redis 63-77 ms (docs/workflows.md, What it costs).
+local wrong = wrong_kind(KEYS[2], "zset", KEYS[3], "zset", KEYS[4], "zset", KEYS[6], "list",
+  KEYS[5], "hash")
 if wrong then
   return redis.error_reply(wrong)
 end
