@@ -16,6 +16,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResult, task_backends, task_enqueued
 from django_threadmill.worker.logs import LOGGER_NAME
+from django_threadmill.worker.receivers_thread import receivers_thread
 from tests.servers.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
 from tests.support import close_pipelines
 from tests.worker.conftest import start_worker
@@ -105,8 +106,15 @@ def raw_client(redis_url: str) -> Iterator[redis.Redis]:
 def shared_sync_thread() -> None:
     """Start asgiref's process-wide sync thread before any test, so the leak guard below never
     blames the test that first sends a signal from async code (``Signal.asend`` runs sync
-    receivers on that thread, which lives as long as the process)."""
-    asyncio.run(sync_to_async(lambda: None)())
+    receivers on that thread, which lives as long as the process); and the executor's, where
+    ``arun`` has them run (worker/receivers_thread.py)."""
+
+    async def start_both() -> None:
+        await sync_to_async(lambda: None)()
+        with receivers_thread():
+            await sync_to_async(lambda: None)()
+
+    asyncio.run(start_both())
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,10 @@ included), whose thread-sensitive calls all run in one thread outside the worker
 async tasks, once a connection was ever opened in such a thread, its stale connections are
 closed there, as Django's request handler does; in the background (``OrmThreadCloser``), since
 that thread runs one call at a time and a task awaiting the close would wait out any other
-task's slow call there.
+task's slow call there. The threads of the event loop's default executor
+(``sync_to_async(thread_sensitive=False)``, ``asyncio.to_thread``) and the one its signal
+receivers run in (worker/receivers_thread.py) close theirs after each call
+(``ConnectionClosingExecutor``), as each call is a request of its own there.
 
 A worker thread that ends closes what it opened, as a request thread's connections close with
 its request; so does asgiref's thread when the event loop stops (``OrmThreadCloser.close_all``).
@@ -24,7 +27,8 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -176,6 +180,26 @@ class OrmThreadCloser:
             )
         except Exception as exc:
             logger.warning("Closing database connections failed error=%r", exc)
+
+
+class ConnectionClosingExecutor(ThreadPoolExecutor):
+    """A thread pool whose threads close their stale connections after each call.
+
+    Left to a plain pool, the connections ORM code opened in its threads stayed open for the
+    life of the process, past ``CONN_MAX_AGE``, and one the database had dropped (a restart,
+    a failover) failed every later call in its thread: nothing there ever ran Django's
+    ``close_old_connections`` (docs/worker.md, The ORM from async tasks).
+    """
+
+    def submit[**P, T](self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        return super().submit(_then_close_stale, fn, *args, **kwargs)
+
+
+def _then_close_stale[**P, T](fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        close_stale_connections()
 
 
 def _log_failure(done: "asyncio.Future[None]") -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..broker import Reservation
 from ..forks import renew_after_fork
+from .db_connections import ConnectionClosingExecutor
 from .executor import await_cut_short
 from .isolation import keep_loop_caches
 from .role import RoleThread
@@ -76,6 +77,9 @@ class EventLoopLane(TaskRunner):
         self._tasks_context = copy_context()
         event_loop = self.event_loop = asyncio.new_event_loop()
         event_loop.set_exception_handler(_report_loop_error)
+        # asyncio's default pool, whose threads close the connections ORM calls open there
+        # (docs/worker.md, The ORM from async tasks).
+        event_loop.set_default_executor(ConnectionClosingExecutor(thread_name_prefix="asyncio"))
         asyncio.set_event_loop(event_loop)
         try:
             event_loop.call_soon(self._admit)  # what came before the loop did

@@ -36,6 +36,7 @@ from .db_connections import (
     roll_back_open_transactions,
 )
 from .progress import PendingProgress
+from .receivers_thread import receivers_thread
 
 logger = logging.getLogger(__name__)
 # What a task's call runs in where nothing need wrap it: one shared nullcontext (it holds no
@@ -234,7 +235,8 @@ class Executor:
         if isinstance(attempt, Finish):
             return attempt
         if heard(task_started, TaskResultStatus.RUNNING):
-            await asend_guarded(task_started, self.backend_class, attempt.result)
+            with receivers_thread():  # not behind the tasks' ORM calls
+                await asend_guarded(task_started, self.backend_class, attempt.result)
         try:
             with self._reporting(attempt):
                 try:
@@ -254,12 +256,14 @@ class Executor:
             if finish.outcome is Outcome.RETRY:
                 finish = await asyncio.to_thread(self.retry_checked, finish, attempt.reservation)
             _log_failed(attempt, finish, exc)
-            await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish))
+            with receivers_thread():  # a timed-out query holds the ORM's thread
+                await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish))
             return finish
         finally:
             self.orm_thread.after_task()  # the ORM's thread, as a request would
         finish = self._succeeded(attempt, value)
-        await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish, returned))
+        with receivers_thread():
+            await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish, returned))
         return finish
 
     @traced_timeout

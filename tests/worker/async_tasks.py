@@ -108,6 +108,12 @@ async def connects_in_the_orm_thread() -> None:
 
 
 @task
+async def connects_off_the_orm_thread() -> None:
+    """Open a database connection in a thread of the loop's default executor."""
+    await sync_to_async(_connect, thread_sensitive=False)()
+
+
+@task
 async def holds_the_orm_thread(release: str, started: str) -> None:
     """A slow query: hold asgiref's one thread-sensitive thread until ``release`` exists."""
     await sync_to_async(_hold_until)(release, started)
