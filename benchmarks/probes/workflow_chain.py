@@ -9,18 +9,13 @@ length. Keys are deleted afterwards.
 """
 
 import argparse
-import os
 import sys
 import time
-import uuid
-from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import django
-
-from tests.servers.redis_server import redis_process
+from benchmarks.probes.project import probe_project
 
 
 def main() -> None:
@@ -28,19 +23,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[100, 400, 1600])
     args = parser.parse_args()
 
-    with ExitStack() as stack:
-        url = os.environ.get("REDIS_URL") or stack.enter_context(redis_process()).url
-        os.environ.update(
-            REDIS_URL=url,
-            THREADMILL_KEY_PREFIX=f"chainbench-{uuid.uuid4().hex[:8]}",
-            DJANGO_SETTINGS_MODULE="testproject.settings",
-        )
-        django.setup()
+    with probe_project("chainbench"):
         from django_threadmill.testing import drain, flush
         from django_threadmill.workflows import chain, step
         from testproject.example.tasks import echo
 
-        stack.callback(flush)
         for steps in args.steps:
             flush()
             flow = chain(step(echo, "x" * 50), *(step(echo) for _ in range(steps - 1))).enqueue()

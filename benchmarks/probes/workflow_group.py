@@ -12,25 +12,22 @@ heaviest functions of each call (cProfile). Keys are deleted afterwards.
 
 import argparse
 import cProfile
-import os
 import pstats
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import django
 import redis
 from redis.connection import AbstractConnection
 
 from benchmarks.harness.redis_stats import cost_between, snapshot
-from tests.servers.redis_server import redis_process
+from benchmarks.probes.project import probe_project
 
 
 @contextmanager
@@ -92,20 +89,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print cProfile's heaviest calls")
     args = parser.parse_args()
 
-    with ExitStack() as stack:
-        url = os.environ.get("REDIS_URL") or stack.enter_context(redis_process()).url
-        os.environ.update(
-            REDIS_URL=url,
-            THREADMILL_KEY_PREFIX=f"groupbench-{uuid.uuid4().hex[:8]}",
-            DJANGO_SETTINGS_MODULE="testproject.settings",
-        )
-        django.setup()
+    with probe_project("groupbench") as stack:
         from django_threadmill.compat import task_backends
         from django_threadmill.testing import flush
         from django_threadmill.workflows import group, step
         from testproject.example.tasks import echo
 
-        stack.callback(flush)
         client = task_backends["default"].broker.client  # type: ignore[attr-defined]
         client.config_set("slowlog-log-slower-than", 0)
         client.config_set("slowlog-max-len", 1_000_000)
