@@ -145,6 +145,7 @@ class PoolSizer:
             return 0, ""
         step = min(most - sample.threads, _step(sample.threads, cores))
         self._trial = _Trial(added=step, started=sample, rate_before=_rate(self._at_size, sample))
+        self._retiring_to = None  # grown again: a shrink's threads still to end hold nothing back
         self._backlog_since = None
         return step, "tasks waited and every thread was busy"
 

@@ -258,3 +258,16 @@ def test_a_trial_shrink_whose_threads_run_on_holds_nothing_else_back() -> None:
     assert sizes(pool.run_for(90.0)) == [(16, 8, SHRINK)]  # one trial, none stacked on it
     pool.work, pool.free, pool.waiting = (lambda threads: (0.0, 0.0)), 16, 0
     assert sizes(pool.run_for(40.0)) == [(16, 3, "idle")]
+
+
+def test_a_pool_grown_again_before_a_trials_threads_ended_can_shrink_again() -> None:
+    """The trial's threads still to end held every later trial back until the pool was no
+    larger than that trial left it: a pool grown since might never be."""
+    limits = PoolLimits(min_threads=3, max_threads=64, target_wait_s=0.05, idle_s=30.0)
+    pool = SimulatedPool(cpu_bound, retire_lag_s=300.0, sizer=PoolSizer(limits))
+    assert sizes(pool.run_for(90.0))[:1] == [(16, 8, SHRINK)]
+    pool.work = waiting
+    pool.run_for(30.0)
+    assert pool.threads > 16  # grown for tasks that wait, the trial's threads still running
+    pool.work = cpu_bound
+    assert SHRINK in [why for *_, why in sizes(pool.run_for(60.0))]
