@@ -166,7 +166,10 @@ def alias_context(source: Source) -> dict[str, Any]:
         sightings = source.inspector.workers(queues, every_count=True)
         tokens = source.inspector.next_tokens_ms([q for q in queues if settings.limit_of(q).rate])
         paused = source.inspector.paused(queues)
-        damaged = source.broker.damaged(queues)
+        # Every count's parts, read once per page view for the counts above and these alike.
+        damaged = source.broker.damaged(
+            queues, source.inspector.parts_to_sum(queues, every_count=True)
+        )
         now_ms = overviews[0].now_ms if overviews else source.inspector.now_ms()
         activity = activity_context(source, queues, now_ms)
     except BrokerUnavailable as exc:

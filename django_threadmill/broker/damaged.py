@@ -7,7 +7,7 @@ and an operator's tools read and clear the set.
 """
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .layouts import Layouts
@@ -62,14 +62,17 @@ class DamagedRecords(Layouts):
 
     MAX_LISTED = 1000  # entries read per queue part: a listing stays bounded
 
-    def damaged(self, queues: Sequence[str]) -> list[DamagedRecord]:
+    def damaged(
+        self, queues: Sequence[str], every: Mapping[str, list[str]] | None = None
+    ) -> list[DamagedRecord]:
         """Return what the scripts set aside in ``queues`` (each shard's, of every count),
-        queue by queue and oldest first, read in one round trip after ``every_parts``'.
+        queue by queue and oldest first, read in one round trip after ``every_parts``' (or
+        from ``every``, the parts of each queue a caller read already).
 
         Read as bytes: acquire sets aside an id that is not UTF-8 under its own bytes; it is
         listed escaped (``NotUtf8Id``), where decoding it failed the whole read.
         """
-        every = self.every_parts(queues)
+        every = self.every_parts(queues) if every is None else every
         parts = [(queue, part) for queue in queues for part in every[queue]]
         with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for _, part in parts:

@@ -7,6 +7,7 @@ deploy, while the Prometheus counters summed every count.
 """
 
 import pytest
+import redis
 from django.test import Client, override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -18,6 +19,7 @@ from tests.admin.conftest import QUEUES_URL, page
 from tests.admin.test_activity import ADD
 from tests.admin.test_counts_and_charts import chart, path_row, queue_row
 from tests.conftest import tasks_setting
+from tests.support import command_calls
 
 EARLIER = {"queue_shards": {"default": 3}}  # the count the package's backend stores under
 SERVING = "web-7.example.com:4242:ab12"  # a worker of the earlier count
@@ -52,3 +54,17 @@ def test_the_queues_page_sums_the_earlier_counts_tasks_workers_and_last_hour(
     assert '<td class="num">12</td><td class="num">1</td>' in html  # threads, tasks held
     assert "9 successful, 3 failed (25.0% failed)" in chart(html, "default")
     assert path_row(html, ADD)[:2] == ["9", "0"]
+
+
+def test_a_view_of_the_queues_page_reads_the_recorded_counts_once(
+    operator: Client, backend: ThreadmillTaskBackend, redis_client: redis.Redis
+) -> None:
+    add.enqueue(1, 1)
+    page(operator, QUEUES_URL)  # the scripts loaded, the queues registered
+    redis_client.config_resetstat()
+
+    page(operator, QUEUES_URL)
+
+    # The queues seen, and the shard counts recorded: once, for the counts and the damaged
+    # records alike.
+    assert command_calls(redis_client)["smembers"] == 2
