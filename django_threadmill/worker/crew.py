@@ -9,6 +9,7 @@ sizing, the watchdog and the loop monitor look on. ``WorkerProcess`` starts and 
 from collections.abc import Callable
 
 from ..broker import Broker, Reservation
+from ..conf.settings import NO_LIMIT
 from .ack_writer import AckWriter
 from .buffer import Runners, TaskBuffer
 from .cancelled_steps import CancelledSteps
@@ -103,10 +104,11 @@ class Crew:
             on_empty=on_empty,
             on_refused=on_refused,
             on_crash=on_crash,
+            # A queue with a rate as one with a concurrency limit: a task reserved behind
+            # busy runners held a start turn an idle process could have taken (docs/schedules.md,
+            # Per-queue limits).
             limited=frozenset(
-                queue
-                for queue in options.queues
-                if broker.settings.limit_of(queue).concurrency is not None
+                queue for queue in options.queues if broker.settings.limit_of(queue) != NO_LIMIT
             ),
             runners=self._runners,
         )

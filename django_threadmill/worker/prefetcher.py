@@ -83,7 +83,7 @@ class Prefetcher(RoleThread):
         self.unwritten = unwritten  # what the ack writer has not written, less held starts
         self.unwritten_chars = unwritten_chars  # the characters of its results and errors
         self.clock = clock  # monotonic seconds, injectable for tests
-        self.limited = limited  # the queues with a concurrency limit
+        self.limited = limited  # the queues with a concurrency limit or a rate
         self.runners = runners  # how many tasks this process can run at once, per lane
         if limited:
             buffer.runner_freed = threading.Event()
@@ -180,9 +180,9 @@ class Prefetcher(RoleThread):
             self._wait_until_due(next_due_ms / 1000)
 
     def _waited_for_a_runner(self) -> bool:
-        """If tasks of a queue with a concurrency limit wait for a runner of this process to
-        be free, wait until a task of it is done (or the stop), and say so. Here, not in
-        Redis: the finish's wake token could come before the runner counts as free."""
+        """If tasks of a queue with a limit wait for a runner of this process to be free, wait
+        until a task of it is done (or the stop), and say so. Here, not in Redis: the finish's
+        wake token could come before the runner counts as free."""
         if not self._awaiting_runner:
             return False
         assert self.buffer.runner_freed is not None  # set for a process with limited queues
@@ -214,14 +214,15 @@ class Prefetcher(RoleThread):
         self.stopping.wait(max(0.0, deadline - time.monotonic()))
 
     def _within_free_runners(self, counts: dict[str, int]) -> dict[str, int]:
-        """Ask a queue with a concurrency limit for no more tasks than this process has runners
-        free in the lanes its tasks took (threads, event loop): its slots are its leases, so a
-        task reserved to wait in the buffer behind busy runners held a slot an idle process
-        could have run it in (a queue of ``concurrency: 2`` served by two processes of one
-        thread ran one task at a time; counting the event loop's runners for its sync tasks, so
-        it did again once an async task of any queue came). A queue none of whose tasks this
-        process took yet is asked for one, which shows its lane. A count cut to 0 peeks:
-        whether tasks wait there (docs/schedules.md, Per-queue limits)."""
+        """Ask a queue with a limit for no more tasks than this process has runners free in the
+        lanes its tasks took (threads, event loop): a task reserved to wait in the buffer behind
+        busy runners held what an idle process could have run it with, a concurrency slot (a
+        queue of ``concurrency: 2`` served by two processes of one thread ran one task at a
+        time; counting the event loop's runners for its sync tasks, so it did again once an
+        async task of any queue came) or a rate's token (the fleet started fewer than the
+        rate). A queue none of whose tasks this process took yet is asked for one, which shows
+        its lane. A count cut to 0 peeks: whether tasks wait there (docs/schedules.md,
+        Per-queue limits)."""
         self._awaiting_runner = False
         self._no_runner_for.clear()
         if not self.limited.intersection(counts):
@@ -239,8 +240,8 @@ class Prefetcher(RoleThread):
         return counts
 
     def _learn_lanes(self, queue: str, reservations: list[Reservation]) -> None:
-        """Note the lanes the tasks of ``queue``, if it has a concurrency limit, were put in:
-        its next reservations are only for free runners of those (_within_free_runners)."""
+        """Note the lanes the tasks of ``queue``, if it has a limit, were put in: its next
+        reservations are only for free runners of those (_within_free_runners)."""
         if queue in self.limited:
             lanes = self._lanes_of.setdefault(queue, set())
             lanes.update(LANES[self.buffer.is_async(reservation)] for reservation in reservations)

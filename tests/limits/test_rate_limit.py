@@ -10,11 +10,11 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import Task, TaskResultStatus
+from django_threadmill.compat import TaskResultStatus
 from tests.support import Command, wait_until
 from tests.worker.tasks import square
 
-from .tasks import ahold_until, astamp, hold_until, stamp
+from .tasks import hold_until, stamp
 
 LIMITS = {"queue_limits": {"emails": {"rate": "20/s"}}}
 TASKS = 50
@@ -52,30 +52,22 @@ def test_at_most_twenty_start_in_any_second(
     assert worker.wait() == 0, worker.log
 
 
-@pytest.mark.parametrize(
-    ("holder", "stamper", "room"),
-    [
-        (hold_until, stamp, ("--threads", "1")),
-        (ahold_until, astamp, ("--async-concurrency", "1")),
-    ],
-    ids=["threads", "event-loop"],
-)
-def test_tasks_reserved_while_every_runner_is_busy_still_start_an_interval_apart(
+def test_tasks_reserved_while_every_thread_is_busy_still_start_an_interval_apart(
     backend: ThreadmillTaskBackend,
     start_worker: Callable[..., Command],
     tmp_path: Path,
     redis_client: redis.Redis,
-    holder: Task,
-    stamper: Task,
-    room: tuple[str, str],
 ) -> None:
-    """A reservation waits in the buffer while every thread (or loop slot) is busy; tasks
-    reserved 50 ms apart once all started within a millisecond when one came free."""
+    """A reservation waits in the buffer while every thread is busy; tasks reserved 50 ms
+    apart once all started within a millisecond when one came free. A process reserves such
+    tasks only for runners it has free, counting the threads its elastic pool may grow to:
+    three here, while the pool stays at one (its --target-wait an hour)."""
     options = {"queue_limits": {"emails": {"rate": "20/s"}}}  # one start every 50 ms
     marker, release, log = tmp_path / "holding", tmp_path / "release", tmp_path / "starts.log"
-    holder.enqueue(str(marker), str(release))
-    stamps = backend.enqueue_many(stamper, [((str(log),), {}) for _ in range(4)])
-    worker = start_worker(*room, options=options)
+    hold_until.enqueue(str(marker), str(release))
+    stamps = backend.enqueue_many(stamp, [((str(log),), {}) for _ in range(4)])
+    pool = ("--threads", "1", "--max-threads", "4", "--target-wait", "3600")
+    worker = start_worker(*pool, options=options)
     wait_until(marker.exists, "the one thread is held")
     leases = backend.broker.queue_keys("emails").leases
     wait_until(lambda: redis_client.zcard(leases) >= 3, "rate-limited tasks reserved meanwhile")
