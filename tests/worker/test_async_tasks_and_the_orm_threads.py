@@ -13,14 +13,13 @@ from pathlib import Path
 from django_threadmill.compat import TaskResultStatus
 from tests.support import Command, running, wait_until
 from tests.worker.async_tasks import connects_off_the_orm_thread, holds_the_orm_thread
-from tests.worker.test_thread_connection_closed_after_task import open_files
+from tests.worker.test_thread_connection_closed_after_task import database_worker, open_files
 
 
 def test_a_connection_opened_off_the_orm_thread_is_closed_after_its_call(
     start_worker: Callable[..., Command], tmp_path: Path
 ) -> None:
-    database = tmp_path / "db.sqlite3"
-    worker = start_worker("--threads", "1", extra_env={"THREADMILL_DB": str(database)})
+    worker, database = database_worker(start_worker, tmp_path)
     with running(worker):
         [pid] = worker.child_pids()
         result = connects_off_the_orm_thread.enqueue()

@@ -27,11 +27,17 @@ def open_files(pid: int) -> set[str]:
     return {os.readlink(fds / fd) for fd in os.listdir(fds) if (fds / fd).is_symlink()}
 
 
+def database_worker(start_worker: Callable[..., Command], tmp_path: Path) -> tuple[Command, Path]:
+    """Start a worker of one thread on a database file of the test's own; return it and the
+    file, whose opening its process's open files show."""
+    database = tmp_path / "db.sqlite3"
+    return start_worker("--threads", "1", extra_env={"THREADMILL_DB": str(database)}), database
+
+
 def test_a_thread_closes_its_connection_when_its_task_ends(
     start_worker: Callable[..., Command], tmp_path: Path
 ) -> None:
-    database = tmp_path / "db.sqlite3"
-    worker = start_worker("--threads", "1", extra_env={"THREADMILL_DB": str(database)})
+    worker, database = database_worker(start_worker, tmp_path)
     with running(worker):
         [pid] = worker.child_pids()
         assert str(database) not in open_files(pid)
