@@ -28,6 +28,7 @@ from .exit_codes import ExitCode
 from .interruptible import STOP_SIGNALS, Interrupted, call_unless_stopped, stop_signals
 from .memory import MIB, ResidentMemory
 from .options import WorkerOptions
+from .signal_flag import SignalFlag
 from .stop_calls import StopCall, join_until, start_call
 from .threads import WorkerThread
 from .wakeup import WakeupPipe
@@ -72,10 +73,10 @@ class WorkerProcess:
         self.memory = None if options.max_memory_mb is None else ResidentMemory()
         self.max_memory_bytes = (options.max_memory_mb or 0) * MIB
         self._recycling = False
-        self.stop_requested = threading.Event()  # asked for (request_stop), or recycling
+        self.stop_requested = SignalFlag()  # asked for (request_stop), or recycling
         # Asked for from outside a recycle: a signal, the supervisor, --burst, a failure. A
         # recycle's running tasks finish unbounded until then (docs/worker.md, Recycling).
-        self.stop_asked = threading.Event()
+        self.stop_asked = SignalFlag()
         self._wakeup = WakeupPipe()  # the main thread sleeps on it; signals and stops wake it
         self._signals = 0
         self._control_fd: int | None = None
@@ -359,7 +360,7 @@ class WorkerProcess:
             deadline = time.monotonic() + self.options.grace_period_s
             end = deadline + STOP_MARGIN_S
         self._say_what_runs()
-        crew.pool.join(deadline)
+        crew.pool.join(deadline, end)
         if crew.watchdog is not None:  # before the flush: what it timed out is written
             crew.watchdog.stop()
             join_until(crew.watchdog, end)

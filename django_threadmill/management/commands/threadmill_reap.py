@@ -21,6 +21,7 @@ from ...worker.interruptible import (
 )
 from ...worker.logs import configure_logging
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_pass
+from ...worker.signal_flag import SignalFlag
 from ...worker.wakeup import WakeupPipe
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import checks_at_start
@@ -34,7 +35,7 @@ logger = logging.getLogger("django_threadmill.worker.reaper")
 DEFAULT_INTERVAL_S = 10.0  # seconds between passes; a lost lease waits lease_ttl + this at most
 
 
-def stop_on_first_signal(stop: threading.Event, signum: int, frame: FrameType | None) -> None:
+def stop_on_first_signal(stop: SignalFlag, signum: int, frame: FrameType | None) -> None:
     """Set ``stop`` on the first SIGTERM, SIGINT or SIGHUP; exit at once on the second."""
     if stop.is_set():
         raise SystemExit(128 + signum)
@@ -122,7 +123,7 @@ class Command(CutShortCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         single = options["once"] or options["dry_run"]
-        stop = threading.Event()
+        stop = SignalFlag()
         if single and threading.current_thread() is not threading.main_thread():
             self._pass(backend, options, stop.is_set, report=True)  # in a thread: no signal
             return
@@ -189,7 +190,7 @@ class Command(CutShortCommand):
         backend: ThreadmillTaskBackend,
         options: dict[str, Any],
         wakeup: WakeupPipe,
-        stop: threading.Event,
+        stop: SignalFlag,
     ) -> None:
         """Reap every ``--interval`` seconds until a signal; a Redis outage is retried.
 
@@ -204,7 +205,7 @@ class Command(CutShortCommand):
         passes = 0
         while not stop.is_set() and self._loop_pass(backend, options, wakeup, stop):
             passes += 1
-            stop.wait(options["interval"])
+            wakeup.sleep_until(stop.is_set, options["interval"])
         logger.info("Reaper stopped backend=%s passes=%d", backend.alias, passes)
 
     def _loop_pass(
@@ -212,7 +213,7 @@ class Command(CutShortCommand):
         backend: ThreadmillTaskBackend,
         options: dict[str, Any],
         wakeup: WakeupPipe,
-        stop: threading.Event,
+        stop: SignalFlag,
     ) -> bool:
         """Run one pass of the loop; False once a stop came first. A failed pass is logged
         and tried again the next interval, unless Redis refused this backend."""
@@ -229,7 +230,7 @@ class Command(CutShortCommand):
         backend: ThreadmillTaskBackend,
         options: dict[str, Any],
         wakeup: WakeupPipe,
-        stop: threading.Event,
+        stop: SignalFlag,
         *,
         report: bool = False,
     ) -> bool:
