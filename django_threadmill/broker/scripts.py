@@ -1,7 +1,8 @@
 """Load the Lua scripts in ``lua/`` and describe one call of one script.
 
-Each script is prepended with ``common.lua`` (helpers only), registered once per client, and
-sent with EVALSHA; redis-py reloads it on NOSCRIPT, so a Redis restart or SCRIPT FLUSH is harmless.
+Each script is prepended with the definitions of ``common.lua`` (helpers only) it uses
+(prelude.py), registered once per client, and sent with EVALSHA; redis-py reloads it on
+NOSCRIPT, so a Redis restart or SCRIPT FLUSH is harmless.
 """
 
 import re
@@ -13,6 +14,7 @@ from importlib.resources import files
 import redis
 from redis.commands.core import Script
 
+from .prelude import prelude
 from .raw_replies import RAW
 
 
@@ -88,11 +90,13 @@ def lua_constant(name: str) -> int:
 
 @cache
 def script_source(name: ScriptName, *, flags: bool = False) -> str:
-    """Return the full source sent to Redis for ``name``: common helpers, then the script.
+    """Return the full source sent to Redis for ``name``: the common helpers it uses, then
+    the script.
 
     With ``flags`` (Redis 7+), scripts in ``ALLOW_OOM`` open with the allow-oom shebang.
     """
-    source = _lua_file("common") + "\n" + _lua_file(name)
+    script = _lua_file(name)
+    source = prelude(_lua_file("common"), script) + script
     return ALLOW_OOM_SHEBANG + source if flags and name in ALLOW_OOM else source
 
 

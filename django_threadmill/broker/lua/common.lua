@@ -1,5 +1,6 @@
--- common.lua: constants and helpers prepended to every script by broker/scripts.py (no keys,
--- no state).
+-- common.lua: constants and helpers (no keys, no state). Each script is sent with those it
+-- uses, directly or through another (broker/prelude.py): definitions are parted by blank lines,
+-- and a definition holds none.
 
 -- A ready task's score is (100 - priority) * PRIORITY_STEP + seq: higher priority first, FIFO
 -- within one (seq from P:seq, one counter per queue). 2^40: priority order holds between tasks
