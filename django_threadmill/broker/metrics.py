@@ -62,6 +62,7 @@ _WAIT_BUCKETS_MS = [bound * 1000 for bound in WAIT_BUCKETS_S]
 # Field names per bucket index, built once: the ack writer names two buckets per task.
 _RUN_FIELDS = [f"run:{index}" for index in range(len(RUN_BUCKETS_S) + 1)]
 _WAIT_FIELDS = [f"wait:{index}" for index in range(len(WAIT_BUCKETS_S) + 1)]
+RETRY = Outcome.RETRY.value
 
 
 def waited_ms(
@@ -91,14 +92,16 @@ class PartTally:
     def add(self, finish: Finish, *, reaping: bool, recorded_at: float) -> None:
         """Count one outcome recorded at ``recorded_at`` (``monotonic()``); by the reaper:
         an expired lease, with no run time."""
-        path = finish.lease.task_path or UNNAMED_TASK
+        lease, outcome = finish.lease, finish.outcome.value  # an enum's value is a lookup
+        path = lease.task_path or UNNAMED_TASK
         counts, totals = self.recent[path], self.lifetime[path]
-        self.outcomes[finish.outcome.value] += 1
-        if finish.outcome is not Outcome.RETRY:
-            if not self.finished or self.finished[-1][0] != recorded_at:
-                self.finished.append((recorded_at, []))
-            self.finished[-1][1].append(finish.lease.task_id)
-        counts[finish.outcome.value] += 1
+        self.outcomes[outcome] += 1
+        if outcome != RETRY:
+            finished = self.finished
+            if not finished or finished[-1][0] != recorded_at:
+                finished.append((recorded_at, []))
+            finished[-1][1].append(lease.task_id)
+        counts[outcome] += 1
         if reaping:
             totals["expired"] += 1
             return  # the reaper knows neither when the attempt started nor how long it ran
@@ -107,8 +110,8 @@ class PartTally:
             run_ms = max(0, finish.finished_ms - finish.started_ms)
         counts[_RUN_FIELDS[bisect_left(_RUN_BUCKETS_MS, run_ms)]] += 1
         totals["run_ms"] += run_ms
-        if finish.lease.waited_ms is not None:
-            wait_ms = finish.lease.waited_ms + max(0, finish.started_ms - finish.lease.reserved_ms)
+        if lease.waited_ms is not None:
+            wait_ms = lease.waited_ms + max(0, finish.started_ms - lease.reserved_ms)
             totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
             totals["wait_ms"] += wait_ms
 

@@ -10,7 +10,7 @@ import inspect
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -309,6 +309,7 @@ def _bad_port(shown: str, example: str) -> ImproperlyConfiguredThreadmill:
     )
 
 
+@lru_cache(maxsize=64)  # one LOCATION per backend, masked once: every Redis call names it
 def masked_location(location: str) -> str:
     """Return ``location`` with its passwords shown as ``***``: a repr or error may be logged.
 
