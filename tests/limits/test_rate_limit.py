@@ -1,4 +1,8 @@
-"""rate "20/s": no more than 20 tasks of the queue start in any second, across processes."""
+"""rate "20/s": no more than 20 tasks of the queue start in any second, across processes.
+
+Starts are counted by their turns on Redis's clock, as the rate spaces them (start_turns.py):
+the tasks' own stamps come a thread wake later, and bunched under load with the product right.
+"""
 
 import bisect
 import signal
@@ -10,13 +14,16 @@ import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResultStatus
+from django_threadmill.compat import TaskResult, TaskResultStatus
 from tests.support import Command, wait_until
 from tests.worker.tasks import square
 
+from .start_turns import start_turns
 from .tasks import hold_until, stamp
 
 LIMITS = {"queue_limits": {"emails": {"rate": "20/s"}}}
+INTERVAL_US = 50_000  # "20/s": one start every 50 ms
+SECOND_US = 1_000_000
 TASKS = 50
 OTHERS = 200  # tasks of an unlimited queue served by the same workers meanwhile
 
@@ -26,30 +33,45 @@ def tasks_options() -> dict[str, object]:
     return LIMITS
 
 
-def most_in_any_second(starts: list[float]) -> int:
-    """Return the most start times in any half-open window [t, t + 1 s)."""
-    starts = sorted(starts)
-    return max(bisect.bisect_left(starts, t + 1.0) - i for i, t in enumerate(starts))
+def most_in_any_second(turns_us: list[int]) -> int:
+    """Return the most turns in any half-open window [t, t + 1 s)."""
+    turns_us = sorted(turns_us)
+    return max(bisect.bisect_left(turns_us, t + SECOND_US) - i for i, t in enumerate(turns_us))
+
+
+def successful(result: TaskResult) -> Callable[[], bool]:
+    return lambda: result.refresh() or result.status == TaskResultStatus.SUCCESSFUL
+
+
+def stamps(log: Path) -> list[float]:
+    """The tasks' own start stamps (wall clock, s), earliest first."""
+    return sorted(float(line) for line in log.read_text().splitlines())
+
+
+def no_start_before_its_turn(starts: list[float], turns_us: list[int]) -> bool:
+    """Tell whether the n-th start came after the n-th turn: each task stamps after its own
+    turn, on the same machine's clock, so it does unless a task started without a turn."""
+    return all(start * SECOND_US > turn for start, turn in zip(starts, turns_us, strict=True))
 
 
 def test_at_most_twenty_start_in_any_second(
-    backend: ThreadmillTaskBackend, start_worker: Callable[..., Command], tmp_path: Path
+    backend: ThreadmillTaskBackend,
+    start_worker: Callable[..., Command],
+    tmp_path: Path,
+    redis_url: str,
 ) -> None:
     log = tmp_path / "starts.log"
     limited = backend.enqueue_many(stamp, [((str(log),), {}) for _ in range(TASKS)])
     others = backend.enqueue_many(square, [((n,), {}) for n in range(OTHERS)])
-    worker = start_worker("--processes", "2", "--threads", "4", options=LIMITS)
-
-    def all_started() -> bool:
-        return log.exists() and len(log.read_text().splitlines()) == TASKS
-
-    wait_until(all_started, "every rate-limited task started")
-    starts = [float(line) for line in log.read_text().splitlines()]
-    assert most_in_any_second(starts) <= 20
-    for result in [*limited, *others]:
-        wait_until(lambda r=result: r.refresh() or r.status == TaskResultStatus.SUCCESSFUL, "ack")
-    worker.signal(signal.SIGTERM)
-    assert worker.wait() == 0, worker.log
+    with start_turns(redis_url, backend.broker, "emails", INTERVAL_US) as turns:
+        worker = start_worker("--processes", "2", "--threads", "4", options=LIMITS)
+        for result in [*limited, *others]:
+            wait_until(successful(result), "every task run")
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == 0, worker.log
+    assert len(turns) == TASKS  # one turn per start
+    assert most_in_any_second(turns) <= 20
+    assert no_start_before_its_turn(stamps(log), turns)
 
 
 def test_tasks_reserved_while_every_thread_is_busy_still_start_an_interval_apart(
@@ -57,31 +79,29 @@ def test_tasks_reserved_while_every_thread_is_busy_still_start_an_interval_apart
     start_worker: Callable[..., Command],
     tmp_path: Path,
     redis_client: redis.Redis,
+    redis_url: str,
 ) -> None:
     """A reservation waits in the buffer while every thread is busy; tasks reserved 50 ms
     apart once all started within a millisecond when one came free. A process reserves such
     tasks only for runners it has free, counting the threads its elastic pool may grow to:
     three here, while the pool stays at one (its --target-wait an hour)."""
-    options = {"queue_limits": {"emails": {"rate": "20/s"}}}  # one start every 50 ms
     marker, release, log = tmp_path / "holding", tmp_path / "release", tmp_path / "starts.log"
     hold_until.enqueue(str(marker), str(release))
-    stamps = backend.enqueue_many(stamp, [((str(log),), {}) for _ in range(4)])
+    stamped = backend.enqueue_many(stamp, [((str(log),), {}) for _ in range(4)])
     pool = ("--threads", "1", "--max-threads", "4", "--target-wait", "3600")
-    worker = start_worker(*pool, options=options)
-    wait_until(marker.exists, "the one thread is held")
-    leases = backend.broker.queue_keys("emails").leases
-    wait_until(lambda: redis_client.zcard(leases) >= 3, "rate-limited tasks reserved meanwhile")
-    release.touch()
-    for result in stamps:
-        wait_until(lambda r=result: r.refresh() or r.status == TaskResultStatus.SUCCESSFUL, "run")
-    starts = sorted(float(line) for line in log.read_text().splitlines())
-    # Turns are taken on the Redis clock and stamped on the worker's a moment later: one late
-    # stamp shortens the gap after it, so each gap keeps half an interval of slack and the span
-    # of three turns keeps that half interval once (the bug had them all within a millisecond).
-    assert min(later - earlier for earlier, later in pairwise(starts)) >= 0.025
-    assert starts[-1] - starts[0] >= 3 * 0.050 - 0.025
-    worker.signal(signal.SIGTERM)
-    assert worker.wait() == 0, worker.log
+    with start_turns(redis_url, backend.broker, "emails", INTERVAL_US) as turns:
+        worker = start_worker(*pool, options=LIMITS)
+        wait_until(marker.exists, "the one thread is held")
+        leases = backend.broker.queue_keys("emails").leases
+        wait_until(lambda: redis_client.zcard(leases) >= 3, "rate-limited tasks reserved meanwhile")
+        release.touch()
+        for result in stamped:
+            wait_until(successful(result), "run")
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == 0, worker.log
+    assert len(turns) == 4  # each started on a turn of its own: not together once one came free
+    assert min(later - earlier for earlier, later in pairwise(turns)) >= INTERVAL_US
+    assert no_start_before_its_turn(stamps(log), turns)
 
 
 def test_a_task_waiting_for_its_start_turn_is_handed_back_at_shutdown(
