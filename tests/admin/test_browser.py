@@ -42,9 +42,12 @@ def run_worker_burst(redis_url: str, key_prefix: str) -> None:
 
 
 @pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[webdriver.Chrome]:
     if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
         pytest.skip("install Debian's chromium and chromium-driver (.ci/run does)")
+    # The queues page reloads itself every 5 s: a test that finds an element there and then
+    # reads or clicks it would meet a page gone if the machine stalled between the two.
+    monkeypatch.setattr("django_threadmill.admin.queues.REFRESH_S", 3600)
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
@@ -139,7 +142,7 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     session.shot("tasks")
     session.click(f"a[href$='/default/{task_id}/']")
     browser.set_window_size(1400, 1500)
-    assert "FAILED" in session.text_once_shown("#tm-status")
+    assert "FAILED" in session.text_once_shown("td#tm-status")
     assert "ConnectionError" in session.text()
     assert "1 / 2 (50%) report 'weekly' built" in session.text("#tm-progress")
     session.shot("task-failed")
@@ -167,7 +170,7 @@ def test_staff_requeue_a_failed_task_and_a_viewer_cannot(
     session.open("/admin/django_threadmill/task/?status=failed")
     assert not browser.find_elements(By.CSS_SELECTOR, "select[name=action], .action-select")
     session.click("a[href*='/default/'][href$='@default/']")
-    assert "FAILED" in session.text_once_shown("#tm-status")
+    assert "FAILED" in session.text_once_shown("td#tm-status")
     assert not browser.find_elements(By.CSS_SELECTOR, "#tm-requeue, #tm-cancel")
     session.shot("readonly-task")
     session.open("/admin/django_threadmill/task/")
