@@ -60,7 +60,6 @@ class WorkerThread(TaskRunner):
             # In a fresh copy of this thread's context, which no task runs in: what one task
             # sets there is not the next one's (worker/isolation.py).
             ran = copy_context().run(self._run_one, item)
-            self.busy = False
             if ran:  # counted once this thread is free: a recycle it sets off counts it out
                 self.finished += 1
                 self.on_task_done()
@@ -70,7 +69,7 @@ class WorkerThread(TaskRunner):
         here (not admitted, or the watchdog took it over)."""
         started_ms = self.begin(reservation) if self.admit(reservation) else None
         if started_ms is None:
-            self.buffer.done()
+            self._done()
             return False
         with self._lock:
             self._current, self._current_since = reservation, time.monotonic()
@@ -81,8 +80,16 @@ class WorkerThread(TaskRunner):
         if finish is None:
             return False  # the watchdog recorded this attempt as timed out and took over
         self.writer.submit_finish(finish, wait=self.sync_ack)
-        self.buffer.done()
+        self._done()
         return True
+
+    def _done(self) -> None:
+        """Say this thread runs nothing, then tell the buffer its task is done: in that order.
+        The done may let a stop begin (``--burst`` found nothing left), and a thread the stop
+        still saw busy was held to the grace period, reported running once it was over, and
+        its process exited as forced (docs/worker.md, Shutdown)."""
+        self.busy = False
+        self.buffer.done()
 
     def _claim(self) -> bool:
         """End the running attempt here, before anything is said of its outcome; False if the

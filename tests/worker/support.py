@@ -8,13 +8,18 @@ from typing import Any
 
 import pytest
 
-from django_threadmill.broker import Acquired, Broker
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Acquired, Broker, Reservation
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.buffer import Runners, TaskBuffer
+from django_threadmill.worker.cancelled_steps import CancelledSteps
+from django_threadmill.worker.executor import Executor
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.options import WorkerOptions
+from django_threadmill.worker.pacing import Pacer
 from django_threadmill.worker.prefetcher import Prefetcher
 from django_threadmill.worker.progress import PendingProgress
+from django_threadmill.worker.runner import RunnerParts
 from tests.support import run_python, run_to_completion, worker
 
 MONITOR_WOKE_LATE = "while its monitor woke late_ms="
@@ -97,6 +102,40 @@ def unstarted_writer(broker: Broker) -> AckWriter:
         PendingProgress(),
         on_written=lambda: None,
         on_crash=lambda: None,
+    )
+
+
+def role_crashed() -> None:
+    """A role thread's ``on_crash``: the test fails."""
+    raise AssertionError("a role thread crashed; see the captured log")
+
+
+def thread_parts(
+    backend: ThreadmillTaskBackend,
+    reservations: Sequence[Reservation],
+    *,
+    worker_id: str = "worker-a",
+    sync_ack: bool = False,
+) -> RunnerParts:
+    """The parts a real ``WorkerThread`` runs ``reservations`` with on ``backend``: a buffer
+    of four, an ack writer holding their leases (not started: the test starts it), and no
+    pacing; a role thread that crashes fails the test."""
+    executor = Executor(worker_id, backend.alias, type(backend))
+    held = HeldLeases()
+    held.add([reservation.lease for reservation in reservations])
+    buffer = TaskBuffer(capacity=4, is_async=lambda reservation: False)
+    writer = AckWriter(
+        backend.broker, worker_id, held, executor.progress, lambda: None, role_crashed
+    )
+    return RunnerParts(
+        buffer=buffer,
+        executor=executor,
+        writer=writer,
+        held=held,
+        pacer=Pacer(backend.broker, lambda reservations: None, buffer.put_many),
+        cancelled_steps=CancelledSteps(backend.broker),
+        sync_ack=sync_ack,
+        on_task_done=lambda: None,
     )
 
 

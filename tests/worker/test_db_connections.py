@@ -18,16 +18,11 @@ from django_threadmill.codec.results import parse_error
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import Task
 from django_threadmill.worker import db_connections
-from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.buffer import TaskBuffer
-from django_threadmill.worker.cancelled_steps import CancelledSteps
 from django_threadmill.worker.executor import Executor
-from django_threadmill.worker.leases import HeldLeases
-from django_threadmill.worker.pacing import Pacer
-from django_threadmill.worker.runner import RunnerParts
 from django_threadmill.worker.threads import WorkerThread
 from testproject.example.tasks import record_pid, touch_database
 from tests.worker.misbehaving import leaves_a_transaction_open
+from tests.worker.support import role_crashed, thread_parts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -106,23 +101,10 @@ def test_a_worker_thread_that_ends_closes_the_connections_it_opened(
     monkeypatch.setattr(wrapper, "close", watched_close)
     touch_database.enqueue()
     reservations = backend.broker.acquire("default", 1).reservations
-    worker_id = "db-worker"
-    executor = Executor(worker_id, backend.alias, type(backend))
-    held = HeldLeases()
-    held.add([reservation.lease for reservation in reservations])
-    buffer = TaskBuffer(capacity=4, is_async=lambda reservation: False)
-    writer = AckWriter(backend.broker, worker_id, held, executor.progress, lambda: None, _fail)
-    parts = RunnerParts(
-        buffer=buffer,
-        executor=executor,
-        writer=writer,
-        held=held,
-        pacer=Pacer(backend.broker, lambda reservations: None, buffer.put_many),
-        cancelled_steps=CancelledSteps(backend.broker),
-        sync_ack=True,  # the outcome is written before the thread takes its next turn
-        on_task_done=lambda: None,
-    )
-    thread = WorkerThread(0, parts, _fail)
+    # The outcome is written before the thread takes its next turn.
+    parts = thread_parts(backend, reservations, worker_id="db-worker", sync_ack=True)
+    buffer, writer = parts.buffer, parts.writer
+    thread = WorkerThread(0, parts, role_crashed)
     writer.start()
     thread.start()
     try:
@@ -161,7 +143,3 @@ def test_a_transaction_the_task_left_open_is_rolled_back_and_fails_it(
     assert error.exception_class_path == "django_threadmill.exceptions.TransactionLeftOpen"
     assert "block it never left (database default); it was rolled back" in error.traceback
     assert not still_open
-
-
-def _fail() -> None:
-    raise AssertionError("a role thread crashed; see the captured log")
