@@ -351,6 +351,12 @@ class WorkerProcess:
         crew.lane.stop()
         unstarted = crew.buffer.close()
         releasing = start_call("release", partial(self._release, unstarted), self._crashed)
+        # An acquire still on its way puts its tasks in the closed buffer, which keeps them: a
+        # call of its own releases them once the prefetcher has ended, never holding the stop.
+        late: list[Reservation] = []
+        releasing_late = start_call(
+            "release-late", partial(self._release_late, late, end), self._crashed
+        )
         join_until(releasing, deadline)
         # 3. Let running tasks finish, bounded by the grace period; then the event loop
         # cancels what it still runs (handed back: leases lapse, the reaper settles them). A
@@ -375,10 +381,13 @@ class WorkerProcess:
         crew.drainer.stop()
         join_until(crew.drainer, _flush_until(deadline, end))
         crew.keeper.stop()
-        for last in (crew.keeper, waking, releasing):
+        for last in (crew.keeper, waking, releasing, releasing_late):
             join_until(last, end)
-        unreleased = 0 if releasing.result else len(unstarted)
-        self._report_left_behind(unreleased, [waking, releasing])
+        unreleased = sum(
+            0 if call.result else len(reservations)
+            for call, reservations in ((releasing, unstarted), (releasing_late, late))
+        )
+        self._report_left_behind(unreleased, [waking, releasing, releasing_late])
         logger.info(
             "Worker process stopped worker_id=%s finished=%d exit_code=%d",
             self.worker_id,
@@ -447,6 +456,13 @@ class WorkerProcess:
         self.crew.held.discard(leases)
         logger.info("Released unstarted tasks count=%d worker_id=%s", released, self.worker_id)
         return True
+
+    def _release_late(self, late: list[Reservation], end: float) -> bool:
+        """Once the prefetcher has ended (or at ``end``), hand back what it put in the buffer
+        after the stop closed it, gathered into ``late``; False if Redis did not take them."""
+        join_until(self.crew.prefetcher, end)
+        late.extend(self.crew.buffer.close())
+        return self._release(late)
 
     def _report_left_behind(self, unreleased: int, calls: list[StopCall[Any]]) -> None:
         """Name the threads the stop ends without, and say in the exit code what that left to
