@@ -7,41 +7,49 @@ uses half of them; sent those alone, a lone finish call costs 122,500 instead of
 """
 
 import re
+from functools import cache
+from typing import NamedTuple
 
 # A definition at the top level: ``local NAME = ...`` or ``local function NAME(...)``.
 _DEFINED = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
+_WORD = re.compile(r"\w+")
 
 
-def _blocks(common: str) -> list[tuple[frozenset[str], str]]:
-    """Split ``common`` at its blank lines into definitions: the names each block defines and
-    its text, comment included. A block of comments alone (a note, the file's header) is left
-    out; a block of code that defines nothing at the top level (a function split by a blank
-    line) is refused, as it would be left out too."""
-    blocks = []
+class Definition(NamedTuple):
+    """One block of ``common.lua``: the names it defines, the words it uses, its text."""
+
+    names: frozenset[str]
+    words: frozenset[str]
+    text: str
+
+
+@cache
+def _definitions(common: str) -> tuple[Definition, ...]:
+    """Split ``common`` at its blank lines into definitions, comment included. A block of
+    comments alone (a note, the file's header) is left out; a block of code that defines
+    nothing at the top level (a function split by a blank line) is refused, as it would be
+    left out too."""
+    definitions = []
     for block in re.split(r"\n[ \t]*\n", common.strip()):
         names = frozenset(_DEFINED.findall(block))
         if names:
-            blocks.append((names, block))
+            definitions.append(Definition(names, frozenset(_WORD.findall(block)), block))
         elif not all(line.startswith("--") for line in block.splitlines()):
             raise ValueError(f"common.lua has code outside a definition: {block[:60]!r}")
-    return blocks
-
-
-def _uses(text: str, name: str) -> bool:
-    return re.search(rf"\b{re.escape(name)}\b", text) is not None
+    return tuple(definitions)
 
 
 def prelude(common: str, script: str) -> str:
     """Return the definitions of ``common`` that ``script`` uses, in their order."""
-    blocks = _blocks(common)
+    definitions = _definitions(common)
     wanted: set[int] = set()
-    reach = script  # the text whose names are wanted: the script, then each block taken
+    used = set(_WORD.findall(script))  # the words of the script, then of each definition taken
     grew = True
     while grew:
         grew = False
-        for i, (names, block) in enumerate(blocks):
-            if i not in wanted and any(_uses(reach, name) for name in names):
+        for i, definition in enumerate(definitions):
+            if i not in wanted and definition.names & used:
                 wanted.add(i)
-                reach += "\n" + block
+                used |= definition.words
                 grew = True
-    return "".join(block + "\n\n" for i, (_, block) in enumerate(blocks) if i in wanted)
+    return "".join(d.text + "\n\n" for i, d in enumerate(definitions) if i in wanted)
