@@ -229,7 +229,9 @@ def test_the_worker_tries_fewer_threads_at_a_core_and_restores_them_when_the_rat
     backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str, tmp_path: Path
 ) -> None:
     flag = tmp_path / "a core"
-    backend.enqueue_many(tasks.work_for, [((0.01,), {}) for _ in range(10_000)])
+    # Far more than the test runs (a minute at eight threads): 10,000 ran out on a loaded
+    # machine before the growth, the two spans at a core and the trial had all been seen.
+    backend.enqueue_many(tasks.work_for, [((0.01,), {}) for _ in range(50_000)])
     command = Command(
         redis_url,
         key_prefix,
