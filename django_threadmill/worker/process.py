@@ -202,11 +202,11 @@ class WorkerProcess:
         for signum in stop_signals():
             if signum != signal.SIGTERM:
                 signal.signal(signum, relayed)
-        if control_fd is not None:
-            # Forked with them blocked (Supervisor._spawn): one sent since has waited for these
-            # handlers, instead of running the supervisor's, which the fork handed down and
-            # which stopped nothing here.
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        # Forked with them blocked (Supervisor._spawn), or run in the supervisor's process
+        # with them blocked since its first pass (--processes 0): one sent since has waited
+        # for these handlers, instead of meeting the supervisor's (handed down by the fork,
+        # stopping nothing here) or the default action.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         self._control_fd = control_fd
         try:
             if not self._wait_for_redis():

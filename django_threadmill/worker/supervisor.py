@@ -114,19 +114,23 @@ class Supervisor:
         the schedules' due slots; a stop meanwhile ends the command there. The signal handlers
         the worker sets are put back after it, for a caller that goes on (``call_command``).
         """
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # as found, put back at the end
         try:
             with stop_signals_heard(self.wakeup, self._on_signal):
                 started = self._first_pass()
+                if started:  # held until the worker has set its own handlers, which unblock
+                    # them: one sent in between met the default action, and the process died
+                    # without a line (docs/worker.md, Stopping during start-up)
+                    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         finally:
             self.wakeup.close()  # before the worker makes its own: it puts back what it found
-        if not started:
-            return ExitCode.OK
         handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
         try:
-            return WorkerProcess(self.options, self.backend).run()
+            return WorkerProcess(self.options, self.backend).run() if started else ExitCode.OK
         finally:
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def _spawn(self, slot: Slot) -> None:
         held = tuple(fd for other in self.slots for fd in other.control_fds())
