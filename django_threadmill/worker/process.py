@@ -192,8 +192,14 @@ class WorkerProcess:
         logger.info("Stopping on %s worker_id=%s", signal.Signals(signum).name, self.worker_id)
         self.request_stop()
 
-    def run(self, control_fd: int | None = None) -> ExitCode:
-        """Run until a signal, a supervisor message, --burst or --max-tasks says stop."""
+    def run(
+        self, control_fd: int | None = None, heard: Callable[[], bool] = lambda: False
+    ) -> ExitCode:
+        """Run until a signal, a supervisor message, --burst or --max-tasks says stop.
+
+        ``heard``: whether a stop signal came before this process's handlers were set, to the
+        handlers of whoever runs it here (``--processes 0``).
+        """
         signal.signal(signal.SIGTERM, self._on_signal)
         self._wakeup.install()
         # Ctrl-C and a terminal's hangup reach the whole process group; the supervisor relays
@@ -202,11 +208,14 @@ class WorkerProcess:
         for signum in stop_signals():
             if signum != signal.SIGTERM:
                 signal.signal(signum, relayed)
-        # Forked with them blocked (Supervisor._spawn), or run in the supervisor's process
-        # with them blocked since its first pass (--processes 0): one sent since has waited
-        # for these handlers, instead of meeting the supervisor's (handed down by the fork,
-        # stopping nothing here) or the default action.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        if control_fd is not None:
+            # Forked with them blocked (Supervisor._spawn): one sent since has waited for these
+            # handlers, instead of running the supervisor's, which the fork handed down and
+            # which stopped nothing here.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        if heard():
+            logger.info("Stopping on a signal heard as it started worker_id=%s", self.worker_id)
+            self.request_stop()
         self._control_fd = control_fd
         try:
             if not self._wait_for_redis():

@@ -16,7 +16,7 @@ from ..backend import ThreadmillTaskBackend
 from .backoff import RESTART_BACKOFF
 from .chores import Chores
 from .exit_codes import ExitCode
-from .interruptible import STOP_SIGNALS, stop_signals_heard
+from .interruptible import STOP_SIGNALS, stop_signals, stop_signals_heard
 from .options import WorkerOptions
 from .process import RECYCLING, STOP, WorkerProcess
 from .slots import Retiring, Slot
@@ -114,23 +114,24 @@ class Supervisor:
         the schedules' due slots; a stop meanwhile ends the command there. The signal handlers
         the worker sets are put back after it, for a caller that goes on (``call_command``).
         """
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # as found, put back at the end
-        try:
-            with stop_signals_heard(self.wakeup, self._on_signal):
-                started = self._first_pass()
-                if started:  # held until the worker has set its own handlers, which unblock
-                    # them: one sent in between met the default action, and the process died
-                    # without a line (docs/worker.md, Stopping during start-up)
-                    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        finally:
-            self.wakeup.close()  # before the worker makes its own: it puts back what it found
         handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
         try:
-            return WorkerProcess(self.options, self.backend).run() if started else ExitCode.OK
+            # Counted from now until the worker's handlers replace this one, which then ask
+            # whether one came: put back to the defaults in between, a stop signal killed the
+            # process without a line (docs/worker.md, Stopping during start-up).
+            for signum in stop_signals():
+                signal.signal(signum, self._on_signal)
+            try:
+                with stop_signals_heard(self.wakeup, self._on_signal):
+                    started = self._first_pass()
+            finally:
+                self.wakeup.close()  # before the worker makes its own: it puts back what it found
+            if not started:
+                return ExitCode.OK
+            return WorkerProcess(self.options, self.backend).run(heard=lambda: self.signals > 0)
         finally:
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def _spawn(self, slot: Slot) -> None:
         held = tuple(fd for other in self.slots for fd in other.control_fds())
