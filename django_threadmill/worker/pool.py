@@ -128,10 +128,10 @@ class WorkerPool:
     def live_count(self) -> int:
         return len(self.live())
 
-    def join(self, deadline: float, end: float) -> None:
+    def join(self, deadline: float, idle_until: float) -> None:
         """Wait until every thread has ended or been abandoned by the watchdog (a task past
         --task-timeout is not waited for): one running a task until ``deadline`` (the grace
-        period), one between tasks until ``end`` (monotonic both).
+        period), one between tasks until ``idle_until`` (monotonic both).
 
         The buffer is closed: a thread between tasks is only ending, which the grace period
         does not bound. Held to it, a thread just started when a stop came with
@@ -141,7 +141,7 @@ class WorkerPool:
                 continue
             thread.settled.wait(max(0.0, deadline - time.monotonic()))
             if not thread.abandoned:
-                join_until(thread, deadline if thread.busy else end)
+                join_until(thread, deadline if thread.busy else idle_until)
 
     def settled(self) -> bool:
         """Tell whether every started thread has ended or been abandoned: what ``join`` waits

@@ -375,7 +375,10 @@ class WorkerProcess:
             deadline = time.monotonic() + self.options.grace_period_s
             end = deadline + STOP_MARGIN_S
         self._say_what_runs()
-        crew.pool.join(deadline, end)
+        # Threads between tasks are waited for past the grace period, short of the ack
+        # writer's flush time: one that took a task just as the buffer closed, before it
+        # said so, runs it that long at most.
+        crew.pool.join(deadline, max(deadline, end - WRITER_MIN_FLUSH_S))
         if crew.watchdog is not None:  # before the flush: what it timed out is written
             crew.watchdog.stop()
             join_until(crew.watchdog, end)
