@@ -471,8 +471,10 @@ class WorkerProcess:
 
     def _release_late(self, late: list[Reservation], end: float) -> bool:
         """Once the prefetcher has ended (or at ``end``), hand back what it put in the buffer
-        after the stop closed it, gathered into ``late``; False if Redis did not take them."""
-        join_until(self.crew.prefetcher, end)
+        after the stop closed it, gathered into ``late``; False if Redis did not take them.
+        Made by the stop itself (the system refused its thread), it waits for nothing."""
+        if isinstance(threading.current_thread(), StopCall):
+            join_until(self.crew.prefetcher, end)
         late.extend(self.crew.buffer.close())
         return self._release(late)
 
