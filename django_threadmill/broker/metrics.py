@@ -62,7 +62,7 @@ _WAIT_BUCKETS_MS = [bound * 1000 for bound in WAIT_BUCKETS_S]
 # Field names per bucket index, built once: the ack writer names two buckets per task.
 _RUN_FIELDS = [f"run:{index}" for index in range(len(RUN_BUCKETS_S) + 1)]
 _WAIT_FIELDS = [f"wait:{index}" for index in range(len(WAIT_BUCKETS_S) + 1)]
-RETRY = Outcome.RETRY.value
+_RETRY = Outcome.RETRY.value
 
 
 def waited_ms(
@@ -96,7 +96,7 @@ class PartTally:
         path = lease.task_path or UNNAMED_TASK
         counts, totals = self.recent[path], self.lifetime[path]
         self.outcomes[outcome] += 1
-        if outcome != RETRY:
+        if outcome != _RETRY:
             finished = self.finished
             if not finished or finished[-1][0] != recorded_at:
                 finished.append((recorded_at, []))

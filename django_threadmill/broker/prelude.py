@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 # A definition at the top level: ``local NAME = ...`` or ``local function NAME(...)``.
 _DEFINED = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
+_SEVERAL = re.compile(r"^local \w+\s*,", re.MULTILINE)  # ``local a, b = ...``
 _WORD = re.compile(r"\w+")
 
 
@@ -31,6 +32,8 @@ def _definitions(common: str) -> tuple[Definition, ...]:
     left out too."""
     definitions = []
     for block in re.split(r"\n[ \t]*\n", common.strip()):
+        if _SEVERAL.search(block):  # only the first name would be found
+            raise ValueError(f"common.lua defines several names in one line: {block[:60]!r}")
         names = frozenset(_DEFINED.findall(block))
         if names:
             definitions.append(Definition(names, frozenset(_WORD.findall(block)), block))

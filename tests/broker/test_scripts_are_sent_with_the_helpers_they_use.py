@@ -39,6 +39,12 @@ def test_code_outside_a_definition_is_refused() -> None:
         prelude(COMMON + "\nredis.call('PING')\n", "return later(2)")
 
 
+def test_several_names_defined_in_one_line_are_refused() -> None:
+    """Only the first would be found: a script using the second would be sent without it."""
+    with pytest.raises(ValueError, match="several names in one line"):
+        prelude(COMMON + "\nlocal FIRST, SECOND = 1, 2\n", "return SECOND")
+
+
 @pytest.mark.parametrize("name", list(ScriptName))
 def test_every_helper_a_script_names_is_sent_with_it(name: ScriptName) -> None:
     script = _lua_file(name)
