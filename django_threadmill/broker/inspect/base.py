@@ -5,8 +5,9 @@ detail.py), each a class over this one, and inspector.py composes them. See the 
 docstring for the rules every query follows.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
+from typing import Any
 
 from ..broker import Broker
 from ..connection import readable_replies
@@ -18,6 +19,9 @@ from .types import Fields
 # Ids and records come back as bytes, decoded one by one (raw_replies.py): one that is not
 # UTF-8, decoded by the client, failed the whole reply, and with it the page.
 SCORED = {"withscores": True, **RAW}  # a sorted set's ids with their scores, as bytes
+# What ``read_parts`` queues for one part: commands on a pipeline (untyped in redis-py), given
+# the part's keys.
+type PartRead = Callable[[Any, QueueKeys], object]
 
 
 def stored_ints(values: list[bytes | None]) -> list[int | None]:
@@ -75,6 +79,23 @@ class InspectorBase:
     def now_ms(self) -> int:
         """Return Redis server time in ms: the clock every score was written with."""
         return self.broker.server_time_ms()
+
+    def read_parts(
+        self,
+        parts: Mapping[str, Sequence[str]],
+        read: PartRead,
+        *,
+        tolerant: bool = False,
+    ) -> Iterator[Any]:
+        """Queue ``read``'s commands for the keys of each part of ``parts`` (queue by queue, in
+        order) in one pipeline; return its replies in that order. With ``tolerant``, a command
+        Redis refused (a key of another type) gives its error in place of its reply."""
+        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
+            for part in (part for queue_parts in parts.values() for part in queue_parts):
+                read(pipe, self._keys(part))
+            if tolerant:
+                return iter(readable_replies(pipe.execute(raise_on_error=False)))
+            return iter(pipe.execute())
 
     def _hmget(self, keys: Sequence[str], fields: Sequence[str]) -> list[Fields]:
         """Return ``fields`` of each record key, None where the key is not a hash: one pipeline."""

@@ -8,8 +8,10 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..connection import readable_replies
+from ..keys import QueueKeys
 from ..metrics import PATH_TTL_MS, RUN_BUCKETS_S, WAIT_BUCKETS_S
 from ..raw_replies import RAW, stored_counters
 from .inspector import Inspector
@@ -143,15 +145,15 @@ def per_minute(
     sums them: one pipelined HGETALL per part and minute."""
     span = range(last_minute - minutes + 1, last_minute + 1)
     parts = inspector.parts_to_sum(queues, every_count=True)
-    with inspector.broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
-        for part in (part for queue in queues for part in parts[queue]):
-            keys = inspector.broker.queue_keys(part)
-            for minute in span:
-                pipe.execute_command("HGETALL", keys.metrics_minute(minute), **RAW)
-        replies = iter(pipe.execute())
+
+    def read(pipe: Any, keys: QueueKeys) -> None:
+        for minute in span:
+            pipe.execute_command("HGETALL", keys.metrics_minute(minute), **RAW)
+
+    replies = inspector.read_parts(parts, read)
     summed = {}
-    for queue in queues:
-        shards = [[parse(next(replies)) for _ in span] for _ in parts[queue]]
+    for queue, queue_parts in parts.items():
+        shards = [[parse(next(replies)) for _ in span] for _ in queue_parts]
         # Sum the parts minute by minute: one list of minutes per queue, as when unsharded.
         summed[queue] = [merged(minute) for minute in zip(*shards, strict=True)]
     return summed

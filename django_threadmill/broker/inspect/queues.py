@@ -6,8 +6,9 @@ See the package docstring for the rules every query here follows.
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from typing import Any
 
-from ..connection import readable_replies
+from ..keys import QueueKeys
 from ..pausing import QueuePause
 from ..raw_replies import RAW, escaped, stored_counters, stored_id
 from .base import InspectorBase, stored_ints
@@ -46,6 +47,11 @@ def _pause(note: bytes | Exception) -> QueuePause:
     return QueuePause.parse(escaped(note))
 
 
+def _waiting(pipe: Any, keys: QueueKeys) -> None:
+    pipe.zcard(keys.ready)
+    pipe.zcard(keys.delayed)
+
+
 class QueueReads(InspectorBase):
     """The counts, pauses and times of whole queues (the queues page, health and metrics)."""
 
@@ -54,22 +60,22 @@ class QueueReads(InspectorBase):
         ``every_count``, summed over every shard count (``parts_to_sum``)."""
         now = self.now_ms()
         parts = self.parts_to_sum(queues, every_count=every_count)
-        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
-            for part in (part for queue in queues for part in parts[queue]):
-                keys = self._keys(part)
-                pipe.zcard(keys.ready)
-                pipe.zcard(keys.delayed)
-                pipe.zcard(keys.done)
-                pipe.execute_command("HGETALL", keys.stats, **RAW)
-                for minutes in THROUGHPUT_MINUTES:
-                    pipe.zcount(keys.done, now - minutes * 60_000, "+inf")
-            replies = iter(pipe.execute())
+
+        def read(pipe: Any, keys: QueueKeys) -> None:
+            pipe.zcard(keys.ready)
+            pipe.zcard(keys.delayed)
+            pipe.zcard(keys.done)
+            pipe.execute_command("HGETALL", keys.stats, **RAW)
+            for minutes in THROUGHPUT_MINUTES:
+                pipe.zcount(keys.done, now - minutes * 60_000, "+inf")
+
+        replies = self.read_parts(parts, read)
         counted = []
-        for queue in queues:
+        for queue, queue_parts in parts.items():
             ready = delayed = finished = 0
             stats: dict[str, int] = defaultdict(int)
             since = dict.fromkeys(THROUGHPUT_MINUTES, 0)
-            for _ in parts[queue]:
+            for _ in queue_parts:
                 ready += int(next(replies))
                 delayed += int(next(replies))
                 finished += int(next(replies))
@@ -106,15 +112,10 @@ class QueueReads(InspectorBase):
         """Return (ready, delayed) of each queue, summed over shards (``parts_to_sum``): one
         pipeline of ZCARDs."""
         parts = self.parts_to_sum(queues, every_count=every_count)
-        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
-            for part in (part for queue in queues for part in parts[queue]):
-                keys = self._keys(part)
-                pipe.zcard(keys.ready)
-                pipe.zcard(keys.delayed)
-            replies = iter(pipe.execute())
+        replies = self.read_parts(parts, _waiting)
         waiting = {}
-        for queue in queues:
-            counts = [(int(next(replies)), int(next(replies))) for _ in parts[queue]]
+        for queue, queue_parts in parts.items():
+            counts = [(int(next(replies)), int(next(replies))) for _ in queue_parts]
             waiting[queue] = (sum(r for r, _ in counts), sum(d for _, d in counts))
         return waiting
 
@@ -131,13 +132,12 @@ class QueueReads(InspectorBase):
         of another type, written by hand, pauses too (acquire.lua asks EXISTS) and says so.
         """
         parts = {queue: self.parts(queue) for queue in queues}
-        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
-            for part in (part for queue in queues for part in parts[queue]):
-                pipe.execute_command("GET", self._keys(part).paused, **RAW)
-            replies = iter(readable_replies(pipe.execute(raise_on_error=False)))
+        replies = self.read_parts(
+            parts, lambda pipe, keys: pipe.execute_command("GET", keys.paused, **RAW), tolerant=True
+        )
         found = {}
-        for queue in queues:
-            notes = [note for _ in parts[queue] if (note := next(replies)) is not None]
+        for queue, queue_parts in parts.items():
+            notes = [note for _ in queue_parts if (note := next(replies)) is not None]
             if notes:
                 found[queue] = _pause(notes[0])
         return found
@@ -172,12 +172,13 @@ class QueueReads(InspectorBase):
         """``state_splits`` of the queues of ``parts``, each summed over its parts there."""
         queues = list(parts)
         every_part = [part for queue in queues for part in parts[queue]]
-        with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
-            for part in every_part:
-                key = getattr(self._keys(part), index.value)
-                pipe.zcard(key)
-                pipe.execute_command("ZREVRANGE", key, 0, STATE_SAMPLE - 1, **RAW)
-            replies = iter(pipe.execute())
+
+        def read(pipe: Any, keys: QueueKeys) -> None:
+            key = getattr(keys, index.value)
+            pipe.zcard(key)
+            pipe.execute_command("ZREVRANGE", key, 0, STATE_SAMPLE - 1, **RAW)
+
+        replies = self.read_parts(parts, read)
         newest = {
             part: (int(next(replies)), [stored_id(task_id) for task_id in next(replies)])
             for part in every_part
