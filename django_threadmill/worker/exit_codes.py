@@ -26,8 +26,9 @@ class ExitCode(IntEnum):
     CRASHED = 5  # a process: a thread's own loop failed; the supervisor restarts it with backoff.
     # The command, with --burst: a worker process died during the burst.
     DROPPED = 6  # stopped, but Redis did not take its last writes in time: outcomes not written
-    # or tasks not handed back are left to lease expiry and the reaper. Not a crash: the
-    # supervisor replaces such a process at once.
+    # or tasks not handed back (those an acquire it had not answered may have reserved too) are
+    # left to lease expiry and the reaper. Not a crash: the supervisor replaces such a process
+    # at once.
 
 
 def exit_now(code: int) -> NoReturn:

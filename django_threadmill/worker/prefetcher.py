@@ -95,6 +95,9 @@ class Prefetcher(RoleThread):
         self._readahead_held = False  # the last look found the read-ahead's characters full
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
         self.on_refused = on_refused  # Redis refused the credentials or rights: no retry helps
+        # Waiting for the reply to an acquire that reserves: a stop that ends meanwhile leaves
+        # what it reserved to the reaper (docs/worker.md, Exit codes).
+        self.acquiring = False
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
@@ -386,7 +389,12 @@ class Prefetcher(RoleThread):
         next_due_ms: int | None = None
         sent_at = lease_clock()  # the leases' deadlines run from after this (HeldLeases)
         refused: BrokerUnavailable | None = None
-        for queue, acquired in zip(counts, self.broker.acquire_from(counts), strict=True):
+        self.acquiring = any(counts.values())  # else a peek, which reserves nothing
+        try:
+            replies = self.broker.acquire_from(counts)
+        finally:
+            self.acquiring = False
+        for queue, acquired in zip(counts, replies, strict=True):
             if acquired.failed is not None:
                 refused = self._failed(queue, acquired.failed) or refused
             elif acquired.held_back:  # a limit, not an empty queue, kept its tasks back

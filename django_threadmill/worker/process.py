@@ -364,7 +364,7 @@ class WorkerProcess:
         # call of its own releases them once the prefetcher has ended, never holding the stop.
         late: list[Reservation] = []
         releasing_late = start_call(
-            "release-late", partial(self._release_late, late, end), self._crashed
+            "release-late", partial(self._release_late, late), self._crashed
         )
         join_until(releasing, deadline)
         # 3. Let running tasks finish, bounded by the grace period; then the event loop
@@ -393,7 +393,7 @@ class WorkerProcess:
         crew.drainer.stop()
         join_until(crew.drainer, _flush_until(deadline, end))
         crew.keeper.stop()
-        for last in (crew.keeper, waking, releasing, releasing_late):
+        for last in (crew.keeper, crew.prefetcher, waking, releasing, releasing_late):
             join_until(last, end)
         unreleased = sum(
             0 if call.result else len(reservations)
@@ -469,18 +469,25 @@ class WorkerProcess:
         logger.info("Released unstarted tasks count=%d worker_id=%s", released, self.worker_id)
         return True
 
-    def _release_late(self, late: list[Reservation], end: float) -> bool:
-        """Once the prefetcher has ended (or at ``end``), hand back what it put in the buffer
-        after the stop closed it, gathered into ``late``; False if Redis did not take them.
-        Made by the stop itself (the system refused its thread), it waits for nothing."""
+    def _release_late(self, late: list[Reservation]) -> bool:
+        """Once the prefetcher has ended, hand back what it put in the buffer after the stop
+        closed it, gathered into ``late``; False if Redis did not take them.
+
+        It waits however long that takes: the stop waits for it until its own end, which a
+        recycle sets only once its running tasks have ended, then exits without it. Bounded by
+        the end set first, it gave up while the recycle waited, and an acquire answered then
+        left its tasks to the reaper. Made by the stop itself (the system refused its thread),
+        it waits for nothing."""
         if isinstance(threading.current_thread(), StopCall):
-            join_until(self.crew.prefetcher, end)
+            join_until(self.crew.prefetcher, None)
         late.extend(self.crew.buffer.close())
         return self._release(late)
 
     def _report_left_behind(self, unreleased: int, calls: list[StopCall[Any]]) -> None:
         """Name the threads the stop ends without, and say in the exit code what that left to
-        the reaper (docs/worker.md, Exit codes)."""
+        the reaper (docs/worker.md, Exit codes): outcomes not written, tasks not handed back,
+        and an acquire Redis has not answered, which may have reserved tasks that reach no
+        buffer."""
         crew = self.crew
         waiting = [crew.prefetcher, crew.writer, crew.monitor, crew.drainer, crew.keeper, *calls]
         left = [thread.name for thread in waiting if thread.is_alive()]
@@ -491,13 +498,16 @@ class WorkerProcess:
                 ",".join(left),
             )
         unwritten = crew.writer.unwritten()
-        if unwritten or unreleased:
+        acquiring = crew.prefetcher.acquiring
+        if unwritten or unreleased or acquiring:
             logger.error(
-                "Stopped with work left to the reaper unwritten=%d unreleased=%d worker_id=%s "
-                "(Redis did not take them in time; the reaper settles those tasks once their "
-                "leases lapse: docs/worker.md, Shutdown)",
+                "Stopped with work left to the reaper unwritten=%d unreleased=%d "
+                "acquire_unanswered=%s worker_id=%s (Redis did not take them in time, or did not "
+                "answer an acquire, which may have reserved tasks nobody hands back; the reaper "
+                "settles those tasks once their leases lapse: docs/worker.md, Shutdown)",
                 unwritten,
                 unreleased,
+                acquiring,
                 self.worker_id,
             )
             if self.exit_code in (ExitCode.OK, ExitCode.RECYCLE):

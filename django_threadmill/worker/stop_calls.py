@@ -37,8 +37,8 @@ def start_call[T](role: str, call: Callable[[], T], on_crash: Callable[[], None]
     return stop_call
 
 
-def join_until(thread: threading.Thread, deadline: float) -> None:
-    """Join ``thread`` until ``deadline`` (monotonic) at the latest, if it started: after a
-    start the system refused, the rest never did."""
+def join_until(thread: threading.Thread, deadline: float | None) -> None:
+    """Join ``thread`` until ``deadline`` (monotonic; None: until it ends) at the latest, if
+    it started: after a start the system refused, the rest never did."""
     if thread.ident is not None:
-        thread.join(max(0.0, deadline - time.monotonic()))
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,143 @@
+"""An acquire Redis has not answered when a stop ends may have reserved tasks nobody hands back;
+a recycle's late release waits for it until the recycle's own end (docs/worker.md, Shutdown;
+Exit codes).
+
+The process exited 0 with the prefetcher still waiting for such a reply: its tasks, reserved
+in Redis, were left to lease expiry and the reaper, which is what exit code 6 says. And a
+recycle's late release waited for the prefetcher only until the end the stop first set, from the
+grace period: the recycle then waits for its running tasks and sets its end anew, and an acquire
+answered in between put its tasks in the closed buffer for nobody to hand back. Each test holds
+the prefetcher's acquire, its tasks reserved in Redis, on an event: no timing involved.
+"""
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Acquired, Broker
+from django_threadmill.worker import process as process_module
+from django_threadmill.worker.exit_codes import ExitCode
+from django_threadmill.worker.process import STOP_MARGIN_S, WorkerProcess
+from tests.support import wait_until
+
+from . import tasks
+from .support import worker_options
+
+WAIT_S = 30.0  # a bound on each wait, never reached when the test passes
+
+
+class HeldAcquire:
+    """The broker's acquire, whose reply, if it reserved ``square`` tasks, waits for
+    ``let_go`` (a reply Redis has not sent yet)."""
+
+    def __init__(self, broker: Broker, let_go: threading.Event) -> None:
+        self.acquire_from = broker.acquire_from
+        self.let_go = let_go
+        self.held = threading.Event()  # set once a reply is held
+
+    def __call__(self, counts: Mapping[str, int]) -> list[Acquired]:
+        replies = self.acquire_from(counts)
+        if any(
+            reservation.lease.task_path == tasks.square.module_path
+            for reply in replies
+            for reservation in reply.reservations
+        ):
+            self.held.set()
+            assert self.let_go.wait(WAIT_S), "the test never let the acquire go"
+        return replies
+
+
+@pytest.fixture
+def let_go() -> threading.Event:
+    return threading.Event()
+
+
+@pytest.fixture
+def process(
+    backend: ThreadmillTaskBackend, monkeypatch: pytest.MonkeyPatch, let_go: threading.Event
+) -> Iterator[WorkerProcess]:
+    """A worker process of one thread with --grace-period 0, whose acquires of ``square``
+    tasks are held until ``let_go``; its threads are not started."""
+    process = WorkerProcess(worker_options(grace_period_s=0.0, prefetch=3), backend)
+    monkeypatch.setattr(process.broker, "acquire_from", HeldAcquire(process.broker, let_go))
+    yield process
+    let_go.set()
+    process._wakeup.close()
+    crew = process.crew
+    stop_calls = [t for t in threading.enumerate() if t.name.startswith("threadmill-stop-")]
+    for thread in (crew.prefetcher, crew.writer, crew.keeper, crew.drainer, *stop_calls):
+        thread.join(WAIT_S)  # those a stop left behind end once let go
+
+
+def held(process: WorkerProcess) -> HeldAcquire:
+    """Return ``process``'s held acquire (the fixture's)."""
+    acquire = process.broker.acquire_from
+    assert isinstance(acquire, HeldAcquire)
+    return acquire
+
+
+def test_an_acquire_unanswered_at_the_stops_end_exits_dropped(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    tasks.square.enqueue(1)
+    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
+    assert process._start_threads()
+    assert held(process).held.wait(WAIT_S), "the prefetcher reserved nothing"
+
+    process.stop()
+
+    assert process.exit_code == ExitCode.DROPPED
+    assert (
+        "Stopped with work left to the reaper unwritten=0 unreleased=0 acquire_unanswered=True "
+        f"worker_id={process.worker_id} (Redis did not take them in time, or did not answer an "
+        "acquire, which may have reserved tasks nobody hands back; the reaper settles those "
+        "tasks once their leases lapse: docs/worker.md, Shutdown)"
+    ) in caplog.text
+
+
+def test_a_recycles_late_release_waits_for_the_prefetcher_until_the_recycles_end(
+    broker: Broker,
+    process: WorkerProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    let_go: threading.Event,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    """The stop's first end passes at once (a margin of 0) while the recycle waits for its
+    running task; the acquire is answered then, and the recycle's end is the real one."""
+    caplog.set_level(logging.INFO, "django_threadmill.worker.process")
+    release = tmp_path / "release"
+    running = tasks.wait_for_file.enqueue(str(release))
+    assert process._start_threads()
+    wait_until(lambda: process._running() == 1, "the task running")
+    reserved = tasks.square.enqueue(2)
+    assert held(process).held.wait(WAIT_S), "the prefetcher reserved nothing"
+    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.0)
+    process._recycle()  # as the thread whose task reached --max-tasks does
+
+    stopping = threading.Thread(target=process.stop)
+    stopping.start()
+    try:
+        wait_until(lambda: "Recycling once 1 running task finish" in caplog.text, "the recycle")
+        monkeypatch.setattr(process_module, "STOP_MARGIN_S", STOP_MARGIN_S)
+        let_go.set()
+        process.crew.prefetcher.join(WAIT_S)
+        assert not process.crew.prefetcher.is_alive()
+        release.touch()
+        stopping.join(WAIT_S)
+        assert not stopping.is_alive(), "the recycle never ended"
+    finally:
+        release.touch()
+        stopping.join(WAIT_S)
+
+    keys = broker.queue_keys("default")
+    assert broker.client.zcard(keys.leases) == 0  # none left for the reaper
+    assert broker.client.zrange(keys.ready, 0, -1) == [reserved.id]
+    running.refresh()
+    assert running.return_value == "done"
+    assert process.exit_code == ExitCode.RECYCLE
