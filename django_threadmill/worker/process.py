@@ -187,10 +187,12 @@ class WorkerProcess:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._signals += 1
         if self._signals > 1:
-            logger.warning("Second signal, exiting now worker_id=%s", self.worker_id)
-            os._exit(ExitCode.FORCED)
+            try:
+                logger.warning("Second signal, exiting now worker_id=%s", self.worker_id)
+            finally:  # a log line the signal interrupted mid-write may refuse this one
+                os._exit(ExitCode.FORCED)
+        self.request_stop()  # before the log line: a handler that raises has asked already
         logger.info("Stopping on %s worker_id=%s", signal.Signals(signum).name, self.worker_id)
-        self.request_stop()
 
     def run(
         self, control_fd: int | None = None, heard: Callable[[], bool] = lambda: False
