@@ -31,7 +31,17 @@ from .plan import ChaosPlan, chaos_plan
 PLAN = chaos_plan()
 LEASE_TTL_S = 2.0  # short, so dead workers are noticed quickly; renewed every third of it
 MEAN_WAVE_GAP_S = 0.225  # the mean of load.py's pace between waves
-COUNTED = ("tasks", "orphans", "successful", "failed", "queued", "executions", "duplicates", "lost")
+COUNTED = (
+    "tasks",
+    "orphans",
+    "successful",
+    "failed",
+    "queued",
+    "executions",
+    "duplicates",
+    "fenced",
+    "lost",
+)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +165,8 @@ def test_chaos_accounting(
     print(f"\nchaos mode={PLAN.mode} seed={PLAN.seed} (replay: THREADMILL_CHAOS_SEED={PLAN.seed})")
     log = tmp_path / "runs.log"
     run, monkey = run_chaos(backend, chaos_redis, key_prefix, log)
-    ledger = Audit(redis_client, backend.broker, monkey.counts.killed_pids).run(run.enqueued, log)
+    audit = Audit(redis_client, backend.broker, monkey.counts.killed_pids, run.supervisor_log)
+    ledger = audit.run(run.enqueued, log)
     print("chaos figures " + report(PLAN, monkey.counts, ledger, run.worker_code))
     assert not ledger.problems, f"seed={PLAN.seed}\n" + "\n".join(ledger.problems[:50])
     assert ledger.lost == 0
