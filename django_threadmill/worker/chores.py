@@ -17,7 +17,8 @@ from ..schedules.scheduler import Scheduler
 from .backoff import REDIS_BACKOFF
 from .interruptible import PASS_GRACE_S, Interrupted, call_unless_stopped
 from .options import WorkerOptions
-from .reaper import reap_once
+from .reap_hold import ReapHold
+from .reaper import reap_pass
 from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class Chores:
         self._forced = forced
         self._after_call = after_call
         self.next_reap = time.monotonic()
+        self.reap_hold = ReapHold(options.reap_interval_s or 0.0, backend.settings.lease_ttl_s)
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
         self.next_schedule: float | None = time.monotonic() if self.scheduler else None
         self._schedule_failures = 0  # in a row: the retry waits REDIS_BACKOFF after them
@@ -138,14 +140,22 @@ class Chores:
         if not interval or time.monotonic() < self.next_reap or self._stopping():
             return
         self.next_reap = time.monotonic() + interval
+        settle = self.reap_hold.settles()
         try:
             report = self._call_redis(
-                "reap", partial(reap_once, self.backend, stopped=self._stopping)
+                "reap",
+                partial(reap_pass, self.backend, stopped=self._stopping, settle_leases=settle),
             )
         except Interrupted:
             return
-        except BrokerUnavailable as exc:
+        except BrokerUnavailable as exc:  # Redis did not answer at the start
+            self.reap_hold.ended(answered=False)
             logger.warning("Reap pass failed error=%s", exc)
+            return
+        self.reap_hold.ended(answered=report.unreachable is None)
+        # Redis gone part-way, or a queue's key of another type: the others were reaped.
+        if failed := report.unreachable or next(iter(report.failures.values()), None):
+            logger.warning("Reap pass failed error=%s", failed)
             return
         if report.stopped:
             logger.info(

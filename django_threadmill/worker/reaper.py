@@ -426,15 +426,23 @@ def reap_once(
     batch_size: int = DEFAULT_BATCH_SIZE,
     dry_run: bool = False,
     stopped: Callable[[], bool] = _never,
+    settle_leases: bool = True,
 ) -> ReapReport:
     """Settle every expired lease on every queue of ``backend``; return what was done.
 
     With ``dry_run``, change nothing and report what would be done (up to ``batch_size``
     leases per queue). Raises ``BrokerUnavailable``: at once when Redis does not answer; when
     one queue failed, after the others are reaped (``reap_pass`` returns the report instead).
-    ``stopped`` ends the pass between two rounds, as in ``reap_pass``.
+    ``stopped`` ends the pass between two rounds, and ``settle_leases`` False leaves the
+    leases for a later pass, as in ``reap_pass``.
     """
-    report = reap_pass(backend, batch_size=batch_size, dry_run=dry_run, stopped=stopped)
+    report = reap_pass(
+        backend,
+        batch_size=batch_size,
+        dry_run=dry_run,
+        stopped=stopped,
+        settle_leases=settle_leases,
+    )
     if report.unreachable:  # the pass failed: the supervisor says so, and retries
         raise report.unreachable
     if report.failures:
@@ -448,6 +456,7 @@ def reap_pass(
     batch_size: int = DEFAULT_BATCH_SIZE,
     dry_run: bool = False,
     stopped: Callable[[], bool] = _never,
+    settle_leases: bool = True,
 ) -> ReapReport:
     """``reap_once``, but a queue whose part failed is noted in the report's ``failures``, and
     Redis going away part-way in its ``unreachable``, not raised: what the pass settled before
@@ -455,14 +464,18 @@ def reap_pass(
 
     ``stopped`` is asked before each round: once it holds, the pass ends there, the queues
     with more to reap in the report's ``stopped`` (a backlog of 100,000 expired leases is 200
-    rounds; docs/lifecycle.md, ``manage.py threadmill_reap``)."""
+    rounds; docs/lifecycle.md, ``manage.py threadmill_reap``). With ``settle_leases`` False
+    the pass only advances workflows: a loop's ``ReapHold`` gives live workers the time to
+    renew leases an outage or a stall let lapse (docs/lifecycle.md, After an outage or a
+    stall)."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
     queues, other = backend.broker.queues_and_other_parts(backend.queues)
     try:
         # One round trip reaps a batch of every queue part, another sends their outcomes
         # (docs/scaling.md, What idle workers cost); queues with more go round again.
-        pending = [queue for queue in queues if _settled_again(backend, queue, report)]
+        reaped = queues if settle_leases else []
+        pending = [queue for queue in reaped if _settled_again(backend, queue, report)]
         while pending and not stopped():
             pending = _reap_round(backend, pending, report, batch_size, other)
         report.stopped = pending

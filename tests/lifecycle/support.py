@@ -3,6 +3,8 @@
 Waiting with a deadline and running manage.py commands come from ``tests/support.py``.
 """
 
+from pathlib import Path
+
 import redis
 
 from django_threadmill.broker import Broker, Finish, Lease, Outcome, Reservation, Start
@@ -49,3 +51,8 @@ def wait_for_expiry(broker: Broker, redis_client: redis.Redis, queue: str = "def
         return seconds * 1000 + micros / 1000
 
     wait_until(lambda: redis_now_ms() > deadline_ms, f"lease expiry in queue {queue!r}")
+
+
+def state_of(pid: int) -> str:
+    """Return the state letter /proc gives a process (R, S, T, Z, ...)."""
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]

@@ -28,7 +28,7 @@ from django_threadmill.task import task
 from django_threadmill.worker.reaper import reap_once
 from tests.support import Command, wait_until
 
-from .support import wait_for_expiry
+from .support import state_of, wait_for_expiry
 
 RESERVED = 3  # tasks reserved behind the running one
 
@@ -73,11 +73,6 @@ def wait_until_running(broker: Broker, redis_client: redis.Redis, task_id: str) 
         lambda: record_field(broker, redis_client, task_id, "state") == "running",
         "the task running",
     )
-
-
-def state_of(pid: int) -> str:
-    """Return the state letter /proc gives a process (R, S, T, Z, ...)."""
-    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from ...worker.interruptible import (
     stop_signals_heard,
 )
 from ...worker.logs import configure_logging
+from ...worker.reap_hold import ReapHold
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_pass
 from ...worker.signal_flag import SignalFlag
 from ...worker.wakeup import WakeupPipe
@@ -144,20 +145,26 @@ class Command(CutShortCommand):
         stopped: Callable[[], bool],
         *,
         report: bool = False,
+        hold: ReapHold | None = None,
     ) -> None:
         """Run one pass, ending it between two rounds once ``stopped()`` holds, printing its
         counts when ``report``; a pass that failed, on every queue, on some or part-way (after
         the counts of what it did), raises CommandError, and so does a reported one a stop
-        ended with expired leases left."""
+        ended with expired leases left. The loop's passes settle leases as ``hold`` allows."""
         try:
             done = reap_pass(
                 backend,
                 batch_size=options["batch_size"],
                 dry_run=options["dry_run"],
                 stopped=stopped,
+                settle_leases=hold is None or hold.settles(),
             )
         except BrokerUnavailable as exc:
+            if hold is not None:
+                hold.ended(answered=False)
             raise CommandError(str(exc)) from exc
+        if hold is not None:
+            hold.ended(answered=done.unreachable is None)
         if report:
             self._report(done)
         if done.unreachable:
@@ -202,8 +209,9 @@ class Command(CutShortCommand):
             options["interval"],
             options["batch_size"],
         )
+        hold = ReapHold(options["interval"], backend.settings.lease_ttl_s)
         passes = 0
-        while not stop.is_set() and self._loop_pass(backend, options, wakeup, stop):
+        while not stop.is_set() and self._loop_pass(backend, options, wakeup, stop, hold):
             passes += 1
             wakeup.sleep_until(stop.is_set, options["interval"])
         logger.info("Reaper stopped backend=%s passes=%d", backend.alias, passes)
@@ -214,11 +222,12 @@ class Command(CutShortCommand):
         options: dict[str, Any],
         wakeup: WakeupPipe,
         stop: SignalFlag,
+        hold: ReapHold,
     ) -> bool:
         """Run one pass of the loop; False once a stop came first. A failed pass is logged
         and tried again the next interval, unless Redis refused this backend."""
         try:
-            return self._pass_unless_stopped(backend, options, wakeup, stop)
+            return self._pass_unless_stopped(backend, options, wakeup, stop, hold=hold)
         except CommandError as exc:
             if isinstance(exc.__cause__, BrokerRefused):
                 raise  # no wait fixes a password or an ACL rule: stop now
@@ -233,13 +242,14 @@ class Command(CutShortCommand):
         stop: SignalFlag,
         *,
         report: bool = False,
+        hold: ReapHold | None = None,
     ) -> bool:
         """Run one pass in a thread of its own while this one sleeps on ``wakeup``; False
         once a stop came first: the pass is left behind, and the command exits without it,
         not after a Redis that takes connections and never answers held each of its calls
         for ``socket_timeout`` (docs/lifecycle.md, ``manage.py threadmill_reap``). The loop's
         passes and the one of ``--once`` and ``--dry-run`` alike."""
-        reap = partial(self._pass, backend, options, stop.is_set, report=report)
+        reap = partial(self._pass, backend, options, stop.is_set, report=report, hold=hold)
         try:
             call_unless_stopped(
                 "reap", reap, wakeup.sleep_until, wakeup.poke, stop.is_set, grace_s=PASS_GRACE_S

@@ -1,0 +1,231 @@
+"""A reaper holds off settling expired leases after Redis was away, or after it was stalled.
+
+Leases lapse on the Redis clock, which runs on through a paused VM (the whole host stalls, the
+workers and the reaper with it) and while Redis is away (no worker can renew). The reaper's
+first pass after either settled the running task of a live worker: FAILED LeaseExpired, and
+the worker's outcome was then refused ("Ack not recorded ... settled or held by another
+owner"). It now holds off for a renewal interval and some slack, and the worker renews first
+(docs/lifecycle.md, After an outage or a stall).
+"""
+
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Broker
+from django_threadmill.compat import TaskResultStatus
+from django_threadmill.task import task
+from tests.servers.redis_server import RedisProcess
+from tests.support import Command, command_calls, wait_until, worker
+
+from .support import run, state_of, wait_for_expiry
+from .tasks import plain
+
+pytestmark = pytest.mark.timeout(90)
+
+LEASE_TTL_S = 3.0  # renewed every second; a hold lasts that second and RENEWAL_SLACK_S (2 s)
+# One worker process on one thread; only the reaper beside it reaps.
+WORKER = ("--processes", "1", "--threads", "1", "--reap-interval", "0")
+REAPER = ("threadmill_reap", "--interval", "0.3")
+
+
+@pytest.fixture
+def redis_url(durable_redis: RedisProcess) -> str:
+    """Run this module on a server of its own, which the outage test kills and restarts."""
+    return durable_redis.url
+
+
+@task
+def gated(gate: str, runs: str) -> str:
+    """Note the run in ``runs``, then work until ``gate`` exists (the test opens it)."""
+    with open(runs, "a") as log:
+        log.write(f"{os.getpid()}\n")
+    while not Path(gate).exists():
+        time.sleep(0.01)  # this task stands for long work; the test opens the gate
+    return "done"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scene:
+    """A worker running ``task_id`` until ``gate`` exists, and a reaper beside it."""
+
+    task_id: str
+    worker: Command
+    reaper: Command
+    gate: Path
+    runs: Path
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The worker tree: its worker process first, to be thawed before its supervisor."""
+        return [*self.worker.child_pids(), self.worker.process.pid]
+
+
+@contextmanager
+def running_task_beside_a_reaper(
+    broker: Broker, redis_client: redis.Redis, redis_url: str, key_prefix: str, tmp_path: Path
+) -> Iterator[Scene]:
+    """Start a worker on a task that runs until the test opens its gate, and a reaper that
+    has made a pass; leave both running, thawed, at the end of the block, then stop them."""
+    dead = plain.using(queue_name="emails").enqueue().id
+    run(broker, "emails")  # a dead worker's lease: the reaper's first pass is seen to settle it
+    gate, runs = tmp_path / "gate", tmp_path / "runs"
+    scene = Scene(
+        task_id=gated.enqueue(str(gate), str(runs)).id,
+        worker=worker(redis_url, key_prefix, *WORKER, lease_ttl_s=LEASE_TTL_S),
+        reaper=Command(redis_url, key_prefix, *REAPER, lease_ttl_s=LEASE_TTL_S),
+        gate=gate,
+        runs=runs,
+    )
+    try:
+        wait_until(
+            lambda: record(broker, redis_client, scene.task_id).get("state") == "running",
+            "the task running",
+        )
+        scene.reaper.wait_for_log(rf"Lease expired, task FAILED task_id={dead}")
+        yield scene
+        for command in (scene.worker, scene.reaper):
+            command.signal()
+            assert command.wait(30) == 0, command.log
+    finally:
+        for pid in [*scene.worker_pids, scene.reaper.process.pid]:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)  # a failed test leaves nothing frozen
+        scene.gate.touch()
+        scene.worker.close()
+        scene.reaper.close()
+
+
+def freeze(pids: list[int]) -> None:
+    """SIGSTOP ``pids`` and wait until each is stopped."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    wait_until(lambda: all(state_of(pid) == "T" for pid in pids), f"{pids} frozen")
+
+
+def thaw(pids: list[int]) -> None:
+    for pid in pids:
+        os.kill(pid, signal.SIGCONT)
+
+
+def freeze_between_passes(reaper: Command) -> None:
+    """SIGSTOP the reaper while its main thread is alone, between two passes (each runs in a
+    thread of its own): a pass frozen part-way had already chosen to settle leases."""
+    pid = reaper.process.pid
+
+    def frozen_between_passes() -> bool:
+        freeze([pid])
+        if len(os.listdir(f"/proc/{pid}/task")) == 1:
+            return True
+        thaw([pid])
+        return False
+
+    wait_until(frozen_between_passes, "the reaper frozen between two passes")
+
+
+def record(broker: Broker, redis_client: redis.Redis, task_id: str) -> dict[str, str]:
+    key = broker.record_key(task_id)
+    assert key is not None
+    return redis_client.hgetall(key)
+
+
+def lease_deadline_ms(broker: Broker, redis_client: redis.Redis, task_id: str) -> float | None:
+    return redis_client.zscore(broker.queue_keys("default").leases, task_id)
+
+
+def redis_now_ms(redis_client: redis.Redis) -> float:
+    seconds, micros = redis_client.time()
+    return seconds * 1000 + micros / 1000
+
+
+def assert_held(scene: Scene, reason: str) -> None:
+    """Assert the reaper's first pass after the outage or stall held the task's lease: it
+    logged the hold for ``reason`` (a pattern), and did not settle the lease."""
+    settled = rf"Lease expired, task FAILED task_id={scene.task_id}"
+    seen = scene.reaper.wait_for_log(rf"{settled}|Expired leases held for .*", timeout_s=30)
+    assert not seen[0].startswith("Lease expired"), f"a live lease settled:\n{scene.reaper.log}"
+    held = rf"Expired leases held for 3s: {reason}; live workers renew theirs meanwhile"
+    assert re.match(held, seen[0]), scene.reaper.log
+
+
+def assert_ran_once_and_recorded(
+    scene: Scene, backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
+) -> None:
+    """Let the thawed worker renew its lease, open the gate, and check the one run's outcome."""
+    wait_until(
+        lambda: (
+            (lease_deadline_ms(broker, redis_client, scene.task_id) or 0)
+            > redis_now_ms(redis_client)
+        ),
+        "the worker's lease renewed",
+    )
+    scene.gate.touch()
+    wait_until(
+        lambda: backend.get_result(scene.task_id).status != TaskResultStatus.RUNNING,
+        "the task finished",
+    )
+    result = backend.get_result(scene.task_id)
+    assert result.status == TaskResultStatus.SUCCESSFUL, (result.errors, scene.reaper.log)
+    assert (result.attempts, result.errors, result.return_value) == (1, [], "done")
+    assert len(scene.runs.read_text().split()) == 1
+    assert "LeaseExpired" not in str(record(broker, redis_client, scene.task_id))
+    assert "Ack not recorded" not in scene.worker.log, scene.worker.log
+
+
+def test_a_reaper_resumed_with_its_workers_lets_them_renew_before_it_settles(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+) -> None:
+    with running_task_beside_a_reaper(
+        broker, redis_client, redis_url, key_prefix, tmp_path
+    ) as scene:
+        freeze_between_passes(scene.reaper)  # a paused VM: every process stops at once
+        freeze(scene.worker_pids)
+        wait_for_expiry(broker, redis_client)
+        thaw([scene.reaper.process.pid])  # the reaper's pass comes first, deterministically
+        assert_held(scene, r"this reaper was stalled \d+\.\ds past its interval")
+        thaw(scene.worker_pids)
+        assert_ran_once_and_recorded(scene, backend, broker, redis_client)
+
+
+def test_a_reaper_reconnected_after_an_outage_longer_than_the_lease_lets_workers_renew_first(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    redis_url: str,
+    durable_redis: RedisProcess,
+    key_prefix: str,
+    tmp_path: Path,
+) -> None:
+    with running_task_beside_a_reaper(
+        broker, redis_client, redis_url, key_prefix, tmp_path
+    ) as scene:
+        durable_redis.kill()
+        # No renewal came after the kill, and Redis's clock is this host's wall clock.
+        latest_deadline = time.time() + LEASE_TTL_S
+        wait_until(lambda: time.time() > latest_deadline, "the lease deadline passed")
+        freeze(scene.worker_pids)  # the reaper reaches Redis first, deterministically
+        durable_redis.start()
+        wait_until(  # the frozen worker sends nothing: each pass reads the queues once
+            lambda: command_calls(redis_client).get("smembers", 0) >= 2,
+            "a reap pass answered after the restart",
+        )
+        deadline_ms = lease_deadline_ms(broker, redis_client, scene.task_id)
+        assert deadline_ms is not None
+        assert deadline_ms < redis_now_ms(redis_client), "the lease did not lapse"
+        assert_held(scene, "Redis did not answer the last reap pass")
+        thaw(scene.worker_pids)
+        assert_ran_once_and_recorded(scene, backend, broker, redis_client)
