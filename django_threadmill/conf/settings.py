@@ -103,6 +103,12 @@ class BackendSettings:
     def lease_ttl_ms(self) -> int:
         return whole_ms(self.lease_ttl_s)
 
+    @property
+    def renewal_s(self) -> float:
+        """How often a worker renews its leases: a third of ``lease_ttl`` (docs/worker.md,
+        Leases)."""
+        return self.lease_ttl_s / 3
+
     def limit_of(self, queue: str) -> QueueLimit:
         """Return the limits of ``queue``: none unless ``OPTIONS["queue_limits"]`` names it."""
         return self.queue_limits.get(queue, NO_LIMIT)

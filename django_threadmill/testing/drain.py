@@ -149,7 +149,7 @@ class _Drain:
             self.worker_id,
             queues,
             self.held,
-            backend.settings.lease_ttl_s / 3,
+            backend.settings.renewal_s,
             on_crash=lambda: None,
         )
         self.renew_at = 0.0

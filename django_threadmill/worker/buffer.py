@@ -192,6 +192,11 @@ class TaskBuffer:
         """Wake a prefetcher waiting for room, so it can see its stop event."""
         self._room.set()
 
+    def kept_after_close(self) -> int:
+        """Count the tasks put since the buffer closed that no ``close`` returned yet."""
+        with self._put_lock:
+            return len(self._put_after_close)
+
     def close(self) -> list[Reservation]:
         """Stop handing out tasks; return the ones never started, for release (again later:
         those put in since)."""

@@ -18,7 +18,6 @@ from .backoff import REDIS_BACKOFF
 from .interruptible import PASS_GRACE_S, Interrupted, call_unless_stopped
 from .options import WorkerOptions
 from .reap_hold import ReapHold
-from .reaper import reap_pass
 from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
@@ -50,19 +49,25 @@ class Chores:
         self._forced = forced
         self._after_call = after_call
         self.next_reap = time.monotonic()
-        self.reap_hold = ReapHold(options.reap_interval_s or 0.0, backend.settings.lease_ttl_s)
+        self.reap_hold = ReapHold(backend.settings.renewal_s)
+        self.next_tick = time.monotonic()
         self.scheduler = Scheduler(backend.pipeline) if backend.settings.schedules else None
         self.next_schedule: float | None = time.monotonic() if self.scheduler else None
         self._schedule_failures = 0  # in a row: the retry waits REDIS_BACKOFF after them
 
     def run_due(self) -> None:
-        """Reap, then fire the schedules' due slots, each if its time came."""
+        """Reap, then fire the schedules' due slots, each if its time came. The reap hold
+        hears that the supervisor runs: a gap is a stall of its host."""
+        if self.options.reap_interval_s:
+            self.reap_hold.tick()
+            self.next_tick = time.monotonic() + self.reap_hold.tick_s
         self._reap_if_due()
         self._fire_schedules_if_due()
 
     def due_times(self) -> list[float]:
-        """Return when the next reap and the next schedule are due (monotonic)."""
-        due = [self.next_reap] if self.options.reap_interval_s else []
+        """Return when the next reap, its hold's next look at the clock and the next
+        schedule are due (monotonic)."""
+        due = [self.next_reap, self.next_tick] if self.options.reap_interval_s else []
         return due if self.next_schedule is None else [*due, self.next_schedule]
 
     def _call_redis[T](self, role: str, call: Callable[[], T]) -> T:
@@ -140,19 +145,15 @@ class Chores:
         if not interval or time.monotonic() < self.next_reap or self._stopping():
             return
         self.next_reap = time.monotonic() + interval
-        settle = self.reap_hold.settles()
         try:
             report = self._call_redis(
-                "reap",
-                partial(reap_pass, self.backend, stopped=self._stopping, settle_leases=settle),
+                "reap", partial(self.reap_hold.run, self.backend, stopped=self._stopping)
             )
         except Interrupted:
             return
         except BrokerUnavailable as exc:  # Redis did not answer at the start
-            self.reap_hold.ended(answered=False)
             logger.warning("Reap pass failed error=%s", exc)
             return
-        self.reap_hold.ended(answered=report.unreachable is None)
         # Redis gone part-way, or a queue's key of another type: the others were reaped.
         if failed := report.unreachable or next(iter(report.failures.values()), None):
             logger.warning("Reap pass failed error=%s", failed)

@@ -389,33 +389,33 @@ class Prefetcher(RoleThread):
         next_due_ms: int | None = None
         sent_at = lease_clock()  # the leases' deadlines run from after this (HeldLeases)
         refused: BrokerUnavailable | None = None
-        self.acquiring = any(counts.values())  # else a peek, which reserves nothing
+        self.acquiring = any(counts.values())  # till buffered; a peek reserves nothing
         try:
             replies = self.broker.acquire_from(counts)
+            for queue, acquired in zip(counts, replies, strict=True):
+                if acquired.failed is not None:
+                    refused = self._failed(queue, acquired.failed) or refused
+                elif acquired.held_back:  # a limit, not an empty queue, kept its tasks back
+                    # A full concurrency limit is looked at again soon, not at the queue's next
+                    # delayed task, which may be hours off (docs/schedules.md, Per-queue limits).
+                    if acquired.by_rate:
+                        self._held_back.hold(queue, acquired.next_due_ms, Hold.START)
+                    else:
+                        self._held_back.hold(queue, None, Hold.SLOT)
+                else:
+                    self._plan.found(queue, acquired.found_work)  # a shard may hold work
+                    if queue in self._no_runner_for and acquired.found_work:
+                        self._awaiting_runner = True
+                if acquired.reservations:
+                    self._learn_lanes(queue, acquired.reservations)
+                    self.held.add([r.lease for r in acquired.reservations], sent_at)
+                    self.buffer.put_many(acquired.reservations)
+                    fetched += len(acquired.reservations)
+                if acquired.next_due_ms is not None:
+                    due = acquired.next_due_ms
+                    next_due_ms = due if next_due_ms is None else min(next_due_ms, due)
         finally:
             self.acquiring = False
-        for queue, acquired in zip(counts, replies, strict=True):
-            if acquired.failed is not None:
-                refused = self._failed(queue, acquired.failed) or refused
-            elif acquired.held_back:  # a limit, not an empty queue, kept its tasks back
-                # A full concurrency limit is looked at again soon, not at the queue's next
-                # delayed task, which may be hours off (docs/schedules.md, Per-queue limits).
-                if acquired.by_rate:
-                    self._held_back.hold(queue, acquired.next_due_ms, Hold.START)
-                else:
-                    self._held_back.hold(queue, None, Hold.SLOT)
-            else:
-                self._plan.found(queue, acquired.found_work)  # a shard may hold work
-                if queue in self._no_runner_for and acquired.found_work:
-                    self._awaiting_runner = True
-            if acquired.reservations:
-                self._learn_lanes(queue, acquired.reservations)
-                self.held.add([r.lease for r in acquired.reservations], sent_at)
-                self.buffer.put_many(acquired.reservations)
-                fetched += len(acquired.reservations)
-            if acquired.next_due_ms is not None:
-                due = acquired.next_due_ms
-                next_due_ms = due if next_due_ms is None else min(next_due_ms, due)
         if refused is not None:  # raised once the other queues' reservations are buffered
             raise refused
         held_due_ms = self._held_back.next_due_ms()

@@ -94,7 +94,7 @@ class WorkerProcess:
             executor,
             self.worker_id,
             drain_outbox=partial(drain, backend, failed=FailedEntries()),
-            lease_interval_s=backend.settings.lease_ttl_s / 3,
+            lease_interval_s=backend.settings.renewal_s,
             on_task_done=self._count_task,
             on_empty=self.request_stop,
             on_refused=partial(self.request_stop, ExitCode.REFUSED),
@@ -191,8 +191,9 @@ class WorkerProcess:
                 logger.warning("Second signal, exiting now worker_id=%s", self.worker_id)
             finally:  # a log line the signal interrupted mid-write may refuse this one
                 os._exit(ExitCode.FORCED)
-        self.request_stop()  # before the log line: a handler that raises has asked already
-        logger.info("Stopping on %s worker_id=%s", signal.Signals(signum).name, self.worker_id)
+        self.request_stop()  # before the log line, which must not raise out of the handler
+        with suppress(Exception):  # e.g. a write to stderr the signal interrupted, reentered
+            logger.info("Stopping on %s worker_id=%s", signal.Signals(signum).name, self.worker_id)
 
     def run(
         self, control_fd: int | None = None, heard: Callable[[], bool] = lambda: False
@@ -397,9 +398,10 @@ class WorkerProcess:
         crew.keeper.stop()
         for last in (crew.keeper, crew.prefetcher, waking, releasing, releasing_late):
             join_until(last, end)
-        unreleased = sum(
-            0 if call.result else len(reservations)
-            for call, reservations in ((releasing, unstarted), (releasing_late, late))
+        # Tasks an acquire put in the closed buffer count too until the late release took them.
+        late_count = len(late) + crew.buffer.kept_after_close()
+        unreleased = (0 if releasing.result else len(unstarted)) + (
+            0 if releasing_late.result else late_count
         )
         self._report_left_behind(unreleased, [waking, releasing, releasing_late])
         logger.info(
@@ -475,11 +477,9 @@ class WorkerProcess:
         """Once the prefetcher has ended, hand back what it put in the buffer after the stop
         closed it, gathered into ``late``; False if Redis did not take them.
 
-        It waits however long that takes: the stop waits for it until its own end, which a
-        recycle sets only once its running tasks have ended, then exits without it. Bounded by
-        the end set first, it gave up while the recycle waited, and an acquire answered then
-        left its tasks to the reaper. Made by the stop itself (the system refused its thread),
-        it waits for nothing."""
+        It waits for the prefetcher without a bound of its own: the stop waits for it until the
+        stop's own end (a recycle's comes once its running tasks ended), then exits without
+        it. Made by the stop itself (the system refused its thread), it waits for nothing."""
         if isinstance(threading.current_thread(), StopCall):
             join_until(self.crew.prefetcher, None)
         late.extend(self.crew.buffer.close())

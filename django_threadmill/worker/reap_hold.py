@@ -1,66 +1,102 @@
-"""When a reaping loop holds off settling expired leases: after Redis was away, or after the
-loop itself stalled, live workers get the time to renew theirs first (docs/lifecycle.md, After
-an outage or a stall)."""
+"""When a reaping loop holds off settling expired leases: after Redis was away or refused
+writes, or after the loop itself stalled, live workers get the time to renew theirs first
+(docs/lifecycle.md, After an outage or a stall)."""
 
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .leases import lease_clock
+from ..broker.connection import refuses_writes
+from ..exceptions import BrokerUnavailable
+from .leases import RESUME_CHECK_S, lease_clock
+from .reaper import ReapReport, reap_pass
+
+if TYPE_CHECKING:
+    from ..backend import ThreadmillTaskBackend
 
 logger = logging.getLogger(__name__)
 
 # Past a renewal interval, what a worker may still need to renew once Redis answers or its host
-# resumes: it looks at its lease clock every second, and a renewal takes a round trip or two.
-RENEWAL_SLACK_S = 2.0
+# resumes: it looks at its lease clock every RESUME_CHECK_S, then makes a round trip or two.
+RENEWAL_SLACK_S = RESUME_CHECK_S + 1.0
 
 
-@dataclass(slots=True)
 class ReapHold:
-    """Tell a loop that reaps every ``interval_s`` whether its next pass may settle leases.
+    """Run a reaping loop's passes, each settling expired leases unless a hold is on.
 
-    A lease lapses by the Redis clock, which ran on while Redis was away (its workers could not
-    renew) or while this host was stalled (a paused VM, a frozen container: its workers were
-    stalled too). A worker renews as soon as it can: it retries a failed renewal at least once
-    a renewal interval (``lease_ttl / 3``) and looks at its lease clock every second. So a pass
-    that follows a failed one, or that comes later than due by more than a renewal interval,
-    starts a hold of a renewal interval and RENEWAL_SLACK_S, counted from that pass: until it
-    ends, passes settle no lease, and a lease still expired then has no live worker. A
-    process's first pass holds nothing: it saw no outage.
+    A lease lapses by the Redis clock, which ran on while Redis was away or refused writes
+    (no worker could renew) or while this host was stalled (a paused VM, a frozen container:
+    its workers were stalled too). A worker renews as soon as it can: it retries a failed
+    renewal at least once a renewal interval (``renewal_s``, a third of ``lease_ttl``) and
+    looks at its lease clock every RESUME_CHECK_S. So after a pass Redis did not answer or
+    refused writes in, or once the loop was seen not running for more than a renewal interval
+    (``tick`` at least every ``tick_s``), a hold of a renewal interval and RENEWAL_SLACK_S starts
+    with the next pass: until it ends, passes settle no lease, and a lease still expired then
+    has no live worker. A loop's first pass holds nothing: it saw no outage.
     """
 
-    interval_s: float
-    lease_ttl_s: float
-    clock: Callable[[], float] = lease_clock  # runs on through a suspend, as the Redis clock
-    _last_end: float | None = None  # when the last pass ended, on ``clock``
-    _last_failed: bool = False  # Redis did not answer it
-    _until: float = -math.inf  # the hold's end, on ``clock``
+    def __init__(self, renewal_s: float, clock: Callable[[], float] = lease_clock) -> None:
+        self.renewal_s = renewal_s
+        self.tick_s = renewal_s / 2
+        self._clock = clock  # runs on through a suspend, as the Redis clock does
+        self._seen_at: float | None = None  # when the loop was last seen running
+        self._stalled_s = 0.0  # the longest gap since the last pass, past a renewal interval
+        self._outage = ""  # why the last pass counts as an outage, if it does
+        self._until = -math.inf  # the hold's end, on the clock
 
-    @property
-    def renewal_s(self) -> float:
-        return self.lease_ttl_s / 3
+    def tick(self) -> None:
+        """Note that the loop runs; a gap past a renewal interval since it was last seen
+        running is a stall of this process, and holds the next pass."""
+        now = self._clock()
+        if self._seen_at is not None and now - self._seen_at > self.renewal_s:
+            self._stalled_s = max(self._stalled_s, now - self._seen_at)
+        self._seen_at = now
 
-    def settles(self) -> bool:
+    def run(self, backend: "ThreadmillTaskBackend", **options: Any) -> ReapReport:
+        """Run one ``reap_pass`` with ``options``, settling leases unless a hold is on; raise
+        as it raises."""
+        self.tick()
+        try:
+            report = reap_pass(backend, settle_leases=self._settles(), **options)
+        except BrokerUnavailable:  # Redis did not answer at the start
+            self._ended("Redis did not answer the last reap pass")
+            raise
+        if report.unreachable is not None:
+            self._ended("Redis stopped answering during the last reap pass")
+        elif any(map(refuses_writes, report.failures.values())):
+            self._ended("Redis refused writes in the last reap pass, workers' renewals too")
+        else:
+            self._ended("")
+        return report
+
+    def _settles(self) -> bool:
         """Say, as a pass starts, whether it may settle expired leases; log a hold it starts."""
-        now = self.clock()
-        late_s = 0.0 if self._last_end is None else now - self._last_end - self.interval_s
-        if self._last_failed or late_s > self.renewal_s:
-            held = now < self._until
-            self._until = now + self.renewal_s + RENEWAL_SLACK_S
-            if not held:
-                logger.warning(
-                    "Expired leases held for %gs: %s; live workers renew theirs meanwhile, and "
-                    "those still expired then are settled (docs/lifecycle.md, After an outage "
-                    "or a stall)",
-                    round(self._until - now, 1),
-                    "Redis did not answer the last reap pass"
-                    if self._last_failed
-                    else f"this reaper was stalled {late_s:.1f}s past its interval",
-                )
-        return now >= self._until
+        now = self._clock()
+        why = self._outage or (
+            f"this reaper stalled {self._stalled_s:.1f}s" if self._stalled_s else ""
+        )
+        self._stalled_s = 0.0
+        if not why:
+            if now < self._until:
+                return False
+            if self._until != -math.inf:
+                logger.info("Expired leases settled again, the hold over")
+                self._until = -math.inf
+            return True
+        if now >= self._until:
+            logger.warning(
+                "Expired leases held hold_s=%g reason=%s (live workers renew theirs meanwhile; "
+                "those still expired then are settled: docs/lifecycle.md, After an outage or "
+                "a stall)",
+                round(self.renewal_s + RENEWAL_SLACK_S, 1),
+                why,
+            )
+        self._until = now + self.renewal_s + RENEWAL_SLACK_S
+        return False
 
-    def ended(self, answered: bool) -> None:
-        """Note that a pass ended, and whether Redis answered it."""
-        self._last_end = self.clock()
-        self._last_failed = not answered
+    def _ended(self, outage: str) -> None:
+        """Note that a pass ended, and why it counts as an outage ("" if it does not): its
+        length is no stall, whatever a backlog made it."""
+        self._seen_at = self._clock()
+        self._outage = outage

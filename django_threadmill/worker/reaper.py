@@ -426,23 +426,15 @@ def reap_once(
     batch_size: int = DEFAULT_BATCH_SIZE,
     dry_run: bool = False,
     stopped: Callable[[], bool] = _never,
-    settle_leases: bool = True,
 ) -> ReapReport:
     """Settle every expired lease on every queue of ``backend``; return what was done.
 
     With ``dry_run``, change nothing and report what would be done (up to ``batch_size``
     leases per queue). Raises ``BrokerUnavailable``: at once when Redis does not answer; when
     one queue failed, after the others are reaped (``reap_pass`` returns the report instead).
-    ``stopped`` ends the pass between two rounds, and ``settle_leases`` False leaves the
-    leases for a later pass, as in ``reap_pass``.
+    ``stopped`` ends the pass between two rounds, as in ``reap_pass``.
     """
-    report = reap_pass(
-        backend,
-        batch_size=batch_size,
-        dry_run=dry_run,
-        stopped=stopped,
-        settle_leases=settle_leases,
-    )
+    report = reap_pass(backend, batch_size=batch_size, dry_run=dry_run, stopped=stopped)
     if report.unreachable:  # the pass failed: the supervisor says so, and retries
         raise report.unreachable
     if report.failures:
@@ -465,8 +457,8 @@ def reap_pass(
     ``stopped`` is asked before each round: once it holds, the pass ends there, the queues
     with more to reap in the report's ``stopped`` (a backlog of 100,000 expired leases is 200
     rounds; docs/lifecycle.md, ``manage.py threadmill_reap``). With ``settle_leases`` False
-    the pass only advances workflows: a loop's ``ReapHold`` gives live workers the time to
-    renew leases an outage or a stall let lapse (docs/lifecycle.md, After an outage or a
+    the pass only advances workflows: a loop's ``ReapHold`` so gives live workers the time
+    to renew leases an outage or a stall let lapse (docs/lifecycle.md, After an outage or a
     stall)."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)

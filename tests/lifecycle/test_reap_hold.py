@@ -1,17 +1,32 @@
-"""A reaping loop's hold: after a pass Redis did not answer, or a stall of the loop itself, no
-lease is settled until live workers had a renewal interval and a slack to renew theirs; on a
-clock the test moves (worker/reap_hold.py). The commands' loops under a real stall and a real
-outage: tests/lifecycle/test_reaper_holds_after_an_outage_or_a_stall.py."""
+"""A reaping loop's hold (worker/reap_hold.py), pass by pass against a real Redis on a clock the
+test moves: after a pass Redis did not answer or refused writes in, or a stall of the loop, no
+lease is settled until live workers had a renewal interval and a slack to renew theirs. The
+commands' loops under a real stall and a real outage:
+tests/lifecycle/test_reaper_holds_after_an_outage_or_a_stall.py."""
 
 import logging
 
 import pytest
+import redis
 
+from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Broker
+from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.worker.reap_hold import RENEWAL_SLACK_S, ReapHold
+from tests.servers.redis_server import RedisProcess
 
-INTERVAL_S = 10.0
-LEASE_TTL_S = 60.0  # a renewal interval of 20 s
+from .support import run, wait_for_expiry
+from .tasks import plain
+
+LEASE_TTL_S = 1.0  # this folder's (conftest.py): renewals every third of a second
 HOLD_S = LEASE_TTL_S / 3 + RENEWAL_SLACK_S
+SHOWN_HOLD_S = round(HOLD_S, 1)  # as the line shows it
+
+
+@pytest.fixture
+def redis_url(durable_redis: RedisProcess) -> str:
+    """A server of the module's own, which a test kills and starts again."""
+    return durable_redis.url
 
 
 class Clock:
@@ -28,76 +43,134 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def hold(clock: Clock) -> ReapHold:
-    return ReapHold(INTERVAL_S, LEASE_TTL_S, clock=clock)
+def hold(backend: ThreadmillTaskBackend, clock: Clock) -> ReapHold:
+    return ReapHold(backend.settings.renewal_s, clock=clock)
 
 
-def pass_at(hold: ReapHold, clock: Clock, at: float, *, answered: bool = True) -> bool:
-    """Run a pass starting at ``at`` and ending at once; return whether it settled leases."""
+def expired_lease(broker: Broker, redis_client: redis.Redis) -> str:
+    """Enqueue a task, start it as a worker that then dies, and wait for its lease to lapse."""
+    task_id = plain.enqueue().id
+    run(broker)
+    wait_for_expiry(broker, redis_client)
+    return task_id
+
+
+def settled_at(hold: ReapHold, clock: Clock, at: float, backend: ThreadmillTaskBackend) -> int:
+    """Run the loop to ``at``, seen running every ``tick_s`` as it sleeps, then a pass there;
+    return how many leases the pass settled."""
+    while clock.now + hold.tick_s < at:
+        clock.now += hold.tick_s
+        hold.tick()
     clock.now = at
-    settles = hold.settles()
-    hold.ended(answered=answered)
-    return settles
+    report = hold.run(backend)
+    return sum(counts.failed + counts.retried for counts in report.queues.values())
 
 
 def held_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "Expired leases held" in r.getMessage()]
 
 
-def test_passes_on_time_that_redis_answers_settle_leases(hold: ReapHold, clock: Clock) -> None:
-    # The first pass saw no outage, and a pass a renewal interval late is still no stall.
-    starts = [1000.0, 1010.0, 1020.0, 1050.0]
-    assert [pass_at(hold, clock, at) for at in starts] == [True, True, True, True]
+def test_a_first_pass_and_passes_on_time_settle_leases(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+) -> None:
+    assert settled_at(hold, clock, 1000.0, backend) == 0
+    expired_lease(broker, redis_client)
+    assert settled_at(hold, clock, 1010.0, backend) == 1
 
 
 def test_after_a_pass_redis_did_not_answer_leases_wait_a_renewal_interval(
-    hold: ReapHold, clock: Clock, caplog: pytest.LogCaptureFixture
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    durable_redis: RedisProcess,
+    hold: ReapHold,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="django_threadmill")
-    assert pass_at(hold, clock, 1000.0)
-    assert pass_at(hold, clock, 1010.0, answered=False)
-    assert not pass_at(hold, clock, 1020.0)  # the hold starts here, as Redis answers again
-    assert not pass_at(hold, clock, 1020.0 + HOLD_S - 0.1)
-    assert pass_at(hold, clock, 1020.0 + HOLD_S)
+    caplog.set_level(logging.INFO, logger="django_threadmill")
+    expired_lease(broker, redis_client)
+    durable_redis.kill()
+    with pytest.raises(BrokerUnavailable):
+        hold.run(backend)
+    durable_redis.start()
+    assert settled_at(hold, clock, 1000.1, backend) == 0  # the hold starts as Redis answers
+    assert settled_at(hold, clock, 1000.1 + HOLD_S - 0.01, backend) == 0
+    assert settled_at(hold, clock, 1000.1 + HOLD_S, backend) == 1
     assert held_lines(caplog) == [
-        f"Expired leases held for {HOLD_S:g}s: Redis did not answer the last reap pass; live "
-        "workers renew theirs meanwhile, and those still expired then are settled "
-        "(docs/lifecycle.md, After an outage or a stall)"
+        f"Expired leases held hold_s={SHOWN_HOLD_S:g} reason=Redis did not answer the last "
+        "reap pass (live workers renew theirs meanwhile; those still expired then are settled: "
+        "docs/lifecycle.md, After an outage or a stall)"
+    ]
+    assert "Expired leases settled again, the hold over" in caplog.messages
+
+
+def test_after_a_pass_redis_refused_writes_in_leases_wait_a_renewal_interval(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Renewals are writes: while Redis refuses them (a failed snapshot's MISCONF, a replica's
+    READONLY, too few replicas), leases lapse as in an outage."""
+    caplog.set_level(logging.WARNING, logger="django_threadmill")
+    expired_lease(broker, redis_client)
+    redis_client.config_set("min-replicas-to-write", 1)  # NOREPLICAS: no replica here
+    try:
+        report = hold.run(backend)
+        assert report.failures
+        assert report.unreachable is None
+    finally:
+        redis_client.config_set("min-replicas-to-write", 0)
+    assert settled_at(hold, clock, 1000.0, backend) == 0
+    assert settled_at(hold, clock, 1000.0 + HOLD_S, backend) == 1
+    assert [line.split(" (live")[0] for line in held_lines(caplog)] == [
+        f"Expired leases held hold_s={SHOWN_HOLD_S:g} reason=Redis refused writes in the "
+        "last reap pass, workers' renewals too"
     ]
 
 
-def test_an_outage_over_several_passes_holds_from_the_pass_after_the_last_failed_one(
-    hold: ReapHold, clock: Clock, caplog: pytest.LogCaptureFixture
+def test_a_stall_of_the_loop_past_a_renewal_interval_holds_leases(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="django_threadmill")
-    assert pass_at(hold, clock, 1000.0)
-    for at in (1010.0, 1020.0, 1030.0, 1040.0):  # Redis away for 40 s: each pass fails
-        pass_at(hold, clock, at, answered=False)
-    assert not pass_at(hold, clock, 1050.0)
-    assert not pass_at(hold, clock, 1050.0 + HOLD_S - 0.1)
-    assert pass_at(hold, clock, 1050.0 + HOLD_S)
-    assert len(held_lines(caplog)) == 1  # one line for the whole outage
-
-
-def test_a_stall_past_a_renewal_interval_holds_leases(
-    hold: ReapHold, clock: Clock, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.WARNING, logger="django_threadmill")
-    assert pass_at(hold, clock, 1000.0)
-    stalled_to = 1000.0 + INTERVAL_S + LEASE_TTL_S / 3 + 0.5  # due at 1010, 20.5 s late
-    assert not pass_at(hold, clock, stalled_to)
-    assert pass_at(hold, clock, stalled_to + HOLD_S)
-    assert held_lines(caplog) == [
-        f"Expired leases held for {HOLD_S:g}s: this reaper was stalled 20.5s past its "
-        "interval; live workers renew theirs meanwhile, and those still expired then are "
-        "settled (docs/lifecycle.md, After an outage or a stall)"
+    assert settled_at(hold, clock, 1000.0, backend) == 0
+    expired_lease(broker, redis_client)
+    clock.now = 1000.0 + LEASE_TTL_S / 3 + 0.5  # the loop ran nothing since the pass ended
+    hold.tick()
+    assert settled_at(hold, clock, clock.now, backend) == 0
+    assert settled_at(hold, clock, clock.now + HOLD_S, backend) == 1
+    assert [line.split(" (live")[0] for line in held_lines(caplog)] == [
+        f"Expired leases held hold_s={SHOWN_HOLD_S:g} reason=this reaper stalled 0.8s"
     ]
 
 
-def test_a_long_pass_is_no_stall(hold: ReapHold, clock: Clock) -> None:
-    # A backlog can take a pass minutes; lateness counts from its end.
-    clock.now = 1000.0
-    assert hold.settles()
-    clock.now = 1300.0
-    hold.ended(answered=True)
-    assert pass_at(hold, clock, 1310.0)
+def test_a_loop_seen_running_is_no_stall_however_long_its_passes(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+) -> None:
+    # A backlog's pass may outlast a renewal interval: its own length is no stall.
+    lengths = iter([1000.0, 1000.0, 1000.0 + 10 * LEASE_TTL_S])  # tick, choice, pass's end
+
+    def slow_pass_clock() -> float:
+        clock.now = next(lengths, clock.now)
+        return clock.now
+
+    hold._clock = slow_pass_clock
+    hold.run(backend)
+    hold._clock = clock
+    expired_lease(broker, redis_client)
+    assert settled_at(hold, clock, clock.now + hold.tick_s, backend) == 1

@@ -3,6 +3,7 @@
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from types import FrameType
@@ -151,20 +152,16 @@ class Command(CutShortCommand):
         counts when ``report``; a pass that failed, on every queue, on some or part-way (after
         the counts of what it did), raises CommandError, and so does a reported one a stop
         ended with expired leases left. The loop's passes settle leases as ``hold`` allows."""
+        reap: Callable[..., ReapReport] = reap_pass if hold is None else hold.run
         try:
-            done = reap_pass(
+            done = reap(
                 backend,
                 batch_size=options["batch_size"],
                 dry_run=options["dry_run"],
                 stopped=stopped,
-                settle_leases=hold is None or hold.settles(),
             )
         except BrokerUnavailable as exc:
-            if hold is not None:
-                hold.ended(answered=False)
             raise CommandError(str(exc)) from exc
-        if hold is not None:
-            hold.ended(answered=done.unreachable is None)
         if report:
             self._report(done)
         if done.unreachable:
@@ -209,11 +206,11 @@ class Command(CutShortCommand):
             options["interval"],
             options["batch_size"],
         )
-        hold = ReapHold(options["interval"], backend.settings.lease_ttl_s)
+        hold = ReapHold(backend.settings.renewal_s)
         passes = 0
         while not stop.is_set() and self._loop_pass(backend, options, wakeup, stop, hold):
             passes += 1
-            wakeup.sleep_until(stop.is_set, options["interval"])
+            _sleep_ticking(wakeup, stop, options["interval"], hold)
         logger.info("Reaper stopped backend=%s passes=%d", backend.alias, passes)
 
     def _loop_pass(
@@ -261,3 +258,13 @@ class Command(CutShortCommand):
             )
             return False
         return True
+
+
+def _sleep_ticking(wakeup: WakeupPipe, stop: SignalFlag, interval_s: float, hold: ReapHold) -> None:
+    """Sleep ``interval_s`` or until a stop, telling ``hold`` the loop runs at least every
+    ``hold.tick_s``: a longer gap is a stall of this host (docs/lifecycle.md, After an
+    outage or a stall)."""
+    end = time.monotonic() + interval_s
+    while not stop.is_set() and (left := end - time.monotonic()) > 0:
+        wakeup.sleep_until(stop.is_set, min(left, hold.tick_s))
+        hold.tick()
