@@ -6,14 +6,17 @@ The process exited 0 with the prefetcher still waiting for such a reply: its tas
 in Redis, were left to lease expiry and the reaper, which is what exit code 6 says. And a
 recycle's late release waited for the prefetcher only until the end the stop first set, from the
 grace period: the recycle then waits for its running tasks and sets its end anew, and an acquire
-answered in between put its tasks in the closed buffer for nobody to hand back. Each test holds
-the prefetcher's acquire, its tasks reserved in Redis, on an event: no timing involved.
+answered in between put its tasks in the closed buffer for nobody to hand back. An acquire
+answered as the stop ends counts too, its tasks on their way to the buffer or in it, not yet
+taken by the late release. Each test holds the prefetcher (its acquire, its buffering, or what
+comes after) on an event: no timing involved.
 """
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +144,75 @@ def test_a_recycles_late_release_waits_for_the_prefetcher_until_the_recycles_end
     running.refresh()
     assert running.return_value == "done"
     assert process.exit_code == ExitCode.RECYCLE
+
+
+class HeldCall:
+    """A call of the prefetcher's that waits for ``let_go`` once ``hold`` is set."""
+
+    def __init__(self, call: Callable[..., Any]) -> None:
+        self.call = call
+        self.hold = threading.Event()  # set by the test: hold the next call
+        self.held = threading.Event()  # set once a call is held
+        self.let_go = threading.Event()
+
+    def __call__(self, *args: Any) -> Any:
+        if self.hold.is_set():
+            self.held.set()
+            assert self.let_go.wait(WAIT_S), "the test never let the call go"
+        return self.call(*args)
+
+
+def test_an_answered_acquire_still_buffering_at_the_stops_end_exits_dropped(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The acquire was answered, but its tasks are on their way to the buffer (held in
+    ``put_many``) when the stop ends: they are left to the reaper, and the process says so."""
+    put = HeldCall(process.crew.buffer.put_many)
+    monkeypatch.setattr(process.crew.buffer, "put_many", put)
+    monkeypatch.setattr(process.broker, "acquire_from", held(process).acquire_from)  # unheld
+    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
+    put.hold.set()
+    tasks.square.enqueue(1)
+    assert process._start_threads()
+    try:
+        assert put.held.wait(WAIT_S), "the prefetcher reserved nothing"
+        process.stop()
+    finally:
+        put.let_go.set()
+
+    assert process.exit_code == ExitCode.DROPPED
+    assert "left to the reaper unwritten=0 unreleased=0 acquire_unanswered=True " in caplog.text
+
+
+def test_tasks_in_the_closed_buffer_the_late_release_has_not_taken_count_as_unreleased(
+    process: WorkerProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    let_go: threading.Event,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The acquire is answered once the stop closed the buffer, and its task put there; the
+    prefetcher is held after that, so the late release, which waits for it, has not taken
+    the task when the stop ends: it is left to the reaper, and counted as unreleased."""
+    after = HeldCall(process.crew.prefetcher._held_back.next_due_ms)
+    monkeypatch.setattr(process.crew.prefetcher._held_back, "next_due_ms", after)
+    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
+    tasks.square.enqueue(1)
+    assert process._start_threads()
+    assert held(process).held.wait(WAIT_S), "the prefetcher reserved nothing"
+    after.hold.set()
+    stopping = threading.Thread(target=process.stop)
+    stopping.start()
+    try:
+        wait_until(lambda: process.crew.buffer._closed, "the buffer closed")
+        let_go.set()  # the acquire's reply comes: its task goes to the closed buffer
+        assert after.held.wait(WAIT_S), "the prefetcher never got past its buffering"
+        stopping.join(WAIT_S)
+        assert not stopping.is_alive()
+    finally:
+        after.let_go.set()
+        stopping.join(WAIT_S)
+
+    assert process.exit_code == ExitCode.DROPPED
+    assert "left to the reaper unwritten=0 unreleased=1 acquire_unanswered=False " in caplog.text
