@@ -20,6 +20,7 @@ COLUMNS = (
     "client_kills",
     "executions",
     "duplicates",
+    "fenced",
     "successful",
     "failed",
     "queued",
