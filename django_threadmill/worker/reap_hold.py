@@ -20,6 +20,9 @@ logger = logging.getLogger(__name__)
 # Past a renewal interval, what a worker may still need to renew once Redis answers or its host
 # resumes: it looks at its lease clock every RESUME_CHECK_S, then makes a round trip or two.
 RENEWAL_SLACK_S = RESUME_CHECK_S + 1.0
+# The shortest gap taken for a stall, whatever the renewal interval: under a second, a busy
+# host's scheduler, not a stall; and a loop late that often would never settle a short lease.
+SHORTEST_STALL_S = 1.0
 
 
 class ReapHold:
@@ -31,25 +34,27 @@ class ReapHold:
     renewal at least once a renewal interval (``renewal_s``, a third of ``lease_ttl``) and
     looks at its lease clock every RESUME_CHECK_S. So after a pass Redis did not answer or
     refused writes in, or once the loop was seen not running for more than a renewal interval
-    (``tick`` at least every ``tick_s``), a hold of a renewal interval and RENEWAL_SLACK_S starts
-    with the next pass: until it ends, passes settle no lease, and a lease still expired then
-    has no live worker. A loop's first pass holds nothing: it saw no outage.
+    (and SHORTEST_STALL_S; ``tick`` at least every ``tick_s``), a hold of a renewal interval
+    and RENEWAL_SLACK_S starts with the next pass: until it ends, passes settle no lease, and
+    a lease still expired then has no live worker. A loop's first pass holds nothing: it saw
+    no outage.
     """
 
     def __init__(self, renewal_s: float, clock: Callable[[], float] = lease_clock) -> None:
         self.renewal_s = renewal_s
         self.tick_s = renewal_s / 2
+        self._stall_s = max(renewal_s, SHORTEST_STALL_S)  # a longer gap is a stall
         self._clock = clock  # runs on through a suspend, as the Redis clock does
         self._seen_at: float | None = None  # when the loop was last seen running
-        self._stalled_s = 0.0  # the longest gap since the last pass, past a renewal interval
+        self._stalled_s = 0.0  # the longest stall since the last pass
         self._outage = ""  # why the last pass counts as an outage, if it does
         self._until = -math.inf  # the hold's end, on the clock
 
     def tick(self) -> None:
-        """Note that the loop runs; a gap past a renewal interval since it was last seen
-        running is a stall of this process, and holds the next pass."""
+        """Note that the loop runs; a gap past a renewal interval (and SHORTEST_STALL_S) since
+        it was last seen running is a stall of this host, and holds the next pass."""
         now = self._clock()
-        if self._seen_at is not None and now - self._seen_at > self.renewal_s:
+        if self._seen_at is not None and now - self._seen_at > self._stall_s:
             self._stalled_s = max(self._stalled_s, now - self._seen_at)
         self._seen_at = now
 
