@@ -5,7 +5,8 @@ workers and the reaper with it) and while Redis is away (no worker can renew). T
 first pass after either settled the running task of a live worker: FAILED LeaseExpired, and
 the worker's outcome was then refused ("Ack not recorded ... settled or held by another
 owner"). It now holds off for a renewal interval and some slack, and the worker renews first
-(docs/lifecycle.md, After an outage or a stall).
+(docs/lifecycle.md, After an outage or a stall). Each test runs with either reaper:
+``threadmill_reap``, and a worker's supervisor reaping every ``--reap-interval``.
 """
 
 import os
@@ -35,13 +36,27 @@ pytestmark = pytest.mark.timeout(90)
 LEASE_TTL_S = 6.0  # renewed every 2 s; a hold lasts that and RENEWAL_SLACK_S (2 s): 4 s
 # One worker process on one thread; only the reaper beside it reaps.
 WORKER = ("--processes", "1", "--threads", "1", "--reap-interval", "0")
-REAPER = ("threadmill_reap", "--interval", "0.3")
+# The reapers: the command, and a supervisor reaping every queue, whose worker process serves
+# a queue left empty and runs nothing.
+REAPERS = {
+    "threadmill_reap": ("threadmill_reap", "--interval", "0.3"),
+    "supervisor": (
+        "threadmill_worker",
+        *("--processes", "1", "--threads", "1", "--queue", "reports", "--reap-interval", "0.3"),
+    ),
+}
 
 
 @pytest.fixture
 def redis_url(durable_redis: RedisProcess) -> str:
     """Run this module on a server of its own, which the outage test kills and restarts."""
     return durable_redis.url
+
+
+@pytest.fixture(params=REAPERS.values(), ids=REAPERS.keys())
+def reaper(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    """Run each test with each reaper: the arguments of its ``manage.py`` command."""
+    return request.param
 
 
 @task
@@ -69,20 +84,31 @@ class Scene:
         """The worker tree: its worker process first, to be thawed before its supervisor."""
         return [*self.worker.child_pids(), self.worker.process.pid]
 
+    @property
+    def reaper_worker_pids(self) -> list[int]:
+        """The reaper's worker process, if it is a supervisor (its passes run without it)."""
+        return self.reaper.child_pids()
+
 
 @contextmanager
 def running_task_beside_a_reaper(
-    broker: Broker, redis_client: redis.Redis, redis_url: str, key_prefix: str, tmp_path: Path
+    broker: Broker,
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+    reaper: tuple[str, ...],
 ) -> Iterator[Scene]:
-    """Start a worker on a task that runs until the test opens its gate, and a reaper that
-    has made a pass; leave both running, thawed, at the end of the block, then stop them."""
+    """Start a worker on a task that runs until the test opens its gate, and a reaper (the
+    ``reaper`` command) that has made a pass; leave both running, thawed, at the end of the
+    block, then stop them."""
     dead = plain.using(queue_name="emails").enqueue().id
     run(broker, "emails")  # a dead worker's lease: the reaper's first pass is seen to settle it
     gate, runs = tmp_path / "gate", tmp_path / "runs"
     scene = Scene(
         task_id=gated.enqueue(str(gate), str(runs)).id,
         worker=worker(redis_url, key_prefix, *WORKER, lease_ttl_s=LEASE_TTL_S),
-        reaper=Command(redis_url, key_prefix, *REAPER, lease_ttl_s=LEASE_TTL_S),
+        reaper=Command(redis_url, key_prefix, *reaper, lease_ttl_s=LEASE_TTL_S),
         gate=gate,
         runs=runs,
     )
@@ -97,7 +123,7 @@ def running_task_beside_a_reaper(
             command.signal()
             assert command.wait(30) == 0, command.log
     finally:
-        for pid in [*scene.worker_pids, scene.reaper.process.pid]:
+        for pid in [*scene.worker_pids, *scene.reaper_worker_pids, scene.reaper.process.pid]:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)  # a failed test leaves nothing frozen
         scene.gate.touch()
@@ -118,8 +144,9 @@ def thaw(pids: list[int]) -> None:
 
 
 def freeze_between_passes(reaper: Command) -> None:
-    """SIGSTOP the reaper while its main thread is alone, between two passes (each runs in a
-    thread of its own): a pass frozen part-way had already chosen to settle leases."""
+    """SIGSTOP the reaper (a supervisor: not its worker process) while its main thread is
+    alone, between two passes (each runs in a thread of its own, in either reaper): a pass
+    frozen part-way had already chosen to settle leases."""
     pid = reaper.process.pid
 
     def frozen_between_passes() -> bool:
@@ -188,9 +215,10 @@ def test_a_reaper_resumed_with_its_workers_lets_them_renew_before_it_settles(
     redis_url: str,
     key_prefix: str,
     tmp_path: Path,
+    reaper: tuple[str, ...],
 ) -> None:
     with running_task_beside_a_reaper(
-        broker, redis_client, redis_url, key_prefix, tmp_path
+        broker, redis_client, redis_url, key_prefix, tmp_path, reaper
     ) as scene:
         freeze_between_passes(scene.reaper)  # a paused VM: every process stops at once
         freeze(scene.worker_pids)
@@ -209,17 +237,26 @@ def test_a_reaper_reconnected_after_an_outage_longer_than_the_lease_lets_workers
     durable_redis: RedisProcess,
     key_prefix: str,
     tmp_path: Path,
+    reaper: tuple[str, ...],
 ) -> None:
     with running_task_beside_a_reaper(
-        broker, redis_client, redis_url, key_prefix, tmp_path
+        broker, redis_client, redis_url, key_prefix, tmp_path, reaper
     ) as scene:
+        # Redis goes away between two passes: a pass it cut short would hold for another
+        # reason ("Redis stopped answering during the last reap pass"). The reaper is frozen
+        # for the kill only, far less than the renewal interval a stall would take.
+        freeze_between_passes(scene.reaper)
         durable_redis.kill()
+        thaw([scene.reaper.process.pid])
         # No renewal came after the kill, and Redis's clock is this host's wall clock.
         latest_deadline = time.time() + LEASE_TTL_S
         wait_until(lambda: time.time() > latest_deadline, "the lease deadline passed")
-        freeze(scene.worker_pids)  # the reaper reaches Redis first, deterministically
+        # The reaper reaches Redis first, deterministically; a supervisor's worker process is
+        # frozen too, as it reads the queues now and then: only the reaper's passes do.
+        frozen = [*scene.worker_pids, *scene.reaper_worker_pids]
+        freeze(frozen)
         durable_redis.start()
-        wait_until(  # the frozen worker sends nothing: each pass reads the queues once
+        wait_until(  # the frozen workers send nothing: each pass reads the queues once
             lambda: command_calls(redis_client).get("smembers", 0) >= 2,
             "a reap pass answered after the restart",
         )
@@ -227,5 +264,5 @@ def test_a_reaper_reconnected_after_an_outage_longer_than_the_lease_lets_workers
         assert deadline_ms is not None
         assert deadline_ms < redis_now_ms(redis_client), "the lease did not lapse"
         assert_held(scene, "Redis did not answer the last reap pass")
-        thaw(scene.worker_pids)
+        thaw(frozen)
         assert_ran_once_and_recorded(scene, backend, broker, redis_client)

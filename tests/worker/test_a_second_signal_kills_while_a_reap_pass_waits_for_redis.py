@@ -31,22 +31,22 @@ SILENT_REAP_PASSES = textwrap.dedent(
 
     from django.core.management import execute_from_command_line
 
-    from django_threadmill.worker import chores
+    from django_threadmill.worker import chores, reap_hold
 
     # SIGINT as a terminal's command has it: a background job (a CI runner's) inherits it
     # ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     chores.PASS_GRACE_S = 3600.0
-    reap_once, passes = chores.reap_once, []
+    reap_pass, passes = reap_hold.reap_pass, []
 
     def silent_after_the_first(*args, **kwargs):
         passes.append(args)
         if len(passes) > 1:
             print("Reap pass waits for a silent Redis", file=sys.stderr, flush=True)
             threading.Event().wait()
-        return reap_once(*args, **kwargs)
+        return reap_pass(*args, **kwargs)
 
-    chores.reap_once = silent_after_the_first
+    reap_hold.reap_pass = silent_after_the_first
     execute_from_command_line(["manage.py", "threadmill_worker", *sys.argv[1:]])
     """
 )
