@@ -55,6 +55,19 @@ def expired_lease(broker: Broker, redis_client: redis.Redis) -> str:
     return task_id
 
 
+@pytest.fixture
+def lapsed_after_a_first_pass(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+) -> None:
+    """A first pass at 1000.0, which settles nothing; then a lease that lapses."""
+    assert settled_at(hold, clock, 1000.0, backend) == 0
+    expired_lease(broker, redis_client)
+
+
 def settled_at(hold: ReapHold, clock: Clock, at: float, backend: ThreadmillTaskBackend) -> int:
     """Run the loop to ``at``, seen running every ``tick_s`` as it sleeps, then a pass there;
     return how many leases the pass settled."""
@@ -70,15 +83,12 @@ def held_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "Expired leases held" in r.getMessage()]
 
 
+@pytest.mark.usefixtures("lapsed_after_a_first_pass")
 def test_a_first_pass_and_passes_on_time_settle_leases(
     backend: ThreadmillTaskBackend,
-    broker: Broker,
-    redis_client: redis.Redis,
     hold: ReapHold,
     clock: Clock,
 ) -> None:
-    assert settled_at(hold, clock, 1000.0, backend) == 0
-    expired_lease(broker, redis_client)
     assert settled_at(hold, clock, 1010.0, backend) == 1
 
 
@@ -135,17 +145,14 @@ def test_after_a_pass_redis_refused_writes_in_leases_wait_a_renewal_interval(
     ]
 
 
+@pytest.mark.usefixtures("lapsed_after_a_first_pass")
 def test_a_stall_of_the_loop_past_a_renewal_interval_holds_leases(
     backend: ThreadmillTaskBackend,
-    broker: Broker,
-    redis_client: redis.Redis,
     hold: ReapHold,
     clock: Clock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="django_threadmill")
-    assert settled_at(hold, clock, 1000.0, backend) == 0
-    expired_lease(broker, redis_client)
     clock.now = 1001.5  # the loop ran nothing since the pass ended: 1.5 s, past both bounds
     hold.tick()
     assert settled_at(hold, clock, clock.now, backend) == 0
@@ -155,17 +162,14 @@ def test_a_stall_of_the_loop_past_a_renewal_interval_holds_leases(
     ]
 
 
+@pytest.mark.usefixtures("lapsed_after_a_first_pass")
 def test_a_gap_under_a_second_is_no_stall_even_past_a_short_renewal_interval(
     backend: ThreadmillTaskBackend,
-    broker: Broker,
-    redis_client: redis.Redis,
     hold: ReapHold,
     clock: Clock,
 ) -> None:
     # A third of a second here: a busy host's scheduler may keep a loop that late, time and
     # again, and a hold each time would never settle a lease.
-    assert settled_at(hold, clock, 1000.0, backend) == 0
-    expired_lease(broker, redis_client)
     clock.now = 1000.9
     hold.tick()
     assert settled_at(hold, clock, clock.now, backend) == 1

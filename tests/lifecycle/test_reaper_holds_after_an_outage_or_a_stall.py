@@ -14,7 +14,7 @@ import re
 import signal
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,8 +90,8 @@ class Scene:
         return self.reaper.child_pids()
 
 
-@contextmanager
-def running_task_beside_a_reaper(
+@pytest.fixture
+def scene(
     broker: Broker,
     redis_client: redis.Redis,
     redis_url: str,
@@ -100,8 +100,8 @@ def running_task_beside_a_reaper(
     reaper: tuple[str, ...],
 ) -> Iterator[Scene]:
     """Start a worker on a task that runs until the test opens its gate, and a reaper (the
-    ``reaper`` command) that has made a pass; leave both running, thawed, at the end of the
-    block, then stop them."""
+    ``reaper`` command) that has made a pass; after the test, thaw them all, open the gate,
+    and stop them."""
     dead = plain.using(queue_name="emails").enqueue().id
     run(broker, "emails")  # a dead worker's lease: the reaper's first pass is seen to settle it
     gate, runs = tmp_path / "gate", tmp_path / "runs"
@@ -119,14 +119,16 @@ def running_task_beside_a_reaper(
         )
         scene.reaper.wait_for_log(rf"Lease expired, task FAILED task_id={dead}")
         yield scene
-        for command in (scene.worker, scene.reaper):
-            command.signal()
-            assert command.wait(30) == 0, command.log
     finally:
         for pid in [*scene.worker_pids, *scene.reaper_worker_pids, scene.reaper.process.pid]:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)  # a failed test leaves nothing frozen
         scene.gate.touch()
+    try:
+        for command in (scene.worker, scene.reaper):
+            command.signal()
+            assert command.wait(30) == 0, command.log
+    finally:
         scene.worker.close()
         scene.reaper.close()
 
@@ -209,60 +211,45 @@ def assert_ran_once_and_recorded(
 
 
 def test_a_reaper_resumed_with_its_workers_lets_them_renew_before_it_settles(
-    backend: ThreadmillTaskBackend,
-    broker: Broker,
-    redis_client: redis.Redis,
-    redis_url: str,
-    key_prefix: str,
-    tmp_path: Path,
-    reaper: tuple[str, ...],
+    scene: Scene, backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
 ) -> None:
-    with running_task_beside_a_reaper(
-        broker, redis_client, redis_url, key_prefix, tmp_path, reaper
-    ) as scene:
-        freeze_between_passes(scene.reaper)  # a paused VM: every process stops at once
-        freeze(scene.worker_pids)
-        wait_for_expiry(broker, redis_client)
-        thaw([scene.reaper.process.pid])  # the reaper's pass comes first, deterministically
-        assert_held(scene, r"this reaper stalled \d+\.\ds")
-        thaw(scene.worker_pids)
-        assert_ran_once_and_recorded(scene, backend, broker, redis_client)
+    freeze_between_passes(scene.reaper)  # a paused VM: every process stops at once
+    freeze(scene.worker_pids)
+    wait_for_expiry(broker, redis_client)
+    thaw([scene.reaper.process.pid])  # the reaper's pass comes first, deterministically
+    assert_held(scene, r"this reaper stalled \d+\.\ds")
+    thaw(scene.worker_pids)
+    assert_ran_once_and_recorded(scene, backend, broker, redis_client)
 
 
 def test_a_reaper_reconnected_after_an_outage_longer_than_the_lease_lets_workers_renew_first(
+    scene: Scene,
     backend: ThreadmillTaskBackend,
     broker: Broker,
     redis_client: redis.Redis,
-    redis_url: str,
     durable_redis: RedisProcess,
-    key_prefix: str,
-    tmp_path: Path,
-    reaper: tuple[str, ...],
 ) -> None:
-    with running_task_beside_a_reaper(
-        broker, redis_client, redis_url, key_prefix, tmp_path, reaper
-    ) as scene:
-        # Redis goes away between two passes: a pass it cut short would hold for another
-        # reason ("Redis stopped answering during the last reap pass"). The reaper is frozen
-        # for the kill only, far less than the renewal interval a stall would take.
-        freeze_between_passes(scene.reaper)
-        durable_redis.kill()
-        thaw([scene.reaper.process.pid])
-        # No renewal came after the kill, and Redis's clock is this host's wall clock.
-        latest_deadline = time.time() + LEASE_TTL_S
-        wait_until(lambda: time.time() > latest_deadline, "the lease deadline passed")
-        # The reaper reaches Redis first, deterministically; a supervisor's worker process is
-        # frozen too, as it reads the queues now and then: only the reaper's passes do.
-        frozen = [*scene.worker_pids, *scene.reaper_worker_pids]
-        freeze(frozen)
-        durable_redis.start()
-        wait_until(  # the frozen workers send nothing: each pass reads the queues once
-            lambda: command_calls(redis_client).get("smembers", 0) >= 2,
-            "a reap pass answered after the restart",
-        )
-        deadline_ms = lease_deadline_ms(broker, redis_client, scene.task_id)
-        assert deadline_ms is not None
-        assert deadline_ms < redis_now_ms(redis_client), "the lease did not lapse"
-        assert_held(scene, "Redis did not answer the last reap pass")
-        thaw(frozen)
-        assert_ran_once_and_recorded(scene, backend, broker, redis_client)
+    # Redis goes away between two passes: a pass it cut short would hold for another
+    # reason ("Redis stopped answering during the last reap pass"). The reaper is frozen
+    # for the kill only, far less than the renewal interval a stall would take.
+    freeze_between_passes(scene.reaper)
+    durable_redis.kill()
+    thaw([scene.reaper.process.pid])
+    # No renewal came after the kill, and Redis's clock is this host's wall clock.
+    latest_deadline = time.time() + LEASE_TTL_S
+    wait_until(lambda: time.time() > latest_deadline, "the lease deadline passed")
+    # The reaper reaches Redis first, deterministically; a supervisor's worker process is
+    # frozen too, as it reads the queues now and then: only the reaper's passes do.
+    frozen = [*scene.worker_pids, *scene.reaper_worker_pids]
+    freeze(frozen)
+    durable_redis.start()
+    wait_until(  # the frozen workers send nothing: each pass reads the queues once
+        lambda: command_calls(redis_client).get("smembers", 0) >= 2,
+        "a reap pass answered after the restart",
+    )
+    deadline_ms = lease_deadline_ms(broker, redis_client, scene.task_id)
+    assert deadline_ms is not None
+    assert deadline_ms < redis_now_ms(redis_client), "the lease did not lapse"
+    assert_held(scene, "Redis did not answer the last reap pass")
+    thaw(frozen)
+    assert_ran_once_and_recorded(scene, backend, broker, redis_client)
