@@ -13,6 +13,7 @@ from .lifecycle import Lifecycle
 from .metrics_sending import MetricsSending
 from .pausing import Pausing
 from .reads import Reads
+from .server_identity import ServerIdentity
 from .transitions import Transitions
 from .workflows import Workflows
 
@@ -28,5 +29,6 @@ class Broker(
     Acquiring,
     Transitions,
     MetricsSending,
+    ServerIdentity,
 ):
     """Redis access for one backend alias. Thread-safe: redis-py pools its connections."""

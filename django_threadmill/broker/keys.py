@@ -197,6 +197,11 @@ class KeySpace:
         """Sorted set of workflow ids by creation time in ms, for the admin's list."""
         return f"{self.key_prefix}:{{{self.alias}}}:workflows"
 
+    @property
+    def server(self) -> str:
+        """String: the Redis server the reapers last saw and since when (server_seen.lua)."""
+        return f"{self.key_prefix}:{{{self.alias}}}:server"
+
 
 def shard_of(task_id: str, shards: int) -> int:
     """Return the shard (0..shards-1) a task id lives in: stable, from the id alone."""

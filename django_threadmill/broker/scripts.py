@@ -40,6 +40,7 @@ class ScriptName(StrEnum):
     FORGET_ENTRY = "forget_entry"
     ROW_FIELDS = "row_fields"
     SIGN_OFF = "sign_off"
+    SERVER_SEEN = "server_seen"
 
 
 # Scripts a full Redis (maxmemory, noeviction) must still run: they settle, renew or hand back work
@@ -49,7 +50,8 @@ class ScriptName(StrEnum):
 # capped), and rides the finish calls: refused, it would hold up the acks it travels with. Pace
 # overwrites one short string, and a refused pace would keep reserved tasks from starting.
 # Sign-off drops a stopping process's sighting and adds one host's time: refused, the stopped
-# process would be counted live for a lease.
+# process would be counted live for a lease. Server-seen overwrites one short string, and a reaper
+# refused it would settle no lease.
 # Enqueue, acquire and requeue add work, so they keep failing with a clear OOM error.
 ALLOW_OOM = frozenset(
     {
@@ -66,6 +68,7 @@ ALLOW_OOM = frozenset(
         ScriptName.SET_ASIDE,
         ScriptName.SET_ASIDE_EXPIRED,
         ScriptName.SIGN_OFF,
+        ScriptName.SERVER_SEEN,
     }
 )
 ALLOW_OOM_SHEBANG = "#!lua flags=allow-oom\n"  # Redis 7+ only: 6.2 reads it as a syntax error

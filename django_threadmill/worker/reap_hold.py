@@ -1,6 +1,6 @@
-"""When a reaping loop holds off settling expired leases: after Redis was away or refused
-writes, or after the loop itself stalled, live workers get the time to renew theirs first
-(docs/lifecycle.md, After an outage or a stall)."""
+"""When a reaping loop holds off settling expired leases: after Redis was away, refused writes,
+restarted or failed over, or after the loop itself stalled, live workers get the time to renew
+theirs first (docs/lifecycle.md, After an outage or a stall)."""
 
 import logging
 import math
@@ -36,8 +36,10 @@ class ReapHold:
     refused writes in, or once the loop was seen not running for more than a renewal interval
     (and SHORTEST_STALL_S; ``tick`` at least every ``tick_s``), a hold of a renewal interval
     and RENEWAL_SLACK_S starts with the next pass: until it ends, passes settle no lease, and
-    a lease still expired then has no live worker. A loop's first pass holds nothing: it saw
-    no outage.
+    a lease still expired then has no live worker. A restart or a failover of Redis is an
+    outage a loop may not have seen (it came between two passes, or before the first): every
+    pass asks Redis how long ago reapers first saw its server, and holds until that is a
+    hold's length ago. Otherwise a loop's first pass holds nothing.
     """
 
     def __init__(self, renewal_s: float, clock: Callable[[], float] = lease_clock) -> None:
@@ -49,6 +51,12 @@ class ReapHold:
         self._stalled_s = 0.0  # the longest stall since the last pass
         self._outage = ""  # why the last pass counts as an outage, if it does
         self._until = -math.inf  # the hold's end, on the clock
+        self.held = ""  # why the last pass settled no lease ("" when it settled them)
+
+    @property
+    def hold_s(self) -> float:
+        """How long a hold lasts: a renewal interval and the slack past it."""
+        return self.renewal_s + RENEWAL_SLACK_S
 
     def tick(self) -> None:
         """Note that the loop runs; a gap past a renewal interval (and SHORTEST_STALL_S) since
@@ -63,45 +71,62 @@ class ReapHold:
         as it raises."""
         self.tick()
         try:
-            report = reap_pass(backend, settle_leases=self._settles(), **options)
-        except BrokerUnavailable:  # Redis did not answer at the start
-            self._ended("Redis did not answer the last reap pass")
+            server_seen_s = backend.broker.ms_since_server_seen() / 1000
+            report = reap_pass(backend, settle_leases=self._settles(server_seen_s), **options)
+        except BrokerUnavailable as exc:  # Redis did not answer (or refused writes) at the start
+            self._ended(_outage(exc) or "Redis did not answer the last reap pass")
             raise
         if report.unreachable is not None:
             self._ended("Redis stopped answering during the last reap pass")
-        elif any(map(refuses_writes, report.failures.values())):
-            self._ended("Redis refused writes in the last reap pass, workers' renewals too")
         else:
-            self._ended("")
+            self._ended(next(filter(None, map(_outage, report.failures.values())), ""))
         return report
 
-    def _settles(self) -> bool:
-        """Say, as a pass starts, whether it may settle expired leases; log a hold it starts."""
+    def _settles(self, server_seen_s: float) -> bool:
+        """Say, as a pass starts, whether it may settle expired leases, reaching a server
+        reapers first saw ``server_seen_s`` ago; log a hold it starts."""
         now = self._clock()
-        why = self._outage or (
-            f"this reaper stalled {self._stalled_s:.1f}s" if self._stalled_s else ""
-        )
+        reasons = [self._outage] if self._outage else []
+        if self._stalled_s:
+            reasons.append(f"this reaper stalled {self._stalled_s:.1f}s")
         self._stalled_s = 0.0
-        if not why:
-            if now < self._until:
-                return False
-            if self._until != -math.inf:
-                logger.info("Expired leases settled again, the hold over")
-                self._until = -math.inf
-            return True
-        if now >= self._until:
-            logger.warning(
-                "Expired leases held hold_s=%g reason=%s (live workers renew theirs meanwhile; "
-                "those still expired then are settled: docs/lifecycle.md, After an outage or "
-                "a stall)",
-                round(self.renewal_s + RENEWAL_SLACK_S, 1),
-                why,
+        left_s = self.hold_s if reasons else 0.0
+        if server_seen_s < self.hold_s:
+            reasons.append(
+                "a new Redis server (restarted or failed over), first seen "
+                f"{server_seen_s:.1f}s ago"
             )
-        self._until = now + self.renewal_s + RENEWAL_SLACK_S
-        return False
+            left_s = max(left_s, self.hold_s - server_seen_s)
+        if reasons:
+            if now >= self._until:
+                logger.warning(
+                    "Expired leases held hold_s=%g reason=%s (live workers renew theirs "
+                    "meanwhile; those still expired then are settled: docs/lifecycle.md, After "
+                    "an outage or a stall)",
+                    round(left_s, 1),
+                    ", ".join(reasons),
+                )
+                self.held = ", ".join(reasons)
+            self._until = max(self._until, now + left_s)
+            return False
+        if now < self._until:
+            return False
+        if self._until != -math.inf:
+            logger.info("Expired leases settled again, the hold over")
+            self._until = -math.inf
+        self.held = ""
+        return True
 
     def _ended(self, outage: str) -> None:
         """Note that a pass ended, and why it counts as an outage ("" if it does not): its
         length is no stall, whatever a backlog made it."""
         self._seen_at = self._clock()
         self._outage = outage
+
+
+def _outage(error: BrokerUnavailable) -> str:
+    """Say why an error of a pass counts as an outage: Redis refused writes, workers'
+    renewals too; "" for any other (a key of another type in one queue)."""
+    if refuses_writes(error):
+        return "Redis refused writes in the last reap pass, workers' renewals too"
+    return ""

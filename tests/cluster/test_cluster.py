@@ -18,7 +18,7 @@ from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import add, echo
 from tests.admin.conftest import QUEUES_URL, TASKS_URL, detail_url, operator
 from tests.backend_support import new_task, start
-from tests.servers.redis_cluster import LocalCluster
+from tests.servers.redis_cluster import LocalCluster, info
 from tests.support import Command, wait_until, worker
 
 from .conftest import QUEUES, command_env
@@ -107,6 +107,18 @@ def test_reaper_settles_an_expired_lease_on_another_node(
     assert re.search(r"Settled queue=images released=1 failed=0", log), log
     assert reservation.lease.task_id == result.id
     assert echo.get_result(result.id).status == TaskResultStatus.READY
+
+
+def test_the_server_reapers_note_is_every_primary(
+    cluster: LocalCluster, backend: ThreadmillTaskBackend, redis_client: redis.RedisCluster
+) -> None:
+    """A restart or failover of any primary holds the reapers (docs/lifecycle.md, After an
+    outage or a stall): each may hold a queue's leases."""
+    backend.broker.ms_since_server_seen()
+    primaries = [n for n in cluster.live() if info(n, "replication")["role"] == "master"]
+    run_ids = sorted(str(info(node, "server")["run_id"]) for node in primaries)
+    assert len(run_ids) == 3
+    assert redis_client.get(backend.broker.keyspace.server) == f"{','.join(run_ids)} 0"
 
 
 def test_admin_pages_read_every_node(operator: Client, backend: ThreadmillTaskBackend) -> None:

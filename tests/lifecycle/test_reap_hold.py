@@ -1,10 +1,12 @@
 """A reaping loop's hold (worker/reap_hold.py), pass by pass against a real Redis on a clock the
 test moves: after a pass Redis did not answer or refused writes in, or a stall of the loop, no
-lease is settled until live workers had a renewal interval and a slack to renew theirs. The
-commands' loops under a real stall and a real outage:
+lease is settled until live workers had a renewal interval and a slack to renew theirs; nor
+for that long after Redis restarted or failed over. The commands under a real stall,
+a real outage and a real restart:
 tests/lifecycle/test_reaper_holds_after_an_outage_or_a_stall.py."""
 
 import logging
+import re
 
 import pytest
 import redis
@@ -132,9 +134,8 @@ def test_after_a_pass_redis_refused_writes_in_leases_wait_a_renewal_interval(
     expired_lease(broker, redis_client)
     redis_client.config_set("min-replicas-to-write", 1)  # NOREPLICAS: no replica here
     try:
-        report = hold.run(backend)
-        assert report.failures
-        assert report.unreachable is None
+        with pytest.raises(BrokerUnavailable, match="refuses writes"):
+            hold.run(backend)  # refused at its first script: a pass's scripts all may write
     finally:
         redis_client.config_set("min-replicas-to-write", 0)
     assert settled_at(hold, clock, 1000.0, backend) == 0
@@ -194,3 +195,89 @@ def test_a_loop_seen_running_is_no_stall_however_long_its_passes(
     hold._clock = clock
     expired_lease(broker, redis_client)
     assert settled_at(hold, clock, clock.now + hold.tick_s, backend) == 1
+
+
+def server_noted_at(broker: Broker, redis_client: redis.Redis, ms_ago: int) -> None:
+    """Say the reapers first saw the server this long ago (as if Redis ran on meanwhile)."""
+    run_id = redis_client.info("server")["run_id"]
+    now_ms = int(redis_client.time()[0]) * 1000
+    redis_client.set(broker.keyspace.server, f"{run_id} {now_ms - ms_ago}")
+
+
+@pytest.mark.usefixtures("lapsed_after_a_first_pass")
+def test_a_restart_between_two_passes_holds_leases_until_workers_could_renew(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    durable_redis: RedisProcess,
+    hold: ReapHold,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The loop saw no pass fail: Redis went away and came back (its data kept) between two.
+    Its new run_id says it restarted; a failover's promoted replica has one of its own."""
+    caplog.set_level(logging.INFO, logger="django_threadmill")
+    durable_redis.kill()
+    durable_redis.start()
+    assert settled_at(hold, clock, clock.now + hold.tick_s, backend) == 0
+    server_noted_at(broker, redis_client, ms_ago=int(HOLD_S * 1000) + 1)
+    assert settled_at(hold, clock, clock.now + HOLD_S, backend) == 1
+    [line] = held_lines(caplog)
+    assert re.fullmatch(
+        r"Expired leases held hold_s=\d+(\.\d)? reason=a new Redis server "
+        r"\(restarted or failed over\), first seen \d+\.\ds ago \(live workers .*",
+        line,
+    ), line
+    assert "Expired leases settled again, the hold over" in caplog.messages
+
+
+def test_a_first_pass_holds_when_the_server_is_new_to_the_reapers(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+) -> None:
+    """A reaper that starts after a restart (a --once from cron) holds as well: the server
+    reapers saw before is in Redis, not in the reaper."""
+    broker.ms_since_server_seen()  # an earlier reaper's pass, then a restart
+    redis_client.set(broker.keyspace.server, "an-earlier-run-id 0")
+    expired_lease(broker, redis_client)
+    assert settled_at(hold, clock, 1000.0, backend) == 0
+    assert hold.held.startswith("a new Redis server (restarted or failed over), first seen 0.")
+    server_noted_at(broker, redis_client, ms_ago=int(HOLD_S * 1000) + 1)
+    assert settled_at(hold, clock, 1000.0 + HOLD_S, backend) == 1
+    assert hold.held == ""
+
+
+@pytest.mark.parametrize("stored", ["", "no-time-here", "0 1 2"], ids=["empty", "no-time", "three"])
+def test_a_server_note_missing_or_malformed_holds_nothing(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+    stored: str,
+) -> None:
+    """No note to compare with: a first pass ever, or a Redis that kept no data (and no
+    lease). The note is then written afresh, and read as the first."""
+    if stored:
+        redis_client.set(broker.keyspace.server, stored)
+    expired_lease(broker, redis_client)
+    assert settled_at(hold, clock, 1000.0, backend) == 1
+    run_id = redis_client.info("server")["run_id"]
+    assert redis_client.get(broker.keyspace.server) == f"{run_id} 0"
+
+
+def test_a_server_note_of_another_type_is_replaced_and_holds_nothing(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+) -> None:
+    """Only something other than django-threadmill writes a list there: it names no server."""
+    redis_client.rpush(broker.keyspace.server, "not a note")
+    expired_lease(broker, redis_client)
+    assert settled_at(hold, clock, 1000.0, backend) == 1
+    assert redis_client.type(broker.keyspace.server) == "string"

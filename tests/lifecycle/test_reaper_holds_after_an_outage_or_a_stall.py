@@ -6,7 +6,8 @@ first pass after either settled the running task of a live worker: FAILED LeaseE
 the worker's outcome was then refused ("Ack not recorded ... settled or held by another
 owner"). It now holds off for a renewal interval and some slack, and the worker renews first
 (docs/lifecycle.md, After an outage or a stall). Each test runs with either reaper:
-``threadmill_reap``, and a worker's supervisor reaping every ``--reap-interval``.
+``threadmill_reap``, and a worker's supervisor reaping every ``--reap-interval``; the last, a
+``threadmill_reap --once`` from cron after a restart it could not see.
 """
 
 import os
@@ -250,6 +251,68 @@ def test_a_reaper_reconnected_after_an_outage_longer_than_the_lease_lets_workers
     deadline_ms = lease_deadline_ms(broker, redis_client, scene.task_id)
     assert deadline_ms is not None
     assert deadline_ms < redis_now_ms(redis_client), "the lease did not lapse"
-    assert_held(scene, "Redis did not answer the last reap pass")
+    assert_held(
+        scene,
+        r"Redis did not answer the last reap pass, a new Redis server \(restarted or failed "
+        r"over\), first seen \d+\.\ds ago",
+    )
     thaw(frozen)
     assert_ran_once_and_recorded(scene, backend, broker, redis_client)
+
+
+def reap_once(redis_url: str, key_prefix: str) -> Command:
+    """Run ``threadmill_reap --once`` to its end, as cron would; return it, exited 0."""
+    command = Command(redis_url, key_prefix, "threadmill_reap", "--once", lease_ttl_s=LEASE_TTL_S)
+    assert command.wait(30) == 0, command.log
+    return command
+
+
+def test_a_reap_from_cron_after_a_restart_lets_workers_renew_first(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+    durable_redis: RedisProcess,
+) -> None:
+    """A ``--once`` pass saw no outage, and knows no earlier pass of its own: the server that
+    the last cron run reached, noted in Redis, tells it Redis restarted since."""
+    gate, runs = tmp_path / "gate", tmp_path / "runs"
+    task_id = gated.enqueue(str(gate), str(runs)).id
+    running = worker(redis_url, key_prefix, *WORKER, lease_ttl_s=LEASE_TTL_S)
+    worker_pids: list[int] = []
+    try:
+        wait_until(
+            lambda: record(broker, redis_client, task_id).get("state") == "running",
+            "the task running",
+        )
+        assert "Expired leases held" not in reap_once(redis_url, key_prefix).log
+        durable_redis.kill()
+        latest_deadline = time.time() + LEASE_TTL_S  # no renewal came after the kill
+        wait_until(lambda: time.time() > latest_deadline, "the lease deadline passed")
+        worker_pids = [*running.child_pids(), running.process.pid]
+        freeze(worker_pids)  # the cron run reaches Redis first, deterministically
+        durable_redis.start()
+        deadline_ms = lease_deadline_ms(broker, redis_client, task_id)
+        assert deadline_ms is not None
+        assert deadline_ms < redis_now_ms(redis_client), "the lease did not lapse"
+        cron = reap_once(redis_url, key_prefix)
+        assert "Lease expired" not in cron.log, cron.log
+        assert re.search(
+            r"^Expired leases held: a new Redis server \(restarted or failed over\), first seen "
+            r"\d+\.\ds ago\. Live workers "
+            r"renew theirs meanwhile: run 'manage.py threadmill_reap --once' again in 4s",
+            cron.log,
+            re.MULTILINE,
+        ), cron.log
+        thaw(worker_pids)
+        scene = Scene(task_id=task_id, worker=running, reaper=cron, gate=gate, runs=runs)
+        assert_ran_once_and_recorded(scene, backend, broker, redis_client)
+    finally:
+        with suppress(ProcessLookupError):
+            thaw(worker_pids)
+        gate.touch()
+        running.signal()
+        assert running.wait(30) == 0, running.log
+        running.close()

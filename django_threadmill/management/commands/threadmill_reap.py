@@ -125,15 +125,22 @@ class Command(CutShortCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         single = options["once"] or options["dry_run"]
+        # A --once pass holds as a loop's first does (a --dry-run changes nothing, so it
+        # neither notes the server nor holds): after a restart or a failover of Redis, a
+        # pass from cron must not settle the leases live workers have yet to renew.
+        hold = None if options["dry_run"] else ReapHold(backend.settings.renewal_s)
         stop = SignalFlag()
         if single and threading.current_thread() is not threading.main_thread():
-            self._pass(backend, options, stop.is_set, report=True)  # in a thread: no signal
+            # In a thread: no signal to hear.
+            self._pass(backend, options, stop.is_set, report=True, hold=hold)
             return
         wakeup = WakeupPipe()  # the main thread sleeps on it during a pass; signals wake it
         try:
             with stop_signals_heard(wakeup, partial(stop_on_first_signal, stop)):
                 if single:
-                    self._pass_unless_stopped(backend, options, wakeup, stop, report=True)
+                    self._pass_unless_stopped(
+                        backend, options, wakeup, stop, report=True, hold=hold
+                    )
                 else:
                     self._loop(backend, options, wakeup, stop)
         finally:
@@ -151,7 +158,7 @@ class Command(CutShortCommand):
         """Run one pass, ending it between two rounds once ``stopped()`` holds, printing its
         counts when ``report``; a pass that failed, on every queue, on some or part-way (after
         the counts of what it did), raises CommandError, and so does a reported one a stop
-        ended with expired leases left. The loop's passes settle leases as ``hold`` allows."""
+        ended with expired leases left. Leases are settled as ``hold`` allows, if given."""
         reap: Callable[..., ReapReport] = reap_pass if hold is None else hold.run
         try:
             done = reap(
@@ -163,7 +170,7 @@ class Command(CutShortCommand):
         except BrokerUnavailable as exc:
             raise CommandError(str(exc)) from exc
         if report:
-            self._report(done)
+            self._report(done, hold)
         if done.unreachable:
             raise CommandError(
                 "Reap pass stopped part-way, Redis stopped answering (the queues not reaped "
@@ -175,9 +182,16 @@ class Command(CutShortCommand):
         if report and done.stopped:
             raise CommandError(_stopped_part_way(done))
 
-    def _report(self, report: ReapReport) -> None:
+    def _report(self, report: ReapReport, hold: ReapHold | None) -> None:
         for line in report.lines:
             self.stdout.write(line)
+        if hold is not None and hold.held:
+            again_s = round(hold.hold_s, 1)
+            self.stdout.write(
+                f"Expired leases held: {hold.held}. Live workers renew theirs meanwhile: run "
+                f"'manage.py threadmill_reap --once' again in {again_s:g}s to settle those still "
+                "expired (docs/lifecycle.md, After an outage or a stall)."
+            )
         verb = "Would settle" if report.dry_run else "Settled"
         for queue, counts in report.queues.items():
             failed = (

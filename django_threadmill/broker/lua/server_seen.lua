@@ -1,0 +1,26 @@
+-- server_seen.lua: note which Redis server holds the backend's data, and say since when: a
+-- restart or a failover let lapse the leases live workers could not renew meanwhile, and a
+-- reaper waits until they could (docs/lifecycle.md, After an outage or a stall).
+-- KEYS[1]  {alias}:server  string: "<identity> <ms the reapers first saw it>" ("0" for a
+--                          server seen from the first pass ever)
+-- ARGV[1]  identity        the server's INFO run_id (a cluster's: its primaries', sorted and
+--                          joined by ","): a new one at every start and on every promotion
+-- Returns: ms since a reaper first saw `identity` here: 0 when this call is the first, and the
+--          Redis time itself when the key was missing, malformed or of another type (a first
+--          pass ever, or a Redis that kept no data, and so no lease either), which is then
+--          replaced, as it is when `identity` changed.
+-- Fence:   none: every reaper writes what it reads, and two that see a change together both
+--          date it within their round trips.
+-- Clock:   redis.call("TIME") only.
+local now = now_ms()
+local stored = redis.pcall("GET", KEYS[1])  -- another type (an error) reads as missing
+local seen, since = nil, nil
+if type(stored) == "string" then
+  seen, since = string.match(stored, "^(%S+) (%d+)$")
+end
+if seen == ARGV[1] then
+  return now - tonumber(since)
+end
+local first = seen and now or 0  -- a change is dated now; the first identity from ever
+redis.call("SET", KEYS[1], ARGV[1] .. " " .. first)
+return now - first
