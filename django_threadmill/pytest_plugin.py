@@ -12,7 +12,26 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from .compat import TaskResult
     from .testing import Threadmill
+
+# The tasks stored while a test that asks for the fixture is set up, noted from the start.
+_STORED_IN_SETUP = pytest.StashKey[list["TaskResult"]]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Note the tasks stored while a test that asks for ``threadmill`` is set up: those its
+    fixtures enqueue before the fixture is set up are lost to the test, and the fixture says
+    so (testing/not_run.py)."""
+    if "threadmill" not in getattr(item, "fixturenames", ()):
+        yield
+        return
+    from .testing.not_run import tasks_stored
+
+    with tasks_stored() as stored:
+        item.stash[_STORED_IN_SETUP] = stored
+        yield
 
 
 @pytest.fixture
@@ -20,11 +39,15 @@ def threadmill(request: pytest.FixtureRequest) -> Iterator["Threadmill"]:
     """Run the test's tasks with ``threadmill.drain()``, in its own thread; the project's Redis
     keys (every ThreadmillTaskBackend's key_prefix) are flushed before and after it, and those
     of a ``TASKS`` the test set itself after it. Under pytest-xdist each worker gets keys of
-    its own (testing/isolation.py)."""
+    its own (testing/isolation.py). Tasks the test's fixtures enqueued before it are not run,
+    and a warning says so."""
     from .testing import Threadmill
     from .testing.flushing import flushed_around
+    from .testing.not_run import say_flushed_first
 
+    stored_first = list(request.node.stash.get(_STORED_IN_SETUP, []))
     with _own_key_prefixes(request), flushed_around():
+        say_flushed_first(stored_first)
         yield Threadmill()
 
 

@@ -7,19 +7,24 @@
   transaction never makes (a ``TestCase``'s): they are not stored, so no drain can run them.
 - Tasks in a paused queue (paused earlier in the test, or a pause an earlier test or run left
   in Redis): a drain, like a worker, takes none of them until it is resumed.
+- Tasks a pytest fixture enqueued before the ``threadmill`` fixture was set up: its flush
+  before the test deleted them (under pytest-xdist, they went to keys the test does not use).
 """
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
-from typing import cast
+from typing import Any, cast
 
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from ..backend import ThreadmillTaskBackend
 from ..broker import Broker
 from ..broker.inspect.inspector import Inspector
+from ..compat import TaskResult, task_enqueued
 from ..enqueue.on_commit import WriteAtCommit
 
 logger = logging.getLogger(__name__)
@@ -134,3 +139,39 @@ def _waiting_for_commit() -> dict[str, Counter[str]]:
         if paths:
             waiting[connection.alias] = paths
     return waiting
+
+
+@contextmanager
+def tasks_stored() -> Iterator[list[TaskResult]]:
+    """Collect the results of the tasks a ThreadmillTaskBackend stores inside the block, in any
+    thread."""
+    stored: list[TaskResult] = []
+
+    def note(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        if issubclass(sender, ThreadmillTaskBackend):
+            stored.append(task_result)
+
+    task_enqueued.connect(note, weak=False)
+    try:
+        yield stored
+    finally:
+        task_enqueued.disconnect(note)
+
+
+def say_flushed_first(results: Sequence[TaskResult]) -> None:
+    """Warn that the ``threadmill`` fixture starts the test without ``results``, which the
+    test's fixtures set up before it enqueued: how many, which, and the fix."""
+    if not results:
+        return
+    paths = Counter(result.task.module_path for result in results)
+    logger.warning(
+        "drain() cannot run %d task%s enqueued before the threadmill fixture was set up (%s): "
+        "the fixture starts the test from an empty Redis, so its flush deleted them (under "
+        "pytest-xdist they went to keys other than the worker's own, which the test uses). "
+        "Have the fixture that enqueues them ask for threadmill (def order(threadmill): ...), "
+        "or list threadmill before it in the test's arguments; enqueue in the test or in a "
+        "function-scoped fixture, as a fixture of a wider scope is set up before threadmill.",
+        len(results),
+        "" if len(results) == 1 else "s",
+        ", ".join(_counted(path, count) for path, count in paths.most_common(3)),
+    )
