@@ -284,12 +284,13 @@ def mark_enqueued(
     tell whether there were any.
 
     A cancel, or another step's failure, that ends the workflow while steps are being stored
-    finds them unmarked and records them as not run (``x:i``): each is cancelled here, so what
-    runs is what the workflow says. The read comes with the mark, after the steps are stored:
-    an end before it is seen here, and an end after it finds them marked (a cancel then cancels
-    the ones still waiting itself, ``WorkflowResult.cancel``). A worker that reserved one
-    meanwhile finds it recorded as not run before it starts it (worker/cancelled_steps.py), in
-    the workflow's hash, or once that expired in the step's record (``stop_steps``).
+    finds them unmarked and records those that have not ended as not run (``x:i``): each is
+    cancelled here, so what runs is what the workflow says. The read comes with the mark, after
+    the steps are stored: an end before it is seen here, and an end after it finds them marked
+    (a cancel then cancels the ones still waiting itself, ``WorkflowResult.cancel``). A worker
+    that reserved one meanwhile finds it recorded as not run before it starts it
+    (worker/cancelled_steps.py), in the workflow's hash, or once that expired in the step's
+    record (``stop_steps``).
     """
     not_run = backend.broker.mark_enqueued(workflow_id, [step.index for step in steps])
     stopped = [

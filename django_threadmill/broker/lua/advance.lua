@@ -17,7 +17,8 @@
 --          exists, and step ids are fixed, so each step is stored once. A step that failed (after
 --          its retries) or was cancelled ends the workflow as failed, and a cancel as cancelled:
 --          nothing is due any more, steps already enqueued still run, the others are recorded
---          as not run with why.
+--          as not run with why, save those that ended (s:i): a step stored and not yet marked
+--          (a launch's or a drainer's store and mark are two round trips) may have run already.
 -- Types:   one key: a W of another type answers "damaged" before anything is written, so no
 --          workflow is left half advanced (nor any task: a step is enqueued by the caller).
 -- Clock:   none: a workflow's times are its steps' (their records), and its expiry a TTL.
@@ -56,11 +57,13 @@ local function finish(final)
   end
 end
 
--- End the workflow: steps not marked enqueued are recorded as not run, with why.
+-- End the workflow: steps neither marked enqueued nor ended are recorded as not run, with why.
+-- One that ended unmarked was stored and ran before its mark: its mark then cancels nothing.
 local function stop(final, why)
   redis.call("HSET", w, "why", why)
   for j = 0, n - 1 do
-    if redis.call("HGET", w, "e:" .. j) ~= "enqueued" then
+    local marked, ended = unpack(redis.call("HMGET", w, "e:" .. j, "s:" .. j))
+    if marked ~= "enqueued" and not ended then
       redis.call("HSETNX", w, "x:" .. j, why)
     end
   end
