@@ -80,5 +80,6 @@ def test_only_scripts_that_settle_work_may_run_while_full(backend: ThreadmillTas
     settling.add("set_aside")  # takes reserved tasks whose reply did not decode out of leases
     settling.add("set_aside_expired")  # and expired ones whose reap reply did not
     settling.add("sign_off")  # a stopping process, else counted live for a lease
+    settling.add("server_seen")  # a reaper's note of a new server, else no pass settles
     assert flagged == settling | {"progress", "pace"}
     assert not any(script_source(name).startswith("#!") for name in ScriptName)

@@ -26,10 +26,10 @@ pytestmark = pytest.mark.usefixtures("logging_put_back")
 
 QUEUES = [f"q{n:02d}" for n in range(40)]
 BROKEN = "q17"
-# The server's run_id (INFO) and the reapers' note of it (server_seen.lua), the queues' names
+# The server's run_id, the reapers' note of it and the time (INFO, GET, TIME), the queues' names
 # (SMEMBERS), every queue's reap call, every queue's metrics send and trim, the workflow
 # outboxes' sizes (LLEN): one round trip each.
-PASS_ROUND_TRIPS = 6
+PASS_ROUND_TRIPS = 5
 
 
 class RoundTrips:

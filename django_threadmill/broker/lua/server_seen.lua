@@ -3,14 +3,16 @@
 -- reaper waits until they could (docs/lifecycle.md, After an outage or a stall).
 -- KEYS[1]  {alias}:server  string: "<identity> <ms the reapers first saw it>" ("0" for a
 --                          server seen from the first pass ever)
--- ARGV[1]  identity        the server's INFO run_id (a cluster's: its primaries', sorted and
---                          joined by ","): a new one at every start and on every promotion
+-- ARGV[1]  identity        the server's INFO "<run_id>:<master_replid>" (a cluster's: its
+--                          primaries', sorted and joined by ","): the run_id is new at every
+--                          start, the replication id at every promotion (a failback's too)
 -- Returns: ms since a reaper first saw `identity` here: 0 when this call is the first, and the
 --          Redis time itself when the key was missing, malformed or of another type (a first
 --          pass ever, or a Redis that kept no data, and so no lease either), which is then
 --          replaced, as it is when `identity` changed.
--- Fence:   none: every reaper writes what it reads, and two that see a change together both
---          date it within their round trips.
+-- Fence:   none: a reaper calls this once its read found the note naming another server,
+--          missing or malformed (broker/server_identity.py); the note is read again here, so
+--          of two reapers that saw a change together the second finds it noted.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
 local stored = redis.pcall("GET", KEYS[1])  -- another type (an error) reads as missing
