@@ -116,8 +116,9 @@ class Executor:
         # What its tasks report, until the ack writer (or drain) takes it.
         self.progress = PendingProgress()
         self.orm_thread = OrmThreadCloser()  # its stale connections, closed after async tasks
-        # Set by the event loop lane at the end of the grace period: an async task cancelled
-        # from then on is handed back unrecorded; any other CancelledError is the task's own.
+        # Set by the event loop lane at the end of the grace period (drain(): by an interrupt):
+        # an async task cancelled from then on is handed back unrecorded; any other
+        # CancelledError is the task's own.
         self.handing_back = threading.Event()
         self._forks = _forks_seen  # a task that forks: its child must not go on as a worker
 
@@ -250,6 +251,9 @@ class Executor:
             if isinstance(exc, asyncio.CancelledError) and self.handing_back.is_set():
                 raise
             if self.interruptible and _interrupts_caller(exc):
+                # It ends the drain's loop, which cancels the batch's other coroutines: they go
+                # back unrecorded with it, as a worker hands back those it cancels at a stop.
+                self.handing_back.set()
                 raise
             finish = self._decided(attempt, exc)
             # Off the loop, as a step's look before it starts: a round trip, or a Redis away.
