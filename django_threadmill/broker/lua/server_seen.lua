@@ -6,10 +6,10 @@
 -- ARGV[1]  identity        the server's INFO "<run_id>:<master_replid>" (a cluster's: its
 --                          primaries', sorted and joined by ","): the run_id is new at every
 --                          start, the replication id at every promotion (a failback's too)
--- Returns: ms since a reaper first saw `identity` here: 0 when this call is the first, and the
---          Redis time itself when the key was missing, malformed or of another type (a first
---          pass ever, or a Redis that kept no data, and so no lease either), which is then
---          replaced, as it is when `identity` changed.
+-- Returns: ms since a reaper first saw `identity` here: 0 when the note named another server
+--          (this call notes the new one, dated now), and the Redis time itself when the key was
+--          missing, malformed or of another type (a first pass ever, or a Redis that kept no
+--          data, and so no lease either: it notes `identity` as seen from ever, "0").
 -- Fence:   none: a reaper calls this once its read found the note naming another server,
 --          missing or malformed (broker/server_identity.py); the note is read again here, so
 --          of two reapers that saw a change together the second finds it noted.
