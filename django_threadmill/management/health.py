@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from django.core.checks import CheckMessage
+from django.core.checks import CheckMessage, Error
 
 from ..broker import Broker
 from ..broker.inspect import Inspector
@@ -91,12 +91,38 @@ def unconfirmed_writes(broker: Broker) -> str | None:
     return _problems_of(broker, durability_mode_messages)
 
 
-def replica_at_location(broker: Broker) -> str | None:
-    """Return why Redis refuses every write if it is a read-only replica (a primary demoted
-    without Sentinel), else None. Its workers renew nothing there and restarting them does not
-    help, so the probe answers as for a Redis that cannot serve, not as for workers gone.
+def writes_refused(broker: Broker) -> str | None:
+    """Return why Redis refuses every write, else None: it is a read-only replica (a primary
+    demoted without Sentinel), or a primary with no replica in sync under min-replicas-to-write
+    (NOREPLICAS). Its workers renew nothing there and restarting them does not help, so the
+    probe answers as for a Redis that cannot serve, not as for workers gone.
     One INFO call, made only when too few processes are live."""
-    return _problems_of(broker, role_messages)
+    return _problems_of(broker, _refusal_messages)
+
+
+def _refusal_messages(
+    where: str, settings: BackendSettings, info: dict[str, Any]
+) -> list[CheckMessage]:
+    """Say each way Redis INFO shows that Redis refuses every write now."""
+    return [*role_messages(where, settings, info), *_no_replica_in_sync(where, info)]
+
+
+def _no_replica_in_sync(where: str, info: dict[str, Any]) -> list[CheckMessage]:
+    """A primary refuses every write (NOREPLICAS) while fewer replicas are in sync than its
+    min-replicas-to-write. INFO says how many are (``min_slaves_good_slaves``) only when that
+    setting is on, not its value: with none in sync, any value refuses."""
+    if info.get("role") != "master" or info.get("min_slaves_good_slaves") != 0:
+        return []
+    return [
+        Error(
+            f"{where}: Redis refuses every write (NOREPLICAS): no replica acknowledged it "
+            "within its min-replicas-max-lag, and its min-replicas-to-write asks for one at "
+            "least.",
+            hint="Check its replicas (INFO replication: connected_slaves, each one's lag): it "
+            "takes writes again once enough are back in sync, or once a failover promotes one "
+            "that is.",
+        )
+    ]
 
 
 def _problems_of(

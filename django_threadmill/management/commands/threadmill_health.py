@@ -21,8 +21,8 @@ from ..health import (
     HealthCode,
     HostHeartbeats,
     host_heartbeats,
-    replica_at_location,
     unconfirmed_writes,
+    writes_refused,
 )
 from ..probe_output import probe_stream
 from ..seconds_option import seconds_option
@@ -121,11 +121,9 @@ class Command(BaseCommand):
         try:
             queues = asked or source.queues() or ["default"]
             beats = host_heartbeats(source.inspector, queues, host, broker.settings.lease_ttl_ms)
-            if len(beats.live) < options["min_processes"] and (
-                replica := replica_at_location(broker)
-            ):
+            if len(beats.live) < options["min_processes"] and (refused := writes_refused(broker)):
                 self._unavailable(
-                    f"host={host} live={len(beats.live)}: {replica}", options["redis_down_ok"]
+                    f"host={host} live={len(beats.live)}: {refused}", options["redis_down_ok"]
                 )
                 return
             facts = self._enough(beats, queues, options["min_processes"])
