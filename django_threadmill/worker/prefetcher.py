@@ -88,7 +88,7 @@ class Prefetcher(RoleThread):
         if limited:
             buffer.runner_freed = threading.Event()
         self._lanes_of: dict[str, set[str]] = {}  # limited queue -> the lanes its tasks took
-        self._no_runner_for: set[str] = set()  # limited queues the last refill had no runner for
+        self._no_runner_for: set[str] = set()  # limited queues whose runners were all busy
         self._awaiting_runner = False  # a limited queue's tasks wait for a runner to be free
         self._acks_behind_since: float | None = None  # when the hold for acks began
         self._acks_behind_warned = False
@@ -225,7 +225,11 @@ class Prefetcher(RoleThread):
         async task of any queue came) or a rate's token (the fleet started fewer than the
         rate). A queue none of whose tasks this process took yet is asked for one, which shows
         its lane. A count cut to 0 peeks: whether tasks wait there (docs/schedules.md,
-        Per-queue limits)."""
+        Per-queue limits). Only a queue whose runners are all busy waits for one to be done
+        (_waited_for_a_runner): runners another queue was asked for in this refill may come
+        back unused (a queue at its concurrency limit reserves none), and a queue told to
+        wait for them waited for the long task holding that limit's slot, though every
+        runner it needed was idle."""
         self._awaiting_runner = False
         self._no_runner_for.clear()
         if not self.limited.intersection(counts):
@@ -233,10 +237,11 @@ class Prefetcher(RoleThread):
         assert self.buffer.runner_freed is not None  # set for a process with limited queues
         self.buffer.runner_freed.clear()  # before the count: a task done after it sets it
         free = self.buffer.free_runners(self.runners())._asdict()
+        idle = dict(free)  # before this refill's asks take any: only busy runners are waited for
         for queue in counts.keys() & self.limited:
             lanes = self._lanes_of.get(queue)
             room = sum(free[lane] for lane in lanes or LANES)
-            if room == 0:
+            if not any(idle[lane] for lane in lanes or LANES):
                 self._no_runner_for.add(queue)
             counts[queue] = min(counts[queue], room if lanes else min(room, 1))
             _take_runners(free, lanes or LANES, counts[queue])
