@@ -163,7 +163,7 @@ class Prefetcher(RoleThread):
         if fetched or self._plan.unasked or self._waited_for_a_runner():
             return
         if self.burst and not settled:
-            self._wait_for_progress()
+            self._wait_for_progress(next_due_ms)
             return
         if settled and self._nothing_left(next_due_ms):
             if self._progress.is_set():  # landed after the check, maybe after the fetch
@@ -364,20 +364,24 @@ class Prefetcher(RoleThread):
         self.stopping.wait(UNWRITTEN_LOOK_S)
         return True
 
-    def _wait_for_progress(self) -> None:
-        """--burst with empty queues: wait locally for in-flight work to settle, then look again.
+    def _wait_for_progress(self, next_due_ms: int | None = None) -> None:
+        """--burst with nothing reserved: wait locally for in-flight work to settle, or until
+        ``next_due_ms`` (a delayed task, a rate's next start; 0: ready tasks), then look again.
 
         No Redis call while waiting. Results landing end the wait (the ack writer's nudge): at
         once once everything settled, else no sooner than PROBE_EVERY_S after the last look,
         as an empty queue beside a busy one is probed. Looking on every landing asked every
         queue once per lone result in a burst's last tasks. A retry, a workflow's next step or
-        a task a running task enqueued is found by the next look.
+        a task a running task enqueued is found by the next look. The due time ends it too, no
+        sooner than PROBE_EVERY_S either: waited for a result alone, beside a long task, a rate
+        of 5/s started its tasks 5 s apart (docs/schedules.md, Per-queue limits).
         """
         looked_at = self.clock()
         self._progress.clear()
         if self.is_settled():
             return
-        self._progress.wait(IDLE_BLOCK_S)
+        due_s = IDLE_BLOCK_S if next_due_ms is None else min(next_due_ms / 1000, IDLE_BLOCK_S)
+        self._progress.wait(due_s)
         while not self.stopping.is_set():
             left_s = looked_at + PROBE_EVERY_S - self.clock()
             if left_s <= 0:
