@@ -6,47 +6,25 @@ the latter, every reap pass raised a TypeError, ``threadmill_reap`` exited with 
 a worker's supervisor died at its first reap pass.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import redis
 
 from django_threadmill.broker import Broker, Lease
-from tests.servers.redis_server import free_port, redis_process, server_version
 from tests.support import Command
 
-from .test_cluster_slots import wait_for_cluster_ok
+# A one-node cluster that owns all 16384 slots, and a plain client of it.
+from .test_cluster_slots import redis_client, redis_url
+
+__all__ = ["redis_client", "redis_url"]  # fixtures, for pytest
 
 OPTIONS: dict[str, object] = {"cluster": True}
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """Override the session Redis: a one-node cluster that owns all 16384 slots."""
-    _, version = server_version()
-    if version < (7, 0):
-        pytest.skip(f"needs redis-server 7.0+ (cluster-port, ADDSLOTSRANGE); found {version}")
-    # The bus port defaults to port + 10000, past 65535 for high ephemeral ports: pick one.
-    cluster = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
-    with redis_process(*cluster, "--cluster-port", str(free_port())) as server:
-        client = redis.Redis.from_url(server.url)
-        client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
-        client.close()
-        wait_for_cluster_ok(server.url)
-        yield server.url
 
 
 @pytest.fixture
 def tasks_options() -> dict[str, object]:
     return OPTIONS
-
-
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    """A plain client; the shared fixture's cleanup DELs many slots at once, which fails here."""
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    client.close()
 
 
 def test_the_note_names_the_one_primary(broker: Broker, redis_client: redis.Redis) -> None:
