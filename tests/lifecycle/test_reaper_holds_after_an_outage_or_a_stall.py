@@ -260,9 +260,11 @@ def test_a_reaper_reconnected_after_an_outage_longer_than_the_lease_lets_workers
     assert_ran_once_and_recorded(scene, backend, broker, redis_client)
 
 
-def reap_once(redis_url: str, key_prefix: str) -> Command:
-    """Run ``threadmill_reap --once`` to its end, as cron would; return it, exited 0."""
+def reap_once(redis_url: str, key_prefix: str, ran: list[Command]) -> Command:
+    """Run ``threadmill_reap --once`` to its end, as cron would; return it, exited 0, and add
+    it to ``ran`` for the test to close."""
     command = Command(redis_url, key_prefix, "threadmill_reap", "--once", lease_ttl_s=LEASE_TTL_S)
+    ran.append(command)
     assert command.wait(30) == 0, command.log
     return command
 
@@ -282,12 +284,13 @@ def test_a_reap_from_cron_after_a_restart_lets_workers_renew_first(
     task_id = gated.enqueue(str(gate), str(runs)).id
     running = worker(redis_url, key_prefix, *WORKER, lease_ttl_s=LEASE_TTL_S)
     worker_pids: list[int] = []
+    cron_runs: list[Command] = []
     try:
         wait_until(
             lambda: record(broker, redis_client, task_id).get("state") == "running",
             "the task running",
         )
-        assert "Expired leases held" not in reap_once(redis_url, key_prefix).log
+        assert "Expired leases held" not in reap_once(redis_url, key_prefix, cron_runs).log
         durable_redis.kill()
         latest_deadline = time.time() + LEASE_TTL_S  # no renewal came after the kill
         wait_until(lambda: time.time() > latest_deadline, "the lease deadline passed")
@@ -297,7 +300,7 @@ def test_a_reap_from_cron_after_a_restart_lets_workers_renew_first(
         deadline_ms = lease_deadline_ms(broker, redis_client, task_id)
         assert deadline_ms is not None
         assert deadline_ms < redis_now_ms(redis_client), "the lease did not lapse"
-        cron = reap_once(redis_url, key_prefix)
+        cron = reap_once(redis_url, key_prefix, cron_runs)
         assert "Lease expired" not in cron.log, cron.log
         assert re.search(
             r"^Expired leases held: a new Redis server \(restarted or failed over\), first seen "
@@ -315,4 +318,5 @@ def test_a_reap_from_cron_after_a_restart_lets_workers_renew_first(
         gate.touch()
         running.signal()
         assert running.wait(30) == 0, running.log
-        running.close()
+        for command in [running, *cron_runs]:
+            command.close()
