@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from django_threadmill.compat import TaskResult, TaskResultStatus
+from django_threadmill.compat import TaskResultStatus
 from tests.support import Command, running, wait_until
 
 from .tasks import hold_until, stamp, timed
+from .test_burst_rate_starts_beside_a_long_task import succeeded
 
 LIMITS: dict[str, object] = {
     "queue_limits": {"reports": {"concurrency": 1}, "emails": {"rate": "5/s"}}
@@ -35,13 +36,6 @@ def tasks_options() -> dict[str, object]:
     return LIMITS
 
 
-def succeeded(results: list[TaskResult]) -> bool:
-    """Tell whether every one of ``results`` is SUCCESSFUL now."""
-    for result in results:
-        result.refresh()
-    return all(result.status == TaskResultStatus.SUCCESSFUL for result in results)
-
-
 def test_rate_limited_tasks_start_while_another_queues_slot_is_held(
     start_worker: Callable[..., Command], tmp_path: Path
 ) -> None:
@@ -55,7 +49,7 @@ def test_rate_limited_tasks_start_while_another_queues_slot_is_held(
                 timed.enqueue(str(tmp_path / "timed.log"), 0)
             stamps = [stamp.enqueue(str(tmp_path / "stamps.log")) for _ in range(3)]
             wait_until(
-                lambda: succeeded(stamps),
+                lambda: succeeded(stamps) == len(stamps),
                 "the rate-limited tasks running beside the held slot",
                 DEADLINE_S,
             )

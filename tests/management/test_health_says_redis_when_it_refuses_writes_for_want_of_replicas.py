@@ -15,22 +15,12 @@ import pytest
 import redis
 
 from django_threadmill.management.health import HealthCode
+from tests.faults.test_a_primary_made_a_replica import SYNC_AT_ONCE, primary, redis_url
 from tests.management.test_health import LEASE_TTL_S, Probe, probe_at, until_exit
 from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import Command, wait_until
 
-SYNC_AT_ONCE = ("--repl-diskless-sync-delay", "0")  # a replica is synced without a 5 s wait
-
-
-@pytest.fixture
-def primary() -> Iterator[RedisProcess]:
-    with redis_process(*SYNC_AT_ONCE) as started:
-        yield started
-
-
-@pytest.fixture
-def redis_url(primary: RedisProcess) -> str:
-    return primary.url
+__all__ = ["primary", "redis_url"]  # fixtures, for pytest
 
 
 @pytest.fixture
