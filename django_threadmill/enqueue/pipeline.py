@@ -14,6 +14,7 @@ from typing import Any
 
 from ..broker import Broker, Guard, NewTask
 from ..broker.reads import unreadable_payload
+from ..codec.attempts_here import as_started_here
 from ..codec.ids import queue_of
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import stored_result
@@ -293,7 +294,10 @@ class EnqueuePipeline:
             payload=payload,
             validate=False,  # a result reads back whatever the settings say since
         )
-        return stored_result(task, result_id, payload, record)
+        result = stored_result(task, result_id, payload, record)
+        if record.get("state") == "reserved":  # started here, its start notice still held
+            return as_started_here(result, record.get("token"))
+        return result
 
 
 _pipelines: dict[tuple[type, str, str, str], list[EnqueuePipeline]] = {}

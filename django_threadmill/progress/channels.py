@@ -13,9 +13,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from ..broker import Lease, ProgressReport
+from ..codec.attempts_here import running_here
 from ..compat import TaskResult
 
 
@@ -33,8 +34,14 @@ class Channel:
     lease: Lease
     sink: ProgressSink
 
+    @property
+    def token(self) -> str:
+        """The token of the attempt's reservation: a record reserved under it is this one's."""
+        return self.lease.token
 
-_open: dict[str, Channel] = {}  # task id -> channel; a lookup takes no lock (atomic)
+
+# Task id -> channel; a lookup takes no lock (atomic). get_result reads it too (attempts_here).
+_open = cast(dict[str, Channel], running_here)
 _lock = threading.Lock()  # only opening and closing, against each other
 
 
