@@ -84,8 +84,16 @@ def pretty_json(raw: str | None) -> str:
 
 
 def pretty_value(value: Any, *, indent: bool = True) -> str:
-    """Return ``value`` as JSON, indented unless ``indent`` is False (a value too long to)."""
-    return json.dumps(value, indent=2 if indent else None, ensure_ascii=False)
+    """Return ``value`` as JSON, indented unless ``indent`` is False (a value too long to) or
+    it is nested too deep to: json indents in Python, one frame per level, and arguments
+    enqueued from a shallower stack than the view's raised ``RecursionError`` here. On one line
+    it is encoded in C, as deep as it was decoded."""
+    if indent:
+        try:
+            return json.dumps(value, indent=2, ensure_ascii=False)
+        except RecursionError:
+            pass
+    return json.dumps(value, ensure_ascii=False)
 
 
 def page_json(raw: str) -> Shown:

@@ -21,6 +21,7 @@ from ..wording import a_type
 from .jsoncodec import dumps, refuse_key_clash
 from .text import digits_int
 from .times import from_ms
+from .unstorable import unstorable_in
 
 STATUS_OF_STATE = {
     "ready": TaskResultStatus.READY,
@@ -282,8 +283,10 @@ def encode_result(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]
                 "async def task (return await ...), make the task async def, or call it with "
                 "asgiref's async_to_sync."
             ) from None
+        where = unstorable_in(value, "return value")
         raise TypeError(
-            f"Task {task_path!r} returned {a_type(value)}, which is not JSON ({exc}). "
+            f"Task {task_path!r} returned {a_type(value)}, which is not JSON"
+            f"{'' if where is None else f': {where}'} ({exc}). "
             "Return strings, numbers, booleans, None, lists or dicts with string keys instead."
         ) from exc
     except RecursionError as exc:

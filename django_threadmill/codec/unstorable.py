@@ -19,7 +19,17 @@ JSON_KEYS = (str, bytes, int, float, bool, type(None))  # bytes keys are decoded
 def unstorable_at(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
     """Return where the first value JSON cannot store is, and what it is, as
     "kwargs['rows'][3]['when'] is a datetime"; None if every value can be stored on its own."""
-    pending: list[tuple[str, Any]] = [("kwargs", kwargs), ("args", list(args))]
+    return _first_unstorable([("kwargs", kwargs), ("args", list(args))])
+
+
+def unstorable_in(value: Any, name: str) -> str | None:
+    """Return where in ``value`` (called ``name``) the first value JSON cannot store is, as
+    "return value['rows'][3] is nan"; None if every value can be stored on its own."""
+    return _first_unstorable([(name, value)])
+
+
+def _first_unstorable(pending: list[tuple[str, Any]]) -> str | None:
+    """Walk ``pending`` (named values, the last walked first) for the first unstorable value."""
     walked: set[int] = set()  # containers already walked: a shared one once, a cycle ends
     while pending:  # depth first, in order: a stack, children pushed in reverse
         path, value = pending.pop()
