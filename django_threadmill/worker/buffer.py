@@ -98,15 +98,19 @@ class TaskBuffer:
 
     def put_many(self, reservations: list[Reservation]) -> None:
         """Hand reserved tasks to their lanes: async ones to the event loop, others to threads;
-        once closed, keep them for ``close`` to return (they are released)."""
+        once closed, keep them for ``close`` to return (they are released).
+
+        The lanes are looked up before the put lock is taken: a task path's first lookup
+        imports its module, the project's code, which may never return (a module-level call
+        to a service that does not answer), and the stop's ``close`` takes that lock."""
+        lanes = [self.is_async(reservation) for reservation in reservations]
         with self._put_lock:
             if self._closed:
                 self._put_after_close += reservations
                 return
-            self._put_open(reservations)
+            self._put_open(reservations, lanes)
 
-    def _put_open(self, reservations: list[Reservation]) -> None:
-        lanes = [self.is_async(reservation) for reservation in reservations]
+    def _put_open(self, reservations: list[Reservation], lanes: list[bool]) -> None:
         with self._outstanding_lock:  # counted before a taker can be done with them
             self._outstanding += len(reservations)
             self._outstanding_on_loop += sum(lanes)

@@ -496,7 +496,7 @@ class WorkerProcess:
         if left:
             logger.warning(
                 "Stop deadline passed, exiting without threads names=%s (they wait for Redis, "
-                "which did not answer in time)",
+                "which did not answer in time, or the prefetcher for a task module's import)",
                 ",".join(left),
             )
         unwritten = crew.writer.unwritten()
@@ -504,9 +504,10 @@ class WorkerProcess:
         if unwritten or unreleased or acquiring:
             logger.error(
                 "Stopped with work left to the reaper unwritten=%d unreleased=%d "
-                "acquire_unanswered=%s worker_id=%s (Redis did not take them in time, or did not "
-                "answer an acquire, which may have reserved tasks nobody hands back; the reaper "
-                "settles those tasks once their leases lapse: docs/worker.md, Shutdown)",
+                "acquire_unanswered=%s worker_id=%s (Redis did not take them in time, or an "
+                "acquire's tasks did not reach the buffer: Redis did not answer it, or a task "
+                "module's import hung; nobody hands those back, and the reaper settles them "
+                "once their leases lapse: docs/worker.md, Shutdown)",
                 unwritten,
                 unreleased,
                 acquiring,
