@@ -206,11 +206,14 @@ class WorkerProcess:
         signal.signal(signal.SIGTERM, self._on_signal)
         self._wakeup.install()
         # Ctrl-C and a terminal's hangup reach the whole process group; the supervisor relays
-        # them as a STOP message.
-        relayed = signal.SIG_IGN if control_fd is not None else self._on_signal
+        # them as a STOP message. Heard and dropped here, not ignored: an ignored signal stays
+        # ignored across exec, in every program a task starts, where a handler is reset.
+        relayed = _relayed_by_supervisor if control_fd is not None else self._on_signal
         for signum in stop_signals():
             if signum != signal.SIGTERM:
                 signal.signal(signum, relayed)
+                if control_fd is not None:  # as when ignored, no call a task makes sees EINTR
+                    signal.siginterrupt(signum, False)
         if control_fd is not None:
             # Forked with them blocked (Supervisor._spawn): one sent since has waited for these
             # handlers, instead of running the supervisor's, which the fork handed down and
@@ -527,6 +530,11 @@ class WorkerProcess:
             )
         if running or crew.lane.handed_back:  # cancelled coroutines are handed back as well
             self.exit_code = ExitCode.FORCED
+
+
+def _relayed_by_supervisor(signum: int, frame: FrameType | None) -> None:
+    """Hear SIGINT or SIGHUP in a worker process a supervisor runs, and do nothing: the
+    supervisor heard it too and relays the stop."""
 
 
 def _running_task(thread: WorkerThread | EventLoopLane) -> Reservation | None:
