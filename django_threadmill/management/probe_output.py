@@ -1,13 +1,18 @@
-"""Output that cannot change a probe's answer: ``threadmill_health`` answers with its exit code.
+"""Output that cannot change a command's answer: ``threadmill_health`` answers with its exit
+code, and ``threadmill_worker`` tells its service manager with one whether to restart it.
 
 An orchestrator or a script reads the exit code; the line is for a person. Written to a stdout
 or stderr that is closed (``>&-``), whose reader has gone (``| head -c0``) or that is full
-(``/dev/full``), the line failed the probe: a healthy host exited 1 ("too few") or, at Python's
-last flush, 120, and Redis down exited 1 instead of 3.
+(``/dev/full``), the line failed the command: a healthy host exited 1 ("too few") or, at
+Python's last flush, 120, and Redis down exited 1 instead of 3; a burst worker exited 1 instead
+of 0 or 5 (the system checks' warnings failed to write), a refused one 1 instead of 4.
 """
 
 import os
-from typing import TextIO, cast
+import sys
+from typing import Any, TextIO, cast
+
+from django.core.management.base import BaseCommand
 
 
 class ProbeStream:
@@ -57,3 +62,15 @@ def silence(stream: TextIO) -> None:
             os.close(devnull)
     except (OSError, ValueError):  # no descriptor (a StringIO): nothing is flushed at exit
         pass
+
+
+class ExitCodeCommand(BaseCommand):
+    """A command whose exit code is its answer: its lines (the system checks' warnings, a
+    ``CommandError``) are written where no failed write can change it."""
+
+    def __init__(
+        self, stdout: TextIO | None = None, stderr: TextIO | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            probe_stream(stdout or sys.stdout), probe_stream(stderr or sys.stderr), **kwargs
+        )

@@ -6,10 +6,9 @@ stderr when it exits non-zero.
 """
 
 import socket
-import sys
-from typing import Any, TextIO
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...broker import Broker
@@ -24,7 +23,7 @@ from ..health import (
     unconfirmed_writes,
     writes_refused,
 )
-from ..probe_output import probe_stream
+from ..probe_output import ExitCodeCommand
 from ..seconds_option import seconds_option
 
 DEFAULT_TIMEOUT_S = 2.0
@@ -45,7 +44,7 @@ def usage_error(message: str) -> CommandError:
     return CommandError(message, returncode=HealthCode.USAGE)
 
 
-class Command(BaseCommand):
+class Command(ExitCodeCommand):
     help = (
         "Exit 0 when at least --min-processes worker processes of this host renewed their "
         "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "
@@ -57,15 +56,6 @@ class Command(BaseCommand):
     # A probe runs every few seconds: the system checks would add a Redis round trip and
     # warnings that are not its answer.
     requires_system_checks: list[str] = []
-
-    def __init__(
-        self, stdout: TextIO | None = None, stderr: TextIO | None = None, **kwargs: Any
-    ) -> None:
-        """Write the lines where no failed write can change the exit code, the probe's answer
-        (management/probe_output.py)."""
-        super().__init__(
-            probe_stream(stdout or sys.stdout), probe_stream(stderr or sys.stderr), **kwargs
-        )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--backend", default="default", help=BACKEND_HELP)

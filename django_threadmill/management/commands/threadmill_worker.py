@@ -4,7 +4,7 @@ from argparse import ArgumentParser, ArgumentTypeError
 from functools import partial
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from ...backend import ThreadmillTaskBackend
 from ...worker.cpus import default_processes
@@ -25,6 +25,7 @@ from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..checks_at_start import checks_at_start
 from ..ending import run_then_exit
 from ..log_format_option import add_log_format_option
+from ..probe_output import ExitCodeCommand
 from ..seconds_option import seconds_option
 
 DEFAULT_GRACE_PERIOD_S = 30.0
@@ -100,7 +101,7 @@ def _check_pool_tuning(threads: int, max_threads: int | None, options: dict[str,
             )
 
 
-class Command(BaseCommand):
+class Command(ExitCodeCommand):
     help = (
         "Run tasks from the queues of a ThreadmillTaskBackend: a supervisor with worker "
         "processes, each with a prefetcher, worker threads, an ack writer and a lease keeper."
