@@ -252,11 +252,14 @@ def _end_leftovers(event_loop: asyncio.AbstractEventLoop) -> None:
     for leftover in leftovers:
         leftover.cancel()
     waiting = event_loop.create_task(asyncio.wait(leftovers, timeout=LEFTOVER_S))
+    waiting.add_done_callback(lambda _: event_loop.stop())
     while not waiting.done():
         # A leftover that raises SystemExit or KeyboardInterrupt: asyncio lets it out of the
-        # loop, and the wait goes on (it is reported below, with the others' errors).
+        # loop, and the wait goes on (it is reported below, with the others' errors). So does
+        # one that stops the loop (``loop.stop()`` in its ``finally``), where
+        # ``run_until_complete`` raised RuntimeError and ended the lane's thread.
         with suppress(SystemExit, KeyboardInterrupt):
-            event_loop.run_until_complete(waiting)
+            event_loop.run_forever()
     done, _ = waiting.result()
     for ended in done:
         if not ended.cancelled() and (error := ended.exception()) is not None:

@@ -258,7 +258,9 @@ class Executor:
             finish = self._decided(attempt, exc)
             # Off the loop, as a step's look before it starts: a round trip, or a Redis away.
             if finish.outcome is Outcome.RETRY:
-                finish = await asyncio.to_thread(self.retry_checked, finish, attempt.reservation)
+                finish = await await_to_its_end(
+                    asyncio.to_thread(self.retry_checked, finish, attempt.reservation)
+                )
             _log_failed(attempt, finish, exc)
             with receivers_thread():  # a timed-out query holds the ORM's thread
                 await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish))
@@ -438,6 +440,25 @@ async def await_cut_short(awaitable: Awaitable[object]) -> None:
         await awaitable
     except asyncio.CancelledError:
         _cancel_let_go()
+
+
+async def await_to_its_end[T](awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` to its end and return what it returns; a cancel meanwhile is taken
+    back, not raised.
+
+    For what an attempt needs the answer of once its task's coroutine raised (the check that
+    its workflow did not stop a retry): the lane's cancel at the grace period's end hands back
+    attempts still running, and this one's coroutine ended, so its outcome is recorded
+    (docs/worker.md, Shutdown). A cancel the task left pending on itself is taken back too.
+    """
+    running = asyncio.ensure_future(awaitable)
+    while True:
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            if running.cancelled():
+                raise
+            _cancel_let_go()
 
 
 def _cancel_let_go() -> None:

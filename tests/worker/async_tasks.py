@@ -149,6 +149,20 @@ async def leaves_an_exit_running(ended: str) -> None:
     _left_running.add(asyncio.get_running_loop().create_task(_exits_when_cancelled(ended)))
 
 
+async def _stops_the_loop_when_cancelled(ended: str) -> None:
+    try:
+        await asyncio.Event().wait()
+    finally:
+        Path(ended).touch()
+        asyncio.get_running_loop().stop()
+
+
+@task
+async def leaves_a_loop_stop_running(ended: str) -> None:
+    """Start work on the loop that stops the loop once cancelled, and return without it."""
+    _left_running.add(asyncio.get_running_loop().create_task(_stops_the_loop_when_cancelled(ended)))
+
+
 @task
 async def exits() -> None:
     raise SystemExit("the task exits")

@@ -188,6 +188,19 @@ def test_work_left_running_that_raises_system_exit_when_cancelled_stops_nothing(
     assert "Thread died" not in output
 
 
+def test_work_left_running_that_stops_the_loop_when_cancelled_stops_nothing(
+    backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    """``loop.stop()`` in its ``finally`` ended the wait for the work left running with a
+    RuntimeError, which ended the event loop's thread: the burst exited 5."""
+    ended = tmp_path / "ended"
+    result = async_tasks.leaves_a_loop_stop_running.enqueue(str(ended))
+    output = run_to_completion(worker(redis_url, key_prefix, "--burst"), timeout_s=60)
+    assert ended.exists()
+    assert backend.get_result(result.id).status == TaskResultStatus.SUCCESSFUL
+    assert "Thread died" not in output
+
+
 def test_an_async_task_raising_system_exit_under_a_timeout_fails_as_its_own_error(
     backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str
 ) -> None:
