@@ -18,6 +18,7 @@ from ..exceptions import ResumedNotWoken
 from .connection import wrong_type
 from .enqueue import WAKE_TOKEN_CAP
 from .layouts import Layouts
+from .raw_replies import controls_escaped
 from .types import stored_note
 
 logger = logging.getLogger(__name__)
@@ -85,8 +86,8 @@ class Pausing(Layouts):
                 "Queue paused backend=%s queue=%s by=%s reason=%s",
                 self.settings.alias,
                 queue,
-                by,
-                reason,
+                controls_escaped(by),
+                controls_escaped(reason),
             )
         return paused
 

@@ -74,7 +74,10 @@ class Reads(BrokerCore):
         keys = self.queue_keys(self.part_in(queue, schedule))
         with self.translated_errors(read=True):
             try:
-                return stored_int(cast(str | None, self.client.get(keys.fired(schedule))))
+                # Read as bytes: a marker written by hand that is not UTF-8 reads as none, as
+                # the enqueue script's tonumber reads it, instead of failing the read.
+                marker = self.raw_command("GET", keys.fired(schedule))
+                return stored_int(marker.decode() if marker and is_utf8(marker) else None)
             except redis.ResponseError as exc:
                 if wrong_type(exc):
                     return None

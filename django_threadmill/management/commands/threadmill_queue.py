@@ -348,8 +348,9 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             )
             return
         pause = source.inspector.paused([queue]).get(queue)
-        since = "" if pause is None else f" since {_when(pause.at_ms)} by {pause.by or '?'}"
-        why = f" ({pause.reason})" if pause and pause.reason else ""
+        by = pause and controls_escaped(pause.by)
+        since = "" if pause is None else f" since {_when(pause.at_ms)} by {by or '?'}"
+        why = f" ({controls_escaped(pause.reason)})" if pause and pause.reason else ""
         self.stdout.write(f"The {where} was paused already{since}{why}; nothing changed.")
 
     def _resume(self, source: Source, name: str) -> None:

@@ -61,7 +61,7 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
         zone = _shown_zone(schedule)
         last_ms = backend.broker.last_fired_ms(queue, schedule.name)
         upcoming = next_slot(schedule, now).astimezone(zone)
-        last = "never" if last_ms is None else datetime.fromtimestamp(last_ms / 1000, zone)
+        last = "never" if last_ms is None else _when(last_ms, zone)
         # Its slots fire on and wait READY (docs/schedules.md, A paused queue).
         held = "  queue paused: its slots' tasks wait until it is resumed" if paused else ""
         return (
@@ -69,6 +69,15 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             f"queue={queue}  next={upcoming.isoformat()}  "
             f"last={last if isinstance(last, str) else last.isoformat()}{held}"
         )
+
+
+def _when(at_ms: int, zone: ZoneInfo) -> datetime | str:
+    """Return the slot ``at_ms`` in ``zone``; "unknown time" for one written by hand that no
+    datetime holds (past the year 9999, before year 1), as ``threadmill_queue`` reads a pause's."""
+    try:
+        return datetime.fromtimestamp(at_ms / 1000, zone)
+    except (ValueError, OverflowError, OSError):
+        return "unknown time"
 
 
 def _unfireable_line(schedule: Schedule, problem: str) -> str:
