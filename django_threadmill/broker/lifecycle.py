@@ -240,6 +240,7 @@ class Lifecycle(Layouts):
             keys.wake,
             keys.damaged,
             keys.unique_prefix,
+            keys.delayed,
         )
         answer = self._run(ScriptCall(ScriptName.REQUEUE, script_keys, (task_id,)))
         if isinstance(answer, list):

@@ -185,7 +185,7 @@ def test_cancel_with_an_index_of_another_type_changes_nothing(
     assert redis_client.lrange(keys.outbox, 0, -1) == [task.id]
 
 
-@pytest.mark.parametrize("index", ["done", "ready", "wake"])
+@pytest.mark.parametrize("index", ["done", "ready", "delayed", "wake"])
 def test_requeue_with_an_index_of_another_type_changes_nothing(
     index: str,
     broker: Broker,

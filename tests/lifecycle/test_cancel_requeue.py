@@ -88,6 +88,42 @@ def test_requeue_gives_a_failed_task_a_new_attempt_with_history_kept(
     assert len(result.errors) == 1
 
 
+def test_a_task_cancelled_while_delayed_is_requeued_to_wait_for_its_run_after(
+    backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
+) -> None:
+    """A requeue undoes a cancel: the task waits for its run_after again. It went to ready,
+    and ran at once, a month early."""
+    run_after = timezone.now() + timedelta(days=30)
+    task_id = plain.using(run_after=run_after).enqueue().id
+    assert backend.cancel(task_id) is True
+
+    assert backend.requeue(task_id) is True
+
+    keys = broker.queue_keys("default")
+    assert redis_client.zrange(keys.delayed, 0, -1, withscores=True) == [
+        (task_id, float(int(run_after.timestamp() * 1000)))
+    ]
+    assert redis_client.zcard(keys.ready) == 0
+    assert reserve(broker) == []
+    result = backend.get_result(task_id)
+    assert result.status == TaskResultStatus.READY
+    assert abs(result.task.run_after - run_after) < timedelta(milliseconds=1)
+
+
+def test_a_task_whose_run_after_passed_is_requeued_ready(
+    backend: ThreadmillTaskBackend, broker: Broker, redis_client: redis.Redis
+) -> None:
+    task_id = plain.using(run_after=timezone.now() - timedelta(seconds=1)).enqueue().id
+    [lease] = run(broker)
+    assert ack(broker, lease, Outcome.FAILED)
+
+    assert backend.requeue(task_id) is True
+
+    keys = broker.queue_keys("default")
+    assert redis_client.zrange(keys.ready, 0, -1) == [task_id]
+    assert redis_client.zcard(keys.delayed) == 0
+
+
 def test_requeue_refuses_waiting_running_and_successful_tasks(
     backend: ThreadmillTaskBackend, broker: Broker
 ) -> None:

@@ -6,6 +6,8 @@
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"; also read (HEXISTS)
 --                       for a unique key held by another task that has not finished
 -- KEYS[6]  P:u:        unique key prefix; a unique task's digest is appended
+-- KEYS[7]  P:delayed   zset: delayed ids by due time in ms; a task whose run_after is still
+--                       ahead (one cancelled while it waited for it) waits there again
 -- ARGV[1]  id
 -- Returns: "requeued", or the state the task was in (nothing changes), "missing",
 --          "exhausted" (it had MAX_ATTEMPTS attempts already: nothing changes), "damaged"
@@ -18,20 +20,21 @@
 --          unreadable or set-aside one (listed in P:damaged), is taken over (docs/schedules.md,
 --          Unique tasks).
 -- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
---          is written: P:done, P:ready and P:wake are checked first (TYPE), as the task
+--          is written: P:done, P:ready, P:delayed and P:wake are checked first (TYPE), as the task
 --          leaves one index for another; P:damaged is written only to set a record aside, as
 --          the call's first write, and a unique key of another type is left as it is. Once
 --          the key is deleted, a requeue again works.
 -- Clock:   redis.call("TIME") only: the time the task is ready again (`ready_ms`, where the
---          queue's oldest-READY age counts from), or the date of a record set aside.
-local wrong = wrong_kind(KEYS[3], "zset", KEYS[2], "zset", KEYS[4], "list")
+--          queue's oldest-READY age counts from: its run_after when that is ahead), or the
+--          date of a record set aside.
+local wrong = wrong_kind(KEYS[3], "zset", KEYS[2], "zset", KEYS[7], "zset", KEYS[4], "list")
 if wrong then
   return redis.error_reply(wrong)
 end
 local id = ARGV[1]
 local key = KEYS[1] .. id
 local f, refused = record_in_state(key, id, KEYS[5], "requeue", "failed", "score", "unique",
-  "unique_ms", "nerrors")
+  "unique_ms", "nerrors", "run_after_ms")
 if refused == "damaged" then
   redis.call("ZREM", KEYS[3], id)
 end
@@ -57,11 +60,18 @@ if unique then
     claim = true
   end
 end
+local now = now_ms()
+local due = tonumber(f[6])  -- "" (no run_after) reads as none
+local delayed = due and due > now
 redis.call("PERSIST", key)
-redis.call("HSET", key, "state", "ready", "ready_ms", now_ms())  -- its wait starts again now
+redis.call("HSET", key, "state", "ready", "ready_ms", delayed and due or now)  -- waits anew
 forget_progress(key, "finished_ms")
 redis.call("ZREM", KEYS[3], id)
-redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
+if delayed then
+  redis.call("ZADD", KEYS[7], due, id)
+else
+  redis.call("ZADD", KEYS[2], ready_score(f[2]), id)
+end
 if claim and tonumber(f[4]) then  -- records stored before the window was kept have no unique_ms
   redis.call("SET", unique, id, "PX", f[4])
 end
