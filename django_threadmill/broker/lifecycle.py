@@ -8,6 +8,7 @@ from typing import Any
 
 from ..codec.payloads import task_path
 from ..exceptions import BrokerUnavailable, UniqueKeyHeld
+from .acquisition import ACQUIRE_CHARS
 from .damaged import log_set_aside
 from .layouts import Layouts
 from .raw_replies import UndecodableAttempt, read_expired, stored_id
@@ -21,6 +22,10 @@ FLUSH_BATCH = 1000  # keys per SCAN step and per UNLINK when flushing
 MAX_BATCH_SIZE = 10_000
 DEFAULT_PURGE_BATCH_SIZE = 500  # finished results one purge script call looks at
 CANCEL_BATCH = 500  # tasks one cancel.lua call cancels (about 10 commands each)
+# Characters of payloads and earlier errors one reap call replies with at most (its first
+# running attempt whatever its size), as an acquire call: 500 lapsed attempts of
+# max_payload_bytes held 500 MiB in Redis's reply and in the reaper.
+REAP_CHARS = ACQUIRE_CHARS
 
 
 def _cancel_args(
@@ -114,7 +119,7 @@ class Lifecycle(Layouts):
         return ScriptCall(
             ScriptName.REAP,
             (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
-            (limit, "1" if dry_run else "0", self.wake_on_free(queue)),
+            (limit, "1" if dry_run else "0", self.wake_on_free(queue), REAP_CHARS),
             raw=True,
         )
 
@@ -124,7 +129,8 @@ class Lifecycle(Layouts):
         released: list[str] = []
         expired: list[ExpiredAttempt] = []
         set_aside = looked_at = 0
-        for part, (part_released, part_expired, count, part_looked_at) in part_replies:
+        cut_short = False
+        for part, (part_released, part_expired, count, part_looked_at, cut) in part_replies:
             released += [stored_id(task_id) for task_id in part_released]
             attempts, undecodable = read_expired(part_expired, partial(_expired_attempt, queue))
             expired += attempts
@@ -133,9 +139,16 @@ class Lifecycle(Layouts):
                 len(undecodable) if dry_run else self._set_aside_expired(queue, part, undecodable)
             )
             looked_at += int(part_looked_at)
+            cut_short = cut_short or cut == 1
         if set_aside and not dry_run:
             log_set_aside(queue, set_aside, "reap")
-        return Reaped(released=released, expired=expired, set_aside=set_aside, looked_at=looked_at)
+        return Reaped(
+            released=released,
+            expired=expired,
+            set_aside=set_aside,
+            looked_at=looked_at,
+            cut_short=cut_short,
+        )
 
     def _set_aside_expired(self, queue: str, part: str, attempts: list[UndecodableAttempt]) -> int:
         """Set aside the expired running attempts of one reap reply that did not decode

@@ -220,3 +220,6 @@ class Reaped:
     # Expired lease entries the call looked at: besides those two, ghosts (no record, or one
     # already settled) and records set aside, which it dropped from the leases.
     looked_at: int
+    # The reply reached its most characters of payloads and errors (REAP_CHARS) before the
+    # limit of entries: more may wait.
+    cut_short: bool

@@ -288,7 +288,7 @@ def _settle_batch(
     stale_before = counts.stale
     _settle(backend, queue, reaped.expired, counts)
     moved = reaped.looked_at - (counts.stale - stale_before)
-    return reaped.looked_at < size or moved == 0
+    return (reaped.looked_at < size and not reaped.cut_short) or moved == 0
 
 
 def _skip(

@@ -8,6 +8,8 @@
 -- ARGV[2]  dry_run     "1" reports without changing anything
 -- ARGV[3]  wake_on_free  "1" for a queue with a concurrency limit: a ghost or a record set
 --                        aside gives back its slot, and a fetcher is woken for it
+-- ARGV[4]  most_chars  most characters of payloads and earlier errors to reply with: the
+--                      running attempt past it ends the call (its first whatever its size)
 -- Returns: {{id...} reservations released (or that would be),
 --           {{id, token, payload, workers, deadline_ms, {error_json...}, workflow}...} expired
 --           running attempts, which the client settles through finish.lua with that token
@@ -17,7 +19,8 @@
 --           running one counts more errors than a task has attempts (common.lua) or has no
 --           lease token to fence its settlement,
 --           expired lease entries looked at, ghosts and set-aside records included: fewer
---           than limit: no more expired ones wait}.
+--           than limit, and not cut short: no more expired ones wait,
+--           1 when most_chars cut the call short (more may wait), else 0}.
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
 --          A released reservation keeps no token: a late call of the old lease is stale. Nor
 --          does it keep a progress report (one may have gone out before its start notice).
@@ -32,6 +35,8 @@ local expired = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "WITHSCORES", 
   tonumber(ARGV[1]))
 
 local released, running, ready, dropped, set_aside_count = {}, {}, {}, {}, 0
+local most_chars, chars = tonumber(ARGV[4]), 0  -- of the payloads and errors in the reply
+local looked_at, cut_short = #expired / 2, 0
 for i = 1, #expired, 2 do
   local id, deadline = expired[i], expired[i + 1]
   local key = KEYS[1] .. id
@@ -58,10 +63,18 @@ for i = 1, #expired, 2 do
     dropped[#dropped + 1] = id
     released[#released + 1] = id
   elseif f[1] == "running" then
-    local errors = {}
+    local errors, size = {}, #(f[4] or "")
     for n = 1, nerrors do
       errors[n] = redis.call("HGET", key, "error:" .. n) or ""
+      size = size + #errors[n]
     end
+    if #running > 0 and chars + size > most_chars then
+      -- A backlog of large payloads (a host's workers all died) held it all in one reply,
+      -- in Redis and in the reaper: the rest waits for the next call.
+      looked_at, cut_short = (i - 1) / 2, 1
+      break
+    end
+    chars = chars + size
     running[#running + 1] = {id, f[2], f[4], f[5] or "", deadline, errors, f[7] or ""}
   else
     dropped[#dropped + 1] = id  -- a ghost: the record is gone or already settled
@@ -82,4 +95,4 @@ if not dry_run then
     wake_one(KEYS[4])
   end
 end
-return {released, running, set_aside_count, #expired / 2}
+return {released, running, set_aside_count, looked_at, cut_short}
