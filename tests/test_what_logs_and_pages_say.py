@@ -99,12 +99,15 @@ def test_a_task_timed_out_whose_replacement_was_refused_is_not_said_replaced(
     ), log
 
 
-@pytest.mark.parametrize("task", [tasks.work_for, async_tasks.blocks_the_loop])
+@pytest.mark.parametrize(
+    "task", [tasks.work_for, async_tasks.blocks_the_loop, async_tasks.ignores_its_cancel]
+)
 def test_threads_left_running_at_the_deadline_name_their_tasks(
     backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str, task: Task
 ) -> None:
     """The line named threads only (threadmill-worker-1, threadmill-event-loop): not which
-    task to look at."""
+    task to look at; then, for a coroutine that ignored its cancel, "tasks=none" (the loop
+    ran no task's code just then)."""
     result = task.enqueue(30.0)
     command = worker(redis_url, key_prefix, "--grace-period", "0.5")
     try:

@@ -217,6 +217,11 @@ class EventLoopLane(TaskRunner):
         gathered = asyncio.gather(*self.running, return_exceptions=True)
         gathered.add_done_callback(lambda _: self._stop_loop())
 
+    def in_flight(self) -> list[Reservation]:
+        """Return the attempts the loop has not finished (from another thread): copied in one
+        call, which holds the GIL throughout, while the loop's thread may change them."""
+        return list(self.running.values())
+
     def blocked_task(self) -> Reservation | None:
         """Return the task whose code the loop runs now (from another thread): the attempt
         whose asyncio task is current, or that started it; None between tasks."""

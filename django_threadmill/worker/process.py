@@ -521,7 +521,7 @@ class WorkerProcess:
         runners: list[WorkerThread | EventLoopLane] = [*crew.pool.joinable(), crew.lane]
         running = [thread for thread in runners if thread.is_alive()]
         if running:
-            held = [task for thread in running if (task := _running_task(thread))]
+            held = [task for thread in running for task in _running_tasks(thread)]
             logger.error(
                 "Threads still running after the grace period names=%s tasks=%s (their leases "
                 "will expire and the reaper settles them)",
@@ -537,9 +537,14 @@ def _relayed_by_supervisor(signum: int, frame: FrameType | None) -> None:
     supervisor heard it too and relays the stop."""
 
 
-def _running_task(thread: WorkerThread | EventLoopLane) -> Reservation | None:
-    """Return the task ``thread`` runs now: the event loop's, the one whose code holds it."""
-    return thread.current_task() if isinstance(thread, WorkerThread) else thread.blocked_task()
+def _running_tasks(thread: WorkerThread | EventLoopLane) -> list[Reservation]:
+    """Return the tasks ``thread`` runs now: the event loop's, the one whose code holds it, or
+    else those it has in flight (coroutines that ignored the grace period's cancel)."""
+    if isinstance(thread, WorkerThread):
+        task = thread.current_task()
+        return [] if task is None else [task]
+    blocked = thread.blocked_task()
+    return thread.in_flight() if blocked is None else [blocked]
 
 
 def _flush_until(deadline: float, end: float) -> float:

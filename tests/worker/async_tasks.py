@@ -164,5 +164,15 @@ async def leaves_a_loop_stop_running(ended: str) -> None:
 
 
 @task
+async def ignores_its_cancel(seconds: float) -> None:
+    """Await ``seconds`` again whenever cancelled: a coroutine the grace period cannot end."""
+    while True:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            continue
+
+
+@task
 async def exits() -> None:
     raise SystemExit("the task exits")
