@@ -10,17 +10,17 @@ class ThreadmillError(Exception):
 def _rebuilt(
     kind: type[BaseException], args: tuple[object, ...], state: dict[str, object]
 ) -> BaseException:
-    """Unpickle an error of ``kind`` as it was raised, without calling its ``__init__``."""
+    """Rebuild an error of ``kind`` as it was raised, without calling its ``__init__``."""
     error = kind.__new__(kind, *args)
     error.__dict__.update(state)
     return error
 
 
-def _pickled_as_raised(self: BaseException) -> tuple[object, ...]:
+def _reduced_as_raised(self: BaseException) -> tuple[object, ...]:
     """``__reduce__`` of an error whose ``__init__`` takes other arguments than its ``args``
-    (a message it builds, a count beside it): pickle's default calls ``kind(*args)``, which
-    raised a ``TypeError`` where the error crosses to another process (Django's parallel test
-    runner, a process pool)."""
+    (a message it builds, a count beside it): the default rebuilds it as ``kind(*args)``,
+    which raised a ``TypeError`` where the error crosses to another process (Django's
+    parallel test runner, a process pool)."""
     return (_rebuilt, (type(self), self.args, self.__dict__))
 
 
@@ -109,7 +109,7 @@ class DrainDidNotEmpty(ThreadmillError):
     ``ran`` holds how many attempts it ran; those it had reserved beyond go back to READY.
     """
 
-    __reduce__ = _pickled_as_raised
+    __reduce__ = _reduced_as_raised
 
     def __init__(self, message: str, ran: int) -> None:
         super().__init__(message)
@@ -143,7 +143,7 @@ class StepOfCancelledWorkflow(ThreadmillError):
     worker starts no such step (docs/workflows.md, Cancel), so a new attempt would only fail
     again."""
 
-    __reduce__ = _pickled_as_raised
+    __reduce__ = _reduced_as_raised
 
     def __init__(
         self, task_id: str, workflow_id: str, step: int, why: str, *, not_run: bool = False
@@ -166,7 +166,7 @@ class UniqueKeyHeld(ThreadmillError):
     """A requeue of a unique task refused: an equal task that has not finished holds the
     unique key, and the two would run at once (docs/schedules.md, Unique tasks)."""
 
-    __reduce__ = _pickled_as_raised
+    __reduce__ = _reduced_as_raised
 
     def __init__(self, task_id: str, holder_id: str) -> None:
         super().__init__(
