@@ -33,7 +33,7 @@ from time import monotonic
 
 from ..codec.payloads import run_after_ms
 from ..forks import renew_after_fork
-from .types import ExpiredAttempt, Finish, Lease, Outcome, Start
+from .types import ExpiredAttempt, Finish, Lease, Outcome
 
 # Upper bounds of the histogram buckets in seconds; bucket i counts values <= bound i, and
 # bucket len(bounds) is +Inf. From 5 ms (an echo task) to an hour (a report).
@@ -89,30 +89,9 @@ class PartTally:
     number: int = 0  # of the send that carries it, for metrics.lua's fence (0: none yet)
     maybe_counted: bool = False  # a send of it raised MaybeApplied: sent again as it is
 
-    @property
-    def counts(self) -> bool:
-        """Tell whether this counts anything (outcomes, or the waits of attempts started):
-        without, its send only trims the done index, and goes unnumbered."""
-        return bool(self.outcomes or self.lifetime)
-
-    def add_wait(self, lease: Lease, started_ms: int) -> None:
-        """Count the wait of a first attempt whose start was recorded at ``started_ms``
-        (worker clock): counted as it starts, it is not lost with an attempt its worker never
-        finishes (a stop past the grace period, a kill)."""
-        if lease.waited_ms is None:
-            return
-        path = lease.task_path or UNNAMED_TASK
-        self.recent.setdefault(path, Counter())  # increments() sends the paths in recent
-        wait_ms = lease.waited_ms + max(0, started_ms - lease.reserved_ms)
-        totals = self.lifetime[path]
-        totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
-        totals["wait_ms"] += wait_ms
-
-    def add(
-        self, finish: Finish, *, reaping: bool, recorded_at: float, waited: bool = False
-    ) -> None:
+    def add(self, finish: Finish, *, reaping: bool, recorded_at: float) -> None:
         """Count one outcome recorded at ``recorded_at`` (``monotonic()``); by the reaper:
-        an expired lease, with no run time. ``waited``: its start counted its wait."""
+        an expired lease, with no run time."""
         lease, outcome = finish.lease, finish.outcome.value  # an enum's value is a lookup
         path = lease.task_path or UNNAMED_TASK
         counts, totals = self.recent[path], self.lifetime[path]
@@ -131,8 +110,10 @@ class PartTally:
             run_ms = max(0, finish.finished_ms - finish.started_ms)
         counts[_RUN_FIELDS[bisect_left(_RUN_BUCKETS_MS, run_ms)]] += 1
         totals["run_ms"] += run_ms
-        if not waited:  # its start notice was never sent (the outcome came first)
-            self.add_wait(lease, finish.started_ms)
+        if lease.waited_ms is not None:
+            wait_ms = lease.waited_ms + max(0, finish.started_ms - lease.reserved_ms)
+            totals[_WAIT_FIELDS[bisect_left(_WAIT_BUCKETS_MS, wait_ms)]] += 1
+            totals["wait_ms"] += wait_ms
 
     def id_count(self) -> int:
         """Return how many ids of the done index this holds."""
@@ -195,8 +176,6 @@ class Tally:
         self._unsettled: defaultdict[str, dict[str, list[ExpiredAttempt]]] = defaultdict(dict)
         # Per part, a send whose reply was lost: the next send carries it again, alone.
         self._unsure: dict[str, PartTally] = {}
-        # Leases whose recorded start counted their wait: their outcome does not count it again.
-        self._waited: set[Lease] = set()
         # Who numbers the sends (metrics.lua's fence): each tally by itself, as a Django
         # backend (and its broker) may be one per thread.
         self.sender = secrets.token_hex(8)
@@ -227,28 +206,8 @@ class Tally:
         """Count outcomes recorded just now, each with the queue part its task lives in."""
         recorded_at = monotonic()
         with self._lock:
-            waited = self._waited
             for part, finish in recorded:
-                counted = bool(waited) and finish.lease in waited
-                if counted:
-                    waited.discard(finish.lease)
-                self._parts[part].add(
-                    finish, reaping=reaping, recorded_at=recorded_at, waited=counted
-                )
-
-    def add_starts(self, recorded: Iterable[tuple[str, Start]]) -> None:
-        """Count the waits of first attempts whose start was recorded just now."""
-        with self._lock:
-            for part, start in recorded:
-                if start.lease.waited_ms is not None:
-                    self._parts[part].add_wait(start.lease, start.started_ms)
-                    self._waited.add(start.lease)
-
-    def done_with(self, leases: Iterable[Lease]) -> None:
-        """Forget the counted waits of ``leases``, whose outcomes were refused (stale)."""
-        if self._waited:
-            with self._lock:
-                self._waited.difference_update(leases)
+                self._parts[part].add(finish, reaping=reaping, recorded_at=recorded_at)
 
     def unanswered(self, finishes: Iterable[Finish]) -> None:
         """Note outcomes whose finish call raised: it may have recorded them (a reply lost, a
@@ -336,7 +295,7 @@ class Tally:
         dropped: dict[str, int] = {}
         with self._lock:
             for part, tally in parts.items():
-                if not tally.counts:  # only a trim rode along: nothing to count again
+                if not tally.outcomes:  # only a trim rode along: nothing to count again
                     continue
                 if maybe_counted or tally.maybe_counted:
                     tally.maybe_counted = True

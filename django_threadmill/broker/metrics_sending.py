@@ -112,7 +112,7 @@ class MetricsSending(BrokerCore):
                 MAX_TASK_PATHS,
                 MINUTE_TTL_MS,
                 "" if ttl_ms is None else ttl_ms,
-                tally.number if tally.counts else "",
+                tally.number if tally.outcomes else "",
                 SENT_TTL_MS,
                 PATH_TTL_MS if configured else "",
                 *(tally.outcomes[name] for name in ("successful", "failed", "retry")),

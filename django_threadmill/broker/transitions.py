@@ -108,8 +108,7 @@ class Transitions(ProgressWrites):
                 tuple(args),
             )
 
-        rejected, recorded = self._fenced_out(starts, build)
-        self.tally.add_starts(recorded)
+        rejected, _ = self._fenced_out(starts, build)
         return rejected
 
     def finish(
@@ -175,7 +174,6 @@ class Transitions(ProgressWrites):
         for finish in self.tally.answered(finishes, already):
             recorded.append((self.part_in(finish.lease.queue, finish.lease.task_id), finish))
         self.tally.add(recorded, reaping=worker_id == "")
-        self.tally.done_with(item.lease for item, _ in rejected)
         return rejected
 
     def renew(

@@ -97,9 +97,10 @@ def test_an_acquire_unanswered_at_the_stops_end_exits_dropped(
     assert process.exit_code == ExitCode.DROPPED
     assert (
         "Stopped with work left to the reaper unwritten=0 unreleased=0 acquire_unanswered=True "
-        f"worker_id={process.worker_id} (Redis did not take them in time, or did not answer an "
-        "acquire, which may have reserved tasks nobody hands back; the reaper settles those "
-        "tasks once their leases lapse: docs/worker.md, Shutdown)"
+        f"worker_id={process.worker_id} (Redis did not take them in time, or an acquire's "
+        "tasks did not reach the buffer: Redis did not answer it, or a task module's import "
+        "hung; nobody hands those back, and the reaper settles them once their leases lapse: "
+        "docs/worker.md, Shutdown)"
     ) in caplog.text
 
 
