@@ -29,7 +29,7 @@ def as_started_here(stored: TaskResult, token: str | None) -> TaskResult:
     """Return ``stored``, read from a reserved record under the reservation ``token``, as the
     attempt this process runs under that reservation shows it, if there is one."""
     running = running_here.get(stored.id)
-    if running is None or not token or running.token != token:
+    if running is None or running.token != token:
         return stored
     attempt = running.result
     object.__setattr__(stored, "status", attempt.status)
