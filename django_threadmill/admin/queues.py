@@ -20,6 +20,7 @@ from ..broker.inspect import (
 )
 from ..broker.inspect.source import Source
 from ..broker.pausing import MAX_REASON_CHARS, QueuePause, checked_reason
+from ..broker.raw_replies import controls_escaped
 from ..codec.ids import queue_of, worker_host_and_pid
 from ..conf.limits import QueueLimit
 from ..conf.topology import masked_location
@@ -129,12 +130,14 @@ def _queue_line(
 
 
 def _paused_title(now_ms: int, pause: QueuePause | None) -> str:
-    """Describe a pause for the queue's badge, e.g. "Paused 5 min ago by ada in the admin"."""
+    """Describe a pause for the queue's badge, e.g. "Paused 5 min ago by ada in the admin",
+    its control characters (a terminal's escape typed in a reason) shown as the commands show
+    them, ``\\x1b``: HTML escaping leaves them as they are."""
     if pause is None:
         return ""
     since = f" {age(now_ms, pause.at_ms)} ago" if pause.at_ms is not None else ""
-    by = f" by {pause.by}" if pause.by else ""
-    why = f": {pause.reason}" if pause.reason else ""
+    by = f" by {controls_escaped(pause.by)}" if pause.by else ""
+    why = f": {controls_escaped(pause.reason)}" if pause.reason else ""
     return f"Paused{since}{by}{why}. Workers take none of its tasks until it is resumed."
 
 

@@ -12,6 +12,7 @@ from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Inspector
+from tests.admin.conftest import QUEUES_URL
 from tests.admin.test_queue_pause import PAUSE_URL, confirmed
 
 BREAKS = ["\n", "\r", "\u2028", "\u2029", "\x0b", "\x0c", "\x85"]
@@ -53,3 +54,18 @@ def test_a_reason_trimmed_to_one_line_of_200_characters_is_taken(
         "Paused default / default: workers take none of its tasks until it is resumed."
     ]
     assert Inspector(backend.broker).paused(["default"])["default"].reason == "x" * 200
+
+
+def test_a_reasons_control_characters_are_shown_escaped_as_the_commands_show_them(
+    operator: Client, backend: ThreadmillTaskBackend
+) -> None:
+    """A terminal's escape typed in a reason is kept, and the queues page shows it as
+    ``\\x1b``, as ``threadmill_queue`` and the log do: HTML escaping leaves it raw."""
+    confirmed(operator, PAUSE_URL, reason="mail \x1b[31mdown\x1b[0m")
+    assert Inspector(backend.broker).paused(["default"])["default"].reason == (
+        "mail \x1b[31mdown\x1b[0m"
+    )
+
+    page = operator.get(QUEUES_URL).content.decode()
+    assert ": mail \\x1b[31mdown\\x1b[0m. Workers take none of its tasks" in page
+    assert "\x1b" not in page
