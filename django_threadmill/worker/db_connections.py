@@ -11,7 +11,9 @@ included), whose thread-sensitive calls all run in one thread outside the worker
 async tasks, once a connection was ever opened in such a thread, its stale connections are
 closed there, as Django's request handler does; in the background (``OrmThreadCloser``), since
 that thread runs one call at a time and a task awaiting the close would wait out any other
-task's slow call there. The threads of the event loop's default executor
+task's slow call there. Every async task shares that thread's connection, so it is closed only
+once none runs: while others do, only a broken one is dropped (one task's end closed it under
+another's ``aiterator()`` between two chunks). The threads of the event loop's default executor
 (``sync_to_async(thread_sensitive=False)``, ``asyncio.to_thread``) and the one its signal
 receivers run in (worker/receivers_thread.py) close theirs after each call
 (``ConnectionClosingExecutor``), as each call is a request of its own there.
@@ -138,6 +140,24 @@ def close_thread_connections() -> None:
             opened.close()
 
 
+def drop_broken_connections() -> None:
+    """Close this thread's connections that no longer work, and only those: other async tasks
+    are using them, one between two chunks of an ``aiterator()`` (its cursor), and a close for
+    ``CONN_MAX_AGE`` would break their next call. Otherwise as Django's
+    ``close_old_connections``: a connection an error left is checked, and with
+    ``CONN_HEALTH_CHECKS`` the next use checks it first."""
+    for opened in connections.all(initialized_only=True):
+        if opened.connection is None:
+            continue
+        opened.health_check_done = False  # type: ignore[attr-defined]  # not in the stubs
+        if opened.errors_occurred:
+            if opened.is_usable():
+                opened.errors_occurred = False
+                opened.health_check_done = True  # type: ignore[attr-defined]
+            else:
+                opened.close()
+
+
 class OrmThreadCloser:
     """Close the stale connections of the thread async ORM calls use after async tasks end,
     awaited by none of them.
@@ -146,20 +166,35 @@ class OrmThreadCloser:
     task's slow query held up each task's outcome, its concurrency slot and its timeout (a
     two-second timeout was recorded at fifteen). One close waits at a time: it runs after every
     call queued before it, so it serves every task that ended meanwhile.
+
+    That thread's connection is every async task's: it is closed for ``CONN_MAX_AGE`` only
+    once no async task runs (then no call of one is queued before the close). While others
+    run, only a broken connection is dropped; closed, it failed the call after another's,
+    an ``aiterator()``'s next chunk ("the connection is closed").
     """
 
     def __init__(self) -> None:
         self._waiting: asyncio.Future[None] | None = None
+        self._waiting_closes = False  # the waiting call is close_old_connections
+        self._running = 0  # async tasks between task_began and after_task (the loop's thread)
+
+    def task_began(self) -> None:
+        """Count an async task in: its ORM calls share the connection (on the loop)."""
+        self._running += 1
 
     def after_task(self) -> None:
-        """Close that thread's stale connections soon, if it ever connected (on the loop)."""
+        """Count the task out, and close that thread's stale connections soon (only broken
+        ones while other async tasks run), if it ever connected (on the loop)."""
+        self._running -= 1
         if not _opened_outside_workers.is_set() or _kept.get() is not None:
             return
-        if self._waiting is not None and not self._waiting.done():
+        closes = self._running == 0
+        waiting = self._waiting is not None and not self._waiting.done()
+        if waiting and (self._waiting_closes or not closes):
             return
-        self._waiting = asyncio.ensure_future(
-            sync_to_async(close_old_connections, thread_sensitive=True)()
-        )
+        call = close_old_connections if closes else drop_broken_connections
+        self._waiting_closes = closes
+        self._waiting = asyncio.ensure_future(sync_to_async(call, thread_sensitive=True)())
         self._waiting.add_done_callback(_log_failure)
 
     async def close_all(self, timeout_s: float) -> None:

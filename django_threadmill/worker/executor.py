@@ -238,6 +238,7 @@ class Executor:
         if heard(task_started, TaskResultStatus.RUNNING):
             with receivers_thread():  # not behind the tasks' ORM calls
                 await asend_guarded(task_started, self.backend_class, attempt.result)
+        self.orm_thread.task_began()  # counted out by after_task, below
         try:
             with self._reporting(attempt):
                 try:
