@@ -282,6 +282,18 @@ def refuses_writes(error: BrokerUnavailable) -> bool:
     return reply_of(cause).startswith(WRITES_REFUSED) or read_only(cause)
 
 
+def slot_not_served(error: BrokerUnavailable) -> bool:
+    """Tell whether ``error`` is a Redis Cluster serving no call on a hash slot for now: the
+    slot in migration to another node (TRYAGAIN, or MOVED and ASK until redis-py gave up), or
+    without a primary mid-failover. Every call on that slot meets it, workers' renewals too."""
+    cause = error.__cause__
+    if isinstance(cause, (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException)):
+        return NOT_A_CLUSTER not in str(cause)
+    return isinstance(cause, redis.ResponseError) and (
+        isinstance(cause, redis.exceptions.TryAgainError) or reply_of(cause).startswith("TRYAGAIN")
+    )
+
+
 def demoted(error: BrokerUnavailable) -> bool:
     """Tell whether ``error`` is the server at LOCATION refusing a write as a read-only replica,
     or ending a blocked wait as it became one: behind an address moved to the promoted replica

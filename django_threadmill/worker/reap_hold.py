@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..broker.connection import refuses_writes
+from ..broker.connection import refuses_writes, slot_not_served
 from ..exceptions import BrokerUnavailable
 from .leases import RESUME_CHECK_S, lease_clock
 from .reaper import ReapReport, reap_pass
@@ -125,8 +125,14 @@ class ReapHold:
 
 
 def _outage(error: BrokerUnavailable) -> str:
-    """Say why an error of a pass counts as an outage: Redis refused writes, workers'
-    renewals too; "" for any other (a key of another type in one queue)."""
+    """Say why an error of a pass counts as an outage: Redis refused writes, or a cluster
+    served no call on a queue's slot, workers' renewals too; "" for any other (a key of
+    another type in one queue)."""
     if refuses_writes(error):
         return "Redis refused writes in the last reap pass, workers' renewals too"
+    if slot_not_served(error):  # a resharding moving the queue's slot, or a failover
+        return (
+            "the Redis Cluster served no call on a queue's hash slot in the last reap pass "
+            "(the slot moving to another node, or failing over), workers' renewals neither"
+        )
     return ""
