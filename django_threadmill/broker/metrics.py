@@ -40,6 +40,7 @@ from .types import ExpiredAttempt, Finish, Lease, Outcome
 RUN_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 WAIT_BUCKETS_S = RUN_BUCKETS_S
 MAX_TASK_PATHS = 100  # task paths per queue labelled by name; metrics.lua counts others as "other"
+OTHER_PATHS = "other"  # the label metrics.lua counts the paths past MAX_TASK_PATHS under
 # A task path no send counted for this long (ms) gives its label back and its lifetime series
 # end (docs/observability.md, Families): five weeks, so a monthly task keeps its own.
 PATH_TTL_MS = 35 * 24 * 3600 * 1000

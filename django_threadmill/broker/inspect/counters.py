@@ -12,7 +12,7 @@ from typing import Any
 
 from ..connection import readable_replies
 from ..keys import QueueKeys
-from ..metrics import PATH_TTL_MS, RUN_BUCKETS_S, WAIT_BUCKETS_S
+from ..metrics import OTHER_PATHS, PATH_TTL_MS, RUN_BUCKETS_S, WAIT_BUCKETS_S
 from ..raw_replies import RAW, stored_counters
 from .inspector import Inspector
 
@@ -75,8 +75,9 @@ def merged(many: Sequence[PathCounters]) -> PathCounters:
 def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[str, PathCounters]:
     """Return the lifetime counters of ``queues``, summed over every shard count each one
     counted under: the inspector's one SMEMBERS (``Inspector.layouts``), then one pipeline
-    of an HGETALL per part (and, per part of an earlier count, a ZRANGEBYSCORE of its
-    paths).
+    of an HGETALL and a ZRANGE of its labelled paths (at most ``MAX_TASK_PATHS``) per part
+    of the configured count (and, per part of an earlier count, an HGETALL and a
+    ZRANGEBYSCORE of its paths).
 
     No send reaches the parts of an earlier ``queue_shards`` count once its workers stop, so
     their counters stay as they were: summed with the configured count's, a queue's series do
@@ -91,7 +92,9 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
     with broker.translated_errors(read=True), inspector.client.pipeline(False) as pipe:
         for queue in queues:
             for part in parts[queue]:
-                pipe.execute_command("HGETALL", broker.queue_keys(part).metrics, **RAW)
+                keys = broker.queue_keys(part)
+                pipe.execute_command("HGETALL", keys.metrics, **RAW)
+                pipe.execute_command("ZRANGE", keys.metrics_paths, 0, -1, **RAW)
             for part in earlier[queue]:
                 keys = broker.queue_keys(part)
                 pipe.execute_command("HGETALL", keys.metrics, **RAW)
@@ -99,7 +102,7 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
         replies = iter(readable_replies(pipe.execute(raise_on_error=False)))
         return {
             queue: _summed(
-                [_counters(next(replies)) for _ in parts[queue]],
+                [(_counters(next(replies)), _labelled(next(replies))) for _ in parts[queue]],
                 [(_counters(next(replies)), _names(next(replies))) for _ in earlier[queue]],
             )
             for queue in queues
@@ -107,18 +110,45 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
 
 
 def _summed(
-    configured: list[PathCounters], earlier: list[tuple[PathCounters, set[str]]]
+    configured: list[tuple[PathCounters, set[str] | None]],
+    earlier: list[tuple[PathCounters, set[str]]],
 ) -> PathCounters:
     """Sum the counters of a queue's configured parts and of its earlier count's parts, each
     with the paths no send counted there for PATH_TTL_MS. Such a path is left out unless the
     configured count has it, as metrics.lua forgets one in a part it sends to: no send forgets
-    it in an earlier count's part, and a renamed task's series would never end."""
-    current = merged(configured)
+    it in an earlier count's part, and a renamed task's series would never end.
+
+    Each part of the configured count labels the first MAX_TASK_PATHS paths it meets, so two
+    shards past that cap may label different ones: a path labelled in one shard and counted as
+    "other" in another (``configured`` holds each part's labelled paths, None if unread) is
+    summed into "other", never exported short of the runs the other shard counted."""
+    current = merged([counters for counters, _ in configured])
     kept = [
         {path: fields for path, fields in counters.items() if path in current or path not in stale}
         for counters, stale in earlier
     ]
-    return merged([current, *kept])
+    return _folded(merged([current, *kept]), configured)
+
+
+def _folded(
+    counters: PathCounters, configured: list[tuple[PathCounters, set[str] | None]]
+) -> PathCounters:
+    """Return ``counters`` with every path that a configured part counting "other" does not
+    label (it counts that path's runs as "other" too) moved into "other"."""
+    full = [labels for part, labels in configured if OTHER_PATHS in part and labels is not None]
+    unlabelled = [
+        path
+        for path in counters
+        if path != OTHER_PATHS and any(path not in labels for labels in full)
+    ]
+    if not unlabelled:
+        return counters
+    other = dict(counters.get(OTHER_PATHS, {}))
+    for path in unlabelled:
+        for name, value in counters[path].items():
+            other[name] = other.get(name, 0) + value
+    kept = {path: fields for path, fields in counters.items() if path not in unlabelled}
+    return {**kept, OTHER_PATHS: other}
 
 
 def _counters(reply: dict[bytes, bytes] | Exception) -> PathCounters:
@@ -127,6 +157,14 @@ def _counters(reply: dict[bytes, bytes] | Exception) -> PathCounters:
     if isinstance(reply, Exception):
         raise reply
     return parse(reply)
+
+
+def _labelled(reply: list[bytes] | Exception) -> set[str] | None:
+    """Return the paths a ZRANGE of ``metrics:paths`` read (those a part labels); None for a
+    key of another type (a set of earlier versions, converted at the part's next send)."""
+    if isinstance(reply, Exception):
+        return None
+    return {name.decode(errors="replace") for name in reply}
 
 
 def _names(reply: list[bytes] | Exception) -> set[str]:
