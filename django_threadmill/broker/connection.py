@@ -240,11 +240,14 @@ def _cluster_error(
             "node of the cluster; nothing was written."
         )
     # redis-py already followed MOVED/ASK and refreshed its slot map; what is left is a
-    # cluster without a primary for the slot (mid-failover) or no node reachable at all.
+    # cluster without a primary for the slot (mid-failover), a slot in migration whose keys
+    # are split between two nodes (a resharding: TRYAGAIN until redis-py gave up), or no node
+    # reachable at all.
     return _with_what_was_written(
         exc,
         f"The Redis Cluster at {where} cannot serve this call now ({exc}). Wait for the "
-        "failover to finish (CLUSTER INFO: cluster_state:ok), or fix LOCATION; ",
+        "failover or the resharding to finish (CLUSTER INFO: cluster_state:ok; CLUSTER NODES "
+        "lists no slot in migration), or fix LOCATION; ",
         read=read,
     )
 

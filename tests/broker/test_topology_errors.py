@@ -21,7 +21,8 @@ def test_unreachable_cluster_is_unavailable_and_a_check_error() -> None:
     with pytest.raises(
         BrokerUnavailable,
         match=r"The Redis Cluster at redis://127\.0\.0\.1:\d+/0 cannot serve this call now "
-        r"\(.*\)\. Wait for the failover to finish .* or fix LOCATION; nothing was written\.",
+        r"\(.*\)\. Wait for the failover or the resharding to finish .* or fix LOCATION; "
+        r"nothing was written\.",
     ):
         backend.enqueue(echo, [1], {})
     assert [message.id for message in check_redis(backend)] == ["threadmill.E001"]
