@@ -46,6 +46,7 @@ class Crew:
         on_refused: Callable[[], None],
         on_crash: Callable[[], None],
         release: Callable[[list[Reservation]], object],
+        on_first_renewal: Callable[[], None] = lambda: None,
     ) -> None:
         self.options = options
         self.held = HeldLeases(broker.settings.lease_ttl_s)
@@ -82,6 +83,7 @@ class Crew:
             lease_interval_s,
             on_crash,
             threads=self.pool.live_count,
+            on_first_renewal=on_first_renewal,
         )
         self.drainer = WorkflowDrainer(
             broker, options.queues, drain_outbox, self._on_written, on_crash

@@ -141,9 +141,12 @@ class LeaseKeeper(RoleThread):
         interval_s: float,
         on_crash: Callable[[], None],
         threads: Callable[[], int] = lambda: 0,
+        on_first_renewal: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__("threadmill-lease-keeper", on_crash)
         self.threads = threads  # the live worker threads, reported with each renewal
+        # Called once Redis took the first renewal: from then on the process counts live.
+        self.on_first_renewal: Callable[[], None] | None = on_first_renewal
         self.broker = broker
         self.worker_id = worker_id
         self.queues = queues
@@ -204,6 +207,9 @@ class LeaseKeeper(RoleThread):
             logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
             return lease_clock()
         self._failures = 0
+        if self.on_first_renewal is not None:
+            said, self.on_first_renewal = self.on_first_renewal, None
+            said()
         lost_ids = set(lost)
         gone = [lease for lease in leases if lease.task_id in lost_ids]
         for lease in self.held.forget_lost(gone):

@@ -37,6 +37,14 @@ logger = logging.getLogger(__name__)
 
 STOP = b"s"  # control message from the supervisor: stop gracefully
 RECYCLING = b"r"  # control message to the supervisor: recycling, start the replacement now
+# Control message to the supervisor: Redis took this process's first renewal, so
+# threadmill_health counts it. The supervisor then tells the process it replaces REPLACED.
+COUNTED = b"c"
+# Control message from the supervisor to a recycling process: its replacement counts, so it may
+# sign off. Until then it waits, at most REPLACEMENT_WAIT_S, still renewing: signed off first,
+# its host read live=0 between the two, and a probe called a healthy worker unhealthy.
+REPLACED = b"p"
+REPLACEMENT_WAIT_S = 5.0
 # Control message to the supervisor, its exit code (one byte) after it: the process ends with it
 # on purpose. A code that tells the supervisor what to do (0, 3, 4, 6) counts only if said: a
 # task's os._exit(4) had the supervisor stop every process for good (worker/slots.py).
@@ -80,6 +88,7 @@ class WorkerProcess:
         self._wakeup = WakeupPipe()  # the main thread sleeps on it; signals and stops wake it
         self._signals = 0
         self._control_fd: int | None = None
+        self.replaced = SignalFlag()  # the supervisor said REPLACED: the replacement counts
         executor = Executor(
             self.worker_id,
             backend.alias,
@@ -100,6 +109,7 @@ class WorkerProcess:
             on_refused=partial(self.request_stop, ExitCode.REFUSED),
             on_crash=self._crashed,
             release=self._release,
+            on_first_renewal=partial(self._tell_supervisor, COUNTED),
         )
         self.crew.pool.on_replacement_refused = self._replacement_refused
 
@@ -332,12 +342,15 @@ class WorkerProcess:
                 ready = {key.fd for key, _ in selector.select(left)}
                 if control_fd in ready:
                     message = os.read(control_fd, 64)
-                    logger.info(
-                        "Stopping on %s worker_id=%s",
-                        "supervisor request" if message else "supervisor exit",
-                        self.worker_id,
-                    )
-                    self.request_stop()
+                    if REPLACED in message:
+                        self.replaced.set()
+                    if message.strip(REPLACED) or not message:  # STOP, or the supervisor's exit
+                        logger.info(
+                            "Stopping on %s worker_id=%s",
+                            "supervisor request" if message else "supervisor exit",
+                            self.worker_id,
+                        )
+                        self.request_stop()
                 if self._wakeup.read_fd in ready:
                     self._wakeup.drain()
 
@@ -398,6 +411,7 @@ class WorkerProcess:
         # wait for the reaper or another worker).
         crew.drainer.stop()
         join_until(crew.drainer, _flush_until(deadline, end))
+        self._wait_for_replacement(end)
         crew.keeper.stop()
         for last in (crew.keeper, crew.prefetcher, waking, releasing, releasing_late):
             join_until(last, end)
@@ -413,6 +427,26 @@ class WorkerProcess:
             self.finished_count,
             self.exit_code,
         )
+
+    def _wait_for_replacement(self, end: float) -> None:
+        """Hold a recycle's sign-off until the supervisor says the replacement counts
+        (REPLACED), the lease keeper renewing meanwhile; at most REPLACEMENT_WAIT_S, and never
+        when a stop was asked for. Signed off first, the host had no process counted between
+        the two, for as long as the replacement took to start, and threadmill_health exited 1
+        for a worker that only recycled (docs/deploy.md, Health)."""
+        if not self._recycling or self._control_fd is None:
+            return
+        if self.replaced.is_set() or self.stop_asked.is_set():
+            return
+        wait_s = min(REPLACEMENT_WAIT_S, end - WRITER_MIN_FLUSH_S - time.monotonic())
+        if wait_s <= 0:
+            return
+        logger.info(
+            "Recycled, signing off once the replacement renews worker_id=%s (at most %.1fs)",
+            self.worker_id,
+            wait_s,
+        )
+        self._wait(wait_s, until=lambda: self.replaced.is_set() or self.stop_asked.is_set())
 
     def _flush(self, deadline: float, end: float) -> None:
         """Let the ack writer write what it holds, then give it a second chance with retries

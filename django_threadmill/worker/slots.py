@@ -17,7 +17,7 @@ from ..codec.ids import make_worker_id, new_worker_tag
 from .exit_codes import ExitCode, exit_now
 from .interruptible import STOP_SIGNALS
 from .options import WorkerOptions
-from .process import ENDING, WorkerProcess
+from .process import COUNTED, ENDING, WorkerProcess
 
 logger = logging.getLogger(__name__)
 
@@ -157,15 +157,17 @@ class Slot:
         self.started_at, self.restart_at = time.monotonic(), None
 
     def hear(self) -> bytes:
-        """Read what the process said (RECYCLING, or ENDING as it exits), once its socket is
-        ready; b"" if it exited. The socket is not read again until the process is collected
-        (``collect``), which reads what came after: an ENDING behind a RECYCLING."""
+        """Read what the process said (COUNTED, RECYCLING, or ENDING as it exits), once its
+        socket is ready; b"" if it exited. Past COUNTED alone, the socket is not read again
+        until the process is collected (``collect``), which reads what came after: an ENDING
+        behind a RECYCLING."""
         self.listening = False
         try:
             heard = os.read(self.control_fd, 64)  # type: ignore[arg-type]
         except OSError:
             return b""
         self.said += heard
+        self.listening = bool(heard) and not heard.strip(COUNTED)  # RECYCLING may follow it
         return heard
 
     def tell(self, message: bytes) -> None:

@@ -7,7 +7,7 @@ import os
 import signal
 import time
 from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -18,7 +18,7 @@ from .chores import Chores
 from .exit_codes import ExitCode
 from .interruptible import STOP_SIGNALS, stop_signals, stop_signals_heard
 from .options import WorkerOptions
-from .process import RECYCLING, STOP, WorkerProcess
+from .process import COUNTED, RECYCLING, REPLACED, STOP, WorkerProcess
 from .slots import Retiring, Slot
 from .wakeup import WakeupPipe
 
@@ -201,7 +201,12 @@ class Supervisor:
         for slot in self.slots:
             if not slot.listening or slot.control_fd not in ready:
                 continue
-            if RECYCLING in slot.hear() and not self.stopping:
+            heard = slot.hear()
+            if COUNTED in heard and slot.retiring is not None:
+                # The replacement counts: the recycled process may sign off (process.py).
+                with suppress(OSError):  # it has exited: collected next
+                    os.write(slot.retiring.control_fd, REPLACED)
+            if RECYCLING in heard and not self.stopping:
                 logger.info("Worker process recycling slot=%d pid=%s", slot.index, slot.pid)
                 slot.crashes = 0
                 if slot.retiring is None:
