@@ -122,6 +122,15 @@ def named(value: str, limit: int = 60) -> str:
     return f"“{value[:limit]}…”" if len(value) > limit else f"“{value}”"
 
 
+def addressable(stored_id: str) -> bool:
+    """Tell whether a page's URL can name ``stored_id`` (a task or workflow id read from
+    Redis) as one path segment. Ours are hex digits, "@" and a queue name, which has no "/"
+    and is not "." or ".."; one written by hand may be anything: a "/" in it splits the URL
+    into another alias and id (a link to the wrong page), one ending in "/" or empty has no
+    URL at all (the page answered 500), and a browser reads "." and ".." as a way up."""
+    return stored_id not in ("", ".", "..") and "/" not in stored_id
+
+
 def state_label(state: str) -> str:
     return STATE_LABELS.get(state, state.upper() or "UNKNOWN")
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.urls import reverse
 
 from ..aliases import sources
 from ..broker.damaged import DamagedRecord
@@ -14,7 +13,6 @@ from ..broker.inspect import (
     BAND_SAMPLE,
     STATE_SAMPLE,
     THROUGHPUT_MINUTES,
-    NotUtf8Id,
     QueueOverview,
     WorkerSighting,
 )
@@ -28,7 +26,7 @@ from ..exceptions import BrokerUnavailable, ResumedNotWoken
 from .activity import REFRESH_S, activity_context
 from .audit import admin_user
 from .display import age, when
-from .results import DETAIL_URL_NAME
+from .results import task_page_url
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,11 +142,11 @@ def _paused_title(now_ms: int, pause: QueuePause | None) -> str:
 def _damaged_line(alias: str, record: DamagedRecord) -> dict[str, Any]:
     """Return one line of the damaged records table; a task id links to its detail page."""
     # Else a guard key ("u:<digest>", "fired:<name>"), or an id that names no record.
-    is_task = queue_of(record.id) is not None and not isinstance(record.id, NotUtf8Id)
+    is_task = queue_of(record.id) is not None
     return {
         "record": record,
         "at": when(record.at_ms),
-        "url": reverse(DETAIL_URL_NAME, args=(alias, record.id)) if is_task else "",
+        "url": task_page_url(alias, record.id) if is_task else "",
     }
 
 

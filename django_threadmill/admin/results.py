@@ -15,7 +15,7 @@ from ..aliases import sources
 from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path_in_head
 from ..broker.inspect.source import Source
 from ..codec.ids import TASK_ID_SEPARATOR, make_task_id
-from .display import NOT_UTF8_ID_LABEL, named, state_label, when
+from .display import NOT_UTF8_ID_LABEL, addressable, named, state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
 
 DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
@@ -134,6 +134,15 @@ def _streams(
     ]
 
 
+def task_page_url(alias: str, task_id: str) -> str:
+    """Return the address of the page of task ``task_id``, or "" where no address names it:
+    an id that is not UTF-8 (``NotUtf8Id``) names no record, and one written by hand may not
+    fit in a URL (``addressable``)."""
+    if isinstance(task_id, NotUtf8Id) or not addressable(task_id):
+        return ""
+    return reverse(DETAIL_URL_NAME, args=(alias, task_id))
+
+
 def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
     """Return what one list row shows; URLs are built here, not by a template tag per row.
 
@@ -144,7 +153,7 @@ def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
     return {
         "alias": alias,
         "row": row,
-        "url": reverse(DETAIL_URL_NAME, args=(alias, row.id)) if readable else "",
+        "url": task_page_url(alias, row.id),
         "selectable": readable and not row.stored_elsewhere,
         "path_query": urlencode({"task": row.path}),
         "label": state_label(row.state) if readable else NOT_UTF8_ID_LABEL,

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.paginator import Paginator
 from django.http import Http404
+from django.urls import reverse
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
@@ -24,7 +25,7 @@ from ..workflows.result import (
     read_step,
     workflow_from,
 )
-from .display import when
+from .display import addressable, when
 
 LISTED = 50  # newest workflows shown per backend
 STEPS_PER_PAGE = 200  # steps one page of a workflow shows; a group may hold thousands
@@ -51,6 +52,7 @@ class WorkflowLine:
     succeeded: int
     created: datetime | None
     why: str
+    url: str  # its page; "" when it expired, or for an id written by hand no URL names
 
     @property
     def badge(self) -> str:
@@ -86,10 +88,18 @@ def _block(source: Source) -> WorkflowBlock:
             succeeded=stored_int(summary.get("succeeded")) or 0,
             created=when(summary.get("created_ms")),
             why=summary.get("why", ""),
+            url=_workflow_url(source.alias, workflow_id) if summary.get("status") else "",
         )
         for workflow_id, summary in zip(ids, summaries, strict=True)
     ]
     return WorkflowBlock(alias=source.alias, lines=lines)
+
+
+def _workflow_url(alias: str, workflow_id: str) -> str:
+    """Return the address of a workflow's page, or "" if no URL names its id (``addressable``)."""
+    if not addressable(workflow_id):
+        return ""
+    return reverse("admin:django_threadmill_task_workflow", args=(alias, workflow_id))
 
 
 def workflow_context(source: Source, workflow_id: str, page_number: str | None) -> dict[str, Any]:
