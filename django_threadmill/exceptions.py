@@ -51,7 +51,8 @@ class PartlyEnqueued(BrokerUnavailable):
     ``written`` holds the ids certainly stored (or found to duplicate an unfinished unique
     task, whose holder is in ``existing``); ``maybe_written`` those whose shard's call may have
     been applied (a ``MaybeApplied`` there): check ``get_result(id)`` before enqueuing them
-    again. Retry only the calls of the ids in neither.
+    again. Retry only the calls of the ids in neither. ``errors`` holds, per id not written, the
+    error of its shard's call: what a coalesced ``enqueue`` of that one task raises.
     """
 
     def __init__(
@@ -60,11 +61,13 @@ class PartlyEnqueued(BrokerUnavailable):
         written: frozenset[str] = frozenset(),
         existing: dict[str, str] | None = None,
         maybe_written: frozenset[str] = frozenset(),
+        errors: dict[str, BrokerUnavailable] | None = None,
     ) -> None:
         super().__init__(message)
         self.written = written
         self.existing = existing or {}
         self.maybe_written = maybe_written
+        self.errors = errors or {}
 
 
 class ReservationsUnconfirmed(BrokerUnavailable):

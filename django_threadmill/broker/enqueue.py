@@ -80,8 +80,10 @@ def partly_enqueued(
         written,
         _existing([o for _, o in outcomes if isinstance(o, Enqueued)]),
         maybe_written,
+        {t.id: o for part, o in outcomes if isinstance(o, BrokerUnavailable) for t in part.tasks},
     )
-    # A coalesced caller whose task may be stored is given that part's own error (batching.py).
+    # A coalesced caller of a part that failed is given that part's own error, in .errors
+    # (batching.py); the cause chains one of them for the traceback, one that may be applied first.
     error.__cause__ = next((o for o in errors if isinstance(o, MaybeApplied)), errors[0])
     return error
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from threading import Lock
 
 from ..broker import Enqueued, NewTask
-from ..exceptions import MaybeApplied, PartlyEnqueued
+from ..exceptions import BrokerUnavailable, MaybeApplied, PartlyEnqueued
 from ..forks import renew_after_fork
 
 
@@ -129,24 +129,25 @@ def settle(
     shared = sum(len(group) for group in groups.values()) > 1
     for group, outcome in zip(groups.values(), outcomes, strict=True):
         for pending in group:
-            if isinstance(outcome, PartlyEnqueued) and pending.task.id in outcome.written:
-                pending.holder = outcome.existing.get(pending.task.id)  # its own shard stored it
-            elif isinstance(outcome, PartlyEnqueued) and pending.task.id in outcome.maybe_written:
-                pending.error = maybe_stored(_maybe_applied_part(outcome), [pending.task.id])
-            elif isinstance(outcome, MaybeApplied):
-                pending.error = maybe_stored(outcome, [pending.task.id])
-            elif isinstance(outcome, BaseException):
-                pending.error = own_error(outcome, shared)
+            own = outcome
+            if isinstance(outcome, PartlyEnqueued):
+                own = _own_part(outcome, pending.task.id)
+            if isinstance(own, MaybeApplied):
+                pending.error = maybe_stored(own, [pending.task.id])
+            elif isinstance(own, BaseException):
+                pending.error = own_error(own, shared)
             else:
-                pending.holder = outcome.existing.get(pending.task.id)
+                pending.holder = own.existing.get(pending.task.id)
             pending.settled = True
 
 
-def _maybe_applied_part(error: PartlyEnqueued) -> MaybeApplied:
-    """Return the error of the shard whose call may have been applied (broker/enqueue.py
-    ``partly_enqueued`` makes it the cause)."""
-    cause = error.__cause__
-    return cause if isinstance(cause, MaybeApplied) else MaybeApplied(str(error))
+def _own_part(error: PartlyEnqueued, task_id: str) -> Enqueued | BrokerUnavailable:
+    """Return the outcome of the shard call that carried ``task_id``: what the caller of that
+    one task would have met alone. The batch's ``PartlyEnqueued`` counts other callers' tasks,
+    and its caller has no id of its own to look for in ``.written``."""
+    if task_id in error.written:  # its own shard stored it, or found the unique task it equals
+        return Enqueued(stored=1, existing=error.existing)
+    return error.errors.get(task_id, error)
 
 
 def maybe_stored(error: MaybeApplied, task_ids: Sequence[str]) -> MaybeApplied:

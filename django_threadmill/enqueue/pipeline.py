@@ -5,6 +5,7 @@ over its client; the scheduler enqueues through it too. One pipeline serves ever
 event loop of a process (``pipeline_for``).
 """
 
+import os
 import reprlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -302,6 +303,17 @@ class EnqueuePipeline:
 
 _pipelines: dict[tuple[type, str, str, str], list[EnqueuePipeline]] = {}
 _pipelines_lock = Lock()
+
+
+def _fresh_lock_after_fork() -> None:
+    """Give a forked child a free lock: a parent thread making its backend's pipeline at the
+    fork held it, did not come along, and the child's first enqueue waited for it forever."""
+    global _pipelines_lock
+    _pipelines_lock = Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_lock_after_fork)
+
 # The sets of the open ``pipelines_handed_out`` blocks: empty outside a test's isolation.
 _watches: list[set[EnqueuePipeline]] = []
 
