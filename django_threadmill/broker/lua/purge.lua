@@ -24,8 +24,11 @@
 --          finished records may be deleted and before their ids leave P:done: an id whose
 --          record is gone is unindexed by the next call. No task waiting or held is touched.
 -- Clock:   redis.call("TIME") only, and only to date a record set aside.
--- Cost:    P:outbox is read whole once, at the first workflow step met: drainers empty it
---          within seconds, so it holds a handful of ids.
+-- Cost:    P:outbox is read once, at the first workflow step met, and only while it holds at
+--          most OUTBOX_READ ids (drainers empty it within seconds); a longer one (a big group
+--          ending, no worker draining) is not read, and every workflow step met is kept, for a
+--          later purge. Read whole, an outbox of 200,000 held Redis for 130-220 ms a call, and
+--          for each call of a purge that met a step.
 local start = 0
 if ARGV[1] ~= "" then
   -- Entries of the same score as a vanished `after` are looked at again: kept again, harmless.
@@ -34,20 +37,27 @@ if ARGV[1] ~= "" then
 end
 local entries = redis.call("ZRANGE", KEYS[2], start, start + tonumber(ARGV[3]) - 1, "WITHSCORES")
 
-local advancing  -- the ids in P:outbox as a set, read at the first workflow step met
+-- Most P:outbox ids a call reads; past that many, it cannot tell which steps it holds.
+local OUTBOX_READ = 1000
+-- The ids in P:outbox as a set, read at the first workflow step met; true when it holds more
+-- than OUTBOX_READ: every step is then taken for one its workflow has yet to advance from.
+local advancing
 -- Whether the record `f` (state, workflow) of `id` is a step its workflow has yet to advance from.
 local function not_advanced(id, f)
   if not f[2] then
     return false
   end
-  if not advancing then
-    advancing = {}
-    local ids = redis.pcall("LRANGE", KEYS[4], 0, -1)
-    for _, entry in ipairs(ids.err and {} or ids) do
-      advancing[entry] = true
+  if advancing == nil then
+    local size = redis.pcall("LLEN", KEYS[4])
+    advancing = type(size) == "number" and size > OUTBOX_READ or {}
+    if advancing ~= true then
+      local ids = redis.pcall("LRANGE", KEYS[4], 0, OUTBOX_READ - 1)
+      for _, entry in ipairs(ids.err and {} or ids) do
+        advancing[entry] = true
+      end
     end
   end
-  return advancing[id] == true
+  return advancing == true or advancing[id] == true
 end
 
 local deleted, unindexed, set_aside_count, kept, kept_score = 0, {}, 0, "", ""
