@@ -121,7 +121,11 @@ def previous_slot(schedule: Schedule, now: datetime) -> datetime:
 def next_slot(schedule: Schedule, now: datetime) -> datetime:
     """Return the first slot after ``now``, in UTC."""
     if schedule.every_ms is None:
-        return _next_cron_slot(schedule, now)
+        # Walked on from the latest slot, not from ``now``: cronsim, started after a DST change
+        # that skipped the start of an hour (Pacific/Chatham's 02:45 to 03:45), rounds down
+        # into the gap and lands an hour late (from 03:50, ``0 */2 * * *`` answered 06:00, and
+        # a supervisor started then skipped the 04:00 slot).
+        return _next_cron_slot(schedule, _latest_cron_slot(schedule, now))
     return previous_slot(schedule, now) + timedelta(milliseconds=schedule.every_ms)
 
 
