@@ -1,5 +1,6 @@
 """Create Redis clients from settings and turn redis-py errors into ones that say the fix."""
 
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,6 +25,13 @@ POOL_TIMED_OUT = "No connection available."
 # How redis-py opens the error of one command of a pipeline: "Command # 3 (HGETALL k) of pipeline
 # caused error: WRONGTYPE ...". The reply itself follows.
 PIPELINE_ERROR = "of pipeline caused error: "
+# How Redis 6.2 wraps the error a script met, where Redis 7 puts the error code first: a
+# redis.call's as "Error running script (call to f_<sha>): @user_script:12: WRONGTYPE ...", and a
+# refusal before the command ran (OOM, READONLY, NOREPLICAS, MISCONF) once more, as
+# "@user_script: 12: -OOM ...", which is all a redis.pcall's refusal the script passes on keeps.
+SCRIPT_ERROR_WRAPPING = re.compile(
+    r"^(?:(?:ERR )?Error running script \(call to f_[0-9a-f]+\): )?(?:@user_script: ?\d+: -?)*"
+)
 # Replies (redis-py strips "ERR ") that mean one of our keys holds something we never wrote.
 # They are reported as unavailable: callers retry, and nothing is dropped until it is fixed.
 DAMAGED_DATA_ERRORS = (
@@ -265,9 +273,11 @@ def _misrouted(where: str, exc: redis.exceptions.AskError) -> BrokerUnavailable:
 
 
 def reply_of(exc: redis.ResponseError) -> str:
-    """Return the error reply Redis sent, without what redis-py adds in front in a pipeline."""
+    """Return the error reply Redis sent, without what redis-py adds in front in a pipeline,
+    nor what Redis 6.2 adds in front of a script's error (``SCRIPT_ERROR_WRAPPING``)."""
     annotated, separator, reply = str(exc).partition(PIPELINE_ERROR)
-    return reply if separator else annotated
+    message = reply if separator else annotated
+    return SCRIPT_ERROR_WRAPPING.sub("", message, count=1)
 
 
 def wrong_type(error: BaseException) -> bool:

@@ -24,11 +24,12 @@ from ..conf.topology import SentinelSettings
 from ..exceptions import BrokerRefused, BrokerUnavailable
 
 PROBE_TIMEOUT_S = 1.0  # each sentinel is given this long to connect and answer
-NOT_A_SENTINEL = "unknown command 'SENTINEL'"  # a Redis server's reply to SENTINEL MASTERS
+# A Redis server's reply to SENTINEL MASTERS: Redis 7 quotes the command with ', 6.2 with `.
+NOT_A_SENTINEL = ("unknown command 'SENTINEL'", "unknown command `SENTINEL`")
 LIST_SENTINELS = (
     "list the sentinels' addresses (port 26379 by default) in OPTIONS['sentinel']['sentinels']"
 )
-SENTINEL_COMMAND = "'sentinel"  # in an error reply (lowercased) that names a SENTINEL command
+SENTINEL_COMMAND = ("'sentinel", "`sentinel")  # in an error reply (lowercased) naming SENTINEL
 WAIT_OR_FIX = (
     "Wait if a failover is under way; else start the sentinels and the primary, or fix "
     "OPTIONS['sentinel'] (service_name, sentinels, username, password); nothing was written."
@@ -59,7 +60,7 @@ def translated_sentinel_errors(sentinel: SentinelSettings | None, where: str) ->
         assert sentinel is not None  # only a Sentinel-managed client raises it
         raise no_primary(sentinel, where) from exc
     except redis.ResponseError as exc:
-        if sentinel is None or SENTINEL_COMMAND not in str(exc).lower():
+        if sentinel is None or not any(name in str(exc).lower() for name in SENTINEL_COMMAND):
             raise
         raise no_primary(sentinel, where) from exc
 
@@ -135,7 +136,7 @@ def _ask(sentinel: SentinelSettings, host: str, port: int) -> Answer | None:
             settled=True,
         )
     except redis.ResponseError as exc:
-        if NOT_A_SENTINEL not in str(exc):
+        if not any(reply in str(exc) for reply in NOT_A_SENTINEL):
             return Answer(f"answered SENTINEL MASTERS with an error ({exc})", settled=False)
         return Answer(
             f"is a Redis server, not a sentinel ({exc}): {LIST_SENTINELS}",
