@@ -341,7 +341,10 @@ class WorkerProcess:
                     return
                 ready = {key.fd for key, _ in selector.select(left)}
                 if control_fd in ready:
-                    message = os.read(control_fd, 64)
+                    try:
+                        message = os.read(control_fd, 64)
+                    except ConnectionResetError:  # it died with what this one said unread
+                        message = b""  # (COUNTED): its exit, as an end of file
                     if REPLACED in message:
                         self.replaced.set()
                     if message.strip(REPLACED) or not message:  # STOP, or the supervisor's exit
