@@ -158,9 +158,9 @@ class Slot:
 
     def hear(self) -> bytes:
         """Read what the process said (COUNTED, RECYCLING, or ENDING as it exits), once its
-        socket is ready; b"" if it exited. Past COUNTED alone, the socket is not read again
-        until the process is collected (``collect``), which reads what came after: an ENDING
-        behind a RECYCLING."""
+        socket is ready; b"" if it exited. Unless this read was COUNTED alone (a RECYCLING may
+        follow), the socket is not read again until the process is collected (``collect``),
+        which reads what came after: an ENDING behind a RECYCLING."""
         self.listening = False
         try:
             heard = os.read(self.control_fd, 64)  # type: ignore[arg-type]
