@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.urls import reverse
+
 from ..broker.inspect import DAMAGED
 from ..codec.times import from_ms
 
@@ -122,13 +124,16 @@ def named(value: str, limit: int = 60) -> str:
     return f"“{value[:limit]}…”" if len(value) > limit else f"“{value}”"
 
 
-def addressable(stored_id: str) -> bool:
-    """Tell whether a page's URL can name ``stored_id`` (a task or workflow id read from
-    Redis) as one path segment. Ours are hex digits, "@" and a queue name, which has no "/"
-    and is not "." or ".."; one written by hand may be anything: a "/" in it splits the URL
-    into another alias and id (a link to the wrong page), one ending in "/" or empty has no
-    URL at all (the page answered 500), and a browser reads "." and ".." as a way up."""
-    return stored_id not in ("", ".", "..") and "/" not in stored_id
+def page_address(view_name: str, alias: str, stored_id: str) -> str:
+    """Return the address of the admin page ``view_name`` of ``stored_id`` (a task or workflow
+    id read from Redis), or "" where no URL can name it as one path segment. Ours are hex
+    digits, "@" and a queue name, which has no "/" and is not "." or ".."; one written by hand
+    may be anything: a "/" in it splits the URL into another alias and id (a link to the wrong
+    page), one ending in "/" or empty has no URL at all (the page answered 500), and a browser
+    reads "." and ".." as a way up."""
+    if stored_id in ("", ".", "..") or "/" in stored_id:
+        return ""
+    return reverse(view_name, args=(alias, stored_id))
 
 
 def state_label(state: str) -> str:

@@ -9,13 +9,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import QueryDict
-from django.urls import reverse
 
 from ..aliases import sources
 from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path_in_head
 from ..broker.inspect.source import Source
 from ..codec.ids import TASK_ID_SEPARATOR, make_task_id
-from .display import NOT_UTF8_ID_LABEL, addressable, named, state_label, when
+from .display import NOT_UTF8_ID_LABEL, named, page_address, state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
 
 DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
@@ -137,10 +136,8 @@ def _streams(
 def task_page_url(alias: str, task_id: str) -> str:
     """Return the address of the page of task ``task_id``, or "" where no address names it:
     an id that is not UTF-8 (``NotUtf8Id``) names no record, and one written by hand may not
-    fit in a URL (``addressable``)."""
-    if isinstance(task_id, NotUtf8Id) or not addressable(task_id):
-        return ""
-    return reverse(DETAIL_URL_NAME, args=(alias, task_id))
+    fit in a URL (``page_address``)."""
+    return "" if isinstance(task_id, NotUtf8Id) else page_address(DETAIL_URL_NAME, alias, task_id)
 
 
 def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.core.paginator import Paginator
 from django.http import Http404
-from django.urls import reverse
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
@@ -25,9 +24,10 @@ from ..workflows.result import (
     read_step,
     workflow_from,
 )
-from .display import addressable, when
+from .display import page_address, when
 
 LISTED = 50  # newest workflows shown per backend
+WORKFLOW_URL_NAME = "admin:django_threadmill_task_workflow"
 STEPS_PER_PAGE = 200  # steps one page of a workflow shows; a group may hold thousands
 # The most bytes of a step's payload, and of its result, the page reads to tell whether they
 # can be read: each step's whole record was read, 200 MB for 200 steps returning 1 MB each.
@@ -88,18 +88,13 @@ def _block(source: Source) -> WorkflowBlock:
             succeeded=stored_int(summary.get("succeeded")) or 0,
             created=when(summary.get("created_ms")),
             why=summary.get("why", ""),
-            url=_workflow_url(source.alias, workflow_id) if summary.get("status") else "",
+            url=page_address(WORKFLOW_URL_NAME, source.alias, workflow_id)
+            if summary.get("status")
+            else "",
         )
         for workflow_id, summary in zip(ids, summaries, strict=True)
     ]
     return WorkflowBlock(alias=source.alias, lines=lines)
-
-
-def _workflow_url(alias: str, workflow_id: str) -> str:
-    """Return the address of a workflow's page, or "" if no URL names its id (``addressable``)."""
-    if not addressable(workflow_id):
-        return ""
-    return reverse("admin:django_threadmill_task_workflow", args=(alias, workflow_id))
 
 
 def workflow_context(source: Source, workflow_id: str, page_number: str | None) -> dict[str, Any]:

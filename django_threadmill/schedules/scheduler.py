@@ -21,7 +21,7 @@ from ..compat import Task
 from ..conf.schedules import Schedule, scheduled_task
 from ..enqueue.pipeline import EnqueuePipeline
 from ..exceptions import BrokerUnavailable
-from .slots import next_slot, previous_slot, slot_ms
+from .slots import slot_ms, slots_around
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Scheduler:
             if due is not None and due > now:
                 continue
             try:
-                latest, following = previous_slot(schedule, now), next_slot(schedule, now)
+                latest, following = slots_around(schedule, now)
             except Exception:  # cronsim raises its own CronSimError
                 logger.exception(
                     "Schedule has no slots and is dropped until the worker restarts "

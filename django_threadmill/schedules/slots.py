@@ -120,13 +120,19 @@ def previous_slot(schedule: Schedule, now: datetime) -> datetime:
 
 def next_slot(schedule: Schedule, now: datetime) -> datetime:
     """Return the first slot after ``now``, in UTC."""
+    return slots_around(schedule, now)[1]
+
+
+def slots_around(schedule: Schedule, now: datetime) -> tuple[datetime, datetime]:
+    """Return the latest slot at or before ``now`` and the first after it, in UTC, from one
+    walk: the next is walked on from the latest, not from ``now``. cronsim, started after a
+    DST change that skipped the start of an hour (Pacific/Chatham's 02:45 to 03:45), rounds
+    down into the gap and lands an hour late (from 03:50, ``0 */2 * * *`` answered 06:00, and
+    a supervisor started then skipped the 04:00 slot)."""
+    latest = previous_slot(schedule, now)
     if schedule.every_ms is None:
-        # Walked on from the latest slot, not from ``now``: cronsim, started after a DST change
-        # that skipped the start of an hour (Pacific/Chatham's 02:45 to 03:45), rounds down
-        # into the gap and lands an hour late (from 03:50, ``0 */2 * * *`` answered 06:00, and
-        # a supervisor started then skipped the 04:00 slot).
-        return _next_cron_slot(schedule, _latest_cron_slot(schedule, now))
-    return previous_slot(schedule, now) + timedelta(milliseconds=schedule.every_ms)
+        return latest, _next_cron_slot(schedule, latest)
+    return latest, latest + timedelta(milliseconds=schedule.every_ms)
 
 
 def _next_cron_slot(schedule: Schedule, now: datetime) -> datetime:

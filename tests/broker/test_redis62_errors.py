@@ -65,27 +65,24 @@ def test_a_key_of_another_type_in_a_queue_is_named(
         broker.acquire("default", 1)
 
 
-def test_a_full_redis_refuses_an_enqueue_as_out_of_memory(
-    backend: ThreadmillTaskBackend, redis_client: redis.Redis
+@pytest.mark.parametrize(
+    ("setting", "value", "error"),
+    [
+        ("maxmemory", 1, r"is out of memory \(.*\)\. Raise maxmemory"),
+        ("min-replicas-to-write", 5, r"refuses writes: fewer replicas"),
+    ],
+    ids=["out of memory", "too few replicas"],
+)
+def test_a_refused_enqueue_names_the_fix(
+    backend: ThreadmillTaskBackend, redis_client: redis.Redis, setting: str, value: int, error: str
 ) -> None:
     echo.enqueue("registers the queue")
-    redis_client.config_set("maxmemory", 1)
+    redis_client.config_set(setting, value)
     try:
-        with pytest.raises(BrokerUnavailable, match=r"is out of memory \(.*\)\. Raise maxmemory"):
+        with pytest.raises(BrokerUnavailable, match=error):
             echo.enqueue("refused")
     finally:
-        redis_client.config_set("maxmemory", 0)
-
-
-def test_too_few_replicas_refuse_an_enqueue_with_the_fix(
-    backend: ThreadmillTaskBackend, redis_client: redis.Redis
-) -> None:
-    redis_client.config_set("min-replicas-to-write", 5)
-    try:
-        with pytest.raises(BrokerUnavailable, match=r"refuses writes: fewer replicas"):
-            echo.enqueue("refused")
-    finally:
-        redis_client.config_set("min-replicas-to-write", 0)
+        redis_client.config_set(setting, 0)
 
 
 def test_an_enqueue_to_a_replica_says_so_and_connects_afresh(

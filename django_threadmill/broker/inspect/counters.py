@@ -102,8 +102,11 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
         replies = iter(readable_replies(pipe.execute(raise_on_error=False)))
         return {
             queue: _summed(
-                [(_counters(next(replies)), _labelled(next(replies))) for _ in parts[queue]],
-                [(_counters(next(replies)), _names(next(replies))) for _ in earlier[queue]],
+                [(_counters(next(replies)), _names(next(replies))) for _ in parts[queue]],
+                [
+                    (_counters(next(replies)), _names(next(replies)) or set())
+                    for _ in earlier[queue]
+                ],
             )
             for queue in queues
         }
@@ -136,11 +139,11 @@ def _folded(
     """Return ``counters`` with every path that a configured part counting "other" does not
     label (it counts that path's runs as "other" too) moved into "other"."""
     full = [labels for part, labels in configured if OTHER_PATHS in part and labels is not None]
-    unlabelled = [
+    unlabelled = {
         path
         for path in counters
         if path != OTHER_PATHS and any(path not in labels for labels in full)
-    ]
+    }
     if not unlabelled:
         return counters
     other = dict(counters.get(OTHER_PATHS, {}))
@@ -159,19 +162,12 @@ def _counters(reply: dict[bytes, bytes] | Exception) -> PathCounters:
     return parse(reply)
 
 
-def _labelled(reply: list[bytes] | Exception) -> set[str] | None:
-    """Return the paths a ZRANGE of ``metrics:paths`` read (those a part labels); None for a
-    key of another type (a set of earlier versions, converted at the part's next send)."""
+def _names(reply: list[bytes] | Exception) -> set[str] | None:
+    """Return the paths a ZRANGE or ZRANGEBYSCORE of ``metrics:paths`` read; None for a key of
+    another type (a set of earlier versions, converted at the part's next send, whose paths
+    metrics.lua counts as seen now)."""
     if isinstance(reply, Exception):
         return None
-    return {name.decode(errors="replace") for name in reply}
-
-
-def _names(reply: list[bytes] | Exception) -> set[str]:
-    """Return the paths of a ZRANGEBYSCORE of ``metrics:paths``; none of a key of another
-    type (a set of earlier versions, whose paths metrics.lua counts as seen now)."""
-    if isinstance(reply, Exception):
-        return set()
     return {name.decode(errors="replace") for name in reply}
 
 
