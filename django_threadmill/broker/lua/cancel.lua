@@ -14,7 +14,7 @@
 --          its workflow stopped "cancelled" (the workflow was) or "not_run" (it recorded the
 --          step so); stop_why: the workflow's why (stop set)
 -- Returns: per task, in ARGV order: "cancelled" (a workflow step: its id is pushed onto
---          P:outbox), or the state the task was in (nothing changes, but the stop noted),
+--          P:outbox and counted in its record's `outboxed`), or the state the task was in (nothing changes, but the stop noted),
 --          "missing", or "damaged" (its record cannot be read: set aside and taken out of the
 --          queue).
 -- Fence:   state must be "ready"; a reserved or running attempt is never cancelled here. A
@@ -61,6 +61,7 @@ local function cancel(id, stop, stop_why)
   redis.call("ZADD", KEYS[4], now, id)
   if f[3] then  -- a step expires once its workflow advanced from it (forget_entry.lua)
     redis.call("RPUSH", KEYS[6], id)
+    redis.pcall("HINCRBY", key, "outboxed", 1)  -- entries waiting; one written by hand: read as 1
   elseif ARGV[3] ~= "" then
     redis.call("PEXPIRE", key, ARGV[3])
   end

@@ -54,11 +54,11 @@
 --          since a record gone before the drain names no workflow to advance (docs/workflows.md,
 --          Exactly once).
 -- Cost:    per call EVALSHA and the lease ZREM (several tasks: and TIME); per task one HMGET,
---          one HSET, one PEXPIRE or PEXPIREAT (a workflow step that ended: an RPUSH instead; a
---          retry: an HDEL of its attempt's progress instead of the expiry, and a ZADD; its due
---          time goes in the HSET as `ready_ms`). So a lone result costs 5 commands. The
---          progress fields of a final outcome are left as they are: the last report stays with
---          the result.
+--          one HSET, one PEXPIRE or PEXPIREAT (a workflow step that ended: an RPUSH and an
+--          HINCRBY of its `outboxed` instead; a retry: an HDEL of its attempt's progress
+--          instead of the expiry, and a ZADD; its due time goes in the HSET as `ready_ms`). So
+--          a lone result costs 5 commands. The progress fields of a final outcome are left as
+--          they are: the last report stays with the result.
 local clock  -- the Redis time in ms, read at most once per call, by now()
 local function now()
   clock = clock or now_ms()
@@ -114,6 +114,7 @@ for i = 5, #ARGV, 7 do
     local step_ended = f[5] and outcome ~= "retry"
     if step_ended then
       redis.call("RPUSH", KEYS[8], id)  -- in the call that records the outcome: never lost
+      redis.pcall("HINCRBY", key, "outboxed", 1)  -- entries waiting; one written by hand: read as 1
     end
     if outcome == "retry" then
       local due = now() + tonumber(ARGV[i + 6])

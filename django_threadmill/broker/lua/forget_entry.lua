@@ -12,15 +12,28 @@
 --          and that workflow never ended (docs/workflows.md, Exactly once). A record requeued
 --          meanwhile waits again and is left persistent; one that is gone, or is not a hash,
 --          is left as it is.
+-- Cost:    the record's `outboxed` (its entries waiting, counted by finish.lua and cancel.lua)
+--          says whether another waits; looking for one in P:outbox read the whole list, and
+--          draining a long outbox cost Redis the square of its length. A record written before
+--          the count (no `outboxed`) reads as one entry.
 -- Types:   a P:outbox of another type fails the call (WRONGTYPE) before anything is written.
 -- Clock:   none.
 local id = ARGV[1]
 local key = KEYS[1] .. id
 local removed = redis.call("LREM", KEYS[2], 1, id)
-if ARGV[2] ~= "" and not redis.call("LPOS", KEYS[2], id) then
-  local f = read_record(key, "state")
-  if f and (f[1] == "successful" or f[1] == "failed") then
-    redis.call("PEXPIRE", key, ARGV[2])
-  end
+local f = read_record(key, "state", "outboxed")
+if not (f and f[1]) then
+  return removed
+end
+local waiting = (tonumber(f[2]) or 1) - removed
+if waiting > 0 then
+  redis.call("HSET", key, "outboxed", waiting)
+  return removed
+end
+if f[2] then
+  redis.call("HDEL", key, "outboxed")
+end
+if ARGV[2] ~= "" and (f[1] == "successful" or f[1] == "failed") then
+  redis.call("PEXPIRE", key, ARGV[2])
 end
 return removed
