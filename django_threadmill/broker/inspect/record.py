@@ -43,6 +43,7 @@ WRITTEN_FIELDS = (
     "workflow",
     "stop",
     "stop_why",
+    "outboxed",
     *PROGRESS_FIELDS,
     *(f"error:{n}" for n in range(1, MAX_ATTEMPTS + 1)),
 )
