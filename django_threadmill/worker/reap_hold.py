@@ -39,7 +39,10 @@ class ReapHold:
     a lease still expired then has no live worker. A restart or a failover of Redis is an
     outage a loop may not have seen (it came between two passes, or before the first): every
     pass asks Redis how long ago reapers first saw its server, and holds until that is a
-    hold's length ago. Otherwise a loop's first pass holds nothing.
+    hold's length ago. That answer also tells how far the Redis clock ran since the last pass:
+    ahead of this host's lease clock by more than a renewal interval, Redis's clock jumped (a
+    step of its host's clock), every lease lapsed early by the jump, and the pass holds too.
+    Otherwise a loop's first pass holds nothing.
     """
 
     def __init__(self, renewal_s: float, clock: Callable[[], float] = lease_clock) -> None:
@@ -49,6 +52,9 @@ class ReapHold:
         self._clock = clock  # runs on through a suspend, as the Redis clock does
         self._seen_at: float | None = None  # when the loop was last seen running
         self._stalled_s = 0.0  # the longest stall since the last pass
+        # The last pass's answer of how long ago its server was first seen, and when, on the
+        # clock: that answer is a Redis time less a fixed one while the server is the same.
+        self._server_seen: tuple[float, float] | None = None
         self._outage = ""  # why the last pass counts as an outage, if it does
         self._until = -math.inf  # the hold's end, on the clock
         self.held = ""  # why the last pass settled no lease ("" when it settled them)
@@ -90,6 +96,9 @@ class ReapHold:
         if self._stalled_s:
             reasons.append(f"this reaper stalled {self._stalled_s:.1f}s")
         self._stalled_s = 0.0
+        jumped_s = self._redis_clock_jump_s(server_seen_s, now)
+        if jumped_s > self._stall_s:
+            reasons.append(f"the Redis clock jumped {jumped_s:.1f}s ahead of this host's")
         left_s = self.hold_s if reasons else 0.0
         if server_seen_s < self.hold_s:
             reasons.append(
@@ -116,6 +125,18 @@ class ReapHold:
             self._until = -math.inf
         self.held = ""
         return True
+
+    def _redis_clock_jump_s(self, server_seen_s: float, now: float) -> float:
+        """Return how much further the Redis clock ran than this host's lease clock since the
+        last pass (0 at the first, or after a new server), and note this pass's reading.
+
+        Leases lapse on the Redis clock: one that jumped ahead (its host's clock stepped by
+        NTP or by hand) lapsed live workers' leases by as much, with no outage to see.
+        """
+        last, self._server_seen = self._server_seen, (server_seen_s, now)
+        if last is None or server_seen_s < last[0]:  # a new server: held as such
+            return 0.0
+        return (server_seen_s - last[0]) - (now - last[1])
 
     def _ended(self, outage: str) -> None:
         """Note that a pass ended, and why it counts as an outage ("" if it does not): its
