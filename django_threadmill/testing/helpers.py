@@ -20,8 +20,9 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
     before and after each test, and those of a ``TASKS`` the test set itself after it.
 
     List it before the TestCase class (``class T(ThreadmillTestMixin, TestCase)``); a
-    ``setUp`` of your own calls ``super().setUp()`` before it enqueues anything. In a parallel
-    run each process gets keys of its own (testing/isolation.py).
+    ``setUp`` of your own calls ``super().setUp()`` before it enqueues anything, and the
+    classes listed after the mixin set up after its flush, so what they enqueue is the test's.
+    In a parallel run each process gets keys of its own (testing/isolation.py).
     """
 
     @classmethod
@@ -30,8 +31,10 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
         super().setUpClass()
 
     def setUp(self) -> None:
-        super().setUp()
         # Again for the test: a class's @override_settings(TASKS=...), entered by the
         # TestCase's setUpClass after the mixin's, replaced the prefixes suffixed there.
         self.enterContext(own_key_prefixes())
+        # Before the classes after the mixin set up: a project's base TestCase whose setUp
+        # enqueues (a user saved, a signal sending the welcome email) enqueues for the test.
         self.enterContext(flushed_around())
+        super().setUp()
