@@ -16,6 +16,7 @@ from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to
 from ..compat import InvalidTask, Task, TaskResult
 from ..enqueue.announce import announce_all, announce_guarded
 from ..enqueue.on_commit import defer_to_commit
+from ..enqueue.pipeline import Announcer
 from ..enqueue.prepare import prepare
 from ..exceptions import BrokerUnavailable, PartlyEnqueued, WorkflowDoesNotExist
 from ..observability.tracing import stored_carrier, traced_launch
@@ -53,7 +54,10 @@ def launch(root: Plannable) -> WorkflowResult:
     JSON) before anything is stored. The workflow's hash is written before any step is
     enqueued, so a step that ends at once finds it. With ``enqueue_on_commit`` (OPTIONS, or a
     first step's task), inside a transaction all of it waits for the commit, and the result
-    says READY until then.
+    says READY until then. A task_enqueued receiver's error is raised from here, but logged
+    at the commit, as a lone task's is: raised there, it kept the transaction's later
+    on_commit callbacks (its other enqueues) from running (docs/enqueue.md, Enqueue after
+    commit).
     """
     planned = plan(root)
     backend = _backend_of(planned.tasks)
@@ -70,9 +74,10 @@ def launch(root: Plannable) -> WorkflowResult:
     fields = workflow_fields(planned.steps, trace=stored_carrier())
     write = partial(_store, backend, workflow_id, planned, fields, first)
     paths = [task.module_path for task in entry_tasks]
-    if any(map(backend.pipeline.waits_for_commit, entry_tasks)) and defer_to_commit(write, paths):
+    waits = any(map(backend.pipeline.waits_for_commit, entry_tasks))
+    if waits and defer_to_commit(partial(write, announce_guarded), paths):
         return waiting_for_commit(backend, workflow_id, planned.steps)
-    stored = write()
+    stored = write(announce_all)
     if stored.stopped or len(stored.announced) < len(entry_tasks):
         return read_workflow(backend, workflow_id)  # it ended meanwhile: say how
     # What the launch stored is what it returns, as a lone task's enqueue() does: reading back
@@ -86,9 +91,10 @@ def _store(
     planned: Plan,
     fields: dict[str, str | int],
     first: dict[str, list[PreparedStep]],
+    announce_stored: Announcer,
 ) -> StoredSteps:
-    """Write the workflow's hash (``fields``), then its first steps, marked enqueued; return
-    what the store did.
+    """Write the workflow's hash (``fields``), then its first steps, marked enqueued and
+    announced by ``announce_stored``; return what the store did.
 
     A queue that refuses its steps while others are stored, or a store whose round trip was
     lost (its steps may be stored or not), would leave a workflow open for good, since only
@@ -99,7 +105,9 @@ def _store(
     backend.broker.create_workflow(workflow_id, fields)
     first_steps = [s for s in planned.steps if s.input is None]
     try:
-        stored = store_steps(backend, workflow_id, first, first_steps)
+        stored = store_steps(
+            backend, workflow_id, first, first_steps, announce_stored=announce_stored
+        )
     except BrokerUnavailable as lost:  # a dropped connection (MaybeApplied), Redis gone
         refused = lost
     else:
@@ -192,6 +200,7 @@ def store_steps(
     steps: list[PlannedStep],
     *,
     batch: int | None = None,
+    announce_stored: Announcer = announce_all,
 ) -> StoredSteps:
     """Store the encoded ``steps``, grouped by queue (all queues in one round trip), mark
     those in Redis enqueued, then send task_enqueued for those this call stored; say what it
@@ -208,8 +217,9 @@ def store_steps(
     that stored in part (a sharded queue's ``PartlyEnqueued``, or a queue refused after its
     first calls) marks and announces the steps written; the next advance stores the rest.
     Receivers hear of steps the workflow already counts as enqueued, and one that raises keeps
-    no other step from being announced: its error is raised once every step is, or logged
-    when a queue refused its steps.
+    no other step from being announced: its error is raised once every step is
+    (``announce_stored``: ``announce_guarded`` at a commit logs it instead), or logged when a
+    queue refused its steps.
     """
     by_id = {step_task_id(workflow_id, step): step for step in steps}
     refused: BrokerUnavailable | None = None
@@ -238,7 +248,7 @@ def store_steps(
         announce_guarded(backend.pipeline.sender, stored)
         raise
     if refused is None:
-        announce_all(backend.pipeline.sender, stored)
+        announce_stored(backend.pipeline.sender, stored)
     else:  # docs/enqueue.md, Bulk enqueue: the refusal says what was not written
         announce_guarded(backend.pipeline.sender, stored)
     return StoredSteps(refused=refused, announced=stored, stopped=stopped)
