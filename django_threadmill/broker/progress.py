@@ -9,14 +9,25 @@ from collections.abc import Sequence
 
 from ..codec.progress import stored_number
 from .core import BrokerCore
+from .keys import QueueKeys
 from .scripts import ScriptCall, ScriptName
 from .types import ProgressReport
 
 
 def _arguments(report: ProgressReport) -> tuple[str, ...]:
     total = "" if report.total is None else stored_number(report.total)
-    lease = report.lease
-    return (lease.task_id, lease.token, stored_number(report.done), total, report.note)
+    return (report.lease.token, stored_number(report.done), total, report.note)
+
+
+def _call(keys: QueueKeys, reports: Sequence[ProgressReport]) -> ScriptCall:
+    """Return the call that writes ``reports`` of one queue part. It names the records it
+    writes, not their prefix: a Redis Cluster then runs it where they are while the queue's
+    slot migrates, or refuses it while they are split (progress.lua)."""
+    return ScriptCall(
+        ScriptName.PROGRESS,
+        tuple(keys.record(report.lease.task_id) for report in reports),
+        tuple(value for report in reports for value in _arguments(report)),
+    )
 
 
 class ProgressWrites(BrokerCore):
@@ -25,11 +36,7 @@ class ProgressWrites(BrokerCore):
     def progress_calls(self, reports: Sequence[ProgressReport]) -> list[ScriptCall]:
         """Return the calls that write ``reports``, fenced by their leases' tokens."""
         return [
-            ScriptCall(
-                ScriptName.PROGRESS,
-                (self.queue_keys(part).record_prefix,),
-                tuple(value for report in group for value in _arguments(report)),
-            )
+            _call(self.queue_keys(part), group)
             for part, group in self.by_part(reports, lambda report: report.lease).items()
         ]
 
