@@ -227,11 +227,12 @@ class Reads(BrokerCore):
         for n, task_id in enumerate(task_ids):
             part = (found_in or {}).get(task_id) or self.part_of(task_id) or ""
             by_part[part].append((n, task_id))
+        # Each call names the records it reads, not their prefix (row_fields.lua).
         calls = [
             ScriptCall(
                 ScriptName.ROW_FIELDS,
-                (self.queue_keys(part).record_prefix,),
-                (cut_bytes, fields.index(cut) + 1, len(fields), *fields, *(i for _, i in members)),
+                tuple(self.queue_keys(part).record(task_id) for _, task_id in members),
+                (cut_bytes, fields.index(cut) + 1, len(fields), *fields),
                 raw=True,
             )
             for part, members in by_part.items()
