@@ -11,7 +11,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 from contextvars import Context, ContextVar, copy_context
 from typing import Any
@@ -31,7 +31,9 @@ BLOCKED_S = 0.1  # a loop that missed its beat this long is reported as blocked
 # Of tasks that held a stalled loop in turn, the longest is named only if it held it this long:
 # a task stays current while the loop's thread waits for the GIL (tens of ms at start-up).
 SHARED_BLOCK_S = 0.05
-LEFTOVER_S = 1.0  # what tasks left running (and the async ORM's close) get at shutdown
+# What tasks left running, the async ORM's close and async generators left open each get at
+# shutdown.
+LEFTOVER_S = 1.0
 # The attempt a lane task runs, set in its context: the asyncio task the task's coroutine runs
 # in under --task-timeout, and work it starts and leaves running, copy that context, so the
 # monitor finds the attempt from whichever of them holds the loop.
@@ -89,7 +91,7 @@ class EventLoopLane(TaskRunner):
         finally:
             _end_leftovers(event_loop)
             event_loop.run_until_complete(self.executor.orm_thread.close_all(LEFTOVER_S))
-            event_loop.run_until_complete(event_loop.shutdown_asyncgens())
+            _close_async_generators(event_loop)
             event_loop.close()
 
     def _run_until_stopped(self, event_loop: asyncio.AbstractEventLoop) -> None:
@@ -256,19 +258,43 @@ def _end_leftovers(event_loop: asyncio.AbstractEventLoop) -> None:
         return
     for leftover in leftovers:
         leftover.cancel()
-    waiting = event_loop.create_task(asyncio.wait(leftovers, timeout=LEFTOVER_S))
+    for ended in _run_at_most(event_loop, leftovers):
+        if not ended.cancelled() and (error := ended.exception()) is not None:
+            logger.warning("Work an async task left running failed at shutdown error=%r", error)
+
+
+def _close_async_generators(event_loop: asyncio.AbstractEventLoop) -> None:
+    """Close the async generators that tasks left open, as ``asyncio.run`` does: their
+    ``finally`` blocks run, given ``LEFTOVER_S`` as work left running is. One whose ``finally``
+    waited for good held the lane's thread past the stop, and one that raised ``SystemExit``
+    or stopped the loop there ended it: a burst whose every task succeeded exited 5
+    (docs/worker.md, Two lanes)."""
+    if not _run_at_most(event_loop, {event_loop.shutdown_asyncgens()}):
+        logger.warning(
+            "Async generators that tasks left open did not close within %gs at shutdown; "
+            "the process exits without waiting for their finally blocks",
+            LEFTOVER_S,
+        )
+
+
+def _run_at_most(
+    event_loop: asyncio.AbstractEventLoop, awaited: Iterable[Awaitable[object]]
+) -> set[asyncio.Future[object]]:
+    """Run the stopped loop until ``awaited`` end, or for ``LEFTOVER_S``; return those that
+    ended. Task code on the loop may raise ``SystemExit`` or ``KeyboardInterrupt`` (asyncio
+    lets it out of the loop) or stop the loop (``loop.stop()`` in a ``finally``, where
+    ``run_until_complete`` raised RuntimeError and ended the lane's thread): the wait goes on.
+    What the task code raised is reported with the rest, by the caller or asyncio's handler."""
+    futures: set[asyncio.Future[object]] = {
+        asyncio.ensure_future(each, loop=event_loop) for each in awaited
+    }
+    waiting = event_loop.create_task(asyncio.wait(futures, timeout=LEFTOVER_S))
     waiting.add_done_callback(lambda _: event_loop.stop())
     while not waiting.done():
-        # A leftover that raises SystemExit or KeyboardInterrupt: asyncio lets it out of the
-        # loop, and the wait goes on (it is reported below, with the others' errors). So does
-        # one that stops the loop (``loop.stop()`` in its ``finally``), where
-        # ``run_until_complete`` raised RuntimeError and ended the lane's thread.
         with suppress(SystemExit, KeyboardInterrupt):
             event_loop.run_forever()
     done, _ = waiting.result()
-    for ended in done:
-        if not ended.cancelled() and (error := ended.exception()) is not None:
-            logger.warning("Work an async task left running failed at shutdown error=%r", error)
+    return done
 
 
 class LoopMonitor(RoleThread):
