@@ -42,6 +42,9 @@ DAMAGED_DATA_ERRORS = (
     "increment or decrement would overflow",  # a counter set by hand near 2**63 (P:seq)
 )
 
+# Redis's words for a command an ACL user may not run, or a key it may not touch, that a script
+# called: redis-py maps neither to NoPermissionError (Redis 6.2 and 7.0; then 7.2+ and Valkey).
+SCRIPT_ACL_REFUSALS = ("The user executing the script can't", "ACL failure in script")
 # Replies of a Redis that refuses every write for now, whatever the key: it cannot save to disk
 # (MISCONF), or too few replicas acknowledge it (NOREPLICAS, min-replicas-to-write). A read-only
 # replica's READONLY is one too (``read_only``): redis-py strips that code.
@@ -189,10 +192,7 @@ def translated_errors(
             "password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
         ) from exc
     except redis.exceptions.NoPermissionError as exc:
-        raise BrokerRefused(
-            f"Redis at {where} refused a command for lack of permission ({exc}). Grant the ACL "
-            "user '+@all -@dangerous +info' on this backend's keys, e.g. '~<key_prefix>:*'."
-        ) from exc
+        raise _lacks_permission(where, exc) from exc
     except redis.exceptions.BusyLoadingError as exc:  # a ConnectionError, but Redis answered
         raise BrokerUnavailable(
             f"Redis at {where} is loading its data from disk ({exc}): it answers again once "
@@ -218,6 +218,15 @@ def translated_errors(
         if translated is None:
             raise
         raise translated from exc
+
+
+def _lacks_permission(where: str, exc: redis.ResponseError) -> BrokerRefused:
+    """Return the error for a command the ACL user may not run, sent or called by a script:
+    no wait fixes it (docs/reliability.md, Redis settings we require)."""
+    return BrokerRefused(
+        f"Redis at {where} refused a command for lack of permission ({exc}). Grant the ACL "
+        "user '+@all -@dangerous +info' on this backend's keys, e.g. '~<key_prefix>:*'."
+    )
 
 
 def _cut_off_replica(where: str, exc: redis.exceptions.MasterDownError) -> BrokerUnavailable:
@@ -443,11 +452,9 @@ def _translated_reply(
     The message keeps redis-py's whole text: inside a pipeline it names the command and key.
     """
     message = reply_of(exc)
-    if message.startswith(("NOAUTH", "WRONGPASS")):
-        return BrokerRefused(
-            f"Redis at {where} needs credentials ({exc}). Add them to LOCATION, e.g. "
-            "'redis://user:password@host:6379/0'."
-        )
+    refused = _refused_user(where, exc)
+    if refused is not None:
+        return refused
     # redis-py strips the error code of the replies it maps to classes (OOM, READONLY, ...).
     if isinstance(exc, redis.exceptions.OutOfMemoryError) or message.startswith("OOM"):
         return BrokerUnavailable(
@@ -490,6 +497,18 @@ def _translated_reply(
         return _not_now(where, exc, read=read)
     lost_again = isinstance(exc, redis.exceptions.NoScriptError)  # a first one is reloaded
     return _scripts_lost_again(where, exc) if lost_again else None
+
+
+def _refused_user(where: str, exc: redis.ResponseError) -> BrokerRefused | None:
+    """Return the error for a reply refusing the client's user, or None for any other: no
+    credentials, or a command a script called that the user's ACL does not allow."""
+    message = reply_of(exc)
+    if message.startswith(("NOAUTH", "WRONGPASS")):
+        return BrokerRefused(
+            f"Redis at {where} needs credentials ({exc}). Add them to LOCATION, e.g. "
+            "'redis://user:password@host:6379/0'."
+        )
+    return _lacks_permission(where, exc) if message.startswith(SCRIPT_ACL_REFUSALS) else None
 
 
 def _writes_refused(where: str, exc: redis.ResponseError) -> BrokerUnavailable:
