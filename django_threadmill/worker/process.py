@@ -1,6 +1,7 @@
 """One worker process: a prefetcher, worker threads, an ack writer and a lease keeper."""
 
 import logging
+import math
 import os
 import random
 import selectors
@@ -54,6 +55,9 @@ WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at s
 # writer's flush, then its second chance (docs/deploy.md, Kubernetes, "Stopping").
 STOP_MARGIN_S = 2 * WRITER_MIN_FLUSH_S
 RECYCLE_LOOK_S = 0.1  # how often a recycling process looks whether its running tasks ended
+# The --max-memory to suggest when a process passes it on its first task: this many times what it
+# holds then, room for what its tasks grow it by (docs/worker.md, Recycling)
+FRESH_PROCESS_ROOM = 1.5
 
 
 class WorkerProcess:
@@ -136,13 +140,31 @@ class WorkerProcess:
         """
         with self._count_lock:
             self.crew.finished += 1
+            first = self.crew.finished == 1
             reached = self.max_tasks is not None and self.crew.finished == self.max_tasks
         if reached:
             self._recycle()
         elif self.memory is not None and not self.stop_requested.is_set():
             resident = self.memory.read()
             if resident > self.max_memory_bytes:
+                if first:
+                    self._say_limit_below_a_fresh_process(resident)
                 self._recycle(resident)
+
+    def _say_limit_below_a_fresh_process(self, resident: int) -> None:
+        """Say that --max-memory was passed by the first task: a process that imported the
+        tasks' modules (which the check at start cannot see) may hold that much before any
+        leak, and then every process recycles after every task, forever."""
+        logger.error(
+            "--max-memory passed on the first task, so every worker process may recycle after "
+            "every task worker_id=%s rss_mb=%.1f max_memory_mb=%s: a process holds this much "
+            "once it has imported the tasks' modules and run one. Raise it well above that, "
+            "e.g. --max-memory %d (docs/worker.md, Recycling)",
+            self.worker_id,
+            resident / MIB,
+            self.options.max_memory_mb,
+            math.ceil(resident * FRESH_PROCESS_ROOM / MIB),
+        )
 
     def _recycle(self, resident: int | None = None) -> None:
         """Start no more tasks, finish the running ones and exit RECYCLE; tell the supervisor
