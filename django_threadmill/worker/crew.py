@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from ..broker import Broker, Reservation
 from ..conf.settings import NO_LIMIT
+from ..exceptions import BrokerRefused
 from .ack_writer import AckWriter
 from .buffer import Runners, TaskBuffer
 from .cancelled_steps import CancelledSteps
@@ -43,7 +44,7 @@ class Crew:
         lease_interval_s: float,
         on_task_done: Callable[[], None],
         on_empty: Callable[[], None],
-        on_refused: Callable[[], None],
+        on_refused: Callable[[BrokerRefused], None],
         on_crash: Callable[[], None],
         release: Callable[[list[Reservation]], object],
         on_first_renewal: Callable[[], None] = lambda: None,
@@ -82,6 +83,7 @@ class Crew:
             self.held,
             lease_interval_s,
             on_crash,
+            on_refused=on_refused,
             threads=self.pool.live_count,
             on_first_renewal=on_first_renewal,
         )

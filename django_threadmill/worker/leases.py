@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Broker, Lease
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable
 from .backoff import REDIS_BACKOFF
 from .role import RoleThread
 
@@ -140,11 +140,16 @@ class LeaseKeeper(RoleThread):
         held: HeldLeases,
         interval_s: float,
         on_crash: Callable[[], None],
+        on_refused: Callable[[BrokerRefused], None] = lambda error: None,
         threads: Callable[[], int] = lambda: 0,
         on_first_renewal: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__("threadmill-lease-keeper", on_crash)
         self.threads = threads  # the live worker threads, reported with each renewal
+        # Redis refused this worker's credentials or rights: an idle process's renewals may be
+        # the only calls that meet it (an empty queue's acquire reads no clock). The test
+        # worker's keeper passes none: its drain meets the refusal itself.
+        self.on_refused = on_refused
         # Called once Redis took the first renewal: from then on the process counts live.
         self.on_first_renewal: Callable[[], None] | None = on_first_renewal
         self.broker = broker
@@ -205,6 +210,8 @@ class LeaseKeeper(RoleThread):
         except BrokerUnavailable as exc:
             self._failures += 1
             logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
+            if isinstance(exc, BrokerRefused):
+                self.on_refused(exc)
             return lease_clock()
         self._failures = 0
         if self.on_first_renewal is not None:

@@ -66,7 +66,7 @@ class Prefetcher(RoleThread):
         unwritten: Callable[[], int],
         unwritten_chars: Callable[[], int],
         on_empty: Callable[[], None],
-        on_refused: Callable[[], None],
+        on_refused: Callable[[BrokerRefused], None],
         on_crash: Callable[[], None],
         limited: frozenset[str],
         runners: Callable[[], Runners],
@@ -137,8 +137,7 @@ class Prefetcher(RoleThread):
                 self._round()
                 failures = 0
             except BrokerRefused as exc:  # an ACL changed under a running worker, say
-                logger.critical("Redis refused this worker, stopping error=%s", exc)
-                self.on_refused()
+                self.on_refused(exc)
                 return
             except BrokerUnavailable as exc:
                 failures += 1

@@ -110,7 +110,7 @@ class WorkerProcess:
             lease_interval_s=backend.settings.renewal_s,
             on_task_done=self._count_task,
             on_empty=self.request_stop,
-            on_refused=partial(self.request_stop, ExitCode.REFUSED),
+            on_refused=self._refused,
             on_crash=self._crashed,
             release=self._release,
             on_first_renewal=partial(self._tell_supervisor, COUNTED),
@@ -130,6 +130,14 @@ class WorkerProcess:
             self.stop_asked.set()
         self.stop_requested.set()
         self._wakeup.poke()
+
+    def _refused(self, error: BrokerRefused) -> None:
+        """Stop for good, once: Redis refused this worker's credentials or rights (an ACL
+        changed under it, say), which no wait fixes. Whichever role met it first says so."""
+        if self.exit_code == ExitCode.REFUSED:
+            return
+        logger.critical("Redis refused this worker, stopping error=%s", error)
+        self.request_stop(ExitCode.REFUSED)
 
     def _count_task(self) -> None:
         """Count a task a worker thread finished; recycle the process at --max-tasks, or once

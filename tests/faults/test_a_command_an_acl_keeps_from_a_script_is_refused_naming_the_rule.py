@@ -101,3 +101,15 @@ def test_the_worker_stops_without_a_restart_naming_the_rule(
         assert "Thread died" not in command.log
     finally:
         command.close()
+
+
+def test_an_idle_worker_stops_naming_the_rule(redis_url: str, key_prefix: str) -> None:
+    """Nothing waits: an empty queue's acquire reads no clock, and only the lease keeper's
+    renewal meets the refusal. It was logged as a failed renewal and retried for good."""
+    command = worker(redis_url, key_prefix)
+    try:
+        assert command.wait(30) == 4, command.log
+        assert command.log.count("Redis refused this worker, stopping") == 1, command.log
+        assert GRANT in command.log
+    finally:
+        command.close()

@@ -86,7 +86,7 @@ def idle_prefetcher(
         unwritten=lambda: 0,
         unwritten_chars=lambda: 0,
         on_empty=on_empty,
-        on_refused=lambda: None,
+        on_refused=lambda error: None,
         on_crash=lambda: None,
         limited=frozenset(),
         runners=lambda: Runners(threads=8, loop=0),

@@ -47,7 +47,7 @@ def test_no_reservation_while_too_many_outcomes_wait(
         unwritten=lambda: unwritten[0],
         unwritten_chars=lambda: 0,
         on_empty=lambda: None,
-        on_refused=lambda: None,
+        on_refused=lambda error: None,
         on_crash=lambda: None,
         limited=frozenset(),
         runners=lambda: Runners(threads=8, loop=0),

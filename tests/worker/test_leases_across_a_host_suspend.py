@@ -96,7 +96,7 @@ class Process:
         self.prefetcher = Prefetcher(
             broker, "worker-a", ("default",), self.buffer, self.held,
             burst=False, is_settled=lambda: True, unwritten=lambda: 0,
-            unwritten_chars=lambda: 0, on_empty=lambda: None, on_refused=_fail,
+            unwritten_chars=lambda: 0, on_empty=lambda: None, on_refused=lambda error: _fail(),
             on_crash=_fail, limited=frozenset(), runners=lambda: Runners(threads=1, loop=0),
         )  # fmt: skip
         self.keeper = LeaseKeeper(broker, "worker-a", ("default",), self.held, 1200.0, _fail)
