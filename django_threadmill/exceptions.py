@@ -86,6 +86,15 @@ class BrokerRefused(BrokerUnavailable):
     wrong (broker/tls.py): waiting cannot help."""
 
 
+class UnstorableArguments(ThreadmillError, TypeError, ValueError):
+    """A task's arguments cannot be stored as JSON; nothing was written.
+
+    A ``TypeError``, as Django's backends refuse most such values, and a ``ValueError`` too,
+    as they refuse bytes that are not UTF-8: code written against them catches it either way
+    (docs/lifecycle.md, Where results differ from Django's own backends).
+    """
+
+
 class PayloadError(ThreadmillError):
     """A stored task payload cannot be decoded or no longer names a task."""
 

@@ -21,7 +21,7 @@ from ..codec.payloads import decode_payload, load_task
 from ..codec.results import stored_result
 from ..compat import Task, TaskResult, TaskResultDoesNotExist
 from ..conf.settings import BackendSettings
-from ..exceptions import MaybeApplied, PartlyEnqueued, PayloadError
+from ..exceptions import MaybeApplied, PartlyEnqueued, PayloadError, UnstorableArguments
 from ..wording import a_type
 from .announce import announce_all, announce_guarded, announcer
 from .batching import maybe_stored
@@ -98,9 +98,12 @@ def _refused_call(
     error: TypeError | ValueError, task: Task, number: int, total: int
 ) -> TypeError | ValueError:
     """Return ``error``, raised by call ``number`` of an ``enqueue_many``, naming that call."""
+    message = f"{_refusal(task, number, total)}: {error}"
+    if isinstance(error, UnstorableArguments):  # a TypeError and a ValueError: kept both
+        return UnstorableArguments(message)
     # The base type: a subclass may take other constructor arguments (UnicodeError does).
     kind = TypeError if isinstance(error, TypeError) else ValueError
-    return kind(f"{_refusal(task, number, total)}: {error}")
+    return kind(message)
 
 
 class EnqueuePipeline:

@@ -12,6 +12,7 @@ from ..codec.results import new_result
 from ..codec.times import now_ms, to_ms
 from ..codec.unstorable import unstorable_at
 from ..compat import Task, TaskResult
+from ..exceptions import UnstorableArguments
 from ..observability.tracing import carrier
 from ..wording import a_type
 from .unique import unique_guard
@@ -26,7 +27,8 @@ def prepare(
     task_id: str | None = None,
     guard: Guard | None = None,
 ) -> tuple[NewTask, TaskResult]:
-    """Encode one call of a validated ``task``; raise before anything reaches Redis.
+    """Encode one call of a validated ``task``; raise before anything reaches Redis
+    (``UnstorableArguments`` for arguments JSON cannot hold).
 
     ``task_id`` and ``guard`` come from a schedule (its slot's id and marker); otherwise the id
     is new and the guard is the task's unique key, if it has one.
@@ -44,13 +46,13 @@ def prepare(
         )
     except (TypeError, ValueError) as exc:
         where = unstorable_at(args, kwargs)
-        raise TypeError(
+        raise UnstorableArguments(
             f"Arguments of task {task.module_path!r} cannot be stored as JSON"
             f"{'' if where is None else f': {where}'} ({exc}). "
             "Pass strings, numbers, booleans, None, lists and dicts with string keys only."
         ) from exc
     except RecursionError as exc:
-        raise TypeError(
+        raise UnstorableArguments(
             f"Arguments of task {task.module_path!r} are nested too deeply to store as JSON. "
             "Flatten them, or store the data elsewhere and pass its key."
         ) from exc
