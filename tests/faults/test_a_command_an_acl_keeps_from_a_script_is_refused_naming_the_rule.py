@@ -26,7 +26,7 @@ from tests.servers.redis_server import (
     started,
     valkey_server_binary,
 )
-from tests.support import worker
+from tests.support import Command, worker
 
 APP_PASSWORD = "app-pw-5e1b"
 # Every command of the backend's own, and scripts: but not TIME, which scripts call (@fast).
@@ -110,6 +110,19 @@ def test_an_idle_worker_stops_naming_the_rule(redis_url: str, key_prefix: str) -
     try:
         assert command.wait(30) == 4, command.log
         assert command.log.count("Redis refused this worker, stopping") == 1, command.log
+        assert GRANT in command.log
+    finally:
+        command.close()
+
+
+def test_the_reaper_stops_with_the_code_a_restart_policy_leaves_alone(
+    redis_url: str, key_prefix: str
+) -> None:
+    """Its first pass meets the refusal: exit 4, as at start and as the worker (it was 1, which
+    systemd's RestartPreventExitStatus=4 restarts)."""
+    command = Command(redis_url, key_prefix, "threadmill_reap", "--interval", "1")
+    try:
+        assert command.wait(30) == 4, command.log
         assert GRANT in command.log
     finally:
         command.close()

@@ -14,6 +14,7 @@ from django.core.management.base import CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...broker import checked_batch_size
 from ...exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
+from ...worker.exit_codes import ExitCode
 from ...worker.interruptible import (
     PASS_GRACE_S,
     Interrupted,
@@ -240,8 +241,9 @@ class Command(CutShortCommand):
         try:
             return self._pass_unless_stopped(backend, options, wakeup, stop, hold=hold)
         except CommandError as exc:
-            if isinstance(exc.__cause__, BrokerRefused):
-                raise  # no wait fixes a password or an ACL rule: stop now
+            if isinstance(exc.__cause__, BrokerRefused):  # no wait fixes a password or an ACL
+                # rule: stop now, with the code a restart policy leaves alone, as at start
+                raise CommandError(*exc.args, returncode=ExitCode.REFUSED) from exc.__cause__
             logger.warning("Reap pass failed, retrying next interval error=%s", exc)
         return True
 
