@@ -85,7 +85,8 @@ class Command(ExitCodeCommand):
             default=DEFAULT_TIMEOUT_S,
             metavar="S",
             help="Seconds Redis may take to accept the connection or answer one call "
-            f"(default: {DEFAULT_TIMEOUT_S:g}; at most three calls).",
+            f"(default: {DEFAULT_TIMEOUT_S:g}; at most three calls, four with durability or with "
+            "too few processes live).",
         )
         parser.add_argument(
             "--redis-down-ok",

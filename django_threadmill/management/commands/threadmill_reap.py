@@ -73,7 +73,8 @@ class Command(CutShortCommand):
     help = (
         "Settle expired leases on every queue of a threadmill backend: expired reservations "
         "go back to READY, expired running attempts become FAILED (or are retried by their "
-        "task's policy). Loops until SIGTERM/SIGINT unless --once is given."
+        "task's policy). Loops until SIGTERM, SIGINT or SIGHUP; --once and --dry-run run one "
+        "pass."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
