@@ -87,9 +87,9 @@ class Prefetcher(RoleThread):
         self.runners = runners  # how many tasks this process can run at once, per lane
         if limited:
             buffer.runner_freed = threading.Event()
-        self._lanes_of: dict[str, set[str]] = {}  # limited queue -> the lanes its tasks took
+        self._lanes_of: dict[str, set[str]] = {}  # queue -> the lanes its tasks took (limits)
         self._no_runner_for: set[str] = set()  # limited queues whose runners were all busy
-        self._awaiting_runner = False  # a limited queue's tasks wait for a runner to be free
+        self._awaiting_runner: set[str] = set()  # limited queues whose tasks wait for a runner
         self._acks_behind_since: float | None = None  # when the hold for acks began
         self._acks_behind_warned = False
         self._readahead_held = False  # the last look found the read-ahead's characters full
@@ -229,7 +229,7 @@ class Prefetcher(RoleThread):
         back unused (a queue at its concurrency limit reserves none), and a queue told to
         wait for them waited for the long task holding that limit's slot, though every
         runner it needed was idle."""
-        self._awaiting_runner = False
+        self._awaiting_runner = set()
         self._no_runner_for.clear()
         if not self.limited.intersection(counts):
             return counts
@@ -246,10 +246,33 @@ class Prefetcher(RoleThread):
             _take_runners(free, lanes or LANES, counts[queue])
         return counts
 
+    def _runner_for_the_awaiting(self, counts: dict[str, int], free: int) -> dict[str, int]:
+        """While tasks of a queue with a limit wait for a runner (the last refill found every
+        runner of their lanes busy), ask that queue in every refill and leave out the queues
+        without a limit whose tasks take runners of those lanes, so that the buffer drains and
+        the next runner freed goes to it. Read ahead as usual, a busy queue beside it kept every
+        runner taken, and the limited queue's tasks waited until it ran dry (docs/schedules.md,
+        Per-queue limits). Queues left out are not waited for as left out for want of slots
+        (``FetchPlan.unasked``): asking them before each wait for a runner asked Redis in a loop."""
+        awaiting = [queue for queue in self._awaiting_runner if not self._held_back.is_held(queue)]
+        if not awaiting:
+            return counts
+        lanes = set().union(*(self._lanes_of.get(queue) or LANES for queue in awaiting))
+
+        def takes_the_lanes(queue: str) -> bool:
+            return queue not in self.limited and bool(lanes & self._lanes_of.get(queue, set()))
+
+        unasked = self._plan.unasked
+        self._plan.unasked = [q for q in unasked if q not in awaiting and not takes_the_lanes(q)]
+        asked = {queue: count for queue, count in counts.items() if not takes_the_lanes(queue)}
+        return asked | dict.fromkeys(awaiting, free)
+
     def _learn_lanes(self, queue: str, reservations: list[Reservation]) -> None:
-        """Note the lanes the tasks of ``queue``, if it has a limit, were put in: its next
-        reservations are only for free runners of those (_within_free_runners)."""
-        if queue in self.limited:
+        """Note the lanes the tasks of ``queue`` were put in, in a process serving a queue with a
+        limit: such a queue's next reservations are only for free runners of its lanes
+        (_within_free_runners), and while it waits for one, the queues whose tasks take those
+        lanes are not read ahead (_runner_for_the_awaiting)."""
+        if self.limited:
             lanes = self._lanes_of.setdefault(queue, set())
             lanes.update(LANES[self.buffer.is_async(reservation)] for reservation in reservations)
 
@@ -392,9 +415,11 @@ class Prefetcher(RoleThread):
 
     def _fetch(self, free: int) -> tuple[int, int | None]:
         """Acquire up to ``free`` tasks from the queues, all asked in one round trip."""
-        counts = self._within_free_runners(self._plan.counts(free, self._held_back.is_held))
+        planned = self._plan.counts(free, self._held_back.is_held)
+        counts = self._within_free_runners(self._runner_for_the_awaiting(planned, free))
         fetched = 0
-        next_due_ms: int | None = None
+        # A queue left out for a limited one's runner may hold ready tasks: not an idle wait.
+        next_due_ms: int | None = 0 if planned.keys() - counts.keys() else None
         sent_at = lease_clock()  # the leases' deadlines run from after this (HeldLeases)
         refused: BrokerUnavailable | None = None
         self.acquiring = any(counts.values())  # till buffered; a peek reserves nothing
@@ -413,7 +438,7 @@ class Prefetcher(RoleThread):
                 else:
                     self._plan.found(queue, acquired.found_work)  # a shard may hold work
                     if queue in self._no_runner_for and acquired.found_work:
-                        self._awaiting_runner = True
+                        self._awaiting_runner.add(queue)
                 if acquired.reservations:
                     self._learn_lanes(queue, acquired.reservations)
                     self.held.add([r.lease for r in acquired.reservations], sent_at)
