@@ -17,7 +17,7 @@ from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.worker.reap_hold import RENEWAL_SLACK_S, ReapHold
 from tests.servers.redis_server import RedisProcess
 
-from .support import run, wait_for_expiry
+from .support import run
 from .tasks import plain
 
 LEASE_TTL_S = 1.0  # this folder's (conftest.py): renewals every third of a second
@@ -50,10 +50,17 @@ def hold(backend: ThreadmillTaskBackend, clock: Clock) -> ReapHold:
 
 
 def expired_lease(broker: Broker, redis_client: redis.Redis) -> str:
-    """Enqueue a task, start it as a worker that then dies, and wait for its lease to lapse."""
+    """Enqueue a task, start it as a worker that then dies, and let its lease lapse at once.
+
+    Its deadline is put a second in the past, as if its worker had been silent that long:
+    waited for, the lapse put a second of Redis time between two passes that the test's clock
+    did not see, which a slow run could take for a jump of the Redis clock.
+    """
     task_id = plain.enqueue().id
     run(broker)
-    wait_for_expiry(broker, redis_client)
+    seconds, _ = redis_client.time()
+    leases = broker.queue_keys("default").leases
+    redis_client.zadd(leases, {task_id: (int(seconds) - 1) * 1000}, xx=True)
     return task_id
 
 
