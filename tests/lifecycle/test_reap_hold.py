@@ -263,6 +263,32 @@ def test_a_first_pass_holds_when_the_server_is_new_to_the_reapers(
     assert hold.held == ""
 
 
+def test_a_redis_clock_that_ran_ahead_of_the_loops_holds_leases(
+    backend: ThreadmillTaskBackend,
+    broker: Broker,
+    redis_client: redis.Redis,
+    hold: ReapHold,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Between two passes the server note's age grew 30 s on the Redis clock while the loop's
+    clock moved a tick: the Redis clock jumped (tests/lifecycle/
+    test_a_reaper_holds_when_the_redis_clock_jumps_ahead.py steps a real one)."""
+    caplog.set_level(logging.WARNING, logger="django_threadmill")
+    server_noted_at(broker, redis_client, ms_ago=60_000)
+    assert settled_at(hold, clock, 1000.0, backend) == 0  # nothing lapsed yet
+    expired_lease(broker, redis_client)
+    server_noted_at(broker, redis_client, ms_ago=90_000)
+    assert settled_at(hold, clock, clock.now + hold.tick_s, backend) == 0
+    assert settled_at(hold, clock, clock.now + HOLD_S, backend) == 1
+    [line] = [line.split(" (live")[0] for line in held_lines(caplog)]
+    assert re.fullmatch(  # 30 s on Redis's clock, a tick on the loop's
+        rf"Expired leases held hold_s={SHOWN_HOLD_S:g} reason=the Redis clock jumped 29\.\ds "
+        "ahead of this host's",
+        line,
+    ), line
+
+
 @pytest.mark.parametrize("stored", ["", "no-time-here", "0 1 2"], ids=["empty", "no-time", "three"])
 def test_a_server_note_missing_or_malformed_holds_nothing(
     backend: ThreadmillTaskBackend,
