@@ -6,7 +6,7 @@ act on, so a task that changed meanwhile is left alone and the message says what
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -16,7 +16,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.source import Source
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
-from ..exceptions import StepOfCancelledWorkflow, UniqueKeyHeld
+from ..exceptions import BrokerUnavailable, StepOfCancelledWorkflow, UniqueKeyHeld
 from ..retry import MAX_ATTEMPTS
 from .audit import admin_user
 from .display import named, state_label
@@ -134,6 +134,10 @@ class Outcome:
     exhausted: list[Selected]  # FAILED tasks a requeue refused: they ran every attempt
     # Unique tasks a requeue refused, each with the equal task holding its key, unfinished.
     held: list[tuple[Selected, str]]
+    # Redis failed midway: its error, and the tasks from the one it failed on to the last,
+    # which the action did not settle (docs/admin.md, Actions and what they promise).
+    interrupted: BrokerUnavailable | None = None
+    unsettled: list[Selected] = field(default_factory=list)
 
     @property
     def left_alone(self) -> int:
@@ -148,13 +152,31 @@ def run_task_action(
     sources: dict[str, Source],
     user: AbstractBaseUser | AnonymousUser,
 ) -> Outcome:
-    """Apply ``action`` to each task; say how many it changed and which it left alone."""
-    changed, skipped, in_cancelled, held = 0, [], [], []
+    """Apply ``action`` to each task; say how many it changed and which it left alone.
+
+    Redis failing midway stops it there: what it did so far is returned with the error, for
+    the audit line and the messages, where the error alone (a 503 page) hid the tasks already
+    changed from both.
+    """
+    changed = 0
+    skipped: list[Selected] = []
+    in_cancelled: list[Selected] = []
+    held: list[tuple[Selected, str]] = []
     who = admin_user(user)
     backends = {alias: threadmill_backend(alias) for alias in {item.alias for item in selected}}
-    for item in selected:
+    for n, item in enumerate(selected):
         try:
             ok = action.run(backends[item.alias], item.task_id, who)
+        except BrokerUnavailable as exc:
+            return Outcome(
+                changed=changed,
+                skipped=skipped,  # as selected: Redis cannot say what they are now
+                in_cancelled_workflows=in_cancelled,
+                exhausted=[],
+                held=held,
+                interrupted=exc,
+                unsettled=selected[n:],
+            )
         except TaskResultDoesNotExist:
             ok = False
         except StepOfCancelledWorkflow:
@@ -226,6 +248,13 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
             "would run at once; requeue it once that task has finished (docs/schedules.md, "
             f"Unique tasks): {ids}."
         )
+    if outcome.interrupted is not None:  # Redis cannot say what the skipped ones are now
+        if skipped:
+            messages.append(
+                f"{len(skipped)} left alone: not {action.applies_to_label} when the action came "
+                f"to them: {listed(skipped)}."
+            )
+        return messages
     by_state = Counter(item.label for item in skipped)
     for label, count in sorted(by_state.items()):
         ids = listed([item for item in skipped if item.label == label])
@@ -236,6 +265,16 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
             else f"{count} left alone: no such task any more (expired or purged): {ids}."
         )
     return messages
+
+
+def stopped_message(action: TaskAction, outcome: Outcome) -> str:
+    """Return what an action Redis stopped midway did not settle, and what to do."""
+    first, *rest = outcome.unsettled
+    return (
+        f"Stopped at {first.task_id}, which may or may not be {action.done}: "
+        f"{outcome.interrupted} {len(rest)} more were not tried. Once Redis answers, run the "
+        f"action again: it leaves alone the tasks already {action.done}."
+    )
 
 
 PURGE_STATES: dict[str, tuple[str, TaskResultStatus | None]] = {

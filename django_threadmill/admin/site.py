@@ -340,6 +340,12 @@ class TaskAdmin(ThreadmillModelAdmin):
         was chosen, in ``backend``) and say what it did."""
         by_alias = {source.alias: source for source in sources()}
         outcome = actions.run_task_action(action, selected, by_alias, request.user)
+        # Stopped by Redis: the tasks it did not settle, as the command's purge says it stopped.
+        stopped: dict[str, str | int] = (
+            {"unsettled": len(outcome.unsettled), "incomplete": "yes"}
+            if outcome.interrupted is not None
+            else {}
+        )
         audit.record(
             request.user,
             action.name,
@@ -347,11 +353,14 @@ class TaskAdmin(ThreadmillModelAdmin):
             **applied_to,
             changed=outcome.changed,
             left_alone=outcome.left_alone,
+            **stopped,
         )
         count, *left_alone = actions.outcome_messages(action, outcome)
         self.message_user(request, count, messages.SUCCESS if outcome.changed else messages.WARNING)
         for text in left_alone:
             self.message_user(request, text, messages.WARNING)
+        if outcome.interrupted is not None:
+            self.message_user(request, actions.stopped_message(action, outcome), messages.ERROR)
         return HttpResponseRedirect(back)
 
     def _next_url(self, request: HttpRequest) -> str:
