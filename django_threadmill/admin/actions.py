@@ -293,9 +293,28 @@ def unknown_purge_state(state: str) -> str:
     )
 
 
-def purge(source: Source, queue: str, state: str) -> int:
-    """Delete the finished results of one queue; waiting and running tasks stay."""
-    return threadmill_backend(source.alias).purge_finished(queue, PURGE_STATES[state][1])
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """What a purge deleted, and the error Redis stopped it with (None when it ended)."""
+
+    deleted: int
+    stopped: BrokerUnavailable | None
+
+
+def purge(source: Source, queue: str, state: str) -> Purged:
+    """Delete the finished results of one queue batch by batch (``Broker.purge_batches``, the
+    path of the backend's ``purge_finished``); waiting and running tasks stay.
+
+    Redis failing midway stops it with the count of those deleted, for the message and the
+    audit line, where the error alone (a 503 page) hid them from both.
+    """
+    deleted = 0
+    try:
+        for removed in source.broker.purge_batches(queue, state=state):
+            deleted += removed
+    except BrokerUnavailable as exc:
+        return Purged(deleted, exc)
+    return Purged(deleted, None)
 
 
 def purge_preview(source: Source, queue: str) -> dict[str, Any]:

@@ -166,21 +166,26 @@ class QueueAdmin(ThreadmillModelAdmin):
         if state not in actions.PURGE_STATES:
             state = ""  # a link's choice the form does not offer: it opens on both
         if confirmed:
-            deleted = actions.purge(source, queue, state)
+            purged = actions.purge(source, queue, state)
             audit.record(
                 request.user,
                 "purge",
                 alias,
                 queue=queue,
                 state=state or "finished",
-                deleted=deleted,
+                deleted=purged.deleted,
+                **({"incomplete": "yes"} if purged.stopped is not None else {}),
             )
-            label = actions.PURGE_STATES[state][0]
-            self.message_user(
-                request,
-                f"Purged {deleted} finished results ({label}) from {alias} / {queue}.",
-                messages.SUCCESS,
-            )
+            done = f"Purged {purged.deleted} finished results ({actions.PURGE_STATES[state][0]})"
+            if purged.stopped is None:
+                self.message_user(request, f"{done} from {alias} / {queue}.", messages.SUCCESS)
+            else:
+                self.message_user(
+                    request,
+                    f"{done} from {alias} / {queue}, then stopped: {purged.stopped} Those left "
+                    "are kept: purge again once Redis answers.",
+                    messages.ERROR,
+                )
             return HttpResponseRedirect(reverse(f"admin:{self.url_name('changelist')}"))
         context = {
             "alias": alias,

@@ -1,10 +1,14 @@
 """Purge finished results of one queue from the queues page: confirmed, counted, scoped."""
 
+import logging
+
 import pytest
+import redis
 from django.contrib.messages import get_messages
 from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker.lifecycle import DEFAULT_PURGE_BATCH_SIZE
 from django_threadmill.compat import TaskResultDoesNotExist, TaskResultStatus
 from testproject.example.tasks import add
 from tests.admin.conftest import QUEUES_URL, failed_task, successful_task
@@ -92,3 +96,37 @@ def test_purge_of_an_unknown_alias_is_404(operator: Client) -> None:
 
 def test_purge_of_an_unknown_queue_is_404(operator: Client) -> None:
     assert operator.get(QUEUES_URL + "default/no-such-queue/purge/").status_code == 404
+
+
+def test_a_purge_redis_stops_midway_says_and_logs_what_it_deleted(
+    operator: Client,
+    backend: ThreadmillTaskBackend,
+    redis_client: redis.Redis,
+    key_prefix: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Its first batch went; the second met a damaged record it could not set aside, as the
+    damaged index is of another type. A 503 page hid the results already deleted from the
+    operator and from the audit log."""
+    purged = [successful_task(backend) for _ in range(DEFAULT_PURGE_BATCH_SIZE)]
+    damaged = successful_task(backend)  # finished last: in the second batch
+    record = backend.broker.record_key(damaged)
+    redis_client.delete(record)
+    redis_client.set(record, "not a hash")
+    redis_client.set(f"{key_prefix}:{{default:default}}:damaged", "not a hash either")
+
+    with caplog.at_level(logging.INFO, logger="django_threadmill.admin.audit"):
+        response = operator.post(PURGE_URL, {"post": "yes", "state": ""})
+
+    assert response.status_code == 302
+    [said] = [str(m) for m in get_messages(response.wsgi_request)]
+    assert said.startswith(
+        f"Purged {DEFAULT_PURGE_BATCH_SIZE} finished results (SUCCESSFUL and FAILED) from "
+        "default / default, then stopped: "
+    ), said
+    assert said.endswith("Those left are kept: purge again once Redis answers."), said
+    assert not any(exists(backend, task_id) for task_id in purged)
+    assert caplog.messages == [
+        f"Admin purge backend=default queue=default state=finished "
+        f"deleted={DEFAULT_PURGE_BATCH_SIZE} incomplete=yes by=operator in the admin"
+    ]
