@@ -17,7 +17,7 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 OWN_CGROUPS = Path("/proc/self/cgroup")  # "hierarchy:controllers:path" lines, one per hierarchy
-type QuotaReader = Callable[[Path], int | None]  # one cgroup folder's quota in whole CPUs
+type QuotaReader = Callable[[Path], float | None]  # one cgroup folder's quota in CPUs
 
 
 def default_processes(cgroup_root: Path = CGROUP_ROOT, own_cgroups: Path = OWN_CGROUPS) -> int:
@@ -38,9 +38,30 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def process_cpu_share(
+    processes: int, cgroup_root: Path = CGROUP_ROOT, own_cgroups: Path = OWN_CGROUPS
+) -> float:
+    """Return the CPU, in cores, each of ``processes`` worker processes can get, at most one
+    (the GIL): the CPUs their affinity and cgroup quota allow, shared between them. A 1.5-CPU
+    quota starts 2 processes, each getting 0.75 of a core at most: the elastic pool measured
+    against a whole core never saw their CPU-bound tasks (docs/worker.md, The elastic pool)."""
+    usable: float = usable_cpus()
+    quota = _tightest_quota(cgroup_root, own_cgroups)
+    if quota is not None:
+        usable = min(usable, quota)
+    return min(1.0, usable / max(1, processes))
+
+
 def cgroup_cpu_quota(cgroup_root: Path, own_cgroups: Path) -> int | None:
-    """Return the tightest CPU quota of this process's cgroups, in whole CPUs rounded up; None
-    when none is set or none can be read."""
+    """Return the tightest CPU quota of this process's cgroups, in whole CPUs rounded up (1.5
+    CPUs of time keep 2 processes busy); None when none is set or none can be read."""
+    quota = _tightest_quota(cgroup_root, own_cgroups)
+    return None if quota is None else max(1, math.ceil(quota))
+
+
+def _tightest_quota(cgroup_root: Path, own_cgroups: Path) -> float | None:
+    """Return the tightest CPU quota of this process's cgroups, in CPUs; None when none is set
+    or none can be read."""
     quotas = (
         quota
         for folder, read in _cgroup_folders(cgroup_root, own_cgroups)
@@ -84,27 +105,27 @@ def _v2_mount(cgroup_root: Path) -> Path:
     return unified if os.path.exists(unified / "cgroup.controllers") else cgroup_root
 
 
-def _v2_quota(folder: Path) -> int | None:
+def _v2_quota(folder: Path) -> float | None:
     """Read ``cpu.max`` ("quota period", or "max period" for no quota)."""
     try:
         quota, period = (folder / "cpu.max").read_text().split()
-        return _whole_cpus(int(quota), int(period))
+        return _cpus(int(quota), int(period))
     except (OSError, UnicodeDecodeError, ValueError):  # missing, or "max": no quota
         return None
 
 
-def _v1_quota(folder: Path) -> int | None:
+def _v1_quota(folder: Path) -> float | None:
     """Read ``cpu.cfs_quota_us`` (-1 for no quota) over ``cpu.cfs_period_us``."""
     try:
         quota = int((folder / "cpu.cfs_quota_us").read_text())
         period = int((folder / "cpu.cfs_period_us").read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    return _whole_cpus(quota, period)
+    return _cpus(quota, period)
 
 
-def _whole_cpus(quota: int, period: int) -> int | None:
-    """Return ``quota / period`` rounded up (1.5 CPUs of time keep 2 processes busy)."""
+def _cpus(quota: int, period: int) -> float | None:
+    """Return ``quota / period``, the CPUs' worth of time the cgroup gets; None for none set."""
     if quota <= 0 or period <= 0:
         return None
-    return max(1, math.ceil(quota / period))
+    return quota / period

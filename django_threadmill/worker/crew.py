@@ -14,6 +14,7 @@ from ..exceptions import BrokerRefused
 from .ack_writer import AckWriter
 from .buffer import Runners, TaskBuffer
 from .cancelled_steps import CancelledSteps
+from .cpus import process_cpu_share
 from .event_loop import EventLoopLane, LoopMonitor
 from .executor import Executor
 from .lanes import is_async
@@ -121,6 +122,7 @@ class Crew:
             max_threads=options.max_threads or options.threads,
             target_wait_s=options.target_wait_s,
             idle_s=options.thread_idle_s,
+            cpu_share=process_cpu_share(options.processes),
         )
         self.sizing = PoolSizing(self.pool, limits, on_crash) if limits.elastic else None
         self.watchdog = (

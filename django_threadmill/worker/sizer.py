@@ -2,7 +2,7 @@
 
 Threads float between the two (docs/worker.md, The elastic pool). Threads are added while every
 thread is busy and tasks have waited in the buffer longer than ``--target-wait``, unless the
-process already uses a core's worth of CPU (the GIL: more threads cannot run more Python); a
+process already uses the core it can get (the GIL: more threads cannot run more Python); a
 step adds as many as the CPU left to spare would carry. Each step is judged on the finish rate
 once its threads got going: kept when the rate rose in proportion, kept in part when it rose
 less, taken back (and growth paused) when it did not rise. A pool whose process uses a core
@@ -15,7 +15,9 @@ import math
 from dataclasses import dataclass, field
 
 MIN_GAIN = 0.05  # a growth step must raise the finish rate by this share; a shrink may lower it
-CPU_BOUND = 0.85  # process CPU, in cores, above which more threads only fight for the GIL
+# The share of the CPU a process can get (a core, or less: PoolLimits.cpu_share) above which
+# more threads only fight for the GIL.
+CPU_BOUND = 0.85
 FIRST_PAUSE_S = 5.0  # growth (or shrinking) pauses this long after a change taken back; doubles
 MAX_PAUSE_S = 60.0
 MAX_GROWTH = 3  # a step adds at most three times the threads there are: the pool quadruples
@@ -37,10 +39,19 @@ class PoolLimits:
     max_threads: int
     target_wait_s: float
     idle_s: float
+    # The CPU the process can get, in cores, at most one (the GIL): less where a CPU quota or
+    # affinity leaves its processes less than a core each (worker/cpus.py). Measured against a
+    # whole core, such a process never looked CPU-bound (docs/worker.md, The elastic pool).
+    cpu_share: float = 1.0
 
     @property
     def elastic(self) -> bool:
         return self.max_threads > self.min_threads
+
+    @property
+    def cpu_bound(self) -> float:
+        """The process CPU, in cores, above which more threads only fight for the GIL."""
+        return CPU_BOUND * self.cpu_share
 
     @property
     def trial_s(self) -> float:
@@ -141,9 +152,9 @@ class PoolSizer:
         if not waited or sample.threads >= most or self._growth.holds(sample.at):
             return 0, ""
         cores = _cores(previous, sample) if previous is not None else None
-        if cores is not None and cores >= CPU_BOUND:
+        if cores is not None and cores >= self.limits.cpu_bound:
             return 0, ""
-        step = min(most - sample.threads, _step(sample.threads, cores))
+        step = min(most - sample.threads, _step(sample.threads, cores, self.limits.cpu_bound))
         self._trial = _Trial(added=step, started=sample, rate_before=_rate(self._at_size, sample))
         self._retiring_to = None  # grown again: a shrink's threads still to end hold nothing back
         self._backlog_since = None
@@ -203,7 +214,7 @@ class PoolSizer:
         span = sample.at - begun.at
         if span < max(self.limits.trial_s, BOUND_SPAN_S):
             return 0
-        at_core = _cores(begun, sample) >= CPU_BOUND
+        at_core = _cores(begun, sample) >= self.limits.cpu_bound
         if not (at_core and self._bound_before):
             self._bound_since, self._bound_before = sample, at_core
             return 0
@@ -244,7 +255,7 @@ class PoolSizer:
         """Keep the share of a step's threads that raised the rate; if its tasks are too long
         to show one, keep it while the CPU is not the limit."""
         if rate is None or trial.rate_before is None:
-            if _cores(since, sample) >= CPU_BOUND:
+            if _cores(since, sample) >= self.limits.cpu_bound:
                 return self._take_back(sample, trial.added, "the threads added only used CPU")
             return self._kept()
         gain = rate / trial.rate_before - 1
@@ -279,7 +290,7 @@ class PoolSizer:
         fell by more than MIN_GAIN or, where no rate shows, the process used less than a core.
         Then restore its threads, and pause shrinking (longer each time)."""
         if rate is None or trial.rate_before is None:
-            fell = _cores(since, sample) < CPU_BOUND
+            fell = _cores(since, sample) < self.limits.cpu_bound
             why = "the process used less than a core with fewer threads"
         else:
             fell = rate < trial.rate_before * (1 - MIN_GAIN)
@@ -292,10 +303,10 @@ class PoolSizer:
         return -trial.added, why
 
 
-def _step(threads: int, cores: float | None) -> int:
+def _step(threads: int, cores: float | None, cpu_bound: float) -> int:
     """How many threads to add to ``threads`` that use ``cores`` of CPU (None: not known yet).
 
-    As many as the CPU left below CPU_BOUND would carry if each new thread used what one uses
+    As many as the CPU left below ``cpu_bound`` would carry if each new thread used what one uses
     now, so tasks that mostly wait reach their pool in a step or two instead of one half-step
     per trial; at least half as many again, at most MAX_GROWTH times as many again. The trial
     keeps only the share that raised the finish rate.
@@ -303,7 +314,7 @@ def _step(threads: int, cores: float | None) -> int:
     least = max(1, threads // 2)
     if cores is None:
         return least
-    fits = threads * (CPU_BOUND / cores - 1) if cores > 0 else float("inf")
+    fits = threads * (cpu_bound / cores - 1) if cores > 0 else float("inf")
     return int(min(MAX_GROWTH * threads, max(least, fits)))
 
 
