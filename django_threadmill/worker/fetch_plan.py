@@ -5,8 +5,9 @@ queues costs no more round trips than serving one (asking the queues one after
 another cost an extra round trip per empty queue, while the worker threads ran dry).
 """
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 PROBE_EVERY_S = 0.05  # an empty queue beside a busy one is asked for a task this often, at most
 
@@ -23,6 +24,12 @@ class FetchPlan:
     queues leave no slot for is a peek (a count of 0): it reserves nothing but tells whether
     tasks wait there; not asked at all, such a queue starved beside a busy one under
     ``--prefetch 1``. Used by the prefetcher thread only.
+
+    A queue found empty with a delayed task (a retry, a ``run_after``) is asked again when that
+    task is due, and its due time counts in the prefetcher's wait: the refills that another
+    queue's wake tokens bring ask that queue alone, and a worker woken by them more often than
+    it waits for one forgot the delayed task for as long as they came (docs/worker.md, Several
+    queues).
     """
 
     def __init__(
@@ -33,6 +40,7 @@ class FetchPlan:
         self._next_probe = 0.0  # when empty queues may be probed again (clock seconds)
         self._first = 0
         self._empty: set[str] = set()
+        self._due: dict[str, float] = {}  # queues found empty -> when their delayed task is due
         self.unasked: list[str] = []  # queues the last refill left out that may hold tasks
 
     def counts(self, free: int, is_held: Callable[[str], bool]) -> dict[str, int]:
@@ -41,6 +49,9 @@ class FetchPlan:
         turn = self.queues[self._first :] + self.queues[: self._first]
         self._first = (self._first + 1) % len(self.queues)
         open_queues = [queue for queue in turn if not is_held(queue)]
+        if self._due:  # the clock is read only when a queue found empty holds a delayed task
+            now = self.clock()
+            self._busy_again([queue for queue, due in self._due.items() if due <= now])
         busy = [queue for queue in open_queues if queue not in self._empty] or open_queues
         probed = [queue for queue in open_queues if queue not in busy]
         if probed:  # the clock is read only when there is an empty queue to probe
@@ -62,16 +73,35 @@ class FetchPlan:
         self.unasked = [q for q in open_queues if q not in asked and q not in self._empty]
         return asked
 
-    def found(self, queue: str, had_tasks: bool) -> None:
-        """Remember whether ``queue`` had tasks, for the next refill's split."""
+    def found(self, queue: str, had_tasks: bool, next_due_ms: int | None = None) -> None:
+        """Remember whether ``queue`` had tasks, for the next refill's split, and when its next
+        delayed task is due (``next_due_ms`` from now), if it had none ready."""
         if had_tasks:
-            self._empty.discard(queue)
+            self._busy_again([queue])
+            return
+        self._empty.add(queue)
+        if next_due_ms is None:
+            self._due.pop(queue, None)
         else:
-            self._empty.add(queue)
+            self._due[queue] = self.clock() + next_due_ms / 1000
+
+    def next_due_ms(self) -> int | None:
+        """Return in how many ms the soonest delayed task of a queue found empty is due (0:
+        due now), or None when none holds one."""
+        if not self._due:
+            return None
+        return max(0, math.ceil((min(self._due.values()) - self.clock()) * 1000))
 
     def forget_empty(self) -> None:
         """Treat every queue as busy again: some queue may have got tasks."""
         self._empty.clear()
+        self._due.clear()
+
+    def _busy_again(self, queues: Collection[str]) -> None:
+        """Ask ``queues`` with a share of the slots from the next refill on."""
+        self._empty.difference_update(queues)
+        for queue in queues:
+            self._due.pop(queue, None)
 
     def woken(self, queues: frozenset[str]) -> None:
         """Ask ``queues``, whose wake tokens came, before the others, which stay known empty
@@ -85,5 +115,5 @@ class FetchPlan:
         if not queues:
             self.forget_empty()
             return
-        self._empty.difference_update(queues)
+        self._busy_again(queues)
         self._next_probe = self.clock() + PROBE_EVERY_S

@@ -436,7 +436,8 @@ class Prefetcher(RoleThread):
                     else:
                         self._held_back.hold(queue, None, Hold.SLOT)
                 else:
-                    self._plan.found(queue, acquired.found_work)  # a shard may hold work
+                    # A shard may hold work; a delayed task is asked for again when due.
+                    self._plan.found(queue, acquired.found_work, acquired.next_due_ms)
                     if queue in self._no_runner_for and acquired.found_work:
                         self._awaiting_runner.add(queue)
                 if acquired.reservations:
@@ -451,10 +452,11 @@ class Prefetcher(RoleThread):
             self.acquiring = False
         if refused is not None:  # raised once the other queues' reservations are buffered
             raise refused
-        held_due_ms = self._held_back.next_due_ms()
-        if held_due_ms is not None:
-            next_due_ms = held_due_ms if next_due_ms is None else min(next_due_ms, held_due_ms)
-        return fetched, next_due_ms
+        # Held back, or found empty and not asked this time: their next starts and delayed
+        # tasks end the wait as those of the queues asked do.
+        return fetched, _soonest(
+            next_due_ms, self._held_back.next_due_ms(), self._plan.next_due_ms()
+        )
 
     def _failed(self, queue: str, error: BrokerUnavailable) -> BrokerUnavailable | None:
         """Hold back ``queue``, whose call failed beside others that did not (a key of another
@@ -473,6 +475,11 @@ class Prefetcher(RoleThread):
         )
         self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000), Hold.RECHECK)
         return None
+
+
+def _soonest(*dues: int | None) -> int | None:
+    """Return the soonest of the due times ``dues`` that are known, None when none is."""
+    return min((due for due in dues if due is not None), default=None)
 
 
 def _take_runners(free: dict[str, int], lanes: Collection[str], count: int) -> None:

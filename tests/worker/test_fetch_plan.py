@@ -112,3 +112,19 @@ def test_an_empty_queue_beside_a_busy_one_is_probed_at_most_every_50_ms() -> Non
 
     now[0] = 10.0 + PROBE_EVERY_S
     assert plan.counts(16, never_held) == {"default": 15, "emails": 1}
+
+
+def test_a_queue_found_empty_with_a_delayed_task_is_asked_again_when_it_is_due() -> None:
+    """Woken for another queue only, a refill asked that one and forgot the delayed task: it
+    waited for as long as the other queue's wake tokens came."""
+    now = [10.0]
+    plan = FetchPlan(("default", "emails"), clock=lambda: now[0])
+    plan.found("default", False, next_due_ms=2000)  # a retry due in 2 s, nothing ready
+    plan.woken(frozenset({"emails"}))
+    assert plan.counts(16, never_held) == {"emails": 16}
+    assert plan.next_due_ms() == 2000  # the wait ends when it is due
+
+    now[0] = 12.0
+    assert plan.next_due_ms() == 0
+    assert plan.counts(16, never_held) == {"default": 8, "emails": 8}
+    assert plan.next_due_ms() is None  # asked again like a busy queue: it answers for itself
