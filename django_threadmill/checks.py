@@ -64,6 +64,8 @@ class RedisChecks(Enum):
 
 
 _redis_checks = ContextVar("threadmill_redis_checks", default=RedisChecks.SKIPPED)
+# The alias whose Redis those checks read (the worker's or reaper's --backend), or None: every one.
+_checked_alias: ContextVar[str | None] = ContextVar("threadmill_checked_alias", default=None)
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -152,32 +154,44 @@ def _shard_messages(backend: CheckedBackend) -> list[CheckMessage]:
 
 
 @contextmanager
-def redis_checks(mode: RedisChecks) -> Iterator[None]:
-    """Let the registered ``threadmill`` check read Redis (or not) for the block."""
-    reset = _redis_checks.set(mode)
+def redis_checks(mode: RedisChecks, alias: str | None = None) -> Iterator[None]:
+    """Let the registered ``threadmill`` check read Redis (or not) for the block: the Redis of
+    ``alias`` alone when one is given, else of every alias."""
+    reset_mode, reset_alias = _redis_checks.set(mode), _checked_alias.set(alias)
     try:
         yield
     finally:
-        _redis_checks.reset(reset)
+        _checked_alias.reset(reset_alias)
+        _redis_checks.reset(reset_mode)
 
 
-def redis_may_be_down() -> AbstractContextManager[None]:
-    """Run the Redis checks in a command that waits for Redis itself, except "not usable".
+def redis_may_be_down(alias: str) -> AbstractContextManager[None]:
+    """Run the Redis checks of ``alias`` in a command that serves it and waits for Redis
+    itself, except "not usable".
 
     The worker and the reaper retry with backoff and log why, so one started before Redis,
     or during an outage, starts working once Redis is up instead of exiting. Refused
-    credentials (``REFUSED``) still stop them at start: no wait fixes a password.
+    credentials (``REFUSED``) still stop them at start: no wait fixes a password. Another
+    alias's Redis is not read: its refusal, or its silence, must not stop or hold a command
+    that never uses it (docs/worker.md, Exit codes).
     """
-    return redis_checks(RedisChecks.AT_START)
+    return redis_checks(RedisChecks.AT_START, alias)
 
 
 def asked_redis_messages(backends: Callable[[], Iterable[CheckedBackend]]) -> list[CheckMessage]:
-    """Return ``check_redis`` of each backend where the command asked for it, else nothing."""
+    """Return ``check_redis`` of each backend where the command asked for it (of its alias
+    alone, where it named one), else nothing."""
     mode = _redis_checks.get()
     if mode is RedisChecks.SKIPPED:
         return []
     waited = mode is RedisChecks.AT_START
-    return [message for backend in backends() for message in check_redis(backend, waited=waited)]
+    alias = _checked_alias.get()
+    return [
+        message
+        for backend in backends()
+        if alias in (None, backend.alias)
+        for message in check_redis(backend, waited=waited)
+    ]
 
 
 def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckMessage]:

@@ -21,15 +21,16 @@ from ..worker.wakeup import WakeupPipe
 logger = logging.getLogger(__name__)
 
 
-def checks_at_start(check: Callable[[], None]) -> None:
+def checks_at_start(check: Callable[[], None], alias: str) -> None:
     """Run a command's ``check`` with Redis allowed to be down (the command waits for it), and
     end it with exit code 4 (REFUSED) when Redis refused the credentials or ACL rights: a
     service manager must not restart it (docs/worker.md, Exit codes), as it would after 1.
+    Only the Redis of ``alias``, the one the command serves, is read.
 
     A SIGTERM or SIGINT while the checks wait on a Redis that does not answer ends the command
     at once, exit code 0 (docs/worker.md, Stopping during start-up).
     """
-    with redis_may_be_down(), settings_refused_plainly():
+    with redis_may_be_down(alias), settings_refused_plainly():
         try:
             _stoppable(check)
         except SystemCheckError as exc:
@@ -74,6 +75,21 @@ def settings_refused_plainly() -> Iterator[None]:
         yield
     except ImproperlyConfiguredThreadmill as exc:
         raise CommandError(f"TASKS: {exc}") from exc
+
+
+class ChecksAtStart(BaseCommand):
+    """A command serving the ``--backend`` alias (the worker, the reaper) whose system checks
+    run as ``checks_at_start`` says, on that alias's Redis alone."""
+
+    served_alias = "default"
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        self.served_alias = options["backend"]  # check() is given no options
+        return super().execute(*args, **options)
+
+    def check(self, *args: Any, **kwargs: Any) -> None:
+        """Run the system checks, except "Redis unreachable": the command waits for Redis."""
+        checks_at_start(partial(super().check, *args, **kwargs), self.served_alias)
 
 
 class SettingsRefusedPlainly(BaseCommand):

@@ -27,7 +27,7 @@ from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_pass
 from ...worker.signal_flag import SignalFlag
 from ...worker.wakeup import WakeupPipe
 from ..backend_option import BACKEND_HELP, backend_option
-from ..checks_at_start import checks_at_start
+from ..checks_at_start import ChecksAtStart
 from ..ending import run_then_exit
 from ..log_format_option import add_log_format_option
 from ..report_output import CutShortCommand
@@ -69,7 +69,7 @@ def _stopped_part_way(report: ReapReport) -> str:
     )
 
 
-class Command(CutShortCommand):
+class Command(ChecksAtStart, CutShortCommand):
     help = (
         "Settle expired leases on every queue of a threadmill backend: expired reservations "
         "go back to READY, expired running attempts become FAILED (or are retried by their "
@@ -98,10 +98,6 @@ class Command(CutShortCommand):
             help="Print what one pass would settle, change nothing, and exit.",
         )
         add_log_format_option(parser)
-
-    def check(self, *args: Any, **kwargs: Any) -> None:
-        """Run the system checks, except "Redis unreachable": the loop waits for Redis."""
-        checks_at_start(partial(super().check, *args, **kwargs))
 
     def run_from_argv(self, argv: list[str]) -> None:
         """Run as ``manage.py threadmill_reap``, and end the process without waiting for a

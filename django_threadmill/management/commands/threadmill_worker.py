@@ -22,7 +22,7 @@ from ...worker.options import (
 )
 from ...worker.supervisor import Supervisor
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
-from ..checks_at_start import checks_at_start
+from ..checks_at_start import ChecksAtStart
 from ..ending import run_then_exit
 from ..log_format_option import add_log_format_option
 from ..probe_output import ExitCodeCommand
@@ -101,7 +101,7 @@ def _check_pool_tuning(threads: int, max_threads: int | None, options: dict[str,
             )
 
 
-class Command(ExitCodeCommand):
+class Command(ChecksAtStart, ExitCodeCommand):
     help = (
         "Run tasks from the queues of a ThreadmillTaskBackend: a supervisor with worker "
         "processes, each with a prefetcher, worker threads, an ack writer and a lease keeper."
@@ -202,10 +202,6 @@ class Command(ExitCodeCommand):
             help="Seconds between the supervisor's reap passes (default: lease_ttl; 0 disables).",
         )
         add_log_format_option(parser)
-
-    def check(self, *args: Any, **kwargs: Any) -> None:
-        """Run the system checks, except "Redis unreachable": every process waits for Redis."""
-        checks_at_start(partial(super().check, *args, **kwargs))
 
     def run_from_argv(self, argv: list[str]) -> None:
         """Run as ``manage.py threadmill_worker``, and end the process once the worker stopped,
