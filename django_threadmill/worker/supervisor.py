@@ -18,7 +18,7 @@ from .chores import Chores
 from .exit_codes import ExitCode
 from .interruptible import STOP_SIGNALS, stop_signals, stop_signals_heard
 from .options import WorkerOptions
-from .process import COUNTED, RECYCLING, REPLACED, STOP, WorkerProcess
+from .process import COUNTED, RECYCLING, REPLACED, STOP, STOP_MARGIN_S, WorkerProcess
 from .slots import Retiring, Slot
 from .wakeup import WakeupPipe
 
@@ -26,6 +26,10 @@ logger = logging.getLogger(__name__)
 
 FAST_FAILURE_S = 10.0  # a process that dies this soon after start counts as failing at start
 MAX_FAST_FAILURES = 5  # consecutive fast failures before the supervisor gives up
+# A process still alive this long past its own stop's end (--grace-period + STOP_MARGIN_S) is
+# killed: it cannot run its stop at all (frozen by SIGSTOP, a task holding the GIL in C code).
+# Room for a process that ended its stop to exit, within the slack docs/deploy.md adds.
+EXIT_SLACK_S = 3.0
 
 
 class Supervisor:
@@ -41,6 +45,7 @@ class Supervisor:
         # It stops every process on its own (giving up, Redis refusing): a stop, not a signal.
         self._stopping_itself = False
         self.wakeup = WakeupPipe()  # the main thread sleeps on it; signals wake it
+        self._kill_at: float | None = None  # once the processes are told to stop
         self.exit_code = ExitCode.OK
         self.chores = Chores(
             options,
@@ -99,6 +104,7 @@ class Supervisor:
         while not all(slot.ended() for slot in self.slots):
             ready = self._wait_for_event()
             self._act_on_signals()
+            self._kill_overdue()
             self._hear(ready)
             self._collect_exits()
             self._restart_due()
@@ -160,6 +166,10 @@ class Supervisor:
     def _relay(self) -> None:
         """Tell every live process to stop gracefully (the first signal)."""
         logger.info("Stopping worker processes count=%d", self._live_count())
+        if self._kill_at is None:
+            self._kill_at = (
+                time.monotonic() + self.options.grace_period_s + STOP_MARGIN_S + EXIT_SLACK_S
+            )
         for slot in self.slots:
             slot.tell(STOP)
             if slot.process is None:
@@ -168,6 +178,27 @@ class Supervisor:
     def _kill(self) -> None:
         """Kill every live process at once (a second signal); the reaper settles their leases."""
         logger.warning("Second signal: killing worker processes count=%d", self._live_count())
+        self._kill_all()
+
+    def _kill_overdue(self) -> None:
+        """Kill the processes still alive past the stop's bound (docs/worker.md, Shutdown): a
+        process frozen (SIGSTOP) or whose task holds the GIL in C code never runs its own stop,
+        and the supervisor used to wait for it forever."""
+        if self._kill_at is None or time.monotonic() < self._kill_at or not self._live_count():
+            return
+        self._kill_at = None
+        logger.error(
+            "Worker processes still running past the stop's bound, killing them pids=%s "
+            "bound_s=%g (--grace-period + %g; frozen, or a task holding the GIL: their leases "
+            "lapse and the reaper settles their tasks)",
+            ",".join(str(process.pid) for slot in self.slots for process in slot.processes()),
+            self.options.grace_period_s + STOP_MARGIN_S + EXIT_SLACK_S,
+            STOP_MARGIN_S + EXIT_SLACK_S,
+        )
+        self._kill_all()
+
+    def _kill_all(self) -> None:
+        """SIGKILL every live process (a stopped one too); the command exits FORCED."""
         self.exit_code = ExitCode.FORCED
         for slot in self.slots:
             for process in slot.processes():
@@ -189,6 +220,8 @@ class Supervisor:
         if not self.stopping:
             timers += [slot.restart_at for slot in self.slots if slot.restart_at is not None]
             timers += self.chores.due_times()
+        elif self._kill_at is not None:
+            timers.append(self._kill_at)
         timeout = max(0.0, min(timers) - time.monotonic()) if timers else None
         ready = wait([*sentinels, *sockets, self.wakeup.read_fd], timeout)
         if self.wakeup.read_fd in ready:
