@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import partial
 
 from ..broker import Ack, Broker, Finish, Lease, ProgressReport, Rejected, Start
@@ -52,6 +53,14 @@ class _Written:
 
     finish: Finish
     event: threading.Event
+
+
+class StartNow(Enum):
+    """What became of a start notice written before its run (``AckWriter.start_now``)."""
+
+    RECORDED = "recorded"  # the attempt is running in Redis
+    REFUSED = "refused"  # not recorded (the lease was lost): the task must not run here
+    HELD = "held"  # Redis did not answer: held as any notice, the run goes ahead
 
 
 class _Stop:
@@ -152,6 +161,23 @@ class AckWriter(RoleThread):
         self._inbox.append(start)
         if self._asleep_until_rung:  # otherwise the writer wakes before this notice is due
             self._doorbell.set()
+
+    def start_now(self, start: Start) -> StartNow:
+        """Write ``start`` from the calling thread, unheld, for a task whose last run here
+        outlived its lease (``HeldLeases.note_if_outlived``): held, the notice would wait for
+        this thread again. A Redis that does not answer leaves it to this writer, held."""
+        try:
+            rejected = self.broker.start(self.worker_id, [start])
+        except BrokerUnavailable as exc:
+            logger.warning(
+                "Start notice not written before the run, held as usual task_id=%s error=%s",
+                start.lease.task_id,
+                exc,
+            )
+            self.submit_start(start)
+            return StartNow.HELD
+        log_not_recorded(logger, "start", rejected)
+        return StartNow.REFUSED if rejected else StartNow.RECORDED
 
     def submit_finish(self, finish: Finish, *, wait: bool = False) -> None:
         """Queue ``finish``; with ``wait`` (strict --sync-ack mode) return once it is written."""

@@ -173,6 +173,7 @@ class EventLoopLane(TaskRunner):
             if started_ms is None:
                 return
             finish = await self.executor.arun(reservation, started_ms)
+            self.ended(reservation)
             if self.sync_ack:
                 # Submitted here, on the loop: a cancel now ends the wait, not the write.
                 written = self.writer.submit_written(finish)

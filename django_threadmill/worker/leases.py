@@ -15,6 +15,9 @@ REGISTER_EVERY_S = 60.0  # how often a heartbeat checks that Redis still names t
 # The lease keeper's longest sleep between looks at the lease clock: a sleep runs on the
 # monotonic clock, which stands still while the host is suspended (see ``lease_clock``).
 RESUME_CHECK_S = 1.0
+# Most task ids kept whose run here outlived its lease: one per such task until its next start
+# here, so a task another process runs next does not stay for good.
+OUTLIVED_KEPT = 1000
 _BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)  # Linux only
 
 
@@ -43,6 +46,8 @@ class HeldLeases:
         # (lease_clock). Redis set the deadline lease_ttl after it ran, so after that send.
         self._confirmed: dict[str, float] = {}
         self._lease_ttl_s = lease_ttl_s
+        # Task ids whose last run here outlived its lease, oldest first (see ``note_if_outlived``).
+        self._outlived: dict[str, None] = {}
         self._lock = threading.Lock()
 
     def add(self, leases: list[Lease], sent_at: float | None = None) -> None:
@@ -69,6 +74,27 @@ class HeldLeases:
             return False
         confirmed = self._confirmed.get(lease.task_id, float("-inf"))
         return lease_clock() - confirmed >= self._lease_ttl_s
+
+    def note_if_outlived(self, lease: Lease) -> None:
+        """Remember ``lease``'s task if its run here, just ended, outlived the lease (lost, or
+        unrenewed for lease_ttl): its next start here is written before it runs
+        (``TaskRunner.begin``; docs/worker.md, Leases)."""
+        if self.holds(lease) and not self.may_have_lapsed(lease):
+            return
+        with self._lock:
+            self._outlived[lease.task_id] = None
+            if len(self._outlived) > OUTLIVED_KEPT:
+                del self._outlived[next(iter(self._outlived))]
+
+    def outlived(self, task_id: str) -> bool:
+        """Tell whether the last run of ``task_id`` here outlived its lease. No lock, as
+        ``holds``."""
+        return task_id in self._outlived
+
+    def forget_outlived(self, task_id: str) -> None:
+        """Forget that ``task_id``'s run here outlived its lease: a start was recorded since."""
+        with self._lock:
+            self._outlived.pop(task_id, None)
 
     def ending(self, leases: list[Lease]) -> None:
         """Mark ``leases`` as being ended by this process: call it before their outcome or

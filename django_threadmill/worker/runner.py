@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..broker import Lease, Reservation, Start
 from ..codec.times import now_ms
-from .ack_writer import AckWriter
+from .ack_writer import AckWriter, StartNow
 from .buffer import TaskBuffer
 from .cancelled_steps import CancelledSteps
 from .executor import Executor
@@ -101,5 +101,27 @@ class TaskRunner(RoleThread):
         if not self._holds(lease):
             return None
         started_ms = now_ms()
-        self.writer.submit_start(Start(lease=lease, started_ms=started_ms))
+        start = Start(lease=lease, started_ms=started_ms)
+        if self.held.outlived(lease.task_id):
+            return self._begin_written(start)
+        self.writer.submit_start(start)
         return started_ms
+
+    def _begin_written(self, start: Start) -> int | None:
+        """Start an attempt of a task whose last run here outlived its lease, its start notice
+        written before it runs: held, it waited on this thread again, a reaper took the run for
+        a reservation never started and handed it back to READY, and the task ran for good
+        (docs/worker.md, Leases). Return its start (ms), or None if Redis refused the notice."""
+        lease = start.lease
+        written = self.writer.start_now(start)
+        if written is StartNow.REFUSED:
+            self.held.discard([lease])
+            return None
+        if written is StartNow.RECORDED:
+            self.held.forget_outlived(lease.task_id)
+        return start.started_ms
+
+    def ended(self, reservation: Reservation) -> None:
+        """Note an attempt's end here, before its outcome is handed over: a run that outlived
+        its lease has its task's next start here written before it runs (``begin``)."""
+        self.held.note_if_outlived(reservation.lease)

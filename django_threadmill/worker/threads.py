@@ -79,6 +79,7 @@ class WorkerThread(TaskRunner):
         )
         if finish is None:
             return False  # the watchdog recorded this attempt as timed out and took over
+        self.ended(reservation)
         self.writer.submit_finish(finish, wait=self.sync_ack)
         self._done()
         return True
