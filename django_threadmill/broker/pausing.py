@@ -11,12 +11,14 @@ on its value.
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
-from ..exceptions import ResumedNotWoken
+from ..exceptions import BrokerUnavailable, ResumedNotWoken
 from .connection import wrong_type
 from .enqueue import WAKE_TOKEN_CAP
+from .keys import QueueKeys
 from .layouts import Layouts
 from .raw_replies import controls_escaped
 from .types import stored_note
@@ -97,10 +99,12 @@ class Pausing(Layouts):
 
         Each part that was paused gets a wake token per READY task, up to the cap enqueue keeps,
         and at least one: delayed tasks that came due meanwhile are promoted by the first
-        acquire, which passes the baton if more are left (docs/design.md, Idle workers block,
-        they do not poll). A part whose ``ready`` or ``wake`` key holds another type gets none,
-        the others get theirs, and ``ResumedNotWoken`` names the key once the queue is resumed
-        (docs/lifecycle.md, Keys of another type).
+        acquire, which passes the baton if more is left (docs/design.md, Idle workers block,
+        they do not poll). The resume is logged once the pause keys are gone, before the
+        wake-up: a part whose ``ready`` or ``wake`` key holds another type gets no tokens, and
+        a Redis at ``maxmemory`` refuses them all (it serves the ``DEL``, which frees memory),
+        yet the queue is resumed; ``ResumedNotWoken`` says so (docs/lifecycle.md, Keys of
+        another type).
         """
         parts = self.every_part(queue)
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
@@ -113,25 +117,41 @@ class Pausing(Layouts):
             for reply in replies:
                 if isinstance(reply, redis.ResponseError) and not wrong_type(reply):
                     raise reply
-            resumed, refused = False, []
-            for index, part in enumerate(parts):
-                keys = self.queue_keys(part)
-                deleted, ready, waiting = replies[3 * index : 3 * index + 3]
-                resumed = resumed or bool(deleted)
-                if not deleted:
-                    continue
+        lifted = [
+            (self.queue_keys(part), *replies[3 * index + 1 : 3 * index + 3])
+            for index, part in enumerate(parts)
+            if replies[3 * index]
+        ]
+        if not lifted:
+            return False
+        logger.info("Queue resumed backend=%s queue=%s by=%s", self.settings.alias, queue, by)
+        self._wake(queue, lifted)
+        return True
+
+    def _wake(self, queue: str, lifted: list[tuple[QueueKeys, Any, Any]]) -> None:
+        """Push the wake tokens of each part whose pause was lifted (its keys, and the replies
+        of its ``ready`` count and ``wake`` length); raise ``ResumedNotWoken`` if a part's key
+        held another type, or Redis failed the push."""
+        refused: list[tuple[str, str]] = []
+        with self.client.pipeline(transaction=False) as pipe:
+            for keys, ready, waiting in lifted:
                 read = ((keys.ready, "zset", ready), (keys.wake, "list", waiting))
                 wrong = [(key, kind) for key, kind, reply in read if wrong_type(reply)]
                 refused += wrong
                 tokens = 0 if wrong else min(WAKE_TOKEN_CAP - waiting, max(1, ready))
                 if tokens > 0:
                     pipe.rpush(keys.wake, *[1] * tokens)
-            pipe.execute()
-        if resumed:
-            logger.info("Queue resumed backend=%s queue=%s by=%s", self.settings.alias, queue, by)
+            try:
+                with self.translated_errors():
+                    pipe.execute()
+            except BrokerUnavailable as exc:
+                raise ResumedNotWoken(
+                    f"Resumed queue {queue} of backend {self.settings.alias}, but the call "
+                    f"waking its idle workers failed: {exc} The queue stays resumed; idle "
+                    "workers look at it again within 5 s, once Redis answers."
+                ) from exc
         if refused:
             raise self._not_woken(queue, refused)
-        return resumed
 
     def _not_woken(self, queue: str, refused: list[tuple[str, str]]) -> ResumedNotWoken:
         """Return the error of a resume whose wake-up the keys ``refused`` (each with the type
