@@ -9,6 +9,13 @@ Cluster the pipeline splits the calls by node itself: each call stays in its que
 An error that ends the second round (its SCRIPT LOAD, which redis-py sends to every primary of
 a cluster, or its pipeline) is the outcome of the calls it carried alone: the first round's
 calls keep their replies, so a caller learns which of its calls were written.
+
+redis-py's cluster pipeline fails as a whole, having written nothing, when it cannot connect
+to one of its nodes (a primary down with no replica to take over, under
+``cluster-require-full-coverage no``). A round that spans several nodes is then sent again,
+each node's share a pipeline of its own, and the failure is the outcome of that node's calls
+alone: the queues whose slots are still served go on (docs/scaling.md, Batches that span
+queues).
 """
 
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,6 +37,8 @@ from .topology import AsyncClient, SyncClient
 type Command = tuple[str | int | float | bytes, ...]
 type Scripts = Mapping[ScriptName, Script] | Mapping[ScriptName, AsyncScript]
 CLUSTERS = (redis.RedisCluster, redis.asyncio.RedisCluster)
+# What a pipeline raises as a whole: redis-py's errors (a cluster's are not all RedisErrors).
+REDIS_ERRORS = (redis.RedisError, RedisClusterException)
 ONE_NODE = ""  # the node name of every call on one Redis
 
 
@@ -47,6 +56,18 @@ class Batch:
 
     def confirmations(self, replies: list[Any]) -> list[Any]:
         return replies[self.first_call + len(self.call_nodes) :]
+
+    def shares(self) -> list[list[int]]:
+        """Return the positions of the commands grouped by where they go: the plain commands
+        before the calls (redis-py routes them), then each node's calls with its confirmation,
+        in command order."""
+        by_node: dict[str, list[int]] = {}
+        for position, node in enumerate(self.call_nodes, start=self.first_call):
+            by_node.setdefault(node, []).append(position)
+        first_confirmation = self.first_call + len(self.call_nodes)
+        for position, node in enumerate(self.confirmed_on, start=first_confirmation):
+            by_node.setdefault(node, []).append(position)
+        return [share for share in (list(range(self.first_call)), *by_node.values()) if share]
 
 
 def _owner(client: redis.RedisCluster | redis.asyncio.RedisCluster, key: str) -> str:
@@ -226,12 +247,61 @@ def _sent(client: SyncClient, scripts: dict[ScriptName, Script], sending: Sendin
         with sending.round_errors():
             for name in unloaded:
                 client.script_load(scripts[name].script)
-            with client.pipeline(transaction=False) as pipe:
-                for args, options in batch.commands:
-                    pipe.execute_command(*args, **options)
-                replies = pipe.execute(raise_on_error=False)
-            unloaded = sending.take(replies)
+            unloaded = sending.take(_executed(client, batch))
     return sending
+
+
+def _pipelined(client: SyncClient, commands: Sequence[tuple[Command, dict[str, Any]]]) -> list[Any]:
+    """Send ``commands`` as one pipeline; return their replies, errors among them."""
+    with client.pipeline(transaction=False) as pipe:
+        for args, options in commands:
+            pipe.execute_command(*args, **options)
+        return pipe.execute(raise_on_error=False)
+
+
+def _executed(client: SyncClient, batch: Batch) -> list[Any]:
+    """Send ``batch``; return its replies. A cluster pipeline that failed whole is sent again
+    one node's share at a time, each share's error its own calls' replies (module docstring)."""
+    try:
+        return _pipelined(client, batch.commands)
+    except REDIS_ERRORS as whole:
+        shares = _apart(client, batch, whole)
+        answers = [_share_sent(client, [batch.commands[i] for i in share]) for share in shares]
+        return _merged(len(batch.commands), shares, answers, whole)
+
+
+def _share_sent(
+    client: SyncClient, commands: Sequence[tuple[Command, dict[str, Any]]]
+) -> tuple[list[Any], bool]:
+    """Send one node's share; return its replies, and whether its pipeline failed whole."""
+    try:
+        return _pipelined(client, commands), False
+    except REDIS_ERRORS as exc:
+        return [exc] * len(commands), True
+
+
+def _apart(client: SyncClient | AsyncClient, batch: Batch, whole: Exception) -> list[list[int]]:
+    """Return the shares of ``batch`` to send apart after ``whole`` failed it; raise ``whole``
+    when there is nothing to split: one Redis, or a round for one node."""
+    shares = batch.shares()
+    if not isinstance(client, CLUSTERS) or len(shares) < 2:
+        raise whole
+    return shares
+
+
+def _merged(
+    count: int, shares: list[list[int]], answers: list[tuple[list[Any], bool]], whole: Exception
+) -> list[Any]:
+    """Return the ``count`` replies of a round sent in ``shares``, from each share's answer;
+    raise ``whole`` when every share failed too: no node answered, an error of the round trip
+    itself, as before the shares were sent apart."""
+    if all(failed for _, failed in answers):
+        raise whole
+    replies: list[Any] = [whole] * count
+    for share, (answered, _) in zip(shares, answers, strict=True):
+        for position, reply in zip(share, answered, strict=True):
+            replies[position] = reply
+    return replies
 
 
 async def asend_each(
@@ -252,11 +322,7 @@ async def asend_each(
         with sending.round_errors():
             for name in unloaded:
                 await client.script_load(scripts[name].script)
-            async with client.pipeline(transaction=False) as pipe:
-                for args, options in batch.commands:
-                    pipe.execute_command(*args, **options)
-                replies = await pipe.execute(raise_on_error=False)
-            unloaded = sending.take(replies)
+            unloaded = sending.take(await _aexecuted(client, batch))
     return sending.before_replies, sending.outcomes()
 
 
@@ -276,3 +342,35 @@ def send(
         if isinstance(outcome, Exception):
             raise outcome
     return outcomes
+
+
+async def _apipelined(
+    client: AsyncClient, commands: Sequence[tuple[Command, dict[str, Any]]]
+) -> list[Any]:
+    """Async twin of ``_pipelined``."""
+    async with client.pipeline(transaction=False) as pipe:
+        for args, options in commands:
+            pipe.execute_command(*args, **options)
+        return await pipe.execute(raise_on_error=False)
+
+
+async def _aexecuted(client: AsyncClient, batch: Batch) -> list[Any]:
+    """Async twin of ``_executed``."""
+    try:
+        return await _apipelined(client, batch.commands)
+    except REDIS_ERRORS as whole:
+        shares = _apart(client, batch, whole)
+        answers = [
+            await _ashare_sent(client, [batch.commands[i] for i in share]) for share in shares
+        ]
+        return _merged(len(batch.commands), shares, answers, whole)
+
+
+async def _ashare_sent(
+    client: AsyncClient, commands: Sequence[tuple[Command, dict[str, Any]]]
+) -> tuple[list[Any], bool]:
+    """Async twin of ``_share_sent``."""
+    try:
+        return await _apipelined(client, commands), False
+    except REDIS_ERRORS as exc:
+        return [exc] * len(commands), True
