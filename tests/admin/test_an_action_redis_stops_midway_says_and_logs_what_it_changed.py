@@ -64,8 +64,15 @@ def test_a_cancel_on_a_filter_redis_stops_midway_logs_the_tasks_it_cancelled(
 ) -> None:
     """The walk meets the READY tasks first, then the delayed ones, in the emails queue."""
     in_default = [add.enqueue(1, n).id for n in range(3)]
-    later = add.using(queue_name="emails", run_after=timezone.now() + timedelta(hours=1))
-    in_emails = [later.enqueue(1, n).id for n in range(2)]
+    now = timezone.now()
+    # Due a second apart: the walk meets delayed tasks by due time, and one time for both left
+    # their order to their ids.
+    in_emails = [
+        add.using(queue_name="emails", run_after=now + timedelta(hours=1, seconds=n))
+        .enqueue(1, n)
+        .id
+        for n in range(2)
+    ]
     redis_client.set(f"{key_prefix}:{{default:emails}}:done", "not a sorted set")
 
     with caplog.at_level(logging.INFO, logger="django_threadmill.admin.audit"):
