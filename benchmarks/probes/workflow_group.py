@@ -3,11 +3,12 @@
 Run ``python -m benchmarks.probes.workflow_group [--members 10000 30000]`` from the repository
 root. It uses ``REDIS_URL`` or starts a throwaway redis-server, then for each size enqueues a
 group of that many ``echo`` steps with a callback, and cancels it: every member still waits in
-its queue, so the cancel stops each one. Each line gives the wall time of the call, the round
-trips the client sent (one per command or pipeline), the commands Redis ran (INFO
-commandstats, those scripts ran included) and the longest single command Redis ran (INFO
-latencystats is not everywhere: ``SLOWLOG`` with a 0 µs threshold). ``--profile`` prints the
-heaviest functions of each call (cProfile). Keys are deleted afterwards.
+its queue, so the cancel stops each one, and drains the queue's outbox of the steps that
+ended, as a worker's drainer does. Each line gives the wall time of the call, the Redis CPU it
+took (INFO cpu), the round trips the client sent (one per command or pipeline), the commands
+Redis ran (INFO commandstats, those scripts ran included) and the longest single command Redis
+ran (INFO latencystats is not everywhere: ``SLOWLOG`` with a 0 µs threshold). ``--profile``
+prints the heaviest functions of each call (cProfile). Keys are deleted afterwards.
 """
 
 import argparse
@@ -74,7 +75,8 @@ def measure(client: redis.Redis, name: str, call: Callable[[], object], profile:
         seconds = time.perf_counter() - started
     cost = cost_between(before, snapshot(client), {})
     print(
-        f"  {name}: {seconds:.2f} s, {len(writes)} round trips, {cost.commands} Redis commands "
+        f"  {name}: {seconds:.2f} s, {cost.cpu_s:.2f} s of Redis CPU, {len(writes)} round trips, "
+        f"{cost.commands} Redis commands "
         f"({cost.script_calls} script calls), longest command {longest_command(client)}, "
         f"busiest {cost.top_commands}"
     )
@@ -93,9 +95,11 @@ def main() -> None:
         from django_threadmill.compat import task_backends
         from django_threadmill.testing import flush
         from django_threadmill.workflows import group, step
+        from django_threadmill.workflows.advance import drain_queues
         from testproject.example.tasks import echo
 
-        client = task_backends["default"].broker.client  # type: ignore[attr-defined]
+        backend: Any = task_backends["default"]
+        client = backend.broker.client
         client.config_set("slowlog-log-slower-than", 0)
         client.config_set("slowlog-max-len", 1_000_000)
         stack.callback(client.config_set, "slowlog-log-slower-than", 10_000)
@@ -106,6 +110,7 @@ def main() -> None:
             flow = group(*(step(echo, n) for n in range(members)), then=step(echo))
             result: Any = measure(client, "launch", flow.enqueue, args.profile)
             measure(client, "cancel", partial(result.cancel, "probe"), args.profile)
+            measure(client, "drain", partial(drain_queues, backend, ["default"]), args.profile)
 
 
 if __name__ == "__main__":
