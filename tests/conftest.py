@@ -41,6 +41,14 @@ def durable_redis() -> Iterator[RedisProcess]:
 
 
 @pytest.fixture
+def own_redis() -> Iterator[RedisProcess]:
+    """A redis-server of the test's own, for a test that pauses, fills or reconfigures it. A
+    module opts in by overriding ``redis_url`` to return its URL."""
+    with redis_process() as server:
+        yield server
+
+
+@pytest.fixture
 def key_prefix() -> str:
     return f"tmtest-{uuid.uuid4().hex[:12]}"
 

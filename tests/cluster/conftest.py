@@ -8,6 +8,7 @@ The queue names are chosen by hash slot: with ``redis-cli --cluster create`` on 
 import json
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import redis
@@ -33,6 +34,19 @@ def skip_without_cluster_support() -> None:
 def cluster() -> Iterator[LocalCluster]:
     skip_without_cluster_support()
     with local_cluster() as created:
+        yield created
+
+
+@contextmanager
+def cluster_serving_with_a_primary_down() -> Iterator[LocalCluster]:
+    """A cluster of a module's own, whose primaries go on serving their slots while another
+    is down (``cluster-require-full-coverage no``): for tests that take a primary away."""
+    skip_without_cluster_support()
+    with local_cluster() as created:
+        for node in created.nodes:
+            client = redis.Redis(port=node.port)
+            client.config_set("cluster-require-full-coverage", "no")
+            client.close()
         yield created
 
 

@@ -20,10 +20,10 @@ from django_threadmill.broker.keys import shard_of
 from django_threadmill.exceptions import BrokerUnavailable, MaybeApplied, PartlyEnqueued
 from testproject.example.tasks import echo
 from tests.broker.conftest import new_task
-from tests.servers.redis_cluster import LocalCluster, info, local_cluster
+from tests.servers.redis_cluster import LocalCluster, info
 from tests.servers.redis_server import RedisProcess
 
-from .conftest import skip_without_cluster_support
+from .conftest import cluster_serving_with_a_primary_down
 
 SHARDS = 3  # "reports" is split in three: a shard on each primary
 
@@ -34,12 +34,7 @@ type Outcomes = list[Enqueued | BrokerUnavailable]
 def cluster() -> Iterator[LocalCluster]:
     """A cluster of this module's own, whose primaries serve their slots while another is
     down: its tests take a primary away with its replica, so that no failover follows."""
-    skip_without_cluster_support()
-    with local_cluster() as created:
-        for node in created.nodes:
-            client = redis.Redis(port=node.port)
-            client.config_set("cluster-require-full-coverage", "no")
-            client.close()
+    with cluster_serving_with_a_primary_down() as created:
         yield created
 
 

@@ -16,11 +16,11 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from tests.faults.tasks import count_run, wait_for_file
-from tests.servers.redis_cluster import LocalCluster, info, local_cluster
+from tests.servers.redis_cluster import LocalCluster, info
 from tests.servers.redis_server import RedisProcess
 from tests.support import running, wait_until, worker
 
-from .conftest import command_env, skip_without_cluster_support
+from .conftest import cluster_serving_with_a_primary_down, command_env
 
 LEASE_TTL_S = 15.0  # a renewal meets the down node: redis-py tries it for seconds first
 DOWN = "images"  # the queue whose primary goes down (slot 4887)
@@ -30,12 +30,7 @@ UP = ("billing", "default")  # queues on the two other primaries (slots 7094 and
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
     """A cluster of this module's own, whose live nodes serve their slots while one is down."""
-    skip_without_cluster_support()
-    with local_cluster() as created:
-        for node in created.nodes:
-            client = redis.Redis(port=node.port)
-            client.config_set("cluster-require-full-coverage", "no")
-            client.close()
+    with cluster_serving_with_a_primary_down() as created:
         yield created
 
 

@@ -5,7 +5,6 @@ and the task whose outcome it could not write is not lost."""
 import os
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.worker.exit_codes import ExitCode
 from django_threadmill.worker.process import STOP_MARGIN_S
-from tests.servers.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess
 from tests.support import Command, wait_until, worker
 
 from . import tasks
@@ -24,13 +23,6 @@ LEASE_TTL_S = 2.0  # the lapsed lease is reaped soon after Redis answers again
 # What the command may take past the stop's bound to exit (Python, the supervisor, a loaded
 # machine): a generous deadline to wait for, not a measure of speed.
 EXIT_SLACK_S = 20.0
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisProcess]:
-    """A redis-server of the test's own, for it to pause."""
-    with redis_process() as server:
-        yield server
 
 
 @pytest.fixture

@@ -19,14 +19,8 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Inspector
 from django_threadmill.exceptions import ResumedNotWoken
-from tests.servers.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess
 from tests.support import run_python
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisProcess]:
-    with redis_process() as server:
-        yield server
 
 
 @pytest.fixture

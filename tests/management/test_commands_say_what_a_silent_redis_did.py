@@ -24,7 +24,7 @@ from django_threadmill.exceptions import MaybeApplied
 from django_threadmill.management.health import HealthCode
 from tests.faults.support import paused
 from tests.management.test_queue_command_output_cut_short import plant
-from tests.servers.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess
 from tests.support import run_python
 
 SOCKET_TIMEOUT_S = 0.5  # a Redis that does not answer fails each call after this
@@ -35,12 +35,6 @@ SILENT = (
     "long script or command: SLOWLOG GET), overloaded or frozen; "
 )
 MAYBE_APPLIED = "the call may have been applied, or may still be once Redis goes on."
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisProcess]:
-    with redis_process() as server:
-        yield server
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 
 from django_threadmill.worker.exit_codes import ExitCode
 from tests.faults.support import waiting_on_paused
-from tests.servers.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess
 from tests.support import Command, wait_until, worker
 
 # Far past the deadline below: a stop that waits for the call fails the test, whatever the load.
@@ -128,12 +128,6 @@ def test_the_reaper_stopped_during_its_checks_exits_0_at_once(
     command = Command(silent.url, key_prefix, "threadmill_reap", options=SILENT)
     log = stopped_while_waiting(command, silent, signal.SIGTERM)
     assert "Start-up interrupted on SIGTERM: the system checks wait for Redis" in log
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisProcess]:
-    with redis_process() as server:
-        yield server
 
 
 def test_the_supervisor_exits_while_its_reap_pass_waits_on_silent_redis(
