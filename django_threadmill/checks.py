@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from django.apps import apps
 from django.core.checks import CheckMessage, Error, Warning
@@ -63,9 +63,16 @@ class RedisChecks(Enum):
     AT_START = "at start"  # the worker and the reaper, which wait for an unreachable Redis
 
 
-_redis_checks = ContextVar("threadmill_redis_checks", default=RedisChecks.SKIPPED)
-# The alias whose Redis those checks read (the worker's or reaper's --backend), or None: every one.
-_checked_alias: ContextVar[str | None] = ContextVar("threadmill_checked_alias", default=None)
+class AskedChecks(NamedTuple):
+    """Whether the registered check reads Redis, and of which alias (the worker's or reaper's
+    ``--backend``; None: every one)."""
+
+    mode: RedisChecks
+    alias: str | None = None
+
+
+NOT_ASKED = AskedChecks(RedisChecks.SKIPPED)
+_redis_checks = ContextVar("threadmill_redis_checks", default=NOT_ASKED)
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -157,12 +164,11 @@ def _shard_messages(backend: CheckedBackend) -> list[CheckMessage]:
 def redis_checks(mode: RedisChecks, alias: str | None = None) -> Iterator[None]:
     """Let the registered ``threadmill`` check read Redis (or not) for the block: the Redis of
     ``alias`` alone when one is given, else of every alias."""
-    reset_mode, reset_alias = _redis_checks.set(mode), _checked_alias.set(alias)
+    reset = _redis_checks.set(AskedChecks(mode, alias))
     try:
         yield
     finally:
-        _checked_alias.reset(reset_alias)
-        _redis_checks.reset(reset_mode)
+        _redis_checks.reset(reset)
 
 
 def redis_may_be_down(alias: str) -> AbstractContextManager[None]:
@@ -181,11 +187,10 @@ def redis_may_be_down(alias: str) -> AbstractContextManager[None]:
 def asked_redis_messages(backends: Callable[[], Iterable[CheckedBackend]]) -> list[CheckMessage]:
     """Return ``check_redis`` of each backend where the command asked for it (of its alias
     alone, where it named one), else nothing."""
-    mode = _redis_checks.get()
+    mode, alias = _redis_checks.get()
     if mode is RedisChecks.SKIPPED:
         return []
     waited = mode is RedisChecks.AT_START
-    alias = _checked_alias.get()
     return [
         message
         for backend in backends()

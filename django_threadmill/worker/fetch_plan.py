@@ -85,6 +85,12 @@ class FetchPlan:
         else:
             self._due[queue] = self.clock() + next_due_ms / 1000
 
+    def left_out(self, queues: Callable[[str], bool]) -> None:
+        """Stop counting the ``queues`` the prefetcher left out of this refill on purpose (a
+        limited queue's tasks wait for a runner) among those to ask again at once: asking
+        them before each wait for a runner asked Redis in a loop."""
+        self.unasked = [queue for queue in self.unasked if not queues(queue)]
+
     def next_due_ms(self) -> int | None:
         """Return in how many ms the soonest delayed task of a queue found empty is due (0:
         due now), or None when none holds one."""

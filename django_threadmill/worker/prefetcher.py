@@ -252,8 +252,7 @@ class Prefetcher(RoleThread):
         without a limit whose tasks take runners of those lanes, so that the buffer drains and
         the next runner freed goes to it. Read ahead as usual, a busy queue beside it kept every
         runner taken, and the limited queue's tasks waited until it ran dry (docs/schedules.md,
-        Per-queue limits). Queues left out are not waited for as left out for want of slots
-        (``FetchPlan.unasked``): asking them before each wait for a runner asked Redis in a loop."""
+        Per-queue limits). Queues left out are not asked again at once (``FetchPlan.left_out``)."""
         awaiting = [queue for queue in self._awaiting_runner if not self._held_back.is_held(queue)]
         if not awaiting:
             return counts
@@ -262,8 +261,7 @@ class Prefetcher(RoleThread):
         def takes_the_lanes(queue: str) -> bool:
             return queue not in self.limited and bool(lanes & self._lanes_of.get(queue, set()))
 
-        unasked = self._plan.unasked
-        self._plan.unasked = [q for q in unasked if q not in awaiting and not takes_the_lanes(q)]
+        self._plan.left_out(lambda queue: queue in awaiting or takes_the_lanes(queue))
         asked = {queue: count for queue, count in counts.items() if not takes_the_lanes(queue)}
         return asked | dict.fromkeys(awaiting, free)
 
