@@ -1,6 +1,8 @@
 """Wording shared by error messages."""
 
 VOWELS = frozenset("aeiouAEIOU")
+# Letters whose spoken name starts with a vowel sound: "an HTTPResponse", "an SSLError".
+VOWEL_SOUNDING_LETTERS = frozenset("AEFHILMNORSX")
 
 
 def dotted_name(value: object) -> str:
@@ -11,6 +13,9 @@ def dotted_name(value: object) -> str:
 
 
 def a_type(value: object) -> str:
-    """Return the type of ``value`` with its article: "a list", "an int", "an ImmediateBackend"."""
+    """Return the type of ``value`` with its article: "a list", "an int", "an ImmediateBackend",
+    and for a name read letter by letter (two capitals first) as it is spoken: "a UUID"."""
     name = type(value).__name__
-    return f"{'an' if name[0] in VOWELS else 'a'} {name}"
+    spelt_out = name[:2].isupper() and name[:2].isalpha()
+    vowel_sound = name[0] in (VOWEL_SOUNDING_LETTERS if spelt_out else VOWELS)
+    return f"{'an' if vowel_sound else 'a'} {name}"
