@@ -48,7 +48,8 @@ ENTRY_KEYS = ("BACKEND", "LOCATION", "QUEUES", "OPTIONS")  # what a TASKS entry 
 # Not "." or "..": the admin puts a queue's name in its URLs' paths, where browsers read those
 # as "here" and "up" (a queue ".." could not be paused from a browser).
 QUEUE_NAME_PATTERN = re.compile(r"(?!\.\.?\Z)[A-Za-z0-9_.-]{1,64}")
-KEY_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+KEY_PREFIX_MAX_CHARS = 64  # characters of OPTIONS['key_prefix'], which starts every key
+KEY_PREFIX_PATTERN = re.compile(rf"[A-Za-z0-9_.:-]{{1,{KEY_PREFIX_MAX_CHARS}}}")
 # A task payload above this many bytes is refused at enqueue (Redis itself allows 512 MB).
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 # A larger result is refused: Redis takes no string past 512 MB (proto-max-bulk-len), and a
@@ -195,8 +196,8 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
 def _key_prefix(value: object) -> tuple[str, str]:
     if not isinstance(value, str) or not KEY_PREFIX_PATTERN.fullmatch(value):
         raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS['key_prefix'] is {value!r}. Use 1-64 letters, digits or '_.:-' "
-            "(no braces: the prefix sits outside the Redis Cluster hash tag)."
+            f"OPTIONS['key_prefix'] is {value!r}. Use 1-{KEY_PREFIX_MAX_CHARS} letters, digits "
+            "or '_.:-' (no braces: the prefix sits outside the Redis Cluster hash tag)."
         )
     return "key_prefix", value
 

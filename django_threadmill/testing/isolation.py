@@ -17,6 +17,8 @@ from django.test import override_settings
 from django.test import runner as django_runner
 
 from ..aliases import threadmill_aliases, threadmill_backend
+from ..conf.settings import KEY_PREFIX_MAX_CHARS
+from ..exceptions import ImproperlyConfiguredThreadmill
 
 
 def parallel_worker() -> str | None:
@@ -47,5 +49,22 @@ def suffixed_tasks() -> dict[str, dict[str, Any]] | None:
         if prefix.endswith(f"-{worker}"):  # already the process's own
             continue
         options = dict(tasks[alias].get("OPTIONS", {}))
-        tasks[alias]["OPTIONS"] = {**options, "key_prefix": f"{prefix}-{worker}"}
+        tasks[alias]["OPTIONS"] = {**options, "key_prefix": _suffixed(alias, prefix, worker)}
     return tasks
+
+
+def _suffixed(alias: str, prefix: str, worker: str) -> str:
+    """Return ``prefix`` ending with ``-worker``; raise, naming the fix, if that is too long to
+    be a key prefix: the backend would refuse it naming a prefix the settings never wrote."""
+    suffixed = f"{prefix}-{worker}"
+    if len(suffixed) > KEY_PREFIX_MAX_CHARS:
+        room = KEY_PREFIX_MAX_CHARS - len(worker) - 1
+        raise ImproperlyConfiguredThreadmill(
+            f"TASKS[{alias!r}] OPTIONS['key_prefix'] {prefix!r} ({len(prefix)} characters) "
+            f"leaves no room for the '-{worker}' this test process adds to it, so that its "
+            "keys are apart from those of the test processes running beside it "
+            f"(docs/testing.md, Keys are flushed around each test): a key prefix is at most "
+            f"{KEY_PREFIX_MAX_CHARS} characters. Give the tests a key_prefix of {room} "
+            "characters or fewer."
+        )
+    return suffixed
