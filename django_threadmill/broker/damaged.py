@@ -128,23 +128,25 @@ class DamagedRecords(Layouts):
                 if dropped:
                     yield oldest_first(dropped)
 
-    def forget_damaged(self, queue: str, ids: Sequence[str]) -> list[str]:
+    def forget_damaged(self, queue: str, ids: Sequence[str]) -> Iterator[list[str]]:
         """Drop the entries ``ids`` of ``queue``'s damaged set (every shard's of every count),
-        in one round trip after ``every_part``'s; the keys themselves are left as they are.
-        Return the ids that were not in it.
+        a round trip per part after ``every_part``'s; the keys themselves are left as they are.
+        Yield the ids each part dropped, if any, as soon as it answers.
+
+        A part Redis fails (its set of another type, its node of a Redis Cluster lost) stops
+        the forget there: what was yielded is all that was dropped, but for that part's call
+        when it may have been applied (``MaybeApplied``). Sent in one pipeline, every part but
+        the failed one dropped its entries, and the caller was told the error alone.
 
         An id is taken as ``damaged`` lists it: one listed escaped (``\\xff``, a byte that is
         not UTF-8) names the entry stored under that byte.
         """
-        keys = [self.queue_keys(part).damaged for part in self.every_part(queue)]
-        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
-            for task_id in ids:
-                for key in keys:
+        for part in self.every_part(queue):
+            key = self.queue_keys(part).damaged
+            with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+                for task_id in ids:
                     pipe.hdel(key, *{task_id.encode(), unescaped(task_id)})
-            dropped = pipe.execute()
-        per_id = len(keys)
-        return [
-            task_id
-            for n, task_id in enumerate(ids)
-            if not any(dropped[n * per_id : (n + 1) * per_id])
-        ]
+                counts = pipe.execute()
+            dropped = [task_id for task_id, count in zip(ids, counts, strict=True) if count]
+            if dropped:
+                yield dropped

@@ -82,7 +82,9 @@ def forget_all_signalled(
     finally:
         command.kill()
         command.wait()
-    return Ended(command.returncode, (first + listed).splitlines(), error)
+    # What it says after its audit line (Damaged records forgotten ... incomplete=yes).
+    said = error.partition(" incomplete=yes\n")[2]
+    return Ended(command.returncode, (first + listed).splitlines(), said)
 
 
 def listed_ids(ended: Ended) -> set[str]:

@@ -81,6 +81,22 @@ def _stopped(queue: str, forgot: int, why: BaseException) -> str:
     )
 
 
+def _forgot_partly(queue: str, forgot: list[str], why: BrokerUnavailable) -> str:
+    """Return what ``forget-damaged`` with ids says when a part of the queue (a shard, of one
+    shard count or another) failed after the parts before it dropped ``forgot``."""
+    listing = f"'manage.py threadmill_queue damaged {queue}'"
+    failed = (
+        f"the next shard failed, and may have dropped its entries too: {_said(why)}. "
+        f"{listing} lists those left."
+        if isinstance(why, MaybeApplied)
+        else f"the next shard failed: {_said(why)}. The others are kept: {listing} lists them."
+    )
+    return (
+        f"Forgot {len(forgot)} damaged record(s) of queue {queue} ({', '.join(forgot)}), then "
+        f"stopped: {failed}"
+    )
+
+
 def _again(action: str, queue: str, otherwise: str) -> str:
     """Return how to see whether a pause or resume Redis may have applied: run it again, which
     changes nothing if it was (``otherwise``: what it then says)."""
@@ -146,6 +162,21 @@ def _log_purge(alias: str, queue: str, state: str, deleted: int, *, complete: bo
         controls_escaped(queue),
         state or "finished",
         deleted,
+        _by(),
+        "" if complete else " incomplete=yes",
+    )
+
+
+def _log_forget(alias: str, queue: str, ids: list[str], forgot: int, *, complete: bool) -> None:
+    """Log who forgot which damaged entries (``ids``, none for ``--all``) and how many, as the
+    purge line is logged, ``incomplete=yes`` when it stopped before the end: the entry was the
+    only pointer to the key set aside, which no index names."""
+    logger.info(
+        "Damaged records forgotten backend=%s queue=%s ids=%s forgot=%d by=%s%s",
+        controls_escaped(alias),
+        controls_escaped(queue),
+        ",".join(controls_escaped(task_id) for task_id in ids) if ids else "all",
+        forgot,
         _by(),
         "" if complete else " incomplete=yes",
     )
@@ -395,11 +426,20 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             self._forget_all(source, queue, stop)
             return
         ids = list(dict.fromkeys(ids))  # given twice, an id was dropped once, then "missing"
+        dropped: dict[str, None] = {}  # in the order dropped; an id may sit in two shard counts
+        complete = False
         try:
-            missing = source.broker.forget_damaged(queue, ids)
+            for part in source.broker.forget_damaged(queue, ids):
+                dropped.update(dict.fromkeys(part))
+            complete = True
         except BrokerUnavailable as exc:
-            raise failed_change(exc, _listing(queue)) from exc
-        forgot = f"Forgot {len(ids) - len(missing)} damaged record(s) of queue {queue}"
+            if not dropped:
+                raise failed_change(exc, _listing(queue)) from exc
+            raise CommandError(_forgot_partly(queue, list(dropped), exc)) from exc
+        finally:  # a second stop signal included: what was dropped is logged
+            _log_forget(source.alias, queue, ids, len(dropped), complete=complete)
+        missing = [task_id for task_id in ids if task_id not in dropped]
+        forgot = f"Forgot {len(dropped)} damaged record(s) of queue {queue}"
         if missing:  # a typo, or an id forgotten already: say which, with where to look
             raise CommandError(
                 f"{forgot}; not in its damaged list: {', '.join(missing)}. Give each id as "
@@ -414,17 +454,20 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
         the output closed) drops no more than was listed, but for that batch. A stop signal
         is held until the batch on its way is listed, so it ends the command with each entry
         dropped listed."""
-        forgot = 0
+        forgot, complete = 0, False
         try:
             for batch in source.broker.forget_all_damaged(queue):
                 forgot += len(batch)
                 for record in batch:
                     self.stdout.write(_line(record))
                 stop.check()
+            complete = True
         except (BrokerUnavailable, OutputClosed, Stopped, KeyboardInterrupt) as exc:
             if not forgot and isinstance(exc, BrokerUnavailable):
                 raise failed_change(exc, _listing(queue)) from exc
             raise CommandError(_stopped(queue, forgot, exc)) from exc
+        finally:
+            _log_forget(source.alias, queue, [], forgot, complete=complete)
         what = "those listed above, read and dropped in one step" if forgot else "it had none"
         self.stdout.write(f"Forgot {forgot} damaged record(s) of queue {queue}: {what}.")
 
