@@ -70,6 +70,30 @@ class PartlyEnqueued(BrokerUnavailable):
         self.errors = errors or {}
 
 
+class PartlyRenewed(BrokerUnavailable):
+    """A lease renewal that some queues took and others did not (a key of another type there,
+    or on a Redis Cluster their primary down): Redis pushed the leases of the queues that took
+    it, as it would have with no error.
+
+    ``answered`` holds the ids of the leases of those queues, each renewed unless it is in
+    ``lost``, the ids Redis found lost there; ``error`` is the first failed queue's error.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        error: BrokerUnavailable,
+        answered: frozenset[str] = frozenset(),
+        lost: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.error = error
+        self.answered = answered
+        self.lost = lost
+
+    __reduce__ = _reduced_as_raised
+
+
 class ReservationsUnconfirmed(BrokerUnavailable):
     """No replica confirmed a reservation under OPTIONS['durability'] = "replicated": the
     tasks went back unstarted, as a failover now could have another worker run them too."""

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..codec.ids import worker_host_and_pid
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, PartlyRenewed
 from .damaged import log_set_aside
 from .keys import QueueKeys
 from .progress import ProgressWrites
@@ -34,6 +34,22 @@ def reap_mark() -> str:
 def fences(leases: Iterable[Lease]) -> list[str]:
     """The scripts' per-lease arguments: id, token, id, token, ..."""
     return [part for lease in leases for part in (lease.task_id, lease.token)]
+
+
+def _partly_renewed(
+    groups: dict[str, list[Lease]], failed: dict[str, BrokerUnavailable], lost: list[str]
+) -> PartlyRenewed:
+    """Return the error of a renewal whose calls for the queue parts in ``failed`` failed,
+    the others' replies naming ``lost``."""
+    first = next(iter(failed.values()))
+    return PartlyRenewed(
+        f"not renewed in queue {', '.join(failed)}, renewed in the others: {first}",
+        first,
+        answered=frozenset(
+            lease.task_id for part, group in groups.items() if part not in failed for lease in group
+        ),
+        lost=tuple(lost),
+    )
 
 
 class Transitions(ProgressWrites):
@@ -188,7 +204,10 @@ class Transitions(ProgressWrites):
 
         Each queue in ``served`` is renewed too, with no leases if none is held there: the
         worker's heartbeat, so the admin and the metrics count idle workers (and, with
-        ``threads``, their live worker threads).
+        ``threads``, their live worker threads). A queue whose call failed while others' did
+        not raises ``PartlyRenewed``, holding what the others' calls did: Redis renewed their
+        leases, which the error must not drop. When every call failed, the first error is
+        raised.
         """
 
         def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
@@ -214,11 +233,23 @@ class Transitions(ProgressWrites):
                 ),
             )
 
-        return [
+        groups = self.by_part(leases, lambda lease: lease, served)
+        calls = [build(self.queue_keys(part), group) for part, group in groups.items()]
+        replies = self._run_each_per_queue(calls) if calls else []
+        failed = {
+            part: reply
+            for part, reply in zip(groups, replies, strict=True)
+            if isinstance(reply, BrokerUnavailable)
+        }
+        lost = [
             task_id
-            for _, _, reply in self._by_queue(leases, lambda lease: lease, build, served)
+            for reply in replies
+            if not isinstance(reply, BrokerUnavailable)
             for task_id in reply
         ]
+        if failed:
+            raise _partly_renewed(groups, failed, lost)
+        return lost
 
     def sign_off(self, worker_id: str, served: Iterable[str]) -> None:
         """Drop ``worker_id``'s sightings from the queues in ``served``: a process that stopped

@@ -3,10 +3,10 @@
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..broker import Broker, Lease
-from ..exceptions import BrokerRefused, BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable, PartlyRenewed
 from .backoff import REDIS_BACKOFF
 from .role import RoleThread
 
@@ -228,18 +228,26 @@ class LeaseKeeper(RoleThread):
     def renew(self) -> float:
         """Renew every held lease; return when the wait for the next renewal starts
         (lease_clock): at the send of a call Redis took, as its leases' deadlines run from
-        there, or at the failure of one it did not, as the backoff does."""
+        there, or at the failure of one it did not, as the backoff does. A call some queues
+        took and others did not is a failure that still counts the leases it renewed."""
         leases = self.held.snapshot()
         sent_at = lease_clock()
         try:
             lost = self.broker.renew(self.worker_id, leases, self.queues, threads=self.threads())
+        except PartlyRenewed as exc:
+            answered = [lease for lease in leases if lease.task_id in exc.answered]
+            self._taken(answered, exc.lost, sent_at)
+            return self._failed(len(leases), exc, exc.error)
         except BrokerUnavailable as exc:
-            self._failures += 1
-            logger.warning("Lease renewal failed held=%d error=%s", len(leases), exc)
-            if isinstance(exc, BrokerRefused):
-                self.on_refused(exc)
-            return lease_clock()
+            return self._failed(len(leases), exc, exc)
         self._failures = 0
+        self._taken(leases, lost, sent_at)
+        self._register_if_due()
+        return sent_at
+
+    def _taken(self, leases: list[Lease], lost: Iterable[str], sent_at: float) -> None:
+        """Note that Redis took the renewal of ``leases``, sent at ``sent_at``: those in
+        ``lost`` are forgotten, the others' deadlines were pushed."""
         if self.on_first_renewal is not None:
             said, self.on_first_renewal = self.on_first_renewal, None
             said()
@@ -248,8 +256,14 @@ class LeaseKeeper(RoleThread):
         for lease in self.held.forget_lost(gone):
             logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", lease.task_id)
         self.held.confirm([lease for lease in leases if lease.task_id not in lost_ids], sent_at)
-        self._register_if_due()
-        return sent_at
+
+    def _failed(self, held: int, exc: BrokerUnavailable, cause: BrokerUnavailable) -> float:
+        """Count a renewal that failed, in every queue or some; return when, for the backoff."""
+        self._failures += 1
+        logger.warning("Lease renewal failed held=%d error=%s", held, exc)
+        if isinstance(cause, BrokerRefused):
+            self.on_refused(cause)
+        return lease_clock()
 
     def _register_if_due(self) -> None:
         """Put the served queues back in the backend's set of queues if Redis lost them, at
