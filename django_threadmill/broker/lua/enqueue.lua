@@ -25,7 +25,8 @@
 --          stores nothing then rewrites P:seq as it is, for WAIT: see there). A unique key
 --          held by an unfinished task makes the task a duplicate; a schedule slot at or before
 --          the last one fired is skipped, so a finished, expired slot never fires again; with
---          no marker an "s" slot is only recorded (a new schedule) and an "a" slot fires. A
+--          no marker an "s" slot is only recorded, as "<ms>.0" (a new schedule), and an "a"
+--          slot fires, as does an "a" slot that finds its own time only recorded. A
 --          unique key or schedule marker of another type (written by hand) is set aside and
 --          replaced, as is one whose holder's record cannot be read; one whose holder is set
 --          aside in P:damaged (it never runs) is replaced.
@@ -40,13 +41,18 @@
 -- Clock:   redis.call("TIME") only: the enqueue time stored, and ready or delayed.
 local now = now_ms()
 
+-- The suffix of a marker only recorded, not fired (a new schedule's first slot, "<ms>.0"): it
+-- reads as the same number to tonumber and to every reader of the marker.
+local SEEN = ".0"
 local guard_at = {}
 local first = 3 + tonumber(ARGV[2]) * 4
 local now_text = tostring(now)  -- the enqueue time of every task stored, formatted once
 for g = 3, first - 1, 4 do
   local kind, name = ARGV[g + 1], ARGV[g + 2]
   local key = (kind == "u" and KEYS[6] or KEYS[7]) .. name
-  guard_at[tonumber(ARGV[g])] = {key = key, kind = kind, name = name, value = tonumber(ARGV[g + 3])}
+  guard_at[tonumber(ARGV[g])] = {
+    key = key, kind = kind, name = name, value = tonumber(ARGV[g + 3]), text = ARGV[g + 3],
+  }
 end
 
 local stored = 0
@@ -71,14 +77,19 @@ local function claim(guard, id, position)
   elseif guard.kind == "s" or guard.kind == "a" then
     local before = guard_value(key)
     local last = tonumber(before)
-    if last and last >= value then
+    -- A slot a supervisor waited for fires though another, started after the marker was
+    -- lost, recorded it first as a new schedule's (docs/schedules.md, Periodic tasks).
+    local only_seen = guard.kind == "a" and last == value and before:sub(-#SEEN) == SEEN
+    if last and last >= value and not only_seen then
+      return false
+    end
+    marked[#marked + 1], marked[#marked + 2] = key, before or false
+    if not last and guard.kind == "s" then
+      redis.call("SET", key, guard.text .. SEEN)  -- a new schedule starts with its next slot
       return false
     end
     redis.call("SET", key, value)
-    marked[#marked + 1], marked[#marked + 2] = key, before or false
-    -- A schedule never seen before starts with its next slot; a slot a running supervisor
-    -- waited for fires even so: its marker was lost (docs/schedules.md, Periodic tasks).
-    return last ~= nil or guard.kind == "a"
+    return true  -- an "a" slot with no marker too: the marker was lost
   end
   if not redis.call("SET", key, id, "NX", "PX", value) then
     local holder = guard_value(key)
