@@ -118,8 +118,14 @@ class Lifecycle(Layouts):
         keys = self.queue_keys(part)
         return ScriptCall(
             ScriptName.REAP,
-            (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
-            (limit, "1" if dry_run else "0", self.wake_on_free(queue), REAP_CHARS),
+            (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged, keys.workers),
+            (
+                limit,
+                "1" if dry_run else "0",
+                self.wake_on_free(queue),
+                REAP_CHARS,
+                self.settings.lease_ttl_ms,
+            ),
             raw=True,
         )
 

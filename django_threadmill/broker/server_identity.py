@@ -35,7 +35,7 @@ class ServerIdentity(BrokerCore):
         with self.translated_errors(read=True):
             identity, note, now_ms = self._server_note_and_time()
         noted_at = _noted_at(note, identity)
-        if noted_at is not None:
+        if noted_at is not None and noted_at <= now_ms:  # later: the Redis clock stepped back
             return now_ms - noted_at
         call = ScriptCall(ScriptName.SERVER_SEEN, (self.keyspace.server,), (identity,))
         return int(self._run(call))

@@ -4,12 +4,16 @@
 -- KEYS[3]  P:leases    zset: reserved and running ids by lease deadline in ms
 -- KEYS[4]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
+-- KEYS[6]  P:workers   zset: worker ids by last renewal in ms; one dated ahead of the Redis
+--                      clock shows that clock stepped back since
 -- ARGV[1]  limit       most expired lease entries looked at
 -- ARGV[2]  dry_run     "1" reports without changing anything
 -- ARGV[3]  wake_on_free  "1" for a queue with a concurrency limit: a ghost or a record set
 --                        aside gives back its slot, and a fetcher is woken for it
 -- ARGV[4]  most_chars  most characters of payloads and earlier errors to reply with: the
 --                      running attempt past it ends the call (its first whatever its size)
+-- ARGV[5]  lease_ttl_ms  the backend's lease length: after a step back of the clock, a deadline
+--                        further ahead than this is brought to it from now
 -- Returns: {{id...} reservations released (or that would be),
 --           {{id, token, payload, workers, deadline_ms, {error_json...}, workflow}...} expired
 --           running attempts, which the client settles through finish.lua with that token
@@ -24,13 +28,31 @@
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
 --          A released reservation keeps no token: a late call of the old lease is stale. Nor
 --          does it keep a progress report (one may have gone out before its start notice).
--- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:leases
---          is read first, and P:ready written before the records (a set-aside note already
---          made is made again by the next pass). Only P:wake comes after the moves: then the
---          reservations are back in P:ready and no idle fetcher was woken for them.
+-- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:workers
+--          and P:leases are read first, and P:ready written before the records (a set-aside
+--          note already made is made again by the next pass). Only P:wake comes after the
+--          moves: then the reservations are back in P:ready and no idle fetcher was woken for
+--          them.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
 local dry_run = ARGV[2] == "1"
+-- A renewal dated ahead of the clock shows it stepped back since (NTP, a failover to a replica
+-- whose clock lags): deadlines written before the step lie that much further ahead, and a
+-- worker that died since kept its tasks running as long. Those more than lease_ttl ahead are
+-- brought to lease_ttl from now, as a renewal would; a live worker renews its own meanwhile
+-- (docs/lifecycle.md, After an outage or a stall).
+local stepped_back = #redis.call("ZRANGEBYSCORE", KEYS[6], "(" .. now, "+inf", "LIMIT", 0, 1) > 0
+if stepped_back and not dry_run then
+  local bound = now + tonumber(ARGV[5])
+  local ahead = redis.call("ZRANGEBYSCORE", KEYS[3], "(" .. bound, "+inf", "LIMIT", 0,
+    tonumber(ARGV[1]))
+  local bounded = {}
+  for _, id in ipairs(ahead) do
+    bounded[#bounded + 1] = bound
+    bounded[#bounded + 1] = id
+  end
+  call_chunked("ZADD", KEYS[3], bounded)
+end
 local expired = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "WITHSCORES", "LIMIT", 0,
   tonumber(ARGV[1]))
 
