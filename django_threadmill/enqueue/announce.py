@@ -1,8 +1,9 @@
-"""Send task_enqueued for stored tasks: per call for threads, per batch for an event loop.
+"""Send task_enqueued for stored tasks: per call for threads, per context for an event loop.
 
 A task_enqueued that nothing would hear (signals.heard) is not sent: Django's own receiver only
 logs at DEBUG, and sending to it alone, with a quiet logger, was 3 µs of each enqueue in a
-burst; for an event loop it also saves the hop to asgiref's sync thread.
+burst; for an event loop it also saves the hop to asgiref's sync thread, and the copy of each
+caller's context.
 """
 
 import asyncio
@@ -10,7 +11,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from contextvars import Context, ContextVar
+from contextvars import Context, ContextVar, copy_context
 from functools import partial
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
@@ -21,6 +22,9 @@ from ..observability.signals import heard, send_guarded
 # Sends task_enqueued for a batch of results in one hop; returns, per result, what a receiver
 # raised. None, with no hop, when nothing would hear them (signals.heard).
 type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]] | None]
+
+# What a context holds, by identity: each variable and the id of its value.
+type ContextValues = frozenset[tuple[ContextVar[object], int]]
 
 # What a thread pool raises, asgiref's sync thread's included, once the interpreter shuts down
 # (atexit handlers run then): the hop never started, so no receiver ran.
@@ -50,6 +54,19 @@ def a_thread_waits() -> bool:
     keeps there). A batch's hop could queue behind that very thread (docs/enqueue.md,
     Coalescing)."""
     return _sending.get() or getattr(AsyncToSync.executors, "current", None) is not None
+
+
+def caller_context() -> Context | None:
+    """Return a copy of the caller's context to announce its task from, or None when nothing
+    would hear task_enqueued (signals.heard): a burst nobody hears copies nothing."""
+    return copy_context() if heard(task_enqueued, TaskResultStatus.READY) else None
+
+
+def values_of(context: Context) -> ContextValues:
+    """Name what ``context`` holds, by identity. Contexts that hold the same object in every
+    variable (copies: the tasks of one ``gather``) announce alike, asgiref's Locals included,
+    so their callers share one hop (docs/enqueue.md, Coalescing)."""
+    return frozenset((var, id(value)) for var, value in context.items())
 
 
 @contextmanager

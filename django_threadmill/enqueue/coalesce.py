@@ -9,6 +9,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import Context
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -16,7 +17,7 @@ from ..broker import Broker, Enqueued, NewTask
 from ..broker.per_loop import PerLoop
 from ..compat import TaskResult
 from ..exceptions import BrokerUnavailable
-from .announce import Announce, a_thread_waits
+from .announce import Announce, ContextValues, a_thread_waits, caller_context, values_of
 from .batching import Latch, Line, Pending, grouped, interrupt, own_error, settling, tasks_by_queue
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class Announced(Pending):
     result: TaskResult
     future: asyncio.Future[str | None]
     by_caller: bool = False  # a sync thread waits for its caller, which announces it
+    context: Context | None = None  # a copy of its caller's, to announce from, if heard
 
 
 class ThreadCoalescer:
@@ -135,10 +137,12 @@ class LoopCoalescer:
 
     A flusher task sends the batches, so a caller cancelled while waiting (a dropped request)
     never cancels a call that carries other callers' tasks. Each batch it stored is announced
-    in one hop to a sync thread (``Signal.asend`` per call costs one hop each, and 10,000 of
-    them queue behind one another on asgiref's single sync thread), by a task of its own: the
-    line is free meanwhile, so a receiver that enqueues is not left waiting for a batch that
-    waits for it (docs/enqueue.md, Coalescing).
+    in one hop to a sync thread per group of callers whose contexts hold the same values
+    (``Signal.asend`` per call costs one hop each, and 10,000 of them queue behind one another
+    on asgiref's single sync thread), by a task of its own started in that context: receivers
+    see their own caller's context variables and asgiref Locals, as for a lone call. The line
+    is free meanwhile, so a receiver that enqueues is not left waiting for a batch that waits
+    for it (docs/enqueue.md, Coalescing).
     """
 
     def __init__(self, send: Callable[[Groups], Awaitable[Outcomes]], announce: Announce) -> None:
@@ -160,12 +164,14 @@ class LoopCoalescer:
         walk. Only a call a sync thread waits for (made in a task_enqueued receiver, or under
         ``async_to_sync``) gets a coroutine, which announces its task itself.
         """
+        by_caller = a_thread_waits()
         pending = Announced(
             queue=queue,
             task=task,
             result=result,
             future=loop.create_future(),
-            by_caller=a_thread_waits(),
+            by_caller=by_caller,
+            context=None if by_caller else caller_context(),
         )
         if self._line.join(pending):
             self._flusher = loop.create_task(self._flush(), name="threadmill-enqueue")
@@ -231,20 +237,30 @@ class LoopCoalescer:
 
     def _announce_then_resolve(self, batch: list[Announced]) -> None:
         """Resolve the callers of a sent batch: at once, but those whose task was stored once
-        it is announced, in a task of its own that the flusher does not wait for."""
-        stored: list[Announced] = []
+        it is announced, by callers holding the same context values together."""
+        alike: dict[ContextValues | None, list[Announced]] = {}
         for pending in batch:
             if pending.error is None and pending.holder is None and not pending.by_caller:
-                stored.append(pending)
+                key = None if pending.context is None else values_of(pending.context)
+                alike.setdefault(key, []).append(pending)
             else:
                 self._resolve(pending)
-        hop = self._announce([pending.result for pending in stored]) if stored else None
+        for stored in alike.values():
+            self._announce_alike(stored)
+
+    def _announce_alike(self, stored: list[Announced]) -> None:
+        """Announce ``stored`` in one hop, from a task of its own that the flusher does not
+        wait for, started in their callers' context (the flusher's if none was copied), then
+        resolve them."""
+        hop = self._announce([pending.result for pending in stored])
         if hop is None:
             for pending in stored:
                 self._resolve(pending)
             return
         announcer = asyncio.get_running_loop().create_task(
-            self._resolve_once_announced(stored, hop), name="threadmill-announce"
+            self._resolve_once_announced(stored, hop),
+            name="threadmill-announce",
+            context=stored[0].context,
         )
         self._announcers.add(announcer)
         announcer.add_done_callback(self._announcers.discard)
