@@ -259,15 +259,17 @@ class Acquiring(BrokerCore):
             raw=True,
         )
 
-    def start_turn(self, queue: str) -> float:
-        """Take the next start of ``queue`` under its rate: 0 when its task may start now, else
-        the ms until the next start comes, to the µs (pace.lua). A queue without a rate always
-        has one."""
+    def start_turn(self, queue: str) -> float | None:
+        """Take the next start of ``queue`` under its rate: 0 when its task may start now, None
+        when the queue is paused (its task goes back to READY), else the ms until the next
+        start comes, to the µs (pace.lua). A queue without a rate always has one."""
         interval_us = self.settings.limit_of(queue).token_interval_us
         if interval_us is None:
             return 0
-        call = ScriptCall(ScriptName.PACE, (self.queue_keys(queue).paced,), (interval_us,))
-        return int(self._run(call)) / 1000
+        keys = self.queue_keys(queue)
+        call = ScriptCall(ScriptName.PACE, (keys.paced, keys.paused), (interval_us,))
+        wait_us = int(self._run(call))
+        return None if wait_us < 0 else wait_us / 1000
 
     def _wake_groups(self, queues: Sequence[str], worker_id: str) -> list[list[str]]:
         parts = [part for queue in queues for part in self.parts(queue)]

@@ -85,7 +85,7 @@ class QueueKeys:
 
     @property
     def paused(self) -> str:
-        """String present while the queue is paused: "<ms> <by>: <reason>" (broker/pausing.py)."""
+        """String present while the queue is paused: when, by whom and why (broker/pausing.py)."""
         return f"{self.prefix}:paused"
 
     @property

@@ -1,14 +1,16 @@
 """Pausing: stop the workers taking a queue's tasks, and let them take them again.
 
 A queue is paused while its ``P:paused`` key exists, in every part of a sharded queue;
-acquire.lua checks it in the call that would reserve, so every worker obeys at once, and a
-worker or Redis restart keeps it (docs/lifecycle.md, Pausing a queue). Pause and resume also
-reach the parts of every other shard count the queue kept keys under, so the workers still
-serving an earlier ``queue_shards`` obey them (docs/scaling.md, Changing the shard count). The
-key holds who paused the queue, when and why, for the admin and the command; nothing decides
-on its value.
+acquire.lua checks it in the call that would reserve, so every worker obeys at once, pace.lua
+before a rate-limited queue's start turn, so a task reserved before the pause and still waiting
+for its turn goes back to READY, and a worker or Redis restart keeps it (docs/lifecycle.md,
+Pausing a queue). Pause and resume also reach the parts of every other shard count the queue
+kept keys under, so the workers still serving an earlier ``queue_shards`` obey them
+(docs/scaling.md, Changing the shard count). The key holds who paused the queue, when and why,
+for the admin and the command; nothing decides on its value.
 """
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -58,12 +60,26 @@ class QueuePause:
     reason: str  # why, as they said it ("" if they did not)
 
     def text(self) -> str:
-        """Return what the key holds: ``"<ms> <by>: <reason>"``."""
-        return f"{self.at_ms} {self.by}: {self.reason}"
+        """Return what the key holds: a JSON object of the three fields.
+
+        Earlier versions wrote ``"<ms> <by>: <reason>"``, read back split at the first ": ": an
+        author holding one (a username, ``$LOGNAME``) read back cut there, the rest of it taken
+        for the reason.
+        """
+        fields = {"at_ms": self.at_ms, "by": self.by, "reason": self.reason}
+        return json.dumps(fields, ensure_ascii=False)
 
     @classmethod
     def parse(cls, text: str) -> "QueuePause":
-        """Read a key's value, forgiving anything else: a key set by hand still pauses."""
+        """Read a key's value as ``text`` writes it, or as earlier versions wrote it (``"<ms>
+        <by>: <reason>"``), forgiving anything else: a key set by hand still pauses."""
+        try:
+            fields = json.loads(text)
+        except (ValueError, RecursionError):  # not JSON: an earlier version's, or by hand
+            fields = None
+        match fields:
+            case {"at_ms": int() | None as at_ms, "by": str() as by, "reason": str() as reason}:
+                return cls(at_ms=at_ms, by=by, reason=reason)
         at_ms, by, reason = stored_note(text)
         return cls(at_ms=at_ms, by=by, reason=reason)
 

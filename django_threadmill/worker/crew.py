@@ -47,7 +47,7 @@ class Crew:
         on_empty: Callable[[], None],
         on_refused: Callable[[BrokerRefused], None],
         on_crash: Callable[[], None],
-        release: Callable[[list[Reservation]], object],
+        release: Callable[[list[Reservation]], bool],
         on_first_renewal: Callable[[], None] = lambda: None,
     ) -> None:
         self.options = options

@@ -11,6 +11,10 @@ event loop's executor thread): the task waits out of the way, still reserved and
 held, and goes back to the buffer when its turn is due, while the thread runs other queues'
 tasks. Waited for in the thread, a "1/h" queue's task held a thread for up to an hour, and
 tasks reserved while the threads were busy held one each.
+
+A task whose queue was paused since it was reserved is handed back to READY when it asks for its
+turn, its reservation released: it has not started, so it waits for the resume with the queue's
+other tasks instead of starting at its turn, up to an interval into the pause.
 """
 
 import logging
@@ -31,12 +35,13 @@ LONGEST_RUNNER_WAIT_MS = 50
 
 class Pacer:
     """Hold each task of a rate-limited queue until its start turn; hand it back if the worker
-    stops first (``release``, or ``put_back`` to the buffer, whose close returns it)."""
+    stops first (``release``, or ``put_back`` to the buffer, whose close returns it), or its
+    queue is paused (``release``)."""
 
     def __init__(
         self,
         broker: Broker,
-        release: Callable[[list[Reservation]], object],
+        release: Callable[[list[Reservation]], bool],  # False: Redis did not take them
         put_back: Callable[[list[Reservation]], None],
     ) -> None:
         self.broker = broker
@@ -61,9 +66,9 @@ class Pacer:
 
     def take_turn(self, reservation: Reservation, may_start: Callable[[Reservation], bool]) -> bool:
         """Block until the task of ``reservation``, of a queue with a rate, may start; False
-        when it must not now: ``may_start`` said no, the worker stopped first (then it is handed
-        back), or its turn is far off (then it waits out of the way, and is put back in the
-        buffer when the turn is due).
+        when it must not now: ``may_start`` said no, the worker stopped first or the queue was
+        paused (then it is handed back), or its turn is far off (then it waits out of the way,
+        and is put back in the buffer when the turn is due).
 
         ``may_start`` is asked before each try for a turn, not once after the turn came: a turn
         taken is then never spent on a task that does not start (its lease was lost while it
@@ -80,6 +85,12 @@ class Pacer:
                 wait_s = REDIS_BACKOFF.after(failures)
                 logger.warning("Start turn failed, retrying in %.1fs error=%s", wait_s, exc)
                 self.stopping.wait(wait_s)
+                continue
+            if wait_ms is None:  # paused since it was reserved: READY again until the resume
+                if self.release([reservation]):
+                    return False
+                failures += 1  # Redis did not take it: ask again (paused still?) after a backoff
+                self.stopping.wait(REDIS_BACKOFF.after(failures))
                 continue
             if wait_ms == 0:
                 return True
