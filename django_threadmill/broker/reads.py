@@ -5,7 +5,7 @@ redis-py's types, which allow bytes.
 """
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -50,6 +50,36 @@ def unreadable_payload(task_id: str, key: str | None, problem: PayloadError) -> 
         f"Task {task_id!r} cannot be read. {problem} Look at its record (redis-cli HGETALL "
         f"{key!r}), then delete it or restore the payload (docs/lifecycle.md, Damaged records)."
     )
+
+
+# What ``progress_fields`` reads: ``state`` tells a record that is there from one that is gone.
+PROGRESS_READ = ("state", *PROGRESS_FIELDS)
+
+
+def _named_progress(values: Sequence[str | None] | None) -> dict[str, str | None] | None:
+    """Return the progress fields read (``values``, in ``PROGRESS_FIELDS`` order) by name, or
+    None for a record that is gone (``progress_fields``)."""
+    return None if values is None else dict(zip(PROGRESS_FIELDS, values, strict=True))
+
+
+def _record_replies(keys: Sequence[str | None], replies: Iterable[Any]) -> list[Any]:
+    """Return a pipeline's ``replies``, one per key of ``keys`` that is not None, each in its
+    key's place, and None in the others' (``records``)."""
+    sent = iter(replies)
+    return [None if key is None else next(sent) for key in keys]
+
+
+def _first_of_another_type(
+    task_ids: Sequence[str], keys: Sequence[str | None], replies: Sequence[Any]
+) -> tuple[str, str] | None:
+    """Return the id and key of the first record of ``replies`` whose key is not a hash, or
+    None; raise any other error a reply holds (``records``)."""
+    for task_id, key, reply in zip(task_ids, keys, replies, strict=True):
+        if isinstance(reply, redis.ResponseError) and key is not None:
+            if not wrong_type(reply):
+                raise reply
+            return task_id, key
+    return None
 
 
 def known_queues(seen: Iterable[bytes], configured: Iterable[str]) -> list[str]:
@@ -161,6 +191,23 @@ class Reads(BrokerCore):
                     raise
                 raise damaged_record(task_id, key, str(self.client.type(key))) from exc
 
+    async def _aread_record[T](self, task_id: str, read: Callable[[str], Awaitable[T]]) -> T | None:
+        """Async twin of ``_read_record`` (in the part the settings' shard count gives), for
+        ``read``s on the asyncio client."""
+        key = self.record_key(task_id)
+        if key is None:
+            return None
+        async with self.atranslated_errors(read=True):
+            try:
+                return await read(key)
+            except UnicodeDecodeError as exc:
+                raise undecodable_record(task_id, key) from exc
+            except redis.ResponseError as exc:
+                if not wrong_type(exc):
+                    raise
+                kind = await self._async_client()[0].type(key)
+                raise damaged_record(task_id, key, str(kind)) from exc
+
     def record(self, task_id: str, part: str | None = None) -> dict[str, str] | None:
         """Return the stored fields of ``task_id`` (in ``part``, when given: ``_read_record``),
         or None if there is no such task.
@@ -180,35 +227,53 @@ class Reads(BrokerCore):
         """
 
         def read(key: str) -> list[str | None] | None:
-            state, *values = cast(
-                list[str | None], self.client.hmget(key, ("state", *PROGRESS_FIELDS))
-            )
+            state, *values = cast(list[str | None], self.client.hmget(key, PROGRESS_READ))
             return None if state is None and not self.client.exists(key) else values
 
-        values = self._read_record(task_id, read)
-        return None if values is None else dict(zip(PROGRESS_FIELDS, values, strict=True))
+        return _named_progress(self._read_record(task_id, read))
+
+    async def aprogress_fields(self, task_id: str) -> dict[str, str | None] | None:
+        """Async twin of ``progress_fields``, on the asyncio client."""
+        client = self._async_client()[0]
+
+        async def read(key: str) -> list[str | None] | None:
+            state, *values = cast(list[str | None], await client.hmget(key, PROGRESS_READ))
+            return None if state is None and not await client.exists(key) else values
+
+        return _named_progress(await self._aread_record(task_id, read))
 
     def records(self, task_ids: Sequence[str]) -> list[dict[str, str] | None]:
         """``record`` of each of ``task_ids``, in one round trip."""
         keys = [self.record_key(task_id) for task_id in task_ids]
-        found: list[dict[str, str] | None] = []
         with self.translated_errors(read=True):
             with self.client.pipeline(transaction=False) as pipe:
-                for key in keys:
-                    if key is not None:
-                        pipe.hgetall(key)
+                for key in filter(None, keys):
+                    pipe.hgetall(key)
                 try:
-                    replies = iter(pipe.execute(raise_on_error=False))
+                    replies = _record_replies(keys, pipe.execute(raise_on_error=False))
                 except UnicodeDecodeError:  # one record is not UTF-8: one read each names it
                     return [self.record(task_id) for task_id in task_ids]
-            for task_id, key in zip(task_ids, keys, strict=True):
-                reply = None if key is None else next(replies)
-                if isinstance(reply, redis.ResponseError) and key is not None:
-                    if not wrong_type(reply):
-                        raise reply
-                    raise damaged_record(task_id, key, str(self.client.type(key)))
-                found.append(cast(dict[str, str], reply) or None)
-        return found
+            if (damaged := _first_of_another_type(task_ids, keys, replies)) is not None:
+                task_id, key = damaged
+                raise damaged_record(task_id, key, str(self.client.type(key)))
+        return [cast(dict[str, str], reply) or None for reply in replies]
+
+    async def arecords(self, task_ids: Sequence[str]) -> list[dict[str, str] | None]:
+        """Async twin of ``records``, on the asyncio client."""
+        keys = [self.record_key(task_id) for task_id in task_ids]
+        client = self._async_client()[0]
+        async with self.atranslated_errors(read=True):
+            async with client.pipeline(transaction=False) as pipe:
+                for key in filter(None, keys):
+                    pipe.hgetall(key)
+                try:
+                    replies = _record_replies(keys, await pipe.execute(raise_on_error=False))
+                except UnicodeDecodeError:  # as in records
+                    return [await self.arecord(task_id) for task_id in task_ids]
+            if (damaged := _first_of_another_type(task_ids, keys, replies)) is not None:
+                task_id, key = damaged
+                raise damaged_record(task_id, key, str(await client.type(key)))
+        return [cast(dict[str, str], reply) or None for reply in replies]
 
     def cut_fields(
         self,
@@ -247,17 +312,10 @@ class Reads(BrokerCore):
         return found
 
     async def arecord(self, task_id: str) -> dict[str, str] | None:
-        """Async twin of ``record``."""
-        key = self.record_key(task_id)
-        if key is None:
-            return None
+        """Async twin of ``record``, on the asyncio client."""
         client = self._async_client()[0]
-        async with self.atranslated_errors(read=True):
-            try:
-                return cast(dict[str, str], await client.hgetall(key)) or None
-            except UnicodeDecodeError as exc:
-                raise undecodable_record(task_id, key) from exc
-            except redis.ResponseError as exc:
-                if not wrong_type(exc):
-                    raise
-                raise damaged_record(task_id, key, str(await client.type(key))) from exc
+
+        async def read(key: str) -> dict[str, str] | None:
+            return cast(dict[str, str], await client.hgetall(key)) or None
+
+        return await self._aread_record(task_id, read)

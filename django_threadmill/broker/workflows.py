@@ -199,6 +199,12 @@ class Workflows(Layouts):
         with self.translated_errors(read=True):
             return cast(dict[str, str], self.client.hgetall(self.keyspace.workflow(workflow_id)))
 
+    async def aworkflow_fields(self, workflow_id: str) -> dict[str, str]:
+        """Async twin of ``workflow_fields``, on the asyncio client."""
+        client = self._async_client()[0]
+        async with self.atranslated_errors(read=True):
+            return cast(dict[str, str], await client.hgetall(self.keyspace.workflow(workflow_id)))
+
     def workflow_summaries(self, workflow_ids: Sequence[str]) -> list[dict[str, str]]:
         """Return the summary fields of each workflow ({} for one that expired), one round
         trip: status, n, succeeded, created_ms, why."""

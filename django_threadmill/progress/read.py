@@ -1,4 +1,5 @@
-"""``progress_of``: the last progress a task reported, read back with one HMGET."""
+"""``progress_of`` and ``aprogress_of``: the last progress a task reported, read back with one
+HMGET."""
 
 from ..backend import ThreadmillTaskBackend
 from ..codec.progress import Progress, stored_progress
@@ -16,15 +17,35 @@ def progress_of(result: TaskResult) -> Progress | None:
     Raise ``PayloadError`` when the record cannot be read (docs/lifecycle.md, Damaged
     records), and ``TypeError`` for anything but a TaskResult (an id, say).
     """
+    backend = _backend_of(result, "progress_of()", "the_task.get_result(id)")
+    if backend is None:
+        return None
+    return _progress(result, backend.broker.progress_fields(result.id))
+
+
+async def aprogress_of(result: TaskResult) -> Progress | None:
+    """Async twin of ``progress_of``, on the asyncio client: it never blocks the event loop."""
+    backend = _backend_of(result, "aprogress_of()", "await the_task.aget_result(id)")
+    if backend is None:
+        return None
+    return _progress(result, await backend.broker.aprogress_fields(result.id))
+
+
+def _backend_of(result: object, call: str, by_id: str) -> ThreadmillTaskBackend | None:
+    """Return the ThreadmillTaskBackend that stores ``result``, None for another backend's;
+    raise ``TypeError`` naming ``call`` and the fix (``by_id``, for an id) for anything but a
+    TaskResult."""
     if not isinstance(result, TaskResult):
         raise TypeError(
-            f"progress_of() takes a TaskResult, not {a_type(result)}. Pass the result "
-            "enqueue() returned, or the_task.get_result(id) for an id."
+            f"{call} takes a TaskResult, not {a_type(result)}. Pass the result enqueue() "
+            f"returned, or {by_id} for an id."
         )
     backend = task_backends[result.backend]
-    if not isinstance(backend, ThreadmillTaskBackend):
-        return None
-    fields = backend.broker.progress_fields(result.id)
+    return backend if isinstance(backend, ThreadmillTaskBackend) else None
+
+
+def _progress(result: TaskResult, fields: dict[str, str | None] | None) -> Progress | None:
+    """Return the progress in ``fields``, read from ``result``'s record (None: it is gone)."""
     if fields is None:
         raise TaskResultDoesNotExist(result.id)
     return stored_progress(fields)

@@ -9,7 +9,7 @@ docs/workflows.md has the API, the semantics and why each step runs exactly once
 """
 
 from .canvas import Chain, Group, Step, chain, group, step
-from .result import WorkflowResult, WorkflowStep, get_workflow
+from .result import WorkflowResult, WorkflowStep, aget_workflow, get_workflow
 
 __all__ = [
     "Chain",
@@ -17,6 +17,7 @@ __all__ = [
     "Step",
     "WorkflowResult",
     "WorkflowStep",
+    "aget_workflow",
     "chain",
     "get_workflow",
     "group",

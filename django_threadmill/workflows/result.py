@@ -135,20 +135,38 @@ def _stop_enqueued(backend: ThreadmillTaskBackend, workflow_id: str, why: str) -
 
 
 def get_workflow(workflow_id: str, backend: str = DEFAULT_TASK_BACKEND_ALIAS) -> WorkflowResult:
-    """Return the workflow ``workflow_id`` of the ThreadmillTaskBackend ``backend``.
+    """Return the workflow ``workflow_id`` of the ThreadmillTaskBackend ``backend``."""
+    return read_workflow(_backend_of(workflow_id, backend), workflow_id)
 
-    An id that cannot name one (``looked_up_id``) is refused as unknown without asking Redis.
-    """
+
+async def aget_workflow(
+    workflow_id: str, backend: str = DEFAULT_TASK_BACKEND_ALIAS
+) -> WorkflowResult:
+    """Async twin of ``get_workflow``, on the asyncio client (no thread hop)."""
+    source = _backend_of(workflow_id, backend)
+    fields = await source.broker.aworkflow_fields(workflow_id)
+    planned = planned_steps(source, workflow_id, fields)
+    ids = enqueued_ids(workflow_id, fields, planned)
+    reads = step_reads(source, ids, await source.broker.arecords(ids))
+    return workflow_from(source, workflow_id, fields, planned, reads)
+
+
+def _backend_of(workflow_id: str, backend: str) -> ThreadmillTaskBackend:
+    """Return the ThreadmillTaskBackend ``backend``, to read ``workflow_id`` from: an id that
+    cannot name a workflow (``looked_up_id``) raises as unknown without asking Redis."""
     source = threadmill_backend(backend)
     if looked_up_id(workflow_id, "workflow id", "WorkflowResult.id") is None:
         raise no_such_workflow(source, workflow_id)
-    return read_workflow(source, workflow_id)
+    return source
 
 
 def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowResult:
     """Read a workflow's hash and the records of its enqueued steps."""
     fields = backend.broker.workflow_fields(workflow_id)
-    return workflow_from(backend, workflow_id, fields, planned_steps(backend, workflow_id, fields))
+    planned = planned_steps(backend, workflow_id, fields)
+    ids = enqueued_ids(workflow_id, fields, planned)
+    reads = step_reads(backend, ids, backend.broker.records(ids))
+    return workflow_from(backend, workflow_id, fields, planned, reads)
 
 
 def no_such_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowDoesNotExist:
@@ -190,6 +208,14 @@ def read_step(backend: ThreadmillTaskBackend, task_id: str, record: dict[str, st
         return StepRead(status, unreadable=str(exc))
 
 
+def step_reads(
+    backend: ThreadmillTaskBackend, task_ids: list[str], records: list[dict[str, str] | None]
+) -> dict[str, StepRead]:
+    """What was read of the steps ``task_ids``, whose records are ``records`` (None: none)."""
+    found = zip(task_ids, records, strict=True)
+    return {task_id: read_step(backend, task_id, record) for task_id, record in found if record}
+
+
 def enqueued_steps(fields: dict[str, str], planned: list[PlannedStep]) -> list[PlannedStep]:
     """Those of ``planned`` the workflow whose hash reads ``fields`` enqueued (or found due)."""
     return [step for step in planned if f"e:{step.index}" in fields]
@@ -205,15 +231,11 @@ def workflow_from(
     workflow_id: str,
     fields: dict[str, str],
     planned: list[PlannedStep],
-    reads: dict[str, StepRead] | None = None,
+    reads: dict[str, StepRead],
 ) -> WorkflowResult:
-    """Build the workflow whose hash reads ``fields`` and holds the steps ``planned``, reading
-    its enqueued steps' records whole, unless ``reads`` holds what was read of them (the
-    admin's page reads less: docs/admin.md, Cost per page view)."""
-    if reads is None:
-        ids = enqueued_ids(workflow_id, fields, planned)
-        records = zip(ids, backend.broker.records(ids), strict=True)
-        reads = {task_id: read_step(backend, task_id, r) for task_id, r in records if r}
+    """Build the workflow whose hash reads ``fields`` and holds the steps ``planned``, from
+    ``reads``: what was read of its enqueued steps' records (``step_reads``; the admin's page
+    reads less: docs/admin.md, Cost per page view)."""
     steps = [_step(workflow_id, step, fields, reads) for step in planned]
     return WorkflowResult(
         id=workflow_id,
