@@ -11,7 +11,10 @@
 --          before its entry was drained could not tell the drainer which workflow to advance,
 --          and that workflow never ended (docs/workflows.md, Exactly once). A record requeued
 --          meanwhile waits again and is left persistent; one that is gone, or is not a hash,
---          is left as it is.
+--          is left as it is. An entry another drainer took out first (two drainers read the
+--          same entries, as every worker drains its queues' whole outbox) leaves the record as
+--          it is: that drainer counted it, and counting it again left a count of 1 that kept
+--          the record from expiring once the step was requeued and ended again.
 -- Cost:    the record's `outboxed` (its entries waiting, counted by finish.lua and cancel.lua)
 --          says whether another waits; looking for one in P:outbox read the whole list, and
 --          draining a long outbox cost Redis the square of its length. A record written before
@@ -21,6 +24,9 @@
 local id = ARGV[1]
 local key = KEYS[1] .. id
 local removed = redis.call("LREM", KEYS[2], 1, id)
+if removed == 0 then
+  return 0
+end
 local f = read_record(key, "state", "outboxed")
 if not (f and f[1]) then
   return removed
