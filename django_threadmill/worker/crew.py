@@ -17,7 +17,7 @@ from .cancelled_steps import CancelledSteps
 from .cpus import process_cpu_share
 from .event_loop import EventLoopLane, LoopMonitor
 from .executor import Executor
-from .lanes import is_async
+from .lanes import is_async, known_lane
 from .leases import HeldLeases, LeaseKeeper
 from .options import WorkerOptions
 from .pacing import Pacer
@@ -52,7 +52,9 @@ class Crew:
     ) -> None:
         self.options = options
         self.held = HeldLeases(broker.settings.lease_ttl_s)
-        self.buffer = TaskBuffer(options.readahead(options.threads, async_tasks=False), is_async)
+        self.buffer = TaskBuffer(
+            options.readahead(options.threads, async_tasks=False), is_async, known_lane
+        )
         self.writer = AckWriter(
             broker, worker_id, self.held, executor.progress, self._on_written, on_crash
         )

@@ -1,6 +1,5 @@
 """Which lane a reserved task runs in: ``async def`` tasks on the event loop, others on threads."""
 
-from functools import lru_cache
 from inspect import iscoroutinefunction
 
 from django.utils.module_loading import import_string
@@ -9,22 +8,39 @@ from ..broker import Reservation
 from ..codec.task_paths import refuse_unsafe_import
 from ..compat import Task
 
+# Task paths whose lane is kept; past this many the record starts afresh, so that paths read
+# from Redis (a forged one each time) cannot grow it without bound.
+MOST_PATHS = 1024
+_async_by_path: dict[str, bool] = {}  # task path -> whether it is an ``async def`` task
 
-@lru_cache(maxsize=1024)
+
 def runs_async(path: str) -> bool:
-    """Tell whether the task at ``path`` is an ``async def``; asked once per task path.
+    """Tell whether the task at ``path`` is an ``async def``; imported once per task path.
 
     A path that does not import, or names no task, goes to a thread, where the executor
     records it FAILED with the reason.
     """
-    try:
-        refuse_unsafe_import(path)
-        found = import_string(path)
-    except (Exception, SystemExit):  # ImportError, or what the module raised as it ran
-        return False
-    return isinstance(found, Task) and iscoroutinefunction(found.func)
+    found = _async_by_path.get(path)
+    if found is None:
+        try:
+            refuse_unsafe_import(path)
+            task = import_string(path)
+        except (Exception, SystemExit):  # ImportError, or what the module raised as it ran
+            task = None
+        found = isinstance(task, Task) and iscoroutinefunction(task.func)
+        if len(_async_by_path) >= MOST_PATHS:
+            _async_by_path.clear()
+        _async_by_path[path] = found
+    return found
 
 
 def is_async(reservation: Reservation) -> bool:
-    """Tell whether ``reservation`` is for the event loop (its lease names the task path)."""
+    """Tell whether ``reservation`` is for the event loop (its lease names the task path);
+    the first time its path is asked, this imports the task's module."""
     return runs_async(reservation.lease.task_path)
+
+
+def known_lane(reservation: Reservation) -> bool | None:
+    """Tell whether ``reservation`` is for the event loop if that is known without importing
+    anything (its path was asked before), else None: a dict look-up, for the prefetcher."""
+    return _async_by_path.get(reservation.lease.task_path)

@@ -88,6 +88,8 @@ class Prefetcher(RoleThread):
         if limited:
             buffer.runner_freed = threading.Event()
         self._lanes_of: dict[str, set[str]] = {}  # queue -> the lanes its tasks took (limits)
+        # queue -> its tasks put in whose lane only an import can tell, till sorted (limits)
+        self._unsorted_of: dict[str, list[Reservation]] = {}
         self._no_runner_for: set[str] = set()  # limited queues whose runners were all busy
         self._awaiting_runner: set[str] = set()  # limited queues whose tasks wait for a runner
         self._acks_behind_since: float | None = None  # when the hold for acks began
@@ -238,7 +240,7 @@ class Prefetcher(RoleThread):
         free = self.buffer.free_runners(self.runners())._asdict()
         idle = dict(free)  # before this refill's asks take any: only busy runners are waited for
         for queue in counts.keys() & self.limited:
-            lanes = self._lanes_of.get(queue)
+            lanes = self._lanes(queue)
             room = sum(free[lane] for lane in lanes or LANES)
             if not any(idle[lane] for lane in lanes or LANES):
                 self._no_runner_for.add(queue)
@@ -256,10 +258,10 @@ class Prefetcher(RoleThread):
         awaiting = [queue for queue in self._awaiting_runner if not self._held_back.is_held(queue)]
         if not awaiting:
             return counts
-        lanes = set().union(*(self._lanes_of.get(queue) or LANES for queue in awaiting))
+        lanes = set().union(*(self._lanes(queue) or LANES for queue in awaiting))
 
         def takes_the_lanes(queue: str) -> bool:
-            return queue not in self.limited and bool(lanes & self._lanes_of.get(queue, set()))
+            return queue not in self.limited and bool(lanes & self._lanes(queue))
 
         self._plan.left_out(lambda queue: queue in awaiting or takes_the_lanes(queue))
         asked = {queue: count for queue, count in counts.items() if not takes_the_lanes(queue)}
@@ -269,10 +271,35 @@ class Prefetcher(RoleThread):
         """Note the lanes the tasks of ``queue`` were put in, in a process serving a queue with a
         limit: such a queue's next reservations are only for free runners of its lanes
         (_within_free_runners), and while it waits for one, the queues whose tasks take those
-        lanes are not read ahead (_runner_for_the_awaiting)."""
+        lanes are not read ahead (_runner_for_the_awaiting). A task whose lane only an import
+        can tell is kept till a worker thread sorted it: this thread imports nothing
+        (TaskBuffer.put_many)."""
         if self.limited:
-            lanes = self._lanes_of.setdefault(queue, set())
-            lanes.update(LANES[self.buffer.is_async(reservation)] for reservation in reservations)
+            unsorted = self._unsorted_of.get(queue, [])
+            self._unsorted_of[queue] = self._learned(queue, [*unsorted, *reservations])
+
+    def _learned(self, queue: str, reservations: list[Reservation]) -> list[Reservation]:
+        """Add the lanes of ``reservations`` known now to those the tasks of ``queue`` took;
+        return the others."""
+        lanes = self._lanes_of.setdefault(queue, set())
+        unsorted = []
+        for reservation in reservations:
+            on_loop = self.buffer.known_lane(reservation)
+            if on_loop is None:
+                unsorted.append(reservation)
+            else:
+                lanes.add(LANES[on_loop])
+        return unsorted
+
+    def _lanes(self, queue: str) -> set[str]:
+        """Return the lanes the tasks of ``queue`` took (none yet: empty). One whose lane is
+        not known yet counts in the threads' lane, where it waits to be sorted: left out, the
+        next refill reserved another task of its queue behind the thread that runs it."""
+        unsorted = self._unsorted_of.get(queue)
+        if unsorted:
+            self._unsorted_of[queue] = unsorted = self._learned(queue, unsorted)
+        lanes = self._lanes_of.get(queue, set())
+        return lanes | {"threads"} if unsorted else lanes
 
     def _peek_every_queue(self) -> int | None:
         """--burst, before it stops: peek at every queue no limit holds back, as a refill asks

@@ -566,7 +566,7 @@ class WorkerProcess:
         if left:
             logger.warning(
                 "Stop deadline passed, exiting without threads names=%s (they wait for Redis, "
-                "which did not answer in time, or the prefetcher for a task module's import)",
+                "which did not answer in time)",
                 ",".join(left),
             )
         unwritten = crew.writer.unwritten()

@@ -7,7 +7,7 @@ from contextvars import copy_context
 
 from ..broker import Reservation
 from ..codec.times import run_time_ms
-from .buffer import Turn
+from .buffer import Turn, Unsorted
 from .db_connections import close_thread_connections, mark_worker_thread
 from .isolation import keep_thread_caches
 from .runner import RunnerParts, TaskRunner
@@ -31,6 +31,7 @@ class WorkerThread(TaskRunner):
         self.busy = False  # running a task: read by the pool, without a lock
         self.finished = 0  # tasks this thread ran: the pool's finish rate (written here only)
         self._current: Reservation | None = None
+        self._sorting: Reservation | None = None  # a task whose module this thread imports
         self._current_since = 0.0
         self._current_started_ms = 0
         self._lock = threading.Lock()
@@ -57,12 +58,30 @@ class WorkerThread(TaskRunner):
                 self.retired = True
                 return
             self.busy = True
+            reservation = self._sorted(item) if isinstance(item, Unsorted) else item
+            if reservation is None:
+                self.busy = False
+                continue
             # In a fresh copy of this thread's context, which no task runs in: what one task
             # sets there is not the next one's (worker/isolation.py).
-            ran = copy_context().run(self._run_one, item)
+            ran = copy_context().run(self._run_one, reservation)
             if ran:  # counted once this thread is free: a recycle it sets off counts it out
                 self.finished += 1
                 self.on_task_done()
+
+    def _sorted(self, unsorted: Unsorted) -> Reservation | None:
+        """Import the module of a task the prefetcher could not sort (``TaskBuffer.sort``);
+        return the task if it runs here. Busy meanwhile, the task named as this thread's
+        (``current_task``): an import that never returns holds this thread as a task that
+        never returns would, and a stop names it. The watchdog does not time it out: the
+        task has not started."""
+        with self._lock:
+            self._sorting = unsorted.reservation
+        try:
+            return self.buffer.sort(unsorted)
+        finally:
+            with self._lock:
+                self._sorting = None
 
     def _run_one(self, reservation: Reservation) -> bool:
         """Run ``reservation`` and hand its outcome to the writer; False if it did not run
@@ -107,9 +126,10 @@ class WorkerThread(TaskRunner):
         return self.abandoned
 
     def current_task(self) -> Reservation | None:
-        """Return the task this thread runs now (from another thread); None between tasks."""
+        """Return the task this thread runs now, or whose module it imports (from another
+        thread); None between tasks."""
         with self._lock:
-            return self._current
+            return self._sorting if self._current is None else self._current
 
     def abandon_if_overdue(self, timeout_s: float) -> Overdue | None:
         """Give up on the running task if it exceeded ``timeout_s``.

@@ -1,13 +1,14 @@
-"""A worker process whose prefetcher hangs importing a task module (a module-level call to a
-service that never answers) still stops within --grace-period + 10 s, on a SIGTERM to the
-supervisor and when the supervisor is SIGKILLed: the task it reserved is left to the reaper,
-which hands it back, and it then runs once.
+"""A worker process hung importing a task module (a module-level call to a service that never
+answers) still stops within --grace-period + 10 s, on a SIGTERM to the supervisor and when the
+supervisor is SIGKILLed: the task it reserved is left to the reaper, which hands it back, and
+it then runs once.
 
-The prefetcher looks up each reservation's lane (``async def`` or not) as it buffers it, which
-imports the task's module the first time. It did so holding the buffer's put lock, which the
+The prefetcher looked up each reservation's lane (``async def`` or not) as it buffered it,
+which imported the task's module the first time, holding the buffer's put lock, which the
 stop takes to close the buffer: the stop waited for the import, for good, the process's lease
 keeper renewing the reservation meanwhile. Orphaned by a killed supervisor, the process lived
-on holding it.
+on holding it. The worker thread that takes the task imports it now, and the stop gives it
+the grace period, as it gives a task that hangs.
 """
 
 import os
@@ -111,11 +112,12 @@ def test_a_sigterm_stops_the_worker_within_its_bound_while_an_import_hangs(
 
     worker.signal(signal.SIGTERM)
 
-    # Work left to the reaper: the reservation still in the prefetcher's hands.
-    assert worker.wait(STOP_WITHIN_S) == ExitCode.DROPPED, worker.log
-    assert "Stop deadline passed, exiting without threads names=threadmill-prefetcher" in (
-        worker.log
-    )
+    # Left to the reaper as a task that hangs is: its lease lapses.
+    assert worker.wait(STOP_WITHIN_S) == ExitCode.FORCED, worker.log
+    assert (
+        "Threads still running after the grace period names=threadmill-worker-1 "
+        f"tasks={task_id}:{imported_late.module_path}"
+    ) in worker.log
     handed_back_and_run_once(backend, broker, redis_client, start_worker, task_id)
 
 
