@@ -13,12 +13,13 @@ calls keep their replies, so a caller learns which of its calls were written.
 redis-py's cluster pipeline fails as a whole, having written nothing, when it cannot connect
 to one of its nodes (a primary down with no replica to take over, under
 ``cluster-require-full-coverage no``). A round that spans several nodes is then sent again,
-each node's share a pipeline of its own, and the failure is the outcome of that node's calls
-alone: the queues whose slots are still served go on (docs/scaling.md, Batches that span
-queues).
+each node's share a pipeline of its own after a PING to its node, and the failure is the
+outcome of that node's calls alone: the queues whose slots are still served go on
+(docs/scaling.md, Batches that span queues). The node is remembered a while (down_nodes.py):
+the rounds that include it go share by share from the start, its share failing at once.
 """
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -30,6 +31,7 @@ from redis.exceptions import NoScriptError, RedisClusterException
 
 from ..conf.settings import BackendSettings
 from ..exceptions import BrokerUnavailable
+from .down_nodes import DownNodes
 from .durability import check_confirmed, confirm_command, unconfirmed
 from .scripts import ScriptCall, ScriptName
 from .topology import AsyncClient, SyncClient
@@ -57,17 +59,17 @@ class Batch:
     def confirmations(self, replies: list[Any]) -> list[Any]:
         return replies[self.first_call + len(self.call_nodes) :]
 
-    def shares(self) -> list[list[int]]:
-        """Return the positions of the commands grouped by where they go: the plain commands
-        before the calls (redis-py routes them), then each node's calls with its confirmation,
-        in command order."""
-        by_node: dict[str, list[int]] = {}
+    def shares(self) -> list[tuple[str | None, list[int]]]:
+        """Return the positions of the commands grouped by where they go, each with its node:
+        the plain commands before the calls (None: redis-py routes them), then each node's
+        calls with its confirmation, in command order."""
+        by_node: dict[str | None, list[int]] = {None: list(range(self.first_call))}
         for position, node in enumerate(self.call_nodes, start=self.first_call):
             by_node.setdefault(node, []).append(position)
         first_confirmation = self.first_call + len(self.call_nodes)
         for position, node in enumerate(self.confirmed_on, start=first_confirmation):
             by_node.setdefault(node, []).append(position)
-        return [share for share in (list(range(self.first_call)), *by_node.values()) if share]
+        return [(node, share) for node, share in by_node.items() if share]
 
 
 def _owner(client: redis.RedisCluster | redis.asyncio.RedisCluster, key: str) -> str:
@@ -213,17 +215,18 @@ def send_each(
     settings: BackendSettings,
     calls: Sequence[ScriptCall],
     *,
+    down: DownNodes,
     before: Sequence[Command] = (),
     confirm: bool = False,
     in_order: int = 0,
 ) -> tuple[list[Any], list[Any]]:
     """Send ``before`` and then ``calls`` in one pipeline, the first ``in_order`` calls sure to
-    run before the others.
+    run before the others; ``down``: the nodes spared lately, and the memory of those to spare.
 
     Return the replies of ``before`` and per call its reply or error (errors are not raised).
     """
     sending = Sending(client, scripts, settings, calls, before, confirm, in_order)
-    return _sent(client, scripts, sending).before_replies, sending.outcomes()
+    return _sent(client, scripts, down, sending).before_replies, sending.outcomes()
 
 
 def send_confirmed_apart(
@@ -231,15 +234,20 @@ def send_confirmed_apart(
     scripts: dict[ScriptName, Script],
     settings: BackendSettings,
     calls: Sequence[ScriptCall],
+    *,
+    down: DownNodes,
 ) -> list[tuple[Any, BrokerUnavailable | None]]:
     """Send ``calls`` in one pipeline, confirmed per the durability mode; return per call its
     reply or error, and apart its node's failed confirmation (None: confirmed), so that the
     caller can undo what a replica may not have instead of losing the reply."""
-    sending = _sent(client, scripts, Sending(client, scripts, settings, calls, (), confirm=True))
+    sending = Sending(client, scripts, settings, calls, (), confirm=True)
+    _sent(client, scripts, down, sending)
     return list(zip(sending.replies, sending.unconfirmed_calls(), strict=True))
 
 
-def _sent(client: SyncClient, scripts: dict[ScriptName, Script], sending: Sending) -> Sending:
+def _sent(
+    client: SyncClient, scripts: dict[ScriptName, Script], down: DownNodes, sending: Sending
+) -> Sending:
     """Send the rounds of ``sending`` (made with ``client`` and ``scripts``); return it, every
     call answered."""
     unloaded: set[ScriptName] = set()
@@ -247,7 +255,7 @@ def _sent(client: SyncClient, scripts: dict[ScriptName, Script], sending: Sendin
         with sending.round_errors():
             for name in unloaded:
                 client.script_load(scripts[name].script)
-            unloaded = sending.take(_executed(client, batch))
+            unloaded = sending.take(_executed(client, down, batch))
     return sending
 
 
@@ -259,46 +267,84 @@ def _pipelined(client: SyncClient, commands: Sequence[tuple[Command, dict[str, A
         return pipe.execute(raise_on_error=False)
 
 
-def _executed(client: SyncClient, batch: Batch) -> list[Any]:
-    """Send ``batch``; return its replies. A cluster pipeline that failed whole is sent again
-    one node's share at a time, each share's error its own calls' replies (module docstring)."""
-    try:
-        return _pipelined(client, batch.commands)
-    except REDIS_ERRORS as whole:
-        shares = _apart(client, batch, whole)
-        answers = [_share_sent(client, [batch.commands[i] for i in share]) for share in shares]
-        return _merged(len(batch.commands), shares, answers, whole)
+def _executed(client: SyncClient, down: DownNodes, batch: Batch) -> list[Any]:
+    """Send ``batch``; return its replies. A cluster round that includes a node ``down``
+    remembers, or whose pipeline failed whole, is sent one node's share at a time, each
+    share's error its own calls' replies (module docstring)."""
+    whole: Exception | None = None
+    if not down.spares_any(batch.call_nodes):
+        try:
+            return _pipelined(client, batch.commands)
+        except REDIS_ERRORS as exc:
+            whole = exc
+    shares = _apart(client, batch, whole)
+    answers = [
+        _share_sent(client, down, node, [batch.commands[i] for i in share], whole is not None)
+        for node, share in shares
+    ]
+    return _merged(len(batch.commands), shares, answers, whole)
 
 
 def _share_sent(
-    client: SyncClient, commands: Sequence[tuple[Command, dict[str, Any]]]
-) -> tuple[list[Any], bool]:
-    """Send one node's share; return its replies, and whether its pipeline failed whole."""
+    client: SyncClient,
+    down: DownNodes,
+    node: str | None,
+    commands: Sequence[tuple[Command, dict[str, Any]]],
+    look: bool,
+) -> tuple[list[Any], Exception | None]:
+    """Send ``node``'s share, unless ``down`` spares it; ``look``: PING the node first (a round
+    that failed whole). Return the share's replies, and the error that failed it whole."""
     try:
-        return _pipelined(client, commands), False
+        if (target := _to_look_at(client, down, node, look)) is not None:
+            client.ping(target_nodes=target)
+        replies = _pipelined(client, commands)
     except REDIS_ERRORS as exc:
-        return [exc] * len(commands), True
+        down.failed(node, exc)
+        return [exc] * len(commands), exc
+    down.answered(node)
+    return replies, None
 
 
-def _apart(client: SyncClient | AsyncClient, batch: Batch, whole: Exception) -> list[list[int]]:
-    """Return the shares of ``batch`` to send apart after ``whole`` failed it; raise ``whole``
-    when there is nothing to split: one Redis, or a round for one node."""
+def _to_look_at(
+    client: SyncClient | AsyncClient, down: DownNodes, node: str | None, look: bool
+) -> Any:
+    """Return the node to PING before sending ``node``'s share, or None: ``down`` does not
+    remember it and ``look`` is False, or it left the slot map. Raise ``NodeSpared`` while
+    ``down`` spares it. redis-py sends a command to a node named as its target once, without
+    retries, and reads the slot map again after a refusal (down_nodes.py)."""
+    if node is None or not (down.look_first(node) or look):
+        return None
+    assert isinstance(client, CLUSTERS)  # only a cluster's rounds go share by share
+    find: Callable[..., Any] = client.get_node  # untyped in redis-py
+    return find(node_name=node)
+
+
+def _apart(
+    client: SyncClient | AsyncClient, batch: Batch, whole: Exception | None
+) -> list[tuple[str | None, list[int]]]:
+    """Return the shares of ``batch`` to send apart, each with its node, after ``whole``
+    failed it (None: a node in it is spared); raise ``whole`` when there is nothing to split:
+    one Redis, or a round for one node not spared."""
     shares = batch.shares()
-    if not isinstance(client, CLUSTERS) or len(shares) < 2:
+    if whole is not None and (not isinstance(client, CLUSTERS) or len(shares) < 2):
         raise whole
     return shares
 
 
 def _merged(
-    count: int, shares: list[list[int]], answers: list[tuple[list[Any], bool]], whole: Exception
+    count: int,
+    shares: list[tuple[str | None, list[int]]],
+    answers: list[tuple[list[Any], Exception | None]],
+    whole: Exception | None,
 ) -> list[Any]:
     """Return the ``count`` replies of a round sent in ``shares``, from each share's answer;
-    raise ``whole`` when every share failed too: no node answered, an error of the round trip
-    itself, as before the shares were sent apart."""
-    if all(failed for _, failed in answers):
-        raise whole
-    replies: list[Any] = [whole] * count
-    for share, (answered, _) in zip(shares, answers, strict=True):
+    raise ``whole`` (else the first share's error) when every share failed: no node answered,
+    an error of the round trip itself, as before the shares were sent apart."""
+    failures = [error for _, error in answers if error is not None]
+    if len(failures) == len(answers):
+        raise whole or failures[0]
+    replies: list[Any] = [None] * count
+    for (_, share), (answered, _) in zip(shares, answers, strict=True):
         for position, reply in zip(share, answered, strict=True):
             replies[position] = reply
     return replies
@@ -310,6 +356,7 @@ async def asend_each(
     settings: BackendSettings,
     calls: Sequence[ScriptCall],
     *,
+    down: DownNodes,
     before: Sequence[Command] = (),
     confirm: bool = False,
 ) -> tuple[list[Any], list[Any]]:
@@ -322,7 +369,7 @@ async def asend_each(
         with sending.round_errors():
             for name in unloaded:
                 await client.script_load(scripts[name].script)
-            unloaded = sending.take(await _aexecuted(client, batch))
+            unloaded = sending.take(await _aexecuted(client, down, batch))
     return sending.before_replies, sending.outcomes()
 
 
@@ -332,12 +379,15 @@ def send(
     settings: BackendSettings,
     calls: Sequence[ScriptCall],
     *,
+    down: DownNodes,
     confirm: bool = False,
     in_order: int = 0,
 ) -> list[Any]:
     """Send ``calls`` in one pipeline, the first ``in_order`` sure to run before the others;
     return their replies or raise the first error."""
-    _, outcomes = send_each(client, scripts, settings, calls, confirm=confirm, in_order=in_order)
+    _, outcomes = send_each(
+        client, scripts, settings, calls, down=down, confirm=confirm, in_order=in_order
+    )
     for outcome in outcomes:
         if isinstance(outcome, Exception):
             raise outcome
@@ -354,23 +404,38 @@ async def _apipelined(
         return await pipe.execute(raise_on_error=False)
 
 
-async def _aexecuted(client: AsyncClient, batch: Batch) -> list[Any]:
+async def _aexecuted(client: AsyncClient, down: DownNodes, batch: Batch) -> list[Any]:
     """Async twin of ``_executed``."""
-    try:
-        return await _apipelined(client, batch.commands)
-    except REDIS_ERRORS as whole:
-        shares = _apart(client, batch, whole)
-        answers = [
-            await _ashare_sent(client, [batch.commands[i] for i in share]) for share in shares
-        ]
-        return _merged(len(batch.commands), shares, answers, whole)
+    whole: Exception | None = None
+    if not down.spares_any(batch.call_nodes):
+        try:
+            return await _apipelined(client, batch.commands)
+        except REDIS_ERRORS as exc:
+            whole = exc
+    shares = _apart(client, batch, whole)
+    answers = [
+        await _ashare_sent(
+            client, down, node, [batch.commands[i] for i in share], whole is not None
+        )
+        for node, share in shares
+    ]
+    return _merged(len(batch.commands), shares, answers, whole)
 
 
 async def _ashare_sent(
-    client: AsyncClient, commands: Sequence[tuple[Command, dict[str, Any]]]
-) -> tuple[list[Any], bool]:
+    client: AsyncClient,
+    down: DownNodes,
+    node: str | None,
+    commands: Sequence[tuple[Command, dict[str, Any]]],
+    look: bool,
+) -> tuple[list[Any], Exception | None]:
     """Async twin of ``_share_sent``."""
     try:
-        return await _apipelined(client, commands), False
+        if (target := _to_look_at(client, down, node, look)) is not None:
+            await client.ping(target_nodes=target)
+        replies = await _apipelined(client, commands)
     except REDIS_ERRORS as exc:
-        return [exc] * len(commands), True
+        down.failed(node, exc)
+        return [exc] * len(commands), exc
+    down.answered(node)
+    return replies, None

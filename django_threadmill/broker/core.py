@@ -25,8 +25,10 @@ from .connection import (
     make_async_client,
     make_blocking_client,
     make_client,
+    sentinel_timeout_of,
     translated_errors,
 )
+from .down_nodes import DownNodes
 from .keys import KeySpace, QueueKeys, queue_parts, routed_task_id, shard_layout, shard_of
 from .metrics import Tally
 from .off_loop import off_the_loop
@@ -64,6 +66,7 @@ class BrokerCore:
         self.outbox_signal = OutboxSignal()  # outboxes finish filled (broker/workflows.py)
         self._async_clients = PerLoop(self._new_async_client, _close_async_client)
         self.reconnects = Reconnects()  # of every client of this backend (reconnects.py)
+        self.down_nodes = DownNodes()  # cluster nodes spared lately, for every client
 
     @cached_property
     def client(self) -> SyncClient:
@@ -110,6 +113,7 @@ class BrokerCore:
                 settings.sentinel,
                 read=read,
                 socket_timeout_s=socket_timeout_of(settings)[1],
+                sentinel_timeout_s=sentinel_timeout_of(settings),
             ):
                 yield
         except BrokerUnavailable as error:
@@ -155,7 +159,13 @@ class BrokerCore:
         ``in_order`` sure to run before the others; raise any error."""
         with self.translated_errors(read=all(c.name in READ_ONLY_SCRIPTS for c in calls)):
             return send(
-                self.client, self._scripts, self.settings, calls, confirm=durable, in_order=in_order
+                self.client,
+                self._scripts,
+                self.settings,
+                calls,
+                down=self.down_nodes,
+                confirm=durable,
+                in_order=in_order,
             )
 
     def _run_per_queue(
@@ -184,7 +194,9 @@ class BrokerCore:
             except BrokerUnavailable as exc:
                 return [exc]
         with self.translated_errors():
-            _, outcomes = send_each(self.client, self._scripts, self.settings, calls)
+            _, outcomes = send_each(
+                self.client, self._scripts, self.settings, calls, down=self.down_nodes
+            )
         return self._each_translated(outcomes)
 
     def _run_each_confirmed(
@@ -193,7 +205,9 @@ class BrokerCore:
         """As ``_run_each_per_queue``, confirmed per OPTIONS['durability'], each call's failed
         confirmation given apart from its reply (calls.py, ``send_confirmed_apart``)."""
         with self.translated_errors():
-            answers = send_confirmed_apart(self.client, self._scripts, self.settings, calls)
+            answers = send_confirmed_apart(
+                self.client, self._scripts, self.settings, calls, down=self.down_nodes
+            )
         replies = _unless_every_one_failed(self._each_translated([reply for reply, _ in answers]))
         return [(reply, failed) for reply, (_, failed) in zip(replies, answers, strict=True)]
 

@@ -112,6 +112,7 @@ class Enqueueing(BrokerCore):
                 keys.unique_prefix,
                 keys.fired_prefix,
                 keys.damaged,
+                keys.leases,
             ),
             (WAKE_TOKEN_CAP, len(guards) // 4, *guards, *args),
         )
@@ -208,6 +209,7 @@ class Enqueueing(BrokerCore):
                 self._scripts,
                 self.settings,
                 calls,
+                down=self.down_nodes,
                 before=self._registration(new_queues),
                 confirm=True,
             )
@@ -231,6 +233,7 @@ class Enqueueing(BrokerCore):
                 scripts,
                 self.settings,
                 calls,
+                down=self.down_nodes,
                 before=self._registration(new_queues),
                 confirm=True,
             )
