@@ -1,4 +1,5 @@
-"""The Prometheus scrape endpoint: staff users, or a bearer token from OPTIONS, nothing else."""
+"""The Prometheus scrape endpoint: staff who may see the admin's queues page, or a bearer token
+from OPTIONS, nothing else."""
 
 import hmac
 
@@ -12,13 +13,17 @@ from .broker.inspect.source import Source
 from .exceptions import BrokerUnavailable
 
 BEARER = "bearer"
+# The metrics are the admin's queues page as numbers: who may read one may read the other, as
+# ModelAdmin.has_view_permission decides (the change permission implies the view one).
+QUEUES_PERMISSIONS = ("django_threadmill.view_queue", "django_threadmill.change_queue")
 
 
 def readable_sources(request: HttpRequest) -> list[Source] | None:
     """Return the backends ``request`` may read the metrics of; None if it gave no credentials.
 
     A bearer token opens the aliases whose ``OPTIONS["metrics_token"]`` it matches; without
-    one, an active staff user reads every alias. A project without Django's
+    one, an active staff user who may see the admin's queues page reads every alias: staff
+    status alone is no permission, as in the admin. A project without Django's
     AuthenticationMiddleware (a scrape-only deployment) has no user: a token is then the way.
     """
     scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
@@ -33,7 +38,8 @@ def readable_sources(request: HttpRequest) -> list[Source] | None:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return None
-    return sources() if user.is_active and user.is_staff else []
+    may_see_queues = any(user.has_perm(permission) for permission in QUEUES_PERMISSIONS)
+    return sources() if user.is_active and user.is_staff and may_see_queues else []
 
 
 @require_safe  # HEAD too: every HTTP server must take it where it takes GET
@@ -46,7 +52,12 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         response["WWW-Authenticate"] = 'Bearer realm="threadmill"'
         return response
     if not readable:
-        return HttpResponse("These credentials may not read the metrics.", status=403)
+        return HttpResponse(
+            "These credentials may not read the metrics. Log in as staff with the "
+            "django_threadmill.view_queue permission, or send an alias's metrics_token as a "
+            "bearer token.",
+            status=403,
+        )
     try:
         from prometheus_client import CONTENT_TYPE_LATEST
 

@@ -11,7 +11,6 @@ import re
 
 import pytest
 import redis
-from django.contrib.auth.models import User
 from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -218,12 +217,9 @@ def test_a_queue_key_of_the_wrong_kind_is_named_on_the_queues_page(
 
 
 def test_metrics_answer_with_damaged_records(
-    backend: ThreadmillTaskBackend, damaged: dict[str, str], db: None
+    operator: Client, backend: ThreadmillTaskBackend, damaged: dict[str, str]
 ) -> None:
-    client = Client()
-    client.force_login(User.objects.create_user("ops", is_staff=True))
-
-    scraped = page(client, METRICS_URL)
+    scraped = page(operator, METRICS_URL)
 
     assert 'threadmill_queue_tasks{backend="default",queue="default",state="ready"} 2.0' in scraped
 

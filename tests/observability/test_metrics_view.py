@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect.sightings import MAX_SIGHTINGS
 from testproject.example.tasks import add, fail, send_welcome
+from tests.admin.conftest import staff_user
 from tests.backend_support import reserve, start
 from tests.conftest import tasks_setting
 from tests.support import worker
@@ -95,7 +96,7 @@ def test_a_scrape_counts_what_was_enqueued_and_run(
 
 def test_staff_may_scrape_without_a_token(backend: ThreadmillTaskBackend, db: None) -> None:
     client = Client()
-    client.force_login(User.objects.create_user("ops", is_staff=True))
+    client.force_login(staff_user("ops", "view_queue"))  # who may see the queues page
     response = client.get(URL)
     assert response.status_code == 200
     assert "threadmill_queue_tasks" in response.content.decode()
