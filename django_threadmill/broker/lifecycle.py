@@ -260,6 +260,7 @@ class Lifecycle(Layouts):
             keys.damaged,
             keys.unique_prefix,
             keys.delayed,
+            keys.leases,
         )
         answer = self._run(ScriptCall(ScriptName.REQUEUE, script_keys, (task_id,)))
         if isinstance(answer, list):

@@ -74,18 +74,24 @@ local function ready_score(stored)
   return 200 * PRIORITY_STEP
 end
 
--- Whether the task `holder` a unique key names has not finished (ready, delayed, reserved or
--- running), so the key is still its; false for one that finished by a path that does not
--- release keys (cancel), is gone, or cannot be read (then also why), and for one set aside in
--- `damaged` (P:damaged): left ready or running in no index, it never runs. A claim takes such
--- a key over (docs/schedules.md, Unique tasks). enqueue.lua's and requeue.lua's claims; the
--- HEXISTS is paid only for an unfinished holder, a would-be duplicate. A P:damaged of another
--- type lists no one (pcall): the holder holds, and a duplicate does not fail on that key.
-local function holds_unique(prefix, holder, damaged)
+-- Whether the task `holder` a unique key names has not finished and is in the index it runs
+-- from: ready in `ready` or `delayed`, reserved or running in `leases`. False for one that
+-- finished by a path that does not release keys (cancel), is gone, or cannot be read (then also
+-- why), and for one in no index: a record set aside (docs/lifecycle.md, Damaged records) is left
+-- ready or running out of every index, listed in P:damaged or forgotten since, and never runs. A
+-- claim takes such a key over (docs/schedules.md, Unique tasks). enqueue.lua's and requeue.lua's
+-- claims; the index is read only for an unfinished holder, a would-be duplicate. An index of
+-- another type (pcall) lists it: the holder holds, and a duplicate does not fail on that key.
+local function holds_unique(prefix, holder, ready, delayed, leases)
   local f, problem = read_record(prefix .. holder, "state")
   local state = f and f[1]
-  local unfinished = state == "ready" or state == "reserved" or state == "running"
-  return unfinished and redis.pcall("HEXISTS", damaged, holder) ~= 1, problem
+  local function listed(index)
+    return redis.pcall("ZSCORE", index, holder) ~= false
+  end
+  if state == "ready" then
+    return listed(ready) or listed(delayed), problem
+  end
+  return (state == "reserved" or state == "running") and listed(leases), problem
 end
 
 -- Read the record at `key` if its state is `wanted`: returns its fields (state, then the

@@ -6,8 +6,9 @@
 -- KEYS[5]  P:wake      list: wake-up tokens for idle fetchers
 -- KEYS[6]  P:u:        unique key prefix; a digest is appended (string: the id holding it)
 -- KEYS[7]  P:fired:    schedule marker prefix; a schedule name is appended (string: last slot ms)
--- KEYS[8]  P:damaged   hash: ids and keys set aside -> "<ms> <script>: <reason>"; read
---                       (HEXISTS) only for a unique key held by a task that has not finished
+-- KEYS[8]  P:damaged   hash: ids and keys set aside -> "<ms> <script>: <reason>"
+-- KEYS[9]  P:leases    zset: reserved and running ids; read (ZSCORE), with P:ready and
+--                       P:delayed, only for a unique key held by a task that has not finished
 -- ARGV[1]  wake_cap    most tokens kept in P:wake
 -- ARGV[2]  guards      number of guarded tasks, g (0 for a plain call: nothing more to pay)
 -- ARGV[3..] per guard, 4 values: position of its task in the batch (1-based), kind ("u" unique
@@ -28,8 +29,8 @@
 --          no marker an "s" slot is only recorded, as "<ms>.0" (a new schedule), and an "a"
 --          slot fires, as does an "a" slot that finds its own time only recorded. A
 --          unique key or schedule marker of another type (written by hand) is set aside and
---          replaced, as is one whose holder's record cannot be read; one whose holder is set
---          aside in P:damaged (it never runs) is replaced.
+--          replaced, as is one whose holder's record cannot be read; one whose holder is in
+--          no index (set aside: it never runs) is replaced.
 -- Types:   an index of another type fails the call (WRONGTYPE, naming the key) with no task
 --          stored: a refused P:ready or P:delayed ZADD deletes the records just written, takes
 --          its P:ready entries back and puts back the schedule markers it moved, so a retry
@@ -58,6 +59,9 @@ end
 local stored = 0
 local duplicates = nil  -- {position, holder...}, made at the first duplicate only
 local marked = {}  -- per schedule marker set: its key, what it held before (false: nothing)
+-- Ids of the unique tasks this call stored: they enter P:ready or P:delayed only at its end,
+-- and an equal task later in the batch is their duplicate all the same.
+local unique_here = {}
 -- Read the string at a guard's `key`, or set the key aside (it is replaced below) and read nil.
 local function guard_value(key)
   local value = redis.pcall("GET", key)
@@ -93,9 +97,9 @@ local function claim(guard, id, position)
   end
   if not redis.call("SET", key, id, "NX", "PX", value) then
     local holder = guard_value(key)
-    local held, problem = false, nil
-    if holder then
-      held, problem = holds_unique(KEYS[1], holder, KEYS[8])
+    local held, problem = unique_here[holder] or false, nil
+    if holder and not held then
+      held, problem = holds_unique(KEYS[1], holder, KEYS[2], KEYS[3], KEYS[9])
       if problem then
         set_aside(KEYS[8], holder, now, "enqueue", problem)
       end
@@ -107,7 +111,7 @@ local function claim(guard, id, position)
       return false
     end
     -- The holder finished by a path that does not release keys (cancel), is gone, cannot be
-    -- read, or was set aside: take over.
+    -- read, or is in no index (set aside): take over.
     redis.call("SET", key, id, "PX", value)
   end
   return true
@@ -167,6 +171,7 @@ for i = first, #ARGV, 4 do
       "token", 0, "enqueued_ms", now_text, "run_after_ms", run_after_ms, "nerrors", 0)
     if guard and guard.kind == "u" then  -- the window too: a requeue claims the key again
       redis.call("HSET", KEYS[1] .. id, "unique", guard.name, "unique_ms", guard.value)
+      unique_here[id] = true
     elseif guard and guard.kind == "w" then
       redis.call("HSET", KEYS[1] .. id, "workflow", guard.name)
     end

@@ -3,11 +3,13 @@
 -- KEYS[2]  P:ready     zset: ready ids by score
 -- KEYS[3]  P:done      zset: finished ids by finish time in ms
 -- KEYS[4]  P:wake      list: wake-up tokens for idle fetchers
--- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"; also read (HEXISTS)
---                       for a unique key held by another task that has not finished
+-- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- KEYS[6]  P:u:        unique key prefix; a unique task's digest is appended
 -- KEYS[7]  P:delayed   zset: delayed ids by due time in ms; a task whose run_after is still
 --                       ahead (one cancelled while it waited for it) waits there again
+-- KEYS[8]  P:leases    zset: reserved and running ids; read (ZSCORE), with P:ready and
+--                       P:delayed, only for a unique key held by another task that has not
+--                       finished
 -- ARGV[1]  id
 -- Returns: "requeued", or the state the task was in (nothing changes), "missing",
 --          "exhausted" (it had MAX_ATTEMPTS attempts already: nothing changes), "damaged"
@@ -17,7 +19,7 @@
 -- Fence:   state must be "failed"; the record stops expiring (nothing pending expires), and
 --          forgets the failed attempt's finish time and progress. A unique task claims its
 --          key again for a new window; a key naming this task, or a finished, missing,
---          unreadable or set-aside one (listed in P:damaged), is taken over (docs/schedules.md,
+--          unreadable one, or one in no index (set aside), is taken over (docs/schedules.md,
 --          Unique tasks).
 -- Types:   a key of another type fails the call (WRONGTYPE, naming the key) before anything
 --          is written: P:done, P:ready, P:delayed and P:wake are checked first (TYPE), as the task
@@ -45,16 +47,16 @@ if stored_count(f[5]) >= MAX_ATTEMPTS then
   return "exhausted"
 end
 -- A key of another type (a table) is left as it is. Its own key (a cancel keeps it) starts a
--- new window too, and a holder that finished without releasing the key, or was set aside,
--- holds nothing, as for an enqueue: the next equal enqueue then meets this task instead of
--- running beside it.
+-- new window too, and a holder that finished without releasing the key, or is in no index
+-- (set aside), holds nothing, as for an enqueue: the next equal enqueue then meets this task
+-- instead of running beside it.
 local unique = f[3] and KEYS[6] .. f[3]
 local claim = false
 if unique then
   local holder = redis.pcall("GET", unique)
   claim = not holder or holder == id
   if type(holder) == "string" and not claim then
-    if holds_unique(KEYS[1], holder, KEYS[5]) then
+    if holds_unique(KEYS[1], holder, KEYS[2], KEYS[7], KEYS[8]) then
       return {"held", holder}
     end
     claim = true
