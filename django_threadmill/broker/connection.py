@@ -8,12 +8,13 @@ from typing import Any
 import redis
 import redis.asyncio
 from redis.asyncio.retry import Retry as AsyncRetry
+from redis.asyncio.sentinel import MasterNotFoundError as AsyncMasterNotFoundError
 from redis.backoff import NoBackoff
 
 from ..conf.settings import BackendSettings
 from ..conf.topology import SentinelSettings, masked_location
 from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
-from .no_primary import translated_sentinel_errors
+from .no_primary import PROBE_TIMEOUT_S, translated_sentinel_errors
 from .reconnects import Reconnects
 from .tls import tls_refusal
 from .topology import AsyncClient, SyncClient, aconnect, connect
@@ -86,6 +87,15 @@ def _client_options(settings: BackendSettings) -> dict[str, Any]:
     return options
 
 
+def sentinel_timeout_of(settings: BackendSettings) -> float:
+    """Return how long each sentinel is given to connect, then to answer, when asked why it
+    named no primary (no_primary.py): ``PROBE_TIMEOUT_S``, or the clients' own connect or read
+    timeout if shorter (threadmill_health's --timeout), which the lookup waited already."""
+    options = _client_options(settings)
+    waits: tuple[float | None, ...] = (options["socket_timeout"], options["socket_connect_timeout"])
+    return min([PROBE_TIMEOUT_S, *(wait for wait in waits if wait is not None)])
+
+
 def make_client(settings: BackendSettings, reconnects: Reconnects | None = None) -> SyncClient:
     """Return a pooled client for ``settings.location``; it connects on first use, and again
     in each round of ``reconnects`` (a backend's, shared by its clients; reconnects.py).
@@ -109,7 +119,11 @@ def make_blocking_client(settings: BackendSettings, waiters: int) -> SyncClient:
 class RetryOnFreshConnection(AsyncRetry):
     """Try a call once more on a fresh connection; if that fails too, raise the error of the
     try that had its connection open, if one had: that call may have been applied, whereas the
-    last error, a fresh connection refused, would say nothing was written."""
+    last error, a fresh connection refused, would say nothing was written.
+
+    Sentinels that named no primary are not asked again at once: redis-py has just asked each
+    in turn, and the second lookup waited once more on each hung one.
+    """
 
     async def call_with_retry[T](
         self, do: Callable[[], Awaitable[T]], fail: Callable[..., Any], *args: Any, **kwargs: Any
@@ -120,7 +134,10 @@ class RetryOnFreshConnection(AsyncRetry):
         async def failed(error: Exception, *count: int) -> Any:
             if _connected(error):
                 dropped.append(error)
-            return await fail(error, *count)
+            outcome = await fail(error, *count)
+            if isinstance(error, AsyncMasterNotFoundError):
+                raise error
+            return outcome
 
         try:
             return await super().call_with_retry(do, failed, *args, **kwargs)
@@ -174,9 +191,11 @@ def translated_errors(
     *,
     read: bool = False,
     socket_timeout_s: float | None = None,
+    sentinel_timeout_s: float = PROBE_TIMEOUT_S,
 ) -> Iterator[None]:
     """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors;
-    ``sentinel``: the sentinels that name the primary, asked why when they named none.
+    ``sentinel``: the sentinels that name the primary, asked why when they named none, each
+    given ``sentinel_timeout_s`` to connect and to answer (``sentinel_timeout_of``).
 
     A ``read`` (the block changes nothing) is never ``MaybeApplied``, and its errors say that
     nothing was changed (docs/enqueue.md, What each error means, and what was written).
@@ -184,7 +203,7 @@ def translated_errors(
     """
     where = masked_location(location)
     try:
-        with translated_sentinel_errors(sentinel, where):
+        with translated_sentinel_errors(sentinel, where, sentinel_timeout_s):
             yield
     except redis.AuthenticationError as exc:
         raise BrokerRefused(

@@ -25,6 +25,7 @@ from .connection import (
     make_async_client,
     make_blocking_client,
     make_client,
+    sentinel_timeout_of,
     translated_errors,
 )
 from .down_nodes import DownNodes
@@ -112,6 +113,7 @@ class BrokerCore:
                 settings.sentinel,
                 read=read,
                 socket_timeout_s=socket_timeout_of(settings)[1],
+                sentinel_timeout_s=sentinel_timeout_of(settings),
             ):
                 yield
         except BrokerUnavailable as error:

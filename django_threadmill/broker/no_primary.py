@@ -1,4 +1,4 @@
-"""Say why the sentinels named no primary: each one asked again, once, and its answer named.
+"""Say why the sentinels named no primary: all asked again, at once, and each answer named.
 
 redis-py's ``MasterNotFoundError`` lists every sentinel as its client's repr (a screenful each)
 and files refused credentials, a service name no sentinel monitors and a plain Redis listed as
@@ -6,12 +6,18 @@ a sentinel under one "No master found", which read like an outage. After such a 
 on the way of a call that works), each sentinel is asked ``SENTINEL MASTERS`` with the
 backend's sentinel credentials, and its answer says what to fix. A setting every sentinel
 refuses is ``BrokerRefused``: commands that wait for Redis stop at start, as for a password.
+
+The sentinels are asked at once, not in turn: redis-py's lookup has just waited on each hung
+one in turn, and asked in turn again, each hung sentinel held a failed call twice (five of
+them held threadmill_health 18 s, past the 10 s its probe is given).
 """
 
 import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import redis
@@ -23,7 +29,10 @@ from redis.sentinel import MasterNotFoundError
 from ..conf.topology import SentinelSettings
 from ..exceptions import BrokerRefused, BrokerUnavailable
 
-PROBE_TIMEOUT_S = 1.0  # each sentinel is given this long to connect and answer
+# Seconds each sentinel is given to connect, then to answer; less if the clients' own timeouts
+# are shorter (threadmill_health's --timeout).
+PROBE_TIMEOUT_S = 1.0
+ASKER_NAME = "threadmill-sentinel-asker"  # the threads that ask the sentinels, one each
 # A Redis server's reply to SENTINEL MASTERS: Redis 7 quotes the command with ', 6.2 with `.
 NOT_A_SENTINEL = ("unknown command 'SENTINEL'", "unknown command `SENTINEL`")
 LIST_SENTINELS = (
@@ -45,8 +54,11 @@ class Answer:
 
 
 @contextmanager
-def translated_sentinel_errors(sentinel: SentinelSettings | None, where: str) -> Iterator[None]:
-    """Raise the error ``no_primary`` returns for the sentinels' failures inside the block.
+def translated_sentinel_errors(
+    sentinel: SentinelSettings | None, where: str, timeout_s: float
+) -> Iterator[None]:
+    """Raise the error ``no_primary`` returns for the sentinels' failures inside the block,
+    each sentinel given ``timeout_s`` to connect and to answer.
 
     redis-py raises ``MasterNotFoundError`` when no sentinel named a primary, but lets a
     sentinel's error reply through (a Redis server's "unknown command 'SENTINEL'", an ACL
@@ -58,28 +70,30 @@ def translated_sentinel_errors(sentinel: SentinelSettings | None, where: str) ->
         # The asyncio client's is a class of its own: both are ConnectionErrors, which read
         # as a call that may have been applied, though no primary was found to send it to.
         assert sentinel is not None  # only a Sentinel-managed client raises it
-        raise no_primary(sentinel, where) from exc
+        raise no_primary(sentinel, where, timeout_s) from exc
     except redis.ResponseError as exc:
         if sentinel is None or not any(name in str(exc).lower() for name in SENTINEL_COMMAND):
             raise
-        raise no_primary(sentinel, where) from exc
+        raise no_primary(sentinel, where, timeout_s) from exc
 
 
-def no_primary(sentinel: SentinelSettings, where: str) -> BrokerUnavailable:
+def no_primary(sentinel: SentinelSettings, where: str, timeout_s: float) -> BrokerUnavailable:
     """Return the error for sentinels that named no primary of ``sentinel.service_name``;
-    ``where`` is LOCATION as it may be shown (without its password).
+    ``where`` is LOCATION as it may be shown (without its password), ``timeout_s`` how long
+    each sentinel is given to connect and to answer.
 
     Inside a running event loop (a sync call made in a coroutine) the sentinels are not asked:
-    the sync probe, up to ``PROBE_TIMEOUT_S`` each, would hold every other coroutine of the
-    loop on each failed call of an outage. ``aenqueue`` and ``aget_result`` translate their
-    errors in a worker thread (off_loop.py), where they are asked.
+    the sync probe, up to ``timeout_s`` to connect and as long to answer, would hold every
+    other coroutine of the loop on each failed call of an outage. ``aenqueue`` and
+    ``aget_result`` translate their errors in a worker thread (off_loop.py), where they are
+    asked.
     """
     if _in_event_loop():
         return BrokerUnavailable(
             f"No sentinel named a primary for Redis at {where} (No master found for "
             f"{sentinel.service_name!r}). {WAIT_OR_FIX}"
         )
-    answers = {f"{host}:{port}": _ask(sentinel, host, port) for host, port in sentinel.sentinels}
+    answers = _ask_all(sentinel, timeout_s)
     found = {address: answer for address, answer in answers.items() if answer is not None}
     if not found:  # every sentinel names it now: a failover ended meanwhile
         return BrokerUnavailable(
@@ -104,13 +118,28 @@ def _in_event_loop() -> bool:
     return True
 
 
-def _ask(sentinel: SentinelSettings, host: str, port: int) -> Answer | None:
-    """Return what the sentinel at ``host:port`` says is wrong, or None if it names a primary."""
+def _ask_all(sentinel: SentinelSettings, timeout_s: float) -> dict[str, Answer | None]:
+    """Return each sentinel's answer by address, all asked at once, one thread each: the
+    answers take ``timeout_s`` in all (twice that for one slow to connect), not per sentinel."""
+    addresses = sentinel.sentinels
+    with ThreadPoolExecutor(len(addresses), thread_name_prefix=ASKER_NAME) as pool:
+        answers = pool.map(partial(_ask, sentinel, timeout_s=timeout_s), addresses)
+        return {
+            f"{host}:{port}": answer
+            for (host, port), answer in zip(addresses, answers, strict=True)
+        }
+
+
+def _ask(
+    sentinel: SentinelSettings, address: tuple[str, int], *, timeout_s: float
+) -> Answer | None:
+    """Return what the sentinel at ``address`` says is wrong, or None if it names a primary."""
+    host, port = address
     client = redis.Redis(
         host,
         port,
-        socket_timeout=PROBE_TIMEOUT_S,
-        socket_connect_timeout=PROBE_TIMEOUT_S,
+        socket_timeout=timeout_s,
+        socket_connect_timeout=timeout_s,
         retry=Retry(NoBackoff(), 0),
         decode_responses=True,
         username=sentinel.auth.get("username"),
