@@ -19,6 +19,7 @@ from .event_loop import EventLoopLane, LoopMonitor
 from .executor import Executor
 from .lanes import is_async, known_lane
 from .leases import HeldLeases, LeaseKeeper
+from .loop_hold import LoopHoldLimit
 from .options import WorkerOptions
 from .pacing import Pacer
 from .pool import PoolSizing, WorkerPool
@@ -78,7 +79,8 @@ class Crew:
         self.pool.add(options.threads, start=False)
         self.lane = EventLoopLane(options.async_concurrency, parts, on_crash)
         self.buffer.on_first_async = self._resize
-        self.monitor = LoopMonitor(self.lane, on_crash)
+        self.hold_limit = LoopHoldLimit(options.task_timeout_s, broker.settings.lease_ttl_s)
+        self.monitor = LoopMonitor(self.lane, on_crash, self.hold_limit)
         self.keeper = LeaseKeeper(
             broker,
             worker_id,

@@ -21,6 +21,7 @@ from ..forks import renew_after_fork
 from .db_connections import ConnectionClosingExecutor
 from .executor import await_cut_short
 from .isolation import keep_loop_caches
+from .loop_hold import LoopHoldLimit
 from .role import RoleThread
 from .runner import RunnerParts, TaskRunner
 
@@ -305,12 +306,19 @@ class LoopMonitor(RoleThread):
     notes which task the loop runs, and again as it waits for the loop to turn: tasks started
     on one turn can block it each in turn. Once the loop turns, one WARNING names each task
     that held it ``BLOCKED_S`` or more (or the one that held it longest, if that was
-    ``SHARED_BLOCK_S``), and for how long.
+    ``SHARED_BLOCK_S``), and for how long. A task that holds it past ``hold_limit`` is named at
+    once, while it holds it (worker/loop_hold.py).
     """
 
-    def __init__(self, lane: EventLoopLane, on_crash: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        lane: EventLoopLane,
+        on_crash: Callable[[], None],
+        hold_limit: LoopHoldLimit | None = None,
+    ) -> None:
         super().__init__("threadmill-loop-monitor", on_crash)
         self.lane = lane
+        self.hold_limit = hold_limit
 
     def wake(self) -> None:
         self.lane.busy.set()  # end a wait for tasks to run: the monitor then sees it stops
@@ -333,17 +341,8 @@ class LoopMonitor(RoleThread):
         A stall through which the monitor itself woke late, by over half its length, is the
         process waiting for CPU or the GIL, whichever task was current: nobody is named.
         """
-        since, look_s = self.lane.last_beat, BEAT_S / 5
-        holds = [(self.lane.blocked_task(), time.monotonic())]  # (task, since when), in turn
-        late_s = 0.0  # how much later than it asked the monitor itself woke, in all
-        while self.lane.last_beat == since:
-            asked = time.monotonic()
-            if self.stopping.wait(look_s):
-                break
-            late_s += max(0.0, time.monotonic() - asked - look_s)
-            culprit = self.lane.blocked_task()
-            if culprit is not None and culprit is not holds[-1][0]:
-                holds.append((culprit, time.monotonic()))
+        since = self.lane.last_beat
+        holds, late_s = self._note_holds(since)
         turned = self.lane.last_beat if self.lane.last_beat != since else time.monotonic()
         if late_s > (turned - holds[0][1]) / 2:
             logger.debug(
@@ -374,6 +373,31 @@ class LoopMonitor(RoleThread):
                 tasks_seen,
                 SHARED_BLOCK_S * 1000,
             )
+
+    def _note_holds(self, since: float) -> tuple[list[tuple[Reservation | None, float]], float]:
+        """Note each task seen holding the loop, in turn, until it turns (or the monitor
+        stops); return them, each with since when, and how much later than it asked the
+        monitor itself woke, in all. The task seen holding it past the hold limit, counted as
+        ``_follow_stall`` counts it, is passed to the limit at once, once."""
+        look_s = BEAT_S / 5
+        holds = [(self.lane.blocked_task(), time.monotonic())]
+        late_s = 0.0
+        limit = self.hold_limit
+        while self.lane.last_beat == since:
+            asked = time.monotonic()
+            if self.stopping.wait(look_s):
+                break
+            now = time.monotonic()
+            late_s += max(0.0, now - asked - look_s)
+            culprit = self.lane.blocked_task()
+            if culprit is not None and culprit is not holds[-1][0]:
+                holds.append((culprit, now))
+            held_s = now - (since if len(holds) == 1 else holds[-1][1])
+            # Not while the monitor itself woke late: the process is short of CPU or the GIL.
+            if limit and held_s > limit.limit_s and late_s <= (now - holds[0][1]) / 2:
+                limit.passed(holds[-1][0], held_s)
+                limit = None
+        return holds, late_s
 
 
 def _report_blocked(culprit: Reservation | None, held_s: float) -> None:

@@ -116,6 +116,10 @@ class WorkerProcess:
             on_first_renewal=partial(self._tell_supervisor, COUNTED),
         )
         self.crew.pool.on_replacement_refused = self._replacement_refused
+        # Set once a task held the event loop past --task-timeout: a recycle then waits for the
+        # loop's tasks no longer than --grace-period (docs/worker.md, What blocks the loop).
+        self.loop_given_up = threading.Event()
+        self.crew.hold_limit.on_held = self._give_up_loop
 
     @property
     def finished_count(self) -> int:
@@ -213,6 +217,15 @@ class WorkerProcess:
             self.worker_id,
         )
         self._recycle()
+
+    def _give_up_loop(self) -> None:
+        """A task held the event loop past --task-timeout, and every other async task with it,
+        maybe for good (a read without a timeout): recycle, so a fresh process serves the
+        queues. The loop's tasks then get --grace-period, not a recycle's unbounded wait: what
+        still runs at its end is left to the reaper, as at any stop."""
+        self.loop_given_up.set()
+        if not self.stop_requested.is_set():  # a stop bounds the loop by the grace period
+            self._recycle()
 
     def _tell_supervisor(self, message: bytes) -> None:
         """Send ``message`` on the control socket, if a supervisor forked this process."""
@@ -494,7 +507,8 @@ class WorkerProcess:
     def _let_running_finish(self) -> None:
         """Wait, for a recycle, until the tasks running now have ended, however long they take:
         nothing outside waits for the process to go, and --grace-period would cut them short
-        (run again or failed by the reaper). A signal or the supervisor's stop ends the wait."""
+        (run again or failed by the reaper). A signal or the supervisor's stop ends the wait;
+        the event loop's tasks are not waited for once it was given up on (``_give_up_loop``)."""
         if running := self._running():
             logger.info(
                 "Recycling once %d running task%s finish worker_id=%s",
@@ -503,7 +517,10 @@ class WorkerProcess:
                 self.worker_id,
             )
         crew = self.crew
-        while not (self.stop_asked.is_set() or (crew.pool.settled() and not crew.lane.running)):
+        while not (
+            self.stop_asked.is_set()
+            or (crew.pool.settled() and (self.loop_given_up.is_set() or not crew.lane.running))
+        ):
             self._wait(RECYCLE_LOOK_S, until=self.stop_asked.is_set)
 
     def _running(self) -> int:
