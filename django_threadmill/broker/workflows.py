@@ -237,16 +237,21 @@ class Workflows(Layouts):
         with self.translated_errors(read=True):
             return cast(list[str], self.client.lrange(outbox, start, start + OUTBOX_BATCH - 1))
 
-    def forget_outbox_entry(self, part: str, task_id: str) -> None:
+    def forget_outbox_entry(self, part: str, task_id: str, *, found_waiting: bool = False) -> None:
         """Take ``task_id`` out of ``part``'s outbox, its workflow has advanced, and start its
-        record's ``result_ttl``: a step's record keeps none until then (forget_entry.lua)."""
+        record's ``result_ttl``: a step's record keeps none until then (forget_entry.lua).
+
+        ``found_waiting``: the drainer found the step requeued, waiting to run again. Should it
+        have ended again since, the entry stays for the next read to advance from: the one
+        taken out might be the new end's (forget_entry.lua, Fence).
+        """
         keys = self.queue_keys(part)
         ttl_ms = self.settings.result_ttl_ms
         self._run(
             ScriptCall(
                 ScriptName.FORGET_ENTRY,
                 (keys.record_prefix, keys.outbox),
-                (task_id, "" if ttl_ms is None else ttl_ms),
+                (task_id, "" if ttl_ms is None else ttl_ms, "1" if found_waiting else ""),
             )
         )
 

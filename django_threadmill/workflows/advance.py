@@ -13,6 +13,7 @@ that exists, so each step is stored exactly once (docs/workflows.md, Exactly onc
 import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, ExitStack
+from enum import Enum
 from typing import Any
 
 from ..backend import ThreadmillTaskBackend
@@ -42,10 +43,19 @@ CANCELLED_PATH = f"{Cancelled.__module__}.{Cancelled.__qualname__}"
 GROUP_MARGIN = "  | "
 
 
+class Advance(Enum):
+    """What advancing from an outbox entry found (``advance_from``)."""
+
+    ADVANCED = "advanced"  # the step had ended: its workflow has its outcome
+    NOTHING = "nothing"  # its record or its workflow is gone or damaged: nothing to advance
+    WAITING = "waiting"  # requeued since it ended: its next end fills the outbox again
+
+
 def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | None = None) -> int:
     """Advance the workflow of every entry in ``part``'s outbox; return how many workflows
     advanced (an entry that advanced none, its step's record or workflow gone, or the step
-    requeued, is taken out and not counted).
+    requeued, is taken out and not counted; a requeued step that ended again meanwhile keeps
+    it, read again to advance from its new end).
 
     An entry whose advance raises, while Redis answers, is logged and left in the outbox, and
     held in ``failed`` (this call's own when None) for later drains to pass over. Raises
@@ -57,12 +67,12 @@ def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | Non
     while entries := broker.outbox_entries(part, passed_over):
         for task_id in entries:
             held = failed.held(task_id)
-            advanced_one = None if held else _advanced(backend, part, task_id, failed)
-            if advanced_one is None:
+            found = None if held else _advanced(backend, part, task_id, failed)
+            if found is None:
                 passed_over += 1
                 continue
-            broker.forget_outbox_entry(part, task_id)
-            advanced += advanced_one
+            broker.forget_outbox_entry(part, task_id, found_waiting=found is Advance.WAITING)
+            advanced += found is Advance.ADVANCED
         if len(entries) < OUTBOX_BATCH:
             break
     return advanced
@@ -70,10 +80,10 @@ def drain(backend: ThreadmillTaskBackend, part: str, failed: FailedEntries | Non
 
 def _advanced(
     backend: ThreadmillTaskBackend, part: str, task_id: str, failed: FailedEntries
-) -> bool | None:
-    """Advance from ``task_id``, an entry of ``part``'s outbox; return whether its workflow
-    advanced (``advance_from``), or None, the entry to stay, when that raised while Redis
-    answers: it is logged and held in ``failed``.
+) -> Advance | None:
+    """Advance from ``task_id``, an entry of ``part``'s outbox; return what that found
+    (``advance_from``), or None, the entry to stay, when that raised while Redis answers: it
+    is logged and held in ``failed``.
 
     A key of another type (docs/lifecycle.md, Keys of another type) in the queue of a step
     that became due refuses every advance from this entry alone; raised, it stopped the drain
@@ -121,10 +131,10 @@ def drain_queues(
     return sum(drain(backend, part, failed) for part in found)
 
 
-def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None = None) -> bool:
+def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None = None) -> Advance:
     """Record how the step ``task_id`` ended in its workflow, and enqueue what that made due;
-    return whether its workflow advanced: False when the step's record is gone or damaged, the
-    step was requeued, or its workflow is gone or damaged (nothing to advance).
+    return ``ADVANCED``, or ``WAITING`` when the step was requeued, or ``NOTHING`` when its
+    record or its workflow is gone or damaged.
 
     The record is read in ``part``, whose outbox holds the entry (None: the part the settings'
     shard count gives): under an earlier count it is not where the settings' count looks
@@ -140,11 +150,11 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None 
             "task_id=%s",
             task_id,
         )
-        return False
+        return Advance.NOTHING
     workflow_id, index = marked
     ended = _how_it_ended(record)
     if ended is None:  # requeued before this drain: its next end fills the outbox again
-        return False
+        return Advance.WAITING
     outcome, value = ended
     status, due = backend.broker.advance_workflow(workflow_id, index, outcome, value)
     if status == "missing":
@@ -157,17 +167,17 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None 
             workflow_id,
             task_id,
         )
-        return False
+        return Advance.NOTHING
     if status == "damaged":
         logger.error(
             "Workflow of a step is damaged, nothing more is enqueued workflow_id=%s task_id=%s",
             workflow_id,
             task_id,
         )
-        return False
+        return Advance.NOTHING
     if due:
         enqueue_due(backend, workflow_id, due)
-    return True
+    return Advance.ADVANCED
 
 
 def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]) -> None:

@@ -20,7 +20,9 @@ def a_bug_in(monkeypatch: pytest.MonkeyPatch, broken: set[str]) -> list[str]:
     tried: list[str] = []
     advance_from = advance.advance_from
 
-    def buggy(backend: ThreadmillTaskBackend, task_id: str, part: str | None = None) -> bool:
+    def buggy(
+        backend: ThreadmillTaskBackend, task_id: str, part: str | None = None
+    ) -> advance.Advance:
         tried.append(task_id)
         if task_id in broken:
             raise RuntimeError(f"a bug met {task_id}")
