@@ -28,7 +28,8 @@ class HealthCode(IntEnum):
     HEALTHY = 0
     TOO_FEW = 1  # fewer live worker processes on this host than --min-processes
     USAGE = 2  # a wrong option or setting (argparse exits 2 on a bad command line too)
-    UNREACHABLE = 3  # Redis could not be reached or cannot serve now
+    UNREACHABLE = 3  # Redis could not be reached or cannot serve now; or too few live while a
+    # queue's heartbeat key holds another type, unread (not passed by --redis-down-ok)
     REFUSED = 4  # Redis refused the credentials or ACL rights, or LOCATION is wrong in a way
     # no wait fixes (TLS, another kind of server): the worker's code 4 too
 
@@ -43,6 +44,7 @@ class HostHeartbeats:
     last_seen_ms_ago: int | None  # this host's newest renewal or sign-off; None: none kept
     signed_off: bool  # the newest of those is a process signing off as it stopped
     live_elsewhere: int  # live worker processes of other hosts (a --host mismatch shows here)
+    unread: tuple[str, ...]  # heartbeat keys of another type, their queue left out of the count
 
 
 def host_heartbeats(
@@ -59,16 +61,16 @@ def host_heartbeats(
     newest_ms: int | None = None
     # Every live sighting, not only the newest MAX_SIGHTINGS: on a fleet of more, this host's
     # processes rank past them for part of each renewal interval.
-    sightings, signed_off_ms = inspector.host_sightings(queues, host, now_ms - lease_ttl_ms)
-    for sighting in sightings:
+    read = inspector.host_sightings(queues, host, now_ms - lease_ttl_ms)
+    for sighting in read.sightings:
         here = worker_host_and_pid(sighting.worker_id)[0] == host
         if here:
             newest_ms = max(sighting.last_renewal_ms, newest_ms or 0)
         if sighting.live(now_ms, lease_ttl_ms):
             (live if here else elsewhere).add(sighting.worker_id)
-    signed_off = signed_off_ms is not None and signed_off_ms >= (newest_ms or 0)
+    signed_off = read.signed_off_ms is not None and read.signed_off_ms >= (newest_ms or 0)
     if signed_off:
-        newest_ms = signed_off_ms
+        newest_ms = read.signed_off_ms
     return HostHeartbeats(
         host=host,
         lease_ttl_ms=lease_ttl_ms,
@@ -76,6 +78,7 @@ def host_heartbeats(
         last_seen_ms_ago=None if newest_ms is None else max(0, now_ms - newest_ms),
         signed_off=signed_off,
         live_elsewhere=len(elsewhere),
+        unread=read.unread,
     )
 
 

@@ -3,16 +3,32 @@
 See the package docstring for the rules every query here follows.
 """
 
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import redis
+
+from ..connection import readable_replies, reply_of
 from ..raw_replies import RAW, escaped
 from .base import SCORED, InspectorBase, stored_ints
-from .types import WorkerSighting
+from .types import HostSightings, WorkerSighting
+
+logger = logging.getLogger(__name__)
 
 MAX_SIGHTINGS = 1000  # latest worker sightings read per queue part (admin, health, metrics)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Sighted:
+    """What ``_sighted`` read of some parts."""
+
+    latest: dict[str, list[tuple[str, float]]]  # each part's sightings, most recent first
+    signed_off: list[int]  # when a process of the host asked last signed off, per part
+    unread: list[str]  # keys of another type, whose part's sightings are left out
 
 
 class SightingReads(InspectorBase):
@@ -41,20 +57,22 @@ class SightingReads(InspectorBase):
         """
         parts = self.parts_to_sum(queues, every_count=every_count)
         every_part = [part for queue in queues for part in parts[queue]]
-        latest, _ = self._sighted(every_part, live_from_ms)
-        return self._sightings(parts, latest, counts)
+        sighted = self._sighted(every_part, live_from_ms)
+        return self._sightings(parts, sighted.latest, counts)
 
-    def host_sightings(
-        self, queues: Sequence[str], host: str, live_from_ms: int
-    ) -> tuple[list[WorkerSighting], int | None]:
-        """Return ``workers(queues, counts=False, live_from_ms=live_from_ms)`` and when a
-        process of ``host`` last signed off in ``queues`` (ms, Redis clock; None: not within
-        a day), read in the same round trip: a stopped process leaves no sighting, and
-        threadmill_health still says when its host was last seen."""
+    def host_sightings(self, queues: Sequence[str], host: str, live_from_ms: int) -> HostSightings:
+        """Return ``workers(queues, counts=False, live_from_ms=live_from_ms)``, when a process
+        of ``host`` last signed off in ``queues`` and the keys left out, all read in the same
+        round trip: a stopped process leaves no sighting, and threadmill_health still says
+        when its host was last seen."""
         parts = {queue: self.parts(queue) for queue in queues}
         every_part = [part for queue in queues for part in parts[queue]]
-        latest, signed_off = self._sighted(every_part, live_from_ms, signed_off_by=host)
-        return self._sightings(parts, latest, counts=False), max(signed_off, default=None)
+        sighted = self._sighted(every_part, live_from_ms, signed_off_by=host)
+        return HostSightings(
+            sightings=self._sightings(parts, sighted.latest, counts=False),
+            signed_off_ms=max(sighted.signed_off, default=None),
+            unread=tuple(sighted.unread),
+        )
 
     def _sightings(
         self,
@@ -93,11 +111,17 @@ class SightingReads(InspectorBase):
 
     def _sighted(
         self, parts: Sequence[str], live_from_ms: int | None, signed_off_by: str | None = None
-    ) -> tuple[dict[str, list[tuple[str, float]]], list[int]]:
+    ) -> _Sighted:
         """Read the sightings of ``parts`` in one round trip: the newest MAX_SIGHTINGS, or with
         ``live_from_ms`` every one since then and the newest MAX_SIGHTINGS before it; with
         ``signed_off_by``, when a process of that host last signed off in each part that
-        kept it too."""
+        kept it too.
+
+        A part whose ``workers`` or ``stopped`` key holds another type is left out, with a
+        WARNING naming the key: raised, that key failed the read of every queue, and with it
+        the health probe, the queues page and the scrape (docs/lifecycle.md, Keys of another
+        type).
+        """
         with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             if signed_off_by is not None:
                 for part in parts:
@@ -114,20 +138,44 @@ class SightingReads(InspectorBase):
                 )
                 silent = (f"({live_from_ms}", "-inf", "WITHSCORES", "LIMIT", 0, MAX_SIGHTINGS)
                 pipe.execute_command("ZREVRANGEBYSCORE", key, *silent, **SCORED)
-            replies = iter(pipe.execute())
-        asked = [next(replies) for _ in parts] if signed_off_by is not None else []
-        signed_off = [int(ms) for ms in asked if ms is not None and math.isfinite(ms)]
+            replies = iter(readable_replies(pipe.execute(raise_on_error=False)))
+        asked = [next(replies) for _ in parts] if signed_off_by is not None else [None] * len(parts)
         per_part = 1 if live_from_ms is None else 2
-        sightings = {
-            part: [
+        sighted = _Sighted(latest={}, signed_off=[], unread=[])
+        for part, stopped in zip(parts, asked, strict=True):
+            ranges = [next(replies) for _ in range(per_part)]
+            unread = self._unread(part, stopped, ranges[0])
+            sighted.unread.extend(unread)
+            if unread:
+                sighted.latest[part] = []
+                continue
+            sighted.latest[part] = [
                 (escaped(worker_id), score)
-                for _ in range(per_part)
-                for worker_id, score in next(replies)
+                for reply in ranges
+                for worker_id, score in reply
                 if math.isfinite(score)  # a score written by hand (inf) is no renewal time
             ]
-            for part in parts
-        }
-        return sightings, signed_off
+            if stopped is not None and math.isfinite(stopped):
+                sighted.signed_off.append(int(stopped))
+        return sighted
+
+    def _unread(self, part: str, stopped: object, sightings: object) -> list[str]:
+        """Return the keys of ``part`` whose reply (``stopped``'s, or ``sightings``, the first
+        read of its ``workers``) is a key of another type refused, logging each: the only
+        error ``readable_replies`` leaves in place."""
+        keys = self._keys(part)
+        unread = []
+        for key, reply in ((keys.stopped, stopped), (keys.workers, sightings)):
+            if isinstance(reply, redis.ResponseError):
+                logger.warning(
+                    "Worker sightings skipped, their key holds another type (delete it, or "
+                    "give each project its own OPTIONS['key_prefix']); the other queues' are "
+                    "read key=%s error=%s",
+                    key,
+                    reply_of(reply),
+                )
+                unread.append(key)
+        return unread
 
     def _held_and_threads(self, latest: dict[str, list[tuple[str, float]]]) -> list[Any]:
         """Read, per part, what its sighted workers hold and their thread counts: two HMGETs

@@ -64,6 +64,18 @@ class WorkerSighting:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HostSightings:
+    """What threadmill_health reads of some queues: their sightings, and the sign-offs of its
+    host."""
+
+    sightings: list[WorkerSighting]
+    signed_off_ms: int | None  # when a process of the host last signed off; None: not in a day
+    # Keys of another type, whose part's sightings and sign-offs are left out (docs/lifecycle.md,
+    # Keys of another type).
+    unread: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskRow:
     """The fields of one task record the listing shows."""
 

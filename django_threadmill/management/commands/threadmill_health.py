@@ -27,6 +27,11 @@ from ..probe_output import ExitCodeCommand
 from ..seconds_option import seconds_option
 
 DEFAULT_TIMEOUT_S = 2.0
+# What a probe says of the keys it left out (docs/lifecycle.md, Keys of another type).
+LEFT_OUT = (
+    "each left_out key holds another type, so the heartbeats of its queue are not counted: "
+    "delete it, or give each project its own OPTIONS['key_prefix']"
+)
 
 
 def one_line(error: BaseException) -> str:
@@ -48,8 +53,9 @@ class Command(ExitCodeCommand):
     help = (
         "Exit 0 when at least --min-processes worker processes of this host renewed their "
         "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "
-        "2 (bad option or setting), 3 (Redis unreachable, a read-only replica, or unable to "
-        "confirm writes as OPTIONS['durability'] asks) or 4 (Redis refused the credentials, "
+        "2 (bad option or setting), 3 (Redis unreachable, a read-only replica, unable to "
+        "confirm writes as OPTIONS['durability'] asks, or too few beside a heartbeat key of "
+        "another type) or 4 (Redis refused the credentials, "
         "or LOCATION names no Redis it can use: wrong TLS set-up, another kind of server), "
         "with the reason in one line on stderr. For liveness and readiness probes."
     )
@@ -130,7 +136,7 @@ class Command(ExitCodeCommand):
         if unconfirmed is not None:
             self._unavailable(f"{facts}: {unconfirmed}", options["redis_down_ok"])
         elif options["verbosity"] >= 1:
-            self.stdout.write(f"Healthy {facts}")
+            self.stdout.write(f"Healthy {facts}" + (f": {LEFT_OUT}." if beats.unread else ""))
 
     def _backend(self, alias: str) -> ThreadmillTaskBackend:
         try:
@@ -176,6 +182,8 @@ class Command(ExitCodeCommand):
             f"host={beats.host} live={len(beats.live)} min_processes={needed} "
             f"queues={','.join(queues)} lease_ttl_s={beats.lease_ttl_ms / 1000:g}"
         )
+        if beats.unread:
+            facts += f" left_out={','.join(beats.unread)}"
         if len(beats.live) >= needed:
             return facts
         how = "_stopped" if beats.signed_off else ""  # stopped, not silent (docs/deploy.md)
@@ -184,8 +192,17 @@ class Command(ExitCodeCommand):
             if beats.last_seen_ms_ago is None
             else f"{beats.last_seen_ms_ago / 1000:.1f}s_ago{how}"
         )
+        facts += f" last_seen={last_seen} live_elsewhere={beats.live_elsewhere}"
+        if beats.unread:
+            # Not too few: a process serving only those queues may still work. Not Redis down
+            # either: --redis-down-ok must not pass a wedged worker while such a key is there.
+            raise CommandError(
+                f"Unhealthy {facts}: fewer worker processes of this host renewed their leases "
+                f"within lease_ttl than --min-processes in the queues read, and {LEFT_OUT}.",
+                returncode=HealthCode.UNREACHABLE,
+            )
         raise CommandError(
-            f"Unhealthy {facts} last_seen={last_seen} live_elsewhere={beats.live_elsewhere}: "
+            f"Unhealthy {facts}: "
             "fewer worker processes of this host renewed their leases within lease_ttl than "
             "--min-processes. Check that threadmill_worker runs on this host with this "
             "--backend and serves these queues, and its log for Redis errors; a worker process "
