@@ -53,6 +53,9 @@ class BrokerCore:
     def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
         self.keyspace = KeySpace(settings.key_prefix, settings.alias)
+        # The timeouts each Redis call and its error translation use, worked out once.
+        self._read_timeout_s = socket_timeout_of(settings)[1]
+        self._sentinel_timeout_s = sentinel_timeout_of(settings)
         self._known_queues: set[str] = set()
         # Per sharded queue, whose turn it is to be acquired from first (acquisition.py).
         self._turns: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
@@ -60,7 +63,7 @@ class BrokerCore:
             lambda: self.client,
             self._blocking_client,
             self.translated_errors,
-            socket_timeout_of(settings)[1],
+            self._read_timeout_s,
         )
         self.tally = Tally()  # metrics of recorded outcomes, until send_metrics sends them
         self.outbox_signal = OutboxSignal()  # outboxes finish filled (broker/workflows.py)
@@ -112,8 +115,8 @@ class BrokerCore:
                 settings.pool_timeout_s,
                 settings.sentinel,
                 read=read,
-                socket_timeout_s=socket_timeout_of(settings)[1],
-                sentinel_timeout_s=sentinel_timeout_of(settings),
+                socket_timeout_s=self._read_timeout_s,
+                sentinel_timeout_s=self._sentinel_timeout_s,
             ):
                 yield
         except BrokerUnavailable as error:
