@@ -8,23 +8,18 @@ sends the other shares at once and tries the node at most once, with one PING.
 """
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import TaskResult, TaskResultStatus
+from django_threadmill.compat import TaskResultStatus
 from tests.faults.tasks import count_run
 from tests.servers.redis_cluster import LocalCluster
 from tests.support import Command, running, wait_until
 
-from .conftest import cluster_serving_with_a_primary_down, command_env
-from .test_the_queues_of_the_primaries_still_up_keep_running_while_one_is_down import (
-    DOWN,
-    UP,
-    replica_of,
-)
+from ..conftest import command_env
+from .conftest import DOWN, UP, replica_of, status
 
 ROUNDS = 2  # refills that include the down queue after the one that found it down
 TASKS = 20  # of a queue still served, enqueued while the primary is down
@@ -74,24 +69,6 @@ TRACED_WORKER = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """A cluster of this module's own, whose live nodes serve their slots while one is down."""
-    with cluster_serving_with_a_primary_down() as created:
-        yield created
-
-
-@pytest.fixture
-def redis_url(cluster: LocalCluster) -> str:
-    """LOCATION names a primary that stays up: the one of the queue set and of billing."""
-    return cluster.primary_for("{default:billing}").url
-
-
-@pytest.fixture
-def tasks_options() -> dict[str, object]:
-    return {"cluster": True}
-
-
 def refills_with_the_down_queue(trace: Path) -> list[int]:
     """Return, per acquire round of the prefetcher that asked the down queue after the kill
     and ended, its connection attempts to the down primary, in order."""
@@ -110,10 +87,6 @@ def refills_with_the_down_queue(trace: Path) -> list[int]:
             attempts.append(counting)
             counting = None
     return attempts
-
-
-def status(result: TaskResult) -> TaskResultStatus:
-    return result.task.get_result(result.id).status
 
 
 @pytest.mark.timeout(240)

@@ -7,7 +7,6 @@ one of its nodes, so every refill, renewal and reap pass spanning the queues fai
 any queue ran, and every lease lapsed (broker/calls.py).
 """
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,45 +15,13 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from tests.faults.tasks import count_run, wait_for_file
-from tests.servers.redis_cluster import LocalCluster, info
-from tests.servers.redis_server import RedisProcess
+from tests.servers.redis_cluster import LocalCluster
 from tests.support import running, wait_until, worker
 
-from .conftest import cluster_serving_with_a_primary_down, command_env
+from ..conftest import command_env
+from .conftest import DOWN, UP, replica_of, status
 
 LEASE_TTL_S = 15.0  # a renewal meets the down node: redis-py tries it for seconds first
-DOWN = "images"  # the queue whose primary goes down (slot 4887)
-UP = ("billing", "default")  # queues on the two other primaries (slots 7094 and 15466)
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """A cluster of this module's own, whose live nodes serve their slots while one is down."""
-    with cluster_serving_with_a_primary_down() as created:
-        yield created
-
-
-@pytest.fixture
-def redis_url(cluster: LocalCluster) -> str:
-    """LOCATION names a primary that stays up: the one of the queue set and of billing."""
-    return cluster.primary_for("{default:billing}").url
-
-
-@pytest.fixture
-def tasks_options() -> dict[str, object]:
-    return {"cluster": True}
-
-
-def replica_of(cluster: LocalCluster, primary: RedisProcess) -> RedisProcess:
-    return next(
-        node
-        for node in cluster.live()
-        if info(node, "replication").get("master_port") == primary.port
-    )
-
-
-def status(result: TaskResult) -> TaskResultStatus:
-    return result.task.get_result(result.id).status
 
 
 def lease_deadline_ms(backend: ThreadmillTaskBackend, result: TaskResult) -> float:
