@@ -1,6 +1,7 @@
 """Helpers every test package shares: waiting with a deadline, a clock moved by hand, running
 manage.py commands, and counting the script calls a Redis served."""
 
+import errno
 import json
 import os
 import re
@@ -262,3 +263,15 @@ def output_of(command: str, *args: str) -> str:
     out = StringIO()
     call_command(command, *args, stdout=out)
     return out.getvalue()
+
+
+def release_fifo(fifo: Path) -> bool:
+    """Open ``fifo`` for writing and close it, once its reader waits: the reader reads EOF.
+    False when no reader has it open (yet, or any more)."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:
+            raise
+        return False
+    return True

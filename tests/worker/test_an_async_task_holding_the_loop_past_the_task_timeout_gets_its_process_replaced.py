@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus, task
-from tests.support import Command, wait_until
+from tests.support import Command, release_fifo, wait_until
 
 from .async_tasks import nap
 
@@ -32,15 +32,6 @@ async def holds_the_loop(fifo: str, runs: str) -> str:
         out.write(f"{os.getpid()}\n")
     with open(fifo) as held:  # blocks in open() until a writer comes, then reads to its close
         return held.read()
-
-
-def release(fifo: Path) -> bool:
-    """Open the FIFO's other end and close it: the held read returns. False if no one reads it."""
-    try:
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-    except OSError:  # ENXIO: no reader (on the old code, the worker was killed first)
-        return False
-    return True
 
 
 def status(result: TaskResult) -> TaskResultStatus:
@@ -70,13 +61,13 @@ def test_a_later_async_task_runs_while_the_held_one_ends_timed_out_and_nothing_r
         )
         [held_pid] = runs.read_text().split()
         assert naps.read_text().split() != [held_pid]  # run by the replacement
-        assert release(fifo), worker.log
+        assert release_fifo(fifo), worker.log
         wait_until(lambda: status(held) == TaskResultStatus.FAILED, "the held task ending", WAIT_S)
         worker.wait_for_log(rf"Worker process recycled slot=0 pid={held_pid}")
         worker.signal()
         assert worker.wait(WAIT_S) == 0, worker.log
     finally:
-        release(fifo)  # a process the test gave up on ends its read, not left holding it
+        release_fifo(fifo)  # a process the test gave up on ends its read, not left holding it
     assert [error.exception_class_path for error in held.errors] == [
         "django_threadmill.exceptions.TaskTimeout"
     ]

@@ -2,7 +2,6 @@
 and replaces at once a process a SIGTERM of its own stopped, even one sent just after the fork."""
 
 import ctypes
-import errno
 import os
 import signal
 import textwrap
@@ -18,7 +17,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.worker.supervisor import MAX_FAST_FAILURES, Supervisor
-from tests.support import Command, wait_until
+from tests.support import Command, release_fifo, wait_until
 from tests.worker import tasks
 from tests.worker.support import run_script, worker_options
 
@@ -157,17 +156,6 @@ HOLD_THE_FIRST_PROCESS = textwrap.dedent(
 )
 
 
-def release(fifo: Path) -> bool:
-    """Open ``fifo`` for writing and close it, once its reader waits: the reader reads EOF."""
-    try:
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-    except OSError as exc:
-        if exc.errno != errno.ENXIO:  # ENXIO: no reader has it open yet
-            raise
-        return False
-    return True
-
-
 def test_a_sigterm_sent_to_a_process_before_its_handlers_are_set_stops_it(
     redis_url: str, key_prefix: str, tmp_path: Path
 ) -> None:
@@ -181,7 +169,7 @@ def test_a_sigterm_sent_to_a_process_before_its_handlers_are_set_stops_it(
     try:
         held = int(worker.wait_for_log(r"Held before its handlers pid=(\d+)")[1])
         os.kill(held, signal.SIGTERM)
-        wait_until(lambda: release(fifo), "the held process opening the FIFO")
+        wait_until(lambda: release_fifo(fifo), "the held process opening the FIFO")
 
         worker.wait_for_log(stopped_alone(held))
         task = tasks.pid.enqueue()

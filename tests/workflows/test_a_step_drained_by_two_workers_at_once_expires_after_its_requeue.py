@@ -9,7 +9,6 @@ was requeued (the admin's retry of a failed group member) and ended again, its d
 more entry waiting and never gave the record its expiry (43 to 50 of the 50 members requeued).
 """
 
-import errno
 import os
 import textwrap
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.workflows import chain, step
-from tests.support import Command, run_to_completion, wait_until, worker
+from tests.support import Command, release_fifo, run_to_completion, wait_until, worker
 
 from .tasks import add, boom
 
@@ -53,17 +52,6 @@ HELD_AFTER_ITS_ADVANCE = textwrap.dedent(
 )
 
 
-def release(fifo: Path) -> bool:
-    """Open ``fifo`` for writing and close it, once its reader waits: the reader reads EOF."""
-    try:
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-    except OSError as exc:
-        if exc.errno != errno.ENXIO:  # ENXIO: no reader has it open yet
-            raise
-        return False
-    return True
-
-
 def test_a_failed_step_drained_twice_then_requeued_expires_after_its_new_end(
     backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str, tmp_path: Path
 ) -> None:
@@ -79,7 +67,7 @@ def test_a_failed_step_drained_twice_then_requeued_expires_after_its_new_end(
         # A second drainer takes the same entry out while the first holds it.
         reaped = run_to_completion(Command(redis_url, key_prefix, "threadmill_reap", "--once"))
         assert "workflow_steps_advanced=1" in reaped
-        wait_until(lambda: release(fifo), "the held drainer opening the FIFO")
+        wait_until(lambda: release_fifo(fifo), "the held drainer opening the FIFO")
         assert held.wait() == 0, held.log
     finally:
         held.close()
