@@ -5,7 +5,8 @@ takes what is waiting and sends it: a burst collapses into one call, a lone ack 
 start notice is held for 20 ms first: if its result arrives meanwhile the notice is dropped, so fast
 tasks never cost a start call, and a start never follows its result. Transient Redis errors retry
 the same batch with capped backoff; a result Redis refuses as too large ends its task FAILED, and
-the rest of its batch is written (worker/refused.py).
+the rest of its batch is written (worker/refused.py). Redis refusing this worker's credentials or
+rights stops the process (``on_refused``), as no retry helps: the batch is left to the reaper.
 
 Hand-over waits for nobody and wakes nobody while the writer is busy: items go on a
 deque, and the writer's doorbell rings only when it sleeps (an outcome's size is counted on a
@@ -28,7 +29,7 @@ from functools import partial
 
 from ..broker import Ack, Broker, Finish, Lease, ProgressReport, Rejected, Start
 from ..broker.transitions import FINISH_CALL_CHARS
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable
 from .backoff import ACK_BACKOFF, REDIS_BACKOFF
 from .held_chars import HeldChars
 from .leases import HeldLeases
@@ -104,6 +105,8 @@ class AckWriter(RoleThread):
         progress: PendingProgress,
         on_written: Callable[[], None],
         on_crash: Callable[[], None],
+        *,
+        on_refused: Callable[[BrokerRefused], None] = lambda error: None,
     ) -> None:
         super().__init__("threadmill-ack-writer", on_crash)
         self.broker = broker
@@ -112,8 +115,9 @@ class AckWriter(RoleThread):
         self.progress = progress
         progress.on_first = self._ring
         self.on_written = on_written  # called after each batch that recorded outcomes
+        self.on_refused = on_refused  # Redis refused the credentials or rights: no retry helps
         self.give_up = threading.Event()  # set past the shutdown deadline: stop retrying
-        self.dropped = 0  # starts and outcomes given up on at shutdown: the reaper's to settle
+        self.dropped = 0  # starts and outcomes given up on (shutdown, refused): the reaper's
         self._flushed = False  # the batch that held the end (``_Stop``) is written
         self._inbox: deque[_Item] = deque()  # append and popleft are atomic: no lock
         self._doorbell = threading.Event()
@@ -165,9 +169,13 @@ class AckWriter(RoleThread):
     def start_now(self, start: Start) -> StartNow:
         """Write ``start`` from the calling thread, unheld, for a task whose last run here
         outlived its lease (``HeldLeases.note_if_outlived``): held, the notice would wait for
-        this thread again. A Redis that does not answer leaves it to this writer, held."""
+        this thread again. A Redis that does not answer leaves it to this writer, held; one
+        that refuses this worker stops it, and the task is not run."""
         try:
             rejected = self.broker.start(self.worker_id, [start])
+        except BrokerRefused as exc:
+            self.on_refused(exc)
+            return StartNow.REFUSED
         except BrokerUnavailable as exc:
             logger.warning(
                 "Start notice not written before the run, held as usual task_id=%s error=%s",
@@ -254,12 +262,16 @@ class AckWriter(RoleThread):
     def _send_progress(self, *, flush: bool) -> None:
         """Send the waiting progress reports if they are due (all of them with ``flush``); a
         failure keeps them for the next send, unless newer ones came, which waits as a failed
-        ack batch does (ACK_BACKOFF), never less than the usual interval."""
+        ack batch does (ACK_BACKOFF), never less than the usual interval. A refusal of this
+        worker stops it and drops them: no retry helps."""
         reports = self.progress.take(flush=flush)
         if not reports:
             return
         try:
             self.broker.send_progress(reports)
+        except BrokerRefused as exc:
+            self.on_refused(exc)
+            return
         except BrokerUnavailable as exc:
             self._progress_failures += 1
             retry_in_s = max(self.progress.interval_s, ACK_BACKOFF.after(self._progress_failures))
@@ -298,10 +310,13 @@ class AckWriter(RoleThread):
 
     def _send_metrics(self) -> BrokerUnavailable | None:
         """Send the metrics of what was written; return the error that kept some unsent (a
-        failure keeps them for the next send), or None once Redis took them all."""
+        failure keeps them for the next send), or None once Redis took them all. A refusal of
+        this worker stops it (``on_refused``)."""
         try:
             self.broker.send_metrics()
         except BrokerUnavailable as exc:
+            if isinstance(exc, BrokerRefused):
+                self.on_refused(exc)
             return exc
         return None
 
@@ -382,12 +397,25 @@ class AckWriter(RoleThread):
         call: Callable[[str, Sequence[T]], list[Rejected[T]]],
     ) -> int:
         """Send one batch, retrying transient errors with capped backoff; say what was not
-        recorded and why. Return how many items were dropped (past the shutdown deadline)."""
+        recorded and why. Return how many items were dropped (past the shutdown deadline, or
+        Redis refused this worker, which stops it: the reaper settles them, as at any stop
+        that leaves outcomes unwritten)."""
         attempt = 1
         while True:
             try:
                 rejected = call(self.worker_id, items)
                 break
+            except BrokerRefused as exc:
+                self.on_refused(exc)
+                logger.error(
+                    "Ack batch left to the reaper kind=%s size=%d error=%s (Redis refused "
+                    "this worker, which stops; the reaper settles these tasks once their "
+                    "leases lapse)",
+                    kind,
+                    len(items),
+                    exc,
+                )
+                return len(items)
             except BrokerUnavailable as exc:
                 if self.give_up.is_set():
                     logger.error(

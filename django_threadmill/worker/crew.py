@@ -57,7 +57,13 @@ class Crew:
             options.readahead(options.threads, async_tasks=False), is_async, known_lane
         )
         self.writer = AckWriter(
-            broker, worker_id, self.held, executor.progress, self._on_written, on_crash
+            broker,
+            worker_id,
+            self.held,
+            executor.progress,
+            self._on_written,
+            on_crash,
+            on_refused=on_refused,
         )
 
         self.pacer = Pacer(broker, release, self.buffer.put_many)

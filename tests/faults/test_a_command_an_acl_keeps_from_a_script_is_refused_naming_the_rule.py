@@ -66,16 +66,20 @@ def server(request: pytest.FixtureRequest) -> Iterator[RedisProcess]:
         yield running
 
 
+def acl_user_url(server: RedisProcess, key_prefix: str, *rights: str) -> str:
+    """Return LOCATION as an ACL user kept to the test's prefix, with ``rights``."""
+    with redis.Redis.from_url(server.url) as admin:
+        admin.execute_command(
+            "ACL", "SETUSER", "app", "reset", "on", f">{APP_PASSWORD}", f"~{key_prefix}:*",
+            *rights,
+        )  # fmt: skip
+    return f"redis://app:{APP_PASSWORD}@127.0.0.1:{server.port}/0"
+
+
 @pytest.fixture
-def redis_url(server: RedisProcess, key_prefix: str) -> Iterator[str]:
+def redis_url(server: RedisProcess, key_prefix: str) -> str:
     """LOCATION as an ACL user kept to the test's prefix, with SCRIPTS_WITHOUT_TIME."""
-    admin = redis.Redis.from_url(server.url)
-    admin.execute_command(
-        "ACL", "SETUSER", "app", "reset", "on", f">{APP_PASSWORD}", f"~{key_prefix}:*",
-        *SCRIPTS_WITHOUT_TIME,
-    )  # fmt: skip
-    yield f"redis://app:{APP_PASSWORD}@127.0.0.1:{server.port}/0"
-    admin.close()
+    return acl_user_url(server, key_prefix, *SCRIPTS_WITHOUT_TIME)
 
 
 def test_enqueue_names_the_acl_rule_to_grant(backend: ThreadmillTaskBackend) -> None:
