@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from django_threadmill.compat import task
-from tests.support import Command, wait_until
+from tests.support import Command, release_fifo, wait_until
 from tests.worker import tasks
-from tests.worker.test_supervisor import release
 
 
 def _wait_for_release(fifo: str) -> None:
@@ -86,7 +85,7 @@ def test_a_killed_process_is_replaced_while_a_child_its_task_forked_lives(
     wait_until(lambda: after.refresh() or after.is_finished, "a task on the new process")
     assert after.return_value == worker.child_pids()[1] != original
 
-    wait_until(lambda: release(fifo), "the child still waiting to be let go")
+    wait_until(lambda: release_fifo(fifo), "the child still waiting to be let go")
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
 
@@ -100,4 +99,4 @@ def test_a_stop_ends_while_a_child_a_task_forked_lives(
 
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.log
-    wait_until(lambda: release(fifo), "the child still waiting to be let go")
+    wait_until(lambda: release_fifo(fifo), "the child still waiting to be let go")
