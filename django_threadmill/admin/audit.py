@@ -25,8 +25,8 @@ def record(
     """Log at INFO that ``user`` applied ``action`` in ``backend``; ``details`` say what it
     applied to and what it did, as key=value in their order.
 
-    Control characters are escaped: a task id posted by hand with a line break would split the
-    line or forge another one.
+    Control characters are escaped: a task id posted by hand, or a username (a custom user
+    model, a remote-user login), with a line break would split the line or forge another one.
     """
     fields = "".join(f" {name}=%s" for name in details)
     logger.info(
@@ -34,5 +34,5 @@ def record(
         action,
         controls_escaped(backend),
         *(controls_escaped(str(value)) for value in details.values()),
-        admin_user(user),
+        controls_escaped(admin_user(user)),
     )

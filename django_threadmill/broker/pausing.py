@@ -140,7 +140,12 @@ class Pausing(Layouts):
         ]
         if not lifted:
             return False
-        logger.info("Queue resumed backend=%s queue=%s by=%s", self.settings.alias, queue, by)
+        logger.info(
+            "Queue resumed backend=%s queue=%s by=%s",
+            self.settings.alias,
+            queue,
+            controls_escaped(by),
+        )
         self._wake(queue, lifted)
         return True
 
