@@ -148,14 +148,19 @@ class WorkerProcess:
         its RSS passes --max-memory.
 
         Counted when the thread is done, not when the result is written, so the ack writer's
-        lag cannot let a process run past the limit.
+        lag cannot let a process run past the limit. The buffer closes in the same hold of the
+        count lock that reached the limit: another thread done meanwhile waits for the lock
+        before it takes again, and then finds the buffer closed. Closed after the lock was let
+        go, the other threads ran up to seven more tasks while this one waited for the GIL.
         """
         with self._count_lock:
             self.crew.finished += 1
             first = self.crew.finished == 1
             reached = self.max_tasks is not None and self.crew.finished == self.max_tasks
+            unstarted = self._close_for_recycle() if reached else None
         if reached:
-            self._recycle()
+            if unstarted is not None:
+                self._recycle_closed(unstarted)
         elif self.memory is not None and not self.stop_requested.is_set():
             resident = self.memory.read()
             if resident > self.max_memory_bytes:
@@ -183,9 +188,9 @@ class WorkerProcess:
         now, so the fresh process that replaces this one takes tasks while they finish.
         ``resident``: the RSS that passed --max-memory, logged."""
         with self._count_lock:
-            if self._recycling:
-                return
-            self._recycling = True
+            unstarted = self._close_for_recycle()
+        if unstarted is None:
+            return
         if resident is not None:
             logger.warning(
                 "RSS passed --max-memory, recycling worker_id=%s rss_mb=%.1f max_memory_mb=%s "
@@ -194,10 +199,21 @@ class WorkerProcess:
                 resident / MIB,
                 self.options.max_memory_mb,
             )
-        # Close the buffer first: the other threads would take tasks past --max-tasks while the
-        # prefetcher's stop makes its round trip. What the prefetcher puts in after this is
-        # released by the process's stop, once it has joined the prefetcher.
-        unstarted = self.crew.buffer.close()
+        self._recycle_closed(unstarted)
+
+    def _close_for_recycle(self) -> list[Reservation] | None:
+        """Close the buffer for a recycle, under the count lock; return the tasks never
+        started, or None if a recycle began already. Closed first: the other threads would
+        take tasks past --max-tasks while the prefetcher's stop makes its round trip."""
+        if self._recycling:
+            return None
+        self._recycling = True
+        return self.crew.buffer.close()
+
+    def _recycle_closed(self, unstarted: list[Reservation]) -> None:
+        """Go on with a recycle whose buffer closed: release ``unstarted``, stop the
+        prefetcher and the process. What the prefetcher puts in after the close is released
+        by the process's stop, once it has joined the prefetcher."""
         self.crew.prefetcher.stop()  # now, from this thread: the main thread may wait for the GIL
         self._release(unstarted)
         self.request_stop(ExitCode.RECYCLE)
