@@ -238,7 +238,7 @@ def running(command: Command, ready: str = r"Worker process started") -> Iterato
         command.wait_for_log(ready)
         yield command
         command.signal()
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
 

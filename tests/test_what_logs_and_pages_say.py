@@ -89,7 +89,7 @@ def test_a_task_timed_out_whose_replacement_was_refused_is_not_said_replaced(
     try:
         command.wait_for_log(r"Worker process recycled slot=0")
         command.signal()
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         log = command.log
     finally:
         gate.touch()
@@ -116,7 +116,7 @@ def test_threads_left_running_at_the_deadline_name_their_tasks(
             "the task running",
         )
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 1, command.log
+        assert command.wait(60) == 1, command.log
         log = command.log
     finally:
         command.close()

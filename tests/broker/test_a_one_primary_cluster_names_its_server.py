@@ -45,7 +45,7 @@ def test_a_reap_from_cron_settles_an_expired_lease(
     expire_lease(running.task_id)
     command = Command(redis_url, key_prefix, "threadmill_reap", "--once", options=OPTIONS)
     try:
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         assert "Traceback" not in command.log, command.log
         assert redis_client.zscore(broker.queue_keys("default").leases, running.task_id) is None
     finally:

@@ -147,7 +147,7 @@ def run_chaos(
         supervisor.signal(signal.SIGTERM)
         reaper.signal(signal.SIGTERM)
         worker_code = supervisor.wait(60)
-        reaper.wait(30)
+        reaper.wait(60)
         return ChaosRun(enqueued, worker_code, supervisor.log), monkey
     finally:
         supervisor.close()

@@ -39,7 +39,7 @@ def running_worker(redis_url: str, key_prefix: str, env: dict[str, str]) -> Iter
         command.wait_for_log(r"Worker process started .*queues=billing,default,emails,images")
         yield command
         command.signal()
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
 
@@ -100,7 +100,7 @@ def test_reaper_settles_an_expired_lease_on_another_node(
     redis_client.zadd(backend.broker.queue_keys("images").leases, {result.id: 0})
     command = Command(redis_url, key_prefix, "threadmill_reap", "--once", extra_env=env)
     try:
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         log = command.log
     finally:
         command.close()

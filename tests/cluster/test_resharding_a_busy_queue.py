@@ -56,7 +56,7 @@ def reaper(
         command.wait_for_log(r"Reaper started")
         yield command
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
 

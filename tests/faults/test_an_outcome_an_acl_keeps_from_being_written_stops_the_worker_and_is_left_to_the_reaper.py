@@ -43,7 +43,7 @@ def test_the_worker_stops_naming_the_rule_and_the_reaper_settles_the_task(
         result = echo.enqueue(1)
     command = worker(redis_url, key_prefix, lease_ttl_s=LEASE_TTL_S)
     try:
-        assert command.wait(30) == 4, command.log  # REFUSED: no restart can help
+        assert command.wait(60) == 4, command.log  # REFUSED: no restart can help
         assert command.log.count("Redis refused this worker, stopping") == 1, command.log
         assert GRANT in command.log
         assert "Ack batch left to the reaper kind=finish size=1" in command.log

@@ -47,7 +47,7 @@ def test_worker_waits_for_redis_then_runs_tasks(
         results = enqueue_counted(backend, log, 50)
         wait_until(lambda: all_successful(results), "every task SUCCESSFUL", 30)
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
     assert executions(log) == {result.id: 1 for result in results}
@@ -59,7 +59,7 @@ def test_reaper_waits_for_redis(late_redis: RedisProcess, key_prefix: str) -> No
         reaper.wait_for_log(r"Reap pass failed, retrying next interval error=.*is unreachable")
         late_redis.start()
         reaper.signal(signal.SIGTERM)
-        assert reaper.wait(30) == 0, reaper.log
+        assert reaper.wait(60) == 0, reaper.log
         assert "Reaper stopped" in reaper.log
     finally:
         reaper.close()

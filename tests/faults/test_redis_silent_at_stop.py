@@ -102,7 +102,7 @@ def test_a_process_that_left_work_to_the_reaper_is_replaced_at_once_not_as_a_cra
         fresh = command.child_pids()[1]
         command.wait_for_log(rf"Worker process started worker_id=\S+ pid={fresh} ")
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         assert "Worker process died" not in command.log
     finally:
         command.close()
@@ -122,6 +122,6 @@ def test_a_stop_signal_reaches_the_processes_while_a_reap_pass_waits_on_silent_r
         with waiting_on_paused(own_redis, command.process.pid):
             command.signal(signal.SIGTERM)
             command.wait_for_log(r"Stopping on supervisor request", 30)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()

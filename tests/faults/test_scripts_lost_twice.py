@@ -95,7 +95,7 @@ def test_a_worker_whose_scripts_go_again_retries_and_runs_every_task_once(
         flushing.unlink()
         wait_until(lambda: all_successful(results), "every task SUCCESSFUL")
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         assert not re.search(CRASHED, command.log), command.log
     finally:
         command.close()

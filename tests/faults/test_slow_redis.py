@@ -44,7 +44,7 @@ def test_tasks_run_once_through_a_slow_link(
         done = {"successful": len(results)}
         wait_until(lambda: states(direct, backend.broker, results) == done, "all SUCCESSFUL", 60)
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         assert "Lease lost" not in command.log
     finally:
         command.close()

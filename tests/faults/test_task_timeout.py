@@ -37,7 +37,7 @@ def test_hung_task_fails_with_task_timeout_and_the_rest_run(
         wait_until(lambda: all_successful(rest), "the other tasks running on a fresh thread", 20)
         hung.refresh()
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
     assert hung.status == TaskResultStatus.FAILED

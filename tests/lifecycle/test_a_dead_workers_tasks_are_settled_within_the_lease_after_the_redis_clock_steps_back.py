@@ -68,7 +68,7 @@ def reaper(redis_url: str, key_prefix: str) -> Iterator[Command]:
     try:
         yield command
         command.signal()
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
 

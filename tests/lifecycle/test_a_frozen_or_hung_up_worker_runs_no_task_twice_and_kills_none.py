@@ -185,7 +185,7 @@ def test_a_hangup_stops_the_worker_gracefully_letting_its_running_task_finish(
             os.kill(pid, signal.SIGHUP)
         worker.wait_for_log(r"Waiting up to 30s for 1 running task to finish")
         gate.touch()
-        assert worker.wait(30) == 0, worker.log
+        assert worker.wait(60) == 0, worker.log
         result = backend.get_result(task_id)
         assert result.status == TaskResultStatus.SUCCESSFUL, worker.log
         assert result.attempts == 1
@@ -218,7 +218,7 @@ def test_a_worker_started_under_nohup_runs_on_through_a_hangup(
         )
         assert worker.process.poll() is None, worker.log  # still serving
         worker.signal()
-        assert worker.wait(30) == 0, worker.log
+        assert worker.wait(60) == 0, worker.log
         assert "SIGHUP" not in worker.log
     finally:
         worker.close()

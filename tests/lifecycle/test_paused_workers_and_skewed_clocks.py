@@ -109,7 +109,7 @@ def test_a_worker_paused_past_its_lease_is_fenced_when_it_finishes_late(
     worker.wait_for_log(rf"Ack not recorded kind=finish task_id={task_id}: settled or held")
     wait_until(lambda: backend.get_result(task_id).status == status, f"the task {status}")
     worker.signal()
-    assert worker.wait(30) == 0, worker.log
+    assert worker.wait(60) == 0, worker.log
 
     result = backend.get_result(task_id)
     assert [error.exception_class for error in result.errors] == [LeaseExpired]
@@ -165,7 +165,7 @@ def test_a_reservation_lost_while_paused_does_not_run_beside_its_own_reacquired_
         "the second task SUCCESSFUL",
     )
     worker.signal()
-    assert worker.wait(30) == 0, worker.log
+    assert worker.wait(60) == 0, worker.log
 
     assert starts(marker) == 1, worker.log
     assert f"Skipped task whose reservation was lost task_id={task_id}" in worker.log
@@ -266,7 +266,7 @@ def test_a_worker_whose_clock_is_an_hour_off_keeps_its_lease_and_dates_the_run_o
         "the task SUCCESSFUL",
     )
     worker.signal()
-    assert worker.wait(30) == 0, worker.log
+    assert worker.wait(60) == 0, worker.log
 
     result = backend.get_result(task_id)
     assert starts(marker) == 1

@@ -128,7 +128,7 @@ def scene(
     try:
         for command in (scene.worker, scene.reaper):
             command.signal()
-            assert command.wait(30) == 0, command.log
+            assert command.wait(60) == 0, command.log
     finally:
         scene.worker.close()
         scene.reaper.close()
@@ -265,7 +265,7 @@ def reap_once(redis_url: str, key_prefix: str, ran: list[Command]) -> Command:
     it to ``ran`` for the test to close."""
     command = Command(redis_url, key_prefix, "threadmill_reap", "--once", lease_ttl_s=LEASE_TTL_S)
     ran.append(command)
-    assert command.wait(30) == 0, command.log
+    assert command.wait(60) == 0, command.log
     return command
 
 

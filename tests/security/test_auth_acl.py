@@ -57,7 +57,7 @@ def redis_url(
 def run_burst(url: str, key_prefix: str, *args: str) -> str:
     command = Command(url, key_prefix, *args)
     try:
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         return command.log
     finally:
         command.close()

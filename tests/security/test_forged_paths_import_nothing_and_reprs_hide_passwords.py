@@ -56,7 +56,7 @@ def test_the_worker_fails_them_without_importing(
         extra_env={"THREADMILL_PROGRAM_MARKER": str(marker)},
     )
     try:
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         log = command.log
     finally:
         command.close()

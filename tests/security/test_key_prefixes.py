@@ -42,10 +42,10 @@ def test_two_projects_share_a_redis_without_touching_each_other(
     command = worker(redis_url, key_prefix, "--burst", "--reap-interval", "0.1")
     reaper = Command(redis_url, key_prefix, "threadmill_reap", "--interval", "0.1")
     try:
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         reaper.wait_for_log("Reaper started")  # its stop handler is in place: a SIGTERM is heard
         reaper.signal(signal.SIGTERM)
-        assert reaper.wait(30) == 0, reaper.log
+        assert reaper.wait(60) == 0, reaper.log
     finally:
         command.close()
         reaper.close()

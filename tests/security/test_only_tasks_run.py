@@ -48,7 +48,7 @@ def test_forged_payloads_fail_and_never_run(
     real = tasks.touch.enqueue(str(tmp_path / "real"))
     command = worker(redis_url, key_prefix, "--burst")
     try:
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
 

@@ -32,7 +32,7 @@ def read_only_url(locked_redis: RedisProcess, key_prefix: str) -> Iterator[str]:
 def finished(command: Command) -> str:
     """Wait for ``command`` to stop with exit code 4 (REFUSED: no restart can help); its log."""
     try:
-        assert command.wait(30) == 4, command.log
+        assert command.wait(60) == 4, command.log
         return command.log
     finally:
         command.close()

@@ -40,7 +40,7 @@ def test_tasks_run_over_tls(
     result = tasks.touch.enqueue(str(tmp_path / "ran"))
     command = worker(tls_server.url, key_prefix, "--burst")
     try:
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         assert "redis_version=" in command.log
     finally:
         command.close()

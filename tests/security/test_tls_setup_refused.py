@@ -91,7 +91,7 @@ def test_the_worker_stops_at_start_instead_of_waiting(
     location, message = bad_setups(tls_server)["no-ca"]
     command = worker(location, key_prefix)
     try:
-        assert command.wait(30) == 4, command.log  # ExitCode.REFUSED: no restart can help
+        assert command.wait(60) == 4, command.log  # ExitCode.REFUSED: no restart can help
         assert "threadmill.E004" in command.log
         assert re.search(message, command.log), command.log
         assert "retrying" not in command.log

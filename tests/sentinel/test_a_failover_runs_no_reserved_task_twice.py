@@ -104,7 +104,7 @@ def test_a_sentinel_failover_runs_no_task_twice(
         wait_until(lambda: demoted(old), "the old primary demoted")
         wait_until(lambda: all_settled(results), "every task settled")
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
     ran = executions(log)

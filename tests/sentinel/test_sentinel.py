@@ -21,7 +21,7 @@ def running_worker(key_prefix: str, tasks_options: dict[str, object]) -> Iterato
         command.wait_for_log(r"Worker process started")
         yield command
         command.signal()
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
 

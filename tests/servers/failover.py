@@ -102,7 +102,7 @@ def assert_failover_loses_nothing(
         wait_until(lambda: not enqueuer.is_alive(), "every task acknowledged", 120)
         wait_until(lambda: all_settled(enqueuer.acknowledged), "every task settled", 120)
         command.signal(signal.SIGTERM)
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         enqueuer.stop()
         command.close()

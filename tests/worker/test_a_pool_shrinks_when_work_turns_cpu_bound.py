@@ -246,7 +246,7 @@ def test_the_worker_tries_fewer_threads_at_a_core_and_restores_them_when_the_rat
         before, after = tried.groups()
         command.wait_for_log(rf"Worker threads from={after} to={before} reason={LOWERED}")
         command.signal()
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
     finally:
         command.close()
 

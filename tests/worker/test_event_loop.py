@@ -76,7 +76,7 @@ def test_graceful_shutdown_lets_coroutines_in_flight_finish(
     command.signal(signal.SIGTERM)
     command.wait_for_log(r"Waiting up to 30s for 5 running tasks to finish")
     gate.touch()
-    assert command.wait(30) == 0, command.log
+    assert command.wait(60) == 0, command.log
     for result in waiting:
         result.refresh()
         assert result.status == TaskResultStatus.SUCCESSFUL
@@ -91,7 +91,7 @@ def test_coroutines_still_running_at_the_deadline_are_handed_back_not_run_twice(
     wait_until(started.exists, "the coroutine starting")
     command.signal(signal.SIGTERM)
     # Forced, as a thread still running then: the attempt is left to the reaper (it exited 0).
-    assert command.wait(30) == 1, command.log
+    assert command.wait(60) == 1, command.log
     assert "Grace period over, cancelling async tasks count=1" in command.log
     assert backend.get_result(stuck.id).status == TaskResultStatus.RUNNING  # handed back
     wait_until(lambda: reap_once(backend).failed == 1, "the reaper settling the lapsed lease")
@@ -154,7 +154,7 @@ def test_a_slow_orm_call_holds_up_no_other_async_tasks_end(
     release.touch()
     wait_until(lambda: backend.get_result(slow.id).is_finished, "the slow task recorded")
     command.signal(signal.SIGTERM)
-    assert command.wait(30) == 0, command.log
+    assert command.wait(60) == 0, command.log
 
 
 def test_work_an_async_task_left_running_is_cancelled_at_shutdown(
@@ -167,7 +167,7 @@ def test_work_an_async_task_left_running_is_cancelled_at_shutdown(
     wait_until(lambda: backend.get_result(result.id).is_finished, "the task returning")
     assert not ended.exists()
     command.signal(signal.SIGTERM)
-    assert command.wait(30) == 0, command.log
+    assert command.wait(60) == 0, command.log
     assert ended.exists()
 
 

@@ -23,7 +23,7 @@ def test_the_command_runs_sync_and_async_tasks_in_its_own_process(
     results = [tasks.pid.enqueue() for _ in range(3)]
     results += [async_tasks.nap.enqueue(0, str(tmp_path / "naps.log")) for _ in range(3)]
     command = start_worker("--processes", "0", "--burst", "--threads", "2")
-    assert command.wait(30) == 0, command.log
+    assert command.wait(60) == 0, command.log
     for result in results:
         result.refresh()
         assert result.status == TaskResultStatus.SUCCESSFUL
@@ -102,7 +102,7 @@ def test_a_task_given_up_on_does_not_hold_the_commands_exit(
     try:
         if how == "task timeout":
             command = start_worker("--processes", "0", "--burst", "--task-timeout", "1")
-            assert command.wait(30) == 0, command.log
+            assert command.wait(60) == 0, command.log
             assert backend.get_result(stuck.id).status == TaskResultStatus.FAILED
         else:
             command = start_worker("--processes", "0", "--burst", "--grace-period", "0.2")
@@ -111,7 +111,7 @@ def test_a_task_given_up_on_does_not_hold_the_commands_exit(
                 "the task running",
             )
             command.signal(signal.SIGTERM)
-            assert command.wait(30) == 1, command.log  # forced: it outlived the grace period
+            assert command.wait(60) == 1, command.log  # forced: it outlived the grace period
             assert "Threads still running after the grace period" in command.log
     finally:
         never.touch()  # the task's thread ends, had the process lived on

@@ -53,7 +53,7 @@ def test_a_refused_replacement_for_an_abandoned_thread_recycles_the_process(
         )
         command.wait_for_log(r"Worker process recycled slot=0")
         command.signal()
-        assert command.wait(30) == 0, command.log
+        assert command.wait(60) == 0, command.log
         log = command.log
     finally:
         gate.touch()  # the abandoned thread's task ends, if its process still runs

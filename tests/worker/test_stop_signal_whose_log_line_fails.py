@@ -50,7 +50,7 @@ def test_a_stop_signal_whose_log_line_raises_still_stops_the_worker(
     try:
         worker.wait_for_log(r"Worker process started")
         worker.signal(signal.SIGTERM)
-        assert worker.wait(30) == 0, worker.log
+        assert worker.wait(60) == 0, worker.log
         log = worker.log
     finally:
         worker.close()
@@ -71,7 +71,7 @@ def test_a_second_signal_whose_log_line_raises_still_exits_at_once(
         worker.signal(signal.SIGTERM)
         worker.wait_for_log(r"Waiting up to 30s for 1 running task")  # the first was heard
         worker.signal(signal.SIGTERM)
-        assert worker.wait(30) == ExitCode.FORCED, worker.log
+        assert worker.wait(60) == ExitCode.FORCED, worker.log
         log = worker.log
     finally:
         worker.close()

@@ -21,7 +21,7 @@ def test_a_task_past_the_timeout_fails_and_its_thread_is_replaced(
     after = [tasks.square.enqueue(n) for n in range(3)]
 
     worker = start_worker("--threads", "1", "--task-timeout", "0.5", "--burst")
-    assert worker.wait(30) == 0, worker.log
+    assert worker.wait(60) == 0, worker.log
 
     stuck.refresh()
     assert stuck.status == TaskResultStatus.FAILED
