@@ -154,7 +154,13 @@ class QueueAdmin(ThreadmillModelAdmin):
         ]
 
     def queues_view(self, request: HttpRequest) -> HttpResponse:
-        return self.render(request, "queues.html", "Queues", queues_context())
+        context = {**queues_context(), "can_view_tasks": self.may_view_tasks(request)}
+        return self.render(request, "queues.html", "Queues", context)
+
+    def may_view_tasks(self, request: HttpRequest) -> bool:
+        """Whether ``request``'s user may open the task pages, which the queues page links
+        only for them, as Django's admin links a related object only for who may view it."""
+        return self.admin_site.get_model_admin(Task).has_view_permission(request)
 
     def purge_view(self, request: HttpRequest, alias: str, queue: str) -> HttpResponse:
         source = queue_source_or_404(alias, queue)
