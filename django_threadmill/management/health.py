@@ -41,7 +41,9 @@ class HostHeartbeats:
     host: str
     lease_ttl_ms: int  # how recent a renewal must be to count
     live: frozenset[str]  # worker ids of this host renewed within lease_ttl
-    last_seen_ms_ago: int | None  # this host's newest renewal or sign-off; None: none kept
+    # How long ago this host's newest renewal or sign-off was; None: none kept. Below 0 when it
+    # is dated more than a lease ahead of the Redis clock, which stepped back since.
+    last_seen_ms_ago: int | None
     signed_off: bool  # the newest of those is a process signing off as it stopped
     live_elsewhere: int  # live worker processes of other hosts (a --host mismatch shows here)
     unread: tuple[str, ...]  # heartbeat keys of another type, their queue left out of the count
@@ -75,11 +77,19 @@ def host_heartbeats(
         host=host,
         lease_ttl_ms=lease_ttl_ms,
         live=frozenset(live),
-        last_seen_ms_ago=None if newest_ms is None else max(0, now_ms - newest_ms),
+        last_seen_ms_ago=None if newest_ms is None else _ms_ago(now_ms, newest_ms, lease_ttl_ms),
         signed_off=signed_off,
         live_elsewhere=len(elsewhere),
         unread=read.unread,
     )
+
+
+def _ms_ago(now_ms: int, then_ms: int, lease_ttl_ms: int) -> int:
+    """Return how long before ``now_ms`` ``then_ms`` is: 0 for a time up to a lease ahead (a
+    renewal made while the probe read), below 0 for one further ahead, made before the Redis
+    clock stepped back (``WorkerSighting.live`` does not count it)."""
+    ago = now_ms - then_ms
+    return ago if ago < -lease_ttl_ms else max(0, ago)
 
 
 def unconfirmed_writes(broker: Broker) -> str | None:

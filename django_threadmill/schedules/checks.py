@@ -4,6 +4,7 @@ from collections.abc import Set
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfoNotFoundError
 
+from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Warning
 
 from ..codec.calls import call_misfit
@@ -31,7 +32,7 @@ def _timing_error(schedule: Schedule) -> str | None:
     except NoTimeZone as exc:
         return str(exc)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        return f"time zone {schedule.timezone!r} is unknown ({exc})"
+        return f"{_zone_named(schedule)} is unknown ({exc})"
     try:
         next_slot(schedule, datetime.now(UTC))
     except ImportError as exc:
@@ -39,6 +40,15 @@ def _timing_error(schedule: Schedule) -> str | None:
     except Exception as exc:  # cronsim raises its own CronSimError
         return f"cron {schedule.cron!r} does not parse ({exc})"
     return None
+
+
+def _zone_named(schedule: Schedule) -> str:
+    """Name the zone a cron schedule follows, and where it is set: its own 'timezone', else
+    Django's TIME_ZONE, which a schedule without one follows (a typo there, such as
+    'America', passes Django's own check when a directory of that name holds zones)."""
+    if schedule.timezone:
+        return f"time zone {schedule.timezone!r}"
+    return f"it sets no 'timezone', and TIME_ZONE {django_settings.TIME_ZONE!r}"
 
 
 def unfireable(schedule: Schedule, settings: BackendSettings) -> str | None:

@@ -149,3 +149,18 @@ def test_a_cron_without_its_extra_is_named_in_one_sentence(
     [(check_id, message)] = problems(redis_url, key_prefix)
     assert check_id == BAD_TIMING
     assert message.endswith("need the cronsim package. Install django-threadmill[cron].")
+
+
+@override_settings(TIME_ZONE="America")
+def test_an_unknown_time_zone_setting_is_named_as_time_zone_not_as_none(
+    redis_url: str, key_prefix: str
+) -> None:
+    """A TIME_ZONE that names a directory of zones passes Django's own check (so does a typo
+    where /usr/share/zoneinfo is missing); a cron without 'timezone' follows it, and the error
+    said "time zone None is unknown"."""
+    [(found_id, found)] = problems(redis_url, key_prefix)
+    assert found_id == BAD_TIMING
+    assert found == (
+        "TASKS['default']['OPTIONS']['schedules']['s']: it sets no 'timezone', and TIME_ZONE "
+        "'America' is unknown ('No time zone found with key America')."
+    )

@@ -58,9 +58,16 @@ class WorkerSighting:
     last_renewal_ms: int
 
     def live(self, now_ms: int, lease_ttl_ms: int) -> bool:
-        """Tell whether the process renewed within a lease at ``now_ms`` (the Redis clock):
-        the rule threadmill_workers, threadmill_health and the admin count by."""
-        return now_ms - self.last_renewal_ms <= lease_ttl_ms
+        """Tell whether the process renewed within a lease of ``now_ms`` (the Redis clock):
+        the rule threadmill_workers, threadmill_health and the admin count by.
+
+        A renewal dated more than a lease ahead was made before the clock stepped back (NTP,
+        a failover to a replica whose clock lags): counted, a process killed before an hour's
+        step read as live for the hour. A live one renews again within a third of a lease, on
+        the new clock. Up to a lease ahead still counts: a renewal made between the reads of
+        the clock and of the sightings, and a step shorter than a lease, change nothing.
+        """
+        return abs(now_ms - self.last_renewal_ms) <= lease_ttl_ms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -186,13 +186,7 @@ class Command(ExitCodeCommand):
             facts += f" left_out={','.join(beats.unread)}"
         if len(beats.live) >= needed:
             return facts
-        how = "_stopped" if beats.signed_off else ""  # stopped, not silent (docs/deploy.md)
-        last_seen = (
-            "never"
-            if beats.last_seen_ms_ago is None
-            else f"{beats.last_seen_ms_ago / 1000:.1f}s_ago{how}"
-        )
-        facts += f" last_seen={last_seen} live_elsewhere={beats.live_elsewhere}"
+        facts += f" last_seen={_last_seen(beats)} live_elsewhere={beats.live_elsewhere}"
         if beats.unread:
             # Not too few: a process serving only those queues may still work. Not Redis down
             # either: --redis-down-ok must not pass a wedged worker while such a key is there.
@@ -206,6 +200,28 @@ class Command(ExitCodeCommand):
             "fewer worker processes of this host renewed their leases within lease_ttl than "
             "--min-processes. Check that threadmill_worker runs on this host with this "
             "--backend and serves these queues, and its log for Redis errors; a worker process "
-            "first renews as soon as it has started and reached Redis.",
+            f"first renews as soon as it has started and reached Redis.{_stepped_back(beats)}",
             returncode=HealthCode.TOO_FEW,
         )
+
+
+def _last_seen(beats: HostHeartbeats) -> str:
+    """Return when the host was last seen, as the line gives it: ``4.1s_ago``, ``never``, or
+    ``3600.0s_ahead`` for a renewal dated ahead of the Redis clock, which stepped back since."""
+    how = "_stopped" if beats.signed_off else ""  # stopped, not silent (docs/deploy.md)
+    if beats.last_seen_ms_ago is None:
+        return "never"
+    if beats.last_seen_ms_ago < 0:
+        return f"{-beats.last_seen_ms_ago / 1000:.1f}s_ahead{how}"
+    return f"{beats.last_seen_ms_ago / 1000:.1f}s_ago{how}"
+
+
+def _stepped_back(beats: HostHeartbeats) -> str:
+    """Return what a last sighting dated ahead of the Redis clock means, else ''."""
+    if beats.last_seen_ms_ago is None or beats.last_seen_ms_ago >= 0:
+        return ""
+    return (
+        " This host was last seen ahead of the Redis clock, which stepped back since (NTP, a "
+        "failover to a replica whose clock lags): such a renewal is not counted, and a live "
+        f"process renews again within lease_ttl / 3 ({beats.lease_ttl_ms / 3000:.3g}s)."
+    )
