@@ -47,8 +47,8 @@ COUNTED = b"c"
 REPLACED = b"p"
 REPLACEMENT_WAIT_S = 5.0
 # Control message to the supervisor, its exit code (one byte) after it: the process ends with it
-# on purpose. A code that tells the supervisor what to do (0, 3, 4, 6) counts only if said: a
-# task's os._exit(4) had the supervisor stop every process for good (worker/slots.py).
+# on purpose. A code of the worker's own (0, 1, 3, 4, 6) counts only if said: a task's
+# os._exit(4) had the supervisor stop every process for good (worker/slots.py).
 ENDING = b"e"
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 # The stop ends this long after the grace period at the latest, whatever Redis does: the ack
@@ -259,6 +259,7 @@ class WorkerProcess:
             try:
                 logger.warning("Second signal, exiting now worker_id=%s", self.worker_id)
             finally:  # a log line the signal interrupted mid-write may refuse this one
+                self._tell_supervisor(ENDING + bytes([ExitCode.FORCED]))  # the worker's own 1
                 os._exit(ExitCode.FORCED)
         self.request_stop()  # before the log line, which must not raise out of the handler
         with suppress(Exception):  # e.g. a write to stderr the signal interrupted, reentered

@@ -21,8 +21,11 @@ from .process import COUNTED, ENDING, WorkerProcess
 
 logger = logging.getLogger(__name__)
 
-# The exit codes that tell the supervisor what to do rather than that the process died.
-SAID_CODES = frozenset({ExitCode.OK, ExitCode.RECYCLE, ExitCode.REFUSED, ExitCode.DROPPED})
+# The exit codes that tell the supervisor what to do, or how the worker's own stop ended
+# (FORCED: tasks still running after the grace period), rather than that the process died.
+SAID_CODES = frozenset(
+    {ExitCode.OK, ExitCode.FORCED, ExitCode.RECYCLE, ExitCode.REFUSED, ExitCode.DROPPED}
+)
 
 
 def run_worker_process(
@@ -73,8 +76,8 @@ def _unread(control_fd: int) -> bytes:
 
 
 def as_said(code: int | None, said: bytes) -> int | None:
-    """Return the exit code ``code`` as the supervisor reads it: a code that tells it what to
-    do (``SAID_CODES``) counts only if the process said it ends with it (``ENDING``); one it
+    """Return the exit code ``code`` as the supervisor reads it: a code of the worker's own
+    (``SAID_CODES``) counts only if the process said it ends with it (``ENDING``); one it
     did not say is None, a death: a task's ``os._exit(0)`` ended the process, not the worker."""
     if code in SAID_CODES and ENDING + bytes([code]) not in said:
         return None

@@ -66,10 +66,18 @@ class Supervisor:
         self.signals += 1  # the signal woke the main thread already: through its pipe
 
     def _act_on_signals(self) -> None:
-        """Relay the first stop signal not acted on yet; kill at the second."""
+        """Relay the first stop signal not acted on yet; kill at the second.
+
+        Two that came together (SIGINT and SIGTERM at once) are both acted on: the relay
+        ends the slots that wait for a restart, which the kill alone left waiting, and the
+        supervisor waited for them for good."""
         if self.signals > self._relayed:
+            first = self._relayed == 0
             self._relayed = self.signals
-            self._relay() if self.signals == 1 else self._kill()
+            if first:
+                self._relay()
+            if self.signals > 1:
+                self._kill()
 
     def run(self) -> ExitCode:
         try:
@@ -267,8 +275,9 @@ class Supervisor:
                 self._burst_ended(slot, code)
             elif code == ExitCode.REFUSED:  # the process logged why; every other one would too
                 self._stop_all(slot, ExitCode.REFUSED)
-            elif code == ExitCode.RECYCLE:
-                logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
+            elif code == ExitCode.RECYCLE or (code == ExitCode.FORCED and slot.recycling):
+                # Still in the slot: it recycled while the one it replaced still ran.
+                self._report_recycled(slot, process, code)
                 slot.crashes = 0
                 self._spawn(slot)
             elif code in (ExitCode.OK, ExitCode.DROPPED):
@@ -317,8 +326,8 @@ class Supervisor:
         """Log how a recycled process ended, and sign off one that died; its replacement runs
         already, so nothing restarts and nothing counts toward giving up."""
         process = retired.process
-        if code in (ExitCode.OK, ExitCode.RECYCLE):
-            logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
+        if code in (ExitCode.OK, ExitCode.RECYCLE, ExitCode.FORCED):
+            self._report_recycled(slot, process, code)
         elif code == ExitCode.DROPPED:
             logger.warning(
                 "Recycled worker process stopped with work left to the reaper slot=%d pid=%s "
@@ -336,6 +345,22 @@ class Supervisor:
             )
             if self.options.burst:  # what it held waits for the reaper, as after any death
                 self.exit_code = self.exit_code or ExitCode.CRASHED
+
+    def _report_recycled(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
+        """Log the end of a recycled process. One whose tasks still ran after the grace
+        period (FORCED: an async task held its event loop, docs/worker.md, What blocks the
+        loop) did not die; under --burst the command says what it left to the reaper."""
+        if code != ExitCode.FORCED:
+            logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
+            return
+        logger.warning(
+            "Worker process recycled with tasks still running after the grace period slot=%d "
+            "pid=%s (named in its ERROR above: their leases lapse and the reaper settles them)",
+            slot.index,
+            process.pid,
+        )
+        if self.options.burst:  # the burst did not run those to their end
+            self.exit_code = self.exit_code or ExitCode.FORCED
 
     def _replace_stopped(self, slot: Slot, process: BaseProcess, code: int) -> None:
         """Start a fresh process in place of one asked to stop by something other than this
