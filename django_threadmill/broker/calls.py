@@ -4,11 +4,12 @@ Scripts go out as raw EVALSHA (redis-py's cluster pipeline refuses Script object
 meets NOSCRIPT wrote nothing, so its script is loaded and only that call is sent again. Calls
 that must run before the others of their pipeline go as EVAL, with their source: they cannot
 meet NOSCRIPT, so a second round never puts them after the calls they came before. On a Redis
-Cluster the pipeline splits the calls by node itself: each call stays in its queue's slot.
+Cluster the pipeline splits the calls by node itself: each call stays in its queue's slot, and
+the calls that met NOSCRIPT go again as EVAL, with their source (``sent_again``).
 
-An error that ends the second round (its SCRIPT LOAD, which redis-py sends to every primary of
-a cluster, or its pipeline) is the outcome of the calls it carried alone: the first round's
-calls keep their replies, so a caller learns which of its calls were written.
+An error that ends the second round (its SCRIPT LOAD on one Redis, or its pipeline) is the
+outcome of the calls it carried alone: the first round's calls keep their replies, so a caller
+learns which of its calls were written.
 
 redis-py's cluster pipeline fails as a whole, having written nothing, when it cannot connect
 to one of its nodes (a primary down with no replica to take over, under
@@ -22,7 +23,7 @@ the rounds that include it go share by share from the start, its share failing a
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import redis
 import redis.asyncio
@@ -91,8 +92,8 @@ def _build(
     for i, call in enumerate(calls):
         script = scripts[call.name]
         # EVAL carries the source the script was registered from (our .lua files' text).
-        how = ("EVAL", cast(str, script.script)) if i < in_order else ("EVALSHA", script.sha)
-        commands.append(((*how, len(call.keys), *call.keys, *call.args), call.options))
+        how = ("EVAL", script.script) if i < in_order else ("EVALSHA", script.sha)
+        commands.append((script_command(call, *how), call.options))
     if not isinstance(client, CLUSTERS):
         nodes = [ONE_NODE] * len(calls)
         confirmed_on = {ONE_NODE: ""} if confirm is not None else {}
@@ -134,7 +135,7 @@ class Sending:
         self.settings = settings
         self.calls = list(calls)
         self.before = before
-        self.in_order = in_order  # leading calls that go as EVAL, in the first round only
+        self.in_order = in_order  # leading calls that go as EVAL (on a cluster, all of round 2)
         self.before_replies: list[Any] = []
         self.confirm = confirm_command(settings) if confirm else None
         self.replies: list[Any] = [NoScriptError()] * len(self.calls)  # unsent reads as unloaded
@@ -153,12 +154,15 @@ class Sending:
         self.batch = _build(
             self.client, self.scripts, calls, self.before, self.confirm, self.in_order
         )
-        self.before, self.in_order = (), 0
+        # A Redis Cluster's second round goes as EVAL (``sent_again``): no call waits for a
+        # SCRIPT LOAD, which redis-py sends to every primary, down ones included.
+        self.before, self.in_order = (), len(self.calls) if isinstance(self.client, CLUSTERS) else 0
         self.rounds += 1
         return self.batch
 
     def take(self, replies: list[Any]) -> set[ScriptName]:
-        """Record a round's replies; return the scripts to load before the next round."""
+        """Record a round's replies; return the scripts to load before the next round (none
+        on a Redis Cluster, where it goes as EVAL)."""
         batch = self.batch
         assert batch is not None
         self.before_replies = self.before_replies or replies[: batch.first_call]
@@ -172,6 +176,8 @@ class Sending:
                 self._check_still_owned(node, batch.confirmed_on[node])
             except BrokerUnavailable as exc:
                 self.unconfirmed.setdefault(node, exc)
+        if isinstance(self.client, CLUSTERS):
+            return set()
         return {self.calls[i].name for i in self.sent if _unloaded(self.replies[i])}
 
     @contextmanager
@@ -257,6 +263,35 @@ def _sent(
                 client.script_load(scripts[name].script)
             unloaded = sending.take(_executed(client, down, batch))
     return sending
+
+
+def sent_again(client: SyncClient, script: Script, call: ScriptCall) -> Command:
+    """Return the command that sends ``call`` again after it met NOSCRIPT: on one Redis,
+    EVALSHA once its script is loaded; on a Redis Cluster, EVAL with the source.
+
+    redis-py's cluster client sends a bare SCRIPT LOAD to every primary: with one of them
+    down, the load failed, and with it the calls of the queues whose primaries serve
+    (docs/scaling.md). EVAL goes where the call goes, following MOVED and ASK to the node
+    that answered NOSCRIPT, which caches the script as it runs it.
+    """
+    if isinstance(client, redis.RedisCluster):
+        return script_command(call, "EVAL", script.script)
+    client.script_load(script.script)
+    return script_command(call, "EVALSHA", script.sha)
+
+
+async def asent_again(client: AsyncClient, script: AsyncScript, call: ScriptCall) -> Command:
+    """Async twin of ``sent_again``."""
+    if isinstance(client, redis.asyncio.RedisCluster):
+        return script_command(call, "EVAL", script.script)
+    await client.script_load(script.script)
+    return script_command(call, "EVALSHA", script.sha)
+
+
+def script_command(call: ScriptCall, *how: Any) -> Command:
+    """Return the command of ``call`` sent as ``how``: EVALSHA and its digest, or EVAL and
+    its source."""
+    return (*how, len(call.keys), *call.keys, *call.args)
 
 
 def _pipelined(client: SyncClient, commands: Sequence[tuple[Command, dict[str, Any]]]) -> list[Any]:

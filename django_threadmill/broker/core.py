@@ -19,7 +19,15 @@ from ..codec.ids import queue_of
 from ..conf.settings import BackendSettings, socket_timeout_of
 from ..conf.topology import Durability
 from ..exceptions import BrokerUnavailable
-from .calls import send, send_confirmed_apart, send_each
+from .calls import (
+    Command,
+    asent_again,
+    script_command,
+    send,
+    send_confirmed_apart,
+    send_each,
+    sent_again,
+)
 from .connection import (
     demoted,
     make_async_client,
@@ -145,17 +153,27 @@ class BrokerCore:
         if durable and self.settings.durability is not Durability.LOCAL:
             return self._send([call], durable=True)[0]
         # redis-py's Script cannot pass options (a raw call's NEVER_DECODE), so the call is
-        # sent here, as Script does: a script Redis lost (NOSCRIPT) is loaded, then sent again.
-        # The first call registers the scripts: an INFO.
+        # sent here, as Script does: a script Redis lost (NOSCRIPT) is loaded, then sent again
+        # (on a cluster as EVAL, calls.py, sent_again). The first call registers the scripts:
+        # an INFO.
         with self.translated_errors(read=call.name in READ_ONLY_SCRIPTS):
             script = self._scripts[call.name]
-            command = ("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
             execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
             try:
-                return execute(*command, **call.options)
+                return execute(*_evalsha(script, call), **call.options)
             except NoScriptError:
-                self.client.script_load(script.script)
-                return execute(*command, **call.options)
+                return execute(*sent_again(self.client, script, call), **call.options)
+
+    async def _arun(self, call: ScriptCall) -> Any:
+        """Async twin of ``_run`` for a call not confirmed, sent by the running loop's client.
+        Errors are raised untranslated: call it in ``atranslated_errors``."""
+        client, scripts = self._async_client()
+        script = scripts[call.name]
+        try:
+            return await client.execute_command(*_evalsha(script, call), **call.options)
+        except NoScriptError:
+            command = await asent_again(client, script, call)
+            return await client.execute_command(*command, **call.options)
 
     def _send(self, calls: Sequence[ScriptCall], *, durable: bool, in_order: int = 0) -> list[Any]:
         """Send ``calls`` as one pipeline (split by node on a Redis Cluster), the first
@@ -289,6 +307,11 @@ class BrokerCore:
     def record_key(self, task_id: str) -> str | None:
         part = self.part_of(task_id)
         return None if part is None else self.queue_keys(part).record(task_id)
+
+
+def _evalsha(script: Script | AsyncScript, call: ScriptCall) -> Command:
+    """Return the EVALSHA command of ``call``, ``script`` being its registered script."""
+    return script_command(call, "EVALSHA", script.sha)
 
 
 async def _close_async_client(made: tuple[AsyncClient, dict[ScriptName, AsyncScript]]) -> None:

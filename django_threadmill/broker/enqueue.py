@@ -225,9 +225,7 @@ class Enqueueing(BrokerCore):
         client, scripts = self._async_client()
         async with self.atranslated_errors():
             if self._bare(calls, new_queues):
-                [call] = calls
-                reply = await scripts[call.name](keys=call.keys, args=call.args)
-                return [self._enqueued(parts[0].tasks, reply)]
+                return [self._enqueued(parts[0].tasks, await self._arun(calls[0]))]
             registered, outcomes = await asend_each(
                 client,
                 scripts,

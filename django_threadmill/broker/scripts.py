@@ -1,8 +1,9 @@
 """Load the Lua scripts in ``lua/`` and describe one call of one script.
 
 Each script is prepended with the definitions of ``common.lua`` (helpers only) it uses
-(prelude.py), registered once per client, and sent with EVALSHA; redis-py reloads it on
-NOSCRIPT, so a Redis restart or SCRIPT FLUSH is harmless.
+(prelude.py), registered once per client, and sent with EVALSHA; a call that meets NOSCRIPT
+is sent again once its script is loaded (on a Redis Cluster, as EVAL: calls.py, sent_again), so
+a Redis restart or SCRIPT FLUSH is harmless.
 """
 
 import re

@@ -1,10 +1,10 @@
 """A batch whose reload after NOSCRIPT failed still says what its first round wrote.
 
 A primary freshly promoted from a replica lacks the scripts: its calls meet NOSCRIPT and are
-sent again once SCRIPT LOAD ran, which redis-py sends to every primary. With one primary
-unreachable by then (a failover under way), the whole batch raised "nothing was written" while
-the other primaries had stored their share: a caller who retried stored those tasks twice under
-new ids, and a worker's acquire left the tasks it had reserved there to nobody.
+sent again, as EVAL. With that primary unreachable by then (gone again, with its replica), the
+whole batch raised "nothing was written" while the other primaries had stored their share: a
+caller who retried stored those tasks twice under new ids, and a worker's acquire left the
+tasks it had reserved there to nobody.
 """
 
 import asyncio
@@ -44,25 +44,29 @@ def tasks_options() -> dict[str, object]:
 
 
 class Outage:
-    """Flush one primary's scripts, and take another away (SIGKILL, with its replica) when
-    the client first loads a script: after the batch's first round, before its second."""
+    """Flush one primary's scripts, and take it away (SIGKILL, with its replica) as the
+    client opens its second pipeline: after the batch's first round, before its second."""
 
     def __init__(self, cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> None:
         self.cluster, self.monkeypatch = cluster, monkeypatch
         self.killed: list[RedisProcess] = []
 
-    def arm(self, client: Any, flushed: RedisProcess, lost: RedisProcess) -> None:
+    def arm(self, client: Any, flushed: RedisProcess) -> None:
         scripts = redis.Redis(port=flushed.port)
         scripts.script_flush()
         scripts.close()
-        load = client.script_load
+        opened = client.pipeline
 
-        def load_after_the_loss(script: str) -> Any:  # returns the coroutine on asyncio
-            self.monkeypatch.setattr(client, "script_load", load)  # once
-            self._cut_off(lost)
-            return load(script)
+        def first_round(*args: Any, **options: Any) -> Any:
+            self.monkeypatch.setattr(client, "pipeline", second_round)
+            return opened(*args, **options)
 
-        self.monkeypatch.setattr(client, "script_load", load_after_the_loss)
+        def second_round(*args: Any, **options: Any) -> Any:
+            self.monkeypatch.setattr(client, "pipeline", opened)
+            self._cut_off(flushed)
+            return opened(*args, **options)
+
+        self.monkeypatch.setattr(client, "pipeline", first_round)
 
     def _cut_off(self, primary: RedisProcess) -> None:
         replica_port = int(info(primary, "replication")["slave0"]["port"])  # type: ignore[index]
@@ -96,32 +100,33 @@ def primaries(cluster: LocalCluster, broker: Broker, *parts: str) -> list[RedisP
 def test_a_batch_across_queues_keeps_the_queue_written_in_the_first_round(
     client: str, cluster: LocalCluster, broker: Broker, outage: Outage
 ) -> None:
-    written, flushed, lost = primaries(cluster, broker, "images", "billing", "default")
-    assert len({written.port, flushed.port, lost.port}) == 3
+    written, flushed = primaries(cluster, broker, "images", "billing")
+    assert written.port != flushed.port
     images, billing = new_task("images"), new_task("billing")
     groups: Mapping[str, Sequence[NewTask]] = {"images": [images], "billing": [billing]}
     warm_up = {"images": [new_task("images")], "billing": [new_task("billing")]}
 
     async def aenqueue() -> Outcomes:
         await broker.aenqueue_groups(warm_up)  # the loop's client knows the queues and slots
-        outage.arm(broker._async_client()[0], flushed, lost)  # no public view of the loop's
+        outage.arm(broker._async_client()[0], flushed)  # no public view of the loop's
         return await broker.aenqueue_groups(groups)
 
     if client == "sync":
         broker.enqueue_groups(warm_up)
-        outage.arm(broker.client, flushed, lost)
+        outage.arm(broker.client, flushed)
         outcomes = broker.enqueue_groups(groups)
     else:
         outcomes = asyncio.run(aenqueue())
 
     assert outcomes[0] == Enqueued(stored=1, existing={})
     refused = outcomes[1]
-    assert isinstance(refused, BrokerUnavailable)
-    assert not isinstance(refused, MaybeApplied)
-    assert str(refused).endswith("nothing was written.")  # true of billing's call alone
-    stored, not_stored = broker.records([images.id, billing.id])
-    assert stored is not None
-    assert not_stored is None
+    assert isinstance(refused, BrokerUnavailable)  # billing's call alone
+    if client == "sync":
+        # The sync pool finds the connection dropped before it sends the EVAL; the asyncio
+        # one as it sends it, so that the call may have reached Redis (MaybeApplied).
+        assert not isinstance(refused, MaybeApplied)
+        assert str(refused).endswith("nothing was written.")
+    assert broker.record(images.id) is not None  # billing's primary is away: not read
 
 
 def test_a_sharded_batch_names_the_shards_written_in_the_first_round(
@@ -131,11 +136,11 @@ def test_a_sharded_batch_names_the_shards_written_in_the_first_round(
     parts = broker.parts("reports")
     nodes = primaries(cluster, broker, *parts)
     assert len({node.port for node in nodes}) == SHARDS
-    _, flushed, lost = nodes  # the primaries of shards 1 and 2
+    flushed = nodes[1]  # the primary of shard 1
     reports = echo.using(queue_name="reports")
     args: list[tuple[list[int], dict[str, Any]]] = [([n], {}) for n in range(60)]
     backend.enqueue_many(reports, args)  # every shard's primary has the script loaded
-    outage.arm(broker.client, flushed, lost)
+    outage.arm(broker.client, flushed)
 
     with pytest.raises(PartlyEnqueued) as raised:
         backend.enqueue_many(reports, args)
@@ -144,7 +149,8 @@ def test_a_sharded_batch_names_the_shards_written_in_the_first_round(
     ids: dict[int, list[str]] = {shard: [] for shard in range(SHARDS)}
     for task_id in error.written:
         ids[shard_of(task_id, SHARDS)].append(task_id)
-    # Shard 2's call was confirmed by its replica before both went away; shard 1's never ran.
+    # Shards 0 and 2 were written and confirmed; shard 1's call never ran, its primary gone
+    # before the call was sent again.
     assert [bool(ids[shard]) for shard in range(SHARDS)] == [True, False, True]
     assert not error.maybe_written
     assert f"{len(error.written)} of the 60 tasks for sharded queue 'reports' were written" in str(
@@ -159,12 +165,12 @@ def test_a_sharded_batch_names_the_shards_written_in_the_first_round(
 def test_an_acquire_across_queues_hands_over_the_tasks_reserved_in_the_first_round(
     cluster: LocalCluster, broker: Broker, outage: Outage
 ) -> None:
-    _, flushed, lost = primaries(cluster, broker, "images", "billing", "default")
+    [flushed] = primaries(cluster, broker, "billing")
     tasks = {queue: new_task(queue) for queue in ("images", "billing")}
     broker.acquire_from({"images": 1, "billing": 1})  # its script loaded: nothing to reserve
     for queue, task in tasks.items():
         broker.enqueue(queue, [task])
-    outage.arm(broker.client, flushed, lost)
+    outage.arm(broker.client, flushed)
 
     images, billing = broker.acquire_from({"images": 1, "billing": 1})
 

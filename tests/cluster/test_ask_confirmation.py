@@ -14,6 +14,7 @@ import redis
 from redis.crc import key_slot
 
 from django_threadmill.broker import Broker, Enqueued
+from django_threadmill.broker.scripts import ScriptName, script_source
 from django_threadmill.exceptions import BrokerUnavailable
 from tests.backend_support import new_task
 from tests.servers.redis_cluster import LocalCluster
@@ -63,9 +64,11 @@ def test_once_the_slot_has_moved_the_retried_enqueue_is_confirmed_by_its_new_own
     broker: Broker, migrating: tuple[redis.Redis, redis.Redis]
 ) -> None:
     owner, target = migrating
-    # The client reads the slot map now (the old owner's), and the script reaches every
-    # primary's cache, so the redirected call runs rather than meeting NOSCRIPT.
+    # The client reads the slot map now (the old owner's), and the script is put in every
+    # primary's cache (a bare SCRIPT LOAD), so the redirected call runs rather than meeting
+    # NOSCRIPT, which would send it again, confirmed by its new owner.
     broker.enqueue("billing", [new_task("billing")])
+    broker.client.script_load(script_source(ScriptName.ENQUEUE))
     broker.register_queues([QUEUE])
     slot = key_slot(broker.queue_keys(QUEUE).ready.encode())
     target_id = target.execute_command("CLUSTER MYID")
