@@ -1,7 +1,8 @@
-"""One attempt of a task as a worker runs it: the task loaded from its reservation, its call's
-arguments, its run time on the monotonic clock, and the TaskResult Django's receivers, retry
-policies and ``takes_context`` tasks see, built only when one of them asks."""
+"""One attempt of a task as a worker runs it: the task loaded from its reservation, its call,
+its run time on the monotonic clock, and the TaskResult Django's receivers, retry policies and
+``takes_context`` tasks see, built only when one of them asks."""
 
+from collections.abc import Coroutine
 from functools import cached_property
 from time import monotonic
 from typing import Any
@@ -10,6 +11,13 @@ from ..broker import Reservation
 from ..codec.results import parse_error, task_result
 from ..codec.times import from_ms, run_time_ms
 from ..compat import Task, TaskContext, TaskResult, TaskResultStatus
+
+# Django's own Task.call and Task.acall. A task whose class keeps them has its function called
+# directly: what they do in the lane the task runs in, without their coroutine check (1.2 µs a
+# sync task). A class that overrides them (a backend's task_class) is run through them, as
+# Django's backends run every task.
+DJANGO_CALL = Task.call
+DJANGO_ACALL = Task.acall
 
 
 class Attempt:
@@ -63,6 +71,20 @@ class Attempt:
         if self.task.takes_context:
             return [TaskContext(task_result=self.result), *self.args]
         return self.args
+
+    def call(self) -> Any:
+        """Run a sync task as Django's backends do, through its ``Task.call``."""
+        task = self.task
+        if type(task).call is DJANGO_CALL:
+            return task.func(*self.call_args(), **self.kwargs)
+        return task.call(*self.call_args(), **self.kwargs)
+
+    def acall(self) -> Coroutine[Any, Any, Any]:
+        """Return the coroutine running an ``async def`` task, from its ``Task.acall``."""
+        task = self.task
+        if type(task).acall is DJANGO_ACALL:
+            return task.func(*self.call_args(), **self.kwargs)  # type: ignore[no-any-return]
+        return task.acall(*self.call_args(), **self.kwargs)
 
     def built_result(self) -> TaskResult | None:
         """The TaskResult if something built it already (it is cached on first use)."""

@@ -183,7 +183,7 @@ class Executor:
             # Its commits end after its open blocks are rolled back: theirs are dropped first.
             with self._reporting(attempt), self.commits():
                 try:
-                    called = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
+                    called = attempt.call()
                 finally:
                     self.end_forked_child()
                     left_open = roll_back_open_transactions()
@@ -297,7 +297,7 @@ class Executor:
         A coroutine is judged by when it ended, not by when this wait woke: another task's
         blocking call in between had one that returned in time recorded as a ``TaskTimeout``.
         """
-        call = attempt.task.func(*attempt.call_args(), **attempt.kwargs)
+        call = attempt.acall()
         timeout_s = self.task_timeout_s
         if timeout_s is None:
             return await call
