@@ -4,6 +4,7 @@ its run time on the monotonic clock, and the TaskResult Django's receivers, retr
 
 from collections.abc import Coroutine
 from functools import cached_property
+from inspect import iscoroutine, iscoroutinefunction
 from time import monotonic
 from typing import Any
 
@@ -73,11 +74,20 @@ class Attempt:
         return self.args
 
     def call(self) -> Any:
-        """Run a sync task as Django's backends do, through its ``Task.call``."""
+        """Run a task on a worker thread as Django's backends do, through its ``Task.call``.
+
+        An ``async def`` task comes here only when its module failed to import as the worker
+        sorted it (worker/lanes.py) and imported for this attempt: Django's ``call`` runs it
+        to its end on this thread (``async_to_sync``). It failed, "returned a coroutine it
+        never awaited"."""
         task = self.task
-        if type(task).call is DJANGO_CALL:
-            return task.func(*self.call_args(), **self.kwargs)
-        return task.call(*self.call_args(), **self.kwargs)
+        if type(task).call is not DJANGO_CALL:
+            return task.call(*self.call_args(), **self.kwargs)
+        called = task.func(*self.call_args(), **self.kwargs)
+        if iscoroutine(called) and iscoroutinefunction(task.func):
+            called.close()  # never started: none of it ran
+            return task.call(*self.call_args(), **self.kwargs)
+        return called
 
     def acall(self) -> Coroutine[Any, Any, Any]:
         """Return the coroutine running an ``async def`` task, from its ``Task.acall``."""

@@ -18,7 +18,9 @@ def runs_async(path: str) -> bool:
     """Tell whether the task at ``path`` is an ``async def``; imported once per task path.
 
     A path that does not import, or names no task, goes to a thread, where the executor
-    records it FAILED with the reason.
+    records it FAILED with the reason. A failed import is not kept: a module that raised once
+    (a module-level query before the database was up) kept every task of an ``async def`` on
+    the threads for the life of the process, where each then failed.
     """
     found = _async_by_path.get(path)
     if found is None:
@@ -26,7 +28,7 @@ def runs_async(path: str) -> bool:
             refuse_unsafe_import(path)
             task = import_string(path)
         except (Exception, SystemExit):  # ImportError, or what the module raised as it ran
-            task = None
+            return False
         found = isinstance(task, Task) and iscoroutinefunction(task.func)
         if len(_async_by_path) >= MOST_PATHS:
             _async_by_path.clear()
