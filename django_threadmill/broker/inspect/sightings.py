@@ -167,22 +167,42 @@ class SightingReads(InspectorBase):
         unread = []
         for key, reply in ((keys.stopped, stopped), (keys.workers, sightings)):
             if isinstance(reply, redis.ResponseError):
-                logger.warning(
-                    "Worker sightings skipped, their key holds another type (delete it, or "
-                    "give each project its own OPTIONS['key_prefix']); the other queues' are "
-                    "read key=%s error=%s",
-                    key,
-                    reply_of(reply),
-                )
+                _say_skipped("Worker sightings", "the other queues' are read", key, reply)
                 unread.append(key)
         return unread
 
     def _held_and_threads(self, latest: dict[str, list[tuple[str, float]]]) -> list[Any]:
         """Read, per part, what its sighted workers hold and their thread counts: two HMGETs
-        each, in one round trip."""
+        each, in one round trip. A key of another type reads as no counts, with a WARNING
+        naming it: raised, it failed the queues page and the scrape (docs/lifecycle.md, Keys
+        of another type)."""
+        asked: list[tuple[str, int]] = []  # each HMGET's key and how many ids it asks
         with self.broker.translated_errors(read=True), self.client.pipeline(False) as pipe:
             for part, sighted in latest.items():
                 ids = [worker_id for worker_id, _ in sighted] or [""]  # HMGET needs one
-                pipe.execute_command("HMGET", self._keys(part).held, *ids, **RAW)
-                pipe.execute_command("HMGET", self._keys(part).threads, *ids, **RAW)
-            return [stored_ints(counts) for counts in pipe.execute()]
+                for key in (self._keys(part).held, self._keys(part).threads):
+                    pipe.execute_command("HMGET", key, *ids, **RAW)
+                    asked.append((key, len(ids)))
+            replies = readable_replies(pipe.execute(raise_on_error=False))
+        return [_counts(key, reply, n) for (key, n), reply in zip(asked, replies, strict=True)]
+
+
+def _counts(key: str, reply: Any, asked: int) -> list[int | None]:
+    """Return the counts an HMGET of ``asked`` ids read from ``key``: none if it holds another
+    type, said once per read."""
+    if isinstance(reply, redis.ResponseError):
+        _say_skipped("Worker counts", "the workers are listed without them", key, reply)
+        return [None] * asked
+    return stored_ints(reply)
+
+
+def _say_skipped(what: str, meanwhile: str, key: str, reply: redis.ResponseError) -> None:
+    """Log that ``what`` of ``key`` are skipped, as it holds another type."""
+    logger.warning(
+        "%s skipped, their key holds another type (delete it, or give each project its own "
+        "OPTIONS['key_prefix']); %s key=%s error=%s",
+        what,
+        meanwhile,
+        key,
+        reply_of(reply),
+    )
