@@ -28,6 +28,8 @@ from redis.sentinel import MasterNotFoundError
 
 from ..conf.topology import SentinelSettings
 from ..exceptions import BrokerRefused, BrokerUnavailable
+from .topology import over_tls
+from .wrong_server import other_transport
 
 # Seconds each sentinel is given to connect, then to answer; less if the clients' own timeouts
 # are shorter (threadmill_health's --timeout).
@@ -38,6 +40,7 @@ NOT_A_SENTINEL = ("unknown command 'SENTINEL'", "unknown command `SENTINEL`")
 LIST_SENTINELS = (
     "list the sentinels' addresses (port 26379 by default) in OPTIONS['sentinel']['sentinels']"
 )
+CONNECT_TIMED_OUT = "Timeout connecting"  # redis-py's words for a connect (or handshake) too slow
 SENTINEL_COMMAND = ("'sentinel", "`sentinel")  # in an error reply (lowercased) naming SENTINEL
 WAIT_OR_FIX = (
     "Wait if a failover is under way; else start the sentinels and the primary, or fix "
@@ -145,6 +148,7 @@ def _ask(
         username=sentinel.auth.get("username"),
         password=sentinel.auth.get("password"),
     )
+    over_tls(client.connection_pool, sentinel.tls, redis.SSLConnection)
     try:
         # A dict by service name (RESP2, redis-py's default); typed as any reply.
         masters: dict[str, dict[str, Any]] = client.sentinel_masters()  # type: ignore[assignment]
@@ -157,7 +161,7 @@ def _ask(
             settled=True,
         )
     except (redis.ConnectionError, redis.TimeoutError) as exc:
-        return Answer(f"is unreachable ({exc})", settled=False)
+        return _unreachable(sentinel, address, exc)
     except redis.exceptions.NoPermissionError as exc:
         return Answer(
             f"refused SENTINEL MASTERS to OPTIONS['sentinel']['username'] ({exc}): grant that "
@@ -174,6 +178,35 @@ def _ask(
     finally:
         client.close()
     return _state(sentinel.service_name, masters)
+
+
+def _unreachable(
+    sentinel: SentinelSettings, address: tuple[str, int], exc: redis.RedisError
+) -> Answer:
+    """Return the answer of a sentinel that dropped, refused or did not answer the connection:
+    one that takes the other transport (TLS or plain text) than its connections use stays so
+    until OPTIONS['sentinel']['ssl'] is fixed."""
+    host, port = address
+    tls = sentinel.tls is not None
+    # A plain-text sentinel waits for the end of a line in a TLS handshake, which times out
+    # the connect; any other timeout is a hung sentinel, which a probe would wait on again.
+    timed_out = isinstance(exc, redis.TimeoutError)
+    hung = timed_out and not (tls and CONNECT_TIMED_OUT in str(exc))
+    if hung or not other_transport(host, port, tls=tls):
+        return Answer(f"is unreachable ({exc})", settled=False)
+    if tls:
+        return Answer(
+            f"answered in plain text a TLS connection, which it did not take ({exc}): set "
+            "OPTIONS['sentinel']['ssl'] to False for sentinels without TLS (a rediss:// "
+            "LOCATION reaches the sentinels over TLS too), or list their TLS ports",
+            settled=True,
+        )
+    return Answer(
+        f"is a TLS port, which dropped a plain-text connection ({exc}): set "
+        "OPTIONS['sentinel']['ssl'] to True (its certificate is checked with the ssl_* "
+        "arguments of a rediss:// LOCATION), or list the sentinels' plain-text ports",
+        settled=True,
+    )
 
 
 def _refused(sentinel: SentinelSettings, exc: Exception) -> str:

@@ -80,6 +80,11 @@ class SentinelConnection(redis.connection.Connection):
             raise _no_sentinel(self.host, self.port, exc) from exc
 
 
+class SentinelSSLConnection(SentinelConnection, redis.connection.SSLConnection):
+    """A TLS connection to a sentinel, on which a reply in another protocol is a
+    ConnectionError, as on ``SentinelConnection``."""
+
+
 class AsyncSentinelConnection(redis.asyncio.connection.Connection):
     """Asyncio twin of ``SentinelConnection``."""
 
@@ -90,13 +95,36 @@ class AsyncSentinelConnection(redis.asyncio.connection.Connection):
             raise _no_sentinel(self.host, self.port, exc) from exc
 
 
-def _asking_past_other_protocols(
-    manager: redis.sentinel.Sentinel | redis.asyncio.sentinel.Sentinel, connection_class: type
+class AsyncSentinelSSLConnection(AsyncSentinelConnection, redis.asyncio.connection.SSLConnection):
+    """Asyncio twin of ``SentinelSSLConnection``."""
+
+
+def over_tls(
+    pool: redis.ConnectionPool | redis.asyncio.ConnectionPool,
+    tls: dict[str, Any] | None,
+    tls_class: type,
 ) -> None:
-    """Make ``manager`` reach its sentinels through ``connection_class``: redis-py's Sentinel
-    takes no connection class for them."""
+    """Make ``pool``'s new connections TLS ones of ``tls_class`` with the arguments ``tls``
+    (``SentinelSettings.tls``); None leaves them plain. Set on the pool, not passed to redis-py's
+    client: its keyword arguments for TLS differ between versions, sync and asyncio, where the
+    connection classes take what ``connection_options`` was checked against."""
+    if tls is None:
+        return
+    pool.connection_class = tls_class
+    pool.connection_kwargs.update(tls)
+
+
+def _reaching_sentinels(
+    manager: redis.sentinel.Sentinel | redis.asyncio.sentinel.Sentinel,
+    tls: dict[str, Any] | None,
+    classes: tuple[type, type],
+) -> None:
+    """Make ``manager`` reach its sentinels through ``classes`` (plain, TLS), over TLS with the
+    arguments ``tls`` unless None: redis-py's Sentinel takes no connection class for them."""
+    plain, tls_class = classes
     for client in manager.sentinels:
-        client.connection_pool.connection_class = connection_class
+        client.connection_pool.connection_class = plain
+        over_tls(client.connection_pool, tls, tls_class)
 
 
 def _without_pool_timeout(options: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +169,9 @@ def connect(
             settings.sentinel.sentinels,
             sentinel_kwargs=_sentinel_options(settings.sentinel, options, Retry(NoBackoff(), 0)),
         )
-        _asking_past_other_protocols(manager, SentinelConnection)
+        _reaching_sentinels(
+            manager, settings.sentinel.tls, (SentinelConnection, SentinelSSLConnection)
+        )
         primary = _primary_options(settings.location, options)
         # master_for is unannotated; it returns its default redis_class, Redis.
         client: redis.Redis = manager.master_for(
@@ -172,7 +202,9 @@ def aconnect(
                 settings.sentinel, options, AsyncRetry(NoBackoff(), 0)
             ),
         )
-        _asking_past_other_protocols(manager, AsyncSentinelConnection)
+        _reaching_sentinels(
+            manager, settings.sentinel.tls, (AsyncSentinelConnection, AsyncSentinelSSLConnection)
+        )
         primary = _primary_options(settings.location, options)
         # master_for is unannotated; it returns its default redis_class, Redis.
         client: redis.asyncio.Redis = manager.master_for(

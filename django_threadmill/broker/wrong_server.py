@@ -76,6 +76,16 @@ def _speaks_tls(host: str, port: int) -> bool:
         return False
 
 
+def other_transport(host: str, port: int, *, tls: bool) -> bool:
+    """Tell whether the server at ``host:port`` takes the other transport than ``tls`` says: a
+    Redis answering plain text where a TLS connection failed, or a TLS port where a plain one
+    did."""
+    if not tls:
+        return _speaks_tls(host, port)
+    answer = _answer(host, port)
+    return answer is not None and answer.startswith((b"+", b"-"))
+
+
 def wrong_server(location: str, where: str) -> WrongServer | None:
     """Return why the server at ``location`` is not the Redis it names, with the fix, or None
     when a Redis of the right kind answers there (or nothing does). ``where`` is ``location``

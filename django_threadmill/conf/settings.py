@@ -40,6 +40,7 @@ from .topology import (
     read_durability,
     read_location,
     read_sentinel,
+    with_sentinel_tls,
 )
 
 DEFAULT_LOCATION = "redis://127.0.0.1:6379/0"
@@ -234,7 +235,10 @@ def read_settings(alias: str, params: dict[str, Any]) -> BackendSettings:
         check_cluster_location(alias, location)
     check_connection_options(alias, location, settings.connection_options, cluster=settings.cluster)
     _check_durability_timeout(settings)
-    return settings
+    if settings.sentinel is None:
+        return settings
+    sentinel = with_sentinel_tls(settings.sentinel, location, settings.connection_options)
+    return replace(settings, sentinel=sentinel)
 
 
 def _check_entry_keys(alias: str, params: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ acknowledged enqueue or ack batch must have reached first.
 import difflib
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache, lru_cache
 from typing import Any
@@ -26,6 +26,10 @@ from ..exceptions import ImproperlyConfiguredThreadmill
 from .bounds import ONE_DAY, POOL_RULES, ValueReader, option, read_seconds
 
 SENTINEL_AUTH_KEYS = frozenset({"username", "password"})
+SENTINEL_KEYS = ("service_name", "sentinels", "username", "password", "ssl")
+# The keyword arguments of a TLS connection (LOCATION's query, connection_options) that the
+# connections to the sentinels take too: their certificates are checked as the primary's.
+TLS_ARGUMENT_PREFIX = "ssl_"
 REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
 URL_EXAMPLES = (
     "'redis://localhost:6379/0', 'rediss://user:password@host:6380/0' or 'unix:///run/redis.sock'"
@@ -94,6 +98,10 @@ class SentinelSettings:
     sentinels: tuple[tuple[str, int], ...]
     # username/password of the sentinels; kept out of repr, which may end up in logs.
     auth: dict[str, str] = field(default_factory=dict, repr=False)
+    ssl: bool | None = None  # TLS to the sentinels, as given; None: as LOCATION's scheme says
+    # The TLS arguments of the connections to the sentinels (``with_sentinel_tls``), None for
+    # plain text; out of repr, as ssl_password may be one.
+    tls: dict[str, Any] | None = field(default=None, repr=False)
 
 
 def read_cluster(value: object) -> tuple[str, bool]:
@@ -125,11 +133,11 @@ def read_sentinel(value: object) -> tuple[str, SentinelSettings]:
         raise ImproperlyConfiguredThreadmill(
             f"OPTIONS['sentinel'] is {value!r}. Use a dict, {example}."
         )
-    unknown = set(value) - {"service_name", "sentinels", *SENTINEL_AUTH_KEYS}
+    unknown = set(value) - set(SENTINEL_KEYS)
     if unknown:
         raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS['sentinel'] has unknown keys {sorted(unknown)}. Use service_name, "
-            f"sentinels, username and password, {example}."
+            f"OPTIONS['sentinel'] has unknown keys {sorted(unknown)}. Use "
+            f"{', '.join(SENTINEL_KEYS)}, {example}."
         )
     service_name = value.get("service_name")
     if not isinstance(service_name, str) or not service_name:
@@ -141,7 +149,34 @@ def read_sentinel(value: object) -> tuple[str, SentinelSettings]:
         service_name=service_name,
         sentinels=_sentinel_addresses(value.get("sentinels"), example),
         auth=_sentinel_auth(value, example),
+        ssl=_sentinel_ssl(value.get("ssl")),
     )
+
+
+def _sentinel_ssl(value: object) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ImproperlyConfiguredThreadmill(
+            f"OPTIONS['sentinel']['ssl'] is {value!r}. Use True when the sentinels take TLS, "
+            "False when they take plain text, or leave it out to do as LOCATION's scheme says "
+            "(rediss://: TLS)."
+        )
+    return value
+
+
+def with_sentinel_tls(
+    sentinel: SentinelSettings, location: str, connection_options: dict[str, Any]
+) -> SentinelSettings:
+    """Return ``sentinel`` with the TLS arguments of the connections to the sentinels: the
+    ``ssl_*`` arguments of LOCATION's query and ``connection_options``, as the primary's, when
+    ``ssl`` is True, or left out under a rediss:// LOCATION. redis-py's Sentinel reaches the
+    sentinels in plain text unless told: a rediss:// LOCATION sent the sentinels' password in
+    clear, and sentinels that take only TLS could not be reached."""
+    wanted = sentinel.ssl if sentinel.ssl is not None else location.startswith("rediss://")
+    if not wanted:
+        return replace(sentinel, tls=None)
+    given = {**parse_url(location), **connection_options}
+    tls = {key: value for key, value in given.items() if key.startswith(TLS_ARGUMENT_PREFIX)}
+    return replace(sentinel, tls=tls)
 
 
 def _sentinel_auth(value: dict[Any, Any], example: str) -> dict[str, str]:
