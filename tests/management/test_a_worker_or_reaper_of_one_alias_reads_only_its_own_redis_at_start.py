@@ -4,8 +4,8 @@ A project with two aliases, "default" and "bulk", each on a Redis of its own: "d
 refuses the credentials (a password being rotated there). Before, ``threadmill_worker --backend
 bulk`` and ``threadmill_reap --backend bulk`` ran the Redis checks of every alias at start, so
 they stopped on "default"'s ``threadmill.E004`` with exit code 4, the code a service manager is
-told never to restart (docs/deploy.md, RestartPreventExitStatus=4): the bulk tasks waited until
-someone fixed another Redis and started the bulk workers again by hand.
+told never to restart (docs/deploy.md, systemd: RestartPreventExitStatus=4): the bulk tasks
+waited until someone fixed another Redis and started the bulk workers again by hand.
 """
 
 import textwrap
