@@ -51,7 +51,8 @@ def test_the_queues_page_and_the_scrape_list_the_worker_without_that_keys_counts
     assert f"<td>{WORKER}</td><td>web-7.example.com</td><td>4242</td>" in page
     assert value(found, "threadmill_backend_up") == 1
     assert value(found, "threadmill_workers") == 1
-    held, threads, shown = (0, 12, "12") if kind == "held" else (1, 0, "–")  # none known
+    # A count that could not be read is none: 0 in the scrape, a dash on the page for threads.
+    held, threads, shown = (0, 12, "12") if kind == "held" else (1, 0, "\N{EN DASH}")
     assert value(found, "threadmill_worker_threads") == threads
     assert f'<td class="num">{shown}</td><td class="num">{held}</td><td>default</td>' in page
     said = (
