@@ -50,6 +50,10 @@ REPLACEMENT_WAIT_S = 5.0
 # on purpose. A code of the worker's own (0, 1, 3, 4, 6) counts only if said: a task's
 # os._exit(4) had the supervisor stop every process for good (worker/slots.py).
 ENDING = b"e"
+# Control message to the supervisor: a SIGTERM sent to this process alone asked it to stop, not
+# the supervisor. It replaces the process however its stop ends (0, 1, 6), and a --burst goes on:
+# an exit 0 alone read as the burst's end, with the tasks it handed back left READY.
+ASKED_ALONE = b"a"
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 # The stop ends this long after the grace period at the latest, whatever Redis does: the ack
 # writer's flush, then its second chance (docs/deploy.md, Kubernetes, "Stopping").
@@ -261,7 +265,10 @@ class WorkerProcess:
             finally:  # a log line the signal interrupted mid-write may refuse this one
                 self._tell_supervisor(ENDING + bytes([ExitCode.FORCED]))  # the worker's own 1
                 os._exit(ExitCode.FORCED)
+        alone = not self.stop_asked.is_set()  # not after --burst's end or the supervisor's stop
         self.request_stop()  # before the log line, which must not raise out of the handler
+        if alone:
+            self._tell_supervisor(ASKED_ALONE)
         with suppress(Exception):  # e.g. a write to stderr the signal interrupted, reentered
             logger.info("Stopping on %s worker_id=%s", signal.Signals(signum).name, self.worker_id)
 
@@ -273,6 +280,7 @@ class WorkerProcess:
         ``heard``: whether a stop signal came before this process's handlers were set, to the
         handlers of whoever runs it here (``--processes 0``).
         """
+        self._control_fd = control_fd  # before the handlers, which tell the supervisor
         signal.signal(signal.SIGTERM, self._on_signal)
         self._wakeup.install()
         # Ctrl-C and a terminal's hangup reach the whole process group; the supervisor relays
@@ -292,7 +300,6 @@ class WorkerProcess:
         if heard():
             logger.info("Stopping on a signal heard as it started worker_id=%s", self.worker_id)
             self.request_stop()
-        self._control_fd = control_fd
         try:
             if not self._wait_for_redis():
                 return self.exit_code

@@ -17,7 +17,7 @@ from ..codec.ids import make_worker_id, new_worker_tag
 from .exit_codes import ExitCode, exit_now
 from .interruptible import STOP_SIGNALS
 from .options import WorkerOptions
-from .process import COUNTED, ENDING, WorkerProcess
+from .process import ASKED_ALONE, COUNTED, ENDING, WorkerProcess
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class Slot:
     crashes: int = 0
     restart_at: float | None = None
     done: bool = False
-    said: bytes = b""  # what the process in the slot said on its control socket so far
+    said: bytes = b""  # what the slot's process (its last, once collected) said so far
 
     @property
     def pid(self) -> int | None:
@@ -160,17 +160,19 @@ class Slot:
         self.started_at, self.restart_at = time.monotonic(), None
 
     def hear(self) -> bytes:
-        """Read what the process said (COUNTED, RECYCLING, or ENDING as it exits), once its
-        socket is ready; b"" if it exited. Unless this read was COUNTED alone (a RECYCLING may
-        follow), the socket is not read again until the process is collected (``collect``),
-        which reads what came after: an ENDING behind a RECYCLING."""
+        """Read what the process said (COUNTED, ASKED_ALONE, RECYCLING, or ENDING as it
+        exits), once its socket is ready; b"" if it exited. Unless this read held COUNTED or
+        ASKED_ALONE only (a RECYCLING may follow), the socket is not read again until the
+        process is collected (``collect``), which reads what came after: an ENDING behind a
+        RECYCLING."""
         self.listening = False
         try:
             heard = os.read(self.control_fd, 64)  # type: ignore[arg-type]
         except OSError:
             return b""
         self.said += heard
-        self.listening = bool(heard) and not heard.strip(COUNTED)  # RECYCLING may follow it
+        # A RECYCLING may follow either
+        self.listening = bool(heard) and not heard.strip(COUNTED + ASKED_ALONE)
         return heard
 
     def tell(self, message: bytes) -> None:
@@ -197,9 +199,9 @@ class Slot:
         assert self.process is not None
         assert self.control_fd is not None
         self.process.join()
-        said = self.said + _unread(self.control_fd)
+        self.said += _unread(self.control_fd)
         os.close(self.control_fd)
-        code = as_said(self.process.exitcode, said)
+        code = as_said(self.process.exitcode, self.said)
         self.process, self.control_fd, self.listening = None, None, False
         return code
 
@@ -213,6 +215,12 @@ class Slot:
         os.close(retiring.control_fd)
         self.retiring, self.retired_at = None, time.monotonic()
         return retiring, as_said(retiring.process.exitcode, said)
+
+    @property
+    def asked_alone(self) -> bool:
+        """Whether the slot's last process said a SIGTERM sent to it alone asked it to stop
+        (``ASKED_ALONE``): a stop the supervisor did not ask for, nor --burst's end."""
+        return ASKED_ALONE in self.said
 
     def ended(self) -> bool:
         """Whether the slot is done and no recycled process of it still runs."""

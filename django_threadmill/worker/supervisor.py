@@ -30,6 +30,16 @@ MAX_FAST_FAILURES = 5  # consecutive fast failures before the supervisor gives u
 # killed: it cannot run its stop at all (frozen by SIGSTOP, a task holding the GIL in C code).
 # Room for a process that ended its stop to exit, within the slack docs/deploy.md adds.
 EXIT_SLACK_S = 3.0
+# How a stop asked for ends (docs/worker.md, Shutdown): as asked, with tasks still running after
+# the grace period (or cut short by a second signal), or with writes Redis did not take.
+STOP_ENDINGS = frozenset({ExitCode.OK, ExitCode.FORCED, ExitCode.DROPPED})
+# Why a process the supervisor did not stop ended so, by its exit code, for its WARNING.
+STOPPED_ALONE = {
+    ExitCode.OK: "asked directly, such as by SIGTERM to its pid, not through the supervisor",
+    ExitCode.FORCED: "asked directly, such as by SIGTERM to its pid, with tasks still running "
+    "after the grace period or a second signal: the reaper settles what it held",
+    ExitCode.DROPPED: "Redis did not take its last writes in time: the reaper settles what it held",
+}
 
 
 class Supervisor:
@@ -271,6 +281,8 @@ class Supervisor:
             code = slot.collect()
             if stopping:
                 self._stopped(slot, code)
+            elif slot.asked_alone and code in STOP_ENDINGS:  # a --burst goes on without it
+                self._replace_stopped(slot, process, code)
             elif self.options.burst and code in (ExitCode.OK, ExitCode.DROPPED):
                 self._burst_ended(slot, code)
             elif code == ExitCode.REFUSED:  # the process logged why; every other one would too
@@ -294,6 +306,7 @@ class Supervisor:
         """The slot's process found the queues empty (--burst): the slot is done, unless a
         recycled process of it ended after this one started. What that one's last tasks
         enqueued (a retry, a workflow's next step) is then for a fresh process to find."""
+        self._count_left_to_reaper(code)
         if slot.started_at < slot.retired_at:
             self._spawn(slot)
         else:
@@ -335,6 +348,7 @@ class Supervisor:
                 slot.index,
                 process.pid,
             )
+            self._count_left_to_reaper(code)
         else:
             self.chores.sign_off(retired.worker_id)
             logger.error(
@@ -359,24 +373,32 @@ class Supervisor:
             slot.index,
             process.pid,
         )
-        if self.options.burst:  # the burst did not run those to their end
-            self.exit_code = self.exit_code or ExitCode.FORCED
+        self._count_left_to_reaper(code)
 
     def _replace_stopped(self, slot: Slot, process: BaseProcess, code: int) -> None:
         """Start a fresh process in place of one asked to stop by something other than this
         supervisor (a SIGTERM sent to its pid), or one that stopped (asked, or recycled) with
         work left to the reaper (DROPPED): a stop, not a crash, so it is not counted toward
-        giving up. Warned, as the supervisor did not ask for it."""
+        giving up, and a --burst goes on in the fresh one. Warned, as the supervisor did not
+        ask for it."""
         logger.warning(
             "Worker process stopped slot=%d pid=%s status=exit code %d (%s); starting a fresh one",
             slot.index,
             process.pid,
             code,
-            "asked directly, such as by SIGTERM to its pid, not through the supervisor"
-            if code == ExitCode.OK
-            else "Redis did not take its last writes in time: the reaper settles what it held",
+            STOPPED_ALONE[ExitCode(code)],
         )
+        if code == ExitCode.FORCED:  # a second signal ended it at once, not signed off
+            self.chores.sign_off(slot.worker_id)
+        self._count_left_to_reaper(code)
         self._spawn(slot)
+
+    def _count_left_to_reaper(self, code: int | None) -> None:
+        """Under --burst, say in the command's exit code what a process left to the reaper:
+        tasks still running after its grace period (FORCED), or writes Redis did not take
+        (DROPPED). The burst did not run those to their end (docs/worker.md, Exit codes)."""
+        if self.options.burst and code in (ExitCode.FORCED, ExitCode.DROPPED):
+            self.exit_code = self.exit_code or ExitCode(code)
 
     def _schedule_restart(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
         """Restart a dead process with backoff; give up if processes keep dying at start."""
