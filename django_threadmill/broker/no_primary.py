@@ -28,6 +28,7 @@ from redis.sentinel import MasterNotFoundError
 
 from ..conf.topology import SentinelSettings
 from ..exceptions import BrokerRefused, BrokerUnavailable
+from .tls import dropped_for_no_certificate, tls_fault
 from .topology import over_tls
 from .wrong_server import other_transport
 
@@ -42,6 +43,8 @@ LIST_SENTINELS = (
 )
 CONNECT_TIMED_OUT = "Timeout connecting"  # redis-py's words for a connect (or handshake) too slow
 SENTINEL_COMMAND = ("'sentinel", "`sentinel")  # in an error reply (lowercased) naming SENTINEL
+SENTINEL_SETTINGS = "OPTIONS['sentinel']"
+TLS_SET_UP = "the TLS set-up"  # its settings are named in each sentinel's answer
 WAIT_OR_FIX = (
     "Wait if a failover is under way; else start the sentinels and the primary, or fix "
     "OPTIONS['sentinel'] (service_name, sentinels, username, password); nothing was written."
@@ -54,6 +57,7 @@ class Answer:
 
     said: str
     settled: bool  # a setting is wrong: no wait fixes it
+    fixed_in: str = SENTINEL_SETTINGS  # where the setting that ``said`` names is
 
 
 @contextmanager
@@ -109,7 +113,8 @@ def no_primary(sentinel: SentinelSettings, where: str, timeout_s: float) -> Brok
         f"{sentinel.service_name!r}: {said})."
     )
     if len(found) == len(answers) and all(answer.settled for answer in found.values()):
-        return BrokerRefused(f"{problem} Fix OPTIONS['sentinel']; nothing was written.")
+        fixed_in = " and ".join(sorted({answer.fixed_in for answer in found.values()}))
+        return BrokerRefused(f"{problem} Fix {fixed_in}; nothing was written.")
     return BrokerUnavailable(f"{problem} {WAIT_OR_FIX}")
 
 
@@ -161,7 +166,7 @@ def _ask(
             settled=True,
         )
     except (redis.ConnectionError, redis.TimeoutError) as exc:
-        return _unreachable(sentinel, address, exc)
+        return _unreachable(sentinel, address, exc, timeout_s=timeout_s)
     except redis.exceptions.NoPermissionError as exc:
         return Answer(
             f"refused SENTINEL MASTERS to OPTIONS['sentinel']['username'] ({exc}): grant that "
@@ -181,13 +186,20 @@ def _ask(
 
 
 def _unreachable(
-    sentinel: SentinelSettings, address: tuple[str, int], exc: redis.RedisError
+    sentinel: SentinelSettings,
+    address: tuple[str, int],
+    exc: redis.RedisError,
+    *,
+    timeout_s: float,
 ) -> Answer:
     """Return the answer of a sentinel that dropped, refused or did not answer the connection:
     one that takes the other transport (TLS or plain text) than its connections use stays so
-    until OPTIONS['sentinel']['ssl'] is fixed."""
+    until OPTIONS['sentinel']['ssl'] is fixed, and one our TLS set-up fails on until that is."""
     host, port = address
     tls = sentinel.tls is not None
+    refused = _tls_refused(sentinel, address, exc, timeout_s=timeout_s)
+    if refused is not None:
+        return refused
     # A plain-text sentinel waits for the end of a line in a TLS handshake, which times out
     # the connect; any other timeout is a hung sentinel, which a probe would wait on again.
     timed_out = isinstance(exc, redis.TimeoutError)
@@ -207,6 +219,32 @@ def _unreachable(
         "arguments of a rediss:// LOCATION), or list the sentinels' plain-text ports",
         settled=True,
     )
+
+
+def _tls_refused(
+    sentinel: SentinelSettings,
+    address: tuple[str, int],
+    exc: redis.RedisError,
+    *,
+    timeout_s: float,
+) -> Answer | None:
+    """Return the answer of a sentinel whose TLS connection failed on our own set-up (its
+    certificate untrusted, a TLS file unreadable, no client certificate where it requires
+    one), or None. The sentinels' TLS arguments are the primary's (broker/tls.py)."""
+    if sentinel.tls is None:
+        return None
+    fault = tls_fault(exc, hosts_in="OPTIONS['sentinel']['sentinels']") or (
+        dropped_for_no_certificate(
+            address,
+            exc,
+            certificate_given=bool(sentinel.tls.get("ssl_certfile")),
+            timeout_s=timeout_s,
+        )
+    )
+    if fault is None:
+        return None
+    problem = f"was not reached: a TLS file {fault.problem}" if fault.of_a_file else fault.problem
+    return Answer(f"{problem}: {fault.fix}", settled=True, fixed_in=TLS_SET_UP)
 
 
 def _refused(sentinel: SentinelSettings, exc: Exception) -> str:

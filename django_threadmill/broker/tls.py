@@ -1,20 +1,25 @@
-"""Say what is wrong with a rediss:// connection's TLS set-up, which no wait fixes.
+"""Say what is wrong with a TLS connection's set-up, which no wait fixes.
 
 redis-py reports a certificate it does not trust, or a certificate or key file it cannot read,
 as "Error 1 connecting to host:port" or "Error 2 connecting to host:port. No such file or
 directory." (the file unnamed), which read like a Redis that is down. The cause it chains says
-which: the server's certificate, or a file named by ``ssl_ca_certs``, ``ssl_certfile`` or
-``ssl_keyfile`` (LOCATION's query or OPTIONS['connection_options']). redis-py's cluster client
-wraps that ConnectionError once more ("Redis Cluster cannot be connected"), so the cause is
-looked for down the chain.
+which: the server's certificate, a file named by ``ssl_ca_certs``, ``ssl_certfile`` or
+``ssl_keyfile`` (LOCATION's query or OPTIONS['connection_options']), or the server's alert
+that it takes no client without a certificate. redis-py's cluster client wraps that
+ConnectionError once more ("Redis Cluster cannot be connected"), so the cause is looked for
+down the chain. The same set-up reaches the sentinels (``tls_fault``, broker/no_primary.py).
 """
 
 import inspect
+import socket
 import ssl
+from contextlib import suppress
+from dataclasses import dataclass
 
 import redis
 
 from ..exceptions import BrokerRefused
+from .wrong_server import PING
 
 TLS_FILES = "ssl_ca_certs, ssl_certfile or ssl_keyfile"
 WHERE_SET = "in LOCATION's query or OPTIONS['connection_options']"
@@ -25,6 +30,21 @@ FILE_REASONS = ("PEM lib", "KEY_VALUES_MISMATCH")  # the same, where the library
 # key identifiers, critical basic constraints ...), which Python 3.13+ sets by default.
 STRICT_ONLY_CODES = range(80, 95)
 NO_STRICT = "ssl_exclude_verify_flags=VERIFY_X509_STRICT"  # redis-py's opt-out, in the query
+# A TLS 1.3 server's alert, on the first read, to a client that sent no certificate it requires
+# (redis-server's tls-auth-clients yes).
+CERTIFICATE_REQUIRED = "TLSV13_ALERT_CERTIFICATE_REQUIRED"
+# How a write fails on a connection the server closed (with that alert unread, say).
+CLOSED_ON_WRITE = (ssl.SSLEOFError, ConnectionResetError, BrokenPipeError)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFault:
+    """A TLS set-up no wait fixes: what went wrong with the server it was met on, and the fix,
+    each a phrase."""
+
+    problem: str  # after the server ("presented ..."), or after "a TLS file" when of_a_file
+    fix: str  # lower case, with no full stop: callers end the sentence
+    of_a_file: bool  # a local certificate or key file, read before the server was reached
 
 
 def tls_refusal(location: str, where: str, error: BaseException) -> BrokerRefused | None:
@@ -32,43 +52,100 @@ def tls_refusal(location: str, where: str, error: BaseException) -> BrokerRefuse
     for any other failure; ``where`` is ``location`` as it may be shown."""
     if not location.startswith("rediss://"):
         return None
+    fault = tls_fault(error, hosts_in="LOCATION")
+    if fault is None:
+        return None
+    subject = f"A TLS file for Redis at {where}" if fault.of_a_file else f"Redis at {where}"
+    fix = fault.fix[0].upper() + fault.fix[1:]
+    return BrokerRefused(f"{subject} {fault.problem}. {fix}; nothing was written.")
+
+
+def tls_fault(error: BaseException, *, hosts_in: str) -> TlsFault | None:
+    """Return what is wrong with the TLS set-up ``error`` was raised from, or None when it was
+    raised from anything else; ``hosts_in`` is the setting that names the server's host."""
     cause = _os_error_beneath(error)
     if isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_code in STRICT_ONLY_CODES:
-        return _not_strict_enough(where, cause)
+        return _not_strict_enough(cause)
     if isinstance(cause, ssl.SSLCertVerificationError):
-        return BrokerRefused(
-            f"Redis at {where} presented a TLS certificate this client does not trust "
-            f"(certificate verify failed: {cause.verify_message}). Set ssl_ca_certs {WHERE_SET} "
-            "to the CA file that signed it (e.g. '?ssl_ca_certs=/etc/redis/ca.crt'), name the "
-            "host in LOCATION as the certificate does, or renew the certificate if it expired; "
-            "nothing was written."
+        return TlsFault(
+            problem="presented a TLS certificate this client does not trust (certificate "
+            f"verify failed: {cause.verify_message})",
+            fix=f"set ssl_ca_certs {WHERE_SET} to the CA file that signed it (e.g. "
+            f"'?ssl_ca_certs=/etc/redis/ca.crt'), name the host in {hosts_in} as the "
+            "certificate does, or renew the certificate if it expired",
+            of_a_file=False,
         )
     if isinstance(cause, ssl.SSLError) and _from_a_file(cause):
-        return BrokerRefused(
-            f"A TLS file for Redis at {where} holds no usable certificate or key ({cause}). "
-            f"Point {TLS_FILES} {WHERE_SET} at PEM files, the key matching the certificate; "
-            "nothing was written."
+        return TlsFault(
+            problem=f"holds no usable certificate or key ({cause})",
+            fix=f"point {TLS_FILES} {WHERE_SET} at PEM files, the key matching the certificate",
+            of_a_file=True,
         )
     if isinstance(cause, FileNotFoundError | PermissionError | IsADirectoryError):
-        return BrokerRefused(
-            f"A TLS file for Redis at {where} cannot be read ({cause.strerror}). Check the "
-            f"paths of {TLS_FILES} {WHERE_SET}, and that this process's user may read them; "
-            "nothing was written."
+        return TlsFault(
+            problem=f"cannot be read ({cause.strerror})",
+            fix=f"check the paths of {TLS_FILES} {WHERE_SET}, and that this process's user may "
+            "read them",
+            of_a_file=True,
         )
+    if isinstance(cause, ssl.SSLError) and cause.reason == CERTIFICATE_REQUIRED:
+        return _certificate_required()
     return None
 
 
-def _not_strict_enough(where: str, cause: ssl.SSLCertVerificationError) -> BrokerRefused:
-    """Return the error for a certificate refused only by strict verification: the CA file is
+def dropped_for_no_certificate(
+    address: tuple[str, int], error: BaseException, *, certificate_given: bool, timeout_s: float
+) -> TlsFault | None:
+    """Return the fault of the TLS server at ``address`` if it dropped a connection that sent
+    no client certificate because it requires one, or None.
+
+    redis-py writes its first commands as soon as its side of the handshake ends: the server's
+    alert often arrives after, and the write fails on the closed connection ("EOF occurred in
+    violation of protocol", or "Connection reset by peer" on Python 3.13), the alert unread. A
+    fresh handshake, with no certificate either, reads it: only looked for after such a write,
+    and when ``certificate_given`` is False (one given and refused draws another alert)."""
+    if certificate_given or not isinstance(_os_error_beneath(error), CLOSED_ON_WRITE):
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # nothing is sent over it but a PING
+    try:
+        with (
+            socket.create_connection(address, timeout=timeout_s) as sock,
+            context.wrap_socket(sock) as tls,
+        ):
+            with suppress(OSError):  # the server may close first, as it did for redis-py
+                tls.sendall(PING)  # any Redis answers it at once
+            tls.recv(1)
+    except ssl.SSLError as exc:
+        return _certificate_required() if exc.reason == CERTIFICATE_REQUIRED else None
+    except OSError:  # refused, reset, silent: the caller's own message says it
+        return None
+    return None
+
+
+def _certificate_required() -> TlsFault:
+    """Return the fault of a server that takes no TLS client without a certificate."""
+    return TlsFault(
+        problem="takes no TLS client without a certificate, and this client sent none "
+        f"({CERTIFICATE_REQUIRED})",
+        fix=f"set ssl_certfile and ssl_keyfile {WHERE_SET} to a certificate signed by a CA "
+        "the server trusts (its tls-ca-cert-file) and its key",
+        of_a_file=False,
+    )
+
+
+def _not_strict_enough(cause: ssl.SSLCertVerificationError) -> TlsFault:
+    """Return the fault of a certificate refused only by strict verification: the CA file is
     the right one, so "set ssl_ca_certs" would send the user the wrong way."""
-    return BrokerRefused(
-        f"Redis at {where} presented a TLS certificate that strict verification refuses "
-        f"(certificate verify failed: {cause.verify_message}): Python 3.13+ checks certificates "
-        "as RFC 5280 asks (ssl.VERIFY_X509_STRICT), and one of its chain lacks what that names. "
-        "Reissue that certificate with it (a CA with -addext "
+    return TlsFault(
+        problem="presented a TLS certificate that strict verification refuses (certificate "
+        f"verify failed: {cause.verify_message}): Python 3.13+ checks certificates as RFC 5280 "
+        "asks (ssl.VERIFY_X509_STRICT), and one of its chain lacks what that names",
+        fix="reissue that certificate with it (a CA with -addext "
         "'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign'; "
-        f"a certificate it signs with an authorityKeyIdentifier), or {_strict_opt_out()}; "
-        "nothing was written."
+        f"a certificate it signs with an authorityKeyIdentifier), or {_strict_opt_out()}",
+        of_a_file=False,
     )
 
 
