@@ -169,6 +169,9 @@ class BrokerCore:
         Errors are raised untranslated: call it in ``atranslated_errors``."""
         client, scripts = self._async_client()
         script = scripts[call.name]
+        # A new cluster client reads the slot map here, not in its first call: redis-py 8 sends
+        # an EVALSHA made before to a random primary, one that may be down, not to its key's.
+        await client.initialize()
         try:
             return await client.execute_command(*_evalsha(script, call), **call.options)
         except NoScriptError:

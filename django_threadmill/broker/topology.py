@@ -22,6 +22,7 @@ from redis.retry import Retry
 
 from ..conf.settings import BackendSettings
 from ..conf.topology import SentinelSettings
+from .cluster_commands import reading_commands_from_any_node
 from .packing import packing_class, sync_packing
 from .reconnects import AsyncReconnectingPool, ReconnectingPool, Reconnects
 
@@ -192,8 +193,8 @@ def aconnect(
     """Asyncio twin of ``connect``."""
     if settings.cluster:
         # redis-py's asyncio cluster has no blocking pool: a full node pool raises at once.
-        return redis.asyncio.RedisCluster.from_url(
-            settings.location, **_without_pool_timeout(options)
+        return reading_commands_from_any_node(
+            redis.asyncio.RedisCluster.from_url(settings.location, **_without_pool_timeout(options))
         )
     if settings.sentinel is not None:
         manager = redis.asyncio.sentinel.Sentinel(
