@@ -99,14 +99,16 @@ class Setup:
 
 
 def built_with_tls() -> bool:
-    """Tell whether this redis-server knows TLS: one built without it has no tls-port."""
+    """Tell whether this redis-server knows TLS: one built without it has no tls-port (Redis)
+    or no TLS connection type (Valkey)."""
     run = subprocess.run(
         [redis_server_binary(), "--port", "0", "--tls-port", "1", "--tls-cert-file", "/none"],
         capture_output=True,
         text=True,
         timeout=30,
     )
-    return "Bad directive" not in run.stdout + run.stderr
+    said = run.stdout + run.stderr
+    return not any(no_tls in said for no_tls in ("Bad directive", "Failed finding TLS support"))
 
 
 @pytest.fixture(scope="module")
