@@ -21,7 +21,7 @@ from ..forks import renew_after_fork
 from .db_connections import ConnectionClosingExecutor
 from .executor import await_cut_short
 from .isolation import keep_loop_caches
-from .loop_hold import LoopHoldLimit
+from .loop_hold import LoopHoldLimit, task_named
 from .role import RoleThread
 from .runner import RunnerParts, TaskRunner
 
@@ -401,13 +401,13 @@ class LoopMonitor(RoleThread):
 
 
 def _report_blocked(culprit: Reservation | None, held_s: float) -> None:
-    lease = culprit.lease if culprit is not None else None
+    task_id, path = task_named(culprit)
     logger.warning(
         "Event loop blocked task_id=%s path=%s for_ms=%d: a blocking call inside an "
         "async task (time.sleep, a sync ORM query, a sync client) held every other async "
         "task; await an async call or use sync_to_async (docs/worker.md, What blocks the "
         "loop)",
-        lease.task_id if lease else "unknown",
-        lease.task_path if lease else "unknown",
+        task_id,
+        path,
         held_s * 1000,
     )

@@ -32,9 +32,7 @@ class LoopHoldLimit:
     def passed(self, culprit: Reservation | None, held_s: float) -> None:
         """Say that ``culprit`` has held the loop ``held_s``, past the limit; with
         --task-timeout, give the loop up (called once per stall, from the loop monitor)."""
-        lease = culprit.lease if culprit is not None else None
-        task_id = lease.task_id if lease else "unknown"
-        path = lease.task_path if lease else "unknown"
+        task_id, path = task_named(culprit)
         if self.task_timeout_s is None:
             logger.error(
                 "Event loop held past lease_ttl task_id=%s path=%s for_ms=%d lease_ttl_s=%s: a "
@@ -58,3 +56,10 @@ class LoopHoldLimit:
             self.task_timeout_s,
         )
         self.on_held()
+
+
+def task_named(culprit: Reservation | None) -> tuple[str, str]:
+    """Return the id and the path of the task that held the loop, "unknown" if none was seen."""
+    if culprit is None:
+        return "unknown", "unknown"
+    return culprit.lease.task_id, culprit.lease.task_path

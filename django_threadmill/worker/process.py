@@ -162,10 +162,9 @@ class WorkerProcess:
             first = self.crew.finished == 1
             reached = self.max_tasks is not None and self.crew.finished == self.max_tasks
             unstarted = self._close_for_recycle() if reached else None
-        if reached:
-            if unstarted is not None:
-                self._recycle_closed(unstarted)
-        elif self.memory is not None and not self.stop_requested.is_set():
+        if unstarted is not None:
+            self._recycle_closed(unstarted)
+        elif not reached and self.memory is not None and not self.stop_requested.is_set():
             resident = self.memory.read()
             if resident > self.max_memory_bytes:
                 if first:
