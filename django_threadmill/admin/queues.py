@@ -139,6 +139,19 @@ def _paused_title(now_ms: int, pause: QueuePause | None) -> str:
     return f"Paused{since}{by}{why}. Workers take none of its tasks until it is resumed."
 
 
+def _last_renewal(line: WorkerLine, now_ms: int) -> str:
+    """Say when the worker last renewed, e.g. "4 s ago"; a renewal dated more than a lease
+    ahead of the Redis clock was made before it stepped back, and is said so, not "0 s ago"
+    (docs/deploy.md, Health)."""
+    if line.silent and line.last_renewal_ms > now_ms:
+        return (
+            f"{age(line.last_renewal_ms, now_ms)} ahead of the Redis clock, which stepped back "
+            "since (NTP, a failover): probably stopped, a live worker renews on the new clock"
+        )
+    silent = " (silent longer than a lease: probably stopped)" if line.silent else ""
+    return f"{age(now_ms, line.last_renewal_ms)} ago{silent}"
+
+
 def _damaged_line(alias: str, record: DamagedRecord) -> dict[str, Any]:
     """Return one line of the damaged records table; a task id links to its detail page."""
     # Else a guard key ("u:<digest>", "fired:<name>"), or an id that names no record.
@@ -189,7 +202,7 @@ def alias_context(source: Source) -> dict[str, Any]:
             for overview in overviews
         ],
         "workers": [
-            {"line": line, "age": age(now_ms, line.last_renewal_ms)}
+            {"line": line, "last_renewal": _last_renewal(line, now_ms)}
             for line in sorted(workers, key=lambda w: (w.silent, w.worker_id))
         ],
         "damaged": [_damaged_line(source.alias, record) for record in damaged],
