@@ -9,6 +9,8 @@
   in Redis): a drain, like a worker, takes none of them until it is resumed.
 - Tasks a pytest fixture enqueued before the ``threadmill`` fixture was set up: its flush
   before the test deleted them (under pytest-xdist, they went to keys the test does not use).
+- Tasks a TestCase's ``setUpClass`` or ``setUpTestData`` enqueued: ``ThreadmillTestMixin``'s
+  flush before the class's first test deleted them.
 """
 
 import logging
@@ -163,7 +165,6 @@ def say_flushed_first(results: Sequence[TaskResult]) -> None:
     test's fixtures set up before it enqueued: how many, which, and the fix."""
     if not results:
         return
-    paths = Counter(result.task.module_path for result in results)
     logger.warning(
         "drain() cannot run %d task%s enqueued before the threadmill fixture was set up (%s): "
         "the fixture starts the test from an empty Redis, so its flush deleted them (under "
@@ -173,5 +174,30 @@ def say_flushed_first(results: Sequence[TaskResult]) -> None:
         "function-scoped fixture, as a fixture of a wider scope is set up before threadmill.",
         len(results),
         "" if len(results) == 1 else "s",
-        ", ".join(_counted(path, count) for path, count in paths.most_common(3)),
+        _paths_of(results),
     )
+
+
+def say_flushed_before_the_class(results: Sequence[TaskResult], test_class: type) -> None:
+    """Warn that ``ThreadmillTestMixin`` starts the tests of ``test_class`` without
+    ``results``, which its ``setUpClass`` or ``setUpTestData`` enqueued: how many, which, and
+    the fix."""
+    if not results:
+        return
+    logger.warning(
+        "drain() cannot run %d task%s enqueued in setUpClass or setUpTestData of %s (%s): "
+        "ThreadmillTestMixin starts each test from an empty Redis, so its flush before the "
+        "first test deleted them. Redis is not rolled back with the database, so a task "
+        "enqueued once for the class would run in one test only: enqueue in setUp, after "
+        "super().setUp(), or in the test (docs/testing.md, Keys are flushed around each test).",
+        len(results),
+        "" if len(results) == 1 else "s",
+        test_class.__qualname__,
+        _paths_of(results),
+    )
+
+
+def _paths_of(results: Sequence[TaskResult]) -> str:
+    """Name the tasks of ``results``, the three most enqueued, each with its count."""
+    paths = Counter(result.task.module_path for result in results)
+    return ", ".join(_counted(path, count) for path, count in paths.most_common(3))
