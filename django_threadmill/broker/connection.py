@@ -1,7 +1,7 @@
 """Create Redis clients from settings and turn redis-py errors into ones that say the fix."""
 
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -55,6 +55,9 @@ WRITES_REFUSED = ("MISCONF", "NOREPLICAS")
 UNBLOCKED = "UNBLOCKED"
 BECAME_REPLICA = "instance state changed"  # the words of the first, e.g. "(master -> replica?)"
 MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxclients is reached
+# How redis-py, and a node spared (down_nodes.py), name the address a connection did not open
+# to: "Error 111 connecting to 10.0.0.7:6379. Connection refused."
+NODE_ADDRESS = re.compile(r"connecting to (\S+:\d+)")
 # redis-py's words when OPTIONS['cluster'] names a server that is not a cluster node.
 NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
 # redis-py's words when the primary the sentinels named answered READONLY: it refused the call.
@@ -192,10 +195,17 @@ def translated_errors(
     read: bool = False,
     socket_timeout_s: float | None = None,
     sentinel_timeout_s: float = PROBE_TIMEOUT_S,
+    tls: Mapping[str, Any] | None = None,
+    cluster: bool = False,
 ) -> Iterator[None]:
     """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors;
     ``sentinel``: the sentinels that name the primary, asked why when they named none, each
-    given ``sentinel_timeout_s`` to connect and to answer (``sentinel_timeout_of``).
+    given ``sentinel_timeout_s`` to connect and to answer (``sentinel_timeout_of``). ``tls``:
+    the TLS arguments of LOCATION's connections (``tls_arguments``), with which its server is
+    asked why it closed one at the first write (broker/tls.py); None: it is not asked (under
+    Sentinel, the primary is another server).
+    ``cluster``: LOCATION names a node of a Redis Cluster, whose other nodes serve on while one
+    is unreachable.
 
     A ``read`` (the block changes nothing) is never ``MaybeApplied``, and its errors say that
     nothing was changed (docs/enqueue.md, What each error means, and what was written).
@@ -225,11 +235,13 @@ def translated_errors(
             read=read,
             socket_timeout_s=socket_timeout_s,
             sentinel_managed=sentinel is not None,
+            tls=tls,
+            cluster=cluster,
         ) from exc
     except redis.exceptions.MasterDownError as exc:  # a ClusterError to redis-py; any replica's
         raise _cut_off_replica(where, exc) from exc
     except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
-        raise _cluster_error(location, where, exc, read=read) from exc
+        raise _cluster_error(location, where, exc, read=read, tls=tls) from exc
     except redis.exceptions.AskError as exc:  # MOVED or ASK (MovedError is an AskError)
         raise _misrouted(where, exc) from exc
     except redis.ResponseError as exc:
@@ -262,10 +274,15 @@ def _cut_off_replica(where: str, exc: redis.exceptions.MasterDownError) -> Broke
 
 
 def _cluster_error(
-    location: str, where: str, exc: Exception, *, read: bool = False
+    location: str,
+    where: str,
+    exc: Exception,
+    *,
+    read: bool = False,
+    tls: Mapping[str, Any] | None = None,
 ) -> BrokerUnavailable:
     """Return the error for what redis-py's cluster client could not do."""
-    refused = tls_refusal(location, where, exc)
+    refused = tls_refusal(location, where, exc, tls)
     if refused is not None:  # no node reachable because of our own TLS set-up
         return refused
     if NOT_A_CLUSTER in str(exc):
@@ -335,6 +352,13 @@ def slot_not_served(error: BrokerUnavailable) -> bool:
     )
 
 
+def unreachable(error: BrokerUnavailable) -> bool:
+    """Tell whether ``error`` is a connection to Redis that did not open (refused, timed out,
+    a cluster node spared): the server is away, and nothing was sent to it."""
+    cause = error.__cause__
+    return isinstance(cause, (redis.ConnectionError, redis.TimeoutError)) and not _connected(cause)
+
+
 def demoted(error: BrokerUnavailable) -> bool:
     """Tell whether ``error`` is the server at LOCATION refusing a write as a read-only replica,
     or ending a blocked wait as it became one: behind an address moved to the promoted replica
@@ -380,6 +404,8 @@ def _no_reply(
     read: bool = False,
     socket_timeout_s: float | None = None,
     sentinel_managed: bool = False,
+    tls: Mapping[str, Any] | None = None,
+    cluster: bool = False,
 ) -> BrokerUnavailable:
     """Return the error for a call that got no Redis reply: the pool was exhausted, the server
     is no Redis of the kind LOCATION names, it cannot be reached, or it did not answer within
@@ -388,6 +414,7 @@ def _no_reply(
     LOCATION's host is not probed for a ``sentinel_managed`` client: the call went to the
     primary the sentinels named, and whatever answers at that ignored host (a web server)
     turned a connection dropped mid-call into "nothing was written", not ``MaybeApplied``.
+    Nor is it asked why it closed a TLS connection at the first write: ``tls`` is None.
     """
     where = masked_location(location)
     if str(exc) == DEMOTED_PRIMARY:  # checked before: READONLY is not a dropped connection
@@ -418,7 +445,7 @@ def _no_reply(
             "maxclients, or lower OPTIONS['max_connections'] (per process) or the number of "
             "processes; nothing was written."
         )
-    refused = tls_refusal(location, where, exc)
+    refused = tls_refusal(location, where, exc, tls)
     if refused is not None:  # before the probe: our own TLS set-up, no wrong server
         return refused
     garbled = isinstance(exc, redis.exceptions.InvalidResponse)
@@ -439,10 +466,22 @@ def _no_reply(
     silent = _silent(where, exc, socket_timeout_s, read=read)
     if silent is not None:
         return silent
-    return _with_what_was_written(
-        exc,
-        f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; ",
-        read=read,
+    return _with_what_was_written(exc, _unreachable(where, exc, cluster=cluster), read=read)
+
+
+def _unreachable(where: str, exc: Exception, *, cluster: bool) -> str:
+    """Return the problem of a call whose Redis could not be reached. On a ``cluster`` it names
+    the node: the slot map was read, so LOCATION is right, and the other nodes serve their
+    slots meanwhile; "Start Redis or fix TASKS LOCATION" sent operators to a setting that was
+    fine while one primary was down."""
+    if not cluster:
+        return f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
+    address = NODE_ADDRESS.search(str(exc))
+    node = f"node {address[1]}" if address else "the node of this call's hash slot"
+    return (
+        f"The Redis Cluster at {where} cannot reach its {node} ({exc}). Start that node, or "
+        "wait for a replica to take over its hash slots (CLUSTER NODES: the node marked fail, "
+        "a replica of it promoted to master); its other nodes serve their slots meanwhile; "
     )
 
 

@@ -17,7 +17,7 @@ from redis.exceptions import NoScriptError, RedisClusterException
 
 from ..codec.ids import queue_of
 from ..conf.settings import BackendSettings, socket_timeout_of
-from ..conf.topology import Durability
+from ..conf.topology import Durability, tls_arguments
 from ..exceptions import BrokerUnavailable
 from .calls import (
     Command,
@@ -64,6 +64,13 @@ class BrokerCore:
         # The timeouts each Redis call and its error translation use, worked out once.
         self._read_timeout_s = socket_timeout_of(settings)[1]
         self._sentinel_timeout_s = sentinel_timeout_of(settings)
+        # LOCATION's TLS set-up, to ask its server why it dropped a connection; not under
+        # Sentinel, where the calls go to the primary the sentinels name instead.
+        self._tls = (
+            tls_arguments(settings.location, settings.connection_options)
+            if settings.sentinel is None
+            else None
+        )
         self._known_queues: set[str] = set()
         # Per sharded queue, whose turn it is to be acquired from first (acquisition.py).
         self._turns: defaultdict[str, Iterator[int]] = defaultdict(itertools.count)
@@ -125,6 +132,8 @@ class BrokerCore:
                 read=read,
                 socket_timeout_s=self._read_timeout_s,
                 sentinel_timeout_s=self._sentinel_timeout_s,
+                tls=self._tls,
+                cluster=settings.cluster,
             ):
                 yield
         except BrokerUnavailable as error:

@@ -28,7 +28,7 @@ from redis.sentinel import MasterNotFoundError
 
 from ..conf.topology import SentinelSettings
 from ..exceptions import BrokerRefused, BrokerUnavailable
-from .tls import dropped_for_no_certificate, tls_fault
+from .tls import dropped_for_its_certificate, tls_fault
 from .topology import over_tls
 from .wrong_server import other_transport
 
@@ -230,16 +230,12 @@ def _tls_refused(
 ) -> Answer | None:
     """Return the answer of a sentinel whose TLS connection failed on our own set-up (its
     certificate untrusted, a TLS file unreadable, no client certificate where it requires
-    one), or None. The sentinels' TLS arguments are the primary's (broker/tls.py)."""
+    one, or one it refuses), or None. The sentinels' TLS arguments are the primary's
+    (broker/tls.py)."""
     if sentinel.tls is None:
         return None
     fault = tls_fault(exc, hosts_in="OPTIONS['sentinel']['sentinels']") or (
-        dropped_for_no_certificate(
-            address,
-            exc,
-            certificate_given=bool(sentinel.tls.get("ssl_certfile")),
-            timeout_s=timeout_s,
-        )
+        dropped_for_its_certificate(address, exc, tls=sentinel.tls, timeout_s=timeout_s)
     )
     if fault is None:
         return None

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, suppress
 from redis.crc import key_slot
 
 from ..exceptions import BrokerUnavailable
+from .connection import unreachable
 from .keys import KeySpace
 from .topology import SyncClient
 
@@ -110,9 +111,13 @@ class SlotWaiters:
                 with self.translated_errors():
                     reply = self.blocking.blpop(list(keys), timeout=self.block_s)
             except BrokerUnavailable as exc:
-                self.error = exc  # the fetcher logs it and backs off; this waiter tries again
-                self.woken.set()
-                self.closing.wait(RETRY_S)
+                # A node away (a Redis Cluster primary down) is the fetcher's to say, per queue,
+                # as its refills meet it: handed on, each retry here logged "Fetch failed" again,
+                # every few seconds for as long as the node was down.
+                if not unreachable(exc):
+                    self.error = exc  # the fetcher logs it and backs off
+                    self.woken.set()
+                self.closing.wait(RETRY_S)  # this waiter tries again
                 continue
             except Exception as exc:  # a bug: the fetcher's crash handling stops the process
                 self.error = exc

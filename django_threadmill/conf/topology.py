@@ -174,9 +174,14 @@ def with_sentinel_tls(
     wanted = sentinel.ssl if sentinel.ssl is not None else location.startswith("rediss://")
     if not wanted:
         return replace(sentinel, tls=None)
-    given = {**parse_url(location), **connection_options}
-    tls = {key: value for key, value in given.items() if key.startswith(TLS_ARGUMENT_PREFIX)}
-    return replace(sentinel, tls=tls)
+    return replace(sentinel, tls=tls_arguments(location, connection_options))
+
+
+def tls_arguments(location: str, connection_options: dict[str, Any]) -> dict[str, Any]:
+    """Return the ``ssl_*`` arguments of ``connection_options`` and LOCATION's query, which
+    wins, as redis-py's ``from_url`` lets it: the TLS set-up of the primary's connections."""
+    given = {**connection_options, **parse_url(location)}
+    return {key: value for key, value in given.items() if key.startswith(TLS_ARGUMENT_PREFIX)}
 
 
 def _sentinel_auth(value: dict[Any, Any], example: str) -> dict[str, str]:

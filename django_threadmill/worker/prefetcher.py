@@ -5,13 +5,14 @@ import threading
 import time
 from collections.abc import Callable, Collection
 
-from ..broker import Broker, Reservation
+from ..broker import Acquired, Broker, Reservation
 from ..broker.connection import refuses_writes
 from ..broker.inspect import Inspector
 from ..broker.wake import BLPOP_LATE_S
 from ..exceptions import BrokerRefused, BrokerUnavailable, ReservationsUnconfirmed
 from .backoff import REDIS_BACKOFF
 from .buffer import Runners, TaskBuffer
+from .failing_queues import FailingQueues
 from .fetch_plan import PROBE_EVERY_S, FetchPlan
 from .held_back import HeldBackQueues, Hold
 from .leases import HeldLeases, lease_clock
@@ -103,6 +104,7 @@ class Prefetcher(RoleThread):
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
+        self._failing = FailingQueues(clock)  # says once a queue fails, once it works again
         self._slot_wait_began: float | None = None  # --burst: when a full limit began to hold
         self._start_wait_said = False  # --burst: the wait for a rate's next start was logged
         self._paused: list[str] = []  # --burst: the queues the last peek at all found paused
@@ -453,18 +455,8 @@ class Prefetcher(RoleThread):
             for queue, acquired in zip(counts, replies, strict=True):
                 if acquired.failed is not None:
                     refused = self._failed(queue, acquired.failed) or refused
-                elif acquired.held_back:  # a limit, not an empty queue, kept its tasks back
-                    # A full concurrency limit is looked at again soon, not at the queue's next
-                    # delayed task, which may be hours off (docs/schedules.md, Per-queue limits).
-                    if acquired.by_rate:
-                        self._held_back.hold(queue, acquired.next_due_ms, Hold.START)
-                    else:
-                        self._held_back.hold(queue, None, Hold.SLOT)
                 else:
-                    # A shard may hold work; a delayed task is asked for again when due.
-                    self._plan.found(queue, acquired.found_work, acquired.next_due_ms)
-                    if queue in self._no_runner_for and acquired.found_work:
-                        self._awaiting_runner.add(queue)
+                    self._answered(queue, acquired)
                 if acquired.reservations:
                     self._learn_lanes(queue, acquired.reservations)
                     self.held.add([r.lease for r in acquired.reservations], sent_at)
@@ -483,6 +475,23 @@ class Prefetcher(RoleThread):
             next_due_ms, self._held_back.next_due_ms(), self._plan.next_due_ms()
         )
 
+    def _answered(self, queue: str, acquired: Acquired) -> None:
+        """Note what the answer of ``queue``'s call says of it: a limit held its tasks back, or
+        it holds work or not, and when its next delayed task is due."""
+        self._failing.answered(queue)
+        if acquired.held_back:  # a limit, not an empty queue, kept its tasks back
+            # A full concurrency limit is looked at again soon, not at the queue's next
+            # delayed task, which may be hours off (docs/schedules.md, Per-queue limits).
+            if acquired.by_rate:
+                self._held_back.hold(queue, acquired.next_due_ms, Hold.START)
+            else:
+                self._held_back.hold(queue, None, Hold.SLOT)
+            return
+        # A shard may hold work; a delayed task is asked for again when due.
+        self._plan.found(queue, acquired.found_work, acquired.next_due_ms)
+        if queue in self._no_runner_for and acquired.found_work:
+            self._awaiting_runner.add(queue)
+
     def _failed(self, queue: str, error: BrokerUnavailable) -> BrokerUnavailable | None:
         """Hold back ``queue``, whose call failed beside others that did not (a key of another
         type in it: docs/lifecycle.md, Keys of another type). Return ``error`` instead if it is
@@ -492,12 +501,7 @@ class Prefetcher(RoleThread):
         reserve, so the refill fails and backs off as for a Redis away."""
         if refuses_writes(error) or isinstance(error, ReservationsUnconfirmed):
             return error
-        logger.warning(
-            "Fetch from a queue failed, the others go on queue=%s retry_in_s=%d error=%s",
-            queue,
-            FAILED_QUEUE_RECHECK_S,
-            error,
-        )
+        self._failing.failed(queue, error, FAILED_QUEUE_RECHECK_S)
         self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000), Hold.RECHECK)
         return None
 
