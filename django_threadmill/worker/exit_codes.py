@@ -23,8 +23,9 @@ class ExitCode(IntEnum):
     # (the process said RECYCLING as it began: docs/worker.md, Recycling)
     REFUSED = 4  # Redis refused the credentials or ACL rights, the TLS set-up is wrong, or
     # LOCATION names a server of another kind (broker/wrong_server.py): restarting cannot help
-    CRASHED = 5  # a process: a thread's own loop failed; the supervisor restarts it with backoff.
-    # The command, with --burst: a worker process died during the burst.
+    CRASHED = 5  # a process: a thread's own loop failed, or its main thread raised (in its
+    # stop, say); the supervisor restarts it with backoff. The command, with --burst: a worker
+    # process died during the burst.
     DROPPED = 6  # stopped, but Redis did not take its last writes in time: outcomes not written
     # or tasks not handed back (those an acquire it had not answered may have reserved too) are
     # left to lease expiry and the reaper. Not a crash: the supervisor replaces such a process

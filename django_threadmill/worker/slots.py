@@ -55,11 +55,14 @@ def run_worker_process(
     except BaseException:  # out of its stop too: a log handler a task added raised there
         # Multiprocessing would print it, then wait for the threads the stop never stopped:
         # the process hung, its lease keeper renewing what it held, for good.
+        code = ExitCode.CRASHED  # a failure of its own, as a role thread's: not 1, an overrun
         with suppress(Exception):
             logger.critical(
-                "Worker process failed, exiting worker_id=%s", worker.worker_id, exc_info=True
+                "Worker process failed, exiting worker_id=%s exit_code=%d",
+                worker.worker_id,
+                code,
+                exc_info=True,
             )
-        code = ExitCode.FORCED  # 1, as Python ends on an uncaught error (docs/worker.md)
     with suppress(OSError):  # the supervisor is gone: nobody reads the code but the kernel
         os.write(control_fd, ENDING + bytes([code]))
     exit_now(code)  # threads that outlived the grace period must not hold the exit

@@ -33,6 +33,8 @@ EXIT_SLACK_S = 3.0
 # How a stop asked for ends (docs/worker.md, Shutdown): as asked, with tasks still running after
 # the grace period (or cut short by a second signal), or with writes Redis did not take.
 STOP_ENDINGS = frozenset({ExitCode.OK, ExitCode.FORCED, ExitCode.DROPPED})
+# How a recycled process ends: as it said, or as a stop asked for meanwhile ends.
+RECYCLE_ENDINGS = STOP_ENDINGS | {ExitCode.RECYCLE}
 # Why a process the supervisor did not stop ended so, by its exit code, for its WARNING.
 STOPPED_ALONE = {
     ExitCode.OK: "asked directly, such as by SIGTERM to its pid, not through the supervisor",
@@ -283,15 +285,17 @@ class Supervisor:
                 self._stopped(slot, code)
             elif slot.asked_alone and code in STOP_ENDINGS:  # a --burst goes on without it
                 self._replace_stopped(slot, process, code)
+            elif code == ExitCode.RECYCLE or (slot.recycling and code in STOP_ENDINGS):
+                # Still in the slot: it recycled while the one it replaced still ran. Before the
+                # burst's end: one that left writes to the reaper (DROPPED) did not find the
+                # queues empty, and the slot went unserved until the other one ended.
+                self._report_recycled(slot, process, code)
+                slot.crashes = 0
+                self._spawn(slot)
             elif self.options.burst and code in (ExitCode.OK, ExitCode.DROPPED):
                 self._burst_ended(slot, code)
             elif code == ExitCode.REFUSED:  # the process logged why; every other one would too
                 self._stop_all(slot, ExitCode.REFUSED)
-            elif code == ExitCode.RECYCLE or (code == ExitCode.FORCED and slot.recycling):
-                # Still in the slot: it recycled while the one it replaced still ran.
-                self._report_recycled(slot, process, code)
-                slot.crashes = 0
-                self._spawn(slot)
             elif code in (ExitCode.OK, ExitCode.DROPPED):
                 self._replace_stopped(slot, process, code)
             else:
@@ -339,16 +343,8 @@ class Supervisor:
         """Log how a recycled process ended, and sign off one that died; its replacement runs
         already, so nothing restarts and nothing counts toward giving up."""
         process = retired.process
-        if code in (ExitCode.OK, ExitCode.RECYCLE, ExitCode.FORCED):
+        if code in RECYCLE_ENDINGS:
             self._report_recycled(slot, process, code)
-        elif code == ExitCode.DROPPED:
-            logger.warning(
-                "Recycled worker process stopped with work left to the reaper slot=%d pid=%s "
-                "(Redis did not take its last writes in time)",
-                slot.index,
-                process.pid,
-            )
-            self._count_left_to_reaper(code)
         else:
             self.chores.sign_off(retired.worker_id)
             logger.error(
@@ -363,24 +359,32 @@ class Supervisor:
     def _report_recycled(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
         """Log the end of a recycled process. One whose tasks still ran after the grace
         period (FORCED: an async task held its event loop, docs/worker.md, What blocks the
-        loop) did not die; under --burst the command says what it left to the reaper."""
-        if code != ExitCode.FORCED:
+        loop), or whose last writes Redis did not take (DROPPED), did not die; under --burst
+        the command says what it left to the reaper."""
+        if code == ExitCode.FORCED:
+            logger.warning(
+                "Worker process recycled with tasks still running after the grace period "
+                "slot=%d pid=%s (named in its ERROR above: their leases lapse and the reaper "
+                "settles them)",
+                slot.index,
+                process.pid,
+            )
+        elif code == ExitCode.DROPPED:
+            logger.warning(
+                "Recycled worker process stopped with work left to the reaper slot=%d pid=%s "
+                "(Redis did not take its last writes in time)",
+                slot.index,
+                process.pid,
+            )
+        else:
             logger.info("Worker process recycled slot=%d pid=%s", slot.index, process.pid)
-            return
-        logger.warning(
-            "Worker process recycled with tasks still running after the grace period slot=%d "
-            "pid=%s (named in its ERROR above: their leases lapse and the reaper settles them)",
-            slot.index,
-            process.pid,
-        )
         self._count_left_to_reaper(code)
 
     def _replace_stopped(self, slot: Slot, process: BaseProcess, code: int) -> None:
         """Start a fresh process in place of one asked to stop by something other than this
-        supervisor (a SIGTERM sent to its pid), or one that stopped (asked, or recycled) with
-        work left to the reaper (DROPPED): a stop, not a crash, so it is not counted toward
-        giving up, and a --burst goes on in the fresh one. Warned, as the supervisor did not
-        ask for it."""
+        supervisor (a SIGTERM sent to its pid), or one that stopped with work left to the
+        reaper (DROPPED): a stop, not a crash, so it is not counted toward giving up, and a
+        --burst goes on in the fresh one. Warned, as the supervisor did not ask for it."""
         logger.warning(
             "Worker process stopped slot=%d pid=%s status=exit code %d (%s); starting a fresh one",
             slot.index,

@@ -247,7 +247,7 @@ def test_processes_that_keep_crashing_at_start_make_the_command_give_up(
     )
     completed = run_script(script, redis_url, key_prefix)
     assert completed.returncode == 2, completed.stderr
-    assert "Worker processes keep dying at start slot=0 status=exit code 1 crashes=5" in (
+    assert "Worker processes keep dying at start slot=0 status=exit code 5 crashes=5" in (
         completed.stderr
     )
 

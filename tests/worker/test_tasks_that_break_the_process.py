@@ -164,8 +164,8 @@ def test_a_worker_process_whose_stop_raises_exits_instead_of_hanging(
     start_worker: Callable[..., Command],
 ) -> None:
     """A log handler that raises kills the thread that logs, then the stop: the process hung
-    in multiprocessing's wait for the threads the stop never stopped. It now exits 1, as on any
-    uncaught error, the supervisor starts a fresh one, and that one runs the rest."""
+    in multiprocessing's wait for the threads the stop never stopped. It now exits 5, as a
+    process whose own code failed, the supervisor starts a fresh one, and that one runs the rest."""
     breaking = adds_a_breaking_handler.enqueue()
     failing = fails.enqueue()
     after = tasks.square.enqueue(3)
