@@ -6,17 +6,37 @@ meanwhile, which live workers renew once they reconnect, so a reaper holds off s
 for a while after the server it reaches changed (docs/lifecycle.md, After an outage or a
 stall). The server is told by its INFO ``run_id``, new at every start, and its
 ``master_replid``, new at every promotion of a replica.
+
+A Redis Cluster's server is its primaries, those that answer: one down with no replica to take
+over (``cluster-require-full-coverage no``) is left out, and so are its queues, which the pass
+skips; the others are reaped. Leaving it out changes the server, and so does its return: each
+starts a hold, so its queues' leases wait for their workers' renewals once it is back.
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis
 
+from ..exceptions import BrokerUnavailable
 from .connection import wrong_type
 from .core import BrokerCore
 from .scripts import ScriptCall, ScriptName
+
+# A primary whose INFO meets one of these is down for the pass (refused, timed out, loading).
+NODE_DOWN = (redis.ConnectionError, redis.TimeoutError)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSeen:
+    """What a reap pass learns of the server holding its queues (``server_seen``)."""
+
+    ms_ago: int  # how long ago (Redis time) a reaper first saw it: ``ms_since_server_seen``
+    # The queues on a Redis Cluster primary that did not answer, each with that node's error
+    # (one error per node): left out of the server, and to be left out of the pass.
+    unreached: dict[str, BrokerUnavailable]
 
 
 class ServerIdentity(BrokerCore):
@@ -25,30 +45,52 @@ class ServerIdentity(BrokerCore):
     def ms_since_server_seen(self) -> int:
         """Return how long ago (ms, Redis time) a reaper first saw the server this backend
         reaches; when none saw another before it (the first pass ever, or a Redis that kept no
-        data), about the Redis time itself.
+        data), about the Redis time itself."""
+        return self.server_seen([]).ms_ago
 
-        Reads only, in one round trip (a cluster: three), while the reapers' note names this
-        server: a pass goes on while Redis holds writes back (``CLIENT PAUSE WRITE``, a
-        ``FAILOVER`` under way), as its reap calls did before. A note to write, once after a
-        change, takes ``server_seen.lua`` (allowed at maxmemory, as the reap calls are).
+    def server_seen(self, queues: Sequence[str]) -> ServerSeen:
+        """Return how long ago a reaper first saw the server this backend reaches, and which
+        of ``queues`` are on a Redis Cluster primary that did not answer (left out of it).
+
+        Reads only, in one round trip (a cluster: one per primary, and two), while the
+        reapers' note names this server: a pass goes on while Redis holds writes back
+        (``CLIENT PAUSE WRITE``, a ``FAILOVER`` under way), as its reap calls did before. A
+        note to write, once after a change, takes ``server_seen.lua`` (allowed at maxmemory,
+        as the reap calls are).
         """
         with self.translated_errors(read=True):
-            identity, note, now_ms = self._server_note_and_time()
+            identity, note, now_ms, down = self._server_note_and_time()
+        unreached = self._queues_on(down, queues)
         noted_at = _noted_at(note, identity)
         if noted_at is not None and noted_at <= now_ms:  # later: the Redis clock stepped back
-            return now_ms - noted_at
+            return ServerSeen(ms_ago=now_ms - noted_at, unreached=unreached)
         call = ScriptCall(ScriptName.SERVER_SEEN, (self.keyspace.server,), (identity,))
-        return int(self._run(call))
+        return ServerSeen(ms_ago=int(self._run(call)), unreached=unreached)
 
-    def _server_note_and_time(self) -> tuple[str, Any, int]:
-        """Return the server's identity, the reapers' note (None when it is of another type)
-        and the Redis time (ms) of the note's server."""
+    def _queues_on(
+        self, down: dict[str, Exception], queues: Sequence[str]
+    ) -> dict[str, BrokerUnavailable]:
+        """Return those of ``queues`` with a part on a node of ``down``, each with its error."""
+        client = self.client
+        if not down or not isinstance(client, redis.RedisCluster):
+            return {}
+        errors = {node: self.translated(error, read=True) for node, error in down.items()}
+        node_of: Callable[[str], Any] = client.get_node_from_key  # untyped in redis-py
+        unreached = {}
+        for queue in queues:
+            nodes = [node_of(self.queue_keys(part).ready).name for part in self.parts(queue)]
+            if found := next((errors[node] for node in nodes if node in errors), None):
+                unreached[queue] = found
+        return unreached
+
+    def _server_note_and_time(self) -> tuple[str, Any, int, dict[str, Exception]]:
+        """Return the server's identity, the reapers' note (None when it is of another type),
+        the Redis time (ms) of the note's server, and the error of each Redis Cluster primary
+        left out of the identity, by name."""
         client, key = self.client, self.keyspace.server
+        down: dict[str, Exception] = {}  # one Redis: down or not, as a whole
         if isinstance(client, redis.RedisCluster):
-            replies = client.info(target_nodes=redis.RedisCluster.PRIMARIES)
-            # redis-py keys several nodes' replies by node, but gives a lone node's as it is
-            # (a cluster of one primary, a managed cluster of one shard).
-            infos = [replies] if "run_id" in replies else list(replies.values())
+            infos, down = _primaries_info(client)
             try:
                 note = client.get(key)
             except redis.ResponseError as exc:
@@ -68,7 +110,24 @@ class ServerIdentity(BrokerCore):
                     raise reply
             infos = [info]
         identity = ",".join(sorted(f"{i['run_id']}:{i['master_replid']}" for i in infos))
-        return identity, note, int(time[0]) * 1000 + int(time[1]) // 1000
+        return identity, note, int(time[0]) * 1000 + int(time[1]) // 1000, down
+
+
+def _primaries_info(client: redis.RedisCluster) -> tuple[list[Any], dict[str, Exception]]:
+    """Return the INFO of each primary that answered, and the error of each that did not, by
+    name: one down is left out, its queues skipped and the others' reaped; none answering is
+    Redis away, and raises its error."""
+    infos: list[Any] = []
+    down: dict[str, Exception] = {}
+    primaries: Callable[[], list[Any]] = client.get_primaries  # untyped in redis-py
+    for node in primaries():
+        try:
+            infos.append(client.info(target_nodes=node))
+        except NODE_DOWN as exc:
+            down[node.name] = exc
+    if not infos:
+        raise next(iter(down.values()))
+    return infos, down
 
 
 def _noted_at(note: Any, identity: str) -> int | None:

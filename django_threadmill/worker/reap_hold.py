@@ -77,8 +77,7 @@ class ReapHold:
         as it raises."""
         self.tick()
         try:
-            server_seen_s = backend.broker.ms_since_server_seen() / 1000
-            report = reap_pass(backend, settle_leases=self._settles(server_seen_s), **options)
+            report = reap_pass(backend, settles=self._settles, **options)
         except BrokerUnavailable as exc:  # Redis did not answer (or refused writes) at the start
             self._ended(_outage(exc) or "Redis did not answer the last reap pass")
             raise

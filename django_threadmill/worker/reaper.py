@@ -420,6 +420,31 @@ def _never() -> bool:
     return False
 
 
+def _skipped(
+    report: ReapReport, queues: list[str], unreached: Mapping[str, BrokerUnavailable]
+) -> list[str]:
+    """Note the ``unreached`` queues (on a Redis Cluster primary that did not answer) in
+    ``report.failures``, nothing done, with one WARNING per node naming them; return the
+    other queues, which the pass reaps and drains.
+
+    Their leases and outboxes wait for the node; its return starts a hold
+    (broker/server_identity.py), so the renewals their workers could not send come first.
+    """
+    by_node: dict[BrokerUnavailable, list[str]] = {}  # one error per node
+    for queue, error in unreached.items():
+        report.queues[queue] = QueueReap()
+        report.failures[queue] = error
+        by_node.setdefault(error, []).append(queue)
+    for error, skipped in by_node.items():
+        logger.warning(
+            "Reap skipped the queues of a node that did not answer, the others go on "
+            "queues=%s error=%s",
+            ",".join(skipped),
+            error,
+        )
+    return [queue for queue in queues if queue not in unreached]
+
+
 def reap_once(
     backend: "ThreadmillTaskBackend",
     *,
@@ -448,7 +473,7 @@ def reap_pass(
     batch_size: int = DEFAULT_BATCH_SIZE,
     dry_run: bool = False,
     stopped: Callable[[], bool] = _never,
-    settle_leases: bool = True,
+    settles: Callable[[float], bool] | None = None,
 ) -> ReapReport:
     """``reap_once``, but a queue whose part failed is noted in the report's ``failures``, and
     Redis going away part-way in its ``unreachable``, not raised: what the pass settled before
@@ -456,17 +481,24 @@ def reap_pass(
 
     ``stopped`` is asked before each round: once it holds, the pass ends there, the queues
     with more to reap in the report's ``stopped`` (a backlog of 100,000 expired leases is 200
-    rounds; docs/lifecycle.md, ``manage.py threadmill_reap``). With ``settle_leases`` False
-    the pass only advances workflows: a loop's ``ReapHold`` so gives live workers the time
-    to renew leases an outage or a stall let lapse (docs/lifecycle.md, After an outage or a
-    stall)."""
+    rounds; docs/lifecycle.md, ``manage.py threadmill_reap``). With ``settles``, the pass
+    first reads the server (``Broker.server_seen``): it skips the queues of a Redis Cluster
+    primary that did not answer, and settles leases only if ``settles``, told how long ago (s)
+    reapers first saw the server, says so; else it only advances workflows: a loop's
+    ``ReapHold`` so gives live workers the time to renew leases an outage or a stall let
+    lapse (docs/lifecycle.md, After an outage or a stall)."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
     queues, other = backend.broker.queues_and_other_parts(backend.queues)
+    settle = True
+    if settles is not None:
+        server = backend.broker.server_seen(queues)
+        queues = _skipped(report, queues, server.unreached)
+        settle = settles(server.ms_ago / 1000)
     try:
         # One round trip reaps a batch of every queue part, another sends their outcomes
         # (docs/scaling.md, What idle workers cost); queues with more go round again.
-        reaped = queues if settle_leases else []
+        reaped = queues if settle else []
         pending = [queue for queue in reaped if _settled_again(backend, queue, report)]
         while pending and not stopped():
             pending = _reap_round(backend, pending, report, batch_size, other)
@@ -476,7 +508,7 @@ def reap_pass(
     if not dry_run and report.unreachable is None and not report.stopped:
         # Workflows advance from steps whose drainer died, or that the reaper just settled,
         # under any shard count (docs/scaling.md, Changing the shard count).
-        earlier = [part for parts in other.values() for part in parts]
+        earlier = [part for queue in queues for part in other[queue]]
         try:
             report.advanced = drain_queues(backend, queues, also=earlier)
         except BrokerUnavailable as exc:  # every queue was reaped: the entries left wait

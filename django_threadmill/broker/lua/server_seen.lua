@@ -4,7 +4,7 @@
 -- KEYS[1]  {alias}:server  string: "<identity> <ms the reapers first saw it>" ("0" for a
 --                          server seen from the first pass ever)
 -- ARGV[1]  identity        the server's INFO "<run_id>:<master_replid>" (a cluster's: its
---                          primaries', sorted and joined by ","): the run_id is new at every
+--                          primaries' that answer, sorted, joined by ","): run_id new at every
 --                          start, the replication id at every promotion (a failback's too)
 -- Returns: ms since a reaper first saw `identity` here: 0 when the note named another server
 --          (this call notes the new one, dated now) or is dated ahead of the Redis clock (the
