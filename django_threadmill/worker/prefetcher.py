@@ -89,7 +89,8 @@ class Prefetcher(RoleThread):
         if limited:
             buffer.runner_freed = threading.Event()
         self._lanes_of: dict[str, set[str]] = {}  # queue -> the lanes its tasks took (limits)
-        # queue -> its tasks put in whose lane only an import can tell, till sorted (limits)
+        # queue -> its tasks put in whose lane only an import can tell, till sorted or ended
+        # (limits)
         self._unsorted_of: dict[str, list[Reservation]] = {}
         self._no_runner_for: set[str] = set()  # limited queues whose runners were all busy
         self._awaiting_runner: set[str] = set()  # limited queues whose tasks wait for a runner
@@ -274,23 +275,29 @@ class Prefetcher(RoleThread):
         limit: such a queue's next reservations are only for free runners of its lanes
         (_within_free_runners), and while it waits for one, the queues whose tasks take those
         lanes are not read ahead (_runner_for_the_awaiting). A task whose lane only an import
-        can tell is kept till a worker thread sorted it: this thread imports nothing
-        (TaskBuffer.put_many)."""
+        can tell is kept till a worker thread sorted it, or it ended: this thread imports
+        nothing (TaskBuffer.put_many)."""
         if self.limited:
             unsorted = self._unsorted_of.get(queue, [])
             self._unsorted_of[queue] = self._learned(queue, [*unsorted, *reservations])
 
     def _learned(self, queue: str, reservations: list[Reservation]) -> list[Reservation]:
         """Add the lanes of ``reservations`` known now to those the tasks of ``queue`` took;
-        return the others."""
+        return the others this process still holds.
+
+        A task whose module fails to import never shows its lane (worker/lanes.py keeps no
+        failed import), so one is forgotten once it ended here: kept till sorted, each such
+        task (its payload too) stayed for the life of the process, 2,000 of them after 2,000
+        tasks of a module a deploy left out. What is kept is bounded by the leases held.
+        """
         lanes = self._lanes_of.setdefault(queue, set())
         unsorted = []
         for reservation in reservations:
             on_loop = self.buffer.known_lane(reservation)
-            if on_loop is None:
-                unsorted.append(reservation)
-            else:
+            if on_loop is not None:
                 lanes.add(LANES[on_loop])
+            elif self.held.holds(reservation.lease):
+                unsorted.append(reservation)
         return unsorted
 
     def _lanes(self, queue: str) -> set[str]:
@@ -458,8 +465,9 @@ class Prefetcher(RoleThread):
                 else:
                     self._answered(queue, acquired)
                 if acquired.reservations:
-                    self._learn_lanes(queue, acquired.reservations)
+                    # Held first: the lanes noted keep only the tasks this process holds.
                     self.held.add([r.lease for r in acquired.reservations], sent_at)
+                    self._learn_lanes(queue, acquired.reservations)
                     self.buffer.put_many(acquired.reservations)
                     fetched += len(acquired.reservations)
                 if acquired.next_due_ms is not None:
