@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
 from django.apps import apps
-from django.core.checks import CheckMessage, Error, Warning
+from django.core.checks import CheckMessage, Error, Info, Warning
 
 from .broker import Broker
 from .broker.transitions import FINISH_CALL_CHARS
@@ -236,7 +236,29 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         *_durability_messages(where, info),
         *durability_mode_messages(where, backend.settings, info),
         *_size_messages(where, backend.settings, info),
+        *_unverified_messages(where, info),
         *_layout_messages(where, backend.settings, left),
+    ]
+
+
+def _unverified_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
+    """Say what ``threadmill.W001`` and ``W006`` could not read where Redis refused CONFIG GET
+    (a managed Redis, an ACL with ``-@dangerous``), rather than pass it over as fine."""
+    if not (refused := info.get("config_refused")):
+        return []
+    unread = ["proto-max-bulk-len and client-query-buffer-limit (threadmill.W006)"]
+    if str(info.get("aof_enabled", "0")) == "0":
+        unread.insert(0, "whether RDB snapshots are on, with the AOF off (threadmill.W001)")
+    return [
+        Info(
+            f"{where}: Redis refused CONFIG GET ({refused}), so these were not checked: "
+            f"{'; '.join(unread)}.",
+            hint="Check them in your provider's settings: persistence on, both limits above "
+            "OPTIONS['max_payload_bytes'] and OPTIONS['max_result_bytes'] (Redis's defaults, 512 "
+            "MB and 1 GB, are). Or let this user run CONFIG GET (not renamed away; ACL "
+            "'+config|get') for the checks to read them.",
+            id="threadmill.I001",
+        )
     ]
 
 
@@ -402,6 +424,17 @@ def durability_mode_messages(
             Error(
                 f"{where}: durability='fsync' needs WAITAOF, which Redis {version} lacks.",
                 hint="Upgrade to Redis or Valkey 7.2+, or use durability='replicated'.",
+                id="threadmill.E005",
+            )
+        ]
+    if settings.durability is Durability.FSYNC and (refused := info.get("waitaof_refused")):
+        return [
+            Error(
+                f"{where}: durability='fsync' sends WAITAOF after every write, and this Redis "
+                f"refuses it ({refused}): every enqueue would store its task and fail, and no "
+                "worker could write an outcome.",
+                hint="Let WAITAOF through: do not rename it away (rename-command), and grant it "
+                "to the ACL user ('+waitaof'); or use durability='replicated' or 'local'.",
                 id="threadmill.E005",
             )
         ]

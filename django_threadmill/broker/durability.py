@@ -64,7 +64,7 @@ def _fix(error: Exception) -> str:
     if "unknown command" in message and "waitaof" in message:
         return (
             ". This Redis has no WAITAOF (Redis and Valkey have it from 7.2): upgrade it, or "
-            f"{_OTHER_MODE}"
+            f"{_OTHER_MODE}; on a 7.2+ server it was renamed away (rename-command): restore it"
         )
     if "appendonly is disabled" in message:  # turned off at runtime: CONFIG SET appendonly no
         return (

@@ -13,6 +13,7 @@ import redis
 
 from ..codec.progress import PROGRESS_FIELDS
 from ..conf.settings import QUEUE_NAME_PATTERN
+from ..conf.topology import Durability
 from ..exceptions import PayloadError
 from .connection import wrong_type
 from .core import BrokerCore
@@ -142,12 +143,16 @@ class Reads(BrokerCore):
         """Return Redis INFO's default sections (server, memory, persistence, replication and
         cluster among them) in one call; ``with_config``, also whether RDB is on and the largest
         argument and request Redis takes (``proto_max_bulk_len``, ``client_query_buffer_limit``,
-        in bytes), three CONFIG calls a health probe goes without.
+        in bytes), three CONFIG calls a health probe goes without. Under durability='fsync',
+        also ``waitaof_refused``, what ``waitaof_refusal`` says.
 
-        Each of the last three is None when CONFIG is not allowed (managed Redis): unknown.
+        Each of those three is None when CONFIG is not allowed (managed Redis): unknown, and
+        ``config_refused`` says why (None when it is allowed).
         """
         with self.translated_errors(read=True):
             info: dict[str, Any] = self.client.info()
+            if self.settings.durability is Durability.FSYNC:
+                info["waitaof_refused"] = self.waitaof_refusal()
             if not with_config:
                 return info
             try:
@@ -155,12 +160,26 @@ class Reads(BrokerCore):
                     name: self.client.config_get(name).get(name)
                     for name in ("save", "proto-max-bulk-len", "client-query-buffer-limit")
                 }
-            except redis.ResponseError:
-                config = {}
+                info["config_refused"] = None
+            except redis.ResponseError as exc:  # renamed away, or an ACL without it
+                config, info["config_refused"] = {}, str(exc).strip()
             info["save_configured"] = bool(config["save"]) if "save" in config else None
             info["proto_max_bulk_len"] = stored_int(config.get("proto-max-bulk-len"))
             info["client_query_buffer_limit"] = stored_int(config.get("client-query-buffer-limit"))
         return info
+
+    def waitaof_refusal(self) -> str | None:
+        """Send ``WAITAOF 0 0 0``, which waits for nothing; return why Redis refused it (renamed
+        away, an ACL without it, a server older than 7.2), None when it answered.
+
+        Durability='fsync' sends WAITAOF after every write: refused, each enqueue stores its
+        task and fails, and no worker can write an outcome.
+        """
+        try:
+            self.raw_command("WAITAOF", 0, 0, 0)
+        except redis.ResponseError as exc:
+            return str(exc).strip()
+        return None
 
     def ping(self) -> None:
         """Ask Redis for a reply; raise ``BrokerUnavailable`` if none comes."""
