@@ -18,6 +18,7 @@ from .chores import Chores
 from .exit_codes import ExitCode
 from .interruptible import STOP_SIGNALS, stop_signals, stop_signals_heard
 from .options import WorkerOptions
+from .orphans import is_pid_1, reap_orphans
 from .process import COUNTED, RECYCLING, REPLACED, STOP, STOP_MARGIN_S, WorkerProcess
 from .slots import Retiring, Slot
 from .wakeup import WakeupPipe
@@ -59,6 +60,9 @@ class Supervisor:
         self.wakeup = WakeupPipe()  # the main thread sleeps on it; signals wake it
         self._kill_at: float | None = None  # once the processes are told to stop
         self.exit_code = ExitCode.OK
+        # Orphans are handed to PID 1 only (a container with no init): elsewhere every child
+        # it has is its own, which it waits for itself.
+        self._reaps_orphans = is_pid_1()
         self.chores = Chores(
             options,
             backend,
@@ -127,6 +131,7 @@ class Supervisor:
             self._kill_overdue()
             self._hear(ready)
             self._collect_exits()
+            self._reap_orphans()
             self._restart_due()
             self.chores.run_due()
         logger.info("Supervisor stopped exit_code=%d", self.exit_code)
@@ -444,6 +449,13 @@ class Supervisor:
         self._stopping_itself = True
         slot.done = True
         self._relay()
+
+    def _reap_orphans(self) -> None:
+        """At PID 1, wait for the orphans the kernel handed over (a task's daemon, its
+        subprocesses once its process recycled): they stayed zombies, one per task that left
+        one. Never for a worker process, whose exit the supervisor reads itself."""
+        if self._reaps_orphans:
+            reap_orphans({process.pid for slot in self.slots for process in slot.processes()})
 
     def _restart_due(self) -> None:
         now = time.monotonic()
