@@ -25,7 +25,10 @@
 -- Cost:    the record's `outboxed` (its entries waiting, counted by finish.lua and cancel.lua)
 --          says whether another waits; looking for one in P:outbox read the whole list, and
 --          draining a long outbox cost Redis the square of its length. A record written before
---          the count (no `outboxed`) reads as one entry.
+--          the count (no `outboxed`) reads as one entry. A count that says another waits for a
+--          step that ended is checked there (LPOS, rare: a step that ended twice before a
+--          drain): a drainer of an earlier version, beside this one in a rolling deploy, took
+--          entries out without counting them down, and the record would never expire.
 -- Types:   a P:outbox of another type fails the call (WRONGTYPE) before anything is written.
 -- Clock:   none.
 local id = ARGV[1]
@@ -40,6 +43,9 @@ if removed == 0 or not (f and f[1]) then
   return removed
 end
 local waiting = (tonumber(f[2]) or 1) - removed
+if waiting > 0 and ended and not redis.call("LPOS", KEYS[2], id) then
+  waiting = 0  -- counted beside an earlier version's drain (Cost)
+end
 if waiting > 0 then
   redis.call("HSET", key, "outboxed", waiting)
   return removed
