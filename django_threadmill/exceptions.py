@@ -76,7 +76,8 @@ class PartlyRenewed(BrokerUnavailable):
     it, as it would have with no error.
 
     ``answered`` holds the ids of the leases of those queues, each renewed unless it is in
-    ``lost``, the ids Redis found lost there; ``error`` is the first failed queue's error.
+    ``lost``, the ids Redis found lost there; ``error`` is the first failed queue's error, and
+    ``failed`` the queue parts whose call failed.
     """
 
     def __init__(
@@ -85,11 +86,13 @@ class PartlyRenewed(BrokerUnavailable):
         error: BrokerUnavailable,
         answered: frozenset[str] = frozenset(),
         lost: tuple[str, ...] = (),
+        failed: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.error = error
         self.answered = answered
         self.lost = lost
+        self.failed = failed
 
     __reduce__ = _reduced_as_raised
 

@@ -49,6 +49,7 @@ def _partly_renewed(
             lease.task_id for part, group in groups.items() if part not in failed for lease in group
         ),
         lost=tuple(lost),
+        failed=tuple(failed),
     )
 
 

@@ -3,11 +3,12 @@
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from ..broker import Broker, Lease
 from ..exceptions import BrokerRefused, BrokerUnavailable, PartlyRenewed
 from .backoff import REDIS_BACKOFF
+from .failing_calls import FailingCalls
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
@@ -19,6 +20,9 @@ RESUME_CHECK_S = 1.0
 # here, so a task another process runs next does not stay for good.
 OUTLIVED_KEPT = 1000
 _BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)  # Linux only
+# A renewal some queues or all did not take: the leases held, those held in the queues that
+# did not take it (unrenewed), the error.
+RENEWAL_FAILED = "Lease renewal failed held=%d unrenewed=%d error=%s"
 
 
 def lease_clock() -> float:
@@ -186,6 +190,7 @@ class LeaseKeeper(RoleThread):
         # When the heartbeat next checks the queue names: the process's start just wrote them.
         self._register_at = time.monotonic() + REGISTER_EVERY_S
         self._failures = 0  # renewals failed in a row
+        self._failing = FailingCalls(logger)  # the queue parts whose renewal fails
 
     def loop(self) -> None:
         # The first renewal at start: the admin, the metrics and threadmill_health see a new
@@ -237,11 +242,14 @@ class LeaseKeeper(RoleThread):
         except PartlyRenewed as exc:
             answered = [lease for lease in leases if lease.task_id in exc.answered]
             self._taken(answered, exc.lost, sent_at)
-            return self._failed(len(leases), exc, exc.error)
+            self._say_renewed(but=exc.failed)
+            return self._partly_failed(leases, exc)
         except BrokerUnavailable as exc:
-            return self._failed(len(leases), exc, exc)
+            logger.warning(RENEWAL_FAILED, len(leases), len(leases), exc)
+            return self._failed(exc)
         self._failures = 0
         self._taken(leases, lost, sent_at)
+        self._say_renewed()
         self._register_if_due()
         return sent_at
 
@@ -257,10 +265,30 @@ class LeaseKeeper(RoleThread):
             logger.warning("Lease lost task_id=%s (reaped or settled elsewhere)", lease.task_id)
         self.held.confirm([lease for lease in leases if lease.task_id not in lost_ids], sent_at)
 
-    def _failed(self, held: int, exc: BrokerUnavailable, cause: BrokerUnavailable) -> float:
+    def _partly_failed(self, leases: list[Lease], exc: PartlyRenewed) -> float:
+        """Say a renewal that some queues did not take, and count it; return when it failed.
+
+        Said at WARNING each time while this process holds leases in those queues: unrenewed for
+        lease_ttl, a reaper hands their tasks to another worker while they may still run here.
+        Else only the process's heartbeat there failed (a Redis Cluster primary down, idle
+        queues): said at WARNING as a queue begins to fail, at DEBUG after, and at INFO once it
+        takes a renewal again (``_say_renewed``); it was a WARNING every retry, 550 an hour.
+        """
+        unrenewed = sum(lease.task_id not in exc.answered for lease in leases)
+        self._failing.failed(
+            exc.failed, RENEWAL_FAILED, len(leases), unrenewed, exc, matters=unrenewed > 0
+        )
+        return self._failed(exc.error)
+
+    def _say_renewed(self, but: Collection[str] = ()) -> None:
+        """Say of each queue part whose renewals failed, but those in ``but``, that it took
+        this one."""
+        for part in self._failing.failing() - set(but):
+            self._failing.answered(part, "Lease renewal works again queue=%s", part)
+
+    def _failed(self, cause: BrokerUnavailable) -> float:
         """Count a renewal that failed, in every queue or some; return when, for the backoff."""
         self._failures += 1
-        logger.warning("Lease renewal failed held=%d error=%s", held, exc)
         if isinstance(cause, BrokerRefused):
             self.on_refused(cause)
         return lease_clock()

@@ -12,7 +12,7 @@ from ..broker.wake import BLPOP_LATE_S
 from ..exceptions import BrokerRefused, BrokerUnavailable, ReservationsUnconfirmed
 from .backoff import REDIS_BACKOFF
 from .buffer import Runners, TaskBuffer
-from .failing_queues import FailingQueues
+from .failing_calls import FailingCalls
 from .fetch_plan import PROBE_EVERY_S, FetchPlan
 from .held_back import HeldBackQueues, Hold
 from .leases import HeldLeases, lease_clock
@@ -105,7 +105,7 @@ class Prefetcher(RoleThread):
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
-        self._failing = FailingQueues(clock)  # says once a queue fails, once it works again
+        self._failing = FailingCalls(logger, clock)  # says once a queue fails, once it is back
         self._slot_wait_began: float | None = None  # --burst: when a full limit began to hold
         self._start_wait_said = False  # --burst: the wait for a rate's next start was logged
         self._paused: list[str] = []  # --burst: the queues the last peek at all found paused
@@ -486,7 +486,7 @@ class Prefetcher(RoleThread):
     def _answered(self, queue: str, acquired: Acquired) -> None:
         """Note what the answer of ``queue``'s call says of it: a limit held its tasks back, or
         it holds work or not, and when its next delayed task is due."""
-        self._failing.answered(queue)
+        self._failing.answered(queue, "Fetch from a queue works again queue=%s", queue)
         if acquired.held_back:  # a limit, not an empty queue, kept its tasks back
             # A full concurrency limit is looked at again soon, not at the queue's next
             # delayed task, which may be hours off (docs/schedules.md, Per-queue limits).
@@ -509,7 +509,13 @@ class Prefetcher(RoleThread):
         reserve, so the refill fails and backs off as for a Redis away."""
         if refuses_writes(error) or isinstance(error, ReservationsUnconfirmed):
             return error
-        self._failing.failed(queue, error, FAILED_QUEUE_RECHECK_S)
+        self._failing.failed(
+            (queue,),
+            "Fetch from a queue failed, the others go on queue=%s retry_in_s=%g error=%s",
+            queue,
+            FAILED_QUEUE_RECHECK_S,
+            error,
+        )
         self._held_back.hold(queue, int(FAILED_QUEUE_RECHECK_S * 1000), Hold.RECHECK)
         return None
 

@@ -15,11 +15,13 @@ from collections.abc import Callable
 
 from ..broker import Broker
 from ..exceptions import BrokerUnavailable
+from .failing_calls import FailingCalls
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
 
 POLL_S = 5.0  # how often every outbox of the served queues is looked at
+OUTBOXES = "outboxes"  # what the look at every outbox fails to read, for FailingCalls
 
 
 class WorkflowDrainer(RoleThread):
@@ -44,6 +46,9 @@ class WorkflowDrainer(RoleThread):
         self._busy = False
         self._other_parts: list[str] = []  # of the queues' other shard counts, as last read
         self._winding_down = threading.Event()  # set by wind_down: own finishes only
+        # The look at every outbox is said once as it begins to fail, at -v 2 after, once as it
+        # works again: one primary of a Redis Cluster down fails it for as long as it is away.
+        self._failing = FailingCalls(logger, clock)
 
     def loop(self) -> None:
         self._round(self._all_filled)  # what an earlier process left
@@ -89,8 +94,11 @@ class WorkflowDrainer(RoleThread):
                 self.queues, self._other_parts
             )
         except BrokerUnavailable as exc:
-            logger.warning("Workflow outboxes unreadable, looking again later error=%s", exc)
+            self._failing.failed(
+                (OUTBOXES,), "Workflow outboxes unreadable, looking again later error=%s", exc
+            )
             return set()
+        self._failing.answered(OUTBOXES, "Workflow outboxes readable again")
         return set(found)
 
     def _drain(self, parts: set[str]) -> None:

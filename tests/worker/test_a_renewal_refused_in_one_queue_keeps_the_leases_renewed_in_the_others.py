@@ -71,8 +71,8 @@ def test_a_reservation_of_a_queue_renewed_runs_while_another_queue_refuses_its_r
 
     assert "may have lapsed" not in log, log
     assert (
-        "Lease renewal failed held=2 error=not renewed in queue emails, renewed in the others"
-        in log
+        "Lease renewal failed held=2 unrenewed=0 "
+        "error=not renewed in queue emails, renewed in the others" in log
     )
     assert runs.read_text().split() == [waiting.id]
     assert held.task.get_result(held.id).status == TaskResultStatus.SUCCESSFUL

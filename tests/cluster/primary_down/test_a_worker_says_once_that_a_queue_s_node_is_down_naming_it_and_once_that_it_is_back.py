@@ -6,7 +6,7 @@ failed", every 5 s) and another whenever the idle waiter of that node's slot fai
 was away. Each said "Start Redis or fix TASKS LOCATION", though LOCATION was right and only one
 node was down. Now the queue's first failure is one WARNING naming the node and what to do, its
 retries are DEBUG lines, the waiter leaves a node away to the refills, and the queue's first
-answer after it is one INFO (worker/failing_queues.py, broker/wake.py).
+answer after it is one INFO (worker/failing_calls.py, broker/wake.py).
 """
 
 import re
