@@ -53,6 +53,12 @@ class Batch:
     first_call: int  # position of the first script call; plain commands come before
     call_nodes: list[str]  # per call, the node it went to (ONE_NODE on one Redis)
     confirmed_on: dict[str, str]  # per confirmed node, in command order: a key it must own
+    before_nodes: list[str]  # per plain command, the node of its key (ONE_NODE on one Redis)
+
+    @property
+    def nodes(self) -> list[str]:
+        """Return the node of each plain command, then of each call."""
+        return [*self.before_nodes, *self.call_nodes]
 
     def script_replies(self, replies: list[Any]) -> list[Any]:
         return replies[self.first_call : self.first_call + len(self.call_nodes)]
@@ -62,10 +68,11 @@ class Batch:
 
     def shares(self) -> list[tuple[str | None, list[int]]]:
         """Return the positions of the commands grouped by where they go, each with its node:
-        the plain commands before the calls (None: redis-py routes them), then each node's
-        calls with its confirmation, in command order."""
-        by_node: dict[str | None, list[int]] = {None: list(range(self.first_call))}
-        for position, node in enumerate(self.call_nodes, start=self.first_call):
+        the node of the plain commands first, then each node's calls with its confirmation,
+        in command order. A plain command goes with its key's node, so a node down fails
+        the plain commands on it alone, and is remembered and spared like a call's."""
+        by_node: dict[str | None, list[int]] = {}
+        for position, node in enumerate(self.nodes):
             by_node.setdefault(node, []).append(position)
         first_confirmation = self.first_call + len(self.call_nodes)
         for position, node in enumerate(self.confirmed_on, start=first_confirmation):
@@ -98,15 +105,17 @@ def _build(
         nodes = [ONE_NODE] * len(calls)
         confirmed_on = {ONE_NODE: ""} if confirm is not None else {}
         commands += [(confirm, {})] if confirm is not None else []
-        return Batch(commands, len(before), nodes, confirmed_on)
+        return Batch(commands, len(before), nodes, confirmed_on, [ONE_NODE] * len(before))
     nodes = [_owner(client, call.keys[0]) for call in calls]
+    # A plain command's key follows its name: the SADDs that register queues (enqueue.py).
+    before_nodes = [_owner(client, str(command[1])) for command in before]
     confirmed_on = {}
     if confirm is not None:
         # WAIT covers the writes of its own connection: one per node, in that node's share.
         confirmed_on = {node: call.keys[0] for node, call in zip(nodes, calls, strict=True)}
         for key in confirmed_on.values():
             commands.append((confirm, {"target_nodes": client.get_node_from_key(key)}))
-    return Batch(commands, len(before), nodes, confirmed_on)
+    return Batch(commands, len(before), nodes, confirmed_on, before_nodes)
 
 
 def _unloaded(reply: Any) -> bool:
@@ -307,7 +316,7 @@ def _executed(client: SyncClient, down: DownNodes, batch: Batch) -> list[Any]:
     remembers, or whose pipeline failed whole, is sent one node's share at a time, each
     share's error its own calls' replies (module docstring)."""
     whole: Exception | None = None
-    if not down.spares_any(batch.call_nodes):
+    if not down.spares_any(batch.nodes):
         try:
             return _pipelined(client, batch.commands)
         except REDIS_ERRORS as exc:
@@ -442,7 +451,7 @@ async def _apipelined(
 async def _aexecuted(client: AsyncClient, down: DownNodes, batch: Batch) -> list[Any]:
     """Async twin of ``_executed``."""
     whole: Exception | None = None
-    if not down.spares_any(batch.call_nodes):
+    if not down.spares_any(batch.nodes):
         try:
             return await _apipelined(client, batch.commands)
         except REDIS_ERRORS as exc:

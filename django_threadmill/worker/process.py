@@ -379,9 +379,21 @@ class WorkerProcess:
         return False
 
     def _look_at_redis(self) -> dict[str, Any]:
-        """Read the server's INFO and register the queues served: the process's first calls."""
+        """Read the server's INFO and register the queues served: the process's first calls.
+
+        A registration Redis did not take does not hold the start back: on a Redis Cluster
+        whose primary of the alias-wide keys is down, the queues of the others are served
+        meanwhile, and the lease keeper registers them once it answers (docs/worker.md, Leases).
+        """
         info = self.broker.server_info()
-        self.broker.register_queues(self.options.queues)
+        try:
+            self.broker.register_queues(self.options.queues)
+        except BrokerRefused:
+            raise
+        except BrokerUnavailable as exc:
+            logger.warning(
+                "Queue names not registered, the lease keeper registers them later error=%s", exc
+            )
         return info
 
     def _wait(
