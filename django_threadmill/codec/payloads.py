@@ -1,8 +1,10 @@
 """Task payloads: the JSON written once at enqueue, read back whole or a field at a time.
 
 A payload holds the task path, its arguments, and the priority and run_after needed to rebuild
-the exact ``Task``. The path is written first and run_after_ms last, so ``task_path`` and
-``run_after_ms`` read them in place without decoding the arguments (the ack writer and the admin
+the exact ``Task``, and whether the task was an ``async def`` (for the worker's lanes). The path is
+written first, that mark right after it, and run_after_ms last, so ``task_path``,
+``enqueued_async`` and ``run_after_ms`` read them in place without decoding the arguments (the
+ack writer and the admin
 need only those).
 """
 
@@ -11,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import fields
 from functools import lru_cache, partial
+from inspect import iscoroutinefunction
 from typing import Any
 
 from django.core.signals import setting_changed
@@ -38,11 +41,14 @@ def encode_payload(
     from ``given``, the call's arguments as passed, whose dict keys are checked for a clash.
 
     ``trace`` is the enqueuing span's context (observability/tracing.py), stored only when
-    there is one. The path stays first and run_after_ms last: ``task_path`` and
-    ``run_after_ms`` read them in place.
+    there is one. The path stays first, the async mark right after it, and run_after_ms last:
+    ``task_path``, ``enqueued_async`` and ``run_after_ms`` read them in place.
     """
     refuse_key_clash(given)
-    payload: dict[str, Any] = {"path": task.module_path, "args": args, "kwargs": kwargs}
+    payload: dict[str, Any] = {"path": task.module_path}
+    if iscoroutinefunction(task.func):
+        payload["async"] = True
+    payload["args"], payload["kwargs"] = args, kwargs
     if trace:
         payload["trace"] = trace
     payload["priority"] = task.priority
@@ -167,6 +173,7 @@ def _after_space(text: str, at: int) -> int:
 _PATH_OPENING = '{"path":'
 _RUN_AFTER_KEY = '"run_after_ms":'
 _NO_RUN_AFTER = _RUN_AFTER_KEY + "null}"  # how encode_payload ends without run_after
+_ASYNC_MARK = ',"async":true'  # how encode_payload marks an async def task, after the path
 
 
 def task_path(payload: str | None) -> str:
@@ -186,6 +193,18 @@ def task_path(payload: str | None) -> str:
     except (ValueError, AttributeError):
         return ""
     return path if isinstance(path, str) else ""
+
+
+def enqueued_async(payload: str) -> bool:
+    """Tell whether ``payload`` says its task was an ``async def`` when enqueued, read in place
+    right after the path: a worker sorts such a task on its event loop before the task's module
+    was imported there (worker/lanes.py). A payload written before the mark, or by hand, says
+    no; one that says so wrongly costs an import in the loop's executor, never a wrong lane.
+    """
+    if not payload.startswith(_PATH_OPENING + '"'):
+        return False
+    end = payload.find('"', len(_PATH_OPENING) + 1)
+    return end > 0 and payload.startswith(_ASYNC_MARK, end + 1)
 
 
 # Bytes of a payload the admin's task list reads to show its task path, written first: the

@@ -23,9 +23,14 @@ class Turn(Enum):
 class Unsorted:
     """A reserved task whose lane is not known yet: its module was never imported in this
     process. The prefetcher imports none (one whose import never returned held it, and every
-    task of the process with it): the worker thread that takes it does (``TaskBuffer.sort``)."""
+    task of the process with it): the runner that takes it does (``TaskBuffer.sort``), a worker
+    thread or, for a task its payload says is ``async def``, the event loop."""
 
     reservation: Reservation
+    on_loop: bool = False  # waits in (and is counted in) the event loop's lane
+
+
+type Placed = tuple[Reservation | Unsorted, bool]  # a task as its lane takes it; the loop's?
 
 
 class Runners(NamedTuple):
@@ -43,8 +48,9 @@ class TaskBuffer:
     is woken only when a take crosses the refill mark, once per refill rather than once per
     task. ``is_async`` says which lane a task is for, importing its module if need be;
     ``known_lane`` (``is_async`` if not given) says it as tasks are put in, None when only an
-    import can tell: such a task goes to the worker threads unsorted. It also counts tasks put
-    in but not yet done, so ``--burst`` knows when nothing waits or runs.
+    import can tell: such a task goes unsorted to the event loop if ``sorted_on_loop`` says so
+    (its payload says ``async def``), else to the worker threads. It also counts tasks put in
+    but not yet done, so ``--burst`` knows when nothing waits or runs.
     """
 
     def __init__(
@@ -52,14 +58,16 @@ class TaskBuffer:
         capacity: int,
         is_async: Callable[[Reservation], bool],
         known_lane: Callable[[Reservation], bool | None] | None = None,
+        sorted_on_loop: Callable[[Reservation], bool] = lambda reservation: False,
     ) -> None:
         self.is_async = is_async
         self.known_lane = known_lane or is_async
+        self.sorted_on_loop = sorted_on_loop
         self.on_async_work: Callable[[], None] = lambda: None  # set by the event loop lane
         self.on_first_async: Callable[[], None] = lambda: None  # read-ahead may grow then
         self.saw_async = False  # an async task came: read-ahead covers the event loop too
         self._waiting: queue.SimpleQueue[Reservation | Unsorted | Turn] = queue.SimpleQueue()
-        self._async_waiting: deque[Reservation] = deque()  # append and popleft are atomic
+        self._async_waiting: deque[Reservation | Unsorted] = deque()  # append, popleft atomic
         self._chars = HeldChars()  # of the tasks waiting: put in (+) and taken (-)
         self._room = threading.Event()  # set when the prefetcher may refill
         self._outstanding = 0  # put in and not yet done: waiting or running
@@ -75,9 +83,9 @@ class TaskBuffer:
         # per refill, never per take.
         self._put_lock = threading.Lock()
         self._put_after_close: list[Reservation] = []
-        # Modules a worker thread imports to sort a task, each with the unsorted tasks of it
-        # other threads took meanwhile, set aside for it to hand on (under the put lock).
-        self._importing: dict[str, list[Reservation]] = {}
+        # Modules a runner imports to sort a task, each with the unsorted tasks of it other
+        # runners took meanwhile, set aside for it to hand on (under the put lock).
+        self._importing: dict[str, list[Unsorted]] = {}
         self._set_aside = 0  # how many tasks wait there
         self.resize(capacity)
 
@@ -121,32 +129,45 @@ class TaskBuffer:
 
     def put_many(self, reservations: list[Reservation]) -> None:
         """Hand reserved tasks to their lanes: async ones to the event loop, others to threads,
-        as do those whose lane only an import can tell (unsorted); once closed, keep them for
-        ``close`` to return (they are released). No import runs here: a module-level call to a
-        service that does not answer held the prefetcher, and every task of the process."""
-        lanes = [self.known_lane(reservation) for reservation in reservations]
+        and those whose lane only an import can tell unsorted to the lane that sorts them
+        (``_placed``); once closed, keep them for ``close`` to return (they are released). No
+        import runs here: a module-level call to a service that does not answer held the
+        prefetcher, and every task of the process."""
+        placed = [self._placed(reservation, first=True) for reservation in reservations]
         with self._put_lock:
             if self._closed:
                 self._put_after_close += reservations
                 return
-            self._put_open(reservations, lanes)
+            self._put_open(reservations, placed)
 
-    def _put_open(self, reservations: list[Reservation], lanes: list[bool | None]) -> None:
+    def _put_open(self, reservations: list[Reservation], placed: list[Placed]) -> None:
         with self._outstanding_lock:  # counted before a taker can be done with them
             self._outstanding += len(reservations)
-            self._outstanding_on_loop += lanes.count(True)
+            self._outstanding_on_loop += sum(on_loop for _, on_loop in placed)
         self._chars.add(sum(map(chars_of, reservations)))
-        self._lay_out(reservations, lanes)
+        self._lay_out(placed)
 
-    def _lay_out(self, reservations: list[Reservation], lanes: list[bool | None]) -> None:
-        """Put counted tasks in their lanes (None: with the threads, unsorted)."""
+    def _placed(self, reservation: Reservation, *, first: bool) -> Placed:
+        """Return ``reservation`` as its lane takes it, and whether that is the event loop's.
+        One whose lane only an import can tell goes unsorted: to the loop if its payload says
+        ``async def`` and it is put in ``first`` (the loop sorts it in its executor, so it waits
+        for no thread), else to the threads; handed on after its import failed, a thread imports
+        it again, and runs it to record why if it fails again."""
+        on_loop = self.known_lane(reservation)
+        if on_loop is not None:
+            return reservation, on_loop
+        on_loop = first and self.sorted_on_loop(reservation)
+        return Unsorted(reservation, on_loop=on_loop), on_loop
+
+    def _lay_out(self, placed: list[Placed]) -> None:
+        """Put counted tasks in their lanes."""
         to_loop = False
-        for reservation, on_loop in zip(reservations, lanes, strict=True):
+        for item, on_loop in placed:
             if on_loop:
-                self._async_waiting.append(reservation)
+                self._async_waiting.append(item)
                 to_loop = True
             else:
-                self._waiting.put(reservation if on_loop is False else Unsorted(reservation))
+                self._waiting.put(item)
         if to_loop:
             if not self.saw_async:
                 self.saw_async = True
@@ -173,24 +194,26 @@ class TaskBuffer:
         return item
 
     def sort(self, unsorted: Unsorted) -> Reservation | None:
-        """Find the lane of a task taken unsorted, importing its module in the calling worker
-        thread; return the task if it runs on threads, for that thread to run. Return None if
-        it went on: to the event loop, aside while another thread imports its module (which
-        hands it on), or to ``close`` once closed. However long an import takes, it holds one
-        thread: the tasks of other modules run meanwhile."""
+        """Find the lane of a task taken unsorted, importing its module in the calling thread (a
+        worker thread, or the event loop's executor); return the task if it runs in the lane
+        that took it, for that lane to run. Return None if it went on: to the other lane, aside
+        while another runner imports its module (which hands it on), or to ``close`` once
+        closed. However long an import takes, it holds one thread: the tasks of other modules
+        run meanwhile."""
         reservation = unsorted.reservation
         module = reservation.lease.task_path.rpartition(".")[0]
         with self._put_lock:
             if self._closed:  # taken as the stop closed the buffer: imported no more
-                self._hand_on([reservation])
+                self._hand_on([unsorted])
                 return None
             aside = self._importing.get(module)
             if aside is not None:
-                aside.append(reservation)
+                aside.append(unsorted)
                 self._set_aside += 1
                 return None
             self._importing[module] = []
-        runs_here = not self.is_async(reservation)  # the project's code: it may never return
+        # The project's code: it may never return.
+        runs_here = self.is_async(reservation) is unsorted.on_loop
         with self._put_lock:
             aside = self._importing.pop(module)
             self._set_aside -= len(aside)
@@ -198,35 +221,44 @@ class TaskBuffer:
                 self._chars.add(-chars_of(reservation))
                 self._hand_on(aside)
                 return reservation
-            self._hand_on([reservation, *aside])
+            self._hand_on([unsorted, *aside])
         return None
 
-    def _hand_on(self, reservations: list[Reservation]) -> None:
+    def _hand_on(self, taken: list[Unsorted]) -> None:
         """Put tasks taken unsorted (counted in already) in their lanes, under the put lock;
         once closed, keep them for ``close`` to return, as ``put_many`` does."""
+        reservations = [unsorted.reservation for unsorted in taken]
+        counted_on_loop = sum(unsorted.on_loop for unsorted in taken)
         if self._closed:
             with self._outstanding_lock:
-                self._outstanding -= len(reservations)
+                self._outstanding -= len(taken)
+                self._outstanding_on_loop -= counted_on_loop
             self._chars.add(-sum(map(chars_of, reservations)))
             self._put_after_close += reservations
             return
-        lanes = [self.known_lane(reservation) for reservation in reservations]
+        placed = [self._placed(reservation, first=False) for reservation in reservations]
+        now_on_loop = sum(on_loop for _, on_loop in placed)
         with self._outstanding_lock:
-            self._outstanding_on_loop += lanes.count(True)
-        self._lay_out(reservations, lanes)
-        if True in lanes and self.runner_freed is not None:  # counted on threads till now
+            self._outstanding_on_loop += now_on_loop - counted_on_loop
+        self._lay_out(placed)
+        moved = any(
+            on_loop != unsorted.on_loop
+            for (_, on_loop), unsorted in zip(placed, taken, strict=True)
+        )
+        if moved and self.runner_freed is not None:  # a lane's runner is free for another task
             self.runner_freed.set()
 
-    def take_async(self, most: int) -> list[Reservation]:
-        """Return up to ``most`` waiting async tasks without blocking (the event loop)."""
-        taken: list[Reservation] = []
+    def take_async(self, most: int) -> list[Reservation | Unsorted]:
+        """Return up to ``most`` waiting async tasks without blocking (the event loop), those
+        whose lane is not known yet for it to ``sort``."""
+        taken: list[Reservation | Unsorted] = []
         while len(taken) < most and not self._closed:
             try:
                 taken.append(self._async_waiting.popleft())
             except IndexError:
                 break
-        if taken:
-            self._chars.add(-sum(map(chars_of, taken)))
+        if taken:  # an unsorted task's characters count till sorted
+            self._chars.add(-sum(chars_of(item) for item in taken if isinstance(item, Reservation)))
             self._taken()
         return taken
 
@@ -278,8 +310,9 @@ class TaskBuffer:
         with self._put_lock:
             self._closed = True
             late, self._put_after_close = self._put_after_close, []  # never counted in
-            unstarted = [reservation for aside in self._importing.values() for reservation in aside]
+            waiting: list[Reservation | Unsorted] = []
             for aside in self._importing.values():
+                waiting += aside
                 aside.clear()
             self._set_aside = 0
         while True:
@@ -287,20 +320,25 @@ class TaskBuffer:
                 item = self._waiting.get_nowait()
             except queue.Empty:
                 break
-            if isinstance(item, Unsorted):
-                unstarted.append(item.reservation)
-            elif isinstance(item, Reservation):
-                unstarted.append(item)
-        sync_count = len(unstarted)
+            if not isinstance(item, Turn):
+                waiting.append(item)
+        on_loop = sum(isinstance(item, Unsorted) and item.on_loop for item in waiting)
         while self._async_waiting:
-            unstarted.append(self._async_waiting.popleft())
+            waiting.append(self._async_waiting.popleft())
+            on_loop += 1
+        unstarted = list(map(reservation_of, waiting))
         with self._outstanding_lock:
             self._outstanding -= len(unstarted)
-            self._outstanding_on_loop -= len(unstarted) - sync_count
+            self._outstanding_on_loop -= on_loop
         self._chars.add(-sum(map(chars_of, unstarted)))
         self._waiting.put(Turn.CLOSED)
         self._room.set()
         return unstarted + late
+
+
+def reservation_of(item: Reservation | Unsorted) -> Reservation:
+    """Return the task ``item`` is, sorted or not."""
+    return item.reservation if isinstance(item, Unsorted) else item
 
 
 def chars_of(reservation: Reservation) -> int:

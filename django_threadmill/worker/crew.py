@@ -17,7 +17,7 @@ from .cancelled_steps import CancelledSteps
 from .cpus import process_cpu_share
 from .event_loop import EventLoopLane, LoopMonitor
 from .executor import Executor
-from .lanes import is_async, known_lane
+from .lanes import is_async, known_lane, sorted_on_loop
 from .leases import HeldLeases, LeaseKeeper
 from .loop_hold import LoopHoldLimit
 from .options import WorkerOptions
@@ -54,7 +54,10 @@ class Crew:
         self.options = options
         self.held = HeldLeases(broker.settings.lease_ttl_s)
         self.buffer = TaskBuffer(
-            options.readahead(options.threads, async_tasks=False), is_async, known_lane
+            options.readahead(options.threads, async_tasks=False),
+            is_async,
+            known_lane,
+            sorted_on_loop,
         )
         self.writer = AckWriter(
             broker,

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..broker import Reservation
 from ..forks import renew_after_fork
+from .buffer import Unsorted, reservation_of
 from .db_connections import ConnectionClosingExecutor
 from .executor import await_cut_short
 from .isolation import keep_loop_caches
@@ -134,13 +135,11 @@ class EventLoopLane(TaskRunner):
             return
         event_loop = asyncio.get_running_loop()
         free = self.concurrency - len(self.running)
-        for reservation in self.buffer.take_async(free) if free > 0 else []:
+        for item in self.buffer.take_async(free) if free > 0 else []:
             # From a copy of the loop thread's clean context, not of whatever context woke
             # the loop (``nudge`` from the prefetcher's): the caches kept there are found.
-            task = event_loop.create_task(
-                self._run_one(reservation), context=self._tasks_context.copy()
-            )
-            self.running[task] = reservation
+            task = event_loop.create_task(self._run_one(item), context=self._tasks_context.copy())
+            self.running[task] = reservation_of(item)
             task.add_done_callback(self._ended)
         if self.running and self.idle.is_set():
             self.idle.clear()
@@ -163,9 +162,20 @@ class EventLoopLane(TaskRunner):
             self.idle.set()
         self._admit()
 
-    async def _run_one(self, reservation: Reservation) -> None:
+    async def _run_one(self, item: Reservation | Unsorted) -> None:
+        """Run one task; one whose lane is not known yet is sorted first, its module imported
+        in the loop's executor (``TaskBuffer.sort``): an import holds neither the loop, whose
+        other tasks run meanwhile, nor this task behind the worker threads. Sorted to the
+        threads, or aside, or handed back as the stop cancels its wait, it is no longer this
+        lane's to end: the import hands it on once it returns."""
+        reservation = reservation_of(item)
         _attempt_of.set(reservation)  # in this lane task's own context (``blocked_task``)
+        ours = not isinstance(item, Unsorted)
         try:
+            if isinstance(item, Unsorted):
+                ours = await asyncio.to_thread(self.buffer.sort, item) is not None
+                if not ours:
+                    return
             if self.looks_before_start(reservation) and not await asyncio.to_thread(
                 self.admit, reservation
             ):
@@ -185,14 +195,15 @@ class EventLoopLane(TaskRunner):
         except asyncio.CancelledError:
             # Handed back, as a thread still running at the deadline is: no outcome is
             # written, its lease lapses and the reaper settles it.
-            self.handed_back += 1
+            self.handed_back += ours
         except BaseException:
             # The executor records every task error: this is the lane's own failure, fatal as
             # a worker thread's is (its lease would otherwise be renewed with no one on it).
             logger.critical("Event loop task runner died", exc_info=True)
             self.on_crash()
         finally:
-            self.buffer.done(on_loop=True)
+            if ours:
+                self.buffer.done(on_loop=True)
 
     def stop(self) -> None:
         """Start no more tasks; the running ones go on (``finish_running`` bounds them)."""

@@ -5,6 +5,7 @@ from inspect import iscoroutinefunction
 from django.utils.module_loading import import_string
 
 from ..broker import Reservation
+from ..codec.payloads import enqueued_async
 from ..codec.task_paths import refuse_unsafe_import
 from ..compat import Task
 
@@ -46,3 +47,11 @@ def known_lane(reservation: Reservation) -> bool | None:
     """Tell whether ``reservation`` is for the event loop if that is known without importing
     anything (its path was asked before), else None: a dict look-up, for the prefetcher."""
     return _async_by_path.get(reservation.lease.task_path)
+
+
+def sorted_on_loop(reservation: Reservation) -> bool:
+    """Tell whether a task whose lane is not known yet is sorted by the event loop, which
+    imports its module in its executor: its payload says it was an ``async def`` when enqueued.
+    Sorted by a worker thread, it waited for one to be free, behind sync tasks that held them
+    all, with the loop idle."""
+    return enqueued_async(reservation.payload)

@@ -302,13 +302,14 @@ class Prefetcher(RoleThread):
 
     def _lanes(self, queue: str) -> set[str]:
         """Return the lanes the tasks of ``queue`` took (none yet: empty). One whose lane is
-        not known yet counts in the threads' lane, where it waits to be sorted: left out, the
-        next refill reserved another task of its queue behind the thread that runs it."""
+        not known yet counts in the lane where it waits to be sorted (the loop's for a task
+        enqueued as ``async def``): left out, the next refill reserved another task of its
+        queue behind the runner that runs it."""
         unsorted = self._unsorted_of.get(queue)
         if unsorted:
             self._unsorted_of[queue] = unsorted = self._learned(queue, unsorted)
-        lanes = self._lanes_of.get(queue, set())
-        return lanes | {"threads"} if unsorted else lanes
+        sorting = {LANES[self.buffer.sorted_on_loop(reservation)] for reservation in unsorted or ()}
+        return self._lanes_of.get(queue, set()) | sorting
 
     def _peek_every_queue(self) -> int | None:
         """--burst, before it stops: peek at every queue no limit holds back, as a refill asks
