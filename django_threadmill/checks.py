@@ -209,6 +209,7 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
             return misrouted  # reading our keys would fail MOVED, or pass by luck of the slot
         # Reads keys of ours: an ACL user kept off our prefix fails here.
         left = backend.broker.left_behind(backend.broker.queues(backend.queues))
+        scripts_refused = backend.broker.script_refusals()
     except BrokerRefused as exc:
         # Commands that wait for Redis must not wait for this: no retry fixes a password.
         return [
@@ -231,6 +232,7 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
             )
         ]
     return [
+        *_scripting_messages(where, scripts_refused),
         *_version_messages(where, info),
         *role_messages(where, backend.settings, info),
         *_durability_messages(where, info),
@@ -238,6 +240,26 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         *_size_messages(where, backend.settings, info),
         *_unverified_messages(where, info),
         *_layout_messages(where, backend.settings, left),
+    ]
+
+
+def _scripting_messages(where: str, refused: dict[str, str]) -> list[CheckMessage]:
+    """Refuse a Redis that refuses a command our scripts go by (renamed away, an ACL with
+    ``-@scripting``) as one that refuses the credentials: no wait fixes it, and the worker and
+    the reaper stop at start with exit code 4 (docs/worker.md, Exit codes)."""
+    if not refused:
+        return []
+    named = "; ".join(f"{command} ({words})" for command, words in refused.items())
+    return [
+        Error(
+            f"{where}: every enqueue and every worker call runs a Lua script, and this Redis "
+            f"refuses a command that sends one, {named}: tasks could not be enqueued or run, "
+            "and no wait fixes it.",
+            hint="Let EVALSHA, EVAL and SCRIPT through: do not rename them away "
+            "(rename-command), and grant them to the ACL user ('+evalsha +eval +script|load', "
+            "or '+@scripting').",
+            id=REFUSED,
+        )
     ]
 
 

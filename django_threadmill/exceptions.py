@@ -113,6 +113,11 @@ class BrokerRefused(BrokerUnavailable):
     wrong (broker/tls.py): waiting cannot help."""
 
 
+class ConfirmationRefused(MaybeApplied, BrokerRefused):
+    """Redis refused the WAIT or WAITAOF that confirms a write per OPTIONS['durability'] (an
+    ACL without it, renamed away): the write may be applied, and no retry confirms it."""
+
+
 class UnstorableArguments(ThreadmillError, TypeError, ValueError):
     """A task's arguments cannot be stored as JSON; nothing was written.
 

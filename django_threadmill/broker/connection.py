@@ -46,6 +46,9 @@ DAMAGED_DATA_ERRORS = (
 # Redis's words for a command an ACL user may not run, or a key it may not touch, that a script
 # called: redis-py maps neither to NoPermissionError (Redis 6.2 and 7.0; then 7.2+ and Valkey).
 SCRIPT_ACL_REFUSALS = ("The user executing the script can't", "ACL failure in script")
+# Redis's words for a command it does not know, up to the arguments it goes on to quote: those of
+# SCRIPT LOAD and EVAL are a script's source, which said nothing of the command to restore.
+UNKNOWN_COMMAND = re.compile(r"(?:ERR )?unknown command '[^']*'")
 # Replies of a Redis that refuses every write for now, whatever the key: it cannot save to disk
 # (MISCONF), or too few replicas acknowledge it (NOREPLICAS, min-replicas-to-write). A read-only
 # replica's READONLY is one too (``read_only``): redis-py strips that code.
@@ -531,9 +534,9 @@ def _translated_reply(
             "'databases' setting (16 by default) at the end of LOCATION, e.g. "
             "'redis://host:6379/0'."
         )
-    if message.startswith(("unknown command", "ERR unknown command")):
+    if unknown := UNKNOWN_COMMAND.match(message):
         return BrokerRefused(
-            f"Redis at {where} does not know a command this backend sends ({exc}): it was "
+            f"Redis at {where} does not know a command this backend sends ({unknown[0]}): it was "
             "renamed or disabled (rename-command in its config). Enable it: the commands of "
             "the ACL '+@all -@dangerous +info' must be there under their own names."
         )

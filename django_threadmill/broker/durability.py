@@ -7,9 +7,11 @@ per node those calls went to.
 
 from typing import Any
 
+import redis
+
 from ..conf.settings import BackendSettings
 from ..conf.topology import Durability, masked_location
-from ..exceptions import MaybeApplied
+from ..exceptions import ConfirmationRefused, MaybeApplied
 
 # The way out of a confirmation the server refuses for good, short of fixing the server.
 _OTHER_MODE = "set OPTIONS['durability'] to 'replicated' or 'local'"
@@ -41,7 +43,10 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
     """Raise ``MaybeApplied`` when a WAIT or WAITAOF reply falls short of the mode."""
     if isinstance(reply, Exception):
         # E.g. the node became a replica in a failover: the write went elsewhere, unconfirmed.
-        why = f"the confirmation failed: {str(reply).rstrip('.')}{_fix(reply)}"
+        # Redis's words for a command it does not know end in a space after the last argument.
+        why = f"the confirmation failed: {str(reply).rstrip(' .')}{_fix(reply)}"
+        if _refused_for_good(reply):  # a worker stops, as for any refusal of its rights
+            raise unconfirmed(settings, why, ConfirmationRefused) from reply
         raise unconfirmed(settings, why) from reply
     reached = int(reply[0]) if settings.durability is Durability.FSYNC else int(reply)
     if reached < 1:
@@ -57,6 +62,14 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
         )
 
 
+def _refused_for_good(error: Exception) -> bool:
+    """Tell whether Redis refused the confirmation itself, as it will every one: the ACL user
+    may not run it, or the server has no such command (renamed away, or too old)."""
+    return isinstance(error, redis.exceptions.NoPermissionError) or (
+        "unknown command" in str(error).lower()
+    )
+
+
 def _fix(error: Exception) -> str:
     """Return what to do about a confirmation Redis refused for good, else ""."""
     # Either way every call would store its tasks and fail: a retry would enqueue them twice.
@@ -66,6 +79,8 @@ def _fix(error: Exception) -> str:
             ". This Redis has no WAITAOF (Redis and Valkey have it from 7.2): upgrade it, or "
             f"{_OTHER_MODE}; on a 7.2+ server it was renamed away (rename-command): restore it"
         )
+    if isinstance(error, redis.exceptions.NoPermissionError) and "waitaof" in message:
+        return f". Grant it to the ACL user ('+waitaof'), or {_OTHER_MODE}"
     if "appendonly is disabled" in message:  # turned off at runtime: CONFIG SET appendonly no
         return (
             ". Set appendonly yes on the server (CONFIG SET appendonly yes, and in redis.conf "
@@ -74,13 +89,16 @@ def _fix(error: Exception) -> str:
     return ""
 
 
-def unconfirmed(settings: BackendSettings, why: str) -> MaybeApplied:
+def unconfirmed(
+    settings: BackendSettings, why: str, kind: type[MaybeApplied] = MaybeApplied
+) -> MaybeApplied:
     """Return the error for a write Redis may hold but did not confirm per the mode.
 
-    It says nothing of a retry: the ack writer retries its batch (fenced), and an enqueue's
-    error says what to check first (docs/enqueue.md, What each error means).
+    It says nothing of a retry: the ack writer retries its batch (fenced), unless Redis refused
+    the confirmation itself (``ConfirmationRefused``, a ``BrokerRefused``: the worker stops),
+    and an enqueue's error says what to check first (docs/enqueue.md, What each error means).
     """
-    return MaybeApplied(
+    return kind(
         f"Redis at {masked_location(settings.location)} may have applied the write, but "
         f"durability={settings.durability.value!r} is not met: {why}. A failover now could "
         "lose it."

@@ -4,6 +4,7 @@ The clients decode every reply (``decode_responses``, connection.py): the casts 
 redis-py's types, which allow bytes.
 """
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -20,6 +21,11 @@ from .core import BrokerCore
 from .raw_replies import is_utf8
 from .scripts import ScriptCall, ScriptName
 from .types import stored_int
+
+# A script that reads and writes nothing: what the checks send to learn whether this user may run
+# scripts at all.
+PROBE_SCRIPT = "return 1"
+PROBE_SHA = hashlib.sha1(PROBE_SCRIPT.encode(), usedforsecurity=False).hexdigest()
 
 
 def damaged_record(task_id: str, key: str, kind: str) -> PayloadError:
@@ -180,6 +186,32 @@ class Reads(BrokerCore):
         except redis.ResponseError as exc:
             return str(exc).strip()
         return None
+
+    def script_refusals(self) -> dict[str, str]:
+        """Send each command our scripts go by with ``PROBE_SCRIPT``: EVALSHA, EVAL (calls that
+        must run first, and on a Redis Cluster those that met NOSCRIPT) and SCRIPT LOAD (on one
+        Redis, after a NOSCRIPT); return, per command Redis refused (renamed away, an ACL
+        without it), its words.
+
+        Every enqueue and every worker call runs a script: refused, none can. The probes name
+        no key: an ACL user that may only read our keys may still run scripts that read them.
+        """
+        probes: dict[str, tuple[str | int, ...]] = {
+            "EVALSHA": (PROBE_SHA, 0),
+            "EVAL": (PROBE_SCRIPT, 0),
+        }
+        if not self.settings.cluster:
+            probes["SCRIPT LOAD"] = (PROBE_SCRIPT,)
+        refused: dict[str, str] = {}
+        with self.translated_errors(read=True):
+            for command, args in probes.items():
+                try:
+                    self.raw_command(*command.split(), *args)
+                except redis.exceptions.NoScriptError:
+                    pass  # EVALSHA went through: the probe is not loaded, which is no refusal
+                except redis.ResponseError as exc:
+                    refused[command] = str(exc).strip()
+        return refused
 
     def ping(self) -> None:
         """Ask Redis for a reply; raise ``BrokerUnavailable`` if none comes."""

@@ -29,7 +29,7 @@ from functools import partial
 
 from ..broker import Ack, Broker, Finish, Lease, ProgressReport, Rejected, Start
 from ..broker.transitions import FINISH_CALL_CHARS
-from ..exceptions import BrokerRefused, BrokerUnavailable
+from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
 from .backoff import ACK_BACKOFF, REDIS_BACKOFF
 from .held_chars import HeldChars
 from .leases import HeldLeases
@@ -407,14 +407,7 @@ class AckWriter(RoleThread):
                 break
             except BrokerRefused as exc:
                 self.on_refused(exc)
-                logger.error(
-                    "Ack batch left to the reaper kind=%s size=%d error=%s (Redis refused "
-                    "this worker, which stops; the reaper settles these tasks once their "
-                    "leases lapse)",
-                    kind,
-                    len(items),
-                    exc,
-                )
+                _log_refused(kind, items, exc)
                 return len(items)
             except BrokerUnavailable as exc:
                 if self.give_up.is_set():
@@ -437,6 +430,30 @@ class AckWriter(RoleThread):
                 attempt += 1
         log_not_recorded(logger, kind, rejected)
         return 0
+
+
+def _log_refused(kind: str, items: Sequence[Start | Finish], error: BrokerRefused) -> None:
+    """Say what became of a batch Redis refused, which stops this worker: left to the reaper;
+    or, where Redis refused only the confirmation OPTIONS['durability'] asks for, applied but
+    not confirmed, each task named: a Redis that loses it leaves its lease to the reaper."""
+    if isinstance(error, MaybeApplied):
+        logger.error(
+            "Ack batch applied but not confirmed kind=%s size=%d task_ids=%s error=%s (Redis "
+            "refused the confirmation, and this worker stops; if Redis loses these writes, the "
+            "reaper settles these tasks once their leases lapse)",
+            kind,
+            len(items),
+            ",".join(item.lease.task_id for item in items),
+            error,
+        )
+        return
+    logger.error(
+        "Ack batch left to the reaper kind=%s size=%d error=%s (Redis refused this worker, "
+        "which stops; the reaper settles these tasks once their leases lapse)",
+        kind,
+        len(items),
+        error,
+    )
 
 
 def log_not_recorded(

@@ -59,6 +59,14 @@ def _failed(report: ReapReport) -> str:
     return f"Reap of every queue failed ({failed}), none was reaped"
 
 
+def _pass_failed(message: str, cause: BrokerUnavailable) -> CommandError:
+    """Return the error that ends a failed pass: exit code 4 where Redis refused this backend
+    (credentials, an ACL rule, a command renamed away), which no wait fixes, so that a restart
+    policy leaves it alone, as at start; 1 otherwise (docs/lifecycle.md)."""
+    refused = isinstance(cause, BrokerRefused)
+    return CommandError(message, returncode=ExitCode.REFUSED if refused else 1)
+
+
 def _stopped_part_way(report: ReapReport) -> str:
     """Say that a stop ended a ``--once`` pass between two rounds, with expired leases left on
     the queues whose line ends ``incomplete=yes``, and how to settle them."""
@@ -166,7 +174,7 @@ class Command(ChecksAtStart, CutShortCommand):
                 stopped=stopped,
             )
         except BrokerUnavailable as exc:
-            raise CommandError(str(exc)) from exc
+            raise _pass_failed(str(exc), exc) from exc
         if report:
             self._report(done, hold)
         if done.unreachable:
@@ -176,7 +184,7 @@ class Command(ChecksAtStart, CutShortCommand):
             ) from done.unreachable
         if done.failures:
             first = next(iter(done.failures.values()))
-            raise CommandError(f"{_failed(done)}: {first}") from first
+            raise _pass_failed(f"{_failed(done)}: {first}", first) from first
         if report and done.stopped:
             raise CommandError(_stopped_part_way(done))
 
@@ -238,9 +246,8 @@ class Command(ChecksAtStart, CutShortCommand):
         try:
             return self._pass_unless_stopped(backend, options, wakeup, stop, hold=hold)
         except CommandError as exc:
-            if isinstance(exc.__cause__, BrokerRefused):  # no wait fixes a password or an ACL
-                # rule: stop now, with the code a restart policy leaves alone, as at start
-                raise CommandError(*exc.args, returncode=ExitCode.REFUSED) from exc.__cause__
+            if exc.returncode == ExitCode.REFUSED:  # no wait fixes a password or an ACL rule
+                raise
             logger.warning("Reap pass failed, retrying next interval error=%s", exc)
         return True
 
