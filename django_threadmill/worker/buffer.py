@@ -30,7 +30,8 @@ class Unsorted:
     on_loop: bool = False  # waits in (and is counted in) the event loop's lane
 
 
-type Placed = tuple[Reservation | Unsorted, bool]  # a task as its lane takes it; the loop's?
+# A task as its lane takes it, and whether that lane is the event loop's.
+type Placed = tuple[Reservation | Unsorted, bool]
 
 
 class Runners(NamedTuple):
