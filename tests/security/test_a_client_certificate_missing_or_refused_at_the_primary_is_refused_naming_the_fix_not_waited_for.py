@@ -23,12 +23,11 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.checks import REFUSED, check_redis
 from django_threadmill.exceptions import BrokerRefused
-from tests.security.tls import make_certificates
+from tests.security.tls import make_certificates, refused_by_the_commands
 from tests.sentinel.test_sentinels_that_take_only_tls_are_reached_over_tls_as_location_says import (
     TlsPrimary,
     built_with_tls,
 )
-from tests.support import run_python
 
 from . import tasks
 
@@ -173,23 +172,6 @@ def test_the_worker_exits_4_and_health_fails_the_liveness_probe(
     location, connection_options, problem = bad_setups(setup)[name]
     options = {"connection_options": connection_options}
     fix = problem.removesuffix("; nothing was written.")
-    worker = run_python(
-        "manage.py", "threadmill_worker", "--burst", "--processes", "1",
-        redis_url=location, key_prefix=key_prefix, options=options,
-    )  # fmt: skip
-    assert worker.returncode == 4, worker.stderr
-    assert fix in worker.stderr
+    worker, check = refused_by_the_commands(location, key_prefix, options, fix)
     assert "retrying" not in worker.stderr
-    health = run_python(
-        "manage.py", "threadmill_health", "--redis-down-ok",
-        redis_url=location, key_prefix=key_prefix, options=options,
-    )  # fmt: skip
-    assert health.returncode == 4, health.stderr
-    assert fix in health.stderr
-    check = run_python(
-        "manage.py", "check", "--tag", "threadmill",
-        redis_url=location, key_prefix=key_prefix, options=options,
-    )  # fmt: skip
-    assert check.returncode == 1, check.stderr
-    assert "threadmill.E004" in check.stderr
     assert fix in check.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 import redis
 
 from tests.servers.redis_server import free_port, redis_server_binary, wait_until_up
+from tests.support import run_python
 
 UNVERIFIED = "ssl_cert_reqs=none&ssl_check_hostname=false"
 
@@ -105,3 +106,30 @@ def tls_redis(*, ca_key_usage: bool = True) -> Iterator[TlsRedis]:
             process.wait()
             if process.stdout is not None:
                 process.stdout.close()
+
+
+def refused_by_the_commands(
+    location: str, key_prefix: str, options: dict[str, object], fix: str
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """Assert that a TLS set-up Redis refuses stops the worker and fails the health probe with
+    exit 4 and the check with ``threadmill.E004``, each naming ``fix``; return how the worker
+    and the check ended, for what a caller asserts besides."""
+    worker = run_python(
+        "manage.py", "threadmill_worker", "--burst", "--processes", "1",
+        redis_url=location, key_prefix=key_prefix, options=options,
+    )  # fmt: skip
+    assert worker.returncode == 4, worker.stderr
+    assert fix in worker.stderr
+    health = run_python(
+        "manage.py", "threadmill_health", "--redis-down-ok",
+        redis_url=location, key_prefix=key_prefix, options=options,
+    )  # fmt: skip
+    assert health.returncode == 4, health.stderr
+    assert fix in health.stderr
+    check = run_python(
+        "manage.py", "check", "--tag", "threadmill",
+        redis_url=location, key_prefix=key_prefix, options=options,
+    )  # fmt: skip
+    assert check.returncode == 1, check.stderr
+    assert "threadmill.E004" in check.stderr
+    return worker, check

@@ -25,9 +25,8 @@ from django_threadmill.compat import task_backends
 from django_threadmill.exceptions import BrokerRefused
 from testproject.example.tasks import echo
 from tests.conftest import tasks_setting
-from tests.security.tls import make_certificates
+from tests.security.tls import make_certificates, refused_by_the_commands
 from tests.servers.redis_sentinel import SERVICE
-from tests.support import run_python
 
 from .test_sentinels_that_take_only_tls_are_reached_over_tls_as_location_says import (
     PASSWORD,
@@ -187,21 +186,4 @@ def test_the_worker_exits_4_and_health_fails_the_liveness_probe(
 ) -> None:
     location, sentinel, fix = bad_setups(setup)[name]
     options = {"sentinel": sentinel}
-    worker = run_python(
-        "manage.py", "threadmill_worker", "--burst", "--processes", "1",
-        redis_url=location, key_prefix=key_prefix, options=options,
-    )  # fmt: skip
-    assert worker.returncode == 4, worker.stderr
-    assert fix in worker.stderr
-    health = run_python(
-        "manage.py", "threadmill_health", "--redis-down-ok",
-        redis_url=location, key_prefix=key_prefix, options=options,
-    )  # fmt: skip
-    assert health.returncode == 4, health.stderr
-    assert fix in health.stderr
-    check = run_python(
-        "manage.py", "check", "--tag", "threadmill",
-        redis_url=location, key_prefix=key_prefix, options=options,
-    )  # fmt: skip
-    assert check.returncode == 1, check.stderr
-    assert "threadmill.E004" in check.stderr
+    refused_by_the_commands(location, key_prefix, options, fix)
