@@ -484,6 +484,13 @@ class WorkerProcess:
             join_until(crew.watchdog, end)
         crew.lane.finish_running(deadline)
         join_until(crew.lane, min(time.monotonic() + WRITER_MIN_FLUSH_S, end))
+        # A runner that took a task unsorted as the buffer closed hands it back there once its
+        # module is imported (TaskBuffer.sort), maybe after the late release looked: released
+        # as those are, once the runners were waited for.
+        handed_back: list[Reservation] = []
+        releasing_handed_back = start_call(
+            "release-handed-back", partial(self._release_kept, handed_back), self._crashed
+        )
         crew.monitor.stop()
         join_until(crew.monitor, end)
         # 4. The ack writer drains and flushes; the lease keeper renews until it is done.
@@ -494,14 +501,13 @@ class WorkerProcess:
         join_until(crew.drainer, _flush_until(deadline, end))
         self._wait_for_replacement(end)
         crew.keeper.stop()
-        for last in (crew.keeper, crew.prefetcher, waking, releasing, releasing_late):
+        releases = [releasing, releasing_late, releasing_handed_back]
+        for last in (crew.keeper, crew.prefetcher, waking, *releases):
             join_until(last, end)
-        # Tasks an acquire put in the closed buffer count too until the late release took them.
-        late_count = len(late) + crew.buffer.kept_after_close()
-        unreleased = (0 if releasing.result else len(unstarted)) + (
-            0 if releasing_late.result else late_count
-        )
-        self._report_left_behind(unreleased, [waking, releasing, releasing_late])
+        # Tasks put in the closed buffer count too until a late release took them.
+        late_count = len(late) + len(handed_back) + crew.buffer.kept_after_close()
+        unreleased = (0 if releasing.result else len(unstarted)) + late_count
+        self._report_left_behind(unreleased, [waking, *releases])
         logger.info(
             "Worker process stopped worker_id=%s finished=%d exit_code=%d",
             self.worker_id,
@@ -597,15 +603,23 @@ class WorkerProcess:
 
     def _release_late(self, late: list[Reservation]) -> bool:
         """Once the prefetcher has ended, hand back what it put in the buffer after the stop
-        closed it, gathered into ``late``; False if Redis did not take them.
+        closed it (``_release_kept``).
 
         It waits for the prefetcher without a bound of its own: the stop waits for it until the
-        stop's own end (a recycle's comes once its running tasks ended), then exits without
-        it. Made by the stop itself (the system refused its thread), it waits for nothing."""
+        stop's own end (a recycle's comes once its running tasks ended), then exits without it.
+        Made by the stop itself (the system refused its thread), it waits for nothing."""
         if isinstance(threading.current_thread(), StopCall):
             join_until(self.crew.prefetcher, None)
-        late.extend(self.crew.buffer.close())
-        return self._release(late)
+        return self._release_kept(late)
+
+    def _release_kept(self, left: list[Reservation]) -> bool:
+        """Hand back what the closed buffer kept, gathered into ``left``, which holds those not
+        released yet (the stop counts them); False if Redis did not take them."""
+        left.extend(self.crew.buffer.close())
+        if not self._release(left):
+            return False
+        left.clear()
+        return True
 
     def _report_left_behind(self, unreleased: int, calls: list[StopCall[Any]]) -> None:
         """Name the threads the stop ends without, and say in the exit code what that left to

@@ -25,6 +25,11 @@ from tests.support import run_python, run_to_completion, worker
 MONITOR_WOKE_LATE = "while its monitor woke late_ms="
 
 
+def at_task_import() -> None:
+    """What ``tests/worker/import_waits_tasks.py`` calls as it is imported: nothing, unless a
+    test sets it (to wait there)."""
+
+
 def worker_options(**changes: Any) -> WorkerOptions:
     """One process of one thread on "default", nothing optional on, with ``changes``."""
     options: dict[str, Any] = {
