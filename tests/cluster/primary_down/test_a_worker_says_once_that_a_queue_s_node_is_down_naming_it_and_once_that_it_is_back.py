@@ -24,7 +24,7 @@ from tests.support import running, wait_until, worker
 from ..conftest import command_env
 from .conftest import DOWN, UP, replica_of, status
 
-RECHECKS = 4  # tries of the down queue seen before the lines are counted: 3 retries at least
+RECHECKS = 2  # tries of the down queue seen before the lines are counted: a retry at least
 # A line of the down queue's fetch failing, with its level.
 QUEUE_FAILED = re.compile(
     rf"^\S+ \S+ (\w+) .*Fetch from a queue failed, the others go on queue={DOWN} .*$", re.M
