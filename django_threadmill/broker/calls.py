@@ -274,6 +274,20 @@ def _sent(
     return sending
 
 
+def read_each(
+    client: SyncClient, down: DownNodes, reads: Sequence[tuple[Command, dict[str, Any]]]
+) -> list[Any]:
+    """Send ``reads`` (each a command whose key follows its name, with its options) in one
+    pipeline; return per read its reply or its error. On a Redis Cluster a node that does not
+    answer fails its own reads alone, and is remembered and spared, as for script calls
+    (module docstring); raise when no node answered."""
+    nodes = [
+        _owner(client, str(command[1])) if isinstance(client, CLUSTERS) else ONE_NODE
+        for command, _ in reads
+    ]
+    return _executed(client, down, Batch(list(reads), len(reads), [], {}, nodes))
+
+
 def sent_again(client: SyncClient, script: Script, call: ScriptCall) -> Command:
     """Return the command that sends ``call`` again after it met NOSCRIPT: on one Redis,
     EVALSHA once its script is loaded; on a Redis Cluster, EVAL with the source.

@@ -18,7 +18,8 @@ mark.lua. Its fields:
 
 A step's record carries ``workflow`` = ``<workflow id>:<step>``; finish.lua and cancel.lua
 push the id of such a step that ended onto its queue's outbox in the call that records it,
-and a drainer (workflows/advance.py) advances the workflow from there (docs/workflows.md).
+and a drainer (workflows/advance.py) advances the workflow from there (docs/workflows.md);
+which outboxes hold entries, its looks read (outbox_looks.py).
 The record gets its ``result_ttl`` only when the drainer takes the entry out
 (forget_entry.lua): gone before, it could not say which workflow to advance.
 A step its workflow stopped keeps why in its own record too (``stop``, ``stop_why``: written
@@ -30,14 +31,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-import redis
 from redis.typing import EncodableT, FieldT
 
 from ..codec.ids import read_step_marker
 from ..exceptions import PayloadError
-from .connection import readable_replies, reply_of
-from .layouts import Layouts
-from .raw_replies import RAW, escaped
+from .outbox_looks import OutboxLooks
+from .raw_replies import escaped
 from .scripts import ScriptCall, ScriptName
 
 OUTBOX_BATCH = 100  # outbox entries read per call
@@ -77,7 +76,7 @@ class StoppedStep:
         return ("not_run" if self.not_run else "cancelled", self.why)
 
 
-class Workflows(Layouts):
+class Workflows(OutboxLooks):
     """Workflow hashes and outboxes, one key per call."""
 
     def create_workflow(self, workflow_id: str, fields: Mapping[str, str | int]) -> None:
@@ -254,60 +253,3 @@ class Workflows(Layouts):
                 (task_id, "" if ttl_ms is None else ttl_ms, "1" if found_waiting else ""),
             )
         )
-
-    def parts_with_outbox(self, queues: Sequence[str], also: Sequence[str] = ()) -> list[str]:
-        """Return the parts of ``queues``, then those of ``also`` (the parts of another shard
-        count: ``Broker.other_parts``), whose outbox holds entries (one round trip).
-
-        An outbox key of another type is left out, with a WARNING naming it, and the others
-        are returned: raised, it failed this one round trip, and with it every queue's drain
-        (docs/lifecycle.md, Keys of another type).
-        """
-        parts = [*(part for queue in queues for part in self.parts(queue)), *also]
-        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
-            for part in parts:
-                pipe.llen(self.queue_keys(part).outbox)
-            sizes = readable_replies(pipe.execute(raise_on_error=False))
-        return self._filled(parts, sizes)
-
-    def outboxes_of_every_count(
-        self, queues: Sequence[str], known: Sequence[str] = ()
-    ) -> tuple[list[str], list[str]]:
-        """Return the parts of ``queues`` whose outbox holds entries, under every shard count
-        they kept keys under, and the parts of their other counts (``other_parts``): the
-        ``known`` of the next call.
-
-        The layouts set is read in the round trip that reads the outboxes of the configured
-        count and of ``known``: only a count not yet known costs one more, so a look every
-        few seconds (the workflows thread's) costs what it did before there were counts
-        (docs/scaling.md, Changing the shard count).
-        """
-        parts = [*(part for queue in queues for part in self.parts(queue)), *known]
-        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
-            pipe.execute_command("SMEMBERS", self.keyspace.layouts, **RAW)
-            for part in parts:
-                pipe.llen(self.queue_keys(part).outbox)
-            recorded, *sizes = readable_replies(pipe.execute(raise_on_error=False))
-            if isinstance(recorded, Exception):  # a key of another type: as other_parts says
-                raise recorded
-        other = [part for each in self.other_parts_in(queues, recorded).values() for part in each]
-        found, seen = self._filled(parts, sizes), set(known)
-        unseen = [part for part in other if part not in seen]
-        return (found + self.parts_with_outbox([], unseen) if unseen else found), other
-
-    def _filled(self, parts: Sequence[str], sizes: Sequence[object]) -> list[str]:
-        """Return those of ``parts`` whose outbox size in ``sizes`` is not 0; warn of each
-        outbox key of another type (``parts_with_outbox``)."""
-        found: list[str] = []
-        for part, size in zip(parts, sizes, strict=True):
-            if isinstance(size, redis.ResponseError):  # only WRONGTYPE is left in its place
-                logger.warning(
-                    "Workflow outbox skipped, its key holds another type (delete it, or give "
-                    "each project its own OPTIONS['key_prefix']); the other outboxes are "
-                    "drained key=%s error=%s",
-                    self.queue_keys(part).outbox,
-                    reply_of(size),
-                )
-            elif size:
-                found.append(part)
-        return found

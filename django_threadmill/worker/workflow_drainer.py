@@ -11,7 +11,7 @@ Changing the shard count). Draining is its own thread so that acks never wait on
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..broker import Broker
 from ..exceptions import BrokerUnavailable
@@ -47,7 +47,8 @@ class WorkflowDrainer(RoleThread):
         self._other_parts: list[str] = []  # of the queues' other shard counts, as last read
         self._winding_down = threading.Event()  # set by wind_down: own finishes only
         # The look at every outbox is said once as it begins to fail, at -v 2 after, once as it
-        # works again: one primary of a Redis Cluster down fails it for as long as it is away.
+        # works again; so is each outbox one primary of a Redis Cluster down keeps it from
+        # reading, for as long as it is away, the others drained (broker/outbox_looks.py).
         self._failing = FailingCalls(logger, clock)
 
     def loop(self) -> None:
@@ -90,16 +91,33 @@ class WorkflowDrainer(RoleThread):
 
     def _all_filled(self) -> set[str]:
         try:
-            found, self._other_parts = self.broker.outboxes_of_every_count(
-                self.queues, self._other_parts
-            )
+            look = self.broker.outboxes_of_every_count(self.queues, self._other_parts)
         except BrokerUnavailable as exc:
             self._failing.failed(
                 (OUTBOXES,), "Workflow outboxes unreadable, looking again later error=%s", exc
             )
             return set()
+        self._other_parts = look.other
         self._failing.answered(OUTBOXES, "Workflow outboxes readable again")
-        return set(found)
+        self._say_unread(look.unread)
+        return set(look.found)
+
+    def _say_unread(self, unread: Mapping[str, BrokerUnavailable]) -> None:
+        """Say what a Redis Cluster node that did not answer kept the look from reading, one
+        line per node (its error), the others drained; and what it reads again."""
+        by_node: dict[BrokerUnavailable, list[str]] = {}  # one error per node
+        for name, error in unread.items():
+            by_node.setdefault(error, []).append(name)
+        for error, names in by_node.items():
+            self._failing.failed(
+                names,
+                "Workflow outboxes unreadable on a node, the others are drained, looking again "
+                "later unread=%s error=%s",
+                ",".join(names),
+                error,
+            )
+        for name in sorted(self._failing.failing() - {OUTBOXES} - set(unread)):
+            self._failing.answered(name, "Workflow outboxes readable again read=%s", name)
 
     def _drain(self, parts: set[str]) -> None:
         for part in sorted(parts):

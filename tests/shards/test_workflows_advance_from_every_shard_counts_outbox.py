@@ -101,8 +101,8 @@ def test_the_look_at_every_outbox_costs_one_round_trip_with_one_count(
 ) -> None:
     backend.broker.ping()  # its connection made
     with round_trips(monkeypatch) as sent:
-        found, other = backend.broker.outboxes_of_every_count(["default", "emails"])
-    assert (found, other, len(sent)) == ([], [], 1)
+        look = backend.broker.outboxes_of_every_count(["default", "emails"])
+    assert (look.found, look.other, look.unread, len(sent)) == ([], [], {}, 1)
 
 
 def test_a_count_once_seen_costs_the_look_no_round_trip(
@@ -118,12 +118,13 @@ def test_a_count_once_seen_costs_the_look_no_round_trip(
     with new_count(redis_url, key_prefix) as new:
         new.broker.ping()  # its connection made
         with round_trips(monkeypatch) as sent:
-            found, other = new.broker.outboxes_of_every_count(["default"])
+            look = new.broker.outboxes_of_every_count(["default"])
         assert len(sent) == 2
+        found, other = look.found, look.other
         earlier = backend.broker.parts("default")
         [part] = found
         assert part in earlier
         assert set(earlier) <= set(other)
         with round_trips(monkeypatch) as sent:
-            assert new.broker.outboxes_of_every_count(["default"], other) == (found, other)
+            assert new.broker.outboxes_of_every_count(["default"], other) == look
         assert len(sent) == 1

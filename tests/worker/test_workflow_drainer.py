@@ -5,6 +5,7 @@ from typing import cast
 
 from django_threadmill.broker import Broker
 from django_threadmill.broker.outbox import OutboxSignal
+from django_threadmill.broker.outbox_looks import OutboxLook
 from django_threadmill.worker.workflow_drainer import POLL_S, WorkflowDrainer
 from tests.support import HandClock, wait_until
 
@@ -16,10 +17,8 @@ class Outboxes:
     def __init__(self) -> None:
         self.outbox_signal = OutboxSignal()
 
-    def outboxes_of_every_count(
-        self, queues: tuple[str, ...], known: list[str]
-    ) -> tuple[list[str], list[str]]:
-        return ["other"], []
+    def outboxes_of_every_count(self, queues: tuple[str, ...], known: list[str]) -> OutboxLook:
+        return OutboxLook(found=["other"], other=[])
 
 
 def test_a_stream_of_its_own_finishes_does_not_put_off_the_look_at_every_outbox() -> None:

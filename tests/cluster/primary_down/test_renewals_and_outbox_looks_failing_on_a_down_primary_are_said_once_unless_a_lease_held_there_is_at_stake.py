@@ -4,10 +4,11 @@ A worker that held no lease in the down node's queue logged "Lease renewal faile
 renewed in queue images, renewed in the others" at WARNING at every retry of its heartbeat there
 (13 to 14 lines in 90 s, about 550 an hour), and its workflow drainer "Workflow outboxes
 unreadable, looking again later" at WARNING at every look (9 to 10 in 90 s), for as long as the
-node was away. Now each is one WARNING as it begins to fail, naming the node, DEBUG lines after
-(``-v 2``) and one INFO once it works again (worker/failing_calls.py). A process that holds a
-lease in that queue still warns at every failed renewal: unrenewed for lease_ttl, its task would
-be handed to another worker while it runs here.
+node was away. Now each is one WARNING as it begins to fail, naming the node (the look, the
+down node's outboxes: it reads the others), DEBUG lines after (``-v 2``) and one INFO once it
+works again (worker/failing_calls.py). A process that holds a lease in that queue still warns at
+every failed renewal: unrenewed for lease_ttl, its task would be handed to another worker while
+it runs here.
 """
 
 import re
@@ -33,10 +34,12 @@ RENEWAL_FAILED = re.compile(
     re.M,
 )
 OUTBOXES_UNREADABLE = re.compile(
-    r"^\S+ \S+ (\w+) .*Workflow outboxes unreadable, looking again later .*$", re.M
+    r"^\S+ \S+ (\w+) .*Workflow outboxes unreadable on a node, the others are drained, looking "
+    rf"again later unread={DOWN} .*$",
+    re.M,
 )
 RENEWED = rf"Lease renewal works again queue={DOWN} failed_for_s=[\d.]+"
-READABLE = r"Workflow outboxes readable again failed_for_s=[\d.]+"
+READABLE = rf"Workflow outboxes readable again read={DOWN} failed_for_s=[\d.]+"
 
 
 def renewals_failed(log: str) -> list[tuple[str, str, str]]:
