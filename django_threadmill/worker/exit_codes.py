@@ -24,8 +24,9 @@ class ExitCode(IntEnum):
     REFUSED = 4  # Redis refused the credentials or ACL rights, the TLS set-up is wrong, or
     # LOCATION names a server of another kind (broker/wrong_server.py): restarting cannot help
     CRASHED = 5  # a process: a thread's own loop failed, or its main thread raised (in its
-    # stop, say); the supervisor restarts it with backoff. The command, with --burst: a worker
-    # process died during the burst.
+    # stop, say); the supervisor restarts it with backoff. The command: a worker process died
+    # during a --burst, or during a stop (crashed in its own, or killed by another than the
+    # supervisor).
     DROPPED = 6  # stopped, but Redis did not take its last writes in time: outcomes not written
     # or tasks not handed back (those an acquire it had not answered may have reserved too) are
     # left to lease expiry and the reaper. Not a crash: the supervisor replaces such a process

@@ -59,6 +59,20 @@ WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at s
 # writer's flush, then its second chance (docs/deploy.md, Kubernetes, "Stopping").
 STOP_MARGIN_S = 2 * WRITER_MIN_FLUSH_S
 RECYCLE_LOOK_S = 0.1  # how often a recycling process looks whether its running tasks ended
+# Why a stop left work to the reaper: Redis did not answer in time, or it refused this worker
+# (its rights, or the confirmation OPTIONS['durability'] asks for), which was said to be a Redis
+# too slow, whose fix is to wait (docs/worker.md, Shutdown).
+LEFT_UNANSWERED = (
+    "Redis did not take them in time, or an acquire's tasks did not reach the buffer: Redis did "
+    "not answer it, or a task module's import hung; nobody hands those back, and the reaper "
+    "settles them once their leases lapse: docs/worker.md, Shutdown"
+)
+LEFT_REFUSED = (
+    "Redis refused this worker, which no wait fixes: the CRITICAL line above names the refusal "
+    "and its fix; counted unwritten are the batches it refused, applied without their "
+    "confirmation or not at all (the ERROR lines above name them), and the reaper settles what "
+    "Redis did not record once its leases lapse: docs/worker.md, Shutdown"
+)
 # The --max-memory to suggest when a process passes it on its first task: this many times what it
 # holds then, room for what its tasks grow it by (docs/worker.md, Recycling)
 FRESH_PROCESS_ROOM = 1.5
@@ -640,14 +654,12 @@ class WorkerProcess:
         if unwritten or unreleased or acquiring:
             logger.error(
                 "Stopped with work left to the reaper unwritten=%d unreleased=%d "
-                "acquire_unanswered=%s worker_id=%s (Redis did not take them in time, or an "
-                "acquire's tasks did not reach the buffer: Redis did not answer it, or a task "
-                "module's import hung; nobody hands those back, and the reaper settles them "
-                "once their leases lapse: docs/worker.md, Shutdown)",
+                "acquire_unanswered=%s worker_id=%s (%s)",
                 unwritten,
                 unreleased,
                 acquiring,
                 self.worker_id,
+                LEFT_REFUSED if self.exit_code == ExitCode.REFUSED else LEFT_UNANSWERED,
             )
             if self.exit_code in (ExitCode.OK, ExitCode.RECYCLE):
                 self.exit_code = ExitCode.DROPPED

@@ -36,6 +36,10 @@ EXIT_SLACK_S = 3.0
 STOP_ENDINGS = frozenset({ExitCode.OK, ExitCode.FORCED, ExitCode.DROPPED})
 # How a recycled process ends: as it said, or as a stop asked for meanwhile ends.
 RECYCLE_ENDINGS = STOP_ENDINGS | {ExitCode.RECYCLE}
+# The codes a process ends a stop with that the command exits with too, meaning the same: tasks
+# still running after the grace period, Redis refusing this worker, writes Redis did not take,
+# a crash (docs/worker.md, Exit codes).
+COMMAND_ENDINGS = frozenset({ExitCode.FORCED, ExitCode.REFUSED, ExitCode.CRASHED, ExitCode.DROPPED})
 # Why a process the supervisor did not stop ended so, by its exit code, for its WARNING.
 STOPPED_ALONE = {
     ExitCode.OK: "asked directly, such as by SIGTERM to its pid, not through the supervisor",
@@ -59,6 +63,7 @@ class Supervisor:
         self._stopping_itself = False
         self.wakeup = WakeupPipe()  # the main thread sleeps on it; signals wake it
         self._kill_at: float | None = None  # once the processes are told to stop
+        self._killed = False  # it killed the processes itself (a second signal, an overrun)
         self.exit_code = ExitCode.OK
         # Orphans are handed to PID 1 only (a container with no init): elsewhere every child
         # it has is its own, which it waits for itself.
@@ -225,6 +230,7 @@ class Supervisor:
     def _kill_all(self) -> None:
         """SIGKILL every live process (a stopped one too); the command exits FORCED."""
         self.exit_code = ExitCode.FORCED
+        self._killed = True
         for slot in self.slots:
             for process in slot.processes():
                 process.kill()
@@ -287,7 +293,7 @@ class Supervisor:
                 continue
             code = slot.collect()
             if stopping:
-                self._stopped(slot, code)
+                self._stopped(slot, process, code)
             elif slot.asked_alone and code in STOP_ENDINGS:  # a --burst goes on without it
                 self._replace_stopped(slot, process, code)
             elif code == ExitCode.RECYCLE or (slot.recycling and code in STOP_ENDINGS):
@@ -298,7 +304,7 @@ class Supervisor:
                 slot.crashes = 0
                 self._spawn(slot)
             elif self.options.burst and code in (ExitCode.OK, ExitCode.DROPPED):
-                self._burst_ended(slot, code)
+                self._burst_ended(slot, process, code)
             elif code == ExitCode.REFUSED:  # the process logged why; every other one would too
                 self._stop_all(slot, ExitCode.REFUSED)
             elif code in (ExitCode.OK, ExitCode.DROPPED):
@@ -306,12 +312,28 @@ class Supervisor:
             else:
                 self._died(slot, process, code)
 
-    def _stopped(self, slot: Slot, code: int | None) -> None:
+    def _stopped(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
         """Mark the slot done once its process stopped as asked; say how in the exit code."""
         slot.done = True
+        self._count_stopped(slot, process, code)
+
+    def _count_stopped(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
+        """Say in the exit code how a process ended while every process stopped, and name
+        one that died meanwhile (a crash in its own stop, a kill this supervisor did not
+        make): its exit 5, or a kill, made the command exit 1, the code of tasks still running
+        after the grace period, with no line naming what ended it (docs/worker.md, Exit codes).
+        """
+        if code not in RECYCLE_ENDINGS and code != ExitCode.REFUSED and not self._killed:
+            logger.error(
+                "Worker process died while stopping slot=%d pid=%s status=%s (what it had not "
+                "written or handed back waits for its leases to lapse and the reaper)",
+                slot.index,
+                process.pid,
+                _status(process, code),
+            )
         self.exit_code = self.exit_code or _stopped_with(code)
 
-    def _burst_ended(self, slot: Slot, code: int) -> None:
+    def _burst_ended(self, slot: Slot, process: BaseProcess, code: int) -> None:
         """The slot's process found the queues empty (--burst): the slot is done, unless a
         recycled process of it ended after this one started. What that one's last tasks
         enqueued (a retry, a workflow's next step) is then for a fresh process to find."""
@@ -319,7 +341,7 @@ class Supervisor:
         if slot.started_at < slot.retired_at:
             self._spawn(slot)
         else:
-            self._stopped(slot, code)
+            self._stopped(slot, process, code)
 
     def _died(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
         """Sign off a process that died (crashed, killed); restart it with backoff."""
@@ -335,7 +357,7 @@ class Supervisor:
         one that said it recycles meanwhile, or let a --burst slot look again."""
         retired, code = slot.collect_retired()
         if stopping:
-            self.exit_code = self.exit_code or _stopped_with(code)
+            self._count_stopped(slot, retired.process, code)
             return
         self._report_retired(slot, retired, code)
         if slot.recycling and slot.process is not None:
@@ -496,7 +518,8 @@ def _status(process: BaseProcess, code: int | None) -> str:
 
 def _stopped_with(code: int | None) -> ExitCode:
     """Return the command's exit code for a process that ended with ``code`` while it stopped:
-    as asked (or recycled), OK; work left to the reaper says so; anything else was forced."""
+    as asked (or recycled), OK; a code that means the same for the command (COMMAND_ENDINGS),
+    that code; a death (a kill, a task's os._exit: None), CRASHED, as under --burst."""
     if code in (ExitCode.OK, ExitCode.RECYCLE):
         return ExitCode.OK
-    return ExitCode.DROPPED if code == ExitCode.DROPPED else ExitCode.FORCED
+    return ExitCode(code) if code in COMMAND_ENDINGS else ExitCode.CRASHED
