@@ -6,12 +6,26 @@ before a worker or reaper starts (docs/scaling.md, Changing the shard count).
 """
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from ..codec.ids import queue_of
 from ..codec.text import digits_int
+from ..exceptions import BrokerUnavailable
+from .connection import unreachable
 from .keys import SHARD_SEPARATOR, queue_parts, shard_of
 from .raw_replies import RAW
 from .reads import Reads, known_queues
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueNames:
+    """The queues a reap pass goes through, and the parts of every other shard count of each."""
+
+    queues: list[str]
+    other: dict[str, list[str]]
+    # Why the queue set and the layouts set could not be read (their Redis Cluster node did
+    # not answer), ``queues`` then being the configured ones alone; None when they were read.
+    unknown: BrokerUnavailable | None = None
 
 
 class Layouts(Reads):
@@ -64,18 +78,27 @@ class Layouts(Reads):
         other = self.other_parts(queues)
         return {queue: [*self.parts(queue), *other[queue]] for queue in queues}
 
-    def queues_and_other_parts(
-        self, configured: Iterable[str]
-    ) -> tuple[list[str], dict[str, list[str]]]:
+    def queues_and_other_parts(self, configured: Iterable[str]) -> QueueNames:
         """Return ``queues(configured)`` and the ``other_parts`` of each, both sets read in one
         round trip: the reaper's pass trims the done index of every count's parts
-        (docs/scaling.md, Changing the shard count)."""
-        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
-            pipe.execute_command("SMEMBERS", self.keyspace.queues, **RAW)
-            pipe.execute_command("SMEMBERS", self.keyspace.layouts, **RAW)
-            seen, recorded = pipe.execute()
+        (docs/scaling.md, Changing the shard count).
+
+        On a Redis Cluster whose node of those sets (``{alias}``) does not answer, return the
+        ``configured`` queues and their N = 1 parts, and why the rest is unknown: the queues on
+        the nodes that answer are reaped meanwhile (docs/lifecycle.md, After an outage or a
+        stall)."""
+        try:
+            with self.translated_errors(read=True), self.client.pipeline(False) as pipe:
+                pipe.execute_command("SMEMBERS", self.keyspace.queues, **RAW)
+                pipe.execute_command("SMEMBERS", self.keyspace.layouts, **RAW)
+                seen, recorded = pipe.execute()
+        except BrokerUnavailable as exc:
+            if not (self.settings.cluster and unreachable(exc)):
+                raise
+            queues = known_queues([], configured)
+            return QueueNames(queues=queues, other=self.other_parts_in(queues, []), unknown=exc)
         queues = known_queues(seen, configured)
-        return queues, self.other_parts_in(queues, recorded)
+        return QueueNames(queues=queues, other=self.other_parts_in(queues, recorded))
 
     def other_parts_in(
         self, queues: Iterable[str], recorded: Iterable[bytes]

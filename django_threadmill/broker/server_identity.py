@@ -10,12 +10,15 @@ stall). The server is told by its INFO ``run_id``, new at every start, and its
 A Redis Cluster's server is its primaries, those that answer: one down with no replica to take
 over (``cluster-require-full-coverage no``) is left out, and so are its queues, which the pass
 skips; the others are reaped. Leaving it out changes the server, and so does its return: each
-starts a hold, so its queues' leases wait for their workers' renewals once it is back.
+starts a hold, so its queues' leases wait for their workers' renewals once it is back. The note
+itself lives on the node of ``{alias}``: while that one is down, no pass can read when the
+reapers first saw the primaries that answer, and says so (``ServerSeen.unnoted``).
 """
 
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import redis
@@ -33,10 +36,27 @@ NODE_DOWN = (redis.ConnectionError, redis.TimeoutError)
 class ServerSeen:
     """What a reap pass learns of the server holding its queues (``server_seen``)."""
 
-    ms_ago: int  # how long ago (Redis time) a reaper first saw it: ``ms_since_server_seen``
+    # How long ago (Redis time) a reaper first saw it, by the reapers' note; None when the note
+    # could not be read (``unnoted``).
+    ms_ago: int | None
     # The queues on a Redis Cluster primary that did not answer, each with that node's error
     # (one error per node): left out of the server, and to be left out of the pass.
     unreached: dict[str, BrokerUnavailable]
+    identity: str  # the server: the run_id and master_replid of each primary that answered
+    now_ms: int  # the Redis time of the read
+    # Why the note could not be read: its Redis Cluster node (``{alias}``'s) did not answer.
+    unnoted: BrokerUnavailable | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _NoteRead:
+    """The server and the reapers' note as one read found them (``_server_note_and_time``)."""
+
+    identity: str
+    note: Any  # None when it is missing, of another type or unread
+    now_ms: int
+    down: dict[str, Exception]  # the error of each Redis Cluster primary that did not answer
+    note_down: Exception | None = None  # the error of the note's node, one of ``down``
 
 
 class ServerIdentity(BrokerCore):
@@ -45,8 +65,12 @@ class ServerIdentity(BrokerCore):
     def ms_since_server_seen(self) -> int:
         """Return how long ago (ms, Redis time) a reaper first saw the server this backend
         reaches; when none saw another before it (the first pass ever, or a Redis that kept no
-        data), about the Redis time itself."""
-        return self.server_seen([]).ms_ago
+        data), about the Redis time itself. Raise when the note's node did not answer."""
+        seen = self.server_seen([])
+        if seen.unnoted is not None:
+            raise seen.unnoted
+        assert seen.ms_ago is not None  # read whenever its node answered
+        return seen.ms_ago
 
     def server_seen(self, queues: Sequence[str]) -> ServerSeen:
         """Return how long ago a reaper first saw the server this backend reaches, and which
@@ -59,13 +83,20 @@ class ServerIdentity(BrokerCore):
         as the reap calls are).
         """
         with self.translated_errors(read=True):
-            identity, note, now_ms, down = self._server_note_and_time()
-        unreached = self._queues_on(down, queues)
-        noted_at = _noted_at(note, identity)
-        if noted_at is not None and noted_at <= now_ms:  # later: the Redis clock stepped back
-            return ServerSeen(ms_ago=now_ms - noted_at, unreached=unreached)
-        call = ScriptCall(ScriptName.SERVER_SEEN, (self.keyspace.server,), (identity,))
-        return ServerSeen(ms_ago=int(self._run(call)), unreached=unreached)
+            read = self._server_note_and_time()
+        seen = partial(
+            ServerSeen,
+            unreached=self._queues_on(read.down, queues),
+            identity=read.identity,
+            now_ms=read.now_ms,
+        )
+        if read.note_down is not None:
+            return seen(ms_ago=None, unnoted=self.translated(read.note_down, read=True))
+        noted_at = _noted_at(read.note, read.identity)
+        if noted_at is not None and noted_at <= read.now_ms:  # later: the clock stepped back
+            return seen(ms_ago=read.now_ms - noted_at)
+        call = ScriptCall(ScriptName.SERVER_SEEN, (self.keyspace.server,), (read.identity,))
+        return seen(ms_ago=int(self._run(call)))
 
     def _queues_on(
         self, down: dict[str, Exception], queues: Sequence[str]
@@ -83,23 +114,13 @@ class ServerIdentity(BrokerCore):
                 unreached[queue] = found
         return unreached
 
-    def _server_note_and_time(self) -> tuple[str, Any, int, dict[str, Exception]]:
-        """Return the server's identity, the reapers' note (None when it is of another type),
-        the Redis time (ms) of the note's server, and the error of each Redis Cluster primary
-        left out of the identity, by name."""
+    def _server_note_and_time(self) -> _NoteRead:
+        """Return the server's identity, the reapers' note, the Redis time (ms) of the note's
+        server, and the error of each Redis Cluster primary left out of the identity, by name.
+        A cluster whose note's node is one of those is not asked for the note, and gives the
+        time of a primary that answered."""
         client, key = self.client, self.keyspace.server
-        down: dict[str, Exception] = {}  # one Redis: down or not, as a whole
-        if isinstance(client, redis.RedisCluster):
-            infos, down = _primaries_info(client)
-            try:
-                note = client.get(key)
-            except redis.ResponseError as exc:
-                if not wrong_type(exc):
-                    raise
-                note = None
-            node_of: Callable[[str], Any] = client.get_node_from_key  # untyped in redis-py
-            time = client.time(target_nodes=node_of(key))
-        else:
+        if not isinstance(client, redis.RedisCluster):  # one Redis: down or not, as a whole
             with client.pipeline(transaction=False) as pipe:
                 pipe.info()
                 pipe.get(key)
@@ -108,26 +129,52 @@ class ServerIdentity(BrokerCore):
             for reply in (info, time, note):
                 if isinstance(reply, Exception) and not (reply is note and wrong_type(note)):
                     raise reply
-            infos = [info]
-        identity = ",".join(sorted(f"{i['run_id']}:{i['master_replid']}" for i in infos))
-        return identity, note, int(time[0]) * 1000 + int(time[1]) // 1000, down
+            return _NoteRead(identity=_identity([info]), note=note, now_ms=_ms(time), down={})
+        answered, down = _primaries_info(client)
+        identity = _identity(list(answered.values()))
+        node_of: Callable[[str], Any] = client.get_node_from_key  # untyped in redis-py
+        note_node = node_of(key)
+        if note_node.name in down:
+            time = client.time(target_nodes=next(iter(answered)))
+            note_down = down[note_node.name]
+            return _NoteRead(
+                identity=identity, note=None, now_ms=_ms(time), down=down, note_down=note_down
+            )
+        try:
+            note = client.get(key)
+        except redis.ResponseError as exc:
+            if not wrong_type(exc):
+                raise
+            note = None
+        time = client.time(target_nodes=note_node)
+        return _NoteRead(identity=identity, note=note, now_ms=_ms(time), down=down)
 
 
-def _primaries_info(client: redis.RedisCluster) -> tuple[list[Any], dict[str, Exception]]:
-    """Return the INFO of each primary that answered, and the error of each that did not, by
-    name: one down is left out, its queues skipped and the others' reaped; none answering is
-    Redis away, and raises its error."""
-    infos: list[Any] = []
+def _identity(infos: list[Any]) -> str:
+    """Return the server the INFO of each primary that answered names."""
+    return ",".join(sorted(f"{i['run_id']}:{i['master_replid']}" for i in infos))
+
+
+def _ms(time: Any) -> int:
+    """Return a TIME reply in ms."""
+    return int(time[0]) * 1000 + int(time[1]) // 1000
+
+
+def _primaries_info(client: redis.RedisCluster) -> tuple[dict[Any, Any], dict[str, Exception]]:
+    """Return the INFO of each primary that answered, by node, and the error of each that did
+    not, by name: one down is left out, its queues skipped and the others' reaped; none
+    answering is Redis away, and raises its error."""
+    answered: dict[Any, Any] = {}
     down: dict[str, Exception] = {}
     primaries: Callable[[], list[Any]] = client.get_primaries  # untyped in redis-py
     for node in primaries():
         try:
-            infos.append(client.info(target_nodes=node))
+            answered[node] = client.info(target_nodes=node)
         except NODE_DOWN as exc:
             down[node.name] = exc
-    if not infos:
+    if not answered:
         raise next(iter(down.values()))
-    return infos, down
+    return answered, down
 
 
 def _noted_at(note: Any, identity: str) -> int | None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..broker.connection import refuses_writes, slot_not_served
+from ..broker.server_identity import ServerSeen
 from ..exceptions import BrokerUnavailable
 from .leases import RESUME_CHECK_S, lease_clock
 from .reaper import ReapReport, reap_pass
@@ -43,6 +44,11 @@ class ReapHold:
     ahead of this host's lease clock by more than a renewal interval, Redis's clock jumped (a
     step of its host's clock), every lease lapsed early by the jump, and the pass holds too.
     Otherwise a loop's first pass holds nothing.
+
+    On a Redis Cluster whose node of the note (``{alias}``) does not answer, no pass can ask
+    when reapers first saw the primaries that answer: the loop goes by when it first saw them
+    itself, so its first pass holds (a ``--once`` always does), and so does the pass after
+    the note's node is back, whose queues' workers renew first.
     """
 
     def __init__(self, renewal_s: float, clock: Callable[[], float] = lease_clock) -> None:
@@ -56,6 +62,9 @@ class ReapHold:
         # clock: that answer is a Redis time less a fixed one while the server is the same.
         self._server_seen: tuple[float, float] | None = None
         self._outage = ""  # why the last pass counts as an outage, if it does
+        # While the note cannot be read: the server the loop saw, and its Redis time then (ms).
+        self._seen_here: tuple[str, int] | None = None
+        self.unnoted: BrokerUnavailable | None = None  # why the last pass read no note
         self._until = -math.inf  # the hold's end, on the clock
         self.held = ""  # why the last pass settled no lease ("" when it settled them)
 
@@ -87,23 +96,23 @@ class ReapHold:
             self._ended(next(filter(None, map(_outage, report.failures.values())), ""))
         return report
 
-    def _settles(self, server_seen_s: float) -> bool:
-        """Say, as a pass starts, whether it may settle expired leases, reaching a server
-        reapers first saw ``server_seen_s`` ago; log a hold it starts."""
+    def _settles(self, server: ServerSeen) -> bool:
+        """Say, as a pass starts, whether it may settle expired leases, reaching ``server``;
+        log a hold it starts."""
         now = self._clock()
         reasons = [self._outage] if self._outage else []
         if self._stalled_s:
             reasons.append(f"this reaper stalled {self._stalled_s:.1f}s")
         self._stalled_s = 0.0
+        if server.unnoted is None and self._seen_here is not None:
+            reasons.append("the Redis Cluster node of the reapers' server note answers again")
+        server_seen_s, first_seen = self._server_seen_s(server)
         jumped_s = self._redis_clock_jump_s(server_seen_s, now)
         if jumped_s > self._stall_s:
             reasons.append(f"the Redis clock jumped {jumped_s:.1f}s ahead of this host's")
         left_s = self.hold_s if reasons else 0.0
         if server_seen_s < self.hold_s:
-            reasons.append(
-                "a new Redis server (restarted or failed over), first seen "
-                f"{server_seen_s:.1f}s ago"
-            )
+            reasons.append(f"{first_seen} {server_seen_s:.1f}s ago")
             left_s = max(left_s, self.hold_s - server_seen_s)
         if reasons:
             if now >= self._until:
@@ -124,6 +133,20 @@ class ReapHold:
             self._until = -math.inf
         self.held = ""
         return True
+
+    def _server_seen_s(self, server: ServerSeen) -> tuple[float, str]:
+        """Return how long ago (s) ``server`` was first seen, by the reapers' note or, when it
+        could not be read, by this loop; and how a hold's reason says so, up to the time."""
+        self.unnoted = server.unnoted
+        if server.ms_ago is not None:
+            self._seen_here = None
+            return server.ms_ago / 1000, "a new Redis server (restarted or failed over), first seen"
+        if self._seen_here is None or self._seen_here[0] != server.identity:
+            self._seen_here = (server.identity, server.now_ms)
+        return (server.now_ms - self._seen_here[1]) / 1000, (
+            "the reapers' server note unread (its Redis Cluster node did not answer), the "
+            "primaries that answer first seen by this reaper"
+        )
 
     def _redis_clock_jump_s(self, server_seen_s: float, now: float) -> float:
         """Return how much further the Redis clock ran than this host's lease clock since the

@@ -24,6 +24,7 @@ from ..broker import (
     checked_batch_size,
     reap_mark,
 )
+from ..broker.server_identity import ServerSeen
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
 from ..compat import TaskResult, TaskResultStatus, task_finished
@@ -76,6 +77,9 @@ class ReapReport:
     # Queues with expired leases left when a stop asked the pass to end (``reap_pass``'s
     # ``stopped``): it ends between two rounds, what it did counted and nothing half done.
     stopped: list[str] = field(default_factory=list)
+    # Why the queues registered in Redis are unknown (the Redis Cluster node of the queue set
+    # did not answer): the pass went through the configured ones alone.
+    unknown: BrokerUnavailable | None = None
 
     @property
     def released(self) -> int:
@@ -473,7 +477,7 @@ def reap_pass(
     batch_size: int = DEFAULT_BATCH_SIZE,
     dry_run: bool = False,
     stopped: Callable[[], bool] = _never,
-    settles: Callable[[float], bool] | None = None,
+    settles: Callable[[ServerSeen], bool] | None = None,
 ) -> ReapReport:
     """``reap_once``, but a queue whose part failed is noted in the report's ``failures``, and
     Redis going away part-way in its ``unreachable``, not raised: what the pass settled before
@@ -483,18 +487,28 @@ def reap_pass(
     with more to reap in the report's ``stopped`` (a backlog of 100,000 expired leases is 200
     rounds; docs/lifecycle.md, ``manage.py threadmill_reap``). With ``settles``, the pass
     first reads the server (``Broker.server_seen``): it skips the queues of a Redis Cluster
-    primary that did not answer, and settles leases only if ``settles``, told how long ago (s)
-    reapers first saw the server, says so; else it only advances workflows: a loop's
-    ``ReapHold`` so gives live workers the time to renew leases an outage or a stall let
-    lapse (docs/lifecycle.md, After an outage or a stall)."""
+    primary that did not answer, and settles leases only if ``settles``, told what was read,
+    says so; else it only advances workflows: a loop's ``ReapHold`` so gives live workers the
+    time to renew leases an outage or a stall let lapse (docs/lifecycle.md, After an outage or
+    a stall). A Redis Cluster whose node of the queue set does not answer has the pass go
+    through the configured queues (``QueueNames.unknown``)."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
-    queues, other = backend.broker.queues_and_other_parts(backend.queues)
+    names = backend.broker.queues_and_other_parts(backend.queues)
+    queues, other = names.queues, names.other
+    if names.unknown is not None:
+        report.unknown = names.unknown
+        logger.warning(
+            "Reap goes through the queues in QUEUES alone, those registered only in Redis "
+            "unknown queues=%s error=%s",
+            ",".join(queues) or "none",
+            names.unknown,
+        )
     settle = True
     if settles is not None:
         server = backend.broker.server_seen(queues)
         queues = _skipped(report, queues, server.unreached)
-        settle = settles(server.ms_ago / 1000)
+        settle = settles(server)
     try:
         # One round trip reaps a batch of every queue part, another sends their outcomes
         # (docs/scaling.md, What idle workers cost); queues with more go round again.

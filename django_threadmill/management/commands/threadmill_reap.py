@@ -67,6 +67,34 @@ def _pass_failed(message: str, cause: BrokerUnavailable) -> CommandError:
     return CommandError(message, returncode=ExitCode.REFUSED if refused else 1)
 
 
+def _when_settled(hold: ReapHold) -> str:
+    """Say who settles the leases a ``--once`` pass held, and when: another ``--once`` after
+    the hold; while the reapers' server note is unread, only a reaping loop, which saw the
+    primaries itself for that long (docs/lifecycle.md, After an outage or a stall)."""
+    again_s = round(hold.hold_s, 1)
+    if hold.unnoted is None:
+        return (
+            "Live workers renew theirs meanwhile: run 'manage.py threadmill_reap --once' again "
+            f"in {again_s:g}s to settle those still expired (docs/lifecycle.md, After an "
+            "outage or a stall)."
+        )
+    return (
+        "A --once pass settles none while that node is down: a reaping loop (threadmill_reap "
+        "without --once, or a worker's supervisor) settles those still expired once it has "
+        f"seen the same primaries for {again_s:g}s (docs/lifecycle.md, After an outage or a "
+        f"stall). {hold.unnoted}"
+    )
+
+
+def _unknown_queues(report: ReapReport) -> str:
+    """Say that a pass went through the configured queues alone, the queue set unread."""
+    return (
+        "Reap pass went through the queues in QUEUES alone (those listed above): the queues "
+        "registered only in Redis are unknown, their expired leases left for a pass that can "
+        f"read them: {report.unknown}"
+    )
+
+
 def _stopped_part_way(report: ReapReport) -> str:
     """Say that a stop ended a ``--once`` pass between two rounds, with expired leases left on
     the queues whose line ends ``incomplete=yes``, and how to settle them."""
@@ -185,6 +213,8 @@ class Command(ChecksAtStart, CutShortCommand):
         if done.failures:
             first = next(iter(done.failures.values()))
             raise _pass_failed(f"{_failed(done)}: {first}", first) from first
+        if report and done.unknown:  # a loop's pass logged it, and goes on as it is
+            raise CommandError(_unknown_queues(done)) from done.unknown
         if report and done.stopped:
             raise CommandError(_stopped_part_way(done))
 
@@ -192,12 +222,7 @@ class Command(ChecksAtStart, CutShortCommand):
         for line in report.lines:
             self.stdout.write(line)
         if hold is not None and hold.held:
-            again_s = round(hold.hold_s, 1)
-            self.stdout.write(
-                f"Expired leases held: {hold.held}. Live workers renew theirs meanwhile: run "
-                f"'manage.py threadmill_reap --once' again in {again_s:g}s to settle those still "
-                "expired (docs/lifecycle.md, After an outage or a stall)."
-            )
+            self.stdout.write(f"Expired leases held: {hold.held}. {_when_settled(hold)}")
         verb = "Would settle" if report.dry_run else "Settled"
         for queue, counts in report.queues.items():
             failed = (
