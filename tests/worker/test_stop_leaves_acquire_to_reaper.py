@@ -14,6 +14,7 @@ comes after) on an event: no timing involved.
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,11 @@ from typing import Any
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Acquired, Broker
+from django_threadmill.broker import Acquired, Broker, Reservation
 from django_threadmill.worker import process as process_module
 from django_threadmill.worker.exit_codes import ExitCode
 from django_threadmill.worker.process import STOP_MARGIN_S, WorkerProcess
+from django_threadmill.worker.stop_calls import join_until
 from tests.support import wait_until
 
 from . import tasks
@@ -70,10 +72,28 @@ def process(
     yield process
     let_go.set()
     process._wakeup.close()
-    crew = process.crew
     stop_calls = [t for t in threading.enumerate() if t.name.startswith("threadmill-stop-")]
-    for thread in (crew.prefetcher, crew.writer, crew.keeper, crew.drainer, *stop_calls):
-        thread.join(WAIT_S)  # those a stop left behind end once let go
+    for thread in (*process.crew.start_order(), *stop_calls):
+        join_until(thread, time.monotonic() + WAIT_S)  # those a stop left behind end once let go
+
+
+def count_once_runners_ended(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, *first: threading.Event
+) -> None:
+    """Hold ``process``'s stop just before it counts what it leaves behind (it stops the lease
+    keeper then) until each of ``first`` is set and the runners ended. The stop's end comes
+    0.5 s after it started, whatever the load: on a loaded machine a runner was still ending
+    then, and the process exited as forced, which is not what the tests are about."""
+    stop_keeper = process.crew.keeper.stop
+
+    def stop_keeper_once_ended() -> None:
+        for event in first:
+            event.wait(WAIT_S)
+        for runner in (*process.crew.pool.joinable(), process.crew.lane):
+            join_until(runner, time.monotonic() + WAIT_S)
+        stop_keeper()
+
+    monkeypatch.setattr(process.crew.keeper, "stop", stop_keeper_once_ended)
 
 
 def held(process: WorkerProcess) -> HeldAcquire:
@@ -88,6 +108,7 @@ def test_an_acquire_unanswered_at_the_stops_end_exits_dropped(
 ) -> None:
     tasks.square.enqueue(1)
     monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    count_once_runners_ended(process, monkeypatch)
     caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
     assert process._start_threads()
     assert held(process).held.wait(WAIT_S), "the prefetcher reserved nothing"
@@ -172,6 +193,7 @@ def test_an_answered_acquire_still_buffering_at_the_stops_end_exits_dropped(
     monkeypatch.setattr(process.crew.buffer, "put_many", put)
     monkeypatch.setattr(process.broker, "acquire_from", held(process).acquire_from)  # unheld
     monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    count_once_runners_ended(process, monkeypatch)
     caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
     put.hold.set()
     tasks.square.enqueue(1)
@@ -186,17 +208,38 @@ def test_an_answered_acquire_still_buffering_at_the_stops_end_exits_dropped(
     assert "left to the reaper unwritten=0 unreleased=0 acquire_unanswered=True " in caplog.text
 
 
+def looked_into_the_buffer(
+    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caller: str
+) -> threading.Event:
+    """Return an event set once the stop call named ``caller`` took what the closed buffer
+    kept and released it: a task put there later is left for another call to take."""
+    release_kept = process._release_kept
+    looked = threading.Event()
+
+    def release_kept_and_say(left: list[Reservation]) -> bool:
+        released = release_kept(left)
+        if threading.current_thread().name == caller:
+            looked.set()
+        return released
+
+    monkeypatch.setattr(process, "_release_kept", release_kept_and_say)
+    return looked
+
+
 def test_tasks_in_the_closed_buffer_the_late_release_has_not_taken_count_as_unreleased(
     process: WorkerProcess,
     monkeypatch: pytest.MonkeyPatch,
     let_go: threading.Event,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The acquire is answered once the stop closed the buffer, and its task put there; the
-    prefetcher is held after that, so the late release, which waits for it, has not taken
-    the task when the stop ends: it is left to the reaper, and counted as unreleased."""
+    """The acquire is answered once the stop closed the buffer and the release of what the
+    runners handed back looked there, and its task put there; the prefetcher is held after
+    that, so the late release, which waits for it, has not taken the task when the stop
+    counts (held until then): it is left to the reaper, and counted as unreleased."""
     after = HeldCall(process.crew.prefetcher._held_back.next_due_ms)
     monkeypatch.setattr(process.crew.prefetcher._held_back, "next_due_ms", after)
+    looked = looked_into_the_buffer(process, monkeypatch, "threadmill-stop-release-handed-back")
+    count_once_runners_ended(process, monkeypatch, after.held)  # the task in the buffer
     monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
     caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
     tasks.square.enqueue(1)
@@ -206,7 +249,7 @@ def test_tasks_in_the_closed_buffer_the_late_release_has_not_taken_count_as_unre
     stopping = threading.Thread(target=process.stop)
     stopping.start()
     try:
-        wait_until(lambda: process.crew.buffer._closed, "the buffer closed")
+        assert looked.wait(WAIT_S), "the stop never released what the runners handed back"
         let_go.set()  # the acquire's reply comes: its task goes to the closed buffer
         assert after.held.wait(WAIT_S), "the prefetcher never got past its buffering"
         stopping.join(WAIT_S)
