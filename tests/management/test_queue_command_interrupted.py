@@ -139,7 +139,7 @@ def test_resume_interrupted_while_it_waits_on_redis_says_it_resumed(
             listed, error = command.communicate(timeout=EXIT_DEADLINE_S)
         finally:
             command.kill()
-            command.wait()
+            command.communicate()  # its pipes closed too: left open, a later test was failed
         still_paused = client.exists(key)
     assert (command.returncode, listed) == (
         1,
