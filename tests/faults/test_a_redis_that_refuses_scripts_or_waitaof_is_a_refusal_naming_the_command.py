@@ -155,6 +155,10 @@ def test_waitaof_refused_under_a_running_worker_stops_it_saying_the_unconfirmed_
     assert f"Ack batch applied but not confirmed kind=finish size=1 task_ids={result.id} " \
         "error=" in log  # fmt: skip
     assert "Ack batch failed" not in log
+    # Its stop says Redis refused it: "Redis did not take them in time" asked for a wait.
+    assert "Stopped with work left to the reaper unwritten=1 " in log
+    assert "(Redis refused this worker, which no wait fixes: " in log
+    assert "Redis did not take them in time" not in log
     with override_settings(TASKS=tasks_setting(admin_url, key_prefix)):
         result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL  # written, only not confirmed

@@ -5,9 +5,10 @@ the command exits with the code that names what happened (5, 4), and the lines s
 Before the fix a process whose own stop raised (exit code 5), or that something else killed
 meanwhile, made the command exit 1, the code of tasks still running after the grace period, and
 the supervisor said nothing of it; a process Redis refused during the stop (exit code 4) made it
-exit 1 too. And a stop after Redis refused an outcome, or the WAITAOF confirming it, said the
-work was left to the reaper because "Redis did not take them in time": a Redis too slow, whose
-fix is to wait, where none helps.
+exit 1 too. And a stop after Redis refused an outcome said the work was left to the reaper
+because "Redis did not take them in time": a Redis too slow, whose fix is to wait, where none
+helps (after a refused WAITAOF too, which tests/faults' test of a Redis that refuses scripts or
+WAITAOF checks).
 
 The real ``threadmill_worker`` command in a subprocess; tasks hold their thread until the test
 creates a file: no timing involved.
@@ -19,18 +20,13 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-import redis
 from django.test import override_settings
 
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.worker.exit_codes import ExitCode
-from testproject.example.tasks import echo
 from tests.conftest import tasks_setting
 from tests.faults.test_a_command_an_acl_keeps_from_a_script_is_refused_naming_the_rule import (
     acl_user_url,
-)
-from tests.faults.test_a_redis_that_refuses_scripts_or_waitaof_is_a_refusal_naming_the_command import (  # noqa: F401, E501
-    fsync_server,
 )
 from tests.faults.test_an_outcome_an_acl_keeps_from_being_written_stops_the_worker_and_is_left_to_the_reaper import (  # noqa: E501
     ALL_BUT_EXPIRY,
@@ -137,24 +133,3 @@ def test_a_process_redis_refuses_as_the_supervisor_stops_makes_the_command_exit_
     assert LEFT_BY_A_REFUSAL.search(log), log
     assert SAID_SLOW not in log
     assert "Supervisor stopped exit_code=4" in log
-
-
-def test_a_stop_after_waitaof_was_refused_says_redis_refused_not_that_it_was_slow(
-    fsync_server: tuple[str, str],  # noqa: F811
-    key_prefix: str,
-) -> None:
-    admin_url, app_url = fsync_server
-    command = worker(app_url, key_prefix, options={"durability": "fsync"})
-    try:
-        command.wait_for_log("Worker process started")
-        with redis.Redis.from_url(admin_url) as admin:
-            admin.execute_command("ACL", "SETUSER", "app", "-waitaof")
-        with override_settings(TASKS=tasks_setting(admin_url, key_prefix)):
-            echo.enqueue(1)
-        assert command.wait(WAIT_S) == ExitCode.REFUSED, command.log
-        log = command.log
-    finally:
-        command.close()
-    assert "Ack batch applied but not confirmed kind=finish size=1" in log
-    assert LEFT_BY_A_REFUSAL.search(log), log
-    assert SAID_SLOW not in log
