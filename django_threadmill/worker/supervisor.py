@@ -315,14 +315,17 @@ class Supervisor:
     def _stopped(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
         """Mark the slot done once its process stopped as asked; say how in the exit code."""
         slot.done = True
-        self._count_stopped(slot, process, code)
+        self._count_stopped(slot, process, code, slot.worker_id)
 
-    def _count_stopped(self, slot: Slot, process: BaseProcess, code: int | None) -> None:
+    def _count_stopped(
+        self, slot: Slot, process: BaseProcess, code: int | None, worker_id: str
+    ) -> None:
         """Say in the exit code how a process ended while every process stopped, and name
-        one that died meanwhile (a crash in its own stop, a kill this supervisor did not
-        make): its exit 5, or a kill, made the command exit 1, the code of tasks still running
-        after the grace period, with no line naming what ended it (docs/worker.md, Exit codes).
-        """
+        and sign off one that died meanwhile (a crash in its own stop, a kill this supervisor
+        did not make): its exit 5, or a kill, made the command exit 1, the code of tasks still
+        running after the grace period, with no line naming what ended it, and
+        ``threadmill_health`` counted it live until its lease would end (docs/worker.md, Exit
+        codes)."""
         if code not in RECYCLE_ENDINGS and code != ExitCode.REFUSED and not self._killed:
             logger.error(
                 "Worker process died while stopping slot=%d pid=%s status=%s (what it had not "
@@ -331,6 +334,7 @@ class Supervisor:
                 process.pid,
                 _status(process, code),
             )
+            self.chores.sign_off(worker_id)
         self.exit_code = self.exit_code or _stopped_with(code)
 
     def _burst_ended(self, slot: Slot, process: BaseProcess, code: int) -> None:
@@ -357,7 +361,7 @@ class Supervisor:
         one that said it recycles meanwhile, or let a --burst slot look again."""
         retired, code = slot.collect_retired()
         if stopping:
-            self._count_stopped(slot, retired.process, code)
+            self._count_stopped(slot, retired.process, code, retired.worker_id)
             return
         self._report_retired(slot, retired, code)
         if slot.recycling and slot.process is not None:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.test import override_settings
 
+from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.worker.exit_codes import ExitCode
 from tests.conftest import tasks_setting
@@ -92,10 +93,12 @@ def test_a_process_whose_stop_raises_as_the_supervisor_stops_makes_the_command_e
 
 
 def test_a_process_killed_by_another_as_the_supervisor_stops_makes_the_command_exit_5(
-    start_worker: Callable[..., Command], tmp_path: Path
+    start_worker: Callable[..., Command], tmp_path: Path, backend: ThreadmillTaskBackend
 ) -> None:
     """Killed during its grace period by something other than the supervisor (the kernel's
-    OOM killer, an operator's SIGKILL): a death, as under --burst, not tasks left running."""
+    OOM killer, an operator's SIGKILL): a death, as under --burst, not tasks left running; and
+    signed off by the supervisor, as it cannot sign itself off (``threadmill_health`` counted
+    it live until its lease would end)."""
     command = start_worker("--threads", "1", "--reap-interval", "0")
     running(tasks.wait_for_file.enqueue(str(tmp_path / "never")))
     [pid] = command.child_pids()
@@ -108,6 +111,8 @@ def test_a_process_killed_by_another_as_the_supervisor_stops_makes_the_command_e
         rf"ERROR .*Worker process died while stopping slot=0 pid={pid} status=signal 9 ",
         command.log,
     ), command.log
+    sighted = backend.broker.client.zrange(backend.broker.queue_keys("default").workers, 0, -1)
+    assert not [worker_id for worker_id in sighted if f":{pid}:" in str(worker_id)], sighted
 
 
 def test_a_process_redis_refuses_as_the_supervisor_stops_makes_the_command_exit_4(
