@@ -48,7 +48,8 @@ DAMAGED_DATA_ERRORS = (
 SCRIPT_ACL_REFUSALS = ("The user executing the script can't", "ACL failure in script")
 # Redis's words for a command it does not know, up to the arguments it goes on to quote: those of
 # SCRIPT LOAD and EVAL are a script's source, which said nothing of the command to restore.
-UNKNOWN_COMMAND = re.compile(r"(?:ERR )?unknown command '[^']*'")
+# Quoted in backticks by servers before Redis 6.
+UNKNOWN_COMMAND = re.compile(r"(?:ERR )?unknown command (['`])[^'`]*\1")
 # Replies of a Redis that refuses every write for now, whatever the key: it cannot save to disk
 # (MISCONF), or too few replicas acknowledge it (NOREPLICAS, min-replicas-to-write). A read-only
 # replica's READONLY is one too (``read_only``): redis-py strips that code.
@@ -328,6 +329,13 @@ def reply_of(exc: redis.ResponseError) -> str:
     return SCRIPT_ERROR_WRAPPING.sub("", message, count=1)
 
 
+def unknown_command(error: Exception | str) -> str | None:
+    """Return Redis's words for a command it does not know (renamed away, or too new for the
+    server) from ``error``, a pipeline's annotated one too; None when it says something else."""
+    found = UNKNOWN_COMMAND.search(str(error))
+    return found[0] if found else None
+
+
 def wrong_type(error: BaseException) -> bool:
     """Tell whether ``error`` is Redis refusing a command on a key of another type."""
     return isinstance(error, redis.ResponseError) and reply_of(error).startswith("WRONGTYPE")
@@ -534,9 +542,9 @@ def _translated_reply(
             "'databases' setting (16 by default) at the end of LOCATION, e.g. "
             "'redis://host:6379/0'."
         )
-    if unknown := UNKNOWN_COMMAND.match(message):
+    if unknown := unknown_command(message):
         return BrokerRefused(
-            f"Redis at {where} does not know a command this backend sends ({unknown[0]}): it was "
+            f"Redis at {where} does not know a command this backend sends ({unknown}): it was "
             "renamed or disabled (rename-command in its config). Enable it: the commands of "
             "the ACL '+@all -@dangerous +info' must be there under their own names."
         )

@@ -12,6 +12,7 @@ import redis
 from ..conf.settings import BackendSettings
 from ..conf.topology import Durability, masked_location
 from ..exceptions import ConfirmationRefused, MaybeApplied
+from .connection import unknown_command
 
 # The way out of a confirmation the server refuses for good, short of fixing the server.
 _OTHER_MODE = "set OPTIONS['durability'] to 'replicated' or 'local'"
@@ -65,16 +66,14 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
 def _refused_for_good(error: Exception) -> bool:
     """Tell whether Redis refused the confirmation itself, as it will every one: the ACL user
     may not run it, or the server has no such command (renamed away, or too old)."""
-    return isinstance(error, redis.exceptions.NoPermissionError) or (
-        "unknown command" in str(error).lower()
-    )
+    return isinstance(error, redis.exceptions.NoPermissionError) or bool(unknown_command(error))
 
 
 def _fix(error: Exception) -> str:
     """Return what to do about a confirmation Redis refused for good, else ""."""
     # Either way every call would store its tasks and fail: a retry would enqueue them twice.
     message = str(error).lower()
-    if "unknown command" in message and "waitaof" in message:
+    if unknown_command(error) and "waitaof" in message:
         return (
             ". This Redis has no WAITAOF (Redis and Valkey have it from 7.2): upgrade it, or "
             f"{_OTHER_MODE}; on a 7.2+ server it was renamed away (rename-command): restore it"
