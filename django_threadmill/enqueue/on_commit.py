@@ -33,10 +33,20 @@ def defer_to_commit(
     database connection just to ask (a web process that enqueues need not touch its database).
     A rolled-back transaction, or savepoint, drops ``write`` as Django drops its callbacks.
     """
-    connection = connections[using]
-    # An unopened connection holds no transaction. With autocommit off outside atomic(),
-    # on_commit raises Django's TransactionManagementError, which is the right answer there.
-    if not connection.in_atomic_block and (connection.connection is None or connection.autocommit):
+    if not in_transaction(using):
         return False
     transaction.on_commit(WriteAtCommit(write, task_paths), using=using)
     return True
+
+
+def in_transaction(using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Tell whether this thread's connection ``using`` holds an open transaction.
+
+    An unopened connection holds none, so asking opens nothing. With autocommit off outside
+    atomic(), on_commit raises Django's TransactionManagementError, which is the right answer
+    there.
+    """
+    connection = connections[using]
+    return connection.in_atomic_block or (
+        connection.connection is not None and not connection.autocommit
+    )

@@ -15,7 +15,7 @@ from ..codec.ids import new_task_hex, step_marker
 from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to
 from ..compat import InvalidTask, Task, TaskResult
 from ..enqueue.announce import announce_all, announce_guarded
-from ..enqueue.on_commit import defer_to_commit
+from ..enqueue.on_commit import defer_to_commit, in_transaction
 from ..enqueue.pipeline import Announcer
 from ..enqueue.prepare import prepare
 from ..exceptions import BrokerUnavailable, PartlyEnqueued, WorkflowDoesNotExist
@@ -157,7 +157,15 @@ def _keep_normalised(planned: Plan, step: PlannedStep, result: TaskResult) -> No
 
 
 async def alaunch(root: Plannable) -> WorkflowResult:
-    """Async twin of ``launch``, run in a worker thread (a workflow is several round trips)."""
+    """Async twin of ``launch``, run in a worker thread (a workflow is several round trips).
+
+    Run here instead when this code holds a transaction (``atomic()`` entered in async code,
+    under DJANGO_ALLOW_ASYNC_UNSAFE), so that with ``enqueue_on_commit`` it waits for that
+    commit, as a lone task's ``aenqueue`` does (docs/enqueue.md, Enqueue after commit): a
+    worker thread has a connection of its own, which holds none.
+    """
+    if in_transaction():
+        return launch(root)
     return await sync_to_async(launch, thread_sensitive=False)(root)
 
 
