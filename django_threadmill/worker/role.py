@@ -36,7 +36,7 @@ class RoleThread(threading.Thread):
     def stop(self) -> None:
         """Ask the loop to end: set ``stopping``, then wake the thread wherever it waits.
 
-        Whoever started the thread calls this, then joins it (worker/process.py ``stop``).
+        Whoever started the thread calls this, then joins it (worker/shutdown.py).
         """
         self.stopping.set()
         self.wake()

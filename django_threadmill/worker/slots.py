@@ -14,10 +14,11 @@ from multiprocessing.process import BaseProcess
 
 from ..aliases import threadmill_backend
 from ..codec.ids import make_worker_id, new_worker_tag
+from .control import ASKED_ALONE, COUNTED, ENDING
 from .exit_codes import ExitCode, exit_now
 from .interruptible import STOP_SIGNALS
 from .options import WorkerOptions
-from .process import ASKED_ALONE, COUNTED, ENDING, WorkerProcess
+from .process import WorkerProcess
 
 logger = logging.getLogger(__name__)
 

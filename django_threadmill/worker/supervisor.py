@@ -15,11 +15,13 @@ from types import FrameType
 from ..backend import ThreadmillTaskBackend
 from .backoff import RESTART_BACKOFF
 from .chores import Chores
+from .control import COUNTED, RECYCLING, REPLACED, STOP
 from .exit_codes import ExitCode
 from .interruptible import STOP_SIGNALS, stop_signals, stop_signals_heard
 from .options import WorkerOptions
 from .orphans import is_pid_1, reap_orphans
-from .process import COUNTED, RECYCLING, REPLACED, STOP, STOP_MARGIN_S, WorkerProcess
+from .process import WorkerProcess
+from .shutdown import STOP_MARGIN_S
 from .slots import Retiring, Slot
 from .wakeup import WakeupPipe
 
@@ -267,7 +269,7 @@ class Supervisor:
                 continue
             heard = slot.hear()
             if COUNTED in heard and slot.retiring is not None:
-                # The replacement counts: the recycled process may sign off (process.py).
+                # The replacement counts: the recycled process may sign off (worker/shutdown.py).
                 with suppress(OSError):  # it has exited: collected next
                     os.write(slot.retiring.control_fd, REPLACED)
             if RECYCLING in heard and not self.stopping:

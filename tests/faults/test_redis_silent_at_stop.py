@@ -11,7 +11,7 @@ import pytest
 
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.worker.exit_codes import ExitCode
-from django_threadmill.worker.process import STOP_MARGIN_S
+from django_threadmill.worker.shutdown import STOP_MARGIN_S
 from tests.servers.redis_server import RedisProcess
 from tests.support import Command, wait_until, worker
 

@@ -42,12 +42,12 @@ HELD_REPLACEMENTS = textwrap.dedent(
 
     from django.core.management import execute_from_command_line
 
-    from django_threadmill.worker import process, slots
+    from django_threadmill.worker import shutdown, slots
 
     # The recycled process waits for its replacement this long at most (the grace period bounds
     # it too): the default 5 s passed before the test's probe, a subprocess, had answered on a
     # loaded machine, and the host then read live=0 as it does once that wait is over.
-    process.REPLACEMENT_WAIT_S = 600.0
+    shutdown.REPLACEMENT_WAIT_S = 600.0
     first_started, release = sys.argv[1], sys.argv[2]
     run_worker_process = slots.run_worker_process
 

@@ -23,9 +23,10 @@ import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Acquired, Broker, Reservation
-from django_threadmill.worker import process as process_module
+from django_threadmill.worker import shutdown
 from django_threadmill.worker.exit_codes import ExitCode
-from django_threadmill.worker.process import STOP_MARGIN_S, WorkerProcess
+from django_threadmill.worker.process import WorkerProcess
+from django_threadmill.worker.shutdown import STOP_MARGIN_S, Shutdown
 from django_threadmill.worker.stop_calls import join_until
 from tests.support import wait_until
 
@@ -107,7 +108,7 @@ def test_an_acquire_unanswered_at_the_stops_end_exits_dropped(
     process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     tasks.square.enqueue(1)
-    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    monkeypatch.setattr(shutdown, "STOP_MARGIN_S", 0.5)
     count_once_runners_ended(process, monkeypatch)
     caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
     assert process._start_threads()
@@ -139,17 +140,17 @@ def test_a_recycles_late_release_waits_for_the_prefetcher_until_the_recycles_end
     release = tmp_path / "release"
     running = tasks.wait_for_file.enqueue(str(release))
     assert process._start_threads()
-    wait_until(lambda: process._running() == 1, "the task running")
+    wait_until(lambda: Shutdown(process).running() == 1, "the task running")
     reserved = tasks.square.enqueue(2)
     assert held(process).held.wait(WAIT_S), "the prefetcher reserved nothing"
-    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.0)
-    process._recycle()  # as the thread whose task reached --max-tasks does
+    monkeypatch.setattr(shutdown, "STOP_MARGIN_S", 0.0)
+    process.recycler.recycle()  # as the thread whose task reached --max-tasks does
 
     stopping = threading.Thread(target=process.stop)
     stopping.start()
     try:
         wait_until(lambda: "Recycling once 1 running task finish" in caplog.text, "the recycle")
-        monkeypatch.setattr(process_module, "STOP_MARGIN_S", STOP_MARGIN_S)
+        monkeypatch.setattr(shutdown, "STOP_MARGIN_S", STOP_MARGIN_S)
         let_go.set()
         process.crew.prefetcher.join(WAIT_S)
         assert not process.crew.prefetcher.is_alive()
@@ -192,7 +193,7 @@ def test_an_answered_acquire_still_buffering_at_the_stops_end_exits_dropped(
     put = HeldCall(process.crew.buffer.put_many)
     monkeypatch.setattr(process.crew.buffer, "put_many", put)
     monkeypatch.setattr(process.broker, "acquire_from", held(process).acquire_from)  # unheld
-    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    monkeypatch.setattr(shutdown, "STOP_MARGIN_S", 0.5)
     count_once_runners_ended(process, monkeypatch)
     caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
     put.hold.set()
@@ -208,21 +209,19 @@ def test_an_answered_acquire_still_buffering_at_the_stops_end_exits_dropped(
     assert "left to the reaper unwritten=0 unreleased=0 acquire_unanswered=True " in caplog.text
 
 
-def looked_into_the_buffer(
-    process: WorkerProcess, monkeypatch: pytest.MonkeyPatch, caller: str
-) -> threading.Event:
+def looked_into_the_buffer(monkeypatch: pytest.MonkeyPatch, caller: str) -> threading.Event:
     """Return an event set once the stop call named ``caller`` took what the closed buffer
     kept and released it: a task put there later is left for another call to take."""
-    release_kept = process._release_kept
+    release_kept = Shutdown.release_kept
     looked = threading.Event()
 
-    def release_kept_and_say(left: list[Reservation]) -> bool:
-        released = release_kept(left)
+    def release_kept_and_say(stop: Shutdown, left: list[Reservation]) -> bool:
+        released = release_kept(stop, left)
         if threading.current_thread().name == caller:
             looked.set()
         return released
 
-    monkeypatch.setattr(process, "_release_kept", release_kept_and_say)
+    monkeypatch.setattr(Shutdown, "release_kept", release_kept_and_say)
     return looked
 
 
@@ -238,9 +237,9 @@ def test_tasks_in_the_closed_buffer_the_late_release_has_not_taken_count_as_unre
     counts (held until then): it is left to the reaper, and counted as unreleased."""
     after = HeldCall(process.crew.prefetcher._held_back.next_due_ms)
     monkeypatch.setattr(process.crew.prefetcher._held_back, "next_due_ms", after)
-    looked = looked_into_the_buffer(process, monkeypatch, "threadmill-stop-release-handed-back")
+    looked = looked_into_the_buffer(monkeypatch, "threadmill-stop-release-handed-back")
     count_once_runners_ended(process, monkeypatch, after.held)  # the task in the buffer
-    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    monkeypatch.setattr(shutdown, "STOP_MARGIN_S", 0.5)
     caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
     tasks.square.enqueue(1)
     assert process._start_threads()

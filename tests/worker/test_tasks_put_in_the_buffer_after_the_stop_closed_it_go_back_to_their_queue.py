@@ -23,7 +23,7 @@ import pytest
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Acquired, Broker, Reservation
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.worker import process as process_module
+from django_threadmill.worker import shutdown
 from django_threadmill.worker.exit_codes import ExitCode
 from django_threadmill.worker.process import WorkerProcess
 
@@ -124,7 +124,7 @@ def test_a_prefetcher_still_held_at_the_end_does_not_hold_the_stop(
     """The late release waits for the prefetcher only until the stop's end: past it, the
     process exits without them, naming the prefetcher, as for any call Redis holds."""
     tasks.square.enqueue(1)
-    monkeypatch.setattr(process_module, "STOP_MARGIN_S", 0.5)
+    monkeypatch.setattr(shutdown, "STOP_MARGIN_S", 0.5)
     caplog.set_level(logging.WARNING, "django_threadmill.worker.process")
     let_go = threading.Event()
     held_acquire(monkeypatch, process, let_go)

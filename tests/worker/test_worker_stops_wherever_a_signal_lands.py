@@ -10,14 +10,14 @@ thread as ``--processes 0`` runs it, hears SIGTERM at another place, the handler
 Python calls it and a byte written to the wake-up pipe as the signal's C handler writes one.
 
 The places are the lines the main thread runs, once its handler is set, in the stop's own
-code (process.py, wakeup.py, signal_flag.py, interruptible.py, stop_calls.py) and in
-``threading`` and ``selectors``, where it holds locks and sleeps: start-up, the wait, and the
-stop that a burst's empty queues began. The other worker modules the stop calls take only
-their own locks, which no handler takes, and reach the library's through ``threading``;
-``logging``, which the handler calls, holds reentrant locks. A place is a line and the path
-through process.py that led to it (``_wait`` waits at start-up and for the stop), and each run
-hears the signal at the first place no run heard it yet, until a run meets none: every place
-is tried once, in about 600 runs.
+code (process.py, shutdown.py, wakeup.py, signal_flag.py, interruptible.py, stop_calls.py)
+and in ``threading`` and ``selectors``, where it holds locks and sleeps: start-up, the wait,
+and the stop that a burst's empty queues began. The other worker modules the stop calls take
+only their own locks, which no handler takes, and reach the library's through
+``threading``; ``logging``, which the handler calls, holds reentrant locks. A place is a line
+and the path through process.py and shutdown.py that led to it (``wait`` waits at start-up
+and for the stop), and each run hears the signal at the first place no run heard it yet,
+until a run meets none: every place is tried once, in about 600 runs.
 """
 
 import textwrap
@@ -36,13 +36,16 @@ SCRIPT = textwrap.dedent(
 
     django.setup()
     from django_threadmill.compat import TaskResultStatus, task_backends
-    from django_threadmill.worker import interruptible, process, signal_flag, stop_calls, wakeup
+    from django_threadmill.worker import (
+        interruptible, process, shutdown, signal_flag, stop_calls, wakeup
+    )
     from django_threadmill.worker.interruptible import STOP_SIGNALS
     from django_threadmill.worker.process import WorkerProcess
     from tests.worker import tasks
     from tests.worker.support import worker_options
 
-    STOPS_CODE = (process, wakeup, signal_flag, interruptible, stop_calls)
+    STOPS_CODE = (process, shutdown, wakeup, signal_flag, interruptible, stop_calls)
+    PATHS = {{process.__file__, shutdown.__file__}}
     TRACED = {{module.__file__ for module in (threading, selectors, *STOPS_CODE)}}
     SETTLED = {{TaskResultStatus.SUCCESSFUL, TaskResultStatus.READY}}
     backend = task_backends["default"]
@@ -52,7 +55,7 @@ SCRIPT = textwrap.dedent(
     def place(frame):
         path, caller = [], frame
         while caller is not None:
-            if caller.f_code.co_filename == process.__file__:
+            if caller.f_code.co_filename in PATHS:
                 path.append(caller.f_code.co_name)
             caller = caller.f_back
         return frame.f_code.co_filename, frame.f_lineno, tuple(path)
@@ -112,7 +115,7 @@ SCRIPT = textwrap.dedent(
         if runs > {MAX_RUNS}:
             sys.exit(f"still new places after {MAX_RUNS} runs")
     paths = {{path for _, _, path in tried}}
-    missing = {{("_wait", "run"), ("stop", "run")}} - paths
+    missing = {{("wait", "run"), ("stop", "run"), ("run", "stop", "run")}} - paths
     if missing:
         sys.exit(f"no signal tried in {{missing}}")
     print(f"every run ended: {{len(tried)}} places tried in {{runs}} runs")
