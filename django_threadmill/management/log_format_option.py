@@ -4,7 +4,7 @@ from argparse import ArgumentParser
 
 
 def add_log_format_option(parser: ArgumentParser) -> None:
-    """Add ``--log-format``, which ``worker/logs.configure_logging`` reads: text or JSON lines."""
+    """Add ``--log-format``, which ``worker/logs.logging_configured`` reads: text or JSON lines."""
     parser.add_argument(
         "--log-format",
         choices=["text", "json"],

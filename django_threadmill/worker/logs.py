@@ -13,6 +13,8 @@ its choice stands.
 import json
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 
@@ -39,7 +41,33 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
-def configure_logging(log_format: str, verbosity: int) -> None:
+@contextmanager
+def logging_configured(log_format: str, verbosity: int) -> Iterator[None]:
+    """Configure logging for a command's run (``_configure_logging``), then put back what it
+    changed: a caller that goes on (``call_command``, a test) keeps its own logging, not a
+    handler writing to the stderr of the call, which it may have replaced or closed since
+    (pytest's ``capsys``), nor a ``django_threadmill`` that no longer reaches its root."""
+    logger = logging.getLogger(LOGGER_NAME)
+    tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
+    handlers = list(logger.handlers)
+    formatters = [(handler, handler.formatter) for handler in handlers]
+    propagate, level, tasks_level = logger.propagate, logger.level, tasks_logger.level
+    _configure_logging(log_format, verbosity)
+    try:
+        yield
+    finally:
+        for handler in logger.handlers[:]:
+            if handler not in handlers:
+                logger.removeHandler(handler)
+                handler.close()
+        for handler, formatter in formatters:
+            handler.setFormatter(formatter)
+        logger.propagate = propagate
+        logger.setLevel(level)
+        tasks_logger.setLevel(tasks_level)
+
+
+def _configure_logging(log_format: str, verbosity: int) -> None:
     """Send ``django_threadmill`` logs to stderr unless the project's LOGGING already does."""
     logger = logging.getLogger(LOGGER_NAME)
     logger.setLevel(LEVEL_OF_VERBOSITY.get(verbosity, logging.DEBUG))

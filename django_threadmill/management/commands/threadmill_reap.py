@@ -21,7 +21,7 @@ from ...worker.interruptible import (
     call_unless_stopped,
     stop_signals_heard,
 )
-from ...worker.logs import configure_logging
+from ...worker.logs import logging_configured
 from ...worker.reap_hold import ReapHold
 from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_pass
 from ...worker.signal_flag import SignalFlag
@@ -144,8 +144,8 @@ class Command(ChecksAtStart, CutShortCommand):
         """Set up logging before the system checks, as the worker does: a project whose
         LOGGING leaves django_threadmill alone would otherwise see no start, pass or stop
         line, and bare warnings."""
-        configure_logging(options["log_format"], options["verbosity"])
-        return super().execute(*args, **options)
+        with logging_configured(options["log_format"], options["verbosity"]):
+            return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = backend_option(options["backend"])

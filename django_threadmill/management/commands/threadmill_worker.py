@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 
 from ...backend import ThreadmillTaskBackend
 from ...worker.cpus import default_processes
-from ...worker.logs import configure_logging
+from ...worker.logs import logging_configured
 from ...worker.memory import MIB, ResidentMemory
 from ...worker.options import (
     DEFAULT_ASYNC_CONCURRENCY,
@@ -212,8 +212,8 @@ class Command(ChecksAtStart, ExitCodeCommand):
 
     def execute(self, *args: Any, **options: Any) -> Any:
         """Set up logging before the system checks: a stop during them says so."""
-        configure_logging(options["log_format"], options["verbosity"])
-        return super().execute(*args, **options)
+        with logging_configured(options["log_format"], options["verbosity"]):
+            return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = backend_option(options["backend"])
