@@ -17,6 +17,7 @@ from ..broker.inspect import (
     WorkerSighting,
 )
 from ..broker.inspect.source import Source
+from ..broker.layouts import QueueNames
 from ..broker.pausing import MAX_REASON_CHARS, QueuePause, checked_reason
 from ..broker.raw_replies import controls_escaped
 from ..codec.ids import queue_of, worker_host_and_pid
@@ -173,7 +174,8 @@ def alias_context(source: Source) -> dict[str, Any]:
         "result_ttl_s": settings.result_ttl_s,
     }
     try:
-        queues = source.queues()
+        names = source.names
+        queues = [queue for queue in names.queues if queue not in names.unreached]
         # Every shard count's: what an earlier queue_shards left is still shown (docs/scaling.md,
         # Changing the shard count).
         overviews = source.inspector.overview(queues, every_count=True)
@@ -189,18 +191,21 @@ def alias_context(source: Source) -> dict[str, Any]:
     except BrokerUnavailable as exc:
         return {**block, "error": str(exc)}
     workers = _worker_lines(sightings, now_ms, settings.lease_ttl_ms)
+    lines = {
+        overview.queue: _queue_line(
+            overview,
+            settings.limit_of(overview.queue),
+            tokens.get(overview.queue),
+            paused.get(overview.queue),
+            settings.result_ttl_s,
+        )
+        for overview in overviews
+    }
     return {
         **block,
-        "queues": [
-            _queue_line(
-                overview,
-                settings.limit_of(overview.queue),
-                tokens.get(overview.queue),
-                paused.get(overview.queue),
-                settings.result_ttl_s,
-            )
-            for overview in overviews
-        ],
+        "queues_alone": _queues_alone(names),
+        # A queue of a node that does not answer is listed as such, not as empty.
+        "queues": [lines.get(queue) or {"unreached": queue} for queue in names.queues],
         "workers": [
             {"line": line, "last_renewal": _last_renewal(line, now_ms)}
             for line in sorted(workers, key=lambda w: (w.silent, w.worker_id))
@@ -210,6 +215,20 @@ def alias_context(source: Source) -> dict[str, Any]:
         "activity": activity,
         "throughput_minutes": THROUGHPUT_MINUTES,
     }
+
+
+def _queues_alone(names: QueueNames) -> str:
+    """Say that the page lists the queues in QUEUES alone, the queue set unread, and which of
+    them are unavailable; "" when the queue set was read (docs/lifecycle.md, After an outage
+    or a stall)."""
+    if names.unknown is None:
+        return ""
+    unreached = ", ".join(names.unreached)
+    on_it = f", and those on that node are unavailable: {unreached}" if unreached else ""
+    return (
+        f"The queue set could not be read: {names.unknown} The queues listed are those in "
+        f"QUEUES alone (a queue registered only in Redis is not listed){on_it}."
+    )
 
 
 def queues_context() -> dict[str, Any]:

@@ -6,7 +6,7 @@ all subclasses of ``BrokerCore``; ``broker.py`` joins them into the one ``Broker
 
 import itertools
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import cached_property, partial
 from typing import Any
@@ -319,6 +319,24 @@ class BrokerCore:
     def record_key(self, task_id: str) -> str | None:
         part = self.part_of(task_id)
         return None if part is None else self.queue_keys(part).record(task_id)
+
+    def parts_on(
+        self, down: Mapping[str, BrokerUnavailable], parts: Iterable[str]
+    ) -> dict[str, BrokerUnavailable]:
+        """Return those of the queue ``parts`` on a Redis Cluster node of ``down`` (by name),
+        each with that node's error: no read of theirs answers."""
+        if not down or not isinstance(self.client, redis.RedisCluster):
+            return {}
+        nodes = {part: self.node_of(self.queue_keys(part).ready) for part in parts}
+        return {part: down[node] for part, node in nodes.items() if node in down}
+
+    def node_of(self, key: str) -> str:
+        """Return the name ("host:port") of the Redis Cluster node that holds ``key``, by the
+        client's slot map."""
+        client = self.client
+        assert isinstance(client, redis.RedisCluster)  # a single Redis has no nodes to name
+        node_of: Callable[[str], Any] = client.get_node_from_key  # untyped in redis-py
+        return str(node_of(key).name)
 
 
 def _evalsha(script: Script | AsyncScript, call: ScriptCall) -> Command:

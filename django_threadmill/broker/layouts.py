@@ -6,7 +6,8 @@ before a worker or reaper starts (docs/scaling.md, Changing the shard count).
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 
 from ..codec.ids import queue_of
 from ..codec.text import digits_int
@@ -19,13 +20,19 @@ from .reads import Reads, known_queues
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueNames:
-    """The queues a reap pass goes through, and the parts of every other shard count of each."""
+    """The queues of an alias as ``Layouts.queue_names`` read them, for the reaper's pass, the
+    health probe and the queues page."""
 
     queues: list[str]
-    other: dict[str, list[str]]
+    # The parts of every other shard count of each queue, and the layouts set they come from,
+    # read as bytes (``other_parts_in``): read with ``every_count`` alone, else empty.
+    other: dict[str, list[str]] = field(default_factory=dict)
+    recorded: list[bytes] = field(default_factory=list)
     # Why the queue set and the layouts set could not be read (their Redis Cluster node did
     # not answer), ``queues`` then being the configured ones alone; None when they were read.
     unknown: BrokerUnavailable | None = None
+    # Those of ``queues`` with a part on that node, each with its error: unread too.
+    unreached: dict[str, BrokerUnavailable] = field(default_factory=dict)
 
 
 class Layouts(Reads):
@@ -78,27 +85,35 @@ class Layouts(Reads):
         other = self.other_parts(queues)
         return {queue: [*self.parts(queue), *other[queue]] for queue in queues}
 
-    def queues_and_other_parts(self, configured: Iterable[str]) -> QueueNames:
-        """Return ``queues(configured)`` and the ``other_parts`` of each, both sets read in one
-        round trip: the reaper's pass trims the done index of every count's parts
-        (docs/scaling.md, Changing the shard count).
+    def queue_names(self, configured: Iterable[str], *, every_count: bool = False) -> QueueNames:
+        """Return ``queues(configured)``; with ``every_count``, the ``other_parts`` of each
+        too, both sets read in one round trip: the reaper's pass and the queues page sum every
+        count's parts (docs/scaling.md, Changing the shard count).
 
         On a Redis Cluster whose node of those sets (``{alias}``) does not answer, return the
-        ``configured`` queues and their N = 1 parts, and why the rest is unknown: the queues on
-        the nodes that answer are reaped meanwhile (docs/lifecycle.md, After an outage or a
-        stall)."""
+        ``configured`` queues and their N = 1 parts, why the rest is unknown, and which of
+        them are on that node: the queues on the nodes that answer are reaped and shown
+        meanwhile (docs/lifecycle.md, After an outage or a stall)."""
+        sets = [self.keyspace.queues, *([self.keyspace.layouts] if every_count else [])]
+        unknown = None
         try:
             with self.translated_errors(read=True), self.client.pipeline(False) as pipe:
-                pipe.execute_command("SMEMBERS", self.keyspace.queues, **RAW)
-                pipe.execute_command("SMEMBERS", self.keyspace.layouts, **RAW)
-                seen, recorded = pipe.execute()
+                for key in sets:
+                    pipe.execute_command("SMEMBERS", key, **RAW)
+                seen, *layouts = pipe.execute()
         except BrokerUnavailable as exc:
             if not (self.settings.cluster and unreachable(exc)):
                 raise
-            queues = known_queues([], configured)
-            return QueueNames(queues=queues, other=self.other_parts_in(queues, []), unknown=exc)
+            seen, layouts, unknown = [], [], exc
         queues = known_queues(seen, configured)
-        return QueueNames(queues=queues, other=self.other_parts_in(queues, recorded))
+        recorded = list(layouts[0]) if layouts else []
+        other = self.other_parts_in(queues, recorded) if every_count else {}
+        if unknown is None:
+            return QueueNames(queues=queues, other=other, recorded=recorded)
+        parts = {queue: [*self.parts(queue), *other.get(queue, [])] for queue in queues}
+        down = self.parts_on({self.node_of(self.keyspace.queues): unknown}, chain(*parts.values()))
+        unreached = {queue: unknown for queue in queues if any(p in down for p in parts[queue])}
+        return QueueNames(queues=queues, other=other, unknown=unknown, unreached=unreached)
 
     def other_parts_in(
         self, queues: Iterable[str], recorded: Iterable[bytes]

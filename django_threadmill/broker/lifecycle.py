@@ -2,7 +2,7 @@
 flush a test's Redis (django_threadmill.testing)."""
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -83,10 +83,18 @@ class Lifecycle(Layouts):
         return reaped
 
     def reap_each(
-        self, queues: Sequence[str], limit: int, *, dry_run: bool = False
+        self,
+        queues: Sequence[str] | Mapping[str, Sequence[str]],
+        limit: int,
+        *,
+        dry_run: bool = False,
     ) -> list[Reaped | BrokerUnavailable]:
         """Reap every part of ``queues`` in one round trip (split by node on a Redis Cluster);
         return per queue what ``reap`` returns, or the error one of its parts met.
+
+        ``queues`` may map each queue to the parts to reap: the reaper's pass leaves out those
+        on a Redis Cluster primary that did not answer, and reaps the others (a sharded
+        queue's shards still served among them).
 
         ``limit`` applies per queue part: fewer than ``limit`` lease entries looked at in all
         of a queue's parts means every part is done. A queue's error (a key of another type)
@@ -97,7 +105,7 @@ class Lifecycle(Layouts):
         failed every pass (broker/raw_replies.py). A released id that is not UTF-8 is a
         ``NotUtf8Id``: back in ready, acquire sets it aside.
         """
-        parts = {queue: self.parts(queue) for queue in queues}
+        parts = queues if isinstance(queues, Mapping) else {q: self.parts(q) for q in queues}
         calls = [
             self._reap_call(queue, part, limit, dry_run)
             for queue in queues

@@ -3,7 +3,7 @@ call per queue part, on the caller's clock (docs/observability.md, What it costs
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from ..exceptions import BrokerUnavailable, MaybeApplied
 from .core import BrokerCore
@@ -39,7 +39,10 @@ class MetricsSending(BrokerCore):
         return left
 
     def send_metrics_each(
-        self, *, trimming: Sequence[str] | Mapping[str, Sequence[str]] = ()
+        self,
+        *,
+        trimming: Sequence[str] | Mapping[str, Sequence[str]] = (),
+        leaving_out: Collection[str] = (),
     ) -> tuple[list[str], dict[str, BrokerUnavailable]]:
         """``send_metrics``, but a queue whose call failed (a key of another type) is returned
         with its error, not raised: the reaper's round trip spans every queue, and one queue's
@@ -49,11 +52,15 @@ class MetricsSending(BrokerCore):
         (``other_parts``), whose done index is trimmed with the queue's: no worker sends to
         them once those of an earlier ``queue_shards`` stop (docs/scaling.md, Changing the
         shard count).
+
+        The parts in ``leaving_out`` (on a Redis Cluster primary that did not answer: the
+        reaper's pass) get no call of their own, to trim or to mark a path seen: theirs would
+        fail, and its queue with it, at every send while the node is away.
         """
-        trimmed = self._trimmed_parts(trimming)
+        trimmed = self._trimmed_parts(trimming, leaving_out)
         with self.tally.sending():
             parts = self.tally.take()
-            self._share_paths(parts)
+            self._share_paths(parts, leaving_out)
             if self.settings.result_ttl_ms is not None:
                 for part in (part for its in trimmed.values() for part in its):
                     parts.setdefault(part, PartTally())
@@ -65,13 +72,16 @@ class MetricsSending(BrokerCore):
         return [queue for queue in still if queue not in failed], failed
 
     def _trimmed_parts(
-        self, trimming: Sequence[str] | Mapping[str, Sequence[str]]
+        self, trimming: Sequence[str] | Mapping[str, Sequence[str]], leaving_out: Collection[str]
     ) -> dict[str, list[str]]:
         """Return, per queue of ``trimming``, the parts whose done index a send trims."""
         other = trimming if isinstance(trimming, Mapping) else {}
-        return {queue: [*self.parts(queue), *other.get(queue, ())] for queue in trimming}
+        return {
+            queue: [p for p in (*self.parts(queue), *other.get(queue, ())) if p not in leaving_out]
+            for queue in trimming
+        }
 
-    def _share_paths(self, parts: dict[str, PartTally]) -> None:
+    def _share_paths(self, parts: dict[str, PartTally], leaving_out: Collection[str]) -> None:
         """Mark each task path ``parts`` count in a shard of a queue as seen in every shard.
 
         metrics.lua forgets a path per part, once no send counted it there for PATH_TTL_MS;
@@ -88,7 +98,7 @@ class MetricsSending(BrokerCore):
             for path in tally.recent
         }
         for queue, path in self.tally.unshared(counted) if counted else ():
-            for part in self.parts(queue):
+            for part in (p for p in self.parts(queue) if p not in leaving_out):
                 parts.setdefault(part, PartTally()).recent.setdefault(path, Counter())
 
     def _metrics_call(self, part: str, tally: PartTally) -> ScriptCall:

@@ -52,10 +52,16 @@ class OutboxLooks(Layouts):
         (docs/lifecycle.md, Keys of another type).
         """
         parts = [*(part for queue in queues for part in self.parts(queue)), *also]
-        found, unread = self._sizes(parts, self._read(self._outbox_reads(parts)))
+        found, unread = self.outboxes_read(parts)
         if unread:
             raise next(iter(unread.values()))
         return found
+
+    def outboxes_read(self, parts: Sequence[str]) -> tuple[list[str], dict[str, BrokerUnavailable]]:
+        """Return those of the queue ``parts`` whose outbox holds entries, and those a Redis
+        Cluster node that did not answer kept from being read, with why (one error per node):
+        the reaper's pass drains the others (module docstring). Raise when no node answered."""
+        return self._sizes(parts, self._read(self._outbox_reads(parts)))
 
     def outboxes_of_every_count(
         self, queues: Sequence[str], known: Sequence[str] = ()

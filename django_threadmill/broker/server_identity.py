@@ -8,8 +8,9 @@ stall). The server is told by its INFO ``run_id``, new at every start, and its
 ``master_replid``, new at every promotion of a replica.
 
 A Redis Cluster's server is its primaries, those that answer: one down with no replica to take
-over (``cluster-require-full-coverage no``) is left out, and so are its queues, which the pass
-skips; the others are reaped. Leaving it out changes the server, and so does its return: each
+over (``cluster-require-full-coverage no``) is left out, and so are the queue parts it holds
+(a sharded queue's shards there, the parts of other shard counts there), which the pass leaves
+out; the others are reaped. Leaving it out changes the server, and so does its return: each
 starts a hold, so its queues' leases wait for their workers' renewals once it is back. The note
 itself lives on the node of ``{alias}``: while that one is down, no pass can read when the
 reapers first saw the primaries that answer, and says so (``ServerSeen.unnoted``).
@@ -39,8 +40,8 @@ class ServerSeen:
     # How long ago (Redis time) a reaper first saw it, by the reapers' note; None when the note
     # could not be read (``unnoted``).
     ms_ago: int | None
-    # The queues on a Redis Cluster primary that did not answer, each with that node's error
-    # (one error per node): left out of the server, and to be left out of the pass.
+    # The queue parts on a Redis Cluster primary that did not answer, each with that node's
+    # error (one error per node): left out of the server, and to be left out of the pass.
     unreached: dict[str, BrokerUnavailable]
     identity: str  # the server: the run_id and master_replid of each primary that answered
     now_ms: int  # the Redis time of the read
@@ -72,9 +73,10 @@ class ServerIdentity(BrokerCore):
         assert seen.ms_ago is not None  # read whenever its node answered
         return seen.ms_ago
 
-    def server_seen(self, queues: Sequence[str]) -> ServerSeen:
+    def server_seen(self, parts: Sequence[str]) -> ServerSeen:
         """Return how long ago a reaper first saw the server this backend reaches, and which
-        of ``queues`` are on a Redis Cluster primary that did not answer (left out of it).
+        of the queue ``parts`` are on a Redis Cluster primary that did not answer (left out of
+        it).
 
         Reads only, in one round trip (a cluster: one per primary, and two), while the
         reapers' note names this server: a pass goes on while Redis holds writes back
@@ -86,7 +88,10 @@ class ServerIdentity(BrokerCore):
             read = self._server_note_and_time()
         seen = partial(
             ServerSeen,
-            unreached=self._queues_on(read.down, queues),
+            unreached=self.parts_on(
+                {node: self.translated(error, read=True) for node, error in read.down.items()},
+                parts,
+            ),
             identity=read.identity,
             now_ms=read.now_ms,
         )
@@ -97,22 +102,6 @@ class ServerIdentity(BrokerCore):
             return seen(ms_ago=read.now_ms - noted_at)
         call = ScriptCall(ScriptName.SERVER_SEEN, (self.keyspace.server,), (read.identity,))
         return seen(ms_ago=int(self._run(call)))
-
-    def _queues_on(
-        self, down: dict[str, Exception], queues: Sequence[str]
-    ) -> dict[str, BrokerUnavailable]:
-        """Return those of ``queues`` with a part on a node of ``down``, each with its error."""
-        client = self.client
-        if not down or not isinstance(client, redis.RedisCluster):
-            return {}
-        errors = {node: self.translated(error, read=True) for node, error in down.items()}
-        node_of: Callable[[str], Any] = client.get_node_from_key  # untyped in redis-py
-        unreached = {}
-        for queue in queues:
-            nodes = [node_of(self.queue_keys(part).ready).name for part in self.parts(queue)]
-            if found := next((errors[node] for node in nodes if node in errors), None):
-                unreached[queue] = found
-        return unreached
 
     def _server_note_and_time(self) -> _NoteRead:
         """Return the server's identity, the reapers' note, the Redis time (ms) of the note's

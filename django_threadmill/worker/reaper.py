@@ -10,7 +10,7 @@ attempt's outcome. Each pass then drains every queue's workflow outbox (workflow
 """
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -24,15 +24,17 @@ from ..broker import (
     checked_batch_size,
     reap_mark,
 )
+from ..broker.layouts import QueueNames
 from ..broker.server_identity import ServerSeen
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
 from ..compat import TaskResult, TaskResultStatus, task_finished
 from ..exceptions import BrokerUnavailable, LeaseExpired
 from ..observability.signals import heard, said_already
-from ..workflows.advance import drain_queues
+from ..workflows.advance import drain_parts
 from . import outcome
 from .cancelled_steps import CancelledSteps
+from .reap_parts import PassParts, pass_parts
 
 if TYPE_CHECKING:
     from ..backend import ThreadmillTaskBackend
@@ -343,11 +345,12 @@ def _reap_round(
     queues: list[str],
     report: ReapReport,
     size: int,
-    other: Mapping[str, Sequence[str]],
+    parts: PassParts,
 ) -> list[str]:
     """Reap one batch of each of ``queues`` in one round trip, settle them, and send their
     outcomes with the done index of the queues that are done trimmed, in a second, with that
-    of their ``other`` parts (``Broker.other_parts``); return the queues with more to reap.
+    of their other counts' parts (``Broker.other_parts``), those ``parts`` leaves out aside;
+    return the queues with more to reap.
 
     Each round's outcomes go out as it ends: sent once after the pass, 100,000 ids held Redis
     a third of a second in one script call, and a pass cut short by a stop sent none
@@ -355,7 +358,8 @@ def _reap_round(
     not its failures: one queue's error is that queue's (``_skip``).
     """
     try:
-        replies = backend.broker.reap_each(queues, size, dry_run=report.dry_run)
+        reaping = {queue: parts.reaped[queue] for queue in queues}
+        replies = backend.broker.reap_each(reaping, size, dry_run=report.dry_run)
     except BrokerUnavailable as exc:
         _skip(backend, report, dict.fromkeys(queues, exc))
         return []
@@ -379,8 +383,8 @@ def _reap_round(
             _skip(backend, report, {queue: exc}, waiting=list(taken))
             continue
         (ended if last else more).append(queue)
-    left = _sent(backend, report, ended, [*ended, *more], other)
-    _trim_done(backend, report, left, other)
+    left = _sent(backend, report, ended, [*ended, *more], parts)
+    _trim_done(backend, report, left, parts)
     return [queue for queue in more if queue not in report.failures]
 
 
@@ -389,15 +393,16 @@ def _sent(
     report: ReapReport,
     trimming: list[str],
     sending: list[str],
-    other: Mapping[str, Sequence[str]],
+    parts: PassParts,
 ) -> list[str]:
     """Send the tallied outcomes with ``trimming``'s done indexes trimmed, those of their
-    ``other`` parts too (no worker sends there once those of an earlier ``queue_shards``
-    stop: docs/scaling.md, Changing the shard count); return the queues whose index still
-    holds expired ids. A whole send that failed fails ``sending``'s part."""
-    parts = {queue: other.get(queue, ()) for queue in trimming}
+    other counts' parts too (no worker sends there once those of an earlier ``queue_shards``
+    stop: docs/scaling.md, Changing the shard count), none of the parts ``parts`` leaves out;
+    return the queues whose index still holds expired ids. A whole send that failed fails
+    ``sending``'s part."""
+    other = {queue: parts.other[queue] for queue in trimming}
     try:
-        left, failed = backend.broker.send_metrics_each(trimming=parts)
+        left, failed = backend.broker.send_metrics_each(trimming=other, leaving_out=parts.down)
     except BrokerUnavailable as exc:
         left, failed = [], dict.fromkeys(sending, exc)
     _skip(backend, report, failed)
@@ -408,7 +413,7 @@ def _trim_done(
     backend: "ThreadmillTaskBackend",
     report: ReapReport,
     left: list[str],
-    other: Mapping[str, Sequence[str]],
+    parts: PassParts,
 ) -> None:
     """Trim the done index of the ``left`` queues again, all in one round trip, while the
     last call left expired ids in one, up to TRIM_CALLS_PER_PASS calls counting the round's
@@ -417,36 +422,69 @@ def _trim_done(
     for _ in range(TRIM_CALLS_PER_PASS - 1):
         if not left:
             return
-        left = _sent(backend, report, left, left, other)
+        left = _sent(backend, report, left, left, parts)
 
 
 def _never() -> bool:
     return False
 
 
-def _skipped(
-    report: ReapReport, queues: list[str], unreached: Mapping[str, BrokerUnavailable]
-) -> list[str]:
-    """Note the ``unreached`` queues (on a Redis Cluster primary that did not answer) in
-    ``report.failures``, nothing done, with one WARNING per node naming them; return the
-    other queues, which the pass reaps and drains.
+def _skipped(report: ReapReport, parts: PassParts) -> None:
+    """Note the queues ``parts`` skips whole (every configured part on a Redis Cluster
+    primary that did not answer) in ``report.failures``, nothing done, with one WARNING per
+    node naming them and the parts of the other queues it holds (a sharded queue's shard, a
+    part of another shard count): the pass reaps and drains the others where still served.
 
-    Their leases and outboxes wait for the node; its return starts a hold
+    Their leases and outboxes there wait for the node; its return starts a hold
     (broker/server_identity.py), so the renewals their workers could not send come first.
     """
-    by_node: dict[BrokerUnavailable, list[str]] = {}  # one error per node
-    for queue, error in unreached.items():
+    for queue, error in parts.skipped.items():
         report.queues[queue] = QueueReap()
         report.failures[queue] = error
-        by_node.setdefault(error, []).append(queue)
-    for error, skipped in by_node.items():
+    for error, left in parts.left_by_node().items():
         logger.warning(
             "Reap skipped the queues of a node that did not answer, the others go on "
             "queues=%s error=%s",
-            ",".join(skipped),
+            ",".join(left),
             error,
         )
-    return [queue for queue in queues if queue not in unreached]
+
+
+def _drained(backend: "ThreadmillTaskBackend", parts: PassParts) -> int:
+    """Drain the workflow outboxes the pass reaches (``PassParts.drained``); return how many
+    workflows advanced. An outbox a Redis Cluster node that stopped answering since the pass
+    began kept from being read is named, one line per node, and the others are drained."""
+    found, unread = backend.broker.outboxes_read(parts.drained())
+    by_node: dict[BrokerUnavailable, list[str]] = {}  # one error per node
+    for part, error in unread.items():
+        by_node.setdefault(error, []).append(part)
+    for error, left in by_node.items():
+        logger.warning(
+            "Reap left the workflow outboxes of a node that did not answer, the others are "
+            "drained parts=%s error=%s",
+            ",".join(left),
+            error,
+        )
+    return drain_parts(backend, found)
+
+
+def _reached(
+    backend: "ThreadmillTaskBackend",
+    report: ReapReport,
+    names: QueueNames,
+    settles: Callable[[ServerSeen], bool] | None,
+) -> tuple[PassParts, bool]:
+    """Return the queue parts a pass reaches, and whether it settles leases: with
+    ``settles``, those on a Redis Cluster primary that did not answer are left out, and named
+    (``_skipped``); a sharded queue with a shard still served is reaped there."""
+    broker = backend.broker
+    if settles is None:
+        return pass_parts(broker, names.queues, names.other, {}), True
+    every = [part for queue in names.queues for part in (*broker.parts(queue), *names.other[queue])]
+    server = broker.server_seen(every)
+    parts = pass_parts(broker, names.queues, names.other, server.unreached)
+    _skipped(report, parts)
+    return parts, settles(server)
 
 
 def reap_once(
@@ -486,45 +524,44 @@ def reap_pass(
     ``stopped`` is asked before each round: once it holds, the pass ends there, the queues
     with more to reap in the report's ``stopped`` (a backlog of 100,000 expired leases is 200
     rounds; docs/lifecycle.md, ``manage.py threadmill_reap``). With ``settles``, the pass
-    first reads the server (``Broker.server_seen``): it skips the queues of a Redis Cluster
-    primary that did not answer, and settles leases only if ``settles``, told what was read,
-    says so; else it only advances workflows: a loop's ``ReapHold`` so gives live workers the
-    time to renew leases an outage or a stall let lapse (docs/lifecycle.md, After an outage or
-    a stall). A Redis Cluster whose node of the queue set does not answer has the pass go
-    through the configured queues (``QueueNames.unknown``)."""
+    first reads the server (``Broker.server_seen``): it leaves out the queue parts of a Redis
+    Cluster primary that did not answer (``_reached``), and settles leases only if
+    ``settles``, told what was read, says so; else it only advances workflows: a loop's
+    ``ReapHold`` so gives live workers the time to renew leases an outage or a stall let
+    lapse (docs/lifecycle.md, After an outage or a stall). A Redis Cluster whose node of the
+    queue set does not answer has the pass go through the configured queues
+    (``QueueNames.unknown``)."""
     checked_batch_size(batch_size, f"reap_once(batch_size={batch_size!r})")
     report = ReapReport(dry_run=dry_run)
-    names = backend.broker.queues_and_other_parts(backend.queues)
-    queues, other = names.queues, names.other
+    names = backend.broker.queue_names(backend.queues, every_count=True)
     if names.unknown is not None:
         report.unknown = names.unknown
         logger.warning(
             "Reap goes through the queues in QUEUES alone, those registered only in Redis "
             "unknown queues=%s error=%s",
-            ",".join(queues) or "none",
+            ",".join(names.queues) or "none",
             names.unknown,
         )
-    settle = True
-    if settles is not None:
-        server = backend.broker.server_seen(queues)
-        queues = _skipped(report, queues, server.unreached)
-        settle = settles(server)
+    parts, settle = _reached(backend, report, names, settles)
+    queues = list(parts.reaped)
     try:
         # One round trip reaps a batch of every queue part, another sends their outcomes
         # (docs/scaling.md, What idle workers cost); queues with more go round again.
         reaped = queues if settle else []
         pending = [queue for queue in reaped if _settled_again(backend, queue, report)]
         while pending and not stopped():
-            pending = _reap_round(backend, pending, report, batch_size, other)
+            pending = _reap_round(backend, pending, report, batch_size, parts)
         report.stopped = pending
     except BrokerUnavailable as exc:  # Redis itself: the queues not reaped wait
         report.unreachable = exc
+    for queue, error in parts.partly.items():  # leases left on the node: its part not reaped
+        report.queues.setdefault(queue, QueueReap())
+        report.failures.setdefault(queue, error)
     if not dry_run and report.unreachable is None and not report.stopped:
         # Workflows advance from steps whose drainer died, or that the reaper just settled,
         # under any shard count (docs/scaling.md, Changing the shard count).
-        earlier = [part for queue in queues for part in other[queue]]
         try:
-            report.advanced = drain_queues(backend, queues, also=earlier)
+            report.advanced = _drained(backend, parts)
         except BrokerUnavailable as exc:  # every queue was reaped: the entries left wait
             report.unreachable = exc
     if report.released or report.failed or report.retried or report.set_aside or report.advanced:

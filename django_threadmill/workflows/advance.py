@@ -126,9 +126,16 @@ def drain_queues(
 ) -> int:
     """Drain every outbox of ``queues``, and of the parts ``also`` (another shard count's),
     that holds entries; return how many workflows advanced (``drain``)."""
+    return drain_parts(backend, backend.broker.parts_with_outbox(queues, also), failed)
+
+
+def drain_parts(
+    backend: ThreadmillTaskBackend, parts: Sequence[str], failed: FailedEntries | None = None
+) -> int:
+    """Drain the outbox of each of the queue ``parts``; return how many workflows advanced
+    (``drain``)."""
     failed = FailedEntries() if failed is None else failed
-    found = backend.broker.parts_with_outbox(queues, also)
-    return sum(drain(backend, part, failed) for part in found)
+    return sum(drain(backend, part, failed) for part in parts)
 
 
 def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None = None) -> Advance:

@@ -6,7 +6,7 @@ idle queue kept, its SUCCESSFUL and FAILED totals counting them all the while
 (docs/observability.md, Metrics and the done index).
 """
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pytest
 import redis
@@ -32,8 +32,10 @@ def indexed_after_each_trim(
     sizes: list[int] = []
     send = backend.broker.send_metrics_each
 
-    def sent(*, trimming: Sequence[str] = ()) -> tuple[list[str], dict[str, BrokerUnavailable]]:
-        answer = send(trimming=trimming)
+    def sent(
+        *, trimming: Sequence[str] = (), leaving_out: Collection[str] = ()
+    ) -> tuple[list[str], dict[str, BrokerUnavailable]]:
+        answer = send(trimming=trimming, leaving_out=leaving_out)
         if "default" in trimming:
             sizes.append(redis_client.zcard(done))
         return answer

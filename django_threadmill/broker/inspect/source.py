@@ -6,6 +6,7 @@ from functools import cached_property
 from ...conf.settings import BackendSettings, check_queue_name
 from ...exceptions import ImproperlyConfiguredThreadmill
 from ..broker import Broker
+from ..layouts import QueueNames
 from .inspector import Inspector
 
 
@@ -34,6 +35,15 @@ class Source:
     def queues(self) -> list[str]:
         """Return the configured queues and every queue Redis has seen, sorted."""
         return self._queues
+
+    @cached_property
+    def names(self) -> QueueNames:
+        """The queues and every shard count's parts of each, read in one round trip; while the
+        Redis Cluster node of the queue set does not answer, QUEUES alone and why
+        (``Broker.queue_names``): the queues page shows those the other nodes serve."""
+        names = self.broker.queue_names(self.configured, every_count=True)
+        self.inspector.layouts = names.recorded  # the counts its reads sum: not read again
+        return names
 
     def known_queue(self, name: str) -> str:
         """Return ``name`` if the alias has that queue: one QUEUES allows (any, when empty),

@@ -12,7 +12,8 @@ from django.core.management.base import CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...broker import Broker
-from ...broker.inspect.source import Source
+from ...broker.inspect import Inspector
+from ...broker.layouts import QueueNames
 from ...conf.settings import waiting_at_most
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
@@ -31,6 +32,9 @@ DEFAULT_TIMEOUT_S = 2.0
 LEFT_OUT = (
     "each left_out key holds another type, so the heartbeats of its queue are not counted: "
     "delete it, or give each project its own OPTIONS['key_prefix']"
+)
+FEWER = (
+    "fewer worker processes of this host renewed their leases within lease_ttl than --min-processes"
 )
 
 
@@ -114,14 +118,19 @@ class Command(ExitCodeCommand):
         host = self._host(options["host"])
         asked = [self._queue(backend, name) for name in options["queues"] or []]
         broker = self._probe_broker(backend, options["timeout"])
-        source = Source(broker, frozenset(backend.queues))
         try:
-            queues = asked or source.queues() or ["default"]
-            beats = host_heartbeats(source.inspector, queues, host, broker.settings.lease_ttl_ms)
-            if len(beats.live) < options["min_processes"] and (refused := writes_refused(broker)):
-                self._unavailable(
-                    f"host={host} live={len(beats.live)}: {refused}", options["redis_down_ok"]
-                )
+            names = QueueNames(queues=asked) if asked else broker.queue_names(backend.queues)
+            queues = names.queues or ["default"]
+            read = [queue for queue in queues if queue not in names.unreached]
+            beats = host_heartbeats(Inspector(broker), read, host, broker.settings.lease_ttl_ms)
+            live, alone = len(beats.live), _queues_alone(names, options["timeout"])
+            if live < options["min_processes"] and (refused := writes_refused(broker)):
+                self._unavailable(f"host={host} live={live}: {refused}", options["redis_down_ok"])
+                return
+            if live < options["min_processes"] and alone and not beats.unread:
+                # Redis's, not too few: a process serving only a queue not read may still work.
+                reason = f"host={host} live={live}: {FEWER} in the queues read, {alone}"
+                self._unavailable(reason, options["redis_down_ok"])
                 return
             facts = self._enough(beats, queues, options["min_processes"])
             unconfirmed = unconfirmed_writes(broker)
@@ -136,7 +145,8 @@ class Command(ExitCodeCommand):
         if unconfirmed is not None:
             self._unavailable(f"{facts}: {unconfirmed}", options["redis_down_ok"])
         elif options["verbosity"] >= 1:
-            self.stdout.write(f"Healthy {facts}" + (f": {LEFT_OUT}." if beats.unread else ""))
+            notes = [*([f"{LEFT_OUT}."] if beats.unread else []), *([alone] if alone else [])]
+            self.stdout.write(f"Healthy {facts}" + (f": {' '.join(notes)}" if notes else ""))
 
     def _backend(self, alias: str) -> ThreadmillTaskBackend:
         try:
@@ -191,18 +201,29 @@ class Command(ExitCodeCommand):
             # Not too few: a process serving only those queues may still work. Not Redis down
             # either: --redis-down-ok must not pass a wedged worker while such a key is there.
             raise CommandError(
-                f"Unhealthy {facts}: fewer worker processes of this host renewed their leases "
-                f"within lease_ttl than --min-processes in the queues read, and {LEFT_OUT}.",
+                f"Unhealthy {facts}: {FEWER} in the queues read, and {LEFT_OUT}.",
                 returncode=HealthCode.UNREACHABLE,
             )
         raise CommandError(
-            f"Unhealthy {facts}: "
-            "fewer worker processes of this host renewed their leases within lease_ttl than "
-            "--min-processes. Check that threadmill_worker runs on this host with this "
+            f"Unhealthy {facts}: {FEWER}. Check that threadmill_worker runs on this host with this "
             "--backend and serves these queues, and its log for Redis errors; a worker process "
             f"first renews as soon as it has started and reached Redis.{_stepped_back(beats)}",
             returncode=HealthCode.TOO_FEW,
         )
+
+
+def _queues_alone(names: QueueNames, timeout_s: float) -> str:
+    """Say that the probe read the heartbeats of the queues in QUEUES alone, the queue set
+    unread, and which of them it could not read; "" when the queue set was read."""
+    if names.unknown is None:
+        return ""
+    unreached = ", ".join(names.unreached)
+    on_it = f", and not in {unreached}, on that node" if unreached else ""
+    return (
+        "heartbeats read in the queues in QUEUES alone, as the queue set could not be read (a "
+        f"queue registered only in Redis is not read){on_it}: "
+        f"{named_timeout(one_line(names.unknown), timeout_s)}"
+    )
 
 
 def _last_seen(beats: HostHeartbeats) -> str:
