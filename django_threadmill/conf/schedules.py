@@ -63,9 +63,20 @@ def _every_ms(name: str, value: object) -> int:
         raise _fail(
             name,
             f"has every={value!r}",
-            "Use a timedelta or a positive number of seconds, at most 10 years.",
+            "Use a timedelta or a number of seconds from 1 ms to 10 years.",
         )
     return whole_ms(seconds)
+
+
+def _no_task_path(task: object) -> tuple[str, str]:
+    """Say what a schedule's ``task`` that is no dotted path is, and the path to give: a Task
+    object names its own (``module_path``)."""
+    if task is None:
+        return "has no 'task'", "Give the dotted path of a @task, e.g. 'app.tasks.x'."
+    path = getattr(task, "module_path", None)
+    if isinstance(path, str):
+        return f"has the task {path} itself as 'task'", f"Give its dotted path: {path!r}."
+    return f"has task={task!r}", "Give the dotted path of a @task as a string, e.g. 'app.tasks.x'."
 
 
 def _known_keys(name: str, entry: object) -> dict[Any, Any]:
@@ -86,8 +97,9 @@ def _schedule(name: object, entry: object) -> Schedule:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise _fail(str(name), "has an unusable name", "Use 1-64 letters, digits, '_', '.' or '-'.")
     entry = _known_keys(name, entry)
-    if not isinstance(entry.get("task"), str):
-        raise _fail(name, "has no 'task'", "Give the dotted path of a @task, e.g. 'app.tasks.x'.")
+    task = entry.get("task")
+    if not isinstance(task, str):
+        raise _fail(name, *_no_task_path(task))
     if ("cron" in entry) == ("every" in entry):
         raise _fail(name, "needs exactly one of 'cron' and 'every'", "Give one, e.g. 'every'.")
     if "cron" in entry and not isinstance(entry["cron"], str):

@@ -8,6 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_threadmill.conf.schedules import Schedule
 from django_threadmill.conf.settings import read_settings
+from testproject.example.tasks import echo
 
 
 def schedules(value: object) -> dict[str, Schedule]:
@@ -45,9 +46,19 @@ def test_cron_and_every_schedules_are_read() -> None:
         ({"a": {"task": "x.y"}}, r"needs exactly one of 'cron' and 'every'"),
         ({"a": {"task": "x.y", "cron": "* * * * *", "every": 1}}, r"exactly one of"),
         ({"a": {"task": "x.y", "cron": 5}}, r"has cron=5\. Use a string such as '0 3 \* \* \*'"),
-        ({"a": {"task": "x.y", "every": 0}}, r"has every=0\. Use a timedelta or a positive"),
+        ({"a": {"task": "x.y", "every": 0}}, r"has every=0\. Use a timedelta or a number of"),
+        (  # positive, but below the 1 ms a schedule's slot is counted in
+            {"a": {"task": "x.y", "every": timedelta(microseconds=500)}},
+            r"every=datetime\.timedelta\(microseconds=500\)\. .* from 1 ms to 10 years\.",
+        ),
+        (  # a Task object, as a settings module that imports its tasks may give
+            {"a": {"task": echo, "every": 1}},
+            r"has the task testproject\.example\.tasks\.echo itself as 'task'\. Give its dotted "
+            r"path: 'testproject\.example\.tasks\.echo'\.",
+        ),
         ({"a": {"task": "x.y", "every": True}}, r"has every=True\."),
-        ({"a": {"task": "x.y", "every": 1e300}}, r"has every=1e\+300\. .* at most 10 years"),
+        ({"a": {"task": "x.y", "every": 1e300}}, r"has every=1e\+300\. .* to 10 years"),
+        ({"a": {"task": 5, "every": 1}}, r"has task=5\. Give the dotted path of a @task as a str"),
         ({"a": {"task": "x.y", "every": float("nan")}}, r"has every=nan\."),
         ({"a": {"task": "x.y", "every": 1, "args": "abc"}}, r"has args='abc'\. Use a list of"),
         ({"a": {"task": "x.y", "every": 1, "kwargs": []}}, r"has kwargs=\[\]\. Use a dict of"),
