@@ -8,7 +8,7 @@ workflow step it reads the step's workflow (one HMGET, for workflow steps only),
 step as cancelled instead when the workflow was cancelled or recorded the step as not run
 (docs/workflows.md, Cancel). It reads it too when a step's attempt fails and its retry policy
 would try it again: the retry is then not scheduled. The reaper asks the same of a step whose
-worker died while running it (worker/reaper.py). The workflow's hash expires ``result_ttl``
+worker died while running it (worker/reap_settle.py). The workflow's hash expires ``result_ttl``
 after it ended, sooner than a held step may wait: the step's own record says it then
 (``Workflows.stopped_step``). A workflow that failed does not stop its steps already enqueued:
 they still run, as documented.

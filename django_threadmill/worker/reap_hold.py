@@ -11,7 +11,8 @@ from ..broker.connection import refuses_writes, slot_not_served
 from ..broker.server_identity import ServerSeen
 from ..exceptions import BrokerUnavailable
 from .leases import RESUME_CHECK_S, lease_clock
-from .reaper import ReapReport, reap_pass
+from .reap_report import ReapReport
+from .reaper import reap_pass
 
 if TYPE_CHECKING:
     from ..backend import ThreadmillTaskBackend

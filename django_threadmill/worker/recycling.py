@@ -20,7 +20,8 @@ from .memory import MIB, ResidentMemory
 from .options import WorkerOptions
 from .signal_flag import SignalFlag
 
-logger = logging.getLogger(__name__)
+# A worker process's recycle logs as the process (docs/observability.md, Logging).
+logger = logging.getLogger("django_threadmill.worker.process")
 
 # The --max-memory to suggest when a process passes it on its first task: this many times what it
 # holds then, room for what its tasks grow it by (docs/worker.md, Recycling)

@@ -19,7 +19,8 @@ from .signal_flag import SignalFlag
 from .stop_calls import StopCall, join_until, start_call
 from .threads import WorkerThread
 
-logger = logging.getLogger(__name__)
+# A worker process's stop logs as the process (docs/observability.md, Logging).
+logger = logging.getLogger("django_threadmill.worker.process")
 
 WRITER_MIN_FLUSH_S = 5.0  # the ack writer gets at least this long to flush at shutdown
 # The stop ends this long after the grace period at the latest, whatever Redis does: the ack

@@ -10,7 +10,8 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease, Start
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
-from django_threadmill.worker.reaper import ReapReport, reap_once
+from django_threadmill.worker.reap_report import ReapReport
+from django_threadmill.worker.reaper import reap_once
 
 from .support import WORKER, ack, reserve, run, wait_for_expiry
 from .tasks import plain, retried

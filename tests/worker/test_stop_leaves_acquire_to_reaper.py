@@ -124,6 +124,10 @@ def test_an_acquire_unanswered_at_the_stops_end_exits_dropped(
         "hung; nobody hands those back, and the reaper settles them once their leases lapse: "
         "docs/worker.md, Shutdown)"
     ) in caplog.text
+    # The stop's lines are the worker process's, wherever its code lives (worker/shutdown.py):
+    # docs/observability.md, Logging names that logger for them.
+    said = {r.name for r in caplog.records if r.getMessage().startswith("Stopped with work")}
+    assert said == {"django_threadmill.worker.process"}
 
 
 def test_a_recycles_late_release_waits_for_the_prefetcher_until_the_recycles_end(

@@ -23,7 +23,8 @@ from ...worker.interruptible import (
 )
 from ...worker.logs import logging_configured
 from ...worker.reap_hold import ReapHold
-from ...worker.reaper import DEFAULT_BATCH_SIZE, ReapReport, reap_pass
+from ...worker.reap_report import ReapReport
+from ...worker.reaper import DEFAULT_BATCH_SIZE, reap_pass
 from ...worker.signal_flag import SignalFlag
 from ...worker.wakeup import WakeupPipe
 from ..backend_option import BACKEND_HELP, backend_option

@@ -21,7 +21,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.compat import TaskResultStatus
 from django_threadmill.worker.reap_hold import ReapHold
-from django_threadmill.worker.reaper import ReapReport
+from django_threadmill.worker.reap_report import ReapReport
 from tests.faults.tasks import wait_for_file
 from tests.lifecycle.support import run
 from tests.servers.redis_cluster import LocalCluster

@@ -1,0 +1,61 @@
+"""What a reap pass did, per queue and in all: the reaper's report (worker/reaper.py)."""
+
+from dataclasses import dataclass, field
+
+from ..exceptions import BrokerUnavailable
+
+
+@dataclass(slots=True)
+class QueueReap:
+    """What one pass did (or, in a dry run, would do) on one queue."""
+
+    released: int = 0  # expired reservations put back to READY
+    failed: int = 0  # expired running attempts recorded FAILED
+    retried: int = 0  # expired running attempts scheduled for another attempt
+    stale: int = 0  # expired attempts another reaper or a late ack settled first
+    set_aside: int = 0  # records that cannot be read, set aside as damaged
+
+
+@dataclass(slots=True)
+class ReapReport:
+    """The outcome of one ``reap_once`` pass, per queue, with dry-run lines."""
+
+    dry_run: bool = False
+    queues: dict[str, QueueReap] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    advanced: int = 0  # workflows this pass advanced (an entry whose step is gone advanced none)
+    # Queues whose part of the pass failed while Redis answered, with why; the others were
+    # reaped (docs/lifecycle.md, Keys of another type).
+    failures: dict[str, BrokerUnavailable] = field(default_factory=dict)
+    # Why Redis stopped answering part-way: the queues of the round it stopped in, those the
+    # round had yet to finish, are in ``failures`` (the queues after one whose earlier
+    # settlement it stopped at were not reaped); or, every queue reaped, why draining the
+    # outboxes stopped (``advanced`` then reads 0). What the pass did before is in the counts
+    # all the same.
+    unreachable: BrokerUnavailable | None = None
+    # Queues with expired leases left when a stop asked the pass to end (``reap_pass``'s
+    # ``stopped``): it ends between two rounds, what it did counted and nothing half done.
+    stopped: list[str] = field(default_factory=list)
+    # Why the queues registered in Redis are unknown (the Redis Cluster node of the queue set
+    # did not answer): the pass went through the configured ones alone.
+    unknown: BrokerUnavailable | None = None
+
+    @property
+    def released(self) -> int:
+        return sum(counts.released for counts in self.queues.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(counts.failed for counts in self.queues.values())
+
+    @property
+    def retried(self) -> int:
+        return sum(counts.retried for counts in self.queues.values())
+
+    @property
+    def stale(self) -> int:
+        return sum(counts.stale for counts in self.queues.values())
+
+    @property
+    def set_aside(self) -> int:
+        return sum(counts.set_aside for counts in self.queues.values())
