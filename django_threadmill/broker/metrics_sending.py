@@ -5,6 +5,8 @@ import logging
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
+import redis
+
 from ..exceptions import BrokerUnavailable, MaybeApplied
 from .core import BrokerCore
 from .keys import queue_of_part
@@ -55,7 +57,8 @@ class MetricsSending(BrokerCore):
 
         The parts in ``leaving_out`` (on a Redis Cluster primary that did not answer: the
         reaper's pass) get no call of their own, to trim or to mark a path seen: theirs would
-        fail, and its queue with it, at every send while the node is away.
+        fail, and its queue with it, at every send while the node is away. Nor do the parts on
+        a node the client spares (``_keep_spared``).
         """
         trimmed = self._trimmed_parts(trimming, leaving_out)
         with self.tally.sending():
@@ -64,6 +67,7 @@ class MetricsSending(BrokerCore):
             if self.settings.result_ttl_ms is not None:
                 for part in (part for its in trimmed.values() for part in its):
                     parts.setdefault(part, PartTally())
+            self._keep_spared(parts)
             if not parts:
                 return [], {}
             calls = [self._metrics_call(part, tally) for part, tally in parts.items()]
@@ -100,6 +104,18 @@ class MetricsSending(BrokerCore):
         for queue, path in self.tally.unshared(counted) if counted else ():
             for part in (p for p in self.parts(queue) if p not in leaving_out):
                 parts.setdefault(part, PartTally()).recent.setdefault(path, Counter())
+
+    def _keep_spared(self, parts: dict[str, PartTally]) -> None:
+        """Take out of ``parts`` those on a Redis Cluster node the client spares (down_nodes.py)
+        and keep their tallies for a send once it answers: their calls would fail at once, and
+        the send with them. A worker's path mark for a shard there (``_share_paths``) said
+        "Metrics not sent" at each new path and each hour, though nothing waited (docs/scaling.md,
+        A hot queue beyond one node)."""
+        if not isinstance(self.client, redis.RedisCluster):
+            return
+        down, node_of = self.down_nodes, self.node_of
+        spared = [p for p in parts if down.spares_any([node_of(self.queue_keys(p).ready)])]
+        self.tally.put_back({part: parts.pop(part) for part in spared})
 
     def _metrics_call(self, part: str, tally: PartTally) -> ScriptCall:
         """Return the metrics.lua call that sends ``tally`` to ``part``; one that carries
