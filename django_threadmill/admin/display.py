@@ -11,6 +11,7 @@ from typing import Any
 from django.urls import reverse
 
 from ..broker.inspect import DAMAGED
+from ..broker.layouts import QueueNames
 from ..codec.times import from_ms
 
 PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves the rest as text
@@ -155,3 +156,29 @@ def age(now_ms: int, then_ms: int | None) -> str:
     if minutes:
         return f"{minutes} min {seconds} s"
     return f"{seconds} s"
+
+
+def queues_unread(names: QueueNames) -> str:
+    """Say which queues a page could not read, on a Redis Cluster node that does not answer,
+    with its error: the queue set (the page then lists the queues in QUEUES alone), and those
+    with a part on such a node, unavailable; "" when it read them all (docs/lifecycle.md,
+    After an outage or a stall)."""
+    return " ".join(
+        _set_unread(error, queues) if error is names.unknown else _unavailable(error, queues)
+        for error, queues in names.unreached_by_node().items()
+    )
+
+
+def _set_unread(error: Exception, queues: list[str]) -> str:
+    also = f", and those on that node are unavailable: {', '.join(queues)}" if queues else ""
+    return (
+        f"The queue set could not be read: {error} The queues listed are those in QUEUES "
+        f"alone (a queue registered only in Redis is not listed){also}."
+    )
+
+
+def _unavailable(error: Exception, queues: list[str]) -> str:
+    return (
+        "The queues on a Redis Cluster node that does not answer are unavailable: "
+        f"{', '.join(queues)}. {error}"
+    )

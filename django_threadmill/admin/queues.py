@@ -17,7 +17,6 @@ from ..broker.inspect import (
     WorkerSighting,
 )
 from ..broker.inspect.source import Source
-from ..broker.layouts import QueueNames
 from ..broker.pausing import MAX_REASON_CHARS, QueuePause, checked_reason
 from ..broker.raw_replies import controls_escaped
 from ..codec.ids import queue_of, worker_host_and_pid
@@ -26,7 +25,7 @@ from ..conf.topology import masked_location
 from ..exceptions import BrokerUnavailable, ResumedNotWoken
 from .activity import REFRESH_S, activity_context
 from .audit import admin_user
-from .display import age, when
+from .display import age, queues_unread, when
 from .results import task_page_url
 
 
@@ -175,7 +174,7 @@ def alias_context(source: Source) -> dict[str, Any]:
     }
     try:
         names = source.names
-        queues = [queue for queue in names.queues if queue not in names.unreached]
+        queues = names.served
         # Every shard count's: what an earlier queue_shards left is still shown (docs/scaling.md,
         # Changing the shard count).
         overviews = source.inspector.overview(queues, every_count=True)
@@ -203,7 +202,7 @@ def alias_context(source: Source) -> dict[str, Any]:
     }
     return {
         **block,
-        "queues_alone": _queues_alone(names),
+        "queues_alone": queues_unread(names),
         # A queue of a node that does not answer is listed as such, not as empty.
         "queues": [lines.get(queue) or {"unreached": queue} for queue in names.queues],
         "workers": [
@@ -215,20 +214,6 @@ def alias_context(source: Source) -> dict[str, Any]:
         "activity": activity,
         "throughput_minutes": THROUGHPUT_MINUTES,
     }
-
-
-def _queues_alone(names: QueueNames) -> str:
-    """Say that the page lists the queues in QUEUES alone, the queue set unread, and which of
-    them are unavailable; "" when the queue set was read (docs/lifecycle.md, After an outage
-    or a stall)."""
-    if names.unknown is None:
-        return ""
-    unreached = ", ".join(names.unreached)
-    on_it = f", and those on that node are unavailable: {unreached}" if unreached else ""
-    return (
-        f"The queue set could not be read: {names.unknown} The queues listed are those in "
-        f"QUEUES alone (a queue registered only in Redis is not listed){on_it}."
-    )
 
 
 def queues_context() -> dict[str, Any]:

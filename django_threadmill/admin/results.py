@@ -14,7 +14,7 @@ from ..aliases import sources
 from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path_in_head
 from ..broker.inspect.source import Source
 from ..codec.ids import TASK_ID_SEPARATOR, make_task_id
-from .display import NOT_UTF8_ID_LABEL, named, page_address, state_label, when
+from .display import NOT_UTF8_ID_LABEL, named, page_address, queues_unread, state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
 
 DETAIL_URL_NAME = "admin:django_threadmill_task_detail"
@@ -116,21 +116,35 @@ class Filters:
 
 
 def _streams(
-    chosen: list[Source], filters: Filters, indexes: tuple[Index, ...], *, every_count: bool
+    chosen: list[Source],
+    filters: Filters,
+    indexes: tuple[Index, ...],
+    *,
+    every_count: bool,
+    served: bool = False,
 ) -> list[Stream]:
     """Return one stream per index and queue part the filters choose: a sharded queue has one
     per shard; with ``every_count``, also one per part of every other shard count the queue was
-    used with, as the queues page counts them (docs/scaling.md, Changing the shard count)."""
+    used with, as the queues page counts them (docs/scaling.md, Changing the shard count).
+
+    With ``served``, the queues on a Redis Cluster node that answers alone (``Source.names``),
+    which the page names; else every queue, or the error of the queue set unread: an action
+    must not take a queue it could not read for one without matches."""
     return [
         Stream(source.alias, part, source.inspector, index)
         for index in indexes
         for source in chosen
         for queue, parts in source.inspector.parts_to_sum(
-            [q for q in source.queues() if not filters.queue or q == filters.queue],
+            [q for q in _queues(source, served) if not filters.queue or q == filters.queue],
             every_count=every_count,
         ).items()
         for part in parts
     ]
+
+
+def _queues(source: Source, served: bool) -> list[str]:
+    """Return the queues of ``source`` (``_streams``)."""
+    return source.names.served if served else source.queues()
 
 
 def task_page_url(alias: str, task_id: str) -> str:
@@ -168,7 +182,7 @@ def _search(chosen: list[Source], filters: Filters) -> list[dict[str, Any]]:
         if TASK_ID_SEPARATOR in filters.search:
             candidates = [filters.search]
         else:
-            candidates = [make_task_id(filters.search, queue) for queue in source.queues()]
+            candidates = [make_task_id(filters.search, queue) for queue in source.names.served]
         hits = source.inspector.located(candidates)
         rows = source.inspector.rows(hits, hits)
         found += [_row_view(source.alias, row) for row in rows.values() if row is not None]
@@ -191,8 +205,9 @@ def _filtered(
 def results_context(query: QueryDict) -> dict[str, Any]:
     """Return the template context of one page of the task list."""
     everything, filters, chosen = _filtered(query)
-    queues = sorted({q for s in chosen for q in s.queues()})
+    queues = sorted({q for s in chosen for q in s.names.queues})
     context: dict[str, Any] = {
+        "unread": [note for s in chosen if (note := queues_unread(s.names))],
         "filters": filters,
         "row_query": f"{kept}&" if (kept := filters.query(task="")) else "",
         "aliases": [s.alias for s in everything],
@@ -249,7 +264,7 @@ def _total(chosen: list[Source], streams: list[Stream], as_of: int | None) -> in
 
 def _page(chosen: list[Source], filters: Filters, query: QueryDict) -> dict[str, Any]:
     indexes = STATUSES[filters.status][1]
-    streams = _streams(chosen, filters, indexes, every_count=True)
+    streams = _streams(chosen, filters, indexes, every_count=True, served=True)
     start = Cursor.decode(query.get("cursor"))
     before = Cursor.decode(query.get("before"))
     as_of = (start or before or Cursor()).as_of_ms

@@ -86,11 +86,13 @@ class DamagedRecords(Layouts):
             ]
         return [entry for entries in by_queue.values() for entry in oldest_first(entries)]
 
-    def damaged_counts(self, queues: Sequence[str]) -> dict[str, int]:
+    def damaged_counts(
+        self, queues: Sequence[str], every: Mapping[str, list[str]] | None = None
+    ) -> dict[str, int]:
         """Return how many entries each of ``queues`` has set aside, every shard's of every
-        count, in one round trip after ``every_parts``': ``damaged`` reads at most MAX_LISTED
-        a part, and a listing says what it left out."""
-        every = self.every_parts(queues)
+        count, in one round trip after ``every_parts``' (or from ``every``, as ``damaged``):
+        ``damaged`` reads at most MAX_LISTED a part, and a listing says what it left out."""
+        every = self.every_parts(queues) if every is None else every
         parts = [(queue, part) for queue in queues for part in every[queue]]
         with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
             for _, part in parts:

@@ -5,13 +5,17 @@ A task lives in the shard its id picks among the queue's N (keys.py), so workers
 before a worker or reaper starts (docs/scaling.md, Changing the shard count).
 """
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from itertools import chain
+from typing import Any
+
+import redis
 
 from ..codec.ids import queue_of
 from ..codec.text import digits_int
 from ..exceptions import BrokerUnavailable
+from .calls import Command, read_each
 from .connection import unreachable
 from .keys import SHARD_SEPARATOR, queue_parts, shard_of
 from .raw_replies import RAW
@@ -31,8 +35,25 @@ class QueueNames:
     # Why the queue set and the layouts set could not be read (their Redis Cluster node did
     # not answer), ``queues`` then being the configured ones alone; None when they were read.
     unknown: BrokerUnavailable | None = None
-    # Those of ``queues`` with a part on that node, each with its error: unread too.
+    # Those of ``queues`` with a part on that node, each with its error: unread too; after
+    # ``Layouts.reached``, those with a part on any node that does not answer.
     unreached: dict[str, BrokerUnavailable] = field(default_factory=dict)
+
+    @property
+    def served(self) -> list[str]:
+        """The queues whose every part is on a node that answers: those a reader reads."""
+        return [queue for queue in self.queues if queue not in self.unreached]
+
+    def unreached_by_node(self) -> dict[BrokerUnavailable, list[str]]:
+        """Return the ``unreached`` queues by their node's error (one error per node), that of
+        the queue set's node first when the set was not read (``unknown``), with none of them
+        or some."""
+        by_node: dict[BrokerUnavailable, list[str]] = (
+            {} if self.unknown is None else {self.unknown: []}
+        )
+        for queue, error in self.unreached.items():
+            by_node.setdefault(error, []).append(queue)
+        return by_node
 
 
 class Layouts(Reads):
@@ -108,12 +129,66 @@ class Layouts(Reads):
         queues = known_queues(seen, configured)
         recorded = list(layouts[0]) if layouts else []
         other = self.other_parts_in(queues, recorded) if every_count else {}
+        names = QueueNames(queues=queues, other=other, recorded=recorded, unknown=unknown)
         if unknown is None:
-            return QueueNames(queues=queues, other=other, recorded=recorded)
-        parts = {queue: [*self.parts(queue), *other.get(queue, [])] for queue in queues}
-        down = self.parts_on({self.node_of(self.keyspace.queues): unknown}, chain(*parts.values()))
-        unreached = {queue: unknown for queue in queues if any(p in down for p in parts[queue])}
-        return QueueNames(queues=queues, other=other, unknown=unknown, unreached=unreached)
+            return names
+        return replace(
+            names, unreached=self._on({self.node_of(self.keyspace.queues): unknown}, names)
+        )
+
+    def reached(self, names: QueueNames) -> QueueNames:
+        """Return ``names`` with ``unreached`` naming each queue with a part on any Redis
+        Cluster primary that does not answer, with that node's error: one read per node of
+        their parts, in one round trip (that of the queue set, known down, not asked again).
+
+        Each reader of many queues sends one pipeline, which spans every node: the health
+        probe, the queues page, the scrape and the listings read the ``served`` queues, and
+        name the others (docs/scaling.md, Batches that span queues)."""
+        if not isinstance(self.client, redis.RedisCluster):
+            return names
+        down = {self.node_of(self.keyspace.queues): names.unknown} if names.unknown else {}
+        probes: dict[str, str] = {}  # per node not known down, the ready key of a part there
+        for part in chain(*self._parts_by_queue(names).values()):
+            key = self.queue_keys(part).ready
+            if (node := self.node_of(key)) not in down:
+                probes.setdefault(node, key)
+        return replace(names, unreached=self._on(down | self._not_answering(probes), names))
+
+    def _not_answering(self, probes: Mapping[str, str]) -> dict[str, BrokerUnavailable]:
+        """Return those of the nodes of ``probes`` (each with a key of its own) that do not
+        answer a read of their key, each with its error; raise any other error."""
+        if not probes:
+            return {}
+        reads: list[tuple[Command, dict[str, Any]]] = [
+            (("EXISTS", key), {}) for key in probes.values()
+        ]
+        with self.translated_errors(read=True):
+            replies = read_each(self.client, self.down_nodes, reads)
+        down: dict[str, BrokerUnavailable] = {}
+        for node, reply in zip(probes, replies, strict=True):
+            if isinstance(reply, Exception):
+                error = self.translated(reply, read=True)
+                if not unreachable(error):
+                    raise error
+                down[node] = error
+        return down
+
+    def _on(
+        self, down: Mapping[str, BrokerUnavailable], names: QueueNames
+    ) -> dict[str, BrokerUnavailable]:
+        """Return those of ``names``' queues with a part on a node of ``down`` (by name), each
+        with that node's error."""
+        parts = self._parts_by_queue(names)
+        on = self.parts_on(down, chain(*parts.values()))
+        return {
+            queue: error
+            for queue, its in parts.items()
+            if (error := next((on[part] for part in its if part in on), None)) is not None
+        }
+
+    def _parts_by_queue(self, names: QueueNames) -> dict[str, list[str]]:
+        """Return the parts of each of ``names``' queues, those of its other counts read too."""
+        return {queue: [*self.parts(queue), *names.other.get(queue, [])] for queue in names.queues}
 
     def other_parts_in(
         self, queues: Iterable[str], recorded: Iterable[bytes]

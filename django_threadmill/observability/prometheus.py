@@ -24,6 +24,15 @@ from ..exceptions import BrokerUnavailable
 logger = logging.getLogger(__name__)
 QUEUE_STATES = ("ready", "delayed", "reserved", "running")
 OUTCOMES = ("successful", "failed")
+# What a scrape says of the queues a Redis Cluster node that does not answer kept it from reading.
+UNKNOWN_SET = (
+    "Metrics read in the queues in QUEUES alone, as the queue set could not be read, those of "
+    "its node left out backend=%r queues=%s error=%s"
+)
+LEFT_OUT = (
+    "Metrics of queues left out of the scrape, their Redis Cluster node does not answer "
+    "backend=%r queues=%s error=%s"
+)
 
 
 class _Families:
@@ -174,8 +183,18 @@ class ThreadmillCollector:
         Gauges and counters alike sum every shard count a queue was used with, the recorded
         counts read once: after a change of ``queue_shards`` the tasks still waiting or running
         under the old count, and its workers, stay in the gauges (docs/scaling.md, Changing
-        the shard count)."""
-        inspector, queues = source.inspector, source.queues()
+        the shard count). The queues on a Redis Cluster node that does not answer are left
+        out, named in one WARNING per node (``Source.names``)."""
+        inspector, names = source.inspector, source.names
+        for error, unread in names.unreached_by_node().items():
+            # The others are read: one pipeline spanning the node failed the backend's scrape.
+            logger.warning(
+                UNKNOWN_SET if error is names.unknown else LEFT_OUT,
+                source.alias,
+                ",".join(unread) or "none",
+                error,
+            )
+        queues = names.served
         now_ms = inspector.now_ms()
         paused = inspector.paused(queues)
         waiting = inspector.waiting(queues, every_count=True)

@@ -40,8 +40,12 @@ class Source:
     def names(self) -> QueueNames:
         """The queues and every shard count's parts of each, read in one round trip; while the
         Redis Cluster node of the queue set does not answer, QUEUES alone and why
-        (``Broker.queue_names``): the queues page shows those the other nodes serve."""
-        names = self.broker.queue_names(self.configured, every_count=True)
+        (``Broker.queue_names``); on a Redis Cluster, those on a node that does not answer,
+        each with its error (``Broker.reached``): the admin, the scrape and the listing read
+        the ``served`` ones, and name the others.
+
+        ``queues()`` stays strict: deciding that a queue is unknown needs the queue set read."""
+        names = self.broker.reached(self.broker.queue_names(self.configured, every_count=True))
         self.inspector.layouts = names.recorded  # the counts its reads sum: not read again
         return names
 

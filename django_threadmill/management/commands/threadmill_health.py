@@ -6,6 +6,7 @@ stderr when it exits non-zero.
 """
 
 import socket
+from dataclasses import replace
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -59,9 +60,10 @@ class Command(ExitCodeCommand):
         "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "
         "2 (bad option or setting), 3 (Redis unreachable, a read-only replica, unable to "
         "confirm writes as OPTIONS['durability'] asks, or too few beside a heartbeat key of "
-        "another type) or 4 (Redis refused the credentials, "
-        "or LOCATION names no Redis it can use: wrong TLS set-up, another kind of server), "
-        "with the reason in one line on stderr. For liveness and readiness probes."
+        "another type or a queue on a Redis Cluster node that does not answer) or 4 (Redis "
+        "refused the credentials, or LOCATION names no Redis it can use: wrong TLS set-up, "
+        "another kind of server), with the reason in one line on stderr. For liveness and "
+        "readiness probes."
     )
     # A probe runs every few seconds: the system checks would add a Redis round trip and
     # warnings that are not its answer.
@@ -96,7 +98,7 @@ class Command(ExitCodeCommand):
             metavar="S",
             help="Seconds Redis may take to accept the connection or answer one call "
             f"(default: {DEFAULT_TIMEOUT_S:g}; at most three calls, four with durability or with "
-            "too few processes live).",
+            "too few processes live, one more on a Redis Cluster).",
         )
         parser.add_argument(
             "--redis-down-ok",
@@ -119,16 +121,17 @@ class Command(ExitCodeCommand):
         asked = [self._queue(backend, name) for name in options["queues"] or []]
         broker = self._probe_broker(backend, options["timeout"])
         try:
-            names = QueueNames(queues=asked) if asked else broker.queue_names(backend.queues)
-            queues = names.queues or ["default"]
-            read = [queue for queue in queues if queue not in names.unreached]
+            listed = QueueNames(queues=asked) if asked else broker.queue_names(backend.queues)
+            names = broker.reached(replace(listed, queues=listed.queues or ["default"]))
+            queues, read = names.queues, names.served
             beats = host_heartbeats(Inspector(broker), read, host, broker.settings.lease_ttl_ms)
-            live, alone = len(beats.live), _queues_alone(names, options["timeout"])
+            live, alone = len(beats.live), _queues_unread(names, options["timeout"])
             if live < options["min_processes"] and (refused := writes_refused(broker)):
                 self._unavailable(f"host={host} live={live}: {refused}", options["redis_down_ok"])
                 return
             if live < options["min_processes"] and alone and not beats.unread:
-                # Redis's, not too few: a process serving only a queue not read may still work.
+                # Redis's, not too few: a process serving only a queue not read may still work
+                # (docs/deploy.md, Health).
                 reason = f"host={host} live={live}: {FEWER} in the queues read, {alone}"
                 self._unavailable(reason, options["redis_down_ok"])
                 return
@@ -212,18 +215,28 @@ class Command(ExitCodeCommand):
         )
 
 
-def _queues_alone(names: QueueNames, timeout_s: float) -> str:
-    """Say that the probe read the heartbeats of the queues in QUEUES alone, the queue set
-    unread, and which of them it could not read; "" when the queue set was read."""
-    if names.unknown is None:
-        return ""
-    unreached = ", ".join(names.unreached)
-    on_it = f", and not in {unreached}, on that node" if unreached else ""
+def _queues_unread(names: QueueNames, timeout_s: float) -> str:
+    """Say which queues the probe could not read, on a Redis Cluster node that does not
+    answer, with that node's error: the queue set (the probe then read the queues in QUEUES
+    alone), and those with a part on such a node; "" when it read them all."""
+    return " ".join(
+        (_set_unread if error is names.unknown else _unread)(
+            ", ".join(queues), named_timeout(one_line(error), timeout_s)
+        )
+        for error, queues in names.unreached_by_node().items()
+    )
+
+
+def _set_unread(queues: str, error: str) -> str:
+    also = f", and not in {queues}, on that node" if queues else ""
     return (
         "heartbeats read in the queues in QUEUES alone, as the queue set could not be read (a "
-        f"queue registered only in Redis is not read){on_it}: "
-        f"{named_timeout(one_line(names.unknown), timeout_s)}"
+        f"queue registered only in Redis is not read){also}: {error}"
     )
+
+
+def _unread(queues: str, error: str) -> str:
+    return f"heartbeats not read in {queues}, on a Redis Cluster node that does not answer: {error}"
 
 
 def _last_seen(beats: HostHeartbeats) -> str:

@@ -16,6 +16,7 @@ from ...broker import DEFAULT_PURGE_BATCH_SIZE, checked_batch_size
 from ...broker.damaged import DamagedRecord
 from ...broker.inspect.queues import STATE_SAMPLE
 from ...broker.inspect.source import Source
+from ...broker.layouts import QueueNames
 from ...broker.pausing import MAX_REASON_CHARS, checked_reason
 from ...broker.raw_replies import controls_escaped
 from ...codec.text import printable
@@ -104,6 +105,26 @@ def _again(action: str, queue: str, otherwise: str) -> str:
         f"run 'manage.py threadmill_queue {action} {queue}' again once Redis answers: it "
         f"{action}s the queue, or says it {otherwise}."
     )
+
+
+def _unread(names: QueueNames, asked: list[str]) -> str:
+    """Say what a listing of ``asked`` (none: every queue) could not read, on a Redis Cluster
+    node that does not answer, with its error: the queue set (every queue asked), and the
+    queues with a part on such a node; "" when it read them all."""
+    said = []
+    for error, queues in names.unreached_by_node().items():
+        unread = [queue for queue in queues if not asked or queue in asked]
+        if error is names.unknown and not asked:
+            said.append(
+                "Damaged records listed in the queues in QUEUES alone, as the queue set could "
+                f"not be read (a queue registered only in Redis is not listed): {error}"
+            )
+        if unread:
+            said.append(
+                f"Damaged records not read in {', '.join(unread)}, on a Redis Cluster node that "
+                f"does not answer: {error}"
+            )
+    return "\n".join(said)
 
 
 def _listing(queue: str) -> str:
@@ -397,22 +418,30 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             self.stdout.write(f"The {where} was not paused; nothing changed.")
 
     def _list(self, source: Source, queues: list[str]) -> None:
+        """List the damaged records of ``queues`` (none: every queue), those on a Redis Cluster
+        node that answers; then raise naming what was not read (``Source.names``)."""
         # Each queue once: one named twice would be read twice, its records listed twice.
-        names = list(dict.fromkeys(self._queue(source, q) for q in queues)) or source.queues()
+        asked = list(dict.fromkeys(self._queue(source, q) for q in queues))
+        names = source.names
+        listing = asked or names.queues
+        read = [queue for queue in listing if queue not in names.unreached]
         broker = source.broker
-        found = broker.damaged(names)
-        if not found:
-            self.stdout.write(f"No damaged records in {', '.join(names) or 'any queue'}.")
+        every = source.inspector.parts_to_sum(read, every_count=True)
+        found = broker.damaged(read, every)
+        if not found and (read or not listing):
+            self.stdout.write(f"No damaged records in {', '.join(read) or 'any queue'}.")
         for record in found:
             self.stdout.write(_line(record))
         listed = Counter(record.queue for record in found)
-        for queue, count in broker.damaged_counts(names).items():
+        for queue, count in broker.damaged_counts(read, every).items():
             if count > listed[queue]:  # a listing reads a bounded number per queue part
                 self.stdout.write(
                     f"queue={queue}: {count - listed[queue]:,} more damaged record(s) not listed "
                     f"(at most {broker.MAX_LISTED:,} are read per queue or shard); "
                     "forget the ones listed once fixed, then list again."
                 )
+        if unread := _unread(names, asked):
+            raise CommandError(unread)
 
     def _forget(
         self, source: Source, name: str, ids: list[str], stop: HeldStop, *, every: bool
