@@ -14,13 +14,22 @@ command, so a replica that took over the node's slots is learned, and its shares
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import redis
 
 FIRST_INTERVAL_S = 0.5  # how long a node that just failed to connect is spared
 LONGEST_INTERVAL_S = 4.0  # the interval doubles up to this while the node stays away
+
+
+def by_node[E](unread: Mapping[str, E]) -> dict[E, list[str]]:
+    """Return the names in ``unread`` (queues, queue parts, keys) under the error each met: one
+    error per node that did not answer, so its line names them all once."""
+    grouped: dict[E, list[str]] = {}
+    for name, error in unread.items():
+        grouped.setdefault(error, []).append(name)
+    return grouped
 
 
 class NodeSpared(redis.ConnectionError):

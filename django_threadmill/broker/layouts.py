@@ -17,6 +17,7 @@ from ..codec.text import digits_int
 from ..exceptions import BrokerUnavailable
 from .calls import Command, read_each
 from .connection import unreachable
+from .down_nodes import by_node
 from .keys import SHARD_SEPARATOR, queue_parts, shard_of
 from .raw_replies import RAW
 from .reads import Reads, known_queues
@@ -48,12 +49,10 @@ class QueueNames:
         """Return the ``unreached`` queues by their node's error (one error per node), that of
         the queue set's node first when the set was not read (``unknown``), with none of them
         or some."""
-        by_node: dict[BrokerUnavailable, list[str]] = (
+        first: dict[BrokerUnavailable, list[str]] = (
             {} if self.unknown is None else {self.unknown: []}
         )
-        for queue, error in self.unreached.items():
-            by_node.setdefault(error, []).append(queue)
-        return by_node
+        return first | by_node(self.unreached)
 
 
 class Layouts(Reads):
@@ -159,11 +158,7 @@ class Layouts(Reads):
         answer a read of their key, each with its error; raise any other error."""
         if not probes:
             return {}
-        reads: list[tuple[Command, dict[str, Any]]] = [
-            (("EXISTS", key), {}) for key in probes.values()
-        ]
-        with self.translated_errors(read=True):
-            replies = read_each(self.client, self.down_nodes, reads)
+        replies = self._read_each([(("EXISTS", key), {}) for key in probes.values()])
         down: dict[str, BrokerUnavailable] = {}
         for node, reply in zip(probes, replies, strict=True):
             if isinstance(reply, Exception):
@@ -172,6 +167,12 @@ class Layouts(Reads):
                     raise error
                 down[node] = error
         return down
+
+    def _read_each(self, reads: Sequence[tuple[Command, dict[str, Any]]]) -> list[Any]:
+        """Return per read its reply or its error, a Redis Cluster node that does not answer
+        failing its own reads alone (calls.py, ``read_each``); raise when no node answered."""
+        with self.translated_errors(read=True):
+            return read_each(self.client, self.down_nodes, reads)
 
     def _on(
         self, down: Mapping[str, BrokerUnavailable], names: QueueNames

@@ -17,7 +17,7 @@ from typing import Any
 import redis
 
 from ..exceptions import BrokerUnavailable
-from .calls import Command, read_each
+from .calls import Command
 from .connection import reply_of, wrong_type
 from .layouts import Layouts
 from .raw_replies import RAW
@@ -61,7 +61,7 @@ class OutboxLooks(Layouts):
         """Return those of the queue ``parts`` whose outbox holds entries, and those a Redis
         Cluster node that did not answer kept from being read, with why (one error per node):
         the reaper's pass drains the others (module docstring). Raise when no node answered."""
-        return self._sizes(parts, self._read(self._outbox_reads(parts)))
+        return self._sizes(parts, self._read_each(self._outbox_reads(parts)))
 
     def outboxes_of_every_count(
         self, queues: Sequence[str], known: Sequence[str] = ()
@@ -78,7 +78,7 @@ class OutboxLooks(Layouts):
         """
         parts = [*(part for queue in queues for part in self.parts(queue)), *known]
         layouts = (("SMEMBERS", self.keyspace.layouts), RAW)
-        recorded, *sizes = self._read([layouts, *self._outbox_reads(parts)])
+        recorded, *sizes = self._read_each([layouts, *self._outbox_reads(parts)])
         translated: dict[int, BrokerUnavailable] = {}  # one per node: its line is said once
         found, unread = self._sizes(parts, sizes, translated)
         if isinstance(recorded, redis.ResponseError):  # a key of another type: as other_parts
@@ -91,17 +91,12 @@ class OutboxLooks(Layouts):
             other = [part for each in counts.values() for part in each]
         seen = set(known)
         if unseen := [part for part in other if part not in seen]:
-            more, more_unread = self._sizes(unseen, self._read(self._outbox_reads(unseen)))
+            more, more_unread = self._sizes(unseen, self._read_each(self._outbox_reads(unseen)))
             found, unread = found + more, unread | more_unread
         return OutboxLook(found=found, other=other, unread=unread)
 
     def _outbox_reads(self, parts: Sequence[str]) -> list[Read]:
         return [(("LLEN", self.queue_keys(part).outbox), {}) for part in parts]
-
-    def _read(self, reads: Sequence[Read]) -> list[Any]:
-        """Return per read its reply or its error; raise when no node answered."""
-        with self.translated_errors(read=True):
-            return read_each(self.client, self.down_nodes, reads)
 
     def _sizes(
         self,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..broker import Broker
+from ..broker.down_nodes import by_node
 from ..exceptions import BrokerUnavailable
 
 
@@ -36,13 +37,10 @@ class PassParts:
     def left_by_node(self) -> dict[BrokerUnavailable, list[str]]:
         """Return, per error (one per node), what the pass leaves out: the queues it skips
         whole by name, then the parts of the queues it reaps."""
-        left: dict[BrokerUnavailable, list[str]] = {}
-        for queue, error in self.skipped.items():
-            left.setdefault(error, []).append(queue)
-        for part in (part for queue in self.reaped for part in self._every(queue)):
-            if part in self.down:
-                left.setdefault(self.down[part], []).append(part)
-        return left
+        every = (part for queue in self.reaped for part in self._every(queue))
+        return by_node(
+            self.skipped | {part: self.down[part] for part in every if part in self.down}
+        )
 
     def _every(self, queue: str) -> list[str]:
         """Return the parts of ``queue`` under every shard count, the configured one's first."""

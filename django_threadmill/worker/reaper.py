@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..broker import Reaped, checked_batch_size
+from ..broker.down_nodes import by_node
 from ..broker.layouts import QueueNames
 from ..broker.server_identity import ServerSeen
 from ..exceptions import BrokerUnavailable
@@ -191,10 +192,7 @@ def _drained(backend: "ThreadmillTaskBackend", parts: PassParts) -> int:
     workflows advanced. An outbox a Redis Cluster node that stopped answering since the pass
     began kept from being read is named, one line per node, and the others are drained."""
     found, unread = backend.broker.outboxes_read(parts.drained())
-    by_node: dict[BrokerUnavailable, list[str]] = {}  # one error per node
-    for part, error in unread.items():
-        by_node.setdefault(error, []).append(part)
-    for error, left in by_node.items():
+    for error, left in by_node(unread).items():
         logger.warning(
             "Reap left the workflow outboxes of a node that did not answer, the others are "
             "drained parts=%s error=%s",

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from ..broker import Broker
+from ..broker.down_nodes import by_node
 from ..exceptions import BrokerUnavailable
 from .failing_calls import FailingCalls
 from .role import RoleThread
@@ -105,10 +106,7 @@ class WorkflowDrainer(RoleThread):
     def _say_unread(self, unread: Mapping[str, BrokerUnavailable]) -> None:
         """Say what a Redis Cluster node that did not answer kept the look from reading, one
         line per node (its error), the others drained; and what it reads again."""
-        by_node: dict[BrokerUnavailable, list[str]] = {}  # one error per node
-        for name, error in unread.items():
-            by_node.setdefault(error, []).append(name)
-        for error, names in by_node.items():
+        for error, names in by_node(unread).items():
             self._failing.failed(
                 names,
                 "Workflow outboxes unreadable on a node, the others are drained, looking again "
