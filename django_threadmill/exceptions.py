@@ -1,5 +1,7 @@
 """Exceptions raised by django-threadmill, all under one base class."""
 
+from typing import Any
+
 from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 
 
@@ -93,6 +95,33 @@ class PartlyRenewed(BrokerUnavailable):
         self.answered = answered
         self.lost = lost
         self.failed = failed
+
+    __reduce__ = _reduced_as_raised
+
+
+class PartlyAcked(BrokerUnavailable):
+    """A batch of start notices or outcomes that the calls of some queue parts recorded and
+    the others' did not (on a Redis Cluster their primary down, or a key of another type
+    there): what the calls that answered recorded stands, and only the rest is sent again.
+
+    ``answered`` holds the leases of the items whose part's call answered, each recorded
+    unless it is in ``rejected`` (with why); ``progress_unwritten`` the progress reports that
+    rode the batch and were not written; ``error`` is the first failed part's error.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        error: BrokerUnavailable,
+        answered: frozenset[Any] = frozenset(),
+        rejected: tuple[Any, ...] = (),
+        progress_unwritten: tuple[Any, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.error = error
+        self.answered = answered
+        self.rejected = rejected
+        self.progress_unwritten = progress_unwritten
 
     __reduce__ = _reduced_as_raised
 

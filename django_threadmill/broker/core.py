@@ -210,27 +210,46 @@ class BrokerCore:
             return [self._run(calls[0], durable=durable)]
         return self._send(calls, durable=durable, in_order=in_order)
 
-    def _run_each_per_queue(self, calls: Sequence[ScriptCall]) -> list[Any]:
-        """As ``_run_per_queue``, but a call's own error (a key of another type in its queue)
-        is its reply, translated, where the others' replies stand: raised, it dropped what
-        they did. An error every call met (a Redis gone, a replica) is raised."""
-        return _unless_every_one_failed(self._run_each(calls))
+    def _run_each_per_queue(
+        self, calls: Sequence[ScriptCall], *, durable: bool = False, in_order: int = 0
+    ) -> list[Any]:
+        """As ``_run_per_queue``, but a call's own error (a key of another type in its queue,
+        its Redis Cluster primary down) is its reply, translated, where the others' replies
+        stand: raised, it dropped what they did. An error every call met (a Redis gone, a
+        replica) is raised."""
+        return _unless_every_one_failed(self._run_each(calls, durable=durable, in_order=in_order))
 
-    def _run_each(self, calls: Sequence[ScriptCall]) -> list[Any]:
-        """Send ``calls`` in one pipeline (split by node on a Redis Cluster); return per call
-        its reply or its error, translated, even when every call met one (each may be its own
-        queue's key of another type). An error of the round trip itself is raised, but for a
-        single call, sent alone as ``_run`` sends it: whatever it met is its reply."""
+    def _run_each(
+        self, calls: Sequence[ScriptCall], *, durable: bool = False, in_order: int = 0
+    ) -> list[Any]:
+        """Send ``calls`` in one pipeline (split by node on a Redis Cluster), the first
+        ``in_order`` sure to run before the others, ``durable`` ones confirmed per
+        OPTIONS['durability']; return per call its reply or its error, translated, even when
+        every call met one (each may be its own queue's key of another type). An error of the
+        round trip itself is raised, but for a single call, sent alone as ``_run`` sends it:
+        whatever it met is its reply."""
         if len(calls) == 1:
             try:
-                return [self._run(calls[0])]
+                return [self._run(calls[0], durable=durable)]
             except BrokerUnavailable as exc:
                 return [exc]
         with self.translated_errors():
             _, outcomes = send_each(
-                self.client, self._scripts, self.settings, calls, down=self.down_nodes
+                self.client,
+                self._scripts,
+                self.settings,
+                calls,
+                down=self.down_nodes,
+                confirm=durable,
+                in_order=in_order,
             )
         return self._each_translated(outcomes)
+
+    @property
+    def fails_by_node(self) -> bool:
+        """Tell whether a round may fail on one node while the others answer: on a Redis
+        Cluster, where a node down fails its own calls alone (calls.py)."""
+        return isinstance(self.client, redis.RedisCluster)
 
     def _run_each_confirmed(
         self, calls: Sequence[ScriptCall]

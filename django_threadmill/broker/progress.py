@@ -33,15 +33,18 @@ def _call(keys: QueueKeys, reports: Sequence[ProgressReport]) -> ScriptCall:
 class ProgressWrites(BrokerCore):
     """The progress section of the Broker: one progress.lua call per queue part."""
 
-    def progress_calls(self, reports: Sequence[ProgressReport]) -> list[ScriptCall]:
-        """Return the calls that write ``reports``, fenced by their leases' tokens."""
+    def progress_calls(
+        self, reports: Sequence[ProgressReport]
+    ) -> list[tuple[ScriptCall, list[ProgressReport]]]:
+        """Return the calls that write ``reports``, fenced by their leases' tokens, each with
+        the reports it writes (one call per queue part)."""
         return [
-            _call(self.queue_keys(part), group)
+            (_call(self.queue_keys(part), group), group)
             for part, group in self.by_part(reports, lambda report: report.lease).items()
         ]
 
     def send_progress(self, reports: Sequence[ProgressReport]) -> int:
         """Write ``reports`` in one round trip; return how many were written (the others'
         attempts had finished, or were reaped or reserved again)."""
-        calls = self.progress_calls(reports)
+        calls = [call for call, _ in self.progress_calls(reports)]
         return sum(self._run_per_queue(calls, durable=False)) if calls else 0

@@ -6,10 +6,11 @@ Hot-path budget).
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..codec.ids import worker_host_and_pid
-from ..exceptions import BrokerUnavailable, PartlyRenewed
+from ..exceptions import BrokerUnavailable, PartlyAcked, PartlyRenewed
 from .damaged import log_set_aside
 from .keys import QueueKeys
 from .progress import ProgressWrites
@@ -53,6 +54,39 @@ def _partly_renewed(
     )
 
 
+@dataclass(slots=True)
+class _Fenced[T: (Start, Finish)]:
+    """What the per-queue calls of a start or finish batch did: the items a call did not
+    record (with why), those it recorded (with their queue part), and those of the parts
+    whose call failed, with the first failed part's error."""
+
+    rejected: list[Rejected[T]] = field(default_factory=list)
+    recorded: list[tuple[str, T]] = field(default_factory=list)
+    unanswered: list[T] = field(default_factory=list)
+    failed: dict[str, BrokerUnavailable] = field(default_factory=dict)  # by queue part
+
+    def answered(self, items: Sequence[T]) -> list[T]:
+        """Return those of ``items`` whose part's call answered."""
+        if not self.unanswered:
+            return list(items)
+        unanswered = {item.lease for item in self.unanswered}
+        return [item for item in items if item.lease not in unanswered]
+
+    def partly(self, items: Sequence[T], progress_unwritten: Sequence[ProgressReport] = ()) -> None:
+        """Raise ``PartlyAcked`` if a part's call failed: the caller sends again only what
+        it holds unwritten."""
+        if not self.failed:
+            return
+        error = next(iter(self.failed.values()))
+        raise PartlyAcked(
+            f"not written in queue {', '.join(self.failed)}, written in the others: {error}",
+            error,
+            answered=frozenset(item.lease for item in self.answered(items)),
+            rejected=tuple(self.rejected),
+            progress_unwritten=tuple(progress_unwritten),
+        )
+
+
 class Transitions(ProgressWrites):
     """The fenced worker transitions of the Broker, each sent per queue."""
 
@@ -65,26 +99,22 @@ class Transitions(ProgressWrites):
         *,
         durable: bool = False,
         before: Sequence[ScriptCall] = (),
-    ) -> list[tuple[str, list[T], Any]]:
-        """Group ``items`` by queue, send one script call per queue; return each queue part
-        with its items and its reply.
+    ) -> tuple[list[Any], list[tuple[str, list[T], Any]]]:
+        """Group ``items`` by queue, send one script call per queue; return the replies of the
+        calls in ``before``, and each queue part with its items and its call's reply, or the
+        error that call met. Raise the error when every call met one.
 
         A sharded queue is one call per shard its items live in. Queues in ``also`` get a
         call (each of their shards) even when no item is theirs. Calls in ``before`` run first,
-        in the same round trip, even when their script must be loaded; their replies are
-        dropped.
+        in the same round trip, even when their script must be loaded.
         """
         groups = self.by_part(items, lease_of, also)
         if not groups:
-            return []
+            return [], []
         calls = [build(self.queue_keys(part), group) for part, group in groups.items()]
-        replies = self._run_per_queue([*before, *calls], durable=durable, in_order=len(before))[
-            len(before) :
-        ]
-        return [
-            (part, group, reply)
-            for (part, group), reply in zip(groups.items(), replies, strict=True)
-        ]
+        replies = self._run_each_per_queue([*before, *calls], durable=durable, in_order=len(before))
+        answers = zip(groups.items(), replies[len(before) :], strict=True)
+        return replies[: len(before)], [(part, group, reply) for (part, group), reply in answers]
 
     def _fenced_out[T: (Start, Finish)](
         self,
@@ -93,26 +123,31 @@ class Transitions(ProgressWrites):
         *,
         durable: bool = False,
         before: Sequence[ScriptCall] = (),
-    ) -> tuple[list[Rejected[T]], list[tuple[str, T]]]:
-        """Send ``items`` per queue to a script that answers an ``Ack`` per item; return the
-        items it did not record, with why, and the recorded ones with their queue part. An
-        outbox filled is noted for the drainer."""
-        rejected, recorded = [], []
-        by_queue = self._by_queue(
+    ) -> tuple[_Fenced[T], list[Any]]:
+        """Send ``items`` per queue to a script that answers an ``Ack`` per item; return what
+        each part's call did, and the replies of the calls in ``before``. An outbox filled is
+        noted for the drainer."""
+        fenced: _Fenced[T] = _Fenced()
+        before_replies, by_queue = self._by_queue(
             items, lambda item: item.lease, build, durable=durable, before=before
         )
         for part, group, reply in by_queue:
+            if isinstance(reply, BrokerUnavailable):
+                fenced.unanswered += group
+                fenced.failed[part] = reply
+                continue
             for item, code in zip(group, reply, strict=True):
                 if code == Ack.OUTBOX:
                     self.outbox_signal.note(part)
                 if code == Ack.RECORDED or code == Ack.OUTBOX:
-                    recorded.append((part, item))
+                    fenced.recorded.append((part, item))
                 else:
-                    rejected.append(Rejected(item, Ack(code)))
-        return rejected, recorded
+                    fenced.rejected.append(Rejected(item, Ack(code)))
+        return fenced, before_replies
 
     def start(self, worker_id: str, starts: Sequence[Start]) -> list[Rejected[Start]]:
-        """Mark reserved tasks running; return the notices that were not, with why."""
+        """Mark reserved tasks running; return the notices that were not, with why. Raise
+        ``PartlyAcked`` when some queues' calls failed and others' did not."""
 
         def build(keys: QueueKeys, group: list[Start]) -> ScriptCall:
             limited = self.wake_on_free(group[0].lease.queue)
@@ -125,8 +160,9 @@ class Transitions(ProgressWrites):
                 tuple(args),
             )
 
-        rejected, _ = self._fenced_out(starts, build)
-        return rejected
+        fenced, _ = self._fenced_out(starts, build)
+        fenced.partly(starts)
+        return fenced.rejected
 
     def finish(
         self,
@@ -145,7 +181,8 @@ class Transitions(ProgressWrites):
         its call's ``mark`` appended (a new one unless given), and only a retry with the same
         mark answers "already" (finish.lua, ARGV[4]). ``progress`` reports ride along, written
         first in the same round trip, so an attempt's last report is in its record before its
-        outcome is.
+        outcome is. Raise ``PartlyAcked`` when some queues' calls failed and others' did not
+        (docs/worker.md, Durability window of the ack writer).
         """
         ttl_ms = self.settings.result_ttl_ms
         if not worker_id:
@@ -179,19 +216,31 @@ class Transitions(ProgressWrites):
                 tuple(args),
             )
 
+        riders = self.progress_calls(progress)
         try:  # an acknowledged result must survive a failover too (OPTIONS['durability'])
-            rejected, recorded = self._fenced_out(
-                finishes, build, durable=True, before=self.progress_calls(progress)
+            fenced, before_replies = self._fenced_out(
+                finishes, build, durable=True, before=[call for call, _ in riders]
             )
         except BrokerUnavailable:
             # The caller sends them again; what this try recorded then answers "already".
             self.tally.unanswered(finishes)
             raise
-        already = [item for item, ack in rejected if ack is Ack.ALREADY]
-        for finish in self.tally.answered(finishes, already):
+        already = [item for item, ack in fenced.rejected if ack is Ack.ALREADY]
+        recorded = fenced.recorded
+        for finish in self.tally.answered(fenced.answered(finishes), already):
             recorded.append((self.part_in(finish.lease.queue, finish.lease.task_id), finish))
         self.tally.add(recorded, reaping=worker_id == "")
-        return rejected
+        self.tally.unanswered(fenced.unanswered)
+        fenced.partly(
+            finishes,
+            [
+                report
+                for (_, group), reply in zip(riders, before_replies, strict=True)
+                if isinstance(reply, BrokerUnavailable)
+                for report in group
+            ],
+        )
+        return fenced.rejected
 
     def renew(
         self,
@@ -281,7 +330,11 @@ class Transitions(ProgressWrites):
             )
 
         released = 0
-        for _, group, (count, set_aside) in self._by_queue(leases, lambda lease: lease, build):
+        _, by_queue = self._by_queue(leases, lambda lease: lease, build)
+        for _, group, reply in by_queue:
+            if isinstance(reply, BrokerUnavailable):
+                raise reply
+            count, set_aside = reply
             released += int(count)
             if set_aside:
                 log_set_aside(group[0].queue, int(set_aside), "release")

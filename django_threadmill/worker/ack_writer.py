@@ -3,10 +3,12 @@
 Worker threads hand over and move on (docs/worker.md, How the loop works). With no timer, the writer
 takes what is waiting and sends it: a burst collapses into one call, a lone ack goes out at once. A
 start notice is held for 20 ms first: if its result arrives meanwhile the notice is dropped, so fast
-tasks never cost a start call, and a start never follows its result. Transient Redis errors retry
-the same batch with capped backoff; a result Redis refuses as too large ends its task FAILED, and
-the rest of its batch is written (worker/refused.py). Redis refusing this worker's credentials or
-rights stops the process (``on_refused``), as no retry helps: the batch is left to the reaper.
+tasks never cost a start call, and a start never follows its result. What a write did not record
+for a transient Redis error is tried again with capped backoff while the rest goes on (a Redis
+Cluster primary down holds up its own queues' acks alone: worker/unwritten.py); a result Redis
+refuses as too large ends its task FAILED, and the rest of its batch is written (worker/refused.py).
+Redis refusing this worker's credentials or rights stops the process (``on_refused``), as no retry
+helps: the batch is left to the reaper.
 
 Hand-over waits for nobody and wakes nobody while the writer is busy: items go on a
 deque, and the writer's doorbell rings only when it sleeps (an outcome's size is counted on a
@@ -22,20 +24,21 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 
 from ..broker import Ack, Broker, Finish, Lease, ProgressReport, Rejected, Start
 from ..broker.transitions import FINISH_CALL_CHARS
-from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
+from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied, PartlyAcked
 from .backoff import ACK_BACKOFF, REDIS_BACKOFF
 from .held_chars import HeldChars
 from .leases import HeldLeases
 from .progress import PendingProgress
 from .refused import finish_apart, may_carry_refused
 from .role import RoleThread
+from .unwritten import Unwritten
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +134,8 @@ class AckWriter(RoleThread):
         self._metrics_due = time.monotonic() + METRICS_SEND_S
         self._progress_failures = 0  # sends of progress alone failed in a row
         self._metrics_failures = 0  # metrics sends failed in a row, but at the stop
+        self._retrying = Unwritten()  # what a write did not record, in hand till its next try
+        self._waiting: dict[Lease, threading.Event] = {}  # --sync-ack: set once written
 
     def pending(self) -> int:
         """Return how many submitted items are not written (or given up) yet.
@@ -211,6 +216,12 @@ class AckWriter(RoleThread):
         """Queue the end: the writer flushes everything queued before it, then ends."""
         self._submit(_Stop())
 
+    def give_up_now(self) -> None:
+        """Stop retrying, past the stop's deadline: what fails from now on is dropped, left to
+        the reaper; a writer waiting to try again tries once more now."""
+        self.give_up.set()
+        self._ring()
+
     def _submit(self, item: _Item) -> None:
         self._inbox.append(item)
         self._ring()
@@ -224,29 +235,33 @@ class AckWriter(RoleThread):
         # Notice and when it was taken, in the order taken (the oldest first: see ``_due``).
         held_starts: dict[Lease, tuple[Start, float]] = {}
         stopping = False
-        while not stopping:
+        while not stopping or self._retrying:  # at the stop, until all is written or given up
             self._sleep_until_work(held_starts)
             batch = self._take_all()
-            stopping = any(isinstance(item, _Stop) for item in batch)
+            stopping = stopping or any(isinstance(item, _Stop) for item in batch)
             self._write(batch, held_starts, flush=stopping)
             self._flushed = stopping
             if self.give_up.is_set():
                 continue  # past the stop's deadline: no wait for progress or metrics either
             self._send_progress(flush=stopping)  # what is due and rode no finish call
             if stopping:
-                self._send_last_metrics()
+                if not self._retrying:
+                    self._send_last_metrics()
             elif time.monotonic() >= self._metrics_due:
                 self._send_due_metrics()
 
     def _sleep_until_work(self, held_starts: dict[Lease, tuple[Start, float]]) -> None:
         """Return at once if anything waits; else sleep until rung, a held start is due,
-        tallied metrics are due to be sent, or waiting progress reports are."""
+        tallied metrics are due to be sent, waiting progress reports are, or the next try of
+        what a write did not record is (``give_up_now`` rings too)."""
         if self._inbox:
             return
         self._doorbell.clear()
-        self._asleep = True  # from here a submit, or a first progress report, rings
+        self._asleep = True  # from here a submit, a first progress report or a give-up rings
         now = time.monotonic()
         wakes = [self._metrics_due] if self.broker.tally else []
+        if self._retrying:
+            wakes.append(0.0 if self.give_up.is_set() else self._retrying.due)
         if held_starts:
             _, oldest = next(iter(held_starts.values()))
             wakes.append(oldest + START_NOTICE_DELAY_S)
@@ -350,86 +365,153 @@ class AckWriter(RoleThread):
         *,
         flush: bool,
     ) -> None:
-        """Send due starts and every outcome; a start whose outcome came is dropped unsent."""
+        """Send due starts and every outcome, with what an earlier write did not record if
+        its try is due; a start whose outcome came is dropped unsent. On one Redis away, what
+        comes waits for that try instead (worker/unwritten.py)."""
         now = time.monotonic()
-        finishes, waiters = _sort(batch, held_starts, now)
-        elided = sum(held_starts.pop(finish.lease, None) is not None for finish in finishes)
-        due = _due(held_starts, now, flush=flush)
-        self._holding = len(held_starts)
-        dropped = self._send("start", due, self.broker.start) if due else 0
+        finishes = _sort(batch, held_starts, now, self._waiting)
         finished = [finish.lease for finish in finishes]
+        elided = sum(held_starts.pop(lease, None) is not None for lease in finished)
+        elided += self._retrying.drop_starts(finished)
+        starts = _due(held_starts, now, flush=flush)
+        self._holding = len(held_starts)
+        done = elided + sum(isinstance(item, _Stop) for item in batch)
+        if self._retrying:  # what an earlier try kept goes along once due
+            giving_up = self.give_up.is_set()
+            if self._retrying.holds_up(now) and not giving_up:
+                self._retrying.add(starts, finishes)
+                self._in_hand -= done
+                return
+            retried_starts, retried_finishes = self._retrying.take(now, every=giving_up)
+            starts, finishes = retried_starts + starts, retried_finishes + finishes
+        # Counted dropped first: ``unwritten`` may count one twice, never miss one.
+        self._in_hand -= done + self._try(starts, finishes, flush=flush)
+
+    def _try(self, starts: list[Start], finishes: list[Finish], *, flush: bool) -> int:
+        """Send ``starts`` and ``finishes`` once; keep what was not recorded for a later try
+        (dropped past the stop's deadline). Return how many are done with: written, refused,
+        or dropped."""
+        error: BrokerUnavailable | None = None
+        unwritten_starts: list[Start] = []
+        if starts:
+            unwritten_starts, error = self._send("start", starts, self.broker.start)
         # Marked before they are sent: a renewal that meets an outcome written (a retry puts the
         # task back; it may even be reserved again) before we discard the lease is no news.
+        finished = [finish.lease for finish in finishes]
         self.held.ending(finished)
         # The finishing attempts' last reports, and every waiting one if due, ride the first call.
         riders = self.progress.take(finished, flush=flush) if finishes else []
+        unwritten_finishes: list[Finish] = []
         for group in _by_size(finishes):
-            dropped += self._send("finish", group, partial(self._finish, progress=riders))
+            unwritten, failed = self._send("finish", group, partial(self._finish, progress=riders))
+            unwritten_finishes += unwritten
+            error = error or failed
             riders = []
-        if finishes:
-            self.held.discard(finished)
+        written = (
+            _but(finishes, {finish.lease for finish in unwritten_finishes})
+            if unwritten_finishes
+            else finishes
+        )
+        if written:
+            self.held.discard([finish.lease for finish in written])
             self.on_written()
-        # Starts taken in this batch stay in hand while held; everything else is done now
-        # (counted dropped first: ``unwritten`` may count one twice, never miss one).
-        self.dropped += dropped
-        self._chars.add(-sum(len(finish.value) for finish in finishes))
-        self._in_hand -= len(batch) - sum(isinstance(item, Start) for item in batch)
-        self._in_hand -= len(due) + elided
-        for event in waiters:
-            event.set()
+            self._chars.add(-sum(len(finish.value) for finish in written))
+            for finish in written:
+                if (event := self._waiting.pop(finish.lease, None)) is not None:
+                    event.set()
+        done = len(starts) - len(unwritten_starts) + len(written)
+        if error is None and not self._retrying.failures:
+            return done  # the usual case: all written, nothing kept from before
+        wrote_none = len(unwritten_starts) == len(starts) and not written
+        retry_in_s = self._retrying.kept(
+            unwritten_starts,
+            unwritten_finishes,
+            time.monotonic(),
+            holds_up=wrote_none and not self.broker.fails_by_node,
+        )
+        if error is not None:
+            logger.warning(
+                "Ack batch failed kind=%s size=%d attempt=%d retry_in_s=%.2f error=%s",
+                "finish" if unwritten_finishes else "start",
+                len(unwritten_starts) + len(unwritten_finishes),
+                self._retrying.failures,
+                retry_in_s,
+                error,
+            )
+        return done
 
     def _finish(
         self, worker_id: str, finishes: Sequence[Finish], progress: Sequence[ProgressReport]
     ) -> list[Rejected[Finish]]:
         """Send one finish call; if it failed as Redis refusing a result too large, send its
-        outcomes apart, so that only the refused one ends FAILED (worker/refused.py)."""
+        outcomes apart, so that only the refused one ends FAILED (worker/refused.py). The
+        progress reports a failed call did not write wait for the next send."""
         try:
-            return self.broker.finish(worker_id, finishes, progress)
-        except BrokerUnavailable as exc:
-            if not may_carry_refused(exc, finishes):
-                raise
-        return finish_apart(self.broker, worker_id, finishes, progress)
+            try:
+                return self.broker.finish(worker_id, finishes, progress)
+            except BrokerUnavailable as exc:
+                if not may_carry_refused(exc, finishes):
+                    raise
+            return finish_apart(self.broker, worker_id, finishes, progress)
+        except BrokerRefused:
+            raise
+        except PartlyAcked as exc:
+            self.progress.put_back(exc.progress_unwritten, self.progress.interval_s)
+            raise
+        except BrokerUnavailable:
+            self.progress.put_back(progress, self.progress.interval_s)
+            raise
 
     def _send[T: (Start, Finish)](
         self,
         kind: str,
         items: Sequence[T],
         call: Callable[[str, Sequence[T]], list[Rejected[T]]],
-    ) -> int:
-        """Send one batch, retrying transient errors with capped backoff; say what was not
-        recorded and why. Return how many items were dropped (past the shutdown deadline, or
-        Redis refused this worker, which stops it: the reaper settles them, as at any stop
-        that leaves outcomes unwritten)."""
-        attempt = 1
-        while True:
-            try:
-                rejected = call(self.worker_id, items)
-                break
-            except BrokerRefused as exc:
-                self.on_refused(exc)
-                _log_refused(kind, items, exc)
-                return len(items)
-            except BrokerUnavailable as exc:
-                if self.give_up.is_set():
-                    logger.error(
-                        "Ack batch dropped at shutdown kind=%s size=%d error=%s (the reaper "
-                        "will settle these tasks)",
-                        kind,
-                        len(items),
-                        exc,
-                    )
-                    return len(items)
-                logger.warning(
-                    "Ack batch failed kind=%s size=%d attempt=%d error=%s",
-                    kind,
-                    len(items),
-                    attempt,
-                    exc,
-                )
-                self.give_up.wait(ACK_BACKOFF.after(attempt))
-                attempt += 1
-        log_not_recorded(logger, kind, rejected)
-        return 0
+    ) -> tuple[list[T], BrokerUnavailable | None]:
+        """Send one batch once; say what was not recorded and why. Return the items to try
+        again, with the error that kept them; none past the shutdown deadline, or when Redis
+        refused this worker, which stops it: they are dropped (counted in ``dropped``), and
+        the reaper settles them, as at any stop that leaves outcomes unwritten."""
+        error: BrokerUnavailable
+        try:
+            rejected = call(self.worker_id, items)
+        except BrokerRefused as exc:
+            return self._refused(kind, items, exc)
+        except PartlyAcked as exc:
+            log_not_recorded(logger, kind, exc.rejected)
+            if isinstance(exc.error, BrokerRefused):
+                return self._refused(kind, _but(items, exc.answered), exc.error)
+            unwritten, error = _but(items, exc.answered), exc
+        except BrokerUnavailable as exc:
+            unwritten, error = list(items), exc
+        else:
+            log_not_recorded(logger, kind, rejected)
+            return [], None
+        if self.give_up.is_set():
+            logger.error(
+                "Ack batch dropped at shutdown kind=%s size=%d error=%s (the reaper will "
+                "settle these tasks)",
+                kind,
+                len(unwritten),
+                error,
+            )
+            self.dropped += len(unwritten)
+            return [], None
+        return unwritten, error
+
+    def _refused[T: (Start, Finish)](
+        self, kind: str, items: Sequence[T], error: BrokerRefused
+    ) -> tuple[list[T], None]:
+        """Stop this worker for a refusal of its writes, dropping ``items``."""
+        self.on_refused(error)
+        _log_refused(kind, items, error)
+        self.dropped += len(items)
+        return [], None
+
+
+def _but[T: (Start, Finish)](items: Sequence[T], leases: Container[Lease]) -> list[T]:
+    """Return ``items`` but those whose lease is in ``leases``."""
+    return [item for item in items if item.lease not in leases]
 
 
 def _log_refused(kind: str, items: Sequence[Start | Finish], error: BrokerRefused) -> None:
@@ -466,11 +548,13 @@ def log_not_recorded(
 
 
 def _sort(
-    batch: list[_Item], held_starts: dict[Lease, tuple[Start, float]], now: float
-) -> tuple[list[Finish], list[threading.Event]]:
-    """Hold the batch's start notices; return its outcomes and the --sync-ack waiters."""
+    batch: list[_Item],
+    held_starts: dict[Lease, tuple[Start, float]],
+    now: float,
+    waiting: dict[Lease, threading.Event],
+) -> list[Finish]:
+    """Hold the batch's start notices and note its --sync-ack waiters; return its outcomes."""
     finishes: list[Finish] = []
-    waiters: list[threading.Event] = []
     for item in batch:
         if isinstance(item, Finish):
             finishes.append(item)
@@ -478,8 +562,8 @@ def _sort(
             held_starts[item.lease] = (item, now)
         elif isinstance(item, _Written):
             finishes.append(item.finish)
-            waiters.append(item.event)
-    return finishes, waiters
+            waiting[item.finish.lease] = item.event
+    return finishes
 
 
 def _due(held_starts: dict[Lease, tuple[Start, float]], now: float, *, flush: bool) -> list[Start]:

@@ -215,7 +215,7 @@ class Shutdown:
         writer.stop()
         join_until(writer, _flush_until(deadline, end))
         if writer.is_alive():
-            writer.give_up.set()
+            writer.give_up_now()
             join_until(writer, end)
 
     def _let_running_finish(self) -> None:
