@@ -31,12 +31,12 @@ from ..codec.ids import make_worker_id
 from ..codec.times import now_ms
 from ..conf.durations import seconds_of, whole_ms
 from ..exceptions import BrokerUnavailable, DrainDidNotEmpty
-from ..worker.ack_writer import log_not_recorded
 from ..worker.cancelled_steps import CancelledSteps
 from ..worker.db_connections import connections_kept
 from ..worker.executor import Executor
 from ..worker.lanes import is_async
 from ..worker.leases import HeldLeases, LeaseKeeper
+from ..worker.not_recorded import log_not_recorded
 from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
 from ..workflows.advance import drain_queues

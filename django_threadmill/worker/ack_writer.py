@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 
-from ..broker import Ack, Broker, Finish, Lease, ProgressReport, Rejected, Start
+from ..broker import Broker, Finish, Lease, ProgressReport, Rejected, Start
 from ..broker.transitions import FINISH_CALL_CHARS
-from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied, PartlyAcked
-from .backoff import ACK_BACKOFF, REDIS_BACKOFF
+from ..exceptions import BrokerRefused, BrokerUnavailable, PartlyAcked
+from .extras import Extras
 from .held_chars import HeldChars
 from .leases import HeldLeases
+from .not_recorded import log_not_recorded, log_refused
 from .progress import PendingProgress
 from .refused import finish_apart, may_carry_refused
 from .role import RoleThread
@@ -45,10 +46,6 @@ logger = logging.getLogger(__name__)
 # A start notice is held this long, as its result may make it moot. 5 ms was too short with
 # four threads: a thread waiting for the GIL (5 ms switch interval) let most notices go out.
 START_NOTICE_DELAY_S = 0.02
-# Metric counters of written outcomes are sent this often, never per result: a crash loses at
-# most this much of them (docs/observability.md, What it costs). A failed send is tried again
-# after REDIS_BACKOFF, never sooner than this.
-METRICS_SEND_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,29 +69,6 @@ class _Stop:
 
 
 type _Item = Start | Finish | _Written | _Stop
-
-# How each item a call did not record is logged: a retried batch whose first try landed is no
-# news; another owner settling the task, or its record gone, is worth a look; a damaged record
-# needs an operator.
-REJECTIONS = {
-    Ack.ALREADY: (
-        logging.INFO,
-        "already recorded under this lease (a retried call whose first try landed)",
-    ),
-    Ack.STALE: (
-        logging.WARNING,
-        "settled or held by another owner (the lease was reaped, the task released or "
-        "reserved again)",
-    ),
-    Ack.DAMAGED: (
-        logging.ERROR,
-        "its record cannot be read and was set aside (docs/lifecycle.md, Damaged records)",
-    ),
-    Ack.MISSING: (
-        logging.WARNING,
-        "its record is gone (Redis lost its data, or it was deleted or expired)",
-    ),
-}
 
 
 class AckWriter(RoleThread):
@@ -131,9 +105,8 @@ class AckWriter(RoleThread):
         # Characters of results and errors submitted (+, any thread) and written or given up
         # (-, the writer): what the backlog holds in memory.
         self._chars = HeldChars()
-        self._metrics_due = time.monotonic() + METRICS_SEND_S
-        self._progress_failures = 0  # sends of progress alone failed in a row
-        self._metrics_failures = 0  # metrics sends failed in a row, but at the stop
+        # Progress reports that rode no finish call, and metrics, each on its own clock.
+        self.extras = Extras(broker, progress, lambda error: self.on_refused(error), self.give_up)
         self._retrying = Unwritten()  # what a write did not record, in hand till its next try
         self._waiting: dict[Lease, threading.Event] = {}  # --sync-ack: set once written
 
@@ -243,12 +216,12 @@ class AckWriter(RoleThread):
             self._flushed = stopping
             if self.give_up.is_set():
                 continue  # past the stop's deadline: no wait for progress or metrics either
-            self._send_progress(flush=stopping)  # what is due and rode no finish call
+            self.extras.send_progress(flush=stopping)  # what is due and rode no finish call
             if stopping:
                 if not self._retrying:
-                    self._send_last_metrics()
-            elif time.monotonic() >= self._metrics_due:
-                self._send_due_metrics()
+                    self.extras.send_last_metrics()
+            else:
+                self.extras.send_metrics_if_due()
 
     def _sleep_until_work(self, held_starts: dict[Lease, tuple[Start, float]]) -> None:
         """Return at once if anything waits; else sleep until rung, a held start is due,
@@ -259,98 +232,18 @@ class AckWriter(RoleThread):
         self._doorbell.clear()
         self._asleep = True  # from here a submit, a first progress report or a give-up rings
         now = time.monotonic()
-        wakes = [self._metrics_due] if self.broker.tally else []
+        wakes = self.extras.wakes(now)
         if self._retrying:
             wakes.append(0.0 if self.give_up.is_set() else self._retrying.due)
         if held_starts:
             _, oldest = next(iter(held_starts.values()))
             wakes.append(oldest + START_NOTICE_DELAY_S)
-        if (progress_wait_s := self.progress.wait_s()) is not None:
-            wakes.append(now + progress_wait_s)
         timeout_s = max(0.0, min(wakes) - now) if wakes else None
         # A start submitted now must get its own short timer if ours is longer.
         self._asleep_until_rung = timeout_s is None or timeout_s > START_NOTICE_DELAY_S
         if not self._inbox:  # checked again after announcing sleep: no submit is missed
             self._doorbell.wait(timeout_s)
         self._asleep = self._asleep_until_rung = False
-
-    def _send_progress(self, *, flush: bool) -> None:
-        """Send the waiting progress reports if they are due (all of them with ``flush``); a
-        failure keeps them for the next send, unless newer ones came, which waits as a failed
-        ack batch does (ACK_BACKOFF), never less than the usual interval. A refusal of this
-        worker stops it and drops them: no retry helps."""
-        reports = self.progress.take(flush=flush)
-        if not reports:
-            return
-        try:
-            self.broker.send_progress(reports)
-        except BrokerRefused as exc:
-            self.on_refused(exc)
-            return
-        except BrokerUnavailable as exc:
-            self._progress_failures += 1
-            retry_in_s = max(self.progress.interval_s, ACK_BACKOFF.after(self._progress_failures))
-            self.progress.put_back(reports, retry_in_s)
-            logger.warning(
-                "Progress not sent, keeping it for the next try count=%d attempt=%d "
-                "retry_in_s=%.1f error=%s",
-                len(reports),
-                self._progress_failures,
-                retry_in_s,
-                exc,
-            )
-            return
-        self._progress_failures = 0
-
-    def _send_due_metrics(self) -> None:
-        """Send the metrics of what was written, which are due; a failure keeps them for the
-        next send, which waits longer after each failure in a row (REDIS_BACKOFF, never less
-        than METRICS_SEND_S): sent every second, a Redis away an hour was 3,600 WARNING lines
-        (docs/observability.md, Metrics and the done index)."""
-        sent_at = time.monotonic()
-        error = self._send_metrics()
-        if error is None:
-            self._metrics_failures = 0
-            self._metrics_due = sent_at + METRICS_SEND_S
-            return
-        self._metrics_failures += 1
-        retry_in_s = max(METRICS_SEND_S, REDIS_BACKOFF.after(self._metrics_failures))
-        self._metrics_due = sent_at + retry_in_s
-        logger.warning(
-            "Metrics not sent, keeping them for the next try attempt=%d retry_in_s=%.1f error=%s",
-            self._metrics_failures,
-            retry_in_s,
-            error,
-        )
-
-    def _send_metrics(self) -> BrokerUnavailable | None:
-        """Send the metrics of what was written; return the error that kept some unsent (a
-        failure keeps them for the next send), or None once Redis took them all. A refusal of
-        this worker stops it (``on_refused``)."""
-        try:
-            self.broker.send_metrics()
-        except BrokerUnavailable as exc:
-            if isinstance(exc, BrokerRefused):
-                self.on_refused(exc)
-            return exc
-        return None
-
-    def _send_last_metrics(self) -> None:
-        """Send the metrics at the stop until none is left, at once whatever the backoff of a
-        failed send: a send whose reply was lost is sent again (with backoff, until
-        ``give_up``), then what waited behind it. One that Redis refused, or that never reached
-        it, is not tried again."""
-        failures = 0
-        while self.broker.tally and not self.give_up.is_set():
-            error = self._send_metrics()
-            if error is None:
-                failures = 0
-                continue
-            logger.warning("Metrics not sent at the stop error=%s", error)
-            if not self.broker.tally.unsure():
-                return
-            failures += 1
-            self.give_up.wait(ACK_BACKOFF.after(failures))
 
     def _take_all(self) -> list[_Item]:
         """Take everything in the inbox, counting it in hand first (see ``pending``)."""
@@ -504,7 +397,7 @@ class AckWriter(RoleThread):
     ) -> tuple[list[T], None]:
         """Stop this worker for a refusal of its writes, dropping ``items``."""
         self.on_refused(error)
-        _log_refused(kind, items, error)
+        log_refused(logger, kind, items, error)
         self.dropped += len(items)
         return [], None
 
@@ -512,39 +405,6 @@ class AckWriter(RoleThread):
 def _but[T: (Start, Finish)](items: Sequence[T], leases: Container[Lease]) -> list[T]:
     """Return ``items`` but those whose lease is in ``leases``."""
     return [item for item in items if item.lease not in leases]
-
-
-def _log_refused(kind: str, items: Sequence[Start | Finish], error: BrokerRefused) -> None:
-    """Say what became of a batch Redis refused, which stops this worker: left to the reaper;
-    or, where Redis refused only the confirmation OPTIONS['durability'] asks for, applied but
-    not confirmed, each task named: a Redis that loses it leaves its lease to the reaper."""
-    if isinstance(error, MaybeApplied):
-        logger.error(
-            "Ack batch applied but not confirmed kind=%s size=%d task_ids=%s error=%s (Redis "
-            "refused the confirmation, and this worker stops; if Redis loses these writes, the "
-            "reaper settles these tasks once their leases lapse)",
-            kind,
-            len(items),
-            ",".join(item.lease.task_id for item in items),
-            error,
-        )
-        return
-    logger.error(
-        "Ack batch left to the reaper kind=%s size=%d error=%s (Redis refused this worker, "
-        "which stops; the reaper settles these tasks once their leases lapse)",
-        kind,
-        len(items),
-        error,
-    )
-
-
-def log_not_recorded(
-    log: logging.Logger, kind: str, rejected: Sequence[Rejected[Start] | Rejected[Finish]]
-) -> None:
-    """Say which starts or outcomes were not recorded and why, each at its level."""
-    for item, ack in rejected:
-        level, why = REJECTIONS[ack]
-        log.log(level, "Ack not recorded kind=%s task_id=%s: %s", kind, item.lease.task_id, why)
 
 
 def _sort(

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker
-from django_threadmill.worker import ack_writer
+from django_threadmill.worker import ack_writer, extras
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.backoff import REDIS_BACKOFF, Backoff
 from tests.broker.conftest import finish
@@ -37,7 +37,7 @@ NOT_SENT = "Metrics not sent, keeping them for the next try"
 @pytest.fixture(autouse=True)
 def short_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     """Send metrics every ``METRICS_SEND_S``: set before the writer is made, which reads it."""
-    monkeypatch.setattr(ack_writer, "METRICS_SEND_S", METRICS_SEND_S)
+    monkeypatch.setattr(extras, "METRICS_SEND_S", METRICS_SEND_S)
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_failed_metrics_sends_back_off_and_the_metrics_are_sent_once_redis_answe
 
     # A success starts the backoff over; the stop sends what waits, whatever its backoff (an
     # hour here, so that only the stop can have sent it).
-    monkeypatch.setattr(ack_writer, "REDIS_BACKOFF", Backoff(first_s=3600.0, max_s=3600.0))
+    monkeypatch.setattr(extras, "REDIS_BACKOFF", Backoff(first_s=3600.0, max_s=3600.0))
     later = reserved(broker, 2)
     losses.left = 1
     for lease in later:

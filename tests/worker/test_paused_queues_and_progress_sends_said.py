@@ -73,13 +73,13 @@ def test_progress_sends_back_off_while_redis_is_away_and_keep_the_latest_report(
     waits = []
     for n in range(1, len(PROGRESS_WAITS_S) + 1):
         pending.put(report(running, n))  # a task reporting on while Redis is away
-        writer._send_progress(flush=False)  # the writer's send, each time one is due
+        writer.extras.send_progress(flush=False)  # the writer's send, each time one is due
         wait_s = pending.wait_s()
         assert wait_s is not None  # kept
         waits.append(wait_s)
         clock.now += wait_s
     durable_redis.start()
-    writer._send_progress(flush=False)
+    writer.extras.send_progress(flush=False)
 
     assert waits == pytest.approx(PROGRESS_WAITS_S)
     assert failed_sends(caplog) == [
@@ -91,7 +91,7 @@ def test_progress_sends_back_off_while_redis_is_away_and_keep_the_latest_report(
     durable_redis.kill()  # a success started the backoff over
     clock.now += PROGRESS_WAITS_S[0]
     pending.put(report(running, 100))
-    writer._send_progress(flush=False)
+    writer.extras.send_progress(flush=False)
     durable_redis.start()
     assert failed_sends(caplog)[-1] == (1, PROGRESS_WAITS_S[0])
     assert pending.take(flush=True) == [report(running, 100)]
