@@ -72,18 +72,28 @@ class _Fenced[T: (Start, Finish)]:
         unanswered = {item.lease for item in self.unanswered}
         return [item for item in items if item.lease not in unanswered]
 
-    def partly(self, items: Sequence[T], progress_unwritten: Sequence[ProgressReport] = ()) -> None:
-        """Raise ``PartlyAcked`` if a part's call failed: the caller sends again only what
-        it holds unwritten."""
-        if not self.failed:
+    def partly(
+        self,
+        items: Sequence[T],
+        progress_failed: Sequence[tuple[list[ProgressReport], BrokerUnavailable]] = (),
+    ) -> None:
+        """Raise ``PartlyAcked`` if a part's call failed, or a call of the progress reports
+        that rode along (``progress_failed``: each one's reports and error): the caller sends
+        again only what was not written."""
+        if self.failed:
+            error = next(iter(self.failed.values()))
+            message = f"not written in queue {', '.join(self.failed)}, written in the others"
+        elif progress_failed:
+            error = progress_failed[0][1]
+            message = "progress reports not written, the outcomes were"
+        else:
             return
-        error = next(iter(self.failed.values()))
         raise PartlyAcked(
-            f"not written in queue {', '.join(self.failed)}, written in the others: {error}",
+            f"{message}: {error}",
             error,
             answered=frozenset(item.lease for item in self.answered(items)),
             rejected=tuple(self.rejected),
-            progress_unwritten=tuple(progress_unwritten),
+            progress_unwritten=tuple(report for group, _ in progress_failed for report in group),
         )
 
 
@@ -234,10 +244,9 @@ class Transitions(ProgressWrites):
         fenced.partly(
             finishes,
             [
-                report
+                (group, reply)
                 for (_, group), reply in zip(riders, before_replies, strict=True)
                 if isinstance(reply, BrokerUnavailable)
-                for report in group
             ],
         )
         return fenced.rejected

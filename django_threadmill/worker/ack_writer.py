@@ -375,6 +375,8 @@ class AckWriter(RoleThread):
             if isinstance(exc.error, BrokerRefused):
                 return self._refused(kind, _but(items, exc.answered), exc.error)
             unwritten, error = _but(items, exc.answered), exc
+            if not unwritten:  # only progress reports failed, put back by ``_finish``
+                return [], None
         except BrokerUnavailable as exc:
             unwritten, error = list(items), exc
         else:

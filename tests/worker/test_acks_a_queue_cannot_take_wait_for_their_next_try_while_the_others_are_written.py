@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from django_threadmill.broker import Ack, Broker, Finish, Lease, Outcome
-from django_threadmill.exceptions import PartlyAcked
+from django_threadmill.broker import Ack, Broker, Finish, Lease, Outcome, ProgressReport, Start
+from django_threadmill.exceptions import BrokerUnavailable, PartlyAcked
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.progress import PendingProgress
@@ -124,3 +124,53 @@ def test_a_stop_keeps_trying_what_waits_for_a_try_and_drops_it_once_given_up(
     assert writer.dropped == 1
     assert writer.unwritten() == 1
     assert state(broker, stuck) == "reserved"
+
+
+class ProgressLostBroker(Broker):
+    """A real broker whose finish calls write the outcomes and, the first time, none of the
+    progress reports riding along: as a Redis Cluster does with a running task's report on a
+    primary that is down, beside outcomes of queues still served."""
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker.settings)
+        self.lost = 0
+
+    def finish(self, worker_id, finishes, progress=(), *, mark=""):  # type: ignore[no-untyped-def]
+        if not progress or self.lost:
+            return super().finish(worker_id, finishes, progress, mark=mark)
+        rejected = super().finish(worker_id, finishes, mark=mark)
+        self.lost += 1
+        error = BrokerUnavailable("Error connecting to 127.0.0.1:1")
+        raise PartlyAcked(
+            f"progress reports not written, the outcomes were: {error}",
+            error,
+            answered=frozenset(finish.lease for finish in finishes),
+            rejected=tuple(rejected),
+            progress_unwritten=tuple(progress),
+        )
+
+
+def test_progress_reports_a_finish_call_did_not_write_are_sent_later_and_its_outcomes_stand(
+    broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    losing = ProgressLostBroker(broker)
+    pending = PendingProgress()
+    running, ended = reserve(broker, "emails"), reserve(broker, "default")
+    losing.start(WORKER, [Start(lease=running, started_ms=1)])
+    writer = AckWriter(losing, WORKER, HeldLeases(), pending, lambda: None, lambda: None)
+    pending.put(ProgressReport(lease=running, done=3, total=10, note="riding"))
+    writer.submit_finish(retry(ended))  # the report is due: it rides this call
+    writer.start()
+    try:
+        wait_until(lambda: losing.lost == 1, "the finish call that lost the report")
+        wait_until(
+            lambda: (
+                (broker.progress_fields(running.task_id) or {}).get("progress_note") == "riding"
+            ),
+            "the report, sent again on its own",
+        )
+    finally:
+        writer.stop()
+        writer.join(10)
+    assert state(broker, ended) == "ready"
+    assert "Ack batch failed" not in caplog.text  # no outcome waited for a try
