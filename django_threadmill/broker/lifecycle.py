@@ -76,7 +76,7 @@ class Lifecycle(Layouts):
 
     def reap(self, queue: str, limit: int, *, dry_run: bool = False) -> Reaped:
         """Release expired reservations of ``queue`` and report its expired running attempts
-        (``reap_each`` of one queue; its error raised)."""
+        (``reap_each`` of one queue; its error raised, a part's in ``failed_parts``)."""
         [reaped] = self.reap_each([queue], limit, dry_run=dry_run)
         if isinstance(reaped, BrokerUnavailable):
             raise reaped
@@ -90,7 +90,7 @@ class Lifecycle(Layouts):
         dry_run: bool = False,
     ) -> list[Reaped | BrokerUnavailable]:
         """Reap every part of ``queues`` in one round trip (split by node on a Redis Cluster);
-        return per queue what ``reap`` returns, or the error one of its parts met.
+        return per queue what ``reap`` returns, or the error its parts met when every one did.
 
         ``queues`` may map each queue to the parts to reap: the reaper's pass leaves out those
         on a Redis Cluster primary that did not answer, and reaps the others (a sharded
@@ -98,7 +98,10 @@ class Lifecycle(Layouts):
 
         ``limit`` applies per queue part: fewer than ``limit`` lease entries looked at in all
         of a queue's parts means every part is done. A queue's error (a key of another type)
-        is its own, the others' replies stand; an error of the round trip itself is raised.
+        is its own, the others' replies stand, and so is a part's: the replies of its queue's
+        other parts are returned, the part in ``failed_parts`` (their calls ran: dropped with
+        its error, the expired running attempts they reported went unsettled every pass while
+        its key stayed). An error of the round trip itself is raised.
 
         The reply is read as bytes and decoded field by field: an attempt with a field that
         is not UTF-8 is set aside (counted in ``set_aside``), where decoded as a whole it
@@ -115,9 +118,16 @@ class Lifecycle(Layouts):
         outcomes: list[Reaped | BrokerUnavailable] = []
         for queue in queues:
             part_replies = [(part, next(replies)) for part in parts[queue]]
-            failed = [reply for _, reply in part_replies if isinstance(reply, BrokerUnavailable)]
+            failed = {
+                part: reply for part, reply in part_replies if isinstance(reply, BrokerUnavailable)
+            }
+            answered = [(part, reply) for part, reply in part_replies if part not in failed]
             try:
-                outcomes.append(failed[0] if failed else self._reaped(queue, part_replies, dry_run))
+                outcomes.append(
+                    self._reaped(queue, answered, failed, dry_run)
+                    if answered
+                    else next(iter(failed.values()))
+                )
             except BrokerUnavailable as exc:  # setting a record aside failed
                 outcomes.append(exc)
         return outcomes
@@ -137,9 +147,16 @@ class Lifecycle(Layouts):
             raw=True,
         )
 
-    def _reaped(self, queue: str, part_replies: list[tuple[str, Any]], dry_run: bool) -> Reaped:
-        """Return the reap replies of ``queue``'s parts decoded as one ``Reaped``, setting aside
-        (unless ``dry_run``) the expired attempts that do not decode."""
+    def _reaped(
+        self,
+        queue: str,
+        part_replies: list[tuple[str, Any]],
+        failed: dict[str, BrokerUnavailable],
+        dry_run: bool,
+    ) -> Reaped:
+        """Return the reap replies of ``queue``'s parts decoded as one ``Reaped`` beside its
+        ``failed`` parts, setting aside (unless ``dry_run``) the expired attempts that do not
+        decode."""
         released: list[str] = []
         expired: list[ExpiredAttempt] = []
         set_aside = looked_at = 0
@@ -162,6 +179,7 @@ class Lifecycle(Layouts):
             set_aside=set_aside,
             looked_at=looked_at,
             cut_short=cut_short,
+            failed_parts=failed,
         )
 
     def _set_aside_expired(self, queue: str, part: str, attempts: list[UndecodableAttempt]) -> int:

@@ -223,3 +223,6 @@ class Reaped:
     # The reply reached its most characters of payloads and errors (REAP_CHARS) before the
     # limit of entries: more may wait.
     cut_short: bool
+    # The queue's parts whose call failed, with why (a key of another type in one shard): the
+    # counts above are those of its other parts, whose calls ran.
+    failed_parts: dict[str, BrokerUnavailable] = field(default_factory=dict)

@@ -4,7 +4,8 @@ A primary down with no replica to take over (``cluster-require-full-coverage no`
 queue parts: a queue's own keys, a shard of a sharded queue, a part of a shard count the queue
 was served with before. The pass leaves those out of every call, and reaps, trims and drains
 the others: a queue with a shard still served is reaped there, not skipped whole
-(docs/lifecycle.md, After an outage or a stall).
+(docs/lifecycle.md, After an outage or a stall). A shard whose reap call failed (a key of
+another type) is left out of the pass's later reap calls the same way.
 """
 
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,9 @@ class PassParts:
     """The queue parts of one reap pass, and those it leaves out (``pass_parts``)."""
 
     configured: dict[str, list[str]]  # per queue, its parts under the configured shard count
-    reaped: dict[str, list[str]]  # per queue the pass reaps, its configured parts still served
+    # Per queue the pass reaps, its configured parts still served and whose reap call has not
+    # failed (``leave_out``).
+    reaped: dict[str, list[str]]
     other: Mapping[str, Sequence[str]]  # per queue, its other shard counts' parts (all of them)
     # The parts on a Redis Cluster primary that did not answer, each with its error (one per
     # node): no call of the pass goes there.
@@ -33,6 +36,14 @@ class PassParts:
         queues it reaps, those left out aside."""
         every = (part for queue in self.reaped for part in self._every(queue))
         return [part for part in every if part not in self.down]
+
+    def leave_out(self, queue: str, failed: Mapping[str, BrokerUnavailable]) -> None:
+        """Reap ``queue`` without its ``failed`` parts for the rest of the pass: their call
+        failed (a key of another type in one shard: docs/lifecycle.md, Keys of another type),
+        and would fail again. The queue is reaped in part, as one with a part on a node that
+        did not answer."""
+        self.reaped[queue] = [part for part in self.reaped[queue] if part not in failed]
+        self.partly.setdefault(queue, next(iter(failed.values())))
 
     def left_by_node(self) -> dict[BrokerUnavailable, list[str]]:
         """Return, per error (one per node), what the pass leaves out: the queues it skips

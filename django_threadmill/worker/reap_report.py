@@ -27,6 +27,9 @@ class ReapReport:
     # Queues whose part of the pass failed while Redis answered, with why; the others were
     # reaped (docs/lifecycle.md, Keys of another type).
     failures: dict[str, BrokerUnavailable] = field(default_factory=dict)
+    # Queues of ``failures`` reaped all the same but for a part the pass left out (on a Redis
+    # Cluster node that did not answer, or a shard whose reap call failed).
+    partly: list[str] = field(default_factory=list)
     # Why Redis stopped answering part-way: the queues of the round it stopped in, those the
     # round had yet to finish, are in ``failures`` (the queues after one whose earlier
     # settlement it stopped at were not reaped); or, every queue reaped, why draining the

@@ -5,7 +5,7 @@ An expired *reservation* (prefetched, never started) goes back to READY in its p
 broker's reap script does that. An expired *running* attempt is settled as worker/reap_settle.py
 says. A pass goes in rounds, each one round trip for a batch of every queue and another for their
 outcomes; one queue's failure is that queue's, and a Redis Cluster primary that does not answer
-has its queue parts left out (worker/reap_parts.py).
+has its queue parts left out (worker/reap_parts.py), as has a shard whose reap call failed.
 """
 
 import logging
@@ -62,6 +62,23 @@ def _skip(
         logger.warning("Reap of a queue failed, the others go on queue=%s error=%s", queue, error)
 
 
+def _left_out(parts: PassParts, queue: str, reaped: Reaped) -> None:
+    """Leave the parts of ``queue`` whose reap call failed (a key of another type in one shard:
+    docs/lifecycle.md, Keys of another type) out of the rest of the pass, each named once: the
+    queue's other parts go on. Their error failed the whole queue before, and the expired
+    running attempts the other parts' calls reported were dropped, unsettled, every pass."""
+    if not reaped.failed_parts:
+        return
+    for part, error in reaped.failed_parts.items():
+        logger.warning(
+            "Reap of a queue part failed, its other parts go on queue=%s part=%s error=%s",
+            queue,
+            part,
+            error,
+        )
+    parts.leave_out(queue, reaped.failed_parts)
+
+
 def _settled_again(backend: "ThreadmillTaskBackend", queue: str, report: ReapReport) -> bool:
     """Settle first the attempts of ``queue`` a finish call of an earlier pass left unsure;
     return False when that failed: the queue's part of the pass ends there."""
@@ -108,6 +125,7 @@ def _reap_round(
         else:
             taken[queue] = reply
             counted(backend, report, queue, reply)
+            _left_out(parts, queue, reply)
     _skip(backend, report, failed, waiting=list(taken))
     if report.dry_run:  # a second call would return the same batch
         return []
@@ -288,9 +306,11 @@ def reap_pass(
         report.stopped = pending
     except BrokerUnavailable as exc:  # Redis itself: the queues not reaped wait
         report.unreachable = exc
-    for queue, error in parts.partly.items():  # leases left on the node: its part not reaped
+    for queue, error in parts.partly.items():  # leases left in a part left out: incomplete
         report.queues.setdefault(queue, QueueReap())
-        report.failures.setdefault(queue, error)
+        if queue not in report.failures:  # else it failed whole later in the pass
+            report.failures[queue] = error
+            report.partly.append(queue)
     if not dry_run and report.unreachable is None and not report.stopped:
         # Workflows advance from steps whose drainer died, or that the reaper just settled,
         # under any shard count (docs/scaling.md, Changing the shard count).

@@ -51,7 +51,12 @@ def _failed(report: ReapReport) -> str:
     """Say which queues of a pass failed while Redis answered, and whether any was reaped:
     with none left (a read-only replica at LOCATION, a single queue), "the other queues were
     reaped" told the operator of a reap that settled nothing. A call Redis did not answer may
-    have settled its leases all the same: "none was reaped" would deny it."""
+    have settled its leases all the same: "none was reaped" would deny it. A queue reaped but
+    for a part left out is said to be, not to have failed whole."""
+    if report.partly:
+        whole = [queue for queue in report.failures if queue not in report.partly]
+        also = f"queue {', '.join(whole)} and " if whole else ""
+        return f"Reap of {also}part of queue {', '.join(report.partly)} failed, the rest was reaped"
     failed = ", ".join(report.failures)
     if len(report.failures) < len(report.queues):
         return f"Reap of queue {failed} failed, the other queues were reaped"
