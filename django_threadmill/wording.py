@@ -1,5 +1,11 @@
 """Wording shared by error messages."""
 
+import math
+import reprlib
+
+# Past this many bits (about 39 digits) reprlib cuts an int short; past about 4,300 digits
+# Python refuses to write it at all (sys.get_int_max_str_digits).
+SHOWN_INT_BITS = 128
 VOWELS = frozenset("aeiouAEIOU")
 # Letters whose spoken name starts with a vowel sound: "an HTTPResponse", "an SSLError".
 VOWEL_SOUNDING_LETTERS = frozenset("AEFHILMNORSX")
@@ -19,3 +25,16 @@ def a_type(value: object) -> str:
     spelt_out = name[:2].isupper() and name[:2].isalpha()
     vowel_sound = name[0] in (VOWEL_SOUNDING_LETTERS if spelt_out else VOWELS)
     return f"{'an' if vowel_sound else 'a'} {name}"
+
+
+def an_int_of_its_size(value: int) -> str:
+    """Name an int by its size: "an int of about 5000 digits", for one too long to show."""
+    return f"an int of about {int(value.bit_length() * math.log10(2))} digits"
+
+
+def shown(value: object) -> str:
+    """Return ``value``, given in error, as a message shows it: its repr cut short (a rate of
+    5,000 digits must not fill the message), an int too long to show named by its size."""
+    if isinstance(value, int) and value.bit_length() > SHOWN_INT_BITS:
+        return an_int_of_its_size(value)
+    return reprlib.repr(value)

@@ -72,10 +72,18 @@ def _limit_line(overview: QueueOverview, limit: QueueLimit, next_token_ms: int |
     if limit.concurrency is not None:
         held = sum(overview.leased.counts.values())
         parts.append(f"{held} of {limit.concurrency} slots held")
-    if limit.rate is not None:
-        wait_ms = max(0, (next_token_ms or 0) - overview.now_ms)
+    if limit.token_interval_us is not None:
+        wait_ms = _next_start_in_ms(overview.now_ms, next_token_ms, limit.token_interval_us)
         parts.append(f"{limit.rate}, next start " + (f"in {wait_ms} ms" if wait_ms else "now"))
     return " · ".join(parts)
+
+
+def _next_start_in_ms(now_ms: int, next_token_ms: int | None, interval_us: int) -> int:
+    """Return the ms until a rate-limited queue's next start, at most one interval of its rate:
+    a time a slower rate stored (before a deploy raised it) is brought to one interval on when
+    a worker next asks (common.lua, next_token_us); shown as stored, "1/h" raised to "100/s"
+    said the next start was up to an hour away."""
+    return min(max(0, (next_token_ms or 0) - now_ms), -(-interval_us // 1000))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,7 @@ import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..wording import a_type
+from ..wording import a_type, an_int_of_its_size
 
 JSON_KEYS = (str, bytes, int, float, bool, type(None))  # bytes keys are decoded first
 
@@ -76,7 +76,7 @@ def _problem(value: Any) -> str | None:
         try:
             int.__repr__(value)
         except ValueError:  # sys.get_int_max_str_digits()
-            return f"is an int of about {int(value.bit_length() * math.log10(2))} digits"
+            return f"is {an_int_of_its_size(value)}"
         return None
     if isinstance(value, float):
         return None if math.isfinite(value) else f"is {value!r}"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from ..exceptions import ImproperlyConfiguredThreadmill
+from ..wording import shown
 from .durations import seconds_of
 
 
@@ -94,19 +95,19 @@ def read_seconds(
     if seconds == 0 and allow_zero:
         return 0.0
     given = value.total_seconds() if isinstance(value, timedelta) else value
-    shown = f"{where} is {given!r}"
+    said = f"{where} is {shown(given)}"
     others = (" or 0" if allow_zero else "") + (" or None" if allow_none else "")
     if seconds is None or seconds <= 0:
         raise ImproperlyConfiguredThreadmill(
-            f"{shown}. Use a positive number of seconds or a timedelta{others}."
+            f"{said}. Use a positive number of seconds or a timedelta{others}."
         )
     if seconds < at_least.seconds:
         raise ImproperlyConfiguredThreadmill(
-            f"{shown}, shorter than {at_least.words}. Use at least {at_least.fix}: {at_least.why}."
+            f"{said}, shorter than {at_least.words}. Use at least {at_least.fix}: {at_least.why}."
         )
     if seconds > at_most.seconds:
         raise ImproperlyConfiguredThreadmill(
-            f"{shown}, longer than {at_most.words}. Use at most {at_most.seconds} seconds{others}."
+            f"{said}, longer than {at_most.words}. Use at most {at_most.seconds} seconds{others}."
         )
     return seconds
 
@@ -114,10 +115,12 @@ def read_seconds(
 def read_count(where: str, value: object, at_most: MaxCount) -> int:
     """Return ``value`` if it is a whole number from 1 to ``at_most``, else raise with the fix."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ImproperlyConfiguredThreadmill(f"{where} is {value!r}. Use a positive whole number.")
+        raise ImproperlyConfiguredThreadmill(
+            f"{where} is {shown(value)}. Use a positive whole number."
+        )
     if value > at_most.count:
         raise ImproperlyConfiguredThreadmill(
-            f"{where} is {value!r}, above {at_most.count}. Use at most {at_most.count}: "
+            f"{where} is {shown(value)}, above {at_most.count}. Use at most {at_most.count}: "
             f"{at_most.why}."
         )
     return value

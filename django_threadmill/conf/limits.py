@@ -12,10 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import ImproperlyConfiguredThreadmill
+from ..wording import shown
 
-RATE_PATTERN = re.compile(r"^\s*(\d+)\s*/\s*([smh])\s*$")
+# N of "N/s" past 7 digits (leading zeros aside) is past 3,600,000/h, one start a millisecond:
+# refused unread, as int() refuses 4,300 digits and more (sys.get_int_max_str_digits).
+RATE_PATTERN = re.compile(r"^\s*0*(\d{1,7})\s*/\s*([smh])\s*$")
 PERIOD_MS = {"s": 1000, "m": 60_000, "h": 3_600_000}
 KNOWN = ("concurrency", "rate")
+# The acquire script reads a concurrency as a Lua number, a double, whole only up to 2**53; a
+# far larger int fails to be written at all (sys.get_int_max_str_digits), in every acquire.
+MAX_CONCURRENCY = 2**53
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,11 +34,11 @@ class QueueLimit:
 
 
 def _concurrency(queue: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_CONCURRENCY:
         raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS['queue_limits'][{queue!r}]['concurrency'] is {value!r}. Use a positive "
-            "whole number: the most tasks of that queue running at once across all workers; "
-            "leave 'concurrency' out for no limit."
+            f"OPTIONS['queue_limits'][{queue!r}]['concurrency'] is {shown(value)}. Use a "
+            "positive whole number: the most tasks of that queue running at once across all "
+            "workers, at most 2**53; leave 'concurrency' out for no limit."
         )
     return value
 
@@ -41,7 +47,7 @@ def _token_interval_us(queue: str, value: object) -> int:
     match = RATE_PATTERN.match(value) if isinstance(value, str) else None
     if match is None or int(match[1]) == 0 or PERIOD_MS[match[2]] < int(match[1]):
         raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS['queue_limits'][{queue!r}]['rate'] is {value!r}. Use 'N/s', 'N/m' or "
+            f"OPTIONS['queue_limits'][{queue!r}]['rate'] is {shown(value)}. Use 'N/s', 'N/m' or "
             "'N/h' with N a positive whole number of starts, at most one per millisecond "
             "(e.g. '600/m'); leave 'rate' out for no limit."
         )
@@ -53,15 +59,15 @@ def read_queue_limits(value: object) -> dict[str, QueueLimit]:
     """Return ``OPTIONS["queue_limits"]`` as one ``QueueLimit`` per queue, or raise the fix."""
     if not isinstance(value, dict):
         raise ImproperlyConfiguredThreadmill(
-            f"OPTIONS['queue_limits'] is {value!r}. Use a dict of queue name to limits, e.g. "
+            f"OPTIONS['queue_limits'] is {shown(value)}. Use a dict of queue name to limits, e.g. "
             "{'reports': {'concurrency': 2, 'rate': '600/m'}}."
         )
     limits = {}
     for queue, limit in value.items():
         if not isinstance(limit, dict) or not limit:
             raise ImproperlyConfiguredThreadmill(
-                f"OPTIONS['queue_limits'][{queue!r}] is {limit!r}. Use a dict with 'concurrency' "
-                "and/or 'rate', e.g. {'concurrency': 2, 'rate': '600/m'}."
+                f"OPTIONS['queue_limits'][{queue!r}] is {shown(limit)}. Use a dict with "
+                "'concurrency' and/or 'rate', e.g. {'concurrency': 2, 'rate': '600/m'}."
             )
         _refuse_unknown_keys(queue, limit)
         limits[queue] = _limit(queue, limit)

@@ -3,7 +3,6 @@
 import re
 
 import pytest
-import redis
 from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -32,15 +31,3 @@ def test_limits_and_their_use_are_shown(operator: Client, backend: ThreadmillTas
     wait = re.search(r"<td>600/m, next start (in (\d+) ms|now)</td>", page)
     assert wait is not None
     assert wait[2] is None or 0 < int(wait[2]) <= 100
-
-
-def test_the_next_start_turn_shows_as_the_next_start(
-    operator: Client, backend: ThreadmillTaskBackend, redis_client: redis.Redis
-) -> None:
-    seconds, micros = redis_client.time()
-    a_minute_on = seconds * 1000 + micros // 1000 + 60_000
-    redis_client.set(backend.broker.queue_keys("emails").paced, a_minute_on)
-    page = operator.get(QUEUES_URL).content.decode()
-    wait = re.search(r"<td>600/m, next start in (\d+) ms</td>", page)
-    assert wait is not None
-    assert 50_000 < int(wait[1]) <= 60_000
