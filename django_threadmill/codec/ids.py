@@ -10,10 +10,13 @@ import re
 import socket
 from secrets import token_hex
 
-from ..wording import a_type
+from ..wording import a_type, shown
 from .text import digits_int
 
 TASK_ID_SEPARATOR = "@"  # outside the queue-name alphabet (conf/settings.py)
+# The most characters of an id an error shows: a task id has at most 97 (32 hex digits, "@"
+# and a queue name of 64), so every id we made shows whole.
+SHOWN_ID_CHARS = 100
 WORKER_ID_PATTERN = re.compile(r"^(?P<host>[^:]+):(?P<pid>\d+):[^:]*$")
 
 # A random UUID's version (4) and variant (RFC 4122) bits, as uuid.uuid4() sets them.
@@ -48,8 +51,19 @@ def looked_up_id(value: object, kind: str, source: str) -> str | None:
     and Redis, which could not be sent a lone surrogate, is not asked.
     """
     if not isinstance(value, str):
-        raise TypeError(f"A {kind} is a str ({source}), not {a_type(value)}: {value!r}.")
+        raise TypeError(f"A {kind} is a str ({source}), not {a_type(value)}: {shown_id(value)}.")
     return value if value.isascii() else None
+
+
+def shown_id(value: object) -> str:
+    """Return the repr of ``value``, an id given to a lookup, as an error shows it: its start
+    and length past ``SHOWN_ID_CHARS``. One of 10,000 characters, which names nothing, was
+    echoed whole in the message and in every log line that carried it."""
+    if not isinstance(value, str):
+        return shown(value)  # a list of a million ids is cut short too
+    if len(value) <= SHOWN_ID_CHARS:
+        return repr(value)
+    return f"{value[:SHOWN_ID_CHARS]!r}... ({len(value):,} characters)"
 
 
 def new_worker_tag() -> str:

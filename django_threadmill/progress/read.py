@@ -5,6 +5,7 @@ from ..backend import ThreadmillTaskBackend
 from ..codec.progress import Progress, stored_progress
 from ..compat import TaskResult, TaskResultDoesNotExist, task_backends
 from ..wording import a_type
+from ..workflows.result import WorkflowResult
 
 
 def progress_of(result: TaskResult) -> Progress | None:
@@ -36,12 +37,20 @@ def _backend_of(result: object, call: str, by_id: str) -> ThreadmillTaskBackend 
     raise ``TypeError`` naming ``call`` and the fix (``by_id``, for an id) for anything but a
     TaskResult."""
     if not isinstance(result, TaskResult):
-        raise TypeError(
-            f"{call} takes a TaskResult, not {a_type(result)}. Pass the result enqueue() "
-            f"returned, or {by_id} for an id."
-        )
+        raise TypeError(f"{call} takes a TaskResult, not {a_type(result)}. {_fix(result, by_id)}")
     backend = task_backends[result.backend]
     return backend if isinstance(backend, ThreadmillTaskBackend) else None
+
+
+def _fix(result: object, by_id: str) -> str:
+    """What to pass instead of ``result``: "the result enqueue() returned" misled for a
+    workflow's, which is what its ``enqueue()`` returns."""
+    if isinstance(result, WorkflowResult):
+        return (
+            "A workflow reports no progress of its own: pass one of its steps' results, e.g. "
+            "workflow.results[0] (None until that step is enqueued)."
+        )
+    return f"Pass the result enqueue() returned, or {by_id} for an id."
 
 
 def _progress(result: TaskResult, fields: dict[str, str | None] | None) -> Progress | None:

@@ -1,11 +1,12 @@
 """What a workflow is doing, read back from its hash and its steps' records."""
 
+import re
 from dataclasses import dataclass, field
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import StoppedStep
-from ..codec.ids import looked_up_id
+from ..codec.ids import looked_up_id, queue_of, shown_id
 from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, record_status
 from ..codec.text import utf8_text
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
@@ -15,6 +16,7 @@ from .plan import PlannedStep, lacks, step_task_id, stored_plan
 from .stopping import stop_steps
 
 STARTED = frozenset({Status.RUNNING, Status.SUCCESSFUL, Status.FAILED})
+WORKFLOW_ID = re.compile(r"[0-9a-f]{32}")  # as launch makes them (new_task_hex)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +73,7 @@ class WorkflowResult:
     def refresh(self) -> None:
         """Read the workflow and its steps again."""
         try:
-            fresh = read_workflow(threadmill_backend(self.backend), self.id)
+            fresh = read_workflow(_backend_of(self.id, self.backend), self.id)
         except WorkflowDoesNotExist:
             self._refuse_before_commit("read back")
             raise
@@ -90,6 +92,8 @@ class WorkflowResult:
         """
         reason = utf8_text(reason, "WorkflowResult.cancel() reason")
         backend = threadmill_backend(self.backend)
+        if not _can_name_one(self.id):
+            return False  # Redis could not have been sent its id: it was never stored
         # Each step it leaves unrun keeps a copy (docs/workflows.md, Semantics): cut it.
         why = cut_to("cancelled" + (f": {reason}" if reason else ""), MAX_ERROR_TEXT_CHARS)
         status, _ = backend.broker.advance_workflow(self.id, None, "cancelled", why)
@@ -155,9 +159,16 @@ def _backend_of(workflow_id: str, backend: str) -> ThreadmillTaskBackend:
     """Return the ThreadmillTaskBackend ``backend``, to read ``workflow_id`` from: an id that
     cannot name a workflow (``looked_up_id``) raises as unknown without asking Redis."""
     source = threadmill_backend(backend)
-    if looked_up_id(workflow_id, "workflow id", "WorkflowResult.id") is None:
+    if not _can_name_one(workflow_id):
         raise no_such_workflow(source, workflow_id)
     return source
+
+
+def _can_name_one(workflow_id: object) -> bool:
+    """Tell whether ``workflow_id`` can name a stored workflow (``looked_up_id``); raise
+    ``TypeError`` naming the fix when it is no str. ``refresh()`` and ``cancel()`` ask too:
+    an id of bytes read as no workflow there, and a lone surrogate failed in the Redis client."""
+    return looked_up_id(workflow_id, "workflow id", "WorkflowResult.id") is not None
 
 
 def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowResult:
@@ -171,10 +182,25 @@ def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowR
 
 def no_such_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowDoesNotExist:
     return WorkflowDoesNotExist(
-        f"Backend {backend.alias!r} has no workflow {workflow_id!r}: it never did, it "
-        "ended more than result_ttl ago and expired, or its launch did not store its first "
-        "steps (interrupted, or Redis away) and it expired."
+        f"Backend {backend.alias!r} has no workflow {shown_id(workflow_id)}: "
+        f"{_why_none(workflow_id)}"
     )
+
+
+def _why_none(workflow_id: str) -> str:
+    """Why no workflow has ``workflow_id``: an id of the shape launch gives one (``new_task_hex``)
+    names one that expired, or never was; any other id is given in error."""
+    if WORKFLOW_ID.fullmatch(workflow_id):
+        return (
+            "it never did, it ended more than result_ttl ago and expired, or its launch did not "
+            "store its first steps (interrupted, or Redis away) and it expired."
+        )
+    if queue_of(workflow_id):
+        return (
+            "that is a task id, read with get_result(). A workflow's id is 32 hex digits, "
+            "its WorkflowResult.id: pass that."
+        )
+    return "a workflow's id is 32 hex digits, its WorkflowResult.id: pass that."
 
 
 def planned_steps(
