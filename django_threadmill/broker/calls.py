@@ -431,27 +431,6 @@ async def asend_each(
     return sending.before_replies, sending.outcomes()
 
 
-def send(
-    client: SyncClient,
-    scripts: dict[ScriptName, Script],
-    settings: BackendSettings,
-    calls: Sequence[ScriptCall],
-    *,
-    down: DownNodes,
-    confirm: bool = False,
-    in_order: int = 0,
-) -> list[Any]:
-    """Send ``calls`` in one pipeline, the first ``in_order`` sure to run before the others;
-    return their replies or raise the first error."""
-    _, outcomes = send_each(
-        client, scripts, settings, calls, down=down, confirm=confirm, in_order=in_order
-    )
-    for outcome in outcomes:
-        if isinstance(outcome, Exception):
-            raise outcome
-    return outcomes
-
-
 async def _apipelined(
     client: AsyncClient, commands: Sequence[tuple[Command, dict[str, Any]]]
 ) -> list[Any]:

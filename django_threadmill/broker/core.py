@@ -23,7 +23,6 @@ from .calls import (
     Command,
     asent_again,
     script_command,
-    send,
     send_confirmed_apart,
     send_each,
     sent_again,
@@ -191,15 +190,25 @@ class BrokerCore:
         """Send ``calls`` as one pipeline (split by node on a Redis Cluster), the first
         ``in_order`` sure to run before the others; raise any error."""
         with self.translated_errors(read=all(c.name in READ_ONLY_SCRIPTS for c in calls)):
-            return send(
-                self.client,
-                self._scripts,
-                self.settings,
-                calls,
-                down=self.down_nodes,
-                confirm=durable,
-                in_order=in_order,
-            )
+            outcomes = self._outcomes(calls, durable, in_order)
+            for outcome in outcomes:
+                if isinstance(outcome, Exception):
+                    raise outcome
+            return outcomes
+
+    def _outcomes(self, calls: Sequence[ScriptCall], durable: bool, in_order: int) -> list[Any]:
+        """Send ``calls`` as ``_send`` does; return per call its reply or its error, untranslated:
+        call it in ``translated_errors``."""
+        _, outcomes = send_each(
+            self.client,
+            self._scripts,
+            self.settings,
+            calls,
+            down=self.down_nodes,
+            confirm=durable,
+            in_order=in_order,
+        )
+        return outcomes
 
     def _run_per_queue(
         self, calls: Sequence[ScriptCall], *, durable: bool, in_order: int = 0
@@ -234,15 +243,7 @@ class BrokerCore:
             except BrokerUnavailable as exc:
                 return [exc]
         with self.translated_errors():
-            _, outcomes = send_each(
-                self.client,
-                self._scripts,
-                self.settings,
-                calls,
-                down=self.down_nodes,
-                confirm=durable,
-                in_order=in_order,
-            )
+            outcomes = self._outcomes(calls, durable, in_order)
         return self._each_translated(outcomes)
 
     @property
