@@ -106,7 +106,7 @@ class AckWriter(RoleThread):
         # (-, the writer): what the backlog holds in memory.
         self._chars = HeldChars()
         # Progress reports that rode no finish call, and metrics, each on its own clock.
-        self.extras = Extras(broker, progress, lambda error: self.on_refused(error), self.give_up)
+        self.extras = Extras(broker, progress, on_refused, self.give_up)
         self._retrying = Unwritten()  # what a write did not record, in hand till its next try
         self._waiting: dict[Lease, threading.Event] = {}  # --sync-ack: set once written
 
