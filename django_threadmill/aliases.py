@@ -3,8 +3,6 @@
 The commands, the worker's processes, the admin and the metrics view all look aliases up here.
 """
 
-import reprlib
-
 from django.conf import settings
 from django.utils.module_loading import import_string
 
@@ -12,7 +10,7 @@ from .backend import ThreadmillTaskBackend
 from .broker.inspect.source import Source
 from .compat import BaseTaskBackend, task_backends
 from .exceptions import ImproperlyConfiguredThreadmill
-from .wording import a_type
+from .wording import a_type, shown
 
 
 def _is_threadmill(path: object) -> bool:
@@ -38,12 +36,12 @@ def threadmill_backend(alias: str) -> ThreadmillTaskBackend:
         named = alias.alias if isinstance(alias, BaseTaskBackend) else "default"
         raise TypeError(
             f"A backend is named by its alias in TASKS, a str, not {a_type(alias)}: "
-            f"{reprlib.repr(alias)}. Pass e.g. {named!r}."
+            f"{shown(alias)}. Pass e.g. {named!r}."
         )
     if alias not in getattr(settings, "TASKS", {}):
         raise ImproperlyConfiguredThreadmill(
-            f"TASKS has no backend {alias!r}. Use an alias of a ThreadmillTaskBackend in TASKS "
-            f"({_usable()})."
+            f"TASKS has no backend {shown(alias)}. Use an alias of a ThreadmillTaskBackend in "
+            f"TASKS ({_usable()})."
         )
     backend = task_backends[alias]
     if not isinstance(backend, ThreadmillTaskBackend):

@@ -6,6 +6,9 @@ import reprlib
 # Past this many bits (about 39 digits) reprlib cuts an int short; past about 4,300 digits
 # Python refuses to write it at all (sys.get_int_max_str_digits).
 SHOWN_INT_BITS = 128
+# How values given in error are shown: reprlib's cuts, but a str (a name, an alias) whole up to
+# 100 characters, as ids are (codec/ids.py, SHOWN_ID_CHARS): its 30 cut real names.
+_SHORT = reprlib.Repr(maxstring=100, maxother=100)
 VOWELS = frozenset("aeiouAEIOU")
 # Letters whose spoken name starts with a vowel sound: "an HTTPResponse", "an SSLError".
 VOWEL_SOUNDING_LETTERS = frozenset("AEFHILMNORSX")
@@ -37,4 +40,4 @@ def shown(value: object) -> str:
     5,000 digits must not fill the message), an int too long to show named by its size."""
     if isinstance(value, int) and value.bit_length() > SHOWN_INT_BITS:
         return an_int_of_its_size(value)
-    return reprlib.repr(value)
+    return _SHORT.repr(value)

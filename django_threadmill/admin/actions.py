@@ -15,6 +15,7 @@ from django.utils.text import get_text_list
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.source import Source
+from ..codec.ids import SHOWN_ID_CHARS, shown_id
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
 from ..exceptions import BrokerUnavailable, StepOfCancelledWorkflow, UniqueKeyHeld
 from ..retry import MAX_ATTEMPTS
@@ -85,6 +86,12 @@ class Selected:
     @property
     def label(self) -> str:
         return state_label(self.state) if self.state else "gone"
+
+    @property
+    def named(self) -> str:
+        """The task id as messages and log lines name it: whole, as every id we make fits,
+        or one posted by hand past SHOWN_ID_CHARS by its start and length."""
+        return self.task_id if len(self.task_id) <= SHOWN_ID_CHARS else shown_id(self.task_id)
 
 
 def too_many_selected(action: TaskAction, count: int) -> str:
@@ -205,7 +212,7 @@ def run_task_action(
 
 def listed(items: list[Selected]) -> str:
     """Name the first MAX_LISTED_IDS tasks of ``items`` and count the others."""
-    return listed_names([item.task_id for item in items])
+    return listed_names([item.named for item in items])
 
 
 def listed_names(names: list[str]) -> str:
@@ -242,7 +249,7 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
                 f"{ids}."
             )
     if outcome.held:
-        ids = listed_names([f"{item.task_id} (equal to {holder})" for item, holder in outcome.held])
+        ids = listed_names([f"{item.named} (equal to {holder})" for item, holder in outcome.held])
         messages.append(
             f"{len(outcome.held)} left alone: an equal unique task has not finished, and the two "
             "would run at once; requeue it once that task has finished (docs/schedules.md, "
@@ -271,7 +278,7 @@ def stopped_message(action: TaskAction, outcome: Outcome) -> str:
     """Return what an action Redis stopped midway did not settle, and what to do."""
     first, *rest = outcome.unsettled
     return (
-        f"Stopped at {first.task_id}, which may or may not be {action.done}: "
+        f"Stopped at {first.named}, which may or may not be {action.done}: "
         f"{outcome.interrupted} {len(rest)} more were not tried. Once Redis answers, run the "
         f"action again: it leaves alone the tasks already {action.done}."
     )

@@ -9,7 +9,7 @@ from ..broker.inspect import DAMAGED, SHOW_ALL_BYTES, TaskDetail, task_path
 from ..broker.inspect.source import Source
 from ..broker.types import stored_int
 from ..broker.workflows import StoppedStep
-from ..codec.ids import read_step_marker, worker_host_and_pid
+from ..codec.ids import read_step_marker, shown_id, worker_host_and_pid
 from ..codec.payloads import decode_payload
 from ..codec.progress import stored_progress
 from ..codec.results import attempted_ms, errors_of, parse_error
@@ -52,8 +52,8 @@ def detail_or_404(source: Source, task_id: str, whole: Sequence[str] = ()) -> Ta
     detail = source.inspector.detail(task_id, whole=whole)
     if detail is None:
         raise Http404(
-            f"No task {task_id!r} in backend {source.alias!r}: it never existed, or its result "
-            "expired (result_ttl) or was purged."
+            f"No task {shown_id(task_id)} in backend {source.alias!r}: it never existed, or its "
+            "result expired (result_ttl) or was purged."
         )
     return detail
 

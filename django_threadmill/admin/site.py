@@ -30,6 +30,7 @@ from ..broker.inspect.source import Source
 from ..codec.text import printable
 from ..exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill
 from ..models import Queue, Task
+from ..wording import shown
 from . import actions, audit, bulk
 from .detail import (
     TooBigToShow,
@@ -58,7 +59,7 @@ class PrintablePage(TemplateResponse):
 def source_or_404(alias: str) -> Source:
     """Return the Source of ``alias``, or 404 if it is not a ThreadmillTaskBackend alias."""
     if alias not in threadmill_aliases():
-        raise Http404(f"No ThreadmillTaskBackend alias {alias!r} in TASKS.")
+        raise Http404(f"No ThreadmillTaskBackend alias {shown(alias)} in TASKS.")
     return source_of(threadmill_backend(alias))
 
 
@@ -308,7 +309,7 @@ class TaskAdmin(ThreadmillModelAdmin):
         # One task (its detail page's button, or one ticked row) is named; more are counted.
         backend = ",".join(sorted({item.alias for item in selected}))
         applied_to: dict[str, str | int] = (
-            {"task": selected[0].task_id} if len(selected) == 1 else {"selected": len(selected)}
+            {"task": selected[0].named} if len(selected) == 1 else {"selected": len(selected)}
         )
         return self._apply(request, action, selected, back, backend, applied_to)
 

@@ -59,7 +59,7 @@ class Step(Workflow):
         if not isinstance(self.task, Task):
             raise TypeError(
                 f"step() takes a task (a function decorated with @task), not {_shown(self.task)}. "
-                "Decorate it with @task, or pass the task it returns."
+                f"{_task_hint(self.task)}"
             )
         if not is_call(self.args, self.kwargs):  # a str would be stored as its letters
             raise TypeError(
@@ -176,3 +176,23 @@ def _hint(kind: str, node: object) -> str:
     if isinstance(node, list | tuple | Iterator):
         return f" Pass the steps one by one: {kind}(*steps)."
     return ""
+
+
+def _task_hint(value: object) -> str:
+    """What to pass to step() instead of ``value``, which is no task."""
+    if isinstance(value, Step):  # step(step(task)) wraps it twice
+        return (
+            "That is a step already: use it as it is in chain() or group(), or pass its task: "
+            "step(the_step.task, ...)."
+        )
+    if isinstance(value, Chain | Group):
+        kind = type(value).__name__.lower()
+        return f"That is a {kind} already: use it as it is in chain() or group()."
+    if isinstance(value, WorkflowResult):
+        return (
+            "That is what a workflow's enqueue() returned: pass a task instead, or the workflow "
+            "itself to chain() or group()."
+        )
+    if isinstance(value, TaskResult):
+        return "That is what a task's enqueue() returned: pass the task itself."
+    return "Decorate it with @task, or pass the task it returns."

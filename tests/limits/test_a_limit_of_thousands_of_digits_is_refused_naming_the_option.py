@@ -35,7 +35,7 @@ def refused(queue_limits: object) -> str:
     [
         (
             {"reports": {"rate": f"{HUGE_TEXT}/s"}},
-            f"OPTIONS['queue_limits']['reports']['rate'] is '100000000000...00000000000/s'. "
+            f"OPTIONS['queue_limits']['reports']['rate'] is '1{'0' * 46}...{'0' * 46}/s'. "
             f"{RATE_FIX}",
         ),
         (

@@ -84,7 +84,7 @@ def test_refresh_and_cancel_refuse_an_id_that_is_no_str_as_get_workflow_does(
     made_by_hand = WorkflowResult(id=b"x" * 10_000, backend="default")  # type: ignore[arg-type]
     message = (
         r"^A workflow id is a str \(WorkflowResult\.id\), not a bytes: "
-        r"b'x{11}\.\.\.x{13}'\.$"
+        r"b'x{46}\.\.\.x{48}'\.$"
     )
     for call in (made_by_hand.refresh, made_by_hand.cancel):
         with pytest.raises(TypeError, match=message):
