@@ -19,7 +19,7 @@ from .control import COUNTED, RECYCLING, REPLACED, STOP
 from .exit_codes import ExitCode
 from .interruptible import STOP_SIGNALS, stop_signals, stop_signals_heard
 from .options import WorkerOptions
-from .orphans import is_pid_1, reap_orphans
+from .orphans import is_pid_1, reap_orphans, warn_unreaped_in_process
 from .process import WorkerProcess
 from .shutdown import STOP_MARGIN_S
 from .slots import Retiring, Slot
@@ -152,6 +152,7 @@ class Supervisor:
         the schedules' due slots; a stop meanwhile ends the command there. The signal handlers
         the worker sets are put back after it, for a caller that goes on (``call_command``).
         """
+        warn_unreaped_in_process()
         handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
         try:
             # Counted from now until the worker's handlers replace this one, which then ask

@@ -22,6 +22,7 @@ from ...worker.interruptible import (
     stop_signals_heard,
 )
 from ...worker.logs import logging_configured
+from ...worker.orphans import is_pid_1, reap_orphans
 from ...worker.reap_hold import ReapHold
 from ...worker.reap_report import ReapReport
 from ...worker.reaper import DEFAULT_BATCH_SIZE, reap_pass
@@ -249,7 +250,9 @@ class Command(ChecksAtStart, CutShortCommand):
     ) -> None:
         """Reap every ``--interval`` seconds until a signal; a Redis outage is retried.
 
-        Refused credentials or ACL rights stop the loop: waiting cannot fix them.
+        Refused credentials or ACL rights stop the loop: waiting cannot fix them. At PID 1,
+        the orphans handed over are waited for after each pass, whose thread has ended: no
+        code of this process waits for a child then (docs/deploy.md, Docker image).
         """
         logger.info(
             "Reaper started backend=%s interval_s=%g batch_size=%d",
@@ -258,9 +261,12 @@ class Command(ChecksAtStart, CutShortCommand):
             options["batch_size"],
         )
         hold = ReapHold(backend.settings.renewal_s)
+        reaps_orphans = is_pid_1()
         passes = 0
         while not stop.is_set() and self._loop_pass(backend, options, wakeup, stop, hold):
             passes += 1
+            if reaps_orphans:
+                reap_orphans()
             _sleep_ticking(wakeup, stop, options["interval"], hold)
         logger.info("Reaper stopped backend=%s passes=%d", backend.alias, passes)
 
