@@ -226,6 +226,8 @@ class BrokerCore:
         its Redis Cluster primary down) is its reply, translated, where the others' replies
         stand: raised, it dropped what they did. An error every call met (a Redis gone, a
         replica) is raised."""
+        if len(calls) == 1:  # its error is every call's: raised
+            return [self._run(calls[0], durable=durable)]
         return _unless_every_one_failed(self._run_each(calls, durable=durable, in_order=in_order))
 
     def _run_each(

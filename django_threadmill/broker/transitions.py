@@ -65,10 +65,10 @@ class _Fenced[T: (Start, Finish)]:
     unanswered: list[T] = field(default_factory=list)
     failed: dict[str, BrokerUnavailable] = field(default_factory=dict)  # by queue part
 
-    def answered(self, items: Sequence[T]) -> list[T]:
+    def answered(self, items: Sequence[T]) -> Sequence[T]:
         """Return those of ``items`` whose part's call answered."""
         if not self.unanswered:
-            return list(items)
+            return items
         unanswered = {item.lease for item in self.unanswered}
         return [item for item in items if item.lease not in unanswered]
 
@@ -240,7 +240,8 @@ class Transitions(ProgressWrites):
         for finish in self.tally.answered(fenced.answered(finishes), already):
             recorded.append((self.part_in(finish.lease.queue, finish.lease.task_id), finish))
         self.tally.add(recorded, reaping=worker_id == "")
-        self.tally.unanswered(fenced.unanswered)
+        if fenced.unanswered:
+            self.tally.unanswered(fenced.unanswered)
         fenced.partly(
             finishes,
             [
