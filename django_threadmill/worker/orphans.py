@@ -39,7 +39,10 @@ def reap_orphans(ours: Container[int | None] = ()) -> None:
             return
         if ended is None or ended.si_pid in ours:
             return
-        os.waitid(os.P_PID, ended.si_pid, os.WEXITED)
+        try:  # never blocks: a pid reused meanwhile by a live child is left alone
+            os.waitid(os.P_PID, ended.si_pid, os.WEXITED | os.WNOHANG)
+        except ChildProcessError:  # another waiter took it first (a call running at a stop)
+            continue
         logger.debug("Orphan reaped pid=%d status=%d", ended.si_pid, ended.si_status)
 
 
