@@ -106,7 +106,8 @@ class PartlyAcked(BrokerUnavailable):
 
     ``answered`` holds the leases of the items whose part's call answered, each recorded
     unless it is in ``rejected`` (with why); ``progress_unwritten`` the progress reports that
-    rode the batch and were not written; ``error`` is the first failed part's error.
+    rode the batch and were not written; ``error`` is the first failed part's error (when
+    only progress reports failed, their call's).
     """
 
     def __init__(
