@@ -347,7 +347,7 @@ class BrokerCore:
     ) -> dict[str, BrokerUnavailable]:
         """Return those of the queue ``parts`` on a Redis Cluster node of ``down`` (by name),
         each with that node's error: no read of theirs answers."""
-        if not down or not isinstance(self.client, redis.RedisCluster):
+        if not down or not self.fails_by_node:
             return {}
         nodes = {part: self.node_of(self.queue_keys(part).ready) for part in parts}
         return {part: down[node] for part, node in nodes.items() if node in down}

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
-import redis
-
 from ..codec.ids import queue_of
 from ..codec.text import digits_int
 from ..exceptions import BrokerUnavailable
@@ -143,7 +141,7 @@ class Layouts(Reads):
         Each reader of many queues sends one pipeline, which spans every node: the health
         probe, the queues page, the scrape and the listings read the ``served`` queues, and
         name the others (docs/scaling.md, Batches that span queues)."""
-        if not isinstance(self.client, redis.RedisCluster):
+        if not self.fails_by_node:
             return names
         down = {self.node_of(self.keyspace.queues): names.unknown} if names.unknown else {}
         probes: dict[str, str] = {}  # per node not known down, the ready key of a part there

@@ -5,8 +5,6 @@ import logging
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
-import redis
-
 from ..exceptions import BrokerUnavailable, MaybeApplied
 from .core import BrokerCore
 from .keys import queue_of_part
@@ -111,9 +109,10 @@ class MetricsSending(BrokerCore):
         the send with them. A worker's path mark for a shard there (``_share_paths``) said
         "Metrics not sent" at each new path and each hour, though nothing waited (docs/scaling.md,
         A hot queue beyond one node)."""
-        if not isinstance(self.client, redis.RedisCluster):
-            return
         down, node_of = self.down_nodes, self.node_of
+        nodes = (node_of(self.queue_keys(part).ready) for part in parts)
+        if not self.fails_by_node or not down.spares_any(nodes):  # none spared: none looked up
+            return
         spared = [p for p in parts if down.spares_any([node_of(self.queue_keys(p).ready)])]
         self.tally.put_back({part: parts.pop(part) for part in spared})
 

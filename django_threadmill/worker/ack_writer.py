@@ -263,9 +263,8 @@ class AckWriter(RoleThread):
         comes waits for that try instead (worker/unwritten.py)."""
         now = time.monotonic()
         finishes = _sort(batch, held_starts, now, self._waiting)
-        finished = [finish.lease for finish in finishes]
-        elided = sum(held_starts.pop(lease, None) is not None for lease in finished)
-        elided += self._retrying.drop_starts(finished)
+        elided = sum(held_starts.pop(finish.lease, None) is not None for finish in finishes)
+        elided += self._retrying.drop_starts(finish.lease for finish in finishes)
         starts = _due(held_starts, now, flush=flush)
         self._holding = len(held_starts)
         done = elided + sum(isinstance(item, _Stop) for item in batch)
@@ -306,7 +305,7 @@ class AckWriter(RoleThread):
             else finishes
         )
         if written:
-            self.held.discard([finish.lease for finish in written])
+            self.held.discard(finished if written is finishes else [f.lease for f in written])
             self.on_written()
             self._chars.add(-sum(len(finish.value) for finish in written))
             for finish in written:
