@@ -7,7 +7,7 @@ all subclasses of ``BrokerCore``; ``broker.py`` joins them into the one ``Broker
 import itertools
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from functools import cached_property, partial
 from typing import Any
 
@@ -41,6 +41,7 @@ from .metrics import Tally
 from .off_loop import off_the_loop
 from .outbox import OutboxSignal
 from .per_loop import PerLoop
+from .pinned import Pins, pinned
 from .raw_replies import RAW
 from .reconnects import Reconnects
 from .scripts import ScriptCall, ScriptName, register_scripts, script_source
@@ -84,11 +85,24 @@ class BrokerCore:
         self._async_clients = PerLoop(self._new_async_client, _close_async_client)
         self.reconnects = Reconnects()  # of every client of this backend (reconnects.py)
         self.down_nodes = DownNodes()  # cluster nodes spared lately, for every client
+        self._pins = Pins()  # the connection of its own of each thread inside pinned()
+
+    @property
+    def client(self) -> SyncClient:
+        """The client this thread's calls use: its own connection inside ``pinned()``, else
+        the backend's pooled client."""
+        client = self._pins.client
+        return self._shared_client if client is None else client
 
     @cached_property
-    def client(self) -> SyncClient:
+    def _shared_client(self) -> SyncClient:
         with self.translated_errors():  # a Redis Cluster client reads the slot map when built
             return make_client(self.settings, self.reconnects)
+
+    def pinned(self) -> AbstractContextManager[None]:
+        """Have the calling thread's calls in the block go over a connection of its own, for
+        a thread that calls Redis at every turn (the ack writer, the prefetcher; pinned.py)."""
+        return pinned(self._pins, self._shared_client)
 
     def _blocking_client(self, waiters: int) -> SyncClient:
         """Return a new client for ``waiters`` waiter threads (broker/wake.py)."""
@@ -99,13 +113,13 @@ class BrokerCore:
         """Close the sync client's pooled connections, if it was made: for a broker made for
         one call (a test's flush); the shared brokers live as long as their process."""
         self.__dict__.pop("_scripts", None)  # registered on that client
-        client = self.__dict__.pop("client", None)
+        client = self.__dict__.pop("_shared_client", None)
         if client is not None:
             client.close()
 
     @cached_property
     def _scripts(self) -> dict[ScriptName, Script]:
-        return register_scripts(self.client)
+        return register_scripts(self._shared_client)
 
     def _async_client(self) -> tuple[AsyncClient, dict[ScriptName, AsyncScript]]:
         """Return the asyncio client and scripts of the running loop (pools are per loop)."""

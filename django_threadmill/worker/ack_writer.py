@@ -205,6 +205,10 @@ class AckWriter(RoleThread):
             self._doorbell.set()
 
     def loop(self) -> None:
+        with self.broker.pinned():  # a call per lone result: no pool hand-out each (pinned.py)
+            self._write_until_stopped()
+
+    def _write_until_stopped(self) -> None:
         # Notice and when it was taken, in the order taken (the oldest first: see ``_due``).
         held_starts: dict[Lease, tuple[Start, float]] = {}
         stopping = False

@@ -136,6 +136,10 @@ class Prefetcher(RoleThread):
             logger.warning("Waking the prefetcher failed error=%r", exc)
 
     def loop(self) -> None:
+        with self.broker.pinned():  # a call per refill: no pool hand-out each (pinned.py)
+            self._fetch_until_stopped()
+
+    def _fetch_until_stopped(self) -> None:
         failures = 0
         while not self.stopping.is_set():
             try:

@@ -16,6 +16,7 @@ this file is that probe (the tracer provider is set once per process).
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -47,6 +48,8 @@ def lose_a_reply(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return reply
 
     monkeypatch.setattr(broker.client, "execute_command", execute_command)
+    # The ack writer's calls go over this client too, not a connection of its own.
+    monkeypatch.setattr(broker, "pinned", nullcontext)
     return lost
 
 
