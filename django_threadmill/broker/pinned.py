@@ -3,8 +3,8 @@
 The ack writer sends a call per result that comes alone, and the prefetcher one per refill.
 Each call of the pooled client takes a connection from redis-py's pool and hands it back: its
 locks, its checks that the connection is still open with no reply left unread (a ``poll`` and
-two ``ioctl`` calls) and its observability hooks cost about 10 µs of CPU a call, a sixth of a
-lone call's client CPU (docs/worker.md, A connection of its own). A thread that holds one
+two ``ioctl`` calls) and its observability hooks cost 11 to 20 µs of CPU a call, about a
+sixth of a lone call's client CPU (docs/worker.md, A connection of its own). A thread that holds one
 connection for good, and is the only one to use it, needs none of that: the connection cannot
 have been left with an unread reply by another thread, and redis-py closes it on any error of
 a call, so the next call connects afresh.
