@@ -9,7 +9,7 @@ from typing import SupportsFloat
 from ..broker import ProgressReport
 from ..codec.text import utf8_text
 from ..compat import TaskContext
-from ..wording import a_type
+from ..wording import a_type, shown
 from .channels import channel_of
 
 NOTE_MAX_CHARS = 200  # a note is a line in the admin's task list, not a log
@@ -28,15 +28,15 @@ def _amount(name: str, value: object) -> int | float:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
         raise TypeError(
-            f"report_progress() {name}={value!r} is {a_type(value)}, not a count or an amount. "
-            "Pass an int or a float (a Decimal or a Fraction is taken too), 0 or more."
+            f"report_progress() {name}={shown(value)} is {a_type(value)}, not a count or an "
+            "amount. Pass an int or a float (a Decimal or a Fraction is taken too), 0 or more."
         )
     number = int(value) if isinstance(value, numbers.Integral) else _float(name, value)
     if isinstance(number, int) and abs(number) > sys.float_info.max:
         raise _past_a_float(name, f"an int of {number.bit_length()} bits")
     if not math.isfinite(number) or number < 0:
         raise ValueError(
-            f"report_progress() {name}={number!r} is not a finite number of 0 or more. Pass 0 "
+            f"report_progress() {name}={shown(number)} is not a finite number of 0 or more. Pass 0 "
             "or more."
         )
     return abs(number)  # -0.0 passes the check: stored as is, the admin showed "-0.0 / 10"
@@ -71,8 +71,8 @@ def _within(done: int | float, total: int | float) -> int | float:
     if floats and math.isclose(done, total, rel_tol=ROUND_OFF):
         return total
     raise ValueError(
-        f"report_progress() done={done!r} is more than total={total!r}. Pass the total you "
-        "expect now, or total=None while it is not known."
+        f"report_progress() done={shown(done)} is more than total={shown(total)}. Pass the total "
+        "you expect now, or total=None while it is not known."
     )
 
 

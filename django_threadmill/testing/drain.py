@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from datetime import timedelta
 from functools import cached_property, partial
 
@@ -31,6 +32,7 @@ from ..codec.ids import make_worker_id
 from ..codec.times import now_ms
 from ..conf.durations import seconds_of, whole_ms
 from ..exceptions import BrokerUnavailable, DrainDidNotEmpty
+from ..wording import shown
 from ..worker.cancelled_steps import CancelledSteps
 from ..worker.db_connections import connections_kept
 from ..worker.executor import Executor
@@ -49,6 +51,9 @@ logger = logging.getLogger(__name__)
 BATCH = 16  # tasks reserved per queue per round, like a small prefetch
 DEFAULT_WAIT_FOR_DELAYED_S = 5.0  # delayed tasks and retries due this soon are waited for
 DEFAULT_MAX_TASKS = 1000  # attempts one drain runs before it calls its queues endless
+# The drain running in this thread, seen by its tasks (sync ones, async ones on its loop, and
+# their sync_to_async calls back here) through copies of this context: they may not drain.
+_running: ContextVar["_Drain | None"] = ContextVar("threadmill_drain_running", default=None)
 
 
 def drain(
@@ -71,7 +76,9 @@ def drain(
 
     Raise ``DrainDidNotEmpty`` rather than run more than ``max_tasks`` attempts (1000 by
     default): a task that enqueues itself would otherwise keep the drain running for good.
+    A task the drain runs may not drain: it returns, and this drain runs what it enqueued.
     """
+    _refuse_inside_a_drain()
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -90,12 +97,36 @@ def drain(
     ).run()
 
 
+def _refuse_inside_a_drain() -> None:
+    """Raise if a task the drain running here runs (or code it calls) asks for a drain: one
+    inside it would run outside its ``max_tasks``, and a task that enqueues itself and drains
+    again would recurse until Python's recursion limit broke it at whatever step it was on."""
+    outer = _running.get()
+    if outer is None:
+        return
+    raise RuntimeError(
+        f"drain() was called inside the drain() running in this thread, from {_caller(outer)}. "
+        "The running drain runs what a task enqueues once the task returns: return from it "
+        "instead of draining. A drain inside a drain would run outside max_tasks, and a task "
+        "that enqueues itself and drains again would recurse without end."
+    )
+
+
+def _caller(outer: "_Drain") -> str:
+    """Name the tasks ``outer`` runs now: one of them (or code it calls) asked for a drain."""
+    paths = list(dict.fromkeys(outer.running))  # an async batch's, each once
+    named = ", ".join(repr(path) for path in paths)
+    if len(paths) == 1:
+        return f"the task {named} it runs, or code that task calls"
+    return f"one of the tasks {named} it runs, or code they call" if paths else "code it runs"
+
+
 def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
     seconds = seconds_of(wait_for_delayed)
     if seconds is None or seconds < 0:
         raise ValueError(
-            f"wait_for_delayed={wait_for_delayed!r} is not a wait. Pass 0 or more seconds, or "
-            "a timedelta."
+            f"wait_for_delayed={shown(wait_for_delayed)} is not a wait. Pass 0 or more seconds, "
+            "or a timedelta."
         )
     return whole_ms(seconds)
 
@@ -103,11 +134,12 @@ def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
 def _check_max_tasks(max_tasks: int) -> None:
     if not isinstance(max_tasks, int) or isinstance(max_tasks, bool):
         raise TypeError(
-            f"max_tasks={max_tasks!r} is not a number of tasks. Pass a whole number, 1 or more."
+            f"max_tasks={shown(max_tasks)} is not a number of tasks. Pass a whole number, 1 or "
+            "more."
         )
     if max_tasks < 1:
         raise ValueError(
-            f"max_tasks={max_tasks!r} is not a number of tasks to run. Pass 1 or more."
+            f"max_tasks={shown(max_tasks)} is not a number of tasks to run. Pass 1 or more."
         )
 
 
@@ -154,6 +186,7 @@ class _Drain:
         )
         self.renew_at = 0.0
         self.ran = 0
+        self.running: list[str] = []  # the paths of the tasks running now, for a refusal
         self.next_due_ms: int | None = None  # at the end: ms until a task left for later is due
         self.paused: list[str] = []  # at the end: the queues whose last answer was "paused"
         # The drain's event loop and the batch of async tasks running on it.
@@ -163,10 +196,14 @@ class _Drain:
 
     def run(self) -> int:
         say_waiting_for_commit()
-        # One thread for every event loop of this drain, joined when it ends.
-        with connections_kept(), AsyncSingleThreadContext():
-            while self._round():
-                pass
+        running = _running.set(self)
+        try:
+            # One thread for every event loop of this drain, joined when it ends.
+            with connections_kept(), AsyncSingleThreadContext():
+                while self._round():
+                    pass
+        finally:
+            _running.reset(running)
         self.broker.send_metrics()
         if self.next_due_ms is not None:
             served = [queue for queue in self.queues if queue not in self.paused]
@@ -281,6 +318,7 @@ class _Drain:
         return False
 
     def _run_sync(self, reservation: Reservation) -> None:
+        self.running = [reservation.lease.task_path]
         started_ms = now_ms()
         self._write(
             "start", self.broker.start, [Start(lease=reservation.lease, started_ms=started_ms)]
@@ -290,6 +328,7 @@ class _Drain:
             self._finish([finish])
 
     def _run_async(self, reservations: list[Reservation]) -> None:
+        self.running = [r.lease.task_path for r in reservations]
         starts = [Start(lease=r.lease, started_ms=now_ms()) for r in reservations]
         self._write("start", self.broker.start, starts)
         waiting = _waiting_callbacks()
