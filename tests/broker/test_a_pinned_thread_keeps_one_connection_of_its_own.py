@@ -1,18 +1,17 @@
 """A thread inside ``Broker.pinned()`` (the ack writer, the prefetcher) calls Redis over one
 connection of its own, taken from no pool; it still connects afresh in a new round of fresh
-connections, and looks at a connection that sat unused before calling on it
+connections, and when the server closed it since its last call
 (docs/worker.md, A connection of its own)."""
 
 import threading
 from collections.abc import Callable
 
-import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from django_threadmill.broker import Broker
-from django_threadmill.broker.pinned import IDLE_CHECK_S, OneConnectionPool
+from django_threadmill.broker.pinned import OneConnectionPool
 from django_threadmill.broker.reconnects import ReconnectingPool, Reconnects
 
 
@@ -70,43 +69,18 @@ def test_a_new_round_of_fresh_connections_reconnects_a_pinned_thread(broker: Bro
     assert before != after
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def pinned_without_retries(redis_url: str) -> tuple[redis.Redis, Clock]:
-    """A pinned client whose calls are not tried again: a call on a closed connection fails."""
+def test_a_connection_the_server_closed_since_its_last_call_is_opened_afresh(
+    redis_url: str, raw_client: redis.Redis
+) -> None:
+    """The sync client's calls are not tried again: the look before each call is what keeps a
+    call from failing on a connection the server closed (an idle timeout, a restart, a request
+    refused as too large)."""
     shared = ReconnectingPool.from_url(
         redis_url, reconnects=Reconnects(), retry=Retry(NoBackoff(), 0)
     )
-    clock = Clock()
-    return redis.Redis.from_pool(OneConnectionPool(shared, clock)), clock
-
-
-def test_a_connection_closed_while_unused_is_opened_afresh_before_the_next_call(
-    pinned_without_retries: tuple[redis.Redis, Clock], raw_client: redis.Redis
-) -> None:
-    client, clock = pinned_without_retries
+    client = redis.Redis.from_pool(OneConnectionPool(shared))
     first = client.client_id()
-    raw_client.client_kill_filter(_id=first)  # a server's idle timeout, a restart
-    clock.now += IDLE_CHECK_S + 0.1
+    raw_client.client_kill_filter(_id=first)
 
     assert client.client_id() != first
-    client.close()
-
-
-def test_calls_back_to_back_are_not_looked_at_first(
-    pinned_without_retries: tuple[redis.Redis, Clock], raw_client: redis.Redis
-) -> None:
-    client, _ = pinned_without_retries
-    raw_client.client_kill_filter(_id=client.client_id())
-
-    with pytest.raises(redis.ConnectionError):
-        client.ping()  # the look is skipped: the call fails, and redis-py drops the connection
-    assert client.ping()
     client.close()
