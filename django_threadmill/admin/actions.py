@@ -15,7 +15,7 @@ from django.utils.text import get_text_list
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.source import Source
-from ..codec.ids import SHOWN_ID_CHARS, shown_id
+from ..codec.ids import named_short
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
 from ..exceptions import BrokerUnavailable, StepOfCancelledWorkflow, UniqueKeyHeld
 from ..retry import MAX_ATTEMPTS
@@ -89,9 +89,9 @@ class Selected:
 
     @property
     def named(self) -> str:
-        """The task id as messages and log lines name it: whole, as every id we make fits,
-        or one posted by hand past SHOWN_ID_CHARS by its start and length."""
-        return self.task_id if len(self.task_id) <= SHOWN_ID_CHARS else shown_id(self.task_id)
+        """The task id as messages, log lines and the confirmation page name it: whole, as every
+        id we make fits, or one posted by hand past SHOWN_ID_CHARS by its start and length."""
+        return named_short(self.task_id)
 
 
 def too_many_selected(action: TaskAction, count: int) -> str:

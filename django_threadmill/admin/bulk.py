@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from django.http import QueryDict
 
+from ..codec.ids import SHOWN_ID_CHARS, named_short
 from .actions import Selected, TaskAction
+from .display import named
 from .results import STATUSES, matching
 
 MAX_BULK = 10_000  # tasks one action on a filter changes at most; the confirmation says so
@@ -27,15 +29,16 @@ class Matched:
 
     @property
     def description(self) -> str:
-        """Name the filter as the list's filter form shows it."""
+        """Name the filter as the list's filter form shows it; a queue or task path posted by
+        hand past SHOWN_ID_CHARS is cut short, where the page showed 10,000 characters whole."""
         parts = []
         if backend := self.filters.get("backend"):
             parts.append(f"backend {backend}")
         if queue := self.filters.get("queue"):
-            parts.append(f"queue {queue}")
+            parts.append(f"queue {named_short(queue)}")
         parts.append(f"status {STATUSES[self.filters.get('status', '')][0]}")
         if task := self.filters.get("task"):
-            parts.append(f"task path containing “{task}”")
+            parts.append(f"task path containing {named(task, SHOWN_ID_CHARS)}")
         return ", ".join(parts)
 
 

@@ -105,7 +105,8 @@ class Lifecycle(Layouts):
 
         The reply is read as bytes and decoded field by field: an attempt with a field that
         is not UTF-8 is set aside (counted in ``set_aside``), where decoded as a whole it
-        failed every pass (broker/raw_replies.py). A released id that is not UTF-8 is a
+        failed every pass (broker/raw_replies.py), by one more call to its part: that call's
+        error fails that part, as its reap call's would. A released id that is not UTF-8 is a
         ``NotUtf8Id``: back in ready, acquire sets it aside.
         """
         parts = queues if isinstance(queues, Mapping) else {q: self.parts(q) for q in queues}
@@ -115,22 +116,10 @@ class Lifecycle(Layouts):
             for part in parts[queue]
         ]
         replies = iter(self._run_each(calls))
-        outcomes: list[Reaped | BrokerUnavailable] = []
-        for queue in queues:
-            part_replies = [(part, next(replies)) for part in parts[queue]]
-            failed = {
-                part: reply for part, reply in part_replies if isinstance(reply, BrokerUnavailable)
-            }
-            answered = [(part, reply) for part, reply in part_replies if part not in failed]
-            try:
-                outcomes.append(
-                    self._reaped(queue, answered, failed, dry_run)
-                    if answered
-                    else next(iter(failed.values()))
-                )
-            except BrokerUnavailable as exc:  # setting a record aside failed
-                outcomes.append(exc)
-        return outcomes
+        return [
+            self._reaped(queue, [(part, next(replies)) for part in parts[queue]], dry_run)
+            for queue in queues
+        ]
 
     def _reap_call(self, queue: str, part: str, limit: int, dry_run: bool) -> ScriptCall:
         keys = self.queue_keys(part)
@@ -148,38 +137,62 @@ class Lifecycle(Layouts):
         )
 
     def _reaped(
-        self,
-        queue: str,
-        part_replies: list[tuple[str, Any]],
-        failed: dict[str, BrokerUnavailable],
-        dry_run: bool,
-    ) -> Reaped:
-        """Return the reap replies of ``queue``'s parts decoded as one ``Reaped`` beside its
-        ``failed`` parts, setting aside (unless ``dry_run``) the expired attempts that do not
-        decode."""
-        released: list[str] = []
-        expired: list[ExpiredAttempt] = []
-        set_aside = looked_at = 0
-        cut_short = False
-        for part, (part_released, part_expired, count, part_looked_at, cut) in part_replies:
-            released += [stored_id(task_id) for task_id in part_released]
-            attempts, undecodable = read_expired(part_expired, partial(_expired_attempt, queue))
-            expired += attempts
-            set_aside += int(count)
-            set_aside += (
-                len(undecodable) if dry_run else self._set_aside_expired(queue, part, undecodable)
-            )
-            looked_at += int(part_looked_at)
-            cut_short = cut_short or cut == 1
+        self, queue: str, part_replies: list[tuple[str, Any]], dry_run: bool
+    ) -> Reaped | BrokerUnavailable:
+        """Return the reap replies of ``queue``'s parts decoded as one ``Reaped``, or the
+        error of its first part when every one failed.
+
+        A part fails when its call did, or when setting aside its expired attempts that do not
+        decode did (a key of another type there, its node gone since): it goes in
+        ``failed_parts``, its reply dropped as if its call had failed (those attempts come
+        back next pass), and the other parts' replies stand. Raised, that error dropped theirs
+        too: the expired running attempts they reported went unsettled every pass it lasted.
+        """
+        outcomes = {
+            part: reply
+            if isinstance(reply, BrokerUnavailable)
+            else self._part_reaped(queue, part, reply, dry_run)
+            for part, reply in part_replies
+        }
+        read = [outcome for outcome in outcomes.values() if isinstance(outcome, Reaped)]
+        failed = {
+            part: outcome
+            for part, outcome in outcomes.items()
+            if isinstance(outcome, BrokerUnavailable)
+        }
+        if not read:
+            return next(iter(failed.values()))
+        set_aside = sum(reaped.set_aside for reaped in read)
         if set_aside and not dry_run:
             log_set_aside(queue, set_aside, "reap")
         return Reaped(
-            released=released,
-            expired=expired,
+            released=[task_id for reaped in read for task_id in reaped.released],
+            expired=[attempt for reaped in read for attempt in reaped.expired],
             set_aside=set_aside,
-            looked_at=looked_at,
-            cut_short=cut_short,
+            looked_at=sum(reaped.looked_at for reaped in read),
+            cut_short=any(reaped.cut_short for reaped in read),
             failed_parts=failed,
+        )
+
+    def _part_reaped(
+        self, queue: str, part: str, reply: Any, dry_run: bool
+    ) -> Reaped | BrokerUnavailable:
+        """Return the reap reply of one part of ``queue`` decoded, setting aside (unless
+        ``dry_run``) its expired attempts that do not decode; or the error that failed that."""
+        released, expired, count, looked_at, cut = reply
+        attempts, undecodable = read_expired(expired, partial(_expired_attempt, queue))
+        try:
+            set_aside = (
+                len(undecodable) if dry_run else self._set_aside_expired(queue, part, undecodable)
+            )
+        except BrokerUnavailable as exc:
+            return exc
+        return Reaped(
+            released=[stored_id(task_id) for task_id in released],
+            expired=attempts,
+            set_aside=int(count) + set_aside,
+            looked_at=int(looked_at),
+            cut_short=cut == 1,
         )
 
     def _set_aside_expired(self, queue: str, part: str, attempts: list[UndecodableAttempt]) -> int:

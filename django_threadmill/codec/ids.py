@@ -66,6 +66,14 @@ def shown_id(value: object) -> str:
     return f"{value[:SHOWN_ID_CHARS]!r}... ({len(value):,} characters)"
 
 
+def named_short(text: str) -> str:
+    """Return ``text``, an id or a name given in error, as a sentence names it: whole, as typed,
+    up to ``SHOWN_ID_CHARS`` (every id and name we make fits), past that as ``shown_id`` shows
+    it. One of 10,000 characters, given to a command or posted to the admin, filled its
+    message."""
+    return text if len(text) <= SHOWN_ID_CHARS else shown_id(text)
+
+
 def new_worker_tag() -> str:
     """Return the random tag that ends a worker id: a pid the system reuses gets a new id."""
     return token_hex(2)

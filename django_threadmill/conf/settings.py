@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..exceptions import ImproperlyConfiguredThreadmill
+from ..wording import shown
 from .bounds import (
     MAX_BYTES,
     ONE_DAY,
@@ -307,10 +308,11 @@ def waiting_at_most(settings: BackendSettings, timeout_s: float) -> BackendSetti
 
 
 def check_queue_name(name: object) -> str:
-    """Return ``name`` if it is a usable queue name, else raise with the rule."""
+    """Return ``name`` if it is a usable queue name, else raise with the rule, ``name`` cut
+    short (one of 10,000 characters, given to a command or enqueue, filled the message)."""
     if not isinstance(name, str) or not QUEUE_NAME_PATTERN.fullmatch(name):
         raise ImproperlyConfiguredThreadmill(
-            f"Queue name {name!r} is not valid for ThreadmillTaskBackend. Use 1-64 letters, "
-            "digits, '_', '.' or '-', other than '.' or '..' (URLs read those as paths)."
+            f"Queue name {shown(name)} is not valid for ThreadmillTaskBackend. Use 1-64 "
+            "letters, digits, '_', '.' or '-', other than '.' or '..' (URLs read those as paths)."
         )
     return name

@@ -7,6 +7,7 @@ from django.core.management.base import CommandError
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
+from ..codec.ids import named_short
 from ..exceptions import ImproperlyConfiguredThreadmill
 from ..worker.options import served_queues
 
@@ -14,11 +15,12 @@ BACKEND_HELP = "TASKS alias of a ThreadmillTaskBackend (default: 'default')."
 
 
 def backend_option(alias: str) -> ThreadmillTaskBackend:
-    """Return the backend ``--backend`` names; raise CommandError naming the aliases that do."""
+    """Return the backend ``--backend`` names; raise CommandError naming the aliases that do,
+    and ``alias`` cut short past SHOWN_ID_CHARS (one of 10,000 characters filled the message)."""
     try:
         return threadmill_backend(alias)
     except ImproperlyConfiguredThreadmill as exc:
-        raise CommandError(f"--backend {alias}: {exc}") from exc
+        raise CommandError(f"--backend {named_short(alias)}: {exc}") from exc
 
 
 def queues_option(backend: ThreadmillTaskBackend, asked: Sequence[str] | None) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from ..exceptions import BrokerUnavailable
+from ..exceptions import BrokerUnavailable, MaybeApplied
 
 
 @dataclass(slots=True)
@@ -62,3 +62,31 @@ class ReapReport:
     @property
     def set_aside(self) -> int:
         return sum(counts.set_aside for counts in self.queues.values())
+
+
+def what_failed(report: ReapReport) -> str:
+    """Say what failed in a pass with ``unreachable`` or ``failures``, and whether the rest was
+    reaped: the words of ``threadmill_reap``'s error and of a worker supervisor's WARNING alike
+    (the supervisor said "Reap pass failed" of a pass that had reaped every other queue).
+
+    Redis stopping part-way stops the pass at that round. Else it names the queues that failed
+    while Redis answered: with none left (a read-only replica at LOCATION, a single queue),
+    "the other queues were reaped" told the operator of a reap that settled nothing. A call
+    Redis did not answer may have settled its leases all the same: "none was reaped" would deny
+    it. A queue reaped but for a part left out is said to be, not to have failed whole.
+    """
+    if report.unreachable:
+        return (
+            "Reap pass stopped part-way, Redis stopped answering (the queues not reaped wait for "
+            "the next pass)"
+        )
+    if report.partly:
+        whole = [queue for queue in report.failures if queue not in report.partly]
+        also = f"queue {', '.join(whole)} and " if whole else ""
+        return f"Reap of {also}part of queue {', '.join(report.partly)} failed, the rest was reaped"
+    failed = ", ".join(report.failures)
+    if len(report.failures) < len(report.queues):
+        return f"Reap of queue {failed} failed, the other queues were reaped"
+    if any(isinstance(error, MaybeApplied) for error in report.failures.values()):
+        return f"Reap of every queue failed ({failed}), some perhaps after settling leases"
+    return f"Reap of every queue failed ({failed}), none was reaped"

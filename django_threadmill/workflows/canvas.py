@@ -17,6 +17,9 @@ from .launch import alaunch, launch
 from .plan import Input, Plan
 from .result import WorkflowResult
 
+# How step(), chain() and group() name a WorkflowResult given in place of a shape.
+WORKFLOW_ENQUEUED = "That is what a workflow's enqueue() returned"
+
 
 class Workflow(ABC):
     """What every shape can do: add its steps to a plan, and be enqueued as a whole workflow."""
@@ -171,6 +174,11 @@ def _hint(kind: str, node: object) -> str:
         return " Wrap the task as step(task, ...)."
     if isinstance(node, TaskResult):
         return " That is a task enqueued already: wrap the task itself as step(task, ...)."
+    if isinstance(node, WorkflowResult):
+        return (
+            f" {WORKFLOW_ENQUEUED}: pass the chain or group itself, not its result, or build it "
+            "from steps, step(task, ...)."
+        )
     if inspect.isroutine(node):
         return " Decorate the function with @task, then wrap the task as step(task, ...)."
     if isinstance(node, list | tuple | Iterator):
@@ -190,8 +198,8 @@ def _task_hint(value: object) -> str:
         return f"That is a {kind} already: use it as it is in chain() or group()."
     if isinstance(value, WorkflowResult):
         return (
-            "That is what a workflow's enqueue() returned: pass a task instead, or the workflow "
-            "itself to chain() or group()."
+            f"{WORKFLOW_ENQUEUED}: pass a task instead, or the workflow itself to chain() or "
+            "group()."
         )
     if isinstance(value, TaskResult):
         return "That is what a task's enqueue() returned: pass the task itself."

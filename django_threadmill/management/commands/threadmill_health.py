@@ -17,6 +17,7 @@ from ...broker.inspect import Inspector
 from ...broker.layouts import QueueNames
 from ...conf.settings import waiting_at_most
 from ...exceptions import BrokerRefused, BrokerUnavailable
+from ...wording import shown
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..health import (
     HealthCode,
@@ -25,6 +26,7 @@ from ..health import (
     unconfirmed_writes,
     writes_refused,
 )
+from ..int_option import int_option
 from ..probe_output import ExitCodeCommand
 from ..seconds_option import seconds_option
 
@@ -86,7 +88,7 @@ class Command(ExitCodeCommand):
         )
         parser.add_argument(
             "--min-processes",
-            type=int,
+            type=int_option,
             default=1,
             metavar="N",
             help="Live worker processes needed on the host (default: 1).",
@@ -112,7 +114,7 @@ class Command(ExitCodeCommand):
         backend = self._backend(options["backend"])
         if options["min_processes"] < 1:
             raise usage_error(
-                f"--min-processes {options['min_processes']} is below 1. Use e.g. "
+                f"--min-processes {shown(options['min_processes'])} is below 1. Use e.g. "
                 "--min-processes 1, or the --processes the worker runs with."
             )
         if options["timeout"] <= 0:
@@ -160,10 +162,11 @@ class Command(ExitCodeCommand):
     @staticmethod
     def _host(host: str) -> str:
         """Return ``host`` if a worker id can name it (``<host>:<pid>:<tag>``), else raise: a
-        probe for any other never counts a process, and would read as workers gone."""
+        probe for any other never counts a process, and would read as workers gone. ``host``
+        is named cut short: one of 10,000 characters filled the message."""
         if not host or ":" in host:
             raise usage_error(
-                f"--host {host!r} cannot be a worker's host: worker ids name it before their "
+                f"--host {shown(host)} cannot be a worker's host: worker ids name it before their "
                 "first ':'. Give the host name alone, as socket.gethostname() on the worker's "
                 "host returns it, e.g. --host worker-7c9f, or leave --host out on that host."
             )

@@ -19,8 +19,10 @@ from ...broker.inspect.source import Source
 from ...broker.layouts import QueueNames
 from ...broker.pausing import MAX_REASON_CHARS, checked_reason
 from ...broker.raw_replies import controls_escaped
+from ...codec.ids import named_short
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill, MaybeApplied
+from ...wording import shown
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..failed_change import failed_change
@@ -189,14 +191,15 @@ def _log_purge(alias: str, queue: str, state: str, deleted: int, *, complete: bo
 
 
 def _log_forget(alias: str, queue: str, ids: list[str], forgot: int, *, complete: bool) -> None:
-    """Log who forgot which damaged entries (``ids``, none for ``--all``) and how many, as the
-    purge line is logged, ``incomplete=yes`` when it stopped before the end: the entry was the
-    only pointer to the key set aside, which no index names."""
+    """Log who forgot which damaged entries (``ids``, none for ``--all``, each cut short past
+    SHOWN_ID_CHARS as the admin's lines name ids) and how many, as the purge line is logged,
+    ``incomplete=yes`` when it stopped before the end: the entry was the only pointer to the key
+    set aside, which no index names."""
     logger.info(
         "Damaged records forgotten backend=%s queue=%s ids=%s forgot=%d by=%s%s",
         controls_escaped(alias),
         controls_escaped(queue),
-        ",".join(controls_escaped(task_id) for task_id in ids) if ids else "all",
+        ",".join(controls_escaped(named_short(task_id)) for task_id in ids) if ids else "all",
         forgot,
         _by(),
         "" if complete else " incomplete=yes",
@@ -210,7 +213,7 @@ def _batch_size(text: str) -> int:
     except ValueError:
         value = text  # not a number: checked_batch_size refuses it, naming the fix
     try:
-        return checked_batch_size(value, repr(text))
+        return checked_batch_size(value, shown(text))
     except ValueError as exc:
         raise ArgumentTypeError(str(exc)) from exc
 
@@ -469,9 +472,10 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             _log_forget(source.alias, queue, ids, len(dropped), complete=complete)
         missing = [task_id for task_id in ids if task_id not in dropped]
         forgot = f"Forgot {len(dropped)} damaged record(s) of queue {queue}"
-        if missing:  # a typo, or an id forgotten already: say which, with where to look
+        if missing:  # a typo, or an id forgotten already: say which (cut short), where to look
+            named = ", ".join(named_short(task_id) for task_id in missing)
             raise CommandError(
-                f"{forgot}; not in its damaged list: {', '.join(missing)}. Give each id as "
+                f"{forgot}; not in its damaged list: {named}. Give each id as "
                 f"'manage.py threadmill_queue damaged {queue}' lists it."
             )
         self.stdout.write(f"{forgot}.")

@@ -13,7 +13,8 @@ from django.core.management.base import CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...broker import checked_batch_size
-from ...exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
+from ...exceptions import BrokerRefused, BrokerUnavailable
+from ...wording import shown
 from ...worker.exit_codes import ExitCode
 from ...worker.interruptible import (
     PASS_GRACE_S,
@@ -24,13 +25,14 @@ from ...worker.interruptible import (
 from ...worker.logs import logging_configured
 from ...worker.orphans import is_pid_1, reap_orphans
 from ...worker.reap_hold import ReapHold
-from ...worker.reap_report import ReapReport
+from ...worker.reap_report import ReapReport, what_failed
 from ...worker.reaper import DEFAULT_BATCH_SIZE, reap_pass
 from ...worker.signal_flag import SignalFlag
 from ...worker.wakeup import WakeupPipe
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import ChecksAtStart
 from ..ending import run_then_exit
+from ..int_option import int_option
 from ..log_format_option import add_log_format_option
 from ..report_output import CutShortCommand
 from ..seconds_option import seconds_option
@@ -46,24 +48,6 @@ def stop_on_first_signal(stop: SignalFlag, signum: int, frame: FrameType | None)
         raise SystemExit(128 + signum)
     logger.info("Reaper stopping signal=%s", signal.Signals(signum).name)
     stop.set()
-
-
-def _failed(report: ReapReport) -> str:
-    """Say which queues of a pass failed while Redis answered, and whether any was reaped:
-    with none left (a read-only replica at LOCATION, a single queue), "the other queues were
-    reaped" told the operator of a reap that settled nothing. A call Redis did not answer may
-    have settled its leases all the same: "none was reaped" would deny it. A queue reaped but
-    for a part left out is said to be, not to have failed whole."""
-    if report.partly:
-        whole = [queue for queue in report.failures if queue not in report.partly]
-        also = f"queue {', '.join(whole)} and " if whole else ""
-        return f"Reap of {also}part of queue {', '.join(report.partly)} failed, the rest was reaped"
-    failed = ", ".join(report.failures)
-    if len(report.failures) < len(report.queues):
-        return f"Reap of queue {failed} failed, the other queues were reaped"
-    if any(isinstance(error, MaybeApplied) for error in report.failures.values()):
-        return f"Reap of every queue failed ({failed}), some perhaps after settling leases"
-    return f"Reap of every queue failed ({failed}), none was reaped"
 
 
 def _pass_failed(message: str, cause: BrokerUnavailable) -> CommandError:
@@ -131,7 +115,7 @@ class Command(ChecksAtStart, CutShortCommand):
         )
         parser.add_argument(
             "--batch-size",
-            type=int,
+            type=int_option,
             default=DEFAULT_BATCH_SIZE,
             help=f"Expired leases settled per Redis call (default: {DEFAULT_BATCH_SIZE}).",
         )
@@ -162,7 +146,8 @@ class Command(ChecksAtStart, CutShortCommand):
                 "above 0, e.g. --interval 10."
             )
         try:
-            checked_batch_size(options["batch_size"], f"--batch-size {options['batch_size']}")
+            given_as = f"--batch-size {shown(options['batch_size'])}"
+            checked_batch_size(options["batch_size"], given_as)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         single = options["once"] or options["dry_run"]
@@ -213,13 +198,10 @@ class Command(ChecksAtStart, CutShortCommand):
         if report:
             self._report(done, hold)
         if done.unreachable:
-            raise CommandError(
-                "Reap pass stopped part-way, Redis stopped answering (the queues not reaped "
-                f"wait for the next pass): {done.unreachable}"
-            ) from done.unreachable
+            raise CommandError(f"{what_failed(done)}: {done.unreachable}") from done.unreachable
         if done.failures:
             first = next(iter(done.failures.values()))
-            raise _pass_failed(f"{_failed(done)}: {first}", first) from first
+            raise _pass_failed(f"{what_failed(done)}: {first}", first) from first
         if report and done.unknown:  # a loop's pass logged it, and goes on as it is
             raise CommandError(_unknown_queues(done)) from done.unknown
         if report and done.stopped:

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from ...backend import ThreadmillTaskBackend
+from ...wording import shown
 from ...worker.cpus import default_processes
 from ...worker.logs import logging_configured
 from ...worker.memory import MIB, ResidentMemory
@@ -24,6 +25,7 @@ from ...worker.supervisor import Supervisor
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..checks_at_start import ChecksAtStart
 from ..ending import run_then_exit
+from ..int_option import int_option
 from ..log_format_option import add_log_format_option
 from ..probe_output import ExitCodeCommand
 from ..seconds_option import seconds_option
@@ -35,14 +37,15 @@ def _positive(name: str, value: int | None, *, allow_none: bool = False) -> None
     if value is None and allow_none:
         return
     if value is None or value < 1:
-        raise CommandError(f"{name} must be 1 or more, got {value}.")
+        raise CommandError(f"{name} must be 1 or more, got {shown(value)}.")
 
 
 def _at_most(flag: str, value: int | None, ceiling: int, what: str) -> None:
     """Refuse a ``value`` above ``ceiling``, saying what the ceiling counts, the harm and the
-    fix (``what``): past it a worker starts, then fails at a system limit or holds too much."""
+    fix (``what``): past it a worker starts, then fails at a system limit or holds too much.
+    A ``value`` of thousands of digits is named by its size, where it filled the message."""
     if value is not None and value > ceiling:
-        raise CommandError(f"{flag} {value} is above the ceiling of {ceiling} {what}")
+        raise CommandError(f"{flag} {shown(value)} is above the ceiling of {ceiling} {what}")
 
 
 def _mebibytes(text: str) -> int:
@@ -52,7 +55,7 @@ def _mebibytes(text: str) -> int:
         return int(text)
     except ValueError:
         raise ArgumentTypeError(
-            f"{text!r} is not a whole number of MiB. Give the number alone: --max-memory 512 "
+            f"{shown(text)} is not a whole number of MiB. Give the number alone: --max-memory 512 "
             "for 512 MiB, 1024 for 1 GiB."
         ) from None
 
@@ -118,21 +121,21 @@ class Command(ChecksAtStart, ExitCodeCommand):
         )
         parser.add_argument(
             "--processes",
-            type=int,
+            type=int_option,
             help="Worker processes the supervisor keeps running (default: one per CPU this "
             "process may use: its CPU affinity, or fewer under a container's CPU quota, "
             "rounded up); 0 with --burst runs the worker in this process, without forking.",
         )
         parser.add_argument(
             "--threads",
-            type=int,
+            type=int_option,
             default=1,
             help="Worker threads per process for sync tasks; with --max-threads, the fewest "
             "the pool shrinks to (default: 1).",
         )
         parser.add_argument(
             "--max-threads",
-            type=int,
+            type=int_option,
             help="Let the pool grow to N threads while tasks wait and every thread is busy "
             "(default: --threads, a fixed pool).",
         )
@@ -151,18 +154,18 @@ class Command(ChecksAtStart, ExitCodeCommand):
         )
         parser.add_argument(
             "--async-concurrency",
-            type=int,
+            type=int_option,
             default=DEFAULT_ASYNC_CONCURRENCY,
             help=f"async def tasks each process runs at once on its event loop (default: "
             f"{DEFAULT_ASYNC_CONCURRENCY}).",
         )
         parser.add_argument(
             "--prefetch",
-            type=int,
+            type=int_option,
             help="Tasks reserved ahead per process (default: 4 per live thread, plus "
             "--async-concurrency once async tasks come; 1, the fewest, keeps one task waiting).",
         )
-        parser.add_argument("--max-tasks", type=int, help="Recycle a process after N tasks.")
+        parser.add_argument("--max-tasks", type=int_option, help="Recycle a process after N tasks.")
         parser.add_argument(
             "--max-memory",
             type=_mebibytes,
@@ -172,7 +175,7 @@ class Command(ChecksAtStart, ExitCodeCommand):
         )
         parser.add_argument(
             "--max-tasks-jitter",
-            type=int,
+            type=int_option,
             default=0,
             help="Add up to N to --max-tasks per process, so processes do not recycle at once.",
         )
@@ -227,7 +230,7 @@ class Command(ChecksAtStart, ExitCodeCommand):
     def _check_processes(options: dict[str, Any]) -> None:
         processes = options["processes"]
         if processes < 0:
-            raise CommandError(f"--processes must be 0 or more, got {processes}.")
+            raise CommandError(f"--processes must be 0 or more, got {shown(processes)}.")
         _at_most(
             "--processes",
             processes,
