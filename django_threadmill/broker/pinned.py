@@ -55,10 +55,32 @@ class OneConnectionPool(ReconnectingPool):
         """Keep the connection: it is handed out again at the thread's next call."""
 
 
+class PinnedClient(redis.Redis):
+    """A client of a ``OneConnectionPool``: each call is sent on its connection and its reply
+    read, tried again as its connection's ``retry`` says (none, unless
+    ``OPTIONS['connection_options']`` sets one), without the rest of the pooled client's wrapping
+    (its lock, its per-call observability hooks), which cost a lone call about 10 µs more
+    (docs/benchmarks.md, A connection of its own). A failed call drops the connection as
+    redis-py's does: its send and its read close it on any error but an error reply, after
+    which the connection is as good as before."""
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        hand_out: Callable[[], Any] = self.connection_pool.get_connection  # untyped in redis-py
+        connection = hand_out()
+        return connection.retry.call_with_retry(
+            lambda: self._sent(connection, args, options), lambda _: connection.disconnect()
+        )
+
+    def _sent(self, connection: Any, args: tuple[Any, ...], options: dict[str, Any]) -> Any:
+        parse: Callable[..., Any] = self.parse_response  # untyped in redis-py
+        connection.send_command(*args, **options)
+        return parse(connection, args[0], **options)
+
+
 class Pins(threading.local):
     """The client each thread pinned for one broker, if any."""
 
-    client: redis.Redis | None = None
+    client: PinnedClient | None = None
 
 
 @contextmanager
@@ -69,9 +91,10 @@ def pinned(pins: Pins, shared: Any) -> Iterator[None]:
     if not isinstance(pool, ReconnectingPool) or pins.client is not None:
         yield
         return
-    pins.client = redis.Redis.from_pool(OneConnectionPool(pool))
+    client = PinnedClient(connection_pool=OneConnectionPool(pool))
+    pins.client = client
     try:
         yield
     finally:
-        client, pins.client = pins.client, None
-        client.close()
+        pins.client = None
+        client.connection_pool.disconnect()

@@ -4,14 +4,16 @@ connections, and when the server closed it since its last call
 (docs/worker.md, A connection of its own)."""
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from django_threadmill.broker import Broker
-from django_threadmill.broker.pinned import OneConnectionPool
+from django_threadmill.broker.pinned import OneConnectionPool, PinnedClient
+from django_threadmill.broker.raw_replies import RAW
 from django_threadmill.broker.reconnects import ReconnectingPool, Reconnects
 
 
@@ -84,3 +86,43 @@ def test_a_connection_the_server_closed_since_its_last_call_is_opened_afresh(
 
     assert client.client_id() != first
     client.close()
+
+
+@pytest.fixture
+def pinned_client(redis_url: str) -> Iterator[PinnedClient]:
+    """A thread's own client, whose calls time out after 0.2 s."""
+    shared = ReconnectingPool.from_url(
+        redis_url, reconnects=Reconnects(), socket_timeout=0.2, decode_responses=True
+    )
+    client = PinnedClient(connection_pool=OneConnectionPool(shared))
+    yield client
+    client.connection_pool.disconnect()
+
+
+def test_an_error_reply_leaves_the_connection_as_it_was(pinned_client: PinnedClient) -> None:
+    first = pinned_client.client_id()
+    pinned_client.set("a string", "1")
+
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        pinned_client.lpush("a string", "x")
+    assert pinned_client.client_id() == first
+
+
+def test_a_call_cut_short_drops_the_connection_and_leaves_no_reply_for_the_next(
+    pinned_client: PinnedClient, raw_client: redis.Redis
+) -> None:
+    first = pinned_client.client_id()
+
+    with pytest.raises(redis.TimeoutError):
+        pinned_client.blpop(["nothing comes"], timeout=2)  # its reply would come after 2 s
+    raw_client.lpush("nothing comes", "late")  # what the dropped wait would have taken
+    assert pinned_client.client_id() != first
+    assert pinned_client.ping() is True
+    assert raw_client.lrange("nothing comes", 0, -1) == [b"late"]
+
+
+def test_replies_are_read_as_the_call_asks(pinned_client: PinnedClient) -> None:
+    pinned_client.set("k", "é")
+
+    assert pinned_client.get("k") == "é"
+    assert pinned_client.execute_command("GET", "k", **RAW) == "é".encode()
