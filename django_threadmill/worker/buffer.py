@@ -74,7 +74,7 @@ class TaskBuffer:
         self._outstanding = 0  # put in and not yet done: waiting or running
         self._outstanding_on_loop = 0  # of those, async tasks (the event loop's lane)
         # Set at each task done, once the prefetcher serves a queue with a concurrency limit:
-        # it reserves such a queue's tasks only for runners that are free (prefetcher.py).
+        # it reserves such a queue's tasks only for runners that are free (limit_runners.py).
         self.runner_freed: threading.Event | None = None
         self._outstanding_lock = threading.Lock()
         self._retiring = 0  # RETIRE turns put and not yet taken (under _outstanding_lock)

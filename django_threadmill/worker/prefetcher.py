@@ -3,19 +3,21 @@
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
-from ..broker import Acquired, Broker, Reservation
+from ..broker import Acquired, Broker
 from ..broker.connection import refuses_writes
 from ..broker.inspect import Inspector
 from ..broker.wake import BLPOP_LATE_S
 from ..exceptions import BrokerRefused, BrokerUnavailable, ReservationsUnconfirmed
 from .backoff import REDIS_BACKOFF
+from .backpressure import Backpressure
 from .buffer import Runners, TaskBuffer
 from .failing_calls import FailingCalls
 from .fetch_plan import PROBE_EVERY_S, FetchPlan
 from .held_back import HeldBackQueues, Hold
 from .leases import HeldLeases, lease_clock
+from .limit_runners import RunnersForLimits
 from .role import RoleThread
 
 logger = logging.getLogger(__name__)
@@ -26,29 +28,9 @@ IDLE_BLOCK_S = 5.0
 # --burst still waits for delayed tasks due within this many ms, and this long for a queue whose
 # full concurrency limit holds its tasks back
 BURST_HORIZON_MS = 60_000
-# Outcomes (and start notices due) waiting to be written above which nothing more is reserved:
-# a Redis that refuses or delays acks (replicas away under durability="replicated") would let
-# the process run its whole backlog and hold every outcome in memory, lost in a crash. The
-# bound is this, or twice the buffer, whichever is more. Start notices held back until due
-# are left out (AckWriter.backlog): they are at most one per running task.
-UNWRITTEN_CAP = 1000
-# Characters of results and errors waiting to be written above which nothing more is reserved
-# either: outcomes of up to max_result_bytes each, a thousand of them held gigabytes
-# (docs/worker.md, Durability window of the ack writer). JSON as stored is ASCII, a byte each.
-UNWRITTEN_CHARS_CAP = 64 * 2**20
-# Characters of payloads and earlier errors of reserved tasks waiting in the buffer at or above
-# which nothing more is reserved: read-ahead is counted in tasks, and 500 of max_payload_bytes
-# held 500 MiB unstarted. A refill then adds at most ACQUIRE_CHARS per queue asked (one task
-# at least), so a process holds under 64 MiB of them reserving from one queue.
-READAHEAD_CHARS_CAP = 48 * 2**20
-UNWRITTEN_LOOK_S = 0.05  # how often a held-back prefetcher looks whether the acks caught up
-# A hold that lasts this long is a WARNING: a short one is flow control (a process short of CPU
-# for its ack writer, a burst of results), a long one means Redis refuses or delays acks.
-UNWRITTEN_WARN_S = 5.0
 # A queue whose acquire call failed beside others that did not (a key of another type: it
 # needs an operator) is asked again after this long; the other queues go on meanwhile.
 FAILED_QUEUE_RECHECK_S = 5.0
-LANES = ("threads", "loop")  # a task's lane, by whether it is async (Runners' fields)
 
 
 class Prefetcher(RoleThread):
@@ -81,22 +63,8 @@ class Prefetcher(RoleThread):
         self.held = held
         self.burst = burst
         self.is_settled = is_settled  # nothing buffered, running or waiting to be written
-        self.unwritten = unwritten  # what the ack writer has not written, less held starts
-        self.unwritten_chars = unwritten_chars  # the characters of its results and errors
         self.clock = clock  # monotonic seconds, injectable for tests
-        self.limited = limited  # the queues with a concurrency limit or a rate
-        self.runners = runners  # how many tasks this process can run at once, per lane
-        if limited:
-            buffer.runner_freed = threading.Event()
-        self._lanes_of: dict[str, set[str]] = {}  # queue -> the lanes its tasks took (limits)
-        # queue -> its tasks put in whose lane only an import can tell, till sorted or ended
-        # (limits)
-        self._unsorted_of: dict[str, list[Reservation]] = {}
-        self._no_runner_for: set[str] = set()  # limited queues whose runners were all busy
-        self._awaiting_runner: set[str] = set()  # limited queues whose tasks wait for a runner
-        self._acks_behind_since: float | None = None  # when the hold for acks began
-        self._acks_behind_warned = False
-        self._readahead_held = False  # the last look found the read-ahead's characters full
+        self._backpressure = Backpressure(buffer, unwritten, unwritten_chars, self.stopping, clock)
         self.on_empty = on_empty  # called in --burst mode once queues are drained and all is done
         self.on_refused = on_refused  # Redis refused the credentials or rights: no retry helps
         # Waiting for the reply to an acquire that reserves: a stop that ends meanwhile leaves
@@ -105,6 +73,14 @@ class Prefetcher(RoleThread):
         self._progress = threading.Event()  # --burst: set when in-flight work may have settled
         self._plan = FetchPlan(queues)
         self._held_back = HeldBackQueues()
+        self._limits = RunnersForLimits(
+            limited,
+            runners,
+            buffer,
+            held,
+            is_held=self._held_back.is_held,
+            left_out=self._plan.left_out,
+        )
         self._failing = FailingCalls(logger, clock)  # says once a queue fails, once it is back
         self._slot_wait_began: float | None = None  # --burst: when a full limit began to hold
         self._start_wait_said = False  # --burst: the wait for a rate's next start was logged
@@ -157,7 +133,7 @@ class Prefetcher(RoleThread):
     def _round(self) -> None:
         """Fill free buffer slots from the queues; block for a wake token if all are empty."""
         free = self.buffer.free_slots(self.stopping)
-        if free == 0 or self.stopping.is_set() or self._acks_behind() or self._readahead_full():
+        if free == 0 or self.stopping.is_set() or self._backpressure.holds():
             return
         # Checked before fetching: a retry written after the fetch must not be missed. What
         # lands meanwhile (results written, workflow steps drained) nudges: look again then.
@@ -168,7 +144,7 @@ class Prefetcher(RoleThread):
             self._slot_wait_began, self._start_wait_said = None, False
         # Queues left out for want of slots may hold tasks: ask them before waiting, or
         # --burst would stop with work left (the refill just marked the others empty).
-        if fetched or self._plan.unasked or self._waited_for_a_runner():
+        if fetched or self._plan.unasked or self._limits.waited_for_a_runner(IDLE_BLOCK_S):
             return
         if self.burst and not settled:
             self._wait_for_progress(next_due_ms)
@@ -189,16 +165,6 @@ class Prefetcher(RoleThread):
             self._wait_for_work(IDLE_BLOCK_S)
         else:
             self._wait_until_due(next_due_ms / 1000)
-
-    def _waited_for_a_runner(self) -> bool:
-        """If tasks of a queue with a limit wait for a runner of this process to be free, wait
-        until a task of it is done (or the stop), and say so. Here, not in Redis: the finish's
-        wake token could come before the runner counts as free."""
-        if not self._awaiting_runner:
-            return False
-        assert self.buffer.runner_freed is not None  # set for a process with limited queues
-        self.buffer.runner_freed.wait(IDLE_BLOCK_S)
-        return True
 
     def _wait_for_work(self, timeout_s: float) -> bool:
         """Block for a wake token up to ``timeout_s``; True if one came. The next refill asks
@@ -223,97 +189,6 @@ class Prefetcher(RoleThread):
         if blocking_s > 0 and self._wait_for_work(blocking_s):
             return
         self.stopping.wait(max(0.0, deadline - time.monotonic()))
-
-    def _within_free_runners(self, counts: dict[str, int]) -> dict[str, int]:
-        """Ask a queue with a limit for no more tasks than this process has runners free in the
-        lanes its tasks took (threads, event loop): a task reserved to wait in the buffer behind
-        busy runners held what an idle process could have run it with, a concurrency slot (a
-        queue of ``concurrency: 2`` served by two processes of one thread ran one task at a
-        time; counting the event loop's runners for its sync tasks, so it did again once an
-        async task of any queue came) or a rate's token (the fleet started fewer than the
-        rate). A queue none of whose tasks this process took yet is asked for one, which shows
-        its lane. A count cut to 0 peeks: whether tasks wait there (docs/schedules.md,
-        Per-queue limits). Only a queue whose runners are all busy waits for one to be done
-        (_waited_for_a_runner): runners another queue was asked for in this refill may come
-        back unused (a queue at its concurrency limit reserves none), and a queue told to
-        wait for them waited for the long task holding that limit's slot, though every
-        runner it needed was idle."""
-        self._awaiting_runner = set()
-        self._no_runner_for.clear()
-        if not self.limited.intersection(counts):
-            return counts
-        assert self.buffer.runner_freed is not None  # set for a process with limited queues
-        self.buffer.runner_freed.clear()  # before the count: a task done after it sets it
-        free = self.buffer.free_runners(self.runners())._asdict()
-        idle = dict(free)  # before this refill's asks take any: only busy runners are waited for
-        for queue in counts.keys() & self.limited:
-            lanes = self._lanes(queue)
-            room = sum(free[lane] for lane in lanes or LANES)
-            if not any(idle[lane] for lane in lanes or LANES):
-                self._no_runner_for.add(queue)
-            counts[queue] = min(counts[queue], room if lanes else min(room, 1))
-            _take_runners(free, lanes or LANES, counts[queue])
-        return counts
-
-    def _runner_for_the_awaiting(self, counts: dict[str, int], free: int) -> dict[str, int]:
-        """While tasks of a queue with a limit wait for a runner (the last refill found every
-        runner of their lanes busy), ask that queue in every refill and leave out the queues
-        without a limit whose tasks take runners of those lanes, so that the buffer drains and
-        the next runner freed goes to it. Read ahead as usual, a busy queue beside it kept every
-        runner taken, and the limited queue's tasks waited until it ran dry (docs/schedules.md,
-        Per-queue limits). Queues left out are not asked again at once (``FetchPlan.left_out``)."""
-        awaiting = [queue for queue in self._awaiting_runner if not self._held_back.is_held(queue)]
-        if not awaiting:
-            return counts
-        lanes = set().union(*(self._lanes(queue) or LANES for queue in awaiting))
-
-        def takes_the_lanes(queue: str) -> bool:
-            return queue not in self.limited and bool(lanes & self._lanes(queue))
-
-        self._plan.left_out(lambda queue: queue in awaiting or takes_the_lanes(queue))
-        asked = {queue: count for queue, count in counts.items() if not takes_the_lanes(queue)}
-        return asked | dict.fromkeys(awaiting, free)
-
-    def _learn_lanes(self, queue: str, reservations: list[Reservation]) -> None:
-        """Note the lanes the tasks of ``queue`` were put in, in a process serving a queue with a
-        limit: such a queue's next reservations are only for free runners of its lanes
-        (_within_free_runners), and while it waits for one, the queues whose tasks take those
-        lanes are not read ahead (_runner_for_the_awaiting). A task whose lane only an import
-        can tell is kept till a worker thread sorted it, or it ended: this thread imports
-        nothing (TaskBuffer.put_many)."""
-        if self.limited:
-            unsorted = self._unsorted_of.get(queue, [])
-            self._unsorted_of[queue] = self._learned(queue, [*unsorted, *reservations])
-
-    def _learned(self, queue: str, reservations: list[Reservation]) -> list[Reservation]:
-        """Add the lanes of ``reservations`` known now to those the tasks of ``queue`` took;
-        return the others this process still holds.
-
-        A task whose module fails to import never shows its lane (worker/lanes.py keeps no
-        failed import), so one is forgotten once it ended here: kept till sorted, each such
-        task (its payload too) stayed for the life of the process, 2,000 of them after 2,000
-        tasks of a module a deploy left out. What is kept is bounded by the leases held.
-        """
-        lanes = self._lanes_of.setdefault(queue, set())
-        unsorted = []
-        for reservation in reservations:
-            on_loop = self.buffer.known_lane(reservation)
-            if on_loop is not None:
-                lanes.add(LANES[on_loop])
-            elif self.held.holds(reservation.lease):
-                unsorted.append(reservation)
-        return unsorted
-
-    def _lanes(self, queue: str) -> set[str]:
-        """Return the lanes the tasks of ``queue`` took (none yet: empty). One whose lane is
-        not known yet counts in the lane where it waits to be sorted (the loop's for a task
-        enqueued as ``async def``): left out, the next refill reserved another task of its
-        queue behind the runner that runs it."""
-        unsorted = self._unsorted_of.get(queue)
-        if unsorted:
-            self._unsorted_of[queue] = unsorted = self._learned(queue, unsorted)
-        sorting = {LANES[self.buffer.sorted_on_loop(reservation)] for reservation in unsorted or ()}
-        return self._lanes_of.get(queue, set()) | sorting
 
     def _peek_every_queue(self) -> int | None:
         """--burst, before it stops: peek at every queue no limit holds back, as a refill asks
@@ -373,58 +248,6 @@ class Prefetcher(RoleThread):
         # one process does only at its start: the wait is bounded as a delayed task's is.
         return (now - self._slot_wait_began) * 1000 > BURST_HORIZON_MS
 
-    def _readahead_full(self) -> bool:
-        """Tell whether the tasks waiting hold too many characters to reserve more; wait a
-        moment then (a worker thread's take makes room, without a wake-up). The hold is flow
-        control, said at -v 2 as it begins."""
-        waiting_chars = self.buffer.waiting_chars()
-        full = waiting_chars >= READAHEAD_CHARS_CAP
-        if full and not self._readahead_held:
-            logger.debug(
-                "Reserving nothing until tasks waiting are taken waiting=%d waiting_chars=%d",
-                self.buffer.waiting(),
-                waiting_chars,
-            )
-        self._readahead_held = full
-        if full:
-            self.stopping.wait(UNWRITTEN_LOOK_S)
-        return full
-
-    def _acks_behind(self) -> bool:
-        """Tell whether too many outcomes wait to be written to reserve more; wait a moment
-        then. The hold is said at INFO as it begins, at WARNING once it lasted
-        UNWRITTEN_WARN_S, and at INFO as it ends."""
-        unwritten, unwritten_chars = self.unwritten(), self.unwritten_chars()
-        behind = (
-            unwritten > max(UNWRITTEN_CAP, 2 * self.buffer.capacity)
-            or unwritten_chars > UNWRITTEN_CHARS_CAP
-        )
-        if not behind:
-            if self._acks_behind_since is not None:
-                self._acks_behind_since = None
-                logger.info("Acks written, reserving again")
-            return False
-        now = self.clock()
-        if self._acks_behind_since is None:
-            self._acks_behind_since, self._acks_behind_warned = now, False
-            logger.info(
-                "Reserving nothing until acks are written unwritten=%d unwritten_chars=%d",
-                unwritten,
-                unwritten_chars,
-            )
-        elif not self._acks_behind_warned and now - self._acks_behind_since >= UNWRITTEN_WARN_S:
-            self._acks_behind_warned = True
-            logger.warning(
-                "Reserving nothing until acks are written, for %ds now, unwritten=%d "
-                "unwritten_chars=%d (Redis refuses or delays them, or the process is short of "
-                "CPU for its ack writer)",
-                now - self._acks_behind_since,
-                unwritten,
-                unwritten_chars,
-            )
-        self.stopping.wait(UNWRITTEN_LOOK_S)
-        return True
-
     def _wait_for_progress(self, next_due_ms: int | None = None) -> None:
         """--burst with nothing reserved: wait locally for in-flight work to settle, or until
         ``next_due_ms`` (a delayed task, a rate's next start; 0: ready tasks), then look again.
@@ -455,7 +278,7 @@ class Prefetcher(RoleThread):
     def _fetch(self, free: int) -> tuple[int, int | None]:
         """Acquire up to ``free`` tasks from the queues, all asked in one round trip."""
         planned = self._plan.counts(free, self._held_back.is_held)
-        counts = self._within_free_runners(self._runner_for_the_awaiting(planned, free))
+        counts = self._limits.asks(planned, free)
         fetched = 0
         # A queue left out for a limited one's runner may hold ready tasks: not an idle wait.
         next_due_ms: int | None = 0 if planned.keys() - counts.keys() else None
@@ -472,7 +295,7 @@ class Prefetcher(RoleThread):
                 if acquired.reservations:
                     # Held first: the lanes noted keep only the tasks this process holds.
                     self.held.add([r.lease for r in acquired.reservations], sent_at)
-                    self._learn_lanes(queue, acquired.reservations)
+                    self._limits.learn(queue, acquired.reservations)
                     self.buffer.put_many(acquired.reservations)
                     fetched += len(acquired.reservations)
                 if acquired.next_due_ms is not None:
@@ -502,8 +325,7 @@ class Prefetcher(RoleThread):
             return
         # A shard may hold work; a delayed task is asked for again when due.
         self._plan.found(queue, acquired.found_work, acquired.next_due_ms)
-        if queue in self._no_runner_for and acquired.found_work:
-            self._awaiting_runner.add(queue)
+        self._limits.answered(queue, acquired.found_work)
 
     def _failed(self, queue: str, error: BrokerUnavailable) -> BrokerUnavailable | None:
         """Hold back ``queue``, whose call failed beside others that did not (a key of another
@@ -528,11 +350,3 @@ class Prefetcher(RoleThread):
 def _soonest(*dues: int | None) -> int | None:
     """Return the soonest of the due times ``dues`` that are known, None when none is."""
     return min((due for due in dues if due is not None), default=None)
-
-
-def _take_runners(free: dict[str, int], lanes: Collection[str], count: int) -> None:
-    """Count ``count`` tasks out of the ``free`` runners of ``lanes``, threads first."""
-    for lane in LANES:
-        used = min(count, free[lane]) if lane in lanes else 0
-        free[lane] -= used
-        count -= used

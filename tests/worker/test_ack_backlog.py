@@ -12,11 +12,12 @@ import pytest
 
 from django_threadmill.broker import Lease, Start
 from django_threadmill.codec.times import now_ms
-from django_threadmill.worker import prefetcher as prefetcher_module
+from django_threadmill.worker import backpressure
 from django_threadmill.worker.ack_writer import AckWriter
+from django_threadmill.worker.backpressure import UNWRITTEN_CAP, UNWRITTEN_WARN_S
 from django_threadmill.worker.buffer import Runners, TaskBuffer
 from django_threadmill.worker.leases import HeldLeases
-from django_threadmill.worker.prefetcher import UNWRITTEN_CAP, UNWRITTEN_WARN_S, Prefetcher
+from django_threadmill.worker.prefetcher import Prefetcher
 from django_threadmill.worker.progress import PendingProgress
 from testproject.example.tasks import add
 from tests.support import HandClock
@@ -29,7 +30,7 @@ def test_no_reservation_while_too_many_outcomes_wait(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(prefetcher_module, "UNWRITTEN_LOOK_S", 0)
+    monkeypatch.setattr(backpressure, "UNWRITTEN_LOOK_S", 0)
     broker = watched_broker
     for n in range(3):
         add.enqueue(n, n)

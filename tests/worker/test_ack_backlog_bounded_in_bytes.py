@@ -12,8 +12,8 @@ import psutil
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Finish, Outcome
+from django_threadmill.worker.backpressure import UNWRITTEN_CAP, UNWRITTEN_CHARS_CAP
 from django_threadmill.worker.memory import MIB
-from django_threadmill.worker.prefetcher import UNWRITTEN_CAP, UNWRITTEN_CHARS_CAP
 from tests.support import Command, wait_until
 
 from .support import unstarted_writer

@@ -22,9 +22,9 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Reservation, acquisition
 from django_threadmill.broker.acquisition import ACQUIRE_CHARS
 from django_threadmill.compat import task
+from django_threadmill.worker.backpressure import READAHEAD_CHARS_CAP
 from django_threadmill.worker.buffer import TaskBuffer, chars_of
 from django_threadmill.worker.memory import MIB
-from django_threadmill.worker.prefetcher import READAHEAD_CHARS_CAP
 from tests.support import Command, wait_until
 
 PAYLOAD_CHARS = MIB  # about: the default max_payload_bytes, less room for the path and keys
