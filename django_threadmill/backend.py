@@ -87,11 +87,14 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             )
         _check_alias(task, self.alias)
         _check_priority_and_run_after(task)
-        super().validate_task(task)
+        # Before Django's checks: its "Queue '…' is not valid for backend." (QUEUES set) echoed
+        # a name no queue can have whole, and did not say what a name may be. A valid name
+        # QUEUES does not list still gets Django's words.
         try:
             check_queue_name(task.queue_name)
         except ImproperlyConfiguredThreadmill as exc:
             raise InvalidTask(str(exc)) from exc
+        super().validate_task(task)
         if task.run_after is None:
             if len(self._valid_tasks) >= VALID_TASKS_KEPT:
                 self._valid_tasks.clear()

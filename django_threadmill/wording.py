@@ -3,12 +3,18 @@
 import math
 import reprlib
 
+from django.utils.text import get_text_list
+
 # Past this many bits (about 39 digits) reprlib cuts an int short; past about 4,300 digits
 # Python refuses to write it at all (sys.get_int_max_str_digits).
 SHOWN_INT_BITS = 128
 # How values given in error are shown: reprlib's cuts, but a str (a name, an alias) whole up to
 # 100 characters, as ids are (codec/ids.py, SHOWN_ID_CHARS): its 30 cut real names.
 _SHORT = reprlib.Repr(maxstring=100, maxother=100)
+# Ids one message names; the rest are counted: an admin action on a filter leaves up to 10,000
+# alone, whose ids made a message of 400 KB, kept in the session, and forget-damaged may be
+# given thousands.
+MAX_LISTED_IDS = 20
 VOWELS = frozenset("aeiouAEIOU")
 # Letters whose spoken name starts with a vowel sound: "an HTTPResponse", "an SSLError".
 VOWEL_SOUNDING_LETTERS = frozenset("AEFHILMNORSX")
@@ -41,3 +47,11 @@ def shown(value: object) -> str:
     if isinstance(value, int) and value.bit_length() > SHOWN_INT_BITS:
         return an_int_of_its_size(value)
     return _SHORT.repr(value)
+
+
+def listed_names(names: list[str]) -> str:
+    """List the first MAX_LISTED_IDS of ``names`` and count the others: "a, b and 980 more"."""
+    listed = names[:MAX_LISTED_IDS]
+    if len(names) > MAX_LISTED_IDS:
+        listed.append(f"{len(names) - MAX_LISTED_IDS:,} more")
+    return get_text_list(listed, "and")

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.utils.text import get_text_list
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
@@ -19,13 +18,12 @@ from ..codec.ids import named_short
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
 from ..exceptions import BrokerUnavailable, StepOfCancelledWorkflow, UniqueKeyHeld
 from ..retry import MAX_ATTEMPTS
+from ..wording import listed_names
 from .audit import admin_user
 from .display import named, state_label
 
 SELECTION_SEPARATOR = ":"  # "<alias>:<task id>": task ids never contain ":" (conf.py)
 MAX_SELECTION = 500  # tasks one action may name: the confirmation page lists them all
-MAX_LISTED_IDS = 20  # ids one message names; the rest are counted (an action on a filter
-# leaves up to 10,000 alone, whose ids made a message of 400 KB, kept in the session)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,14 +211,6 @@ def run_task_action(
 def listed(items: list[Selected]) -> str:
     """Name the first MAX_LISTED_IDS tasks of ``items`` and count the others."""
     return listed_names([item.named for item in items])
-
-
-def listed_names(names: list[str]) -> str:
-    """List the first MAX_LISTED_IDS of ``names`` and count the others."""
-    shown = names[:MAX_LISTED_IDS]
-    if len(names) > MAX_LISTED_IDS:
-        shown.append(f"{len(names) - MAX_LISTED_IDS:,} more")
-    return get_text_list(shown, "and")
 
 
 def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:

@@ -6,6 +6,7 @@ calls as the single actions, so a task that changed meanwhile is left alone and 
 """
 
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from django.http import QueryDict
 
@@ -40,6 +41,15 @@ class Matched:
         if task := self.filters.get("task"):
             parts.append(f"task path containing {named(task, SHOWN_ID_CHARS)}")
         return ", ".join(parts)
+
+    @property
+    def logged(self) -> str:
+        """Name the filter as the audit line logs it: the list's query string ("" for none),
+        each value past SHOWN_ID_CHARS by its start and length, as the line's ``task=`` names
+        an id, where a queue or task path posted by hand was logged whole. The quotes, commas
+        and parentheses of such a cut are left unescaped, so it reads as the messages write it."""
+        named_values = {name: named_short(value) for name, value in self.filters.items()}
+        return urlencode(named_values, safe="'(),")
 
 
 def matched(query: QueryDict, action: TaskAction) -> Matched:

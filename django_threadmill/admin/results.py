@@ -13,7 +13,7 @@ from django.http import QueryDict
 from ..aliases import sources
 from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path_in_head
 from ..broker.inspect.source import Source
-from ..codec.ids import TASK_ID_SEPARATOR, make_task_id
+from ..codec.ids import SHOWN_ID_CHARS, TASK_ID_SEPARATOR, make_task_id, named_short
 from .display import NOT_UTF8_ID_LABEL, named, page_address, queues_unread, state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
 
@@ -215,6 +215,10 @@ def results_context(query: QueryDict) -> dict[str, Any]:
         # A queue the chosen backends do not have still filters (nothing matches): the menu
         # shows it, where it showed "All queues" and filtering again dropped it.
         "queue_unknown": bool(filters.queue) and filters.queue not in queues,
+        # What the page says of a queue or id given by hand: cut short past SHOWN_ID_CHARS,
+        # where a link's 10,000 characters were echoed whole (the form's fields keep it whole).
+        "queue_named": named_short(filters.queue),
+        "search_named": named(filters.search, SHOWN_ID_CHARS),
         "statuses": [(value, label) for value, (label, _, _) in STATUSES.items()],
         "filter_fields": [
             ("backend", filters.backend),

@@ -8,7 +8,6 @@ the view/change permissions; their admins replace every URL with pages that read
 from collections.abc import Callable
 from functools import update_wrapper
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -335,8 +334,8 @@ class TaskAdmin(ThreadmillModelAdmin):
             title = f"{action.name.capitalize()} {every}"
             return self.render(request, "bulk_confirm.html", title, context)
         backend = found.filters.get("backend") or ",".join(threadmill_aliases())
-        # The filter as the list's query string; "all" when nothing was chosen.
-        applied_to: dict[str, str | int] = {"filter": urlencode(found.filters) or "all"}
+        # The filter as the list's query string, cut short; "all" when nothing was chosen.
+        applied_to: dict[str, str | int] = {"filter": found.logged or "all"}
         return self._apply(request, action, found.selected, back, backend, applied_to)
 
     def _apply(

@@ -6,7 +6,7 @@ is, such a str fails inside the Redis client, far from the call that brought it,
 refused where it comes in (docs/reliability.md, Text that UTF-8 cannot hold).
 """
 
-from ..wording import a_type
+from ..wording import a_type, shown
 
 
 def digits_int(text: str) -> int | None:
@@ -17,9 +17,10 @@ def digits_int(text: str) -> int | None:
 
 
 def utf8_text(value: object, what: str) -> str:
-    """Return ``value`` if it is a str UTF-8 can encode, else raise naming ``what`` and the fix."""
+    """Return ``value`` if it is a str UTF-8 can encode, else raise naming ``what`` and the fix,
+    and ``value`` cut short: bytes of 100,000 given as a note or a reason filled the message."""
     if not isinstance(value, str):
-        raise TypeError(f"{what}={value!r} is {a_type(value)}. Pass a str.")
+        raise TypeError(f"{what}={shown(value)} is {a_type(value)}. Pass a str.")
     try:
         value.encode()
     except UnicodeEncodeError as exc:

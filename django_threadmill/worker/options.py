@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ..backend import ThreadmillTaskBackend
 from ..conf.settings import check_queue_name
 from ..exceptions import ImproperlyConfiguredThreadmill
-from ..wording import a_type
+from ..wording import a_type, shown
 
 MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a crash strands too much
 # Worker threads one process may start with (--threads) or grow to (--max-threads): each costs
@@ -64,17 +64,18 @@ def served_queues(backend: ThreadmillTaskBackend, asked: Iterable[str] | None) -
     Raise ImproperlyConfiguredThreadmill for a name that is not valid or not in QUEUES, and
     when nothing is asked of a backend whose empty QUEUES lets tasks go to any queue; raise
     ValueError for an empty ``asked``, which names no queue (serving all would run tasks of
-    queues the caller left out).
+    queues the caller left out); raise TypeError for one str or no list, named cut short (one
+    str of 100,000 characters, echoed twice, made a message of 200,000).
     """
     if isinstance(asked, str | bytes):  # iterating it would serve its letters
         raise TypeError(
-            f"queues={asked!r} is one string, not a list of queue names. Pass a list, e.g. "
-            f"queues=[{asked!r}]."
+            f"queues={shown(asked)} is one string, not a list of queue names. Pass a list, e.g. "
+            f"queues=[{shown(asked)}]."
         )
     if asked is not None and not isinstance(asked, Iterable):
         raise TypeError(
-            f"queues={asked!r} is {a_type(asked)}, not a list of queue names. Pass a list, e.g. "
-            "queues=['default'], or None for every queue in QUEUES."
+            f"queues={shown(asked)} is {a_type(asked)}, not a list of queue names. Pass a list, "
+            "e.g. queues=['default'], or None for every queue in QUEUES."
         )
     if asked is None:
         queues = sorted(backend.queues)

@@ -17,7 +17,7 @@ from .launch import alaunch, launch
 from .plan import Input, Plan
 from .result import WorkflowResult
 
-# How step(), chain() and group() name a WorkflowResult given in place of a shape.
+# How step(), chain() and group() (then= too) name a WorkflowResult given in place of a shape.
 WORKFLOW_ENQUEUED = "That is what a workflow's enqueue() returned"
 
 
@@ -101,8 +101,7 @@ class Group(Workflow):
         object.__setattr__(self, "members", _nodes("group", self.members))
         if self.then is not None and not isinstance(self.then, Step):
             raise TypeError(
-                f"group(then=...) takes one step, not {_shown(self.then)}: wrap it as "
-                "then=step(task, ...), or chain(group(...), ...) to run more after the group."
+                f"group(then=...) takes one step, not {_shown(self.then)}{_then_hint(self.then)}"
             )
 
     def plan_into(self, plan: Plan, given: Input) -> Input:
@@ -184,6 +183,19 @@ def _hint(kind: str, node: object) -> str:
     if isinstance(node, list | tuple | Iterator):
         return f" Pass the steps one by one: {kind}(*steps)."
     return ""
+
+
+def _then_hint(then: object) -> str:
+    """What to pass as group(then=...) instead of ``then``, which is no step: a workflow's
+    result was told to wrap it as step(task, ...), which takes a task, not a result."""
+    if isinstance(then, WorkflowResult):
+        return (
+            f". {WORKFLOW_ENQUEUED}: pass one step, then=step(task, ...), or "
+            "chain(group(...), workflow) to run the workflow itself after the group."
+        )
+    return (
+        ": wrap it as then=step(task, ...), or chain(group(...), ...) to run more after the group."
+    )
 
 
 def _task_hint(value: object) -> str:

@@ -8,13 +8,13 @@ import pytest
 from django.test import Client
 
 from django_threadmill.admin import listing
-from django_threadmill.admin.actions import MAX_LISTED_IDS
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Finish, Outcome
 from django_threadmill.broker.inspect import Inspector
 from django_threadmill.codec.results import error_json
 from django_threadmill.codec.times import now_ms
 from django_threadmill.compat import TaskResultStatus
+from django_threadmill.wording import MAX_LISTED_IDS
 from testproject.example.tasks import add
 from tests.admin.conftest import failed_task, post_action
 from tests.backend_support import WORKER, reserve, start

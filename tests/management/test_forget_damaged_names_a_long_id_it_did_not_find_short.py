@@ -33,7 +33,7 @@ def test_an_id_of_ten_thousand_characters_not_found_is_named_by_its_start_and_le
         call_command("threadmill_queue", "forget-damaged", "default", "u:found", LONG, "typo")
 
     assert str(refused.value) == (
-        f"Forgot 1 damaged record(s) of queue default; not in its damaged list: {SHOWN}, typo. "
+        f"Forgot 1 damaged record(s) of queue default; not in its damaged list: {SHOWN} and typo. "
         "Give each id as 'manage.py threadmill_queue damaged default' lists it."
     )
     [line] = [record.getMessage() for record in caplog.records]

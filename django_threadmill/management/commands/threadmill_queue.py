@@ -22,7 +22,7 @@ from ...broker.raw_replies import controls_escaped
 from ...codec.ids import named_short
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill, MaybeApplied
-from ...wording import shown
+from ...wording import listed_names, shown
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..failed_change import failed_change
@@ -472,8 +472,9 @@ class Command(SettingsRefusedPlainly, CutShortCommand):
             _log_forget(source.alias, queue, ids, len(dropped), complete=complete)
         missing = [task_id for task_id in ids if task_id not in dropped]
         forgot = f"Forgot {len(dropped)} damaged record(s) of queue {queue}"
-        if missing:  # a typo, or an id forgotten already: say which (cut short), where to look
-            named = ", ".join(named_short(task_id) for task_id in missing)
+        if missing:  # a typo, or an id forgotten already: say which (cut short, the first
+            # MAX_LISTED_IDS, as the admin lists ids: thousands given filled the message)
+            named = listed_names([named_short(task_id) for task_id in missing])
             raise CommandError(
                 f"{forgot}; not in its damaged list: {named}. Give each id as "
                 f"'manage.py threadmill_queue damaged {queue}' lists it."
