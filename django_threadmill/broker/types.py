@@ -223,6 +223,8 @@ class Reaped:
     # The reply reached its most characters of payloads and errors (REAP_CHARS) before the
     # limit of entries: more may wait.
     cut_short: bool
-    # The queue's parts whose call failed, with why (a key of another type in one shard): the
-    # counts above are those of its other parts, whose calls ran.
+    # The queue's parts whose call failed, with why (a key of another type in one shard), and
+    # those whose expired attempts that do not decode could not be set aside, with that call's
+    # error: such a part fails as if its reap call had, its reply dropped (those attempts come
+    # back next pass). The counts above are those of the other parts.
     failed_parts: dict[str, BrokerUnavailable] = field(default_factory=dict)

@@ -18,7 +18,7 @@ from .backoff import REDIS_BACKOFF
 from .interruptible import PASS_GRACE_S, Interrupted, call_unless_stopped
 from .options import WorkerOptions
 from .reap_hold import ReapHold
-from .reap_report import what_failed
+from .reap_report import failed_with, what_failed
 from .wakeup import WakeupPipe
 
 logger = logging.getLogger(__name__)
@@ -155,9 +155,10 @@ class Chores:
         except BrokerUnavailable as exc:  # Redis did not answer at the start
             logger.warning("Reap pass failed error=%s", exc)
             return
-        # Redis gone part-way, or a queue's key of another type: the others were reaped, and
-        # the line says so, as threadmill_reap's does (docs/lifecycle.md, Keys of another type).
-        if failed := report.unreachable or next(iter(report.failures.values()), None):
+        # Redis gone part-way, a queue's key of another type, or advancing workflows failing
+        # once the queues were reaped: the line says what was reaped, as threadmill_reap's does
+        # (docs/lifecycle.md, Keys of another type).
+        if failed := failed_with(report):
             logger.warning("%s error=%s", what_failed(report), failed)
             return
         if report.stopped:

@@ -93,8 +93,9 @@ class ReapHold:
             raise
         if report.unreachable is not None:
             self._ended("Redis stopped answering during the last reap pass")
-        else:
-            self._ended(next(filter(None, map(_outage, report.failures.values())), ""))
+        else:  # Redis answered: an outage if it refused writes, advancing workflows too
+            errors = [*report.failures.values(), *filter(None, [report.advance_failed])]
+            self._ended(next(filter(None, map(_outage, errors)), ""))
         return report
 
     def _settles(self, server: ServerSeen) -> bool:

@@ -33,9 +33,14 @@ class ReapReport:
     # Why Redis stopped answering part-way: the queues of the round it stopped in, those the
     # round had yet to finish, are in ``failures`` (the queues after one whose earlier
     # settlement it stopped at were not reaped); or, every queue reaped, why draining the
-    # outboxes stopped (``advanced`` then reads 0). What the pass did before is in the counts
-    # all the same.
+    # outboxes stopped as Redis went (``advanced`` then reads 0). What the pass did before is
+    # in the counts all the same.
     unreachable: BrokerUnavailable | None = None
+    # Why draining the workflow outboxes failed after the queues were reaped (or failed, in
+    # ``failures``) while Redis answered (its scripts lost again just after they were loaded,
+    # an ACL rule): the entries left wait for the next pass (``advanced`` reads 0). It was put
+    # in ``unreachable`` before, and read as Redis stopping.
+    advance_failed: BrokerUnavailable | None = None
     # Queues with expired leases left when a stop asked the pass to end (``reap_pass``'s
     # ``stopped``): it ends between two rounds, what it did counted and nothing half done.
     stopped: list[str] = field(default_factory=list)
@@ -65,21 +70,36 @@ class ReapReport:
 
 
 def what_failed(report: ReapReport) -> str:
-    """Say what failed in a pass with ``unreachable`` or ``failures``, and whether the rest was
-    reaped: the words of ``threadmill_reap``'s error and of a worker supervisor's WARNING alike
-    (the supervisor said "Reap pass failed" of a pass that had reaped every other queue).
+    """Say what failed in a pass with ``unreachable``, ``failures`` or ``advance_failed``, and
+    whether the rest was reaped: the words of ``threadmill_reap``'s error and of a worker
+    supervisor's WARNING alike (the supervisor said "Reap pass failed" of a pass that had
+    reaped every other queue).
 
     Redis stopping part-way stops the pass at that round. Else it names the queues that failed
     while Redis answered: with none left (a read-only replica at LOCATION, a single queue),
     "the other queues were reaped" told the operator of a reap that settled nothing. A call
     Redis did not answer may have settled its leases all the same: "none was reaped" would deny
-    it. A queue reaped but for a part left out is said to be, not to have failed whole.
+    it. A queue reaped but for a part left out is said to be, not to have failed whole. A
+    failed advance of workflows is said after the queues' (its error too, as the one shown
+    after these words is the first queue's), or alone: it said Redis stopped answering.
     """
     if report.unreachable:
         return (
             "Reap pass stopped part-way, Redis stopped answering (the queues not reaped wait for "
             "the next pass)"
         )
+    if not report.failures:
+        return (
+            "Advancing workflows failed after every queue was reaped (the outbox entries left "
+            "wait for the next pass)"
+        )
+    advance = report.advance_failed
+    then = f", then advancing workflows failed ({advance})" if advance else ""
+    return _queues_failed(report) + then
+
+
+def _queues_failed(report: ReapReport) -> str:
+    """Say which queues of a pass failed while Redis answered (``what_failed``)."""
     if report.partly:
         whole = [queue for queue in report.failures if queue not in report.partly]
         also = f"queue {', '.join(whole)} and " if whole else ""
@@ -90,3 +110,10 @@ def what_failed(report: ReapReport) -> str:
     if any(isinstance(error, MaybeApplied) for error in report.failures.values()):
         return f"Reap of every queue failed ({failed}), some perhaps after settling leases"
     return f"Reap of every queue failed ({failed}), none was reaped"
+
+
+def failed_with(report: ReapReport) -> BrokerUnavailable | None:
+    """Return the error shown after ``what_failed``'s words, or None for a pass that did not
+    fail: Redis's that stopped it, else the first queue's, else advancing workflows'."""
+    first = next(iter(report.failures.values()), None)
+    return report.unreachable or first or report.advance_failed

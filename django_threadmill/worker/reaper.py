@@ -19,7 +19,7 @@ from ..broker.server_identity import ServerSeen
 from ..exceptions import BrokerUnavailable
 from ..workflows.advance import drain_parts
 from .reap_parts import PassParts, pass_parts
-from .reap_report import QueueReap, ReapReport
+from .reap_report import QueueReap, ReapReport, failed_with
 from .reap_settle import counted, settle, settle_batch
 
 if TYPE_CHECKING:
@@ -220,6 +220,23 @@ def _drained(backend: "ThreadmillTaskBackend", parts: PassParts) -> int:
     return drain_parts(backend, found)
 
 
+def _advance(backend: "ThreadmillTaskBackend", report: ReapReport, parts: PassParts) -> None:
+    """Drain the workflow outboxes once the queues are reaped, noting how many workflows
+    advanced in ``report``, or why that failed: Redis gone (asked as ``_skip`` asks) in
+    ``unreachable``, any other error while it answers in ``advance_failed`` (its scripts lost
+    again just after they were loaded, an ACL rule). That one read as Redis gone, and held a
+    reaping loop's next pass as after an outage (worker/reap_hold.py), every pass it lasted."""
+    try:
+        report.advanced = _drained(backend, parts)
+    except BrokerUnavailable as failed:  # the entries left wait for the next pass
+        try:
+            backend.broker.server_time_ms()
+        except BrokerUnavailable as gone:
+            report.unreachable = gone
+            return
+        report.advance_failed = failed
+
+
 def _reached(
     backend: "ThreadmillTaskBackend",
     report: ReapReport,
@@ -250,14 +267,13 @@ def reap_once(
 
     With ``dry_run``, change nothing and report what would be done (up to ``batch_size``
     leases per queue). Raises ``BrokerUnavailable``: at once when Redis does not answer; when
-    one queue failed, after the others are reaped (``reap_pass`` returns the report instead).
+    one queue failed, after the others are reaped, or advancing workflows did after them
+    (``reap_pass`` returns the report instead).
     ``stopped`` ends the pass between two rounds, as in ``reap_pass``.
     """
     report = reap_pass(backend, batch_size=batch_size, dry_run=dry_run, stopped=stopped)
-    if report.unreachable:  # the pass failed: the supervisor says so, and retries
-        raise report.unreachable
-    if report.failures:
-        raise next(iter(report.failures.values()))
+    if failed := failed_with(report):
+        raise failed
     return report
 
 
@@ -269,9 +285,10 @@ def reap_pass(
     stopped: Callable[[], bool] = _never,
     settles: Callable[[ServerSeen], bool] | None = None,
 ) -> ReapReport:
-    """``reap_once``, but a queue whose part failed is noted in the report's ``failures``, and
-    Redis going away part-way in its ``unreachable``, not raised: what the pass settled before
-    is still reported. Raises ``BrokerUnavailable`` when Redis does not answer at the start.
+    """``reap_once``, but a queue whose part failed is noted in the report's ``failures``,
+    Redis going away part-way in its ``unreachable``, and advancing workflows failing after
+    in its ``advance_failed``, not raised: what the pass settled before is still reported.
+    Raises ``BrokerUnavailable`` when Redis does not answer at the start.
 
     ``stopped`` is asked before each round: once it holds, the pass ends there, the queues
     with more to reap in the report's ``stopped`` (a backlog of 100,000 expired leases is 200
@@ -314,10 +331,7 @@ def reap_pass(
     if not dry_run and report.unreachable is None and not report.stopped:
         # Workflows advance from steps whose drainer died, or that the reaper just settled,
         # under any shard count (docs/scaling.md, Changing the shard count).
-        try:
-            report.advanced = _drained(backend, parts)
-        except BrokerUnavailable as exc:  # every queue was reaped: the entries left wait
-            report.unreachable = exc
+        _advance(backend, report, parts)
     if report.released or report.failed or report.retried or report.set_aside or report.advanced:
         logger.info(
             "Reap pass dry_run=%s released=%d failed=%d retried=%d stale=%d set_aside=%d "

@@ -25,7 +25,7 @@ from ...worker.interruptible import (
 from ...worker.logs import logging_configured
 from ...worker.orphans import is_pid_1, reap_orphans
 from ...worker.reap_hold import ReapHold
-from ...worker.reap_report import ReapReport, what_failed
+from ...worker.reap_report import ReapReport, failed_with, what_failed
 from ...worker.reaper import DEFAULT_BATCH_SIZE, reap_pass
 from ...worker.signal_flag import SignalFlag
 from ...worker.wakeup import WakeupPipe
@@ -50,12 +50,33 @@ def stop_on_first_signal(stop: SignalFlag, signum: int, frame: FrameType | None)
     stop.set()
 
 
-def _pass_failed(message: str, cause: BrokerUnavailable) -> CommandError:
+class PassFailed(Exception):
+    """A pass that failed, whole or in part: ``what`` failed (``what_failed``'s words, or
+    "Reap pass failed" for one that failed at its start) and ``error`` why, kept apart for the
+    loop's line, "retrying next interval" between them. Its CommandError said "Reap pass
+    failed, retrying next interval error=Reap of queue emails failed, the other queues were
+    reaped: …", whose opening words said the pass failed when the other queues were reaped.
+    ``command_error`` is the error the command ends with."""
+
+    def __init__(
+        self, what: str, error: BrokerUnavailable, *, returncode: int, message: str = ""
+    ) -> None:
+        super().__init__(message or f"{what}: {error}")
+        self.what = what
+        self.error = error
+        self.returncode = returncode
+
+    def command_error(self) -> CommandError:
+        return CommandError(str(self), returncode=self.returncode)
+
+
+def _pass_failed(what: str, cause: BrokerUnavailable, message: str = "") -> PassFailed:
     """Return the error that ends a failed pass: exit code 4 where Redis refused this backend
     (credentials, an ACL rule, a command renamed away), which no wait fixes, so that a restart
     policy leaves it alone, as at start; 1 otherwise (docs/lifecycle.md)."""
     refused = isinstance(cause, BrokerRefused)
-    return CommandError(message, returncode=ExitCode.REFUSED if refused else 1)
+    returncode = ExitCode.REFUSED if refused else 1
+    return PassFailed(what, cause, returncode=returncode, message=message)
 
 
 def _when_settled(hold: ReapHold) -> str:
@@ -150,6 +171,13 @@ class Command(ChecksAtStart, CutShortCommand):
             checked_batch_size(options["batch_size"], given_as)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        try:
+            self._run(backend, options)
+        except PassFailed as failed:
+            raise failed.command_error() from failed.error
+
+    def _run(self, backend: ThreadmillTaskBackend, options: dict[str, Any]) -> None:
+        """Run one pass (``--once``, ``--dry-run``) or the loop, stopping on a signal."""
         single = options["once"] or options["dry_run"]
         # A --once pass holds as a loop's first does (a --dry-run changes nothing, so it
         # neither notes the server nor holds): after a restart or a failover of Redis, a
@@ -183,8 +211,8 @@ class Command(ChecksAtStart, CutShortCommand):
     ) -> None:
         """Run one pass, ending it between two rounds once ``stopped()`` holds, printing its
         counts when ``report``; a pass that failed, on every queue, on some or part-way (after
-        the counts of what it did), raises CommandError, and so does a reported one a stop
-        ended with expired leases left. Leases are settled as ``hold`` allows, if given."""
+        the counts of what it did), raises PassFailed, and a reported one a stop ended with
+        expired leases left CommandError. Leases are settled as ``hold`` allows, if given."""
         reap: Callable[..., ReapReport] = reap_pass if hold is None else hold.run
         try:
             done = reap(
@@ -193,15 +221,15 @@ class Command(ChecksAtStart, CutShortCommand):
                 dry_run=options["dry_run"],
                 stopped=stopped,
             )
-        except BrokerUnavailable as exc:
-            raise _pass_failed(str(exc), exc) from exc
+        except BrokerUnavailable as exc:  # its message is the error alone
+            raise _pass_failed("Reap pass failed", exc, str(exc)) from exc
         if report:
             self._report(done, hold)
-        if done.unreachable:
-            raise CommandError(f"{what_failed(done)}: {done.unreachable}") from done.unreachable
-        if done.failures:
-            first = next(iter(done.failures.values()))
-            raise _pass_failed(f"{what_failed(done)}: {first}", first) from first
+        if done.unreachable:  # Redis gone part-way: waiting for it fixes that
+            what = what_failed(done)
+            raise PassFailed(what, done.unreachable, returncode=1) from done.unreachable
+        if failed := failed_with(done):  # a queue's, or advancing workflows' after them
+            raise _pass_failed(what_failed(done), failed) from failed
         if report and done.unknown:  # a loop's pass logged it, and goes on as it is
             raise CommandError(_unknown_queues(done)) from done.unknown
         if report and done.stopped:
@@ -264,10 +292,10 @@ class Command(ChecksAtStart, CutShortCommand):
         and tried again the next interval, unless Redis refused this backend."""
         try:
             return self._pass_unless_stopped(backend, options, wakeup, stop, hold=hold)
-        except CommandError as exc:
+        except PassFailed as exc:
             if exc.returncode == ExitCode.REFUSED:  # no wait fixes a password or an ACL rule
                 raise
-            logger.warning("Reap pass failed, retrying next interval error=%s", exc)
+            logger.warning("%s, retrying next interval error=%s", exc.what, exc.error)
         return True
 
     def _pass_unless_stopped(
