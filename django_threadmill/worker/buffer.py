@@ -301,13 +301,16 @@ class TaskBuffer:
         self._room.set()
 
     def kept_after_close(self) -> int:
-        """Count the tasks put since the buffer closed that no ``close`` returned yet."""
+        """Count the tasks the closed buffer keeps that no ``close`` returned yet: put since it
+        closed, or kept by a ``close(keep=True)``."""
         with self._put_lock:
             return len(self._put_after_close)
 
-    def close(self) -> list[Reservation]:
+    def close(self, *, keep: bool = False) -> list[Reservation]:
         """Stop handing out tasks; return the ones never started, for release (again later:
-        those put in since)."""
+        those put in since). With ``keep``, return none: the next ``close`` returns them with
+        those put in since (a recycle closes the buffer in the thread whose task reached the
+        limit, and leaves their release, a Redis call, to the process's stop)."""
         with self._put_lock:
             self._closed = True
             late, self._put_after_close = self._put_after_close, []  # never counted in
@@ -334,7 +337,11 @@ class TaskBuffer:
         self._chars.add(-sum(map(chars_of, unstarted)))
         self._waiting.put(Turn.CLOSED)
         self._room.set()
-        return unstarted + late
+        if not keep:
+            return unstarted + late
+        with self._put_lock:
+            self._put_after_close[:0] = unstarted + late
+        return []
 
 
 def reservation_of(item: Reservation | Unsorted) -> Reservation:

@@ -2,8 +2,8 @@
 
 A process recycles at --max-tasks (with its jitter), once its RSS passes --max-memory, when the
 system refuses the thread that was to replace one --task-timeout abandoned, and when a task held
-the event loop past --task-timeout. Its buffer closes, what it never started goes back to the
-queues, and the supervisor starts the replacement at once while the running tasks finish.
+the event loop past --task-timeout. Its buffer closes, its stop hands what it never started back
+to the queues, and the supervisor starts the replacement at once while the running tasks finish.
 """
 
 import logging
@@ -12,7 +12,6 @@ import random
 import threading
 from typing import Protocol
 
-from ..broker import Reservation
 from .control import RECYCLING
 from .crew import Crew
 from .exit_codes import ExitCode
@@ -36,8 +35,6 @@ class RecyclingProcess(Protocol):
     worker_id: str
     stop_requested: SignalFlag  # a stop asked for, or a recycle begun
     loop_given_up: threading.Event  # a task held the event loop past --task-timeout
-
-    def release(self, unstarted: list[Reservation]) -> bool: ...
 
     def request_stop(self, exit_code: ExitCode = ExitCode.OK) -> None: ...
 
@@ -76,9 +73,9 @@ class Recycler:
             crew.finished += 1
             first = crew.finished == 1
             reached = self.max_tasks is not None and crew.finished == self.max_tasks
-            unstarted = self._close_for_recycle() if reached else None
-        if unstarted is not None:
-            self._recycle_closed(unstarted)
+            closed = reached and self._close_for_recycle()
+        if closed:
+            self._recycle_closed()
         elif not reached and self.memory is not None and not self.process.stop_requested.is_set():
             resident = self.memory.read()
             if resident > self.max_memory_bytes:
@@ -106,9 +103,8 @@ class Recycler:
         now, so the fresh process that replaces this one takes tasks while they finish.
         ``resident``: the RSS that passed --max-memory, logged."""
         with self._count_lock:
-            unstarted = self._close_for_recycle()
-        if unstarted is None:
-            return
+            if not self._close_for_recycle():
+                return
         if resident is not None:
             logger.warning(
                 "RSS passed --max-memory, recycling worker_id=%s rss_mb=%.1f max_memory_mb=%s "
@@ -117,25 +113,32 @@ class Recycler:
                 resident / MIB,
                 self.process.options.max_memory_mb,
             )
-        self._recycle_closed(unstarted)
+        self._recycle_closed()
 
-    def _close_for_recycle(self) -> list[Reservation] | None:
-        """Close the buffer for a recycle, under the count lock; return the tasks never
-        started, or None if a recycle began already. Closed first: the other threads would
-        take tasks past --max-tasks while the prefetcher's stop makes its round trip."""
+    def _close_for_recycle(self) -> bool:
+        """Close the buffer for a recycle, under the count lock, keeping the tasks never
+        started for the process's stop to release; False if a recycle began already. Closed
+        first: the other threads would take tasks past --max-tasks meanwhile."""
         if self.started:
-            return None
+            return False
         self.started = True
-        return self.process.crew.buffer.close()
+        self.process.crew.buffer.close(keep=True)
+        return True
 
-    def _recycle_closed(self, unstarted: list[Reservation]) -> None:
-        """Go on with a recycle whose buffer closed: release ``unstarted``, stop the
-        prefetcher and the process. What the prefetcher puts in after the close is released
-        by the process's stop, once it has joined the prefetcher."""
+    def _recycle_closed(self) -> None:
+        """Go on with a recycle whose buffer closed: stop the prefetcher reserving, ask the
+        process to stop and tell the supervisor, with no Redis call.
+
+        The stop wakes the prefetcher and releases what the buffer kept, each call in a thread
+        of its own (worker/stop_calls.py), and counts what Redis did not take (exit 6). Made
+        here, from the thread whose task ended (the event loop's, for an ``async def`` one), a
+        Redis that did not answer held that thread, every async task with it, for
+        socket_timeout per call; and a release it refused was left out of the exit code.
+        """
         process = self.process
-        # Stopped now, from this thread: the main thread may wait for the GIL.
-        process.crew.prefetcher.stop()
-        process.release(unstarted)
+        # Set now, from this thread, as the main thread may wait for the GIL: with the buffer
+        # closed, the prefetcher would go round its loop until then, reserving nothing.
+        process.crew.prefetcher.stopping.set()
         process.request_stop(ExitCode.RECYCLE)
         process.tell_supervisor(RECYCLING)
 

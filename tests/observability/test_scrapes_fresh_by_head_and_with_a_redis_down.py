@@ -2,15 +2,18 @@
 as to GET, and a backend whose Redis is down leaves the other backends' metrics exported."""
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
-import redis
 from django.conf import settings
 from django.test import Client, override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.compat import task_backends
+from django_threadmill.broker.inspect import Inspector
+from django_threadmill.exceptions import BrokerUnavailable
+from django_threadmill.observability import prometheus
 from testproject.example.tasks import add
 from tests.conftest import tasks_setting
 
@@ -88,12 +91,18 @@ def test_a_redis_down_leaves_the_other_backends_exported(
 
 
 def test_a_backend_failing_midway_adds_none_of_its_samples(
-    backend: ThreadmillTaskBackend, redis_client: redis.Redis, key_prefix: str
+    backend: ThreadmillTaskBackend, key_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     location = settings.TASKS["default"]["LOCATION"]
+    read_counters = prometheus.lifetime
+
+    def failing_for_bulk(inspector: Inspector, queues: Sequence[str], now_ms: int) -> Any:
+        if inspector.broker.settings.alias == "bulk":  # its queue counts read, then Redis went
+            raise BrokerUnavailable("Redis stopped answering as the counters were read")
+        return read_counters(inspector, queues, now_ms)
+
+    monkeypatch.setattr(prometheus, "lifetime", failing_for_bulk)
     with override_settings(TASKS=with_backend("bulk", location, key_prefix, metrics_token=TOKEN)):
-        # Its queue counts read, then its counters' hash holds another type.
-        redis_client.set(task_backends["bulk"].broker.queue_keys("default").metrics, "a string")
         found = scraped()
     assert (up(found, "default"), up(found, "bulk")) == (1, 0)
     assert not [labels for _, labels in found if ("backend", "bulk") in labels and len(labels) > 1]

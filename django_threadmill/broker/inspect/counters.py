@@ -4,19 +4,24 @@ Each queue has one lifetime hash and one hash per minute (two hours kept); both 
 ``MAX_TASK_PATHS`` + 1 task paths times a fixed set of names, so an HGETALL is bounded.
 """
 
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..connection import readable_replies
+import redis
+
+from ..connection import readable_replies, reply_of
 from ..keys import QueueKeys
 from ..metrics import OTHER_PATHS, PATH_TTL_MS, RUN_BUCKETS_S, WAIT_BUCKETS_S
 from ..raw_replies import RAW, stored_counters
 from .inspector import Inspector
 
 type PathCounters = dict[str, dict[str, int]]  # task path -> field name -> value
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +89,11 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
     not fall at a change (read as a reset), the workers still serving the old count are seen,
     and every web process exports the same totals whatever count its settings give
     (docs/scaling.md, Changing the shard count).
+
+    A queue with a part whose metric hash holds another type is left out, with a WARNING
+    naming the key: raised, that key failed the scrape of every queue of the backend, and the
+    error named no key; summed without that part, the queue's counters would fall (read as a
+    reset).
     """
     broker = inspector.broker
     parts = {queue: inspector.parts(queue) for queue in queues}
@@ -100,16 +110,36 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
                 pipe.execute_command("HGETALL", keys.metrics, **RAW)
                 pipe.execute_command("ZRANGEBYSCORE", keys.metrics_paths, "-inf", stale_to, **RAW)
         replies = iter(readable_replies(pipe.execute(raise_on_error=False)))
-        return {
-            queue: _summed(
-                [(_counters(next(replies)), _names(next(replies))) for _ in parts[queue]],
-                [
-                    (_counters(next(replies)), _names(next(replies)) or set())
-                    for _ in earlier[queue]
-                ],
+    summed: dict[str, PathCounters] = {}
+    for queue in queues:
+        configured = [(part, next(replies), next(replies)) for part in parts[queue]]
+        kept = [(part, next(replies), next(replies)) for part in earlier[queue]]
+        if not _unreadable(inspector, queue, [*configured, *kept]):
+            summed[queue] = _summed(
+                [(parse(counters), _names(names)) for _, counters, names in configured],
+                [(parse(counters), _names(names) or set()) for _, counters, names in kept],
             )
-            for queue in queues
-        }
+    return summed
+
+
+def _unreadable(inspector: Inspector, queue: str, read: list[tuple[str, Any, Any]]) -> bool:
+    """Tell whether a metric hash of ``queue``'s parts (each part with its two replies) holds
+    another type, logging each such key: the queue's counters are then left out."""
+    unread = [
+        (inspector.broker.queue_keys(part).metrics, reply)
+        for part, reply, _ in read
+        if isinstance(reply, redis.ResponseError)
+    ]
+    for key, reply in unread:
+        logger.warning(
+            "Metric counters skipped, their key holds another type (delete it, or give each "
+            "project its own OPTIONS['key_prefix']); the queue's counters are left out, the "
+            "other queues' are read queue=%s key=%s error=%s",
+            queue,
+            key,
+            reply_of(reply),
+        )
+    return bool(unread)
 
 
 def _summed(
@@ -152,14 +182,6 @@ def _folded(
             other[name] = other.get(name, 0) + value
     kept = {path: fields for path, fields in counters.items() if path not in unlabelled}
     return {**kept, OTHER_PATHS: other}
-
-
-def _counters(reply: dict[bytes, bytes] | Exception) -> PathCounters:
-    """Parse a metric hash's HGETALL; raise the error of a key of another type: the scrape
-    leaves its backend out, naming the key (docs/observability.md)."""
-    if isinstance(reply, Exception):
-        raise reply
-    return parse(reply)
 
 
 def _names(reply: list[bytes] | Exception) -> set[str] | None:
