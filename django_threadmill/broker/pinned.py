@@ -3,7 +3,7 @@
 The ack writer sends a call per result that comes alone, and the prefetcher one per refill.
 Each call of the pooled client takes a connection from redis-py's pool and hands it back, and
 the pool's locks, its queue of idle connections and its observability hooks cost 4 to 17 µs of
-CPU a call, of a lone call's 100 to 120 (docs/worker.md, A connection of its own). A thread
+CPU a call, of a lone call's 110 to 130 (docs/worker.md, A connection of its own). A thread
 that holds one connection for good, used by no other thread, needs none of that. What the pool
 does for each connection it hands out is kept: a look at whether the server closed it since its
 last call (a ``recv`` that finds nothing waiting), which the sync client's calls rely on, as
@@ -58,11 +58,11 @@ class OneConnectionPool(ReconnectingPool):
 class PinnedClient(redis.Redis):
     """A client of a ``OneConnectionPool``: each call is sent on its connection and its reply
     read, tried again as its connection's ``retry`` says (none, unless
-    ``OPTIONS['connection_options']`` sets one), without the rest of the pooled client's wrapping
-    (its lock, its per-call observability hooks), which cost a lone call about 10 µs more
-    (docs/benchmarks.md, A connection of its own). A failed call drops the connection as
-    redis-py's does: its send and its read close it on any error but an error reply, after
-    which the connection is as good as before."""
+    ``OPTIONS['connection_options']`` sets one), without the rest of the pooled client's
+    wrapping (its lock, its per-call observability hooks): with the pool's hand-out, a fifth
+    of a lone finish call's client CPU (docs/worker.md, A connection of its own). A failed
+    call drops the connection as redis-py's does: its send and its read close it on any error
+    but an error reply, after which the connection is as good as before."""
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         hand_out: Callable[[], Any] = self.connection_pool.get_connection  # untyped in redis-py
