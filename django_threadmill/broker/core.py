@@ -7,7 +7,7 @@ all subclasses of ``BrokerCore``; ``broker.py`` joins them into the one ``Broker
 import itertools
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from functools import cached_property, partial
 from typing import Any
 
@@ -101,7 +101,11 @@ class BrokerCore:
 
     def pinned(self) -> AbstractContextManager[None]:
         """Have the calling thread's calls in the block go over a connection of its own, for
-        a thread that calls Redis at every turn (the ack writer, the prefetcher; pinned.py)."""
+        a thread that calls Redis at every turn (the ack writer, the prefetcher; pinned.py).
+        Under Redis Cluster it changes nothing, and builds no client: that reads the slot map,
+        which a thread's start must not wait on or fail with."""
+        if self.settings.cluster:
+            return nullcontext()
         return pinned(self._pins, self._shared_client)
 
     def _blocking_client(self, waiters: int) -> SyncClient:

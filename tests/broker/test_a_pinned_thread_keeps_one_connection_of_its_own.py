@@ -5,6 +5,7 @@ connections, and when the server closed it since its last call
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 import redis
@@ -126,3 +127,11 @@ def test_replies_are_read_as_the_call_asks(pinned_client: PinnedClient) -> None:
 
     assert pinned_client.get("k") == "é"
     assert pinned_client.execute_command("GET", "k", **RAW) == "é".encode()
+
+
+def test_under_redis_cluster_a_thread_pins_nothing_and_builds_no_client(broker: Broker) -> None:
+    """A cluster client reads the slot map as it is built: the writer's start must not."""
+    on_a_cluster = Broker(replace(broker.settings, cluster=True))
+
+    with on_a_cluster.pinned():
+        assert "_shared_client" not in vars(on_a_cluster)
