@@ -7,14 +7,12 @@ the other queues were reaped: …``: its opening words said the pass failed, as 
 did not answer, when the other queues' dead workers' tasks were settled.
 """
 
-import signal
-
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
-from tests.support import Command, wait_until
+from tests.support import Command, running, wait_until
 
 from .support import run
 from .tasks import plain
@@ -31,17 +29,13 @@ def test_the_loop_names_the_failed_queue_and_reaps_the_others(
     run(broker)  # as a worker that died would have
     redis_client.set(broker.queue_keys("emails").leases, "not a zset")
     loop = Command(redis_url, key_prefix, "threadmill_reap", "--interval", "0.05", lease_ttl_s=1.0)
-    try:
+    said = (
+        r"Reap of queue emails failed, the other queues were reaped, retrying next interval "
+        r"error=Redis at \S+ holds a value of the wrong kind|Reap pass failed"
+    )
+    with running(loop, ready=said):
         wait_until(
             lambda: backend.get_result(task_id).status == TaskResultStatus.FAILED,
             "the loop failing the expired attempt in default",
         )
-        loop.wait_for_log(
-            r"Reap of queue emails failed, the other queues were reaped, retrying next interval "
-            r"error=Redis at \S+ holds a value of the wrong kind|Reap pass failed"
-        )
-        loop.signal(signal.SIGTERM)
-        assert loop.wait() == 0, loop.log
         assert "Reap pass failed" not in loop.log, loop.log
-    finally:
-        loop.close()

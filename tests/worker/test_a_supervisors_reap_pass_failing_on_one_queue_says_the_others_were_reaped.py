@@ -6,8 +6,6 @@ Before, it logged ``Reap pass failed error=…``, as for a pass Redis did not an
 operator read that nothing was reaped, when the other queues' dead workers' tasks were settled.
 """
 
-import signal
-
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -15,7 +13,7 @@ from django_threadmill.broker import Broker
 from django_threadmill.compat import TaskResultStatus
 from testproject.example.tasks import echo
 from tests.lifecycle.support import run
-from tests.support import worker
+from tests.support import running, worker
 
 
 def test_the_supervisor_names_the_failed_queue_and_the_others_are_reaped(
@@ -33,14 +31,10 @@ def test_the_supervisor_names_the_failed_queue_and_the_others_are_reaped(
     command = worker(
         redis_url, key_prefix, "--queue", "reports", "--reap-interval", "1", lease_ttl_s=1.0
     )
-    try:
-        command.wait_for_log(
-            r"Reap of queue emails failed, the other queues were reaped error=Redis at \S+ "
-            r"holds a value of the wrong kind|Reap pass failed error="
-        )
-        command.signal(signal.SIGTERM)
-        assert command.wait() == 0, command.log
+    said = (
+        r"Reap of queue emails failed, the other queues were reaped error=Redis at \S+ "
+        r"holds a value of the wrong kind|Reap pass failed error="
+    )
+    with running(command, ready=said):
         assert "Reap pass failed" not in command.log, command.log
-    finally:
-        command.close()
     assert backend.get_result(result.id).status == TaskResultStatus.FAILED

@@ -11,7 +11,6 @@ pass while the failure lasted.
 """
 
 import re
-import signal
 import textwrap
 from io import StringIO
 from typing import Any
@@ -28,7 +27,7 @@ from tests.backend_support import succeed
 from tests.lifecycle.support import run
 from tests.lifecycle.tasks import plain
 from tests.servers.redis_server import RedisProcess
-from tests.support import Command, HandClock
+from tests.support import Command, HandClock, running
 
 from .tasks import add, number
 
@@ -178,12 +177,6 @@ def test_a_supervisor_says_advancing_workflows_failed(redis_url: str, key_prefix
         redis_url, key_prefix, "threadmill_worker", "--processes", "1", "--queue", "reports",
         "--reap-interval", "0.3", code=LOST_AS_AN_ENTRY_GOES,
     )  # fmt: skip
-    try:
-        supervisor.wait_for_log(
-            rf"{re.escape(FAILED)} error=Redis at \S+ {LOST_AGAIN}|stopped answering"
-        )
-        supervisor.signal(signal.SIGTERM)
-        assert supervisor.wait() == 0, supervisor.log
+    said = rf"{re.escape(FAILED)} error=Redis at \S+ {LOST_AGAIN}|stopped answering"
+    with running(supervisor, ready=said):
         assert "stopped answering" not in supervisor.log, supervisor.log
-    finally:
-        supervisor.close()
