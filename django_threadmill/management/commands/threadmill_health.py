@@ -29,6 +29,7 @@ from ..health import (
 from ..int_option import int_option
 from ..probe_output import ExitCodeCommand
 from ..seconds_option import seconds_option
+from ..set_up_frozen import SetUpFrozen
 
 DEFAULT_TIMEOUT_S = 2.0
 # What a probe says of the keys it left out (docs/lifecycle.md, Keys of another type).
@@ -56,7 +57,7 @@ def usage_error(message: str) -> CommandError:
     return CommandError(message, returncode=HealthCode.USAGE)
 
 
-class Command(ExitCodeCommand):
+class Command(SetUpFrozen, ExitCodeCommand):
     help = (
         "Exit 0 when at least --min-processes worker processes of this host renewed their "
         "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "

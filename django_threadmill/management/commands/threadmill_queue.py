@@ -27,6 +27,7 @@ from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..failed_change import failed_change
 from ..report_output import CutShortCommand, OutputClosed
+from ..set_up_frozen import SetUpFrozen
 from ..stop_held import HeldStop, Stopped, stops_held
 from ..text_option import text_option
 
@@ -248,7 +249,7 @@ def _takes_command_options(command: ArgumentParser, action: ArgumentParser) -> N
             action._add_action(taken)
 
 
-class Command(SettingsRefusedPlainly, CutShortCommand):
+class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
     help = (
         "Operator actions on the queues of a threadmill backend. 'pause' stops the workers "
         "taking a queue's tasks and 'resume' lets them take them again (docs/lifecycle.md, "

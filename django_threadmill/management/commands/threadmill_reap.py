@@ -36,6 +36,7 @@ from ..int_option import int_option
 from ..log_format_option import add_log_format_option
 from ..report_output import CutShortCommand
 from ..seconds_option import seconds_option
+from ..set_up_frozen import SetUpFrozen
 
 logger = logging.getLogger("django_threadmill.worker.reaper")
 
@@ -117,7 +118,7 @@ def _stopped_part_way(report: ReapReport) -> str:
     )
 
 
-class Command(ChecksAtStart, CutShortCommand):
+class Command(SetUpFrozen, ChecksAtStart, CutShortCommand):
     help = (
         "Settle expired leases on every queue of a threadmill backend: expired reservations "
         "go back to READY, expired running attempts become FAILED (or are retried by their "

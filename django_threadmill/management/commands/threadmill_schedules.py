@@ -18,9 +18,10 @@ from ...schedules.slots import NoTimeZone, next_slot, zone_of
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..report_output import CutShortCommand
+from ..set_up_frozen import SetUpFrozen
 
 
-class Command(SettingsRefusedPlainly, CutShortCommand):
+class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
     help = (
         "List the schedules in OPTIONS['schedules'] of a threadmill backend: when each fires, "
         "its next slot (on the Redis clock), and the last slot any worker fired."

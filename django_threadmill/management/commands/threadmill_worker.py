@@ -29,6 +29,7 @@ from ..int_option import int_option
 from ..log_format_option import add_log_format_option
 from ..probe_output import ExitCodeCommand
 from ..seconds_option import seconds_option
+from ..set_up_frozen import SetUpFrozen
 
 DEFAULT_GRACE_PERIOD_S = 30.0
 
@@ -104,7 +105,7 @@ def _check_pool_tuning(threads: int, max_threads: int | None, options: dict[str,
             )
 
 
-class Command(ChecksAtStart, ExitCodeCommand):
+class Command(SetUpFrozen, ChecksAtStart, ExitCodeCommand):
     help = (
         "Run tasks from the queues of a ThreadmillTaskBackend: a supervisor with worker "
         "processes, each with a prefetcher, worker threads, an ack writer and a lease keeper."
