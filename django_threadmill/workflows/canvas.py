@@ -187,11 +187,17 @@ def _hint(kind: str, node: object) -> str:
 
 def _then_hint(then: object) -> str:
     """What to pass as group(then=...) instead of ``then``, which is no step: a workflow's
-    result was told to wrap it as step(task, ...), which takes a task, not a result."""
+    or a task's result was told to wrap it as step(task, ...), which takes a task, not a
+    result."""
     if isinstance(then, WorkflowResult):
         return (
             f". {WORKFLOW_ENQUEUED}: pass one step, then=step(task, ...), or "
             "chain(group(...), workflow) to run the workflow itself after the group."
+        )
+    if isinstance(then, TaskResult):
+        return (
+            ". That is a task enqueued already: pass the task itself as then=step(task, ...), "
+            "not its enqueue()."
         )
     return (
         ": wrap it as then=step(task, ...), or chain(group(...), ...) to run more after the group."
