@@ -8,7 +8,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..broker.inspect.counters import PathCounters, histogram, merged, per_minute
+from ..broker.inspect.counters import (
+    ANOTHER_TYPE_FIX,
+    PathCounters,
+    histogram,
+    merged,
+    per_minute,
+)
 from ..broker.inspect.source import Source
 from ..broker.metrics import RUN_BUCKETS_S
 from .charts import Chart, throughput_chart
@@ -80,15 +86,32 @@ def _path_lines(queue: str, hour: PathCounters) -> list[PathLine]:
     return lines
 
 
+def left_out_note(queue: str, keys: list[str]) -> str:
+    """Say that ``queue``'s last hour is left out for its metric hashes of another type,
+    naming the first key and the fix (the WARNING names each key)."""
+    more = f" and {len(keys) - 1} more" if len(keys) > 1 else ""
+    verb = "hold" if more else "holds"
+    return (
+        f"The last hour of {queue} is left out: its key {keys[0]}{more} {verb} another type "
+        f"({ANOTHER_TYPE_FIX})."
+    )
+
+
 def activity_context(source: Source, queues: list[str], now_ms: int) -> dict[str, Any]:
-    """Return the charts (one per queue) and the task path table of the last hour."""
+    """Return the charts (one per queue) and the task path table of the last hour, and a note
+    per queue left out of them (a metric hash of another type)."""
     last_minute = now_ms // 60_000
     found = per_minute(source.inspector, queues, last_minute, ACTIVITY_MINUTES)
     ago = list(range(ACTIVITY_MINUTES - 1, -1, -1))
     charts: list[tuple[str, Chart]] = []
     lines: list[PathLine] = []
-    for queue in queues:
-        charts.append((queue, throughput_chart([_outcomes(m) for m in found[queue]], ago)))
-        lines += _path_lines(queue, merged(found[queue]))
+    for queue, minutes in found.counters.items():
+        charts.append((queue, throughput_chart([_outcomes(m) for m in minutes], ago)))
+        lines += _path_lines(queue, merged(minutes))
     lines.sort(key=lambda line: (-line.finished, line.queue, line.path))
-    return {"charts": charts, "paths": lines, "minutes": ACTIVITY_MINUTES}
+    return {
+        "charts": charts,
+        "paths": lines,
+        "minutes": ACTIVITY_MINUTES,
+        "left_out": [left_out_note(queue, keys) for queue, keys in found.left_out.items()],
+    }

@@ -20,6 +20,8 @@ from ..raw_replies import RAW, stored_counters
 from .inspector import Inspector
 
 type PathCounters = dict[str, dict[str, int]]  # task path -> field name -> value
+# What to do about a metric hash of another type, said by the WARNING and the admin's note.
+ANOTHER_TYPE_FIX = "delete it, or give each project its own OPTIONS['key_prefix']"
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +116,8 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
     for queue in queues:
         configured = [(part, next(replies), next(replies)) for part in parts[queue]]
         kept = [(part, next(replies), next(replies)) for part in earlier[queue]]
-        if not _unreadable(inspector, queue, [*configured, *kept]):
+        hashes = [(broker.queue_keys(part).metrics, reply) for part, reply, _ in configured + kept]
+        if not _unreadable(queue, hashes):
             summed[queue] = _summed(
                 [(parse(counters), _names(names)) for _, counters, names in configured],
                 [(parse(counters), _names(names) or set()) for _, counters, names in kept],
@@ -122,24 +125,20 @@ def lifetime(inspector: Inspector, queues: Sequence[str], now_ms: int) -> dict[s
     return summed
 
 
-def _unreadable(inspector: Inspector, queue: str, read: list[tuple[str, Any, Any]]) -> bool:
-    """Tell whether a metric hash of ``queue``'s parts (each part with its two replies) holds
-    another type, logging each such key: the queue's counters are then left out."""
-    unread = [
-        (inspector.broker.queue_keys(part).metrics, reply)
-        for part, reply, _ in read
-        if isinstance(reply, redis.ResponseError)
-    ]
+def _unreadable(queue: str, read: list[tuple[str, Any]]) -> list[str]:
+    """Return the keys of ``queue``'s metric hashes (each with its HGETALL reply) that hold
+    another type, logging each: the queue's counters are then left out."""
+    unread = [(key, reply) for key, reply in read if isinstance(reply, redis.ResponseError)]
     for key, reply in unread:
         logger.warning(
-            "Metric counters skipped, their key holds another type (delete it, or give each "
-            "project its own OPTIONS['key_prefix']); the queue's counters are left out, the "
-            "other queues' are read queue=%s key=%s error=%s",
+            "Metric counters skipped, their key holds another type (" + ANOTHER_TYPE_FIX + "); "
+            "the queue's counters are left out, the other queues' are read "
+            "queue=%s key=%s error=%s",
             queue,
             key,
             reply_of(reply),
         )
-    return bool(unread)
+    return [key for key, _ in unread]
 
 
 def _summed(
@@ -193,12 +192,25 @@ def _names(reply: list[bytes] | Exception) -> set[str] | None:
     return {name.decode(errors="replace") for name in reply}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Minutes:
+    """The counters of a window of minutes, per queue; and the queues left out of it."""
+
+    counters: dict[str, list[PathCounters]]  # queue -> one per minute, oldest first
+    left_out: dict[str, list[str]]  # queue -> its metric hashes that hold another type
+
+
 def per_minute(
     inspector: Inspector, queues: Sequence[str], last_minute: int, minutes: int
-) -> dict[str, list[PathCounters]]:
+) -> Minutes:
     """Return, per queue, the counters of each of the ``minutes`` minutes up to ``last_minute``
     (oldest first), summed over every shard count the queue kept keys under, as ``lifetime``
-    sums them: one pipelined HGETALL per part and minute."""
+    sums them: one pipelined HGETALL per part and minute.
+
+    A queue with a minute's hash of another type, in any of its parts, is left out, with a
+    WARNING naming the key, as ``lifetime`` leaves it out: raised, that key failed the queues
+    page's whole block of the backend; summed without it, the queue's hour would read short.
+    """
     span = range(last_minute - minutes + 1, last_minute + 1)
     parts = inspector.parts_to_sum(queues, every_count=True)
 
@@ -206,10 +218,18 @@ def per_minute(
         for minute in span:
             pipe.execute_command("HGETALL", keys.metrics_minute(minute), **RAW)
 
-    replies = inspector.read_parts(parts, read)
-    summed = {}
+    replies = inspector.read_parts(parts, read, tolerant=True)
+    counters: dict[str, list[PathCounters]] = {}
+    left_out: dict[str, list[str]] = {}
     for queue, queue_parts in parts.items():
-        shards = [[parse(next(replies)) for _ in span] for _ in queue_parts]
+        shards = [
+            [(keys.metrics_minute(minute), next(replies)) for minute in span]
+            for keys in map(inspector.broker.queue_keys, queue_parts)
+        ]
+        if unread := _unreadable(queue, [minute for shard in shards for minute in shard]):
+            left_out[queue] = unread
+            continue
         # Sum the parts minute by minute: one list of minutes per queue, as when unsharded.
-        summed[queue] = [merged(minute) for minute in zip(*shards, strict=True)]
-    return summed
+        by_minute = zip(*([parse(reply) for _, reply in shard] for shard in shards), strict=True)
+        counters[queue] = [merged(minute) for minute in by_minute]
+    return Minutes(counters=counters, left_out=left_out)
