@@ -105,10 +105,11 @@ def unconfirmed_writes(broker: Broker) -> str | None:
 
 
 def writes_refused(broker: Broker) -> str | None:
-    """Return why Redis refuses every write, else None: it is a read-only replica (a primary
-    demoted without Sentinel), or a primary with no replica in sync under min-replicas-to-write
-    (NOREPLICAS). Its workers renew nothing there and restarting them does not help, so the
-    probe answers as for a Redis that cannot serve, not as for workers gone.
+    """Return why Redis refuses or holds back every write, else None: it is a read-only replica
+    (a primary demoted without Sentinel), a primary with no replica in sync under
+    min-replicas-to-write (NOREPLICAS), or one whose writes are paused (a FAILOVER under way).
+    Its workers renew nothing there and restarting them does not help, so the probe answers as
+    for a Redis that cannot serve, not as for workers gone.
     One INFO call, made only when too few processes are live."""
     return _problems_of(broker, _refusal_messages)
 
@@ -116,8 +117,12 @@ def writes_refused(broker: Broker) -> str | None:
 def _refusal_messages(
     where: str, settings: BackendSettings, info: dict[str, Any]
 ) -> list[CheckMessage]:
-    """Say each way Redis INFO shows that Redis refuses every write now."""
-    return [*role_messages(where, settings, info), *_no_replica_in_sync(where, info)]
+    """Say each way Redis INFO shows that Redis refuses or holds back every write now."""
+    return [
+        *role_messages(where, settings, info),
+        *_no_replica_in_sync(where, info),
+        *_writes_paused(where, info),
+    ]
 
 
 def _no_replica_in_sync(where: str, info: dict[str, Any]) -> list[CheckMessage]:
@@ -134,6 +139,35 @@ def _no_replica_in_sync(where: str, info: dict[str, Any]) -> list[CheckMessage]:
             hint="Check its replicas (INFO replication: connected_slaves, each one's lag): it "
             "takes writes again once enough are back in sync, or once a failover promotes one "
             "that is.",
+        )
+    ]
+
+
+def _writes_paused(where: str, info: dict[str, Any]) -> list[CheckMessage]:
+    """A primary holds every write back while a FAILOVER it runs waits for its replica to catch
+    up or hands over (``master_failover_state``, Redis 6.2+), and while a CLIENT PAUSE WRITE
+    lasts, which INFO shows only where it has ``paused_actions`` (Valkey 8.1+; Redis 7 does
+    not: such a pause past lease_ttl reads as too few, docs/deploy.md, Health)."""
+    failover = info.get("master_failover_state", "no-failover")
+    if failover != "no-failover":
+        return [
+            Error(
+                f"{where}: Redis holds every write back for a failover under way (FAILOVER, "
+                f"master_failover_state={failover}), so no worker can renew its leases.",
+                hint="It takes writes again once the failover is over, or aborted (its TIMEOUT, "
+                "or FAILOVER ABORT); the workers renew then.",
+            )
+        ]
+    paused = info.get("paused_actions", "none")
+    if paused == "none":
+        return []
+    return [
+        Error(
+            f"{where}: Redis holds every write back (paused_actions={paused}, paused_reason="
+            f"{info.get('paused_reason', '?')}), so no worker can renew its leases.",
+            hint="It takes writes again once the pause is over (CLIENT UNPAUSE, or its timeout: "
+            f"paused_timeout_milliseconds={info.get('paused_timeout_milliseconds', '?')}); the "
+            "workers renew then.",
         )
     ]
 

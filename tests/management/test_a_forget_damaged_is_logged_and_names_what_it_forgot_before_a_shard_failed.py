@@ -133,7 +133,7 @@ def test_a_shard_whose_set_holds_another_type_stops_the_forget_naming_what_was_d
 
     assert stopped.returncode == 1
     assert stopped.stderr.splitlines()[-1] == (
-        "CommandError: Forgot 2 damaged record(s) of queue default (a, b), then stopped: the "
+        "CommandError: Forgot 2 damaged record(s) of queue default (a and b), then stopped: the "
         f"next shard failed: Redis at {redis_url} holds a value of the wrong kind in one of "
         f"this backend's keys (Command # 1 (HDEL {third} a) of pipeline caused error: "
         "WRONGTYPE Operation against a key holding the wrong kind of value). Something other "

@@ -17,7 +17,7 @@ from ...broker.inspect import Inspector
 from ...broker.layouts import QueueNames
 from ...conf.settings import waiting_at_most
 from ...exceptions import BrokerRefused, BrokerUnavailable
-from ...wording import shown
+from ...wording import listed_names, listed_values, shown
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
 from ..health import (
     HealthCode,
@@ -61,12 +61,12 @@ class Command(SetUpFrozen, ExitCodeCommand):
     help = (
         "Exit 0 when at least --min-processes worker processes of this host renewed their "
         "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "
-        "2 (bad option or setting), 3 (Redis unreachable, a read-only replica, unable to "
-        "confirm writes as OPTIONS['durability'] asks, or too few beside a heartbeat key of "
-        "another type or a queue on a Redis Cluster node that does not answer) or 4 (Redis "
-        "refused the credentials, or LOCATION names no Redis it can use: wrong TLS set-up, "
-        "another kind of server), with the reason in one line on stderr. For liveness and "
-        "readiness probes."
+        "2 (bad option or setting), 3 (Redis unreachable, a read-only replica, holding writes "
+        "back for a failover, unable to confirm writes as OPTIONS['durability'] asks, or too "
+        "few beside a heartbeat key of another type or a queue on a Redis Cluster node that "
+        "does not answer) or 4 (Redis refused the credentials, or LOCATION names no Redis it "
+        "can use: wrong TLS set-up, another kind of server), with the reason in one line on "
+        "stderr. For liveness and readiness probes."
     )
     # A probe runs every few seconds: the system checks would add a Redis round trip and
     # warnings that are not its answer.
@@ -194,13 +194,14 @@ class Command(SetUpFrozen, ExitCodeCommand):
         self.stderr.write(f"Redis unavailable, passing (--redis-down-ok) {reason}")
 
     def _enough(self, beats: HostHeartbeats, queues: list[str], needed: int) -> str:
-        """Return the facts of the answer, or raise the unhealthy line with what to check."""
+        """Return the facts of the answer, or raise the unhealthy line with what to check. Its
+        lists name MAX_LISTED_IDS items at most, then count the rest (wording.listed_values)."""
         facts = (
             f"host={beats.host} live={len(beats.live)} min_processes={needed} "
-            f"queues={','.join(queues)} lease_ttl_s={beats.lease_ttl_ms / 1000:g}"
+            f"queues={listed_values(queues)} lease_ttl_s={beats.lease_ttl_ms / 1000:g}"
         )
         if beats.unread:
-            facts += f" left_out={','.join(beats.unread)}"
+            facts += f" left_out={listed_values(beats.unread)}"
         if len(beats.live) >= needed:
             return facts
         facts += f" last_seen={_last_seen(beats)} live_elsewhere={beats.live_elsewhere}"
@@ -222,10 +223,11 @@ class Command(SetUpFrozen, ExitCodeCommand):
 def _queues_unread(names: QueueNames, timeout_s: float) -> str:
     """Say which queues the probe could not read, on a Redis Cluster node that does not
     answer, with that node's error: the queue set (the probe then read the queues in QUEUES
-    alone), and those with a part on such a node; "" when it read them all."""
+    alone), and those with a part on such a node, the first MAX_LISTED_IDS of them named; ""
+    when it read them all."""
     return " ".join(
         (_set_unread if error is names.unknown else _unread)(
-            ", ".join(queues), named_timeout(one_line(error), timeout_s)
+            listed_names(queues), named_timeout(one_line(error), timeout_s)
         )
         for error, queues in names.unreached_by_node().items()
     )

@@ -22,7 +22,7 @@ from ...broker.raw_replies import controls_escaped
 from ...codec.ids import named_short
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill, MaybeApplied
-from ...wording import listed_names, shown
+from ...wording import listed_names, listed_values, shown
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..failed_change import failed_change
@@ -87,7 +87,8 @@ def _stopped(queue: str, forgot: int, why: BaseException) -> str:
 
 def _forgot_partly(queue: str, forgot: list[str], why: BrokerUnavailable) -> str:
     """Return what ``forget-damaged`` with ids says when a part of the queue (a shard, of one
-    shard count or another) failed after the parts before it dropped ``forgot``."""
+    shard count or another) failed after the parts before it dropped ``forgot``, naming them
+    as the ids not found are named (``listed_names``): 10,000 filled the message."""
     listing = f"'manage.py threadmill_queue damaged {queue}'"
     failed = (
         f"the next shard failed, and may have dropped its entries too: {_said(why)}. "
@@ -95,9 +96,9 @@ def _forgot_partly(queue: str, forgot: list[str], why: BrokerUnavailable) -> str
         if isinstance(why, MaybeApplied)
         else f"the next shard failed: {_said(why)}. The others are kept: {listing} lists them."
     )
+    named = listed_names([named_short(task_id) for task_id in forgot])
     return (
-        f"Forgot {len(forgot)} damaged record(s) of queue {queue} ({', '.join(forgot)}), then "
-        f"stopped: {failed}"
+        f"Forgot {len(forgot)} damaged record(s) of queue {queue} ({named}), then stopped: {failed}"
     )
 
 
@@ -192,15 +193,15 @@ def _log_purge(alias: str, queue: str, state: str, deleted: int, *, complete: bo
 
 
 def _log_forget(alias: str, queue: str, ids: list[str], forgot: int, *, complete: bool) -> None:
-    """Log who forgot which damaged entries (``ids``, none for ``--all``, each cut short past
-    SHOWN_ID_CHARS as the admin's lines name ids) and how many, as the purge line is logged,
-    ``incomplete=yes`` when it stopped before the end: the entry was the only pointer to the key
-    set aside, which no index names."""
+    """Log who forgot which damaged entries (``ids``, none for ``--all``: the first
+    MAX_LISTED_IDS, then how many more, each cut short past SHOWN_ID_CHARS as the admin's lines
+    name ids) and how many, as the purge line is logged, ``incomplete=yes`` when it stopped
+    before the end: the entry was the only pointer to the key set aside, which no index names."""
     logger.info(
         "Damaged records forgotten backend=%s queue=%s ids=%s forgot=%d by=%s%s",
         controls_escaped(alias),
         controls_escaped(queue),
-        ",".join(controls_escaped(named_short(task_id)) for task_id in ids) if ids else "all",
+        listed_values([controls_escaped(named_short(task_id)) for task_id in ids]) or "all",
         forgot,
         _by(),
         "" if complete else " incomplete=yes",
