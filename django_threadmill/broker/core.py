@@ -44,13 +44,11 @@ from .per_loop import PerLoop
 from .pinned import Pins, pinned
 from .raw_replies import RAW
 from .reconnects import Reconnects
-from .scripts import ScriptCall, ScriptName, register_scripts, script_source
+from .scripts import READ_ONLY, ScriptCall, ScriptName, register_scripts, script_source
 from .topology import AsyncClient, SyncClient
 from .types import Lease
 from .wake import IdleWaits
 
-# Scripts that write nothing: a call of theirs that fails is a read to retry (connection.py).
-READ_ONLY_SCRIPTS = frozenset({ScriptName.ROW_FIELDS})
 # The errors ``translated_errors`` translates: redis-py's (a cluster's are not RedisErrors).
 REDIS_ERRORS = (redis.RedisError, RedisClusterException)
 
@@ -182,7 +180,7 @@ class BrokerCore:
         # sent here, as Script does: a script Redis lost (NOSCRIPT) is loaded, then sent again
         # (on a cluster as EVAL, calls.py, sent_again). The first call registers the scripts:
         # an INFO.
-        with self.translated_errors(read=call.name in READ_ONLY_SCRIPTS):
+        with self.translated_errors(read=call.name in READ_ONLY):
             script = self._scripts[call.name]
             execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
             try:
@@ -207,7 +205,7 @@ class BrokerCore:
     def _send(self, calls: Sequence[ScriptCall], *, durable: bool, in_order: int = 0) -> list[Any]:
         """Send ``calls`` as one pipeline (split by node on a Redis Cluster), the first
         ``in_order`` sure to run before the others; raise any error."""
-        with self.translated_errors(read=all(c.name in READ_ONLY_SCRIPTS for c in calls)):
+        with self.translated_errors(read=all(c.name in READ_ONLY for c in calls)):
             outcomes = self._outcomes(calls, durable, in_order)
             for outcome in outcomes:
                 if isinstance(outcome, Exception):

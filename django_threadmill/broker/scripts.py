@@ -72,7 +72,16 @@ ALLOW_OOM = frozenset(
         ScriptName.SERVER_SEEN,
     }
 )
-ALLOW_OOM_SHEBANG = "#!lua flags=allow-oom\n"  # Redis 7+ only: 6.2 reads it as a syntax error
+# Scripts that write nothing. Redis holds every script call back as a write while a FAILOVER or
+# a CLIENT PAUSE WRITE lasts, and refuses it on a read-only replica, unless the script is flagged
+# no-writes: the admin's task list hung for the whole pause (docs/admin.md, Cost per page view).
+# A failed call of theirs is a read to retry (connection.py).
+READ_ONLY = frozenset({ScriptName.ROW_FIELDS})
+# The flags each script opens with on Redis 7+ (6.2 reads a shebang as a syntax error).
+SHEBANGS = {
+    **dict.fromkeys(ALLOW_OOM, "#!lua flags=allow-oom\n"),
+    **dict.fromkeys(READ_ONLY, "#!lua flags=no-writes\n"),
+}
 FIRST_VERSION_WITH_FLAGS = 7
 
 
@@ -97,11 +106,12 @@ def script_source(name: ScriptName, *, flags: bool = False) -> str:
     """Return the full source sent to Redis for ``name``: the common helpers it uses, then
     the script.
 
-    With ``flags`` (Redis 7+), scripts in ``ALLOW_OOM`` open with the allow-oom shebang.
+    With ``flags`` (Redis 7+), scripts in ``ALLOW_OOM`` open with the allow-oom shebang, those
+    in ``READ_ONLY`` with the no-writes one.
     """
     script = _lua_file(name)
     source = prelude(_lua_file("common"), script) + script
-    return ALLOW_OOM_SHEBANG + source if flags and name in ALLOW_OOM else source
+    return SHEBANGS.get(name, "") + source if flags else source
 
 
 def supports_script_flags(client: redis.Redis | redis.RedisCluster) -> bool:
