@@ -78,6 +78,10 @@ REPLICA_FIX = (
 READ_CHANGED_NOTHING = "nothing was changed."
 # How the error of a write Redis did not answer in time ends: it may run it once it goes on.
 WRITE_MAYBE_APPLIED = "the call may have been applied, or may still be once Redis goes on."
+# What else keeps a write unanswered while reads go on: Redis holds every write back meanwhile.
+WRITES_HELD_BACK = (
+    "a FAILOVER under way, a CLIENT PAUSE WRITE: INFO replication, master_failover_state"
+)
 
 
 def _client_options(settings: BackendSettings) -> dict[str, Any]:
@@ -500,17 +504,20 @@ def _silent(
     where: str, exc: Exception, socket_timeout_s: float | None, *, read: bool
 ) -> BrokerUnavailable | None:
     """Return the error for a call Redis took and did not answer within ``socket_timeout_s``
-    (a Redis busy, overloaded or frozen, not one gone), or None for any other failure. A
-    write may have been applied, or may be once Redis goes on: it still holds the request."""
+    (a Redis busy, overloaded or frozen, not one gone; for a write, one holding writes back as
+    a failover does), or None for any other failure. A write may have been applied, or may be
+    once Redis goes on: it still holds the request."""
     if not isinstance(exc, redis.TimeoutError) or not _connected(exc) or socket_timeout_s is None:
         return None
     silent = (
         f"Redis at {where} did not answer within socket_timeout={socket_timeout_s:g}s ({exc}): "
-        "it is busy (a long script or command: SLOWLOG GET), overloaded or frozen; "
+        "it is busy (a long script or command: SLOWLOG GET), overloaded or frozen"
     )
     if read:
-        return BrokerUnavailable(silent + READ_CHANGED_NOTHING)
-    return MaybeApplied(silent + WRITE_MAYBE_APPLIED)
+        return BrokerUnavailable(f"{silent}; {READ_CHANGED_NOTHING}")
+    return MaybeApplied(
+        f"{silent}, or holds writes back ({WRITES_HELD_BACK}); {WRITE_MAYBE_APPLIED}"
+    )
 
 
 def _translated_reply(

@@ -126,10 +126,31 @@ def test_a_write_redis_does_not_answer_in_time_may_have_been_applied(
     assert re.match(
         rf"Redis at {re.escape(own_redis.url)} did not answer within "
         rf"socket_timeout={SOCKET_TIMEOUT_S}s \(Timeout reading from .+\): it is busy \(a long "
-        r"script or command: SLOWLOG GET\), overloaded or frozen; the call may have been "
-        r"applied, or may still be once Redis goes on\.",
+        r"script or command: SLOWLOG GET\), overloaded or frozen, or holds writes back \(a "
+        r"FAILOVER under way, a CLIENT PAUSE WRITE: INFO replication, master_failover_state\); "
+        r"the call may have been applied, or may still be once Redis goes on\.",
         str(raised.value),
     ), raised.value
+
+
+def test_a_write_held_back_by_a_write_pause_names_it(
+    backend: ThreadmillTaskBackend, own_redis: RedisProcess, stored: TaskResult
+) -> None:
+    """A FAILOVER holds every write back until its replica has caught up, as CLIENT PAUSE
+    WRITE does: the write's error named only a busy, overloaded or frozen Redis, which answers
+    the reads an operator then tries at once."""
+    with redis.Redis.from_url(own_redis.url) as admin:
+        admin.execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
+        try:
+            with pytest.raises(MaybeApplied) as raised:
+                echo.enqueue(2)
+        finally:
+            admin.execute_command("CLIENT", "UNPAUSE")
+
+    assert (
+        "overloaded or frozen, or holds writes back (a FAILOVER under way, a CLIENT PAUSE "
+        "WRITE: INFO replication, master_failover_state); the call may have been applied"
+    ) in str(raised.value)
 
 
 @pytest.mark.parametrize("read", READS.values(), ids=READS.keys())
