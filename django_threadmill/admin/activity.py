@@ -8,13 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..broker.inspect.counters import (
-    ANOTHER_TYPE_FIX,
-    PathCounters,
-    histogram,
-    merged,
-    per_minute,
-)
+from ..broker.connection import ANOTHER_TYPE_FIX
+from ..broker.inspect.counters import PathCounters, histogram, merged, per_minute
 from ..broker.inspect.source import Source
 from ..broker.metrics import RUN_BUCKETS_S
 from .charts import Chart, throughput_chart

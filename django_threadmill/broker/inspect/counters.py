@@ -13,15 +13,13 @@ from typing import Any
 
 import redis
 
-from ..connection import readable_replies, reply_of
+from ..connection import ANOTHER_TYPE_FIX, readable_replies, reply_of
 from ..keys import QueueKeys
 from ..metrics import OTHER_PATHS, PATH_TTL_MS, RUN_BUCKETS_S, WAIT_BUCKETS_S
 from ..raw_replies import RAW, stored_counters
 from .inspector import Inspector
 
 type PathCounters = dict[str, dict[str, int]]  # task path -> field name -> value
-# What to do about a metric hash of another type, said by the WARNING and the admin's note.
-ANOTHER_TYPE_FIX = "delete it, or give each project its own OPTIONS['key_prefix']"
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from ..connection import readable_replies, reply_of
+from ..connection import ANOTHER_TYPE_FIX, readable_replies, reply_of
 from ..raw_replies import RAW, escaped
 from .base import SCORED, InspectorBase, stored_ints
 from .types import HostSightings, WorkerSighting
@@ -199,8 +199,7 @@ def _counts(key: str, reply: Any, asked: int) -> list[int | None]:
 def _say_skipped(what: str, meanwhile: str, key: str, reply: redis.ResponseError) -> None:
     """Log that ``what`` of ``key`` are skipped, as it holds another type."""
     logger.warning(
-        "%s skipped, their key holds another type (delete it, or give each project its own "
-        "OPTIONS['key_prefix']); %s key=%s error=%s",
+        "%s skipped, their key holds another type (" + ANOTHER_TYPE_FIX + "); %s key=%s error=%s",
         what,
         meanwhile,
         key,

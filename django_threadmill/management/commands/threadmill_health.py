@@ -13,6 +13,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from ...backend import ThreadmillTaskBackend
 from ...broker import Broker
+from ...broker.connection import ANOTHER_TYPE_FIX
 from ...broker.inspect import Inspector
 from ...broker.layouts import QueueNames
 from ...conf.settings import waiting_at_most
@@ -35,7 +36,7 @@ DEFAULT_TIMEOUT_S = 2.0
 # What a probe says of the keys it left out (docs/lifecycle.md, Keys of another type).
 LEFT_OUT = (
     "each left_out key holds another type, so the heartbeats of its queue are not counted: "
-    "delete it, or give each project its own OPTIONS['key_prefix']"
+    + ANOTHER_TYPE_FIX
 )
 FEWER = (
     "fewer worker processes of this host renewed their leases within lease_ttl than --min-processes"
