@@ -27,7 +27,7 @@ def test_a_purge_of_a_queue_the_backend_has_not_is_refused_naming_those_it_has(
     backend.broker.enqueue("legacy", [new_task("legacy")])  # a queue since left out of QUEUES
     with pytest.raises(
         ImproperlyConfiguredThreadmill,
-        match=r"^Queue 'defualt' is not in TASKS\['default'\]\['QUEUES'\] \(default, emails, "
+        match=r"^Queue 'defualt' is not in TASKS\['default'\]\['QUEUES'\] \(default, emails and "
         r"reports\) nor one Redis knows \(legacy\)\. Add it there or pick one of those\.$",
     ):
         backend.purge_finished("defualt")

@@ -20,6 +20,7 @@ from ..broker.inspect import Index
 from ..broker.inspect.counters import PathCounters, histogram, lifetime
 from ..broker.inspect.source import Source
 from ..exceptions import BrokerUnavailable
+from ..wording import listed_values
 
 logger = logging.getLogger(__name__)
 QUEUE_STATES = ("ready", "delayed", "reserved", "running")
@@ -191,7 +192,7 @@ class ThreadmillCollector:
             logger.warning(
                 UNKNOWN_SET if error is names.unknown else LEFT_OUT,
                 source.alias,
-                ",".join(unread) or "none",
+                listed_values(unread) or "none",
                 error,
             )
         queues = names.served

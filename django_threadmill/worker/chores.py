@@ -14,6 +14,7 @@ from ..broker.raw_replies import controls_escaped
 from ..codec.times import from_ms
 from ..exceptions import BrokerUnavailable
 from ..schedules.scheduler import Scheduler
+from ..wording import listed_values
 from .backoff import REDIS_BACKOFF
 from .interruptible import PASS_GRACE_S, Interrupted, call_unless_stopped
 from .options import WorkerOptions
@@ -165,7 +166,7 @@ class Chores:
             logger.info(
                 "Reap pass ended between two rounds on a stop signal, expired leases left "
                 "queues=%s (the next pass settles them)",
-                ",".join(report.stopped),
+                listed_values(report.stopped),
             )
 
     def _fire_schedules_if_due(self) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ..broker import Ack, Finish, Rejected, Start
 from ..exceptions import BrokerRefused, MaybeApplied
+from ..wording import listed_values
 
 # How each item a call did not record is logged: a retried batch whose first try landed is no
 # news; another owner settling the task, or its record gone, is worth a look; a damaged record
@@ -44,7 +45,7 @@ def log_refused(
             "reaper settles these tasks once their leases lapse)",
             kind,
             len(items),
-            ",".join(item.lease.task_id for item in items),
+            listed_values([item.lease.task_id for item in items]),
             error,
         )
         return

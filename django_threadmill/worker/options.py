@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ..backend import ThreadmillTaskBackend
 from ..conf.settings import check_queue_name
 from ..exceptions import ImproperlyConfiguredThreadmill
-from ..wording import a_type, shown
+from ..wording import a_type, listed_names, shown
 
 MAX_PREFETCH = 10_000  # tasks one process may hold unstarted; above this a crash strands too much
 # Worker threads one process may start with (--threads) or grow to (--max-threads): each costs
@@ -95,6 +95,6 @@ def served_queues(backend: ThreadmillTaskBackend, asked: Iterable[str] | None) -
         if backend.queues and queue not in backend.queues:
             raise ImproperlyConfiguredThreadmill(
                 f"Queue {queue!r} is not in TASKS[{backend.alias!r}]['QUEUES'] "
-                f"({', '.join(sorted(backend.queues))}). Add it there or pick one of those."
+                f"({listed_names(sorted(backend.queues))}). Add it there or pick one of those."
             )
     return tuple(dict.fromkeys(queues))

@@ -10,6 +10,7 @@ from ..broker.connection import refuses_writes
 from ..broker.inspect import Inspector
 from ..broker.wake import BLPOP_LATE_S
 from ..exceptions import BrokerRefused, BrokerUnavailable, ReservationsUnconfirmed
+from ..wording import listed_values
 from .backoff import REDIS_BACKOFF
 from .backpressure import Backpressure
 from .buffer import Runners, TaskBuffer
@@ -211,7 +212,7 @@ class Prefetcher(RoleThread):
                 "Burst ends with tasks left in paused queues queues=%s: they wait until each is "
                 "resumed (manage.py threadmill_queue resume <queue> --backend %s, or the "
                 "admin's Resume… button)",
-                ",".join(f"{queue}:{count}" for queue, count in left.items()),
+                listed_values([f"{queue}:{count}" for queue, count in left.items()]),
                 self.broker.settings.alias,
             )
 
@@ -228,7 +229,7 @@ class Prefetcher(RoleThread):
                 self._start_wait_said = True
                 logger.info(
                     "Burst waits for the next start of a rate-limited queue queues=%s",
-                    ",".join(paced),
+                    listed_values(paced),
                 )
             return False
         held = self._held_back.held_for(Hold.SLOT)
@@ -241,7 +242,7 @@ class Prefetcher(RoleThread):
             logger.info(
                 "Burst waits for a slot of a queue at its concurrency limit queues=%s "
                 "(at most %d s)",
-                ",".join(held),
+                listed_values(held),
                 BURST_HORIZON_MS // 1000,
             )
         # A holder that died keeps its slot until a reaper settles its lease, which a burst in

@@ -21,6 +21,7 @@ from ..backend import ThreadmillTaskBackend
 from ..broker import Reservation
 from ..codec.ids import make_worker_id
 from ..exceptions import BrokerRefused, BrokerUnavailable
+from ..wording import listed_values
 from ..workflows.advance import drain
 from ..workflows.failed_entries import FailedEntries
 from .backoff import REDIS_BACKOFF
@@ -243,7 +244,7 @@ class WorkerProcess:
                 "redis_version=%s",
                 self.worker_id,
                 os.getpid(),
-                ",".join(self.options.queues),
+                listed_values(self.options.queues),
                 self.options.threads,
                 self.options.max_threads or self.options.threads,
                 self.options.async_concurrency,

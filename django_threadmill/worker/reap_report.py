@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 
 from ..exceptions import BrokerUnavailable, MaybeApplied
+from ..wording import listed_names
 
 
 @dataclass(slots=True)
@@ -102,9 +103,10 @@ def _queues_failed(report: ReapReport) -> str:
     """Say which queues of a pass failed while Redis answered (``what_failed``)."""
     if report.partly:
         whole = [queue for queue in report.failures if queue not in report.partly]
-        also = f"queue {', '.join(whole)} and " if whole else ""
-        return f"Reap of {also}part of queue {', '.join(report.partly)} failed, the rest was reaped"
-    failed = ", ".join(report.failures)
+        also = f"queue {listed_names(whole)} and " if whole else ""
+        partly = listed_names(report.partly)
+        return f"Reap of {also}part of queue {partly} failed, the rest was reaped"
+    failed = listed_names(list(report.failures))
     if len(report.failures) < len(report.queues):
         return f"Reap of queue {failed} failed, the other queues were reaped"
     if any(isinstance(error, MaybeApplied) for error in report.failures.values()):

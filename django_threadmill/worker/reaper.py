@@ -17,6 +17,7 @@ from ..broker.down_nodes import by_node
 from ..broker.layouts import QueueNames
 from ..broker.server_identity import ServerSeen
 from ..exceptions import BrokerUnavailable
+from ..wording import listed_values
 from ..workflows.advance import drain_parts
 from .reap_parts import PassParts, pass_parts
 from .reap_report import QueueReap, ReapReport, failed_with
@@ -200,7 +201,7 @@ def _skipped(report: ReapReport, parts: PassParts) -> None:
         logger.warning(
             "Reap skipped the queues of a node that did not answer, the others go on "
             "queues=%s error=%s",
-            ",".join(left),
+            listed_values(left),
             error,
         )
 
@@ -214,7 +215,7 @@ def _drained(backend: "ThreadmillTaskBackend", parts: PassParts) -> int:
         logger.warning(
             "Reap left the workflow outboxes of a node that did not answer, the others are "
             "drained parts=%s error=%s",
-            ",".join(left),
+            listed_values(left),
             error,
         )
     return drain_parts(backend, found)
@@ -308,7 +309,7 @@ def reap_pass(
         logger.warning(
             "Reap goes through the queues in QUEUES alone, those registered only in Redis "
             "unknown queues=%s error=%s",
-            ",".join(names.queues) or "none",
+            listed_values(names.queues) or "none",
             names.unknown,
         )
     parts, settle = _reached(backend, report, names, settles)

@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from ..broker import Reservation
+from ..wording import listed_values
 from .crew import Crew
 from .event_loop import EventLoopLane
 from .exit_codes import ExitCode
@@ -285,8 +286,9 @@ class Shutdown:
             logger.error(
                 "Threads still running after the grace period names=%s tasks=%s (their leases "
                 "will expire and the reaper settles them)",
-                ",".join(thread.name for thread in running),
-                ",".join(f"{task.lease.task_id}:{task.lease.task_path}" for task in held) or "none",
+                listed_values([thread.name for thread in running]),
+                listed_values([f"{task.lease.task_id}:{task.lease.task_path}" for task in held])
+                or "none",
             )
         if running or crew.lane.handed_back:  # cancelled coroutines are handed back as well
             process.exit_code = ExitCode.FORCED

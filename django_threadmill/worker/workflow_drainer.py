@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from ..broker import Broker
 from ..broker.down_nodes import by_node
 from ..exceptions import BrokerUnavailable
+from ..wording import listed_values
 from .failing_calls import FailingCalls
 from .role import RoleThread
 
@@ -111,7 +112,7 @@ class WorkflowDrainer(RoleThread):
                 names,
                 "Workflow outboxes unreadable on a node, the others are drained, looking again "
                 "later unread=%s error=%s",
-                ",".join(names),
+                listed_values(names),
                 error,
             )
         for name in sorted(self._failing.failing() - {OUTBOXES} - set(unread)):

@@ -58,6 +58,6 @@ def test_pausing_a_queue_the_backend_does_not_have_names_those_it_has(operator: 
     note = not_found(operator, f"{QUEUES_URL}default/emials/pause/", {"post": "yes"})
 
     assert note == (
-        "Queue 'emials' is not in TASKS['default']['QUEUES'] (default, emails, reports). "
+        "Queue 'emials' is not in TASKS['default']['QUEUES'] (default, emails and reports). "
         "Add it there or pick one of those."
     )

@@ -185,6 +185,6 @@ def test_a_reap_whose_every_queue_may_have_settled_leases_does_not_say_none_was(
             admin.client_unpause()
     assert code == 1
     assert line == (
-        "CommandError: Reap of every queue failed (default, emails, reports), some perhaps "
+        "CommandError: Reap of every queue failed (default, emails and reports), some perhaps "
         f"after settling leases: {silent(own_redis)}{MAYBE_APPLIED}"
     )

@@ -67,7 +67,7 @@ def test_a_queue_neither_configured_nor_seen_is_refused_naming_both(args: list[s
     with pytest.raises(CommandError) as raised:
         output_of("threadmill_queue", *args)
     assert str(raised.value) == (
-        "Queue 'emials' is not in TASKS['default']['QUEUES'] (default, reports) nor one Redis "
+        "Queue 'emials' is not in TASKS['default']['QUEUES'] (default and reports) nor one Redis "
         "knows (emails). Add it there or pick one of those."
     )
 

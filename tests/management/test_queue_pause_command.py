@@ -73,7 +73,7 @@ def test_a_queue_not_in_queues_is_an_error_naming_them(
     with pytest.raises(CommandError) as raised:
         output_of("threadmill_queue", action, "emials")
     assert str(raised.value) == (
-        "Queue 'emials' is not in TASKS['default']['QUEUES'] (default, emails, reports). Add it "
+        "Queue 'emials' is not in TASKS['default']['QUEUES'] (default, emails and reports). Add it "
         "there or pick one of those."
     )
     assert Inspector(backend.broker).paused(["emials"]) == {}

@@ -213,7 +213,7 @@ def test_a_stop_signal_ends_the_purge_between_two_batches_and_a_rerun_purges_the
     [
         (
             ["nope"],
-            "CommandError: Queue 'nope' is not in TASKS['default']['QUEUES'] (default, emails, "
+            "CommandError: Queue 'nope' is not in TASKS['default']['QUEUES'] (default, emails and "
             "reports). Add it there or pick one of those.\n",
         ),
         (

@@ -68,6 +68,6 @@ def test_every_queue_failing_says_none_was_reaped(
         output_of("threadmill_reap", "--once")
 
     assert str(failed.value).startswith(
-        "Reap of every queue failed (default, emails, reports), none was reaped: Redis at "
+        "Reap of every queue failed (default, emails and reports), none was reaped: Redis at "
     )
     assert "wrong kind" in str(failed.value)

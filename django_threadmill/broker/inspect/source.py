@@ -5,6 +5,7 @@ from functools import cached_property
 
 from ...conf.settings import BackendSettings, check_queue_name
 from ...exceptions import ImproperlyConfiguredThreadmill
+from ...wording import listed_names
 from ..broker import Broker
 from ..layouts import QueueNames
 from .inspector import Inspector
@@ -60,8 +61,8 @@ class Source:
         check_queue_name(name)
         if not self.configured or name in self.configured or name in self.queues():
             return name
-        configured = ", ".join(sorted(self.configured))
-        seen = ", ".join(queue for queue in self.queues() if queue not in self.configured)
+        configured = listed_names(sorted(self.configured))
+        seen = listed_names([queue for queue in self.queues() if queue not in self.configured])
         also = f" nor one Redis knows ({seen})" if seen else ""
         raise ImproperlyConfiguredThreadmill(
             f"Queue {name!r} is not in TASKS[{self.alias!r}]['QUEUES'] ({configured}){also}. "

@@ -125,7 +125,7 @@ def _unread(names: QueueNames, asked: list[str]) -> str:
             )
         if unread:
             said.append(
-                f"Damaged records not read in {', '.join(unread)}, on a Redis Cluster node that "
+                f"Damaged records not read in {listed_names(unread)}, on a Redis Cluster node that "
                 f"does not answer: {error}"
             )
     return "\n".join(said)
@@ -434,7 +434,7 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
         every = source.inspector.parts_to_sum(read, every_count=True)
         found = broker.damaged(read, every)
         if not found and (read or not listing):
-            self.stdout.write(f"No damaged records in {', '.join(read) or 'any queue'}.")
+            self.stdout.write(f"No damaged records in {listed_names(read) or 'any queue'}.")
         for record in found:
             self.stdout.write(_line(record))
         listed = Counter(record.queue for record in found)

@@ -14,7 +14,7 @@ from django.core.management.base import CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...broker import checked_batch_size
 from ...exceptions import BrokerRefused, BrokerUnavailable
-from ...wording import shown
+from ...wording import listed_names, shown
 from ...worker.exit_codes import ExitCode
 from ...worker.interruptible import (
     PASS_GRACE_S,
@@ -113,7 +113,7 @@ def _stopped_part_way(report: ReapReport) -> str:
     the queues whose line ends ``incomplete=yes``, and how to settle them."""
     return (
         "Reap pass stopped part-way by a stop signal: the counts above are what it settled, "
-        f"and queue {', '.join(report.stopped)} still holds expired leases (nothing is half "
+        f"and queue {listed_names(report.stopped)} still holds expired leases (nothing is half "
         "done). Run 'manage.py threadmill_reap --once' again to settle them."
     )
 
