@@ -13,8 +13,8 @@ class SetUpFrozen(BaseCommand):
 
     The collector then never walks them again: not at each full collection while the command
     runs, nor in the worker processes it forks (which then keep sharing those pages instead of
-    copying them), nor in the interpreter's exit, where walking them took about a quarter of a
-    second of a worker's or a probe's CPU. ``call_command`` leaves its caller's collector as
+    copying them), nor in the interpreter's exit, where walking them took 0.2-0.3 s of a
+    worker's or a probe's CPU on a 2-CPU VM. ``call_command`` leaves its caller's collector as
     it was: that process's objects are not ours to keep.
     """
 
