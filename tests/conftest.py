@@ -4,7 +4,7 @@ import asyncio
 import logging
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -77,6 +77,23 @@ def threadmill_settings(
     with override_settings(TASKS=tasks_setting(redis_url, key_prefix, **tasks_options)):
         yield
     close_pipelines(key_prefix)
+
+
+def serving(queues: list[str]) -> Callable[..., Iterator[None]]:
+    """A ``threadmill_settings`` whose backend serves ``queues``: a module that needs other
+    QUEUES assigns it to that name (``threadmill_settings = serving(QUEUES)``)."""
+
+    @pytest.fixture(autouse=True)
+    def threadmill_settings(
+        redis_url: str, key_prefix: str, tasks_options: dict[str, object]
+    ) -> Iterator[None]:
+        setting = tasks_setting(redis_url, key_prefix, **tasks_options)
+        setting["default"]["QUEUES"] = queues  # type: ignore[index]
+        with override_settings(TASKS=setting):
+            yield
+        close_pipelines(key_prefix)
+
+    return threadmill_settings
 
 
 @pytest.fixture

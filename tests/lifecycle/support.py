@@ -56,3 +56,16 @@ def wait_for_expiry(broker: Broker, redis_client: redis.Redis, queue: str = "def
 def state_of(pid: int) -> str:
     """Return the state letter /proc gives a process (R, S, T, Z, ...)."""
     return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+
+
+def expired_ghost_leases(
+    broker: Broker, redis_client: redis.Redis, queues: list[str], per_queue: int
+) -> None:
+    """Register ``queues`` and give each ``per_queue`` leases long past their deadline, whose
+    records are gone (ghosts, which a reap round counts and drops as it does any lease)."""
+    broker.register_queues(queues)
+    with redis_client.pipeline(transaction=False) as pipe:
+        for queue in queues:
+            leases = broker.queue_keys(queue).leases
+            pipe.zadd(leases, {f"{queue}-gone-{n}": 0 for n in range(per_queue)})
+        pipe.execute()

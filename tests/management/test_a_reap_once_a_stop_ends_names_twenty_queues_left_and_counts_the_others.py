@@ -11,6 +11,7 @@ import redis
 
 from django_threadmill.broker import Broker
 from django_threadmill.wording import MAX_LISTED_IDS
+from tests.lifecycle.support import expired_ghost_leases
 from tests.support import Command
 
 from .test_operator_commands_on_a_big_backlog import STOPPED_AFTER_TWO_ROUNDS
@@ -21,20 +22,10 @@ QUEUES = [f"q{n:02}" for n in range(MAX_LISTED_IDS + 5)]  # registered in Redis,
 EXPIRED = 3
 
 
-def expired_leases(broker: Broker, redis_client: redis.Redis) -> None:
-    """Register QUEUES and give each EXPIRED leases whose deadline is long past."""
-    broker.register_queues(QUEUES)
-    with redis_client.pipeline(transaction=False) as pipe:
-        for queue in QUEUES:
-            leases = broker.queue_keys(queue).leases
-            pipe.zadd(leases, {f"{queue}-gone-{n}": 0 for n in range(EXPIRED)})
-        pipe.execute()
-
-
 def test_a_stop_during_a_once_pass_over_twenty_five_queues_names_twenty_and_counts_the_others(
     broker: Broker, redis_client: redis.Redis, redis_url: str, key_prefix: str
 ) -> None:
-    expired_leases(broker, redis_client)
+    expired_ghost_leases(broker, redis_client, QUEUES, EXPIRED)
     reap = Command(
         redis_url,
         key_prefix,

@@ -7,16 +7,15 @@ each with its limit) logged a line of tens of KB (wording.listed_values).
 """
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
-from django.test import override_settings
 
 from django_threadmill.broker import Broker
 from django_threadmill.wording import MAX_LISTED_IDS
-from tests.conftest import tasks_setting
+from tests.conftest import serving
 from tests.lifecycle.support import reserve
-from tests.support import Command, close_pipelines, run_to_completion
+from tests.support import Command, run_to_completion
 from tests.worker import tasks
 
 QUEUES = [f"q{n:02}" for n in range(MAX_LISTED_IDS + 5)]  # sorted, as the worker serves them
@@ -26,16 +25,7 @@ SLOW_RATE = {"queue_limits": {queue: {"rate": "30/h"} for queue in QUEUES}}  # o
 ONE_AT_A_TIME = {"queue_limits": {queue: {"concurrency": 1} for queue in QUEUES}}
 
 
-@pytest.fixture(autouse=True)
-def threadmill_settings(
-    redis_url: str, key_prefix: str, tasks_options: dict[str, object]
-) -> Iterator[None]:
-    """The test's backend with QUEUES, and ``tasks_options`` as its OPTIONS."""
-    setting = tasks_setting(redis_url, key_prefix, **tasks_options)
-    setting["default"]["QUEUES"] = QUEUES  # type: ignore[index]
-    with override_settings(TASKS=setting):
-        yield
-    close_pipelines(key_prefix)
+threadmill_settings = serving(QUEUES)
 
 
 def enqueued(times: int) -> None:

@@ -10,6 +10,7 @@ import redis
 
 from django_threadmill.broker import Broker
 from django_threadmill.wording import MAX_LISTED_IDS
+from tests.lifecycle.support import expired_ghost_leases
 
 from .test_supervisor_chores_at_a_stop import ROUND, worker
 
@@ -20,20 +21,10 @@ EXPIRED = 2 * ROUND + 1
 LEFT = "Reap pass ended between two rounds on a stop signal, expired leases left queues="
 
 
-def expired_leases(broker: Broker, redis_client: redis.Redis) -> None:
-    """Register QUEUES and give each EXPIRED leases whose deadline is long past."""
-    broker.register_queues(QUEUES)
-    with redis_client.pipeline(transaction=False) as pipe:
-        for queue in QUEUES:
-            leases = broker.queue_keys(queue).leases
-            pipe.zadd(leases, {f"{queue}-gone-{n}": 0 for n in range(EXPIRED)})
-        pipe.execute()
-
-
 def test_a_stop_during_a_pass_over_twenty_five_queues_names_twenty_and_counts_the_others(
     broker: Broker, redis_client: redis.Redis, redis_url: str, key_prefix: str
 ) -> None:
-    expired_leases(broker, redis_client)
+    expired_ghost_leases(broker, redis_client, QUEUES, EXPIRED)
     supervisor = worker(redis_url, key_prefix, "reap_each")
     try:
         assert supervisor.wait() == 0, supervisor.log

@@ -7,17 +7,14 @@ restore gone wrong), or the queues of a Redis Cluster node that stopped answerin
 of tens of KB (wording.listed_names).
 """
 
-from collections.abc import Iterator
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.test import override_settings
 
 from django_threadmill.broker import Broker
 from django_threadmill.wording import MAX_LISTED_IDS
-from tests.conftest import tasks_setting
-from tests.support import close_pipelines
+from tests.conftest import serving
 
 pytestmark = pytest.mark.usefixtures("logging_put_back")
 
@@ -27,16 +24,7 @@ NAMED = f"{', '.join(BROKEN[:MAX_LISTED_IDS])} and 5 more"
 TWO_SHARDS = {"queue_shards": dict.fromkeys(BROKEN, 2)}
 
 
-@pytest.fixture(autouse=True)
-def threadmill_settings(
-    redis_url: str, key_prefix: str, tasks_options: dict[str, object]
-) -> Iterator[None]:
-    """The test's backend with QUEUES, and ``tasks_options`` as its OPTIONS."""
-    setting = tasks_setting(redis_url, key_prefix, **tasks_options)
-    setting["default"]["QUEUES"] = QUEUES  # type: ignore[index]
-    with override_settings(TASKS=setting):
-        yield
-    close_pipelines(key_prefix)
+threadmill_settings = serving(QUEUES)
 
 
 def broken(broker: Broker, parts: list[str]) -> None:

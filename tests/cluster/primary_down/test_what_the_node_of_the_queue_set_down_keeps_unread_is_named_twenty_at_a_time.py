@@ -15,7 +15,6 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.test import override_settings
 
 from django_threadmill.aliases import source_of
 from django_threadmill.backend import ThreadmillTaskBackend
@@ -24,9 +23,8 @@ from django_threadmill.wording import MAX_LISTED_IDS
 from django_threadmill.worker.reap_parts import pass_parts
 from django_threadmill.worker.reaper import _drained
 from django_threadmill.worker.workflow_drainer import WorkflowDrainer
-from tests.conftest import tasks_setting
+from tests.conftest import serving
 from tests.servers.redis_cluster import LocalCluster
-from tests.support import close_pipelines
 
 from .conftest import replica_of
 
@@ -66,15 +64,7 @@ def redis_url(cluster: LocalCluster) -> str:
     return next(node.url for node in cluster.live() if node.port != down)
 
 
-@pytest.fixture(autouse=True)
-def threadmill_settings(
-    redis_url: str, key_prefix: str, tasks_options: dict[str, object]
-) -> Iterator[None]:
-    setting = tasks_setting(redis_url, key_prefix, **tasks_options)
-    setting["default"]["QUEUES"] = QUEUES  # type: ignore[index]
-    with override_settings(TASKS=setting):
-        yield
-    close_pipelines(key_prefix)
+threadmill_settings = serving(QUEUES)
 
 
 def field(line: str, name: str) -> list[str]:
