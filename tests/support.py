@@ -222,10 +222,11 @@ def worker(
     )
 
 
-def run_to_completion(command: Command, timeout_s: float = 60.0) -> str:
-    """Wait for a ``--burst`` or ``--once`` command to exit 0; return its log; close it."""
+def run_to_completion(command: Command, timeout_s: float = 60.0, code: int = 0) -> str:
+    """Wait for a ``--burst`` or ``--once`` command to exit with ``code``; return its log;
+    close it."""
     try:
-        assert command.wait(timeout_s) == 0, command.log
+        assert command.wait(timeout_s) == code, command.log
         return command.log
     finally:
         command.close()

@@ -20,8 +20,10 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from tests.admin.conftest import QUEUES_URL, page
 from tests.admin.test_activity import ADD
 from tests.admin.test_counts_and_charts import chart, queue_row
-
-COUNTERS = "django_threadmill.broker.inspect.counters"
+from tests.observability.test_a_metric_hash_of_another_type_leaves_its_queues_counters_out_naming_it import (  # noqa: E501
+    COUNTERS,
+    skipped,
+)
 
 
 @pytest.fixture
@@ -51,17 +53,6 @@ def overwritten(redis_client: redis.Redis, key: str) -> None:
 def left_out_note(html: str) -> list[str]:
     """Return the notes of the last hour saying a queue was left out."""
     return [line.strip() for line in html.splitlines() if "tm-activity-left-out" in line]
-
-
-def skipped(caplog: pytest.LogCaptureFixture, queue: str, key: str) -> list[str]:
-    """Return the WARNINGs saying ``queue``'s counters were left out for ``key``."""
-    return [
-        record.getMessage()
-        for record in caplog.records
-        if record.name == COUNTERS
-        and record.levelno == logging.WARNING
-        and f"queue={queue} key={key} error=WRONGTYPE" in record.getMessage()
-    ]
 
 
 def test_a_queue_whose_minute_hash_holds_another_type_is_left_out_of_the_last_hour_alone(

@@ -12,7 +12,7 @@ import redis
 from django_threadmill.broker import Broker
 from django_threadmill.wording import MAX_LISTED_IDS
 from tests.lifecycle.support import expired_ghost_leases
-from tests.support import Command
+from tests.support import Command, run_to_completion
 
 from .test_operator_commands_on_a_big_backlog import STOPPED_AFTER_TWO_ROUNDS
 
@@ -35,11 +35,7 @@ def test_a_stop_during_a_once_pass_over_twenty_five_queues_names_twenty_and_coun
         "1",
         code=STOPPED_AFTER_TWO_ROUNDS,
     )
-    try:
-        assert reap.wait() == 1, reap.log
-        log = reap.log
-    finally:
-        reap.close()
+    log = run_to_completion(reap, code=1)
 
     named = f"{', '.join(QUEUES[:MAX_LISTED_IDS])} and 5 more"
     assert (

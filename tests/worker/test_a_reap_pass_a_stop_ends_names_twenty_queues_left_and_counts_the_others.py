@@ -11,6 +11,7 @@ import redis
 from django_threadmill.broker import Broker
 from django_threadmill.wording import MAX_LISTED_IDS
 from tests.lifecycle.support import expired_ghost_leases
+from tests.support import run_to_completion
 
 from .test_supervisor_chores_at_a_stop import ROUND, worker
 
@@ -25,12 +26,7 @@ def test_a_stop_during_a_pass_over_twenty_five_queues_names_twenty_and_counts_th
     broker: Broker, redis_client: redis.Redis, redis_url: str, key_prefix: str
 ) -> None:
     expired_ghost_leases(broker, redis_client, QUEUES, EXPIRED)
-    supervisor = worker(redis_url, key_prefix, "reap_each")
-    try:
-        assert supervisor.wait() == 0, supervisor.log
-        log = supervisor.log
-    finally:
-        supervisor.close()
+    log = run_to_completion(worker(redis_url, key_prefix, "reap_each"))
 
     listed = ",".join([*QUEUES[:MAX_LISTED_IDS], "+5_more"])
     assert f"{LEFT}{listed} (the next pass settles them)" in log, log
