@@ -155,7 +155,6 @@ class Prefetcher(RoleThread):
                 return
             next_due_ms = self._peek_every_queue()
             if next_due_ms == 0:  # ready tasks in a queue the refill took for empty
-                self._plan.forget_empty()
                 return
             if self._nothing_left(next_due_ms):
                 self._say_paused_left()
@@ -194,9 +193,12 @@ class Prefetcher(RoleThread):
     def _peek_every_queue(self) -> int | None:
         """--burst, before it stops: peek at every queue no limit holds back, as a refill asks
         only some and probes one it found empty only now and then (a workflow's next step in
-        such a queue was left behind); return the soonest due time (0: ready tasks wait)."""
+        such a queue was left behind); return the soonest due time (0: ready tasks wait). A
+        queue found holding ready tasks is asked for them from the next refill on."""
         counts = {queue: 0 for queue in self.queues if not self._held_back.is_held(queue)}
         peeked = self.broker.acquire_from(counts)
+        for queue, got in zip(counts, peeked, strict=True):
+            self._plan.found(queue, got.found_work, got.next_due_ms)
         self._paused = [queue for queue, got in zip(counts, peeked, strict=True) if got.paused]
         return min((a.next_due_ms for a in peeked if a.next_due_ms is not None), default=None)
 
