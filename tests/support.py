@@ -163,7 +163,12 @@ class Command:
 
     @property
     def log(self) -> str:
-        return Path(self._log.name).read_text()
+        """The command's output so far: its complete lines while it runs (a line read while
+        it was being written read ``pid=1349`` for ``pid=13499``), all of it once it exited."""
+        text = Path(self._log.name).read_text()
+        if self.process.poll() is not None:
+            return text
+        return text[: text.rfind("\n") + 1]
 
     def wait_for_log(self, pattern: str, timeout_s: float = 60.0) -> re.Match[str]:
         """Wait until the output matches ``pattern``; return the last match. A failure shows
