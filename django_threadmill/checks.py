@@ -22,6 +22,7 @@ from .conf.settings import BackendSettings
 from .conf.topology import Durability, masked_location
 from .exceptions import BrokerRefused, BrokerUnavailable
 from .schedules.checks import schedule_messages
+from .wording import listed_names
 
 APP = "django_threadmill"  # what INSTALLED_APPS must hold for the commands, admin and checks
 REDIS_TAG = "threadmill"  # the tag of the checks that read Redis: check --tag threadmill
@@ -125,7 +126,7 @@ def _limit_messages(backend: CheckedBackend) -> list[CheckMessage]:
     return [
         Error(
             f"TASKS[{backend.alias!r}]: OPTIONS['queue_limits'] names queue {queue!r}, which is "
-            f"not in QUEUES ({', '.join(sorted(queues))}), so its limits apply to no task.",
+            f"not in QUEUES ({listed_names(sorted(queues))}), so its limits apply to no task.",
             hint=f"Fix the queue name, or add the queue to TASKS[{backend.alias!r}]['QUEUES'].",
             id="threadmill.E008",
         )

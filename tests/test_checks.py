@@ -197,7 +197,7 @@ def test_queue_limits_naming_a_queue_not_in_queues_is_an_error(
     assert message.id == "threadmill.E008"
     assert message.msg == (
         "TASKS['default']: OPTIONS['queue_limits'] names queue 'emials', which is not in QUEUES "
-        "(default, emails, reports), so its limits apply to no task."
+        "(default, emails and reports), so its limits apply to no task."
     )
     assert message.hint == "Fix the queue name, or add the queue to TASKS['default']['QUEUES']."
 

@@ -13,6 +13,7 @@ from django.urls import reverse
 from ..broker.inspect import DAMAGED
 from ..broker.layouts import QueueNames
 from ..codec.times import from_ms
+from ..wording import listed_names
 
 PREVIEW_CHARS = 2000  # characters of a value shown inline; "Show all" serves the rest as text
 # The longest stored JSON "Show all" serves indented. json.dumps encodes with an indent in
@@ -170,7 +171,7 @@ def queues_unread(names: QueueNames) -> str:
 
 
 def _set_unread(error: Exception, queues: list[str]) -> str:
-    also = f", and those on that node are unavailable: {', '.join(queues)}" if queues else ""
+    also = f", and those on that node are unavailable: {listed_names(queues)}" if queues else ""
     return (
         f"The queue set could not be read: {error} The queues listed are those in QUEUES "
         f"alone (a queue registered only in Redis is not listed){also}."
@@ -180,5 +181,5 @@ def _set_unread(error: Exception, queues: list[str]) -> str:
 def _unavailable(error: Exception, queues: list[str]) -> str:
     return (
         "The queues on a Redis Cluster node that does not answer are unavailable: "
-        f"{', '.join(queues)}. {error}"
+        f"{listed_names(queues)}. {error}"
     )

@@ -14,6 +14,7 @@ from ..compat import InvalidTask, normalize_json
 from ..conf.schedules import Schedule, scheduled_task
 from ..conf.settings import BackendSettings
 from ..enqueue.prepare import check_keyword_names, check_payload_size
+from ..wording import listed_names
 from .slots import NoTimeZone, next_slot, zone_of
 
 BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or its time zone is not known
@@ -127,7 +128,7 @@ def _queue_error(schedule: Schedule, queues: Set[str]) -> str | None:
     if schedule.queue_name is None or not queues or schedule.queue_name in queues:
         return None
     return (
-        f"queue_name {schedule.queue_name!r} is not in QUEUES ({', '.join(sorted(queues))}), "
+        f"queue_name {schedule.queue_name!r} is not in QUEUES ({listed_names(sorted(queues))}), "
         "so no task can be enqueued to it"
     )
 

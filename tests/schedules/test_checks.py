@@ -69,7 +69,7 @@ def test_good_schedules_pass(redis_url: str, key_prefix: str) -> None:
         (
             {"queue_name": "nope"},
             UNKNOWN_QUEUE,
-            "queue_name 'nope' is not in QUEUES (default, emails, reports)",
+            "queue_name 'nope' is not in QUEUES (default, emails and reports)",
         ),
     ],
 )
@@ -126,7 +126,7 @@ def test_a_queue_not_in_queues_is_an_error_with_the_fix(redis_url: str, key_pref
     assert message.id == UNKNOWN_QUEUE
     assert message.msg == (
         "TASKS['default']['OPTIONS']['schedules']['s']: queue_name 'emials' is not in QUEUES "
-        "(default, emails, reports), so no task can be enqueued to it."
+        "(default, emails and reports), so no task can be enqueued to it."
     )
     assert message.hint == "Fix the queue name, or add the queue to TASKS['default']['QUEUES']."
 
