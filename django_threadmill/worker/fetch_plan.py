@@ -59,7 +59,7 @@ class FetchPlan:
 
         A refill goes through the queues not found empty only (``_in_turn``), and through the
         others once a probe is due: going through every queue, each looked up in ``is_held``,
-        cost a busy worker beside 1,000 queues found empty about 65 µs a refill.
+        cost a busy worker beside 1,000 queues found empty half a millisecond a refill.
         """
         first = self._first
         self._first = (first + 1) % len(self.queues)
