@@ -2,14 +2,17 @@
 that records its acquires and idle waits; a script run as a worker's own Python, and a burst
 worker run over tasks that block its event loop."""
 
+import json
 import subprocess
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Acquired, Broker, Reservation
+from django_threadmill.broker import Acquired, Broker, NewTask, Reservation
+from django_threadmill.codec.ids import make_task_id
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.buffer import Runners, TaskBuffer
 from django_threadmill.worker.cancelled_steps import CancelledSteps
@@ -69,6 +72,13 @@ class WatchedBroker(Broker):
     ) -> frozenset[str] | None:
         self.waits_s.append(timeout_s)
         return None  # as a BLPOP that timed out
+
+
+def echo_task(queue: str) -> NewTask:
+    """A new echo task of ``queue``, to enqueue with ``Broker.enqueue``."""
+    task_id = make_task_id(uuid.uuid4().hex, queue)
+    payload = {"path": "testproject.example.tasks.echo", "args": [1], "kwargs": {}}
+    return NewTask(id=task_id, payload=json.dumps(payload), priority=0, run_after_ms=None)
 
 
 def idle_prefetcher(

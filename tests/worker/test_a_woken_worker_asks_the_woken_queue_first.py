@@ -2,17 +2,14 @@
 queues than free slots, it asked them all again a few at a time, in turn, one round trip each,
 until one held the task (docs/worker.md, Several queues)."""
 
-import json
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
-from django_threadmill.broker import Acquired, Broker, NewTask
-from django_threadmill.codec.ids import make_task_id
+from django_threadmill.broker import Acquired, Broker
 
-from .support import WatchedBroker, idle_prefetcher
+from .support import WatchedBroker, echo_task, idle_prefetcher
 
 QUEUES = tuple(f"q{n:02d}" for n in range(40))  # five times the buffer's 8 slots
 
@@ -42,12 +39,6 @@ def waking_broker(backend: ThreadmillTaskBackend) -> Iterator[WakingBroker]:
     broker = WakingBroker(backend.broker)
     yield broker
     broker.client.close()
-
-
-def echo_task(queue: str) -> NewTask:
-    task_id = make_task_id(uuid.uuid4().hex, queue)
-    payload = {"path": "testproject.example.tasks.echo", "args": [1], "kwargs": {}}
-    return NewTask(id=task_id, payload=json.dumps(payload), priority=0, run_after_ms=None)
 
 
 def test_the_refill_after_a_wake_takes_the_task_from_the_queue_the_token_came_from(

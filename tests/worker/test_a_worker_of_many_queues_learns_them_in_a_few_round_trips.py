@@ -7,20 +7,17 @@ empty meanwhile: a ``--burst`` worker of 2,000 empty queues at one thread sent h
 calls over 53 s before it ended, and a burst's last look that found tasks sent the next
 refills through the queues a few at a time again."""
 
-import json
 import math
-import uuid
 from collections.abc import Iterator, Mapping
 
 import pytest
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Acquired, Broker, NewTask
-from django_threadmill.codec.ids import make_task_id
 from django_threadmill.worker.fetch_plan import PEEKS_PER_REFILL
 from django_threadmill.worker.prefetcher import Prefetcher
 
-from .support import WatchedBroker, idle_prefetcher
+from .support import WatchedBroker, echo_task, idle_prefetcher
 
 QUEUES = tuple(f"q{n:04d}" for n in range(1_000))
 SLOTS = 8  # idle_prefetcher's buffer
@@ -87,13 +84,7 @@ def test_a_burst_over_many_empty_queues_ends_after_a_refill_per_peek_bound(
 def test_the_refill_after_a_bursts_last_look_asks_the_queue_that_look_found_tasks_in(
     watched: LateTaskBroker,
 ) -> None:
-    payload = {"path": "testproject.example.tasks.echo", "args": [1], "kwargs": {}}
-    watched.late_task = task = NewTask(
-        id=make_task_id(uuid.uuid4().hex, LATE_QUEUE),
-        payload=json.dumps(payload),
-        priority=0,
-        run_after_ms=None,
-    )
+    watched.late_task = task = echo_task(LATE_QUEUE)
     prefetcher = burst_prefetcher(watched)
     while watched.late_task is not None:  # till the last look, which found the task
         prefetcher._round()
