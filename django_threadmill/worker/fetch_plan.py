@@ -34,6 +34,12 @@ class FetchPlan:
     queue's wake tokens bring ask that queue alone, and a worker woken by them more often than
     it waits for one forgot the delayed task for as long as they came (docs/worker.md, Several
     queues).
+
+    Peeks are bounded, so that a worker of thousands of queues asks Redis in proportion to its
+    work: a refill peeks at up to ``PEEKS_PER_REFILL`` queues not answered yet that it has no
+    slot for (left to later refills, they were learnt a few at a time), and a probe at up to as
+    many queues found empty, the next ones at the next probe (probing every one cost a busy
+    worker beside 999 of them 73 script calls a task) (docs/worker.md, Many queues).
     """
 
     def __init__(
