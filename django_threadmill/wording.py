@@ -2,7 +2,8 @@
 
 import math
 import reprlib
-from collections.abc import Sequence
+from collections.abc import Collection
+from itertools import islice
 
 from django.utils.text import get_text_list
 
@@ -50,19 +51,19 @@ def shown(value: object) -> str:
     return _SHORT.repr(value)
 
 
-def listed_names(names: Sequence[str]) -> str:
+def listed_names(names: Collection[str]) -> str:
     """List the first MAX_LISTED_IDS of ``names`` and count the others: "a, b and 980 more"."""
     listed, more = _first_listed(names)
     return get_text_list([*listed, f"{more:,} more"] if more else listed, "and")
 
 
-def listed_values(values: Sequence[str]) -> str:
+def listed_values(values: Collection[str]) -> str:
     """List the first MAX_LISTED_IDS of ``values`` as one ``key=value`` field of a log or
     probe line, and count the others in one more item, without a space: "a,b,+980_more"."""
     listed, more = _first_listed(values)
     return ",".join([*listed, f"+{more}_more"] if more else listed)
 
 
-def _first_listed(names: Sequence[str]) -> tuple[list[str], int]:
-    """The first MAX_LISTED_IDS of ``names``, and how many are left."""
-    return list(names[:MAX_LISTED_IDS]), max(len(names) - MAX_LISTED_IDS, 0)
+def _first_listed(names: Collection[str]) -> tuple[list[str], int]:
+    """The first MAX_LISTED_IDS of ``names`` (a dict: its keys), and how many are left."""
+    return list(islice(names, MAX_LISTED_IDS)), max(len(names) - MAX_LISTED_IDS, 0)

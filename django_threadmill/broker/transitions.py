@@ -45,7 +45,7 @@ def _partly_renewed(
     the others' replies naming ``lost``."""
     first = next(iter(failed.values()))
     return PartlyRenewed(
-        f"not renewed in queue {listed_names(list(failed))}, renewed in the others: {first}",
+        f"not renewed in queue {listed_names(failed)}, renewed in the others: {first}",
         first,
         answered=frozenset(
             lease.task_id for part, group in groups.items() if part not in failed for lease in group
@@ -83,9 +83,7 @@ class _Fenced[T: (Start, Finish)]:
         again only what was not written."""
         if self.failed:
             error = next(iter(self.failed.values()))
-            message = (
-                f"not written in queue {listed_names(list(self.failed))}, written in the others"
-            )
+            message = f"not written in queue {listed_names(self.failed)}, written in the others"
         elif progress_failed:
             error = progress_failed[0][1]
             message = "progress reports not written, the outcomes were"

@@ -106,7 +106,7 @@ def _queues_failed(report: ReapReport) -> str:
         also = f"queue {listed_names(whole)} and " if whole else ""
         partly = listed_names(report.partly)
         return f"Reap of {also}part of queue {partly} failed, the rest was reaped"
-    failed = listed_names(list(report.failures))
+    failed = listed_names(report.failures)
     if len(report.failures) < len(report.queues):
         return f"Reap of queue {failed} failed, the other queues were reaped"
     if any(isinstance(error, MaybeApplied) for error in report.failures.values()):

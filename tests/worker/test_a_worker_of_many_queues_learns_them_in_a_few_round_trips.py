@@ -56,14 +56,13 @@ def burst_prefetcher(broker: Broker) -> Prefetcher:
     return prefetcher
 
 
-def rounds_till_stopped(prefetcher: Prefetcher, most: int) -> int:
+def run_till_stopped(prefetcher: Prefetcher, most: int) -> None:
     """Run the prefetcher's rounds until it stops; fail past ``most`` of them."""
-    rounds = 0
-    while not prefetcher.stopping.is_set():
-        assert rounds < most, f"still going after {most} rounds"
+    for _ in range(most):
+        if prefetcher.stopping.is_set():
+            return
         prefetcher._round()
-        rounds += 1
-    return rounds
+    assert prefetcher.stopping.is_set(), f"still going after {most} rounds"
 
 
 def test_a_burst_over_many_empty_queues_ends_after_a_refill_per_peek_bound(
@@ -71,7 +70,7 @@ def test_a_burst_over_many_empty_queues_ends_after_a_refill_per_peek_bound(
 ) -> None:
     prefetcher = burst_prefetcher(watched)
 
-    rounds_till_stopped(prefetcher, most=len(QUEUES))
+    run_till_stopped(prefetcher, most=len(QUEUES))
 
     # A refill per SLOTS + PEEKS_PER_REFILL queues, the one that finds them all empty, and
     # the last look at every queue; before, a refill per SLOTS queues: 125 and more.
