@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +25,17 @@ from tests.worker.conftest import start_worker
 __all__ = ["start_worker"]  # every package may run the real worker command
 # A project of its own, with its own settings: tests/testing/test_sample_project.py runs it.
 collect_ignore = ["sample_project"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``slow`` unless THREADMILL_SLOW is set: long runs whose short
+    versions CI runs (docs/reliability.md, Running the suite)."""
+    if os.environ.get("THREADMILL_SLOW"):
+        return
+    opt_in = pytest.mark.skip(reason="a long run: THREADMILL_SLOW=1 runs it")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(opt_in)
 
 
 @pytest.fixture(scope="session")

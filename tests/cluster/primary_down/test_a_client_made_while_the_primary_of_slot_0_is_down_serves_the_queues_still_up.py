@@ -29,6 +29,8 @@ from tests.worker.tasks import square
 from ..conftest import command_env
 from .conftest import DOWN, UP, replica_of, status
 
+pytestmark = pytest.mark.slow
+
 IN_SLOT_0 = "3560"  # a key whose hash slot is 0
 # Enqueues, each asyncio one on a new event loop and so a new client: enough that a first call
 # sent to a random primary meets the down one (1 in 3, 1 in 9 once retried) all but surely.

@@ -21,6 +21,8 @@ from tests.support import Command, running, wait_until
 from ..conftest import command_env
 from .conftest import DOWN, UP, replica_of, status
 
+pytestmark = pytest.mark.slow
+
 ROUNDS = 2  # refills that include the down queue after the one that found it down
 TASKS = 20  # of a queue still served, enqueued while the primary is down
 KILLED = "test\tkilled"  # the trace's line that the test writes once the primary is down

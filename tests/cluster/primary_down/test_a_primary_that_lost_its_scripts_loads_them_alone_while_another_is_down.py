@@ -27,6 +27,8 @@ from tests.support import running, wait_until, worker
 from ..conftest import command_env
 from .conftest import DOWN, UP, replica_of, status
 
+pytestmark = pytest.mark.slow
+
 # What a worker logs when a call to the queues still served failed (the down queue's own
 # failures are logged per queue, or say "not renewed in queue images").
 FAILED_ON_THE_QUEUES_STILL_SERVED = r"Fetch failed,|Ack batch failed|Metrics not sent"

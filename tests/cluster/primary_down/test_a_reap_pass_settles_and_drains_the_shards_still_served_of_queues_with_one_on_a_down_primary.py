@@ -34,6 +34,8 @@ from .test_workflows_on_the_queues_still_served_advance_from_the_outboxes_others
     launched,
 )
 
+pytestmark = pytest.mark.slow
+
 SPLIT = "default"  # split over one shard per primary: its shard 0 on the primary that goes down
 SHARDS = 3
 EARLIER = UP[0]  # a queue served unsplit, once split over SHARDS: a part of that on the down node

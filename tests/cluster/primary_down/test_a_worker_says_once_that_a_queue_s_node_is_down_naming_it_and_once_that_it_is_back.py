@@ -24,6 +24,8 @@ from tests.support import running, wait_until, worker
 from ..conftest import command_env
 from .conftest import DOWN, UP, replica_of, status
 
+pytestmark = pytest.mark.slow
+
 RECHECKS = 2  # tries of the down queue seen before the lines are counted: a retry at least
 # A line of the down queue's fetch failing, with its level.
 QUEUE_FAILED = re.compile(

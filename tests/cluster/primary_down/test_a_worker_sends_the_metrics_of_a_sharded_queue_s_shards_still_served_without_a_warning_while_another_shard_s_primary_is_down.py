@@ -28,6 +28,8 @@ from .test_a_dead_worker_s_task_on_a_queue_still_served_is_reaped_while_another_
     primary_down,
 )
 
+pytestmark = pytest.mark.slow
+
 SPLIT = "default"  # split over one shard per primary: its shard 0 on the primary that goes down
 SHARDS = 3
 NOT_SENT = "Metrics not sent"

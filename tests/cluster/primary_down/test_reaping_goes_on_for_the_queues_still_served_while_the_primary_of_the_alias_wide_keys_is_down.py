@@ -28,6 +28,8 @@ from .test_enqueues_and_a_worker_started_go_on_while_the_primary_of_the_alias_wi
     alias_primary_down,
 )
 
+pytestmark = pytest.mark.slow
+
 STILL_SERVED = "default"  # slot 15466: on a primary that stays up
 LEASE_TTL_S = 3.0  # the reapers' hold: a renewal interval (1 s) and 2 s
 UNKNOWN = "Reap goes through the queues in QUEUES alone, those registered only in Redis unknown"

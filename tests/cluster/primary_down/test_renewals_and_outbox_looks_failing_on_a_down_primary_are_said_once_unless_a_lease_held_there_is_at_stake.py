@@ -25,6 +25,8 @@ from tests.support import running, wait_until, worker
 from ..conftest import command_env
 from .conftest import DOWN, replica_of, status
 
+pytestmark = pytest.mark.slow
+
 RETRIES = 1  # failures seen after the first, before the lines are counted
 # A line of a renewal failing in the down queue: its level, its leases held there (unrenewed=,
 # absent before the fix), and the line.

@@ -29,6 +29,8 @@ from .test_enqueues_and_a_worker_started_go_on_while_the_primary_of_the_alias_wi
     alias_primary_down,
 )
 
+pytestmark = pytest.mark.slow
+
 __all__ = ["operator"]  # the admin tests' staff client fixture
 SERVED = ("images", "default")  # slots 4887 and 15466: on the two primaries that stay up
 DOWN_QUEUE = "billing"  # slot 7094: beside the queue set

@@ -39,6 +39,8 @@ from .test_the_health_probe_and_the_queues_page_go_through_the_queues_in_queues_
     probe,
 )
 
+pytestmark = pytest.mark.slow
+
 __all__ = ["operator"]  # the admin tests' staff client fixture
 SERVED = "default"  # slot 15466: on the primary that stays up whichever other goes down
 BESIDE_THE_SET = "billing"  # slot 7094: on the primary of the queue set

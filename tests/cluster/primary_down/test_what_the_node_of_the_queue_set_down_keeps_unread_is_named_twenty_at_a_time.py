@@ -28,7 +28,7 @@ from tests.servers.redis_cluster import LocalCluster
 
 from .conftest import replica_of
 
-pytestmark = pytest.mark.usefixtures("logging_put_back", "node_down")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("logging_put_back", "node_down")]
 
 QUEUES = [f"t{n:03}" for n in range(200)]  # sorted; about a third on each primary
 SET_TAG = "{default}"  # the hash tag of the alias-wide keys: the queue set among them

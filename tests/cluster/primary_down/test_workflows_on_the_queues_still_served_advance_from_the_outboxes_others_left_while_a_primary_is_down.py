@@ -27,6 +27,8 @@ from tests.workflows.tasks import collect, number
 from ..conftest import command_env
 from .conftest import DOWN, UP, replica_of
 
+pytestmark = pytest.mark.slow
+
 LAUNCHES = 20  # tries at a launch whose workflow's hash lands on a node up (2 in 3 do)
 
 
