@@ -17,6 +17,8 @@ from typing import Any
 
 import redis
 
+from ..codec.text import utf8_text
+from ..conf.settings import check_queue_name
 from ..exceptions import BrokerUnavailable, ResumedNotWoken
 from .connection import wrong_type
 from .enqueue import WAKE_TOKEN_CAP
@@ -49,6 +51,16 @@ def checked_reason(reason: str, what: str) -> str:
         f"{what} is {problem}: give one line of at most {MAX_REASON_CHARS} characters (the "
         "rest belongs in a ticket or runbook)."
     )
+
+
+def _check_call(call: str, queue: object, by: object, reason: object = "") -> None:
+    """Refuse a ``queue``, author or reason that ``call`` (pause or resume) cannot take, before
+    it writes anything: a ``None`` one failed in the log line once the queue was paused or
+    resumed (a resume left its idle workers unwoken), and a pause key written with it read
+    back as its raw JSON."""
+    check_queue_name(queue)
+    utf8_text(by, f"{call}() by")
+    utf8_text(reason, f"{call}() reason")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +105,7 @@ class Pausing(Layouts):
 
         A pause in force is kept as it was, with its own time, author and reason.
         """
+        _check_call("pause", queue, by, reason)
         note = QueuePause(at_ms=self.server_time_ms(), by=by, reason=reason).text()
         parts = self.every_part(queue)
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
@@ -122,6 +135,7 @@ class Pausing(Layouts):
         yet the queue is resumed; ``ResumedNotWoken`` says so (docs/lifecycle.md, Keys of
         another type).
         """
+        _check_call("resume", queue, by)
         parts = self.every_part(queue)
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for part in parts:
