@@ -14,6 +14,7 @@ from typing import Any
 from ..wording import a_type, an_int_of_its_size
 
 JSON_KEYS = (str, bytes, int, float, bool, type(None))  # bytes keys are decoded first
+PATH_ENDS = 10  # steps of a long path shown at each end
 
 
 def unstorable_at(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
@@ -39,16 +40,71 @@ def _first_unstorable(pending: list[tuple[str, Any]]) -> str | None:
         if id(value) in walked:
             continue
         walked.add(id(value))
-        children: list[tuple[str, Any]] = []
         if isinstance(value, Mapping):
-            for key, child in value.items():
+            for key in value:
                 if not isinstance(key, JSON_KEYS) or _problem(key) is not None:
                     return f"{path} has {_key_named(key)}, not a JSON key"
-                children.append((f"{path}[{reprlib.repr(key)}]", child))
-        elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
-            children = [(f"{path}[{index}]", child) for index, child in enumerate(value)]
-        pending.extend(reversed(children))
+        pending.extend((path + step, child) for step, child in reversed(_children(value)))
     return None
+
+
+def circular_at(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+    """Return where a value of the call holds a container it sits in, as "args[0]['self'] is
+    args[0], which holds it: ..."; None if the call is a tree. Asked once encoding ran out of
+    stack: a cycle does that too, and "nested too deeply" sent the user after a depth the
+    arguments did not have."""
+    # Each value met, as its parent's index and its step from there ("[0]", "['self']"): its
+    # path is built only to be shown, as paths built on the way grew with the depth.
+    steps: list[tuple[int, str]] = [(-1, "kwargs"), (-1, "args")]
+    on_path: dict[int, int] = {}  # the containers being walked, by id: their index in steps
+    done: set[int] = set()  # containers walked whole: a shared one is met again, no cycle
+    # (index, value, leaving): a container is pushed again, to leave the path once its
+    # children were walked. Depth first, with a stack: a deep call must not recurse here.
+    pending: list[tuple[int, Any, bool]] = [(0, kwargs, False), (1, list(args), False)]
+    while pending:
+        index, value, leaving = pending.pop()
+        if leaving:
+            del on_path[id(value)]
+            done.add(id(value))
+            continue
+        if id(value) in on_path:
+            return (
+                f"{_path(steps, index)} is {_path(steps, on_path[id(value)])}, which holds it: "
+                "a circular reference JSON cannot store"
+            )
+        children = _children(value)
+        if not children or id(value) in done:
+            continue
+        on_path[id(value)] = index
+        pending.append((index, value, True))
+        for step, child in reversed(children):
+            steps.append((index, step))
+            pending.append((len(steps) - 1, child, False))
+    return None
+
+
+def _path(steps: list[tuple[int, str]], index: int) -> str:
+    """Return the path of the value at ``index`` in ``steps``, its middle cut short past
+    2 * PATH_ENDS steps: a cycle closing deep in the call must not fill the message."""
+    path: list[str] = []
+    while index >= 0:
+        index, step = steps[index]
+        path.append(step)
+    path.reverse()
+    if len(path) <= 2 * PATH_ENDS:
+        return "".join(path)
+    cut = len(path) - 2 * PATH_ENDS
+    return f"{''.join(path[:PATH_ENDS])}[…{cut:,} more…]{''.join(path[-PATH_ENDS:])}"
+
+
+def _children(value: Any) -> list[tuple[str, Any]]:
+    """Return the values JSON would write inside ``value``, each with its step from it: a
+    mapping's by key, a sequence's (no str or bytes) by index; none for the rest."""
+    if isinstance(value, Mapping):
+        return [(f"[{reprlib.repr(key)}]", child) for key, child in value.items()]
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [(f"[{index}]", child) for index, child in enumerate(value)]
+    return []
 
 
 def _key_named(key: Any) -> str:

@@ -10,7 +10,7 @@ from ..codec.ids import make_task_id, new_task_hex
 from ..codec.payloads import encode_payload
 from ..codec.results import new_result
 from ..codec.times import now_ms, to_ms
-from ..codec.unstorable import unstorable_at
+from ..codec.unstorable import circular_at, unstorable_at
 from ..compat import Task, TaskResult
 from ..exceptions import UnstorableArguments
 from ..observability.tracing import carrier
@@ -52,10 +52,7 @@ def prepare(
             "Pass strings, numbers, booleans, None, lists and dicts with string keys only."
         ) from exc
     except RecursionError as exc:
-        raise UnstorableArguments(
-            f"Arguments of task {task.module_path!r} are nested too deeply to store as JSON. "
-            "Flatten them, or store the data elsewhere and pass its key."
-        ) from exc
+        raise UnstorableArguments(_too_deep(task.module_path, args, kwargs)) from exc
     check_payload_size(task.module_path, payload, settings.max_payload_bytes)
     guard = guard or unique_guard(task, result.args, result.kwargs)
     routed_id = None if given_id else _unique_task_id(broker, task.queue_name, guard)
@@ -69,6 +66,21 @@ def prepare(
         guard=guard,
     )
     return new, result
+
+
+def _too_deep(task_path: str, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
+    """Say why encoding ran out of stack: a value holding itself, named where, else nesting
+    too deep to store."""
+    circular = circular_at(args, kwargs)
+    if circular is not None:
+        return (
+            f"Arguments of task {task_path!r} cannot be stored as JSON: {circular}. Pass a "
+            "copy without the cycle (plain lists and dicts), or the ids of the objects."
+        )
+    return (
+        f"Arguments of task {task_path!r} are nested too deeply to store as JSON. "
+        "Flatten them, or store the data elsewhere and pass its key."
+    )
 
 
 def check_keyword_names(task_path: str, kwargs: dict[Any, Any]) -> None:
