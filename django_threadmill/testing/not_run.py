@@ -49,26 +49,49 @@ def say_left_for_later(
     """Warn that tasks stay queued in ``queues``, the next due in ``next_due_ms``, past the
     drain's ``horizon_ms``: how many, when, and the fix. A rate limit's next start with no
     task left is no task left."""
-    left = sum(Inspector(broker).holding(queues).values())
+    holding = Inspector(broker).holding(queues)
+    left = sum(holding.values())
     if not left:
         return
     logger.warning(
         "drain() returned %d and left %d task%s in the queues %s, the next due in %s: later "
         "than wait_for_delayed=%s s. Delayed tasks and retries fall due on Redis's clock, which "
-        "freezegun and time-machine do not move. Pass drain(wait_for_delayed=...) a longer "
-        "wait, or give the test a shorter run_after or retry delay.",
+        "freezegun and time-machine do not move.%s Pass drain(wait_for_delayed=...) a longer "
+        "wait, or give the test a shorter run_after or retry delay%s.",
         ran,
         left,
         "" if left == 1 else "s",
         list(queues),
         _due_in(next_due_ms),
         horizon_ms / 1000,
+        *_rate_limits_of(broker, [queue for queue, count in holding.items() if count]),
+    )
+
+
+def _rate_limits_of(broker: Broker, queues: Sequence[str]) -> tuple[str, str]:
+    """Name the rate limits of ``queues`` that hold tasks, and their fix, for the warning: a
+    task such a limit held back is due at the limit's next start, and the warning spoke only
+    of delays and retries."""
+    rates = {
+        queue: rate
+        for queue in queues
+        if (rate := broker.settings.limit_of(queue).rate) is not None
+    }
+    if not rates:
+        return "", ""
+    named = ", ".join(f"{queue!r}: {rate}" for queue, rate in rates.items())
+    return (
+        f" Rate limits ({named}) space their queues' starts on that clock too.",
+        ", or a faster rate in OPTIONS['queue_limits']",
     )
 
 
 def _due_in(ms: int) -> str:
-    """Return ``ms`` to come as a ``timedelta`` reads, to the second: a retry delayed by
+    """Return ``ms`` to come as a ``timedelta`` reads, to the second, or in seconds under a
+    minute (a rate limit's next start is often a fraction of one): a retry delayed by
     ``timedelta.max`` is due in more days than a ``timedelta`` holds."""
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
     seconds = round(ms / 1000)
     if seconds > MOST_SECONDS:
         return f"over {timedelta.max.days:,} days"

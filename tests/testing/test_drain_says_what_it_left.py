@@ -10,10 +10,11 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.test import TestCase
+from django.test import TestCase, override_settings
 from django.utils import timezone
 
 from django_threadmill.testing import Threadmill, ThreadmillTestMixin
+from tests.conftest import tasks_setting
 
 from . import tasks
 from .said import LOGGER, warnings_of
@@ -46,6 +47,24 @@ def test_a_retry_backing_off_past_the_wait_is_said_to_be_left(
     [said] = warnings_of(caplog)
     assert said.startswith("drain() returned 1 and left 1 task in the queues ")
     assert "later than wait_for_delayed=0.0 s" in said
+
+
+def test_tasks_a_rate_limit_holds_back_are_said_to_be_so_with_the_wait_in_seconds(
+    threadmill: Threadmill, caplog: pytest.LogCaptureFixture, redis_url: str, key_prefix: str
+) -> None:
+    """The warning spoke of delays and retries only, and rounded a rate's next start, a few
+    seconds or less away, to whole seconds ("the next due in 0:00:00")."""
+    limits = {"reports": {"rate": "6/m"}}  # one start every 10 s
+    with override_settings(TASKS=tasks_setting(redis_url, key_prefix, queue_limits=limits)):
+        for n in range(3):
+            tasks.record_report.enqueue(str(n))
+        assert threadmill.drain(queues=["reports"], wait_for_delayed=0) == 1
+    [said] = warnings_of(caplog)
+    assert re.search(r"left 2 tasks in the queues \['reports'\], the next due in \d+\.\d s", said)
+    assert "Rate limits ('reports': 6/m) space their queues' starts on that clock too." in said
+    assert said.endswith(
+        "a shorter run_after or retry delay, or a faster rate in OPTIONS['queue_limits']."
+    )
 
 
 def test_a_drain_that_empties_its_queues_says_nothing(
