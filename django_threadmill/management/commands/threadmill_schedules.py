@@ -5,7 +5,7 @@ Next slots are reckoned on Redis time, as the supervisors fire them (docs/design
 
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.management.base import CommandError, CommandParser
 
@@ -14,7 +14,7 @@ from ...backend import ThreadmillTaskBackend
 from ...conf.schedules import Schedule, scheduled_task
 from ...exceptions import BrokerUnavailable
 from ...schedules.checks import unfireable
-from ...schedules.slots import NoTimeZone, next_slot, zone_of
+from ...schedules.slots import next_slot, zone_of
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..report_output import CutShortCommand
@@ -92,11 +92,13 @@ def _unfireable_line(schedule: Schedule, problem: str) -> str:
 def _shown_zone(schedule: Schedule) -> ZoneInfo:
     """Return the zone to show the slots in: the schedule's, else TIME_ZONE; UTC for an every
     schedule whose zone would be the host's local time (TIME_ZONE None or "localtime": its slots
-    are the same in every zone, and the host's time has no zone name). A cron schedule's zone
-    is then refused (threadmill.E010), and it is listed as never firing."""
+    are the same in every zone, and the host's time has no zone name), or that zoneinfo cannot
+    load (a TIME_ZONE such as "America", which Django's own check lets by: the listing ended in
+    zoneinfo's traceback). A cron schedule's zone is then refused (threadmill.E010), and it is
+    listed as never firing."""
     if schedule.cron is not None:
         return zone_of(schedule.timezone)
     try:
         return zone_of(None)  # an every schedule has no 'timezone' of its own
-    except NoTimeZone:
+    except (ZoneInfoNotFoundError, ValueError):  # NoTimeZone is a ValueError
         return ZoneInfo("UTC")
