@@ -3,6 +3,7 @@ from OPTIONS, nothing else."""
 
 import hmac
 
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
@@ -42,6 +43,9 @@ def readable_sources(request: HttpRequest) -> list[Source] | None:
     return sources() if user.is_active and user.is_staff and may_see_queues else []
 
 
+# It checks its own credentials: LoginRequiredMiddleware sent a scraper's bearer token, and
+# anyone without credentials, to the login page, where this answers 401.
+@login_not_required
 @require_safe  # HEAD too: every HTTP server must take it where it takes GET
 @never_cache  # a scrape reads Redis now: a cache (the site-wide one) would freeze the gauges
 def metrics_view(request: HttpRequest) -> HttpResponse:

@@ -92,16 +92,20 @@ class PartTally:
 
     def add(self, finish: Finish, *, reaping: bool, recorded_at: float) -> None:
         """Count one outcome recorded at ``recorded_at`` (``monotonic()``); by the reaper:
-        an expired lease, with no run time."""
+        an expired lease, with no run time. A step its workflow stopped before it started
+        (``finish.cancelled``) is only indexed as finished: a cancel counts no outcome
+        (docs/observability.md, Families)."""
         lease, outcome = finish.lease, finish.outcome.value  # an enum's value is a lookup
-        path = lease.task_path or UNNAMED_TASK
-        counts, totals = self.recent[path], self.lifetime[path]
-        self.outcomes[outcome] += 1
         if outcome != _RETRY:
             finished = self.finished
             if not finished or finished[-1][0] != recorded_at:
                 finished.append((recorded_at, []))
             finished[-1][1].append(lease.task_id)
+        if finish.cancelled:
+            return
+        path = lease.task_path or UNNAMED_TASK
+        counts, totals = self.recent[path], self.lifetime[path]
+        self.outcomes[outcome] += 1
         counts[outcome] += 1
         if reaping:
             totals["expired"] += 1
@@ -296,7 +300,7 @@ class Tally:
         dropped: dict[str, int] = {}
         with self._lock:
             for part, tally in parts.items():
-                if not tally.outcomes:  # only a trim rode along: nothing to count again
+                if not tally.outcomes and not tally.finished:  # only a trim: nothing to keep
                     continue
                 if maybe_counted or tally.maybe_counted:
                     tally.maybe_counted = True

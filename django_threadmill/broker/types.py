@@ -193,6 +193,9 @@ class Finish(NamedTuple):
     finished_ms: int
     retry_delay_ms: int = 0
     run_ms: int | None = None  # how long it ran, on the monotonic clock; None: not measured
+    # A step its workflow stopped before it started, recorded FAILED with ``Cancelled``: the
+    # metrics count no outcome for it, as for a cancel of a waiting task (broker/metrics.py).
+    cancelled: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

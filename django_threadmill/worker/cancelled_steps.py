@@ -55,7 +55,7 @@ class CancelledSteps:
             stopped.workflow_id,
         )
         error = Cancelled.before_it_ran(stopped.reason)
-        return outcome.failed(reservation.lease, error, now_ms(), None)
+        return outcome.failed(reservation.lease, error, now_ms(), None)._replace(cancelled=True)
 
     def retry_checked(self, finish: Finish, held: HeldStep) -> Finish:
         """Return ``finish``, the outcome of ``held``'s failed attempt; a retry as FAILED, with
