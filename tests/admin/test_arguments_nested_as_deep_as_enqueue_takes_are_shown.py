@@ -8,6 +8,7 @@ back (tests/backend/test_nested_values_read_back.py).
 """
 
 import json
+import re
 
 from django.test import Client
 
@@ -44,7 +45,8 @@ def test_arguments_nested_as_deep_as_enqueue_takes_are_shown_and_served(
     body = page(operator, detail_url(task_id))
 
     assert "<td>testproject.example.tasks.echo</td>" in body
-    assert "[[[[[[[[" in body  # too deep to indent: shown on one line
+    # Shown on one line where json cannot indent so deep (3.12), indented where it can (3.13).
+    assert re.search(r"(\[\s*){8}", body)
     for field, stored in (("args", [value]), ("kwargs", {"key": value})):
         served = operator.get(f"{detail_url(task_id)}raw/{field}/")
         assert served.status_code == 200
