@@ -26,9 +26,11 @@ type Announce = Callable[[list[TaskResult]], Awaitable[list[Exception | None]] |
 # What a context holds, by identity: each variable and the id of its value.
 type ContextValues = frozenset[tuple[ContextVar[object], int]]
 
-# What a thread pool raises, asgiref's sync thread's included, once the interpreter shuts down
-# (atexit handlers run then): the hop never started, so no receiver ran.
-_REFUSED_AT_SHUTDOWN = "cannot schedule new futures after interpreter shutdown"
+# How a thread pool's refusal begins once the interpreter shuts down (atexit handlers run then),
+# asgiref's sync thread's included: "... after interpreter shutdown" from a pool whose thread
+# never started, "... after shutdown" from one whose thread ended with the interpreter (it marks
+# its pool shut down as it goes). The hop never started, so no receiver ran.
+_REFUSED_AT_SHUTDOWN = "cannot schedule new futures after"
 
 # Set while task_enqueued is sent, in the sending context: what a receiver runs (an async one
 # on the caller's event loop, through async_to_sync) inherits it. Such an aenqueue announces
