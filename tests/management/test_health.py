@@ -100,11 +100,13 @@ def test_counts_only_this_host_and_the_queues_asked(
 ) -> None:
     with running(short_lease_worker("--queue", "emails")):
         until_exit(probe, HealthCode.HEALTHY, "--queue", "emails")
-        too_few = probe("--queue", "emails", "--min-processes", "2")
+        too_few = probe("--queue", "emails", "--queue", "emails", "--min-processes", "2")
         elsewhere = probe("--host", "elsewhere.example")
         other_queue = probe("--queue", "default")
     assert too_few.returncode == HealthCode.TOO_FEW
-    assert f"host={HOST} live=1 min_processes=2 queues=emails" in one_line(too_few.stderr)
+    assert f"host={HOST} live=1 min_processes=2 queues=emails lease_ttl_s=" in one_line(
+        too_few.stderr
+    )  # a queue asked twice is named once
     assert elsewhere.returncode == HealthCode.TOO_FEW
     assert "host=elsewhere.example live=0" in one_line(elsewhere.stderr)
     assert "last_seen=never live_elsewhere=1:" in elsewhere.stderr

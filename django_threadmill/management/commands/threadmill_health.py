@@ -122,7 +122,8 @@ class Command(SetUpFrozen, ExitCodeCommand):
         if options["timeout"] <= 0:
             raise usage_error(f"--timeout {options['timeout']:g} is not positive. Use e.g. 2.")
         host = self._host(options["host"])
-        asked = [self._queue(backend, name) for name in options["queues"] or []]
+        # Each once: a queue asked twice was named twice in the answer.
+        asked = [self._queue(backend, name) for name in dict.fromkeys(options["queues"] or [])]
         broker = self._probe_broker(backend, options["timeout"])
         try:
             listed = QueueNames(queues=asked) if asked else broker.queue_names(backend.queues)
