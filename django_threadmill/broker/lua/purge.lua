@@ -10,7 +10,8 @@
 -- Returns: {deleted, looked_at, set_aside, kept, kept_score}: kept is the last id this call
 --          left in P:done ("" if none), to pass as after, with its score, while looked_at ==
 --          limit. Resuming after an id, not at an offset, skips nothing when older entries
---          leave P:done between calls (another purge, a requeue, the done index's trim).
+--          leave P:done between calls (another purge, a requeue, the done index's trim), nor
+--          when that id itself leaves it or finishes again (its score is checked).
 --          Records that cannot be read are set aside (and unindexed), never deleted: an
 --          operator looks at them first.
 -- Fence:   only records in a final state are deleted; an id whose record is gone or was
@@ -31,9 +32,12 @@
 --          for each call of a purge that met a step.
 local start = 0
 if ARGV[1] ~= "" then
-  -- Entries of the same score as a vanished `after` are looked at again: kept again, harmless.
-  start = redis.call("ZRANK", KEYS[2], ARGV[1])
-  start = start and start + 1 or redis.call("ZCOUNT", KEYS[2], "-inf", "(" .. ARGV[2])
+  -- Resume after `after` where it was: one that left P:done, or finished again since (requeued,
+  -- its score now the newest), is looked for by its old score; at its new rank, every result
+  -- between was skipped. Entries of that score are looked at again: kept again, harmless.
+  local still_there = tonumber(redis.call("ZSCORE", KEYS[2], ARGV[1])) == tonumber(ARGV[2])
+  start = still_there and redis.call("ZRANK", KEYS[2], ARGV[1]) + 1
+    or redis.call("ZCOUNT", KEYS[2], "-inf", "(" .. ARGV[2])
 end
 local entries = redis.call("ZRANGE", KEYS[2], start, start + tonumber(ARGV[3]) - 1, "WITHSCORES")
 
