@@ -23,6 +23,7 @@ from redis.connection import parse_url
 
 from ..codec.text import digits_int
 from ..exceptions import ImproperlyConfiguredThreadmill
+from ..wording import shown as shown_value
 from .bounds import ONE_DAY, POOL_RULES, ValueReader, option, read_seconds
 
 SENTINEL_AUTH_KEYS = frozenset({"username", "password"})
@@ -64,11 +65,37 @@ NUMBERS_IN_QUERY = ("socket_read_size",)
 # How alike a key must be to a valid one to be offered as the fix (difflib's ratio, 0-1): below,
 # 'socket_keepalive' would suggest 'socket_read_size'.
 CLOSE_MATCH = 0.8
+# The RESP versions redis-py speaks, as it reads them (int()): any other failed each connect with
+# a ConnectionError, which read as Redis being unreachable, waited for without end.
+PROTOCOLS = (2, 3)
+PROTOCOL = "protocol"
+# A pool's argument, a class: a query gives it as text, which the pool called for each connection.
+CONNECTION_CLASS = "connection_class"
 POOL_TIMEOUT = "timeout"  # BlockingConnectionPool's; the broker drops it where a client has none
 # What the backend sets itself and relies on: it reads every reply as text, decoded strictly from
 # UTF-8. decode_responses=False made each result read as a damaged record, to delete; another
 # encoding failed the first enqueue with redis-py's NoScriptError.
 SET_BY_BACKEND = frozenset({"decode_responses", "encoding", "encoding_errors"})
+
+
+def read_protocol(where: str, value: object) -> object:
+    """Return ``value`` if redis-py reads it as a RESP version it speaks, or None (its own
+    default), else raise naming ``where`` and the fix."""
+    if value is None or _protocol_of(value) in PROTOCOLS:
+        return value
+    raise ImproperlyConfiguredThreadmill(
+        f"{where} is {shown_value(value)}. Use 2 (RESP2) or 3 (RESP3), or leave it out for "
+        "redis-py's default."
+    )
+
+
+def _protocol_of(value: object) -> int | None:
+    """Return ``value`` as the whole number redis-py reads it as, None if it reads none."""
+    if isinstance(value, str):
+        return digits_int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 # The connection_options values judged here, by the rule of the option each overrides (the broker
 # merges them over OPTIONS), or as seconds redis-py reads: a bad one failed at the first call
 # with redis-py's bare TypeError or ValueError, or read as no timeout.
@@ -79,6 +106,7 @@ CONNECTION_VALUES: dict[str, ValueReader] = {
     "max_connections": POOL_RULES["max_connections"],
     # redis-py's PING before a connection idle this long; 0 turns it off (our default is 30 s).
     "health_check_interval": lambda where, v: read_seconds(where, v, ONE_DAY, allow_zero=True),
+    PROTOCOL: read_protocol,
 }
 
 
@@ -259,13 +287,7 @@ def read_location(alias: str, location: object) -> str:
                 f"{shown}, whose database {db!r} is not a whole number. Use a database number "
                 "from 0 up, e.g. 'redis://localhost:6379/0' or 'unix:///run/redis.sock?db=0'."
             )
-    for argument in parse_qs(urlsplit(location).query):  # as redis-py reads it: blanks dropped
-        if argument in QUERY_OVERRIDES:
-            raise ImproperlyConfiguredThreadmill(
-                f"{shown}, whose query sets {argument!r}, which redis-py would apply over the "
-                f"backend's own setting. Set {QUERY_OVERRIDES[argument]} instead and drop it "
-                "from LOCATION."
-            )
+    _check_query_values(shown, parse_qs(urlsplit(location).query))  # blanks dropped, as redis-py
     try:
         parsed = parse_url(location)
     except ValueError as exc:  # "Invalid value for 'socket_keepalive' in connection URL."
@@ -274,6 +296,27 @@ def read_location(alias: str, location: object) -> str:
         ) from exc
     _check_numbers_read(shown, parsed)
     return location
+
+
+def _check_query_values(shown: str, query: dict[str, list[str]]) -> None:
+    """Refuse a query argument redis-py would apply over the backend's own setting, a
+    connection class, or a RESP version it cannot speak, as written (redis-py before 8.0 passes
+    it on as text)."""
+    for argument, values in query.items():
+        if argument in QUERY_OVERRIDES:
+            raise ImproperlyConfiguredThreadmill(
+                f"{shown}, whose query sets {argument!r}, which redis-py would apply over the "
+                f"backend's own setting. Set {QUERY_OVERRIDES[argument]} instead and drop it "
+                "from LOCATION."
+            )
+        if argument == CONNECTION_CLASS:
+            raise ImproperlyConfiguredThreadmill(
+                f"{shown}, whose query sets {argument!r}, which a URL gives as text, not a "
+                "class. Drop it: the scheme chooses the connection, rediss:// for TLS and "
+                "unix:// for a socket."
+            )
+        if argument == PROTOCOL:  # redis-py reads the first
+            read_protocol(f"{shown}, whose query argument {PROTOCOL!r}", values[0])
 
 
 def _check_numbers_read(shown: str, parsed: dict[str, Any]) -> None:
