@@ -8,6 +8,7 @@ acknowledged enqueue or ack batch must have reached first.
 import difflib
 import inspect
 import re
+import ssl
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache, lru_cache
@@ -69,6 +70,8 @@ CLOSE_MATCH = 0.8
 # a ConnectionError, which read as Redis being unreachable, waited for without end.
 PROTOCOLS = (2, 3)
 PROTOCOL = "protocol"
+# The TLS certificate requirements redis-py names, as written in a query or connection_options.
+CERT_REQS = ("none", "optional", "required")
 # A pool's argument, a class: a query gives it as text, which the pool called for each connection.
 CONNECTION_CLASS = "connection_class"
 POOL_TIMEOUT = "timeout"  # BlockingConnectionPool's; the broker drops it where a client has none
@@ -96,6 +99,24 @@ def _protocol_of(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def read_cert_reqs(where: str, value: object) -> object:
+    """Return ``value`` if redis-py takes it as a TLS certificate requirement: a name it knows,
+    an ``ssl.VerifyMode``, or None (its default); else raise naming ``where`` and the fix. One it
+    does not take passed the checks and failed each connection with a bare ``RedisError``."""
+    if value is None or value in CERT_REQS or _verify_mode(value):
+        return value
+    raise ImproperlyConfiguredThreadmill(
+        f"{where} is {shown_value(value)}. Use 'required', 'optional' or 'none' (or an "
+        "ssl.CERT_* value in connection_options), or leave it out for redis-py's default."
+    )
+
+
+def _verify_mode(value: object) -> bool:
+    """Tell whether ``value`` is an ``ssl.CERT_*`` value (a bool is not one, though it equals
+    0 or 1)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value in tuple(ssl.VerifyMode)
+
+
 # The connection_options values judged here, by the rule of the option each overrides (the broker
 # merges them over OPTIONS), or as seconds redis-py reads: a bad one failed at the first call
 # with redis-py's bare TypeError or ValueError, or read as no timeout.
@@ -107,6 +128,12 @@ CONNECTION_VALUES: dict[str, ValueReader] = {
     # redis-py's PING before a connection idle this long; 0 turns it off (our default is 30 s).
     "health_check_interval": lambda where, v: read_seconds(where, v, ONE_DAY, allow_zero=True),
     PROTOCOL: read_protocol,
+    "ssl_cert_reqs": read_cert_reqs,
+}
+# The query arguments whose values are judged here, as in connection_options: redis-py refused a
+# bad one only at each connect.
+QUERY_VALUES: dict[str, ValueReader] = {
+    name: CONNECTION_VALUES[name] for name in (PROTOCOL, "ssl_cert_reqs")
 }
 
 
@@ -300,8 +327,8 @@ def read_location(alias: str, location: object) -> str:
 
 def _check_query_values(shown: str, query: dict[str, list[str]]) -> None:
     """Refuse a query argument redis-py would apply over the backend's own setting, a
-    connection class, or a RESP version it cannot speak, as written (redis-py before 8.0 passes
-    it on as text)."""
+    connection class, or a value of ``QUERY_VALUES`` it cannot take, as written (redis-py
+    before 8.0 passes it on as text)."""
     for argument, values in query.items():
         if argument in QUERY_OVERRIDES:
             raise ImproperlyConfiguredThreadmill(
@@ -315,8 +342,8 @@ def _check_query_values(shown: str, query: dict[str, list[str]]) -> None:
                 "class. Drop it: the scheme chooses the connection, rediss:// for TLS and "
                 "unix:// for a socket."
             )
-        if argument == PROTOCOL:  # redis-py reads the first
-            read_protocol(f"{shown}, whose query argument {PROTOCOL!r}", values[0])
+        if argument in QUERY_VALUES:  # redis-py reads the first
+            QUERY_VALUES[argument](f"{shown}, whose query argument {argument!r}", values[0])
 
 
 def _check_numbers_read(shown: str, parsed: dict[str, Any]) -> None:
