@@ -54,8 +54,10 @@ def test_the_rows_are_read_while_writes_are_held_back(
     def read() -> None:
         rows.append(backend.broker.cut_fields([task_id], ["state", "payload"], "payload", 10))
 
-    threading.Thread(target=read, daemon=True).start()  # held, it would outlive the test
+    reading = threading.Thread(target=read, daemon=True)  # held, it would outlive the test
+    reading.start()
     wait_until(lambda: rows, "the task list's rows read during the pause", timeout_s=10)
+    reading.join(10)  # ending: gone before the fixture looks for threads left running
 
     assert rows == [[[b"ready", b'{"path":"t']]]
 

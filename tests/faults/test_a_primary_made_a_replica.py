@@ -128,8 +128,10 @@ def test_a_wait_an_operator_ends_says_so(broker: Broker, primary: RedisProcess) 
             [waiter] = [c for c in client.client_list() if c["cmd"] == "blpop"]
             client.client_unblock(int(waiter["id"]), error=True)
 
-    threading.Thread(target=unblock).start()
+    unblocking = threading.Thread(target=unblock)
+    unblocking.start()
     error = idle_wait_error(broker, primary, end_it)
+    unblocking.join(30)  # it may still be closing its client once the wait has ended
     assert isinstance(error, BrokerUnavailable), repr(error)
     assert "ended a blocked wait: a client ran CLIENT UNBLOCK ... ERROR" in str(error)
 
