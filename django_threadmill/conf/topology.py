@@ -9,6 +9,7 @@ import difflib
 import inspect
 import re
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache, lru_cache
@@ -66,10 +67,9 @@ NUMBERS_IN_QUERY = ("socket_read_size",)
 # How alike a key must be to a valid one to be offered as the fix (difflib's ratio, 0-1): below,
 # 'socket_keepalive' would suggest 'socket_read_size'.
 CLOSE_MATCH = 0.8
-# The RESP versions redis-py speaks, as it reads them (int()): any other failed each connect with
-# a ConnectionError, which read as Redis being unreachable, waited for without end.
-PROTOCOLS = (2, 3)
 PROTOCOL = "protocol"
+PROTOCOLS = (2, 3)  # the RESP versions redis-py speaks, as it reads them (int())
+CERT_REQS_OPTION = "ssl_cert_reqs"
 # The TLS certificate requirements redis-py names, as written in a query or connection_options.
 CERT_REQS = ("none", "optional", "required")
 # A pool's argument, a class: a query gives it as text, which the pool called for each connection.
@@ -81,15 +81,19 @@ POOL_TIMEOUT = "timeout"  # BlockingConnectionPool's; the broker drops it where 
 SET_BY_BACKEND = frozenset({"decode_responses", "encoding", "encoding_errors"})
 
 
-def read_protocol(where: str, value: object) -> object:
-    """Return ``value`` if redis-py reads it as a RESP version it speaks, or None (its own
-    default), else raise naming ``where`` and the fix."""
-    if value is None or _protocol_of(value) in PROTOCOLS:
-        return value
-    raise ImproperlyConfiguredThreadmill(
-        f"{where} is {shown_value(value)}. Use 2 (RESP2) or 3 (RESP3), or leave it out for "
-        "redis-py's default."
-    )
+def _taken(takes: Callable[[object], bool], fix: str) -> ValueReader:
+    """Return a reader of a value redis-py checks only as it connects: the value if ``takes``
+    says redis-py takes it, or None (its default); else it raises naming where the value came
+    from and ``fix``. redis-py refused a bad one at each connect, after the checks passed."""
+
+    def read(where: str, value: object) -> object:
+        if value is None or takes(value):
+            return value
+        raise ImproperlyConfiguredThreadmill(
+            f"{where} is {shown_value(value)}. {fix}, or leave it out for redis-py's default."
+        )
+
+    return read
 
 
 def _protocol_of(value: object) -> int | None:
@@ -97,18 +101,6 @@ def _protocol_of(value: object) -> int | None:
     if isinstance(value, str):
         return digits_int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def read_cert_reqs(where: str, value: object) -> object:
-    """Return ``value`` if redis-py takes it as a TLS certificate requirement: a name it knows,
-    an ``ssl.VerifyMode``, or None (its default); else raise naming ``where`` and the fix. One it
-    does not take passed the checks and failed each connection with a bare ``RedisError``."""
-    if value is None or value in CERT_REQS or _verify_mode(value):
-        return value
-    raise ImproperlyConfiguredThreadmill(
-        f"{where} is {shown_value(value)}. Use 'required', 'optional' or 'none' (or an "
-        "ssl.CERT_* value in connection_options), or leave it out for redis-py's default."
-    )
 
 
 def _verify_mode(value: object) -> bool:
@@ -127,13 +119,19 @@ CONNECTION_VALUES: dict[str, ValueReader] = {
     "max_connections": POOL_RULES["max_connections"],
     # redis-py's PING before a connection idle this long; 0 turns it off (our default is 30 s).
     "health_check_interval": lambda where, v: read_seconds(where, v, ONE_DAY, allow_zero=True),
-    PROTOCOL: read_protocol,
-    "ssl_cert_reqs": read_cert_reqs,
+    # A RESP version redis-py does not speak failed each connect with a ConnectionError, read
+    # as Redis being unreachable, waited for without end.
+    PROTOCOL: _taken(lambda v: _protocol_of(v) in PROTOCOLS, "Use 2 (RESP2) or 3 (RESP3)"),
+    # A TLS certificate requirement it does not know failed each with a bare RedisError.
+    CERT_REQS_OPTION: _taken(
+        lambda v: v in CERT_REQS or _verify_mode(v),
+        "Use 'required', 'optional' or 'none' (or an ssl.CERT_* value in connection_options)",
+    ),
 }
 # The query arguments whose values are judged here, as in connection_options: redis-py refused a
 # bad one only at each connect.
 QUERY_VALUES: dict[str, ValueReader] = {
-    name: CONNECTION_VALUES[name] for name in (PROTOCOL, "ssl_cert_reqs")
+    name: CONNECTION_VALUES[name] for name in (PROTOCOL, CERT_REQS_OPTION)
 }
 
 

@@ -2,7 +2,6 @@
 
 from collections.abc import Set
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfoNotFoundError
 
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Warning
@@ -15,7 +14,7 @@ from ..conf.schedules import Schedule, scheduled_task
 from ..conf.settings import BackendSettings
 from ..enqueue.prepare import check_keyword_names, check_payload_size
 from ..wording import listed_names
-from .slots import NoTimeZone, next_slot, zone_of
+from .slots import ZONE_ERRORS, NoTimeZone, next_slot, zone_of
 
 BAD_TIMING = "threadmill.E010"  # the cron string does not parse, or its time zone is not known
 BAD_TASK = "threadmill.E011"  # the task does not import, is no task, or is not bound here
@@ -32,7 +31,7 @@ def _timing_error(schedule: Schedule) -> str | None:
         zone_of(schedule.timezone)
     except NoTimeZone as exc:
         return str(exc)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except ZONE_ERRORS as exc:
         return f"{_zone_named(schedule)} is unknown ({exc})"
     try:
         next_slot(schedule, datetime.now(UTC))

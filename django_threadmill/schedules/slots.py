@@ -8,7 +8,7 @@ one with a wildcard hour runs in both passes of the repeated hour.
 
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 
@@ -52,6 +52,12 @@ HOST_ZONE = "localtime"
 class NoTimeZone(ValueError):
     """A cron schedule's zone is the host's local time: it has no ``timezone`` and Django's
     ``TIME_ZONE`` is None, or its zone is ``"localtime"``."""
+
+
+# What zone_of raises for a zone it cannot give: NoTimeZone (a ValueError), zoneinfo's
+# ZoneInfoNotFoundError for a name it cannot load ("America", a directory of zones), ValueError
+# for a key it refuses to read.
+ZONE_ERRORS = (ZoneInfoNotFoundError, ValueError)
 
 
 def zone_of(name: str | None) -> ZoneInfo:

@@ -15,7 +15,7 @@
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, cast
@@ -64,11 +64,11 @@ def say_left_for_later(
         list(queues),
         _due_in(next_due_ms),
         horizon_ms / 1000,
-        *_rate_limits_of(broker, [queue for queue, count in holding.items() if count]),
+        *_rate_limits_of(broker, holding),  # the queues left holding tasks
     )
 
 
-def _rate_limits_of(broker: Broker, queues: Sequence[str]) -> tuple[str, str]:
+def _rate_limits_of(broker: Broker, queues: Iterable[str]) -> tuple[str, str]:
     """Name the rate limits of ``queues`` that hold tasks, and their fix, for the warning: a
     task such a limit held back is due at the limit's next start, and the warning spoke only
     of delays and retries."""

@@ -5,7 +5,7 @@ Next slots are reckoned on Redis time, as the supervisors fire them (docs/design
 
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from django.core.management.base import CommandError, CommandParser
 
@@ -14,7 +14,7 @@ from ...backend import ThreadmillTaskBackend
 from ...conf.schedules import Schedule, scheduled_task
 from ...exceptions import BrokerUnavailable
 from ...schedules.checks import unfireable
-from ...schedules.slots import next_slot, zone_of
+from ...schedules.slots import ZONE_ERRORS, next_slot, zone_of
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..report_output import CutShortCommand
@@ -100,5 +100,5 @@ def _shown_zone(schedule: Schedule) -> ZoneInfo:
         return zone_of(schedule.timezone)
     try:
         return zone_of(None)  # an every schedule has no 'timezone' of its own
-    except (ZoneInfoNotFoundError, ValueError):  # NoTimeZone is a ValueError
+    except ZONE_ERRORS:
         return ZoneInfo("UTC")
