@@ -57,10 +57,10 @@ def _check_call(call: str, queue: object, by: object, reason: object = "") -> No
     """Refuse a ``queue``, author or reason that ``call`` (pause or resume) cannot take, before
     it writes anything: a ``None`` one failed in the log line once the queue was paused or
     resumed (a resume left its idle workers unwoken), and a pause key written with it read
-    back as its raw JSON."""
+    back as its raw JSON. A reason is checked as the command and the admin check theirs."""
     check_queue_name(queue)
     utf8_text(by, f"{call}() by")
-    utf8_text(reason, f"{call}() reason")
+    checked_reason(utf8_text(reason, f"{call}() reason"), f"{call}() reason")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,8 @@
 """``Broker.pause`` and ``Broker.resume`` (the calls docs/testing.md points a test to) refuse a
 queue, author or reason they cannot take before they write anything: a ``None`` reason or
 author paused or resumed the queue and then raised a bare ``TypeError`` from the log line, a
-resume leaving idle workers unwoken, and a pause key whose reason read back as its raw JSON."""
+resume leaving idle workers unwoken, and a pause key whose reason read back as its raw JSON; a
+reason of several lines or too long, which the command and the admin refuse, is refused too."""
 
 from collections.abc import Callable
 
@@ -22,6 +23,8 @@ def paused(broker: Broker, redis_client: redis.Redis, queue: str) -> bool:
         (lambda broker: broker.pause("emails", "ops", None), TypeError, "reason=None"),
         (lambda broker: broker.pause("emails", None, "deploy"), TypeError, "by=None"),
         (lambda broker: broker.pause("emails", "ops", "\udce9"), ValueError, "lone surrogate"),
+        (lambda broker: broker.pause("emails", "ops", "a\nb"), ValueError, "reason is 2 lines"),
+        (lambda broker: broker.pause("emails", "ops", "x" * 201), ValueError, "201 characters"),
         (lambda broker: broker.pause(None, "ops"), ImproperlyConfiguredThreadmill, "Queue name"),
     ],
 )
