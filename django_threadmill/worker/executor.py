@@ -179,6 +179,8 @@ class Executor:
         if given_up():
             self._log_not_run(attempt)
             return None
+        # Set once the task returned: an error after it is its value's, which no retry changes.
+        returned_in_full = False
         try:
             # Its commits end after its open blocks are rolled back: theirs are dropped first.
             with self._reporting(attempt), self.commits():
@@ -193,6 +195,7 @@ class Executor:
                     f"block it never left (database {', '.join(left_open)}); it was rolled "
                     "back, so its writes are undone. Use atomic() as a with-block or decorator."
                 )
+            returned_in_full = True
             returned, value = encode_result(called, attempt.task.module_path, self.max_result_bytes)
         except BaseException as exc:
             if self.interruptible and _interrupts_caller(exc):
@@ -200,7 +203,7 @@ class Executor:
             if not claim():
                 return None
             # Still inside the except block: task_finished receivers see the exception.
-            finish = self._failed(attempt, exc)
+            finish = self._failed(attempt, exc, retry=not returned_in_full)
             outcome.announce(self.backend_class, attempt, finish)
             return finish
         if not claim():
@@ -239,12 +242,14 @@ class Executor:
             with receivers_thread():  # not behind the tasks' ORM calls
                 await asend_guarded(task_started, self.backend_class, attempt.result)
         self.orm_thread.task_began()  # counted out by after_task, below
+        returned_in_full = False  # as in run
         try:
             with self._reporting(attempt):
                 try:
                     awaited = await self._awaited(attempt)
                 finally:
                     self.end_forked_child()
+            returned_in_full = True
             returned, value = encode_result(
                 awaited, attempt.task.module_path, self.max_result_bytes
             )
@@ -256,7 +261,7 @@ class Executor:
                 # back unrecorded with it, as a worker hands back those it cancels at a stop.
                 self.handing_back.set()
                 raise
-            finish = self._decided(attempt, exc)
+            finish = self._decided(attempt, exc, retry=not returned_in_full)
             # Off the loop, as a step's look before it starts: a round trip, or a Redis away.
             if finish.outcome is Outcome.RETRY:
                 finish = await await_to_its_end(
@@ -356,20 +361,22 @@ class Executor:
         )
         return finish
 
-    def _failed(self, attempt: Attempt, exc: BaseException) -> Finish:
-        """Record a raised attempt: a retry if the task's policy says so and its workflow, if
-        it is a step, did not stop it; else FAILED."""
-        finish = self.retry_checked(self._decided(attempt, exc), attempt.reservation)
+    def _failed(self, attempt: Attempt, exc: BaseException, *, retry: bool = True) -> Finish:
+        """Record a raised attempt: a retry if ``retry``, the task's policy says so and its
+        workflow, if it is a step, did not stop it; else FAILED."""
+        finish = self.retry_checked(self._decided(attempt, exc, retry=retry), attempt.reservation)
         _log_failed(attempt, finish, exc)
         return finish
 
     @staticmethod
-    def _decided(attempt: Attempt, exc: BaseException) -> Finish:
+    def _decided(attempt: Attempt, exc: BaseException, *, retry: bool = True) -> Finish:
         """Return a raised attempt's outcome as the task's retry policy decides it.
 
         The policy reads the TaskResult, so a failed attempt always builds it. Its worker ids
         are set again from the reservation first: the policy counts attempts by them, and the
-        task may have changed its TaskResult.
+        task may have changed its TaskResult. ``retry=False`` (the task returned a value that
+        cannot be stored: another run would redo its work to fail the same way) and a
+        ``TaskTimeout`` end it FAILED, the policy unasked.
         """
         result = attempt.result
         result.worker_ids[:] = [*attempt.reservation.workers, attempt.worker_id]
@@ -378,7 +385,7 @@ class Executor:
             exc,
             attempt.started_ms,
             result,
-            retry=not isinstance(exc, TaskTimeout),
+            retry=retry and not isinstance(exc, TaskTimeout),
             run_ms=attempt.run_ms(),
         )
 
