@@ -339,7 +339,8 @@ def _backend_of(tasks: list[Task]) -> ThreadmillTaskBackend:
         if getattr(task, "unique_for", None) is not None:
             raise InvalidTask(
                 f"Task {task.module_path!r} is unique (unique_for), and a workflow step cannot "
-                "be: the workflow already stores each step exactly once. Use the task without "
-                "unique_for in the workflow."
+                "be: the workflow already stores each step exactly once. Declare a second "
+                "@task without unique_for (its own function, calling the same code) and use "
+                "that one in the workflow."
             )
     return backend
