@@ -11,9 +11,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
-
-from django.utils.module_loading import import_string
 
 from .wording import a_type
 
@@ -90,11 +89,45 @@ def _check_number(
 
 
 def _class_path(kind: type) -> str:
+    """Return the path ``from_dict`` finds ``kind`` by; refuse a class it could not find."""
+    if "<locals>" in kind.__qualname__:
+        raise ValueError(
+            f"ExponentialBackoff(retry_on=...) holds {kind.__module__}.{kind.__qualname__}, "
+            "defined inside a function, which to_dict() cannot name for from_dict(). Define "
+            "the exception class at module level."
+        )
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
+def _imported(path: str) -> object:
+    """Return what ``path`` (``<module>.<qualname>``) names: the longest part of it that
+    imports as a module, then each name after it as an attribute, so that a class nested in
+    another (``Model.DoesNotExist``) is found. ``import_string`` imported all but the last
+    name as a module, and failed on every nested class."""
+    names = path.split(".")
+    for cut in range(len(names) - 1, 0, -1):
+        module_path = ".".join(names[:cut])
+        try:
+            found: object = import_module(module_path)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not f"{module_path}.".startswith(f"{exc.name}."):
+                raise  # the module exists, and an import of its own failed
+            continue
+        for name in names[cut:]:
+            if not hasattr(found, name):
+                break
+            found = getattr(found, name)
+        else:
+            return found
+        break
+    raise ImportError(
+        f"retry_on entry {path!r} names no class that imports. List exception classes by the "
+        "path to_dict() writes, e.g. ['builtins.ConnectionError']."
+    )
+
+
 def _exception_class(path: str) -> type[BaseException]:
-    found = import_string(path)
+    found = _imported(path)
     if not (isinstance(found, type) and issubclass(found, BaseException)):
         raise ValueError(
             f"retry_on entry {path!r} is not an exception class. List exception classes, "
