@@ -48,11 +48,31 @@ class OneConnectionPool(ReconnectingPool):
             connection = self._connection = make()
         if self.reconnects.stale(connection):
             connection.disconnect()
-        self.ensure_connection(connection)
+        ensure: Callable[[Any], None] | None = getattr(self, "ensure_connection", None)
+        if ensure is None:  # redis-py before 8 looks inside get_connection, which this replaces
+            _opened_afresh_unless_ready(connection)
+        else:
+            ensure(connection)
         return connection
 
     def release(self, connection: Any) -> None:
         """Keep the connection: it is handed out again at the thread's next call."""
+
+
+def _opened_afresh_unless_ready(connection: Any) -> None:
+    """Connect ``connection``, and open it afresh if anything waits to be read on it: a reply
+    left unread, or the end of a socket the server closed. Still not ready, it raises."""
+    connection.connect()
+    try:
+        ready = not connection.can_read()
+    except (redis.ConnectionError, redis.TimeoutError, OSError):  # read the server's close
+        ready = False
+    if ready:
+        return
+    connection.disconnect()
+    connection.connect()
+    if connection.can_read():
+        raise redis.ConnectionError("Connection not ready: data waits on a fresh connection")
 
 
 class PinnedClient(redis.Redis):
