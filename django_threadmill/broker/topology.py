@@ -22,7 +22,7 @@ from redis.retry import Retry
 
 from ..conf.settings import BackendSettings
 from ..conf.topology import SentinelSettings
-from .cluster_commands import reading_commands_from_any_node
+from .cluster_commands import reading_commands_from_any_node, script_keys_read_from_the_call
 from .packing import packing_class, sync_packing
 from .reconnects import AsyncReconnectingPool, ReconnectingPool, Reconnects
 
@@ -162,8 +162,10 @@ def connect(
     """Return a client for one Redis, a Redis Cluster or a Sentinel-managed primary. One
     Redis's pool connects again in each round of ``reconnects`` (its own if None)."""
     if settings.cluster:
-        return redis.RedisCluster.from_url(
-            settings.location, connection_pool_class=redis.BlockingConnectionPool, **options
+        return script_keys_read_from_the_call(
+            redis.RedisCluster.from_url(
+                settings.location, connection_pool_class=redis.BlockingConnectionPool, **options
+            )
         )
     if settings.sentinel is not None:
         manager = redis.sentinel.Sentinel(
