@@ -45,6 +45,10 @@ class Reconnects:
         self._started = now
         self.round += 1
 
+    def start_round(self) -> None:
+        """Start a new round at once, unthrottled (``ClusterNodePool.disconnect``)."""
+        self.round += 1
+
     def stale(self, connection: object) -> bool:
         """Tell whether ``connection``, being handed out, was made before the current round
         began (one handed out for the first time was made just now); mark it current."""
@@ -71,6 +75,33 @@ class ReconnectingPool(redis.BlockingConnectionPool):
         if self.reconnects.stale(connection):
             connection.disconnect()
         return connection
+
+
+class ClusterNodePool(ReconnectingPool):
+    """A Redis Cluster node's blocking pool, whose ``disconnect`` closes the idle connections at
+    once and those in use as they are next handed out: never one a call is still reading from.
+
+    redis-py before 7.2 disconnects the whole pool of the node it reads the slot map from, in
+    use connections included, at each read (``NodesManager.initialize``, run after every
+    connection error, so at each call to a primary down). A call in flight on that node from
+    another thread then broke with a bare OSError or ValueError ("I/O operation on closed
+    file"), which killed the worker thread that made it. redis-py 7.2 and later close only the
+    idle connections there and mark the others to reconnect; this pool does alike on every
+    version.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(reconnects=Reconnects(), **options)
+
+    def disconnect(self, inuse_connections: bool = True) -> None:
+        """Close the idle connections now (the client's ``close`` comes here too), and have
+        those in use closed at their next hand-out. The queue's lock keeps an idle one from
+        being handed out while it is closed."""
+        self.reconnects.start_round()
+        with self.pool.mutex:
+            for connection in self.pool.queue:
+                if connection is not None:  # a free slot, with no connection made for it
+                    connection.disconnect()
 
 
 class AsyncReconnectingPool(redis.asyncio.BlockingConnectionPool):

@@ -120,11 +120,11 @@ class ServerIdentity(BrokerCore):
                     raise reply
             return _NoteRead(identity=_identity([info]), note=note, now_ms=_ms(time), down={})
         answered, down = _primaries_info(client)
-        identity = _identity(list(answered.values()))
+        identity = _identity([info for _, info in answered])
         node_of: Callable[[str], Any] = client.get_node_from_key  # untyped in redis-py
         note_node = node_of(key)
         if note_node.name in down:
-            time = client.time(target_nodes=next(iter(answered)))
+            time = client.time(target_nodes=answered[0][0])
             note_down = down[note_node.name]
             return _NoteRead(
                 identity=identity, note=None, now_ms=_ms(time), down=down, note_down=note_down
@@ -149,16 +149,19 @@ def _ms(time: Any) -> int:
     return int(time[0]) * 1000 + int(time[1]) // 1000
 
 
-def _primaries_info(client: redis.RedisCluster) -> tuple[dict[Any, Any], dict[str, Exception]]:
-    """Return the INFO of each primary that answered, by node, and the error of each that did
-    not, by name: one down is left out, its queues skipped and the others' reaped; none
-    answering is Redis away, and raises its error."""
-    answered: dict[Any, Any] = {}
+def _primaries_info(
+    client: redis.RedisCluster,
+) -> tuple[list[tuple[Any, Any]], dict[str, Exception]]:
+    """Return each primary that answered with its INFO, and the error of each that did not,
+    by name: one down is left out, its queues skipped and the others' reaped; none answering
+    is Redis away, and raises its error. Pairs, not a dict by node: redis-py 6's
+    ``ClusterNode`` is unhashable (7 and later hash it by name)."""
+    answered: list[tuple[Any, Any]] = []
     down: dict[str, Exception] = {}
     primaries: Callable[[], list[Any]] = client.get_primaries  # untyped in redis-py
     for node in primaries():
         try:
-            answered[node] = client.info(target_nodes=node)
+            answered.append((node, client.info(target_nodes=node)))
         except NODE_DOWN as exc:
             down[node.name] = exc
     if not answered:

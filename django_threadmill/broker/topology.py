@@ -24,7 +24,7 @@ from ..conf.settings import BackendSettings
 from ..conf.topology import SentinelSettings
 from .cluster_commands import reading_commands_from_any_node, script_keys_read_from_the_call
 from .packing import packing_class, sync_packing
-from .reconnects import AsyncReconnectingPool, ReconnectingPool, Reconnects
+from .reconnects import AsyncReconnectingPool, ClusterNodePool, ReconnectingPool, Reconnects
 
 type SyncClient = redis.Redis | redis.RedisCluster
 type AsyncClient = redis.asyncio.Redis | redis.asyncio.RedisCluster
@@ -164,7 +164,7 @@ def connect(
     if settings.cluster:
         return script_keys_read_from_the_call(
             redis.RedisCluster.from_url(
-                settings.location, connection_pool_class=redis.BlockingConnectionPool, **options
+                settings.location, connection_pool_class=ClusterNodePool, **options
             )
         )
     if settings.sentinel is not None:

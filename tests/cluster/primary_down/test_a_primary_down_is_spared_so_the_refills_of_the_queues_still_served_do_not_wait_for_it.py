@@ -121,8 +121,10 @@ def test_refills_try_a_primary_found_down_at_most_once_and_the_queues_still_serv
             f"{ROUNDS} refills asking the down queue after the one that found it down",
             timeout_s=120,
         )
-        first, *later = refills_with_the_down_queue(trace)
-        assert first > 1, "the first refill found the primary down through redis-py's retries"
+        # The first tried the primary through redis-py's retries, or not at all when another
+        # thread (a waiter, the lease keeper) had found it down first, as under redis-py 6
+        # and 7 it did: which thread meets it first is no part of what is tested.
+        _, *later = refills_with_the_down_queue(trace)
         assert all(attempts <= 1 for attempts in later), later  # a PING, once an interval
         wait_until(
             lambda: all(status(result) == TaskResultStatus.SUCCESSFUL for result in during),
