@@ -34,6 +34,7 @@ SILENT = (
     "did not answer within {timeout} (Timeout reading from 127.0.0.1:{port}): it is busy (a "
     "long script or command: SLOWLOG GET), overloaded or frozen"
 )
+UNNAMED_TIMEOUT = "(Timeout reading from socket)"  # redis-py's words where it names no address
 # How a write's error goes on: a write Redis holds back (a failover) is silent as well.
 MAYBE_APPLIED = (
     ", or holds writes back (a FAILOVER under way, a CLIENT PAUSE WRITE: INFO replication, "
@@ -68,7 +69,8 @@ def silent(server: RedisProcess, timeout: str = f"socket_timeout={SOCKET_TIMEOUT
 
 
 def command(server: RedisProcess, key_prefix: str, *argv: str) -> tuple[int, str]:
-    """Run ``manage.py argv`` on ``server``; return its exit code and its last stderr line."""
+    """Run ``manage.py argv`` on ``server``; return its exit code and its last stderr line,
+    with redis-py's timeout naming ``server`` whichever parser read the reply."""
     ended: subprocess.CompletedProcess[str] = run_python(
         "manage.py",
         *argv,
@@ -76,7 +78,11 @@ def command(server: RedisProcess, key_prefix: str, *argv: str) -> tuple[int, str
         key_prefix=key_prefix,
         options={"socket_timeout": SOCKET_TIMEOUT_S},
     )
-    return ended.returncode, ended.stderr.splitlines()[-1]
+    # The commands pass redis-py's words on. Its pure-Python parser says "Timeout reading from
+    # socket" on redis-py 6 and 7 (no hiredis installed); hiredis, and redis-py 8, name the
+    # address. The error names the server before either way: "Redis at redis://...".
+    named = f"(Timeout reading from 127.0.0.1:{server.port})"
+    return ended.returncode, ended.stderr.splitlines()[-1].replace(UNNAMED_TIMEOUT, named)
 
 
 @pytest.mark.parametrize(

@@ -66,7 +66,10 @@ class LocalSentinel:
     def current_primary(self) -> RedisProcess:
         client = redis.Redis(port=self.sentinels[0].port, decode_responses=True)
         try:
-            _, port = client.sentinel_get_master_addr_by_name(SERVICE)
+            # Not client.sentinel_get_master_addr_by_name: on a plain Redis client redis-py 6.4
+            # passes its own options (once=, return_responses=) to a reply parser that takes
+            # none, a TypeError (7.4 and 8.2 take them). The parser is applied all the same.
+            _, port = client.execute_command("SENTINEL GET-MASTER-ADDR-BY-NAME", SERVICE)
         finally:
             client.close()
         return next(server for server in self.servers if server.port == int(port))
