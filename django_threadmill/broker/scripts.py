@@ -33,6 +33,7 @@ class ScriptName(StrEnum):
     METRICS = "metrics"
     ADVANCE = "advance"
     MARK = "mark"
+    CREATE_WORKFLOW = "create_workflow"
     PROGRESS = "progress"
     PACE = "pace"
     SET_ASIDE = "set_aside"

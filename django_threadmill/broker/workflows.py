@@ -31,8 +31,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from redis.typing import EncodableT, FieldT
-
 from ..codec.ids import read_step_marker
 from ..exceptions import PayloadError
 from .outbox_looks import OutboxLooks
@@ -81,25 +79,26 @@ class Workflows(OutboxLooks):
 
     def create_workflow(self, workflow_id: str, fields: Mapping[str, str | int]) -> None:
         """Store a new workflow's hash with its creation time (Redis clock), expiring after
-        ``LAUNCH_TTL_MS`` until its first steps are marked (mark.lua), then list it for the
-        admin, which keeps the newest ``WORKFLOWS_LISTED`` (two slots, two calls).
+        ``LAUNCH_TTL_MS`` until its first steps are marked (mark.lua), both written in one call
+        (create_workflow.lua), then list it for the admin, which keeps the newest
+        ``WORKFLOWS_LISTED`` (two slots, two calls).
 
         A launch interrupted before it stored a step (Redis gone, its process killed) cancels
         nothing, and its workflow, open with no step to advance it, would stay so for good.
         """
         created_ms = self.server_time_ms()
-        stored: dict[FieldT, EncodableT] = {"created_ms": created_ms}
-        stored.update(fields.items())
-        key = self.keyspace.workflow(workflow_id)
-        with self.translated_errors():
-            with self.client.pipeline(transaction=True) as pipe:  # no hash without its TTL
-                pipe.hset(key, mapping=stored)
-                pipe.pexpire(key, LAUNCH_TTL_MS)
-                pipe.execute()
-            with self.client.pipeline(transaction=False) as pipe:
-                pipe.zadd(self.keyspace.workflows, {workflow_id: created_ms})
-                pipe.zremrangebyrank(self.keyspace.workflows, 0, -WORKFLOWS_LISTED - 1)
-                pipe.execute()
+        stored = [("created_ms", created_ms), *fields.items()]
+        self._run(
+            ScriptCall(
+                ScriptName.CREATE_WORKFLOW,
+                (self.keyspace.workflow(workflow_id),),
+                (LAUNCH_TTL_MS, *[part for field in stored for part in field]),
+            )
+        )
+        with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
+            pipe.zadd(self.keyspace.workflows, {workflow_id: created_ms})
+            pipe.zremrangebyrank(self.keyspace.workflows, 0, -WORKFLOWS_LISTED - 1)
+            pipe.execute()
 
     def advance_workflow(
         self, workflow_id: str, step: int | None, outcome: str, value: str
