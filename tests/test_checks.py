@@ -45,7 +45,8 @@ def test_safe_server_passes() -> None:
 
 
 def test_rdb_snapshots_count_as_persistence() -> None:
-    with checked_server("--save", "900 1") as (_, ids):
+    # Each of the rule's numbers an argument of its own: Redis 6.2 ignored "900 1" as one.
+    with checked_server("--save", "900", "1") as (_, ids):
         assert ids == []
 
 

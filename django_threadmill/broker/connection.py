@@ -7,6 +7,7 @@ from typing import Any
 
 import redis
 import redis.asyncio
+from redis._parsers import BaseParser
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import MasterNotFoundError as AsyncMasterNotFoundError
 from redis.backoff import NoBackoff
@@ -48,7 +49,7 @@ DAMAGED_DATA_ERRORS = (
 SCRIPT_ACL_REFUSALS = ("The user executing the script can't", "ACL failure in script")
 # Redis's words for a command it does not know, up to the arguments it goes on to quote: those of
 # SCRIPT LOAD and EVAL are a script's source, which said nothing of the command to restore.
-# Quoted in backticks by servers before Redis 6.
+# Quoted in backticks by servers before Redis 7 (6.2 among them).
 UNKNOWN_COMMAND = re.compile(r"(?:ERR )?unknown command (['`])[^'`]*\1")
 # Replies of a Redis that refuses every write for now, whatever the key: it cannot save to disk
 # (MISCONF), or too few replicas acknowledge it (NOREPLICAS, min-replicas-to-write). A read-only
@@ -333,6 +334,23 @@ def reply_of(exc: redis.ResponseError) -> str:
     return SCRIPT_ERROR_WRAPPING.sub("", message, count=1)
 
 
+def unwrapped(exc: redis.ResponseError) -> redis.ResponseError:
+    """Return a script's error from Redis 6.2 as redis-py raises it from Redis 7: without what
+    6.2 adds in front (``SCRIPT_ERROR_WRAPPING``), of the class its error code makes (READONLY a
+    ``ReadOnlyError``, its code dropped), redis-py's pipeline annotation kept; any other ``exc``
+    as it is. Else 6.2's users read "(@user_script: 227: -READONLY You can't write ...)"."""
+    annotated, separator, reply = str(exc).partition(PIPELINE_ERROR)
+    if not separator:
+        annotated, reply = "", annotated
+    bare = SCRIPT_ERROR_WRAPPING.sub("", reply, count=1)
+    if bare == reply:
+        return exc
+    error: redis.ResponseError = BaseParser.parse_error(bare)
+    if separator:
+        error.args = (f"{annotated}{separator}{error}", *error.args[1:])
+    return error
+
+
 def unknown_command(error: Exception | str) -> str | None:
     """Return Redis's words for a command it does not know (renamed away, or too new for the
     server) from ``error``, a pipeline's annotated one too; None when it says something else."""
@@ -531,7 +549,9 @@ def _translated_reply(
     """Return the error to raise for an error reply from Redis, or None to let it through.
 
     The message keeps redis-py's whole text: inside a pipeline it names the command and key.
+    On Redis 6.2 it is the text Redis 7 sends (``unwrapped``).
     """
+    exc = unwrapped(exc)
     message = reply_of(exc)
     refused = _refused_user(where, exc)
     if refused is not None:

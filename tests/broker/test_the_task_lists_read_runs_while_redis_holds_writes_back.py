@@ -16,7 +16,7 @@ import redis
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.scripts import READ_ONLY, ScriptName, script_source
 from testproject.example.tasks import echo
-from tests.servers.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess, redis_process, server_version
 from tests.support import wait_until
 
 PAUSE_MS = 120_000  # far past the deadline below: unpaused by the test, not by its timeout
@@ -43,6 +43,10 @@ def writes_paused(server: RedisProcess) -> Iterator[None]:
             admin.execute_command("CLIENT", "UNPAUSE")
 
 
+@pytest.mark.skipif(
+    server_version()[1] < (7, 0),
+    reason="Redis 6.2 has no script flags (no-writes): it holds the read back for the pause",
+)
 def test_the_rows_are_read_while_writes_are_held_back(
     backend: ThreadmillTaskBackend, request: pytest.FixtureRequest
 ) -> None:

@@ -22,7 +22,7 @@ from django_threadmill.progress.read import progress_of
 from django_threadmill.workflows.result import get_workflow
 from testproject.example.tasks import echo
 from tests.faults.support import paused
-from tests.servers.redis_server import RedisProcess, redis_process
+from tests.servers.redis_server import RedisProcess, redis_process, server_version
 from tests.support import wait_until
 
 SOCKET_TIMEOUT_S = 0.2  # a paused Redis never answers: any timeout fails the read
@@ -44,7 +44,9 @@ READS: dict[str, Read] = {
 
 @pytest.fixture(scope="module")
 def own_redis() -> Iterator[RedisProcess]:
-    with redis_process("--busy-reply-threshold", str(BUSY_AFTER_MS)) as server:
+    # Redis 7 renamed lua-time-limit busy-reply-threshold; 6.2 knows the old name alone.
+    setting = "--busy-reply-threshold" if server_version()[1] >= (7, 0) else "--lua-time-limit"
+    with redis_process(setting, str(BUSY_AFTER_MS)) as server:
         yield server
 
 

@@ -19,7 +19,7 @@ from tests.servers.redis_server import (
     started,
     valkey_server_binary,
 )
-from tests.support import run_python, worker
+from tests.support import no_permission_words, run_python, unknown_command_words, worker
 
 APP_PASSWORD = "app-pw-c0f1"
 # What a managed Redis's app user gets: every command but the dangerous ones, INFO back.
@@ -49,8 +49,8 @@ def binary_with_waitaof() -> str:
 
 # How a server refuses a command, and the words of the refusal for CONFIG GET and WAITAOF.
 CONFIG_REFUSALS = {
-    "renamed": "(unknown command 'CONFIG', with args beginning with: 'GET' 'save')",
-    "acl": "no permissions to run the 'config|get' command)",
+    "renamed": f"({unknown_command_words('CONFIG', 'GET', 'save')})",
+    "acl": f"{no_permission_words('config', 'get')})",
 }
 WAITAOF_REFUSALS = {
     "renamed": "(unknown command 'WAITAOF', with args beginning with: '0' '0' '0')",

@@ -21,7 +21,13 @@ from django_threadmill.exceptions import BrokerRefused, MaybeApplied
 from testproject.example.tasks import echo
 from tests.conftest import tasks_setting
 from tests.servers.redis_server import redis_server_binary, started
-from tests.support import Command, run_python, worker
+from tests.support import (
+    Command,
+    no_permission_words,
+    run_python,
+    unknown_command_words,
+    worker,
+)
 
 from .test_a_redis_that_refuses_config_or_waitaof_is_named_by_the_checks_not_passed_over import (  # noqa: F401
     APP_PASSWORD,
@@ -34,11 +40,8 @@ from .test_a_redis_that_refuses_config_or_waitaof_is_named_by_the_checks_not_pas
 
 # How a server refuses scripts, the command refused, and words the check names it with.
 SCRIPT_REFUSALS = {
-    "renamed": (
-        "SCRIPT",
-        "SCRIPT LOAD (unknown command 'SCRIPT', with args beginning with: 'LOAD' 'return 1')",
-    ),
-    "acl": ("EVALSHA", "no permissions to run the 'evalsha' command)"),
+    "renamed": ("SCRIPT", f"SCRIPT LOAD ({unknown_command_words('SCRIPT', 'LOAD', 'return 1')})"),
+    "acl": ("EVALSHA", f"{no_permission_words('evalsha')})"),
 }
 GRANT_SCRIPTS = "grant them to the ACL user ('+evalsha +eval +script|load', or '+@scripting')"
 
@@ -94,8 +97,8 @@ def test_a_renamed_script_command_is_named_without_the_script_s_source(key_prefi
         ):
             echo.enqueue(1)
     message = str(refused.value)
-    assert "does not know a command this backend sends (unknown command 'SCRIPT'): it was " \
-        "renamed or disabled" in message  # fmt: skip
+    assert f"does not know a command this backend sends ({unknown_command_words('SCRIPT')}): " \
+        "it was renamed or disabled" in message  # fmt: skip
     assert "with args beginning with" not in message
 
 

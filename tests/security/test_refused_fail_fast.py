@@ -11,7 +11,7 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import echo
-from tests.servers.redis_server import RedisProcess
+from tests.servers.redis_server import RedisProcess, server_version
 from tests.support import Command, wait_until, worker
 
 from .test_auth_acl import ADMIN_PASSWORD, APP_PASSWORD, APP_RULES, location, locked_redis
@@ -23,7 +23,12 @@ __all__ = ["locked_redis"]  # the module-scoped fixture, shared with test_auth_a
 def read_only_url(locked_redis: RedisProcess, key_prefix: str) -> Iterator[str]:
     """An ACL user that may read this backend's keys but write none of them."""
     admin = redis.Redis.from_url(location(locked_redis, "default", ADMIN_PASSWORD))
-    admin.execute_command("ACL", "SETUSER", "reader", *APP_RULES, f"%R~{key_prefix}:*")
+    # Redis 6.2 has no read-only key patterns (%R~, Redis 7): its reader may run no write.
+    if server_version()[1] >= (7, 0):
+        rules: tuple[str, ...] = (f"%R~{key_prefix}:*",)
+    else:
+        rules = (f"~{key_prefix}:*", "-@write")
+    admin.execute_command("ACL", "SETUSER", "reader", *APP_RULES, *rules)
     yield location(locked_redis, "reader", APP_PASSWORD)
     admin.acl_deluser("reader")
     admin.close()
