@@ -120,6 +120,14 @@ class LocalCluster:
 
     def primary_for(self, key: str) -> RedisProcess:
         """Return the node that serves ``key``'s slot now."""
+        serving = self._serving(key)
+        if serving is None:
+            raise RuntimeError(f"no node serves slot {key_slot(key.encode())} of {key!r}")
+        return serving
+
+    def _serving(self, key: str) -> RedisProcess | None:
+        """Return the node that serves ``key``'s slot now, None while no node lists it (in a
+        failover, before the replica took it over)."""
         slot = key_slot(key.encode())
         client = redis.Redis(port=self.live()[0].port, decode_responses=True)
         try:
@@ -129,7 +137,7 @@ class LocalCluster:
                     return next(node for node in self.nodes if node.port == port)
         finally:
             client.close()
-        raise RuntimeError(f"no node serves slot {slot} of {key!r}")
+        return None
 
     def kill_primary_of(self, key: str) -> RedisProcess:
         """SIGKILL the primary of ``key`` and wait until its replica serves the slot."""
@@ -137,7 +145,7 @@ class LocalCluster:
         victim.kill()
         wait_for(
             lambda: (
-                self.primary_for(key) is not victim
+                self._serving(key) not in (None, victim)
                 and all(cluster_state(node) == "ok" for node in self.live())
             ),
             f"a failover of {key!r}'s slot",
