@@ -40,6 +40,11 @@ class OneConnectionPool(ReconnectingPool):
             **shared.connection_kwargs,
         )
         self._connection: Any = None
+        # How a connection is looked at before each call: redis-py 8's pool method; before 8 the
+        # look is inside get_connection, which this pool replaces.
+        self._look_at: Callable[[Any], None] = getattr(
+            self, "ensure_connection", _opened_afresh_unless_ready
+        )
 
     def get_connection(self, *args: Any, **kwargs: Any) -> Any:
         connection = self._connection
@@ -48,11 +53,7 @@ class OneConnectionPool(ReconnectingPool):
             connection = self._connection = make()
         if self.reconnects.stale(connection):
             connection.disconnect()
-        ensure: Callable[[Any], None] | None = getattr(self, "ensure_connection", None)
-        if ensure is None:  # redis-py before 8 looks inside get_connection, which this replaces
-            _opened_afresh_unless_ready(connection)
-        else:
-            ensure(connection)
+        self._look_at(connection)
         return connection
 
     def release(self, connection: Any) -> None:
