@@ -28,6 +28,7 @@ from tests.support import wait_until
 SOCKET_TIMEOUT_S = 0.2  # a paused Redis never answers: any timeout fails the read
 BUSY_AFTER_MS = 10  # Redis answers BUSY once a script has run this long
 LOOPING_SCRIPT = "while true do end"  # runs until SCRIPT KILL
+ENGINE = server_version()[0]  # names itself in its BUSY reply: "Valkey is busy ..."
 
 type Read = Callable[[ThreadmillTaskBackend, TaskResult], object]
 
@@ -167,7 +168,7 @@ def test_a_read_redis_refuses_while_a_script_runs_changed_nothing(
         read(backend, stored)
     assert not isinstance(raised.value, MaybeApplied)
     assert re.fullmatch(
-        rf"Redis at {re.escape(own_redis.url)} is busy running a script \(.*BUSY Redis is "
+        rf"Redis at {re.escape(own_redis.url)} is busy running a script \(.*BUSY {ENGINE} is "
         r"busy running a script\. You can only call SCRIPT KILL or SHUTDOWN NOSAVE\.\); "
         r"nothing was changed\.",
         str(raised.value),
@@ -180,7 +181,7 @@ def test_a_write_redis_refuses_while_a_script_runs_says_so(
     with pytest.raises(BrokerUnavailable) as raised:
         echo.enqueue(2)
     assert str(raised.value) == (
-        f"Redis at {own_redis.url} cannot serve writes now (BUSY Redis is busy running a "
+        f"Redis at {own_redis.url} cannot serve writes now (BUSY {ENGINE} is busy running a "
         "script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.)."
     )
 
