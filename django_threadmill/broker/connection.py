@@ -7,7 +7,6 @@ from typing import Any
 
 import redis
 import redis.asyncio
-from redis._parsers import BaseParser
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import MasterNotFoundError as AsyncMasterNotFoundError
 from redis.backoff import NoBackoff
@@ -17,6 +16,8 @@ from ..conf.topology import SentinelSettings, masked_location
 from ..exceptions import BrokerRefused, BrokerUnavailable, MaybeApplied
 from .no_primary import PROBE_TIMEOUT_S, translated_sentinel_errors
 from .reconnects import Reconnects
+from .script_errors import reply_of, unwrapped
+from .sentinel_primary import DEMOTED_PRIMARY
 from .tls import tls_refusal
 from .topology import AsyncClient, SyncClient, aconnect, connect
 from .wrong_server import wrong_server
@@ -24,16 +25,6 @@ from .wrong_server import wrong_server
 # redis-py's message when a BlockingConnectionPool found no free connection within its timeout.
 POOL_TIMED_OUT = "No connection available."
 
-# How redis-py opens the error of one command of a pipeline: "Command # 3 (HGETALL k) of pipeline
-# caused error: WRONGTYPE ...". The reply itself follows.
-PIPELINE_ERROR = "of pipeline caused error: "
-# How Redis 6.2 wraps the error a script met, where Redis 7 puts the error code first: a
-# redis.call's as "Error running script (call to f_<sha>): @user_script:12: WRONGTYPE ...", and a
-# refusal before the command ran (OOM, READONLY, NOREPLICAS, MISCONF) once more, as
-# "@user_script: 12: -OOM ...", which is all a redis.pcall's refusal the script passes on keeps.
-SCRIPT_ERROR_WRAPPING = re.compile(
-    r"^(?:(?:ERR )?Error running script \(call to f_[0-9a-f]+\): )?(?:@user_script: ?\d+: -?)*"
-)
 # Replies (redis-py strips "ERR ") that mean one of our keys holds something we never wrote.
 # They are reported as unavailable: callers retry, and nothing is dropped until it is fixed.
 DAMAGED_DATA_ERRORS = (
@@ -65,8 +56,6 @@ MAX_CLIENTS_REPLY = "max number of clients reached"  # Redis's words when maxcli
 NODE_ADDRESS = re.compile(r"connecting to (\S+:\d+)")
 # redis-py's words when OPTIONS['cluster'] names a server that is not a cluster node.
 NOT_A_CLUSTER = "Cluster mode is not enabled on this node"
-# redis-py's words when the primary the sentinels named answered READONLY: it refused the call.
-DEMOTED_PRIMARY = "The previous master is now a slave"
 # What to do about a read-only replica at LOCATION. Waiting does not help, unless LOCATION's
 # address moves to the promoted replica (reconnects.py): the clients connect to it again. Under
 # Sentinel, redis-py says DEMOTED_PRIMARY instead, with its own fix.
@@ -324,31 +313,6 @@ def _misrouted(where: str, exc: redis.exceptions.AskError) -> BrokerUnavailable:
         f"({redirect} {reply_of(exc)}). Set OPTIONS['cluster'] = True, so that each key is "
         "sent to its node."
     )
-
-
-def reply_of(exc: redis.ResponseError) -> str:
-    """Return the error reply Redis sent, without what redis-py adds in front in a pipeline,
-    nor what Redis 6.2 adds in front of a script's error (``SCRIPT_ERROR_WRAPPING``)."""
-    annotated, separator, reply = str(exc).partition(PIPELINE_ERROR)
-    message = reply if separator else annotated
-    return SCRIPT_ERROR_WRAPPING.sub("", message, count=1)
-
-
-def unwrapped(exc: redis.ResponseError) -> redis.ResponseError:
-    """Return a script's error from Redis 6.2 as redis-py raises it from Redis 7: without what
-    6.2 adds in front (``SCRIPT_ERROR_WRAPPING``), of the class its error code makes (READONLY a
-    ``ReadOnlyError``, its code dropped), redis-py's pipeline annotation kept; any other ``exc``
-    as it is. Else 6.2's users read "(@user_script: 227: -READONLY You can't write ...)"."""
-    annotated, separator, reply = str(exc).partition(PIPELINE_ERROR)
-    if not separator:
-        annotated, reply = "", annotated
-    bare = SCRIPT_ERROR_WRAPPING.sub("", reply, count=1)
-    if bare == reply:
-        return exc
-    error: redis.ResponseError = BaseParser.parse_error(bare)
-    if separator:
-        error.args = (f"{annotated}{separator}{error}", *error.args[1:])
-    return error
 
 
 def unknown_command(error: Exception | str) -> str | None:

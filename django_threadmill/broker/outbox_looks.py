@@ -18,9 +18,10 @@ import redis
 
 from ..exceptions import BrokerUnavailable
 from .calls import Command
-from .connection import reply_of, wrong_type
+from .connection import wrong_type
 from .layouts import Layouts
 from .raw_replies import RAW
+from .script_errors import reply_of
 
 type Read = tuple[Command, dict[str, Any]]
 

@@ -25,6 +25,12 @@ from ..conf.topology import SentinelSettings
 from .cluster_commands import reading_commands_from_any_node, script_keys_read_from_the_call
 from .packing import packing_class, sync_packing
 from .reconnects import AsyncReconnectingPool, ClusterNodePool, ReconnectingPool, Reconnects
+from .sentinel_primary import (
+    AsyncPrimaryConnection,
+    AsyncPrimarySSLConnection,
+    PrimaryConnection,
+    PrimarySSLConnection,
+)
 
 type SyncClient = redis.Redis | redis.RedisCluster
 type AsyncClient = redis.asyncio.Redis | redis.asyncio.RedisCluster
@@ -132,14 +138,19 @@ def _without_pool_timeout(options: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in options.items() if key != POOL_TIMEOUT}
 
 
-def _primary_options(location: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Return what LOCATION says of the primary (credentials, db, TLS, its query arguments)
-    but its address, which Sentinel gives, and ``options``."""
+def _primary_options(
+    location: str, options: dict[str, Any], classes: tuple[type, type]
+) -> dict[str, Any]:
+    """Return what LOCATION says of the primary (credentials, db, its query arguments) but its
+    address, which Sentinel gives, and ``options``, with the connection class of ``classes``
+    (plain, TLS) LOCATION's scheme or ``options`` ask for."""
     parsed = parse_url(location)
     found = {key: value for key, value in parsed.items() if key not in SENTINEL_GIVES}
-    if parsed.get("connection_class") is SSLConnection:
-        found["ssl"] = True
-    return {**found, **options}
+    merged = {**found, **options}
+    asked = merged.pop("ssl", False)  # else redis-py's Sentinel pool would pick the class
+    plain, tls_class = classes
+    tls = asked or parsed.get("connection_class") is SSLConnection
+    return {**merged, "connection_class": tls_class if tls else plain}
 
 
 def _sentinel_options(
@@ -175,7 +186,9 @@ def connect(
         _reaching_sentinels(
             manager, settings.sentinel.tls, (SentinelConnection, SentinelSSLConnection)
         )
-        primary = _primary_options(settings.location, options)
+        primary = _primary_options(
+            settings.location, options, (PrimaryConnection, PrimarySSLConnection)
+        )
         # master_for is unannotated; it returns its default redis_class, Redis.
         client: redis.Redis = manager.master_for(
             settings.sentinel.service_name,
@@ -208,7 +221,9 @@ def aconnect(
         _reaching_sentinels(
             manager, settings.sentinel.tls, (AsyncSentinelConnection, AsyncSentinelSSLConnection)
         )
-        primary = _primary_options(settings.location, options)
+        primary = _primary_options(
+            settings.location, options, (AsyncPrimaryConnection, AsyncPrimarySSLConnection)
+        )
         # master_for is unannotated; it returns its default redis_class, Redis.
         client: redis.asyncio.Redis = manager.master_for(
             settings.sentinel.service_name,

@@ -13,10 +13,11 @@ from typing import Any
 
 import redis
 
-from ..connection import ANOTHER_TYPE_FIX, readable_replies, reply_of
+from ..connection import ANOTHER_TYPE_FIX, readable_replies
 from ..keys import QueueKeys
 from ..metrics import OTHER_PATHS, PATH_TTL_MS, RUN_BUCKETS_S, WAIT_BUCKETS_S
 from ..raw_replies import RAW, stored_counters
+from ..script_errors import reply_of
 from .inspector import Inspector
 
 type PathCounters = dict[str, dict[str, int]]  # task path -> field name -> value

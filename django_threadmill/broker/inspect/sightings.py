@@ -12,8 +12,9 @@ from typing import Any
 
 import redis
 
-from ..connection import ANOTHER_TYPE_FIX, readable_replies, reply_of
+from ..connection import ANOTHER_TYPE_FIX, readable_replies
 from ..raw_replies import RAW, escaped
+from ..script_errors import reply_of
 from .base import SCORED, InspectorBase, stored_ints
 from .types import HostSightings, WorkerSighting
 
