@@ -1,11 +1,10 @@
 """Task payloads: the JSON written once at enqueue, read back whole or a field at a time.
 
-A payload holds the task path, its arguments, and the priority and run_after needed to rebuild
-the exact ``Task``, and whether the task was an ``async def`` (for the worker's lanes). The path is
-written first, that mark right after it, and run_after_ms last, so ``task_path``,
-``enqueued_async`` and ``run_after_ms`` read them in place without decoding the arguments (the
-ack writer and the admin
-need only those).
+A payload holds the task path, its arguments, and the priority, run_after and
+``enqueue_on_commit`` choice needed to rebuild the exact ``Task``, and whether the task was an
+``async def`` (for the worker's lanes). The path is written first, that mark right after it, and
+run_after_ms last, so ``task_path``, ``enqueued_async`` and ``run_after_ms`` read them in place
+without decoding the arguments (the ack writer and the admin need only those).
 """
 
 import json
@@ -51,6 +50,9 @@ def encode_payload(
     payload["args"], payload["kwargs"] = args, kwargs
     if trace:
         payload["trace"] = trace
+    on_commit = getattr(task, "enqueue_on_commit", None)  # ThreadmillTask's, from using() too
+    if on_commit is not None:  # kept as priority is: what a task enqueues again runs with it
+        payload["on_commit"] = on_commit
     payload["priority"] = task.priority
     payload["run_after_ms"] = run_after_ms
     return dumps(payload)
@@ -103,12 +105,24 @@ def load_task(
             f"Stored payload of {path!r} has priority={priority!r} and run_after_ms="
             f"{run_after_ms!r}; both must be whole numbers. It was corrupted."
         )
-    return _rebuilt_task(path, backend, queue, priority, run_after_ms, validate)
+    on_commit = payload.get("on_commit")
+    if on_commit is not None and type(on_commit) is not bool:
+        raise PayloadError(
+            f"Stored payload of {path!r} has on_commit={on_commit!r}; it must be true or false. "
+            "It was corrupted."
+        )
+    return _rebuilt_task(path, backend, queue, priority, run_after_ms, on_commit, validate)
 
 
 @lru_cache(maxsize=1024)
 def _rebuilt_task(
-    path: str, backend: str, queue: str, priority: int, run_after_ms: int | None, validate: bool
+    path: str,
+    backend: str,
+    queue: str,
+    priority: int,
+    run_after_ms: int | None,
+    on_commit: bool | None,
+    validate: bool,
 ) -> Task:
     """Return the task as enqueued. Cached: tasks are immutable, and rebuilding one (import,
     ``using()``, validation) was a sixth of a worker thread's time per echo task."""
@@ -130,7 +144,11 @@ def _rebuilt_task(
     try:
         run_after = None if run_after_ms is None else from_ms(run_after_ms)
         rebuild = found.using if validate else partial(_unvalidated, found)
-        return rebuild(priority=priority, queue_name=queue, run_after=run_after, backend=backend)
+        # Only when stored: a task whose class has no such choice (plain Task) takes none.
+        choice = {} if on_commit is None else {"enqueue_on_commit": on_commit}
+        return rebuild(
+            priority=priority, queue_name=queue, run_after=run_after, backend=backend, **choice
+        )
     except (InvalidTask, ValueError, TypeError) as exc:
         raise PayloadError(
             f"Task {path!r} cannot run as stored ({exc}). Fix the task's settings, or cancel it."
