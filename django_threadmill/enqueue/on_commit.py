@@ -13,14 +13,36 @@ class WriteAtCommit:
     which Django leaves in its list (docs/testing.md, Good to know).
     """
 
-    def __init__(self, write: Callable[[], object], task_paths: Sequence[str]) -> None:
+    def __init__(
+        self, write: Callable[[], object], task_paths: Sequence[str], using: str = DEFAULT_DB_ALIAS
+    ) -> None:
         self.write = write
         self.task_paths = tuple(task_paths)
+        self.using = using
         self.ran = False
 
     def __call__(self) -> None:
         self.ran = True
-        self.write()
+        try:
+            self.write()
+        except Exception as exc:
+            exc.add_note(self.failed_after_commit())
+            raise
+
+    def failed_after_commit(self) -> str:
+        """Say what a write that raised at the commit leaves: the error leaves ``atomic()``
+        as a rollback's would, but the data is committed, and Django ran none of the
+        transaction's later callbacks, its other enqueues among them (docs/enqueue.md)."""
+        paths = ", ".join(repr(path) for path in dict.fromkeys(self.task_paths))
+        count = len(self.task_paths)
+        what = f"task {paths}" if count == 1 else f"{count} tasks ({paths})"
+        return (
+            f"Raised at the commit of database {self.using!r}, which went through: the "
+            f"transaction's changes are saved, and this enqueue of {what}, made with "
+            "enqueue_on_commit, failed as said above. Django ran none of the transaction's "
+            "later on_commit callbacks, so its enqueues after this one were not stored either: "
+            "enqueue them again once the cause above is fixed."
+        )
 
 
 def defer_to_commit(
@@ -35,7 +57,7 @@ def defer_to_commit(
     """
     if not in_transaction(using):
         return False
-    transaction.on_commit(WriteAtCommit(write, task_paths), using=using)
+    transaction.on_commit(WriteAtCommit(write, task_paths, using), using=using)
     return True
 
 
