@@ -30,8 +30,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from time import monotonic
+from typing import NamedTuple
 
 from ..codec.payloads import run_after_ms
+from ..compat import TaskResult
 from ..forks import renew_after_fork
 from .types import ExpiredAttempt, Finish, Lease, Outcome
 
@@ -64,6 +66,18 @@ _WAIT_BUCKETS_MS = [bound * 1000 for bound in WAIT_BUCKETS_S]
 _RUN_FIELDS = [f"run:{index}" for index in range(len(RUN_BUCKETS_S) + 1)]
 _WAIT_FIELDS = [f"wait:{index}" for index in range(len(WAIT_BUCKETS_S) + 1)]
 _RETRY = Outcome.RETRY.value
+
+
+class Settling(NamedTuple):
+    """An expired attempt as the reaper decided it: the fenced ``finish`` it records, and the
+    TaskResult it announces (None for a task that cannot be loaded). Kept whole for a finish
+    call that raised, so the call settled again records, logs and announces that decision: a
+    retry policy asked again may answer otherwise (docs/lifecycle.md, When a worker dies:
+    leases and the reaper)."""
+
+    attempt: ExpiredAttempt
+    finish: Finish
+    result: TaskResult | None
 
 
 def waited_ms(
@@ -175,10 +189,10 @@ class Tally:
         self._parts: defaultdict[str, PartTally] = defaultdict(PartTally)
         # Leases whose finish call raised: it may have recorded them, and counted nothing.
         self._unanswered: set[Lease] = set()
-        # The reaper's expired attempts whose finish call raised, per queue and by that call's
-        # mark: its next pass settles them again under the same mark, and counts those the
-        # first call recorded (``answered``).
-        self._unsettled: defaultdict[str, dict[str, list[ExpiredAttempt]]] = defaultdict(dict)
+        # The reaper's expired attempts whose finish call raised, as decided, per queue and by
+        # that call's mark: its next pass settles them again under the same mark, and counts
+        # those the first call recorded (``answered``).
+        self._unsettled: defaultdict[str, dict[str, list[Settling]]] = defaultdict(dict)
         # Per part, a send whose reply was lost: the next send carries it again, alone.
         self._unsure: dict[str, PartTally] = {}
         # Who numbers the sends (metrics.lua's fence): each tally by itself, as a Django
@@ -235,13 +249,13 @@ class Tally:
             self._unanswered.difference_update(finish.lease for finish in finishes)
         return landed
 
-    def settle_later(self, queue: str, mark: str, attempts: Sequence[ExpiredAttempt]) -> None:
+    def settle_later(self, queue: str, mark: str, attempts: Sequence[Settling]) -> None:
         """Keep the reaper's ``attempts`` of ``queue`` whose finish call, marked ``mark``,
         raised: it may have recorded them, and their leases are then gone from the next reap."""
         with self._lock:
             self._unsettled[queue][mark] = list(attempts)
 
-    def to_settle_again(self, queue: str) -> list[tuple[str, list[ExpiredAttempt]]]:
+    def to_settle_again(self, queue: str) -> list[tuple[str, list[Settling]]]:
         """Return the calls of ``queue`` kept by ``settle_later``: each mark, its attempts."""
         with self._lock:
             return list(self._unsettled[queue].items())

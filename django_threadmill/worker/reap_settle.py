@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..broker import Ack, ExpiredAttempt, Finish, Outcome, Reaped, reap_mark
+from ..broker.metrics import Settling
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
 from ..compat import TaskResult, TaskResultStatus, task_finished
@@ -104,31 +105,32 @@ def _count(counts: QueueReap, finish: Finish) -> None:
 def settle(
     backend: "ThreadmillTaskBackend",
     queue: str,
-    attempts: list[ExpiredAttempt],
+    attempts: list[Settling],
     counts: QueueReap,
     mark: str = "",
 ) -> None:
-    """Record each expired attempt of ``queue`` as FAILED or retried, fenced by its token.
+    """Record each decided expired attempt of ``queue`` as FAILED or retried, fenced by its
+    token.
 
     The call leaves ``mark`` (a new one unless given) on what it records. A call that raised
-    may have recorded them (its reply lost), and their leases are gone: they are kept with
-    the mark for the next pass, which settles them first under it. An attempt answered
-    "already" then is one this call recorded: settled here, and counted once.
+    may have recorded them (its reply lost), and their leases are gone: they are kept, as
+    decided, with the mark for the next pass, which settles them first under it. An attempt
+    answered "already" then is one this call recorded: settled here, counted and announced
+    once, as it was decided (asked again, a retry policy may answer otherwise).
     """
-    settled = [_finish_for(backend, attempt) for attempt in attempts]
-    if not settled:
+    if not attempts:
         return
     mark = mark or reap_mark()
     tally = backend.broker.tally
     try:
-        rejected = backend.broker.finish("", [f for f, _ in settled], mark=mark)
+        rejected = backend.broker.finish("", [settling.finish for settling in attempts], mark=mark)
     except BrokerUnavailable:
         tally.settle_later(queue, mark, attempts)
         raise
     tally.settled(queue, mark)
     stale = {finish.lease.task_id for finish, ack in rejected if ack is not Ack.ALREADY}
     failed: list[tuple[Finish, TaskResult]] = []
-    for attempt, (finish, result) in zip(attempts, settled, strict=True):
+    for attempt, finish, result in attempts:
         task_id = attempt.lease.task_id
         if task_id in stale:
             counts.stale += 1
@@ -217,6 +219,7 @@ def settle_batch(
     and the reaper).
     """
     stale_before = counts.stale
-    settle(backend, queue, reaped.expired, counts)
+    decided = [Settling(attempt, *_finish_for(backend, attempt)) for attempt in reaped.expired]
+    settle(backend, queue, decided, counts)
     moved = reaped.looked_at - (counts.stale - stale_before)
     return (reaped.looked_at < size and not reaped.cut_short) or moved == 0
