@@ -263,8 +263,8 @@ class _Drain:
 
     def _to_run(self, reservation: Reservation) -> bool:
         """Tell whether ``reservation`` runs now: still ours, not a step its workflow stopped
-        (that is recorded as cancelled instead, as a worker does), and within ``max_tasks``
-        (past it, it stays held, to be handed back)."""
+        (that is recorded as cancelled instead, as a worker does), within ``max_tasks`` (past
+        it, it stays held, to be handed back), and given its queue's start turn."""
         if not self._still_held(reservation):
             return False
         cancelled = self.cancelled_steps.cancellation(reservation)
@@ -274,9 +274,28 @@ class _Drain:
         if self.runs_of.total() >= self.max_tasks:
             self.over_max_tasks = True
             return False
+        if not self._turn_taken(reservation):
+            return False
         self.runs_of[reservation.lease.task_path] += 1
         if reservation.errors:
             self.retries_of[reservation.lease.task_path] += 1
+        return True
+
+    def _turn_taken(self, reservation: Reservation) -> bool:
+        """Wait for the start turn of a task of a queue with a ``rate`` (pace.lua), as a
+        worker's runner does (worker/pacing.py; a queue without one has it at once, no call);
+        False when its queue was paused since (left held, the batch's end hands it back) or its
+        lease was lost meanwhile. Acquire spaces reservations, not starts: a task of another
+        queue run first held this one's start back, and the queue's next task, reserved an
+        interval later, started right behind it. Here, unlike a worker, the drain's one thread
+        waits for any turn, and a Redis error reaches the test."""
+        while (wait_ms := self.broker.start_turn(reservation.lease.queue)) != 0:
+            if wait_ms is None:
+                return False
+            # Asked again at least once a renewal interval: the batch's leases are renewed.
+            time.sleep(min(wait_ms / 1000, self.keeper.interval_s))
+            if not self._still_held(reservation):
+                return False
         return True
 
     def _did_not_empty(self) -> DrainDidNotEmpty:
