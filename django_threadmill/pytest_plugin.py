@@ -19,11 +19,13 @@ if TYPE_CHECKING:
 _STORED_IN_SETUP = pytest.StashKey[list["TaskResult"]]()
 
 
-@pytest.hookimpl(wrapper=True)
+# An old-style wrapper (hookwrapper): pluggy before 1.1 (pytest 7.3 and older take 1.0) knows no
+# other, and refused this module, stopping every session of a project that installs the package.
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     """Note the tasks stored while a test that asks for ``threadmill`` is set up: those its
     fixtures enqueue before the fixture is set up are lost to the test, and the fixture says
-    so (testing/not_run.py)."""
+    so (testing/not_run.py). A setup that raises ends the noting as one that passed."""
     if "threadmill" not in getattr(item, "fixturenames", ()):
         yield
         return
