@@ -12,12 +12,13 @@ an answer forgets the node, a refusal makes redis-py read the slot map again bef
 command, so a replica that took over the node's slots is learned, and its shares go there.
 """
 
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import redis
+
+from ..forks import ForkSafeLock
 
 FIRST_INTERVAL_S = 0.5  # how long a node that just failed to connect is spared
 LONGEST_INTERVAL_S = 4.0  # the interval doubles up to this while the node stays away
@@ -55,7 +56,7 @@ class DownNodes:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._away: dict[str, _Away] = {}
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # a child's first call to the cluster takes it
 
     def spares_any(self, nodes: Iterable[str]) -> bool:
         """Tell whether any of ``nodes`` is remembered: a round for them goes share by share.

@@ -2,13 +2,15 @@
 
 import threading
 
+from ..forks import ForkSafeLock
+
 
 class OutboxSignal:
     """The queue parts whose outbox this process filled, for its drainer to visit at once."""
 
     def __init__(self) -> None:
         self._parts: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()  # a child's first finish that fills an outbox takes it
         self.filled = threading.Event()
 
     def note(self, part: str) -> None:

@@ -10,11 +10,10 @@ alive.
 """
 
 import asyncio
-import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import suppress
 
-from ..forks import renew_after_fork
+from ..forks import ForkSafeLock
 
 
 class PerLoop[T]:
@@ -28,8 +27,10 @@ class PerLoop[T]:
         self._close = close
         # loop -> its value, and the async generator that closes it with the loop
         self._values: dict[asyncio.AbstractEventLoop, tuple[T, AsyncGenerator[None]]] = {}
-        self._lock = threading.Lock()  # loops of other threads add and drop values too
-        renew_after_fork(self)
+        # Loops of other threads add and drop values too. Fresh in a forked child, where the
+        # parent's values stay: their loops never run there, and closing their connections
+        # from the child would unregister them from the epoll it shares with the parent.
+        self._lock = ForkSafeLock()
 
     def get(self) -> T:
         """Return the running loop's value, made now if this loop has none."""
@@ -56,11 +57,3 @@ class PerLoop[T]:
 
     def __len__(self) -> int:
         return len(self._values)
-
-    def after_fork(self) -> None:
-        """Take a fresh lock in a forked child: a thread of the parent that held one (making
-        its loop's value) did not come along, and each ``aenqueue`` of the child would wait for
-        it forever. The parent's values stay: their loops never run here, and closing their
-        connections from the child would unregister them from the epoll it shares with the
-        parent."""
-        self._lock = threading.Lock()
