@@ -11,6 +11,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -85,14 +86,17 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         yield writes
 
 
-def command_calls(client: redis.Redis) -> dict[str, int]:
+def command_calls(client: redis.Redis) -> Counter[str]:
     """The calls of each command the server behind ``client`` has served, those scripts made
     included (INFO commandstats), leaving out the CONFIG RESETSTAT that zeroes them: Redis 7
-    counts it as "config|resetstat", Redis 6.2, which counts no subcommand apart, as "config"."""
-    calls = {
-        name.removeprefix("cmdstat_"): int(stats["calls"])
-        for name, stats in client.info("commandstats").items()
-    }
+    counts it as "config|resetstat", Redis 6.2, which counts no subcommand apart, as "config".
+    A command never served reads 0: INFO lists none of those."""
+    calls = Counter(
+        {
+            name.removeprefix("cmdstat_"): int(stats["calls"])
+            for name, stats in client.info("commandstats").items()
+        }
+    )
     if calls.pop("config|resetstat", None) is None and "config" in calls:
         calls["config"] -= 1
         if not calls["config"]:
