@@ -60,7 +60,9 @@ class _Call:
                 queue=self.queue,
                 token=self.token,
                 task_path=task_path(payload),
-                waited_ms=waited_ms(payload, enqueued, started, self.redis_now_ms),
+                waited_ms=waited_ms(
+                    payload, enqueued, started, self.redis_now_ms, failed_before=bool(errors)
+                ),
                 reserved_ms=self.reserved_ms,
             ),
             payload=payload,

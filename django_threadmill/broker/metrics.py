@@ -81,12 +81,19 @@ class Settling(NamedTuple):
 
 
 def waited_ms(
-    payload: str, enqueued_ms: int | None, started_ms: int | None, redis_now_ms: int
+    payload: str,
+    enqueued_ms: int | None,
+    started_ms: int | None,
+    redis_now_ms: int,
+    *,
+    failed_before: bool,
 ) -> int | None:
     """Return how long a first attempt had waited at ``redis_now_ms`` since it became due
     (enqueue, or a later run_after); None for a later attempt, whose wait would count its
-    retry delay. Every instant here is on the Redis clock."""
-    if started_ms is not None or enqueued_ms is None:
+    retry delay, and for a task that failed before it ever started (``failed_before``: it
+    was cancelled, then requeued), whose wait would count the time it lay cancelled. Every
+    instant here is on the Redis clock."""
+    if started_ms is not None or enqueued_ms is None or failed_before:
         return None
     return max(0, redis_now_ms - max(enqueued_ms, run_after_ms(payload) or 0))
 
