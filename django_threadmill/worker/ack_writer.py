@@ -35,7 +35,7 @@ from ..exceptions import BrokerRefused, BrokerUnavailable, PartlyAcked
 from .extras import Extras
 from .held_chars import HeldChars
 from .leases import HeldLeases
-from .not_recorded import log_not_recorded, log_refused
+from .not_recorded import log_not_recorded, log_refused, task_ids
 from .progress import PendingProgress
 from .refused import finish_apart, may_carry_refused
 from .role import RoleThread
@@ -387,10 +387,11 @@ class AckWriter(RoleThread):
             return [], None
         if self.give_up.is_set():
             logger.error(
-                "Ack batch dropped at shutdown kind=%s size=%d error=%s (the reaper will "
-                "settle these tasks)",
+                "Ack batch dropped at shutdown kind=%s size=%d task_ids=%s error=%s (the "
+                "reaper will settle these tasks)",
                 kind,
                 len(unwritten),
+                task_ids(unwritten),
                 error,
             )
             self.dropped += len(unwritten)

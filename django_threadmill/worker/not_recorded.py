@@ -45,17 +45,25 @@ def log_refused(
             "reaper settles these tasks once their leases lapse)",
             kind,
             len(items),
-            listed_values([item.lease.task_id for item in items]),
+            task_ids(items),
             error,
         )
         return
     log.error(
-        "Ack batch left to the reaper kind=%s size=%d error=%s (Redis refused this worker, "
-        "which stops; the reaper settles these tasks once their leases lapse)",
+        "Ack batch left to the reaper kind=%s size=%d task_ids=%s error=%s (Redis refused this "
+        "worker, which stops; the reaper settles these tasks once their leases lapse)",
         kind,
         len(items),
+        task_ids(items),
         error,
     )
+
+
+def task_ids(items: Sequence[Start | Finish]) -> str:
+    """Name the tasks of a batch not written, for its log line: which outcomes the reaper
+    will settle as lost (a task that succeeded is recorded FAILED, or run again), at most 20
+    of them and a count of the others (``listed_values``)."""
+    return listed_values([item.lease.task_id for item in items])
 
 
 def log_not_recorded(
