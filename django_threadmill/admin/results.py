@@ -14,6 +14,7 @@ from ..aliases import sources
 from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path_in_head
 from ..broker.inspect.source import Source
 from ..codec.ids import SHOWN_ID_CHARS, TASK_ID_SEPARATOR, make_task_id, named_short
+from ..exceptions import BrokerUnavailable
 from .display import NOT_UTF8_ID_LABEL, named, page_address, queues_unread, state_label, when
 from .listing import Cursor, RowFilter, Stream, Walker
 
@@ -202,12 +203,33 @@ def _filtered(
     )
 
 
+def _answering(chosen: list[Source]) -> tuple[list[Source], list[str], list[str]]:
+    """Return the Sources whose Redis answered the read of their queues, the queues of every
+    chosen one (a left-out alias's QUEUES: a filter on one is not "no such queue"), and a note
+    naming each left-out alias with its error. One alias's Redis down answered the whole list
+    with a 503, hiding the other aliases' tasks and the filter that would choose them, which
+    the queues page shows. With none answering, the first error is raised (the 503 page)."""
+    answering, queues, notes, errors = [], set(), [], []
+    for source in chosen:
+        try:
+            queues.update(source.names.queues)  # read once: the Source keeps it for the page
+        except BrokerUnavailable as exc:
+            queues.update(source.configured)
+            notes.append(f"Backend “{source.alias}” is left out: {exc}")
+            errors.append(exc)
+        else:
+            answering.append(source)
+    if errors and not answering:
+        raise errors[0]
+    return answering, sorted(queues), notes
+
+
 def results_context(query: QueryDict) -> dict[str, Any]:
     """Return the template context of one page of the task list."""
     everything, filters, chosen = _filtered(query)
-    queues = sorted({q for s in chosen for q in s.names.queues})
+    chosen, queues, down = _answering(chosen)
     context: dict[str, Any] = {
-        "unread": [note for s in chosen if (note := queues_unread(s.names))],
+        "unread": down + [note for s in chosen if (note := queues_unread(s.names))],
         "filters": filters,
         "row_query": f"{kept}&" if (kept := filters.query(task="")) else "",
         "aliases": [s.alias for s in everything],
