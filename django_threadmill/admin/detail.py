@@ -22,6 +22,7 @@ from .display import (
     INDENT_CHARS,
     PAGE_INDENT_CHARS,
     byte_size,
+    page_address,
     page_json,
     page_value,
     pretty_json,
@@ -31,6 +32,7 @@ from .display import (
     state_label,
     when,
 )
+from .workflows import WORKFLOW_URL_NAME
 
 # Said on the page of a task requeue refuses for having run every attempt (retry.py).
 EXHAUSTED = (
@@ -136,10 +138,16 @@ def _lease(detail: TaskDetail, workers: list[str]) -> dict[str, Any] | None:
     }
 
 
-def _workflow(record: dict[str, str]) -> dict[str, Any] | None:
-    """The workflow this task is a step of, for a link to its page."""
+def _workflow(alias: str, record: dict[str, str]) -> dict[str, Any] | None:
+    """The workflow this task is a step of, with the address of its page: "" for an id written
+    by hand that no URL names (``page_address``; one ending in "/" answered the task's page
+    with a 500, one with a "/" inside linked to another alias's page)."""
     marked = read_step_marker(record.get("workflow"))
-    return None if marked is None else {"id": marked[0], "step": marked[1]}
+    if marked is None:
+        return None
+    workflow_id, step = marked
+    url = page_address(WORKFLOW_URL_NAME, alias, workflow_id)
+    return {"id": workflow_id, "step": step, "url": url}
 
 
 def _stopped(stopped: StoppedStep | None) -> str:
@@ -187,7 +195,7 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
         "state": state,
         "label": state_label(state),
         "progress": stored_progress(record),
-        "workflow": _workflow(record),
+        "workflow": _workflow(source.alias, record),
         "workflow_stopped": _stopped(stopped),
         "path": payload.get("path") or task_path(record.get("payload")),
         "priority": payload.get("priority"),
