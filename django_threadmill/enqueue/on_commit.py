@@ -1,23 +1,36 @@
 """Enqueue after commit: hand a write to ``transaction.on_commit`` of the default database."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from ..compat import TaskResult
+
+# What waits in a connection's run_on_commit: (savepoints, callback, robust) since Django 4.2.
+CommitHook = tuple[set[str], Callable[[], object], bool]
 
 
 class WriteAtCommit:
-    """A write waiting in ``on_commit``, with the paths of the tasks it stores, marked once run.
+    """A write waiting in ``on_commit``, with the ids and paths of the tasks it stores, marked
+    once run.
 
     ``drain()`` reads these to tell a test whose enqueues still wait for a commit its
     ``TestCase`` never makes from one whose ``captureOnCommitCallbacks(execute=True)`` ran them,
-    which Django leaves in its list (docs/testing.md, Good to know).
+    which Django leaves in its list (docs/testing.md, Good to know); a result read that finds
+    no record, to say its task is stored at the commit (``waits_for_commit``).
     """
 
     def __init__(
-        self, write: Callable[[], object], task_paths: Sequence[str], using: str = DEFAULT_DB_ALIAS
+        self,
+        write: Callable[[], object],
+        results: Sequence[TaskResult],
+        using: str = DEFAULT_DB_ALIAS,
     ) -> None:
         self.write = write
-        self.task_paths = tuple(task_paths)
+        self.task_ids = tuple(result.id for result in results)
+        self.task_paths = tuple(result.task.module_path for result in results)
         self.using = using
         self.ran = False
 
@@ -46,9 +59,9 @@ class WriteAtCommit:
 
 
 def defer_to_commit(
-    write: Callable[[], object], task_paths: Sequence[str], using: str = DEFAULT_DB_ALIAS
+    write: Callable[[], object], results: Sequence[TaskResult], using: str = DEFAULT_DB_ALIAS
 ) -> bool:
-    """Run ``write``, which stores tasks of ``task_paths``, when the open transaction of
+    """Run ``write``, which stores the tasks of ``results``, when the open transaction of
     ``using`` commits; return False if none is open.
 
     Outside a transaction the caller writes at once, as ``on_commit`` would, without opening a
@@ -57,7 +70,7 @@ def defer_to_commit(
     """
     if not in_transaction(using):
         return False
-    transaction.on_commit(WriteAtCommit(write, task_paths, using), using=using)
+    transaction.on_commit(WriteAtCommit(write, results, using), using=using)
     return True
 
 
@@ -71,4 +84,42 @@ def in_transaction(using: str = DEFAULT_DB_ALIAS) -> bool:
     connection = connections[using]
     return connection.in_atomic_block or (
         connection.connection is not None and not connection.autocommit
+    )
+
+
+def commit_hooks(connection: BaseDatabaseWrapper) -> list[CommitHook]:
+    """Return the list of callbacks waiting on ``connection``'s transaction, itself: django-stubs
+    still types its items as pairs."""
+    return cast(list[CommitHook], connection.run_on_commit)
+
+
+def waiting_writes(connection: BaseDatabaseWrapper) -> Iterator[WriteAtCommit]:
+    """The writes waiting for the commit of ``connection``'s transaction, not run yet
+    (``captureOnCommitCallbacks(execute=True)`` runs them and leaves them listed)."""
+    if not connection.in_atomic_block:
+        return
+    for _savepoints, callback, _robust in commit_hooks(connection):
+        if isinstance(callback, WriteAtCommit) and not callback.ran:
+            yield callback
+
+
+def waits_for_commit(task_id: str) -> bool:
+    """Tell whether the write of task ``task_id`` waits for the commit of a transaction this
+    thread holds: read from the callbacks its connections hold, so it costs no query (a
+    connection never set up in this thread holds none)."""
+    return any(
+        task_id in write.task_ids
+        for connection in connections.all(initialized_only=True)
+        for write in waiting_writes(connection)
+    )
+
+
+def stored_at_commit(subject: str, made: str, what: str) -> str:
+    """Say that ``subject`` ("Task '…'", "Workflow '…'"), ``made`` ("enqueued", "launched")
+    with enqueue_on_commit, is not stored before its transaction commits, so it cannot be
+    ``what`` ("read", "cancelled") yet: "not found" means "not yet", not "expired"."""
+    return (
+        f"{subject} is not stored, so it cannot be {what}: it was {made} inside a transaction "
+        "with enqueue_on_commit, and is stored when that transaction commits (never, if it "
+        "rolled back). Do it after the commit."
     )

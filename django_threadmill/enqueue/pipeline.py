@@ -16,7 +16,7 @@ from typing import Any
 from ..broker import Broker, Guard, NewTask
 from ..broker.reads import unreadable_payload
 from ..codec.attempts_here import as_started_here
-from ..codec.ids import queue_of
+from ..codec.ids import queue_of, shown_id
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import stored_result
 from ..compat import Task, TaskResult, TaskResultDoesNotExist
@@ -26,7 +26,7 @@ from ..wording import a_type
 from .announce import announce_all, announce_guarded, announcer
 from .batching import maybe_stored
 from .coalesce import Enqueuer
-from .on_commit import defer_to_commit
+from .on_commit import defer_to_commit, stored_at_commit, waits_for_commit
 from .prepare import prepare
 
 type Call = tuple[Sequence[Any], dict[str, Any]]
@@ -83,6 +83,17 @@ def calls_of(calls: object) -> list[Call]:
             "a list with one pair per call."
         ) from None
     return [call_of(number, item) for number, item in enumerate(items)]
+
+
+def no_such_result(result_id: str) -> TaskResultDoesNotExist:
+    """The error for ``result_id``, whose task has no record: one enqueued with
+    ``enqueue_on_commit`` whose write waits for this thread's commit says so, else it would
+    read as expired or unknown (docs/enqueue.md, Enqueue after commit)."""
+    if waits_for_commit(result_id):
+        return TaskResultDoesNotExist(
+            stored_at_commit(f"Task {shown_id(result_id)}", "enqueued", "read")
+        )
+    return TaskResultDoesNotExist(result_id)
 
 
 def _refusal(task: Task, number: int, total: int) -> str:
@@ -205,7 +216,7 @@ class EnqueuePipeline:
         after one that raised. A write Redis refuses still raises there (docs/enqueue.md).
         """
         return self.waits_for_commit(task) and defer_to_commit(
-            partial(self._store, prepared, announce_guarded), [task.module_path] * len(prepared)
+            partial(self._store, prepared, announce_guarded), [result for _, result in prepared]
         )
 
     def _stored_or_held(
@@ -286,7 +297,7 @@ class EnqueuePipeline:
         ``TaskResultDoesNotExist`` for none, ``PayloadError`` when it cannot be built (its
         task no longer imports, its payload is damaged)."""
         if record is None:
-            raise TaskResultDoesNotExist(result_id)
+            raise no_such_result(result_id)
         try:
             payload = decode_payload(record.get("payload"))
         except PayloadError as exc:

@@ -3,7 +3,8 @@ HMGET."""
 
 from ..backend import ThreadmillTaskBackend
 from ..codec.progress import Progress, stored_progress
-from ..compat import TaskResult, TaskResultDoesNotExist, task_backends
+from ..compat import TaskResult, task_backends
+from ..enqueue.pipeline import no_such_result
 from ..wording import a_type
 from ..workflows.result import WorkflowResult
 
@@ -56,5 +57,5 @@ def _fix(result: object, by_id: str) -> str:
 def _progress(result: TaskResult, fields: dict[str, str | None] | None) -> Progress | None:
     """Return the progress in ``fields``, read from ``result``'s record (None: it is gone)."""
     if fields is None:
-        raise TaskResultDoesNotExist(result.id)
+        raise no_such_result(result.id)
     return stored_progress(fields)

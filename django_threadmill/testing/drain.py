@@ -31,6 +31,7 @@ from ..broker import Finish, Rejected, Reservation, Start
 from ..codec.ids import make_worker_id
 from ..codec.times import now_ms
 from ..conf.durations import seconds_of, whole_ms
+from ..enqueue.on_commit import commit_hooks
 from ..exceptions import BrokerUnavailable, DrainDidNotEmpty
 from ..wording import shown
 from ..worker.cancelled_steps import CancelledSteps
@@ -43,7 +44,7 @@ from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
 from ..workflows.advance import drain_queues
 from ..workflows.failed_entries import FailedEntries
-from .not_run import commit_hooks, say_left_for_later, say_paused, say_waiting_for_commit
+from .not_run import say_left_for_later, say_paused, say_waiting_for_commit
 from .savepoints import rolled_back_if_broken
 
 logger = logging.getLogger(__name__)

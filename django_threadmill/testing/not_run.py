@@ -15,32 +15,21 @@
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 from django.db import connections
-from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..backend import ThreadmillTaskBackend
 from ..broker import Broker
 from ..broker.inspect.inspector import Inspector
 from ..compat import TaskResult, task_enqueued
-from ..enqueue.on_commit import WriteAtCommit
+from ..enqueue.on_commit import waiting_writes
 
 logger = logging.getLogger(__name__)
 MOST_SECONDS = timedelta.max // timedelta(seconds=1)  # beyond, a timedelta overflows
-
-
-# What waits in a connection's run_on_commit: (savepoints, callback, robust) since Django 4.2.
-CommitHook = tuple[set[str], Callable[[], object], bool]
-
-
-def commit_hooks(connection: BaseDatabaseWrapper) -> list[CommitHook]:
-    """Return the list of callbacks waiting on ``connection``'s transaction, itself: django-stubs
-    still types its items as pairs."""
-    return cast(list[CommitHook], connection.run_on_commit)
 
 
 def say_left_for_later(
@@ -153,14 +142,7 @@ def _waiting_for_commit() -> dict[str, Counter[str]]:
     its commit and has not run (``captureOnCommitCallbacks`` runs them and leaves them listed)."""
     waiting = {}
     for connection in connections.all(initialized_only=True):
-        if not connection.in_atomic_block:
-            continue
-        paths = Counter(
-            path
-            for _savepoints, callback, _robust in commit_hooks(connection)
-            if isinstance(callback, WriteAtCommit) and not callback.ran
-            for path in callback.task_paths
-        )
+        paths = Counter(path for write in waiting_writes(connection) for path in write.task_paths)
         if paths:
             waiting[connection.alias] = paths
     return waiting

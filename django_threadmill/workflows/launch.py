@@ -64,18 +64,19 @@ def launch(root: Plannable) -> WorkflowResult:
     workflow_id = new_task_hex()
     first: dict[str, list[PreparedStep]] = {}
     entry_tasks: list[Task] = []
+    entry_results: list[TaskResult] = []
     for step, task in zip(planned.steps, planned.tasks, strict=True):
         prepared = _checked_step(backend, workflow_id, step, task)
         _keep_normalised(planned, step, prepared[1])
         if step.input is None:
             first.setdefault(step.queue, []).append(prepared)
             entry_tasks.append(task)
+            entry_results.append(prepared[1])
     # The launch span's context (traced_launch): the drainers enqueue the later steps in it.
     fields = workflow_fields(planned.steps, trace=stored_carrier())
     write = partial(_store, backend, workflow_id, planned, fields, first)
-    paths = [task.module_path for task in entry_tasks]
     waits = any(map(backend.pipeline.waits_for_commit, entry_tasks))
-    if waits and defer_to_commit(partial(write, announce_guarded), paths):
+    if waits and defer_to_commit(partial(write, announce_guarded), entry_results):
         return waiting_for_commit(backend, workflow_id, planned.steps)
     stored = write(announce_all)
     if stored.stopped or len(stored.announced) < len(entry_tasks):

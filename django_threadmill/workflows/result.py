@@ -11,6 +11,7 @@ from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, record_status
 from ..codec.text import utf8_text
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
+from ..enqueue.on_commit import stored_at_commit
 from ..exceptions import PayloadError, WorkflowDoesNotExist
 from .plan import PlannedStep, lacks, step_task_id, stored_plan
 from .stopping import stop_steps
@@ -108,11 +109,7 @@ class WorkflowResult:
     def _refuse_before_commit(self, what: str) -> None:
         """Raise if the workflow is not stored because its transaction has not committed."""
         if self._waits_for_commit:
-            raise WorkflowDoesNotExist(
-                f"Workflow {self.id!r} is not stored, so it cannot be {what}: it was "
-                "launched inside a transaction with enqueue_on_commit, and is stored when "
-                "that transaction commits (never, if it rolled back). Do it after the commit."
-            )
+            raise WorkflowDoesNotExist(stored_at_commit(f"Workflow {self.id!r}", "launched", what))
 
 
 def _stop_enqueued(backend: ThreadmillTaskBackend, workflow_id: str, why: str) -> None:
