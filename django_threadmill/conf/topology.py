@@ -9,6 +9,7 @@ import difflib
 import inspect
 import re
 import ssl
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -37,6 +38,11 @@ REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
 URL_EXAMPLES = (
     "'redis://localhost:6379/0', 'rediss://user:password@host:6380/0' or 'unix:///run/redis.sock'"
 )
+# What no host name holds, whitespace and control characters aside: the characters RFC 3986
+# leaves out of every part of a URI. Anything else is left to the resolver: IDNA names,
+# underscores (container names), an IPv6 literal in brackets (urllib checks it).
+NOT_IN_A_HOST = frozenset('<>"{}|\\^`')
+DROPPED_BY_URLLIB = "\t\r\n"  # from anywhere in a URL, as WHATWG's URL standard says
 PORTS = range(1, 65536)  # TCP ports; urlsplit reads 0, which redis-py takes as "no port"
 # Query arguments of a Redis URL that hold a secret: password, ssl_password.
 SECRET_QUERY_ARGUMENT = re.compile(r"([^&=]*password=)[^&]*", re.IGNORECASE)
@@ -298,7 +304,9 @@ def read_location(alias: str, location: object) -> str:
             "password holds '#', '/' or '?', which end the address in a URL. Percent-encode "
             "them, e.g. urllib.parse.quote(password, safe='') gives 'p%23ss' for 'p#ss'."
         )
+    _check_as_written(where, location)
     shown = f"{where} is {masked_location(location)!r}"
+    _check_host(shown, location)
     try:
         port = urlsplit(location).port
         port_usable = port is None or port in PORTS
@@ -400,6 +408,45 @@ def _userinfo_cut_short(location: str) -> bool:
     after it, before any query value (which may hold one), and the host is what came before."""
     address = urlsplit(location).netloc
     return bool(address) and "@" not in address and "@" in location.partition("=")[0]
+
+
+def _check_as_written(where: str, location: str) -> None:
+    """Refuse a tab or line break before the end of ``location``: urllib drops them wherever
+    they are, so 'redis://bad\\thost/0' reached 'badhost' (one at the end, as a value read from
+    a file ends, is dropped harmlessly). It is shown as urllib reads it: masked as written, its
+    password would not be found to mask."""
+    if not any(char in DROPPED_BY_URLLIB for char in location.rstrip(DROPPED_BY_URLLIB)):
+        return
+    read = location.translate(str.maketrans("", "", DROPPED_BY_URLLIB))
+    raise ImproperlyConfiguredThreadmill(
+        f"{where} holds a tab or line break, which a URL cannot hold: it reads as "
+        f"{masked_location(read)!r}, with it dropped. Remove it from LOCATION (and "
+        "percent-encode one a password holds: urllib.parse.quote(password, safe=''))."
+    )
+
+
+def _check_host(shown: str, location: str) -> None:
+    """Refuse a host of redis:// or rediss:// that holds a character no host name holds
+    (whitespace, a control character, one of ``NOT_IN_A_HOST``), as redis-py reads it,
+    percent-decoded: it could never be reached, so it read as Redis unreachable, and a worker
+    and ``threadmill_health --redis-down-ok`` waited for it for ever. A unix:// URL names its
+    socket by its path."""
+    parts = urlsplit(location)
+    if parts.scheme == "unix" or not parts.hostname:
+        return
+    host = unquote(parts.hostname)
+    bad = next((char for char in host if _not_in_a_host(char)), None)
+    if bad is not None:
+        raise ImproperlyConfiguredThreadmill(
+            f"{shown}, whose host {host!r} holds {bad!r}, which no host name holds (a space, a "
+            'control character, or one of <>"{}|\\^`), so Redis could never be reached. Write '
+            "the server's name or address, e.g. 'redis://redis.internal:6379/0' or "
+            "'redis://[::1]:6379/0'."
+        )
+
+
+def _not_in_a_host(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char) == "Cc" or char in NOT_IN_A_HOST
 
 
 def _databases(location: str) -> list[str]:
