@@ -15,6 +15,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 from django.conf import settings
 
@@ -25,11 +26,14 @@ LEVEL_OF_VERBOSITY = {0: logging.WARNING, 1: logging.INFO}
 
 
 class JsonFormatter(logging.Formatter):
-    """Format a record as one JSON object: time, level, logger, message, pid, thread."""
+    """Format a record as one JSON object: time, level, logger, message, pid, thread. The time
+    is ISO 8601 in UTC, to the millisecond: a collector reads it as written, and local time
+    without its offset read hours off in another zone, or the same hour twice at a DST
+    fall-back."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": self.formatTime(record),
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
