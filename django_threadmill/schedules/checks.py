@@ -23,6 +23,17 @@ BAD_ARGUMENTS = "threadmill.E014"  # args or kwargs would fail every slot's enqu
 TOO_LARGE = "threadmill.E016"  # args and kwargs make a payload above max_payload_bytes
 UNIQUE_SCHEDULED = "threadmill.W007"  # the task is unique, which a slot's enqueue does not claim
 
+# What each field takes, named after cronsim's refusal of it ("Bad minute"), which says which
+# field but not why: "*/0 * * * *", "60 * * * *" and "0 0 31 2 *" all read "Bad ...".
+CRON_FIELD_VALUES = {
+    "minute": "0-59",
+    "hour": "0-23",
+    "day-of-month": "1-31, L or LW, on a day one of its months has",
+    "month": "1-12 or JAN-DEC",
+    "day-of-week": "0-7 (0 and 7 are Sunday) or SUN-SAT, 5L (the last Friday), 1#2 (the second "
+    "Monday)",
+}
+
 
 def _timing_error(schedule: Schedule) -> str | None:
     if schedule.cron is None:  # every N since the epoch: the same in every zone
@@ -38,7 +49,15 @@ def _timing_error(schedule: Schedule) -> str | None:
     except ImportError as exc:
         return str(exc).rstrip(".")  # a sentence of its own, ended where it is quoted
     except Exception as exc:  # cronsim raises its own CronSimError
-        return f"cron {schedule.cron!r} does not parse ({exc})"
+        field = str(exc).removeprefix("Bad ")
+        values = CRON_FIELD_VALUES.get(field)
+        takes = (
+            f"; its {field} takes {values}, as one value, a list (1,5), a range (1-5, not 5-1) "
+            "or a step of 1 or more (*/15, 0-30/10)"
+            if values
+            else ""
+        )
+        return f"cron {schedule.cron!r} does not parse ({exc}){takes}"
     return None
 
 

@@ -6,9 +6,10 @@ after the gap, one whose local time repeats in autumn runs once, at the first oc
 one with a wildcard hour runs in both passes of the repeated hour.
 """
 
+import zoneinfo
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from django.conf import settings
 
@@ -51,7 +52,8 @@ HOST_ZONE = "localtime"
 
 class NoTimeZone(ValueError):
     """A cron schedule's zone is the host's local time: it has no ``timezone`` and Django's
-    ``TIME_ZONE`` is None, or its zone is ``"localtime"``."""
+    ``TIME_ZONE`` is None, or its zone is ``"localtime"``; or the host has no time zone
+    database to load any zone from."""
 
 
 # What zone_of raises for a zone it cannot give: NoTimeZone (a ValueError), zoneinfo's
@@ -66,7 +68,8 @@ def zone_of(name: str | None) -> ZoneInfo:
     ``TIME_ZONE = None`` leaves the process in the host's local time, which has no zone name to
     give cronsim the DST rules by, and differs from host to host: that is refused, naming the fix,
     rather than guessed (docs/schedules.md, Periodic tasks). So is ``"localtime"``, which
-    zoneinfo reads from each host's /etc/localtime.
+    zoneinfo reads from each host's /etc/localtime. A host with no zone database at all names
+    that, not the zone: its "Europe/Berlin" was called unknown, the hint naming it again.
     """
     zone = name or settings.TIME_ZONE
     if not zone:
@@ -75,14 +78,24 @@ def zone_of(name: str | None) -> ZoneInfo:
             "the host's local time, which has no zone name to follow daylight saving time by. "
             "Set TIME_ZONE, or give the schedule a 'timezone' such as 'Europe/Berlin'"
         )
+    given = "its 'timezone'" if name else "TIME_ZONE"
     if zone == HOST_ZONE:
-        given = "its 'timezone'" if name else "TIME_ZONE"
         raise NoTimeZone(
             f"its time zone ({given}) is {zone!r}, the host's /etc/localtime, which differs from "
             "host to host: supervisors on hosts in other zones would fire each slot at another "
             "instant. Name the zone instead, such as 'Europe/Berlin'"
         )
-    return ZoneInfo(zone)  # zoneinfo caches instances by key itself
+    try:
+        return ZoneInfo(zone)  # zoneinfo caches instances by key itself
+    except ZoneInfoNotFoundError:
+        if available_timezones():  # the name is wrong, not the host
+            raise
+        searched = ", ".join(zoneinfo.TZPATH) or "no TZPATH"
+        raise NoTimeZone(
+            f"its time zone ({given}) {zone!r} cannot be loaded: this host has no time zone "
+            f"database for zoneinfo to read (none in {searched}, and no tzdata package), as "
+            "in an Alpine image. Install one: pip install tzdata, or the system's tzdata package"
+        ) from None
 
 
 def _five_fields(cron: str) -> str:

@@ -3,9 +3,8 @@
 Next slots are reckoned on Redis time, as the supervisors fire them (docs/design.md, One clock).
 """
 
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.core.management.base import CommandError, CommandParser
 
@@ -61,18 +60,21 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
     ) -> str:
         zone = _shown_zone(schedule)
         last_ms = backend.broker.last_fired_ms(queue, schedule.name)
-        upcoming = next_slot(schedule, now).astimezone(zone)
         last = "never" if last_ms is None else _when(last_ms, zone)
+        # A last slot after now (the Redis clock stepped back since) holds back every slot up
+        # to it: the enqueue script skips them (docs/schedules.md, Timing).
+        after = max(now, last) if isinstance(last, datetime) else now
+        upcoming = next_slot(schedule, after).astimezone(zone)
         # Its slots fire on and wait READY (docs/schedules.md, A paused queue).
         held = "  queue paused: its slots' tasks wait until it is resumed" if paused else ""
         return (
-            f"{schedule.name}  {schedule.when} ({zone.key})  task={schedule.task}  "
+            f"{schedule.name}  {schedule.when} ({zone})  task={schedule.task}  "
             f"queue={queue}  next={upcoming.isoformat()}  "
             f"last={last if isinstance(last, str) else last.isoformat()}{held}"
         )
 
 
-def _when(at_ms: int, zone: ZoneInfo) -> datetime | str:
+def _when(at_ms: int, zone: tzinfo) -> datetime | str:
     """Return the slot ``at_ms`` in ``zone``; "unknown time" for one written by hand that no
     datetime holds (past the year 9999, before year 1), as ``threadmill_queue`` reads a pause's."""
     try:
@@ -89,16 +91,17 @@ def _unfireable_line(schedule: Schedule, problem: str) -> str:
     )
 
 
-def _shown_zone(schedule: Schedule) -> ZoneInfo:
+def _shown_zone(schedule: Schedule) -> tzinfo:
     """Return the zone to show the slots in: the schedule's, else TIME_ZONE; UTC for an every
     schedule whose zone would be the host's local time (TIME_ZONE None or "localtime": its slots
     are the same in every zone, and the host's time has no zone name), or that zoneinfo cannot
     load (a TIME_ZONE such as "America", which Django's own check lets by: the listing ended in
-    zoneinfo's traceback). A cron schedule's zone is then refused (threadmill.E010), and it is
-    listed as never firing."""
+    zoneinfo's traceback). That UTC is Python's own, there on a host with no zone database,
+    where zoneinfo loads no "UTC" either. A cron schedule's zone is then refused
+    (threadmill.E010), and it is listed as never firing."""
     if schedule.cron is not None:
         return zone_of(schedule.timezone)
     try:
         return zone_of(None)  # an every schedule has no 'timezone' of its own
     except ZONE_ERRORS:
-        return ZoneInfo("UTC")
+        return UTC
