@@ -11,7 +11,8 @@ mark.lua. Its fields:
   values make its input, comma-separated), ``cur:i`` (how far into ``after:i`` advance.lua
   found them all succeeded, so a group's members do not each read every member before them),
   ``next:i`` (the steps whose input takes its value), ``e:i`` (``due``, then ``enqueued``),
-  ``s:i`` (how it ended), ``v:i`` (its result JSON), ``x:i`` (why it was not run);
+  ``s:i`` (how it ended), ``v:i`` (its result JSON, kept only when a step takes it: its
+  record holds it), ``x:i`` (why it was not run);
 - ``succeeded``: how many steps succeeded;
 - ``trace``: the launch span's context (W3C trace context as JSON, as a payload's ``trace``),
   written only when the launch was traced: the later steps are enqueued in its trace.
@@ -36,6 +37,7 @@ from ..exceptions import PayloadError
 from .outbox_looks import OutboxLooks
 from .raw_replies import escaped
 from .scripts import ScriptCall, ScriptName
+from .types import stored_int
 
 OUTBOX_BATCH = 100  # outbox entries read per call
 WORKFLOWS_LISTED = 10_000  # newest workflow ids kept in the admin's list
@@ -43,6 +45,11 @@ WORKFLOWS_LISTED = 10_000  # newest workflow ids kept in the admin's list
 # a launch takes, and short enough that one interrupted before it stored them does not linger.
 LAUNCH_TTL_MS = 10 * 60 * 1000
 GONE = "its record expired before its steps were marked enqueued"  # mark.lua found no hash
+# What reading a workflow back takes of its hash: these fields, and these of each step. Not
+# the values its steps hand on (``v:i``, kept for the drainers; a step's record holds its
+# result), nor which step waits for which (``after:i``, ``next:i``, ``cur:i``).
+READ_FIELDS = ("n", "status", "why", "created_ms", "succeeded", "trace")
+READ_STEP_FIELDS = ("p", "e", "s", "x")
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +79,23 @@ class StoppedStep:
     def noted(self) -> tuple[str, str]:
         """The values of the step record's ``stop`` and ``stop_why`` fields (cancel.lua)."""
         return ("not_run" if self.not_run else "cancelled", self.why)
+
+
+def read_names(count: str | None, size: int) -> list[str] | None:
+    """The fields of a workflow's hash of ``size`` fields whose step count reads ``count``
+    that reading it back takes (``READ_FIELDS``, and ``READ_STEP_FIELDS`` of each step); None,
+    to read it whole, when it has no count, or one its fields cannot hold (a hash something
+    else wrote: the reader names what it lacks)."""
+    steps = stored_int(count)
+    if steps is None or not 0 <= steps <= size:
+        return None
+    per_step = (f"{kind}:{i}" for i in range(steps) for kind in READ_STEP_FIELDS)
+    return [*READ_FIELDS, *per_step]
+
+
+def _named(names: list[str], values: list[str | None]) -> dict[str, str]:
+    """The fields ``names`` that HMGET found, with the ``values`` it read."""
+    return {name: value for name, value in zip(names, values, strict=True) if value is not None}
 
 
 class Workflows(OutboxLooks):
@@ -193,15 +217,35 @@ class Workflows(OutboxLooks):
         )
 
     def workflow_fields(self, workflow_id: str) -> dict[str, str]:
-        """Return a workflow's hash ({} when unknown or expired)."""
+        """Return what reading a workflow back takes of its hash (``read_names``; {} when
+        unknown or expired): its step count and size, then those fields, two round trips.
+
+        Read whole, the hash gave every value a step hands on, which its record holds too: a
+        workflow of 50 steps returning 1 MB each read 50 MB on every view of its admin page,
+        which reads at most 16 KiB of each step's record (docs/admin.md, Cost per page view).
+        """
+        key = self.keyspace.workflow(workflow_id)
         with self.translated_errors(read=True):
-            return cast(dict[str, str], self.client.hgetall(self.keyspace.workflow(workflow_id)))
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.hget(key, "n")
+                pipe.hlen(key)
+                names = read_names(*pipe.execute())
+            if names is None:
+                return cast(dict[str, str], self.client.hgetall(key))
+            return _named(names, cast(list[str | None], self.client.hmget(key, names)))
 
     async def aworkflow_fields(self, workflow_id: str) -> dict[str, str]:
         """Async twin of ``workflow_fields``, on the asyncio client."""
         client = self._async_client()[0]
+        key = self.keyspace.workflow(workflow_id)
         async with self.atranslated_errors(read=True):
-            return cast(dict[str, str], await client.hgetall(self.keyspace.workflow(workflow_id)))
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.hget(key, "n")
+                pipe.hlen(key)
+                names = read_names(*await pipe.execute())
+            if names is None:
+                return cast(dict[str, str], await client.hgetall(key))
+            return _named(names, cast(list[str | None], await client.hmget(key, names)))
 
     def workflow_summaries(self, workflow_ids: Sequence[str]) -> list[dict[str, str]]:
         """Return the summary fields of each workflow ({} for one that expired), one round

@@ -3,7 +3,8 @@
 -- KEYS[1]  W         hash: one workflow; its fields are listed in broker/workflows.py
 -- ARGV[1]  step      the settled step's index, or "" for the workflow as a whole (cancel)
 -- ARGV[2]  outcome   "successful" | "failed" | "cancelled"
--- ARGV[3]  value     the step's result JSON (successful), else why it did not succeed
+-- ARGV[3]  value     the step's result JSON (successful: kept only when a step takes it), else
+--                    why it did not succeed
 -- ARGV[4]  ttl_ms    a workflow that ended expires after this ("" keeps it)
 -- Returns: {status, then the indices of the steps due: every input succeeded, not yet marked
 --          enqueued}; status is the workflow's ("open", "successful", "failed", "cancelled"),
@@ -80,7 +81,10 @@ end
 
 if redis.call("HSETNX", w, "s:" .. step, outcome) == 1 then
   if outcome == "successful" then
-    redis.call("HSET", w, "v:" .. step, value)
+    -- Kept for the steps that take it as input (next:i); its record holds it anyway.
+    if redis.call("HEXISTS", w, "next:" .. step) == 1 then
+      redis.call("HSET", w, "v:" .. step, value)
+    end
     local succeeded = redis.call("HINCRBY", w, "succeeded", 1)
     if status == "open" and succeeded == n then
       finish("successful")
