@@ -67,6 +67,7 @@ class EventLoopLane(TaskRunner):
         renew_after_fork(self)  # a task that forks: its child must not go on as this lane
         # What each task's context is a copy of: the loop thread's own, made in ``loop``.
         self._tasks_context = Context()
+        self._cpu_clock: int | None = None  # the loop thread's CPU clock, set in ``loop``
 
     def after_fork(self) -> None:
         """In a child a task forked on the loop, stop the loop: a child whose task code
@@ -77,6 +78,8 @@ class EventLoopLane(TaskRunner):
             self.event_loop.stop()
 
     def loop(self) -> None:
+        with suppress(AttributeError, OSError):  # a system with no CPU clock per thread
+            self._cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
         keep_loop_caches()
         self._tasks_context = copy_context()
         event_loop = self.event_loop = asyncio.new_event_loop()
@@ -237,6 +240,16 @@ class EventLoopLane(TaskRunner):
         call, which holds the GIL throughout, while the loop's thread may change them."""
         return list(self.running.values())
 
+    def cpu_s(self) -> float | None:
+        """Return the CPU time the loop's thread has used, in seconds (from another thread);
+        None before it ran, or where the system keeps no CPU clock per thread."""
+        if self._cpu_clock is None:
+            return None
+        try:
+            return time.clock_gettime(self._cpu_clock)
+        except OSError:  # the thread ended
+            return None
+
     def blocked_task(self) -> Reservation | None:
         """Return the task whose code the loop runs now (from another thread): the attempt
         whose asyncio task is current, or that started it; None between tasks."""
@@ -350,12 +363,13 @@ class LoopMonitor(RoleThread):
         turn (hundreds at a time under a high ``--async-concurrency``) hold the loop a moment
         each, and crediting the first with the whole stall accused a task that blocked nothing.
         A stall through which the monitor itself woke late, by over half its length, is the
-        process waiting for CPU or the GIL, whichever task was current: nobody is named.
+        process waiting for CPU or the GIL, whichever task was current: nobody is named, unless
+        the loop's thread ran meanwhile (``_ran_on``).
         """
         since = self.lane.last_beat
-        holds, late_s = self._note_holds(since)
+        holds, late_s, ran_s = self._note_holds(since)
         turned = self.lane.last_beat if self.lane.last_beat != since else time.monotonic()
-        if late_s > (turned - holds[0][1]) / 2:
+        if late_s > (turned - holds[0][1]) / 2 and not _ran_on(ran_s, holds):
             logger.debug(
                 "Event loop stalled for_ms=%d while its monitor woke late_ms=%d: the process "
                 "was short of CPU (a CPU quota, a busy host) or of the GIL, no task held it",
@@ -385,14 +399,20 @@ class LoopMonitor(RoleThread):
                 SHARED_BLOCK_S * 1000,
             )
 
-    def _note_holds(self, since: float) -> tuple[list[tuple[Reservation | None, float]], float]:
+    def _note_holds(
+        self, since: float
+    ) -> tuple[list[tuple[Reservation | None, float]], float, float]:
         """Note each task seen holding the loop, in turn, until it turns (or the monitor
-        stops); return them, each with since when, and how much later than it asked the
-        monitor itself woke, in all. The task seen holding it past the hold limit, counted as
-        ``_follow_stall`` counts it, is passed to the limit at once, once."""
+        stops); return them, each with since when, how much later than it asked the monitor
+        itself woke, in all, and the CPU the loop's thread ran from the first look to the last
+        (0 where the system cannot tell; read at each look, as the thread may end once the loop
+        turns). The task seen holding it past the hold limit, counted as ``_follow_stall``
+        counts it, is passed to the limit at once, once; not while the monitor woke late,
+        unless the loop's thread ran meanwhile (``_ran_on``)."""
         look_s = BEAT_S / 5
         holds = [(self.lane.blocked_task(), time.monotonic())]
-        late_s = 0.0
+        ran_from = self.lane.cpu_s()
+        late_s = ran_s = 0.0
         limit = self.hold_limit
         while self.lane.last_beat == since:
             asked = time.monotonic()
@@ -403,12 +423,25 @@ class LoopMonitor(RoleThread):
             culprit = self.lane.blocked_task()
             if culprit is not None and culprit is not holds[-1][0]:
                 holds.append((culprit, now))
+            ran_to = self.lane.cpu_s()
+            if ran_from is not None and ran_to is not None:
+                ran_s = ran_to - ran_from
             held_s = now - (since if len(holds) == 1 else holds[-1][1])
             # Not while the monitor itself woke late: the process is short of CPU or the GIL.
-            if limit and held_s > limit.limit_s and late_s <= (now - holds[0][1]) / 2:
+            on_time = late_s <= (now - holds[0][1]) / 2
+            if limit and held_s > limit.limit_s and (on_time or _ran_on(ran_s, holds)):
                 limit.passed(holds[-1][0], held_s)
                 limit = None
-        return holds, late_s
+        return holds, late_s, ran_s
+
+
+def _ran_on(ran_s: float, holds: list[tuple[Reservation | None, float]]) -> bool:
+    """Tell whether the loop's thread ran ``ran_s`` of CPU, ``BLOCKED_S`` or more, with one task
+    seen holding the loop: that task's own code held it, in Python, which holds the GIL, so the
+    monitor's looks woke late waiting for it. A loop short of CPU or of the GIL turns in the
+    moment it gets either, and runs next to nothing meanwhile."""
+    seen = {id(culprit) for culprit, _ in holds if culprit is not None}
+    return len(seen) == 1 and ran_s >= BLOCKED_S
 
 
 def _report_blocked(culprit: Reservation | None, held_s: float) -> None:

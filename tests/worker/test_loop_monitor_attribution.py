@@ -28,6 +28,9 @@ class StalledLane:
         self.last_beat = 0.0
         self._seen: Iterator[str] = iter(seen)
 
+    def cpu_s(self) -> None:
+        return None  # no CPU clock of its thread: the monitor judges by its own wakes alone
+
     def blocked_task(self) -> SimpleNamespace | None:
         self.clock.now += SAMPLE_S
         task_id = next(self._seen, None)
