@@ -11,11 +11,18 @@ from typing import Any
 import pytest
 import redis
 from asgiref.sync import sync_to_async
+from django.dispatch import Signal
 from django.test import override_settings
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
-from django_threadmill.compat import TASKS_LOGGER_NAME, TaskResult, task_backends, task_enqueued
+from django_threadmill.compat import (
+    TASKS_LOGGER_NAME,
+    TaskResult,
+    task_backends,
+    task_enqueued,
+    task_finished,
+)
 from django_threadmill.worker.logs import LOGGER_NAME
 from django_threadmill.worker.receivers_thread import receivers_thread
 from tests.servers.redis_server import DURABLE, RedisProcess, redis_process, session_redis_url
@@ -186,14 +193,25 @@ def logging_put_back() -> Iterator[None]:
         handler.setFormatter(formatter)
 
 
+def _collected[T](signal: Signal, kept: Callable[[type, TaskResult], T]) -> Iterator[list[T]]:
+    """Collect what ``kept`` takes of each ``signal`` sent while the test runs."""
+    seen: list[T] = []
+
+    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        seen.append(kept(sender, task_result))
+
+    signal.connect(receiver)
+    yield seen
+    signal.disconnect(receiver)
+
+
 @pytest.fixture
 def enqueued() -> Iterator[list[tuple[type, TaskResult]]]:
     """Collect every task_enqueued signal as (sender, task_result)."""
-    seen: list[tuple[type, TaskResult]] = []
+    yield from _collected(task_enqueued, lambda sender, result: (sender, result))
 
-    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
-        seen.append((sender, task_result))
 
-    task_enqueued.connect(receiver)
-    yield seen
-    task_enqueued.disconnect(receiver)
+@pytest.fixture
+def finished() -> Iterator[list[TaskResult]]:
+    """Collect the task_result of every task_finished sent while the test runs."""
+    yield from _collected(task_finished, lambda sender, result: result)

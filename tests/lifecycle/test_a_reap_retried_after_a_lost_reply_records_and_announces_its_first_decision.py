@@ -10,14 +10,13 @@ task_finished never came.
 
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
 import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
-from django_threadmill.compat import TaskResult, TaskResultStatus, task_finished
+from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.worker.reaper import reap_pass
 from tests.observability.lost_replies import lose_replies
 
@@ -27,17 +26,10 @@ from .support import run
 LATER = timedelta(minutes=1)
 
 
-@pytest.fixture
-def finished() -> Iterator[list[TaskResult]]:
-    """Collect every task_finished sent while the test runs."""
-    seen: list[TaskResult] = []
-
-    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
-        seen.append(task_result)
-
-    task_finished.connect(receiver)
-    yield seen
-    task_finished.disconnect(receiver)
+@pytest.fixture(autouse=True)
+def answers_forgotten() -> Iterator[None]:
+    """The policy's answers are the module's: each test gives its own."""
+    yield
     ANSWERS.clear()
 
 

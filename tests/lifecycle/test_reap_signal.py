@@ -1,8 +1,6 @@
 """An attempt the reaper fails reaches task_finished receivers, like a worker's failure."""
 
 import logging
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import redis
@@ -18,19 +16,6 @@ from django_threadmill.worker.reaper import reap_once
 
 from .support import WORKER, run, wait_for_expiry
 from .tasks import plain, retried
-
-
-@pytest.fixture
-def finished() -> Iterator[list[TaskResult]]:
-    """Collect every task_finished sent while the test runs."""
-    seen: list[TaskResult] = []
-
-    def receiver(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
-        seen.append(task_result)
-
-    task_finished.connect(receiver)
-    yield seen
-    task_finished.disconnect(receiver)
 
 
 def test_a_lease_the_reaper_fails_sends_task_finished(

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from django_threadmill.broker import Broker, Finish, Lease, Outcome
+from django_threadmill.broker import Broker, Lease
 from django_threadmill.exceptions import BrokerRefused
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
@@ -20,20 +20,11 @@ from django_threadmill.worker.not_recorded import log_refused
 from django_threadmill.worker.progress import PendingProgress
 from tests.support import wait_until
 from tests.worker import tasks
+from tests.worker.test_acks_a_queue_cannot_take_wait_for_their_next_try_while_the_others_are_written import (  # noqa: E501
+    retry,
+)
 
 WORKER = "writer-test:1:abcd"
-
-
-def retried(lease: Lease) -> Finish:
-    """A retry, whose first write is its ZADD to the queue's delayed set."""
-    return Finish(
-        lease=lease,
-        outcome=Outcome.RETRY,
-        value='{"exception_class_path":"x","traceback":""}',
-        started_ms=1,
-        finished_ms=2,
-        retry_delay_ms=60_000,
-    )
 
 
 def reserve(broker: Broker, queue: str) -> Lease:
@@ -58,7 +49,7 @@ def test_a_batch_dropped_at_shutdown_names_its_tasks(
     stuck = [reserve(broker, "emails") for _ in range(2)]
     broker.client.set(broker.queue_keys("emails").delayed, "another program's value")
     for lease in stuck:
-        writer.submit_finish(retried(lease))
+        writer.submit_finish(retry(lease))
     writer.start()
     writer.stop()
     wait_until(lambda: "Ack batch failed kind=finish" in caplog.text, "a failed try")
@@ -78,7 +69,7 @@ def test_a_batch_left_to_the_reaper_names_its_tasks(
         log_refused(
             logging.getLogger("django_threadmill.worker.ack_writer"),
             "finish",
-            [retried(lease) for lease in leases],
+            [retry(lease) for lease in leases],
             BrokerRefused("NOPERM this user has no permissions to run the 'evalsha' command"),
         )
     [line] = [r.getMessage() for r in caplog.records]

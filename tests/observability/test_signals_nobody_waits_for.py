@@ -15,7 +15,7 @@ from django.db import transaction
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
-from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued, task_finished
+from django_threadmill.compat import TaskResult, TaskResultStatus, task_enqueued
 from django_threadmill.schedules.scheduler import Scheduler
 from django_threadmill.worker.reaper import reap_once
 from testproject.example.tasks import echo
@@ -40,11 +40,6 @@ def collect(signal: Any) -> Iterator[list[TaskResult]]:
     signal.connect(receiver)
     yield seen
     signal.disconnect(receiver)
-
-
-@pytest.fixture
-def finished() -> Iterator[list[TaskResult]]:
-    yield from collect(task_finished)
 
 
 @pytest.fixture
