@@ -35,7 +35,14 @@ def a_type(value: object) -> str:
     name = type(value).__name__
     spelt_out = name[:2].isupper() and name[:2].isalpha()
     vowel_sound = name[0] in (VOWEL_SOUNDING_LETTERS if spelt_out else VOWELS)
-    return f"{'an' if vowel_sound else 'a'} {name}"
+    return f"{'a' if not vowel_sound or _you_sound(name) else 'an'} {name}"
+
+
+def _you_sound(name: str) -> bool:
+    """Whether ``name`` starts with the sound of "you": a U, then one consonant and a vowel
+    ("User", "Unit", "Union"), where "Update" and "Unknown" start with a vowel sound. Model
+    classes are named so: "args[0] is an User" read wrong in the error for the most common."""
+    return name[0] == "U" and name[1:2].isalpha() and name[1] not in VOWELS and name[2:3] in VOWELS
 
 
 def an_int_of_its_size(value: int) -> str:

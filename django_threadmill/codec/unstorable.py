@@ -3,7 +3,9 @@
 Django's ``normalize_json`` names only the type it refused ("Unsupported type: <class
 'datetime.datetime'>"); in a large argument the value was hard to find. The rules are its
 rules, then JSON's: mappings and sequences are walked, bytes must be UTF-8, floats finite,
-ints short enough for Python to write, and dict keys str, int, float, bool or None.
+ints short enough for Python to write, and dict keys str, int, float, bool or None. The Django
+values most often passed by mistake are named with their fix: a model instance, a QuerySet, a
+lazy string (its type read "a __proxy__"), a TaskResult.
 """
 
 import math
@@ -11,6 +13,10 @@ import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.db.models import Model, QuerySet
+from django.utils.functional import Promise
+
+from ..compat import TaskResult
 from ..wording import a_type, an_int_of_its_size
 
 JSON_KEYS = (str, bytes, int, float, bool, type(None))  # bytes keys are decoded first
@@ -138,4 +144,18 @@ def _problem(value: Any) -> str | None:
         return None if math.isfinite(value) else f"is {value!r}"
     if isinstance(value, Sequence):
         return None
-    return f"is {a_type(value)}"
+    return f"is {_named(value)}"
+
+
+def _named(value: Any) -> str:
+    """Name a value JSON cannot store, with the fix for the Django values that are passed by
+    mistake most often: the generic "Pass strings, numbers..." left the user to find it."""
+    if isinstance(value, Model):
+        return f"{a_type(value)} model instance (use its pk, and fetch the row where it is used)"
+    if isinstance(value, QuerySet):
+        return "a QuerySet (use a list of its pks: list(qs.values_list('pk', flat=True)))"
+    if isinstance(value, Promise):
+        return "a lazy string, as gettext_lazy and reverse_lazy make (use str() of it)"
+    if isinstance(value, TaskResult):  # of a task enqueued from another
+        return "a TaskResult (use its id, which get_result() reads back)"
+    return a_type(value)

@@ -5,6 +5,7 @@ from decimal import Decimal
 from http.client import HTTPException
 
 import pytest
+from django.contrib.auth.models import User
 
 from django_threadmill.wording import a_type
 
@@ -19,6 +20,8 @@ from django_threadmill.wording import a_type
         (uuid.uuid4(), "a UUID"),
         (HTTPException(), "an HTTPException"),
         (b"", "a bytes"),
+        (User(), "a User"),  # a U read as "you": it read "an User"
+        (type("Unknown", (), {})(), "an Unknown"),
     ],
 )
 def test_a_type_reads_as_spoken(value: object, expected: str) -> None:
