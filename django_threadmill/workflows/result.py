@@ -1,7 +1,11 @@
 """What a workflow is doing, read back from its hash and its steps' records."""
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
@@ -73,11 +77,25 @@ class WorkflowResult:
 
     def refresh(self) -> None:
         """Read the workflow and its steps again."""
+        with self._read_back():
+            self._take(get_workflow(self.id, self.backend))
+
+    async def arefresh(self) -> None:
+        """Async twin of ``refresh``, on the asyncio client (no thread hop), as
+        ``TaskResult.arefresh`` is."""
+        with self._read_back():
+            self._take(await aget_workflow(self.id, self.backend))
+
+    @contextmanager
+    def _read_back(self) -> Iterator[None]:
+        """Raise, for a workflow not found, that it waits for its commit, when it does."""
         try:
-            fresh = read_workflow(_backend_of(self.id, self.backend), self.id)
+            yield
         except WorkflowDoesNotExist:
             self._refuse_before_commit("read back")
             raise
+
+    def _take(self, fresh: "WorkflowResult") -> None:
         self.status, self.why, self.steps = fresh.status, fresh.why, fresh.steps
         self._waits_for_commit = False
 
@@ -105,6 +123,11 @@ class WorkflowResult:
             _stop_enqueued(backend, self.id, why)
         self.refresh()
         return status == "open"
+
+    async def acancel(self, reason: str = "") -> bool:
+        """Async twin of ``cancel``: the same calls, in a thread of their own (a cancel
+        stops every step it leaves unrun, a call per queue)."""
+        return await sync_to_async(self.cancel, thread_sensitive=False)(reason)
 
     def _refuse_before_commit(self, what: str) -> None:
         """Raise if the workflow is not stored because its transaction has not committed."""
