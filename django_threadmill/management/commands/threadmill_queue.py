@@ -23,7 +23,7 @@ from ...codec.ids import named_short
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill, MaybeApplied
 from ...wording import listed_names, listed_values, shown
-from ..backend_option import BACKEND_HELP, backend_option
+from ..backend_option import BACKEND_HELP, backend_option, command_line
 from ..checks_at_start import SettingsRefusedPlainly
 from ..failed_change import failed_change
 from ..report_output import CutShortCommand, OutputClosed
@@ -63,7 +63,7 @@ def _said(error: BaseException) -> str:
     return str(error).rstrip(".")
 
 
-def _stopped(queue: str, forgot: int, why: BaseException) -> str:
+def _stopped(alias: str, queue: str, forgot: int, why: BaseException) -> str:
     """Return what ``forget-damaged --all`` says when ``why`` stopped it midway."""
     match why:
         case OutputClosed():
@@ -81,15 +81,15 @@ def _stopped(queue: str, forgot: int, why: BaseException) -> str:
             shown = f"those listed above; the next batch failed: {_said(why)}"
     return (
         f"Forgot {forgot} damaged record(s) of queue {queue}, then stopped: {shown}. The rest "
-        f"are kept: 'manage.py threadmill_queue damaged {queue}' lists them."
+        f"are kept: '{_damaged_command(alias, queue)}' lists them."
     )
 
 
-def _forgot_partly(queue: str, forgot: list[str], why: BrokerUnavailable) -> str:
+def _forgot_partly(alias: str, queue: str, forgot: list[str], why: BrokerUnavailable) -> str:
     """Return what ``forget-damaged`` with ids says when a part of the queue (a shard, of one
     shard count or another) failed after the parts before it dropped ``forgot``, naming them
     as the ids not found are named (``listed_names``): 10,000 filled the message."""
-    listing = f"'manage.py threadmill_queue damaged {queue}'"
+    listing = f"'{_damaged_command(alias, queue)}'"
     failed = (
         f"the next shard failed, and may have dropped its entries too: {_said(why)}. "
         f"{listing} lists those left."
@@ -102,12 +102,12 @@ def _forgot_partly(queue: str, forgot: list[str], why: BrokerUnavailable) -> str
     )
 
 
-def _again(action: str, queue: str, otherwise: str) -> str:
+def _again(alias: str, action: str, queue: str, otherwise: str) -> str:
     """Return how to see whether a pause or resume Redis may have applied: run it again, which
     changes nothing if it was (``otherwise``: what it then says)."""
     return (
-        f"run 'manage.py threadmill_queue {action} {queue}' again once Redis answers: it "
-        f"{action}s the queue, or says it {otherwise}."
+        f"run '{command_line(alias, f'threadmill_queue {action} {queue}')}' again once Redis "
+        f"answers: it {action}s the queue, or says it {otherwise}."
     )
 
 
@@ -131,9 +131,14 @@ def _unread(names: QueueNames, asked: list[str]) -> str:
     return "\n".join(said)
 
 
-def _listing(queue: str) -> str:
+def _listing(alias: str, queue: str) -> str:
     """Return how to see which damaged entries of ``queue`` a failed forget left."""
-    return f"list the entries left with 'manage.py threadmill_queue damaged {queue}'."
+    return f"list the entries left with '{_damaged_command(alias, queue)}'."
+
+
+def _damaged_command(alias: str, queue: str) -> str:
+    """Return the ``threadmill_queue damaged`` command line that lists ``queue``'s entries."""
+    return command_line(alias, f"threadmill_queue damaged {queue}")
 
 
 def _by() -> str:
@@ -152,10 +157,9 @@ def _by() -> str:
 
 def _purge_command(alias: str, queue: str, state: str) -> str:
     """Return the ``threadmill_queue purge`` command line that purges what is left."""
-    options = (f" --state {state}" if state else "") + (
-        f" --backend {alias}" if alias != "default" else ""
+    return command_line(
+        alias, f"threadmill_queue purge {queue}" + (f" --state {state}" if state else "")
     )
-    return f"manage.py threadmill_queue purge {queue}{options}"
 
 
 def _results(state: str) -> str:
@@ -396,12 +400,15 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
         try:
             paused = source.broker.pause(queue, _by(), reason)
         except BrokerUnavailable as exc:
-            raise failed_change(exc, _again("pause", queue, "was paused already")) from exc
+            raise failed_change(
+                exc, _again(source.alias, "pause", queue, "was paused already")
+            ) from exc
         if paused:
             self.stdout.write(
-                f"Paused {where}: workers take none of its tasks until 'manage.py "
-                f"threadmill_queue resume {queue}'. Tasks a worker holds already (running, or "
-                "reserved in its buffer) still run; enqueue still accepts new ones."
+                f"Paused {where}: workers take none of its tasks until "
+                f"'{command_line(source.alias, f'threadmill_queue resume {queue}')}'. Tasks a "
+                "worker holds already (running, or reserved in its buffer) still run; enqueue "
+                "still accepts new ones."
             )
             return
         pause = source.inspector.paused([queue]).get(queue)
@@ -416,7 +423,9 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
         try:
             resumed = source.broker.resume(queue, _by())
         except BrokerUnavailable as exc:
-            raise failed_change(exc, _again("resume", queue, "was not paused")) from exc
+            raise failed_change(
+                exc, _again(source.alias, "resume", queue, "was not paused")
+            ) from exc
         if resumed:
             self.stdout.write(f"Resumed {where}: idle workers were woken to take its tasks.")
         else:
@@ -468,8 +477,8 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
             complete = True
         except BrokerUnavailable as exc:
             if not dropped:
-                raise failed_change(exc, _listing(queue)) from exc
-            raise CommandError(_forgot_partly(queue, list(dropped), exc)) from exc
+                raise failed_change(exc, _listing(source.alias, queue)) from exc
+            raise CommandError(_forgot_partly(source.alias, queue, list(dropped), exc)) from exc
         finally:  # a second stop signal included: what was dropped is logged
             _log_forget(source.alias, queue, ids, len(dropped), complete=complete)
         missing = [task_id for task_id in ids if task_id not in dropped]
@@ -479,7 +488,7 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
             named = listed_names([named_short(task_id) for task_id in missing])
             raise CommandError(
                 f"{forgot}; not in its damaged list: {named}. Give each id as "
-                f"'manage.py threadmill_queue damaged {queue}' lists it."
+                f"'{_damaged_command(source.alias, queue)}' lists it."
             )
         self.stdout.write(f"{forgot}.")
 
@@ -500,8 +509,8 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
             complete = True
         except (BrokerUnavailable, OutputClosed, Stopped, KeyboardInterrupt) as exc:
             if not forgot and isinstance(exc, BrokerUnavailable):
-                raise failed_change(exc, _listing(queue)) from exc
-            raise CommandError(_stopped(queue, forgot, exc)) from exc
+                raise failed_change(exc, _listing(source.alias, queue)) from exc
+            raise CommandError(_stopped(source.alias, queue, forgot, exc)) from exc
         finally:
             _log_forget(source.alias, queue, [], forgot, complete=complete)
         what = "those listed above, read and dropped in one step" if forgot else "it had none"

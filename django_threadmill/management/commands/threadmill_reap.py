@@ -29,7 +29,7 @@ from ...worker.reap_report import ReapReport, failed_with, what_failed
 from ...worker.reaper import DEFAULT_BATCH_SIZE, reap_pass
 from ...worker.signal_flag import SignalFlag
 from ...worker.wakeup import WakeupPipe
-from ..backend_option import BACKEND_HELP, backend_option
+from ..backend_option import BACKEND_HELP, backend_option, command_line
 from ..checks_at_start import ChecksAtStart
 from ..ending import run_then_exit
 from ..int_option import int_option
@@ -80,16 +80,15 @@ def _pass_failed(what: str, cause: BrokerUnavailable, message: str = "") -> Pass
     return PassFailed(what, cause, returncode=returncode, message=message)
 
 
-def _when_settled(hold: ReapHold) -> str:
+def _when_settled(alias: str, hold: ReapHold) -> str:
     """Say who settles the leases a ``--once`` pass held, and when: another ``--once`` after
     the hold; while the reapers' server note is unread, only a reaping loop, which saw the
     primaries itself for that long (docs/lifecycle.md, After an outage or a stall)."""
     again_s = round(hold.hold_s, 1)
     if hold.unnoted is None:
         return (
-            "Live workers renew theirs meanwhile: run 'manage.py threadmill_reap --once' again "
-            f"in {again_s:g}s to settle those still expired (docs/lifecycle.md, After an "
-            "outage or a stall)."
+            f"Live workers renew theirs meanwhile: run '{_once(alias)}' again in {again_s:g}s "
+            "to settle those still expired (docs/lifecycle.md, After an outage or a stall)."
         )
     return (
         "A --once pass settles none while that node is down: a reaping loop (threadmill_reap "
@@ -97,6 +96,11 @@ def _when_settled(hold: ReapHold) -> str:
         f"seen the same primaries for {again_s:g}s (docs/lifecycle.md, After an outage or a "
         f"stall). {hold.unnoted}"
     )
+
+
+def _once(alias: str) -> str:
+    """Return the ``threadmill_reap --once`` command line that reaps ``alias``'s queues."""
+    return command_line(alias, "threadmill_reap --once")
 
 
 def _unknown_queues(report: ReapReport) -> str:
@@ -108,13 +112,13 @@ def _unknown_queues(report: ReapReport) -> str:
     )
 
 
-def _stopped_part_way(report: ReapReport) -> str:
+def _stopped_part_way(alias: str, report: ReapReport) -> str:
     """Say that a stop ended a ``--once`` pass between two rounds, with expired leases left on
     the queues whose line ends ``incomplete=yes``, and how to settle them."""
     return (
         "Reap pass stopped part-way by a stop signal: the counts above are what it settled, "
         f"and queue {listed_names(report.stopped)} still holds expired leases (nothing is half "
-        "done). Run 'manage.py threadmill_reap --once' again to settle them."
+        f"done). Run '{_once(alias)}' again to settle them."
     )
 
 
@@ -225,7 +229,7 @@ class Command(SetUpFrozen, ChecksAtStart, CutShortCommand):
         except BrokerUnavailable as exc:  # its message is the error alone
             raise _pass_failed("Reap pass failed", exc, str(exc)) from exc
         if report:
-            self._report(done, hold)
+            self._report(backend.alias, done, hold)
         if done.unreachable:  # Redis gone part-way: waiting for it fixes that
             what = what_failed(done)
             raise PassFailed(what, done.unreachable, returncode=1) from done.unreachable
@@ -234,13 +238,13 @@ class Command(SetUpFrozen, ChecksAtStart, CutShortCommand):
         if report and done.unknown:  # a loop's pass logged it, and goes on as it is
             raise CommandError(_unknown_queues(done)) from done.unknown
         if report and done.stopped:
-            raise CommandError(_stopped_part_way(done))
+            raise CommandError(_stopped_part_way(backend.alias, done))
 
-    def _report(self, report: ReapReport, hold: ReapHold | None) -> None:
+    def _report(self, alias: str, report: ReapReport, hold: ReapHold | None) -> None:
         for line in report.lines:
             self.stdout.write(line)
         if hold is not None and hold.held:
-            self.stdout.write(f"Expired leases held: {hold.held}. {_when_settled(hold)}")
+            self.stdout.write(f"Expired leases held: {hold.held}. {_when_settled(alias, hold)}")
         verb = "Would settle" if report.dry_run else "Settled"
         for queue, counts in report.queues.items():
             failed = (
