@@ -1,4 +1,4 @@
-"""Wording shared by error messages."""
+"""Wording shared by error messages and log lines."""
 
 import math
 import reprlib
@@ -6,6 +6,8 @@ from collections.abc import Collection
 from itertools import islice
 
 from django.utils.text import get_text_list
+
+from .compat import DEFAULT_TASK_BACKEND_ALIAS
 
 # Past this many bits (about 39 digits) reprlib cuts an int short; past about 4,300 digits
 # Python refuses to write it at all (sys.get_int_max_str_digits).
@@ -56,6 +58,14 @@ def shown(value: object) -> str:
     if isinstance(value, int) and value.bit_length() > SHOWN_INT_BITS:
         return an_int_of_its_size(value)
     return _SHORT.repr(value)
+
+
+def command_line(alias: str, words: str) -> str:
+    """Return ``manage.py <words>`` as a command or a log line tells the operator to run it on
+    ``alias``: ``--backend`` added for any alias but the option's default (without it, a resume
+    of a queue two aliases both have resumed the other alias's, leaving this one paused)."""
+    backend = "" if alias == DEFAULT_TASK_BACKEND_ALIAS else f" --backend {alias}"
+    return f"manage.py {words}{backend}"
 
 
 def listed_names(names: Collection[str]) -> str:

@@ -74,7 +74,7 @@ class _Call:
         )
 
 
-def _acquired(queue: str, reply: list[Any]) -> tuple[Acquired, str, list[Undecodable]]:
+def _acquired(alias: str, queue: str, reply: list[Any]) -> tuple[Acquired, str, list[Undecodable]]:
     """Read acquire.lua's reply, as bytes: the reservations, when to look again, whether a
     limit or a pause held, and how many damaged records it set aside (logged here); with the
     call's token and the tasks whose fields did not decode, for ``set_aside``."""
@@ -82,7 +82,7 @@ def _acquired(queue: str, reply: list[Any]) -> tuple[Acquired, str, list[Undecod
     if held_back == PAUSED:  # answered as an empty queue, nothing read or written
         return Acquired(reservations=[], next_due_ms=None, paused=True), "", []
     if set_aside:
-        log_set_aside(queue, int(set_aside), "acquire")
+        log_set_aside(alias, queue, int(set_aside), "acquire")
     token = raw_token.decode()
     call = _Call(queue, token, int(redis_now_ms), now_ms())
     reservations, undecodable = read_tasks(reply[5:], call.reservation)
@@ -99,10 +99,10 @@ def _acquired(queue: str, reply: list[Any]) -> tuple[Acquired, str, list[Undecod
     return acquired, token, undecodable
 
 
-def _peeked(queue: str, reply: list[Any]) -> Acquired:
+def _peeked(alias: str, queue: str, reply: list[Any]) -> Acquired:
     """Read a peek's reply: tasks held back means ready tasks wait there, so look again now."""
     if reply[3]:
-        log_set_aside(queue, int(reply[3]), "acquire")
+        log_set_aside(alias, queue, int(reply[3]), "acquire")
     waiting = reply[1] == 1
     next_due_ms = int(reply[0])
     return Acquired(
@@ -172,13 +172,13 @@ class Acquiring(BrokerCore):
             if isinstance(reply, BrokerUnavailable):
                 got = Acquired(reservations=[], next_due_ms=None, failed=reply)
             elif n:
-                got, token, undecodable = _acquired(queue, reply)
+                got, token, undecodable = _acquired(self.settings.alias, queue, reply)
                 if undecodable:
                     self._set_aside(queue, part, token, undecodable)
                 if unconfirmed is not None and got.reservations:
                     got = self._handed_back(queue, got.reservations, unconfirmed)
             else:
-                got = _peeked(queue, reply)
+                got = _peeked(self.settings.alias, queue, reply)
             acquired[queue] = merged_acquired(acquired[queue], got) if queue in acquired else got
         return [acquired[queue] for queue in counts]
 
@@ -215,7 +215,7 @@ class Acquiring(BrokerCore):
             (keys.record_prefix, keys.leases, keys.damaged, keys.ready, keys.wake),
             (token, self.wake_on_free(queue), *entries),
         )
-        log_set_aside(queue, int(self._run(call)), "acquire")
+        log_set_aside(self.settings.alias, queue, int(self._run(call)), "acquire")
 
     def _split(self, queue: str, count: int) -> list[tuple[str, int]]:
         """Return each part of ``queue`` with how many tasks to ask it for (0: a peek)."""

@@ -10,6 +10,8 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..wording import command_line
+from .keys import queue_of_part
 from .layouts import Layouts
 from .raw_replies import RAW, escaped, stored_id, unescaped
 from .scripts import ScriptCall, ScriptName
@@ -18,15 +20,18 @@ from .types import stored_note
 logger = logging.getLogger(__name__)
 
 
-def log_set_aside(queue: str, count: int, script: str) -> None:
-    """Say that ``script`` set ``count`` records of ``queue`` aside, and where to look."""
+def log_set_aside(alias: str, queue: str, count: int, script: str) -> None:
+    """Say that ``script`` set ``count`` records of ``queue`` (a queue or one of its shards)
+    aside, and where to look: the listing of the queue (it refuses a shard's name) on ``alias``
+    (``--backend``; without it, that of another alias with a queue of the same name)."""
     logger.warning(
-        "Damaged records set aside queue=%s count=%d script=%s (the admin's queues page, or "
-        "manage.py threadmill_queue damaged %s, shows them with the reason)",
+        "Damaged records set aside queue=%s count=%d script=%s backend=%s (the admin's queues "
+        "page, or %s, shows them with the reason)",
         queue,
         count,
         script,
-        queue,
+        alias,
+        command_line(alias, f"threadmill_queue damaged {queue_of_part(queue)}"),
     )
 
 

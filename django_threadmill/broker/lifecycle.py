@@ -164,7 +164,7 @@ class Lifecycle(Layouts):
             return next(iter(failed.values()))
         set_aside = sum(reaped.set_aside for reaped in read)
         if set_aside and not dry_run:
-            log_set_aside(queue, set_aside, "reap")
+            log_set_aside(self.settings.alias, queue, set_aside, "reap")
         return Reaped(
             released=[task_id for reaped in read for task_id in reaped.released],
             expired=[attempt for reaped in read for attempt in reaped.expired],
@@ -242,7 +242,7 @@ class Lifecycle(Layouts):
                 set_aside[part] += answer == "damaged"
         for part, count in set_aside.items():
             if count:
-                log_set_aside(part, count, ScriptName.CANCEL)
+                log_set_aside(self.settings.alias, part, count, ScriptName.CANCEL)
         return answers
 
     def _cancel_calls(
@@ -305,7 +305,7 @@ class Lifecycle(Layouts):
         if isinstance(answer, list):
             raise UniqueKeyHeld(task_id, holder_id=answer[1])
         if answer == "damaged":
-            log_set_aside(part, 1, ScriptName.REQUEUE)
+            log_set_aside(self.settings.alias, part, 1, ScriptName.REQUEUE)
         return str(answer)
 
     def purge(
@@ -338,7 +338,7 @@ class Lifecycle(Layouts):
                 )
             )
             if set_aside:
-                log_set_aside(part, int(set_aside), "purge")
+                log_set_aside(self.settings.alias, part, int(set_aside), "purge")
             yield int(removed)
             if kept:  # the next call resumes after it (purge.lua says why not at an offset)
                 after, after_score = kept, kept_score

@@ -348,5 +348,5 @@ class Transitions(ProgressWrites):
             count, set_aside = reply
             released += int(count)
             if set_aside:
-                log_set_aside(group[0].queue, int(set_aside), "release")
+                log_set_aside(self.settings.alias, group[0].queue, int(set_aside), "release")
         return released

@@ -8,7 +8,6 @@ from django.core.management.base import CommandError
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..codec.ids import named_short
-from ..compat import DEFAULT_TASK_BACKEND_ALIAS
 from ..exceptions import ImproperlyConfiguredThreadmill
 from ..worker.options import served_queues
 
@@ -22,14 +21,6 @@ def backend_option(alias: str) -> ThreadmillTaskBackend:
         return threadmill_backend(alias)
     except ImproperlyConfiguredThreadmill as exc:
         raise CommandError(f"--backend {named_short(alias)}: {exc}") from exc
-
-
-def command_line(alias: str, words: str) -> str:
-    """Return ``manage.py <words>`` as a command tells the operator to run it on ``alias``:
-    ``--backend`` added for any alias but the option's default (without it, a resume of a
-    queue two aliases both have resumed the other alias's, leaving this one paused)."""
-    backend = "" if alias == DEFAULT_TASK_BACKEND_ALIAS else f" --backend {alias}"
-    return f"manage.py {words}{backend}"
 
 
 def queues_option(backend: ThreadmillTaskBackend, asked: Sequence[str] | None) -> tuple[str, ...]:

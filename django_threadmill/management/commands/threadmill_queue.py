@@ -22,8 +22,8 @@ from ...broker.raw_replies import controls_escaped
 from ...codec.ids import named_short
 from ...codec.text import printable
 from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill, MaybeApplied
-from ...wording import listed_names, listed_values, shown
-from ..backend_option import BACKEND_HELP, backend_option, command_line
+from ...wording import command_line, listed_names, listed_values, shown
+from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
 from ..failed_change import failed_change
 from ..report_output import CutShortCommand, OutputClosed

@@ -14,7 +14,7 @@ from django.core.management.base import CommandError, CommandParser
 from ...backend import ThreadmillTaskBackend
 from ...broker import checked_batch_size
 from ...exceptions import BrokerRefused, BrokerUnavailable
-from ...wording import listed_names, shown
+from ...wording import command_line, listed_names, shown
 from ...worker.exit_codes import ExitCode
 from ...worker.interruptible import (
     PASS_GRACE_S,
@@ -29,7 +29,7 @@ from ...worker.reap_report import ReapReport, failed_with, what_failed
 from ...worker.reaper import DEFAULT_BATCH_SIZE, reap_pass
 from ...worker.signal_flag import SignalFlag
 from ...worker.wakeup import WakeupPipe
-from ..backend_option import BACKEND_HELP, backend_option, command_line
+from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import ChecksAtStart
 from ..ending import run_then_exit
 from ..int_option import int_option
