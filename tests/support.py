@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from importlib.util import find_spec
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,13 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     with monkeypatch.context() as patch:
         patch.setattr(AbstractConnection, "send_packed_command", counted)
         yield writes
+
+
+def django_backend(name: str) -> str:
+    """Return the dotted path of Django's own task backend ``name`` ("dummy.DummyBackend",
+    "immediate.ImmediateBackend"): in django.tasks, or in the backport under Django 5.2."""
+    package = "django.tasks" if find_spec("django.tasks") else "django_tasks"
+    return f"{package}.backends.{name}"
 
 
 def command_calls(client: redis.Redis) -> Counter[str]:

@@ -1,7 +1,6 @@
 """Fixtures for the admin tests: clients for staff with and without the change permission."""
 
 from collections.abc import Iterator
-from importlib.util import find_spec
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import add
 from tests.backend_support import fail, succeed
 from tests.conftest import tasks_setting
+from tests.support import django_backend
 
 TASKS_URL = "/admin/django_threadmill/task/"
 ACTION_URL = TASKS_URL + "action/"
@@ -74,11 +74,7 @@ def successful_task(backend: ThreadmillTaskBackend, value: object = 3) -> str:
     return result.id
 
 
-DUMMY_BACKEND = (
-    "django.tasks.backends.dummy.DummyBackend"
-    if find_spec("django.tasks")
-    else "django_tasks.backends.dummy.DummyBackend"
-)
+DUMMY_BACKEND = django_backend("dummy.DummyBackend")
 
 
 @pytest.fixture

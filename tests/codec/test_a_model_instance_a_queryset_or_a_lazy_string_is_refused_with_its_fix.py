@@ -22,13 +22,13 @@ from django_threadmill.compat import TaskResultStatus
 from django_threadmill.exceptions import UnstorableArguments
 from django_threadmill.task import task
 from testproject.example.tasks import echo
-from tests.support import Command, run_to_completion
+from tests.support import Command, django_backend, run_to_completion
 
 
 @pytest.fixture
 def with_immediate_backend(threadmill_settings: None) -> Iterator[None]:
     """Add Django's ImmediateBackend as ``immediate``, to make a TaskResult without Redis."""
-    immediate = {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}
+    immediate = {"BACKEND": django_backend("immediate.ImmediateBackend")}
     with override_settings(TASKS={**settings.TASKS, "immediate": immediate}):
         yield
 

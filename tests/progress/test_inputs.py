@@ -3,7 +3,6 @@ the same and does nothing, so portable task code may call it."""
 
 import re
 from collections.abc import Iterator
-from importlib.util import find_spec
 
 import pytest
 from django.test import override_settings
@@ -11,12 +10,9 @@ from django.test import override_settings
 from django_threadmill.compat import TaskContext, TaskResult, TaskResultStatus
 from django_threadmill.progress import NOTE_MAX_CHARS, progress_of, report_progress
 from tests.progress.tasks import plain, reports_unknown_total
+from tests.support import django_backend
 
-IMMEDIATE_BACKEND = (
-    "django.tasks.backends.immediate.ImmediateBackend"
-    if find_spec("django.tasks")
-    else "django_tasks.backends.immediate.ImmediateBackend"
-)
+IMMEDIATE_BACKEND = django_backend("immediate.ImmediateBackend")
 
 
 @pytest.fixture

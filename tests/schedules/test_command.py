@@ -2,7 +2,6 @@
 
 import io
 from datetime import UTC, datetime
-from importlib.util import find_spec
 
 import pytest
 from django.core.management import call_command
@@ -12,6 +11,7 @@ from django.test import override_settings
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.schedules.scheduler import Scheduler
 from tests.conftest import tasks_setting
+from tests.support import django_backend
 
 SCHEDULES = {
     "nightly": {
@@ -64,8 +64,7 @@ def test_no_schedules_says_so(redis_url: str, key_prefix: str) -> None:
 
 
 def test_a_backend_of_another_kind_is_refused() -> None:
-    package = "django.tasks" if find_spec("django.tasks") else "django_tasks"
-    dummy = f"{package}.backends.dummy.DummyBackend"
+    dummy = django_backend("dummy.DummyBackend")
     with (
         override_settings(TASKS={"default": {"BACKEND": dummy}}),
         pytest.raises(
