@@ -14,6 +14,7 @@ from asgiref.sync import sync_to_async
 from django.dispatch import Signal
 from django.test import override_settings
 
+from django_threadmill.aliases import threadmill_backend
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
 from django_threadmill.compat import (
@@ -113,6 +114,14 @@ def serving(queues: list[str]) -> Callable[..., Iterator[None]]:
         close_pipelines(key_prefix)
 
     return threadmill_settings
+
+
+@pytest.fixture
+def bulk(redis_url: str, key_prefix: str) -> Iterator[ThreadmillTaskBackend]:
+    """A second alias, "bulk", beside "default" on the same Redis with the same queues."""
+    tasks = tasks_setting(redis_url, key_prefix)
+    with override_settings(TASKS={**tasks, "bulk": tasks["default"]}):
+        yield threadmill_backend("bulk")
 
 
 @pytest.fixture

@@ -23,12 +23,17 @@ SCRIPT_ERROR_WRAPPING = re.compile(
 )
 
 
+def _annotation_and_reply(exc: redis.ResponseError) -> tuple[str, str]:
+    """Split ``exc``'s words into what redis-py adds in front in a pipeline ("" out of one,
+    the separator kept) and the reply Redis sent."""
+    annotated, separator, reply = str(exc).partition(PIPELINE_ERROR)
+    return (f"{annotated}{separator}", reply) if separator else ("", annotated)
+
+
 def reply_of(exc: redis.ResponseError) -> str:
     """Return the error reply Redis sent, without what redis-py adds in front in a pipeline,
     nor what Redis 6.2 adds in front of a script's error (``SCRIPT_ERROR_WRAPPING``)."""
-    annotated, separator, reply = str(exc).partition(PIPELINE_ERROR)
-    message = reply if separator else annotated
-    return SCRIPT_ERROR_WRAPPING.sub("", message, count=1)
+    return SCRIPT_ERROR_WRAPPING.sub("", _annotation_and_reply(exc)[1], count=1)
 
 
 def unwrapped(exc: redis.ResponseError) -> redis.ResponseError:
@@ -36,13 +41,11 @@ def unwrapped(exc: redis.ResponseError) -> redis.ResponseError:
     6.2 adds in front (``SCRIPT_ERROR_WRAPPING``), of the class its error code makes (READONLY a
     ``ReadOnlyError``, its code dropped), redis-py's pipeline annotation kept; any other ``exc``
     as it is. Else 6.2's users read "(@user_script: 227: -READONLY You can't write ...)"."""
-    annotated, separator, reply = str(exc).partition(PIPELINE_ERROR)
-    if not separator:
-        annotated, reply = "", annotated
+    annotation, reply = _annotation_and_reply(exc)
     bare = SCRIPT_ERROR_WRAPPING.sub("", reply, count=1)
     if bare == reply:
         return exc
     error: redis.ResponseError = BaseParser.parse_error(bare)
-    if separator:
-        error.args = (f"{annotated}{separator}{error}", *error.args[1:])
+    if annotation:
+        error.args = (f"{annotation}{error}", *error.args[1:])
     return error

@@ -19,14 +19,11 @@ class WriteAtCommit:
     ``drain()`` reads these to tell a test whose enqueues still wait for a commit its
     ``TestCase`` never makes from one whose ``captureOnCommitCallbacks(execute=True)`` ran them,
     which Django leaves in its list (docs/testing.md, Good to know); a result read that finds
-    no record, to say its task is stored at the commit (``waits_for_commit``).
+    no record, to say its task is stored at the commit (``held_for_commit``).
     """
 
     def __init__(
-        self,
-        write: Callable[[], object],
-        results: Sequence[TaskResult],
-        using: str = DEFAULT_DB_ALIAS,
+        self, write: Callable[[], object], results: Sequence[TaskResult], using: str
     ) -> None:
         self.write = write
         self.task_ids = tuple(result.id for result in results)
@@ -103,7 +100,7 @@ def waiting_writes(connection: BaseDatabaseWrapper) -> Iterator[WriteAtCommit]:
             yield callback
 
 
-def waits_for_commit(task_id: str) -> bool:
+def held_for_commit(task_id: str) -> bool:
     """Tell whether the write of task ``task_id`` waits for the commit of a transaction this
     thread holds: read from the callbacks its connections hold, so it costs no query (a
     connection never set up in this thread holds none)."""

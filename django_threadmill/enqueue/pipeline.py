@@ -26,7 +26,7 @@ from ..wording import a_type
 from .announce import announce_all, announce_guarded, announcer
 from .batching import maybe_stored
 from .coalesce import Enqueuer
-from .on_commit import defer_to_commit, stored_at_commit, waits_for_commit
+from .on_commit import defer_to_commit, held_for_commit, stored_at_commit
 from .prepare import prepare
 
 type Call = tuple[Sequence[Any], dict[str, Any]]
@@ -89,7 +89,7 @@ def no_such_result(result_id: str) -> TaskResultDoesNotExist:
     """The error for ``result_id``, whose task has no record: one enqueued with
     ``enqueue_on_commit`` whose write waits for this thread's commit says so, else it would
     read as expired or unknown (docs/enqueue.md, Enqueue after commit)."""
-    if waits_for_commit(result_id):
+    if held_for_commit(result_id):
         return TaskResultDoesNotExist(
             stored_at_commit(f"Task {shown_id(result_id)}", "enqueued", "read")
         )

@@ -9,7 +9,6 @@ loop of the child (``PerLoop``) was mended so before.
 import asyncio
 import os
 import signal
-import time
 from collections.abc import Callable
 
 import pytest
@@ -19,6 +18,7 @@ from django_threadmill.broker.down_nodes import DownNodes
 from django_threadmill.broker.outbox import OutboxSignal
 from django_threadmill.broker.per_loop import PerLoop
 from django_threadmill.forks import ForkSafeLock
+from tests.support import holds_within
 
 CHILD_DEADLINE_S = 20.0  # the child makes one call, in memory
 
@@ -45,12 +45,16 @@ def loop_value() -> tuple[ForkSafeLock, Callable[[], object]]:
 
 def exit_code_within(pid: int, deadline_s: float) -> int | None:
     """Return the child's exit code, or None (the child killed) if it runs past the deadline."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
+    codes: list[int] = []
+
+    def reaped() -> bool:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.01)  # polling the child's exit, with a deadline
+            codes.append(os.waitstatus_to_exitcode(status))
+        return bool(done)
+
+    if holds_within(reaped, deadline_s):
+        return codes[0]
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     return None

@@ -8,28 +8,16 @@ written, that listed "default"'s queue, which held no damaged record, and not "b
 
 import logging
 import shlex
-from collections.abc import Iterator
 
 import pytest
 import redis
-from django.test import override_settings
 
-from django_threadmill.aliases import threadmill_backend
 from django_threadmill.backend import ThreadmillTaskBackend
 from testproject.example.tasks import echo
-from tests.conftest import tasks_setting
 from tests.support import output_of
 
 # call_command runs the commands' logging setup in the test's own process.
 pytestmark = pytest.mark.usefixtures("logging_put_back")
-
-
-@pytest.fixture
-def bulk(redis_url: str, key_prefix: str) -> Iterator[ThreadmillTaskBackend]:
-    """The backend of "bulk", beside "default" on the same Redis, with the same queues."""
-    tasks = tasks_setting(redis_url, key_prefix)
-    with override_settings(TASKS={**tasks, "bulk": tasks["default"]}):
-        yield threadmill_backend("bulk")
 
 
 def test_the_listing_a_set_aside_logs_lists_the_record_on_its_own_alias(

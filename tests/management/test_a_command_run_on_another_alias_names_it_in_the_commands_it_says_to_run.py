@@ -9,30 +9,18 @@ the other alias, and ``threadmill_reap --once --backend bulk`` told to run ``thr
 """
 
 import shlex
-from collections.abc import Iterator
 
 import pytest
 import redis
 from django.core.management import CommandError
-from django.test import override_settings
 
-from django_threadmill.aliases import threadmill_backend
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker.inspect import Inspector
 from testproject.example.tasks import echo
-from tests.conftest import tasks_setting
 from tests.support import output_of
 
 # call_command runs the reaper's logging setup in the test's own process.
 pytestmark = pytest.mark.usefixtures("logging_put_back")
-
-
-@pytest.fixture
-def bulk(redis_url: str, key_prefix: str) -> Iterator[ThreadmillTaskBackend]:
-    """The backend of "bulk", beside "default" on the same Redis, with the same queues."""
-    tasks = tasks_setting(redis_url, key_prefix)
-    with override_settings(TASKS={**tasks, "bulk": tasks["default"]}):
-        yield threadmill_backend("bulk")
 
 
 def said_to_run(text: str) -> list[str]:

@@ -27,8 +27,8 @@ from tests.backend_support import new_task
 from tests.chaos import tasks
 from tests.faults.support import statuses
 from tests.servers.failover import all_settled
-from tests.servers.redis_cluster import info, wait_for
-from tests.servers.redis_sentinel import SERVICE, LocalSentinel, local_sentinel
+from tests.servers.redis_cluster import wait_for
+from tests.servers.redis_sentinel import LocalSentinel, local_sentinel
 from tests.servers.redis_server import RedisProcess, redis_process
 from tests.support import wait_until, worker
 
@@ -72,10 +72,6 @@ def wait_until_replicated(primary: RedisProcess) -> None:
         client.close()
 
 
-def demoted(server: RedisProcess) -> bool:
-    return info(server, "replication").get("role") == "slave"
-
-
 @pytest.mark.timeout(300 if SLOW else 90)
 def test_a_sentinel_failover_runs_no_task_twice(
     sentinel_setup: LocalSentinel,
@@ -92,16 +88,7 @@ def test_a_sentinel_failover_runs_no_task_twice(
     )  # fmt: skip
     try:
         wait_until(lambda: len(executions(log)) >= TOTAL // 3, "a third of the tasks ran")
-        old = sentinel_setup.current_primary()
-        sentinel = redis.Redis(port=sentinel_setup.sentinels[0].port)
-        try:
-            sentinel.execute_command("SENTINEL", "FAILOVER", SERVICE)
-        finally:
-            sentinel.close()
-        wait_for(lambda: sentinel_setup.current_primary() is not old, "the replica promoted")
-        if not SLOW:
-            server_call(old, "REPLICAOF", "127.0.0.1", sentinel_setup.current_primary().port)
-        wait_until(lambda: demoted(old), "the old primary demoted")
+        sentinel_setup.fail_over(demote=not SLOW)
         wait_until(lambda: all_settled(results), "every task settled")
         command.signal(signal.SIGTERM)
         assert command.wait(60) == 0, command.log

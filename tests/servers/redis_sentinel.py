@@ -95,6 +95,41 @@ class LocalSentinel:
         finally:
             client.close()
 
+    def names(self, primary: RedisProcess) -> bool:
+        """Tell whether every sentinel names ``primary`` as the primary."""
+        for sentinel in self.sentinels:
+            client = redis.Redis(port=sentinel.port, decode_responses=True)
+            try:
+                _, port = client.execute_command("SENTINEL GET-MASTER-ADDR-BY-NAME", SERVICE)
+            finally:
+                client.close()
+            if int(port) != primary.port:
+                return False
+        return True
+
+    def fail_over(self, *, demote: bool = True) -> RedisProcess:
+        """SENTINEL FAILOVER, the old primary alive; return it once it is a replica. With
+        ``demote``, it is made one as soon as every sentinel names the new primary, as the
+        sentinels would themselves at their next look at it (10 s or more here)."""
+        old = self.current_primary()
+        self.wait_until_replicated(old)  # else the sentinels find no replica to promote
+        sentinel = redis.Redis(port=self.sentinels[0].port)
+        try:
+            sentinel.execute_command("SENTINEL", "FAILOVER", SERVICE)
+        finally:
+            sentinel.close()
+        wait_for(lambda: self.current_primary() is not old, "the replica promoted")
+        if demote:
+            new = self.current_primary()
+            wait_for(lambda: self.names(new), "every sentinel naming the new primary")
+            client = redis.Redis(port=old.port)
+            try:
+                client.replicaof("127.0.0.1", new.port)
+            finally:
+                client.close()
+        wait_for(lambda: info(old, "replication").get("role") == "slave", "the old one demoted")
+        return old
+
     def kill_primary(self) -> RedisProcess:
         """SIGKILL the primary; wait until the sentinels have promoted the replica."""
         victim = self.current_primary()
