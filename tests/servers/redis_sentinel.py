@@ -112,10 +112,15 @@ class LocalSentinel:
         ``demote``, it is made one as soon as every sentinel names the new primary, as the
         sentinels would themselves at their next look at it (10 s or more here)."""
         old = self.current_primary()
-        self.wait_until_replicated(old)  # else the sentinels find no replica to promote
+        self.wait_until_replicated(old)
         sentinel = redis.Redis(port=self.sentinels[0].port)
         try:
-            sentinel.execute_command("SENTINEL", "FAILOVER", SERVICE)
+            # NOGOODSLAVE until the sentinel's own look at the replica is recent enough: asked
+            # again (wait_for passes over Redis's errors), not failed (once in a CI run).
+            wait_for(
+                lambda: sentinel.execute_command("SENTINEL", "FAILOVER", SERVICE),
+                "a replica the sentinels can promote",
+            )
         finally:
             sentinel.close()
         wait_for(lambda: self.current_primary() is not old, "the replica promoted")
