@@ -42,8 +42,12 @@ def a_type(value: object) -> str:
 
 def _you_sound(name: str) -> bool:
     """Whether ``name`` starts with the sound of "you": a U, then one consonant and a vowel
-    ("User", "Unit", "Union"), where "Update" and "Unknown" start with a vowel sound. Model
-    classes are named so: "args[0] is an User" read wrong in the error for the most common."""
+    ("User", "Utility"), where "Update" and "Unknown" start with a vowel sound. After "Un" only
+    an i makes it ("Unit", "Union"), and not before an n or m ("Unused", "Uninitialized",
+    "Unimplemented" open with the prefix un-). Model classes are named so: "args[0] is an
+    User" read wrong in the error for the most common."""
+    if name[:2] == "Un":
+        return name[2:3] == "i" and name[3:4] not in ("n", "m")
     return name[0] == "U" and name[1:2].isalpha() and name[1] not in VOWELS and name[2:3] in VOWELS
 
 

@@ -22,6 +22,11 @@ from django_threadmill.wording import a_type
         (b"", "a bytes"),
         (User(), "a User"),  # a U read as "you": it read "an User"
         (type("Unknown", (), {})(), "an Unknown"),
+        (type("Union", (), {})(), "a Union"),
+        (type("Unused", (), {})(), "an Unused"),  # it read "a Unused"
+        (type("Uninitialized", (), {})(), "an Uninitialized"),  # "a Uninitialized"
+        (type("Unimplemented", (), {})(), "an Unimplemented"),
+        (type("Utility", (), {})(), "a Utility"),
     ],
 )
 def test_a_type_reads_as_spoken(value: object, expected: str) -> None:
