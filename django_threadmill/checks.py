@@ -239,7 +239,7 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         *_durability_messages(where, info),
         *durability_mode_messages(where, backend.settings, info),
         *_size_messages(where, backend.settings, info),
-        *_unverified_messages(where, info),
+        *_unverified_messages(where, backend.settings, info),
         *_layout_messages(where, backend.settings, left),
     ]
 
@@ -264,14 +264,18 @@ def _scripting_messages(where: str, refused: dict[str, str]) -> list[CheckMessag
     ]
 
 
-def _unverified_messages(where: str, info: dict[str, Any]) -> list[CheckMessage]:
-    """Say what ``threadmill.W001`` and ``W006`` could not read where Redis refused CONFIG GET
-    (a managed Redis, an ACL with ``-@dangerous``), rather than pass it over as fine."""
+def _unverified_messages(
+    where: str, settings: BackendSettings, info: dict[str, Any]
+) -> list[CheckMessage]:
+    """Say what ``threadmill.W001``, ``W006`` and ``E006`` could not read where Redis refused
+    CONFIG GET (a managed Redis, an ACL with ``-@dangerous``), rather than pass it over as fine."""
     if not (refused := info.get("config_refused")):
         return []
     unread = ["proto-max-bulk-len and client-query-buffer-limit (threadmill.W006)"]
     if str(info.get("aof_enabled", "0")) == "0":
         unread.insert(0, "whether RDB snapshots are on, with the AOF off (threadmill.W001)")
+    if settings.durability is Durability.FSYNC:
+        unread.append("whether appendfsync is 'no', which WAITAOF never confirms (threadmill.E006)")
     return [
         Info(
             f"{where}: Redis refused CONFIG GET ({refused}), so these were not checked: "
@@ -467,6 +471,17 @@ def durability_mode_messages(
                 f"{where}: durability='fsync' needs the AOF, and appendonly is off: every "
                 "enqueue would fail.",
                 hint="Set 'appendonly yes' in redis.conf (CONFIG SET works too).",
+                id="threadmill.E006",
+            )
+        ]
+    if settings.durability is Durability.FSYNC and info.get("appendfsync") == "no":
+        return [
+            Error(
+                f"{where}: durability='fsync' needs the AOF fsynced, and appendfsync is 'no', "
+                "which leaves it to the kernel: WAITAOF never confirms a write, so every "
+                "enqueue would wait OPTIONS['durability_timeout'] and fail.",
+                hint="Set 'appendfsync everysec' (or always) in redis.conf (CONFIG SET works "
+                "too), or use durability='replicated' or 'local'.",
                 id="threadmill.E006",
             )
         ]

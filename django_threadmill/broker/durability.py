@@ -16,6 +16,19 @@ from .connection import unknown_command
 
 # The way out of a confirmation the server refuses for good, short of fixing the server.
 _OTHER_MODE = "set OPTIONS['durability'] to 'replicated' or 'local'"
+# Per mode, what a write falls short of when its confirmation times out, and what to check.
+_NOT_REACHED = {
+    Durability.REPLICATED: (
+        "copied to a replica",
+        "that a replica is connected (INFO replication)",
+    ),
+    # appendfsync no leaves the AOF to the kernel: WAITAOF never counts it, however long it waits.
+    Durability.FSYNC: (
+        "fsynced to the primary's AOF",
+        "that its appendfsync is everysec or always ('no' never confirms one) and that its disk "
+        "keeps up",
+    ),
+}
 
 
 def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
@@ -51,15 +64,11 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
         raise unconfirmed(settings, why) from reply
     reached = int(reply[0]) if settings.durability is Durability.FSYNC else int(reply)
     if reached < 1:
-        what = (
-            "fsynced to the primary's AOF"
-            if settings.durability is Durability.FSYNC
-            else "copied to a replica"
-        )
+        what, check = _NOT_REACHED[settings.durability]
         raise unconfirmed(
             settings,
-            f"it was not {what} within {settings.durability_timeout_s:g}s. Check that a "
-            "replica is connected (INFO replication) or raise OPTIONS['durability_timeout']",
+            f"it was not {what} within {settings.durability_timeout_s:g}s. Check {check} "
+            "or raise OPTIONS['durability_timeout']",
         )
 
 

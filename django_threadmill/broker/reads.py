@@ -150,10 +150,11 @@ class Reads(BrokerCore):
         cluster among them) in one call; ``with_config``, also whether RDB is on and the largest
         argument and request Redis takes (``proto_max_bulk_len``, ``client_query_buffer_limit``,
         in bytes), three CONFIG calls a health probe goes without. Under durability='fsync',
-        also ``waitaof_refused``, what ``waitaof_refusal`` says.
+        also ``waitaof_refused``, what ``waitaof_refusal`` says, and with ``with_config``
+        ``appendfsync`` ("no": WAITAOF never counts the primary's AOF, however long it waits).
 
-        Each of those three is None when CONFIG is not allowed (managed Redis): unknown, and
-        ``config_refused`` says why (None when it is allowed).
+        Each of those read by CONFIG is None when CONFIG is not allowed (managed Redis):
+        unknown, and ``config_refused`` says why (None when it is allowed).
         """
         with self.translated_errors(read=True):
             info: dict[str, Any] = self.client.info()
@@ -161,17 +162,18 @@ class Reads(BrokerCore):
                 info["waitaof_refused"] = self.waitaof_refusal()
             if not with_config:
                 return info
+            names = ["save", "proto-max-bulk-len", "client-query-buffer-limit"]
+            if self.settings.durability is Durability.FSYNC:
+                names.append("appendfsync")
             try:
-                config = {
-                    name: self.client.config_get(name).get(name)
-                    for name in ("save", "proto-max-bulk-len", "client-query-buffer-limit")
-                }
+                config = {name: self.client.config_get(name).get(name) for name in names}
                 info["config_refused"] = None
             except redis.ResponseError as exc:  # renamed away, or an ACL without it
                 config, info["config_refused"] = {}, str(exc).strip()
             info["save_configured"] = bool(config["save"]) if "save" in config else None
             info["proto_max_bulk_len"] = stored_int(config.get("proto-max-bulk-len"))
             info["client_query_buffer_limit"] = stored_int(config.get("client-query-buffer-limit"))
+            info["appendfsync"] = config.get("appendfsync")
         return info
 
     def waitaof_refusal(self) -> str | None:
