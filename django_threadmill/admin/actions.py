@@ -4,8 +4,7 @@ Each action is confirmed on its own page first. The backend's scripts check the 
 act on, so a task that changed meanwhile is left alone and the message says what it is now.
 """
 
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +37,10 @@ class TaskAction:
     # said it changed "only tasks that are READY".
     applies_to_label: str
     run: Callable[[ThreadmillTaskBackend, str, str], bool]  # (backend, task id, "ada in the admin")
+    # Why a task in one of these states is left alone, and what to do, where "the task is <state>
+    # now, not <applies_to_label>" would mislead: a reserved task reads "READY (reserved by a
+    # worker)", and the message said it was READY now, not READY.
+    refused_in: Mapping[str, str] = field(default_factory=dict)
 
 
 def _requeue(backend: ThreadmillTaskBackend, task_id: str, user: str) -> bool:
@@ -64,6 +67,14 @@ TASK_ACTIONS = {
         applies_to="ready",
         applies_to_label="READY or delayed",
         run=_cancel,
+        refused_in={
+            "reserved": "a worker has taken the task (reserved, not started yet) and will run "
+            "it: a cancel stops only a task no worker has taken. To keep it from running, pause "
+            "its queue and stop that worker gracefully (it hands back the tasks it has not "
+            "started), then cancel again (docs/lifecycle.md, Pausing a queue)",
+            "running": "the task is RUNNING, and a cancel does not stop a running attempt "
+            "(docs/lifecycle.md, Cancel, requeue, purge)",
+        },
     ),
 }
 
@@ -252,16 +263,23 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
                 f"to them: {listed(skipped)}."
             )
         return messages
-    by_state = Counter(item.label for item in skipped)
-    for label, count in sorted(by_state.items()):
-        ids = listed([item for item in skipped if item.label == label])
-        messages.append(
-            f"{count} left alone: the task is {label} now, not "
-            f"{action.applies_to_label} (it changed meanwhile, or was never so): {ids}."
-            if label != "gone"
-            else f"{count} left alone: no such task any more (expired or purged): {ids}."
-        )
+    by_label: dict[str, list[Selected]] = {}
+    for item in skipped:
+        by_label.setdefault(item.label, []).append(item)
+    for _, items in sorted(by_label.items()):
+        why = why_left_alone(action, items[0].state)
+        messages.append(f"{len(items)} left alone: {why}: {listed(items)}.")
     return messages
+
+
+def why_left_alone(action: TaskAction, state: str) -> str:
+    """Return why ``action`` left alone a task in ``state`` ("" for one gone) as it is now."""
+    if not state:
+        return "no such task any more (expired or purged)"
+    return action.refused_in.get(state) or (
+        f"the task is {state_label(state)} now, not {action.applies_to_label} (it changed "
+        "meanwhile, or was never so)"
+    )
 
 
 def stopped_message(action: TaskAction, outcome: Outcome) -> str:
