@@ -58,7 +58,7 @@ def check_confirmed(settings: BackendSettings, reply: Any) -> None:
     if isinstance(reply, Exception):
         # E.g. the node became a replica in a failover: the write went elsewhere, unconfirmed.
         # Redis's words for a command it does not know end in a space after the last argument.
-        why = f"the confirmation failed: {str(reply).rstrip(' .')}{_fix(reply)}"
+        why = f"the confirmation failed: {str(reply).rstrip(' .')}{_fix(settings, reply)}"
         if _refused_for_good(reply):  # a worker stops, as for any refusal of its rights
             raise unconfirmed(settings, why, ConfirmationRefused) from reply
         raise unconfirmed(settings, why) from reply
@@ -78,10 +78,14 @@ def _refused_for_good(error: Exception) -> bool:
     return isinstance(error, redis.exceptions.NoPermissionError) or bool(unknown_command(error))
 
 
-def _fix(error: Exception) -> str:
+def _fix(settings: BackendSettings, error: Exception) -> str:
     """Return what to do about a confirmation Redis refused for good, else ""."""
     # Either way every call would store its tasks and fail: a retry would enqueue them twice.
     message = str(error).lower()
+    if settings.durability is Durability.REPLICATED and isinstance(
+        error, redis.exceptions.NoPermissionError
+    ):  # WAIT is in @connection and @slow alone: an ACL of other categories leaves it out
+        return ". Grant it to the ACL user ('+wait'), or set OPTIONS['durability'] to 'local'"
     if unknown_command(error) and "waitaof" in message:
         return (
             ". This Redis has no WAITAOF (Redis and Valkey have it from 7.2): upgrade it, or "

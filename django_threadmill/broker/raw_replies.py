@@ -18,10 +18,13 @@ from typing import Any, NamedTuple
 
 from redis.client import NEVER_DECODE
 
+from ..codec.text import BIDI_CONTROLS, utf8_escapes
+
 RAW = {NEVER_DECODE: True}  # a redis-py command option: its reply comes back as bytes
 # What a Redis counter holds: HINCRBY takes a signed 64-bit integer, and nothing else.
 COUNTER_RANGE = range(-(2**63), 2**63)
-CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: ``controls_escaped``
+# C0, DEL, C1 and the bidi controls: ``controls_escaped``.
+CONTROLS = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 class Undecodable(NamedTuple):
@@ -148,9 +151,10 @@ def unescaped(text: str) -> bytes:
 
 def controls_escaped(text: str) -> str:
     """Return ``text`` with each control character (a line break, a terminal's escape
-    sequence) as the ``\\xNN`` escapes of its UTF-8 bytes, which ``unescaped`` reads back: one
-    written by hand in an id or a reason, printed as is, broke a listing's line or forged one."""
-    return CONTROLS.sub(lambda char: "".join(f"\\x{b:02x}" for b in char[0].encode()), text)
+    sequence, a bidi override) as the ``\\xNN`` escapes of its UTF-8 bytes, which ``unescaped``
+    reads back: one written by hand in an id or a reason, printed as is, broke a listing's line
+    or forged one, and a right-to-left override turned a page's words after it around."""
+    return CONTROLS.sub(utf8_escapes, text)
 
 
 def stored_counters(reply: dict[bytes, bytes]) -> dict[str, int]:

@@ -6,7 +6,15 @@ is, such a str fails inside the Redis client, far from the call that brought it,
 refused where it comes in (docs/reliability.md, Text that UTF-8 cannot hold).
 """
 
+import re
+
 from ..wording import a_type, shown
+
+# Unicode's bidi controls: ALM, LRM, RLM, the embeddings and overrides, the isolates. A browser
+# or a log viewer obeys one that HTML escaping keeps: a right-to-left override turns the text
+# after it around, the page's or the line's own words included.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 
 
 def digits_int(text: str) -> int | None:
@@ -36,5 +44,12 @@ def utf8_text(value: object, what: str) -> str:
 
 def printable(text: str) -> str:
     """Return ``text`` with each lone surrogate written as its escape (``\\udcff``), so a page
-    or a terminal can show what a task stored, args and errors included, as UTF-8."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    or a terminal can show what a task stored, args and errors included, as UTF-8; and each
+    bidi control as the escapes of its UTF-8 bytes (``\\xe2\\x80\\xae``), so what a task
+    stored cannot turn the words around it."""
+    return BIDI.sub(utf8_escapes, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def utf8_escapes(found: re.Match[str]) -> str:
+    """Return the character ``found`` as the ``\\xNN`` escapes of its UTF-8 bytes."""
+    return "".join(f"\\x{byte:02x}" for byte in found[0].encode())

@@ -46,6 +46,8 @@ DROPPED_BY_URLLIB = "\t\r\n"  # from anywhere in a URL, as WHATWG's URL standard
 PORTS = range(1, 65536)  # TCP ports; urlsplit reads 0, which redis-py takes as "no port"
 # Query arguments of a Redis URL that hold a secret: password, ssl_password.
 SECRET_QUERY_ARGUMENT = re.compile(r"([^&=]*password=)[^&]*", re.IGNORECASE)
+# What comes before a host's "@" in a LOCATION written without "//" (``user:password@host``).
+NO_SCHEME_USERINFO = re.compile(r"^[^/?#]*@")
 # Query arguments of LOCATION that redis-py applies over the keyword arguments the backend passes
 # (from_url lets the URL win), and the setting each belongs in: there it is read, bounded and
 # known to the worker, whose idle wait must fit in the socket timeout (README, Settings).
@@ -294,7 +296,7 @@ def read_location(alias: str, location: object) -> str:
     where = _where(alias)
     if not isinstance(location, str) or not location.startswith(REDIS_URL_SCHEMES):
         raise ImproperlyConfiguredThreadmill(
-            f"{where} is {location!r}. Use a Redis URL such as {URL_EXAMPLES}."
+            f"{where} is {_masked_value(location)}. Use a Redis URL such as {URL_EXAMPLES}."
         )
     _check_brackets(where, location)
     if _userinfo_cut_short(location):  # first: the other errors would show the password
@@ -478,6 +480,22 @@ def masked_location(location: str) -> str:
         location = location.replace(parts.netloc, f"{user}:***@{address}", 1)
     base, mark, query = location.partition("?")
     return base + mark + SECRET_QUERY_ARGUMENT.sub(r"\1***", query)
+
+
+def _masked_value(location: object) -> str:
+    """Return the repr of a LOCATION refused for its scheme with its passwords masked: a URL
+    of another scheme (``redis+sentinel://``), one without a scheme (``user:password@host``),
+    and each URL of a list or tuple (copied from ``CACHES``, which takes several)."""
+    if isinstance(location, list | tuple):
+        masked = [_masked_text(item) if isinstance(item, str) else item for item in location]
+        return repr(masked if isinstance(location, list) else tuple(masked))
+    return repr(_masked_text(location) if isinstance(location, str) else location)
+
+
+def _masked_text(location: str) -> str:
+    """Return ``location`` as ``masked_location`` shows it, a user and password written
+    without a scheme (``user:password@host``, which urllib reads as a path) as ``***`` too."""
+    return NO_SCHEME_USERINFO.sub("***@", masked_location(location))
 
 
 def masked_connection_options(options: dict[str, Any]) -> dict[str, Any]:

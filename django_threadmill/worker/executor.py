@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from ..broker import Finish, Outcome, Reservation
+from ..broker.raw_replies import controls_escaped
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import encode_result, error_text
 from ..codec.times import now_ms
@@ -406,7 +407,9 @@ def _log_failed(attempt: Attempt, finish: Finish, exc: BaseException) -> None:
             attempt.lease.task_id,
             attempt.task.module_path,
             type(exc).__name__,
-            error_text(exc),  # its own __str__ may raise, inside logging's formatting
+            # Its own __str__ may raise, inside logging's formatting; a line break in it (the
+            # task's input, often) would end the line and forge the next.
+            controls_escaped(error_text(exc)),
         )
 
 
