@@ -454,14 +454,16 @@ def durability_mode_messages(
                 id="threadmill.E005",
             )
         ]
-    if settings.durability is Durability.FSYNC and (refused := info.get("waitaof_refused")):
+    if refused := info.get("confirmation_refused"):
+        fsync = settings.durability is Durability.FSYNC
+        command, others = ("WAITAOF", "'replicated' or 'local'") if fsync else ("WAIT", "'local'")
         return [
             Error(
-                f"{where}: durability='fsync' sends WAITAOF after every write, and this Redis "
-                f"refuses it ({refused}): every enqueue would store its task and fail, and no "
-                "worker could write an outcome.",
-                hint="Let WAITAOF through: do not rename it away (rename-command), and grant it "
-                "to the ACL user ('+waitaof'); or use durability='replicated' or 'local'.",
+                f"{where}: durability='{settings.durability}' sends {command} after every "
+                f"write, and this Redis refuses it ({refused}): every enqueue would store its "
+                "task and fail, and no worker could write an outcome.",
+                hint=f"Let {command} through: do not rename it away (rename-command), and grant "
+                f"it to the ACL user ('+{command.lower()}'); or use durability={others}.",
                 id="threadmill.E005",
             )
         ]

@@ -42,6 +42,14 @@ def confirm_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
     return None
 
 
+def probe_command(settings: BackendSettings) -> tuple[str | int, ...] | None:
+    """Return the mode's confirmation asking for nothing, which Redis answers at once (``WAIT
+    0 0``, ``WAITAOF 0 0 0``), or None for "local": the checks send it to learn whether Redis
+    refuses it."""
+    command = confirm_command(settings)
+    return None if command is None else (command[0], *[0] * (len(command) - 1))
+
+
 def confirms_reservations(settings: BackendSettings) -> bool:
     """Tell whether acquire waits for a replica too: under "replicated" alone.
 

@@ -18,6 +18,7 @@ from ..conf.topology import Durability
 from ..exceptions import PayloadError
 from .connection import wrong_type
 from .core import BrokerCore
+from .durability import probe_command
 from .raw_replies import is_utf8
 from .scripts import ScriptCall, ScriptName
 from .types import stored_int
@@ -149,17 +150,18 @@ class Reads(BrokerCore):
         """Return Redis INFO's default sections (server, memory, persistence, replication and
         cluster among them) in one call; ``with_config``, also whether RDB is on and the largest
         argument and request Redis takes (``proto_max_bulk_len``, ``client_query_buffer_limit``,
-        in bytes), three CONFIG calls a health probe goes without. Under durability='fsync',
-        also ``waitaof_refused``, what ``waitaof_refusal`` says, and with ``with_config``
-        ``appendfsync`` ("no": WAITAOF never counts the primary's AOF, however long it waits).
+        in bytes), three CONFIG calls a health probe goes without. Under durability='replicated'
+        or 'fsync', also ``confirmation_refused``, what ``confirmation_refusal`` says; under
+        'fsync' with ``with_config``, ``appendfsync`` ("no": WAITAOF never counts the primary's
+        AOF, however long it waits).
 
         Each of those read by CONFIG is None when CONFIG is not allowed (managed Redis):
         unknown, and ``config_refused`` says why (None when it is allowed).
         """
         with self.translated_errors(read=True):
             info: dict[str, Any] = self.client.info()
-            if self.settings.durability is Durability.FSYNC:
-                info["waitaof_refused"] = self.waitaof_refusal()
+            if (probe := probe_command(self.settings)) is not None:
+                info["confirmation_refused"] = self.confirmation_refusal(probe)
             if not with_config:
                 return info
             names = ["save", "proto-max-bulk-len", "client-query-buffer-limit"]
@@ -176,15 +178,16 @@ class Reads(BrokerCore):
             info["appendfsync"] = config.get("appendfsync")
         return info
 
-    def waitaof_refusal(self) -> str | None:
-        """Send ``WAITAOF 0 0 0``, which waits for nothing; return why Redis refused it (renamed
-        away, an ACL without it, a server older than 7.2), None when it answered.
+    def confirmation_refusal(self, probe: tuple[str | int, ...]) -> str | None:
+        """Send ``probe``, a WAIT or WAITAOF that waits for nothing; return why Redis refused it
+        (renamed away, an ACL without it, a server older than 7.2 for WAITAOF), None when it
+        answered.
 
-        Durability='fsync' sends WAITAOF after every write: refused, each enqueue stores its
-        task and fails, and no worker can write an outcome.
+        Durability='replicated' or 'fsync' sends one after every write: refused, each enqueue
+        stores its task and fails, and no worker can write an outcome.
         """
         try:
-            self.raw_command("WAITAOF", 0, 0, 0)
+            self.raw_command(*probe)
         except redis.ResponseError as exc:
             return str(exc).strip()
         return None
