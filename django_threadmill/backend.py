@@ -56,8 +56,8 @@ class ThreadmillTaskBackend(BaseTaskBackend):
         super().__init__(alias, params)
         self.settings = read_settings(alias, params)
         self._valid_tasks: dict[int, Task] = {}
-        # The function found at each task path checked so far: a task's path is its code's.
-        self._found_at: dict[str, object] = {}
+        # The task found at each task path checked so far: a task's path is its code's.
+        self._found_at: dict[str, Task] = {}
         for queue in [*self.queues, *self.settings.queue_limits, *self.settings.queue_shards]:
             check_queue_name(queue)
 
@@ -106,10 +106,13 @@ class ThreadmillTaskBackend(BaseTaskBackend):
 
         Not part of ``validate_task``: that runs as ``@task`` builds the task, before its
         module has bound it to its name. A path found right is remembered, so this is one
-        dict lookup per enqueue. A workflow's launch checks each of its steps' tasks too.
+        dict lookup per enqueue. A workflow's launch checks each of its steps' tasks too. The
+        retry policy must be the one found there too: a worker asks that task's.
         """
         path = task.module_path
-        if self._found_at.get(path) is task.func:
+        known = self._found_at.get(path)
+        if known is not None and known.func is task.func:
+            _check_same_policy(task, known)
             return
         _check_not_in_main(task)
         try:
@@ -118,7 +121,8 @@ class ThreadmillTaskBackend(BaseTaskBackend):
             why = f"it does not import: {exc}"
         else:
             if isinstance(found, Task) and found.func is task.func:
-                self._found_at[path] = task.func
+                self._found_at[path] = found
+                _check_same_policy(task, found)
                 return
             why = f"it names {a_type(found)}, not this task"
         raise InvalidTask(
@@ -244,6 +248,20 @@ def _check_alias(task: Task, alias: str) -> None:
             "result would be looked up there. Enqueue it with task.enqueue(...) (or "
             f"task.get_backend()), or make it this backend's with task.using(backend={alias!r})."
         )
+
+
+def _check_same_policy(task: Task, found: Task) -> None:
+    """Refuse a task whose retry policy is not that of the task at its path (one given with
+    ``dataclasses.replace``): a worker imports the task there and asks its policy, so the
+    other one was dropped, silently."""
+    given, kept = getattr(task, "retry", None), getattr(found, "retry", None)
+    if given is kept or given == kept:
+        return
+    raise InvalidTask(
+        f"Task {task.module_path!r} carries retry={given!r}, not the policy of the task at its "
+        f"path (retry={kept!r}), which is the one a worker asks. Set it with @task(retry=...) "
+        "where the task is declared."
+    )
 
 
 def _check_not_in_main(task: Task) -> None:

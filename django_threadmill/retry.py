@@ -26,6 +26,8 @@ POLICY_KIND = "exponential_backoff"  # the "kind" written by ExponentialBackoff.
 # back with each attempt. common.lua's MAX_ATTEMPTS is this number, and a record that counts
 # more errors is damaged (docs/lifecycle.md, Retries).
 MAX_ATTEMPTS = 1000
+# timedelta.max in seconds: a float, rounded up past it (timedelta(seconds=LONGEST_S) overflows).
+LONGEST_S = timedelta.max.total_seconds()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +60,10 @@ def _as_timedelta(name: str, value: object) -> timedelta:
 
 def _seconds(name: str, value: float) -> timedelta:
     """Return ``value`` seconds as a timedelta, or raise naming ``name``: Python's own errors
-    for NaN, infinity or a number past timedelta's range name neither."""
+    for NaN, infinity or a number past timedelta's range name neither. ``timedelta.max`` in
+    seconds, as ``to_dict`` writes it, rounds just past it, and reads back as it."""
+    if value == LONGEST_S:
+        return timedelta.max
     try:
         return timedelta(seconds=value)
     except (OverflowError, ValueError):
@@ -184,8 +189,8 @@ class ExponentialBackoff:
 
     def delay_for(self, attempt: int) -> timedelta:
         """Return the wait after failed attempt number ``attempt`` (1-based), jitter included."""
-        try:
-            growth = float(self.factor) ** max(attempt - 1, 0)
+        try:  # factor ** 0 is 1, even for an int factor no float holds
+            growth = float(self.factor) ** (attempt - 1) if attempt > 1 else 1.0
         except OverflowError:  # past a float's range well before MAX_ATTEMPTS (3.0 ** 647)
             growth = math.inf
         seconds = self.base_delay.total_seconds() * growth if self.base_delay else 0.0
@@ -223,9 +228,9 @@ class ExponentialBackoff:
                 f"Retry policy kind {data.get('kind')!r} is not {POLICY_KIND!r}; this dict was "
                 "not written by ExponentialBackoff.to_dict()."
             )
-        return cls(
-            base_delay=timedelta(seconds=data["base_delay_s"]),
-            max_delay=timedelta(seconds=data["max_delay_s"]),
+        return cls(  # the numbers as given: the constructor checks them, naming each
+            base_delay=data["base_delay_s"],
+            max_delay=data["max_delay_s"],
             factor=data["factor"],
             jitter=data["jitter"],
             max_attempts=data["max_attempts"],
@@ -240,7 +245,9 @@ def retry_delay(task: "Task", task_result: "TaskResult", error: BaseException) -
     returns something other than a timedelta or None is logged and treated as "no retry",
     so a broken policy can fail a task but never a worker thread, nor the reaper, which
     asks it too: raising SystemExit, it ended a worker process, then the supervisor at its
-    reap pass, silently. The ``MAX_ATTEMPTS``th error is final whatever the policy says.
+    reap pass, silently, and raising another BaseException (CancelledError) it ended the
+    reap pass or the worker thread. Only KeyboardInterrupt goes through. The
+    ``MAX_ATTEMPTS``th error is final whatever the policy says.
     """
     policy = getattr(task, "retry", None)
     if policy is None:
@@ -257,7 +264,9 @@ def retry_delay(task: "Task", task_result: "TaskResult", error: BaseException) -
     context = RetryContext(task=task, task_result=task_result, error=error)
     try:
         delay = policy(context)
-    except (Exception, SystemExit):  # a policy's sys.exit() too; a Ctrl-C still interrupts
+    except KeyboardInterrupt:  # a Ctrl-C still interrupts (threadmill_reap's main thread)
+        raise
+    except BaseException:  # a policy's sys.exit(), an async client's CancelledError too
         logger.exception(
             "Retry policy raised task_id=%s task=%s; recording FAILED",
             task_result.id,

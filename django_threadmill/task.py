@@ -9,6 +9,7 @@ On Django 6.1, ``@django.tasks.task(retry=...)`` forwards ``retry`` to the backe
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from datetime import timedelta
+from inspect import iscoroutinefunction
 from typing import Any, cast
 
 from .compat import DEFAULT_TASK_QUEUE_NAME, InvalidTask, Task, task_backends
@@ -31,11 +32,7 @@ class ThreadmillTask(Task):
     def __post_init__(self) -> None:
         # Explicit base call: zero-argument super() breaks in slotted dataclasses before 3.14.
         Task.__post_init__(self)
-        if self.retry is not None and not callable(self.retry):
-            raise InvalidTask(
-                f"retry={self.retry!r} on task {self.module_path!r} is not a retry policy. "
-                "Pass ExponentialBackoff(...) or a callable policy(context) -> timedelta | None."
-            )
+        self._check_retry()
         if self.enqueue_on_commit not in (None, True, False):
             raise InvalidTask(
                 f"enqueue_on_commit={self.enqueue_on_commit!r} on task {self.module_path!r} is "
@@ -50,6 +47,24 @@ class ThreadmillTask(Task):
         if enqueue_on_commit is None:
             return task
         return replace(task, enqueue_on_commit=enqueue_on_commit)
+
+    def _check_retry(self) -> None:
+        if self.retry is None:
+            return
+        if not callable(self.retry):
+            raise InvalidTask(
+                f"retry={self.retry!r} on task {self.module_path!r} is not a retry policy. "
+                "Pass ExponentialBackoff(...) or a callable policy(context) -> timedelta | None."
+            )
+        # A policy is called where a task failed, in a worker thread, on the event loop or in
+        # the reaper, and never awaited: an async one (or an instance with an async __call__)
+        # answered a coroutine, read as "no retry".
+        if iscoroutinefunction(self.retry) or iscoroutinefunction(type(self.retry).__call__):
+            raise InvalidTask(
+                f"retry={self.retry!r} on task {self.module_path!r} is an async policy, which no "
+                "worker awaits: its answer is used as the call returns it. Make it a plain def "
+                "policy(context) -> timedelta | None."
+            )
 
     def _check_unique(self) -> None:
         if self.unique_for is not None and (

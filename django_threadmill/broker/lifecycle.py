@@ -58,8 +58,10 @@ def _expired_attempt(
     deadline_ms: str,
     errors: list[str],
     workflow: str,
+    times: list[str],
 ) -> ExpiredAttempt:
     """Return one expired running attempt of a reap reply, decoded."""
+    enqueued_ms, started_ms, attempted_ms = times
     return ExpiredAttempt(
         lease=Lease(task_id=task_id, queue=queue, token=token, task_path=task_path(payload)),
         payload=payload,
@@ -68,6 +70,9 @@ def _expired_attempt(
         deadline_ms=stored_int(deadline_ms),
         errors=errors,
         workflow=workflow,
+        enqueued_ms=stored_int(enqueued_ms),
+        started_ms=stored_int(started_ms),
+        attempted_ms=stored_int(attempted_ms),
     )
 
 

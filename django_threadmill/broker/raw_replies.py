@@ -79,15 +79,18 @@ class UndecodableAttempt(NamedTuple):
 
 
 def read_expired[T](
-    entries: list[Any], build: Callable[[str, str, str, str, str, list[str], str], T]
+    entries: list[Any], build: Callable[[str, str, str, str, str, list[str], str, list[str]], T]
 ) -> tuple[list[T], list[UndecodableAttempt]]:
     """Read reap.lua's expired running attempts, as bytes (id, token, payload, workers,
-    deadline, error texts, workflow): ``build(...)`` with them decoded for each attempt that
-    decodes, and the ones that do not. An absent field reads as ""."""
+    deadline, error texts, workflow, then its enqueue, first start and last start times):
+    ``build(...)`` with them decoded for each attempt that decodes, the times in one list, and
+    the ones that do not. An absent field reads as "", and so does a time that is not UTF-8:
+    times are for display and for retry policies, and one written by hand reads as none, as
+    ``get_result`` reads it."""
     built: list[T] = []
     undecodable: list[UndecodableAttempt] = []
     for entry in entries:
-        raw_id, token, payload, workers, deadline, errors, workflow = entry
+        raw_id, token, payload, workers, deadline, errors, workflow, *times = entry
         try:
             attempt = build(
                 raw_id.decode(),
@@ -97,6 +100,7 @@ def read_expired[T](
                 _text(deadline),
                 [_text(error) for error in errors],
                 _text(workflow),
+                [_text(time) if time and is_utf8(time) else "" for time in times],
             )
         except UnicodeDecodeError:
             field = _first_undecodable(

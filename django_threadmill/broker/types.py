@@ -209,6 +209,11 @@ class ExpiredAttempt:
     deadline_ms: int | None
     errors: list[str] = field(default_factory=list)
     workflow: str = ""  # a workflow step's ``<workflow id>:<step>`` (its record's field)
+    # Its record's times, in ms (None when absent): the retry policy is shown them, as a
+    # worker shows them.
+    enqueued_ms: int | None = None
+    started_ms: int | None = None  # its first attempt's start
+    attempted_ms: int | None = None  # this attempt's start; None for a first attempt
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,6 +16,7 @@ from ..broker import Ack, ExpiredAttempt, Finish, Outcome, Reaped, reap_mark
 from ..broker.metrics import Settling
 from ..codec.payloads import decode_payload, load_task
 from ..codec.results import parse_error, task_result
+from ..codec.times import from_ms
 from ..compat import TaskResult, TaskResultStatus, task_finished
 from ..exceptions import BrokerUnavailable, LeaseExpired
 from ..observability.signals import heard, said_already
@@ -52,7 +53,8 @@ def lease_error(attempt: ExpiredAttempt) -> LeaseExpired:
 
 
 def _expired_result(backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt) -> TaskResult | None:
-    """Return the TaskResult of ``attempt`` as it stood while running; None if unloadable.
+    """Return the TaskResult of ``attempt`` as it stood while running, its times included (a
+    retry policy may time its retries from them, as it does on a worker); None if unloadable.
 
     A task that cannot be loaded any more (corrupt payload, removed or broken code, a queue
     no longer in QUEUES) is failed without one: one bad record must never stall every later
@@ -71,6 +73,9 @@ def _expired_result(backend: "ThreadmillTaskBackend", attempt: ExpiredAttempt) -
             args=payload.get("args", []),
             kwargs=payload.get("kwargs", {}),
             backend=task.backend,
+            enqueued_at=from_ms(attempt.enqueued_ms),
+            started_at=from_ms(attempt.started_ms),
+            last_attempted_at=from_ms(attempt.attempted_ms or attempt.started_ms),
             errors=[parse_error(raw) for raw in attempt.errors],
             worker_ids=list(attempt.workers),
             decoded=True,  # read from the payload's JSON: normalised already
@@ -157,23 +162,14 @@ def _announce_failed(
     backend: "ThreadmillTaskBackend", failed: list[tuple[Finish, TaskResult]]
 ) -> None:
     """Send task_finished for the attempts a pass failed, as a worker sends it; the pass's
-    log line said it already.
-
-    Each result is read back as stored, in one round trip: the reap reply carries neither
-    the task's enqueue nor its start time, and a receiver that times the attempt
-    (``finished_at - started_at``) needs both. Should that read fail, the results built from
-    the reply are sent: the attempts are settled, and would never be announced again.
-    """
+    log line said it already. Each result was built from the reap reply, which carries the
+    task's enqueue and start times: a receiver that times the attempt (``finished_at -
+    started_at``) needs both."""
     if not failed or not heard(task_finished, TaskResultStatus.FAILED):
         return
-    try:
-        stored = backend.pipeline.get_results([result.id for _, result in failed])
-    except BrokerUnavailable as exc:
-        logger.warning("Failed leases not read back, sent as reaped error=%s", exc)
-        stored = [None] * len(failed)
     with said_already():
-        for (finish, built), found in zip(failed, stored, strict=True):
-            outcome.announce(type(backend), outcome.Built(found or built), finish)
+        for finish, result in failed:
+            outcome.announce(type(backend), outcome.Built(result), finish)
 
 
 def _dry_run(

@@ -15,10 +15,12 @@
 -- ARGV[5]  lease_ttl_ms  the backend's lease length: after a step back of the clock, a deadline
 --                        further ahead than this is brought to it from now
 -- Returns: {{id...} reservations released (or that would be),
---           {{id, token, payload, workers, deadline_ms, {error_json...}, workflow}...} expired
---           running attempts, which the client settles through finish.lua with that token
---           (workflow: a step's `<workflow id>:<step>`, else ""; a step its workflow
---           cancelled gets no retry, docs/workflows.md, Cancel),
+--           {{id, token, payload, workers, deadline_ms, {error_json...}, workflow, enqueued_ms,
+--           started_ms, attempted_ms}...} expired running attempts, which the client settles
+--           through finish.lua with that token (workflow: a step's `<workflow id>:<step>`, else
+--           ""; a step its workflow cancelled gets no retry, docs/workflows.md, Cancel; the
+--           times, "" when absent, are shown to the task's retry policy, as a worker shows
+--           them),
 --           records set aside (or that would be): their record cannot be read, or a
 --           running one counts more errors than a task has attempts (common.lua) or has no
 --           lease token to fence its settlement,
@@ -63,7 +65,7 @@ for i = 1, #expired, 2 do
   local id, deadline = expired[i], expired[i + 1]
   local key = KEYS[1] .. id
   local f, problem = read_record(key, "state", "token", "score", "payload", "workers", "nerrors",
-    "workflow")
+    "workflow", "enqueued_ms", "started_ms", "attempted_ms")
   local nerrors
   if f and f[1] == "running" then
     nerrors, problem = error_count(f[6])
@@ -97,7 +99,8 @@ for i = 1, #expired, 2 do
       break
     end
     chars = chars + size
-    running[#running + 1] = {id, f[2], f[4], f[5] or "", deadline, errors, f[7] or ""}
+    running[#running + 1] = {id, f[2], f[4], f[5] or "", deadline, errors, f[7] or "",
+      f[8] or "", f[9] or "", f[10] or ""}
   else
     dropped[#dropped + 1] = id  -- a ghost: the record is gone or already settled
   end
