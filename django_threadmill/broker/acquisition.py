@@ -26,9 +26,10 @@ PEEK = QueueLimit(concurrency=0)  # reserves nothing: see Acquiring._acquire_cal
 # Random digits after the fence counter in each acquire call's token (acquire.lua, Fence):
 # digits, so that a token still reads as one number that grows with the counter.
 NONCE_DIGITS = 12
-# Characters of payloads and earlier errors one acquire call replies with at most (its first
-# task whatever its size): counted in tasks alone, a refill of 500 tasks of max_payload_bytes
-# held 500 MiB in Redis's reply and in the worker (docs/worker.md, Memory a process keeps).
+# Characters of payloads and earlier errors one refill replies with at most, over every queue
+# and shard it asks (each call its first task whatever its size): counted in tasks alone, a
+# refill of 500 tasks of max_payload_bytes held 500 MiB in Redis's reply and in the worker
+# (docs/worker.md, Memory a process keeps); given to each call whole, it was 16 MiB a queue.
 ACQUIRE_CHARS = 16 * 2**20
 PAUSED = 3  # acquire.lua's held_back code for a paused queue
 
@@ -125,6 +126,14 @@ def merged_acquired(one: Acquired, other: Acquired) -> Acquired:
     )
 
 
+def chars_share(budget: int, count: int, of: int) -> int:
+    """Return the characters one call of a round trip may reply with, asking ``count`` of the
+    ``of`` its calls ask in all: its part of ``budget`` (1 for a call asking none, a peek).
+    The calls of one round trip share a budget: each given it whole, a worker or reaper of
+    fifty queues held fifty times as much."""
+    return max(1, budget * count // of) if count else 1
+
+
 class Acquiring(BrokerCore):
     """The acquire and idle-wait section of the Broker."""
 
@@ -162,7 +171,11 @@ class Acquiring(BrokerCore):
             for queue, count in counts.items()
             for part, n in self._split(queue, count)
         ]
-        calls = [self._acquire_call(queue, part, n) for queue, part, n in asked]
+        asked_for = sum(n for _, _, n in asked)
+        calls = [
+            self._acquire_call(queue, part, n, chars_share(ACQUIRE_CHARS, n, asked_for))
+            for queue, part, n in asked
+        ]
         if confirms_reservations(self.settings):
             answers = self._run_each_confirmed(calls)
         else:
@@ -227,8 +240,10 @@ class Acquiring(BrokerCore):
         turn = parts[first:] + parts[:first]
         return [(part, share + (index < remainder)) for index, part in enumerate(turn)]
 
-    def _acquire_call(self, queue: str, part: str, count: int) -> ScriptCall:
-        """Return the acquire.lua call for one part of ``queue`` (itself, or one shard).
+    def _acquire_call(self, queue: str, part: str, count: int, most_chars: int) -> ScriptCall:
+        """Return the acquire.lua call for one part of ``queue`` (itself, or one shard),
+        replying with at most ``most_chars`` of payloads and errors (its first task whatever
+        its size).
 
         A count of 0 is a peek: one task asked under a concurrency limit of 0, so the script
         reserves nothing but still promotes due delayed tasks, returns the next due time, and
@@ -255,7 +270,7 @@ class Acquiring(BrokerCore):
                 PROMOTE_LIMIT,
                 "" if limit.concurrency is None else limit.concurrency,
                 "" if limit.token_interval_us is None else limit.token_interval_us,
-                ACQUIRE_CHARS,
+                most_chars,
                 f"{secrets.randbelow(10**NONCE_DIGITS):0{NONCE_DIGITS}d}",
             ),
             raw=True,

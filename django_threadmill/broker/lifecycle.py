@@ -8,7 +8,7 @@ from typing import Any
 
 from ..codec.payloads import task_path
 from ..exceptions import BrokerUnavailable, UniqueKeyHeld
-from .acquisition import ACQUIRE_CHARS
+from .acquisition import ACQUIRE_CHARS, chars_share
 from .damaged import log_set_aside
 from .layouts import Layouts
 from .raw_replies import UndecodableAttempt, read_expired, stored_id
@@ -22,9 +22,9 @@ FLUSH_BATCH = 1000  # keys per SCAN step and per UNLINK when flushing
 MAX_BATCH_SIZE = 10_000
 DEFAULT_PURGE_BATCH_SIZE = 500  # finished results one purge script call looks at
 CANCEL_BATCH = 500  # tasks one cancel.lua call cancels (about 10 commands each)
-# Characters of payloads and earlier errors one reap call replies with at most (its first
-# running attempt whatever its size), as an acquire call: 500 lapsed attempts of
-# max_payload_bytes held 500 MiB in Redis's reply and in the reaper.
+# Characters of payloads and earlier errors one reap round replies with at most, over every
+# queue part it reaps (each call its first running attempt whatever its size), as a refill: 500
+# lapsed attempts of max_payload_bytes held 500 MiB in Redis's reply and in the reaper.
 REAP_CHARS = ACQUIRE_CHARS
 
 
@@ -115,8 +115,10 @@ class Lifecycle(Layouts):
         ``NotUtf8Id``: back in ready, acquire sets it aside.
         """
         parts = queues if isinstance(queues, Mapping) else {q: self.parts(q) for q in queues}
+        calls_made = max(1, sum(len(parts[queue]) for queue in queues))
+        most_chars = chars_share(REAP_CHARS, 1, calls_made)
         calls = [
-            self._reap_call(queue, part, limit, dry_run)
+            self._reap_call(queue, part, limit, dry_run, most_chars)
             for queue in queues
             for part in parts[queue]
         ]
@@ -126,7 +128,9 @@ class Lifecycle(Layouts):
             for queue in queues
         ]
 
-    def _reap_call(self, queue: str, part: str, limit: int, dry_run: bool) -> ScriptCall:
+    def _reap_call(
+        self, queue: str, part: str, limit: int, dry_run: bool, most_chars: int
+    ) -> ScriptCall:
         keys = self.queue_keys(part)
         return ScriptCall(
             ScriptName.REAP,
@@ -135,7 +139,7 @@ class Lifecycle(Layouts):
                 limit,
                 "1" if dry_run else "0",
                 self.wake_on_free(queue),
-                REAP_CHARS,
+                most_chars,
                 self.settings.lease_ttl_ms,
             ),
             raw=True,

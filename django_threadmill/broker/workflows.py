@@ -161,6 +161,17 @@ class Workflows(OutboxLooks):
                 list[str | None], self.client.hmget(self.keyspace.workflow(workflow_id), names)
             )
 
+    def workflow_value_chars(self, workflow_id: str, names: Sequence[str]) -> list[int]:
+        """Return the length of each field ``names`` of a workflow's hash (0 for one absent),
+        in one round trip, reading none of them."""
+        if not names:
+            return []
+        key = self.keyspace.workflow(workflow_id)
+        with self.translated_errors(read=True), self.client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.hstrlen(key, name)
+            return [int(chars) for chars in pipe.execute()]
+
     def stopped_step_of(self, task_id: str) -> StoppedStep | None:
         """Return why no worker starts ``task_id`` when it is a workflow step that must not
         run (``stopped_step``), else None: one HGET of its record, and for a step one HMGET.

@@ -23,8 +23,8 @@ UNWRITTEN_CAP = 1000
 UNWRITTEN_CHARS_CAP = 64 * 2**20
 # Characters of payloads and earlier errors of reserved tasks waiting in the buffer at or above
 # which nothing more is reserved: read-ahead is counted in tasks, and 500 of max_payload_bytes
-# held 500 MiB unstarted. A refill then adds at most ACQUIRE_CHARS per queue asked (one task
-# at least), so a process holds under 64 MiB of them reserving from one queue.
+# held 500 MiB unstarted. A refill then adds at most ACQUIRE_CHARS over all the queues it asks
+# (one task each at least), so a process holds under 64 MiB of them, and that one task more.
 READAHEAD_CHARS_CAP = 48 * 2**20
 UNWRITTEN_LOOK_S = 0.05  # how often a held-back prefetcher looks whether the acks caught up
 # A hold that lasts this long is a WARNING: a short one is flow control (a process short of CPU

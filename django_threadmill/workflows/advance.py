@@ -217,6 +217,9 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
                 for j, text in zip(due, step_texts, strict=True)
             }
             inputs = list(dict.fromkeys(i for j in due for i in steps[j].waits_for()))
+            chars = _value_chars(backend, workflow_id, inputs)
+            for index in due:
+                _refuse_inputs_past_the_limit(backend, steps[index], chars)
             value_texts = broker.workflow_values(workflow_id, [value_field(i) for i in inputs])
             values = {
                 i: stored_value(workflow_id, i, text)
@@ -238,6 +241,37 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
             broker.advance_workflow(workflow_id, index, "failed", why)
             return
         enqueue_steps(backend, workflow_id, groups, [steps[index] for index in due])
+
+
+def _value_chars(
+    backend: ThreadmillTaskBackend, workflow_id: str, inputs: list[int]
+) -> dict[int, int]:
+    """Return the length of each of the ``inputs``' values, unread (one round trip); none for
+    a single input: no longer than ``max_result_bytes``, it is read as it is, and looked at
+    first it would cost a chain a round trip more per step."""
+    if len(inputs) < 2:
+        return {}
+    fields = [value_field(i) for i in inputs]
+    return dict(zip(inputs, backend.broker.workflow_value_chars(workflow_id, fields), strict=True))
+
+
+def _refuse_inputs_past_the_limit(
+    backend: ThreadmillTaskBackend, step: PlannedStep, chars: dict[int, int]
+) -> None:
+    """Raise ``ValueError`` for a due ``step`` whose inputs' values alone pass
+    ``max_payload_bytes`` (their lengths in ``chars``), before any is read: a group of 10,000
+    steps returning 1 MiB each made the drainer read and decode 10 GB for the step after it,
+    only to refuse its payload. A value's JSON is the one its payload holds, so the payload
+    would be longer still."""
+    limit = backend.settings.max_payload_bytes
+    total = sum(chars.get(i, 0) for i in step.waits_for())
+    if total > limit:
+        raise ValueError(
+            f"Task {step.path!r} payload is above max_payload_bytes={limit}: the values of "
+            f"the {len(step.waits_for())} steps it takes are {total} bytes. Store large data "
+            "elsewhere (a file or a model) and pass its key, or raise "
+            "OPTIONS['max_payload_bytes']."
+        )
 
 
 def _enqueue_span(
