@@ -42,6 +42,9 @@ _SIGNAL_NAMES = {
     task_finished: "task_finished",
 }
 _said = ContextVar("threadmill_said_already", default=False)
+# Set by drain() (django_threadmill.testing) around its tasks: what is no Exception that a
+# receiver raises (Ctrl-C, a test framework's timeout) stops the drain, as it does from a task.
+_interrupts_raised = ContextVar("threadmill_receiver_interrupts_raised", default=False)
 _dispatch_logger = logging.getLogger("django.dispatch")
 # Inside a guarded send: what django.dispatch logged meanwhile, held back until the send ends.
 _held: ContextVar[list[logging.LogRecord] | None] = ContextVar(
@@ -82,6 +85,23 @@ def said_already() -> Iterator[None]:
         _said.reset(reset)
 
 
+@contextmanager
+def interrupts_raised() -> Iterator[None]:
+    """Raise to the sender, in the block, an interrupt a receiver raises (what is no
+    ``Exception``, but a receiver's own ``CancelledError``): the caller asked to be stopped by
+    it, and a guarded send must not log it as the receiver's failure and go on."""
+    reset = _interrupts_raised.set(True)
+    try:
+        yield
+    finally:
+        _interrupts_raised.reset(reset)
+
+
+def _an_interrupt(failure: BaseException) -> bool:
+    """Tell whether ``failure`` stops the sender (``interrupts_raised``)."""
+    return _interrupts_raised.get() and not isinstance(failure, Exception | asyncio.CancelledError)
+
+
 def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
     """Send a django.tasks signal; a failing receiver is logged, never raised.
 
@@ -94,6 +114,8 @@ def send_guarded(signal: Any, sender: type, result: TaskResult) -> None:
             try:
                 responses += signal.send_robust(sender, task_result=result)
             except BaseException as failure:  # the caller is a worker thread: it must go on
+                if _an_interrupt(failure):
+                    raise
                 _log_undelivered(result, failure)
 
 
@@ -116,6 +138,8 @@ async def asend_guarded(signal: Any, sender: type, result: TaskResult) -> None:
             except BaseException as failure:  # the event loop must go on
                 if isinstance(failure, asyncio.CancelledError) and _handed_back():
                     raise  # the lane hands the task back
+                if _an_interrupt(failure):
+                    raise
                 _log_undelivered(result, failure)
 
 

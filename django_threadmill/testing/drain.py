@@ -33,6 +33,7 @@ from ..codec.times import now_ms
 from ..conf.durations import seconds_of, whole_ms
 from ..enqueue.on_commit import commit_hooks
 from ..exceptions import BrokerUnavailable, DrainDidNotEmpty
+from ..observability.signals import interrupts_raised
 from ..wording import shown
 from ..worker.cancelled_steps import CancelledSteps
 from ..worker.db_connections import connections_kept
@@ -200,7 +201,7 @@ class _Drain:
         running = _running.set(self)
         try:
             # One thread for every event loop of this drain, joined when it ends.
-            with connections_kept(), AsyncSingleThreadContext():
+            with connections_kept(), AsyncSingleThreadContext(), interrupts_raised():
                 while self._round():
                     pass
         finally:

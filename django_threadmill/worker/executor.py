@@ -74,6 +74,10 @@ def _kept() -> bool:
     return False
 
 
+def _kept_by_caller(finish: Finish) -> None:
+    """Leave a decided outcome to the caller, which records what ``run`` returns (drain())."""
+
+
 def _as_decided(finish: Finish, reservation: Reservation) -> Finish:
     """Return ``finish`` as the retry policy decided it (an executor told of no workflows)."""
     return finish
@@ -146,6 +150,7 @@ class Executor:
         started_ms: int,
         claim: Callable[[], bool] = _own,
         given_up: Callable[[], bool] = _kept,
+        decided: Callable[[Finish], None] = _kept_by_caller,
     ) -> Finish | None:
         """Run a sync task; any exception, SystemExit and KeyboardInterrupt included, is
         recorded.
@@ -155,12 +160,14 @@ class Executor:
         recorded it) returns None, and nothing more is said of the attempt. ``given_up`` is
         asked once before the task is called, claiming nothing: True (the watchdog timed the
         attempt out already, in its ``task_started`` receivers) returns None, the task unrun.
+        ``decided`` is given the outcome before its ``task_finished`` receivers run, so that a
+        stop can record it while a slow receiver still holds the thread.
         """
         # Before and after each task, as Django does around each request: CONN_MAX_AGE holds,
         # and a thread waiting for its next task holds no connection (docs/worker.md, Sizing).
         close_stale_connections()
         try:
-            return self._run(reservation, started_ms, claim, given_up)
+            return self._run(reservation, started_ms, claim, given_up, decided)
         finally:
             close_stale_connections()
 
@@ -170,6 +177,7 @@ class Executor:
         started_ms: int,
         claim: Callable[[], bool],
         given_up: Callable[[], bool],
+        decided: Callable[[Finish], None],
     ) -> Finish | None:
         """Load the attempt, run it and return its outcome, as ``run`` describes."""
         attempt = self._attempt(reservation, started_ms)
@@ -205,11 +213,13 @@ class Executor:
                 return None
             # Still inside the except block: task_finished receivers see the exception.
             finish = self._failed(attempt, exc, retry=not returned_in_full)
+            decided(finish)
             outcome.announce(self.backend_class, attempt, finish)
             return finish
         if not claim():
             return None
         finish = self._succeeded(attempt, value)
+        decided(finish)
         outcome.announce(self.backend_class, attempt, finish, returned)
         return finish
 
@@ -239,15 +249,18 @@ class Executor:
         attempt = self._attempt(reservation, started_ms)
         if isinstance(attempt, Finish):
             return attempt
+        deadline = self._deadline()  # before task_started, as the watchdog's clock for a thread
         if heard(task_started, TaskResultStatus.RUNNING):
             with receivers_thread():  # not behind the tasks' ORM calls
                 await asend_guarded(task_started, self.backend_class, attempt.result)
+        if deadline is not None and asyncio.get_running_loop().time() > deadline:
+            return await self._timed_out_unrun(attempt)
         self.orm_thread.task_began()  # counted out by after_task, below
         returned_in_full = False  # as in run
         try:
             with self._reporting(attempt):
                 try:
-                    awaited = await self._awaited(attempt)
+                    awaited = await self._awaited(attempt, deadline)
                 finally:
                     self.end_forked_child()
             returned_in_full = True
@@ -293,8 +306,29 @@ class Executor:
         outcome.announce(self.backend_class, attempt, finish)
         return finish
 
-    async def _awaited(self, attempt: Attempt) -> Any:
-        """Await the task's coroutine; past the timeout it is cancelled and TaskTimeout raised.
+    def _deadline(self) -> float | None:
+        """Return when an async attempt starting now times out, on the loop's clock."""
+        if self.task_timeout_s is None:
+            return None
+        return asyncio.get_running_loop().time() + self.task_timeout_s
+
+    async def _timed_out_unrun(self, attempt: Attempt) -> Finish:
+        """Record FAILED with ``TaskTimeout``, its task not run, an async attempt whose
+        ``task_started`` receivers ran past --task-timeout, as the watchdog records a thread's."""
+        self._log_not_run(attempt)
+        error = TaskTimeout(
+            f"Task {attempt.lease.task_id} ran longer than --task-timeout={self.task_timeout_s}s "
+            "in its task_started receivers; the worker did not run it. Make them faster or "
+            "raise the timeout."
+        )
+        finish = self._decided(attempt, error, retry=False)
+        with receivers_thread():
+            await await_cut_short(outcome.aannounce(self.backend_class, attempt, finish))
+        return finish
+
+    async def _awaited(self, attempt: Attempt, deadline: float | None) -> Any:
+        """Await the task's coroutine; past ``deadline`` (the loop's clock) it is cancelled
+        and TaskTimeout raised.
 
         With a timeout the coroutine runs as a task of its own, so the attempt ends at the
         deadline even if the coroutine ignores the cancel (it is left to end on its own, as
@@ -304,15 +338,13 @@ class Executor:
         blocking call in between had one that returned in time recorded as a ``TaskTimeout``.
         """
         call = attempt.acall()
-        timeout_s = self.task_timeout_s
-        if timeout_s is None:
+        if deadline is None:
             return await call
         event_loop = asyncio.get_running_loop()
-        deadline = event_loop.time() + timeout_s
         timed = _Timed()
         running = event_loop.create_task(timed.run(call))
         try:
-            await asyncio.wait((running,), timeout=timeout_s)
+            await asyncio.wait((running,), timeout=max(0.0, deadline - event_loop.time()))
         except asyncio.CancelledError:
             if not running.done():
                 running.cancel()  # handed back: the coroutine stops with its attempt
@@ -326,8 +358,9 @@ class Executor:
             running.cancel()
             running.add_done_callback(_drop_outcome)
             raise TaskTimeout(
-                f"Task {attempt.lease.task_id} ran longer than --task-timeout={timeout_s}s; "
-                "the worker cancelled it. Make it faster or raise the timeout."
+                f"Task {attempt.lease.task_id} ran longer than "
+                f"--task-timeout={self.task_timeout_s}s; the worker cancelled it. Make it faster "
+                "or raise the timeout."
             )
         try:
             return running.result()

@@ -128,6 +128,7 @@ class Shutdown:
         # writer's flush time: one that took a task just as the buffer closed, before it
         # said so, runs it that long at most.
         crew.pool.join(deadline, max(deadline, end - WRITER_MIN_FLUSH_S))
+        self._record_decided()
         if crew.watchdog is not None:  # before the flush: what it timed out is written
             crew.watchdog.stop()
             join_until(crew.watchdog, end)
@@ -187,6 +188,14 @@ class Shutdown:
             return False
         left.clear()
         return True
+
+    def _record_decided(self) -> None:
+        """Hand the ack writer the outcomes of tasks that ended, their threads still in their
+        ``task_finished`` receivers past the grace period: a task that ran is recorded as it
+        ended, not left to the reaper (docs/worker.md, Shutdown)."""
+        for thread in self.crew.pool.joinable():
+            if thread.is_alive() and (finish := thread.take_decided()) is not None:
+                self.crew.writer.submit_finish(finish)
 
     def _wait_for_replacement(self, end: float) -> None:
         """Hold a recycle's sign-off until the supervisor says the replacement counts

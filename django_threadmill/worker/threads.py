@@ -5,7 +5,7 @@ import time
 from collections.abc import Callable
 from contextvars import copy_context
 
-from ..broker import Reservation
+from ..broker import Finish, Reservation
 from ..codec.times import run_time_ms
 from .buffer import Turn, Unsorted
 from .db_connections import close_thread_connections, mark_worker_thread
@@ -34,6 +34,10 @@ class WorkerThread(TaskRunner):
         self._sorting: Reservation | None = None  # a task whose module this thread imports
         self._current_since = 0.0
         self._current_started_ms = 0
+        # The running attempt's outcome while its task_finished receivers run, and whether a
+        # stop took it to record (``take_decided``): then this thread does not.
+        self._decided: Finish | None = None
+        self._decided_taken = False
         self._lock = threading.Lock()
         # Set once the thread ended or the watchdog abandoned it: what a stop waits for.
         self.settled = threading.Event()
@@ -94,14 +98,43 @@ class WorkerThread(TaskRunner):
             self._current, self._current_since = reservation, time.monotonic()
             self._current_started_ms = started_ms
         finish = self.executor.run(
-            reservation, started_ms, claim=self._claim, given_up=self._given_up
+            reservation,
+            started_ms,
+            claim=self._claim,
+            given_up=self._given_up,
+            decided=self._note_decided,
         )
         if finish is None:
             return False  # the watchdog recorded this attempt as timed out and took over
-        self.ended(reservation)
-        self.writer.submit_finish(finish, wait=self.sync_ack)
+        if not self._settle_decided():
+            self.ended(reservation)
+            self.writer.submit_finish(finish, wait=self.sync_ack)
         self._done()
         return True
+
+    def _note_decided(self, finish: Finish) -> None:
+        """Keep the attempt's outcome while its task_finished receivers run."""
+        with self._lock:
+            self._decided = finish
+
+    def _settle_decided(self) -> bool:
+        """Forget the kept outcome, its receivers done; tell whether a stop took it."""
+        with self._lock:
+            taken = self._decided_taken
+            self._decided, self._decided_taken = None, False
+            return taken
+
+    def take_decided(self) -> Finish | None:
+        """Take the outcome of an attempt whose task_finished receivers still run (from the
+        stop, once the grace period is over), for the stop to record; None if there is none.
+
+        The task ended: a slow receiver holding the thread must not leave it RUNNING, to be
+        failed or run again by the reaper (an event loop's receivers are cut short instead).
+        """
+        with self._lock:
+            finish, self._decided = self._decided, None
+            self._decided_taken = finish is not None
+            return finish
 
     def _done(self) -> None:
         """Say this thread runs nothing, then tell the buffer its task is done: in that order.
