@@ -186,8 +186,10 @@ class Reads(BrokerCore):
         Durability='replicated' or 'fsync' sends one after every write: refused, each enqueue
         stores its task and fails, and no worker can write an outcome.
         """
-        try:  # not raw_command: a Redis Cluster client sums WAIT's replies, taking no options
-            self.client.execute_command(*probe)
+        # Not raw_command: a Redis Cluster client sums WAIT's replies, taking no options.
+        execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
+        try:
+            execute(*probe)
         except redis.ResponseError as exc:
             return str(exc).strip()
         return None
