@@ -10,7 +10,7 @@ ROOT = "django_threadmill"
 # Lowest first; a module belongs to the longest prefix listed. Keep in step with the table in
 # docs/design.md.
 LAYERS: list[tuple[str, ...]] = [
-    ("django_threadmill", "exceptions", "compat", "wording", "forks"),
+    ("django_threadmill", "exceptions", "compat", "wording", "forks", "flags"),
     ("conf", "codec", "retry", "task"),
     ("broker",),
     ("observability",),

@@ -8,15 +8,15 @@ caller's context.
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from contextvars import Context, ContextVar, copy_context
 from functools import partial
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 
 from ..compat import TaskResult, TaskResultStatus, task_enqueued
+from ..flags import raised
 from ..observability.signals import heard, send_guarded
 
 # Sends task_enqueued for a batch of results in one hop; returns, per result, what a receiver
@@ -71,16 +71,6 @@ def values_of(context: Context) -> ContextValues:
     return frozenset((var, id(value)) for var, value in context.items())
 
 
-@contextmanager
-def _receivers_running() -> Iterator[None]:
-    # Reset, not left set: sync_to_async copies the thread's context back into the caller's.
-    reset = _sending.set(True)
-    try:
-        yield
-    finally:
-        _sending.reset(reset)
-
-
 def announcer(sender: type) -> Announce:
     """Return how an event loop announces a batch: task_enqueued for each result, in one hop
     to a sync thread, and no hop when nothing would hear it (signals.heard)."""
@@ -117,7 +107,7 @@ def announcer(sender: type) -> Announce:
 def announce_each(sender: type, results: list[TaskResult]) -> list[Exception | None]:
     """Send task_enqueued for each of ``results``; return what a receiver raised, per result."""
     errors: list[Exception | None] = []
-    with _receivers_running():
+    with raised(_sending):
         for result in results:
             try:
                 task_enqueued.send(sender, task_result=result)
@@ -143,6 +133,6 @@ def announce_guarded(sender: type, results: list[TaskResult]) -> None:
     the caller raises an error of its own, which says what was written (``PartlyEnqueued``),
     or has nobody to raise it to (a commit, the scheduler), or must not raise it (an
     ``aenqueue`` at interpreter shutdown, its task stored)."""
-    with _receivers_running():
+    with raised(_sending):
         for result in results:
             send_guarded(task_enqueued, sender, result)

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -31,6 +31,7 @@ from ..compat import (
     task_finished,
     task_started,
 )
+from ..flags import raised
 
 logger = logging.getLogger(__name__)
 _tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
@@ -74,27 +75,17 @@ _tasks_logger.addFilter(_NotSaidAlready())
 _dispatch_logger.addFilter(_HeldDuringSends())
 
 
-@contextmanager
-def said_already() -> Iterator[None]:
+def said_already() -> AbstractContextManager[None]:
     """Send signals in the block without Django's log line about the task: the sender logged
     the outcome itself. Every receiver is still sent to; other threads are not affected."""
-    reset = _said.set(True)
-    try:
-        yield
-    finally:
-        _said.reset(reset)
+    return raised(_said)
 
 
-@contextmanager
-def interrupts_raised() -> Iterator[None]:
+def interrupts_raised() -> AbstractContextManager[None]:
     """Raise to the sender, in the block, an interrupt a receiver raises (what is no
     ``Exception``, but a receiver's own ``CancelledError``): the caller asked to be stopped by
     it, and a guarded send must not log it as the receiver's failure and go on."""
-    reset = _interrupts_raised.set(True)
-    try:
-        yield
-    finally:
-        _interrupts_raised.reset(reset)
+    return raised(_interrupts_raised)
 
 
 def _an_interrupt(failure: BaseException) -> bool:
