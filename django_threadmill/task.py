@@ -57,9 +57,8 @@ class ThreadmillTask(Task):
                 "Pass ExponentialBackoff(...) or a callable policy(context) -> timedelta | None."
             )
         # A policy is called where a task failed, in a worker thread, on the event loop or in
-        # the reaper, and never awaited: an async one (or an instance with an async __call__)
-        # answered a coroutine, read as "no retry".
-        if iscoroutinefunction(self.retry) or iscoroutinefunction(type(self.retry).__call__):
+        # the reaper, and never awaited: an async one answered a coroutine, read as "no retry".
+        if _is_async(self.retry):
             raise InvalidTask(
                 f"retry={self.retry!r} on task {self.module_path!r} is an async policy, which no "
                 "worker awaits: its answer is used as the call returns it. Make it a plain def "
@@ -81,6 +80,20 @@ class ThreadmillTask(Task):
                 f"unique_key={self.unique_key!r} on task {self.module_path!r} needs unique_for and "
                 "must be a callable unique_key(args, kwargs) -> str. Add unique_for=timedelta(...)."
             )
+        # Called by every enqueue, aenqueue's too, and never awaited: an async one answered a
+        # coroutine, so every enqueue of its task failed.
+        if self.unique_key is not None and _is_async(self.unique_key):
+            raise InvalidTask(
+                f"unique_key={self.unique_key!r} on task {self.module_path!r} is an async "
+                "function, which enqueue never awaits: it would answer a coroutine, not a key. "
+                "Make it a plain def unique_key(args, kwargs) -> str."
+            )
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    """Tell whether calling ``function`` (or an instance with an async ``__call__``) returns a
+    coroutine."""
+    return iscoroutinefunction(function) or iscoroutinefunction(type(function).__call__)
 
 
 def _threadmill_options(task_class: type, backend: str, **options: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from .announce import announce_all, announce_guarded, announcer
 from .batching import maybe_stored
 from .coalesce import Enqueuer
 from .on_commit import defer_to_commit, held_for_commit, stored_at_commit
-from .prepare import prepare
+from .prepare import encode_call, prepare, unique_call
 
 type Call = tuple[Sequence[Any], dict[str, Any]]
 # Sends task_enqueued for the stored results of a write (announce.py): raising a receiver's
@@ -184,10 +184,12 @@ class EnqueuePipeline:
         prepared: list[tuple[NewTask, TaskResult]] = []
         for number, (args, kwargs) in enumerate(calls):
             try:
-                prepared.append(prepare(task, args, kwargs, broker=self.broker))
+                new, result = encode_call(task, args, kwargs, broker=self.broker)
             except (TypeError, ValueError) as exc:
                 raise _refused_call(exc, task, number, len(calls)) from exc
-            except Exception as exc:  # from the task's unique_key: its own error, kept as is
+            try:
+                prepared.append(unique_call(task, new, result, broker=self.broker))
+            except Exception as exc:  # the task's unique_key's own error (a ValueError too)
                 exc.add_note(f"{_refusal(task, number, len(calls))}.")
                 raise
         return prepared

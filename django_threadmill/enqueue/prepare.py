@@ -5,7 +5,7 @@ from dataclasses import replace
 from itertools import repeat
 from typing import Any
 
-from ..broker import Broker, Guard, GuardKind, NewTask
+from ..broker import Broker, Guard, NewTask
 from ..codec.ids import make_task_id, new_task_hex
 from ..codec.payloads import encode_payload
 from ..codec.results import new_result
@@ -30,12 +30,27 @@ def prepare(
     """Encode one call of a validated ``task``; raise before anything reaches Redis
     (``UnstorableArguments`` for arguments JSON cannot hold).
 
-    ``task_id`` and ``guard`` come from a schedule (its slot's id and marker); otherwise the id
-    is new and the guard is the task's unique key, if it has one.
+    ``task_id`` and ``guard`` come from a schedule (its slot's id and marker) or a workflow
+    (its step's); otherwise the id is new and the guard is the task's unique key, if it has one.
     """
+    new, result = encode_call(task, args, kwargs, broker=broker, task_id=task_id, guard=guard)
+    return (new, result) if guard is not None else unique_call(task, new, result, broker=broker)
+
+
+def encode_call(
+    task: Task,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    broker: Broker,
+    task_id: str | None = None,
+    guard: Guard | None = None,
+) -> tuple[NewTask, TaskResult]:
+    """Encode one call of a validated ``task`` under ``guard``: ``prepare`` without the
+    task's ``unique_key``, whose own errors ``enqueue_many`` keeps as they are."""
     settings = broker.settings
     task = _whole_priority(task)
-    given_id, task_id = task_id, task_id or make_task_id(new_task_hex(), task.queue_name)
+    task_id = task_id or make_task_id(new_task_hex(), task.queue_name)
     enqueued_ms = now_ms()  # the result's view; the record gets the Redis time (enqueue.lua)
     check_keyword_names(task.module_path, kwargs)
     run_after_ms = None if task.run_after is None else to_ms(task.run_after)
@@ -54,10 +69,6 @@ def prepare(
     except RecursionError as exc:
         raise UnstorableArguments(_too_deep(task.module_path, args, kwargs)) from exc
     check_payload_size(task.module_path, payload, settings.max_payload_bytes)
-    guard = guard or unique_guard(task, result.args, result.kwargs)
-    routed_id = None if given_id else _unique_task_id(broker, task.queue_name, guard)
-    if routed_id is not None:
-        task_id, result = routed_id, replace(result, id=routed_id)
     new = NewTask(
         id=task_id,
         payload=payload,
@@ -66,6 +77,20 @@ def prepare(
         guard=guard,
     )
     return new, result
+
+
+def unique_call(
+    task: Task, new: NewTask, result: TaskResult, *, broker: Broker
+) -> tuple[NewTask, TaskResult]:
+    """Give an encoded call of ``task`` its unique guard, if the task has one, under a new id
+    in its digest's shard when it must move; an error of its ``unique_key`` is raised as is."""
+    guard = unique_guard(task, result.args, result.kwargs)
+    if guard is None:
+        return new, result
+    routed_id = _unique_task_id(broker, task.queue_name, guard)
+    if routed_id is not None:
+        new, result = replace(new, id=routed_id), replace(result, id=routed_id)
+    return replace(new, guard=guard), result
 
 
 def _too_deep(task_path: str, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
@@ -123,15 +148,13 @@ def _whole_priority(task: Task) -> Task:
     return replace(task, priority=int(task.priority))
 
 
-def _unique_task_id(broker: Broker, queue: str, guard: Guard | None) -> str | None:
+def _unique_task_id(broker: Broker, queue: str, guard: Guard) -> str | None:
     """Return a new id in the shard of a unique task's digest; None if it need not move.
 
     Uniqueness is checked within the shard a task's id lands in, so equal unique tasks on
     a sharded queue must meet in one shard (broker/keys.py ``routed_task_id``). The digest is
     known only once the arguments are validated, so this id replaces the first one.
     """
-    if guard is None or guard.kind is not GuardKind.UNIQUE:
-        return None
     if broker.settings.shards_of(queue) == 1:
         return None
     ids = (make_task_id(new_task_hex(), queue) for _ in repeat(None))
