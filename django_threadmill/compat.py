@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import django
 
+from .exceptions import ImproperlyConfiguredThreadmill
+
 # mypy checks the first branch only (django-stubs types django.tasks; the backport has no types).
 if TYPE_CHECKING or find_spec("django.tasks") is not None:
     from django.tasks import (
@@ -35,6 +37,13 @@ if TYPE_CHECKING or find_spec("django.tasks") is not None:
     from django.utils.json import normalize_json
 
     TASKS_LOGGER_NAME = "django.tasks"  # where Django's own task receivers log each task
+elif find_spec("django_tasks") is None:  # Django 5.2, installed without the backport extra.
+    raise ImproperlyConfiguredThreadmill(
+        "django-threadmill needs Django's task framework: django.tasks, built into Django 6.0 "
+        f"and later, or on Django {django.get_version()}, the django-tasks backport. Install it "
+        "with pip install \"django-threadmill[backport]\" and add 'django_tasks' to "
+        "INSTALLED_APPS."
+    )
 else:  # Django 5.2 with the django-tasks backport.
     from django_tasks import (
         DEFAULT_TASK_BACKEND_ALIAS,

@@ -133,8 +133,8 @@ def _rebuilt_task(
         module_raised = not isinstance(exc, ImportError)
         why = f"its module raised {type(exc).__name__}: {exc}" if module_raised else exc
         raise TaskNotImportable(
-            f"Task path {path!r} does not import ({why}). Deploy the code that defines it, or "
-            "cancel the task."
+            f"Task path {path!r} does not import ({why}). Deploy the code that defines it and "
+            "restart the workers, which import a task's module once, or cancel the task."
         ) from exc
     if not isinstance(found, Task):
         raise NotATask(

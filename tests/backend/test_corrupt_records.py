@@ -119,7 +119,8 @@ def test_task_path_that_no_longer_imports(
         ImportError,  # what code that imports tasks by path already catches
         match=(
             r"^Task path 'testproject\.example\.tasks\.gone' does not import \(.+\)\. Deploy "
-            r"the code that defines it, or cancel the task\.$"
+            r"the code that defines it and restart the workers, which import a task's module "
+            r"once, or cancel the task\.$"
         ),
     ) as raised:
         backend.get_result(task_id)

@@ -63,7 +63,8 @@ def test_a_step_whose_module_raises_at_import_fails_the_workflow_and_the_drain_g
     assert why_it_failed(backend, flow) == (
         "step 1 failed: not enqueued: Task path 'tests.raises_at_import.task' does not "
         "import (its module raised RuntimeError: settings.PAYMENT_API_KEY is not set). Deploy "
-        "the code that defines it, or cancel the task."
+        "the code that defines it and restart the workers, which import a task's module once, "
+        "or cancel the task."
     )
     other.refresh()
     assert other.status == TaskResultStatus.SUCCESSFUL

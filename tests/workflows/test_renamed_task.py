@@ -14,7 +14,8 @@ from .tasks import add, number
 
 DOES_NOT_IMPORT = (
     rf"^Task path {re.escape(repr(GONE_PATH))} does not import \(.+\)\. Deploy the code that "
-    r"defines it, or cancel the task\.$"
+    r"defines it and restart the workers, which import a task's module once, or cancel the "
+    r"task\.$"
 )
 
 
