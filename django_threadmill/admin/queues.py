@@ -67,15 +67,29 @@ def _worker_lines(sightings: list[WorkerSighting], now_ms: int, lease_ms: int) -
 
 
 def _limit_line(overview: QueueOverview, limit: QueueLimit, next_token_ms: int | None) -> str:
-    """Describe a queue's limits and how full they are, e.g. "2 of 2 slots held · 600/m"."""
+    """Describe a queue's limits and how full they are, e.g. "2 of 2 slots held · 600/m".
+
+    Slots are the queue's leases, counted as the acquire script counts them (summed from the
+    reserved/running split, they were an estimate above STATE_SAMPLE leases). Those a lapsed
+    lease holds (its worker died) are said to wait for a reap: shown as held by running tasks,
+    they kept the queue still up to the reap interval after they lapsed, and for good where
+    no reaper runs, with nothing on the page saying why."""
     parts = []
     if limit.concurrency is not None:
-        held = sum(overview.leased.counts.values())
-        parts.append(f"{held} of {limit.concurrency} slots held")
+        parts.append(f"{overview.held} of {limit.concurrency} slots held{_lapsed(overview.lapsed)}")
     if limit.token_interval_us is not None:
         wait_ms = _next_start_in_ms(overview.now_ms, next_token_ms, limit.token_interval_us)
         parts.append(f"{limit.rate}, next start " + (f"in {wait_ms} ms" if wait_ms else "now"))
     return " · ".join(parts)
+
+
+def _lapsed(count: int) -> str:
+    """Say how many slots lapsed leases hold, e.g. " (1 by a lapsed lease: …)"; "" for none."""
+    if not count:
+        return ""
+    if count == 1:
+        return " (1 by a lapsed lease: the next reap frees it)"
+    return f" ({count} by lapsed leases: the next reap frees them)"
 
 
 def _next_start_in_ms(now_ms: int, next_token_ms: int | None, interval_us: int) -> int:

@@ -45,7 +45,7 @@ from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
 from ..workflows.advance import drain_queues
 from ..workflows.failed_entries import FailedEntries
-from .not_run import say_left_for_later, say_paused, say_waiting_for_commit
+from .not_run import say_left_for_later, say_paused, say_slots_held, say_waiting_for_commit
 from .savepoints import rolled_back_if_broken
 
 logger = logging.getLogger(__name__)
@@ -191,6 +191,8 @@ class _Drain:
         self.running: list[str] = []  # the paths of the tasks running now, for a refusal
         self.next_due_ms: int | None = None  # at the end: ms until a task left for later is due
         self.paused: list[str] = []  # at the end: the queues whose last answer was "paused"
+        # At the end: the queues whose concurrency limit others held full in the last answer.
+        self.slots_held: list[str] = []
         # The drain's event loop and the batch of async tasks running on it.
         self._gathering: tuple[asyncio.AbstractEventLoop, asyncio.Future[list[Finish]]] | None = (
             None
@@ -208,10 +210,13 @@ class _Drain:
             _running.reset(running)
         self.broker.send_metrics()
         if self.next_due_ms is not None:
-            served = [queue for queue in self.queues if queue not in self.paused]
+            said_apart = {*self.paused, *self.slots_held}
+            served = [queue for queue in self.queues if queue not in said_apart]
             say_left_for_later(self.broker, served, self.next_due_ms, self.horizon_ms, self.ran)
         if self.paused:  # a paused queue answers as an empty one: only then is it looked at
             say_paused(self.broker, self.paused, self.ran)
+        if self.slots_held:
+            say_slots_held(self.broker, self.slots_held, self.ran)
         return self.ran
 
     def _round(self) -> bool:
@@ -239,7 +244,10 @@ class _Drain:
         )
         if due_ms is None or due_ms > self.horizon_ms:
             self.next_due_ms = due_ms
-            self.paused = [q for q, each in zip(self.queues, acquired, strict=True) if each.paused]
+            answers = list(zip(self.queues, acquired, strict=True))
+            self.paused = [queue for queue, each in answers if each.paused]
+            # The drain holds no lease between rounds: a full limit is held by others.
+            self.slots_held = [q for q, each in answers if each.held_back and not each.by_rate]
             return False
         time.sleep(due_ms / 1000)  # until the next delayed task, retry or rate token is due
         return True

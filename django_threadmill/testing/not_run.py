@@ -7,6 +7,8 @@
   transaction never makes (a ``TestCase``'s): they are not stored, so no drain can run them.
 - Tasks in a paused queue (paused earlier in the test, or a pause an earlier test or run left
   in Redis): a drain, like a worker, takes none of them until it is resumed.
+- Tasks of a queue whose concurrency limit others hold full (a worker the test started, a
+  reservation the test made, the lease of a process that died): the drain gets none of them.
 - Tasks a pytest fixture enqueued before the ``threadmill`` fixture was set up: its flush
   before the test deleted them (under pytest-xdist, they went to keys the test does not use).
 - Tasks a TestCase's ``setUpClass`` or ``setUpTestData`` enqueued: ``ThreadmillTestMixin``'s
@@ -112,6 +114,25 @@ def say_paused(broker: Broker, queues: Sequence[str], ran: int) -> None:
             queue,
             queue,
             broker.settings.alias,
+        )
+
+
+def say_slots_held(broker: Broker, queues: Sequence[str], ran: int) -> None:
+    """Warn about each of ``queues``, whose concurrency limit others held full at the drain's
+    last look, that holds tasks: how many, the limit, who may hold it, and the fix."""
+    for queue, left in Inspector(broker).holding(queues).items():
+        logger.warning(
+            "drain() returned %d and left %d task%s in the queue %r, whose concurrency limit "
+            "of %d was held full by tasks this drain did not take: a worker's, a reservation "
+            "the test made, or a lease of a process that died, which holds its slot until the "
+            "reaper settles it (docs/schedules.md, Per-queue limits). Let those tasks finish "
+            "(or reap them) before the drain, or raise the queue's 'concurrency' in "
+            "OPTIONS['queue_limits'] for the test.",
+            ran,
+            left,
+            "" if left == 1 else "s",
+            queue,
+            broker.settings.limit_of(queue).concurrency,
         )
 
 

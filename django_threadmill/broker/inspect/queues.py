@@ -65,6 +65,8 @@ class QueueReads(InspectorBase):
             pipe.zcard(keys.ready)
             pipe.zcard(keys.delayed)
             pipe.zcard(keys.done)
+            pipe.zcard(keys.leases)
+            pipe.zcount(keys.leases, "-inf", now)  # lapsed: what the reaper settles (reap.lua)
             pipe.execute_command("HGETALL", keys.stats, **RAW)
             for minutes in THROUGHPUT_MINUTES:
                 pipe.zcount(keys.done, now - minutes * 60_000, "+inf")
@@ -72,18 +74,20 @@ class QueueReads(InspectorBase):
         replies = self.read_parts(parts, read)
         counted = []
         for queue, queue_parts in parts.items():
-            ready = delayed = finished = 0
+            ready = delayed = finished = held = lapsed = 0
             stats: dict[str, int] = defaultdict(int)
             since = dict.fromkeys(THROUGHPUT_MINUTES, 0)
             for _ in queue_parts:
                 ready += int(next(replies))
                 delayed += int(next(replies))
                 finished += int(next(replies))
+                held += int(next(replies))
+                lapsed += int(next(replies))
                 for name, value in stored_counters(next(replies)).items():
                     stats[name] += value
                 for minutes in THROUGHPUT_MINUTES:
                     since[minutes] += int(next(replies))
-            counted.append((queue, ready, delayed, finished, stats, since))
+            counted.append((queue, ready, delayed, finished, held, lapsed, stats, since))
         leased = self._state_splits(parts, Index.LEASES)
         outcomes = self._state_splits(parts, Index.DONE)
         oldest = self._oldest_ready_times(
@@ -96,6 +100,8 @@ class QueueReads(InspectorBase):
                 ready=ready,
                 delayed=delayed,
                 leased=leased[queue],
+                held=held,
+                lapsed=lapsed,
                 finished=finished,
                 outcomes=outcomes[queue],
                 finished_since=since,
@@ -103,7 +109,7 @@ class QueueReads(InspectorBase):
                 lifetime=dict(stats),
                 shards=len(self.parts(queue)),
             )
-            for queue, ready, delayed, finished, stats, since in counted
+            for queue, ready, delayed, finished, held, lapsed, stats, since in counted
         ]
 
     def waiting(

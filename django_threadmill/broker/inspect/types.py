@@ -39,6 +39,8 @@ class QueueOverview:
     ready: int
     delayed: int
     leased: StateSplit  # "reserved" / "running"
+    held: int  # ids in the leases index, exactly: what a concurrency limit counts
+    lapsed: int  # of those, leases past their deadline: a reap frees them (a worker died)
     finished: int  # ids in the done index, i.e. within result_ttl
     outcomes: StateSplit  # "successful" / "failed" among them
     finished_since: dict[int, int]  # minutes -> results finished in the last that many minutes
