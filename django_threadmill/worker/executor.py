@@ -428,8 +428,9 @@ def _log_failed(attempt: Attempt, finish: Finish, exc: BaseException) -> None:
     """Log a raised attempt's outcome: a retry scheduled, or FAILED."""
     if finish.outcome is Outcome.RETRY:
         logger.warning(
-            "Task retry scheduled task_id=%s attempt=%d delay_s=%.3f error=%s",
+            "Task retry scheduled task_id=%s path=%s attempt=%d delay_s=%.3f error=%s",
             attempt.lease.task_id,
+            attempt.task.module_path,
             len(attempt.result.worker_ids),
             finish.retry_delay_ms / 1000,
             type(exc).__name__,
