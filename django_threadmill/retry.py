@@ -26,6 +26,8 @@ POLICY_KIND = "exponential_backoff"  # the "kind" written by ExponentialBackoff.
 # back with each attempt. common.lua's MAX_ATTEMPTS is this number, and a record that counts
 # more errors is damaged (docs/lifecycle.md, Retries).
 MAX_ATTEMPTS = 1000
+# The fields ExponentialBackoff.to_dict() writes besides its "kind", which from_dict reads.
+_DICT_FIELDS = ("base_delay_s", "max_delay_s", "factor", "jitter", "max_attempts", "retry_on")
 # timedelta.max in seconds: a float, rounded up past it (timedelta(seconds=LONGEST_S) overflows).
 LONGEST_S = timedelta.max.total_seconds()
 
@@ -227,6 +229,11 @@ class ExponentialBackoff:
             raise ValueError(
                 f"Retry policy kind {data.get('kind')!r} is not {POLICY_KIND!r}; this dict was "
                 "not written by ExponentialBackoff.to_dict()."
+            )
+        if missing := [name for name in _DICT_FIELDS if name not in data]:
+            raise ValueError(
+                f"Retry policy dict has no {', '.join(map(repr, missing))}: "
+                "ExponentialBackoff.to_dict() writes every field. Pass the dict it wrote, whole."
             )
         return cls(  # the numbers as given: the constructor checks them, naming each
             base_delay=data["base_delay_s"],

@@ -88,6 +88,15 @@ def test_from_dict_refuses_a_foreign_dict_and_a_non_exception() -> None:
         ExponentialBackoff.from_dict(data)
 
 
+def test_from_dict_names_the_fields_a_dict_lacks() -> None:
+    """It raised a bare KeyError('factor'), naming neither the dict nor the fix."""
+    data = ExponentialBackoff().to_dict()
+    del data["factor"], data["retry_on"]
+    with pytest.raises(ValueError, match=r"^Retry policy dict has no 'factor', 'retry_on': ") as no:
+        ExponentialBackoff.from_dict(data)
+    assert str(no.value).endswith("to_dict() writes every field. Pass the dict it wrote, whole.")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
