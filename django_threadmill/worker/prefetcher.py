@@ -86,6 +86,8 @@ class Prefetcher(RoleThread):
         self._slot_wait_began: float | None = None  # --burst: when a full limit began to hold
         self._start_wait_said = False  # --burst: the wait for a rate's next start was logged
         self._paused: list[str] = []  # --burst: the queues the last peek at all found paused
+        # --burst: the queues whose full concurrency limit it stopped waiting for.
+        self._slots_full: list[str] = []
 
     def nudge(self) -> None:
         """Tell a --burst prefetcher that results were written, so it looks again at once.
@@ -158,6 +160,7 @@ class Prefetcher(RoleThread):
                 return
             if self._nothing_left(next_due_ms):
                 self._say_paused_left()
+                self._say_slots_full_left()
                 self.on_empty()
                 self.stopping.wait()
                 return
@@ -218,6 +221,22 @@ class Prefetcher(RoleThread):
                 self.broker.settings.alias,
             )
 
+    def _say_slots_full_left(self) -> None:
+        """--burst, as it ends, its wait for a slot given up: name the queues whose full
+        concurrency limit holds tasks back, and how many. It ended saying nothing, where a
+        killed worker's lapsed lease held the slot (docs/schedules.md, Per-queue limits)."""
+        left = Inspector(self.broker).holding(self._slots_full) if self._slots_full else {}
+        if left:
+            logger.warning(
+                "Burst ends with tasks left in queues at their concurrency limit queues=%s: "
+                "other tasks held every slot for %d s, a worker's or the lease of one that "
+                "died, which holds its slot until a reaper settles it (manage.py "
+                "threadmill_reap --once --backend %s)",
+                listed_values([f"{queue}:{count}" for queue, count in left.items()]),
+                BURST_HORIZON_MS // 1000,
+                self.broker.settings.alias,
+            )
+
     def _nothing_left(self, next_due_ms: int | None) -> bool:
         """--burst with nothing in flight: tell whether the queues hold nothing left to run
         soon: no task due within the horizon, no queue whose rate holds ready tasks (its next
@@ -249,7 +268,10 @@ class Prefetcher(RoleThread):
             )
         # A holder that died keeps its slot until a reaper settles its lease, which a burst in
         # one process does only at its start: the wait is bounded as a delayed task's is.
-        return (now - self._slot_wait_began) * 1000 > BURST_HORIZON_MS
+        if (now - self._slot_wait_began) * 1000 <= BURST_HORIZON_MS:
+            return False
+        self._slots_full = held
+        return True
 
     def _wait_for_progress(self, next_due_ms: int | None = None) -> None:
         """--burst with nothing reserved: wait locally for in-flight work to settle, or until
