@@ -184,9 +184,12 @@ def _read_options(options: dict[str, Any]) -> dict[str, Any]:
     read: dict[str, Any] = {}
     for name, value in options.items():
         if name not in OPTION_READERS:
+            close = difflib.get_close_matches(str(name).lower(), OPTION_READERS, 1, CLOSE_MATCH)
+            guess = f"Did you mean {close[0]!r}? " if close else ""
             known = ", ".join(sorted(OPTION_READERS))
             raise ImproperlyConfiguredThreadmill(
-                f"Unknown OPTIONS key {name!r} for ThreadmillTaskBackend. Known keys: {known}."
+                f"Unknown OPTIONS key {name!r} for ThreadmillTaskBackend. {guess}Known keys: "
+                f"{known}."
             )
         attribute, converted = OPTION_READERS[name](value)
         read[attribute] = converted

@@ -160,6 +160,17 @@ def test_unknown_option_lists_the_known_ones() -> None:
         options(lease=30)
 
 
+@pytest.mark.parametrize("key", ["result_tll", "RESULT_TTL", "reslt_ttl"])
+def test_a_misspelt_option_is_named_with_the_one_meant(key: str) -> None:
+    """It listed the 20 known keys alone: the one meant was left to find among them."""
+    with pytest.raises(
+        ImproperlyConfigured,
+        match=rf"^Unknown OPTIONS key '{key}' for ThreadmillTaskBackend\. Did you mean "
+        r"'result_ttl'\? Known keys: ",
+    ):
+        options(**{key: 60})
+
+
 def test_connection_options_must_be_a_dict() -> None:
     message = (
         "OPTIONS['connection_options'] is ['x']. Use a dict of keyword arguments for "
