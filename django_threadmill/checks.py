@@ -17,6 +17,7 @@ from django.apps import apps
 from django.core.checks import CheckMessage, Error, Info, Warning
 
 from .broker import Broker
+from .broker.durability import CONFIRMATION
 from .broker.transitions import FINISH_CALL_CHARS
 from .conf.settings import BackendSettings
 from .conf.topology import Durability, masked_location
@@ -455,8 +456,7 @@ def durability_mode_messages(
             )
         ]
     if refused := info.get("confirmation_refused"):
-        fsync = settings.durability is Durability.FSYNC
-        command, others = ("WAITAOF", "'replicated' or 'local'") if fsync else ("WAIT", "'local'")
+        command, others = CONFIRMATION[settings.durability]
         return [
             Error(
                 f"{where}: durability='{settings.durability}' sends {command} after every "

@@ -14,8 +14,12 @@ from ..conf.topology import Durability, masked_location
 from ..exceptions import ConfirmationRefused, MaybeApplied
 from .connection import unknown_command
 
-# The way out of a confirmation the server refuses for good, short of fixing the server.
-_OTHER_MODE = "set OPTIONS['durability'] to 'replicated' or 'local'"
+# Per mode: the command that confirms a write, and the modes that go without it, the way out
+# of a confirmation the server refuses for good, short of fixing the server.
+CONFIRMATION = {
+    Durability.REPLICATED: ("WAIT", "'local'"),
+    Durability.FSYNC: ("WAITAOF", "'replicated' or 'local'"),
+}
 # Per mode, what a write falls short of when its confirmation times out, and what to check.
 _NOT_REACHED = {
     Durability.REPLICATED: (
@@ -89,22 +93,21 @@ def _refused_for_good(error: Exception) -> bool:
 def _fix(settings: BackendSettings, error: Exception) -> str:
     """Return what to do about a confirmation Redis refused for good, else ""."""
     # Either way every call would store its tasks and fail: a retry would enqueue them twice.
+    command, others = CONFIRMATION[settings.durability]
+    other_mode = f"set OPTIONS['durability'] to {others}"
     message = str(error).lower()
-    if settings.durability is Durability.REPLICATED and isinstance(
-        error, redis.exceptions.NoPermissionError
-    ):  # WAIT is in @connection and @slow alone: an ACL of other categories leaves it out
-        return ". Grant it to the ACL user ('+wait'), or set OPTIONS['durability'] to 'local'"
+    # WAIT is in @connection and @slow alone: an ACL of other categories leaves it out.
+    if isinstance(error, redis.exceptions.NoPermissionError):
+        return f". Grant it to the ACL user ('+{command.lower()}'), or {other_mode}"
     if unknown_command(error) and "waitaof" in message:
         return (
             ". This Redis has no WAITAOF (Redis and Valkey have it from 7.2): upgrade it, or "
-            f"{_OTHER_MODE}; on a 7.2+ server it was renamed away (rename-command): restore it"
+            f"{other_mode}; on a 7.2+ server it was renamed away (rename-command): restore it"
         )
-    if isinstance(error, redis.exceptions.NoPermissionError) and "waitaof" in message:
-        return f". Grant it to the ACL user ('+waitaof'), or {_OTHER_MODE}"
     if "appendonly is disabled" in message:  # turned off at runtime: CONFIG SET appendonly no
         return (
             ". Set appendonly yes on the server (CONFIG SET appendonly yes, and in redis.conf "
-            f"so that it stays on after a restart), or {_OTHER_MODE}"
+            f"so that it stays on after a restart), or {other_mode}"
         )
     return ""
 

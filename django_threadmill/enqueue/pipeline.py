@@ -203,7 +203,9 @@ class EnqueuePipeline:
         the script skip a slot at or before the last one fired. A receiver's error is logged,
         not raised: the slot is fired, and the scheduler has nobody to raise it to.
         """
-        new, result = prepare(task, args, kwargs, broker=self.broker, task_id=task_id, guard=guard)
+        new, result = encode_call(
+            task, args, kwargs, broker=self.broker, task_id=task_id, guard=guard
+        )
         if not self.broker.enqueue(task.queue_name, [new]).stored:
             return None
         announce_guarded(self.sender, [result])

@@ -19,22 +19,13 @@ from .unique import unique_guard
 
 
 def prepare(
-    task: Task,
-    args: Sequence[Any],
-    kwargs: dict[str, Any],
-    *,
-    broker: Broker,
-    task_id: str | None = None,
-    guard: Guard | None = None,
+    task: Task, args: Sequence[Any], kwargs: dict[str, Any], *, broker: Broker
 ) -> tuple[NewTask, TaskResult]:
-    """Encode one call of a validated ``task``; raise before anything reaches Redis
-    (``UnstorableArguments`` for arguments JSON cannot hold).
-
-    ``task_id`` and ``guard`` come from a schedule (its slot's id and marker) or a workflow
-    (its step's); otherwise the id is new and the guard is the task's unique key, if it has one.
-    """
-    new, result = encode_call(task, args, kwargs, broker=broker, task_id=task_id, guard=guard)
-    return (new, result) if guard is not None else unique_call(task, new, result, broker=broker)
+    """Encode one call of a validated ``task`` under a new id and the task's unique key, if it
+    has one; raise before anything reaches Redis (``UnstorableArguments`` for arguments JSON
+    cannot hold)."""
+    new, result = encode_call(task, args, kwargs, broker=broker)
+    return unique_call(task, new, result, broker=broker)
 
 
 def encode_call(
@@ -46,8 +37,12 @@ def encode_call(
     task_id: str | None = None,
     guard: Guard | None = None,
 ) -> tuple[NewTask, TaskResult]:
-    """Encode one call of a validated ``task`` under ``guard``: ``prepare`` without the
-    task's ``unique_key``, whose own errors ``enqueue_many`` keeps as they are."""
+    """Encode one call of a validated ``task``; raise before anything reaches Redis.
+
+    ``task_id`` and ``guard`` come from a schedule (its slot's id and marker) or a workflow
+    (its step's); otherwise the id is new and there is no guard: ``prepare`` adds the task's
+    unique key, whose own errors ``enqueue_many`` keeps as they are (``unique_call``).
+    """
     settings = broker.settings
     task = _whole_priority(task)
     task_id = task_id or make_task_id(new_task_hex(), task.queue_name)

@@ -159,8 +159,7 @@ class Prefetcher(RoleThread):
             if next_due_ms == 0:  # ready tasks in a queue the refill took for empty
                 return
             if self._nothing_left(next_due_ms):
-                self._say_paused_left()
-                self._say_slots_full_left()
+                self._say_left()
                 self.on_empty()
                 self.stopping.wait()
                 return
@@ -205,37 +204,37 @@ class Prefetcher(RoleThread):
         self._paused = [queue for queue, got in zip(counts, peeked, strict=True) if got.paused]
         return min((a.next_due_ms for a in peeked if a.next_due_ms is not None), default=None)
 
-    def _say_paused_left(self) -> None:
-        """--burst, as it ends: name the paused queues it leaves tasks in, and how many. Read
-        only when the last peek found a queue paused (an empty one answers as empty): one
-        pipelined count (docs/lifecycle.md, Pausing a queue)."""
-        if not self._paused:
-            return
-        left = Inspector(self.broker).holding(self._paused)
-        if left:
-            logger.warning(
-                "Burst ends with tasks left in paused queues queues=%s: they wait until each is "
-                "resumed (manage.py threadmill_queue resume <queue> --backend %s, or the "
-                "admin's Resume… button)",
-                listed_values([f"{queue}:{count}" for queue, count in left.items()]),
-                self.broker.settings.alias,
-            )
+    def _say_left(self) -> None:
+        """--burst, as it ends: name the queues it leaves tasks in, and how many, the paused
+        ones (docs/lifecycle.md, Pausing a queue) and those whose full concurrency limit it
+        stopped waiting for (it ended saying nothing, where a killed worker's lapsed lease
+        held the slot: docs/schedules.md, Per-queue limits). Read only for queues the last
+        look found so (an empty one answers as empty): one pipelined count each."""
+        alias = self.broker.settings.alias
+        self._say_tasks_in(
+            self._paused,
+            "Burst ends with tasks left in paused queues queues=%s: they wait until each is "
+            "resumed (manage.py threadmill_queue resume <queue> --backend %s, or the admin's "
+            "Resume… button)",
+            alias,
+        )
+        self._say_tasks_in(
+            self._slots_full,
+            "Burst ends with tasks left in queues at their concurrency limit queues=%s: other "
+            "tasks held every slot for %d s, a worker's or the lease of one that died, which "
+            "holds its slot until a reaper settles it (manage.py threadmill_reap --once "
+            "--backend %s)",
+            BURST_HORIZON_MS // 1000,
+            alias,
+        )
 
-    def _say_slots_full_left(self) -> None:
-        """--burst, as it ends, its wait for a slot given up: name the queues whose full
-        concurrency limit holds tasks back, and how many. It ended saying nothing, where a
-        killed worker's lapsed lease held the slot (docs/schedules.md, Per-queue limits)."""
-        left = Inspector(self.broker).holding(self._slots_full) if self._slots_full else {}
+    def _say_tasks_in(self, queues: list[str], line: str, *args: object) -> None:
+        """Log ``line`` as a WARNING, its first field the ``queues`` that hold tasks and how
+        many each holds; nothing when none does."""
+        left = Inspector(self.broker).holding(queues) if queues else {}
         if left:
-            logger.warning(
-                "Burst ends with tasks left in queues at their concurrency limit queues=%s: "
-                "other tasks held every slot for %d s, a worker's or the lease of one that "
-                "died, which holds its slot until a reaper settles it (manage.py "
-                "threadmill_reap --once --backend %s)",
-                listed_values([f"{queue}:{count}" for queue, count in left.items()]),
-                BURST_HORIZON_MS // 1000,
-                self.broker.settings.alias,
-            )
+            counts = listed_values([f"{queue}:{count}" for queue, count in left.items()])
+            logger.warning(line, counts, *args)
 
     def _nothing_left(self, next_due_ms: int | None) -> bool:
         """--burst with nothing in flight: tell whether the queues hold nothing left to run

@@ -17,7 +17,7 @@ from ..compat import InvalidTask, Task, TaskResult
 from ..enqueue.announce import announce_all, announce_guarded
 from ..enqueue.on_commit import defer_to_commit, in_transaction
 from ..enqueue.pipeline import Announcer
-from ..enqueue.prepare import prepare
+from ..enqueue.prepare import encode_call
 from ..exceptions import BrokerUnavailable, PartlyEnqueued, WorkflowDoesNotExist
 from ..observability.tracing import stored_carrier, traced_launch
 from .plan import (
@@ -179,7 +179,7 @@ def step_task(
 ) -> PreparedStep:
     """Encode one call of a step under its fixed id, marked as that workflow's step; return
     it with the result task_enqueued announces once it is stored."""
-    return prepare(
+    return encode_call(
         task,
         args,
         step.kwargs,
