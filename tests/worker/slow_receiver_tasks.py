@@ -14,8 +14,14 @@ from django_threadmill.compat import TaskResult, task, task_finished
 
 def notify_for_long(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
     """Stand for a receiver that tells a slow service about the task (a webhook, an email):
-    write the status it heard to the task's marker, then work a minute."""
-    Path(task_result.args[0]).write_text(task_result.status)
+    write the status it heard to the task's marker, then work a minute.
+
+    The marker is written whole under another name and renamed, so the test that waits for it
+    to exist never reads it half written."""
+    marker = Path(task_result.args[0])
+    written = marker.with_suffix(".writing")
+    written.write_text(task_result.status)
+    written.rename(marker)
     time.sleep(60)  # the receiver's own work, not test synchronisation
 
 
