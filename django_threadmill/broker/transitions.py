@@ -331,13 +331,20 @@ class Transitions(ProgressWrites):
             self._run_per_queue(calls, durable=False)
 
     def release(self, leases: Sequence[Lease]) -> int:
-        """Put reserved, never-started tasks back in their place; return how many went back."""
+        """Put reserved, never-started tasks back in their place, and give a rate-limited
+        queue back the reservation turns they took; return how many went back."""
 
         def build(keys: QueueKeys, group: list[Lease]) -> ScriptCall:
+            queue = group[0].queue
+            interval_us = self.settings.limit_of(queue).token_interval_us
             return ScriptCall(
                 ScriptName.RELEASE,
-                (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged),
-                (self.wake_on_free(group[0].queue), *fences(group)),
+                (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged, keys.rate),
+                (
+                    self.wake_on_free(queue),
+                    "" if interval_us is None else interval_us,
+                    *fences(group),
+                ),
             )
 
         released = 0
