@@ -46,6 +46,7 @@ DROPPED_BY_URLLIB = "\t\r\n"  # from anywhere in a URL, as WHATWG's URL standard
 PORTS = range(1, 65536)  # TCP ports; urlsplit reads 0, which redis-py takes as "no port"
 # Query arguments of a Redis URL that hold a secret: password, ssl_password.
 SECRET_QUERY_ARGUMENT = re.compile(r"([^&=]*password=)[^&]*", re.IGNORECASE)
+QUERY_VALUE = re.compile(r"([^&=]*=)[^&]*")
 # What comes before a host's "@" in a LOCATION written without "//" (``user:password@host``).
 NO_SCHEME_USERINFO = re.compile(r"^[^/?#]*@")
 # Query arguments of LOCATION that redis-py applies over the keyword arguments the backend passes
@@ -537,7 +538,7 @@ def check_connection_options(
     scheme = urlsplit(location).scheme
     valid = _cluster_keys() if cluster else _connection_keys(scheme)
     client = "RedisCluster" if cluster else f"connection pools for {scheme}://"
-    in_query = f"{_where(alias)} is {masked_location(location)!r}, whose query"
+    in_query = f"{_where(alias)} is {_query_values_masked(location)!r}, whose query"
     for holder, keys in ((in_query, list(query)), (option("connection_options"), list(options))):
         for key in keys:
             if key in SET_BY_BACKEND:
@@ -552,6 +553,14 @@ def check_connection_options(
                     f"{holder} has {key!r}, which is no argument of both redis-py's sync and "
                     f"asyncio {client}. {fix}"
                 )
+
+
+def _query_values_masked(location: str) -> str:
+    """Return ``location`` as ``masked_location`` shows it, every query value as ``***``: an
+    argument redis-py does not take may be a misspelt secret (``ssl_pasword=``), and the error
+    naming it needs no value."""
+    base, mark, query = masked_location(location).partition("?")
+    return base + mark + QUERY_VALUE.sub(r"\1***", query)
 
 
 @cache

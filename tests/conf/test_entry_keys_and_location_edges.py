@@ -81,7 +81,7 @@ def test_a_percent_encoded_bracket_in_a_password_is_taken() -> None:
         (
             f"{LOCATION}?encoding=latin-1",
             {},
-            f"TASKS['default']['LOCATION'] is '{LOCATION}?encoding=latin-1', whose query",
+            f"TASKS['default']['LOCATION'] is '{LOCATION}?encoding=***', whose query",
             "encoding",
         ),
     ],

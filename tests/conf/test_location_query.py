@@ -48,18 +48,42 @@ def test_the_pool_gets_the_socket_timeout_the_settings_hold(redis_url: str) -> N
 
 
 @pytest.mark.parametrize(
-    ("location", "argument", "fix"),
+    ("location", "shown", "argument", "fix"),
     [
-        ("rediss://h:6380/0?ssl_ca_cert=/ca.pem", "ssl_ca_cert", "Did you mean 'ssl_ca_certs'?"),
-        ("redis://h:6379/0?client_nme=app", "client_nme", "Did you mean 'client_name'?"),
-        ("unix:///run/redis.sock?db=1&bogus=1", "bogus", "Use one of "),
+        (
+            "rediss://h:6380/0?ssl_ca_cert=/ca.pem",
+            "rediss://h:6380/0?ssl_ca_cert=***",
+            "ssl_ca_cert",
+            "Did you mean 'ssl_ca_certs'?",
+        ),
+        (
+            "redis://h:6379/0?client_nme=app",
+            "redis://h:6379/0?client_nme=***",
+            "client_nme",
+            "Did you mean 'client_name'?",
+        ),
+        (
+            "unix:///run/redis.sock?db=1&bogus=1",
+            "unix:///run/redis.sock?db=***&bogus=***",
+            "bogus",
+            "Use one of ",
+        ),
+        # A misspelt secret: the value shown nowhere, as a password's is not.
+        (
+            "redis://:s3cret@h:6379/0?pasword=s3cret",
+            "redis://:***@h:6379/0?pasword=***",
+            "pasword",
+            "Did you mean 'password'?",
+        ),
     ],
 )
-def test_unknown_query_argument_is_refused(location: str, argument: str, fix: str) -> None:
+def test_unknown_query_argument_is_refused_its_values_masked(
+    location: str, shown: str, argument: str, fix: str
+) -> None:
     """redis-py passed it to the connection: a bare TypeError at the first call."""
     scheme = location.split(":")[0]
     message = (
-        f"{WHERE} is {location!r}, whose query has {argument!r}, which is no argument of both "
+        f"{WHERE} is {shown!r}, whose query has {argument!r}, which is no argument of both "
         f"redis-py's sync and asyncio connection pools for {scheme}://. {fix}"
     )
     with pytest.raises(ImproperlyConfigured, match=f"^{re.escape(message)}"):
