@@ -60,6 +60,16 @@ def unreadable_payload(task_id: str, key: str | None, problem: PayloadError) -> 
     )
 
 
+def damaged_fields(task_id: str, key: str | None, held: str) -> PayloadError:
+    """Return the error for a task whose record ``held`` what no script writes (``held``
+    says what: ``record_problem``): no retry fixes it (docs/lifecycle.md, Damaged records)."""
+    return PayloadError(
+        f"Task {task_id!r} cannot be read: its record {key!r} holds {held}, so something other "
+        f"than django-threadmill wrote it. Look at it (redis-cli HGETALL {key!r}), then delete "
+        "it or restore the record (docs/lifecycle.md, Damaged records)."
+    )
+
+
 # What ``progress_fields`` reads: ``state`` tells a record that is there from one that is gone.
 PROGRESS_READ = ("state", *PROGRESS_FIELDS)
 

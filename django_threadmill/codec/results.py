@@ -177,6 +177,19 @@ def record_status(record: dict[str, str]) -> TaskResultStatus:
     return STATUS_OF_STATE.get(record.get("state", ""), TaskResultStatus.READY)
 
 
+def record_problem(record: dict[str, str]) -> str | None:
+    """Return what a record holds that no script writes, which no status or value can be read
+    from (a ``state`` written or deleted by hand, a success without its ``result``), or None.
+    Unchecked, the first read as READY for good, the second as a success that returned None."""
+    state = record.get("state")
+    if state not in STATUS_OF_STATE:
+        held = "no state field" if state is None else f"the state {state!r}"
+        return f"{held}, not one of {', '.join(STATUS_OF_STATE)}"
+    if state == "successful" and "result" not in record:
+        return "the state successful without a result field"
+    return None
+
+
 def attempted_ms(record: dict[str, str]) -> str | None:
     """When the last attempt started: a first attempt's start is only stored as started_ms."""
     return record.get("attempted_ms") or record.get("started_ms")

@@ -14,11 +14,11 @@ from threading import Lock
 from typing import Any
 
 from ..broker import Broker, Guard, NewTask
-from ..broker.reads import unreadable_payload
+from ..broker.reads import damaged_fields, unreadable_payload
 from ..codec.attempts_here import as_started_here
 from ..codec.ids import queue_of, shown_id
 from ..codec.payloads import decode_payload, load_task
-from ..codec.results import stored_result
+from ..codec.results import record_problem, stored_result
 from ..compat import Task, TaskResult, TaskResultDoesNotExist
 from ..conf.settings import BackendSettings
 from ..exceptions import MaybeApplied, PartlyEnqueued, PayloadError, UnstorableArguments
@@ -306,6 +306,8 @@ class EnqueuePipeline:
             payload = decode_payload(record.get("payload"))
         except PayloadError as exc:
             raise unreadable_payload(result_id, self.broker.record_key(result_id), exc) from exc
+        if (held := record_problem(record)) is not None:
+            raise damaged_fields(result_id, self.broker.record_key(result_id), held)
         task = load_task(
             payload["path"],
             backend=self.settings.alias,

@@ -155,6 +155,7 @@ for i, id in ipairs(popped) do
   local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors", "workflow")
   if f and f[1] ~= "ready" then
     problem = f[1] and ("in the ready index in state " .. f[1])
+      or (f[2] and "in the ready index without a state field")  -- HDEL by hand: a record still
       or "in the ready index without a record"
   elseif f and not f[2] then
     problem = "no payload field"  -- nothing to run, nor to fail with the task's own error

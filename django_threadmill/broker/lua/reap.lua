@@ -21,9 +21,9 @@
 --           ""; a step its workflow cancelled gets no retry, docs/workflows.md, Cancel; the
 --           times, "" when absent, are shown to the task's retry policy, as a worker shows
 --           them),
---           records set aside (or that would be): their record cannot be read, or a
---           running one counts more errors than a task has attempts (common.lua) or has no
---           lease token to fence its settlement,
+--           records set aside (or that would be): their record cannot be read, holds a
+--           state no script writes (or none), or a running one counts more errors than a
+--           task has attempts (common.lua) or has no lease token to fence its settlement,
 --           expired lease entries looked at, ghosts and set-aside records included: fewer
 --           than limit, and not cut short: no more expired ones wait,
 --           1 when most_chars cut the call short (more may wait), else 0}.
@@ -58,6 +58,9 @@ end
 local expired = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "WITHSCORES", "LIMIT", 0,
   tonumber(ARGV[1]))
 
+-- States of a record no longer leased, whose lease entry is a ghost to drop: handed back or
+-- settled since.
+local LEFT_LEASED = {ready = true, successful = true, failed = true}
 local released, running, ready, dropped, set_aside_count = {}, {}, {}, {}, 0
 local most_chars, chars = tonumber(ARGV[4]), 0  -- of the payloads and errors in the reply
 local looked_at, cut_short = #expired / 2, 0
@@ -74,6 +77,11 @@ for i = 1, #expired, 2 do
       -- one made finish.lua answer stale on every pass, an empty one fences nothing.
       problem = "running without a lease token"
     end
+  elseif f and f[1] ~= "reserved" and not LEFT_LEASED[f[1] or ""] and (f[1] or f[4]) then
+    -- A state no script writes (HSET by hand): dropped as a ghost, the record stayed out of
+    -- every index, unsaid. A record gone has no payload either.
+    problem = f[1] and ("in the leases index in state " .. f[1])
+      or "in the leases index without a state field"
   end
   if problem then
     if not dry_run then
