@@ -23,14 +23,17 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
     before and after each test, and those of a ``TASKS`` the test set itself after it.
 
     List it before the TestCase class (``class T(ThreadmillTestMixin, TestCase)``); a
-    ``setUp`` of your own calls ``super().setUp()`` before it enqueues anything, and the
-    classes listed after the mixin set up after its flush, so what they enqueue is the test's.
+    ``setUp`` of your own calls ``super().setUp()`` before it enqueues anything. The flush
+    comes before Django sets the test up, so what the fixtures a TransactionTestCase loads for
+    each test and the classes listed after the mixin enqueue is the test's.
     In a parallel run each process gets keys of its own (testing/isolation.py).
     """
 
     # The tasks stored while the class sets up, and the noting of them, until its first test.
     _stored_for_the_class: list[TaskResult]
     _noting_for_the_class: ExitStack
+    # The running test's own key prefixes and flushes; None between tests.
+    _around_the_test: ExitStack | None = None
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -39,17 +42,51 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
         # setUpClass of its own): that test's flush deletes what it enqueued, and says so.
         cls._noting_for_the_class = ExitStack()
         cls.addClassCleanup(cls._noting_for_the_class.close)
+        cls.addClassCleanup(cls._end_the_test)  # a setUpClass that raised after the first's
         cls._stored_for_the_class = cls._noting_for_the_class.enter_context(tasks_stored())
         super().setUpClass()
 
+    @classmethod
+    def _pre_setup(cls) -> None:
+        """Begin the test before Django sets it up: a TransactionTestCase loads its fixtures
+        here for each test (the first's in its setUpClass), and what their saves enqueue is
+        the test's."""
+        try:
+            cls._begin_the_test()
+            super()._pre_setup()  # type: ignore[misc]
+        except BaseException:
+            cls._end_the_test()
+            raise
+
     def setUp(self) -> None:
-        # Again for the test: a class's @override_settings(TASKS=...), entered by the
-        # TestCase's setUpClass after the mixin's, replaced the prefixes suffixed there.
-        self.enterContext(own_key_prefixes())
-        # Before the classes after the mixin set up: a project's base TestCase whose setUp
-        # enqueues (a user saved, a signal sending the welcome email) enqueues for the test.
-        self.enterContext(flushed_around())
-        self._noting_for_the_class.close()  # a no-op after the class's first test
-        say_flushed_before_the_class(self._stored_for_the_class, type(self))
-        self._stored_for_the_class.clear()
+        # Begun in _pre_setup, unless the class lists Django's TestCase before the mixin:
+        # its _pre_setup does not reach the mixin's.
+        self.addCleanup(self._end_the_test)
+        if self._around_the_test is None:
+            self._begin_the_test()
         super().setUp()
+
+    def _post_teardown(self) -> None:
+        """End the test begun in ``_pre_setup``: a ``setUp`` of the project's that raised
+        before ``super().setUp()`` left it open."""
+        self._end_the_test()
+        super()._post_teardown()  # type: ignore[misc]
+
+    @classmethod
+    def _begin_the_test(cls) -> None:
+        """Give the test this process's key prefixes (a class's @override_settings(TASKS=...),
+        entered by Django's setUpClass after the mixin's, replaced those suffixed there) and
+        flush before it; name what the class set up enqueued, which that flush deleted."""
+        cls._around_the_test = ExitStack()
+        cls._around_the_test.enter_context(own_key_prefixes())
+        cls._around_the_test.enter_context(flushed_around())
+        cls._noting_for_the_class.close()  # a no-op after the class's first test
+        say_flushed_before_the_class(cls._stored_for_the_class, cls)
+        cls._stored_for_the_class.clear()
+
+    @classmethod
+    def _end_the_test(cls) -> None:
+        """Flush after the test and give back its prefixes; a no-op once done."""
+        around, cls._around_the_test = cls._around_the_test, None
+        if around is not None:
+            around.close()

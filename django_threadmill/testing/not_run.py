@@ -196,8 +196,10 @@ def say_flushed_first(results: Sequence[TaskResult]) -> None:
         "the fixture starts the test from an empty Redis, so its flush deleted them (under "
         "pytest-xdist they went to keys other than the worker's own, which the test uses). "
         "Have the fixture that enqueues them ask for threadmill (def order(threadmill): ...), "
-        "or list threadmill before it in the test's arguments; enqueue in the test or in a "
-        "function-scoped fixture, as a fixture of a wider scope is set up before threadmill.",
+        "or list threadmill before it in the test's arguments (an autouse fixture is set up "
+        "before the test's arguments: it asks for threadmill); enqueue in the test or in a "
+        "function-scoped fixture, as a fixture of a wider scope is set up before threadmill, "
+        "and a setup_method or setup_function runs before the test's fixtures.",
         len(results),
         "" if len(results) == 1 else "s",
         _paths_of(results),
