@@ -152,6 +152,8 @@ def _step_reads(
         record = dict(found.values)
         if "payload" in found.unread:  # its path as the plan names it, checked that it imports
             record["payload"] = dumps({"path": paths[task_id]})
+        if "result" in found.unread:  # there, unchecked: not a success without its result
+            record["result"] = "null"
         read = read_step(backend, task_id, record)
         reads[task_id] = StepRead(read.status, unreadable=read.unreadable)  # no result: unread
     return reads

@@ -17,10 +17,11 @@ from enum import Enum
 from typing import Any
 
 from ..backend import ThreadmillTaskBackend
+from ..broker.reads import damaged_fields
 from ..broker.workflows import OUTBOX_BATCH
 from ..codec.ids import read_step_marker
 from ..codec.payloads import load_task
-from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, parse_error
+from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, parse_error, record_problem
 from ..compat import TaskError
 from ..exceptions import BrokerUnavailable, Cancelled, MaybeApplied, PartlyEnqueued, PayloadError
 from ..observability.tracing import enqueue_step_span
@@ -159,6 +160,8 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None 
         )
         return Advance.NOTHING
     workflow_id, index = marked
+    if (held := record_problem(record)) is not None:
+        return _fail_damaged(backend, workflow_id, index, _damaged(backend, task_id, part, held))
     ended = _how_it_ended(record)
     if ended is None:  # requeued before this drain: its next end fills the outbox again
         return Advance.WAITING
@@ -185,6 +188,33 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None 
     if due:
         enqueue_due(backend, workflow_id, due)
     return Advance.ADVANCED
+
+
+def _damaged(
+    backend: ThreadmillTaskBackend, task_id: str, part: str | None, held: str
+) -> PayloadError:
+    """The error ``get_result`` raises for the step ``task_id``, whose record in ``part``
+    ``held`` what no script writes (``record_problem``)."""
+    broker = backend.broker
+    key = broker.record_key(task_id) if part is None else broker.queue_keys(part).record(task_id)
+    return damaged_fields(task_id, key, held)
+
+
+def _fail_damaged(
+    backend: ThreadmillTaskBackend, workflow_id: str, index: int, damage: PayloadError
+) -> Advance:
+    """End the workflow as failed from its step ``index``, whose record is damaged: how it
+    ended cannot be read. A success without its result handed the next step None, and a state
+    written by hand was taken for a requeue, which left the workflow open for good."""
+    logger.error(
+        "Workflow step record is damaged, the workflow fails workflow_id=%s step=%d: %s",
+        workflow_id,
+        index,
+        damage,
+    )
+    why = cut_to(str(damage), MAX_ERROR_TEXT_CHARS)  # copied into every step it leaves unrun
+    status, _ = backend.broker.advance_workflow(workflow_id, index, "failed", why)
+    return Advance.NOTHING if status in ("missing", "damaged") else Advance.ADVANCED
 
 
 def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]) -> None:
@@ -307,7 +337,7 @@ def _how_it_ended(record: dict[str, str]) -> tuple[str, str] | None:
     it has not ended (it was requeued)."""
     state = record.get("state")
     if state == "successful":
-        return "successful", record.get("result", "null")
+        return "successful", record["result"]  # there: record_problem checked
     if state != "failed":
         return None
     error = parse_error(record.get(f"error:{record.get('nerrors', '0')}", ""))

@@ -11,7 +11,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.workflows import StoppedStep
 from ..codec.ids import looked_up_id, queue_of, shown_id
-from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, record_status
+from ..codec.results import MAX_ERROR_TEXT_CHARS, STATUS_OF_STATE, cut_to, record_status
 from ..codec.text import utf8_text
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult
 from ..compat import TaskResultStatus as Status
@@ -37,21 +37,25 @@ class WorkflowStep:
     # cannot be read (``unreadable``)
     not_run: str  # why it will not run ("" while it may)
     settled: str = ""  # how the workflow recorded its end: "successful", "failed", "cancelled"
-    # Its task's status while it has a record (None before it is enqueued, and once it expired),
-    # read from the record: also when the result cannot be built.
+    # Its task's status while it has a record (None before it is enqueued, once it expired,
+    # and when its record holds no status: DAMAGED), read from the record: also when the
+    # result cannot be built.
     task_status: Status | None = None
     unreadable: str = ""  # why its result cannot be built: its task path no longer imports
-    # (renamed or deleted since), or its record's payload or result is damaged
+    # (renamed or deleted since), or its record's payload, result or state is damaged
 
     @property
     def state(self) -> str:
-        """The step's status, or WAITING (for the steps it takes its input from) or NOT_RUN.
+        """The step's status, or WAITING (for the steps it takes its input from), NOT_RUN,
+        or DAMAGED (its record holds no status a script writes, ``unreadable`` says what).
 
         A step whose record expired reads as the workflow recorded its end, so a workflow
         open longer than ``result_ttl`` (a delayed step, a paused queue) does not go back.
         """
         if self.task_status is not None:
             return str(self.task_status)
+        if self.unreadable:
+            return "DAMAGED"
         if self.settled:
             return str(Status.SUCCESSFUL if self.settled == "successful" else Status.FAILED)
         return "NOT_RUN" if self.not_run else "WAITING"
@@ -240,14 +244,17 @@ class StepRead:
     """What was read of an enqueued step's record: its task's status, and its result or why
     it cannot be built."""
 
-    status: Status | None  # None: its key holds no record (``unreadable`` says what)
+    status: Status | None  # None: its key holds no record, or the record no status a script
+    # writes (``unreadable`` says what)
     result: TaskResult | None = None
     unreadable: str = ""
 
 
 def read_step(backend: ThreadmillTaskBackend, task_id: str, record: dict[str, str]) -> StepRead:
-    """Build a step's result from its record, or say why it cannot be built."""
-    status = record_status(record)
+    """Build a step's result from its record, or say why it cannot be built. A state no
+    script writes (written or deleted by hand) reads as no status, not as READY: the step
+    reads DAMAGED, its ``unreadable`` the ``PayloadError`` that ``get_result`` raises."""
+    status = record_status(record) if record.get("state") in STATUS_OF_STATE else None
     try:
         return StepRead(status, backend.pipeline.result_from(task_id, record))
     except PayloadError as exc:  # the step still reads, as its task's admin page does
