@@ -9,6 +9,7 @@ reaper at start (docs/reliability.md, Redis settings we require).
 from collections.abc import Callable, Iterable, Iterator, Set
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from copy import copy
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
@@ -206,8 +207,8 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
     safe for tasks. ``waited``: an unreachable Redis is waited for, so it is no error."""
     where = f"TASKS[{backend.alias!r}] at {masked_location(backend.settings.location)}"
     try:
-        info = backend.broker.server_info()
-        if misrouted := _cluster_messages(where, backend.settings, info):
+        infos = backend.broker.servers_info()
+        if misrouted := each_server(where, backend.settings, infos, _cluster_messages):
             return misrouted  # reading our keys would fail MOVED, or pass by luck of the slot
         # Reads keys of ours: an ACL user kept off our prefix fails here.
         left = backend.broker.left_behind(backend.broker.queues(backend.queues))
@@ -235,13 +236,56 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         ]
     return [
         *_scripting_messages(where, scripts_refused),
-        *_version_messages(where, info),
-        *role_messages(where, backend.settings, info),
-        *_durability_messages(where, info),
-        *durability_mode_messages(where, backend.settings, info),
-        *_size_messages(where, backend.settings, info),
-        *_unverified_messages(where, backend.settings, info),
+        *each_server(where, backend.settings, infos, _server_messages),
         *_layout_messages(where, backend.settings, left),
+    ]
+
+
+type ServerCheck = Callable[[str, BackendSettings, dict[str, Any]], list[CheckMessage]]
+
+
+def each_server(
+    where: str, settings: BackendSettings, infos: dict[str, dict[str, Any]], check: ServerCheck
+) -> list[CheckMessage]:
+    """Return what ``check`` says of the INFO of each server (``Broker.servers_info``), each
+    message once. On a Redis Cluster every primary is checked, having settings of its own, and
+    a message names after ``where`` the primaries it holds on: "(Redis Cluster primaries
+    10.0.0.2:6379 and 10.0.0.3:6379)", or "(every Redis Cluster primary)"."""
+    nodes_of: dict[tuple[Any, ...], tuple[CheckMessage, list[str]]] = {}
+    for node, info in infos.items():
+        for message in check(where, settings, info):
+            same = (type(message), message.msg, message.hint, message.id)
+            nodes_of.setdefault(same, (message, []))[1].append(node)
+    if len(infos) == 1:
+        return [message for message, _ in nodes_of.values()]
+    return [
+        _on_nodes(message, where, nodes, every=len(nodes) == len(infos))
+        for message, nodes in nodes_of.values()
+    ]
+
+
+def _on_nodes(message: CheckMessage, where: str, nodes: list[str], *, every: bool) -> CheckMessage:
+    """Return ``message``, which starts with ``where``, naming the cluster ``nodes`` after it."""
+    if every:
+        on = "every Redis Cluster primary"
+    else:
+        on = f"Redis Cluster primar{'ies' if len(nodes) > 1 else 'y'} {listed_names(nodes)}"
+    named = copy(message)
+    named.msg = f"{where} ({on}){message.msg.removeprefix(where)}"
+    return named
+
+
+def _server_messages(
+    where: str, settings: BackendSettings, info: dict[str, Any]
+) -> list[CheckMessage]:
+    """Return what the checks say of one server's INFO (``Broker.server_info``)."""
+    return [
+        *_version_messages(where, info),
+        *role_messages(where, settings, info),
+        *_durability_messages(where, info),
+        *durability_mode_messages(where, settings, info),
+        *_size_messages(where, settings, info),
+        *_unverified_messages(where, settings, info),
     ]
 
 

@@ -15,7 +15,7 @@ import redis
 from ..codec.progress import PROGRESS_FIELDS
 from ..conf.settings import QUEUE_NAME_PATTERN
 from ..conf.topology import Durability
-from ..exceptions import PayloadError
+from ..exceptions import BrokerRefused, BrokerUnavailable, PayloadError
 from .connection import wrong_type
 from .core import BrokerCore
 from .durability import probe_command
@@ -156,7 +156,7 @@ class Reads(BrokerCore):
             seen = self.raw_command("SMEMBERS", self.keyspace.queues)
         return known_queues(seen, configured)
 
-    def server_info(self, *, with_config: bool = True) -> dict[str, Any]:
+    def server_info(self, *, with_config: bool = True, node: Any = None) -> dict[str, Any]:
         """Return Redis INFO's default sections (server, memory, persistence, replication and
         cluster among them) in one call; ``with_config``, also whether RDB is on and the largest
         argument and request Redis takes (``proto_max_bulk_len``, ``client_query_buffer_limit``,
@@ -167,18 +167,22 @@ class Reads(BrokerCore):
 
         Each of those read by CONFIG is None when CONFIG is not allowed (managed Redis):
         unknown, and ``config_refused`` says why (None when it is allowed).
+
+        ``node``: the Redis Cluster node to ask (``servers_info``); without it, redis-py's
+        default node, which is one primary of several.
         """
+        on = {} if node is None else {"target_nodes": node}
         with self.translated_errors(read=True):
-            info: dict[str, Any] = self.client.info()
+            info: dict[str, Any] = self.client.info(**on)
             if (probe := probe_command(self.settings)) is not None:
-                info["confirmation_refused"] = self.confirmation_refusal(probe)
+                info["confirmation_refused"] = self.confirmation_refusal(probe, **on)
             if not with_config:
                 return info
             names = ["save", "proto-max-bulk-len", "client-query-buffer-limit"]
             if self.settings.durability is Durability.FSYNC:
                 names.append("appendfsync")
             try:
-                config = {name: self.client.config_get(name).get(name) for name in names}
+                config = {name: self.client.config_get(name, **on).get(name) for name in names}
                 info["config_refused"] = None
             except redis.ResponseError as exc:  # renamed away, or an ACL without it
                 config, info["config_refused"] = {}, str(exc).strip()
@@ -188,7 +192,33 @@ class Reads(BrokerCore):
             info["appendfsync"] = config.get("appendfsync")
         return info
 
-    def confirmation_refusal(self, probe: tuple[str | int, ...]) -> str | None:
+    def servers_info(self, *, with_config: bool = True) -> dict[str, dict[str, Any]]:
+        """Return ``server_info`` of each server that holds queues: of one Redis, keyed "";
+        of a Redis Cluster, of each primary that answers, keyed by its name ("host:port").
+
+        Each primary has settings of its own (maxmemory-policy, persistence, the size limits,
+        replicas): read on redis-py's default node alone, the checks passed a cluster whose
+        other primaries evicted tasks. A primary that does not answer is left out (the calls
+        for its queues say so); none answering raises the first one's error.
+        """
+        client = self.client
+        if not isinstance(client, redis.RedisCluster):
+            return {"": self.server_info(with_config=with_config)}
+        primaries: Callable[[], list[Any]] = client.get_primaries  # untyped in redis-py
+        read: dict[str, dict[str, Any]] = {}
+        down: list[BrokerUnavailable] = []
+        for node in sorted(primaries(), key=lambda node: node.name):
+            try:
+                read[node.name] = self.server_info(with_config=with_config, node=node)
+            except BrokerRefused:
+                raise  # credentials or rights: no wait fixes them, unlike a primary down
+            except BrokerUnavailable as exc:
+                down.append(exc)
+        if not read:
+            raise down[0]
+        return read
+
+    def confirmation_refusal(self, probe: tuple[str | int, ...], **on: Any) -> str | None:
         """Send ``probe``, a WAIT or WAITAOF that waits for nothing; return why Redis refused it
         (renamed away, an ACL without it, a server older than 7.2 for WAITAOF), None when it
         answered.
@@ -199,7 +229,7 @@ class Reads(BrokerCore):
         # Not raw_command: a Redis Cluster client sums WAIT's replies, taking no options.
         execute: Callable[..., Any] = self.client.execute_command  # untyped in redis-py
         try:
-            execute(*probe)
+            execute(*probe, **on)
         except redis.ResponseError as exc:
             return str(exc).strip()
         return None

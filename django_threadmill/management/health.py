@@ -7,7 +7,7 @@ counts as live while its newest renewal is at most ``lease_ttl`` old by Redis's 
 other.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -16,7 +16,7 @@ from django.core.checks import CheckMessage, Error
 
 from ..broker import Broker
 from ..broker.inspect import Inspector
-from ..checks import durability_mode_messages, role_messages
+from ..checks import ServerCheck, durability_mode_messages, each_server, role_messages
 from ..codec.ids import worker_host_and_pid
 from ..conf.settings import BackendSettings
 from ..conf.topology import Durability, masked_location
@@ -97,7 +97,8 @@ def unconfirmed_writes(broker: Broker) -> str | None:
 
     A worker then retries its first ack batch until Redis can, and renews its leases all
     along, so its heartbeat alone reads healthy while no outcome is written.
-    One INFO call, made only for a durability other than "local".
+    One INFO call (one per Redis Cluster primary), made only for a durability other than
+    "local".
     """
     if broker.settings.durability is Durability.LOCAL:
         return None
@@ -110,7 +111,7 @@ def writes_refused(broker: Broker) -> str | None:
     min-replicas-to-write (NOREPLICAS), or one whose writes are paused (a FAILOVER under way).
     Its workers renew nothing there and restarting them does not help, so the probe answers as
     for a Redis that cannot serve, not as for workers gone.
-    One INFO call, made only when too few processes are live."""
+    One INFO call (one per Redis Cluster primary), made only when too few processes are live."""
     return _problems_of(broker, _refusal_messages)
 
 
@@ -172,12 +173,10 @@ def _writes_paused(where: str, info: dict[str, Any]) -> list[CheckMessage]:
     ]
 
 
-def _problems_of(
-    broker: Broker,
-    check: Callable[[str, BackendSettings, dict[str, Any]], list[CheckMessage]],
-) -> str | None:
-    """Return what ``check`` says of Redis INFO, each message with its hint, or None."""
+def _problems_of(broker: Broker, check: ServerCheck) -> str | None:
+    """Return what ``check`` says of Redis INFO (of each primary of a Redis Cluster), each
+    message with its hint, or None."""
     settings = broker.settings
     where = f"TASKS[{settings.alias!r}] at {masked_location(settings.location)}"
-    problems = check(where, settings, broker.server_info(with_config=False))
+    problems = each_server(where, settings, broker.servers_info(with_config=False), check)
     return " ".join(f"{problem.msg} {problem.hint}" for problem in problems) or None

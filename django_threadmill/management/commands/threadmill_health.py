@@ -20,6 +20,7 @@ from ...conf.settings import waiting_at_most
 from ...exceptions import BrokerRefused, BrokerUnavailable
 from ...wording import listed_names, listed_values, shown
 from ..backend_option import BACKEND_HELP, backend_option, queues_option
+from ..ctrl_c import CtrlCSaid
 from ..health import (
     HealthCode,
     HostHeartbeats,
@@ -33,6 +34,7 @@ from ..seconds_option import seconds_option
 from ..set_up_frozen import SetUpFrozen
 
 DEFAULT_TIMEOUT_S = 2.0
+MAX_HOST_PROCESSES = 4_194_304  # Linux's PID_MAX_LIMIT: no host runs more processes at once
 # What a probe says of the keys it left out (docs/lifecycle.md, Keys of another type).
 LEFT_OUT = (
     "each left_out key holds another type, so the heartbeats of its queue are not counted: "
@@ -58,7 +60,7 @@ def usage_error(message: str) -> CommandError:
     return CommandError(message, returncode=HealthCode.USAGE)
 
 
-class Command(SetUpFrozen, ExitCodeCommand):
+class Command(SetUpFrozen, CtrlCSaid, ExitCodeCommand):
     help = (
         "Exit 0 when at least --min-processes worker processes of this host renewed their "
         "leases within lease_ttl (Redis clock) in the given queues; else exit 1 (too few), "
@@ -102,7 +104,7 @@ class Command(SetUpFrozen, ExitCodeCommand):
             metavar="S",
             help="Seconds Redis may take to accept the connection or answer one call "
             f"(default: {DEFAULT_TIMEOUT_S:g}; at most three calls, four with durability or with "
-            "too few processes live, one more on a Redis Cluster).",
+            "too few processes live, that one per primary on a Redis Cluster, and one more there).",
         )
         parser.add_argument(
             "--redis-down-ok",
@@ -114,11 +116,7 @@ class Command(SetUpFrozen, ExitCodeCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = self._backend(options["backend"])
-        if options["min_processes"] < 1:
-            raise usage_error(
-                f"--min-processes {shown(options['min_processes'])} is below 1. Use e.g. "
-                "--min-processes 1, or the --processes the worker runs with."
-            )
+        _check_min_processes(options["min_processes"])
         if options["timeout"] <= 0:
             raise usage_error(f"--timeout {options['timeout']:g} is not positive. Use e.g. 2.")
         host = self._host(options["host"])
@@ -150,6 +148,8 @@ class Command(SetUpFrozen, ExitCodeCommand):
             reason = named_timeout(one_line(exc), options["timeout"])
             self._unavailable(f"host={host}: {reason}", options["redis_down_ok"])
             return
+        finally:  # its own client: called in-process, it left a socket per cluster node open
+            broker.close()
         if unconfirmed is not None:
             self._unavailable(f"{facts}: {unconfirmed}", options["redis_down_ok"])
         elif options["verbosity"] >= 1:
@@ -219,6 +219,23 @@ class Command(SetUpFrozen, ExitCodeCommand):
             "--backend and serves these queues, and its log for Redis errors; a worker process "
             f"first renews as soon as it has started and reached Redis.{_stepped_back(beats)}",
             returncode=HealthCode.TOO_FEW,
+        )
+
+
+def _check_min_processes(needed: int) -> None:
+    """Refuse a ``--min-processes`` no host can meet: below 1, or above the processes a host can
+    run at once (Linux's pid limit), where the probe failed "too few" for ever and printed a
+    number of thousands of digits whole."""
+    if needed < 1:
+        raise usage_error(
+            f"--min-processes {shown(needed)} is below 1. Use e.g. --min-processes 1, or the "
+            "--processes the worker runs with."
+        )
+    if needed > MAX_HOST_PROCESSES:
+        raise usage_error(
+            f"--min-processes {shown(needed)} is above the {MAX_HOST_PROCESSES:,} processes a "
+            "host can run (Linux's pid limit), so the probe could never pass. Use the "
+            "--processes the worker runs with."
         )
 
 

@@ -25,6 +25,7 @@ from ...exceptions import BrokerUnavailable, ImproperlyConfiguredThreadmill, May
 from ...wording import command_line, listed_names, listed_values, shown
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
+from ..ctrl_c import CtrlCSaid
 from ..failed_change import failed_change
 from ..report_output import CutShortCommand, OutputClosed
 from ..set_up_frozen import SetUpFrozen
@@ -108,6 +109,23 @@ def _again(alias: str, action: str, queue: str, otherwise: str) -> str:
     return (
         f"run '{command_line(alias, f'threadmill_queue {action} {queue}')}' again once Redis "
         f"answers: it {action}s the queue, or says it {otherwise}."
+    )
+
+
+def _interrupted(alias: str, action: str, queue: str) -> str:
+    """Return what ``pause``, ``resume`` or ``forget-damaged`` with ids says when a second stop
+    signal ended it while Redis had not answered: the change may have been made, and how to see
+    whether it was."""
+    match action:
+        case "pause":
+            see = _again(alias, action, queue, "was paused already")
+        case "resume":
+            see = _again(alias, action, queue, "was not paused")
+        case _:
+            see = _listing(alias, queue)
+    return (
+        "Interrupted twice, so the command stopped without waiting for Redis, which may have "
+        f"made the change. To see whether it did, {see}"
     )
 
 
@@ -224,6 +242,27 @@ def _batch_size(text: str) -> int:
         raise ArgumentTypeError(str(exc)) from exc
 
 
+class IntermixedParser(CommandParser):
+    """An action's parser that takes its QUEUE and IDs between its options too.
+
+    argparse reads a list of positionals (``damaged``'s queues, ``forget-damaged``'s ids) in one
+    run: those after an option were refused as "unrecognized arguments: t2"
+    (``forget-damaged emails t1 --backend other t2``), and ``forget-damaged emails --all t1``
+    got that error instead of the one naming ids and --all together.
+    """
+
+    _intermixing = False  # Python 3.12's intermixed parse calls parse_known_args itself
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def _takes_a_queue(action: ArgumentParser, verb: str) -> None:
     """Give ``action`` its QUEUE argument: one in QUEUES, or one Redis knows."""
     action.add_argument(
@@ -254,7 +293,7 @@ def _takes_command_options(command: ArgumentParser, action: ArgumentParser) -> N
             action._add_action(taken)
 
 
-class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
+class Command(SetUpFrozen, CtrlCSaid, SettingsRefusedPlainly, CutShortCommand):
     help = (
         "Operator actions on the queues of a threadmill backend. 'pause' stops the workers "
         "taking a queue's tasks and 'resume' lets them take them again (docs/lifecycle.md, "
@@ -269,6 +308,7 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
         actions = parser.add_subparsers(
             dest="action",
             required=True,
+            parser_class=IntermixedParser,
             metavar="ACTION",
             help="pause, resume, damaged, forget-damaged or purge; ACTION --help says more.",
         )
@@ -368,6 +408,16 @@ class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
             ) from exc
 
     def _change(self, source: Source, stop: HeldStop, options: dict[str, Any]) -> None:
+        """Make the change asked; a second stop signal (KeyboardInterrupt) that ended a pause,
+        resume or forget with ids ends the command saying how to see what Redis did (purge and
+        ``forget-damaged --all`` say it themselves)."""
+        try:
+            self._make_change(source, stop, options)
+        except KeyboardInterrupt as exc:
+            queue = named_short(options["queue"])
+            raise CommandError(_interrupted(source.alias, options["action"], queue)) from exc
+
+    def _make_change(self, source: Source, stop: HeldStop, options: dict[str, Any]) -> None:
         match options["action"]:
             case "pause":
                 self._pause(source, options["queue"], options["reason"])

@@ -16,11 +16,12 @@ from ...schedules.checks import unfireable
 from ...schedules.slots import ZONE_ERRORS, next_slot, zone_of
 from ..backend_option import BACKEND_HELP, backend_option
 from ..checks_at_start import SettingsRefusedPlainly
+from ..ctrl_c import CtrlCSaid
 from ..report_output import CutShortCommand
 from ..set_up_frozen import SetUpFrozen
 
 
-class Command(SetUpFrozen, SettingsRefusedPlainly, CutShortCommand):
+class Command(SetUpFrozen, CtrlCSaid, SettingsRefusedPlainly, CutShortCommand):
     help = (
         "List the schedules in OPTIONS['schedules'] of a threadmill backend: when each fires, "
         "its next slot (on the Redis clock), and the last slot any worker fired."
