@@ -139,7 +139,12 @@ class Executor:
                 payload=payload,
             )
         except PayloadError as exc:
-            logger.error("Task failed task_id=%s error=%s", reservation.lease.task_id, exc)
+            # The message may quote the task module's own error: a line break would forge a line.
+            logger.error(
+                "Task failed task_id=%s error=%s",
+                reservation.lease.task_id,
+                controls_escaped(str(exc)),
+            )
             return outcome.failed(reservation.lease, exc, started_ms, None)
         return Attempt(reservation, payload, task, started_ms, self.worker_id)
 

@@ -54,7 +54,7 @@ def logging_configured(log_format: str, verbosity: int) -> Iterator[None]:
     logger = logging.getLogger(LOGGER_NAME)
     tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
     handlers = list(logger.handlers)
-    formatters = [(handler, handler.formatter) for handler in handlers]
+    formatters = [(handler, handler.formatter) for handler in {*handlers, *console_handlers()}]
     propagate, level, tasks_level = logger.propagate, logger.level, tasks_logger.level
     _configure_logging(log_format, verbosity)
     try:
@@ -85,9 +85,30 @@ def _configure_logging(log_format: str, verbosity: int) -> None:
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
         logger.addHandler(handler)
         logger.propagate = False
-    for handler in logger.handlers:
+    formatted = [*logger.handlers, *(console_handlers() if log_format == "json" else [])]
+    for handler in formatted:
         handler.setFormatter(formatter)
     quiet_django_task_lines()
+
+
+def console_handlers() -> list[logging.Handler]:
+    """Return the handlers of every logger that write to this process's stderr or stdout, and
+    Python's last resort (what prints when no handler takes a record).
+
+    With ``--log-format json`` they take the command's format too: what they print is the
+    command's output, which a collector parses line by line. Left in the project's format,
+    Django's failure line with its traceback, or a task's own log line, printed through a
+    root console handler as several plain lines, the task's message among them.
+    """
+    consoles = (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    found = {
+        handler
+        for each in loggers
+        for handler in getattr(each, "handlers", ())  # a PlaceHolder has none
+        if any(getattr(handler, "stream", None) is console for console in consoles)
+    }
+    return [*found, *([logging.lastResort] if logging.lastResort else [])]
 
 
 def project_configures(name: str) -> bool:
