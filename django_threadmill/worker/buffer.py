@@ -215,19 +215,23 @@ class TaskBuffer:
             self._importing[module] = []
         # The project's code: it may never return.
         runs_here = self.is_async(reservation) is unsorted.on_loop
+        imported = self.known_lane(reservation) is not None
         with self._put_lock:
             aside = self._importing.pop(module)
             self._set_aside -= len(aside)
             if runs_here and not self._closed:
                 self._chars.add(-chars_of(reservation))
-                self._hand_on(aside)
+                self._hand_on(aside, imported=imported)
                 return reservation
-            self._hand_on([unsorted, *aside])
+            self._hand_on([unsorted, *aside], imported=imported)
         return None
 
-    def _hand_on(self, taken: list[Unsorted]) -> None:
+    def _hand_on(self, taken: list[Unsorted], *, imported: bool = False) -> None:
         """Put tasks taken unsorted (counted in already) in their lanes, under the put lock;
-        once closed, keep them for ``close`` to return, as ``put_many`` does."""
+        once closed, keep them for ``close`` to return, as ``put_many`` does. Once their module
+        ``imported``, those whose lane is still unknown (another path of it) are placed as when
+        first put in: an ``async def`` one went to the threads, to wait for a free one behind
+        the sync tasks that held them all (docs/worker.md, Two lanes)."""
         reservations = [unsorted.reservation for unsorted in taken]
         counted_on_loop = sum(unsorted.on_loop for unsorted in taken)
         if self._closed:
@@ -237,7 +241,7 @@ class TaskBuffer:
             self._chars.add(-sum(map(chars_of, reservations)))
             self._put_after_close += reservations
             return
-        placed = [self._placed(reservation, first=False) for reservation in reservations]
+        placed = [self._placed(reservation, first=imported) for reservation in reservations]
         now_on_loop = sum(on_loop for _, on_loop in placed)
         with self._outstanding_lock:
             self._outstanding_on_loop += now_on_loop - counted_on_loop

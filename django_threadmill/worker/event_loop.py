@@ -52,7 +52,9 @@ class EventLoopLane(TaskRunner):
         self.running: dict[asyncio.Task[None], Reservation] = {}  # the loop's thread only
         self.idle = threading.Event()  # set while no task runs
         self.idle.set()
-        self.busy = threading.Event()  # set while tasks run: the monitor watches then
+        # Set while tasks run or work they left runs, until a beat finds none: the monitor
+        # watches then.
+        self.busy = threading.Event()
         self.last_beat = time.monotonic()
         # A beat is scheduled: one at a time, or each run from no task to one started another
         # that beat as long as tasks ran (a backlog run one at a time piled up thousands).
@@ -146,22 +148,28 @@ class EventLoopLane(TaskRunner):
             task.add_done_callback(self._ended)
         if self.running and self.idle.is_set():
             self.idle.clear()
-            self.last_beat = time.monotonic()
-            self.busy.set()
             if not self._beating:
                 self._beating = True
+                self.last_beat = time.monotonic()
+                self.busy.set()
                 event_loop.call_later(BEAT_S, self._beat)
 
     def _beat(self) -> None:
+        """Note the time, and again in ``BEAT_S`` while tasks run or work they left runs: a
+        blocking call in work a task started and left running (``create_task``, a
+        fire-and-forget notice) holds the loop as the task's own would, after it returned too,
+        and went unnamed once no task ran (docs/worker.md, What blocks the loop)."""
+        event_loop = asyncio.get_running_loop()
         self.last_beat = time.monotonic()
-        self._beating = bool(self.running)
+        self._beating = bool(self.running) or bool(asyncio.all_tasks(event_loop))
         if self._beating:
-            asyncio.get_running_loop().call_later(BEAT_S, self._beat)
+            event_loop.call_later(BEAT_S, self._beat)
+        else:
+            self.busy.clear()
 
     def _ended(self, task: asyncio.Task[None]) -> None:
         del self.running[task]
         if not self.running:
-            self.busy.clear()
             self.idle.set()
         self._admit()
 
@@ -183,7 +191,7 @@ class EventLoopLane(TaskRunner):
                 self.admit, reservation
             ):
                 return  # handed back, recorded as cancelled, or waiting out of the way for its turn
-            started_ms = self.begin(reservation)
+            started_ms = await self._begun(reservation)
             if started_ms is None:
                 return
             finish = await self.executor.arun(reservation, started_ms)
@@ -207,6 +215,15 @@ class EventLoopLane(TaskRunner):
         finally:
             if ours:
                 self.buffer.done(on_loop=True)
+
+    async def _begun(self, reservation: Reservation) -> int | None:
+        """Start an attempt (``begin``), off the loop when its start notice is written before
+        it runs (its last run here outlived its lease): that is a Redis call, which held every
+        other async task of the process for as long as Redis took to answer, and had the
+        monitor name the task as making a blocking call."""
+        if self.held.outlived(reservation.lease.task_id):
+            return await asyncio.to_thread(self.begin, reservation)
+        return self.begin(reservation)
 
     def stop(self) -> None:
         """Start no more tasks; the running ones go on (``finish_running`` bounds them)."""
@@ -326,12 +343,12 @@ def _run_at_most(
 class LoopMonitor(RoleThread):
     """Report an event loop that stopped turning: a task in it made a blocking call.
 
-    It wakes only while async tasks run. When the loop misses its beat by ``BLOCKED_S``, it
-    notes which task the loop runs, and again as it waits for the loop to turn: tasks started
-    on one turn can block it each in turn. Once the loop turns, one WARNING names each task
-    that held it ``BLOCKED_S`` or more (or the one that held it longest, if that was
-    ``SHARED_BLOCK_S``), and for how long. A task that holds it past ``hold_limit`` is named at
-    once, while it holds it (worker/loop_hold.py).
+    It wakes only while async tasks, or work they left running, run. When the loop misses its
+    beat by ``BLOCKED_S``, it notes which task the loop runs, and again as it waits for the
+    loop to turn: tasks started on one turn can block it each in turn. Once the loop turns,
+    one WARNING names each task that held it ``BLOCKED_S`` or more (or the one that held it
+    longest, if that was ``SHARED_BLOCK_S``), and for how long. A task that holds it past
+    ``hold_limit`` is named at once, while it holds it (worker/loop_hold.py).
     """
 
     def __init__(

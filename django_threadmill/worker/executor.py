@@ -351,11 +351,12 @@ class Executor:
         try:
             await asyncio.wait((running,), timeout=max(0.0, deadline - event_loop.time()))
         except asyncio.CancelledError:
-            if not running.done():
-                running.cancel()  # handed back: the coroutine stops with its attempt
-                raise
-            # It ended before the cancel reached this wait (one turn of the loop later): its
-            # attempt is recorded, not handed back (docs/worker.md, Shutdown).
+            if await _let_the_cancel_through(running, deadline):
+                raise  # handed back: the coroutine stopped with its attempt
+            # It ended before the cancel reached this wait (one turn of the loop later), or
+            # caught the cancel and returned or raised: its attempt is recorded as it ended, as
+            # without a timeout, not handed back (docs/worker.md, Two lanes); still running at
+            # the deadline, it is timed out below.
             _cancel_let_go()
         # Ended past the deadline (its own blocking call kept this wait from waking): stopped,
         # as a thread past it is.
@@ -517,6 +518,17 @@ def _cancel_let_go() -> None:
     current = asyncio.current_task()
     if current is not None:
         current.uncancel()
+
+
+async def _let_the_cancel_through(running: "asyncio.Task[Any]", deadline: float) -> bool:
+    """Pass the lane's cancel at the grace period's end on to a task's coroutine run under
+    --task-timeout, and wait for it, until ``deadline`` at most; tell whether it ended
+    cancelled. The coroutine awaited directly, without a timeout, gets the cancel the same
+    way: one that caught it and returned was recorded there, and handed back here, its work
+    done and its result dropped, for the reaper to fail or run again."""
+    running.cancel()
+    await asyncio.wait((running,), timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+    return running.cancelled()
 
 
 def _drop_outcome(abandoned: "asyncio.Task[Any]") -> None:
