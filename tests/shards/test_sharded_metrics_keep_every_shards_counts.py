@@ -22,7 +22,7 @@ from django_threadmill.broker import NewTask
 from django_threadmill.broker.keys import shard_of
 from django_threadmill.codec.ids import make_task_id, new_task_hex
 from django_threadmill.compat import Task
-from django_threadmill.enqueue.prepare import prepare
+from django_threadmill.enqueue.prepare import encode_call
 from testproject.example.tasks import echo, fail, flaky
 from tests.broker.conftest import start
 from tests.support import Command, run_to_completion, worker
@@ -45,7 +45,7 @@ def placed(backend: ThreadmillTaskBackend, task: Task, args: Sequence[Any], shar
     """Return a call of ``task`` whose id lives in ``shard`` of "default"."""
     while shard_of(task_id := make_task_id(new_task_hex(), "default"), SHARDS) != shard:
         pass
-    return prepare(task, args, {}, broker=backend.broker, task_id=task_id)[0]
+    return encode_call(task, args, {}, broker=backend.broker, task_id=task_id)[0]
 
 
 def run_in(backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str, shards: range) -> None:
