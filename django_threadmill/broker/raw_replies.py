@@ -18,13 +18,14 @@ from typing import Any, NamedTuple
 
 from redis.client import NEVER_DECODE
 
-from ..codec.text import BIDI_CONTROLS, utf8_escapes
+from ..codec.text import BIDI_CONTROLS, LINE_SEPARATORS, utf8_escapes
 
 RAW = {NEVER_DECODE: True}  # a redis-py command option: its reply comes back as bytes
 # What a Redis counter holds: HINCRBY takes a signed 64-bit integer, and nothing else.
 COUNTER_RANGE = range(-(2**63), 2**63)
-# C0, DEL, C1 and the bidi controls: ``controls_escaped``.
-CONTROLS = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+# C0, DEL, C1 (NEL, U+0085, among them), the line separators and the bidi controls:
+# ``controls_escaped``.
+CONTROLS = re.compile(rf"[\x00-\x1f\x7f-\x9f{LINE_SEPARATORS}{BIDI_CONTROLS}]")
 
 
 class Undecodable(NamedTuple):
@@ -154,10 +155,11 @@ def unescaped(text: str) -> bytes:
 
 
 def controls_escaped(text: str) -> str:
-    """Return ``text`` with each control character (a line break, a terminal's escape
-    sequence, a bidi override) as the ``\\xNN`` escapes of its UTF-8 bytes, which ``unescaped``
-    reads back: one written by hand in an id or a reason, printed as is, broke a listing's line
-    or forged one, and a right-to-left override turned a page's words after it around."""
+    """Return ``text`` with each control character (a line break, U+2028 and U+2029 included,
+    a terminal's escape sequence, a bidi override) as the ``\\xNN`` escapes of its UTF-8
+    bytes, which ``unescaped`` reads back: one written by hand in an id or a reason, printed as
+    is, broke a listing's line or forged one, and a right-to-left override turned a page's words
+    after it around."""
     return CONTROLS.sub(utf8_escapes, text)
 
 

@@ -15,6 +15,9 @@ from ..wording import a_type, shown
 # after it around, the page's or the line's own words included.
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+# Unicode's LINE SEPARATOR and PARAGRAPH SEPARATOR: no control characters, yet str.splitlines
+# and many log viewers end a line at each, so one in a task's error forged a log line.
+LINE_SEPARATORS = "\u2028\u2029"
 
 
 def digits_int(text: str) -> int | None:

@@ -30,11 +30,12 @@ from ..backend import ThreadmillTaskBackend
 from ..broker import Finish, Rejected, Reservation, Start
 from ..codec.ids import make_worker_id
 from ..codec.times import now_ms
+from ..compat import TaskResult
 from ..conf.durations import seconds_of, whole_ms
 from ..enqueue.on_commit import commit_hooks
 from ..exceptions import BrokerUnavailable, DrainDidNotEmpty
 from ..observability.signals import interrupts_raised
-from ..wording import shown
+from ..wording import a_type, shown
 from ..worker.cancelled_steps import CancelledSteps
 from ..worker.db_connections import connections_kept
 from ..worker.executor import Executor
@@ -45,7 +46,14 @@ from ..worker.options import served_queues
 from ..workflows.advance import drain as drain_outbox
 from ..workflows.advance import drain_queues
 from ..workflows.failed_entries import FailedEntries
-from .not_run import say_left_for_later, say_paused, say_slots_held, say_waiting_for_commit
+from .not_run import (
+    say_left_for_later,
+    say_paused,
+    say_slots_held,
+    say_waiting_for_commit,
+    tasks_stored,
+)
+from .other_aliases import say_other_aliases
 from .savepoints import rolled_back_if_broken
 
 logger = logging.getLogger(__name__)
@@ -124,6 +132,16 @@ def _caller(outer: "_Drain") -> str:
 
 
 def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
+    """Return ``wait_for_delayed`` in whole ms; raise TypeError for what is no number of
+    seconds nor timedelta (None or "5" raised ValueError, where a wrong ``max_tasks`` raised
+    TypeError), ValueError for a wait below 0 or past every float."""
+    if isinstance(wait_for_delayed, bool) or not isinstance(
+        wait_for_delayed, int | float | timedelta
+    ):
+        raise TypeError(
+            f"wait_for_delayed={shown(wait_for_delayed)} is {a_type(wait_for_delayed)}, not a "
+            "wait. Pass an int or a float of seconds, 0 or more, or a timedelta."
+        )
     seconds = seconds_of(wait_for_delayed)
     if seconds is None or seconds < 0:
         raise ValueError(
@@ -136,8 +154,8 @@ def _horizon_ms(wait_for_delayed: float | timedelta) -> int:
 def _check_max_tasks(max_tasks: int) -> None:
     if not isinstance(max_tasks, int) or isinstance(max_tasks, bool):
         raise TypeError(
-            f"max_tasks={shown(max_tasks)} is not a number of tasks. Pass a whole number, 1 or "
-            "more."
+            f"max_tasks={shown(max_tasks)} is {a_type(max_tasks)}, not a number of tasks. Pass "
+            "an int, 1 or more."
         )
     if max_tasks < 1:
         raise ValueError(
@@ -163,6 +181,7 @@ class _Drain:
         self.runs_of: Counter[str] = Counter()  # attempts begun, by task path
         self.retries_of: Counter[str] = Counter()  # of those, the attempts after a failed one
         self.over_max_tasks = False  # a task was due past max_tasks: it was handed back
+        self.enqueued: list[TaskResult] = []  # every enqueue while it runs, any backend's
         self.worker_id = make_worker_id()
         self.cancelled_steps = CancelledSteps(self.broker)
         self.executor = Executor(
@@ -202,8 +221,14 @@ class _Drain:
         say_waiting_for_commit()
         running = _running.set(self)
         try:
-            # One thread for every event loop of this drain, joined when it ends.
-            with connections_kept(), AsyncSingleThreadContext(), interrupts_raised():
+            # One thread for every event loop of this drain, joined when it ends; the enqueues
+            # made meanwhile noted, for the error of a drain that does not empty its queues.
+            with (
+                connections_kept(),
+                AsyncSingleThreadContext(),
+                interrupts_raised(),
+                tasks_stored() as self.enqueued,
+            ):
                 while self._round():
                     pass
         finally:
@@ -217,6 +242,8 @@ class _Drain:
             say_paused(self.broker, self.paused, self.ran)
         if self.slots_held:
             say_slots_held(self.broker, self.slots_held, self.ran)
+        if not self.ran:
+            say_other_aliases(self.backend.alias)
         return self.ran
 
     def _round(self) -> bool:
@@ -316,11 +343,27 @@ class _Drain:
         )
         return DrainDidNotEmpty(
             f"drain() ran max_tasks={self.max_tasks} tasks and the queues {list(self.queues)} "
-            f"are still not empty: {most_run}. A task that enqueues itself, or tasks that "
-            "enqueue each other, never empty their queues. Break the loop in the test (mock "
-            "the enqueue, or give the task a condition to stop on), or pass "
-            "drain(max_tasks=...) a higher bound if the test means to run that many.",
+            f"are still not empty: {most_run}. {self._why_not_empty()}",
             ran=self.ran,
+        )
+
+    def _why_not_empty(self) -> str:
+        """Say whether tasks enqueued while the drain ran kept its queues full (a loop to
+        break), or none was (the queues held more than ``max_tasks`` before it began): the
+        error blamed a loop of enqueues where a test had enqueued 1,001 tasks itself."""
+        ours = sum(1 for result in self.enqueued if result.backend == self.backend.alias)
+        if not ours:
+            return (
+                "No task was enqueued while it ran, so none enqueues itself: the tasks queued "
+                "before it began, with their retries, were more than that. Pass "
+                "drain(max_tasks=...) a higher bound if the test means to run that many."
+            )
+        return (
+            f"{ours} task{' was' if ours == 1 else 's were'} enqueued while it ran: a task that "
+            "enqueues itself, or tasks that enqueue each other, never empty their queues. "
+            "Break the loop in the test (mock the enqueue, or give the task a condition to "
+            "stop on), or pass drain(max_tasks=...) a higher bound if the test means to run "
+            "that many."
         )
 
     def _of_them_retries(self, path: str) -> str:

@@ -17,11 +17,18 @@ from enum import Enum
 from typing import Any
 
 from ..backend import ThreadmillTaskBackend
+from ..broker.raw_replies import controls_escaped
 from ..broker.reads import damaged_fields
 from ..broker.workflows import OUTBOX_BATCH
 from ..codec.ids import read_step_marker
 from ..codec.payloads import load_task
-from ..codec.results import MAX_ERROR_TEXT_CHARS, cut_to, parse_error, record_problem
+from ..codec.results import (
+    MAX_ERROR_TEXT_CHARS,
+    cut_to,
+    error_text,
+    parse_error,
+    record_problem,
+)
 from ..compat import TaskError
 from ..exceptions import BrokerUnavailable, Cancelled, MaybeApplied, PartlyEnqueued, PayloadError
 from ..observability.tracing import enqueue_step_span
@@ -265,7 +272,7 @@ def enqueue_due(backend: ThreadmillTaskBackend, workflow_id: str, due: list[int]
                 "Workflow step cannot be enqueued, the workflow fails workflow_id=%s step=%d: %s",
                 workflow_id,
                 index,
-                exc,
+                controls_escaped(error_text(exc)),  # as a task's failure line: from outside
             )
             why = cut_to(f"not enqueued: {exc}", MAX_ERROR_TEXT_CHARS)  # as _what_stopped
             broker.advance_workflow(workflow_id, index, "failed", why)

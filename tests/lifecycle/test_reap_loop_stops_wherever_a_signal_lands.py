@@ -52,7 +52,7 @@ SCRIPT = textwrap.dedent(
         stuck = threading.Timer({STUCK_S}, lambda: (print(f"stuck at line {{line}}"), os._exit(3)))
         stuck.start()
         sys.settrace(signal_at(line))
-        call_command("threadmill_reap", "--interval", "0.001")
+        call_command("threadmill_reap", "--interval", "0.05")
         sys.settrace(None)
         stuck.cancel()
     print("every run ended")

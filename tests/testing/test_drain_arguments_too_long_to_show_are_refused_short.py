@@ -26,8 +26,8 @@ LONG = "x" * 100_000
         (
             {"max_tasks": LONG},
             TypeError,
-            f"max_tasks='{'x' * 47}...{'x' * 48}' is not a number of tasks. Pass a whole number, "
-            "1 or more.",
+            f"max_tasks='{'x' * 47}...{'x' * 48}' is a str, not a number of tasks. Pass an "
+            "int, 1 or more.",
         ),
         (
             {"wait_for_delayed": 10**5000},
@@ -37,9 +37,9 @@ LONG = "x" * 100_000
         ),
         (
             {"wait_for_delayed": LONG},
-            ValueError,
-            f"wait_for_delayed='{'x' * 47}...{'x' * 48}' is not a wait. Pass 0 or more seconds, "
-            "or a timedelta.",
+            TypeError,
+            f"wait_for_delayed='{'x' * 47}...{'x' * 48}' is a str, not a wait. Pass an int or a "
+            "float of seconds, 0 or more, or a timedelta.",
         ),
     ],
 )

@@ -34,6 +34,7 @@ from ..checks_at_start import ChecksAtStart
 from ..ending import run_then_exit
 from ..int_option import int_option
 from ..log_format_option import add_log_format_option
+from ..reap_interval import MIN_REAP_INTERVAL_S, check_reap_interval
 from ..report_output import CutShortCommand
 from ..seconds_option import seconds_option
 from ..set_up_frozen import SetUpFrozen
@@ -137,7 +138,8 @@ class Command(SetUpFrozen, ChecksAtStart, CutShortCommand):
             "--interval",
             type=seconds_option,
             default=DEFAULT_INTERVAL_S,
-            help=f"Seconds between passes when looping (default: {DEFAULT_INTERVAL_S:g}).",
+            help=f"Seconds between passes when looping, {MIN_REAP_INTERVAL_S:g} or more "
+            f"(default: {DEFAULT_INTERVAL_S:g}).",
         )
         parser.add_argument(
             "--batch-size",
@@ -171,6 +173,9 @@ class Command(SetUpFrozen, ChecksAtStart, CutShortCommand):
                 f"--interval {options['interval']:g} is not positive. Use a number of seconds "
                 "above 0, e.g. --interval 10."
             )
+        check_reap_interval(
+            "--interval", options["interval"], f"Use {MIN_REAP_INTERVAL_S:g} or more, e.g. 10."
+        )
         try:
             given_as = f"--batch-size {shown(options['batch_size'])}"
             checked_batch_size(options["batch_size"], given_as)

@@ -28,6 +28,7 @@ from ..ending import run_then_exit
 from ..int_option import int_option
 from ..log_format_option import add_log_format_option
 from ..probe_output import ExitCodeCommand
+from ..reap_interval import MIN_REAP_INTERVAL_S, check_reap_interval
 from ..seconds_option import seconds_option
 from ..set_up_frozen import SetUpFrozen
 
@@ -203,7 +204,8 @@ class Command(SetUpFrozen, ChecksAtStart, ExitCodeCommand):
         parser.add_argument(
             "--reap-interval",
             type=seconds_option,
-            help="Seconds between the supervisor's reap passes (default: lease_ttl; 0 disables).",
+            help=f"Seconds between the supervisor's reap passes, {MIN_REAP_INTERVAL_S:g} or more "
+            "(default: lease_ttl; 0 disables).",
         )
         add_log_format_option(parser)
 
@@ -321,6 +323,11 @@ class Command(SetUpFrozen, ChecksAtStart, ExitCodeCommand):
             reap_interval = backend.settings.lease_ttl_s
         if reap_interval < 0:
             raise CommandError("--reap-interval must be 0 (off) or more seconds.")
+        check_reap_interval(
+            "--reap-interval",
+            reap_interval,
+            f"Use {MIN_REAP_INTERVAL_S:g} or more, or 0 to leave reaping to threadmill_reap.",
+        )
         return WorkerOptions(
             backend_alias=backend.alias,
             queues=queues,
