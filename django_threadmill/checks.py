@@ -230,7 +230,7 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         return [
             Error(
                 f"{where}: Redis is not usable: {exc}",
-                hint="Start Redis, or fix LOCATION (host, port, user, password).",
+                hint=_unreachable_hint(backend.settings),
                 id=UNREACHABLE,
             )
         ]
@@ -239,6 +239,18 @@ def check_redis(backend: CheckedBackend, *, waited: bool = False) -> list[CheckM
         *each_server(where, backend.settings, infos, _server_messages),
         *_layout_messages(where, backend.settings, left),
     ]
+
+
+def _unreachable_hint(settings: BackendSettings) -> str:
+    """Return what to do about a Redis that could not be reached. Under Sentinel, LOCATION's
+    host and port are never used: the sentinels name the primary."""
+    if settings.sentinel is None:
+        return "Start Redis, or fix LOCATION (host, port, user, password)."
+    return (
+        "Start the sentinels and the primary they name (or wait for them to promote a replica), "
+        "or fix OPTIONS['sentinel']['sentinels']; LOCATION's host and port are not used under "
+        "Sentinel."
+    )
 
 
 type ServerCheck = Callable[[str, BackendSettings, dict[str, Any]], list[CheckMessage]]
@@ -250,26 +262,34 @@ def each_server(
     """Return what ``check`` says of the INFO of each server (``Broker.servers_info``), each
     message once. On a Redis Cluster every primary is checked, having settings of its own, and
     a message names after ``where`` the primaries it holds on: "(Redis Cluster primaries
-    10.0.0.2:6379 and 10.0.0.3:6379)", or "(every Redis Cluster primary)"."""
+    10.0.0.2:6379 and 10.0.0.3:6379)", or "(every Redis Cluster primary)". Under Sentinel it
+    names the primary the sentinels named: "(the primary the sentinels named, 10.0.0.2:6379)",
+    as LOCATION's host is not used."""
     nodes_of: dict[tuple[Any, ...], tuple[CheckMessage, list[str]]] = {}
     for node, info in infos.items():
         for message in check(where, settings, info):
             same = (type(message), message.msg, message.hint, message.id)
             nodes_of.setdefault(same, (message, []))[1].append(node)
-    if len(infos) == 1:
+    if len(infos) > 1:
+        return [
+            _on_nodes(message, where, _cluster_nodes(nodes, every=len(nodes) == len(infos)))
+            for message, nodes in nodes_of.values()
+        ]
+    if settings.sentinel is None or not (primary := next(iter(infos))):
         return [message for message, _ in nodes_of.values()]
-    return [
-        _on_nodes(message, where, nodes, every=len(nodes) == len(infos))
-        for message, nodes in nodes_of.values()
-    ]
+    on = f"the primary the sentinels named, {primary}"
+    return [_on_nodes(message, where, on) for message, _ in nodes_of.values()]
 
 
-def _on_nodes(message: CheckMessage, where: str, nodes: list[str], *, every: bool) -> CheckMessage:
-    """Return ``message``, which starts with ``where``, naming the cluster ``nodes`` after it."""
+def _cluster_nodes(nodes: list[str], *, every: bool) -> str:
+    """Return how a message names the Redis Cluster primaries ``nodes`` it holds on."""
     if every:
-        on = "every Redis Cluster primary"
-    else:
-        on = f"Redis Cluster primar{'ies' if len(nodes) > 1 else 'y'} {listed_names(nodes)}"
+        return "every Redis Cluster primary"
+    return f"Redis Cluster primar{'ies' if len(nodes) > 1 else 'y'} {listed_names(nodes)}"
+
+
+def _on_nodes(message: CheckMessage, where: str, on: str) -> CheckMessage:
+    """Return ``message``, which starts with ``where``, naming the servers ``on`` after it."""
     named = copy(message)
     named.msg = f"{where} ({on}){message.msg.removeprefix(where)}"
     return named

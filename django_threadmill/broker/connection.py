@@ -232,7 +232,7 @@ def translated_errors(
             exc,
             read=read,
             socket_timeout_s=socket_timeout_s,
-            sentinel_managed=sentinel is not None,
+            sentinel=sentinel,
             tls=tls,
             cluster=cluster,
         ) from exc
@@ -405,7 +405,7 @@ def _no_reply(
     *,
     read: bool = False,
     socket_timeout_s: float | None = None,
-    sentinel_managed: bool = False,
+    sentinel: SentinelSettings | None = None,
     tls: Mapping[str, Any] | None = None,
     cluster: bool = False,
 ) -> BrokerUnavailable:
@@ -413,19 +413,19 @@ def _no_reply(
     is no Redis of the kind LOCATION names, it cannot be reached, or it did not answer within
     ``socket_timeout_s`` (``_silent``).
 
-    LOCATION's host is not probed for a ``sentinel_managed`` client: the call went to the
-    primary the sentinels named, and whatever answers at that ignored host (a web server)
-    turned a connection dropped mid-call into "nothing was written", not ``MaybeApplied``.
-    Nor is it asked why it closed a TLS connection at the first write: ``tls`` is None.
+    LOCATION's host is not probed under ``sentinel``: the call went to the primary the
+    sentinels named, and whatever answers at that ignored host (a web server) turned a
+    connection dropped mid-call into "nothing was written", not ``MaybeApplied``. Nor is it
+    asked why it closed a TLS connection at the first write: ``tls`` is None.
     """
     where = masked_location(location)
-    if str(exc) == DEMOTED_PRIMARY:  # checked before: READONLY is not a dropped connection
+    if sentinel is not None and str(exc) == DEMOTED_PRIMARY:  # READONLY: not a dropped call
         return BrokerUnavailable(
             f"The primary the sentinels named for Redis at {where} is a read-only replica "
             f"({exc}), which refused the call. During a failover this passes once the "
             "sentinels name the new primary; if it lasts, that server was made a replica "
             "behind the sentinels' back: make it a primary again (REPLICAOF NO ONE) or "
-            "SENTINEL FAILOVER <service_name>; nothing was written."
+            f"SENTINEL FAILOVER {sentinel.service_name}; nothing was written."
         )
     if str(exc) == POOL_TIMED_OUT:  # raised by the client's own pool, before any I/O
         return BrokerUnavailable(
@@ -456,7 +456,7 @@ def _no_reply(
     # A server that garbled a reply, closed an open connection or failed a TLS handshake may
     # be no Redis; one that refused the connection is not there, and one that went silent on
     # an open connection (a slow Redis) would keep the probe waiting too.
-    if (garbled or dropped or handshake) and not sentinel_managed:
+    if (garbled or dropped or handshake) and sentinel is None:
         wrong = wrong_server(location, where)
         if wrong is not None:
             return wrong.error()
@@ -468,14 +468,19 @@ def _no_reply(
     silent = _silent(where, exc, socket_timeout_s, read=read)
     if silent is not None:
         return silent
-    return _with_what_was_written(exc, _unreachable(where, exc, cluster=cluster), read=read)
+    problem = _unreachable(where, exc, cluster=cluster, sentinel=sentinel)
+    return _with_what_was_written(exc, problem, read=read)
 
 
-def _unreachable(where: str, exc: Exception, *, cluster: bool) -> str:
+def _unreachable(
+    where: str, exc: Exception, *, cluster: bool, sentinel: SentinelSettings | None
+) -> str:
     """Return the problem of a call whose Redis could not be reached. On a ``cluster`` it names
     the node: the slot map was read, so LOCATION is right, and the other nodes serve their
     slots meanwhile; "Start Redis or fix TASKS LOCATION" sent operators to a setting that was
-    fine while one primary was down."""
+    fine while one primary was down. Under ``sentinel`` it names the primary they named."""
+    if sentinel is not None:
+        return _primary_unreachable(where, exc, sentinel.service_name)
     if not cluster:
         return f"Redis at {where} is unreachable ({exc}). Start Redis or fix TASKS LOCATION; "
     address = NODE_ADDRESS.search(str(exc))
@@ -484,6 +489,22 @@ def _unreachable(where: str, exc: Exception, *, cluster: bool) -> str:
         f"The Redis Cluster at {where} cannot reach its {node} ({exc}). Start that node, or "
         "wait for a replica to take over its hash slots (CLUSTER NODES: the node marked fail, "
         "a replica of it promoted to master); its other nodes serve their slots meanwhile; "
+    )
+
+
+def _primary_unreachable(where: str, exc: Exception, service_name: str) -> str:
+    """Return the problem of a call whose primary, as the sentinels named it, could not be
+    reached: down or restarting, and not yet called down by them; or an address this host
+    cannot reach (a container's own). LOCATION's host is never used under Sentinel, so "Start
+    Redis or fix TASKS LOCATION" sent operators to a setting that was fine, naming no server."""
+    address = NODE_ADDRESS.search(str(exc))
+    primary = f"primary {address[1]}" if address else "primary"
+    return (
+        f"The {primary} the sentinels named for Redis at {where} is unreachable ({exc}). Start "
+        "it, or wait for the sentinels to promote a replica once they call it down (SENTINEL "
+        f"MASTER {service_name}: flags s_down, o_down, after its down-after-milliseconds); if "
+        "this host cannot reach that address, have the sentinels name one it can (the address "
+        "of 'sentinel monitor', the replicas' replica-announce-ip); "
     )
 
 
