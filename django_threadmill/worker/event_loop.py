@@ -243,8 +243,8 @@ class EventLoopLane(TaskRunner):
             self._stop_loop()
             return
         logger.warning(
-            "Grace period over, cancelling async tasks count=%d (their leases lapse and the "
-            "reaper settles them)",
+            "Grace period over, cancelling async tasks count=%d (one the cancel stops is left "
+            "to the reaper once its lease lapses; one that catches it and ends is recorded)",
             len(still_running),
         )
         for task in still_running:
