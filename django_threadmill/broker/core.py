@@ -356,8 +356,10 @@ class BrokerCore:
         """Return the first of ``candidates`` that lives in ``part_in(queue, route)``."""
         return routed_task_id(candidates, route, self.settings.shards_of(queue))
 
-    def record_key(self, task_id: str) -> str | None:
-        part = self.part_of(task_id)
+    def record_key(self, task_id: str, part: str | None = None) -> str | None:
+        """Return the record key of ``task_id`` in ``part`` (an outbox entry's, of any shard
+        count), else in the part the settings' count gives; None if the id is not ours."""
+        part = self.part_of(task_id) if part is None else part
         return None if part is None else self.queue_keys(part).record(task_id)
 
     def parts_on(

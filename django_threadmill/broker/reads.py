@@ -288,7 +288,7 @@ class Reads(BrokerCore):
         Raise ``PayloadError`` (``damaged_record``) when its key is not a hash, and
         (``undecodable_record``) when it holds bytes that are not UTF-8.
         """
-        key = self.record_key(task_id) if part is None else self.queue_keys(part).record(task_id)
+        key = self.record_key(task_id, part)
         if key is None:
             return None
         with self.translated_errors(read=True):

@@ -45,7 +45,7 @@ def _holding(alias: str) -> dict[str, int]:
     """Return the queues of ``alias`` holding waiting tasks, with how many; none when its
     Redis does not answer or its settings cannot work (the warning is a hint, not a check)."""
     try:
-        broker = threadmill_backend(alias).broker
-        return Inspector(broker).holding(broker.queues(threadmill_backend(alias).queues))
+        backend = threadmill_backend(alias)
+        return Inspector(backend.broker).holding(backend.broker.queues(backend.queues))
     except (BrokerUnavailable, ImproperlyConfigured):
         return {}

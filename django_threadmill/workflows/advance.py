@@ -202,9 +202,7 @@ def _damaged(
 ) -> PayloadError:
     """The error ``get_result`` raises for the step ``task_id``, whose record in ``part``
     ``held`` what no script writes (``record_problem``)."""
-    broker = backend.broker
-    key = broker.record_key(task_id) if part is None else broker.queue_keys(part).record(task_id)
-    return damaged_fields(task_id, key, held)
+    return damaged_fields(task_id, backend.broker.record_key(task_id, part), held)
 
 
 def _fail_damaged(
