@@ -119,7 +119,7 @@ def test_a_stop_signal_reaches_the_processes_while_a_reap_pass_waits_on_silent_r
     command = worker(own_redis.url, key_prefix, *args, options={"socket_timeout": 120})
     try:
         command.wait_for_log(r"Worker process started")
-        with waiting_on_paused(own_redis, command.process.pid):
+        with waiting_on_paused(own_redis, command.process):
             command.signal(signal.SIGTERM)
             command.wait_for_log(r"Stopping on supervisor request", 30)
         assert command.wait(60) == 0, command.log

@@ -24,7 +24,7 @@ def test_a_sigterm_while_a_reap_pass_waits_on_a_paused_redis_exits_0_at_once(
         )
         try:
             loop.wait_for_log("Reaper started")
-            with waiting_on_paused(server, loop.process.pid):
+            with waiting_on_paused(server, loop.process):
                 loop.signal(signal.SIGTERM)
                 code = loop.wait(EXIT_DEADLINE_S)
             log = loop.log

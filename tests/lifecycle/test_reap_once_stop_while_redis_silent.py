@@ -37,7 +37,7 @@ def test_a_stop_while_a_single_pass_waits_on_a_paused_redis_exits_0_at_once(
             server.url, key_prefix, "threadmill_reap", mode, "--skip-checks", options=SILENT
         )
         try:
-            with waiting_on_paused(server, command.process.pid):
+            with waiting_on_paused(server, command.process):
                 command.signal(signum)
                 code = command.wait(EXIT_DEADLINE_S)
             log = command.log

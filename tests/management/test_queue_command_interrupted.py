@@ -134,7 +134,7 @@ def test_resume_interrupted_while_it_waits_on_redis_says_it_resumed(
         client.set(key, "1700000000000 ops@host: deploy")
         command = queue_command(server, key_prefix, "resume", "default")
         try:
-            with waiting_on_paused(server, command.pid):
+            with waiting_on_paused(server, command):
                 command.send_signal(signum)
             listed, error = command.communicate(timeout=EXIT_DEADLINE_S)
         finally:

@@ -140,7 +140,7 @@ def test_the_supervisor_exits_while_its_reap_pass_waits_on_silent_redis(
     command = worker(own_redis.url, key_prefix, *args, options=SILENT)
     try:
         command.wait_for_log(r"Worker process started", 30)
-        with waiting_on_paused(own_redis, command.process.pid):
+        with waiting_on_paused(own_redis, command.process):
             command.signal(signal.SIGTERM)
             code = command.wait(EXIT_DEADLINE_S)
         assert code in (ExitCode.OK, ExitCode.DROPPED), command.log
