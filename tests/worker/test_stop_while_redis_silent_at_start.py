@@ -139,7 +139,7 @@ def test_the_supervisor_exits_while_its_reap_pass_waits_on_silent_redis(
     args = ("--threads", "1", "--reap-interval", "0.1", "--grace-period", "0.5")
     command = worker(own_redis.url, key_prefix, *args, options=SILENT)
     try:
-        command.wait_for_log(r"Worker process started", 30)
+        command.wait_for_log(r"Worker process started")
         with waiting_on_paused(own_redis, command.process):
             command.signal(signal.SIGTERM)
             code = command.wait(EXIT_DEADLINE_S)
