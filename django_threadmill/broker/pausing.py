@@ -53,14 +53,15 @@ def checked_reason(reason: str, what: str) -> str:
     )
 
 
-def _check_call(call: str, queue: object, by: object, reason: object = "") -> None:
-    """Refuse a ``queue``, author or reason that ``call`` (pause or resume) cannot take, before
-    it writes anything: a ``None`` one failed in the log line once the queue was paused or
-    resumed (a resume left its idle workers unwoken), and a pause key written with it read
-    back as its raw JSON. A reason is checked as the command and the admin check theirs."""
+def _checked_call(call: str, queue: object, by: object, reason: object = "") -> tuple[str, str]:
+    """Return the author and the reason of ``call`` (pause or resume) as text; refuse a
+    ``queue``, author or reason it cannot take, before it writes anything: a ``None`` one failed
+    in the log line once the queue was paused or resumed (a resume left its idle workers
+    unwoken), and a pause key written with it read back as its raw JSON. A reason is checked
+    as the command and the admin check theirs."""
     check_queue_name(queue)
-    utf8_text(by, f"{call}() by")
-    checked_reason(utf8_text(reason, f"{call}() reason"), f"{call}() reason")
+    author = utf8_text(by, f"{call}() by")
+    return author, checked_reason(utf8_text(reason, f"{call}() reason"), f"{call}() reason")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,7 +106,7 @@ class Pausing(Layouts):
 
         A pause in force is kept as it was, with its own time, author and reason.
         """
-        _check_call("pause", queue, by, reason)
+        by, reason = _checked_call("pause", queue, by, reason)
         note = QueuePause(at_ms=self.server_time_ms(), by=by, reason=reason).text()
         parts = self.every_part(queue)
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
@@ -135,7 +136,7 @@ class Pausing(Layouts):
         yet the queue is resumed; ``ResumedNotWoken`` says so (docs/lifecycle.md, Keys of
         another type).
         """
-        _check_call("resume", queue, by)
+        by, _ = _checked_call("resume", queue, by)
         parts = self.every_part(queue)
         with self.translated_errors(), self.client.pipeline(transaction=False) as pipe:
             for part in parts:

@@ -8,6 +8,8 @@ refused where it comes in (docs/reliability.md, Text that UTF-8 cannot hold).
 
 import re
 
+from django.utils.functional import Promise
+
 from ..wording import a_type, shown
 
 # Unicode's bidi controls: ALM, LRM, RLM, the embeddings and overrides, the isolates. A browser
@@ -29,7 +31,12 @@ def digits_int(text: str) -> int | None:
 
 def utf8_text(value: object, what: str) -> str:
     """Return ``value`` if it is a str UTF-8 can encode, else raise naming ``what`` and the fix,
-    and ``value`` cut short: bytes of 100,000 given as a note or a reason filled the message."""
+    and ``value`` cut short: bytes of 100,000 given as a note or a reason filled the message.
+
+    A lazily translated string (``gettext_lazy``, as Django code often holds its texts) is
+    taken as its text in the language active now."""
+    if isinstance(value, Promise):
+        value = str(value)
     if not isinstance(value, str):
         raise TypeError(f"{what}={shown(value)} is {a_type(value)}. Pass a str.")
     try:

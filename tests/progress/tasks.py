@@ -7,6 +7,8 @@ from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
+from django.utils.translation import gettext_lazy
+
 from django_threadmill.compat import TaskContext, task
 from django_threadmill.progress import report_progress
 
@@ -69,3 +71,8 @@ def reports_as(context: TaskContext, kind: str, done: str, total: str) -> None:
 @task
 def plain() -> int:
     return 1
+
+
+@task(takes_context=True)
+def reports_a_translated_note(context: TaskContext) -> None:
+    report_progress(context, 1, 2, gettext_lazy("Sending the newsletter"))
