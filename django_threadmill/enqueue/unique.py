@@ -23,13 +23,17 @@ def unique_guard(task: Task, args: list[Any], kwargs: dict[str, Any]) -> Guard |
     unique_for = getattr(task, "unique_for", None)
     if unique_for is None:
         return None
+    # As stored, as the task gets them (docs/schedules.md, Unique tasks): {1: "a"} as
+    # {"1": "a"}, an enum as its value; and a copy, so a key function that pops an argument
+    # changes neither the result returned nor what task_enqueued receivers see.
+    stored_args, stored_kwargs = json.loads(dumps([args, kwargs]))
     unique_key = getattr(task, "unique_key", None)
     if unique_key is None:
-        # As stored, then with every dict's keys sorted: keys that are not strings (1, None)
-        # are sorted as the strings JSON makes of them, so keys of mixed types sort too.
-        key = SORTED_KEYS.encode(json.loads(dumps([args, kwargs])))
+        # With every dict's keys sorted: keys that were not strings (1, None) sort as the
+        # strings JSON made of them, so keys of mixed types sort too.
+        key = SORTED_KEYS.encode([stored_args, stored_kwargs])
     else:
-        key = unique_key(args, kwargs)
+        key = unique_key(stored_args, stored_kwargs)
         if not isinstance(key, str):
             raise TypeError(
                 f"unique_key of task {task.module_path!r} returned {key!r}, not a string. "

@@ -48,3 +48,25 @@ def by_number(args: list[Any], kwargs: dict[str, Any]) -> str:
 @task(unique_for=WINDOW, unique_key=by_number)
 def keyed_by_a_number(value: int) -> int:
     return value
+
+
+def by_repr(args: list[Any], kwargs: dict[str, Any]) -> str:
+    """A key built from the repr of the arguments: it tells {1: "a"} from {"1": "a"}, which a
+    worker hands the task alike."""
+    return repr([args, kwargs])
+
+
+@task(unique_for=WINDOW, unique_key=by_repr)
+def keyed_by_repr(values: dict[str, str]) -> dict[str, str]:
+    return values
+
+
+def without_reason(args: list[Any], kwargs: dict[str, Any]) -> str:
+    """A key that leaves ``reason`` out by popping it from the kwargs it is given."""
+    kwargs.pop("reason", None)
+    return repr([args, kwargs])
+
+
+@task(unique_for=WINDOW, unique_key=without_reason)
+def sync_account(account: int, reason: str = "") -> str:
+    return reason
