@@ -37,23 +37,25 @@ def test_the_event_loop_keeps_one_beat_however_often_it_runs_dry(
         def watched_call_later(self, delay, callback, *args, **kwargs):
             if getattr(callback, "__func__", None) is watched_beat:
                 pending[0] += 1
-                most[0] = max(most[0], pending[0])
+                if pending[0] > most[0]:
+                    # Said as it happens: the command may end the process with os._exit (a
+                    # thread left behind), past any code after it.
+                    most[0] = pending[0]
+                    print(f"beats pending at most={most[0]}", file=sys.stderr, flush=True)
             return call_later(self, delay, callback, *args, **kwargs)
 
         event_loop.EventLoopLane._beat = watched_beat
         asyncio.BaseEventLoop.call_later = watched_call_later
-        try:
-            execute_from_command_line(
-                ["manage.py", "threadmill_worker", "--processes", "0", "--burst",
-                 "--async-concurrency", "1"]
-            )
-        finally:
-            print(f"beats pending at most={most[0]}", file=sys.stderr)
+        execute_from_command_line(
+            ["manage.py", "threadmill_worker", "--processes", "0", "--burst",
+             "--async-concurrency", "1"]
+        )
         """
     )
     completed = run_script(script, redis_url, key_prefix)
     assert completed.returncode == 0, completed.stderr
-    assert "beats pending at most=1\n" in completed.stderr
+    said = re.findall(r"^beats pending at most=(\d+)$", completed.stderr, re.MULTILINE)
+    assert said == ["1"], completed.stderr
     for result in results:
         result.refresh()
     assert Counter(r.status for r in results) == {TaskResultStatus.SUCCESSFUL: 500}
