@@ -132,15 +132,25 @@ class Lifecycle(Layouts):
         self, queue: str, part: str, limit: int, dry_run: bool, most_chars: int
     ) -> ScriptCall:
         keys = self.queue_keys(part)
+        interval_us = self.settings.limit_of(queue).token_interval_us
         return ScriptCall(
             ScriptName.REAP,
-            (keys.record_prefix, keys.ready, keys.leases, keys.wake, keys.damaged, keys.workers),
+            (
+                keys.record_prefix,
+                keys.ready,
+                keys.leases,
+                keys.wake,
+                keys.damaged,
+                keys.workers,
+                keys.rate,
+            ),
             (
                 limit,
                 "1" if dry_run else "0",
                 self.wake_on_free(queue),
                 most_chars,
                 self.settings.lease_ttl_ms,
+                "" if interval_us is None else interval_us,
             ),
             raw=True,
         )

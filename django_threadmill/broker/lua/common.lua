@@ -43,6 +43,17 @@ local function next_token_us(key, now, interval)
   return stored
 end
 
+-- Give the reservation bucket at `key` back one turn per task reserved under a rate of
+-- `interval` µs ("" for no rate) and handed back unstarted, `count` of them: none comes sooner
+-- than now, and starts keep their own bucket (pace.lua), so no more tasks start per period
+-- (docs/schedules.md, Per-queue limits).
+local function give_back_turns(key, interval, count)
+  if count > 0 and interval ~= "" then
+    local now, step = now_us(), tonumber(interval)
+    set_token_us(key, math.max(next_token_us(key, now, step) - count * step, now))
+  end
+end
+
 -- Damaged records (docs/lifecycle.md, Damaged records). A script that walks records handles
 -- each by itself: one it cannot use is set aside in the queue's P:damaged hash (id -> "<ms>
 -- <script>: <reason>") and left out of the call, which goes on with the others. Records are

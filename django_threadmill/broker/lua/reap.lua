@@ -6,6 +6,7 @@
 -- KEYS[5]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- KEYS[6]  P:workers   zset: worker ids by last renewal in ms; one dated ahead of the Redis
 --                      clock shows that clock stepped back since
+-- KEYS[7]  P:rate      string: when the rate limit's next reservation turn comes (acquire.lua)
 -- ARGV[1]  limit       most expired lease entries looked at
 -- ARGV[2]  dry_run     "1" reports without changing anything
 -- ARGV[3]  wake_on_free  "1" for a queue with a concurrency limit: a ghost or a record set
@@ -14,6 +15,7 @@
 --                      running attempt past it ends the call (its first whatever its size)
 -- ARGV[5]  lease_ttl_ms  the backend's lease length: after a step back of the clock, a deadline
 --                        further ahead than this is brought to it from now
+-- ARGV[6]  interval_us   µs between two turns under the queue's rate ("" for no rate)
 -- Returns: {{id...} reservations released (or that would be),
 --           {{id, token, payload, workers, deadline_ms, {error_json...}, workflow, enqueued_ms,
 --           started_ms, attempted_ms}...} expired running attempts, which the client settles
@@ -30,11 +32,13 @@
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
 --          A released reservation keeps no token: a late call of the old lease is stale. Nor
 --          does it keep a progress report (one may have gone out before its start notice).
+-- Rate:    a released reservation never started: it gives back the reservation turn it took,
+--          as release.lua does (under "1/h" a killed worker's task waited an hour more).
 -- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:workers
 --          and P:leases are read first, and P:ready written before the records (a set-aside
 --          note already made is made again by the next pass). Only P:wake comes after the
---          moves: then the reservations are back in P:ready and no idle fetcher was woken for
---          them.
+--          moves, and P:rate: then the reservations are back in P:ready, no idle fetcher was
+--          woken for them and no turn given back.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
 local dry_run = ARGV[2] == "1"
@@ -127,5 +131,6 @@ if not dry_run then
   if #released > 0 or slot_freed(ARGV[3], #dropped, KEYS[2]) then
     wake_one(KEYS[4])
   end
+  give_back_turns(KEYS[7], ARGV[6], #released)
 end
 return {released, running, set_aside_count, looked_at, cut_short}

@@ -44,8 +44,5 @@ call_chunked("ZREM", KEYS[3], dropped)
 if released > 0 or slot_freed(ARGV[1], #dropped, KEYS[2]) then
   wake_one(KEYS[4])
 end
-if released > 0 and ARGV[2] ~= "" then
-  local now, interval = now_us(), tonumber(ARGV[2])
-  set_token_us(KEYS[6], math.max(next_token_us(KEYS[6], now, interval) - released * interval, now))
-end
+give_back_turns(KEYS[6], ARGV[2], released)
 return {released, #dropped - released}
