@@ -162,17 +162,38 @@ async def test_aget_workflow_reads_what_get_workflow_reads(
 
 
 @pytest.fixture
-def refused_reads(broker: Broker, redis_client: redis.Redis) -> list[tuple[Arguments, Raised]]:
-    """Arguments ``get_workflow`` raises for, each with what it raises."""
-    plan_damaged, step_damaged, step_undecodable = (two_steps_run() for _ in range(3))
-    redis_client.hset(broker.keyspace.workflow(plan_damaged.id), "p:1", "{not json")
+def damaged_steps(broker: Broker, redis_client: redis.Redis) -> list[WorkflowResult]:
+    """Workflows with a step whose record key is not a hash, and one whose record holds bytes
+    that are not UTF-8, as ``get_workflow`` reads them: that step DAMAGED, the other as it is."""
+    step_damaged, step_undecodable = (two_steps_run() for _ in range(2))
     redis_client.delete(damaged_key := key_of(broker, step_damaged.steps[1].task_id))
     redis_client.set(damaged_key, "not a hash")
     redis_client.hset(key_of(broker, step_undecodable.steps[0].task_id), "result", b"\xff")
+    found = [get_workflow(step_damaged.id), get_workflow(step_undecodable.id)]
+    assert [[s.state for s in flow.steps] for flow in found] == [
+        ["SUCCESSFUL", "DAMAGED"],
+        ["DAMAGED", "SUCCESSFUL"],
+    ]
+    assert "holds a string, not a hash" in found[0].steps[1].unreadable
+    assert "holds bytes that are not UTF-8" in found[1].steps[0].unreadable
+    return found
+
+
+async def test_aget_workflow_reads_a_damaged_step_as_get_workflow_does(
+    broker: Broker, damaged_steps: list[WorkflowResult]
+) -> None:
+    with sync_client_refused(broker):
+        for flow in damaged_steps:
+            assert await aget_workflow(flow.id) == flow
+
+
+@pytest.fixture
+def refused_reads(broker: Broker, redis_client: redis.Redis) -> list[tuple[Arguments, Raised]]:
+    """Arguments ``get_workflow`` raises for, each with what it raises."""
+    plan_damaged = two_steps_run()
+    redis_client.hset(broker.keyspace.workflow(plan_damaged.id), "p:1", "{not json")
     expected: list[tuple[Arguments, type[Exception], str]] = [
         ((plan_damaged.id,), PayloadError, f"Step 1 of workflow {plan_damaged.id!r} is missing"),
-        ((step_damaged.id,), PayloadError, "holds a string, not a hash"),
-        ((step_undecodable.id,), PayloadError, "holds bytes that are not UTF-8"),
         (("nope",), WorkflowDoesNotExist, "has no workflow 'nope'"),
         (("caf\u00e9",), WorkflowDoesNotExist, "has no workflow 'caf\u00e9'"),
         ((7,), TypeError, "A workflow id is a str (WorkflowResult.id), not an int: 7."),

@@ -87,17 +87,21 @@ def _record_replies(keys: Sequence[str | None], replies: Iterable[Any]) -> list[
     return [None if key is None else next(sent) for key in keys]
 
 
-def _first_of_another_type(
-    task_ids: Sequence[str], keys: Sequence[str | None], replies: Sequence[Any]
-) -> tuple[str, str] | None:
-    """Return the id and key of the first record of ``replies`` whose key is not a hash, or
-    None; raise any other error a reply holds (``records``)."""
-    for task_id, key, reply in zip(task_ids, keys, replies, strict=True):
-        if isinstance(reply, redis.ResponseError) and key is not None:
-            if not wrong_type(reply):
-                raise reply
-            return task_id, key
-    return None
+def _of_another_type(reply: Any) -> bool:
+    """Tell whether a record's ``reply`` says its key is not a hash; raise any other error it
+    holds (``records_read``)."""
+    if isinstance(reply, redis.ResponseError):
+        if not wrong_type(reply):
+            raise reply
+        return True
+    return False
+
+
+def _raised[T](read: T | PayloadError) -> T:
+    """Return ``read``, or raise it when it is the error of a record that cannot be read."""
+    if isinstance(read, PayloadError):
+        raise read
+    return read
 
 
 def known_queues(seen: Iterable[bytes], configured: Iterable[str]) -> list[str]:
@@ -353,7 +357,14 @@ class Reads(BrokerCore):
         return _named_progress(await self._aread_record(task_id, read))
 
     def records(self, task_ids: Sequence[str]) -> list[dict[str, str] | None]:
-        """``record`` of each of ``task_ids``, in one round trip."""
+        """``record`` of each of ``task_ids``, in one round trip: the first that cannot be
+        read raises its ``PayloadError``."""
+        return [_raised(read) for read in self.records_read(task_ids)]
+
+    def records_read(self, task_ids: Sequence[str]) -> list[dict[str, str] | PayloadError | None]:
+        """``record`` of each of ``task_ids``, in one round trip, or in its place the
+        ``PayloadError`` ``record`` raises for it: a workflow's other steps still read
+        (docs/workflows.md, The API)."""
         keys = [self.record_key(task_id) for task_id in task_ids]
         with self.translated_errors(read=True):
             with self.client.pipeline(transaction=False) as pipe:
@@ -362,14 +373,25 @@ class Reads(BrokerCore):
                 try:
                     replies = _record_replies(keys, pipe.execute(raise_on_error=False))
                 except UnicodeDecodeError:  # one record is not UTF-8: one read each names it
-                    return [self.record(task_id) for task_id in task_ids]
-            if (damaged := _first_of_another_type(task_ids, keys, replies)) is not None:
-                task_id, key = damaged
-                raise damaged_record(task_id, key, str(self.client.type(key)))
-        return [cast(dict[str, str], reply) or None for reply in replies]
+                    return [self._record_read(task_id) for task_id in task_ids]
+            return [
+                damaged_record(task_id, key, str(self.client.type(key)))
+                if key is not None and _of_another_type(reply)
+                else cast(dict[str, str], reply) or None
+                for task_id, key, reply in zip(task_ids, keys, replies, strict=True)
+            ]
 
-    async def arecords(self, task_ids: Sequence[str]) -> list[dict[str, str] | None]:
-        """Async twin of ``records``, on the asyncio client."""
+    def _record_read(self, task_id: str) -> dict[str, str] | PayloadError | None:
+        """``record`` of ``task_id``, or the ``PayloadError`` it raises (``records_read``)."""
+        try:
+            return self.record(task_id)
+        except PayloadError as exc:
+            return exc
+
+    async def arecords_read(
+        self, task_ids: Sequence[str]
+    ) -> list[dict[str, str] | PayloadError | None]:
+        """Async twin of ``records_read``, on the asyncio client."""
         keys = [self.record_key(task_id) for task_id in task_ids]
         client = self._async_client()[0]
         async with self.atranslated_errors(read=True):
@@ -378,12 +400,21 @@ class Reads(BrokerCore):
                     pipe.hgetall(key)
                 try:
                     replies = _record_replies(keys, await pipe.execute(raise_on_error=False))
-                except UnicodeDecodeError:  # as in records
-                    return [await self.arecord(task_id) for task_id in task_ids]
-            if (damaged := _first_of_another_type(task_ids, keys, replies)) is not None:
-                task_id, key = damaged
-                raise damaged_record(task_id, key, str(await client.type(key)))
-        return [cast(dict[str, str], reply) or None for reply in replies]
+                except UnicodeDecodeError:  # as in records_read
+                    return [await self._arecord_read(task_id) for task_id in task_ids]
+            return [
+                damaged_record(task_id, key, str(await client.type(key)))
+                if key is not None and _of_another_type(reply)
+                else cast(dict[str, str], reply) or None
+                for task_id, key, reply in zip(task_ids, keys, replies, strict=True)
+            ]
+
+    async def _arecord_read(self, task_id: str) -> dict[str, str] | PayloadError | None:
+        """Async twin of ``_record_read``."""
+        try:
+            return await self.arecord(task_id)
+        except PayloadError as exc:
+            return exc
 
     def cut_fields(
         self,

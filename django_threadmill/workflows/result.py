@@ -175,7 +175,7 @@ async def aget_workflow(
     fields = await source.broker.aworkflow_fields(workflow_id)
     planned = planned_steps(source, workflow_id, fields)
     ids = enqueued_ids(workflow_id, fields, planned)
-    reads = step_reads(source, ids, await source.broker.arecords(ids))
+    reads = step_reads(source, ids, await source.broker.arecords_read(ids))
     return workflow_from(source, workflow_id, fields, planned, reads)
 
 
@@ -200,7 +200,7 @@ def read_workflow(backend: ThreadmillTaskBackend, workflow_id: str) -> WorkflowR
     fields = backend.broker.workflow_fields(workflow_id)
     planned = planned_steps(backend, workflow_id, fields)
     ids = enqueued_ids(workflow_id, fields, planned)
-    reads = step_reads(backend, ids, backend.broker.records(ids))
+    reads = step_reads(backend, ids, backend.broker.records_read(ids))
     return workflow_from(backend, workflow_id, fields, planned, reads)
 
 
@@ -262,11 +262,20 @@ def read_step(backend: ThreadmillTaskBackend, task_id: str, record: dict[str, st
 
 
 def step_reads(
-    backend: ThreadmillTaskBackend, task_ids: list[str], records: list[dict[str, str] | None]
+    backend: ThreadmillTaskBackend,
+    task_ids: list[str],
+    records: list[dict[str, str] | PayloadError | None],
 ) -> dict[str, StepRead]:
-    """What was read of the steps ``task_ids``, whose records are ``records`` (None: none)."""
+    """What was read of the steps ``task_ids``, whose records are ``records`` (None: none; a
+    ``PayloadError``: one that cannot be read, its key not a hash or its bytes not UTF-8)."""
     found = zip(task_ids, records, strict=True)
-    return {task_id: read_step(backend, task_id, record) for task_id, record in found if record}
+    return {
+        task_id: StepRead(None, unreadable=str(record))
+        if isinstance(record, PayloadError)
+        else read_step(backend, task_id, record)
+        for task_id, record in found
+        if record
+    }
 
 
 def enqueued_steps(fields: dict[str, str], planned: list[PlannedStep]) -> list[PlannedStep]:
