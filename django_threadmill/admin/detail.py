@@ -39,6 +39,7 @@ EXHAUSTED = (
     f"after its {MAX_ATTEMPTS:,} attempts, the most a task runs, so it is not requeued: "
     "enqueue the task anew to run it (docs/lifecycle.md, Retries)"
 )
+FINISHED_STATES = frozenset({"successful", "failed"})  # those given result_ttl
 # Attempts whose error the page shows with its traceback, the newest; earlier ones get a line
 # each. A task may fail 1,000 times, and showing every traceback made a page of megabytes.
 ERRORS_SHOWN = 10
@@ -157,6 +158,41 @@ def _stopped(stopped: StoppedStep | None) -> str:
     return "recorded as not run by its workflow" if stopped.not_run else "cancelled"
 
 
+def _place(detail: TaskDetail) -> str:
+    """Say where a READY task waits ("" if it is not in the ready set): in its shard, for a
+    sharded queue, whose order holds within a shard only (docs/scaling.md, A hot queue beyond
+    one node: queue_shards); the first task of each shard read "1 (1 runs next)"."""
+    if detail.ready_position is None:
+        return ""
+    place = detail.ready_position + 1
+    if detail.shards == 1:
+        return f"{place} (1 runs next)"
+    return (
+        f"{place} in its shard (1 runs next there); the queue has {detail.shards} shards, and "
+        "priority and FIFO order hold within a shard, not across them (docs/scaling.md, A hot "
+        "queue beyond one node: queue_shards)"
+    )
+
+
+def _kept(source: Source, detail: TaskDetail, state: str, is_step: bool) -> str:
+    """Say how long the record is still kept. A finished one without a TTL is kept under
+    ``result_ttl = None``, or is a step its workflow has not advanced from yet (docs/lifecycle.md,
+    States): both read "until it finishes" of a task that had finished."""
+    if detail.ttl_ms is not None:
+        return f"{detail.ttl_ms // 1000} s more"
+    if state not in FINISHED_STATES:
+        return "until it finishes (pending tasks never expire)"
+    result_ttl_s = source.settings.result_ttl_s
+    if result_ttl_s is None:
+        return "until purged (result_ttl is None: results never expire)"
+    if is_step:
+        return (
+            f"until its workflow advances from it, then {result_ttl_s:.15g} s "
+            "(docs/lifecycle.md, States)"
+        )
+    return "no expiry: the record is kept until deleted"
+
+
 def _stored_elsewhere(source: Source, detail: TaskDetail) -> str:
     """Say that the record lies under another shard count than the settings give ("" if
     not): requeue and cancel go where the settings put the task, and would not find it."""
@@ -189,13 +225,14 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
     result_unread = detail.unread.get("result")
     payload_chars = len(record.get("payload", ""))
     elsewhere = _stored_elsewhere(source, detail)
+    workflow = _workflow(source.alias, record)
     return {
         "alias": source.alias,
         "detail": detail,
         "state": state,
         "label": state_label(state),
         "progress": stored_progress(record),
-        "workflow": _workflow(source.alias, record),
+        "workflow": workflow,
         "workflow_stopped": _stopped(stopped),
         "path": payload.get("path") or task_path(record.get("payload")),
         "priority": payload.get("priority"),
@@ -223,7 +260,8 @@ def detail_context(source: Source, detail: TaskDetail) -> dict[str, Any]:
             ("Last attempt started", when(attempted_ms(record))),
             ("Finished", when(record.get("finished_ms"))),
         ],
-        "ttl_s": None if detail.ttl_ms is None else detail.ttl_ms // 1000,
+        "place": _place(detail),
+        "kept": _kept(source, detail, state, is_step=workflow is not None),
         "exhausted": EXHAUSTED if exhausted else "",
         "stored_elsewhere": elsewhere,
         "can_requeue": state == "failed" and stopped is None and not exhausted and not elsewhere,

@@ -21,7 +21,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..broker.inspect import Index, Inspector, TaskRow
 from ..broker.inspect.marks import Mark, ranks_through
@@ -333,13 +333,13 @@ class Walker:
         return [accepted[e.task_id] for e in chunk]
 
     def _listed(self, entry: _Entry, row: TaskRow | None) -> TaskRow | None:
-        """Return ``entry``'s row, or None for a record gone or a done id that runs again."""
-        if (
-            row is not None
-            and row.state in RUNS_AGAIN
-            and self.streams[entry.stream].index.newest_first
-        ):
+        """Return ``entry``'s row, or None for a record gone or a done id that runs again; a
+        delayed one with its due time, its score there (docs/admin.md, Tasks)."""
+        index = self.streams[entry.stream].index
+        if row is None or (row.state in RUNS_AGAIN and index.newest_first):
             return None
+        if index is Index.DELAYED and math.isfinite(entry.score):
+            return replace(row, due_ms=int(entry.score))
         return row
 
     def _rows(self, chunk: list[_Entry]) -> dict[str, TaskRow | None]:

@@ -171,7 +171,7 @@ def _row_view(alias: str, row: TaskRow) -> dict[str, Any]:
         "label": state_label(row.state) if readable else NOT_UTF8_ID_LABEL,
         "enqueued_at": when(row.enqueued_ms),
         "finished_at": when(row.finished_ms),
-        "run_after": when(row.run_after_ms),
+        "due_at": when(row.due_ms),
         "progress": row.progress,
     }
 

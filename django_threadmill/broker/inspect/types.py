@@ -93,7 +93,6 @@ class TaskRow:
     state: str
     path: str
     enqueued_ms: int | None
-    run_after_ms: int | None
     started_ms: int | None
     finished_ms: int | None
     attempts: int
@@ -102,6 +101,9 @@ class TaskRow:
     # Read in a part of another shard count than the settings give (docs/scaling.md, Changing
     # the shard count): requeue and cancel, which go where the settings put it, miss it.
     stored_elsewhere: bool = False
+    # When a delayed task is due: its score in the delayed index, where a listing read it (a
+    # retry's due time, which its run_after, earlier or none, is not).
+    due_ms: int | None = None
 
     @classmethod
     def unreadable(cls, task_id: str, queue: str) -> "TaskRow":
@@ -112,7 +114,6 @@ class TaskRow:
             state=DAMAGED,
             path="",
             enqueued_ms=None,
-            run_after_ms=None,
             started_ms=None,
             finished_ms=None,
             attempts=0,
