@@ -9,7 +9,7 @@ from django.core.checks import CheckMessage, Error, Warning
 from ..codec.calls import call_misfit
 from ..codec.jsoncodec import dumps, refuse_key_clash
 from ..codec.payloads import encode_payload
-from ..compat import InvalidTask, normalize_json
+from ..compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, InvalidTask, normalize_json
 from ..conf.schedules import Schedule, scheduled_task
 from ..conf.settings import BackendSettings
 from ..enqueue.prepare import check_keyword_names, check_payload_size
@@ -192,6 +192,21 @@ def schedule_messages(settings: BackendSettings, queues: Set[str]) -> list[Check
     return messages
 
 
+def _task_hint(schedule: Schedule, alias: str) -> str:
+    """Return the fix of a schedule whose task cannot be scheduled: its ``priority``, which the
+    task's ``using()`` judges too, when that is out of range; else the task it names."""
+    priority = schedule.priority
+    if priority is not None and not TASK_MIN_PRIORITY <= priority <= TASK_MAX_PRIORITY:
+        return (
+            f"Give the schedule's 'priority' a whole number from {TASK_MIN_PRIORITY} to "
+            f"{TASK_MAX_PRIORITY}, or leave it out for the task's own."
+        )
+    return (
+        f"Point 'task' at a @task bound to backend {alias!r} (its backend= argument), e.g. "
+        "'myapp.tasks.report'."
+    )
+
+
 def _task_messages(
     schedule: Schedule, settings: BackendSettings, where: str, *, check_call: bool
 ) -> list[CheckMessage]:
@@ -201,14 +216,7 @@ def _task_messages(
     alias = settings.alias
     problem = _task_error(schedule, alias)
     if problem:
-        return [
-            Error(
-                f"{where}: {problem}.",
-                hint=f"Point 'task' at a @task bound to backend {alias!r} "
-                "(its backend= argument), e.g. 'myapp.tasks.report'.",
-                id=BAD_TASK,
-            )
-        ]
+        return [Error(f"{where}: {problem}.", hint=_task_hint(schedule, alias), id=BAD_TASK)]
     messages = _call_messages(schedule, settings, where) if check_call else []
     if getattr(scheduled_task(schedule), "unique_for", None) is not None:
         messages.append(
