@@ -162,3 +162,11 @@ def scheduled_task(schedule: Schedule) -> Task:
         )
     changes: dict[str, Any] = {"queue_name": schedule.queue_name, "priority": schedule.priority}
     return task.using(**{key: value for key, value in changes.items() if value is not None})
+
+
+def bound_elsewhere(schedule: Schedule, task: Task, alias: str) -> str | None:
+    """Say that ``task`` is bound to another backend than ``alias``, whose ``schedules`` name
+    it, or None: the check (``threadmill.E011``), the listing and the scheduler say the same."""
+    if task.backend == alias:
+        return None
+    return f"task {schedule.task!r} is bound to backend {task.backend!r}, not {alias!r}"

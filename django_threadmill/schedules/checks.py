@@ -10,7 +10,7 @@ from ..codec.calls import call_misfit
 from ..codec.jsoncodec import dumps, refuse_key_clash
 from ..codec.payloads import encode_payload
 from ..compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, InvalidTask, normalize_json
-from ..conf.schedules import Schedule, scheduled_task
+from ..conf.schedules import Schedule, bound_elsewhere, scheduled_task
 from ..conf.settings import BackendSettings
 from ..enqueue.prepare import check_keyword_names, check_payload_size
 from ..wording import listed_names
@@ -93,9 +93,7 @@ def _task_error(schedule: Schedule, alias: str) -> str | None:
         raised = f"{type(exc).__name__}: {exc}"
         return f"task {schedule.task!r} does not import (its module raised {raised})"
     # using() above already ran the task's own backend's validate_task (queue, priority).
-    if task.backend != alias:
-        return f"task {schedule.task!r} is bound to backend {task.backend!r}, not {alias!r}"
-    return None
+    return bound_elsewhere(schedule, task, alias)
 
 
 def _arguments_error(schedule: Schedule) -> str | None:

@@ -18,7 +18,7 @@ from ..broker import Guard, GuardKind
 from ..broker.keys import routed_task_id
 from ..codec.ids import make_task_id
 from ..compat import Task
-from ..conf.schedules import Schedule, scheduled_task
+from ..conf.schedules import Schedule, bound_elsewhere, scheduled_task
 from ..enqueue.pipeline import EnqueuePipeline
 from ..exceptions import BrokerUnavailable
 from .slots import slot_ms, slots_around
@@ -43,6 +43,14 @@ def slot_task_id(alias: str, schedule: str, slot: int, queue: str, shards: int =
     names = chain([name], (f"{name}:{n}" for n in count(1)))
     ids = (make_task_id(uuid5(NAMESPACE_URL, candidate).hex, queue) for candidate in names)
     return routed_task_id(ids, schedule, shards)
+
+
+class BoundElsewhere(ValueError):
+    """A schedule's task is bound to another backend (``threadmill.E011``)."""
+
+    def __init__(self, problem: str, backend: str) -> None:
+        super().__init__(problem)
+        self.backend = backend
 
 
 class Scheduler:
@@ -77,8 +85,9 @@ class Scheduler:
         schedule that cannot fire (its task fails to import, its module exits as it is
         imported, or its enqueue fails) is logged and skipped until its next slot; one whose
         slots cannot be reckoned (its cron does not parse, its time zone is unknown:
-        ``threadmill.E010``, which ``--skip-checks`` lets through) is logged and dropped, and
-        the others fire on.
+        ``threadmill.E010``, which ``--skip-checks`` lets through), or whose task is bound to
+        another backend (``threadmill.E011``: ``threadmill_schedules`` lists it as never
+        firing), is logged once and dropped, and the others fire on.
         """
         now = self.clock()
         refused: BrokerUnavailable | None = None
@@ -96,13 +105,24 @@ class Scheduler:
                     "schedule=%s (manage.py check names the problem: threadmill.E010)",
                     schedule.name,
                 )
-                self.schedules.remove(schedule)
-                del self._due[schedule.name]
+                self._drop(schedule)
                 continue
             try:
                 self._fire(schedule, latest, awaited=due is not None)
             except BrokerUnavailable as exc:
                 refused = refused or exc
+                continue
+            except BoundElsewhere as exc:
+                logger.error(
+                    "Schedule is dropped until the worker restarts schedule=%s (%s: manage.py "
+                    "check reports it as threadmill.E011). Point its 'task' at a @task bound to "
+                    "backend %r, or move the schedule to TASKS[%r]['OPTIONS']['schedules'].",
+                    schedule.name,
+                    exc,
+                    self.pipeline.settings.alias,
+                    exc.backend,
+                )
+                self._drop(schedule)
                 continue
             except (Exception, SystemExit):  # a task module may exit as it is imported
                 logger.exception("Schedule failed to fire schedule=%s", schedule.name)
@@ -112,6 +132,23 @@ class Scheduler:
         upcoming = [due for due in self._due.values() if due is not None]
         return None if not upcoming else max(timedelta(0), min(min(upcoming) - now, LONGEST_WAIT))
 
+    def _drop(self, schedule: Schedule) -> None:
+        """Leave ``schedule`` out until the worker restarts: it can never fire."""
+        self.schedules.remove(schedule)
+        del self._due[schedule.name]
+
+    def _task(self, schedule: Schedule) -> Task:
+        """Return the task ``schedule`` enqueues (imported once), or raise ``BoundElsewhere``
+        for a task bound to another backend: the checks and ``threadmill_schedules`` say such a
+        schedule never fires, so it fires nothing (docs/schedules.md, Checks)."""
+        if schedule.name not in self._tasks:
+            task = scheduled_task(schedule)
+            problem = bound_elsewhere(schedule, task, self.pipeline.settings.alias)
+            if problem:
+                raise BoundElsewhere(problem, task.backend)
+            self._tasks[schedule.name] = task
+        return self._tasks[schedule.name]
+
     def _fire(self, schedule: Schedule, slot: datetime, *, awaited: bool) -> None:
         """Enqueue ``slot``'s task unless it is stored or fired already.
 
@@ -119,9 +156,7 @@ class Scheduler:
         Redis has no marker: the marker was lost (FLUSHDB, a restart without persistence), and
         taking the slot for a new schedule's first would skip it (docs/schedules.md).
         """
-        if schedule.name not in self._tasks:
-            self._tasks[schedule.name] = scheduled_task(schedule)
-        task = self._tasks[schedule.name]
+        task = self._task(schedule)
         at_ms = slot_ms(slot)
         settings = self.pipeline.settings
         result = self.pipeline.enqueue_guarded(

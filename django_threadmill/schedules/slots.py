@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 FIRST_LOOK_BACK = timedelta(minutes=1)
 LONGEST_LOOK_BACK = timedelta(days=366 * 16)
 CRON_FIELDS = 5  # minute, hour, day of month, month, day of week
+# The crontab variables that set the zone of the lines after them (cronie's CRON_TZ, and TZ):
+# a schedule takes the zone as its 'timezone'.
+ZONE_VARIABLES = ("CRON_TZ=", "TZ=")
 # cron's nicknames, which cronsim does not read, as the five fields each stands for.
 NICKNAMES = {
     "@yearly": "0 0 1 1 *",
@@ -104,7 +107,9 @@ def _five_fields(cron: str) -> str:
     cronsim reads six fields as seconds first, and then follows no daylight saving time:
     ``0 30 2 * * *`` in Europe/Berlin ran twice on the fall-back night and not at all on the
     spring-forward one (docs/schedules.md, Daylight saving time). A nickname such as
-    ``@daily`` is refused with the five fields it stands for, not as one field.
+    ``@daily`` is refused with the five fields it stands for, not as one field, and cronie's
+    zone prefix (``CRON_TZ=Europe/Berlin 0 3 * * *``) with the 'timezone' key it belongs in,
+    not as six fields.
     """
     nickname = cron.strip().lower()
     if nickname in NICKNAMES:
@@ -114,7 +119,14 @@ def _five_fields(cron: str) -> str:
             "'@reboot' has no five-field form: schedules run on slots of the clock, not when a "
             "worker starts. Enqueue the task from your deploy instead"
         )
-    count = len(cron.split())
+    fields = cron.split()
+    if fields and fields[0].upper().startswith(ZONE_VARIABLES):
+        zone = fields[0].partition("=")[2].strip("'\"")  # CRON_TZ="Europe/Berlin" too
+        raise ValueError(
+            f"{fields[0]!r} sets the time zone in a crontab, which a schedule takes as its "
+            f"'timezone' key: write 'cron': {' '.join(fields[1:])!r}, 'timezone': {zone!r}"
+        )
+    count = len(fields)
     if count != CRON_FIELDS:
         raise ValueError(
             f"it has {count} field{'s' if count != 1 else ''}, not the five of minute, hour, "
