@@ -12,6 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
+from ..broker.inspect import DAMAGED
 from ..broker.inspect.source import Source
 from ..codec.ids import named_short
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
@@ -51,6 +52,17 @@ def _cancel(backend: ThreadmillTaskBackend, task_id: str, user: str) -> bool:
     return backend.cancel(task_id, reason=f"cancelled by {user}")
 
 
+# Both scripts set a record whose key is not a hash aside and answer "damaged": the message
+# said "the task is DAMAGED (not a hash) now, not FAILED", as if it had changed by itself, and not
+# where it went or what to do (docs/lifecycle.md, Damaged records).
+SET_ASIDE = (
+    "its record's key holds something other than a hash, so the action set it aside as a "
+    "damaged record, which never runs. The queues page lists it under Damaged records, as does "
+    "manage.py threadmill_queue damaged QUEUE: look at the key with redis-cli (TYPE, DUMP), "
+    "delete it or restore the record, then drop the entry with manage.py threadmill_queue "
+    "forget-damaged QUEUE ID (docs/lifecycle.md, Damaged records)"
+)
+
 TASK_ACTIONS = {
     "requeue": TaskAction(
         name="requeue",
@@ -59,6 +71,7 @@ TASK_ACTIONS = {
         applies_to="failed",
         applies_to_label="FAILED",
         run=_requeue,
+        refused_in={DAMAGED: SET_ASIDE},
     ),
     "cancel": TaskAction(
         name="cancel",
@@ -74,6 +87,7 @@ TASK_ACTIONS = {
             "started), then cancel again (docs/lifecycle.md, Pausing a queue)",
             "running": "the task is RUNNING, and a cancel does not stop a running attempt "
             "(docs/lifecycle.md, Cancel, requeue, purge)",
+            DAMAGED: SET_ASIDE,
         },
     ),
 }

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import QueryDict
+from django.utils.text import get_text_list
 
 from ..aliases import sources
 from ..broker.inspect import Index, NotUtf8Id, TaskRow, task_path_in_head
@@ -190,6 +191,27 @@ def _search(chosen: list[Source], filters: Filters) -> list[dict[str, Any]]:
     return found
 
 
+def _left_out_of_search(filters: Filters) -> str:
+    """Return the note naming the queue, status and task path filters the id search does not
+    apply ("" for none): it finds a task wherever it is (docs/admin.md, Tasks), and a task of
+    queue default listed under "Queue: emails" read as if the filters had matched it."""
+    left_out = [
+        text
+        for value, text in (
+            (filters.queue, f"queue {named(filters.queue, SHOWN_ID_CHARS)}"),
+            (filters.status, f"status {STATUSES[filters.status][0]}"),
+            (filters.task, f"task path {named(filters.task, SHOWN_ID_CHARS)}"),
+        )
+        if value
+    ]
+    if not left_out:
+        return ""
+    return (
+        "The search by id looks in every queue and state: it leaves out the filters beside it "
+        f"({get_text_list(left_out, 'and')})."
+    )
+
+
 def _filtered(
     query: QueryDict, *, strict: bool = False
 ) -> tuple[list[Source], Filters, list[Source]]:
@@ -250,7 +272,12 @@ def results_context(query: QueryDict) -> dict[str, Any]:
         ],
     }
     if filters.search:
-        return {**context, "rows": _search(chosen, filters), "searching": True}
+        return {
+            **context,
+            "rows": _search(chosen, filters),
+            "searching": True,
+            "search_left_out": _left_out_of_search(filters),
+        }
     return {**context, **_page(chosen, filters, query)}
 
 
@@ -313,6 +340,9 @@ def _page(chosen: list[Source], filters: Filters, query: QueryDict) -> dict[str,
         "filtered": keep is not None,
         "first_position": page.start.position + 1,
         "last_position": page.start.position + page.examined,
+        # Positions the page passed without a row: the index named a task whose record is gone
+        # or runs again (``Walker._listed``); "Showing 1 to 50" sat above fewer rows unsaid.
+        "gone": 0 if keep else page.examined - len(page.rows),
         "total": total,
         "as_of": when(as_of),
         "newest_query": filters.query(),
