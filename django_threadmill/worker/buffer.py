@@ -181,16 +181,13 @@ class TaskBuffer:
 
     def take(self) -> Reservation | Unsorted | Turn:
         """Return the next sync task, blocking, or one to ``sort``; CLOSED once closed, RETIRE
-        to end this taker."""
+        to end this taker, which says ``retired`` once it is out of the pool's count."""
         item = self._waiting.get()
         if item is Turn.CLOSED:
             self._waiting.put(Turn.CLOSED)
             return item
-        if item is Turn.RETIRE:
-            with self._outstanding_lock:
-                self._retiring -= 1
-        elif not isinstance(item, Unsorted):  # an unsorted task's characters count till sorted
-            self._chars.add(-chars_of(item))
+        if item is not Turn.RETIRE and not isinstance(item, Unsorted):
+            self._chars.add(-chars_of(item))  # an unsorted task's characters count till sorted
         self._taken()
         return item
 
@@ -273,6 +270,17 @@ class TaskBuffer:
             self._retiring += 1
         self._waiting.put(Turn.RETIRE)
 
+    def retired(self) -> None:
+        """Count off a RETIRE turn its taker took: the taker is out of the pool's live count.
+        Not at the take: a look at the pool in between counted that thread as staying, one
+        more than there were (docs/worker.md, The elastic pool)."""
+        with self._outstanding_lock:
+            self._retiring -= 1
+
+    def retiring(self) -> int:
+        """Return how many RETIRE turns were put and not yet counted off (``retired``)."""
+        return self._retiring
+
     def done(self, *, on_loop: bool = False) -> None:
         """Mark one taken task as finished: a worker thread's, or the event loop's."""
         with self._outstanding_lock:
@@ -323,6 +331,7 @@ class TaskBuffer:
                 waiting += aside
                 aside.clear()
             self._set_aside = 0
+        dropped_turns = 0
         while True:
             try:
                 item = self._waiting.get_nowait()
@@ -330,6 +339,8 @@ class TaskBuffer:
                 break
             if not isinstance(item, Turn):
                 waiting.append(item)
+            elif item is Turn.RETIRE:  # no thread takes it now
+                dropped_turns += 1
         on_loop = sum(isinstance(item, Unsorted) and item.on_loop for item in waiting)
         while self._async_waiting:
             waiting.append(self._async_waiting.popleft())
@@ -338,6 +349,7 @@ class TaskBuffer:
         with self._outstanding_lock:
             self._outstanding -= len(unstarted)
             self._outstanding_on_loop -= on_loop
+            self._retiring -= dropped_turns
         self._chars.add(-sum(map(chars_of, unstarted)))
         self._waiting.put(Turn.CLOSED)
         self._room.set()

@@ -167,7 +167,7 @@ class Crew:
 
     def _resize(self) -> None:
         """Async tasks came: the read-ahead now covers the event loop too."""
-        self.buffer.resize(self._readahead(self.pool.live_count()))
+        self.buffer.resize(self._readahead(self.pool.staying()))
 
     def _on_written(self) -> None:
         """Results landed, or workflow steps were enqueued: a --burst prefetcher waiting for

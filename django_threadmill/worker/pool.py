@@ -1,6 +1,6 @@
 """The worker threads of a process: started, added, retired and replaced, and the thread that
-sizes the elastic pool by its sizer's decisions (worker/sizer.py). Read-ahead follows the live
-count."""
+sizes the elastic pool by its sizer's decisions (worker/sizer.py). Read-ahead follows the
+threads that stay (``staying``)."""
 
 import logging
 import threading
@@ -32,7 +32,7 @@ class WorkerPool:
     ) -> None:
         self.make_thread = make_thread
         self.buffer = buffer
-        self.readahead = readahead  # live threads -> how many tasks may wait in the buffer
+        self.readahead = readahead  # threads staying -> how many tasks may wait in the buffer
         self.threads: list[WorkerThread] = []
         self._lock = threading.Lock()
         self._numbered = 0
@@ -51,7 +51,7 @@ class WorkerPool:
             if unless is not None and unless.is_set():
                 return None
             added = self._add(count, start=start)
-        self.buffer.resize(self.readahead(self.live_count()))
+        self.buffer.resize(self.readahead(self.staying()))
         return added
 
     def _add(self, count: int, *, start: bool) -> int:
@@ -91,7 +91,7 @@ class WorkerPool:
         """Make ``count`` threads end after their current task: the next ones to take do."""
         for _ in range(count):
             self.buffer.retire_one()
-        self.buffer.resize(self.readahead(self.live_count() - count))
+        self.buffer.resize(self.readahead(self.staying()))
 
     def abandon_if_overdue(
         self, thread: WorkerThread, timeout_s: float, *, replace: bool
@@ -113,7 +113,7 @@ class WorkerPool:
             if not replace:
                 return overdue, False
             replaced = self._add(1, start=True) == 1
-        self.buffer.resize(self.readahead(self.live_count()))
+        self.buffer.resize(self.readahead(self.staying()))
         if not replaced:
             self.on_replacement_refused()
         return overdue, replaced
@@ -127,6 +127,15 @@ class WorkerPool:
 
     def live_count(self) -> int:
         return len(self.live())
+
+    def staying(self) -> int:
+        """Live threads but those whose retire turns wait in the buffer: they end as they take
+        them, behind the tasks there, and must not be counted on (docs/worker.md, The elastic
+        pool). The turns first: a thread that took one says so once it is out of the live
+        count (``TaskBuffer.retired``), so a look between the two counts one too few, never
+        one too many."""
+        retiring = self.buffer.retiring()
+        return len(self.live()) - retiring
 
     def join(self, deadline: float, idle_until: float) -> None:
         """Wait until every thread has ended or been abandoned by the watchdog (a task past
@@ -163,6 +172,7 @@ class WorkerPool:
 
     def sample(self, cpu_s: float) -> PoolSample:
         with self._lock:  # never between an abandoned thread and its replacement
+            retiring = self.buffer.retiring()  # first, as ``staying`` says
             live = self.live()
             finished = self._finished()
         return PoolSample(
@@ -172,6 +182,7 @@ class WorkerPool:
             waiting=self.buffer.sync_waiting(),
             finished=finished,
             cpu_s=cpu_s,
+            retiring=retiring,
         )
 
 
@@ -207,7 +218,7 @@ class PoolSizing(RoleThread):
             if change:
                 logger.debug(
                     "Worker threads from=%d to=%d reason=%s",
-                    sample.threads,
-                    sample.threads + change,
+                    sample.staying,
+                    sample.staying + change,
                     why,
                 )

@@ -69,6 +69,14 @@ class PoolSample:
     waiting: int  # sync tasks in the buffer
     finished: int  # tasks the pool's threads finished (the event loop's are not theirs to judge)
     cpu_s: float  # process CPU time so far
+    retiring: int = 0  # of ``threads``, those whose retire turns wait: they end as they take them
+
+    @property
+    def staying(self) -> int:
+        """The threads the pool keeps once its retire turns are taken: what a change starts
+        from. From ``threads``, a shrink decided while a step's threads still ran their tasks
+        halved them too, and took the pool below MIN (docs/worker.md, The elastic pool)."""
+        return self.threads - self.retiring
 
 
 @dataclass(slots=True, kw_only=True)
@@ -89,7 +97,7 @@ class _Trial:
     def in_effect(self, sample: PoolSample) -> bool:
         """Tell whether the pool has its new size: added threads start at once, retired ones
         end as they take their turns, which wait behind the tasks in the buffer."""
-        return self.added > 0 or sample.threads <= self.started.threads + self.added
+        return self.added > 0 or sample.threads <= self.started.staying + self.added
 
 
 @dataclass(slots=True)
@@ -136,7 +144,7 @@ class PoolSizer:
             return self._judge(self._trial, sample)
         if self._at_size is None or self._at_size.threads != sample.threads:
             self._at_size = sample  # grown, retired or replaced: the rate starts again
-        spare = min(self._spare(sample), sample.threads - self.limits.min_threads)
+        spare = min(self._spare(sample), sample.staying - self.limits.min_threads)
         if spare > 0:
             return -spare, "idle"
         if shrink := self._shrink(sample):
@@ -205,7 +213,7 @@ class PoolSizer:
         if self._retiring_to is not None and sample.threads > self._retiring_to:
             return 0  # the last trial's threads still end as they take their turns
         self._retiring_to = None
-        count = min(sample.threads // 2, sample.threads - self.limits.min_threads)
+        count = min(sample.staying // 2, sample.staying - self.limits.min_threads)
         begun = self._bound_since
         had_work = sample.busy >= sample.threads or sample.waiting > 0
         if count <= 0 or not had_work or begun is None or begun.threads != sample.threads:
@@ -222,7 +230,7 @@ class PoolSizer:
         if (rate is None and span < MAX_TRIAL_S) or self._shrinking.holds(sample.at):
             return 0
         self._trial = _Trial(added=-count, started=sample, rate_before=rate)
-        self._retiring_to = sample.threads - count
+        self._retiring_to = sample.staying - count
         self._bound_since, self._bound_before, self._backlog_since = None, False, None
         return count
 

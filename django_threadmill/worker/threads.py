@@ -60,6 +60,7 @@ class WorkerThread(TaskRunner):
                 return
             if item is Turn.RETIRE:
                 self.retired = True
+                self.buffer.retired()
                 return
             self.busy = True
             reservation = self._sorted(item) if isinstance(item, Unsorted) else item

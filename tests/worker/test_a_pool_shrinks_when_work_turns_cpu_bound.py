@@ -85,10 +85,11 @@ class SimulatedPool:
                 waiting=self.waiting,
                 finished=int(self._finished),
                 cpu_s=self._cpu_s,
+                retiring=sum(count for _, count in self._retiring),
             )
             change, why = self.sizer.decide(look)
-            if change:
-                self.changes.append((at, self.threads, self.threads + change, why))
+            if change:  # as the pool logs it: from the threads that stay
+                self.changes.append((at, look.staying, look.staying + change, why))
                 self._apply(at, change)
         return self.changes[first:]
 
@@ -259,7 +260,10 @@ def test_a_trial_shrink_whose_threads_run_on_holds_nothing_else_back() -> None:
     pool = SimulatedPool(cpu_bound, retire_lag_s=300.0)
     assert sizes(pool.run_for(90.0)) == [(16, 8, SHRINK)]  # one trial, none stacked on it
     pool.work, pool.free, pool.waiting = (lambda threads: (0.0, 0.0)), 16, 0
-    assert sizes(pool.run_for(40.0)) == [(16, 3, "idle")]
+    # From the 8 the trial leaves: from all 16, its 8 turns and 13 more took the pool below MIN.
+    assert sizes(pool.run_for(40.0)) == [(8, 3, "idle")]
+    pool.run_for(300.0)
+    assert pool.threads == 3
 
 
 def test_a_pool_grown_again_before_a_trials_threads_ended_can_shrink_again() -> None:
