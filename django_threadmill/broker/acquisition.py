@@ -225,7 +225,7 @@ class Acquiring(BrokerCore):
         entries = [value for task in tasks for value in task]
         call = ScriptCall(
             ScriptName.SET_ASIDE,
-            (keys.record_prefix, keys.leases, keys.damaged, keys.ready, keys.wake),
+            (keys.record_prefix, keys.leases, keys.damaged, keys.ready, keys.wake, keys.outbox),
             (token, self.wake_on_free(queue), *entries),
         )
         log_set_aside(self.settings.alias, queue, int(self._run(call)), "acquire")
@@ -263,6 +263,7 @@ class Acquiring(BrokerCore):
                 keys.fence,
                 keys.damaged,
                 keys.paused,
+                keys.outbox,
             ),
             (
                 max(count, 1),

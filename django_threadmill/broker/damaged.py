@@ -10,6 +10,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..exceptions import PayloadError
 from ..wording import command_line
 from .keys import queue_of_part
 from .layouts import Layouts
@@ -52,6 +53,19 @@ def parse_entry(queue: str, task_id: str, text: str) -> DamagedRecord:
     return DamagedRecord(queue=queue, id=task_id, at_ms=at_ms, script=script, reason=reason)
 
 
+def set_aside_error(alias: str, task_id: str, key: str | None, note: DamagedRecord) -> PayloadError:
+    """Return the error for the task ``task_id``, whose record at ``key`` a script set aside as
+    damaged (``note``, its ``P:damaged`` entry, listed on ``alias``): it never runs nor ends, so
+    its workflow fails naming it (docs/workflows.md, A step set aside)."""
+    why = f"{note.script}: {note.reason}" if note.script else note.reason
+    listing = command_line(alias, f"threadmill_queue damaged {note.queue}")
+    return PayloadError(
+        f"Task {task_id!r} was set aside as damaged and will not run ({why}). Look at its "
+        f"record (redis-cli HGETALL {key!r}; {listing} lists it), then delete it or restore "
+        "the record (docs/lifecycle.md, Damaged records)."
+    )
+
+
 def oldest_first(entries: list[DamagedRecord]) -> list[DamagedRecord]:
     """Return ``entries`` oldest first, ties (and entries of no time) by id."""
     return sorted(entries, key=lambda entry: (entry.at_ms or 0, entry.id))
@@ -90,6 +104,16 @@ class DamagedRecords(Layouts):
                 parse_entry(queue, stored_id(key), escaped(value)) for key, value in found.items()
             ]
         return [entry for entries in by_queue.values() for entry in oldest_first(entries)]
+
+    def set_aside_note(self, task_id: str, part: str | None = None) -> DamagedRecord | None:
+        """Return the entry of ``task_id`` in ``part``'s ``P:damaged`` (None: the part the
+        settings' shard count gives), or None when it lists no such id (one HGET)."""
+        part = self.part_of(task_id) if part is None else part
+        if part is None:
+            return None
+        with self.translated_errors(read=True):
+            text = self.raw_command("HGET", self.queue_keys(part).damaged, task_id)
+        return None if text is None else parse_entry(queue_of_part(part), task_id, escaped(text))
 
     def damaged_counts(
         self, queues: Sequence[str], every: Mapping[str, list[str]] | None = None

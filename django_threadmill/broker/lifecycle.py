@@ -143,6 +143,7 @@ class Lifecycle(Layouts):
                 keys.damaged,
                 keys.workers,
                 keys.rate,
+                keys.outbox,
             ),
             (
                 limit,
@@ -222,7 +223,7 @@ class Lifecycle(Layouts):
         keys = self.queue_keys(part)
         call = ScriptCall(
             ScriptName.SET_ASIDE_EXPIRED,
-            (keys.record_prefix, keys.leases, keys.damaged, keys.ready, keys.wake),
+            (keys.record_prefix, keys.leases, keys.damaged, keys.ready, keys.wake, keys.outbox),
             (self.wake_on_free(queue), *(value for attempt in attempts for value in attempt)),
         )
         return int(self._run(call))

@@ -332,6 +332,23 @@ class Reads(BrokerCore):
             task_id, lambda key: cast(dict[str, str], self.client.hgetall(key)) or None, part
         )
 
+    def step_marker(self, task_id: str, part: str | None = None) -> str | None:
+        """Return the ``workflow`` field alone of the record of ``task_id`` (in ``part``, as
+        ``record``), or None when it has none, its key holds no hash, or the field is not
+        UTF-8: the drainer reads it from a step's record that cannot be read whole, to fail its
+        workflow (docs/workflows.md, A step set aside)."""
+        key = self.record_key(task_id, part)
+        if key is None:
+            return None
+        with self.translated_errors(read=True):
+            try:
+                marker = self.raw_command("HGET", key, "workflow")
+            except redis.ResponseError as exc:
+                if wrong_type(exc):
+                    return None
+                raise
+        return marker.decode() if marker is not None and is_utf8(marker) else None
+
     def progress_fields(self, task_id: str) -> dict[str, str | None] | None:
         """Return the progress fields of ``task_id`` (None where absent), or None if there is
         no such task (unknown, expired or purged): one HMGET, and an EXISTS only when the

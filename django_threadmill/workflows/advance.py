@@ -1,7 +1,8 @@
 """Advance workflows from the outboxes: whoever finds an entry enqueues what it made due.
 
 finish.lua (and cancel.lua) push a workflow step that ended onto its queue's outbox in the call
-that records how it ended, so the entry exists exactly when the outcome does. A drainer (a
+that records how it ended, so the entry exists exactly when the outcome does; a script that sets
+a step aside as damaged pushes it too, and its workflow fails naming it. A drainer (a
 worker's ``threadmill-workflows`` thread, every reap pass of ``threadmill_reap`` or of a
 worker's supervisor, ``testing.drain()``) then, per entry: records the
 outcome in the workflow (advance.lua), enqueues the steps it made due under their fixed ids,
@@ -17,6 +18,7 @@ from enum import Enum
 from typing import Any
 
 from ..backend import ThreadmillTaskBackend
+from ..broker.damaged import set_aside_error
 from ..broker.raw_replies import controls_escaped
 from ..broker.reads import damaged_fields
 from ..broker.workflows import OUTBOX_BATCH
@@ -47,6 +49,7 @@ from .plan import (
 logger = logging.getLogger(__name__)
 
 CANCELLED_PATH = f"{Cancelled.__module__}.{Cancelled.__qualname__}"
+ENDED = ("successful", "failed")  # the states a step's record ends in (_how_it_ended)
 # Python prints an exception group inside this margin, and its members deeper in.
 GROUP_MARGIN = "  | "
 
@@ -154,11 +157,16 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None 
     The record is read in ``part``, whose outbox holds the entry (None: the part the settings'
     shard count gives): under an earlier count it is not where the settings' count looks
     (docs/scaling.md, Changing the shard count)."""
+    broker = backend.broker
     try:
-        record = backend.broker.record(task_id, part)
-    except PayloadError:
-        record = None  # set aside as damaged by the read: nothing to advance from
-    marked = None if record is None else read_step_marker(record.get("workflow"))
+        record: dict[str, str] | PayloadError | None = broker.record(task_id, part)
+    except PayloadError as exc:
+        record = exc  # not read whole: its workflow field alone may still name its workflow
+    if isinstance(record, PayloadError):
+        marker = broker.step_marker(task_id, part)
+    else:
+        marker = None if record is None else record.get("workflow")
+    marked = read_step_marker(marker)
     if record is None or marked is None:
         logger.error(
             "Workflow step record is gone or damaged, its workflow cannot advance from it "
@@ -167,8 +175,9 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None 
         )
         return Advance.NOTHING
     workflow_id, index = marked
-    if (held := record_problem(record)) is not None:
-        return _fail_damaged(backend, workflow_id, index, _damaged(backend, task_id, part, held))
+    if (damage := _damage(backend, task_id, part, record)) is not None:
+        return _fail_damaged(backend, workflow_id, index, damage)
+    assert not isinstance(record, PayloadError)  # _damage returned it
     ended = _how_it_ended(record)
     if ended is None:  # requeued before this drain: its next end fills the outbox again
         return Advance.WAITING
@@ -197,12 +206,32 @@ def advance_from(backend: ThreadmillTaskBackend, task_id: str, part: str | None 
     return Advance.ADVANCED
 
 
-def _damaged(
-    backend: ThreadmillTaskBackend, task_id: str, part: str | None, held: str
-) -> PayloadError:
-    """The error ``get_result`` raises for the step ``task_id``, whose record in ``part``
-    ``held`` what no script writes (``record_problem``)."""
-    return damaged_fields(task_id, backend.broker.record_key(task_id, part), held)
+def _damage(
+    backend: ThreadmillTaskBackend,
+    task_id: str,
+    part: str | None,
+    record: dict[str, str] | PayloadError,
+) -> PayloadError | None:
+    """Return why the step ``task_id``, whose ``record`` in ``part`` was read (or the error
+    its read raised), cannot be advanced from, or None.
+
+    A script set it aside as damaged (``part``'s ``P:damaged`` lists it): it never runs nor
+    ends, and its workflow stayed open for good (docs/workflows.md, A step set aside); its
+    record may look as if it waits (state ready, a count of errors past any attempt). Else
+    its record cannot be read, or holds what no script writes (``record_problem``), as
+    ``get_result`` raises. ``P:damaged`` is read only for a step that has not ended or is
+    damaged: one that ended advances as it ended.
+    """
+    held = None if isinstance(record, PayloadError) else record_problem(record)
+    if isinstance(record, dict) and held is None and record.get("state") in ENDED:
+        return None
+    broker = backend.broker
+    key = broker.record_key(task_id, part)
+    if (note := broker.set_aside_note(task_id, part)) is not None:
+        return set_aside_error(backend.alias, task_id, key, note)
+    if isinstance(record, PayloadError):
+        return record
+    return None if held is None else damaged_fields(task_id, key, held)
 
 
 def _fail_damaged(

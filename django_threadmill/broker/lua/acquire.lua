@@ -8,6 +8,7 @@
 -- KEYS[7]  P:fence     string: the queue's reservation counter
 -- KEYS[8]  P:damaged   hash: ids set aside -> "<ms> <script>: <reason>"
 -- KEYS[9]  P:paused    string: present while the queue is paused (broker/pausing.py)
+-- KEYS[10] P:outbox    list: workflow steps set aside here, for their workflow to fail from
 -- ARGV[1]  count           most tasks to reserve
 -- ARGV[2]  reserve_ttl_ms  reservation lease length
 -- ARGV[3]  promote_limit   most due delayed tasks moved to ready per call
@@ -41,15 +42,17 @@
 --          An id popped or promoted whose record cannot be read, is missing, is not in state
 --          "ready", has no payload field, or counts more errors than a task has attempts
 --          (common.lua MAX_ATTEMPTS) is set aside in P:damaged; every other id is handled as
---          usual. Bytes that are not UTF-8 are not looked for here (a scan of every payload
---          cost a third of this script's work): the worker reads the reply undecoded and sets
---          such a task aside with set_aside.lua (broker/raw_replies.py).
+--          usual. A workflow step set aside is pushed onto P:outbox too (common.lua
+--          set_aside_step). Bytes that are not UTF-8 are not looked for here (a scan of every
+--          payload cost a third of this script's work): the worker reads the reply undecoded
+--          and sets such a task aside with set_aside.lua (broker/raw_replies.py).
 -- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:delayed,
 --          P:ready, P:leases (under a concurrency limit), P:fence and P:rate are met before,
 --          and a refused lease ZADD puts the popped tasks back in P:ready. P:damaged (when a
 --          popped record is set aside) and P:wake come after: the call fails with its tasks
 --          reserved and leased, which the reaper hands back when the lease lapses (a popped
---          record to set aside is then out of P:ready without a note).
+--          record to set aside is then out of P:ready without a note). So does P:outbox, met
+--          at a workflow step set aside.
 -- Paused:  a paused queue hands out nothing and promotes nothing: the reply is {-1, 3, "", 0,
 --          0}, what an empty queue answers but for the 3, so an idle worker blocks on the wake
 --          list until resume pushes a token (docs/lifecycle.md, Pausing a queue), and a drain
@@ -85,8 +88,8 @@ local clock_us = now_us()
 local now = math.floor(clock_us / 1000)
 
 local set_aside_count = 0
-local function put_aside(id, reason)
-  set_aside(KEYS[8], id, now, "acquire", reason)
+local function put_aside(id, reason, workflow)
+  set_aside_step(KEYS[8], KEYS[10], KEYS[1] .. id, id, now, "acquire", reason, workflow)
   set_aside_count = set_aside_count + 1
 end
 
@@ -146,7 +149,9 @@ if #popped > 0 then
 end
 -- A token_wait of -1 means the rate was not asked: the concurrency limit held, or there is no rate.
 local reply = {-1, held_back and (token_wait >= 0 and 2 or 1) or 0, token, 0, now}
-local aside = {}  -- popped ids that cannot be reserved, and why: set aside once the rest are leased
+-- Popped ids that cannot be reserved, why, and their workflow (false for none): set aside once
+-- the rest are leased.
+local aside = {}
 local most_chars = tonumber(ARGV[6])
 local chars = 0  -- of the payloads and errors in the reply
 local past_budget = 0  -- where in popped the tasks past most_chars begin (0: none were)
@@ -165,7 +170,7 @@ for i, id in ipairs(popped) do
     workers, started_ms, nerrors, problem = earlier_attempts(key, f[4])
   end
   if problem then
-    aside[#aside + 1], aside[#aside + 2] = id, problem
+    aside[#aside + 1], aside[#aside + 2], aside[#aside + 3] = id, problem, f and f[5] or false
   else
     local n = #reply
     reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
@@ -199,8 +204,8 @@ if past_budget > 0 then
   left = true
 end
 local function put_popped_aside()
-  for i = 1, #aside, 2 do
-    put_aside(aside[i], aside[i + 1])
+  for i = 1, #aside, 3 do
+    put_aside(aside[i], aside[i + 1], aside[i + 2] or nil)
   end
 end
 -- The lease ZADD is the first write to P:leases and comes before any write to a record: when

@@ -60,8 +60,7 @@ local function cancel(id, stop, stop_why)
   redis.call("HSET", key, unpack(fields))
   redis.call("ZADD", KEYS[4], now, id)
   if f[3] then  -- a step expires once its workflow advanced from it (forget_entry.lua)
-    redis.call("RPUSH", KEYS[6], id)
-    redis.pcall("HINCRBY", key, "outboxed", 1)  -- entries waiting; one written by hand: read as 1
+    push_step(KEYS[6], key, id)
   elseif ARGV[3] ~= "" then
     redis.call("PEXPIRE", key, ARGV[3])
   end

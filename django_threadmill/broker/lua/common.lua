@@ -74,6 +74,26 @@ local function set_aside(damaged, id, now, script, reason)
   redis.call("HSET", damaged, id, now .. " " .. script .. ": " .. reason)
 end
 
+-- Push the workflow step `id`, whose record is at `key`, onto its queue part's `outbox` for its
+-- workflow to advance from, counted in the record's `outboxed` (forget_entry.lua reads it).
+-- In the call that ends it or sets it aside: the entry exists if and only if that does
+-- (docs/workflows.md, Exactly once).
+local function push_step(outbox, key, id)
+  redis.call("RPUSH", outbox, id)
+  redis.pcall("HINCRBY", key, "outboxed", 1)  -- entries waiting; one written by hand: read as 1
+end
+
+-- set_aside, for the record at `key` whose `workflow` field was read (nil: a task of no
+-- workflow, or a key that holds no hash and cannot say): a workflow step set aside never runs
+-- nor ends, so it is pushed onto `outbox` too, and the drainer fails its workflow naming it,
+-- which stayed open for good (docs/workflows.md, A step set aside).
+local function set_aside_step(damaged, outbox, key, id, now, script, reason, workflow)
+  set_aside(damaged, id, now, script, reason)
+  if workflow then
+    push_step(outbox, key, id)
+  end
+end
+
 -- A ready score as stored, or the head of the lowest priority's band (-100) for one that is not
 -- a finite number: a score written by hand must not stop the task from running ("nan", which
 -- ZADD refuses, failed every acquire of its queue), nor jump the line ("-inf").

@@ -113,8 +113,7 @@ for i = 5, #ARGV, 7 do
     -- holds another type, the call fails with this record untouched and its lease held.
     local step_ended = f[5] and outcome ~= "retry"
     if step_ended then
-      redis.call("RPUSH", KEYS[8], id)  -- in the call that records the outcome: never lost
-      redis.pcall("HINCRBY", key, "outboxed", 1)  -- entries waiting; one written by hand: read as 1
+      push_step(KEYS[8], key, id)  -- in the call that records the outcome: never lost
     end
     if outcome == "retry" then
       local due = now() + tonumber(ARGV[i + 6])

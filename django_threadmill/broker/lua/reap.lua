@@ -7,6 +7,7 @@
 -- KEYS[6]  P:workers   zset: worker ids by last renewal in ms; one dated ahead of the Redis
 --                      clock shows that clock stepped back since
 -- KEYS[7]  P:rate      string: when the rate limit's next reservation turn comes (acquire.lua)
+-- KEYS[8]  P:outbox    list: workflow steps set aside here, for their workflow to fail from
 -- ARGV[1]  limit       most expired lease entries looked at
 -- ARGV[2]  dry_run     "1" reports without changing anything
 -- ARGV[3]  wake_on_free  "1" for a queue with a concurrency limit: a ghost or a record set
@@ -30,15 +31,18 @@
 --           than limit, and not cut short: no more expired ones wait,
 --           1 when most_chars cut the call short (more may wait), else 0}.
 -- Fence:   a running attempt is only reported; finish.lua's token check lets one settler win.
+--          A workflow step set aside is pushed onto P:outbox too (common.lua set_aside_step).
 --          A released reservation keeps no token: a late call of the old lease is stale. Nor
 --          does it keep a progress report (one may have gone out before its start notice).
 -- Rate:    a released reservation never started: it gives back the reservation turn it took,
 --          as release.lua does (under "1/h" a killed worker's task waited an hour more).
 -- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:workers
 --          and P:leases are read first, and P:ready written before the records (a set-aside
---          note already made is made again by the next pass). Only P:wake comes after the
---          moves, and P:rate: then the reservations are back in P:ready, no idle fetcher was
---          woken for them and no turn given back.
+--          note already made is made again by the next pass, and a workflow step's push,
+--          advanced from once: docs/workflows.md, Exactly once; P:outbox is met at a step set
+--          aside, before P:ready). Only P:wake comes after the moves, and P:rate: then the
+--          reservations are back in P:ready, no idle fetcher was woken for them and no turn
+--          given back.
 -- Clock:   redis.call("TIME") only.
 local now = now_ms()
 local dry_run = ARGV[2] == "1"
@@ -89,7 +93,7 @@ for i = 1, #expired, 2 do
   end
   if problem then
     if not dry_run then
-      set_aside(KEYS[5], id, now, "reap", problem)
+      set_aside_step(KEYS[5], KEYS[8], key, id, now, "reap", problem, f and f[7])
     end
     dropped[#dropped + 1] = id
     set_aside_count = set_aside_count + 1
