@@ -65,7 +65,9 @@ def test_the_loop_logs_start_each_pass_and_stop_in_key_value_lines(
         ("INFO", "Reaper stopping signal=SIGTERM"),
     ]
     assert stopped_level == "INFO"
-    assert re.fullmatch(r"Reaper stopped backend=default passes=\d+", stopped), stopped
+    assert re.fullmatch(r"Reaper stopped backend=default passes=\d+ failed_passes=0", stopped), (
+        stopped
+    )
 
 
 def test_verbosity_0_keeps_the_errors_only(redis_url: str, key_prefix: str, expired: str) -> None:

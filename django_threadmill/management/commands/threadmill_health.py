@@ -32,6 +32,7 @@ from ..int_option import int_option
 from ..probe_output import ExitCodeCommand
 from ..seconds_option import seconds_option
 from ..set_up_frozen import SetUpFrozen
+from ..text_option import text_option
 
 DEFAULT_TIMEOUT_S = 2.0
 MAX_HOST_PROCESSES = 4_194_304  # Linux's PID_MAX_LIMIT: no host runs more processes at once
@@ -87,6 +88,7 @@ class Command(SetUpFrozen, CtrlCSaid, ExitCodeCommand):
         )
         parser.add_argument(
             "--host",
+            type=text_option,  # sent to Redis, which cannot be sent bytes that are not UTF-8
             default=socket.gethostname(),
             help="Host whose worker processes count (default: this one, as worker ids name it).",
         )
@@ -165,15 +167,21 @@ class Command(SetUpFrozen, CtrlCSaid, ExitCodeCommand):
     @staticmethod
     def _host(host: str) -> str:
         """Return ``host`` if a worker id can name it (``<host>:<pid>:<tag>``), else raise: a
-        probe for any other never counts a process, and would read as workers gone. ``host``
-        is named cut short: one of 10,000 characters filled the message."""
+        probe for any other never counts a process, and would read as workers gone. Nor does
+        a host name hold whitespace (RFC 1123), unless this host's own does: one pasted with a
+        space or a line break read as workers gone, the break splitting the probe's one line.
+        ``host`` is named cut short: one of 10,000 characters filled the message."""
         if not host or ":" in host:
-            raise usage_error(
-                f"--host {shown(host)} cannot be a worker's host: worker ids name it before their "
-                "first ':'. Give the host name alone, as socket.gethostname() on the worker's "
-                "host returns it, e.g. --host worker-7c9f, or leave --host out on that host."
-            )
-        return host
+            why = "worker ids name it before their first ':'"
+        elif any(char.isspace() for char in host) and host != socket.gethostname():
+            why = "a host name holds no spaces, tabs or line breaks"
+        else:
+            return host
+        raise usage_error(
+            f"--host {shown(host)} cannot be a worker's host: {why}. Give the host name alone, "
+            "as socket.gethostname() on the worker's host returns it, e.g. --host worker-7c9f, "
+            "or leave --host out on that host."
+        )
 
     def _queue(self, backend: ThreadmillTaskBackend, name: str) -> str:
         """Return ``name`` if the worker could serve it, else raise naming the queues that do."""

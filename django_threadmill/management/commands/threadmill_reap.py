@@ -5,6 +5,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from enum import Enum, auto
 from functools import partial
 from types import FrameType
 from typing import Any
@@ -42,6 +43,15 @@ from ..set_up_frozen import SetUpFrozen
 logger = logging.getLogger("django_threadmill.worker.reaper")
 
 DEFAULT_INTERVAL_S = 10.0  # seconds between passes; a lost lease waits lease_ttl + this at most
+
+
+class LoopPass(Enum):
+    """How a pass of the loop went, as its stop line counts them: ``passes`` counts those
+    made, failed (whole or in part) or not, and ``failed_passes`` those that failed."""
+
+    MADE = auto()
+    FAILED = auto()
+    LEFT_BEHIND = auto()  # a stop came first: the loop ends, and counts it in neither
 
 
 def stop_on_first_signal(stop: SignalFlag, signum: int, frame: FrameType | None) -> None:
@@ -282,13 +292,19 @@ class Command(SetUpFrozen, ChecksAtStart, CutShortCommand):
         )
         hold = ReapHold(backend.settings.renewal_s)
         reaps_orphans = is_pid_1()
-        passes = 0
-        while not stop.is_set() and self._loop_pass(backend, options, wakeup, stop, hold):
+        passes = failed = 0
+        while not stop.is_set():
+            made = self._loop_pass(backend, options, wakeup, stop, hold)
+            if made is LoopPass.LEFT_BEHIND:
+                break
             passes += 1
+            failed += made is LoopPass.FAILED
             if reaps_orphans:
                 reap_orphans()
             _sleep_ticking(wakeup, stop, options["interval"], hold)
-        logger.info("Reaper stopped backend=%s passes=%d", backend.alias, passes)
+        logger.info(
+            "Reaper stopped backend=%s passes=%d failed_passes=%d", backend.alias, passes, failed
+        )
 
     def _loop_pass(
         self,
@@ -297,16 +313,18 @@ class Command(SetUpFrozen, ChecksAtStart, CutShortCommand):
         wakeup: WakeupPipe,
         stop: SignalFlag,
         hold: ReapHold,
-    ) -> bool:
-        """Run one pass of the loop; False once a stop came first. A failed pass is logged
-        and tried again the next interval, unless Redis refused this backend."""
+    ) -> LoopPass:
+        """Run one pass of the loop and say how it went; LEFT_BEHIND once a stop came first.
+        A failed pass is logged and tried again the next interval, unless Redis refused this
+        backend."""
         try:
-            return self._pass_unless_stopped(backend, options, wakeup, stop, hold=hold)
+            made = self._pass_unless_stopped(backend, options, wakeup, stop, hold=hold)
         except PassFailed as exc:
             if exc.returncode == ExitCode.REFUSED:  # no wait fixes a password or an ACL rule
                 raise
             logger.warning("%s, retrying next interval error=%s", exc.what, exc.error)
-        return True
+            return LoopPass.FAILED
+        return LoopPass.MADE if made else LoopPass.LEFT_BEHIND
 
     def _pass_unless_stopped(
         self,
