@@ -1,5 +1,6 @@
 """Enqueue after commit: hand a write to ``transaction.on_commit`` of the default database."""
 
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import cast
 
@@ -10,6 +11,12 @@ from ..compat import TaskResult
 
 # What waits in a connection's run_on_commit: (savepoints, callback, robust) since Django 4.2.
 CommitHook = tuple[set[str], Callable[[], object], bool]
+
+# The tasks this process enqueued with enqueue_on_commit that turned out, at the commit, to
+# duplicate an unfinished unique task, each with that task's id, the latest DUPLICATES_KEPT:
+# their ids are never stored, so a read of one says why (docs/schedules.md, Unique tasks).
+DUPLICATES_KEPT = 1000
+_duplicates: deque[tuple[str, str]] = deque(maxlen=DUPLICATES_KEPT)
 
 
 class WriteAtCommit:
@@ -108,6 +115,31 @@ def held_for_commit(task_id: str) -> bool:
         task_id in write.task_ids
         for connection in connections.all(initialized_only=True)
         for write in waiting_writes(connection)
+    )
+
+
+def note_duplicates(task_ids: Sequence[str], holders: Sequence[str | None]) -> None:
+    """Keep, of the tasks ``task_ids`` written at a commit, those the write found held by an
+    equal unfinished task (``holders``: its id, None for a task stored)."""
+    _duplicates.extend(
+        (task_id, holder) for task_id, holder in zip(task_ids, holders, strict=True) if holder
+    )
+
+
+def duplicate_held(task_id: str) -> str | None:
+    """Return the id of the task that held the unique key when the write of ``task_id`` met it
+    at a commit, or None: a read of the ids never stored (a copy: another thread may note)."""
+    return next((held for each, held in reversed(tuple(_duplicates)) if each == task_id), None)
+
+
+def held_at_commit(task_id: str, holder: str) -> str:
+    """Say that ``task_id``, enqueued with enqueue_on_commit, was never stored, as ``holder``
+    held the unique key at the commit, and where to read instead."""
+    return (
+        f"Task {task_id} is not stored: it was enqueued with enqueue_on_commit, and at the "
+        f"commit an equal unique task that had not finished, {holder}, held the key, so that "
+        "task stands for it (docs/schedules.md, Unique tasks). Read that one's result: "
+        f"task.get_result({holder})."
     )
 
 

@@ -26,7 +26,14 @@ from ..wording import a_type
 from .announce import announce_all, announce_guarded, announcer
 from .batching import maybe_stored
 from .coalesce import Enqueuer
-from .on_commit import defer_to_commit, held_for_commit, stored_at_commit
+from .on_commit import (
+    defer_to_commit,
+    duplicate_held,
+    held_at_commit,
+    held_for_commit,
+    note_duplicates,
+    stored_at_commit,
+)
 from .prepare import encode_call, prepare, unique_call
 
 type Call = tuple[Sequence[Any], dict[str, Any]]
@@ -88,11 +95,15 @@ def calls_of(calls: object) -> list[Call]:
 def no_such_result(result_id: str) -> TaskResultDoesNotExist:
     """The error for ``result_id``, whose task has no record: one enqueued with
     ``enqueue_on_commit`` whose write waits for this thread's commit says so, else it would
-    read as expired or unknown (docs/enqueue.md, Enqueue after commit)."""
+    read as expired or unknown (docs/enqueue.md, Enqueue after commit); so does a unique one
+    whose write found an equal task holding the key at the commit (docs/schedules.md, Unique
+    tasks)."""
     if held_for_commit(result_id):
         return TaskResultDoesNotExist(
             stored_at_commit(f"Task {shown_id(result_id)}", "enqueued", "read")
         )
+    if (holder := duplicate_held(result_id)) is not None:
+        return TaskResultDoesNotExist(held_at_commit(shown_id(result_id), shown_id(holder)))
     return TaskResultDoesNotExist(result_id)
 
 
@@ -220,8 +231,14 @@ class EnqueuePipeline:
         after one that raised. A write Redis refuses still raises there (docs/enqueue.md).
         """
         return self.waits_for_commit(task) and defer_to_commit(
-            partial(self._store, prepared, announce_guarded), [result for _, result in prepared]
+            partial(self._store_at_commit, prepared), [result for _, result in prepared]
         )
+
+    def _store_at_commit(self, prepared: Sequence[tuple[NewTask, TaskResult]]) -> None:
+        """Write ``prepared`` at the commit, keeping the ids of those found duplicates: their
+        caller holds an id never stored (docs/schedules.md, Unique tasks)."""
+        holders = self._store(prepared, announce_guarded)
+        note_duplicates([result.id for _, result in prepared], holders)
 
     def _stored_or_held(
         self, prepared: Sequence[tuple[NewTask, TaskResult]], tries: int = READ_BACK_TRIES
