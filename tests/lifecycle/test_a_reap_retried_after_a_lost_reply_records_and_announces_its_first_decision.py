@@ -16,6 +16,7 @@ import redis
 
 from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker
+from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.compat import TaskResult, TaskResultStatus
 from django_threadmill.worker.reaper import reap_pass
 from tests.observability.lost_replies import lose_replies
@@ -51,7 +52,7 @@ def test_the_pass_settling_again_says_what_the_lost_call_recorded(
     task_id = changes_its_mind.enqueue().id
     [lease] = run(broker)
     redis_client.zadd(broker.queue_keys("default").leases, {lease.task_id: 1}, xx=True)
-    losses = lose_replies(broker, monkeypatch, broker.queue_keys("default").outbox)
+    losses = lose_replies(broker, monkeypatch, ScriptName.FINISH)
     losses.left = 1  # the finish call lands, its reply is lost
 
     first = reap_pass(backend)

@@ -9,6 +9,7 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker
+from django_threadmill.broker.scripts import ScriptName, register_scripts
 
 
 @dataclass
@@ -21,14 +22,17 @@ class Losses:
     lost: int = 0
 
 
-def lose_replies(broker: Broker, monkeypatch: pytest.MonkeyPatch, key: str) -> Losses:
-    """Make ``broker``'s calls that name ``key`` lose their replies as the returned ``Losses``
-    says (a key only one script of the test's calls names picks that script's calls)."""
+def lose_replies(broker: Broker, monkeypatch: pytest.MonkeyPatch, script: ScriptName) -> Losses:
+    """Make ``broker``'s calls of ``script`` lose their replies as the returned ``Losses`` says.
+
+    Chosen by the script's SHA, not by a key only its calls name: acquire and reap came to name
+    the outbox too, which had picked finish's calls."""
     losses = Losses()
     execute = broker.client.execute_command
+    chosen = ("EVALSHA", register_scripts(broker.client)[script].sha)
 
     def execute_command(*args: Any, **options: Any) -> Any:
-        if not (losses.left and key in args):
+        if not (losses.left and args[:2] == chosen):
             return execute(*args, **options)
         if losses.ran:
             execute(*args, **options)  # NOSCRIPT raises here: the script is loaded, sent again

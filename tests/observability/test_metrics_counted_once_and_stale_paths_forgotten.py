@@ -21,6 +21,7 @@ from django_threadmill.backend import ThreadmillTaskBackend
 from django_threadmill.broker import Broker, Lease, Outcome
 from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.broker.metrics import MAX_TASK_PATHS, PATH_TTL_MS
+from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.exceptions import BrokerUnavailable
 from django_threadmill.worker.reaper import reap_pass
 from tests.broker.conftest import WORKER, finish, new_task, redis_now_ms
@@ -34,9 +35,8 @@ ECHO = "testproject.example.tasks.echo"  # the path tests.broker.conftest.new_ta
 
 @pytest.fixture
 def losses(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> Losses:
-    """Lose the reply of the next finish call (the only script of these calls that names the
-    outbox); Redis runs it first if ``ran``."""
-    losses = lose_replies(broker, monkeypatch, broker.queue_keys("default").outbox)
+    """Lose the reply of the next finish call; Redis runs it first if ``ran``."""
+    losses = lose_replies(broker, monkeypatch, ScriptName.FINISH)
     losses.left = 1
     return losses
 

@@ -15,6 +15,7 @@ import redis
 
 from django_threadmill.broker import Broker, metrics
 from django_threadmill.broker.metrics import SENT_TTL_MS
+from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.exceptions import MaybeApplied
 from django_threadmill.worker.ack_writer import AckWriter
 from tests.broker.conftest import WORKER, finish
@@ -33,7 +34,7 @@ ECHO = "testproject.example.tasks.echo"  # the path new_task stores
 @pytest.fixture
 def losses(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> Losses:
     """Lose the replies of metrics sends as ``Losses`` says."""
-    return lose_replies(broker, monkeypatch, broker.queue_keys("default").stats)
+    return lose_replies(broker, monkeypatch, ScriptName.METRICS)
 
 
 def finished(broker: Broker, count: int) -> list[str]:

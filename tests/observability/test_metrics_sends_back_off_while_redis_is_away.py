@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from django_threadmill.broker import Broker
+from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.worker import ack_writer, extras
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.backoff import REDIS_BACKOFF, Backoff
@@ -43,7 +44,7 @@ def short_interval(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def losses(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> Losses:
     """Fail the metrics sends as ``Losses`` says; with ``ran`` False, as Redis away does."""
-    return lose_replies(broker, monkeypatch, broker.queue_keys("default").stats)
+    return lose_replies(broker, monkeypatch, ScriptName.METRICS)
 
 
 def failed_sends(caplog: pytest.LogCaptureFixture) -> list[tuple[int, float]]:

@@ -16,7 +16,6 @@ this file is that probe (the tracer provider is set once per process).
 import json
 import sys
 from collections.abc import Iterator
-from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -24,33 +23,23 @@ import redis
 
 from django_threadmill.broker import Ack, Broker, Lease
 from django_threadmill.broker.keys import QueueKeys
+from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.exceptions import MaybeApplied
 from django_threadmill.worker.ack_writer import AckWriter
 from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.progress import PendingProgress
 from tests.broker.conftest import WORKER, finish, new_task
+from tests.observability.lost_replies import Losses, lose_replies
 from tests.support import run_python
 
 
 @pytest.fixture
-def lose_a_reply(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def lose_a_reply(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> Losses:
     """Lose the reply of the broker's next finish call: Redis runs it, then the connection
-    drops before the reply is read. Returns the commands whose reply was lost."""
-    lost: list[str] = []
-    execute = broker.client.execute_command
-    outbox = broker.queue_keys("default").outbox  # only finish.lua of the calls made here
-
-    def execute_command(*args: Any, **options: Any) -> Any:
-        reply = execute(*args, **options)
-        if not lost and outbox in args:
-            lost.append(args[0])
-            raise redis.ConnectionError("Connection closed by server.")
-        return reply
-
-    monkeypatch.setattr(broker.client, "execute_command", execute_command)
-    # The ack writer's calls go over this client too, not a connection of its own.
-    monkeypatch.setattr(broker, "pinned", nullcontext)
-    return lost
+    drops before the reply is read."""
+    losses = lose_replies(broker, monkeypatch, ScriptName.FINISH)
+    losses.left = 1
+    return losses
 
 
 def reserved(broker: Broker, count: int) -> list[Lease]:
@@ -77,7 +66,7 @@ def writer(broker: Broker) -> Iterator[AckWriter]:
 
 
 def test_a_batch_the_ack_writer_retried_after_a_lost_reply_is_counted_once(
-    broker: Broker, lose_a_reply: list[str], writer: AckWriter, redis_client: redis.Redis
+    broker: Broker, lose_a_reply: Losses, writer: AckWriter, redis_client: redis.Redis
 ) -> None:
     leases = reserved(broker, 3)
     for lease in leases:  # queued before the thread starts: one batch
@@ -86,7 +75,7 @@ def test_a_batch_the_ack_writer_retried_after_a_lost_reply_is_counted_once(
     writer.stop()  # flushes, then sends the metrics
     writer.join(5)
 
-    assert lose_a_reply == ["EVALSHA"]  # the batch landed; its retry answered "already"
+    assert lose_a_reply.lost == 1  # the batch landed; its retry answered "already"
     assert counted(redis_client, broker.queue_keys("default")) == (
         {"successful": "3"},
         {x.task_id for x in leases},
@@ -94,7 +83,7 @@ def test_a_batch_the_ack_writer_retried_after_a_lost_reply_is_counted_once(
 
 
 def test_an_outcome_is_counted_once_however_often_its_call_is_retried(
-    broker: Broker, lose_a_reply: list[str], redis_client: redis.Redis
+    broker: Broker, lose_a_reply: Losses, redis_client: redis.Redis
 ) -> None:
     landed, fresh = reserved(broker, 2)
     with pytest.raises(MaybeApplied):
