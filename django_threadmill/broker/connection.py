@@ -195,6 +195,7 @@ def translated_errors(
     sentinel_timeout_s: float = PROBE_TIMEOUT_S,
     tls: Mapping[str, Any] | None = None,
     cluster: bool = False,
+    primary: Callable[[], str | None] = lambda: None,
 ) -> Iterator[None]:
     """Raise ``BrokerUnavailable`` naming the problem and the fix for redis-py's errors;
     ``sentinel``: the sentinels that name the primary, asked why when they named none, each
@@ -203,7 +204,8 @@ def translated_errors(
     asked why it closed one at the first write (broker/tls.py); None: it is not asked (under
     Sentinel, the primary is another server).
     ``cluster``: LOCATION names a node of a Redis Cluster, whose other nodes serve on while one
-    is unreachable.
+    is unreachable. ``primary``: the address ("host:port") of the primary the sentinels named
+    last, None if unknown, for an error of that server to name it.
 
     A ``read`` (the block changes nothing) is never ``MaybeApplied``, and its errors say that
     nothing was changed (docs/enqueue.md, What each error means, and what was written).
@@ -213,21 +215,56 @@ def translated_errors(
     try:
         with translated_sentinel_errors(sentinel, where, sentinel_timeout_s):
             yield
-    except redis.AuthenticationError as exc:
-        raise BrokerRefused(
-            f"Redis at {where} refused the credentials ({exc}). Put the right user and "
-            "password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
-        ) from exc
-    except redis.exceptions.NoPermissionError as exc:
-        raise _lacks_permission(where, exc) from exc
-    except redis.exceptions.BusyLoadingError as exc:  # a ConnectionError, but Redis answered
-        raise BrokerUnavailable(
-            f"Redis at {where} is loading its data from disk ({exc}): it answers again once "
-            "loaded, which takes longer the larger the data; nothing was written."
-        ) from exc
-    except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse) as exc:
-        raise _no_reply(
+    except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
+        translated = _translated(
+            exc,
             location,
+            _server(where, sentinel, primary()),  # asked now: the lookup may have named another
+            pool_timeout_s,
+            read=read,
+            socket_timeout_s=socket_timeout_s,
+            sentinel=sentinel,
+            tls=tls,
+            cluster=cluster,
+        )
+        if translated is None:
+            raise
+        raise translated from exc
+
+
+def _translated(
+    exc: redis.RedisError | redis.exceptions.RedisClusterException,
+    location: str,
+    server: str,
+    pool_timeout_s: float,
+    *,
+    read: bool,
+    socket_timeout_s: float | None,
+    sentinel: SentinelSettings | None,
+    tls: Mapping[str, Any] | None,
+    cluster: bool,
+) -> BrokerUnavailable | None:
+    """Return the error ``translated_errors`` raises for ``exc``, None to let it through;
+    ``server``: how an error of the server names it (``_server``)."""
+    where = masked_location(location)
+    if isinstance(exc, redis.AuthenticationError):
+        return BrokerRefused(
+            f"Redis at {server} refused the credentials ({exc}). Put the right user and "
+            "password in LOCATION, e.g. 'redis://user:password@host:6379/0'."
+        )
+    if isinstance(exc, redis.exceptions.NoPermissionError):
+        return _lacks_permission(server, exc)
+    if isinstance(exc, redis.exceptions.BusyLoadingError):  # a ConnectionError, but Redis answered
+        return BrokerUnavailable(
+            f"Redis at {server} is loading its data from disk ({exc}): it answers again once "
+            "loaded, which takes longer the larger the data; nothing was written."
+        )
+    if isinstance(
+        exc, (redis.ConnectionError, redis.TimeoutError, redis.exceptions.InvalidResponse)
+    ):
+        return _no_reply(
+            location,
+            server,
             pool_timeout_s,
             exc,
             read=read,
@@ -235,18 +272,26 @@ def translated_errors(
             sentinel=sentinel,
             tls=tls,
             cluster=cluster,
-        ) from exc
-    except redis.exceptions.MasterDownError as exc:  # a ClusterError to redis-py; any replica's
-        raise _cut_off_replica(where, exc) from exc
-    except (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException) as exc:
-        raise _cluster_error(location, where, exc, read=read, tls=tls) from exc
-    except redis.exceptions.AskError as exc:  # MOVED or ASK (MovedError is an AskError)
-        raise _misrouted(where, exc) from exc
-    except redis.ResponseError as exc:
-        translated = _translated_reply(where, exc, read=read)
-        if translated is None:
-            raise
-        raise translated from exc
+        )
+    if isinstance(exc, redis.exceptions.MasterDownError):  # a ClusterError to redis-py
+        return _cut_off_replica(server, exc)
+    if isinstance(exc, (redis.exceptions.ClusterError, redis.exceptions.RedisClusterException)):
+        return _cluster_error(location, where, exc, read=read, tls=tls)
+    if isinstance(exc, redis.exceptions.AskError):  # MOVED or ASK (MovedError is an AskError)
+        return _misrouted(where, exc)
+    if isinstance(exc, redis.ResponseError):
+        return _translated_reply(server, exc, read=read)
+    return None
+
+
+def _server(where: str, sentinel: SentinelSettings | None, primary: str | None) -> str:
+    """Return how an error names the server that made it: LOCATION (``where``); under
+    ``sentinel``, with the primary they named for its service, at ``primary`` if known, as
+    LOCATION's host is never used (docs/scaling.md, Sentinel)."""
+    if sentinel is None:
+        return where
+    address = f", {primary}" if primary else ""
+    return f"{where} (the primary the sentinels named for {sentinel.service_name!r}{address})"
 
 
 def _lacks_permission(where: str, exc: redis.ResponseError) -> BrokerRefused:
@@ -400,6 +445,7 @@ def readable_replies(replies: list[Any]) -> list[Any]:
 
 def _no_reply(
     location: str,
+    server: str,
     pool_timeout_s: float,
     exc: Exception,
     *,
@@ -411,7 +457,8 @@ def _no_reply(
 ) -> BrokerUnavailable:
     """Return the error for a call that got no Redis reply: the pool was exhausted, the server
     is no Redis of the kind LOCATION names, it cannot be reached, or it did not answer within
-    ``socket_timeout_s`` (``_silent``).
+    ``socket_timeout_s`` (``_silent``). ``server``: how an error of the server names it
+    (``_server``).
 
     LOCATION's host is not probed under ``sentinel``: the call went to the primary the
     sentinels named, and whatever answers at that ignored host (a web server) turned a
@@ -443,7 +490,7 @@ def _no_reply(
         )
     if MAX_CLIENTS_REPLY in str(exc):  # Redis answered, at connect: refused, not dropped
         return BrokerUnavailable(
-            f"Redis at {where} has as many clients as its maxclients allows ({exc}). Raise "
+            f"Redis at {server} has as many clients as its maxclients allows ({exc}). Raise "
             "maxclients, or lower OPTIONS['max_connections'] (per process) or the number of "
             "processes; nothing was written."
         )
@@ -462,10 +509,10 @@ def _no_reply(
             return wrong.error()
     if garbled:
         return BrokerUnavailable(
-            f"The server at {where} answered with something that is not the Redis protocol "
+            f"The server at {server} answered with something that is not the Redis protocol "
             f"({exc}). Point LOCATION at Redis; nothing was written."
         )
-    silent = _silent(where, exc, socket_timeout_s, read=read)
+    silent = _silent(server, exc, socket_timeout_s, read=read)
     if silent is not None:
         return silent
     problem = _unreachable(where, exc, cluster=cluster, sentinel=sentinel)

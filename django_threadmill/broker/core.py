@@ -136,10 +136,12 @@ class BrokerCore:
         return client, scripts
 
     @contextmanager
-    def translated_errors(self, *, read: bool = False) -> Iterator[None]:
+    def translated_errors(self, *, read: bool = False, client: Any = None) -> Iterator[None]:
         """Turn redis-py errors inside the block into ``BrokerUnavailable`` with the fix; a
         ``read``'s never into ``MaybeApplied``: the block changes nothing. One from a server
-        demoted to a replica has the clients connect afresh (reconnects.py)."""
+        demoted to a replica has the clients connect afresh (reconnects.py). Under Sentinel,
+        an error of the primary names the one the sentinels named last to ``client`` (the
+        sync pooled client's when None)."""
         settings = self.settings
         try:
             with translated_errors(
@@ -151,6 +153,9 @@ class BrokerCore:
                 sentinel_timeout_s=self._sentinel_timeout_s,
                 tls=self._tls,
                 cluster=settings.cluster,
+                primary=lambda: named_primary(
+                    self.__dict__.get("_shared_client") if client is None else client
+                ),
             ):
                 yield
         except BrokerUnavailable as error:
@@ -166,7 +171,9 @@ class BrokerCore:
         try:
             yield
         except REDIS_ERRORS as error:
-            raise await off_the_loop(partial(self.translated, error, read=read)) from error
+            client = self._async_client()[0]
+            translated = partial(self.translated, error, read=read, client=client)
+            raise await off_the_loop(translated) from error
 
     def raw_command(self, *args: Any, **options: Any) -> Any:
         """Send one command with redis-py's ``options``; return its reply as bytes
@@ -295,11 +302,13 @@ class BrokerCore:
             return outcomes
         return await off_the_loop(partial(self._each_translated, outcomes))
 
-    def translated(self, error: Exception, *, read: bool = False) -> BrokerUnavailable:
+    def translated(
+        self, error: Exception, *, read: bool = False, client: Any = None
+    ) -> BrokerUnavailable:
         """Return a call's ``error`` (one of a pipeline's replies) as ``translated_errors``
         raises it; raise an error it leaves as it is."""
         try:
-            with self.translated_errors(read=read):
+            with self.translated_errors(read=read, client=client):
                 raise error
         except BrokerUnavailable as exc:
             return exc
@@ -408,3 +417,12 @@ def _disconnect_nodes(client: redis.RedisCluster) -> None:
     for node in nodes():
         if node.redis_connection is not None:
             node.redis_connection.connection_pool.disconnect()
+
+
+def named_primary(client: Any) -> str | None:
+    """Return the address ("host:port") of the primary the sentinels named last to ``client``,
+    None for a client of one Redis or a Redis Cluster, or before any lookup: the checks and
+    the errors name that server, as LOCATION's host is not used under Sentinel."""
+    # redis-py's Sentinel pool notes the address of each lookup; not in its stubs.
+    address = getattr(getattr(client, "connection_pool", None), "master_address", None)
+    return None if address is None else f"{address[0]}:{address[1]}"

@@ -17,7 +17,7 @@ from ..conf.settings import QUEUE_NAME_PATTERN
 from ..conf.topology import Durability
 from ..exceptions import BrokerRefused, BrokerUnavailable, PayloadError
 from .connection import wrong_type
-from .core import BrokerCore
+from .core import BrokerCore, named_primary
 from .durability import probe_command
 from .raw_replies import is_utf8
 from .scripts import ScriptCall, ScriptName
@@ -199,7 +199,7 @@ class Reads(BrokerCore):
     def servers_info(self, *, with_config: bool = True) -> dict[str, dict[str, Any]]:
         """Return ``server_info`` of each server that holds queues: of one Redis, keyed "";
         of a Redis Cluster, of each primary that answers, keyed by its name ("host:port"); of
-        a Sentinel-managed primary, keyed by the address the sentinels named (``_named_primary``).
+        a Sentinel-managed primary, keyed by the address the sentinels named (``named_primary``).
 
         Each primary has settings of its own (maxmemory-policy, persistence, the size limits,
         replicas): read on redis-py's default node alone, the checks passed a cluster whose
@@ -209,7 +209,7 @@ class Reads(BrokerCore):
         client = self.client
         if not isinstance(client, redis.RedisCluster):
             info = self.server_info(with_config=with_config)
-            return {self._named_primary(client): info}
+            return {named_primary(client) or "": info}
         primaries: Callable[[], list[Any]] = client.get_primaries  # untyped in redis-py
         read: dict[str, dict[str, Any]] = {}
         down: list[BrokerUnavailable] = []
@@ -223,16 +223,6 @@ class Reads(BrokerCore):
         if not read:
             raise down[0]
         return read
-
-    def _named_primary(self, client: redis.Redis) -> str:
-        """Return the address ("host:port") of the primary the sentinels named last, for the
-        checks to name the server they read: LOCATION's host is not used under Sentinel. ""
-        for one Redis, or before any lookup."""
-        if self.settings.sentinel is None:
-            return ""
-        # redis-py's Sentinel pool notes the address of each lookup; not in its stubs.
-        address = getattr(client.connection_pool, "master_address", None)
-        return "" if address is None else f"{address[0]}:{address[1]}"
 
     def confirmation_refusal(self, probe: tuple[str | int, ...], **on: Any) -> str | None:
         """Send ``probe``, a WAIT or WAITAOF that waits for nothing; return why Redis refused it

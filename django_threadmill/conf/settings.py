@@ -26,6 +26,7 @@ from .bounds import (
 from .durations import seconds_of, whole_ms
 from .limits import QueueLimit, read_queue_limits
 from .schedules import Schedule, read_schedules
+from .sentinel_url import sentinel_url, sentinel_url_refusal
 from .shards import check_sharded_limits, read_queue_shards
 from .topology import (
     CLOSE_MATCH,
@@ -228,7 +229,11 @@ def _token(value: object) -> str:
 def read_settings(alias: str, params: dict[str, Any]) -> BackendSettings:
     """Build ``BackendSettings`` from one ``TASKS`` entry, raising on anything unusable."""
     _check_entry_keys(alias, params)
-    location = read_location(alias, params.get("LOCATION", DEFAULT_LOCATION))
+    given = params.get("LOCATION", DEFAULT_LOCATION)
+    if isinstance(given, str) and sentinel_url(given):
+        where = f"TASKS[{alias!r}]['LOCATION']"
+        raise ImproperlyConfiguredThreadmill(sentinel_url_refusal(where, given))
+    location = read_location(alias, given)
     options = params.get("OPTIONS", {})
     if not isinstance(options, dict):
         raise ImproperlyConfiguredThreadmill(

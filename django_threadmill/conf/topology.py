@@ -485,7 +485,7 @@ def masked_location(location: str) -> str:
 
 def _masked_value(location: object) -> str:
     """Return the repr of a LOCATION refused for its scheme with its passwords masked: a URL
-    of another scheme (``redis+sentinel://``), one without a scheme (``user:password@host``),
+    of another scheme (``valkey://``), one without a scheme (``user:password@host``),
     and each URL of a list or tuple (copied from ``CACHES``, which takes several)."""
     if isinstance(location, list | tuple):
         masked = [_masked_text(item) if isinstance(item, str) else item for item in location]

@@ -1,7 +1,7 @@
 """A LOCATION refused for its scheme is named with its password masked, as every other is.
 
 The check of the scheme came before any masking and quoted LOCATION whole: a URL of another
-scheme (``redis+sentinel://``, ``valkey://``, one with a stray space before it), one without a
+scheme (``memcache://``, ``valkey://``, one with a stray space before it), one without a
 scheme, or a list of URLs copied from ``CACHES`` put the Redis password in the message, which
 Django prints at start, the checks list, and error trackers keep.
 """
@@ -22,7 +22,7 @@ FIX = (
 @pytest.mark.parametrize(
     ("location", "shown"),
     [
-        ("redis+sentinel://:s3cret@h:26379/0", "'redis+sentinel://:***@h:26379/0'"),
+        ("memcache://:s3cret@h:11211/0", "'memcache://:***@h:11211/0'"),
         ("valkey://app:s3cret@h:6379/0", "'valkey://app:***@h:6379/0'"),
         (" redis://app:s3cret@h:6379/0", "' redis://app:***@h:6379/0'"),
         ("REDIS://app:s3cret@h:6379/0?password=s3cret", "'REDIS://app:***@h:6379/0?password=***'"),
