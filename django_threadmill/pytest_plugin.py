@@ -12,11 +12,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from _pytest.fixtures import FixtureDef  # pytest.FixtureDef is pytest 8.1's
+
     from .compat import TaskResult
     from .testing import Threadmill
 
-# The tasks stored while a test that asks for the fixture is set up, noted from the start.
+# The tasks stored while a test that asks for the fixture is set up, noted from the start, and
+# the fixture whose setup stored each (by task id).
 _STORED_IN_SETUP = pytest.StashKey[list["TaskResult"]]()
+_FIXTURE_OF = pytest.StashKey[dict[str, str]]()
+# The noting of the test being set up, while it is: (its stored tasks, the fixture of each).
+_noting: tuple[list["TaskResult"], dict[str, str]] | None = None
 
 
 # An old-style wrapper (hookwrapper): pluggy before 1.1 (pytest 7.3 and older take 1.0) knows no
@@ -31,9 +37,35 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
         return
     from .testing.not_run import tasks_stored
 
+    global _noting
     with tasks_stored() as stored:
         item.stash[_STORED_IN_SETUP] = stored
+        item.stash[_FIXTURE_OF] = {}
+        _noting = stored, item.stash[_FIXTURE_OF]
+        try:
+            yield
+        finally:
+            _noting = None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: "FixtureDef[Any]") -> Iterator[None]:
+    """Note which fixture stored each task while a test that asks for ``threadmill`` is set up:
+    the warning about those its flush deletes names the fixtures to change. A fixture set up
+    inside another's (``request.getfixturevalue``) ends first and keeps its own. pytest's
+    stand-ins for a ``setup_method`` or ``setup_function`` are not named: the warning speaks
+    of those already."""
+    noting = _noting
+    if noting is None or fixturedef.argname.startswith("_xunit_setup_"):
         yield
+        return
+    stored, fixture_of = noting
+    before = len(stored)
+    try:
+        yield
+    finally:
+        for result in stored[before:]:
+            fixture_of.setdefault(result.id, fixturedef.argname)
 
 
 @pytest.fixture
@@ -48,8 +80,9 @@ def threadmill(request: pytest.FixtureRequest) -> Iterator["Threadmill"]:
     from .testing.not_run import say_flushed_first
 
     stored_first = list(request.node.stash.get(_STORED_IN_SETUP, []))
+    fixture_of = dict(request.node.stash.get(_FIXTURE_OF, {}))
     with _own_key_prefixes(request), flushed_around():
-        say_flushed_first(stored_first)
+        say_flushed_first(stored_first, fixture_of)
         yield Threadmill()
 
 

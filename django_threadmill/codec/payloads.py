@@ -114,6 +114,14 @@ def load_task(
     return _rebuilt_task(path, backend, queue, priority, run_after_ms, on_commit, validate)
 
 
+def forget_rebuilt_tasks() -> None:
+    """Forget the tasks ``load_task`` rebuilt, so the next load finds each at its path anew:
+    ``drain()`` calls it at its start, so a task a test patched (``mock.patch`` of a task, or
+    its end) is run as found then, not as an earlier test's drain found it (docs/testing.md,
+    2. In the test's own thread: drain()). A worker keeps them: its tasks do not change."""
+    _rebuilt_task.cache_clear()
+
+
 @lru_cache(maxsize=1024)
 def _rebuilt_task(
     path: str,

@@ -29,6 +29,7 @@ from ..aliases import threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker import Finish, Rejected, Reservation, Start
 from ..codec.ids import make_worker_id
+from ..codec.payloads import forget_rebuilt_tasks
 from ..codec.times import now_ms
 from ..compat import TaskResult
 from ..conf.durations import seconds_of, whole_ms
@@ -102,6 +103,7 @@ def drain(
         )
     _check_max_tasks(max_tasks)
     found = threadmill_backend(backend)
+    forget_rebuilt_tasks()  # a task patched since the last drain, or no more, runs as found now
     return _Drain(
         found, served_queues(found, queues), _horizon_ms(wait_for_delayed), max_tasks
     ).run()

@@ -6,6 +6,7 @@ from contextlib import ExitStack
 
 from ..compat import TaskResult
 from .drain import drain
+from .fixture_rows import enqueued_by_fixture_rows
 from .flushing import flush, flushed_around
 from .isolation import own_key_prefixes
 from .not_run import say_flushed_before_the_class, tasks_stored
@@ -31,6 +32,7 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
 
     # The tasks stored while the class sets up, and the noting of them, until its first test.
     _stored_for_the_class: list[TaskResult]
+    _models_of_the_class: dict[str, str]  # of those, the fixture rows' models, by task id
     _noting_for_the_class: ExitStack
     # The running test's own key prefixes and flushes; None between tests.
     _around_the_test: ExitStack | None = None
@@ -44,6 +46,8 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
         cls.addClassCleanup(cls._noting_for_the_class.close)
         cls.addClassCleanup(cls._end_the_test)  # a setUpClass that raised after the first's
         cls._stored_for_the_class = cls._noting_for_the_class.enter_context(tasks_stored())
+        noting = cls._noting_for_the_class.enter_context(enqueued_by_fixture_rows())
+        cls._models_of_the_class = noting
         super().setUpClass()
 
     @classmethod
@@ -81,7 +85,7 @@ class ThreadmillTestMixin(Threadmill, unittest.TestCase):
         cls._around_the_test.enter_context(own_key_prefixes())
         cls._around_the_test.enter_context(flushed_around())
         cls._noting_for_the_class.close()  # a no-op after the class's first test
-        say_flushed_before_the_class(cls._stored_for_the_class, cls)
+        say_flushed_before_the_class(cls._stored_for_the_class, cls, cls._models_of_the_class)
         cls._stored_for_the_class.clear()
 
     @classmethod

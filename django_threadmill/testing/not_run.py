@@ -11,13 +11,13 @@
   reservation the test made, the lease of a process that died): the drain gets none of them.
 - Tasks a pytest fixture enqueued before the ``threadmill`` fixture was set up: its flush
   before the test deleted them (under pytest-xdist, they went to keys the test does not use).
-- Tasks a TestCase's ``setUpClass`` or ``setUpTestData`` enqueued: ``ThreadmillTestMixin``'s
-  flush before the class's first test deleted them.
+- Tasks a TestCase's ``setUpClass`` or ``setUpTestData`` enqueued, or its ``fixtures`` as they
+  loaded: ``ThreadmillTestMixin``'s flush before the class's first test deleted them.
 """
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
@@ -186,13 +186,21 @@ def tasks_stored() -> Iterator[list[TaskResult]]:
         task_enqueued.disconnect(note)
 
 
-def say_flushed_first(results: Sequence[TaskResult]) -> None:
+def say_flushed_first(results: Sequence[TaskResult], fixture_of: Mapping[str, str]) -> None:
     """Warn that the ``threadmill`` fixture starts the test without ``results``, which the
-    test's fixtures set up before it enqueued: how many, which, and the fix."""
+    test's fixtures set up before it enqueued: how many, which, the fixtures that enqueued
+    them (``fixture_of``, by task id), and the fix."""
     if not results:
         return
+    fixtures = list(dict.fromkeys(f for r in results if (f := fixture_of.get(r.id)) is not None))
+    by = (
+        f", by the fixture{'' if len(fixtures) == 1 else 's'} "
+        + ", ".join(repr(fixture) for fixture in fixtures)
+        if fixtures
+        else ""
+    )
     logger.warning(
-        "drain() cannot run %d task%s enqueued before the threadmill fixture was set up (%s): "
+        "drain() cannot run %d task%s enqueued before the threadmill fixture was set up (%s%s): "
         "the fixture starts the test from an empty Redis, so its flush deleted them (under "
         "pytest-xdist they went to keys other than the worker's own, which the test uses). "
         "Have the fixture that enqueues them ask for threadmill (def order(threadmill): ...), "
@@ -203,14 +211,19 @@ def say_flushed_first(results: Sequence[TaskResult]) -> None:
         len(results),
         "" if len(results) == 1 else "s",
         _paths_of(results),
+        by,
     )
 
 
-def say_flushed_before_the_class(results: Sequence[TaskResult], test_class: type) -> None:
+def say_flushed_before_the_class(
+    results: Sequence[TaskResult], test_class: type, models_of: Mapping[str, str]
+) -> None:
     """Warn that ``ThreadmillTestMixin`` starts the tests of ``test_class`` without
-    ``results``, which its ``setUpClass`` or ``setUpTestData`` enqueued: how many, which, and
-    the fix."""
-    if not results:
+    ``results``, which it enqueued as it set up: how many, which, and the fix. Those
+    ``models_of`` maps to a model (by id) were enqueued as a fixture's row of it was saved."""
+    _say_fixtures_flushed([r for r in results if r.id in models_of], test_class, models_of)
+    set_up = [result for result in results if result.id not in models_of]
+    if not set_up:
         return
     logger.warning(
         "drain() cannot run %d task%s enqueued in setUpClass or setUpTestData of %s (%s): "
@@ -218,10 +231,41 @@ def say_flushed_before_the_class(results: Sequence[TaskResult], test_class: type
         "first test deleted them. Redis is not rolled back with the database, so a task "
         "enqueued once for the class would run in one test only: enqueue in setUp, after "
         "super().setUp(), or in the test (docs/testing.md, Keys are flushed around each test).",
+        len(set_up),
+        "" if len(set_up) == 1 else "s",
+        test_class.__qualname__,
+        _paths_of(set_up),
+    )
+
+
+def _say_fixtures_flushed(
+    results: Sequence[TaskResult], test_class: type, models_of: Mapping[str, str]
+) -> None:
+    """Warn that the rows the fixtures of ``test_class`` loaded enqueued ``results``: a
+    TestCase loads them once for the class, and the flush before its first test deleted them.
+    The warning about setUpTestData named a method the class may not have, and a fix (enqueue
+    in setUp) that does not fit a fixture."""
+    if not results:
+        return
+    fixtures = getattr(test_class, "fixtures", None)
+    loaded = (
+        f"as the fixtures {list(fixtures)} of {test_class.__qualname__} loaded"
+        if fixtures
+        else f"as fixtures loaded in setUpClass or setUpTestData of {test_class.__qualname__}"
+    )
+    models = ", ".join(dict.fromkeys(models_of[result.id] for result in results))
+    logger.warning(
+        "drain() cannot run %d task%s enqueued %s (%s, saving rows of %s): a TestCase loads its "
+        "fixtures once for the class, and ThreadmillTestMixin starts each test from an empty "
+        "Redis, so its flush before the first test deleted them. Have the receiver that "
+        "enqueues skip a fixture's rows (loaddata saves them with raw=True), or make the class "
+        "a TransactionTestCase, which loads its fixtures before each test: what they enqueue "
+        "is then the test's (docs/testing.md, Keys are flushed around each test).",
         len(results),
         "" if len(results) == 1 else "s",
-        test_class.__qualname__,
+        loaded,
         _paths_of(results),
+        models,
     )
 
 

@@ -63,3 +63,4 @@ class TestASetupMethod:
         assert threadmill.drain() == 0
         [said] = setup_warnings(caplog)
         assert SETUP_METHOD_FIX in said
+        assert "by the fixture" not in said  # pytest's stand-in for setup_method is not one

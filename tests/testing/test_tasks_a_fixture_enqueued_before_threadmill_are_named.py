@@ -28,6 +28,11 @@ def enqueued_first(redis_client: redis.Redis) -> TaskResult:
 
 
 @pytest.fixture
+def enqueued_by_another(redis_client: redis.Redis) -> TaskResult:
+    return tasks.record_report.enqueue("from another fixture")
+
+
+@pytest.fixture
 def enqueued_under_threadmill(threadmill: Threadmill) -> TaskResult:
     return tasks.record.enqueue("from a fixture asking for threadmill")
 
@@ -47,7 +52,7 @@ def test_a_fixture_set_up_before_threadmill_is_told_to_ask_for_it(
     [said] = setup_warnings(caplog)
     assert said.startswith(
         "drain() cannot run 2 tasks enqueued before the threadmill fixture was set up "
-        "('tests.testing.tasks.record' x2): "
+        "('tests.testing.tasks.record' x2, by the fixture 'enqueued_first'): "
     )
     assert "Have the fixture that enqueues them ask for threadmill" in said
     assert "list threadmill before it in the test's arguments" in said
@@ -60,3 +65,20 @@ def test_a_fixture_that_asks_for_threadmill_has_its_task_run_and_nothing_said(
 ) -> None:
     assert threadmill.drain() == 1
     assert setup_warnings(caplog) == []
+
+
+def test_each_fixture_that_enqueued_before_threadmill_is_named(
+    enqueued_first: TaskResult,
+    enqueued_by_another: TaskResult,
+    threadmill: Threadmill,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A test with several fixtures was told to have "the fixture that enqueues them" ask for
+    threadmill, and left to find which."""
+    assert threadmill.drain() == 0
+    [said] = setup_warnings(caplog)
+    assert said.startswith(
+        "drain() cannot run 3 tasks enqueued before the threadmill fixture was set up "
+        "('tests.testing.tasks.record' x2, 'tests.testing.tasks.record_report', by the "
+        "fixtures 'enqueued_first', 'enqueued_by_another'): "
+    )
