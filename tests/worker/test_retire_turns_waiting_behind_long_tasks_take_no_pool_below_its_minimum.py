@@ -19,19 +19,10 @@ import pytest
 from django_threadmill.worker.buffer import TaskBuffer, Turn
 from django_threadmill.worker.pool import PoolSizing, WorkerPool
 from django_threadmill.worker.sizer import PoolLimits, PoolSample, PoolSizer
+from tests.worker.test_pool_retire_turns_and_option_bounds import BusyThread
 
 LIMITS = PoolLimits(min_threads=4, max_threads=16, target_wait_s=0.05, idle_s=30.0)
 LOOK_S = 0.025  # the pool is looked at every half --target-wait
-
-
-class BusyThread(threading.Thread):
-    """A worker thread running one long task until ``gate`` is set: it takes nothing meanwhile."""
-
-    def __init__(self, gate: threading.Event) -> None:
-        super().__init__(target=gate.wait, args=(10,))
-        self.abandoned = self.retired = False
-        self.busy = True
-        self.finished = 0
 
 
 type BusyPool = Callable[[int], WorkerPool]
