@@ -6,8 +6,6 @@ a task enqueued there, as the docs ask (after ``super().setUp()``), was deleted 
 test's drain returned 0. In a parallel run it went to keys other than the process's own too.
 """
 
-import unittest
-
 import pytest
 from django.test import SimpleTestCase, TestCase, override_settings
 from django.test import runner as django_runner
@@ -18,6 +16,7 @@ from django_threadmill.testing import ThreadmillTestMixin
 from tests.conftest import tasks_setting
 
 from . import tasks
+from .cases import run_case
 
 
 class EnqueuesInItsSetUp(SimpleTestCase):
@@ -48,7 +47,5 @@ def test_in_a_parallel_run_it_goes_to_the_processs_own_keys_and_runs(
         def test_drain(self) -> None:
             seen.append((self.drain(), threadmill_backend("default").settings.key_prefix))
 
-    outcome = unittest.TestResult()
-    unittest.defaultTestLoader.loadTestsFromTestCase(OnTheBaseWithItsOwnTasks).run(outcome)
-    assert outcome.wasSuccessful(), outcome.errors + outcome.failures
+    run_case(OnTheBaseWithItsOwnTasks)
     assert seen == [(1, f"{key_prefix}-class-django2")]

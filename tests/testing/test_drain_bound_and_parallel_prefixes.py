@@ -6,7 +6,6 @@ the test hung until its timeout, with no word of which task kept its queue from 
 """
 
 import re
-import unittest
 
 import pytest
 from django.test import SimpleTestCase, override_settings
@@ -19,6 +18,7 @@ from django_threadmill.testing import Threadmill, ThreadmillTestMixin, drain
 from tests.conftest import tasks_setting
 
 from . import tasks
+from .cases import run_case
 
 
 def test_a_task_that_enqueues_itself_stops_the_drain_naming_it(threadmill: Threadmill) -> None:
@@ -91,7 +91,5 @@ def test_a_testcase_overriding_tasks_for_its_class_gets_its_own_keys_in_a_parall
         def test_prefix(self) -> None:
             seen.append(threadmill_backend("default").settings.key_prefix)
 
-    outcome = unittest.TestResult()
-    unittest.defaultTestLoader.loadTestsFromTestCase(OverridesTasks).run(outcome)
-    assert outcome.wasSuccessful(), outcome.errors + outcome.failures
+    run_case(OverridesTasks)
     assert seen == [f"{key_prefix}-class-django3"]

@@ -8,41 +8,28 @@ setUpClass or setUpTestData" of a class that had neither, and told the user to e
 ``setUp``: nothing pointed at the fixtures.
 """
 
-import json
 import logging
 import unittest
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
-from django.db.models.signals import post_save
 from django.test import TestCase
 
 from django_threadmill.testing import ThreadmillTestMixin
 
 from . import tasks
+from .cases import groups_fixture, run_case
 from .said import warnings_of
 
 pytestmark = pytest.mark.django_db
 
 
-def welcome(sender: type, instance: Group, created: bool, **kwargs: Any) -> None:
-    """A project's receiver: each group saved, by a fixture too, enqueues its welcome."""
-    if created:
-        tasks.record.enqueue(f"welcome {instance.name}")
-
-
 @pytest.fixture
 def fixture_file(tmp_path: Path) -> Iterator[str]:
     """A fixture of two groups, and the receiver that enqueues as they are loaded."""
-    path = tmp_path / "groups.json"
-    rows = [{"model": "auth.group", "pk": pk, "fields": {"name": f"g{pk}"}} for pk in (1, 2)]
-    path.write_text(json.dumps(rows))
-    post_save.connect(welcome, sender=Group)
-    yield str(path)
-    post_save.disconnect(welcome, sender=Group)
+    with groups_fixture(tmp_path, ["g1", "g2"]) as path:
+        yield path
 
 
 def run(case: type[unittest.TestCase]) -> list[int]:
@@ -53,9 +40,7 @@ def run(case: type[unittest.TestCase]) -> list[int]:
         def test_drain(self) -> None:
             drained.append(self.drain())
 
-    outcome = unittest.TestResult()
-    unittest.defaultTestLoader.loadTestsFromTestCase(Once).run(outcome)
-    assert outcome.wasSuccessful(), outcome.errors + outcome.failures
+    run_case(Once)
     return drained
 
 

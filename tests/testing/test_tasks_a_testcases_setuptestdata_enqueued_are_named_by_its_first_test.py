@@ -8,7 +8,6 @@ before the first test: the test's drain returned 0, and nothing said why, where 
 """
 
 import logging
-import unittest
 
 import pytest
 from django.test import SimpleTestCase, TestCase
@@ -16,6 +15,7 @@ from django.test import SimpleTestCase, TestCase
 from django_threadmill.testing import ThreadmillTestMixin
 
 from . import tasks
+from .cases import run_case
 from .said import warnings_of
 
 drained: list[int] = []  # what each test of EnqueuesForTheClass drained, in order
@@ -51,19 +51,13 @@ class EnqueuesInItsSetUpClass(ThreadmillTestMixin, SimpleTestCase):
         self.drain()
 
 
-def run(case: type[unittest.TestCase]) -> None:
-    outcome = unittest.TestResult()
-    unittest.defaultTestLoader.loadTestsFromTestCase(case).run(outcome)
-    assert outcome.wasSuccessful(), outcome.errors + outcome.failures
-
-
 @pytest.mark.django_db
 def test_the_first_test_names_the_tasks_of_setuptestdata_once_and_the_fix(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     drained.clear()
     with caplog.at_level(logging.WARNING):
-        run(EnqueuesForTheClass)
+        run_case(EnqueuesForTheClass)
     assert drained == [0, 0]
     [said] = warnings_of(caplog)
     assert said.startswith(
@@ -76,7 +70,7 @@ def test_the_first_test_names_the_tasks_of_setuptestdata_once_and_the_fix(
 
 def test_a_task_of_setupclass_is_named_too(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
-        run(EnqueuesInItsSetUpClass)
+        run_case(EnqueuesInItsSetUpClass)
     [said] = warnings_of(caplog)
     assert said.startswith(
         "drain() cannot run 1 task enqueued in setUpClass or setUpTestData of "

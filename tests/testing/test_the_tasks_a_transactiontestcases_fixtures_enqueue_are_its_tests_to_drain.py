@@ -8,16 +8,12 @@ the first's returned 0 and nothing said why, and the first test named the tasks 
 ``setUpClass`` or ``setUpTestData``, which the class did not have.
 """
 
-import json
 import logging
 import unittest
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
-from django.db.models.signals import post_save
 from django.test import TransactionTestCase, override_settings
 from django.test import runner as django_runner
 
@@ -26,25 +22,17 @@ from django_threadmill.testing import ThreadmillTestMixin
 from tests.conftest import tasks_setting
 
 from . import tasks
+from .cases import groups_fixture, run_case
 from .said import warnings_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def welcome(sender: type, instance: Group, created: bool, **kwargs: Any) -> None:
-    """A project's receiver: each group saved, by a fixture too, enqueues its welcome."""
-    if created:
-        tasks.record.enqueue(f"welcome {instance.name}")
-
-
 @pytest.fixture
 def fixture_file(tmp_path: Path) -> Iterator[str]:
     """A fixture of one group, and the receiver that enqueues as it is loaded."""
-    path = tmp_path / "groups.json"
-    path.write_text(json.dumps([{"model": "auth.group", "pk": 1, "fields": {"name": "staff"}}]))
-    post_save.connect(welcome, sender=Group)
-    yield str(path)
-    post_save.disconnect(welcome, sender=Group)
+    with groups_fixture(tmp_path, ["staff"]) as path:
+        yield path
 
 
 def drains_of(case: type[unittest.TestCase]) -> list[tuple[int, str]]:
@@ -58,9 +46,7 @@ def drains_of(case: type[unittest.TestCase]) -> list[tuple[int, str]]:
         def test_2(self) -> None:
             self.test_1()
 
-    outcome = unittest.TestResult()
-    unittest.defaultTestLoader.loadTestsFromTestCase(Twice).run(outcome)
-    assert outcome.wasSuccessful(), outcome.errors + outcome.failures
+    run_case(Twice)
     return drained
 
 
