@@ -1,7 +1,8 @@
 """The row an empty table shows in its place ("No worker has renewed a lease recently.", "No task
 matches.") spans every column of its table, for staff with and without the change permission
 (which adds a column to the task list and the queues table): the workers' row spanned 6 of 7
-columns, and the task list's 10 of a read-only viewer's 9."""
+columns, and the task list's 10 of a read-only viewer's 9; the queues table's rows of a queue
+on a node that does not answer, and of no queue, 13 of a viewer's 12."""
 
 from html.parser import HTMLParser
 
@@ -9,6 +10,9 @@ import pytest
 from django.test import Client
 
 from django_threadmill.backend import ThreadmillTaskBackend
+from django_threadmill.broker import Broker
+from django_threadmill.broker.layouts import QueueNames
+from django_threadmill.exceptions import BrokerUnavailable
 from tests.admin.conftest import QUEUES_URL, TASKS_URL, page
 
 
@@ -66,3 +70,25 @@ def test_every_body_row_spans_the_header(
     for header, rows in tables:
         assert rows
         assert rows == [header] * len(rows)
+
+
+@pytest.mark.parametrize("who", ["operator", "viewer"])
+@pytest.mark.parametrize("queues", [["default"], []], ids=["unreached", "none used"])
+def test_the_queue_rows_that_stand_in_for_counts_span_the_header(
+    operator: Client,
+    viewer: Client,
+    backend: ThreadmillTaskBackend,
+    monkeypatch: pytest.MonkeyPatch,
+    who: str,
+    queues: list[str],
+) -> None:
+    """A queue on a Redis Cluster node that does not answer, and the row of a backend with no
+    queue, span the queues table whoever looks: both spanned 13 columns of a viewer's 12."""
+    down = BrokerUnavailable("Redis at redis://node-3:6379 did not answer.")
+    names = QueueNames(queues=queues, unreached=dict.fromkeys(queues, down))
+    monkeypatch.setattr(Broker, "reached", lambda self, read: names)
+
+    [queues_table, *_] = widths(page({"operator": operator, "viewer": viewer}[who], QUEUES_URL))
+
+    header, rows = queues_table
+    assert rows == [header]
