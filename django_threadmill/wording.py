@@ -68,8 +68,13 @@ def command_line(alias: str, words: str) -> str:
     """Return ``manage.py <words>`` as a command or a log line tells the operator to run it on
     ``alias``: ``--backend`` added for any alias but the option's default (without it, a resume
     of a queue two aliases both have resumed the other alias's, leaving this one paused)."""
-    backend = "" if alias == DEFAULT_TASK_BACKEND_ALIAS else f" --backend {alias}"
-    return f"manage.py {words}{backend}"
+    return f"manage.py {words}{backend_flag(alias)}"
+
+
+def backend_flag(alias: str) -> str:
+    """Return the ``--backend`` a command given on ``alias`` ends with: none for the option's
+    default."""
+    return "" if alias == DEFAULT_TASK_BACKEND_ALIAS else f" --backend {alias}"
 
 
 def listed_names(names: Collection[str]) -> str:

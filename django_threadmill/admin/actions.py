@@ -18,7 +18,7 @@ from ..codec.ids import named_short
 from ..compat import TaskResultDoesNotExist, TaskResultStatus
 from ..exceptions import BrokerUnavailable, StepOfCancelledWorkflow, UniqueKeyHeld
 from ..retry import MAX_ATTEMPTS
-from ..wording import listed_names
+from ..wording import backend_flag, listed_names
 from .audit import admin_user
 from .display import named, state_label
 
@@ -40,7 +40,8 @@ class TaskAction:
     run: Callable[[ThreadmillTaskBackend, str, str], bool]  # (backend, task id, "ada in the admin")
     # Why a task in one of these states is left alone, and what to do, where "the task is <state>
     # now, not <applies_to_label>" would mislead: a reserved task reads "READY (reserved by a
-    # worker)", and the message said it was READY now, not READY.
+    # worker)", and the message said it was READY now, not READY. ``{backend}`` stands for the
+    # ``--backend`` of the commands it names.
     refused_in: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -58,9 +59,9 @@ def _cancel(backend: ThreadmillTaskBackend, task_id: str, user: str) -> bool:
 SET_ASIDE = (
     "its record's key holds something other than a hash, so the action set it aside as a "
     "damaged record, which never runs. The queues page lists it under Damaged records, as does "
-    "manage.py threadmill_queue damaged QUEUE: look at the key with redis-cli (TYPE, DUMP), "
-    "delete it or restore the record, then drop the entry with manage.py threadmill_queue "
-    "forget-damaged QUEUE ID (docs/lifecycle.md, Damaged records)"
+    "manage.py threadmill_queue damaged QUEUE{backend}: look at the key with redis-cli (TYPE, "
+    "DUMP), delete it or restore the record, then drop the entry with manage.py threadmill_queue "
+    "forget-damaged QUEUE ID{backend} (docs/lifecycle.md, Damaged records)"
 )
 
 TASK_ACTIONS = {
@@ -277,20 +278,23 @@ def outcome_messages(action: TaskAction, outcome: Outcome) -> list[str]:
                 f"to them: {listed(skipped)}."
             )
         return messages
-    by_label: dict[str, list[Selected]] = {}
+    by_label: dict[tuple[str, str], list[Selected]] = {}
     for item in skipped:
-        by_label.setdefault(item.label, []).append(item)
-    for _, items in sorted(by_label.items()):
-        why = why_left_alone(action, items[0].state)
+        by_label.setdefault((item.label, item.alias), []).append(item)
+    for (_, alias), items in sorted(by_label.items()):
+        why = why_left_alone(action, items[0].state, alias)
         messages.append(f"{len(items)} left alone: {why}: {listed(items)}.")
     return messages
 
 
-def why_left_alone(action: TaskAction, state: str) -> str:
-    """Return why ``action`` left alone a task in ``state`` ("" for one gone) as it is now."""
+def why_left_alone(action: TaskAction, state: str, alias: str) -> str:
+    """Return why ``action`` left alone a task of ``alias`` in ``state`` ("" for one gone) as it
+    is now."""
     if not state:
         return "no such task any more (expired or purged)"
-    return action.refused_in.get(state) or (
+    if state in action.refused_in:
+        return action.refused_in[state].format(backend=backend_flag(alias))
+    return (
         f"the task is {state_label(state)} now, not {action.applies_to_label} (it changed "
         "meanwhile, or was never so)"
     )

@@ -23,6 +23,7 @@ from ..codec.ids import queue_of, worker_host_and_pid
 from ..conf.limits import QueueLimit
 from ..conf.topology import masked_location
 from ..exceptions import BrokerUnavailable, ResumedNotWoken
+from ..wording import command_line
 from .activity import REFRESH_S, activity_context
 from .audit import admin_user
 from .display import age, queues_unread, when
@@ -232,6 +233,7 @@ def alias_context(source: Source) -> dict[str, Any]:
             for line in sorted(workers, key=lambda w: (w.silent, w.worker_id))
         ],
         "damaged": [_damaged_line(source.alias, record) for record in damaged],
+        "forget_damaged": command_line(source.alias, "threadmill_queue forget-damaged QUEUE ID"),
         "now": when(now_ms),
         "activity": activity,
         "throughput_minutes": THROUGHPUT_MINUTES,
