@@ -191,10 +191,18 @@ def _search(chosen: list[Source], filters: Filters) -> list[dict[str, Any]]:
     return found
 
 
-def _left_out_of_search(filters: Filters) -> str:
+def _left_out_of_search(filters: Filters, aliases: list[str]) -> str:
     """Return the note naming the queue, status and task path filters the id search does not
-    apply ("" for none): it finds a task wherever it is (docs/admin.md, Tasks), and a task of
-    queue default listed under "Queue: emails" read as if the filters had matched it."""
+    apply, and the backend filter it does ("" for none): it finds a task wherever it is in the
+    backends chosen (docs/admin.md, Tasks). A task of queue default listed under "Queue:
+    emails" read as if the filters had matched it, and one of another backend was "0 tasks"
+    without a word on where the search had looked."""
+    narrowed = (
+        f"The search by id looks in backend {named(filters.backend)} only, as the Backend "
+        "filter chose: choose All backends to look in every one."
+        if filters.backend and len(aliases) > 1
+        else ""
+    )
     left_out = [
         text
         for value, text in (
@@ -205,11 +213,12 @@ def _left_out_of_search(filters: Filters) -> str:
         if value
     ]
     if not left_out:
-        return ""
-    return (
+        return narrowed
+    leaves = (
         "The search by id looks in every queue and state: it leaves out the filters beside it "
         f"({get_text_list(left_out, 'and')})."
     )
+    return f"{leaves} {narrowed}".rstrip()
 
 
 def _filtered(
@@ -276,7 +285,7 @@ def results_context(query: QueryDict) -> dict[str, Any]:
             **context,
             "rows": _search(chosen, filters),
             "searching": True,
-            "search_left_out": _left_out_of_search(filters),
+            "search_left_out": _left_out_of_search(filters, context["aliases"]),
         }
     return {**context, **_page(chosen, filters, query)}
 
