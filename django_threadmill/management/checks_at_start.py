@@ -10,6 +10,7 @@ from functools import partial
 from types import FrameType
 from typing import Any
 
+from django.core import checks
 from django.core.management.base import BaseCommand, CommandError, SystemCheckError
 
 from ..checks import REFUSED, redis_may_be_down
@@ -17,6 +18,7 @@ from ..exceptions import ImproperlyConfiguredThreadmill
 from ..worker.exit_codes import ExitCode
 from ..worker.interruptible import Interrupted, call_unless_stopped, stop_signals_heard
 from ..worker.wakeup import WakeupPipe
+from .log_format_option import LogFormatCommand
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +79,28 @@ def settings_refused_plainly() -> Iterator[None]:
         raise CommandError(f"TASKS: {exc}") from exc
 
 
-class ChecksAtStart(BaseCommand):
+def checks_logged(fail_level: int = checks.ERROR, **run: Any) -> None:
+    """Run the system checks as ``BaseCommand.check`` does, but log each issue below
+    ``fail_level`` as one record at its level, its hint within (under ``--log-format json``,
+    one JSON object each, where Django printed a block of plain lines), and raise
+    SystemCheckError with those at or above it, as Django does, for the command's error line.
+    """
+    run.pop("display_num_errors", None)
+    issues = [issue for issue in checks.run_checks(**run) if not issue.is_silenced()]
+    for issue in issues:
+        if issue.level < fail_level:
+            logger.log(issue.level, "System check: %s", issue)
+    serious = [str(issue) for issue in issues if issue.level >= fail_level]
+    if serious:
+        raise SystemCheckError(
+            "System check identified issues that stop the command: " + "\n".join(serious)
+        )
+
+
+class ChecksAtStart(LogFormatCommand):
     """A command serving the ``--backend`` alias (the worker, the reaper) whose system checks
-    run as ``checks_at_start`` says, on that alias's Redis alone."""
+    run as ``checks_at_start`` says, on that alias's Redis alone, and are logged under
+    ``--log-format json`` (``checks_logged``)."""
 
     served_alias = "default"
 
@@ -89,7 +110,12 @@ class ChecksAtStart(BaseCommand):
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Run the system checks, except "Redis unreachable": the command waits for Redis."""
-        checks_at_start(partial(super().check, *args, **kwargs), self.served_alias)
+        run = (
+            partial(checks_logged, **kwargs)
+            if self.json_lines
+            else partial(super().check, *args, **kwargs)
+        )
+        checks_at_start(run, self.served_alias)
 
 
 class SettingsRefusedPlainly(BaseCommand):

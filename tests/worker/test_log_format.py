@@ -40,3 +40,26 @@ def test_a_json_lines_time_says_its_offset_from_utc(start_worker: Callable[..., 
     written = datetime.fromisoformat(started["time"])
     assert written.utcoffset() == timedelta(0)
     assert abs(written - datetime.now(UTC)) < timedelta(minutes=10)
+
+
+def test_the_system_checks_and_a_refused_option_are_json_lines_too(
+    start_worker: Callable[..., Command],
+) -> None:
+    """The system checks' block ("System check identified some issues:", "WARNINGS:", each
+    issue and its hint) and a refused option's "CommandError: ..." were plain lines among the
+    JSON ones: a collector reading the output line by line took each for a broken entry."""
+    warned = start_worker(
+        "--burst", "--log-format", "json", options={"queue_shards": {"default": 2}}
+    )
+    assert warned.wait() == 0, warned.log
+    refused = start_worker("--log-format", "json", "--processes", "-1")
+    assert refused.wait() == 1, refused.log
+
+    entries = [json.loads(line) for line in warned.log.splitlines() if line.strip()]
+    [shards] = [e for e in entries if "(threadmill.W005)" in e["message"]]
+    assert shards["level"] == "WARNING"
+    assert "\n\tHINT: Shard a queue on a Redis Cluster" in shards["message"]
+    [*_, error] = [json.loads(line) for line in refused.log.splitlines() if line.strip()]
+    assert error["level"] == "ERROR"
+    assert error["message"] == "CommandError: --processes must be 0 or more, got -1."
+    assert {"time", "logger", "pid", "thread"} <= error.keys()

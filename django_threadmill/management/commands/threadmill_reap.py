@@ -23,7 +23,6 @@ from ...worker.interruptible import (
     call_unless_stopped,
     stop_signals_heard,
 )
-from ...worker.logs import logging_configured
 from ...worker.orphans import is_pid_1, reap_orphans
 from ...worker.reap_hold import ReapHold
 from ...worker.reap_report import ReapReport, failed_with, what_failed
@@ -168,13 +167,6 @@ class Command(SetUpFrozen, ChecksAtStart, CutShortCommand):
         """Run as ``manage.py threadmill_reap``, and end the process without waiting for a
         call to a silent Redis that a stop cut short."""
         run_then_exit(partial(super().run_from_argv, argv))
-
-    def execute(self, *args: Any, **options: Any) -> Any:
-        """Set up logging before the system checks, as the worker does: a project whose
-        LOGGING leaves django_threadmill alone would otherwise see no start, pass or stop
-        line, and bare warnings."""
-        with logging_configured(options["log_format"], options["verbosity"]):
-            return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = backend_option(options["backend"])

@@ -9,7 +9,6 @@ from django.core.management.base import CommandError
 from ...backend import ThreadmillTaskBackend
 from ...wording import shown
 from ...worker.cpus import default_processes
-from ...worker.logs import logging_configured
 from ...worker.memory import MIB, ResidentMemory
 from ...worker.options import (
     DEFAULT_ASYNC_CONCURRENCY,
@@ -215,11 +214,6 @@ class Command(SetUpFrozen, ChecksAtStart, ExitCodeCommand):
         call to a silent Redis cut short by a stop). A forked worker process ends the same way
         (``os._exit``). ``call_command`` is left to return as usual."""
         run_then_exit(partial(super().run_from_argv, argv))
-
-    def execute(self, *args: Any, **options: Any) -> Any:
-        """Set up logging before the system checks: a stop during them says so."""
-        with logging_configured(options["log_format"], options["verbosity"]):
-            return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
         backend = backend_option(options["backend"])
