@@ -225,6 +225,16 @@ class ExponentialBackoff:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ExponentialBackoff":
         """Rebuild a policy written by ``to_dict``."""
+        if not isinstance(data, dict):
+            load = (
+                " Load the JSON text first: from_dict(json.loads(text))."
+                if isinstance(data, str | bytes)
+                else " Pass the dict it wrote."
+            )
+            raise TypeError(
+                f"ExponentialBackoff.from_dict() takes the dict to_dict() wrote, not "
+                f"{a_type(data)}.{load}"
+            )
         if data.get("kind") != POLICY_KIND:
             raise ValueError(
                 f"Retry policy kind {data.get('kind')!r} is not {POLICY_KIND!r}; this dict was "
@@ -241,8 +251,19 @@ class ExponentialBackoff:
             factor=data["factor"],
             jitter=data["jitter"],
             max_attempts=data["max_attempts"],
-            retry_on=tuple(_exception_class(path) for path in data["retry_on"]),
+            retry_on=tuple(_exception_class(path) for path in _paths(data["retry_on"])),
         )
+
+
+def _paths(retry_on: object) -> list[str]:
+    """Return the class paths of a dict's ``retry_on``; refuse anything but a list of them: a
+    lone path was read letter by letter."""
+    if not (isinstance(retry_on, list) and all(isinstance(path, str) for path in retry_on)):
+        raise TypeError(
+            f"Retry policy dict has retry_on={retry_on!r}, not a list of exception class paths. "
+            "Write it as to_dict() does, e.g. ['builtins.ConnectionError']."
+        )
+    return retry_on
 
 
 def retry_delay(task: "Task", task_result: "TaskResult", error: BaseException) -> timedelta | None:

@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from asgiref.sync import sync_to_async
+
 from ..broker import Finish, Outcome, Reservation
 from ..broker.raw_replies import controls_escaped
 from ..codec.payloads import decode_payload, load_task
@@ -280,7 +282,13 @@ class Executor:
                 # back unrecorded with it, as a worker hands back those it cancels at a stop.
                 self.handing_back.set()
                 raise
-            finish = self._decided(attempt, exc, retry=not returned_in_full)
+            # The retry policy is sync code, asked off the loop as a sync task's is in its
+            # thread: on the loop, one that read the database raised SynchronousOnlyOperation,
+            # and the task ended FAILED. The receivers' thread closes what it opens.
+            with receivers_thread():
+                finish = await await_to_its_end(
+                    sync_to_async(self._decided)(attempt, exc, retry=not returned_in_full)
+                )
             # Off the loop, as a step's look before it starts: a round trip, or a Redis away.
             if finish.outcome is Outcome.RETRY:
                 finish = await await_to_its_end(
