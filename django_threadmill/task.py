@@ -56,6 +56,13 @@ class ThreadmillTask(Task):
                 f"retry={self.retry!r} on task {self.module_path!r} is not a retry policy. "
                 "Pass ExponentialBackoff(...) or a callable policy(context) -> timedelta | None."
             )
+        # A class is callable, but calling it makes a policy, not a delay: a worker asked
+        # ExponentialBackoff(context), which raised, and the task never retried.
+        if isinstance(self.retry, type):
+            raise InvalidTask(
+                f"retry={self.retry.__qualname__} on task {self.module_path!r} is a class, not a "
+                f"retry policy. Make one: retry={self.retry.__qualname__}(...)."
+            )
         # A policy is called where a task failed, in a worker thread, on the event loop or in
         # the reaper, and never awaited: an async one answered a coroutine, read as "no retry".
         if _is_async(self.retry):
