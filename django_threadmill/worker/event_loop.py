@@ -13,15 +13,17 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
-from contextvars import Context, ContextVar, copy_context
+from contextvars import Context, copy_context
 from typing import Any
 
 from ..broker import Reservation
 from ..forks import renew_after_fork
+from ..wording import listed_values
 from .buffer import Unsorted, reservation_of
 from .db_connections import ConnectionClosingExecutor
 from .executor import await_cut_short
 from .isolation import keep_loop_caches
+from .loop_culprits import attempt_of, raising_attempt, reported_attempt, running_attempt
 from .loop_hold import LoopHoldLimit, task_named
 from .role import RoleThread
 from .runner import RunnerParts, TaskRunner
@@ -36,10 +38,6 @@ SHARED_BLOCK_S = 0.05
 # What tasks left running, the async ORM's close and async generators left open each get at
 # shutdown.
 LEFTOVER_S = 1.0
-# The attempt a lane task runs, set in its context: the asyncio task the task's coroutine runs
-# in under --task-timeout, and work it starts and leaves running, copy that context, so the
-# monitor finds the attempt from whichever of them holds the loop.
-_attempt_of: ContextVar[Reservation | None] = ContextVar("threadmill_attempt_of", default=None)
 
 
 class EventLoopLane(TaskRunner):
@@ -110,9 +108,13 @@ class EventLoopLane(TaskRunner):
             try:
                 event_loop.run_forever()
             except (SystemExit, KeyboardInterrupt) as exc:
+                task_id, path = task_named(raising_attempt(exc))
                 logger.error(
-                    "Event loop: work an async task left running raised %s; the loop runs on",
+                    "Event loop: work an async task left running raised %s; the loop runs on "
+                    "task_id=%s path=%s",
                     type(exc).__name__,
+                    task_id,
+                    path,
                 )
                 continue
             finally:
@@ -125,10 +127,13 @@ class EventLoopLane(TaskRunner):
         asyncio.get_running_loop().stop()
 
     def _call_soon(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` on the loop, from any thread; nothing if it is not running."""
+        """Run ``callback`` on the loop, from any thread; nothing if it is not running. It runs
+        in a copy of the loop thread's clean context, as do the callbacks it schedules: woken
+        by a task's sort in the loop's executor, it ran in that task's, which the monitor
+        would blame for a stall in the lane's own work (``blocked_task``)."""
         event_loop = self.event_loop
         if event_loop is not None and not event_loop.is_closed():
-            event_loop.call_soon_threadsafe(callback)
+            event_loop.call_soon_threadsafe(callback, context=self._tasks_context.copy())
 
     def nudge(self) -> None:
         """Look for work now (the prefetcher put async tasks in the buffer). Any thread."""
@@ -180,7 +185,7 @@ class EventLoopLane(TaskRunner):
         threads, or aside, or handed back as the stop cancels its wait, it is no longer this
         lane's to end: the import hands it on once it returns."""
         reservation = reservation_of(item)
-        _attempt_of.set(reservation)  # in this lane task's own context (``blocked_task``)
+        attempt_of.set(reservation)  # in this lane task's own context (``blocked_task``)
         ours = not isinstance(item, Unsorted)
         try:
             if isinstance(item, Unsorted):
@@ -269,19 +274,19 @@ class EventLoopLane(TaskRunner):
 
     def blocked_task(self) -> Reservation | None:
         """Return the task whose code the loop runs now (from another thread): the attempt
-        whose asyncio task is current, or that started it; None between tasks."""
+        whose asyncio task is current, or that started it, or that scheduled the callback the
+        loop runs (``call_soon``, ``call_later``, ``add_done_callback``: no task is current
+        then, and it was named "unknown"); None between tasks."""
         event_loop = self.event_loop
-        current = None if event_loop is None else asyncio.current_task(event_loop)
-        return None if current is None else current.get_context().get(_attempt_of)
+        return None if event_loop is None else running_attempt(event_loop, self.ident)
 
 
 def _report_loop_error(event_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """Log what asyncio reports on the lane's loop (work a task left running failed, its error
-    never read) in the worker's log, naming the task that started it: asyncio's own handler
-    printed it bare to stderr, outside the log format (a JSON log's lines broken), naming no
-    task."""
-    future = context.get("future")
-    culprit = future.get_context().get(_attempt_of) if isinstance(future, asyncio.Task) else None
+    never read, or was destroyed pending; a callback it scheduled raised) in the worker's log,
+    naming the task that started it: asyncio's own handler printed it bare to stderr, outside
+    the log format (a JSON log's lines broken), naming no task."""
+    culprit = reported_attempt(context)
     lease = culprit.lease if culprit is not None else None
     logger.error(
         "Event loop error task_id=%s path=%s: %s",
@@ -295,15 +300,31 @@ def _report_loop_error(event_loop: asyncio.AbstractEventLoop, context: dict[str,
 def _end_leftovers(event_loop: asyncio.AbstractEventLoop) -> None:
     """Cancel what is left on the stopped loop (work tasks started and left running, a
     connection close) and let it end, as ``asyncio.run`` does: its ``finally`` blocks run, and
-    nothing is destroyed pending. What ignores the cancel gets ``LEFTOVER_S``."""
+    nothing is destroyed pending. What ignores the cancel gets ``LEFTOVER_S``, then is named
+    and left behind: it was dropped without a word, its ``finally`` blocks unrun."""
     leftovers = asyncio.all_tasks(event_loop)
     if not leftovers:
         return
     for leftover in leftovers:
         leftover.cancel()
-    for ended in _run_at_most(event_loop, leftovers):
-        if not ended.cancelled() and (error := ended.exception()) is not None:
-            logger.warning("Work an async task left running failed at shutdown error=%r", error)
+    ended = _run_at_most(event_loop, leftovers)
+    for each in leftovers & ended:
+        if not each.cancelled() and (error := each.exception()) is not None:
+            logger.warning(
+                "Work an async task left running failed at shutdown error=%r task_id=%s path=%s",
+                error,
+                *task_named(each.get_context().get(attempt_of)),
+            )
+    if left := leftovers - ended:
+        logger.warning(
+            "Work async tasks left running did not end within %gs of its cancel at shutdown "
+            "count=%d tasks=%s (the process exits without it: its finally blocks do not run)",
+            LEFTOVER_S,
+            len(left),
+            listed_values(
+                [":".join(task_named(each.get_context().get(attempt_of))) for each in left]
+            ),
+        )
 
 
 def _close_async_generators(event_loop: asyncio.AbstractEventLoop) -> None:

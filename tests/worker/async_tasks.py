@@ -143,6 +143,20 @@ async def _exits_when_cancelled(ended: str) -> None:
         raise SystemExit("the work left running exits") from None
 
 
+async def _ignores_every_cancel(cancelled: str) -> None:
+    while True:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            Path(cancelled).touch()
+
+
+@task
+async def leaves_work_ignoring_its_cancel(cancelled: str) -> None:
+    """Start work on the loop that goes on through every cancel, and return without it."""
+    _left_running.add(asyncio.get_running_loop().create_task(_ignores_every_cancel(cancelled)))
+
+
 @task
 async def leaves_an_exit_running(ended: str) -> None:
     """Start work on the loop that raises SystemExit once cancelled, and return without it."""

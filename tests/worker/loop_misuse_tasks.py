@@ -2,6 +2,7 @@
 so worker processes import them."""
 
 import asyncio
+import gc
 import time
 
 from django_threadmill.compat import task
@@ -29,3 +30,37 @@ def returns_a_coroutine() -> object:
 @task
 async def returns_a_coroutine_unawaited() -> object:
     return _helper()  # the mistake under test: ``return await _helper()`` meant
+
+
+@task
+async def blocks_in_a_callback(seconds: float) -> str:
+    """Schedule a sync callback that blocks the loop, and await past it."""
+    asyncio.get_running_loop().call_soon(time.sleep, seconds)  # the mistake under test
+    await asyncio.sleep(seconds * 2)
+    return "returned"
+
+
+def _fails() -> None:
+    raise ValueError("a callback failed")
+
+
+@task
+async def schedules_a_failing_callback() -> str:
+    """Schedule a sync callback that raises, and let it run."""
+    asyncio.get_running_loop().call_soon(_fails)
+    await asyncio.sleep(0.01)
+    return "returned"
+
+
+async def _waits_for_nothing() -> None:
+    await asyncio.get_running_loop().create_future()  # referenced only by this task
+
+
+@task
+async def drops_work_it_started() -> str:
+    """Start work and keep no reference to it (asyncio keeps none): the next collection
+    destroys it mid-way."""
+    asyncio.get_running_loop().create_task(_waits_for_nothing())  # the mistake under test
+    await asyncio.sleep(0)
+    gc.collect()  # as the collector would, in its own time
+    return "returned"
