@@ -202,6 +202,8 @@ class Tally:
         self._unsettled: defaultdict[str, dict[str, list[Settling]]] = defaultdict(dict)
         # Per part, a send whose reply was lost: the next send carries it again, alone.
         self._unsure: dict[str, PartTally] = {}
+        # Parts the last send kept back, their Redis Cluster node spared (``keep_for_later``).
+        self._spared: set[str] = set()
         # Who numbers the sends (metrics.lua's fence): each tally by itself, as a Django
         # backend (and its broker) may be one per thread.
         self.sender = secrets.token_hex(8)
@@ -281,7 +283,7 @@ class Tally:
         """
         with self._lock:
             number = next(self._numbers)
-            taken, self._unsure = self._unsure, {}
+            taken, self._unsure, self._spared = self._unsure, {}, set()
             waiting: defaultdict[str, PartTally] = defaultdict(PartTally)
             for part, tally in self._parts.items():
                 if part in taken:
@@ -337,6 +339,19 @@ class Tally:
                 for path, totals in tally.lifetime.items():
                     mine.lifetime[path].update(totals)
         _warn_dropped(dropped)
+
+    def keep_for_later(self, parts: dict[str, PartTally]) -> None:
+        """Keep ``parts``, on a Redis Cluster node the client spares, for a send once it
+        answers: ``put_back``, noted until the next ``take`` (``only_spared``)."""
+        self.put_back(parts)
+        with self._lock:
+            self._spared.update(parts)
+
+    def only_spared(self) -> bool:
+        """Tell whether all that waits to be sent was kept back by the last send, its node
+        spared: sending again at once reaches no Redis."""
+        with self._lock:
+            return self._spared.issuperset([*self._parts, *self._unsure])
 
     def unsure(self) -> bool:
         """Tell whether a send whose reply was lost waits to be sent again."""

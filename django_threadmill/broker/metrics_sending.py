@@ -114,7 +114,7 @@ class MetricsSending(BrokerCore):
         if not self.fails_by_node or not down.spares_any(nodes):  # none spared: none looked up
             return
         spared = [p for p in parts if down.spares_any([node_of(self.queue_keys(p).ready)])]
-        self.tally.put_back({part: parts.pop(part) for part in spared})
+        self.tally.keep_for_later({part: parts.pop(part) for part in spared})
 
     def _metrics_call(self, part: str, tally: PartTally) -> ScriptCall:
         """Return the metrics.lua call that sends ``tally`` to ``part``; one that carries

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -73,6 +75,28 @@ class _HeldDuringSends(logging.Filter):
 
 _tasks_logger.addFilter(_NotSaidAlready())
 _dispatch_logger.addFilter(_HeldDuringSends())
+
+
+def _failures_named(signal: Any) -> None:
+    """Let ``signal``'s ``send_robust`` log a failing receiver that is no function (a callable
+    object, a ``functools.partial``): Django's line reads the receiver's ``__qualname__``, and
+    the AttributeError of one without it ended the send there, the receivers after it never
+    called (docs/observability.md, Signals). Django's line then names it as ``_name_of`` does.
+    """
+    log_failure = getattr(signal, "_log_robust_failure", None)
+    if log_failure is None:  # a Django that logs these failures otherwise
+        return
+
+    def logged(receiver: Any, err: Exception) -> None:
+        if not hasattr(receiver, "__qualname__"):
+            receiver = SimpleNamespace(__qualname__=_name_of(receiver))
+        log_failure(receiver, err)
+
+    signal._log_robust_failure = logged
+
+
+for _signal in _SIGNAL_NAMES:
+    _failures_named(_signal)
 
 
 def said_already() -> AbstractContextManager[None]:
@@ -200,12 +224,13 @@ def _release(held: list[logging.LogRecord], said: Iterable[BaseException]) -> No
 
 
 def _name_of(receiver: Any) -> str:
-    """Name a receiver by where it is defined, as an import path reads: a repr's address
-    finds nothing in the code."""
-    qualname = getattr(receiver, "__qualname__", None)
-    if qualname is None:
-        return repr(receiver)
-    return f"{getattr(receiver, '__module__', None) or '?'}.{qualname}"
+    """Name a receiver by where the code it runs is defined, as an import path reads: a
+    ``functools.partial`` by its function, a callable object by its class. A repr's address
+    finds nothing in the code, and its spaces break the key=value line."""
+    while isinstance(receiver, partial):
+        receiver = receiver.func
+    named = receiver if hasattr(receiver, "__qualname__") else type(receiver)
+    return f"{getattr(named, '__module__', None) or '?'}.{named.__qualname__}"
 
 
 def heard(signal: Any, status: TaskResultStatus) -> bool:

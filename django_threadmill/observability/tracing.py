@@ -297,11 +297,19 @@ def _child_of(span_context: Any | None) -> Any | None:
 
 
 def _read_carrier(stored: object) -> Any | None:
-    """Return the valid span context in a stored carrier (text headers only), else None."""
+    """Return the valid span context in a stored carrier (text headers only), else None.
+
+    A propagator that raises (the project's) is logged and links to nothing: this runs in the
+    worker thread before the task does, and in the drainer before a step is enqueued.
+    """
     if not isinstance(stored, dict):
         return None
     headers = {name: value for name, value in stored.items() if isinstance(value, str)}
-    context = trace.get_current_span(propagate.extract(headers)).get_span_context()
+    try:
+        context = trace.get_current_span(propagate.extract(headers)).get_span_context()
+    except Exception:
+        _log_failure("reading the trace context stored with the task")
+        return None
     return context if context.is_valid else None
 
 

@@ -122,12 +122,20 @@ class Extras:
         """Send the metrics at the stop until none is left, at once whatever the backoff of a
         failed send: a send whose reply was lost is sent again (with backoff, until
         ``give_up``), then what waited behind it. One that Redis refused, or that never reached
-        it, is not tried again."""
+        it, is not tried again; nor are the metrics of a Redis Cluster node the client spares,
+        which a send keeps without a call (sent again, they spun the writer until the stop's
+        deadline, as no call looks at the node)."""
         failures = 0
         while self.broker.tally and not self.give_up.is_set():
             error = self._send_metrics()
             if error is None:
                 failures = 0
+                if self.broker.tally and self.broker.tally.only_spared():
+                    logger.warning(
+                        "Metrics not sent at the stop: their Redis Cluster node is away (the "
+                        "outcomes are recorded)"
+                    )
+                    return
                 continue
             logger.warning("Metrics not sent at the stop error=%s", error)
             if not self.broker.tally.unsure():
