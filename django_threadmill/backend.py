@@ -1,5 +1,6 @@
 """ThreadmillTaskBackend: the django.tasks API over the enqueue pipeline, and nothing else."""
 
+import inspect
 import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -86,6 +87,7 @@ class ThreadmillTaskBackend(BaseTaskBackend):
                 "and enqueue the task it returns."
             )
         _check_alias(task, self.alias)
+        _check_not_generator(task)
         _check_priority_and_run_after(task)
         # Before Django's checks: its "Queue '…' is not valid for backend." (QUEUES set) echoed
         # a name no queue can have whole, and did not say what a name may be. A valid name
@@ -275,6 +277,17 @@ def _check_not_in_main(task: Task) -> None:
             "__main__), so no worker could run it: a worker's __main__ is its own command. "
             "Define the task in a module of your project, e.g. myapp/tasks.py, and import it "
             "from there."
+        )
+
+
+def _check_not_generator(task: Task) -> None:
+    """Refuse a generator function, sync or async: each run returns a generator, which no
+    worker can store (an async one was sent to a thread, never run, and failed every time)."""
+    if inspect.isgeneratorfunction(task.func) or inspect.isasyncgenfunction(task.func):
+        raise InvalidTask(
+            f"Task {task.module_path!r} is a generator function: each run would return a "
+            "generator, which no worker can store. Return the items instead (a list), or store "
+            "them elsewhere and return their key."
         )
 
 
