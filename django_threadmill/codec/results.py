@@ -293,8 +293,9 @@ def encode_result(value: Any, task_path: str, max_bytes: int) -> tuple[Any, str]
             value.close()
             raise TypeError(
                 f"Task {task_path!r} returned a coroutine it never awaited. Await it inside an "
-                "async def task (return await ...), make the task async def, or call it with "
-                "asgiref's async_to_sync."
+                "async def task (return await ...), make the task async def (and a decorator "
+                "around it: async def too, or its wrapper marked with asgiref's "
+                "markcoroutinefunction), or call it with asgiref's async_to_sync."
             ) from None
         where = unstorable_in(value, "return value")
         raise TypeError(

@@ -2,8 +2,10 @@
 so worker processes import them."""
 
 import asyncio
+import functools
 import gc
 import time
+from collections.abc import Awaitable, Callable
 
 from django_threadmill.compat import task
 
@@ -30,6 +32,22 @@ def returns_a_coroutine() -> object:
 @task
 async def returns_a_coroutine_unawaited() -> object:
     return _helper()  # the mistake under test: ``return await _helper()`` meant
+
+
+def _sync_wrapper(function: Callable[[], Awaitable[object]]) -> Callable[[], object]:
+    """A decorator that forgets to be async: its wrapper returns the coroutine unawaited."""
+
+    @functools.wraps(function)
+    def wrapper() -> object:
+        return function()
+
+    return wrapper
+
+
+@task
+@_sync_wrapper
+async def wrapped_by_a_sync_decorator() -> object:
+    return 1
 
 
 @task

@@ -65,10 +65,12 @@ def test_a_task_returning_a_coroutine_fails_naming_the_missing_await(
     backend: ThreadmillTaskBackend, redis_url: str, key_prefix: str
 ) -> None:
     """It failed as a value that is not JSON ("Return strings, numbers, ..."), and Python
-    printed "coroutine ... was never awaited" to stderr, outside the worker's log format."""
+    printed "coroutine ... was never awaited" to stderr, outside the worker's log format. An
+    async def task under a decorator that is not async was told to be made async def."""
     returned = [
         loop_misuse_tasks.returns_a_coroutine.enqueue(),
         loop_misuse_tasks.returns_a_coroutine_unawaited.enqueue(),
+        loop_misuse_tasks.wrapped_by_a_sync_decorator.enqueue(),
     ]
     output = run_to_completion(worker(redis_url, key_prefix, "--burst"), timeout_s=60)
     for result in returned:
@@ -78,8 +80,9 @@ def test_a_task_returning_a_coroutine_fails_naming_the_missing_await(
         assert error.exception_class_path == "builtins.TypeError"
         assert (
             f"TypeError: Task {result.task.module_path!r} returned a coroutine it never awaited. "
-            "Await it inside an async def task (return await ...), make the task async def, or "
-            "call it with asgiref's async_to_sync."
+            "Await it inside an async def task (return await ...), make the task async def "
+            "(and a decorator around it: async def too, or its wrapper marked with asgiref's "
+            "markcoroutinefunction), or call it with asgiref's async_to_sync."
         ) in error.traceback
     assert "never awaited" not in output.replace("returned a coroutine it never awaited", "")
 
