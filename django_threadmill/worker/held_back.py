@@ -37,9 +37,11 @@ class HeldBackQueues:
             return False
         return True
 
-    def next_due_ms(self) -> int | None:
-        """Return ms until the first timed hold ends: an idle wait must not outlast it."""
-        ends = [until for until, why in self._until.values() if why is not Hold.SLOT]
+    def next_due_ms(self, *whys: Hold) -> int | None:
+        """Return ms until the first timed hold for ``whys`` ends (any timed one when none is
+        given): an idle wait must not outlast it."""
+        timed = whys or (Hold.START, Hold.RECHECK)
+        ends = [until for until, why in self._until.values() if why in timed]
         return None if not ends else max(0, round((min(ends) - time.monotonic()) * 1000))
 
     def held_for(self, why: Hold) -> list[str]:

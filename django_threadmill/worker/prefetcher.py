@@ -88,6 +88,8 @@ class Prefetcher(RoleThread):
         self._paused: list[str] = []  # --burst: the queues the last peek at all found paused
         # --burst: the queues whose full concurrency limit it stopped waiting for.
         self._slots_full: list[str] = []
+        self._failing_since: float | None = None  # --burst: when a queue's calls began to fail
+        self._unread: list[str] = []  # --burst: the queues it ends without, their calls failing
 
     def nudge(self) -> None:
         """Tell a --burst prefetcher that results were written, so it looks again at once.
@@ -163,6 +165,7 @@ class Prefetcher(RoleThread):
                 self.on_empty()
                 self.stopping.wait()
                 return
+        next_due_ms = _soonest(next_due_ms, self._held_back.next_due_ms(Hold.RECHECK))
         if next_due_ms is None or next_due_ms / 1000 >= IDLE_BLOCK_S:
             self._wait_for_work(IDLE_BLOCK_S)
         else:
@@ -209,7 +212,8 @@ class Prefetcher(RoleThread):
         ones (docs/lifecycle.md, Pausing a queue) and those whose full concurrency limit it
         stopped waiting for (it ended saying nothing, where a killed worker's lapsed lease
         held the slot: docs/schedules.md, Per-queue limits). Read only for queues the last
-        look found so (an empty one answers as empty): one pipelined count each."""
+        look found so (an empty one answers as empty): one pipelined count each. Last, the
+        queues it could not read (``_still_failing``), at ERROR."""
         alias = self.broker.settings.alias
         self._say_tasks_in(
             self._paused,
@@ -227,6 +231,13 @@ class Prefetcher(RoleThread):
             BURST_HORIZON_MS // 1000,
             alias,
         )
+        if self._unread:
+            logger.error(
+                "Burst ends without the queues it could not read queues=%s: their calls failed "
+                "for %d s (the error is logged above, when each began to fail)",
+                listed_values(self._unread),
+                BURST_HORIZON_MS // 1000,
+            )
 
     def _say_tasks_in(self, queues: list[str], line: str, *args: object) -> None:
         """Log ``line`` as a WARNING, its first field the ``queues`` that hold tasks and how
@@ -242,6 +253,8 @@ class Prefetcher(RoleThread):
         start comes, however far), and no queue whose full concurrency limit (held by another
         process, whose finish frees a slot) has held its tasks back for less."""
         if next_due_ms is not None and next_due_ms <= BURST_HORIZON_MS:
+            return False
+        if self._still_failing():
             return False
         paced = self._held_back.held_for(Hold.START)
         if paced:
@@ -271,6 +284,23 @@ class Prefetcher(RoleThread):
             return False
         self._slots_full = held
         return True
+
+    def _still_failing(self) -> bool:
+        """--burst: tell whether a queue whose calls fail (a key of another type: an operator
+        may mend it) holds the burst a while more, up to BURST_HORIZON_MS from its first
+        failure; past that, the burst ends without it (``_say_left`` names it). Asked again
+        every few seconds, such a queue kept the burst waiting for good."""
+        failing = self._held_back.held_for(Hold.RECHECK)
+        if not failing:
+            self._failing_since = None
+            return False
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        if (now - self._failing_since) * 1000 <= BURST_HORIZON_MS:
+            return True
+        self._unread = failing
+        return False
 
     def _wait_for_progress(self, next_due_ms: int | None = None) -> None:
         """--burst with nothing reserved: wait locally for in-flight work to settle, or until
@@ -330,9 +360,10 @@ class Prefetcher(RoleThread):
         if refused is not None:  # raised once the other queues' reservations are buffered
             raise refused
         # Held back, or found empty and not asked this time: their next starts and delayed
-        # tasks end the wait as those of the queues asked do.
+        # tasks end the wait as those of the queues asked do. A failed queue's next ask is
+        # no work due (``_round`` waits for it; a burst does for a while: ``_nothing_left``).
         return fetched, _soonest(
-            next_due_ms, self._held_back.next_due_ms(), self._plan.next_due_ms()
+            next_due_ms, self._held_back.next_due_ms(Hold.START), self._plan.next_due_ms()
         )
 
     def _answered(self, queue: str, acquired: Acquired) -> None:
