@@ -16,6 +16,7 @@ from ..conf.settings import BackendSettings, waiting_at_most
 from ..conf.topology import masked_location
 from ..enqueue.pipeline import EnqueuePipeline, pipelines_handed_out, pipelines_sharing
 from ..exceptions import BrokerUnavailable
+from .other_workers import say_other_workers
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,9 @@ def flush() -> None:
 @contextmanager
 def flushed_around() -> Iterator[None]:
     """Flush before and after the block, and after it the keys of every other ``TASKS``
-    entry whose backend was used inside it, in any thread."""
+    entry whose backend was used inside it, in any thread. Before the first flush, name the
+    worker processes serving those keys, which would take the test's tasks."""
+    say_other_workers()
     flush()
     try:
         with pipelines_handed_out() as used:
