@@ -51,6 +51,7 @@ class _Call:
         enqueued_ms: str,
         started_ms: str,
         workflow: str,
+        lapsed: bool,
         errors: list[str],
     ) -> Reservation:
         """Return one reservation, its lease carrying what the metrics need."""
@@ -72,6 +73,7 @@ class _Call:
             started_ms=started,
             errors=errors,
             workflow=workflow,
+            lapsed=lapsed,
         )
 
 

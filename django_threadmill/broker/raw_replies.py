@@ -35,21 +35,31 @@ class Undecodable(NamedTuple):
     reason: str  # "<field> not UTF-8", what P:damaged says
 
 
-FIELDS = ("id", "payload", "workers", "enqueued_ms", "started_ms", "workflow")  # in the reply
+FIELDS = (
+    "id",
+    "payload",
+    "workers",
+    "enqueued_ms",
+    "started_ms",
+    "workflow",
+    "lapsed",
+)  # in the reply
 
 
 def read_tasks[T](
-    flat: list[Any], build: Callable[[str, str, str, str, str, str, list[str]], T]
+    flat: list[Any], build: Callable[[str, str, str, str, str, str, bool, list[str]], T]
 ) -> tuple[list[T], list[Undecodable]]:
-    """Read acquire.lua's flat task entries (seven values, then ``nerrors`` error texts, as
-    bytes): ``build(task_id, payload, workers, enqueued_ms, started_ms, workflow, errors)``
-    for each task that decodes, and the ones that do not."""
+    """Read acquire.lua's flat task entries (eight values, then ``nerrors`` error texts, as
+    bytes): ``build(task_id, payload, workers, enqueued_ms, started_ms, workflow, lapsed,
+    errors)`` for each task that decodes, and the ones that do not."""
     built: list[T] = []
     undecodable: list[Undecodable] = []
     at = 0
     while at < len(flat):
-        raw_id, payload, workers, enqueued_ms, started_ms, workflow, nerrors = flat[at : at + 7]
-        errors_end = at + 7 + int(nerrors)
+        raw_id, payload, workers, enqueued_ms, started_ms, workflow, lapsed, nerrors = flat[
+            at : at + 8
+        ]
+        errors_end = at + 8 + int(nerrors)
         try:
             task = build(
                 raw_id.decode(),
@@ -58,11 +68,12 @@ def read_tasks[T](
                 enqueued_ms.decode() if enqueued_ms else "",
                 started_ms.decode() if started_ms else "",
                 workflow.decode() if workflow else "",
-                [error.decode() for error in flat[at + 7 : errors_end]],
+                lapsed == b"1",
+                [error.decode() for error in flat[at + 8 : errors_end]],
             )
         except UnicodeDecodeError:
             entry = flat[at:errors_end]
-            names = [*FIELDS, "nerrors", *(f"error:{n}" for n in range(1, len(entry) - 6))]
+            names = [*FIELDS, "nerrors", *(f"error:{n}" for n in range(1, len(entry) - 7))]
             field = _first_undecodable(zip(names, entry, strict=True))
             undecodable.append(Undecodable(raw_id, f"{field} not UTF-8"))
         else:

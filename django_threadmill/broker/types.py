@@ -122,6 +122,10 @@ class Reservation(NamedTuple):
     started_ms: int | None
     errors: list[str]
     workflow: str = ""  # a workflow step's ``<workflow id>:<step>`` (its record's field)
+    # A reaper put the task back after its holder's lease lapsed (reap.lua): that holder may
+    # have died running it before its start notice went out, so its start is written before
+    # it runs here (docs/worker.md, Leases).
+    lapsed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,6 +213,10 @@ class ExpiredAttempt:
     deadline_ms: int | None
     errors: list[str] = field(default_factory=list)
     workflow: str = ""  # a workflow step's ``<workflow id>:<step>`` (its record's field)
+    # A reaper put the task back after its holder's lease lapsed (reap.lua): that holder may
+    # have died running it before its start notice went out, so its start is written before
+    # it runs here (docs/worker.md, Leases).
+    lapsed: bool = False
     # Its record's times, in ms (None when absent): the retry policy is shown them, as a
     # worker shows them.
     enqueued_ms: int | None = None

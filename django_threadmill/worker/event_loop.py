@@ -223,10 +223,10 @@ class EventLoopLane(TaskRunner):
 
     async def _begun(self, reservation: Reservation) -> int | None:
         """Start an attempt (``begin``), off the loop when its start notice is written before
-        it runs (its last run here outlived its lease): that is a Redis call, which held every
-        other async task of the process for as long as Redis took to answer, and had the
-        monitor name the task as making a blocking call."""
-        if self.held.outlived(reservation.lease.task_id):
+        it runs (``starts_written_first``): that is a Redis call, which held every other async
+        task of the process for as long as Redis took to answer, and had the monitor name the
+        task as making a blocking call."""
+        if self.starts_written_first(reservation):
             return await asyncio.to_thread(self.begin, reservation)
         return self.begin(reservation)
 

@@ -102,16 +102,25 @@ class TaskRunner(RoleThread):
             return None
         started_ms = now_ms()
         start = Start(lease=lease, started_ms=started_ms)
-        if self.held.outlived(lease.task_id):
+        if self.starts_written_first(reservation):
             return self._begin_written(start)
         self.writer.submit_start(start)
         return started_ms
 
+    def starts_written_first(self, reservation: Reservation) -> bool:
+        """Tell whether ``reservation``'s start notice is written before it runs, not held:
+        its last run here outlived its lease, or a reaper put it back after its holder's lease
+        lapsed (``Reservation.lapsed``). Either run may have ended its holder before the held
+        notice went out (a call that never let go of the GIL; a task that ended its process
+        as it started, a segfault, an instant OOM kill): a reaper took it for a reservation
+        never started and put it back to READY, and the task ran, and ended its process, for
+        good (docs/worker.md, Leases)."""
+        return reservation.lapsed or self.held.outlived(reservation.lease.task_id)
+
     def _begin_written(self, start: Start) -> int | None:
-        """Start an attempt of a task whose last run here outlived its lease, its start notice
-        written before it runs: held, it waited on this thread again, a reaper took the run for
-        a reservation never started and handed it back to READY, and the task ran for good
-        (docs/worker.md, Leases). Return its start (ms), or None if Redis refused the notice."""
+        """Start an attempt whose start notice is written before it runs
+        (``starts_written_first``). Return its start (ms), or None if Redis refused the
+        notice."""
         lease = start.lease
         written = self.writer.start_now(start)
         if written is StartNow.REFUSED:

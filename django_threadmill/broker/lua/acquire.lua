@@ -30,8 +30,9 @@
 --           how many records this call set aside (docs/lifecycle.md, Damaged records),
 --           the Redis time of the call in ms (0 when an empty queue answered unread),
 --           then per task, flat: id, payload, workers, enqueued_ms, started_ms, workflow
---           (a workflow step's `<workflow id>:<step>`, else ""), nerrors, and that many
---           error_json}
+--           (a workflow step's `<workflow id>:<step>`, else ""), lapsed ("1" once a reaper
+--           put the task back after its holder's lease lapsed: reap.lua), nerrors, and that
+--           many error_json}
 --          Flat, with the lease deadline and the token formatted once per call: a table per
 --          task and a number formatted per task cost Redis more than the task's HSET.
 -- Fence:   every task reserved by one call gets the same new token, the next value of
@@ -157,7 +158,8 @@ local chars = 0  -- of the payloads and errors in the reply
 local past_budget = 0  -- where in popped the tasks past most_chars begin (0: none were)
 for i, id in ipairs(popped) do
   local key = KEYS[1] .. id
-  local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors", "workflow")
+  local f, problem = read_record(key, "state", "payload", "enqueued_ms", "nerrors", "workflow",
+    "lapsed")
   if f and f[1] ~= "ready" then
     problem = f[1] and ("in the ready index in state " .. f[1])
       or (f[2] and "in the ready index without a state field")  -- HDEL by hand: a record still
@@ -175,11 +177,11 @@ for i, id in ipairs(popped) do
     local n = #reply
     reply[n + 1], reply[n + 2], reply[n + 3] = id, f[2], workers or ""
     reply[n + 4], reply[n + 5], reply[n + 6] = f[3] or "", started_ms or "", f[5] or ""
-    reply[n + 7] = nerrors
+    reply[n + 7], reply[n + 8] = f[6] or "", nerrors
     local size = #f[2]
     for e = 1, nerrors do
-      reply[n + 7 + e] = redis.call("HGET", key, "error:" .. e) or ""
-      size = size + #reply[n + 7 + e]
+      reply[n + 8 + e] = redis.call("HGET", key, "error:" .. e) or ""
+      size = size + #reply[n + 8 + e]
     end
     if #leased > 0 and chars + size > most_chars then
       for k = #reply, n + 1, -1 do

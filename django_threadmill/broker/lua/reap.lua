@@ -34,6 +34,10 @@
 --          A workflow step set aside is pushed onto P:outbox too (common.lua set_aside_step).
 --          A released reservation keeps no token: a late call of the old lease is stale. Nor
 --          does it keep a progress report (one may have gone out before its start notice).
+--          It is marked `lapsed`: its holder may have died running it within the start
+--          notice's hold, so each later attempt has its start written before it runs, and one
+--          that ends its process as it starts is settled as an attempt, not put back for good
+--          (docs/worker.md, Leases).
 -- Rate:    a released reservation never started: it gives back the reservation turn it took,
 --          as release.lua does (under "1/h" a killed worker's task waited an hour more).
 -- Types:   a key of another type fails the call (WRONGTYPE) before any task moves: P:workers
@@ -126,7 +130,7 @@ if not dry_run then
   -- with the reservations still reserved and leased, for the pass after the key is deleted.
   call_chunked("ZADD", KEYS[2], ready)
   for _, id in ipairs(released) do
-    redis.call("HSET", KEYS[1] .. id, "state", "ready", "token", "")
+    redis.call("HSET", KEYS[1] .. id, "state", "ready", "token", "", "lapsed", "1")
     -- A report may have gone out while the start notice was held: the next attempt starts
     -- without it, as after a retry (docs/lifecycle.md, Progress).
     forget_progress(KEYS[1] .. id)
