@@ -6,8 +6,13 @@
 --          a script since). The keys the entries name are not touched.
 -- Fence:   none: an operator's call; an entry set aside between two calls is answered by
 --          the call that drops it, never dropped unanswered.
--- Types:   a P:damaged of another type fails the call before anything is dropped.
+-- Types:   a P:damaged of another type fails the call (WRONGTYPE, naming the key) before
+--          anything is dropped.
 -- Clock:   none.
+local wrong = wrong_kind(KEYS[1], "hash")
+if wrong then
+  return redis.error_reply(wrong)
+end
 local entries = redis.call("HRANDFIELD", KEYS[1], ARGV[1], "WITHVALUES")
 local ids = {}
 for i = 1, #entries, 2 do

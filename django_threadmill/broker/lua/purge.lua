@@ -20,16 +20,21 @@
 --          its record gone could not tell which workflow to advance, which then never ended
 --          (docs/workflows.md, Exactly once). A later purge deletes it.
 -- Types:   a P:outbox of another type holds no step, so it keeps none (drainers skip it).
---          A P:done of another type fails the call at its first read, before anything is
---          written. A P:damaged of another type fails it at a record to set aside, after some
---          finished records may be deleted and before their ids leave P:done: an id whose
---          record is gone is unindexed by the next call. No task waiting or held is touched.
+--          A P:done of another type fails the call (WRONGTYPE, naming the key) before anything
+--          is written (TYPE), and so does a P:damaged of another type when a record of the
+--          call must be set aside: every record is read before the first write, so that none
+--          is deleted, uncounted, by a call that then fails. No task waiting or held is touched.
 -- Clock:   redis.call("TIME") only, and only to date a record set aside.
 -- Cost:    P:outbox is read once, at the first workflow step met, and only while it holds at
 --          most OUTBOX_READ ids (drainers empty it within seconds); a longer one (a big group
 --          ending, no worker draining) is not read, and every workflow step met is kept, for a
 --          later purge. Read whole, an outbox of 200,000 held Redis for 130-220 ms a call, and
 --          for each call of a purge that met a step.
+local wrong = wrong_kind(KEYS[2], "zset")
+if wrong then
+  return redis.error_reply(wrong)
+end
+
 local start = 0
 if ARGV[1] ~= "" then
   -- Resume after `after` where it was: one that left P:done, or finished again since (requeued,
@@ -64,19 +69,29 @@ local function not_advanced(id, f)
   return advancing == true or advancing[id] == true
 end
 
+-- Each record (state, workflow), or false and why it cannot be read, in the order of `entries`.
+local records, problems, unreadable = {}, {}, false
+for i = 1, #entries, 2 do
+  local f, problem = read_record(KEYS[1] .. entries[i], "state", "workflow")
+  records[i], problems[i] = f or false, problem
+  unreadable = unreadable or not f
+end
+wrong = unreadable and wrong_kind(KEYS[3], "hash")
+if wrong then
+  return redis.error_reply(wrong)
+end
+
 local deleted, unindexed, set_aside_count, kept, kept_score = 0, {}, 0, "", ""
 for i = 1, #entries, 2 do
-  local id = entries[i]
-  local key = KEYS[1] .. id
-  local f, problem = read_record(key, "state", "workflow")
+  local id, f = entries[i], records[i]
   local state = f and f[1]
   local final = state == "successful" or state == "failed"
   local wanted = final and (ARGV[4] == "" or ARGV[4] == state) and not not_advanced(id, f)
   if not f then
-    set_aside(KEYS[3], id, now_ms(), "purge", problem)
+    set_aside(KEYS[3], id, now_ms(), "purge", problems[i])
     set_aside_count = set_aside_count + 1
   elseif wanted then
-    redis.call("DEL", key)
+    redis.call("DEL", KEYS[1] .. id)
     deleted = deleted + 1
   end
   if not final or wanted then

@@ -59,6 +59,13 @@ def _line(record: DamagedRecord) -> str:
     )
 
 
+def _named(task_id: str) -> str:
+    """Return an id given to ``forget-damaged`` as its messages and log line name it: cut short
+    (``named_short``); an empty one (``"$ID"``, the variable unset) as ``''``, where it showed
+    as nothing, and the log line said ``ids=all``, as for ``--all``."""
+    return named_short(task_id) or "''"
+
+
 def _said(error: BaseException) -> str:
     """Return ``error``'s message to go mid-sentence: without its closing full stop."""
     return str(error).rstrip(".")
@@ -97,7 +104,7 @@ def _forgot_partly(alias: str, queue: str, forgot: list[str], why: BrokerUnavail
         if isinstance(why, MaybeApplied)
         else f"the next shard failed: {_said(why)}. The others are kept: {listing} lists them."
     )
-    named = listed_names([named_short(task_id) for task_id in forgot])
+    named = listed_names([_named(task_id) for task_id in forgot])
     return (
         f"Forgot {len(forgot)} damaged record(s) of queue {queue} ({named}), then stopped: {failed}"
     )
@@ -223,7 +230,7 @@ def _log_forget(alias: str, queue: str, ids: list[str], forgot: int, *, complete
         "Damaged records forgotten backend=%s queue=%s ids=%s forgot=%d by=%s%s",
         controls_escaped(alias),
         controls_escaped(queue),
-        listed_values([controls_escaped(named_short(task_id)) for task_id in ids]) or "all",
+        listed_values([controls_escaped(_named(task_id)) for task_id in ids]) if ids else "all",
         forgot,
         _by(),
         "" if complete else " incomplete=yes",
@@ -535,7 +542,7 @@ class Command(SetUpFrozen, CtrlCSaid, SettingsRefusedPlainly, CutShortCommand):
         forgot = f"Forgot {len(dropped)} damaged record(s) of queue {queue}"
         if missing:  # a typo, or an id forgotten already: say which (cut short, the first
             # MAX_LISTED_IDS, as the admin lists ids: thousands given filled the message)
-            named = listed_names([named_short(task_id) for task_id in missing])
+            named = listed_names([_named(task_id) for task_id in missing])
             raise CommandError(
                 f"{forgot}; not in its damaged list: {named}. Give each id as "
                 f"'{_damaged_command(source.alias, queue)}' lists it."
