@@ -35,3 +35,15 @@ def test_ids_after_all_are_refused_naming_both(backend: ThreadmillTaskBackend) -
     assert str(raised.value) == (
         "Name the entries to drop (forget-damaged QUEUE ID ...) or pass --all, not both."
     )
+
+
+def test_neither_ids_nor_all_is_refused_saying_one_is_needed(
+    backend: ThreadmillTaskBackend,
+) -> None:
+    """It said "... or pass --all, not both" where neither was given."""
+    with pytest.raises(CommandError) as raised:
+        output_of("threadmill_queue", "forget-damaged", "emails")
+
+    assert str(raised.value) == (
+        "Name the entries to drop (forget-damaged QUEUE ID ...), or pass --all to drop every one."
+    )

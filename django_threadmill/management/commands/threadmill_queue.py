@@ -517,9 +517,14 @@ class Command(SetUpFrozen, CtrlCSaid, SettingsRefusedPlainly, CutShortCommand):
     def _forget(
         self, source: Source, name: str, ids: list[str], stop: HeldStop, *, every: bool
     ) -> None:
-        if every == bool(ids):
+        if every and ids:
             raise CommandError(
                 "Name the entries to drop (forget-damaged QUEUE ID ...) or pass --all, not both."
+            )
+        if not every and not ids:
+            raise CommandError(
+                "Name the entries to drop (forget-damaged QUEUE ID ...), or pass --all to drop "
+                "every one."
             )
         queue = self._queue(source, name)
         if every:
