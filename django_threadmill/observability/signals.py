@@ -62,6 +62,18 @@ class _NotSaidAlready(logging.Filter):
         return not _said.get()
 
 
+class _NoEmptyTraceback(logging.Filter):
+    """Drop the exception of a record logged with none being handled: the backport's receiver
+    logs a failure with ``logger.exception``, and a ``task_finished`` sent with no exception
+    being handled (a task the watchdog ended) printed ``NoneType: None`` as its traceback,
+    where Django 6's line has none."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is not None and record.exc_info[0] is None:
+            record.exc_info = None
+        return True
+
+
 class _HeldDuringSends(logging.Filter):
     """Hold back django.dispatch's lines logged inside a guarded send, in that context only."""
 
@@ -74,6 +86,7 @@ class _HeldDuringSends(logging.Filter):
 
 
 _tasks_logger.addFilter(_NotSaidAlready())
+_tasks_logger.addFilter(_NoEmptyTraceback())
 _dispatch_logger.addFilter(_HeldDuringSends())
 
 

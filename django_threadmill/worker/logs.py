@@ -53,17 +53,18 @@ def logging_configured(log_format: str, verbosity: int) -> Iterator[None]:
     (pytest's ``capsys``), nor a ``django_threadmill`` that no longer reaches its root."""
     logger = logging.getLogger(LOGGER_NAME)
     tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
-    handlers = list(logger.handlers)
+    handlers, tasks_handlers = list(logger.handlers), list(tasks_logger.handlers)
     formatters = [(handler, handler.formatter) for handler in {*handlers, *console_handlers()}]
     propagate, level, tasks_level = logger.propagate, logger.level, tasks_logger.level
     _configure_logging(log_format, verbosity)
     try:
         yield
     finally:
-        for handler in logger.handlers[:]:
-            if handler not in handlers:
-                logger.removeHandler(handler)
-                handler.close()
+        for each, kept in ((logger, handlers), (tasks_logger, tasks_handlers)):
+            for handler in each.handlers[:]:
+                if handler not in kept:
+                    each.removeHandler(handler)
+                    handler.close()
         for handler, formatter in formatters:
             handler.setFormatter(formatter)
         logger.propagate = propagate
@@ -123,10 +124,19 @@ def project_configures(name: str) -> bool:
 
 
 def quiet_django_task_lines() -> None:
-    """Raise Django's task logger to WARNING unless the project configured it.
+    """Raise Django's task logger to WARNING unless the project configured it, and leave its
+    lines to the project's handlers alone.
 
-    Failures (ERROR) still show; our own ``-v 2`` line per task replaces Django's two INFO lines,
-    and a disabled level also spares building a log record per task nobody reads.
+    Failures (ERROR) still show where the project's handlers print them; our own ``-v 2`` line
+    per task replaces Django's two INFO lines, and a disabled level also spares building a log
+    record per task nobody reads. With no handler for it anywhere (the Django 5.2 backport's
+    ``django_tasks`` is outside the ``django`` logger Django configures), Python's last resort
+    printed the failure line, its traceback ending in the task's message as written: a line
+    break in it wrote a line that read as the worker's. Our ``Task failed`` line, escaped,
+    reports the failure.
     """
+    tasks_logger = logging.getLogger(TASKS_LOGGER_NAME)
     if not project_configures(TASKS_LOGGER_NAME):
-        logging.getLogger(TASKS_LOGGER_NAME).setLevel(logging.WARNING)
+        tasks_logger.setLevel(logging.WARNING)
+    if not tasks_logger.hasHandlers():
+        tasks_logger.addHandler(logging.NullHandler())
