@@ -50,15 +50,12 @@ class WriteAtCommit:
         """Say what a write that raised at the commit leaves: the error leaves ``atomic()``
         as a rollback's would, but the data is committed, and Django ran none of the
         transaction's later callbacks, its other enqueues among them (docs/enqueue.md)."""
-        paths = ", ".join(repr(path) for path in dict.fromkeys(self.task_paths))
-        count = len(self.task_paths)
-        what = f"task {paths}" if count == 1 else f"{count} tasks ({paths})"
         return (
             f"Raised at the commit of database {self.using!r}, which went through: the "
-            f"transaction's changes are saved, and this enqueue of {what}, made with "
-            "enqueue_on_commit, failed as said above. Django ran none of the transaction's "
-            "later on_commit callbacks, so its enqueues after this one were not stored either: "
-            "enqueue them again once the cause above is fixed."
+            f"transaction's changes are saved, and this enqueue of {_tasks(self.task_paths)}, "
+            "made with enqueue_on_commit, failed as said above. Django ran none of the "
+            "transaction's later on_commit callbacks, so its enqueues after this one were not "
+            "stored either: enqueue them again once the cause above is fixed."
         )
 
 
@@ -74,16 +71,39 @@ def defer_to_commit(
     """
     if not in_transaction(using):
         return False
+    if not connections[using].in_atomic_block:
+        raise transaction.TransactionManagementError(_no_commit_hooks(results, using))
     transaction.on_commit(WriteAtCommit(write, results, using), using=using)
     return True
+
+
+def _tasks(task_paths: Sequence[str]) -> str:
+    """Name the tasks of one write: "task 'a.b'", or "3 tasks ('a.b', 'a.c')"."""
+    paths = ", ".join(repr(path) for path in dict.fromkeys(task_paths))
+    count = len(task_paths)
+    return f"task {paths}" if count == 1 else f"{count} tasks ({paths})"
+
+
+def _no_commit_hooks(results: Sequence[TaskResult], using: str) -> str:
+    """Say why a write cannot wait for a commit of ``using`` with autocommit off outside
+    atomic(): Django's own error named on_commit(), which the project never called, and no
+    fix."""
+    what = _tasks([result.task.module_path for result in results])
+    return (
+        f"{what[0].upper()}{what[1:]} {'waits' if len(results) == 1 else 'wait'} for the commit "
+        f"of database {using!r} (enqueue_on_commit), but that connection has autocommit off "
+        "outside atomic() (manual transaction management), where Django runs no on_commit "
+        "callbacks; nothing was stored. Enqueue inside transaction.atomic(), turn autocommit back "
+        "on, or write at once with task.using(enqueue_on_commit=False)."
+    )
 
 
 def in_transaction(using: str = DEFAULT_DB_ALIAS) -> bool:
     """Tell whether this thread's connection ``using`` holds an open transaction.
 
     An unopened connection holds none, so asking opens nothing. With autocommit off outside
-    atomic(), on_commit raises Django's TransactionManagementError, which is the right answer
-    there.
+    atomic() it holds one too, but Django runs no on_commit callbacks there: ``defer_to_commit``
+    refuses it.
     """
     connection = connections[using]
     return connection.in_atomic_block or (
