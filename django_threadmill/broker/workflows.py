@@ -125,20 +125,39 @@ class Workflows(OutboxLooks):
             pipe.execute()
 
     def advance_workflow(
-        self, workflow_id: str, step: int | None, outcome: str, value: str
+        self, workflow_id: str, step: int, outcome: str, value: str
     ) -> tuple[str, list[int]]:
-        """Record how ``step`` ended (None: the workflow is cancelled); return the workflow's
-        status (for a cancel, the one it had) and the steps now due (advance.lua)."""
-        ttl_ms = self.settings.result_ttl_ms
-        reply = self._run(
-            ScriptCall(
-                ScriptName.ADVANCE,
-                (self.keyspace.workflow(workflow_id),),
-                ("" if step is None else step, outcome, value, "" if ttl_ms is None else ttl_ms),
-            )
-        )
-        status, *due = reply
+        """Record how ``step`` ended; return the workflow's status and the steps now due
+        (advance.lua)."""
+        status, *due = self._advance(workflow_id, step, outcome, value)
         return str(status), [int(step) for step in due]
+
+    def cancel_workflow(self, workflow_id: str, why: str) -> tuple[str, str, list[int]]:
+        """End an open workflow as cancelled for ``why`` (advance.lua); return the status it
+        had, and, when it is cancelled now (by this call or an earlier one), that cancel's why
+        and the steps it marked due or enqueued, which the caller stops: read in the same call,
+        as its hash may expire (``result_ttl``) before another read."""
+        status, *rest = self._advance(workflow_id, "", "cancelled", why)
+        if not rest:
+            return str(status), "", []
+        recorded, *marked = rest
+        return str(status), str(recorded), [int(step) for step in marked]
+
+    def _advance(
+        self, workflow_id: str, step: int | str, outcome: str, value: str
+    ) -> list[str | int]:
+        """Run advance.lua for ``step`` ("" for a cancel); return its reply."""
+        ttl_ms = self.settings.result_ttl_ms
+        return cast(
+            list[str | int],
+            self._run(
+                ScriptCall(
+                    ScriptName.ADVANCE,
+                    (self.keyspace.workflow(workflow_id),),
+                    (step, outcome, value, "" if ttl_ms is None else ttl_ms),
+                )
+            ),
+        )
 
     def mark_enqueued(self, workflow_id: str, steps: Sequence[int]) -> list[str | None]:
         """Note that ``steps`` are stored, so no later drain enqueues them again, and keep an

@@ -119,13 +119,23 @@ class WorkflowResult:
             return False  # Redis could not have been sent its id: it was never stored
         # Each step it leaves unrun keeps a copy (docs/workflows.md, Semantics): cut it.
         why = cut_to("cancelled" + (f": {reason}" if reason else ""), MAX_ERROR_TEXT_CHARS)
-        status, _ = backend.broker.advance_workflow(self.id, None, "cancelled", why)
+        # Its plan is read before the cancel, as it never changes: the hash expires result_ttl
+        # after the cancel, which may be before a read after it, and its waiting steps ran.
+        fields = backend.broker.workflow_fields(self.id)
+        status, recorded, marked = backend.broker.cancel_workflow(self.id, why)
         if status == "missing":
             self._refuse_before_commit("cancelled")
             return False  # it ended more than result_ttl ago
-        if status in ("open", "cancelled"):
-            _stop_enqueued(backend, self.id, why)
-        self.refresh()
+        if marked:
+            planned = planned_steps(backend, self.id, fields)
+            _stop_enqueued(backend, self.id, [planned[index] for index in marked], recorded)
+        try:
+            self.refresh()
+        except WorkflowDoesNotExist:
+            if not recorded:
+                raise
+            # Expired already (result_ttl): it reads as the cancel recorded it.
+            self.status, self.why, self._waits_for_commit = Status.FAILED, recorded, False
         return status == "open"
 
     async def acancel(self, reason: str = "") -> bool:
@@ -139,17 +149,16 @@ class WorkflowResult:
             raise WorkflowDoesNotExist(stored_at_commit(f"Workflow {self.id!r}", "launched", what))
 
 
-def _stop_enqueued(backend: ThreadmillTaskBackend, workflow_id: str, why: str) -> None:
-    """Stop every step the cancelled workflow ``workflow_id`` enqueued (``stop_steps``), for
-    the why of the cancel that ended it, this one (``why``) or an earlier one.
+def _stop_enqueued(
+    backend: ThreadmillTaskBackend, workflow_id: str, steps: list[PlannedStep], why: str
+) -> None:
+    """Stop the ``steps`` the cancelled workflow ``workflow_id`` enqueued (``stop_steps``), for
+    ``why``, that of the cancel that ended it (this one, or an earlier one).
 
-    Its hash alone says which: cancel.lua leaves a step that ended as it is, so the steps'
-    records need no read first, which cost a large group seconds (docs/workflows.md, What it
-    costs).
+    The cancel's own call says which (``cancel_workflow``): cancel.lua leaves a step that
+    ended as it is, so the steps' records need no read first, which cost a large group
+    seconds (docs/workflows.md, What it costs).
     """
-    fields = backend.broker.workflow_fields(workflow_id)
-    planned = planned_steps(backend, workflow_id, fields)
-    why = fields.get("why") or why
     stop_steps(
         backend,
         [
@@ -157,7 +166,7 @@ def _stop_enqueued(backend: ThreadmillTaskBackend, workflow_id: str, why: str) -
                 step_task_id(workflow_id, step),
                 StoppedStep(workflow_id=workflow_id, step=step.index, why=why),
             )
-            for step in enqueued_steps(fields, planned)
+            for step in steps
         ],
     )
 

@@ -130,7 +130,7 @@ def test_a_cancel_again_cancels_the_steps_an_interrupted_one_left_waiting(
     """A cancel that recorded the workflow cancelled and died before it cancelled the steps
     waiting in a queue: cancelling again returns False (it had ended) and cancels them."""
     flow = group(step(number, 1), step(number, 2)).enqueue()
-    backend.broker.advance_workflow(flow.id, None, "cancelled", "cancelled: first")
+    backend.broker.cancel_workflow(flow.id, "cancelled: first")
 
     assert not flow.cancel("again")
 

@@ -11,7 +11,8 @@
 --          or "missing" when it is unknown (expired, or written by no workflow), or "damaged"
 --          when its key holds no hash or the hash no step count (nothing is written then). A
 --          step that lists no inputs ends the workflow as failed, naming why. A cancel returns
---          the status the workflow had before.
+--          the status the workflow had before; when it is cancelled now, then its why and the
+--          indices of the steps marked due or enqueued, for the caller to stop.
 -- Fence:   a step's outcome is recorded once (HSETNX). A second report of it (a drain retried
 --          after its drainer died) records nothing but returns the steps still due, so the
 --          next drainer enqueues what the dead one may not have; enqueue skips an id that
@@ -71,12 +72,23 @@ local function stop(final, why)
   finish(final)
 end
 
+-- A cancel also says which steps to stop (every one marked due or enqueued) and why, in this
+-- call: the hash may expire (a result_ttl shorter than a round trip) before it is read again.
 if step == "" then
   local before = status
   if before == "open" then
     stop("cancelled", value)
   end
-  return {before}
+  if status ~= "cancelled" then
+    return {before}
+  end
+  local reply = {before, redis.call("HGET", w, "why") or value}
+  for j = 0, n - 1 do
+    if redis.call("HEXISTS", w, "e:" .. j) == 1 then
+      reply[#reply + 1] = j
+    end
+  end
+  return reply
 end
 
 if redis.call("HSETNX", w, "s:" .. step, outcome) == 1 then
