@@ -19,10 +19,9 @@ from django_threadmill.broker import Broker
 from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.exceptions import MaybeApplied
 from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.leases import HeldLeases
-from django_threadmill.worker.progress import PendingProgress
 from tests.broker.conftest import WORKER, finish, new_task
 from tests.observability.lost_replies import lose_replies
+from tests.worker.support import checked_writer
 
 DOWN_NODE = "10.0.0.9:7000"  # where the spared queue's keys are said to live
 UP_NODE = "10.0.0.1:7000"
@@ -45,16 +44,8 @@ def tally_one(broker: Broker, queue: str = "default") -> None:
 
 @pytest.fixture
 def writer(broker: Broker) -> Iterator[AckWriter]:
-    crashes: list[str] = []
-    writer = AckWriter(
-        broker, WORKER, HeldLeases(), PendingProgress(), lambda: None, lambda: crashes.append("x")
-    )
-    yield writer
-    writer.give_up_now()  # past the stop's deadline: what a spinning writer waited for
-    writer.stop()
-    writer.join(5)
-    assert not writer.is_alive()
-    assert not crashes
+    with checked_writer(broker, WORKER) as writer:
+        yield writer
 
 
 def stop(writer: AckWriter) -> None:

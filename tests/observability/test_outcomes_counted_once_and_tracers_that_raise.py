@@ -26,11 +26,10 @@ from django_threadmill.broker.keys import QueueKeys
 from django_threadmill.broker.scripts import ScriptName
 from django_threadmill.exceptions import MaybeApplied
 from django_threadmill.worker.ack_writer import AckWriter
-from django_threadmill.worker.leases import HeldLeases
-from django_threadmill.worker.progress import PendingProgress
 from tests.broker.conftest import WORKER, finish, new_task
 from tests.observability.lost_replies import Losses, lose_replies
 from tests.support import run_python
+from tests.worker.support import checked_writer
 
 
 @pytest.fixture
@@ -55,14 +54,8 @@ def counted(client: redis.Redis, keys: QueueKeys) -> tuple[dict[str, str], set[s
 
 @pytest.fixture
 def writer(broker: Broker) -> Iterator[AckWriter]:
-    crashes: list[str] = []
-    writer = AckWriter(
-        broker, WORKER, HeldLeases(), PendingProgress(), lambda: None, lambda: crashes.append("x")
-    )
-    yield writer
-    writer.stop()
-    writer.join(5)
-    assert not crashes
+    with checked_writer(broker, WORKER) as writer:
+        yield writer
 
 
 def test_a_batch_the_ack_writer_retried_after_a_lost_reply_is_counted_once(

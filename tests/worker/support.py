@@ -5,7 +5,8 @@ worker run over tasks that block its event loop."""
 import json
 import subprocess
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -118,6 +119,29 @@ def unstarted_writer(broker: Broker) -> AckWriter:
         on_written=lambda: None,
         on_crash=lambda: None,
     )
+
+
+@contextmanager
+def checked_writer(broker: Broker, worker_id: str) -> Iterator[AckWriter]:
+    """An ack writer of ``broker`` for the block. After it, one the test started is stopped
+    without waiting on Redis (``give_up_now``: a writer that spun ends too), and the test fails
+    if its thread is still alive or its loop crashed."""
+    crashes: list[str] = []
+    writer = AckWriter(
+        broker,
+        worker_id,
+        HeldLeases(),
+        PendingProgress(),
+        on_written=lambda: None,
+        on_crash=lambda: crashes.append("crashed"),
+    )
+    yield writer
+    if writer.ident is not None:  # started
+        writer.give_up_now()
+        writer.stop()
+        writer.join(10)
+    assert not writer.is_alive()
+    assert not crashes
 
 
 def role_crashed() -> None:

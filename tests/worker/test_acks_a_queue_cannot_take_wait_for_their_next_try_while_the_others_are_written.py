@@ -18,6 +18,7 @@ from django_threadmill.worker.leases import HeldLeases
 from django_threadmill.worker.progress import PendingProgress
 from tests.support import wait_until
 from tests.worker import tasks
+from tests.worker.support import checked_writer
 
 WORKER = "writer-test:1:abcd"
 RETRY_MS = 60_000  # a retry's first write is its ZADD to the queue's delayed set
@@ -48,16 +49,8 @@ def state(broker: Broker, lease: Lease) -> str:
 
 @pytest.fixture
 def writer(broker: Broker) -> Iterator[AckWriter]:
-    crashes: list[str] = []
-    writer = AckWriter(
-        broker, WORKER, HeldLeases(), PendingProgress(), lambda: None, lambda: crashes.append("x")
-    )
-    yield writer
-    if writer.ident is not None:  # started
-        writer.stop()
-        writer.join(10)
-    assert not writer.is_alive()
-    assert not crashes
+    with checked_writer(broker, WORKER) as writer:
+        yield writer
 
 
 def test_a_batch_spanning_queues_raises_what_the_queues_that_answered_recorded(
