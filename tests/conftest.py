@@ -4,6 +4,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -170,11 +171,23 @@ def shared_sync_thread() -> None:
     asyncio.run(start_both())
 
 
+THREAD_END_S = 10.0  # what a thread the test started may take to end after it, on a loaded box
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_threads() -> Iterator[None]:
+    """Fail a test that leaves a thread running. One on its way out (the loop thread of a drain
+    an interrupt cut short, winding down) is waited for, up to THREAD_END_S: on a loaded
+    machine it was still alive as the test ended, and the test failed for it."""
     before = set(threading.enumerate())
     yield
-    leaked = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+
+    def running() -> list[str]:
+        return [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+
+    deadline = time.monotonic() + THREAD_END_S
+    while (leaked := running()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling with a deadline
     assert not leaked, f"test leaked threads: {leaked}"
 
 
