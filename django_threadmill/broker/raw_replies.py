@@ -35,31 +35,25 @@ class Undecodable(NamedTuple):
     reason: str  # "<field> not UTF-8", what P:damaged says
 
 
-FIELDS = (
-    "id",
-    "payload",
-    "workers",
-    "enqueued_ms",
-    "started_ms",
-    "workflow",
-    "lapsed",
-)  # in the reply
+# A task's fields in acquire's reply, in order; then nerrors, then that many error texts.
+FIELDS = ("id", "payload", "workers", "enqueued_ms", "started_ms", "workflow", "lapsed")
+_HEAD = len(FIELDS) + 1  # a task's entry before its errors
 
 
 def read_tasks[T](
     flat: list[Any], build: Callable[[str, str, str, str, str, str, bool, list[str]], T]
 ) -> tuple[list[T], list[Undecodable]]:
-    """Read acquire.lua's flat task entries (eight values, then ``nerrors`` error texts, as
-    bytes): ``build(task_id, payload, workers, enqueued_ms, started_ms, workflow, lapsed,
-    errors)`` for each task that decodes, and the ones that do not."""
+    """Read acquire.lua's flat task entries (``FIELDS``, ``nerrors``, then that many error
+    texts, as bytes): ``build(task_id, payload, workers, enqueued_ms, started_ms, workflow,
+    lapsed, errors)`` for each task that decodes, and the ones that do not."""
     built: list[T] = []
     undecodable: list[Undecodable] = []
     at = 0
     while at < len(flat):
         raw_id, payload, workers, enqueued_ms, started_ms, workflow, lapsed, nerrors = flat[
-            at : at + 8
+            at : at + _HEAD
         ]
-        errors_end = at + 8 + int(nerrors)
+        errors_end = at + _HEAD + int(nerrors)
         try:
             task = build(
                 raw_id.decode(),
@@ -69,12 +63,12 @@ def read_tasks[T](
                 started_ms.decode() if started_ms else "",
                 workflow.decode() if workflow else "",
                 lapsed == b"1",
-                [error.decode() for error in flat[at + 8 : errors_end]],
+                [error.decode() for error in flat[at + _HEAD : errors_end]],
             )
         except UnicodeDecodeError:
             entry = flat[at:errors_end]
-            names = [*FIELDS, "nerrors", *(f"error:{n}" for n in range(1, len(entry) - 7))]
-            field = _first_undecodable(zip(names, entry, strict=True))
+            errors = (f"error:{n}" for n in range(1, len(entry) - _HEAD + 1))
+            field = _first_undecodable(zip([*FIELDS, "nerrors", *errors], entry, strict=True))
             undecodable.append(Undecodable(raw_id, f"{field} not UTF-8"))
         else:
             built.append(task)

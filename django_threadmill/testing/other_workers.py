@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from ..aliases import threadmill_aliases, threadmill_backend
 from ..backend import ThreadmillTaskBackend
 from ..broker.inspect.inspector import Inspector
+from ..broker.inspect.types import WorkerSighting
 from ..codec.ids import worker_host_and_pid
 from ..conf.topology import masked_location
 from ..exceptions import BrokerUnavailable
@@ -20,10 +21,10 @@ from ..wording import listed_names
 
 logger = logging.getLogger(__name__)
 
-# Per Redis, key prefix and alias: each worker seen, with its last renewal (ms, Redis clock).
+# Per Redis, key prefix and alias: each worker seen, by its latest sighting.
 # A flush deletes the sightings, and a worker renews only every lease_ttl / 3: remembered, it is
 # named for every test until its lease would lapse, not only for the first after it renewed.
-_seen: dict[tuple[str, str, str], dict[str, int]] = {}
+_seen: dict[tuple[str, str, str], dict[str, WorkerSighting]] = {}
 
 
 def say_other_workers() -> None:
@@ -68,11 +69,13 @@ def _other_live_workers(backend: ThreadmillTaskBackend) -> list[str]:
     place = (settings.location, settings.key_prefix, backend.alias)
     seen = _seen.pop(place, {})
     for sighting in sightings:
-        if worker_host_and_pid(sighting.worker_id) != own:
-            renewed_ms = max(sighting.last_renewal_ms, seen.get(sighting.worker_id, 0))
-            seen[sighting.worker_id] = renewed_ms
-    # WorkerSighting.live's rule; kept only while some are live, so a prefix per test adds none.
-    live = {worker_id: ms for worker_id, ms in seen.items() if abs(now_ms - ms) <= lease_ms}
+        known = seen.get(sighting.worker_id)
+        if worker_host_and_pid(sighting.worker_id) != own and (
+            known is None or sighting.last_renewal_ms > known.last_renewal_ms
+        ):
+            seen[sighting.worker_id] = sighting
+    # Kept only while some are live, so a key prefix per test adds none.
+    live = {worker_id: s for worker_id, s in seen.items() if s.live(now_ms, lease_ms)}
     if live:
         _seen[place] = live
-    return sorted(live, key=live.__getitem__, reverse=True)
+    return sorted(live, key=lambda worker_id: live[worker_id].last_renewal_ms, reverse=True)

@@ -37,11 +37,10 @@ class HeldBackQueues:
             return False
         return True
 
-    def next_due_ms(self, *whys: Hold) -> int | None:
-        """Return ms until the first timed hold for ``whys`` ends (any timed one when none is
-        given): an idle wait must not outlast it."""
-        timed = whys or (Hold.START, Hold.RECHECK)
-        ends = [until for until, why in self._until.values() if why in timed]
+    def next_due_ms(self, why: Hold) -> int | None:
+        """Return ms until the first hold for ``why`` ends (a START or RECHECK: a SLOT has no
+        due time): an idle wait must not outlast it."""
+        ends = [until for until, held in self._until.values() if held is why]
         return None if not ends else max(0, round((min(ends) - time.monotonic()) * 1000))
 
     def held_for(self, why: Hold) -> list[str]:
@@ -52,3 +51,29 @@ class HeldBackQueues:
     def clear(self) -> None:
         """Forget every hold: a wake token may mean a slot was freed."""
         self._until.clear()
+
+
+class BoundedWaits:
+    """--burst: since when it has waited on the queues held for a reason whose wait is bounded
+    (a full concurrency limit's slot, a failing queue's recovery), on the monotonic clock."""
+
+    def __init__(self) -> None:
+        self._since: dict[Hold, float] = {}
+
+    def began(self, why: Hold) -> bool:
+        """Tell whether a wait on queues held for ``why`` is under way."""
+        return why in self._since
+
+    def waits(self, why: Hold, held: list[str], bound_ms: int) -> bool:
+        """Tell whether the burst still waits on ``held``, the queues held for ``why``: from
+        the first look that found some until ``bound_ms`` later. None held ends the wait."""
+        if not held:
+            self.forget(why)
+            return False
+        now = time.monotonic()
+        since = self._since.setdefault(why, now)
+        return (now - since) * 1000 <= bound_ms
+
+    def forget(self, why: Hold) -> None:
+        """End the wait for ``why``: what it waited on came (a slot, tasks fetched)."""
+        self._since.pop(why, None)

@@ -16,7 +16,7 @@ from .backpressure import Backpressure
 from .buffer import Runners, TaskBuffer
 from .failing_calls import FailingCalls
 from .fetch_plan import PROBE_EVERY_S, FetchPlan
-from .held_back import HeldBackQueues, Hold
+from .held_back import BoundedWaits, HeldBackQueues, Hold
 from .leases import HeldLeases, lease_clock
 from .limit_runners import RunnersForLimits
 from .role import RoleThread
@@ -83,12 +83,11 @@ class Prefetcher(RoleThread):
             left_out=self._plan.left_out,
         )
         self._failing = FailingCalls(logger, clock)  # says once a queue fails, once it is back
-        self._slot_wait_began: float | None = None  # --burst: when a full limit began to hold
+        self._bounded = BoundedWaits()  # --burst: its waits for a slot, for a failing queue
         self._start_wait_said = False  # --burst: the wait for a rate's next start was logged
         self._paused: list[str] = []  # --burst: the queues the last peek at all found paused
         # --burst: the queues whose full concurrency limit it stopped waiting for.
         self._slots_full: list[str] = []
-        self._failing_since: float | None = None  # --burst: when a queue's calls began to fail
         self._unread: list[str] = []  # --burst: the queues it ends without, their calls failing
 
     def nudge(self) -> None:
@@ -146,7 +145,8 @@ class Prefetcher(RoleThread):
         settled = self.burst and self.is_settled()
         fetched, next_due_ms = self._fetch(free)
         if fetched:
-            self._slot_wait_began, self._start_wait_said = None, False
+            self._bounded.forget(Hold.SLOT)
+            self._start_wait_said = False
         # Queues left out for want of slots may hold tasks: ask them before waiting, or
         # --burst would stop with work left (the refill just marked the others empty).
         if fetched or self._plan.unasked or self._limits.waited_for_a_runner(IDLE_BLOCK_S):
@@ -213,7 +213,7 @@ class Prefetcher(RoleThread):
         stopped waiting for (it ended saying nothing, where a killed worker's lapsed lease
         held the slot: docs/schedules.md, Per-queue limits). Read only for queues the last
         look found so (an empty one answers as empty): one pipelined count each. Last, the
-        queues it could not read (``_still_failing``), at ERROR."""
+        queues it could not read, their calls failing, at ERROR."""
         alias = self.broker.settings.alias
         self._say_tasks_in(
             self._paused,
@@ -251,11 +251,16 @@ class Prefetcher(RoleThread):
         """--burst with nothing in flight: tell whether the queues hold nothing left to run
         soon: no task due within the horizon, no queue whose rate holds ready tasks (its next
         start comes, however far), and no queue whose full concurrency limit (held by another
-        process, whose finish frees a slot) has held its tasks back for less."""
+        process, whose finish frees a slot) has held its tasks back, or whose calls have
+        failed, for less."""
         if next_due_ms is not None and next_due_ms <= BURST_HORIZON_MS:
             return False
-        if self._still_failing():
+        # A queue whose calls fail (a key of another type: an operator may mend it) is asked
+        # again a while, then left: asked every few seconds, it kept the burst for good.
+        failing = self._held_back.held_for(Hold.RECHECK)
+        if self._bounded.waits(Hold.RECHECK, failing, BURST_HORIZON_MS):
             return False
+        self._unread = failing
         paced = self._held_back.held_for(Hold.START)
         if paced:
             if not self._start_wait_said:
@@ -266,12 +271,7 @@ class Prefetcher(RoleThread):
                 )
             return False
         held = self._held_back.held_for(Hold.SLOT)
-        if not held:
-            self._slot_wait_began = None
-            return True
-        now = time.monotonic()
-        if self._slot_wait_began is None:
-            self._slot_wait_began = now
+        if held and not self._bounded.began(Hold.SLOT):
             logger.info(
                 "Burst waits for a slot of a queue at its concurrency limit queues=%s "
                 "(at most %d s)",
@@ -280,27 +280,10 @@ class Prefetcher(RoleThread):
             )
         # A holder that died keeps its slot until a reaper settles its lease, which a burst in
         # one process does only at its start: the wait is bounded as a delayed task's is.
-        if (now - self._slot_wait_began) * 1000 <= BURST_HORIZON_MS:
+        if self._bounded.waits(Hold.SLOT, held, BURST_HORIZON_MS):
             return False
         self._slots_full = held
         return True
-
-    def _still_failing(self) -> bool:
-        """--burst: tell whether a queue whose calls fail (a key of another type: an operator
-        may mend it) holds the burst a while more, up to BURST_HORIZON_MS from its first
-        failure; past that, the burst ends without it (``_say_left`` names it). Asked again
-        every few seconds, such a queue kept the burst waiting for good."""
-        failing = self._held_back.held_for(Hold.RECHECK)
-        if not failing:
-            self._failing_since = None
-            return False
-        now = time.monotonic()
-        if self._failing_since is None:
-            self._failing_since = now
-        if (now - self._failing_since) * 1000 <= BURST_HORIZON_MS:
-            return True
-        self._unread = failing
-        return False
 
     def _wait_for_progress(self, next_due_ms: int | None = None) -> None:
         """--burst with nothing reserved: wait locally for in-flight work to settle, or until
